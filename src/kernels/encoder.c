@@ -1,0 +1,56 @@
+/*
+ * encoder.c -- token + position embedding (GPT-2 "wte"/"wpe"), forward and
+ * backward.  Contract and legend in kernels.h.
+ *
+ * Legend: B batch, T sequence length, C channels, Vp padded vocabulary,
+ * maxT the number of rows of wpe (>= T).
+ * Parameter gradients accumulate (+=); there is no activation gradient
+ * (the input is token ids).
+ */
+#include "kernels.h"
+
+/* out[b,t,c] = wte[inp[b,t],c] + wpe[t,c]
+ * out (B,T,C), inp (B,T), wte (Vp,C), wpe (maxT,C).
+ * Rows are independent, so any split over (b,t) gives the same bits. */
+void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe,
+                     int B, int T, int C)
+{
+    #pragma omp parallel for schedule(static)
+    for (int bt = 0; bt < B * T; bt++) {
+        int t = bt % T;
+        float *o = out + (size_t)bt * C;
+        const float *we = wte + (size_t)inp[bt] * C;
+        const float *pe = wpe + (size_t)t * C;
+        for (int c = 0; c < C; c++) o[c] = we[c] + pe[c];
+    }
+}
+
+/* dwte[inp[b,t],c] += dout[b,t,c];  dwpe[t,c] += dout[b,t,c]
+ * dwte (Vp,C), dwpe (maxT,C), dout (B,T,C), inp (B,T).
+ *
+ * Several (b,t) can name the same token, so rows of dwte are shared between
+ * (b,t).  Splitting over channels instead makes every output element belong
+ * to exactly one thread, and each element sums its contributions in (b,t)
+ * order whatever the split: no races, and the bits do not depend on the
+ * thread count.  Blocks of 16 channels keep the row reads contiguous. */
+#define ENC_CBLOCK 16
+void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp,
+                      int B, int T, int C)
+{
+    int nblk = (C + ENC_CBLOCK - 1) / ENC_CBLOCK;
+    #pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < nblk; blk++) {
+        int c0 = blk * ENC_CBLOCK;
+        int c1 = c0 + ENC_CBLOCK < C ? c0 + ENC_CBLOCK : C;
+        for (int bt = 0; bt < B * T; bt++) {
+            int t = bt % T;
+            const float *d = dout + (size_t)bt * C;
+            float *gwe = dwte + (size_t)inp[bt] * C;
+            float *gpe = dwpe + (size_t)t * C;
+            for (int c = c0; c < c1; c++) {
+                gwe[c] += d[c];
+                gpe[c] += d[c];
+            }
+        }
+    }
+}

@@ -1,0 +1,837 @@
+/*
+ * test_kernels.c -- every kernel of kernels.h against a double-precision
+ * reference: forwards against a double re-implementation, backwards against
+ * central finite differences of that reference, plus dropout-mask,
+ * determinism and thread-count checks.
+ *
+ * Method for a backward: draw a fixed random R shaped like the output, set
+ * the scalar loss L = sum(out * R) (so dout = R), evaluate L in double and
+ * difference it, dL/dx ~ (L(x+h) - L(x-h)) / 2h with h = 1e-4, for every
+ * input element.  The double reference makes the finite difference accurate
+ * to ~1e-9, so what the check sees is the float error of the kernel.
+ * A check passes when max_i |fd_i - g_i| <= tol * (1 + max_i |g_i|); the
+ * per-kernel tol is stated where it is used (each is >= 10x the error
+ * observed when the test was written).
+ *
+ * Build (standalone):
+ *   cc -std=c11 -O2 -march=native -fopenmp -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc \
+ *      -o /tmp/kt tests/test_kernels.c src/kernels/\*.c src/core/rng.c -lopenblas -lm
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "core/rng.h"
+#include "harness.h"
+
+#define FD_H 1e-4
+
+/* ------------------------------------------------------------------ helpers */
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) { fprintf(stderr, "test_kernels: out of memory\n"); exit(2); }
+    return p;
+}
+
+/* x[i] = lo + (hi-lo) * uniform(key, i) */
+static void fill(float *x, size_t n, uint64_t key, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * remat_rng_uniform(key, i);
+}
+
+static double *to_double(const float *x, size_t n)
+{
+    double *d = xcalloc(n, sizeof(double));
+    for (size_t i = 0; i < n; i++) d[i] = x[i];
+    return d;
+}
+
+/* max |a - ref| <= tol * (1 + max |ref|) for a float result against a double one */
+static void check_close(const char *what, const float *a, const double *ref, size_t n, double tol)
+{
+    double err = 0.0, m = 0.0;
+    size_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs(a[i] - ref[i]);
+        if (!(e <= err)) { err = e; worst = i; }   /* also catches NaN */
+        if (fabs(ref[i]) > m) m = fabs(ref[i]);
+    }
+    printf("  %-44s max err %.2e (max|ref| %.2e, tol %.0e)\n", what, err, m, tol);
+    CHECK(err <= tol * (1.0 + m), "%s: max err %.3g at %zu (max|ref| %.3g, tol %.3g)",
+          what, err, worst, m, tol);
+}
+
+typedef double (*loss_fn)(const void *ctx);
+
+/* Central differences of f with respect to x[0..n) against the analytic g. */
+static void fd_check(const char *what, double *x, size_t n, const float *g,
+                     loss_fn f, const void *ctx, double tol)
+{
+    double err = 0.0, gmax = 0.0;
+    size_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double save = x[i];
+        x[i] = save + FD_H;
+        double lp = f(ctx);
+        x[i] = save - FD_H;
+        double lm = f(ctx);
+        x[i] = save;
+        double fd = (lp - lm) / (2.0 * FD_H);
+        double e = fabs(fd - g[i]);
+        if (!(e <= err)) { err = e; worst = i; }
+        if (fabs(g[i]) > gmax) gmax = fabs(g[i]);
+    }
+    printf("  %-44s max |fd-g| %.2e (max|g| %.2e, tol %.0e)\n", what, err, gmax, tol);
+    CHECK(err <= tol * (1.0 + gmax), "%s: max |fd - g| %.3g at %zu (max|g| %.3g, tol %.3g)",
+          what, err, worst, gmax, tol);
+}
+
+/* ------------------------------------------------------------------ encoder */
+
+typedef struct {
+    int B, T, C;
+    const int *inp;
+    double *wte, *wpe;
+    const float *R;
+} enc_ctx;
+
+static double enc_loss(const void *p)
+{
+    const enc_ctx *c = p;
+    double L = 0.0;
+    for (int bt = 0; bt < c->B * c->T; bt++)
+        for (int k = 0; k < c->C; k++)
+            L += (c->wte[(size_t)c->inp[bt] * c->C + k] + c->wpe[(size_t)(bt % c->T) * c->C + k])
+                 * c->R[(size_t)bt * c->C + k];
+    return L;
+}
+
+/* Encoder: exact (one float add forward, float adds backward): tol 1e-5. */
+static void test_encoder(void)
+{
+    printf("encoder\n");
+    enum { B = 2, T = 5, C = 6, Vp = 8, maxT = 7 };
+    int inp[B * T] = { 3, 1, 3, 0, 7, 3, 3, 2, 1, 0 };   /* repeated tokens */
+    float wte[Vp * C], wpe[maxT * C], out[B * T * C], R[B * T * C];
+    float dwte[Vp * C] = { 0 }, dwpe[maxT * C] = { 0 };
+    fill(wte, Vp * C, 11, -1, 1);
+    fill(wpe, maxT * C, 12, -1, 1);
+    fill(R, B * T * C, 13, -1, 1);
+
+    encoder_forward(out, inp, wte, wpe, B, T, C);
+    double ref[B * T * C];
+    for (int bt = 0; bt < B * T; bt++)
+        for (int k = 0; k < C; k++)
+            ref[bt * C + k] = (double)wte[inp[bt] * C + k] + wpe[(bt % T) * C + k];
+    check_close("encoder_forward out", out, ref, B * T * C, 1e-6);
+
+    encoder_backward(dwte, dwpe, R, inp, B, T, C);
+    enc_ctx cx = { B, T, C, inp, to_double(wte, Vp * C), to_double(wpe, maxT * C), R };
+    fd_check("encoder_backward dwte", cx.wte, Vp * C, dwte, enc_loss, &cx, 1e-5);
+    fd_check("encoder_backward dwpe", cx.wpe, maxT * C, dwpe, enc_loss, &cx, 1e-5);
+    free(cx.wte);
+    free(cx.wpe);
+}
+
+/* ---------------------------------------------------------------- layernorm */
+
+typedef struct {
+    int N, C;
+    double *x, *w, *b;
+    const float *R;
+    double *out;   /* optional: the reference output */
+} ln_ctx;
+
+static double ln_loss(const void *p)
+{
+    const ln_ctx *c = p;
+    double L = 0.0;
+    for (int n = 0; n < c->N; n++) {
+        const double *x = c->x + (size_t)n * c->C;
+        double mean = 0.0, var = 0.0;
+        for (int k = 0; k < c->C; k++) mean += x[k];
+        mean /= c->C;
+        for (int k = 0; k < c->C; k++) var += (x[k] - mean) * (x[k] - mean);
+        var /= c->C;
+        double rstd = 1.0 / sqrt(var + 1e-5);
+        for (int k = 0; k < c->C; k++) {
+            double o = (x[k] - mean) * rstd * c->w[k] + c->b[k];
+            if (c->out) c->out[(size_t)n * c->C + k] = o;
+            L += o * c->R[(size_t)n * c->C + k];
+        }
+    }
+    return L;
+}
+
+/* LayerNorm: forward tol 1e-5; backward tol 1e-4 (rstd ~ 2 amplifies float
+ * rounding of the row means). */
+static void test_layernorm(void)
+{
+    printf("layernorm\n");
+    enum { N = 6, C = 24 };
+    float x[N * C], w[C], b[C], R[N * C], stat[N * 2], out[N * C];
+    fill(x, N * C, 21, -1.0f, 1.6f);   /* non-zero mean */
+    fill(w, C, 22, 0.5f, 1.5f);
+    fill(b, C, 23, -0.3f, 0.3f);
+    fill(R, N * C, 24, -1, 1);
+
+    layernorm_stats(stat, x, N, C);
+    layernorm_apply(out, x, stat, w, b, N, C);
+    double ref[N * C];
+    ln_ctx cx = { N, C, to_double(x, N * C), to_double(w, C), to_double(b, C), R, ref };
+    ln_loss(&cx);
+    cx.out = NULL;
+    check_close("layernorm stats+apply out", out, ref, N * C, 1e-5);
+
+    float dx[N * C] = { 0 }, dw[C] = { 0 }, db[C] = { 0 };
+    layernorm_backward(dx, dw, db, R, x, stat, w, N, C);
+    fd_check("layernorm_backward dinp", cx.x, N * C, dx, ln_loss, &cx, 1e-4);
+    fd_check("layernorm_backward dw", cx.w, C, dw, ln_loss, &cx, 1e-4);
+    fd_check("layernorm_backward db", cx.b, C, db, ln_loss, &cx, 1e-4);
+
+    /* dinp, dw and db accumulate: a second call adds the same amounts again */
+    float dx2[N * C], dw2[C], db2[C];
+    memcpy(dx2, dx, sizeof dx);
+    memcpy(dw2, dw, sizeof dw);
+    memcpy(db2, db, sizeof db);
+    layernorm_backward(dx2, dw2, db2, R, x, stat, w, N, C);
+    double acc = 0.0;
+    for (int i = 0; i < N * C; i++) acc = fmax(acc, fabs(dx2[i] - 2.0 * dx[i]));
+    for (int i = 0; i < C; i++) acc = fmax(acc, fabs(dw2[i] - 2.0 * dw[i]));
+    for (int i = 0; i < C; i++) acc = fmax(acc, fabs(db2[i] - 2.0 * db[i]));
+    CHECK(acc <= 1e-5, "layernorm_backward does not accumulate (+=): err %.3g", acc);
+
+    free(cx.x);
+    free(cx.w);
+    free(cx.b);
+}
+
+/* ------------------------------------------------------------------- linear */
+
+typedef struct {
+    int N, IC, OC;
+    double *x, *w, *b;   /* b may be NULL */
+    const float *R;
+    double *out;
+} lin_ctx;
+
+static double lin_loss(const void *p)
+{
+    const lin_ctx *c = p;
+    double L = 0.0;
+    for (int n = 0; n < c->N; n++)
+        for (int o = 0; o < c->OC; o++) {
+            double s = c->b ? c->b[o] : 0.0;
+            for (int i = 0; i < c->IC; i++) s += c->x[(size_t)n * c->IC + i] * c->w[(size_t)o * c->IC + i];
+            if (c->out) c->out[(size_t)n * c->OC + o] = s;
+            L += s * c->R[(size_t)n * c->OC + o];
+        }
+    return L;
+}
+
+/* Linear: forward and backward tol 1e-5 (sums of <= 9 float products). */
+static void test_linear(void)
+{
+    printf("linear\n");
+    enum { N = 5, IC = 7, OC = 9 };
+    float x[N * IC], w[OC * IC], b[OC], R[N * OC], out[N * OC];
+    fill(x, N * IC, 31, -1, 1);
+    fill(w, OC * IC, 32, -1, 1);
+    fill(b, OC, 33, -1, 1);
+    fill(R, N * OC, 34, -1, 1);
+    double ref[N * OC];
+
+    for (int with_bias = 1; with_bias >= 0; with_bias--) {
+        lin_ctx cx = { N, IC, OC, to_double(x, N * IC), to_double(w, OC * IC),
+                       with_bias ? to_double(b, OC) : NULL, R, ref };
+        lin_loss(&cx);
+        cx.out = NULL;
+        for (int i = 0; i < N * OC; i++) out[i] = NAN;   /* beta=0 must overwrite */
+        linear_forward(out, x, w, with_bias ? b : NULL, N, IC, OC);
+        check_close(with_bias ? "linear_forward out" : "linear_forward out (b=NULL)",
+                    out, ref, N * OC, 1e-5);
+
+        float dx[N * IC], dw[OC * IC] = { 0 }, db[OC] = { 0 };
+        for (int i = 0; i < N * IC; i++) dx[i] = NAN;     /* dinp is assigned */
+        if (with_bias) {
+            linear_backward(dx, dw, db, R, x, w, N, IC, OC);
+            fd_check("linear_backward dinp", cx.x, N * IC, dx, lin_loss, &cx, 1e-5);
+            fd_check("linear_backward dw", cx.w, OC * IC, dw, lin_loss, &cx, 1e-5);
+            fd_check("linear_backward db", cx.b, OC, db, lin_loss, &cx, 1e-5);
+            /* dw, db accumulate */
+            float dw2[OC * IC], db2[OC];
+            memcpy(dw2, dw, sizeof dw);
+            memcpy(db2, db, sizeof db);
+            linear_backward(dx, dw2, db2, R, x, w, N, IC, OC);
+            double acc = 0.0;
+            for (int i = 0; i < OC * IC; i++) acc = fmax(acc, fabs(dw2[i] - 2.0 * dw[i]));
+            for (int i = 0; i < OC; i++) acc = fmax(acc, fabs(db2[i] - 2.0 * db[i]));
+            CHECK(acc <= 1e-5, "linear_backward dw/db do not accumulate: err %.3g", acc);
+        } else {
+            /* dinp == NULL and db == NULL: only dw is touched */
+            linear_backward(NULL, dw, NULL, R, x, w, N, IC, OC);
+            fd_check("linear_backward dw (dinp=NULL, db=NULL)", cx.w, OC * IC, dw, lin_loss, &cx, 1e-5);
+            int untouched = 1;
+            for (int i = 0; i < N * IC; i++) untouched &= isnan(dx[i]);
+            for (int i = 0; i < OC; i++) untouched &= db[i] == 0.0f;
+            CHECK(untouched, "linear_backward wrote through a NULL-skipped output");
+        }
+        free(cx.x);
+        free(cx.w);
+        free(cx.b);
+    }
+}
+
+/* ---------------------------------------------------------------- attention */
+
+typedef struct {
+    int B, T, C, NH;
+    double *qkv;
+    const float *R;
+    const remat_dropout *drop;
+    double *out;
+} att_ctx;
+
+/* Double reference of scores + values with the kernels' dropout mask. */
+static double att_loss(const void *p)
+{
+    const att_ctx *c = p;
+    int B = c->B, T = c->T, C = c->C, NH = c->NH, hs = C / NH;
+    double scale = 1.0 / sqrt((double)hs), L = 0.0;
+    double *s = xcalloc((size_t)T, sizeof(double));
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++) {
+                const double *q = c->qkv + ((size_t)b * T + i) * 3 * C + h * hs;
+                double mx = -INFINITY, sum = 0.0;
+                for (int j = 0; j <= i; j++) {
+                    const double *k = c->qkv + ((size_t)b * T + j) * 3 * C + C + h * hs;
+                    double d = 0.0;
+                    for (int e = 0; e < hs; e++) d += q[e] * k[e];
+                    s[j] = d * scale;
+                    if (s[j] > mx) mx = s[j];
+                }
+                for (int j = 0; j <= i; j++) { s[j] = exp(s[j] - mx); sum += s[j]; }
+                for (int e = 0; e < hs; e++) {
+                    double o = 0.0;
+                    for (int j = 0; j <= i; j++) {
+                        uint64_t idx = (((uint64_t)b * NH + h) * T + i) * T + j;
+                        double m = remat_dropout_mult(c->drop, idx);
+                        o += s[j] / sum * m * c->qkv[((size_t)b * T + j) * 3 * C + 2 * C + h * hs + e];
+                    }
+                    size_t oi = ((size_t)b * T + i) * C + h * hs + e;
+                    if (c->out) c->out[oi] = o;
+                    L += o * c->R[oi];
+                }
+            }
+    free(s);
+    return L;
+}
+
+/* Attention: forward tol 1e-5; backward tol 1e-4 (softmax backward subtracts
+ * a row sum, and dropout scales by 1/(1-p)). */
+static void test_attention_case(int B, int T, int C, int NH, float p)
+{
+    char what[96];
+    size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+    float *qkv = xcalloc(nq, sizeof(float)), *R = xcalloc(no, sizeof(float));
+    float *att = xcalloc(na, sizeof(float)), *out = xcalloc(no, sizeof(float));
+    float *dqkv = xcalloc(nq, sizeof(float));
+    double *ref = xcalloc(no, sizeof(double));
+    fill(qkv, nq, 41 + T, -1.5f, 1.5f);
+    fill(R, no, 42 + T, -1, 1);
+    remat_dropout drop = remat_dropout_make(p, remat_rng_key(7, 3, 1, REMAT_SITE_ATT));
+
+    attention_scores_forward(att, qkv, B, T, C, NH);
+    attention_values_forward(out, att, qkv, &drop, B, T, C, NH);
+
+    /* causal zeros are written, and each row is a distribution */
+    int causal = 1;
+    double rowerr = 0.0;
+    for (size_t r = 0; r < (size_t)B * NH * T; r++) {
+        int i = (int)(r % T);
+        double s = 0.0;
+        for (int j = 0; j < T; j++) {
+            float a = att[r * T + j];
+            if (j > i) causal &= a == 0.0f;
+            else s += a;
+        }
+        rowerr = fmax(rowerr, fabs(s - 1.0));
+    }
+    CHECK(causal, "attention_scores_forward: non-zero above the diagonal (B%d T%d NH%d)", B, T, NH);
+    CHECK(rowerr <= 1e-5, "attention_scores_forward: rows do not sum to 1 (err %.3g)", rowerr);
+
+    att_ctx cx = { B, T, C, NH, to_double(qkv, nq), R, &drop, ref };
+    att_loss(&cx);
+    cx.out = NULL;
+    snprintf(what, sizeof what, "attention fwd B%d T%d C%d NH%d p%.1f", B, T, C, NH, p);
+    check_close(what, out, ref, no, 1e-5);
+
+    for (size_t i = 0; i < nq; i++) dqkv[i] = NAN;   /* dqkv is assigned */
+    attention_backward(dqkv, R, att, qkv, &drop, B, T, C, NH);
+    snprintf(what, sizeof what, "attention bwd dqkv B%d T%d C%d NH%d p%.1f", B, T, C, NH, p);
+    fd_check(what, cx.qkv, nq, dqkv, att_loss, &cx, 1e-4);
+
+    free(cx.qkv);
+    free(qkv); free(R); free(att); free(out); free(dqkv); free(ref);
+}
+
+static void test_attention(void)
+{
+    printf("attention\n");
+    test_attention_case(1, 1, 4, 1, 0.0f);
+    test_attention_case(2, 5, 8, 1, 0.0f);
+    test_attention_case(2, 5, 8, 2, 0.0f);
+    test_attention_case(1, 17, 8, 1, 0.0f);
+    test_attention_case(2, 17, 12, 3, 0.0f);
+    test_attention_case(1, 1, 4, 2, 0.3f);
+    test_attention_case(2, 5, 8, 2, 0.3f);
+    test_attention_case(1, 17, 8, 1, 0.3f);
+    test_attention_case(2, 17, 12, 3, 0.3f);
+}
+
+/* --------------------------------------------------------------------- gelu */
+
+typedef struct {
+    size_t n;
+    double *x;
+    const float *R;
+    double *out;
+} gelu_ctx;
+
+static double gelu_ref(double x)
+{
+    return 0.5 * x * (1.0 + tanh(0.79788456080286535588 /* sqrt(2/pi) */ * (x + 0.044715 * x * x * x)));
+}
+
+static double gelu_loss(const void *p)
+{
+    const gelu_ctx *c = p;
+    double L = 0.0;
+    for (size_t i = 0; i < c->n; i++) {
+        double o = gelu_ref(c->x[i]);
+        if (c->out) c->out[i] = o;
+        L += o * c->R[i];
+    }
+    return L;
+}
+
+/* GELU: forward and backward tol 1e-5 (elementwise, tanhf ~1 ulp). */
+static void test_gelu(void)
+{
+    printf("gelu\n");
+    enum { n = 64 };
+    float x[n], R[n], out[n], dx[n];
+    fill(x, n, 51, -5, 5);
+    fill(R, n, 52, -1, 1);
+    double ref[n];
+    gelu_ctx cx = { n, to_double(x, n), R, ref };
+    gelu_loss(&cx);
+    cx.out = NULL;
+    gelu_forward(out, x, n);
+    check_close("gelu_forward out", out, ref, n, 1e-5);
+    gelu_backward(dx, x, R, n);
+    fd_check("gelu_backward dinp", cx.x, n, dx, gelu_loss, &cx, 1e-5);
+    /* in place: dinp == dout gives the same bits */
+    float d2[n];
+    memcpy(d2, R, sizeof d2);
+    gelu_backward(d2, x, d2, n);
+    CHECK(memcmp(d2, dx, sizeof dx) == 0, "gelu_backward in place differs from out of place");
+    free(cx.x);
+}
+
+/* ----------------------------------------------------------------- residual */
+
+typedef struct {
+    size_t n;
+    const float *res;
+    double *branch;
+    const float *R;
+    const remat_dropout *drop;
+} res_ctx;
+
+static double res_loss(const void *p)
+{
+    const res_ctx *c = p;
+    double L = 0.0;
+    for (size_t i = 0; i < c->n; i++)
+        L += ((double)c->res[i] + c->branch[i] * remat_dropout_mult(c->drop, i)) * c->R[i];
+    return L;
+}
+
+/* Residual: forward tol 1e-6, backward tol 1e-5 (one product each). */
+static void test_residual(void)
+{
+    printf("residual + dropout\n");
+    enum { n = 96 };
+    float res[n], br[n], R[n], out[n], dbr[n];
+    fill(res, n, 61, -1, 1);
+    fill(br, n, 62, -1, 1);
+    fill(R, n, 63, -1, 1);
+    for (int pi = 0; pi < 2; pi++) {
+        float p = pi ? 0.3f : 0.0f;
+        remat_dropout drop = remat_dropout_make(p, remat_rng_key(7, 3, 0, REMAT_SITE_RES_MLP));
+        double ref[n];
+        for (int i = 0; i < n; i++) ref[i] = (double)res[i] + (double)br[i] * remat_dropout_mult(&drop, i);
+        residual_forward(out, res, br, &drop, n);
+        check_close(pi ? "residual_forward out p0.3" : "residual_forward out p0", out, ref, n, 1e-6);
+        float alias[n];   /* out aliasing branch */
+        memcpy(alias, br, sizeof alias);
+        residual_forward(alias, res, alias, &drop, n);
+        CHECK(memcmp(alias, out, sizeof out) == 0, "residual_forward with out == branch differs");
+
+        residual_backward_branch(dbr, R, &drop, n);
+        res_ctx cx = { n, res, to_double(br, n), R, &drop };
+        fd_check(pi ? "residual_backward_branch p0.3" : "residual_backward_branch p0",
+                 cx.branch, n, dbr, res_loss, &cx, 1e-5);
+        free(cx.branch);
+    }
+}
+
+/* Dropout masks: rate ~p, kept elements scaled by 1/(1-p), same key -> same
+ * mask, another key -> another mask; for the residual and for attention. */
+static void test_dropout_mask(void)
+{
+    printf("dropout masks\n");
+    const float p = 0.3f;
+    remat_dropout d1 = remat_dropout_make(p, remat_rng_key(1, 2, 3, REMAT_SITE_RES_ATTN));
+    remat_dropout d2 = remat_dropout_make(p, remat_rng_key(1, 3, 3, REMAT_SITE_RES_ATTN));
+
+    /* residual: dout = 1 exposes the mask */
+    size_t n = 200000;
+    float *one = xcalloc(n, sizeof(float)), *m1 = xcalloc(n, sizeof(float));
+    float *m1b = xcalloc(n, sizeof(float)), *m2 = xcalloc(n, sizeof(float));
+    for (size_t i = 0; i < n; i++) one[i] = 1.0f;
+    residual_backward_branch(m1, one, &d1, n);
+    residual_backward_branch(m1b, one, &d1, n);
+    residual_backward_branch(m2, one, &d2, n);
+    size_t zeros = 0, badscale = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m1[i] == 0.0f) zeros++;
+        else if (m1[i] != d1.scale) badscale++;
+    }
+    double frac = (double)zeros / n;   /* sd = sqrt(p(1-p)/n) ~ 1e-3 */
+    printf("  %-44s dropped %.4f (p %.2f)\n", "residual mask", frac, p);
+    CHECK(fabs(frac - p) <= 0.01, "residual dropout fraction %.4f, expected %.2f", frac, p);
+    CHECK(badscale == 0, "residual dropout: %zu kept elements not scaled by 1/(1-p)", badscale);
+    CHECK(memcmp(m1, m1b, n * sizeof(float)) == 0, "residual dropout: same key, different mask");
+    CHECK(memcmp(m1, m2, n * sizeof(float)) != 0, "residual dropout: different keys, same mask");
+    free(one); free(m1); free(m1b); free(m2);
+
+    /* attention: att = lower-triangular ones and v_j = e_j (hs = T) make
+     * out[b,i,h*hs+j] equal to the multiplier of element (b,h,i,j) */
+    enum { B = 2, NH = 4, T = 32, C = NH * T };
+    float *qkv = xcalloc((size_t)B * T * 3 * C, sizeof(float));
+    float *att = xcalloc((size_t)B * NH * T * T, sizeof(float));
+    float *o1 = xcalloc((size_t)B * T * C, sizeof(float)), *o2 = xcalloc((size_t)B * T * C, sizeof(float));
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < T; j++)
+            for (int h = 0; h < NH; h++) qkv[((size_t)b * T + j) * 3 * C + 2 * C + h * T + j] = 1.0f;
+    for (size_t r = 0; r < (size_t)B * NH * T; r++)
+        for (int j = 0; j <= (int)(r % T); j++) att[r * T + j] = 1.0f;
+    remat_dropout da = remat_dropout_make(p, remat_rng_key(9, 1, 0, REMAT_SITE_ATT));
+    attention_values_forward(o1, att, qkv, &da, B, T, C, NH);
+    attention_values_forward(o2, att, qkv, &da, B, T, C, NH);
+    size_t total = 0, dropped = 0, wrong = 0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j <= i; j++) {
+                    float v = o1[((size_t)b * T + i) * C + h * T + j];
+                    uint64_t idx = (((uint64_t)b * NH + h) * T + i) * T + j;
+                    total++;
+                    if (v == 0.0f) dropped++;
+                    if (v != remat_dropout_mult(&da, idx)) wrong++;
+                }
+    frac = (double)dropped / total;   /* sd ~ 5e-3 */
+    printf("  %-44s dropped %.4f (p %.2f)\n", "attention mask", frac, p);
+    CHECK(fabs(frac - p) <= 0.03, "attention dropout fraction %.4f, expected %.2f", frac, p);
+    CHECK(wrong == 0, "attention dropout: %zu elements disagree with index ((b*NH+h)*T+i)*T+j", wrong);
+    CHECK(memcmp(o1, o2, (size_t)B * T * C * sizeof(float)) == 0, "attention dropout: same key, different mask");
+    free(qkv); free(att); free(o1); free(o2);
+}
+
+/* ------------------------------------------------------------- crossentropy */
+
+typedef struct {
+    int N, V, Vp;
+    double *x;
+    const int *tgt;
+    double *losses;
+} ce_ctx;
+
+/* mean over rows of logsumexp(x[n,:V]) - x[n,tgt] */
+static double ce_loss(const void *p)
+{
+    const ce_ctx *c = p;
+    double L = 0.0;
+    for (int n = 0; n < c->N; n++) {
+        const double *x = c->x + (size_t)n * c->Vp;
+        double mx = -INFINITY, s = 0.0;
+        for (int v = 0; v < c->V; v++) mx = fmax(mx, x[v]);
+        for (int v = 0; v < c->V; v++) s += exp(x[v] - mx);
+        double l = mx + log(s) - x[c->tgt[n]];
+        if (c->losses) c->losses[n] = l;
+        L += l;
+    }
+    return L / c->N;
+}
+
+/* Cross-entropy: loss tol 1e-5; dlogits (of the mean loss) tol 1e-5. */
+static void test_crossentropy(void)
+{
+    printf("crossentropy\n");
+    enum { N = 6, V = 37, Vp = 64 };
+    float x[N * Vp], g[N * Vp], losses[N];
+    int tgt[N] = { 0, 36, 5, 17, 5, 30 };
+    fill(x, N * Vp, 71, -4, 4);
+    for (int n = 0; n < N; n++)
+        for (int v = V; v < Vp; v++) x[n * Vp + v] = 100.0f;   /* padding must be ignored */
+    x[2 * Vp + 5] = 60.0f;   /* a confident row */
+
+    double lref[N];
+    ce_ctx cx = { N, V, Vp, to_double(x, N * Vp), tgt, lref };
+    double mean_ref = ce_loss(&cx);
+    cx.losses = NULL;
+
+    /* evaluation: logits untouched */
+    memcpy(g, x, sizeof g);
+    double sum0 = crossentropy_forward(losses, g, tgt, N, V, Vp, 0.0f);
+    CHECK(memcmp(g, x, sizeof g) == 0, "crossentropy_forward with scale 0 modified the logits");
+    check_close("crossentropy losses", losses, lref, N, 1e-5);
+    double s = 0.0;
+    for (int n = 0; n < N; n++) s += losses[n];
+    CHECK(sum0 == s, "crossentropy_forward return %.17g != row-order double sum %.17g", sum0, s);
+    CHECK(fabs(sum0 / N - mean_ref) <= 1e-5 * (1 + fabs(mean_ref)),
+          "crossentropy mean loss %.9g vs reference %.9g", sum0 / N, mean_ref);
+    printf("  %-44s %.9f vs ref %.9f\n", "crossentropy mean loss", sum0 / N, mean_ref);
+
+    /* training: logits become d(mean loss)/d logits */
+    memcpy(g, x, sizeof g);
+    double sum1 = crossentropy_forward(losses, g, tgt, N, V, Vp, 1.0f / N);
+    CHECK(sum1 == sum0, "crossentropy loss differs between scale 0 and 1/N");
+    int padzero = 1;
+    for (int n = 0; n < N; n++)
+        for (int v = V; v < Vp; v++) padzero &= g[n * Vp + v] == 0.0f;
+    CHECK(padzero, "crossentropy: padded columns of dlogits are not zero");
+    fd_check("crossentropy dlogits (mean loss)", cx.x, N * Vp, g, ce_loss, &cx, 1e-5);
+    free(cx.x);
+
+    /* stability: huge logits */
+    float big[Vp];
+    for (int v = 0; v < Vp; v++) big[v] = 1000.0f;
+    int t0 = 3;
+    float l1;
+    crossentropy_forward(&l1, big, &t0, 1, V, Vp, 1.0f);
+    CHECK(fabs(l1 - log((double)V)) <= 1e-5, "crossentropy unstable for large logits: %g", l1);
+    CHECK(isfinite(big[0]) && fabs(big[t0] - (1.0 / V - 1.0)) <= 1e-6, "crossentropy grad unstable");
+}
+
+/* -------------------------------------------------------------------- adamw */
+
+/* AdamW: one step against the same formula in double: tol 1e-6 relative. */
+static void test_adamw(void)
+{
+    printf("adamw\n");
+    enum { n = 1000 };
+    float p[n], g[n], m[n], v[n];
+    const float lr = 3e-3f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f, gs = 0.7f;
+    for (int decay = 0; decay <= 1; decay++)
+        for (int t = 1; t <= 3; t += 2) {
+            fill(p, n, 81, -1, 1);
+            fill(g, n, 82, -1, 1);
+            if (t == 1) { memset(m, 0, sizeof m); memset(v, 0, sizeof v); }
+            else { fill(m, n, 83, -0.1f, 0.1f); fill(v, n, 84, 0.0f, 0.01f); }
+            double pr[n], mr[n], vr[n];
+            for (int i = 0; i < n; i++) {
+                double gi = (double)g[i] * gs, pi = p[i];
+                if (decay) pi *= 1.0 - (double)lr * wd;
+                mr[i] = (double)b1 * m[i] + (1.0 - (double)b1) * gi;
+                vr[i] = (double)b2 * v[i] + (1.0 - (double)b2) * gi * gi;
+                double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
+                pr[i] = pi - lr / bc1 * mr[i] / (sqrt(vr[i]) / sqrt(bc2) + eps);
+            }
+            adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, decay, gs, t);
+            char what[64];
+            snprintf(what, sizeof what, "adamw p (decay %d, t %d)", decay, t);
+            check_close(what, p, pr, n, 1e-6);
+            snprintf(what, sizeof what, "adamw m (decay %d, t %d)", decay, t);
+            check_close(what, m, mr, n, 1e-6);
+            snprintf(what, sizeof what, "adamw v (decay %d, t %d)", decay, t);
+            check_close(what, v, vr, n, 1e-6);
+        }
+}
+
+/* ---------------------------------------------------------------- sumsq */
+
+static void test_sumsq(void)
+{
+    printf("sumsq\n");
+    size_t n = 256 * 4096 + 77777;   /* more than one stack group, ragged tail */
+    float *g = xcalloc(n, sizeof(float));
+    fill(g, n, 91, -1, 1);
+    long double ref = 0.0L;
+    for (size_t i = 0; i < n; i++) ref += (long double)g[i] * g[i];
+    double s = sumsq(g, n);
+    double rel = fabs(s - (double)ref) / (double)ref;
+    printf("  %-44s rel err %.2e\n", "sumsq vs long double", rel);
+    CHECK(rel <= 1e-12, "sumsq rel err %.3g", rel);
+    CHECK(sumsq(g, 0) == 0.0, "sumsq of nothing is not 0");
+    CHECK(sumsq(g, 3) == (double)g[0] * g[0] + (double)g[1] * g[1] + (double)g[2] * g[2],
+          "sumsq of 3 elements");
+    free(g);
+}
+
+/* ------------------------------------------------------------- determinism */
+
+/* Two runs on the same inputs give memcmp-identical outputs. */
+static void test_repeatable(void)
+{
+    printf("determinism: same inputs, same bits\n");
+    enum { B = 2, T = 33, C = 48, NH = 4, N = B * T, OC = 40, V = 50, Vp = 64 };
+    float *qkv = xcalloc(N * 3 * C, sizeof(float)), *R = xcalloc(N * C, sizeof(float));
+    fill(qkv, N * 3 * C, 101, -2, 2);
+    fill(R, N * C, 102, -1, 1);
+    remat_dropout drop = remat_dropout_make(0.1f, 55);
+
+    float *att[2], *out[2], *dq[2];
+    for (int r = 0; r < 2; r++) {
+        att[r] = xcalloc((size_t)B * NH * T * T, sizeof(float));
+        out[r] = xcalloc(N * C, sizeof(float));
+        dq[r] = xcalloc(N * 3 * C, sizeof(float));
+        attention_scores_forward(att[r], qkv, B, T, C, NH);
+        attention_values_forward(out[r], att[r], qkv, &drop, B, T, C, NH);
+        attention_backward(dq[r], R, att[r], qkv, &drop, B, T, C, NH);
+    }
+    CHECK(memcmp(att[0], att[1], (size_t)B * NH * T * T * sizeof(float)) == 0, "attention scores not repeatable");
+    CHECK(memcmp(out[0], out[1], N * C * sizeof(float)) == 0, "attention values not repeatable");
+    CHECK(memcmp(dq[0], dq[1], N * 3 * C * sizeof(float)) == 0, "attention backward not repeatable");
+
+    /* one thread vs two: attention backward too (disjoint (b,h) slices) */
+    omp_set_num_threads(1);
+    attention_backward(dq[1], R, att[0], qkv, &drop, B, T, C, NH);
+    omp_set_num_threads(2);
+    attention_backward(dq[0], R, att[0], qkv, &drop, B, T, C, NH);
+    CHECK(memcmp(dq[0], dq[1], N * 3 * C * sizeof(float)) == 0, "attention backward depends on threads");
+    for (int r = 0; r < 2; r++) { free(att[r]); free(out[r]); free(dq[r]); }
+
+    /* layernorm, linear, crossentropy: run twice */
+    float *x = xcalloc(N * C, sizeof(float)), *w = xcalloc(OC * C, sizeof(float)), *b = xcalloc(OC, sizeof(float));
+    fill(x, N * C, 103, -1, 2);
+    fill(w, OC * C, 104, -1, 1);
+    fill(b, OC, 105, -1, 1);
+    float lnw[C], lnb[C];
+    fill(lnw, C, 107, 0.5f, 1.5f);
+    fill(lnb, C, 108, -1, 1);
+    float *lo[2], *st[2], *li[2], *ldx[2], *ldw[2], *ldb[2], *ce[2], *cl[2];
+    double cs[2];
+    int tgt[N];
+    for (int i = 0; i < N; i++) tgt[i] = (i * 7) % V;
+    for (int r = 0; r < 2; r++) {
+        st[r] = xcalloc(N * 2, sizeof(float));
+        lo[r] = xcalloc(N * C, sizeof(float));
+        layernorm_stats(st[r], x, N, C);
+        layernorm_apply(lo[r], x, st[r], lnw, lnb, N, C);
+        li[r] = xcalloc(N * OC, sizeof(float));
+        ldx[r] = xcalloc(N * C, sizeof(float));
+        ldw[r] = xcalloc(OC * C, sizeof(float));
+        ldb[r] = xcalloc(OC, sizeof(float));
+        linear_forward(li[r], x, w, b, N, C, OC);
+        linear_backward(ldx[r], ldw[r], ldb[r], li[r], x, w, N, C, OC);
+        ce[r] = xcalloc(N * Vp, sizeof(float));
+        cl[r] = xcalloc(N, sizeof(float));
+        fill(ce[r], N * Vp, 106, -5, 5);
+        cs[r] = crossentropy_forward(cl[r], ce[r], tgt, N, V, Vp, 0.5f);
+    }
+    CHECK(memcmp(st[0], st[1], N * 2 * sizeof(float)) == 0 &&
+          memcmp(lo[0], lo[1], N * C * sizeof(float)) == 0, "layernorm forward not repeatable");
+    CHECK(memcmp(li[0], li[1], N * OC * sizeof(float)) == 0 &&
+          memcmp(ldx[0], ldx[1], N * C * sizeof(float)) == 0 &&
+          memcmp(ldw[0], ldw[1], OC * C * sizeof(float)) == 0 &&
+          memcmp(ldb[0], ldb[1], OC * sizeof(float)) == 0, "linear not repeatable");
+    CHECK(memcmp(ce[0], ce[1], N * Vp * sizeof(float)) == 0 &&
+          memcmp(cl[0], cl[1], N * sizeof(float)) == 0 &&
+          memcmp(&cs[0], &cs[1], sizeof(double)) == 0, "crossentropy not repeatable");
+    for (int r = 0; r < 2; r++) {
+        free(st[r]); free(lo[r]); free(li[r]); free(ldx[r]); free(ldw[r]); free(ldb[r]);
+        free(ce[r]); free(cl[r]);
+    }
+    free(x); free(w); free(b); free(qkv); free(R);
+}
+
+/* One thread vs two (vs four): layernorm backward, encoder backward and
+ * sumsq give the same bits, because their reductions run in a fixed order. */
+static void test_thread_independence(void)
+{
+    printf("determinism: thread count\n");
+    enum { B = 4, T = 64, C = 200, N = B * T, Vp = 64 };
+    float *x = xcalloc(N * C, sizeof(float)), *d = xcalloc(N * C, sizeof(float));
+    float *w = xcalloc(C, sizeof(float)), *b = xcalloc(C, sizeof(float)), *st = xcalloc(N * 2, sizeof(float));
+    fill(x, N * C, 111, -1, 2);
+    fill(d, N * C, 112, -1, 1);
+    fill(w, C, 113, 0.5f, 1.5f);
+    fill(b, C, 114, -1, 1);
+    int inp[N];
+    for (int i = 0; i < N; i++) inp[i] = (int)(remat_rng_bits(115, i) % 10);   /* many repeats */
+    layernorm_stats(st, x, N, C);
+
+    const int threads[3] = { 1, 2, 4 };
+    float *dx[3], *dw[3], *db[3], *dwte[3], *dwpe[3];
+    double ss[3];
+    for (int r = 0; r < 3; r++) {
+        omp_set_num_threads(threads[r]);
+        dx[r] = xcalloc(N * C, sizeof(float));
+        dw[r] = xcalloc(C, sizeof(float));
+        db[r] = xcalloc(C, sizeof(float));
+        layernorm_backward(dx[r], dw[r], db[r], d, x, st, w, N, C);
+        dwte[r] = xcalloc(Vp * C, sizeof(float));
+        dwpe[r] = xcalloc(T * C, sizeof(float));
+        encoder_backward(dwte[r], dwpe[r], d, inp, B, T, C);
+        ss[r] = sumsq(x, N * C);
+    }
+    omp_set_num_threads(2);
+    for (int r = 1; r < 3; r++) {
+        CHECK(memcmp(dx[0], dx[r], N * C * sizeof(float)) == 0 &&
+              memcmp(dw[0], dw[r], C * sizeof(float)) == 0 &&
+              memcmp(db[0], db[r], C * sizeof(float)) == 0,
+              "layernorm_backward differs between 1 and %d threads", threads[r]);
+        CHECK(memcmp(dwte[0], dwte[r], Vp * C * sizeof(float)) == 0 &&
+              memcmp(dwpe[0], dwpe[r], T * C * sizeof(float)) == 0,
+              "encoder_backward differs between 1 and %d threads", threads[r]);
+        CHECK(memcmp(&ss[0], &ss[r], sizeof(double)) == 0,
+              "sumsq differs between 1 and %d threads", threads[r]);
+    }
+    /* and the encoder's scatter is right with many repeats */
+    double err = 0.0;
+    for (int k = 0; k < C; k++) {
+        double s = 0.0;
+        for (int i = 0; i < N; i++) if (inp[i] == 3) s += d[(size_t)i * C + k];
+        err = fmax(err, fabs(s - dwte[0][3 * C + k]));
+    }
+    CHECK(err <= 1e-4, "encoder_backward scatter with repeated tokens: err %.3g", err);
+    for (int r = 0; r < 3; r++) { free(dx[r]); free(dw[r]); free(db[r]); free(dwte[r]); free(dwpe[r]); }
+    free(x); free(d); free(w); free(b); free(st);
+}
+
+int main(void)
+{
+    test_encoder();
+    test_layernorm();
+    test_linear();
+    test_attention();
+    test_gelu();
+    test_residual();
+    test_dropout_mask();
+    test_crossentropy();
+    test_adamw();
+    test_sumsq();
+    test_repeatable();
+    test_thread_independence();
+    return TEST_REPORT();
+}
