@@ -1,0 +1,76 @@
+# remat -- activation recomputation for GPT training, in C11.
+#
+#   make run     install missing Debian packages (as root), build, train on the embedded task
+#   make test    build and run every test (prints "N passed, N failed")
+#
+# BUILD=dir puts every output under dir (default build/), so several
+# builds (e.g. the sanitizer one) can live side by side.
+
+BUILD   ?= build
+CC      ?= cc
+OPT     ?= -O2 -march=native
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -Wall -Wextra -Wno-unused-parameter -fopenmp -fPIC -Iinclude
+CPPFLAGS += -D_POSIX_C_SOURCE=200809L -DREMAT_OPENBLAS
+LDLIBS  ?= -lopenblas -lm
+LDFLAGS += -fopenmp
+
+LIB_SRC  := $(sort $(wildcard src/core/*.c src/kernels/*.c src/engine/*.c src/schedule/*.c \
+                              src/planner/*.c src/data/*.c src/io/*.c))
+CLI_SRC  := $(sort $(wildcard src/cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+BENCH_SRC:= $(sort $(wildcard bench/*.c))
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all deps run test test-sanitize bench clean fuzz
+all: $(BUILD)/remat $(BUILD)/libremat.a $(BUILD)/libremat.so $(TEST_BIN) $(BENCH_BIN)
+
+deps:
+	@sh scripts/deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libremat.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libremat.so: $(LIB_OBJ)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/remat: $(CLI_OBJ) $(BUILD)/libremat.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libremat.a $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libremat.a tests/harness.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Isrc -o $@ $< $(BUILD)/libremat.a $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libremat.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Isrc -o $@ $< $(BUILD)/libremat.a $(LDFLAGS) $(LDLIBS)
+
+run: deps
+	@$(MAKE) --no-print-directory $(BUILD)/remat
+	$(BUILD)/remat train
+
+test: deps all
+	@BUILD=$(BUILD) sh tests/run_tests.sh
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-sanitize: deps
+	@$(MAKE) --no-print-directory BUILD=build-san \
+	    OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	    LDFLAGS="-fopenmp -fsanitize=address,undefined" all
+	@BUILD=build-san REMAT_SANITIZE=1 ASAN_OPTIONS=detect_leaks=1 sh tests/run_tests.sh
+
+bench: $(BUILD)/remat $(BENCH_BIN)
+
+clean:
+	rm -rf build build-san build-*
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

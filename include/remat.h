@@ -1,0 +1,298 @@
+/*
+ * remat.h -- the public API of remat, and its documentation.
+ *
+ * remat trains GPT-2-style transformers on the CPU under a memory budget by
+ * recomputing activations.  A training step is a *schedule*: an explicit list
+ * of forward, recompute, backward, free and update instructions over named
+ * activation tensors.  A recomputation *policy* ("full", "every:2,selective",
+ * "revolve:3", ...) only decides what to keep; it compiles into a schedule.
+ * One interpreter runs a schedule on real buffers; the same schedule, walked
+ * without computing (remat_schedule_simulate), predicts the live bytes after
+ * every instruction.  The predicted peak equals the measured one to the byte,
+ * and every policy gives bit-identical losses, gradients and weights.
+ *
+ * Conventions
+ *   - Every function that can fail returns a remat_status.  On failure the
+ *     output pointers are left NULL, and a one-line message is available from
+ *     remat_errmsg() (the calling thread's last error) and, for functions
+ *     that take a handle, from that handle's *_error() function.
+ *   - Handles are opaque; each X_create has an X_free that accepts NULL.
+ *   - The library never prints and never exits.
+ *   - Sizes are in bytes unless a name says otherwise.
+ */
+#ifndef REMAT_H
+#define REMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- version ------------------------------------------------------------ */
+#define REMAT_VERSION_MAJOR 0
+#define REMAT_VERSION_MINOR 1
+#define REMAT_VERSION_PATCH 0
+#define REMAT_VERSION_STRING "0.1.0"
+/* The version of the linked library, e.g. "0.1.0". */
+const char *remat_version(void);
+
+/* ---- status codes: values are fixed forever; new ones are appended ------ */
+typedef enum remat_status {
+    REMAT_OK = 0,
+    REMAT_ERR_INVALID = 1,     /* a bad argument, flag or configuration value */
+    REMAT_ERR_NOMEM = 2,       /* an allocation failed (or was made to fail) */
+    REMAT_ERR_IO = 3,          /* a file could not be opened, read or written */
+    REMAT_ERR_FORMAT = 4,      /* a file's contents are malformed or corrupt */
+    REMAT_ERR_RANGE = 5,       /* a size overflows or a value is out of range */
+    REMAT_ERR_POLICY = 6,      /* a recomputation policy string is invalid */
+    REMAT_ERR_SCHEDULE = 7,    /* a schedule failed validation */
+    REMAT_ERR_VERIFY = 8,      /* --verify-recompute found a mismatch */
+    REMAT_ERR_NONFINITE = 9,   /* a loss or gradient is NaN or Inf */
+    REMAT_ERR_BUDGET = 10,     /* nothing fits in the memory budget */
+    REMAT_ERR_STATE = 11       /* a call made out of order */
+} remat_status;
+
+/* A short constant name for a status, e.g. "invalid argument". */
+const char *remat_status_str(remat_status st);
+/* The calling thread's last error message ("" when none). */
+const char *remat_errmsg(void);
+
+/* Threads for remat's OpenMP kernels and for the BLAS.  n <= 0: all cores.
+ * Results are bitwise reproducible for a fixed thread count. */
+void remat_set_threads(int n);
+int remat_get_threads(void);
+
+/* ---- configuration ---------------------------------------------------------
+ * The model (GPT-2: learned position embedding, pre-LN blocks, tanh GELU,
+ * biases everywhere, LM head tied to the token embedding) and the shape of
+ * one training step.  The vocabulary is padded to a multiple of 64 (llm.c);
+ * padded rows are never predicted. */
+typedef struct remat_config {
+    int n_layer;      /* L  >= 1 */
+    int n_embd;       /* C  >= 1, divisible by n_head */
+    int n_head;       /* NH >= 1 */
+    int vocab;        /* V  >= 2 */
+    int max_seq;      /* maxT >= seq; size of the position embedding */
+    int batch;        /* B  >= 1 */
+    int seq;          /* T  >= 1 */
+    float dropout;    /* p in [0, 1): attention probabilities and residual branches */
+} remat_config;
+
+/* Fills a small default (4 layers, 128 wide, 4 heads, V 256, T 64, B 16). */
+void remat_config_default(remat_config *cfg);
+/* Checks every field and that all sizes fit in 64 bits.  On failure writes a
+ * message that says what to change. */
+remat_status remat_config_check(const remat_config *cfg);
+/* V rounded up to a multiple of 64. */
+int remat_config_padded_vocab(const remat_config *cfg);
+/* Number of parameters (with the padded vocabulary). */
+uint64_t remat_config_num_params(const remat_config *cfg);
+
+/* ---- the activation table ----------------------------------------------
+ * Every activation tensor has a stable name.  Per-block tensors (the block
+ * input x is the previous block's res3, or emb for block 0):
+ *   ln1_stat (B,T,2)  LayerNorm 1 mean and rstd      ln1   (B,T,C)
+ *   qkv  (B,T,3C)     fused QKV linear               att   (B,NH,T,T) softmax
+ *   atty (B,T,C)      attention output                res2  (B,T,C) x + proj
+ *   ln2_stat (B,T,2)  ln2 (B,T,C)  fch (B,T,4C)  fch_gelu (B,T,4C)  res3 (B,T,C)
+ * Global: emb (B,T,C), lnf_stat (B,T,2), lnf (B,T,C), logits (B,T,Vp).
+ * Activation-gradient buffers (live only during backward): d_res d_lnf d_fch
+ * d_ln2 d_atty d_qkv d_ln1 (and d_branch when dropout > 0). */
+typedef struct remat_tensor_info {
+    const char *name;      /* e.g. "qkv" */
+    const char *shape;     /* e.g. "(B,T,3C)" */
+    const char *op;        /* producing op, e.g. "linear (c_attn)" */
+    int per_layer;         /* 1 for block tensors, 0 for global ones */
+    int is_grad;           /* 1 for activation-gradient buffers */
+    uint64_t bytes;        /* size for the given config (one layer's copy) */
+} remat_tensor_info;
+
+int remat_tensor_count(void);
+/* Info for tensor id in [0, remat_tensor_count()). */
+remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out);
+/* Id of a tensor name, or -1. */
+int remat_tensor_find(const char *name);
+
+/* ---- schedules ------------------------------------------------------------
+ * Policy grammar (terms separated by ','):
+ *   structure (at most one):
+ *     none          keep everything (default)
+ *     full          keep only each block's input; recompute the block in backward
+ *     every:K       keep the input of every K-th block; recompute segments of K
+ *     sqrt          every:ceil(sqrt(L))                       (Chen et al. 2016)
+ *     first:N       full recomputation for blocks 0..N-1, none for the rest
+ *                   (Megatron --recompute-method block)
+ *     revolve:S     binomial checkpointing with at most S live block inputs
+ *                   (Griewank & Walther 2000), fewest recomputed blocks
+ *     plan:TOKENS   an explicit plan, as written by the planner
+ *   keep-set modifiers (any number; they apply to every block that is kept):
+ *     selective     drop att, recompute it from qkv (Korthikanti et al. 2022)
+ *     pointwise     drop ln1, ln2, fch_gelu; recompute them from the kept
+ *                   inputs and statistics (llm.c -r 2)
+ *     save:A+B+...  keep only the named per-block tensors (JAX
+ *                   save_only_these_names); the block input is always kept
+ */
+typedef struct remat_schedule remat_schedule;
+
+typedef enum remat_instr_kind {
+    REMAT_I_FORWARD = 0,   /* compute a tensor for the first time this step */
+    REMAT_I_RECOMPUTE = 1, /* compute it again (during backward) */
+    REMAT_I_BACKWARD = 2,  /* backward of the op that produced the tensor */
+    REMAT_I_FREE = 3,      /* release a tensor */
+    REMAT_I_UPDATE = 4     /* AdamW parameter update */
+} remat_instr_kind;
+
+typedef struct remat_instr_info {
+    remat_instr_kind kind;
+    int layer;             /* block index, or -1 for global tensors */
+    const char *tensor;    /* name from the activation table ("" for update) */
+    uint64_t live_bytes;   /* activation bytes live after this instruction */
+    uint64_t peak_bytes;   /* activation bytes live at the worst moment inside it */
+    double flops;          /* floating-point operations of this instruction */
+} remat_instr_info;
+
+typedef struct remat_sim {
+    uint64_t peak_bytes;      /* max activation bytes live at any moment */
+    uint64_t stored_bytes;    /* live when the block forward ends (kept across it) */
+    uint64_t workset_bytes;   /* peak - stored: extra memory of head, recompute, grads */
+    size_t peak_index;        /* instruction at which the peak occurs */
+    double flops;             /* whole step (forward + recompute + backward) */
+    double recompute_flops;   /* of which recomputation */
+    int max_checkpoints;      /* most block inputs (emb, res3) live at once */
+    int recomputed_blocks;    /* block forwards re-run (counted by res3/att/...)*/
+} remat_sim;
+
+/* Compiles `policy` (NULL means "none") for the config.  Errors:
+ * REMAT_ERR_POLICY for a bad string, REMAT_ERR_INVALID for a bad config. */
+remat_status remat_schedule_create(const remat_config *cfg, const char *policy,
+                                   remat_schedule **out);
+void remat_schedule_free(remat_schedule *s);
+/* The canonical policy string the schedule was compiled from. */
+const char *remat_schedule_policy(const remat_schedule *s);
+size_t remat_schedule_length(const remat_schedule *s);
+remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr_info *out);
+/* Dry run: walks the schedule without computing anything. */
+remat_status remat_schedule_simulate(const remat_schedule *s, remat_sim *out);
+/* Checks that no instruction reads a tensor that is not materialised, that
+ * every tensor is freed by the end, and that each backward runs exactly once.
+ * On failure the message names the instruction. */
+remat_status remat_schedule_validate(const remat_schedule *s);
+
+/* For tests of the validator: build a schedule from raw instructions.
+ * kinds/layers/tensor ids are parallel arrays of length n. */
+remat_status remat_schedule_from_instrs(const remat_config *cfg, size_t n,
+                                        const remat_instr_kind *kinds,
+                                        const int *layers, const int *tensors,
+                                        remat_schedule **out);
+
+/* ---- optimizer ------------------------------------------------------------ */
+typedef struct remat_optim {
+    float lr;            /* default 3e-4 */
+    float beta1, beta2;  /* 0.9, 0.95 */
+    float eps;           /* 1e-8 */
+    float weight_decay;  /* 0.1, decoupled, on 2-D weights only */
+    float grad_clip;     /* 1.0: global-norm clipping; <= 0 disables */
+} remat_optim;
+void remat_optim_default(remat_optim *o);
+
+/* ---- the model -------------------------------------------------------------- */
+typedef struct remat_model remat_model;
+
+/* Creates a model with GPT-2 initialisation (N(0, 0.02), residual
+ * projections scaled by 1/sqrt(2L), zero biases, unit LayerNorm weights),
+ * seeded by `seed`.  Parameters, gradients and AdamW state are allocated
+ * here; activations are allocated by each step. */
+remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_model **out);
+void remat_model_free(remat_model *m);
+/* The model's last error message ("" when none). */
+const char *remat_model_error(const remat_model *m);
+const remat_config *remat_model_config(const remat_model *m);
+
+remat_status remat_model_set_optim(remat_model *m, const remat_optim *o);
+/* Compiles and installs a policy (NULL: "none"). */
+remat_status remat_model_set_policy(remat_model *m, const char *policy);
+/* The installed schedule (owned by the model). */
+const remat_schedule *remat_model_schedule(const remat_model *m);
+/* --verify-recompute: hash every tensor when first computed and check every
+ * recomputation against it bit for bit (REMAT_ERR_VERIFY names the tensor,
+ * the layer and the step). */
+void remat_model_set_verify(remat_model *m, int on);
+
+/* One training step on inputs/targets (B*T token ids each): runs the
+ * schedule.  With update == 0 the parameter update is skipped and the
+ * gradients are left in remat_model_grads() (for tests).  *loss gets the
+ * mean cross-entropy.  A non-finite loss or gradient gives
+ * REMAT_ERR_NONFINITE before the update, parameters untouched. */
+remat_status remat_model_step(remat_model *m, const int *inputs, const int *targets,
+                              int update, float *loss);
+/* Forward only.  logits (B*T*Vp floats) may be NULL; targets may be NULL
+ * (then *loss is 0). */
+remat_status remat_model_eval(remat_model *m, const int *inputs, const int *targets,
+                              float *loss, float *logits);
+/* Samples n_new tokens after prompt[0..n_prompt) (1 <= n_prompt, n_prompt +
+ * n_new <= T), temperature > 0, writing them to out.  Uses the counter RNG. */
+remat_status remat_model_sample(remat_model *m, const int *prompt, int n_prompt,
+                                int n_new, float temperature, uint64_t seed, int *out);
+
+typedef struct remat_stats {
+    uint64_t act_peak_bytes;       /* measured by the accounting allocator */
+    uint64_t act_stored_bytes;     /* measured: live when the block forward ended */
+    uint64_t act_workset_bytes;    /* peak - stored */
+    uint64_t params_bytes, grads_bytes, optim_bytes, workspace_bytes;
+    uint64_t step_peak_bytes;      /* everything live at the worst moment of the step */
+    double flops, recompute_flops; /* of the last step's schedule */
+    uint64_t steps_done;
+    float grad_norm;               /* before clipping, last step */
+} remat_stats;
+void remat_model_stats(const remat_model *m, remat_stats *out);
+
+/* Parameters in llm.c's order: wte wpe ln1w ln1b qkvw qkvb attprojw attprojb
+ * ln2w ln2b fcw fcb fcprojw fcprojb lnfw lnfb.  The buffers are owned by the
+ * model; gradients hold the last step's values. */
+size_t remat_model_num_params(const remat_model *m);
+float *remat_model_params(remat_model *m);
+const float *remat_model_grads(const remat_model *m);
+int remat_param_tensor_count(void);
+/* name (llm.c style, e.g. "qkvw"), offset into params, and shape (up to 3
+ * dims, unused dims 0) of parameter tensor i. */
+remat_status remat_model_param_tensor(const remat_model *m, int i, const char **name,
+                                      size_t *offset, int shape[3]);
+/* 64-bit hash of the parameter bytes (the summary's params_hash). */
+uint64_t remat_model_params_hash(const remat_model *m);
+
+/* ---- data ---------------------------------------------------------------
+ * Three sources, each split 90/10 into train and validation:
+ *   - the embedded task (path NULL): generated arithmetic lines such as
+ *     "417+385=802\n", byte tokens (vocab 256), no files needed;
+ *   - a text file, tokenized by byte (vocab 256);
+ *   - an llm.c token shard (.bin): 256 int32 header (magic 20240520,
+ *     version 1, token count), then uint16 tokens.
+ * Batches are read sequentially with wrap-around. */
+typedef struct remat_data remat_data;
+enum { REMAT_SPLIT_TRAIN = 0, REMAT_SPLIT_VAL = 1 };
+
+/* vocab: the model's vocabulary; every token is checked against it
+ * (REMAT_ERR_FORMAT names the first bad one). */
+remat_status remat_data_open(const char *path, int vocab, remat_data **out);
+void remat_data_free(remat_data *d);
+/* 1 when tokens are bytes (text or embedded), so samples can be printed. */
+int remat_data_is_bytes(const remat_data *d);
+/* The vocabulary a source implies: 256 for bytes, 50257 for shards. */
+int remat_data_default_vocab(const char *path);
+size_t remat_data_tokens(const remat_data *d, int split);
+/* Next B x T batch: inputs and targets (shifted by one). */
+remat_status remat_data_next(remat_data *d, int split, int B, int T, int *inputs, int *targets);
+/* Read position of a split (for checkpoints), and restore it. */
+uint64_t remat_data_position(const remat_data *d, int split);
+remat_status remat_data_seek(remat_data *d, int split, uint64_t pos);
+
+/* ---- utilities ---------------------------------------------------------- */
+/* 64-bit hash of a byte range (the one params_hash uses). */
+uint64_t remat_hash_bytes(const void *p, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,124 @@
+/*
+ * core.c -- version, status names, thread-local error messages, threads,
+ * hashing, and the accounting allocator (see core.h).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+#include "core.h"
+#include "rng.h"
+
+#ifdef REMAT_OPENBLAS
+void openblas_set_num_threads(int);
+#endif
+
+const char *remat_version(void) { return REMAT_VERSION_STRING; }
+
+static const char *const status_names[] = {
+    [REMAT_OK] = "ok",
+    [REMAT_ERR_INVALID] = "invalid argument",
+    [REMAT_ERR_NOMEM] = "out of memory",
+    [REMAT_ERR_IO] = "i/o error",
+    [REMAT_ERR_FORMAT] = "malformed input",
+    [REMAT_ERR_RANGE] = "out of range",
+    [REMAT_ERR_POLICY] = "invalid policy",
+    [REMAT_ERR_SCHEDULE] = "invalid schedule",
+    [REMAT_ERR_VERIFY] = "recompute mismatch",
+    [REMAT_ERR_NONFINITE] = "non-finite value",
+    [REMAT_ERR_BUDGET] = "over budget",
+    [REMAT_ERR_STATE] = "bad state",
+};
+_Static_assert(sizeof status_names / sizeof status_names[0] == REMAT_ERR_STATE + 1,
+               "status_names must name every remat_status: append to both");
+
+const char *remat_status_str(remat_status st)
+{
+    if ((unsigned)st >= sizeof status_names / sizeof status_names[0]) return "unknown status";
+    return status_names[st];
+}
+
+static _Thread_local char last_error[512];
+
+const char *remat_errmsg(void) { return last_error; }
+void remat_clear_error(void) { last_error[0] = 0; }
+
+remat_status remat_fail(remat_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static int n_threads = 0;
+
+void remat_set_threads(int n)
+{
+    if (n <= 0) n = omp_get_num_procs();
+    n_threads = n;
+    omp_set_num_threads(n);
+#ifdef REMAT_OPENBLAS
+    openblas_set_num_threads(n);
+#endif
+}
+
+int remat_get_threads(void) { return n_threads > 0 ? n_threads : omp_get_max_threads(); }
+
+uint64_t remat_hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0x243f6a8885a308d3ULL ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = remat_mix64(h ^ w) + 0x9e3779b97f4a7c15ULL;
+    }
+    uint64_t w = 0;
+    for (size_t k = 0; i + k < n; k++) w |= (uint64_t)b[i + k] << (8 * k);
+    return remat_mix64(h ^ w);
+}
+
+/* ---- accounting allocator ---------------------------------------------- */
+
+static uint64_t alloc_count;   /* allocations attempted, process-wide */
+static uint64_t fail_at;       /* 0: never fail */
+
+void remat_mem_fail_at(uint64_t n) { fail_at = n ? alloc_count + n : 0; }
+uint64_t remat_mem_alloc_count(void) { return alloc_count; }
+
+void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes)
+{
+    alloc_count++;
+    if (fail_at && alloc_count == fail_at) return NULL;
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    if (rounded < bytes) return NULL;
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    if (!p) return NULL;
+    m->live[cat] += bytes;
+    if (m->live[cat] > m->peak[cat]) m->peak[cat] = m->live[cat];
+    m->live_total += bytes;
+    if (m->live_total > m->peak_total) m->peak_total = m->live_total;
+    m->n_allocs++;
+    return p;
+}
+
+void *remat_mem_calloc(remat_mem *m, int cat, size_t bytes)
+{
+    void *p = remat_mem_alloc(m, cat, bytes);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+void remat_mem_free(remat_mem *m, int cat, void *p, size_t bytes)
+{
+    if (!p) return;
+    free(p);
+    m->live[cat] -= bytes;
+    m->live_total -= bytes;
+}
+
+void remat_mem_reset_peak(remat_mem *m, int cat) { m->peak[cat] = m->live[cat]; }

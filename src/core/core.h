@@ -1,0 +1,66 @@
+/*
+ * core.h -- internals shared by every part of the library: error messages,
+ * checked size arithmetic, the accounting allocator.
+ */
+#ifndef REMAT_CORE_H
+#define REMAT_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "remat.h"
+
+/* Records a printf-style message as the calling thread's last error and
+ * returns st, so that `return remat_fail(REMAT_ERR_INVALID, "...")` reads
+ * naturally. */
+remat_status remat_fail(remat_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void remat_clear_error(void);
+
+/* a*b and a+b, or 0 with *ok cleared on overflow. */
+static inline uint64_t remat_mul(uint64_t a, uint64_t b, int *ok)
+{
+    uint64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) { *ok = 0; return 0; }
+    return r;
+}
+static inline uint64_t remat_add(uint64_t a, uint64_t b, int *ok)
+{
+    uint64_t r;
+    if (__builtin_add_overflow(a, b, &r)) { *ok = 0; return 0; }
+    return r;
+}
+
+/* ---- the accounting allocator (after Redis's zmalloc) ----------------------
+ * Every byte remat allocates for a model goes through one remat_mem, which
+ * keeps live and peak bytes per category and in total.  Requested sizes are
+ * counted exactly (no malloc overhead), so the figures are reproducible and
+ * can be predicted.  Allocations are 64-byte aligned.  fail_at = N makes the
+ * N-th allocation from now fail (1-based), for failure-injection tests. */
+enum remat_mem_cat {
+    REMAT_MEM_PARAMS = 0,
+    REMAT_MEM_GRADS,
+    REMAT_MEM_OPTIM,
+    REMAT_MEM_ACTS,        /* activations and activation gradients */
+    REMAT_MEM_WORKSPACE,
+    REMAT_MEM_NCAT
+};
+
+typedef struct remat_mem {
+    uint64_t live[REMAT_MEM_NCAT];
+    uint64_t peak[REMAT_MEM_NCAT];
+    uint64_t live_total, peak_total;
+    uint64_t n_allocs;
+} remat_mem;
+
+void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes);   /* NULL on failure */
+void *remat_mem_calloc(remat_mem *m, int cat, size_t bytes);
+void remat_mem_free(remat_mem *m, int cat, void *p, size_t bytes);
+/* Resets a category's peak to its current live bytes. */
+void remat_mem_reset_peak(remat_mem *m, int cat);
+
+/* Global failure injection for tests: the N-th remat_mem allocation from now
+ * fails (0 disables).  Returns the number of allocations made so far. */
+void remat_mem_fail_at(uint64_t n);
+uint64_t remat_mem_alloc_count(void);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * config.c -- model/run configuration: defaults, validation, derived sizes,
+ * and the public face of the activation table.
+ */
+#include <string.h>
+#include "tensors.h"
+#include "../core/core.h"
+
+void remat_config_default(remat_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->n_layer = 4;
+    c->n_embd = 128;
+    c->n_head = 4;
+    c->vocab = 256;
+    c->max_seq = 64;
+    c->batch = 16;
+    c->seq = 64;
+    c->dropout = 0.0f;
+}
+
+int remat_config_padded_vocab(const remat_config *c) { return (c->vocab + 63) / 64 * 64; }
+
+/* Limits keep every derived size (and int indexing of rows) in range. */
+#define MAX_DIM (1 << 24)
+
+remat_status remat_config_check(const remat_config *c)
+{
+    if (!c) return remat_fail(REMAT_ERR_INVALID, "config is NULL");
+    if (c->n_layer < 1 || c->n_layer > 4096) return remat_fail(REMAT_ERR_INVALID, "layers must be in [1, 4096], got %d", c->n_layer);
+    if (c->n_embd < 1 || c->n_embd > 65536) return remat_fail(REMAT_ERR_INVALID, "dim must be in [1, 65536], got %d", c->n_embd);
+    if (c->n_head < 1 || c->n_head > c->n_embd) return remat_fail(REMAT_ERR_INVALID, "heads must be in [1, dim=%d], got %d", c->n_embd, c->n_head);
+    if (c->n_embd % c->n_head) return remat_fail(REMAT_ERR_INVALID, "dim %d is not divisible by heads %d; pick heads that divide dim", c->n_embd, c->n_head);
+    if (c->vocab < 2 || c->vocab > MAX_DIM) return remat_fail(REMAT_ERR_INVALID, "vocab must be in [2, %d], got %d", MAX_DIM, c->vocab);
+    if (c->seq < 1 || c->seq > 1 << 20) return remat_fail(REMAT_ERR_INVALID, "seq must be in [1, 1048576], got %d", c->seq);
+    if (c->max_seq < c->seq || c->max_seq > 1 << 20) return remat_fail(REMAT_ERR_INVALID, "max_seq must be in [seq=%d, 1048576], got %d", c->seq, c->max_seq);
+    if (c->batch < 1 || c->batch > 1 << 20) return remat_fail(REMAT_ERR_INVALID, "batch must be in [1, 1048576], got %d", c->batch);
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) return remat_fail(REMAT_ERR_INVALID, "dropout must be in [0, 1), got %g", (double)c->dropout);
+    /* every derived size must fit: rows*cols in 31 bits for int-indexed
+     * kernels (cblas takes int), bytes in 63 bits */
+    int ok = 1;
+    uint64_t N = remat_mul((uint64_t)c->batch, (uint64_t)c->seq, &ok);
+    uint64_t Vp = (uint64_t)remat_config_padded_vocab(c), C = (uint64_t)c->n_embd;
+    uint64_t att = remat_mul(remat_mul(remat_mul((uint64_t)c->batch, (uint64_t)c->n_head, &ok), (uint64_t)c->seq, &ok), (uint64_t)c->seq, &ok);
+    uint64_t logits = remat_mul(N, Vp, &ok);
+    uint64_t fc = remat_mul(N, 4 * C, &ok);
+    if (!ok || N > (uint64_t)MAX_DIM * 64 || att > (1ULL << 40) || logits > (1ULL << 40) || fc > (1ULL << 40))
+        return remat_fail(REMAT_ERR_RANGE, "sizes overflow: batch*seq=%llu rows is too large for this model; reduce batch or seq",
+                          (unsigned long long)N);
+    uint64_t params = remat_config_num_params(c);
+    if (params == 0 || params > (1ULL << 40))
+        return remat_fail(REMAT_ERR_RANGE, "model too large: %llu parameters; reduce layers or dim", (unsigned long long)params);
+    return REMAT_OK;
+}
+
+uint64_t remat_config_num_params(const remat_config *c)
+{
+    int ok = 1;
+    uint64_t C = (uint64_t)c->n_embd, L = (uint64_t)c->n_layer, Vp = (uint64_t)remat_config_padded_vocab(c);
+    uint64_t n = remat_mul(Vp, C, &ok);
+    n = remat_add(n, remat_mul((uint64_t)c->max_seq, C, &ok), &ok);
+    uint64_t per = 12 * C * C + 13 * C;   /* ln1 2C, qkv 3C^2+3C, proj C^2+C, ln2 2C, fc 4C^2+4C, fcproj 4C^2+C */
+    n = remat_add(n, remat_mul(L, per, &ok), &ok);
+    n = remat_add(n, 2 * C, &ok);
+    return ok ? n : 0;
+}
+
+int remat_tensor_count(void) { return RT_COUNT; }
+
+int remat_tensor_find(const char *name)
+{
+    if (!name) return -1;
+    for (int i = 0; i < RT_COUNT; i++)
+        if (!strcmp(remat_tensor_defs[i].name, name)) return i;
+    return -1;
+}
+
+remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out)
+{
+    if (!out || id < 0 || id >= RT_COUNT) return remat_fail(REMAT_ERR_INVALID, "tensor id %d out of range", id);
+    remat_status st = remat_config_check(cfg);
+    if (st) return st;
+    const remat_tensor_def *d = &remat_tensor_defs[id];
+    out->name = d->name;
+    out->shape = d->shape;
+    out->op = d->op;
+    out->per_layer = d->per_layer;
+    out->is_grad = d->is_grad;
+    out->bytes = remat_tensor_bytes(cfg, id);
+    return REMAT_OK;
+}
