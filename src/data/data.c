@@ -1,0 +1,380 @@
+/*
+ * data.c -- training data: the embedded arithmetic task, byte-tokenized text
+ * files and llm.c token shards, each split into train and validation and
+ * read as B x T batches with wrap-around (the "data" section of remat.h).
+ *
+ * Sources
+ *   path == NULL   The embedded task.  Lines "a+b=c\n" in plain decimal (no
+ *                  padding, e.g. "7+15=22\n", "417+385=802\n"), a and b
+ *                  uniform in [0, 999], c = a + b.  Line i of a split takes
+ *                  a = low 32 bits % 1000 and b = high 32 bits % 1000 of
+ *                  remat_rng_bits(key, i), key = remat_rng_key(EMBED_SEED,
+ *                  0, 0, split).  Whole lines are appended until the split
+ *                  holds at least EMBED_TRAIN_BYTES (1 MiB) resp.
+ *                  EMBED_VAL_BYTES (100 KiB) characters.  Train and
+ *                  validation are two independent streams (different keys),
+ *                  not a cut of one text, so no line straddles the split;
+ *                  the ratio is about 91/9.  Pure integer arithmetic: the
+ *                  bytes are identical on every machine.
+ *   llm.c shard    A file whose first 4 bytes are the little-endian int32
+ *                  20240520: a header of 256 little-endian int32 (magic,
+ *                  version 1, token count n), then n little-endian uint16
+ *                  tokens; the file is exactly 1024 + 2n bytes.
+ *   anything else  Text, one token per byte (vocab 256).
+ *
+ * Files are split 90/10: the last n/10 tokens (at least 2) are validation,
+ * the rest (at least 2) train.  A file with fewer than 4 tokens is rejected.
+ *
+ * A batch row is T+1 consecutive tokens of the split starting at the split's
+ * read position, wrapping from the split's last token to its first; inputs
+ * are the first T, targets the last T.  Each row advances the position by T,
+ * so consecutive rows and batches tile the split (as llm.c's loader does).
+ *
+ * Storage: the file (or generated text) is kept as its raw bytes and tokens
+ * are decoded on read (little-endian for shards), so a shard costs its file
+ * size and the code is independent of host endianness and alignment.  Every
+ * allocation goes through a remat_mem (core.h), so failure injection reaches
+ * each error path.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "../core/core.h"
+#include "../core/rng.h"
+
+#define SHARD_MAGIC 20240520
+#define SHARD_VERSION 1
+#define SHARD_HEADER_BYTES 1024         /* 256 int32 */
+#define SHARD_DEFAULT_VOCAB 50257       /* GPT-2 */
+#define BYTE_VOCAB 256
+
+#define EMBED_SEED 0x72656d6174ULL      /* "remat" */
+#define EMBED_TRAIN_BYTES (1u << 20)
+#define EMBED_VAL_BYTES (100u << 10)
+#define EMBED_MAX_LINE 16               /* "999+999=1998\n" is 13 */
+
+#define MIN_SPLIT_TOKENS 2
+
+struct remat_data {
+    remat_mem mem;            /* counts this handle's allocations */
+    unsigned char *buf;       /* raw bytes: text, generated text or whole shard */
+    size_t buf_bytes;
+    size_t base;              /* byte offset of token 0 in buf */
+    int width;                /* bytes per token: 1 (bytes) or 2 (shard) */
+    int vocab;                /* the model vocabulary every token is below */
+    size_t start[2];          /* first token of each split */
+    size_t len[2];            /* tokens in each split (>= 2) */
+    uint64_t pos[2];          /* read position of each split, in [0, len) */
+};
+
+static inline unsigned token_at(const remat_data *d, size_t i)
+{
+    const unsigned char *p = d->buf + d->base + i * (size_t)d->width;
+    return d->width == 1 ? p[0] : (unsigned)p[0] | ((unsigned)p[1] << 8);
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+
+/* Splits n tokens 90/10.  Returns REMAT_ERR_FORMAT when n < 4. */
+static remat_status split_tokens(remat_data *d, size_t n, const char *what)
+{
+    size_t nval = n / 10;
+    if (nval < MIN_SPLIT_TOKENS) nval = MIN_SPLIT_TOKENS;
+    if (n < nval + MIN_SPLIT_TOKENS)
+        return remat_fail(REMAT_ERR_FORMAT,
+                          "%s has %zu tokens, too few to split: at least %d are needed "
+                          "(%d for training, %d for validation); use a longer file",
+                          what, n, 2 * MIN_SPLIT_TOKENS, MIN_SPLIT_TOKENS, MIN_SPLIT_TOKENS);
+    d->start[REMAT_SPLIT_TRAIN] = 0;
+    d->len[REMAT_SPLIT_TRAIN] = n - nval;
+    d->start[REMAT_SPLIT_VAL] = n - nval;
+    d->len[REMAT_SPLIT_VAL] = nval;
+    return REMAT_OK;
+}
+
+/* Checks every token against d->vocab; the message names the first bad one
+ * and the vocabulary that would hold them all. */
+static remat_status check_tokens(const remat_data *d, size_t n, const char *what)
+{
+    unsigned limit = d->width == 1 ? BYTE_VOCAB : 65536u;
+    if ((unsigned)d->vocab >= limit) return REMAT_OK;   /* nothing can exceed it */
+    size_t bad = 0;
+    unsigned bad_val = 0, max = 0;
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned t = token_at(d, i);
+        if (t > max) max = t;
+        if (!found && t >= (unsigned)d->vocab) { found = 1; bad = i; bad_val = t; }
+    }
+    if (!found) return REMAT_OK;
+    if (d->width == 1)
+        return remat_fail(REMAT_ERR_FORMAT,
+                          "%s: byte %zu is %u, not below the model vocabulary %d; "
+                          "byte-tokenized data needs --vocab %u or more (256 holds any byte)",
+                          what, bad, bad_val, d->vocab, max + 1);
+    return remat_fail(REMAT_ERR_FORMAT,
+                      "%s: token %zu is %u, not below the model vocabulary %d; "
+                      "the largest token is %u, so use --vocab %u or more "
+                      "(GPT-2 shards: --vocab %d)",
+                      what, bad, bad_val, d->vocab, max, max + 1, SHARD_DEFAULT_VOCAB);
+}
+
+/* Appends whole lines of the embedded task for one split until at least
+ * `target` characters are written.  buf has room for target + EMBED_MAX_LINE. */
+static size_t embed_generate(unsigned char *buf, size_t target, int split)
+{
+    uint64_t key = remat_rng_key(EMBED_SEED, 0, 0, (uint32_t)split);
+    size_t n = 0;
+    for (uint64_t i = 0; n < target; i++) {
+        uint64_t r = remat_rng_bits(key, i);
+        unsigned a = (unsigned)((r & 0xffffffffu) % 1000u);
+        unsigned b = (unsigned)((r >> 32) % 1000u);
+        char line[EMBED_MAX_LINE + 1];
+        int k = snprintf(line, sizeof line, "%u+%u=%u\n", a, b, a + b);
+        memcpy(buf + n, line, (size_t)k);
+        n += (size_t)k;
+    }
+    return n;
+}
+
+static remat_status open_embedded(remat_data *d)
+{
+    size_t cap = (size_t)EMBED_TRAIN_BYTES + EMBED_VAL_BYTES + 2 * EMBED_MAX_LINE;
+    d->buf = remat_mem_alloc(&d->mem, REMAT_MEM_WORKSPACE, cap);
+    if (!d->buf)
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory generating the embedded task (%zu bytes)",
+                          cap);
+    d->buf_bytes = cap;
+    d->width = 1;
+    d->base = 0;
+    size_t ntrain = embed_generate(d->buf, EMBED_TRAIN_BYTES, REMAT_SPLIT_TRAIN);
+    size_t nval = embed_generate(d->buf + ntrain, EMBED_VAL_BYTES, REMAT_SPLIT_VAL);
+    d->start[REMAT_SPLIT_TRAIN] = 0;
+    d->len[REMAT_SPLIT_TRAIN] = ntrain;
+    d->start[REMAT_SPLIT_VAL] = ntrain;
+    d->len[REMAT_SPLIT_VAL] = nval;
+    return check_tokens(d, ntrain + nval, "the embedded task");
+}
+
+/* Validates the header (the first 1024 bytes, when the file has them) of a
+ * shard of `size` bytes; on success *ntok is the token count. */
+static remat_status shard_header(const char *path, const unsigned char *hdr, uint64_t size,
+                                 uint64_t *ntok)
+{
+    if (size < SHARD_HEADER_BYTES)
+        return remat_fail(REMAT_ERR_FORMAT,
+                          "shard '%s' is %llu bytes, shorter than its %d-byte header; "
+                          "the file is truncated, regenerate it",
+                          path, (unsigned long long)size, SHARD_HEADER_BYTES);
+    uint32_t version = le32(hdr + 4);
+    if (version != SHARD_VERSION)
+        return remat_fail(REMAT_ERR_FORMAT,
+                          "shard '%s' has version %u, only version %d (uint16 tokens) is "
+                          "supported; re-export it with llm.c's current data scripts",
+                          path, version, SHARD_VERSION);
+    int32_t n = (int32_t)le32(hdr + 8);
+    if (n <= 1)
+        return remat_fail(REMAT_ERR_FORMAT,
+                          "shard '%s' header claims %d tokens; a shard needs at least 2, "
+                          "the header is corrupt",
+                          path, (int)n);
+    uint64_t expect = SHARD_HEADER_BYTES + 2 * (uint64_t)n;
+    if (size != expect)
+        return remat_fail(REMAT_ERR_FORMAT,
+                          "shard '%s' is %llu bytes, expected %llu (1024-byte header + 2 bytes "
+                          "x %d tokens): the file is %s; regenerate it",
+                          path, (unsigned long long)size, (unsigned long long)expect, (int)n,
+                          size < expect ? "truncated" : "followed by trailing bytes");
+    *ntok = (uint64_t)n;
+    return REMAT_OK;
+}
+
+static remat_status open_file(remat_data *d, const char *path)
+{
+    remat_status st = REMAT_OK;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return remat_fail(REMAT_ERR_IO, "cannot open data file '%s': %s; check the path",
+                          path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0) {
+        st = remat_fail(REMAT_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = remat_fail(REMAT_ERR_IO, "data path '%s' is not a regular file; give a text file "
+                        "or an llm.c .bin shard", path);
+        goto out;
+    }
+    if (sb.st_size < 0 || (uint64_t)sb.st_size > (uint64_t)SIZE_MAX - 64) {
+        st = remat_fail(REMAT_ERR_RANGE, "data file '%s' is too large (%lld bytes) for this "
+                        "machine's address space", path, (long long)sb.st_size);
+        goto out;
+    }
+    uint64_t size = (uint64_t)sb.st_size;
+
+    /* Peek at the header to tell a shard from text. */
+    unsigned char hdr[SHARD_HEADER_BYTES];
+    size_t have = fread(hdr, 1, size < sizeof hdr ? (size_t)size : sizeof hdr, f);
+    if (have < (size < sizeof hdr ? size : sizeof hdr)) {
+        st = remat_fail(REMAT_ERR_IO, "cannot read '%s': %s", path,
+                        ferror(f) ? strerror(errno) : "the file shrank while being read");
+        goto out;
+    }
+    int shard = have >= 4 && le32(hdr) == SHARD_MAGIC;
+    uint64_t ntok = size;
+    if (shard) {
+        st = shard_header(path, hdr, size, &ntok);
+        if (st != REMAT_OK) goto out;
+        d->width = 2;
+        d->base = SHARD_HEADER_BYTES;
+    } else {
+        if (size < 2) {
+            st = remat_fail(REMAT_ERR_FORMAT,
+                            "text file '%s' is %s; a byte-tokenized file needs at least "
+                            "%d bytes (%d for training, %d for validation)",
+                            path, size == 0 ? "empty" : "only 1 byte", 2 * MIN_SPLIT_TOKENS,
+                            MIN_SPLIT_TOKENS, MIN_SPLIT_TOKENS);
+            goto out;
+        }
+        d->width = 1;
+        d->base = 0;
+    }
+
+    char what[400];
+    snprintf(what, sizeof what, "%s '%s'", shard ? "shard" : "text file", path);
+    st = split_tokens(d, (size_t)ntok, what);
+    if (st != REMAT_OK) goto out;
+
+    d->buf = remat_mem_alloc(&d->mem, REMAT_MEM_WORKSPACE, (size_t)size);
+    if (!d->buf) {
+        st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading '%s' (%llu bytes)", path,
+                        (unsigned long long)size);
+        goto out;
+    }
+    d->buf_bytes = (size_t)size;
+    memcpy(d->buf, hdr, have);
+    size_t rest = (size_t)size - have;
+    if (rest && fread(d->buf + have, 1, rest, f) != rest) {
+        st = remat_fail(REMAT_ERR_IO, "cannot read '%s': %s", path,
+                        ferror(f) ? strerror(errno) : "the file shrank while being read");
+        goto out;
+    }
+    st = check_tokens(d, (size_t)ntok, what);
+out:
+    fclose(f);
+    return st;
+}
+
+remat_status remat_data_open(const char *path, int vocab, remat_data **out)
+{
+    remat_status st = REMAT_OK;
+    remat_data *d = NULL;
+    remat_mem mem;
+    memset(&mem, 0, sizeof mem);
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_data_open: out is NULL");
+    *out = NULL;
+    if (vocab < 2)
+        return remat_fail(REMAT_ERR_INVALID,
+                          "vocabulary %d is too small: it must be at least 2 "
+                          "(256 for bytes, 50257 for GPT-2 shards)", vocab);
+    d = remat_mem_calloc(&mem, REMAT_MEM_WORKSPACE, sizeof *d);
+    if (!d) return remat_fail(REMAT_ERR_NOMEM, "out of memory opening the data");
+    d->mem = mem;
+    d->vocab = vocab;
+    st = path ? open_file(d, path) : open_embedded(d);
+    if (st != REMAT_OK) goto out;
+    *out = d;
+    d = NULL;
+out:
+    remat_data_free(d);
+    return st;
+}
+
+void remat_data_free(remat_data *d)
+{
+    if (!d) return;
+    remat_mem_free(&d->mem, REMAT_MEM_WORKSPACE, d->buf, d->buf_bytes);
+    remat_mem mem = d->mem;
+    remat_mem_free(&mem, REMAT_MEM_WORKSPACE, d, sizeof *d);
+}
+
+int remat_data_is_bytes(const remat_data *d) { return d && d->width == 1; }
+
+int remat_data_default_vocab(const char *path)
+{
+    if (!path) return BYTE_VOCAB;
+    FILE *f = fopen(path, "rb");
+    if (!f) return BYTE_VOCAB;
+    unsigned char m[4];
+    int shard = fread(m, 1, 4, f) == 4 && le32(m) == SHARD_MAGIC;
+    fclose(f);
+    return shard ? SHARD_DEFAULT_VOCAB : BYTE_VOCAB;
+}
+
+static int split_ok(int split) { return split == REMAT_SPLIT_TRAIN || split == REMAT_SPLIT_VAL; }
+
+size_t remat_data_tokens(const remat_data *d, int split)
+{
+    return d && split_ok(split) ? d->len[split] : 0;
+}
+
+remat_status remat_data_next(remat_data *d, int split, int B, int T, int *inputs, int *targets)
+{
+    if (!d || !inputs || !targets)
+        return remat_fail(REMAT_ERR_INVALID, "remat_data_next: NULL data, inputs or targets");
+    if (!split_ok(split))
+        return remat_fail(REMAT_ERR_INVALID, "remat_data_next: split %d is neither "
+                          "REMAT_SPLIT_TRAIN (0) nor REMAT_SPLIT_VAL (1)", split);
+    if (B < 1 || T < 1)
+        return remat_fail(REMAT_ERR_INVALID, "remat_data_next: batch %d x %d; B and T must be "
+                          ">= 1", B, T);
+    uint64_t n = d->len[split];
+    if (n < MIN_SPLIT_TOKENS)
+        return remat_fail(REMAT_ERR_STATE, "remat_data_next: split %d has %llu tokens, "
+                          "fewer than %d", split, (unsigned long long)n, MIN_SPLIT_TOKENS);
+    size_t s0 = d->start[split];
+    uint64_t row = d->pos[split];
+    uint64_t step = (uint64_t)T % n;
+    for (size_t b = 0; b < (size_t)B; b++) {
+        int *in = inputs + b * (size_t)T, *tg = targets + b * (size_t)T;
+        uint64_t p = row;
+        unsigned cur = token_at(d, s0 + (size_t)p);
+        for (size_t t = 0; t < (size_t)T; t++) {
+            p = p + 1 == n ? 0 : p + 1;
+            unsigned next = token_at(d, s0 + (size_t)p);
+            in[t] = (int)cur;
+            tg[t] = (int)next;
+            cur = next;
+        }
+        row += step;
+        if (row >= n) row -= n;
+    }
+    d->pos[split] = row;
+    return REMAT_OK;
+}
+
+uint64_t remat_data_position(const remat_data *d, int split)
+{
+    return d && split_ok(split) ? d->pos[split] : 0;
+}
+
+remat_status remat_data_seek(remat_data *d, int split, uint64_t pos)
+{
+    if (!d) return remat_fail(REMAT_ERR_INVALID, "remat_data_seek: data is NULL");
+    if (!split_ok(split))
+        return remat_fail(REMAT_ERR_INVALID, "remat_data_seek: split %d is neither "
+                          "REMAT_SPLIT_TRAIN (0) nor REMAT_SPLIT_VAL (1)", split);
+    if (pos >= d->len[split])
+        return remat_fail(REMAT_ERR_RANGE, "data position %llu is past the end of the %s split "
+                          "(%zu tokens); the checkpoint was made with different data",
+                          (unsigned long long)pos, split ? "validation" : "training",
+                          d->len[split]);
+    d->pos[split] = pos;
+    return REMAT_OK;
+}
