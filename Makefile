@@ -18,7 +18,7 @@ LDFLAGS += -fopenmp
 LIB_SRC  := $(sort $(wildcard src/core/*.c src/kernels/*.c src/engine/*.c src/schedule/*.c \
                               src/planner/*.c src/data/*.c src/io/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
-TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_SRC := $(sort $(wildcard tests/test_*.c tests/tool_*.c))
 BENCH_SRC:= $(sort $(wildcard bench/*.c))
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)

@@ -1,0 +1,164 @@
+/*
+ * args.c -- strict flag parsing and small formatting helpers for the CLI.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cli.h"
+
+int cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("remat: error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("remat: error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see 'remat %s --help')\n", cmd);
+    return 2;
+}
+
+const char *cli_value(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) { cli_error("%s needs a value", argv[*i]); return NULL; }
+    return argv[++*i];
+}
+
+int cli_int(const char *flag, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi || isspace((unsigned char)*s)) {
+        cli_error("%s expects a whole number in [%ld, %ld], got '%s'", flag, lo, hi, s);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int cli_u64(const char *flag, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)*s)) { cli_error("%s expects a non-negative whole number, got '%s'", flag, s); return 0; }
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end || errno) { cli_error("%s expects a non-negative whole number, got '%s'", flag, s); return 0; }
+    *out = v;
+    return 1;
+}
+
+int cli_float(const char *flag, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi || isspace((unsigned char)*s)) {
+        cli_error("%s expects a number in [%g, %g], got '%s'", flag, lo, hi, s);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int cli_bytes(const char *flag, const char *s, uint64_t *out)
+{
+    static const struct { const char *u; double m; } units[] = {
+        {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+        {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"", 1},
+    };
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)*s) && *s != '.') goto bad;
+    double v = strtod(s, &end);
+    if (errno || !isfinite(v) || v < 0) goto bad;
+    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++)
+        if (!strcmp(end, units[k].u)) {
+            double b = v * units[k].m;
+            if (b > 9.0e18) goto bad;
+            *out = (uint64_t)llround(b);
+            return 1;
+        }
+bad:
+    cli_error("%s expects a size such as 2GiB, 512MiB, 1.5GB or 1000000B, got '%s'", flag, s);
+    return 0;
+}
+
+int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
+{
+    const char *f = argv[*i], *v;
+    long x;
+    double d;
+    struct { const char *name; int *field; long lo, hi; } ints[] = {
+        {"--layers", &c->n_layer, 1, 4096}, {"--dim", &c->n_embd, 1, 65536}, {"--heads", &c->n_head, 1, 65536},
+        {"--vocab", &c->vocab, 2, 1 << 24}, {"--seq", &c->seq, 1, 1 << 20}, {"--max-seq", &c->max_seq, 1, 1 << 20},
+        {"--batch", &c->batch, 1, 1 << 20},
+    };
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+        if (!strcmp(f, ints[k].name)) {
+            if (!(v = cli_value(argc, argv, i)) || !cli_int(f, v, ints[k].lo, ints[k].hi, &x)) return -1;
+            *ints[k].field = (int)x;
+            return 1;
+        }
+    if (!strcmp(f, "--dropout")) {
+        if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, 0.0, 0.999, &d)) return -1;
+        c->dropout = (float)d;
+        return 1;
+    }
+    return 0;
+}
+
+void cli_config_print(FILE *f, const remat_config *c)
+{
+    fprintf(f, "model: %d layers, dim %d, %d heads, vocab %d (padded %d), %llu params | step: batch %d x seq %d, dropout %g\n",
+            c->n_layer, c->n_embd, c->n_head, c->vocab, remat_config_padded_vocab(c),
+            (unsigned long long)remat_config_num_params(c), c->batch, c->seq, (double)c->dropout);
+}
+
+const char *cli_fmt_bytes(uint64_t b, char *buf, size_t n)
+{
+    if (b >= (1ULL << 30)) snprintf(buf, n, "%.2f GiB", b / 1073741824.0);
+    else if (b >= (1ULL << 20)) snprintf(buf, n, "%.2f MiB", b / 1048576.0);
+    else if (b >= 1024) snprintf(buf, n, "%.1f KiB", b / 1024.0);
+    else snprintf(buf, n, "%llu B", (unsigned long long)b);
+    return buf;
+}
+
+double cli_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double cli_median(const double *x, int n)
+{
+    if (n <= 0) return 0;
+    double *c = malloc(sizeof(double) * (size_t)n);
+    if (!c) return x[0];
+    memcpy(c, x, sizeof(double) * (size_t)n);
+    qsort(c, (size_t)n, sizeof *c, cmp_double);
+    double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+    free(c);
+    return m;
+}

@@ -1,0 +1,41 @@
+/*
+ * cli.h -- the remat command line.  It uses only the public API (remat.h);
+ * this header is shared by the subcommand files.
+ */
+#ifndef REMAT_CLI_H
+#define REMAT_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "remat.h"
+
+/* Prints "remat: error: ..." (one line) to stderr and returns 1/2. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Strict number parsing for flag values; on error prints and returns 0. */
+int cli_int(const char *flag, const char *s, long lo, long hi, long *out);
+int cli_float(const char *flag, const char *s, double lo, double hi, double *out);
+int cli_u64(const char *flag, const char *s, uint64_t *out);
+/* Byte sizes with units: B KiB MiB GiB TiB KB MB GB TB (e.g. "2GiB", "512MB"). */
+int cli_bytes(const char *flag, const char *s, uint64_t *out);
+
+/* Flags shared by subcommands that take a model config:
+ *   --layers --dim --heads --vocab --seq --max-seq --batch --dropout
+ * Returns 1 if argv[*i] was one of them (consuming its value), 0 if not,
+ * -1 on a bad value (already reported). */
+int cli_config_flag(remat_config *c, int argc, char **argv, int *i);
+/* The value of flag argv[*i], advancing *i; NULL (reported) if missing. */
+const char *cli_value(int argc, char **argv, int *i);
+
+void cli_config_print(FILE *f, const remat_config *c);
+/* "12.3 MiB" style formatting into buf */
+const char *cli_fmt_bytes(uint64_t b, char *buf, size_t n);
+double cli_now_ms(void);
+/* median of n doubles (sorts a copy) */
+double cli_median(const double *x, int n);
+
+int cmd_train(int argc, char **argv);
+int cmd_schedule(int argc, char **argv);
+
+#endif

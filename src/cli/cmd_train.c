@@ -1,0 +1,255 @@
+/*
+ * cmd_train.c -- `remat train`: the training loop, its per-step lines, the
+ * memory breakdown and the JSON Lines summary (fields documented in README).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+static void help(void)
+{
+    printf(
+"usage: remat train [flags]\n\n"
+"Trains a GPT-2-style model.  With no flags it trains a small model on the\n"
+"embedded arithmetic task (no files needed).\n\n"
+"model and step shape:\n"
+"  --layers N        blocks (default 4)            --dim C      width (default 128)\n"
+"  --heads H         attention heads (default 4)   --vocab V    vocabulary (default: from the data)\n"
+"  --seq T           sequence length (default 64)  --max-seq M  position table size (default T)\n"
+"  --batch B         sequences per step (default 16)\n"
+"  --dropout P       dropout on attention probabilities and residual branches (default 0)\n"
+"training:\n"
+"  --steps N         optimizer steps (default 300)\n"
+"  --lr X            AdamW learning rate (default 1e-3)\n"
+"  --wd X            decoupled weight decay on 2-D weights (default 0.1)\n"
+"  --clip X          global gradient-norm clip, 0 disables (default 1.0)\n"
+"  --seed N          initialisation and dropout seed (default 1)\n"
+"  --threads N       threads for kernels and BLAS (default: all cores)\n"
+"  --data PATH       text file (bytes) or llm.c .bin shard (default: embedded task)\n"
+"  --eval-every N    validation loss every N steps, 0 only at the end (default 100)\n"
+"  --eval-batches N  batches per validation (default 4)\n"
+"  --sample N        sample N tokens at the end for byte-level data (default 48)\n"
+"recomputation:\n"
+"  --recompute POLICY  none, full, every:K, sqrt, first:N, selective, pointwise,\n"
+"                      save:A+B, revolve:S, or combinations such as every:2,selective\n"
+"  --verify-recompute  check every recomputed tensor bit for bit against its first computation\n"
+"output:\n"
+"  --json            JSON Lines on stdout: one object per step, then a summary object\n"
+"  --quiet           only the summary\n");
+}
+
+typedef struct train_opts {
+    remat_config cfg;
+    remat_optim opt;
+    long steps, eval_every, eval_batches, sample, threads;
+    uint64_t seed;
+    const char *data, *policy;
+    int json, quiet, verify, vocab_set, maxseq_set;
+} train_opts;
+
+static int parse(int argc, char **argv, train_opts *o)
+{
+    remat_config_default(&o->cfg);
+    o->cfg.max_seq = 0;
+    remat_optim_default(&o->opt);
+    o->opt.lr = 1e-3f;
+    o->steps = 300; o->eval_every = 100; o->eval_batches = 4; o->sample = 48; o->threads = 0;
+    o->seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v;
+        double d;
+        int r;
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
+        if (!strcmp(f, "--vocab")) o->vocab_set = 1;
+        if (!strcmp(f, "--max-seq")) o->maxseq_set = 1;
+        if ((r = cli_config_flag(&o->cfg, argc, argv, &i)) < 0) return -1;
+        if (r) continue;
+        if (!strcmp(f, "--steps")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 100000000, &o->steps)) return -1; }
+        else if (!strcmp(f, "--eval-every")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 100000000, &o->eval_every)) return -1; }
+        else if (!strcmp(f, "--eval-batches")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 100000, &o->eval_batches)) return -1; }
+        else if (!strcmp(f, "--sample")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1 << 20, &o->sample)) return -1; }
+        else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &o->threads)) return -1; }
+        else if (!strcmp(f, "--seed")) { if (!(v = cli_value(argc, argv, &i)) || !cli_u64(f, v, &o->seed)) return -1; }
+        else if (!strcmp(f, "--lr")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 10, &d)) return -1; o->opt.lr = (float)d; }
+        else if (!strcmp(f, "--wd")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 0.999, &d)) return -1; o->opt.weight_decay = (float)d; }
+        else if (!strcmp(f, "--clip")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 1e9, &d)) return -1; o->opt.grad_clip = (float)d; }
+        else if (!strcmp(f, "--data")) { if (!(o->data = cli_value(argc, argv, &i))) return -1; }
+        else if (!strcmp(f, "--recompute")) { if (!(o->policy = cli_value(argc, argv, &i))) return -1; }
+        else if (!strcmp(f, "--verify-recompute")) o->verify = 1;
+        else if (!strcmp(f, "--json")) o->json = 1;
+        else if (!strcmp(f, "--quiet")) o->quiet = 1;
+        else { cli_usage_error("train", "unknown flag '%s'", f); return -1; }
+    }
+    return 1;
+}
+
+static void print_escaped(FILE *f, const int *tok, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int c = tok[i];
+        if (c == '\n') fputs("\\n", f);
+        else if (c >= 32 && c < 127 && c != '\\') fputc(c, f);
+        else fprintf(f, "\\x%02x", c & 0xff);
+    }
+}
+
+static remat_status eval_val(remat_model *m, remat_data *d, const remat_config *c, long nb, int *in, int *tg,
+                             double *out)
+{
+    remat_status st;
+    double sum = 0;
+    if ((st = remat_data_seek(d, REMAT_SPLIT_VAL, 0))) return st;
+    for (long k = 0; k < nb; k++) {
+        float l;
+        if ((st = remat_data_next(d, REMAT_SPLIT_VAL, c->batch, c->seq, in, tg))) return st;
+        if ((st = remat_model_eval(m, in, tg, &l, NULL))) return st;
+        sum += l;
+    }
+    *out = sum / (double)nb;
+    return REMAT_OK;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    train_opts o;
+    memset(&o, 0, sizeof o);
+    int r = parse(argc, argv, &o);
+    if (r <= 0) return r < 0 ? 2 : 0;
+    int rc = 1;
+    remat_data *data = NULL;
+    remat_model *m = NULL;
+    int *in = NULL, *tg = NULL;
+    double *ms = NULL;
+    remat_status st;
+    remat_config *c = &o.cfg;
+
+    remat_set_threads((int)o.threads);
+    if (!o.vocab_set) c->vocab = remat_data_default_vocab(o.data);
+    if (!o.maxseq_set) c->max_seq = c->seq;
+    if ((st = remat_config_check(c))) { cli_error("%s", remat_errmsg()); rc = 2; goto out; }
+    if ((st = remat_data_open(o.data, c->vocab, &data))) { cli_error("%s", remat_errmsg()); goto out; }
+    if ((st = remat_model_create(c, o.seed, &m))) { cli_error("%s", remat_errmsg()); goto out; }
+    if ((st = remat_model_set_optim(m, &o.opt))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
+    if ((st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
+    remat_model_set_verify(m, o.verify);
+
+    size_t N = (size_t)c->batch * c->seq;
+    in = malloc(N * sizeof *in);
+    tg = malloc(N * sizeof *tg);
+    ms = malloc(sizeof(double) * (size_t)(o.steps > 0 ? o.steps : 1));
+    if (!in || !tg || !ms) { cli_error("out of memory"); goto out; }
+
+    remat_sim sim;
+    remat_schedule_simulate(remat_model_schedule(m), &sim);
+    const char *policy = remat_schedule_policy(remat_model_schedule(m));
+    char b1[32], b2[32], b3[32], b4[32];
+    if (!o.json && !o.quiet) {
+        cli_config_print(stdout, c);
+        printf("data: %s (%zu train / %zu val tokens) | policy: %s | threads: %d\n",
+               o.data ? o.data : "embedded arithmetic task", remat_data_tokens(data, REMAT_SPLIT_TRAIN),
+               remat_data_tokens(data, REMAT_SPLIT_VAL), policy, remat_get_threads());
+        printf("predicted activations: stored %s, working set %s, peak %s; recompute %.1f%% of step FLOPs\n",
+               cli_fmt_bytes(sim.stored_bytes, b1, sizeof b1), cli_fmt_bytes(sim.workset_bytes, b2, sizeof b2),
+               cli_fmt_bytes(sim.peak_bytes, b3, sizeof b3), sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0.0);
+    }
+
+    float loss_first = NAN, loss_last = NAN;
+    double val = NAN;
+    for (long s = 0; s < o.steps; s++) {
+        float loss;
+        if ((st = remat_data_next(data, REMAT_SPLIT_TRAIN, c->batch, c->seq, in, tg))) { cli_error("%s", remat_errmsg()); goto out; }
+        double t0 = cli_now_ms();
+        st = remat_model_step(m, in, tg, 1, &loss);
+        ms[s] = cli_now_ms() - t0;
+        if (st) { cli_error("step %ld: %s", s + 1, remat_model_error(m)); goto out; }
+        if (s == 0) loss_first = loss;
+        loss_last = loss;
+        remat_stats stt;
+        remat_model_stats(m, &stt);
+        int do_eval = (o.eval_every > 0 && (s + 1) % o.eval_every == 0) || s + 1 == o.steps;
+        if (do_eval && (st = eval_val(m, data, c, o.eval_batches, in, tg, &val))) {
+            cli_error("validation: %s", remat_model_error(m)); goto out;
+        }
+        double tps = (double)N / (ms[s] / 1000.0);
+        if (o.json) {
+            printf("{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f,\"ms\":%.3f,\"tokens_per_s\":%.1f,\"act_peak_bytes\":%llu",
+                   s + 1, (double)loss, ms[s], tps, (unsigned long long)stt.act_peak_bytes);
+            if (do_eval) printf(",\"val_loss\":%.6f", val);
+            printf("}\n");
+        } else if (!o.quiet) {
+            printf("step %5ld/%ld | loss %.4f | %8.1f ms | %8.0f tok/s | act peak %.2f MiB",
+                   s + 1, o.steps, (double)loss, ms[s], tps, stt.act_peak_bytes / 1048576.0);
+            if (do_eval) printf(" | val %.4f", val);
+            printf("\n");
+        }
+        fflush(stdout);
+    }
+
+    remat_stats stt;
+    remat_model_stats(m, &stt);
+    double med = cli_median(ms, (int)o.steps);
+    double tps = med > 0 ? (double)N / (med / 1000.0) : 0;
+    char hash[32];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)remat_model_params_hash(m));
+    double rpct = sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0;
+    if (o.json) {
+        printf("{\"type\":\"summary\",\"policy\":\"%s\",\"steps\":%ld,\"loss_first\":%.6f,\"loss_last\":%.6f,"
+               "\"val_loss\":%.6f,\"step_ms_median\":%.3f,\"tokens_per_s\":%.1f,"
+               "\"act_peak_bytes\":%llu,\"act_peak_pred_bytes\":%llu,\"act_stored_bytes\":%llu,"
+               "\"act_stored_pred_bytes\":%llu,\"act_workset_bytes\":%llu,\"act_workset_pred_bytes\":%llu,"
+               "\"params_bytes\":%llu,\"grads_bytes\":%llu,\"optim_bytes\":%llu,\"workspace_bytes\":%llu,"
+               "\"step_peak_bytes\":%llu,\"flops_per_step\":%.0f,\"recompute_pct\":%.3f,\"params_hash\":\"%s\","
+               "\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"seq\":%d,\"batch\":%d,\"threads\":%d}\n",
+               policy, o.steps, (double)loss_first, (double)loss_last, val, med, tps,
+               (unsigned long long)stt.act_peak_bytes, (unsigned long long)sim.peak_bytes,
+               (unsigned long long)stt.act_stored_bytes, (unsigned long long)sim.stored_bytes,
+               (unsigned long long)stt.act_workset_bytes, (unsigned long long)sim.workset_bytes,
+               (unsigned long long)stt.params_bytes, (unsigned long long)stt.grads_bytes,
+               (unsigned long long)stt.optim_bytes, (unsigned long long)stt.workspace_bytes,
+               (unsigned long long)stt.step_peak_bytes, sim.flops, rpct, hash,
+               c->n_layer, c->n_embd, c->n_head, c->vocab, c->seq, c->batch, remat_get_threads());
+    } else {
+        printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s\n",
+               (double)loss_first, (double)loss_last, val, med, tps, med > 0 ? sim.flops / (med * 1e6) : 0.0);
+        printf("memory (bytes are exact, from the accounting allocator):\n");
+        printf("  parameters      %12s\n", cli_fmt_bytes(stt.params_bytes, b1, sizeof b1));
+        printf("  gradients       %12s\n", cli_fmt_bytes(stt.grads_bytes, b1, sizeof b1));
+        printf("  AdamW state     %12s\n", cli_fmt_bytes(stt.optim_bytes, b1, sizeof b1));
+        printf("  workspace       %12s\n", cli_fmt_bytes(stt.workspace_bytes, b1, sizeof b1));
+        printf("  activations     stored %s, working set %s, peak %s (predicted peak %s%s)\n",
+               cli_fmt_bytes(stt.act_stored_bytes, b1, sizeof b1), cli_fmt_bytes(stt.act_workset_bytes, b2, sizeof b2),
+               cli_fmt_bytes(stt.act_peak_bytes, b3, sizeof b3), cli_fmt_bytes(sim.peak_bytes, b4, sizeof b4),
+               stt.act_peak_bytes == sim.peak_bytes ? ", exact" : ", MISMATCH");
+        printf("  step peak       %12s (everything live at the worst moment)\n",
+               cli_fmt_bytes(stt.step_peak_bytes, b1, sizeof b1));
+        printf("  recompute       %.1f%% of step FLOPs | params_hash %.16s\n", rpct, hash);
+    }
+    if (o.sample > 0 && remat_data_is_bytes(data) && !o.json && !o.quiet) {
+        int T = c->seq, np = T / 4 > 0 ? (T / 4 < 16 ? T / 4 : 16) : 1;
+        int nn = (int)(o.sample < T - np ? o.sample : T - np);
+        if (nn > 0) {
+            int *gen = malloc(sizeof(int) * (size_t)nn);
+            if ((st = remat_data_seek(data, REMAT_SPLIT_VAL, 0)) ||
+                (st = remat_data_next(data, REMAT_SPLIT_VAL, c->batch, c->seq, in, tg))) {
+                free(gen); cli_error("%s", remat_errmsg()); goto out;
+            }
+            if (gen && !(st = remat_model_sample(m, in, np, nn, 0.5f, o.seed, gen))) {
+                printf("sample: \"");
+                print_escaped(stdout, in, np);
+                printf("\" -> \"");
+                print_escaped(stdout, gen, nn);
+                printf("\"\n");
+            }
+            free(gen);
+            if (st) { cli_error("sample: %s", remat_model_error(m)); goto out; }
+        }
+    }
+    rc = 0;
+out:
+    free(in); free(tg); free(ms);
+    remat_model_free(m);
+    remat_data_free(data);
+    return rc;
+}

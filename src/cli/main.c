@@ -1,0 +1,36 @@
+/*
+ * main.c -- `remat` entry point: dispatches to subcommands.
+ * Each subcommand lives in its own cmd_*.c file and uses only remat.h.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} commands[] = {
+    {"train", cmd_train, "train a GPT on the embedded task, a text file or llm.c shards"},
+    {"schedule", cmd_schedule, "print the schedule a recomputation policy compiles to"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "remat %s -- GPT training with activation recomputation\n\n"
+               "usage: remat <command> [flags]\n\ncommands:\n", remat_version());
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\n'remat <command> --help' describes a command's flags.\n"
+               "'remat --version' prints the version.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { usage(stderr); return 2; }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) { printf("remat %s\n", remat_version()); return 0; }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    return cli_error("unknown command '%s'; commands are listed by 'remat --help'", argv[1]) + 1;
+}

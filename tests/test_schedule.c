@@ -1,0 +1,277 @@
+/*
+ * test_schedule.c -- recomputation policies as schedules:
+ *   - bitwise equality of losses, gradients and params_hash against "none"
+ *     for every policy and several combinations, with and without dropout;
+ *   - predicted peak / stored bytes equal the measured ones exactly;
+ *   - --verify-recompute finds no mismatch;
+ *   - sanity: full < every:2 < none; selective never holds att across the
+ *     forward; revolve:S holds at most S checkpoints; sqrt grows like sqrt(L);
+ *   - the validator rejects hand-made broken schedules;
+ *   - bad policy strings are rejected.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "remat.h"
+#include "harness.h"
+
+static const char *policies[] = {
+    "none", "full", "every:2", "every:3", "sqrt", "first:1", "first:2", "selective", "pointwise",
+    "save:qkv+fch", "save:res2", "save:att+atty+fch_gelu", "revolve:2", "revolve:3", "revolve:4",
+    "every:2,selective", "full,pointwise", "selective,pointwise", "first:2,selective",
+    "revolve:3,pointwise", "every:2,save:ln1_stat+qkv+ln2_stat+fch", "selective,save:qkv+att",
+};
+#define NPOL ((int)(sizeof policies / sizeof policies[0]))
+
+typedef struct run_result {
+    float loss[4];
+    uint64_t hash, grad_hash;
+    uint64_t peak, stored, peak_pred, stored_pred;
+    remat_status st;
+} run_result;
+
+static void make_batch(const remat_config *c, int step, int *in, int *tg)
+{
+    int n = c->batch * c->seq;
+    uint32_t x = 12345u + 7919u * (uint32_t)step;
+    for (int i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u; in[i] = (int)((x >> 8) % (uint32_t)c->vocab);
+        x = x * 1664525u + 1013904223u; tg[i] = (int)((x >> 8) % (uint32_t)c->vocab);
+    }
+}
+
+static run_result run(const remat_config *c, const char *policy, int steps, int verify)
+{
+    run_result r;
+    memset(&r, 0, sizeof r);
+    remat_model *m = NULL;
+    int n = c->batch * c->seq;
+    int *in = malloc(sizeof(int) * n), *tg = malloc(sizeof(int) * n);
+    if ((r.st = remat_model_create(c, 42, &m))) goto out;
+    if ((r.st = remat_model_set_policy(m, policy))) goto out;
+    remat_model_set_verify(m, verify);
+    for (int s = 0; s < steps; s++) {
+        make_batch(c, s, in, tg);
+        if ((r.st = remat_model_step(m, in, tg, 1, &r.loss[s]))) goto out;
+    }
+    r.hash = remat_model_params_hash(m);
+    r.grad_hash = remat_hash_bytes(remat_model_grads(m), remat_model_num_params(m) * sizeof(float));
+    remat_stats st;
+    remat_model_stats(m, &st);
+    r.peak = st.act_peak_bytes;
+    r.stored = st.act_stored_bytes;
+    remat_sim sim;
+    remat_schedule_simulate(remat_model_schedule(m), &sim);
+    r.peak_pred = sim.peak_bytes;
+    r.stored_pred = sim.stored_bytes;
+out:
+    if (r.st) fprintf(stderr, "run %s: %s\n", policy, remat_errmsg());
+    remat_model_free(m);
+    free(in);
+    free(tg);
+    return r;
+}
+
+static void check_config(const char *label, remat_config c)
+{
+    for (int drop = 0; drop < 2; drop++) {
+        c.dropout = drop ? 0.1f : 0.0f;
+        run_result ref = run(&c, "none", 3, 0);
+        CHECK(ref.st == REMAT_OK, "%s: none failed", label);
+        CHECK(ref.peak == ref.peak_pred, "%s p=%.1f none: measured peak %llu != predicted %llu", label,
+              (double)c.dropout, (unsigned long long)ref.peak, (unsigned long long)ref.peak_pred);
+        for (int i = 1; i < NPOL; i++) {
+            run_result r = run(&c, policies[i], 3, 1);
+            CHECK(r.st == REMAT_OK, "%s p=%.1f %s: failed (%s)", label, (double)c.dropout, policies[i], remat_errmsg());
+            if (r.st) continue;
+            CHECK(!memcmp(r.loss, ref.loss, sizeof r.loss), "%s p=%.1f %s: losses differ from none "
+                  "(%.9g vs %.9g)", label, (double)c.dropout, policies[i], r.loss[2], ref.loss[2]);
+            CHECK(r.hash == ref.hash, "%s p=%.1f %s: params_hash differs from none", label, (double)c.dropout, policies[i]);
+            CHECK(r.grad_hash == ref.grad_hash, "%s p=%.1f %s: gradients differ from none", label, (double)c.dropout, policies[i]);
+            CHECK(r.peak == r.peak_pred, "%s p=%.1f %s: measured peak %llu != predicted %llu", label,
+                  (double)c.dropout, policies[i], (unsigned long long)r.peak, (unsigned long long)r.peak_pred);
+            CHECK(r.stored == r.stored_pred, "%s p=%.1f %s: measured stored %llu != predicted %llu", label,
+                  (double)c.dropout, policies[i], (unsigned long long)r.stored, (unsigned long long)r.stored_pred);
+        }
+    }
+}
+
+static remat_sim sim_of(const remat_config *c, const char *policy)
+{
+    remat_schedule *s = NULL;
+    remat_sim sim;
+    memset(&sim, 0, sizeof sim);
+    remat_status st = remat_schedule_create(c, policy, &s);
+    CHECK(st == REMAT_OK, "schedule %s: %s", policy, remat_errmsg());
+    if (s) remat_schedule_simulate(s, &sim);
+    remat_schedule_free(s);
+    return sim;
+}
+
+static void sanity(void)
+{
+    remat_config c;
+    remat_config_default(&c);
+    c.n_layer = 8; c.n_embd = 64; c.n_head = 4; c.vocab = 128; c.seq = 32; c.max_seq = 32; c.batch = 4;
+    remat_sim none = sim_of(&c, "none"), full = sim_of(&c, "full"), ev2 = sim_of(&c, "every:2");
+    CHECK(full.peak_bytes < ev2.peak_bytes && ev2.peak_bytes < none.peak_bytes,
+          "peaks: full %llu < every:2 %llu < none %llu", (unsigned long long)full.peak_bytes,
+          (unsigned long long)ev2.peak_bytes, (unsigned long long)none.peak_bytes);
+    CHECK(none.recompute_flops == 0, "none recomputes nothing");
+    CHECK(full.recompute_flops > 0 && full.recompute_flops < none.flops * 0.5, "full recomputes less than a forward");
+
+    /* selective: no att tensor survives the forward sweep, and at most one
+     * is ever live */
+    remat_schedule *s = NULL;
+    remat_schedule_create(&c, "selective", &s);
+    int att = remat_tensor_find("att"), live_att = 0, max_att = 0, att_at_fwd_end = -1;
+    remat_sim sel;
+    remat_schedule_simulate(s, &sel);
+    int first_head = -1;
+    for (size_t i = 0; i < remat_schedule_length(s); i++) {
+        remat_instr_info in;
+        remat_schedule_instr(s, i, &in);
+        if (first_head < 0 && (!strcmp(in.tensor, "lnf_stat") || !strcmp(in.tensor, "logits"))) {
+            first_head = (int)i;
+            att_at_fwd_end = live_att;
+        }
+        if (!strcmp(in.tensor, "att")) {
+            if (in.kind == REMAT_I_FORWARD || in.kind == REMAT_I_RECOMPUTE) live_att++;
+            if (in.kind == REMAT_I_FREE) live_att--;
+        }
+        if (live_att > max_att) max_att = live_att;
+    }
+    (void)att;
+    CHECK(att_at_fwd_end == 0, "selective keeps %d att tensors across the forward", att_at_fwd_end);
+    CHECK(max_att == 1, "selective holds at most one att at a time (got %d)", max_att);
+    remat_tensor_info ti;
+    remat_tensor_get(&c, remat_tensor_find("att"), &ti);
+    CHECK(none.stored_bytes - sel.stored_bytes == (uint64_t)c.n_layer * ti.bytes,
+          "selective saves exactly L att tensors of storage");
+    remat_schedule_free(s);
+
+    /* revolve: never more than S block checkpoints */
+    for (int S = 2; S <= 5; S++) {
+        char p[32];
+        snprintf(p, sizeof p, "revolve:%d", S);
+        remat_sim r = sim_of(&c, p);
+        CHECK(r.max_checkpoints <= S, "%s holds %d checkpoints", p, r.max_checkpoints);
+    }
+    /* more slots never recompute more */
+    double prev = INFINITY;
+    for (int S = 2; S <= 9; S++) {
+        char p[32];
+        snprintf(p, sizeof p, "revolve:%d", S);
+        remat_sim r = sim_of(&c, p);
+        CHECK(r.recompute_flops <= prev, "%s recomputes more than with fewer slots", p);
+        prev = r.recompute_flops;
+    }
+
+    /* sqrt: stored bytes grow like sqrt(L) */
+    uint64_t st[3];
+    int Ls[3] = { 4, 16, 64 };
+    for (int k = 0; k < 3; k++) {
+        remat_config t = c;
+        t.n_layer = Ls[k]; t.n_embd = 8; t.n_head = 2; t.vocab = 16; t.seq = 4; t.max_seq = 4; t.batch = 1;
+        st[k] = sim_of(&t, "sqrt").stored_bytes;
+    }
+    double r1 = (double)st[1] / st[0], r2 = (double)st[2] / st[1];
+    CHECK(r1 > 1.4 && r1 < 2.6 && r2 > 1.4 && r2 < 2.6, "sqrt stored ratios %.2f %.2f should be ~2 (sqrt 4)", r1, r2);
+}
+
+static void validator(void)
+{
+    remat_config c;
+    remat_config_default(&c);
+    c.n_layer = 1; c.n_embd = 8; c.n_head = 2; c.vocab = 16; c.seq = 4; c.max_seq = 4; c.batch = 1;
+    const remat_instr_kind F = REMAT_I_FORWARD, B = REMAT_I_BACKWARD, X = REMAT_I_FREE, U = REMAT_I_UPDATE;
+    /* a correct hand-written schedule: forward all, head, backward all */
+    int ids[] = { remat_tensor_find("emb"),
+                  0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+    (void)ids;
+    remat_instr_kind k[64]; int l[64], t[64]; size_t n = 0;
+#define I(kind, layer, name) (k[n] = (kind), l[n] = (layer), t[n] = remat_tensor_find(name), n++)
+    I(F, -1, "emb");
+    const char *blk[] = { "ln1_stat", "ln1", "qkv", "att", "atty", "res2", "ln2_stat", "ln2", "fch", "fch_gelu", "res3" };
+    for (int i = 0; i < 11; i++) I(F, 0, blk[i]);
+    I(F, -1, "lnf_stat"); I(F, -1, "lnf"); I(F, -1, "logits");
+    I(B, -1, "logits"); I(X, -1, "lnf"); I(B, -1, "lnf"); I(X, -1, "lnf_stat"); I(X, 0, "res3");
+    const char *bw[] = { "res3", "fch_gelu", "fch", "ln2", "res2", "atty", "qkv", "ln1" };
+    for (int i = 0; i < 8; i++) I(B, 0, bw[i]);
+    for (int i = 0; i < 10; i++) I(X, 0, blk[i]);
+    I(X, -1, "emb"); I(B, -1, "emb"); I(U, -1, "emb");
+    size_t good_n = n;
+    remat_schedule *s = NULL;
+    remat_status st = remat_schedule_from_instrs(&c, n, k, l, t, &s);
+    CHECK(st == REMAT_OK && remat_schedule_validate(s) == REMAT_OK, "hand-made valid schedule accepted: %s", remat_errmsg());
+    remat_schedule_free(s);
+
+    /* read before materialised: move qkv's forward before ln1's */
+    remat_instr_kind k2[64]; int l2[64], t2[64];
+    memcpy(k2, k, sizeof k); memcpy(l2, l, sizeof l); memcpy(t2, t, sizeof t);
+    int tmp = t2[2]; t2[2] = t2[3]; t2[3] = tmp;
+    remat_schedule_from_instrs(&c, good_n, k2, l2, t2, &s);
+    st = remat_schedule_validate(s);
+    CHECK(st == REMAT_ERR_SCHEDULE && strstr(remat_errmsg(), "not materialised"), "read-before-write rejected: %s", remat_errmsg());
+    remat_schedule_free(s);
+
+    /* leak: drop the free of ln1_stat */
+    size_t m = 0;
+    for (size_t i = 0; i < good_n; i++) {
+        if (k[i] == X && t[i] == remat_tensor_find("ln1_stat")) continue;
+        k2[m] = k[i]; l2[m] = l[i]; t2[m] = t[i]; m++;
+    }
+    remat_schedule_from_instrs(&c, m, k2, l2, t2, &s);
+    st = remat_schedule_validate(s);
+    CHECK(st == REMAT_ERR_SCHEDULE && strstr(remat_errmsg(), "never freed"), "leak rejected: %s", remat_errmsg());
+    remat_schedule_free(s);
+
+    /* gradient twice: repeat the backward of fch_gelu */
+    m = 0;
+    for (size_t i = 0; i < good_n; i++) {
+        k2[m] = k[i]; l2[m] = l[i]; t2[m] = t[i]; m++;
+        if (k[i] == B && t[i] == remat_tensor_find("fch_gelu")) { k2[m] = k[i]; l2[m] = l[i]; t2[m] = t[i]; m++; }
+    }
+    remat_schedule_from_instrs(&c, m, k2, l2, t2, &s);
+    st = remat_schedule_validate(s);
+    CHECK(st == REMAT_ERR_SCHEDULE && strstr(remat_errmsg(), "twice"), "double gradient rejected: %s", remat_errmsg());
+    remat_schedule_free(s);
+
+    /* missing gradient: drop the backward of qkv (ln1's backward then runs
+     * without d_ln1, or the gradient is never computed) */
+    m = 0;
+    for (size_t i = 0; i < good_n; i++) {
+        if (k[i] == B && t[i] == remat_tensor_find("qkv")) continue;
+        k2[m] = k[i]; l2[m] = l[i]; t2[m] = t[i]; m++;
+    }
+    remat_schedule_from_instrs(&c, m, k2, l2, t2, &s);
+    st = remat_schedule_validate(s);
+    CHECK(st == REMAT_ERR_SCHEDULE, "missing gradient rejected: %s", remat_errmsg());
+    remat_schedule_free(s);
+
+    /* bad policy strings */
+    const char *bad[] = { "", "bogus", "every:0", "every:x", "every:", "revolve:1", "full,every:2", "save:nope",
+                          "save:", "save:qkv+", ",full", "full,", "full,,selective", "first:-1", "plan:", "plan:Z1" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        remat_schedule *p = NULL;
+        st = remat_schedule_create(&c, bad[i], &p);
+        if (i == 0) { CHECK(st == REMAT_OK, "empty policy means none"); remat_schedule_free(p); continue; }
+        CHECK(st == REMAT_ERR_POLICY && p == NULL, "policy '%s' rejected (got %d)", bad[i], st);
+    }
+}
+
+int main(void)
+{
+    remat_set_threads(2);
+    remat_config c;
+    remat_config_default(&c);
+    c.n_layer = 4; c.n_embd = 32; c.n_head = 4; c.vocab = 64; c.seq = 16; c.max_seq = 16; c.batch = 2;
+    check_config("L4 C32", c);
+    c.n_layer = 3; c.n_embd = 36; c.n_head = 1; c.vocab = 101; c.seq = 1; c.max_seq = 1; c.batch = 2;
+    check_config("odd C36 H1 T1 V101", c);
+    c.n_layer = 5; c.n_embd = 24; c.n_head = 3; c.vocab = 50; c.seq = 9; c.max_seq = 12; c.batch = 3;
+    check_config("L5 C24 T9", c);
+    sanity();
+    validator();
+    return TEST_REPORT();
+}
