@@ -263,13 +263,15 @@ remat_status remat_model_param_tensor(const remat_model *m, int i, const char **
 uint64_t remat_model_params_hash(const remat_model *m);
 
 /* ---- data ---------------------------------------------------------------
- * Three sources, each split 90/10 into train and validation:
+ * Three sources, each with a train and a validation split:
  *   - the embedded task (path NULL): generated arithmetic lines such as
- *     "417+385=802\n", byte tokens (vocab 256), no files needed;
+ *     "417+385=802\n", byte tokens (vocab 256), no files needed; 1 MiB of
+ *     train text and 100 KiB of validation text from separate RNG streams;
  *   - a text file, tokenized by byte (vocab 256);
  *   - an llm.c token shard (.bin): 256 int32 header (magic 20240520,
  *     version 1, token count), then uint16 tokens.
- * Batches are read sequentially with wrap-around. */
+ * Files keep their last 10% of tokens for validation.  Batches are read
+ * sequentially with wrap-around. */
 typedef struct remat_data remat_data;
 enum { REMAT_SPLIT_TRAIN = 0, REMAT_SPLIT_VAL = 1 };
 
@@ -287,6 +289,52 @@ remat_status remat_data_next(remat_data *d, int split, int B, int T, int *inputs
 /* Read position of a split (for checkpoints), and restore it. */
 uint64_t remat_data_position(const remat_data *d, int split);
 remat_status remat_data_seek(remat_data *d, int split, uint64_t pos);
+
+/* ---- planner ---------------------------------------------------------------
+ * Predicts step time for any policy from a cost model, and finds the fastest
+ * schedule whose peak fits a memory budget, exactly, by dynamic programming
+ * over the chain of blocks (after Rotor, Beaumont et al. 2019) with each
+ * block's keep-sets pruned to their Pareto front.  Memory always comes from
+ * the schedule simulator.
+ *
+ * A profile holds measured per-op times for one config on this machine
+ * (`remat profile`); without one, times come from a FLOP- and byte-based
+ * model. */
+typedef struct remat_profile remat_profile;
+
+/* Measures each op of cfg on this machine (a few repetitions, median). */
+remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_profile **out);
+/* The FLOP/byte model, calibrated by one SGEMM measurement when measure != 0. */
+remat_status remat_profile_model(const remat_config *cfg, int measure, remat_profile **out);
+remat_status remat_profile_save(const remat_profile *p, const char *path);   /* atomic */
+remat_status remat_profile_load(const remat_config *cfg, const char *path, remat_profile **out);
+void remat_profile_free(remat_profile *p);
+
+typedef struct remat_plan_row {
+    char policy[1024];        /* a string remat_schedule_create accepts */
+    uint64_t peak_bytes;      /* activation peak (simulated) */
+    uint64_t stored_bytes, workset_bytes;
+    uint64_t total_bytes;     /* peak + params + grads + optimizer + workspace */
+    double overhead_pct;      /* recompute time as % of the no-recompute step */
+    double step_ms_pred;      /* predicted step time */
+    int fits;                 /* against the budget given */
+} remat_plan_row;
+
+/* Predicts one policy.  budget 0: no budget (fits = 1).  activations_only:
+ * compare the budget with peak_bytes instead of total_bytes.  prof NULL:
+ * the FLOP model without measurement. */
+remat_status remat_plan_evaluate(const remat_config *cfg, const remat_profile *prof, const char *policy,
+                                 uint64_t budget, int activations_only, remat_plan_row *out);
+/* The fastest schedule that fits.  REMAT_ERR_BUDGET when none does; the
+ * message then states the minimum feasible budget and what dominates it. */
+remat_status remat_plan_optimal(const remat_config *cfg, const remat_profile *prof, uint64_t budget,
+                                int activations_only, remat_plan_row *out);
+/* The Pareto front of activation peak against predicted time, sorted by
+ * peak.  *rows is malloc'd; release it with free(). */
+remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *prof, remat_plan_row **rows,
+                               size_t *n);
+
+/* ---- checkpoints and weights (reliability) -------------------------------- */
 
 /* ---- utilities ---------------------------------------------------------- */
 /* 64-bit hash of a byte range (the one params_hash uses). */

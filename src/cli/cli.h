@@ -37,5 +37,8 @@ double cli_median(const double *x, int n);
 
 int cmd_train(int argc, char **argv);
 int cmd_schedule(int argc, char **argv);
+/* planner commands */
+/* bench and report commands */
+/* checkpoint and weight commands */
 
 #endif

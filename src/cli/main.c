@@ -13,6 +13,9 @@ static const struct {
 } commands[] = {
     {"train", cmd_train, "train a GPT on the embedded task, a text file or llm.c shards"},
     {"schedule", cmd_schedule, "print the schedule a recomputation policy compiles to"},
+    /* planner commands */
+    /* bench and report commands */
+    /* checkpoint and weight commands */
 };
 
 static void usage(FILE *f)
