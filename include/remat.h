@@ -221,8 +221,9 @@ const remat_schedule *remat_model_schedule(const remat_model *m);
 void remat_model_set_verify(remat_model *m, int on);
 
 /* One training step on inputs/targets (B*T token ids each): runs the
- * schedule.  With update == 0 the parameter update is skipped and the
- * gradients are left in remat_model_grads() (for tests).  *loss gets the
+ * schedule.  With update == 0 the parameter update is skipped, the step
+ * counter does not advance, and the gradients are left in
+ * remat_model_grads() (for tests).  *loss gets the
  * mean cross-entropy.  A non-finite loss or gradient gives
  * REMAT_ERR_NONFINITE before the update, parameters untouched. */
 remat_status remat_model_step(remat_model *m, const int *inputs, const int *targets,

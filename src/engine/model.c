@@ -471,7 +471,7 @@ remat_status remat_model_step(remat_model *m, const int *inputs, const int *targ
             flops += remat_tensor_bwd_flops(c, t);
         }
     }
-    m->t++;
+    if (do_update) m->t++;
 out:
     m->meas_peak = m->mem.peak[REMAT_MEM_ACTS] - act0;
     m->meas_total_peak = m->mem.peak_total;
