@@ -173,6 +173,9 @@ void remat_schedule_free(remat_schedule *s);
 const char *remat_schedule_policy(const remat_schedule *s);
 size_t remat_schedule_length(const remat_schedule *s);
 remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr_info *out);
+/* Live activation bytes after instruction i, split by tensor: bytes[id] for
+ * every id in [0, remat_tensor_count()) (all layers of a tensor summed). */
+remat_status remat_schedule_live_by_tensor(const remat_schedule *s, size_t i, uint64_t *bytes);
 /* Dry run: walks the schedule without computing anything. */
 remat_status remat_schedule_simulate(const remat_schedule *s, remat_sim *out);
 /* Checks that no instruction reads a tensor that is not materialised, that

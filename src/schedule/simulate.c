@@ -248,3 +248,25 @@ out:
     free(live); free(peak); free(fl);
     return st;
 }
+
+remat_status remat_schedule_live_by_tensor(const remat_schedule *s, size_t i, uint64_t *bytes)
+{
+    if (!s || !bytes || i >= s->n) return remat_fail(REMAT_ERR_INVALID, "instruction index out of range");
+    const remat_config *c = &s->cfg;
+    memset(bytes, 0, sizeof(uint64_t) * RT_COUNT);
+    /* replay the same allocation rule as walk(), attributing bytes by name */
+    for (size_t k = 0; k <= i; k++) {
+        const remat_instr *in = &s->ins[k];
+        if (in->kind == REMAT_I_UPDATE) continue;
+        int t = in->tid;
+        if (in->kind == REMAT_I_FORWARD || in->kind == REMAT_I_RECOMPUTE) bytes[t] += remat_tensor_bytes(c, t);
+        else if (in->kind == REMAT_I_FREE) bytes[t] -= remat_tensor_bytes(c, t);
+        else {
+            int a[2], f[2], na, nf;
+            remat_bwd_effects(c, t, a, &na, f, &nf);
+            for (int q = 0; q < na; q++) bytes[a[q]] += remat_tensor_bytes(c, a[q]);
+            for (int q = 0; q < nf; q++) bytes[f[q]] -= remat_tensor_bytes(c, f[q]);
+        }
+    }
+    return REMAT_OK;
+}
