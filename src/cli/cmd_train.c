@@ -21,14 +21,14 @@ static void help(void)
 "  --batch B         sequences per step (default 16)\n"
 "  --dropout P       dropout on attention probabilities and residual branches (default 0)\n"
 "training:\n"
-"  --steps N         optimizer steps (default 300)\n"
+"  --steps N         optimizer steps (default 200)\n"
 "  --lr X            AdamW learning rate (default 1e-3)\n"
 "  --wd X            decoupled weight decay on 2-D weights (default 0.1)\n"
 "  --clip X          global gradient-norm clip, 0 disables (default 1.0)\n"
 "  --seed N          initialisation and dropout seed (default 1)\n"
 "  --threads N       threads for kernels and BLAS (default: all cores)\n"
 "  --data PATH       text file (bytes) or llm.c .bin shard (default: embedded task)\n"
-"  --eval-every N    validation loss every N steps, 0 only at the end (default 100)\n"
+"  --eval-every N    validation loss every N steps, 0 only at the end (default 50)\n"
 "  --eval-batches N  batches per validation (default 4)\n"
 "  --sample N        sample N tokens at the end for byte-level data (default 48)\n"
 "recomputation:\n"
@@ -55,7 +55,7 @@ static int parse(int argc, char **argv, train_opts *o)
     o->cfg.max_seq = 0;
     remat_optim_default(&o->opt);
     o->opt.lr = 1e-3f;
-    o->steps = 300; o->eval_every = 100; o->eval_batches = 4; o->sample = 48; o->threads = 0;
+    o->steps = 200; o->eval_every = 50; o->eval_batches = 4; o->sample = 48; o->threads = 0;
     o->seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v;
