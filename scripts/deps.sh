@@ -6,6 +6,7 @@ pkgs=""
 [ -f /usr/include/x86_64-linux-gnu/cblas.h ] || [ -f /usr/include/cblas.h ] || pkgs="$pkgs libopenblas-dev"
 ls /usr/lib/*/libopenblas.so >/dev/null 2>&1 || case "$pkgs" in *libopenblas-dev*) ;; *) pkgs="$pkgs libopenblas-dev";; esac
 dpkg -s libopenblas0-pthread >/dev/null 2>&1 || pkgs="$pkgs libopenblas0-pthread"
+dpkg -s libopenblas0-openmp >/dev/null 2>&1 || pkgs="$pkgs libopenblas0-openmp"
 command -v cc >/dev/null 2>&1 || pkgs="$pkgs gcc"
 if [ "${REMAT_TEST_DEPS:-0}" = 1 ]; then
     /usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1 || pkgs="$pkgs python3-torch python3-numpy"
