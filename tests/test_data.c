@@ -303,6 +303,8 @@ static void test_shard(void)
 
     REJECT(write_shard("v2.bin", 20240520, 2, 40, tok, 40, 0), 50257, REMAT_ERR_FORMAT,
            "version 2", "version 2");
+    REJECT(write_shard("badmagic.bin", 20240521, 1, 40, tok, 40, 0), 50257, REMAT_ERR_FORMAT,
+           "magic 20240521", "bad magic");
     /* Header says 40 tokens, the file holds 30: expected 1024 + 80 = 1104. */
     REJECT(write_shard("trunc.bin", 20240520, 1, 40, tok, 30, 0), 50257, REMAT_ERR_FORMAT,
            "expected 1104", "truncated shard");

@@ -20,6 +20,7 @@
  *                  20240520: a header of 256 little-endian int32 (magic,
  *                  version 1, token count n), then n little-endian uint16
  *                  tokens; the file is exactly 1024 + 2n bytes.
+ *   *.bin          Must be an llm.c shard: a wrong magic is an error.
  *   anything else  Text, one token per byte (vocab 256).
  *
  * Files are split 90/10: the last n/10 tokens (at least 2) are validation,
@@ -227,6 +228,15 @@ static remat_status open_file(remat_data *d, const char *path)
         goto out;
     }
     int shard = have >= 4 && le32(hdr) == SHARD_MAGIC;
+    size_t plen = strlen(path);
+    if (!shard && plen >= 4 && !strcmp(path + plen - 4, ".bin")) {
+        /* a .bin file is meant to be a shard: a wrong magic is corruption,
+         * not text */
+        st = remat_fail(REMAT_ERR_FORMAT, "'%s' is not an llm.c token shard: magic %u, expected %d "
+                        "(a .bin file must be a shard; rename a text file to another extension)",
+                        path, have >= 4 ? (unsigned)le32(hdr) : 0u, SHARD_MAGIC);
+        goto out;
+    }
     uint64_t ntok = size;
     if (shard) {
         st = shard_header(path, hdr, size, &ntok);
