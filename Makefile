@@ -33,9 +33,11 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 
 .PHONY: all deps run test test-sanitize bench clean fuzz
-all: $(BUILD)/remat $(BUILD)/libremat.a $(BUILD)/libremat.so $(TEST_BIN) $(BENCH_BIN)
+all: $(BUILD)/remat $(BUILD)/libremat.a $(BUILD)/libremat.so $(TEST_BIN) $(BENCH_BIN) $(FUZZ_BIN)
 
 deps:
 	@sh scripts/deps.sh
@@ -77,6 +79,26 @@ test-sanitize: deps
 	@BUILD=build-san REMAT_SANITIZE=1 ASAN_OPTIONS=detect_leaks=1 sh tests/run_tests.sh
 
 bench: $(BUILD)/remat $(BENCH_BIN)
+
+# Fuzz targets (fuzz/fuzz_*.c), one per parser.  Linked with the replay
+# driver, without libFuzzer, for `make test` (tests/cli_fuzz_replay.sh feeds
+# each its seed corpus fuzz/corpus/<name>/).  `make fuzz` builds them with
+# clang -fsanitize=fuzzer,address,undefined under build-fuzz/ and runs each
+# for FUZZ_SECONDS (fuzz/run.sh prints executions and crashes).
+$(BUILD)/fuzz/%: fuzz/%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/libremat.a $(BUILD)/src/cli/args.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Isrc -o $@ $< fuzz/replay.c $(BUILD)/src/cli/args.o $(BUILD)/libremat.a $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/fuzz/lf_%: fuzz/%.c fuzz/fuzz.h $(BUILD)/libremat.a $(BUILD)/src/cli/args.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer -Isrc -o $@ $< $(BUILD)/src/cli/args.o $(BUILD)/libremat.a $(LDFLAGS) $(LDLIBS)
+
+FUZZ_SECONDS ?= 60
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang \
+	    OPT="-O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	    LDFLAGS="-fopenmp -fsanitize=address,undefined" $(FUZZ_SRC:fuzz/%.c=build-fuzz/fuzz/lf_%)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh build-fuzz
 
 clean:
 	rm -rf build build-san build-*

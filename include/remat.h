@@ -340,6 +340,51 @@ remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *pro
 
 /* ---- checkpoints and weights (reliability) -------------------------------- */
 
+/* ---- weights: llm.c and safetensors files ---------------------------------
+ * The parameters (not the optimizer state) in two interchange formats:
+ *   REMAT_WEIGHTS_LLMC  llm.c's model checkpoint (train_gpt2.c): 256
+ *     little-endian int32 -- magic 20240326, version 3 (float32, padded
+ *     vocabulary), maxT, V, L, NH, C, Vp, the rest 0 -- then the 16 tensors
+ *     in llm.c's order (remat_model_params) as float32, wte with Vp rows.
+ *     remat writes Vp = V rounded up to 64; it reads any Vp >= V (llm.c's
+ *     scripts round to 128) and keeps rows [0, V).
+ *   REMAT_WEIGHTS_SAFETENSORS  an 8-byte little-endian header length N, N
+ *     bytes of JSON, the raw data; Hugging Face GPT-2 names, F32:
+ *       wte.weight (V, C) -- the unpadded vocabulary -- wpe.weight (maxT, C)
+ *       h.{i}.ln_1.weight/.bias (C)    h.{i}.attn.c_attn.weight (C, 3C) .bias (3C)
+ *       h.{i}.attn.c_proj.weight (C, C) .bias    h.{i}.ln_2.weight/.bias
+ *       h.{i}.mlp.c_fc.weight (C, 4C) .bias (4C)
+ *       h.{i}.mlp.c_proj.weight (4C, C) .bias    ln_f.weight/.bias
+ *     The linear weights are Conv1D's (in, out): the transpose of remat's
+ *     (out, in); they are converted both ways.  remat writes __metadata__
+ *     {"format": "pt", "n_head": "NH"}.  Reading accepts the "transformer."
+ *     prefix and skips h.{i}.attn.bias, h.{i}.attn.masked_bias and
+ *     lm_head.weight (tied to wte); any other tensor is an error.
+ * Files are untrusted: a truncated, malformed or inconsistent file gives
+ * REMAT_ERR_FORMAT (REMAT_ERR_IO when it cannot be read) and a message that
+ * says what is wrong.  Saving is atomic (a temporary file in the same
+ * directory, fsync, rename, fsync of the directory): the final name holds
+ * the old file or the whole new one, never a part. */
+typedef enum remat_weights_format {
+    REMAT_WEIGHTS_AUTO = 0,          /* reading: told apart by the content */
+    REMAT_WEIGHTS_LLMC = 1,
+    REMAT_WEIGHTS_SAFETENSORS = 2
+} remat_weights_format;
+
+/* Reads only the model shape of a weights file into *shape: n_layer,
+ * n_embd, vocab, max_seq and n_head (0 when the file does not record it:
+ * safetensors without remat's metadata); the other fields are untouched.
+ * *format (may be NULL) gets the format. */
+remat_status remat_weights_probe(const char *path, remat_config *shape, remat_weights_format *format);
+/* Creates a model holding the file's parameters.  The shape comes from the
+ * file; batch, seq (<= the file's max_seq) and dropout from base; n_head from
+ * the file, else base->n_head when > 0, else C/64 (GPT-2's head size 64).
+ * The optimizer state is fresh (step 0); seed keys dropout as in
+ * remat_model_create.  On failure *out is NULL. */
+remat_status remat_weights_load(const char *path, const remat_config *base, uint64_t seed, remat_model **out);
+/* Writes the model's parameters to path in format (LLMC or SAFETENSORS). */
+remat_status remat_weights_save(const remat_model *m, const char *path, remat_weights_format format);
+
 /* ---- utilities ---------------------------------------------------------- */
 /* 64-bit hash of a byte range (the one params_hash uses). */
 uint64_t remat_hash_bytes(const void *p, size_t n);

@@ -106,6 +106,24 @@ void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes)
     return p;
 }
 
+static int inject_failure(void)
+{
+    alloc_count++;
+    return fail_at && alloc_count == fail_at;
+}
+
+void *remat_malloc(size_t bytes) { return inject_failure() ? NULL : malloc(bytes ? bytes : 1); }
+void *remat_calloc(size_t n, size_t size) { return inject_failure() ? NULL : calloc(n ? n : 1, size ? size : 1); }
+void *remat_realloc(void *p, size_t bytes) { return inject_failure() ? NULL : realloc(p, bytes ? bytes : 1); }
+
+char *remat_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = remat_malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
 void *remat_mem_calloc(remat_mem *m, int cat, size_t bytes)
 {
     void *p = remat_mem_alloc(m, cat, bytes);

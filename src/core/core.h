@@ -58,9 +58,19 @@ void remat_mem_free(remat_mem *m, int cat, void *p, size_t bytes);
 /* Resets a category's peak to its current live bytes. */
 void remat_mem_reset_peak(remat_mem *m, int cat);
 
-/* Global failure injection for tests: the N-th remat_mem allocation from now
- * fails (0 disables).  Returns the number of allocations made so far. */
+/* Global failure injection for tests: the N-th allocation from now fails
+ * (0 disables); it counts remat_mem allocations and the plain ones below.
+ * Returns the number of allocations made so far. */
 void remat_mem_fail_at(uint64_t n);
 uint64_t remat_mem_alloc_count(void);
+
+/* Plain heap memory for handles, schedules, strings and file headers: not
+ * counted in any remat_mem (whose figures are the tensors' bytes), but part
+ * of failure injection, so that every allocation of the library can be made
+ * to fail.  Release with free(). */
+void *remat_malloc(size_t bytes);
+void *remat_calloc(size_t n, size_t size);
+void *remat_realloc(void *p, size_t bytes);
+char *remat_strdup(const char *s);
 
 #endif
