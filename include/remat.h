@@ -389,6 +389,18 @@ remat_status remat_weights_save(const remat_model *m, const char *path, remat_we
 /* 64-bit hash of a byte range (the one params_hash uses). */
 uint64_t remat_hash_bytes(const void *p, size_t n);
 
+/* The machine's yardstick: GFLOP/s of a square n x n x n SGEMM through the
+ * BLAS remat uses, with the current thread count; the best of `reps` timed
+ * calls after one untimed call.  Returns 0 on failure (n outside [1, 16384],
+ * reps < 1, or out of memory; message in remat_errmsg()). */
+double remat_sgemm_gflops(int n, int reps);
+/* The BLAS's description of itself, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH
+ * NO_AFFINITY Zen MAX_THREADS=64" (a constant string; never NULL). */
+const char *remat_blas_info(void);
+/* The CPU core type the BLAS selected at run time (OpenBLAS's corename,
+ * e.g. "Zen", "Haswell"), or "" when the BLAS does not report one. */
+const char *remat_blas_core(void);
+
 #ifdef __cplusplus
 }
 #endif
