@@ -10,9 +10,12 @@
 #include <time.h>
 #include "cli.h"
 
+void (*cli_error_hook)(void);
+
 int cli_error(const char *fmt, ...)
 {
     va_list ap;
+    if (cli_error_hook) cli_error_hook();
     fputs("remat: error: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
@@ -24,6 +27,7 @@ int cli_error(const char *fmt, ...)
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
+    if (cli_error_hook) cli_error_hook();
     fputs("remat: error: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);

@@ -12,6 +12,9 @@
 /* Prints "remat: error: ..." (one line) to stderr and returns 1/2. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Called first by both (NULL when unset): a progress line on stderr uses it
+ * to blank itself, so that the error starts on a clean line. */
+extern void (*cli_error_hook)(void);
 
 /* Strict number parsing for flag values; on error prints and returns 0. */
 int cli_int(const char *flag, const char *s, long lo, long hi, long *out);

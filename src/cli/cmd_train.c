@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "progress.h"
 
 static void help(void)
 {
@@ -157,8 +158,13 @@ int cmd_train(int argc, char **argv)
 
     float loss_first = NAN, loss_last = NAN;
     double val = NAN;
+    cli_progress pg;   /* stderr; not with --json, nor when step lines go to the same terminal */
+    cli_progress_init(&pg, !o.json && (o.quiet || !cli_progress_stdout_is_tty()));
     for (long s = 0; s < o.steps; s++) {
         float loss;
+        char what[160];
+        snprintf(what, sizeof what, "train (%.100s): step %ld/%ld", policy, s + 1, o.steps);
+        cli_progress_update(&pg, what, s, o.steps);
         if ((st = remat_data_next(data, REMAT_SPLIT_TRAIN, c->batch, c->seq, in, tg))) { cli_error("%s", remat_errmsg()); goto out; }
         double t0 = cli_now_ms();
         st = remat_model_step(m, in, tg, 1, &loss);
@@ -187,6 +193,7 @@ int cmd_train(int argc, char **argv)
         fflush(stdout);
     }
 
+    cli_progress_clear(&pg);
     remat_stats stt;
     remat_model_stats(m, &stt);
     double med = cli_median(ms, (int)o.steps);
