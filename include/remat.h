@@ -78,7 +78,15 @@ typedef struct remat_config {
     int batch;        /* B  >= 1 */
     int seq;          /* T  >= 1 */
     float dropout;    /* p in [0, 1): attention probabilities and residual branches */
+    int attention;    /* REMAT_ATTENTION_NAIVE: att holds the (B,NH,T,T) probabilities;
+                         REMAT_ATTENTION_FLASH: att holds the (B,NH,T) logsumexp and the
+                         score tiles are recomputed inside the kernels */
+    int lmhead_chunk; /* 0: the LM head materialises (B,T,Vp) logits; N > 0: logits, loss
+                         and their gradient are computed N rows at a time, in one pass,
+                         and logits holds d(lnf) (B,T,C) instead */
 } remat_config;
+
+enum { REMAT_ATTENTION_NAIVE = 0, REMAT_ATTENTION_FLASH = 1 };
 
 /* Fills a small default (4 layers, 128 wide, 4 heads, V 256, T 64, B 16). */
 void remat_config_default(remat_config *cfg);
@@ -299,23 +307,55 @@ remat_status remat_data_seek(remat_data *d, int split, uint64_t pos);
  * schedule whose peak fits a memory budget, exactly, by dynamic programming
  * over the chain of blocks (after Rotor, Beaumont et al. 2019) with each
  * block's keep-sets pruned to their Pareto front.  Memory always comes from
- * the schedule simulator.
+ * the schedule simulator: every figure in a remat_plan_row is the simulated
+ * one, and the planner checks that its own model of the peak agrees with the
+ * simulator for the plan it returns.
+ *
+ * The search space is every plan:TOKENS string: any segmentation into
+ * checkpoints (uniform or not, nested/binomial included) together with any
+ * keep-set of the 10 droppable per-block tensors for each block.  Every
+ * named policy lies inside it, so the optimum is never slower than any of
+ * them at the same budget.
  *
  * A profile holds measured per-op times for one config on this machine
  * (`remat profile`); without one, times come from a FLOP- and byte-based
- * model. */
+ * model.  A step's predicted time is the sum of its instructions' op times
+ * plus the optimizer update (zeroing gradients, global norm, AdamW). */
 typedef struct remat_profile remat_profile;
 
-/* Measures each op of cfg on this machine (a few repetitions, median). */
+/* Measures each op of cfg on this machine with the current thread count
+ * (reps >= 1 timed calls after one warm-up, median).  Allocates one block's
+ * buffers and weights plus the embedding/LM head, never the whole model. */
 remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_profile **out);
-/* The FLOP/byte model, calibrated by one SGEMM measurement when measure != 0. */
+/* The FLOP/byte model (no measurement: default throughputs), calibrated by
+ * one SGEMM measurement when measure != 0. */
 remat_status remat_profile_model(const remat_config *cfg, int measure, remat_profile **out);
-remat_status remat_profile_save(const remat_profile *p, const char *path);   /* atomic */
+/* Writes the profile to path atomically (temporary file, fsync, rename);
+ * creates missing parent directories.  REMAT_ERR_IO on failure. */
+remat_status remat_profile_save(const remat_profile *p, const char *path);
+/* Reads and validates a profile file (untrusted input): REMAT_ERR_IO when
+ * it cannot be read, REMAT_ERR_FORMAT when it is malformed (the message
+ * names the line), REMAT_ERR_INVALID when it was measured for another
+ * config, CPU or thread count than cfg on this machine. */
 remat_status remat_profile_load(const remat_config *cfg, const char *path, remat_profile **out);
 void remat_profile_free(remat_profile *p);
+/* The cache file of cfg on this machine: $REMAT_CACHE/profile-<key>.txt,
+ * else $HOME/.cache/remat/profile-<key>.txt, where the key hashes the config,
+ * the CPU model and the thread count.  REMAT_ERR_RANGE if buf is too small,
+ * REMAT_ERR_INVALID when neither variable is set. */
+remat_status remat_profile_default_path(const remat_config *cfg, char *buf, size_t n);
+/* Predicted milliseconds of tensor id's forward op (backward = 0) or its
+ * backward op (backward = 1); id -1: the optimizer update.  0 for ops that
+ * do not exist (e.g. the backward of att, fused into atty's). */
+double remat_profile_op_ms(const remat_profile *p, int id, int backward);
+/* One line: "measured on <cpu>, <n> threads" or "FLOP model, <x> GFLOP/s ...". */
+const char *remat_profile_describe(const remat_profile *p);
+
+/* Room for the longest plan string of a model with up to ~800 blocks. */
+#define REMAT_PLAN_POLICY_MAX 8192
 
 typedef struct remat_plan_row {
-    char policy[1024];        /* a string remat_schedule_create accepts */
+    char policy[REMAT_PLAN_POLICY_MAX]; /* a string remat_schedule_create accepts */
     uint64_t peak_bytes;      /* activation peak (simulated) */
     uint64_t stored_bytes, workset_bytes;
     uint64_t total_bytes;     /* peak + params + grads + optimizer + workspace */
@@ -324,21 +364,126 @@ typedef struct remat_plan_row {
     int fits;                 /* against the budget given */
 } remat_plan_row;
 
+/* Bytes that do not depend on the policy: parameters + gradients + the two
+ * AdamW moments + workspace, exactly as remat_model_create allocates them. */
+uint64_t remat_plan_static_bytes(const remat_config *cfg);
+
 /* Predicts one policy.  budget 0: no budget (fits = 1).  activations_only:
  * compare the budget with peak_bytes instead of total_bytes.  prof NULL:
- * the FLOP model without measurement. */
+ * the FLOP model without measurement; a profile measured for another config
+ * is REMAT_ERR_INVALID. */
 remat_status remat_plan_evaluate(const remat_config *cfg, const remat_profile *prof, const char *policy,
                                  uint64_t budget, int activations_only, remat_plan_row *out);
-/* The fastest schedule that fits.  REMAT_ERR_BUDGET when none does; the
- * message then states the minimum feasible budget and what dominates it. */
+/* The fastest schedule that fits (ties: the smaller peak).  out->policy is
+ * a plan:TOKENS string.  REMAT_ERR_BUDGET when none does; the message then
+ * states the minimum feasible budget and what dominates it, e.g.
+ * "parameters+optimizer 1.90 GiB; minimum activations 120.00 MiB; budget
+ * 1.50 GiB is below the minimum 2.02 GiB". */
 remat_status remat_plan_optimal(const remat_config *cfg, const remat_profile *prof, uint64_t budget,
                                 int activations_only, remat_plan_row *out);
+/* The smallest activation peak of any schedule in the search space. */
+remat_status remat_plan_min_peak(const remat_config *cfg, uint64_t *peak);
 /* The Pareto front of activation peak against predicted time, sorted by
- * peak.  *rows is malloc'd; release it with free(). */
+ * peak (time strictly falling).  *rows is malloc'd; release it with free(). */
 remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *prof, remat_plan_row **rows,
                                size_t *n);
 
+enum { REMAT_PLAN_SEQ = 0, REMAT_PLAN_BATCH = 1 };
+/* The largest seq (dim REMAT_PLAN_SEQ; max_seq grows with it) or batch
+ * (REMAT_PLAN_BATCH) for which `policy` (NULL: the optimal plan) fits the
+ * budget, all other fields of cfg fixed; binary search on the simulator.
+ * *best gets the value, and out (may be NULL) the row at that value (with the
+ * FLOP model: a profile is for one shape).  REMAT_ERR_BUDGET when even 1
+ * does not fit. */
+remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, int dim, uint64_t budget,
+                                 int activations_only, int *best, remat_plan_row *out);
+
 /* ---- checkpoints and weights (reliability) -------------------------------- */
+/* Training checkpoints: everything a run needs to continue bit for bit --
+ * config, optimizer settings, seed, step counts, parameters, both AdamW
+ * moments, the data read positions and the data's identity.  Dropout masks
+ * are pure functions of (seed, optimizer step, layer, site), so there is no
+ * RNG state beyond those.  Resuming gives the same losses and params_hash as
+ * the run that was never interrupted (with the same thread count).
+ *
+ * Files: DIR/ckpt-<step>.bin, <step> zero-padded to 8 digits.  Format
+ * version 1, every number little-endian:
+ *   0    "REMATCKP", u32 version (1), u32 header bytes (256),
+ *   16   u64 file bytes, u64 step, u64 optimizer steps, u64 seed, u64 nparams,
+ *   56   i32 n_layer n_embd n_head vocab max_seq batch seq, f32 dropout,
+ *   88   f32 lr beta1 beta2 eps weight_decay grad_clip,
+ *   112  u64 tokens[train, val], u64 position[train, val],
+ *   144  u32 data kind (0 embedded task, 1 file), u32 data path bytes,
+ *        u32 policy bytes, i32 attention, i32 lmhead_chunk, zeros to 256;
+ *   256  data path, policy (no NULs), zero padding to a multiple of 8;
+ *        params, AdamW m, AdamW v (nparams float32 each, llm.c's order);
+ *   end  u64 checksum: the 64-bit hash of every byte before it.
+ * A save writes DIR/ckpt-<step>.<pid>.tmp, flushes and fsyncs it, renames it
+ * to its final name and fsyncs DIR, so a final name never holds a partial
+ * file; a kill at any moment leaves at worst a stale .tmp, which is ignored
+ * and removed by the next save.  A checkpoint is refused unless every field,
+ * size and the checksum check out. */
+
+/* Checkpoints kept in a directory: the newest and the newest valid one
+ * before it; a save removes the others. */
+#define REMAT_CHECKPOINT_KEEP 2
+
+typedef struct remat_checkpoint_info {
+    char file[4096];        /* the checkpoint loaded, "DIR/ckpt-<step>.bin" */
+    char warning[1024];     /* "" or why newer checkpoints were skipped (print it) */
+    uint64_t step;          /* training steps taken (batches consumed) */
+    uint64_t opt_steps;     /* optimizer steps (remat_stats.steps_done); fewer
+                               than step when steps were skipped */
+    uint64_t seed;
+    remat_config cfg;
+    remat_optim opt;
+    char data[4096];        /* absolute data path, or "" for the embedded task */
+    uint64_t data_tokens[2];  /* by split, to recognise the same data */
+    uint64_t data_pos[2];     /* read positions by split */
+    char policy[16384];     /* canonical recomputation policy ("" = none) */
+} remat_checkpoint_info;
+
+/* Readies dir for saving: creates it (one level) when missing, checks that a
+ * file can be created in it, and removes stale temporary files of killed
+ * saves.  *count and *newest_step (either may be NULL) get the number of
+ * checkpoint files in dir (valid or not) and the largest step among them
+ * (0, 0 when none).  REMAT_ERR_IO with a message naming dir and the reason. */
+remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *newest_step);
+
+/* Atomically writes DIR/ckpt-<step>.bin for model m and data d (opened from
+ * data_path, NULL for the embedded task), then keeps REMAT_CHECKPOINT_KEEP
+ * checkpoints: it deletes older ones (and corrupt newer ones) except the
+ * newest older one whose checksum validates.  step: training steps taken,
+ * at least the model's optimizer steps (more when steps were skipped).
+ * Creates dir when missing.  REMAT_ERR_IO (disk full, unwritable dir: the
+ * message says which) leaves no file under a final name.  Thread-local
+ * message in remat_errmsg(). */
+remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, const char *data_path,
+                                   uint64_t step, const char *dir);
+
+/* Loads the newest checkpoint in dir that validates.  Newer ones that do not
+ * (torn, truncated, corrupt) are skipped and named in info->warning.
+ *   model_out  (may be NULL) a model with the checkpoint's config, seed,
+ *              optimizer settings, policy, parameters, AdamW state and
+ *              optimizer step; caller frees it.
+ *   data_out   (may be NULL) the data, opened and positioned where the run
+ *              left off.  data_path NULL opens the checkpoint's data; a
+ *              different path (or a file whose token counts changed) is
+ *              refused with REMAT_ERR_INVALID.
+ *   info       (may be NULL) every header field, the file used, warnings.
+ * Errors: REMAT_ERR_IO when dir is missing or holds no ckpt-*.bin,
+ * REMAT_ERR_FORMAT when none validates (the message names the newest and
+ * why), or the model or data error.  On failure outputs are NULL. */
+remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat_model **model_out,
+                                   remat_data **data_out, remat_checkpoint_info *info);
+
+/* Testing hook for the non-finite path (`remat train --debug-nan`): the next
+ * remat_model_step that reaches its update makes the first gradient element
+ * of parameter tensor param_tensor (0..15, llm.c order) NaN, or the loss
+ * when param_tensor is -1, so that step returns REMAT_ERR_NONFINITE with the
+ * parameters untouched (with update = 1; the loss also without).  One-shot. */
+remat_status remat_model_debug_poison(remat_model *m, int param_tensor);
+
 
 /* ---- weights: llm.c and safetensors files ---------------------------------
  * The parameters (not the optimizer state) in two interchange formats:

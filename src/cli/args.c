@@ -118,6 +118,23 @@ int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
             *ints[k].field = (int)x;
             return 1;
         }
+    if (!strcmp(f, "--attention")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        if (!strcmp(v, "naive")) c->attention = REMAT_ATTENTION_NAIVE;
+        else if (!strcmp(v, "flash")) c->attention = REMAT_ATTENTION_FLASH;
+        else { cli_error("--attention expects naive or flash, got '%s'", v); return -1; }
+        return 1;
+    }
+    if (!strcmp(f, "--lmhead")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        if (!strcmp(v, "full")) c->lmhead_chunk = 0;
+        else if (!strcmp(v, "chunked")) c->lmhead_chunk = 128;
+        else if (!strncmp(v, "chunked:", 8)) {
+            if (!cli_int("--lmhead chunked:ROWS", v + 8, 1, 1 << 30, &x)) return -1;
+            c->lmhead_chunk = (int)x;
+        } else { cli_error("--lmhead expects full, chunked or chunked:ROWS, got '%s'", v); return -1; }
+        return 1;
+    }
     if (!strcmp(f, "--dropout")) {
         if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, 0.0, 0.999, &d)) return -1;
         c->dropout = (float)d;
@@ -128,9 +145,12 @@ int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
 
 void cli_config_print(FILE *f, const remat_config *c)
 {
-    fprintf(f, "model: %d layers, dim %d, %d heads, vocab %d (padded %d), %llu params | step: batch %d x seq %d, dropout %g\n",
+    fprintf(f, "model: %d layers, dim %d, %d heads, vocab %d (padded %d), %llu params | step: batch %d x seq %d, dropout %g",
             c->n_layer, c->n_embd, c->n_head, c->vocab, remat_config_padded_vocab(c),
             (unsigned long long)remat_config_num_params(c), c->batch, c->seq, (double)c->dropout);
+    if (c->attention == REMAT_ATTENTION_FLASH) fprintf(f, ", flash attention");
+    if (c->lmhead_chunk > 0) fprintf(f, ", lm head chunked by %d rows", c->lmhead_chunk);
+    fputc('\n', f);
 }
 
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t n)

@@ -25,6 +25,7 @@ int cli_bytes(const char *flag, const char *s, uint64_t *out);
 
 /* Flags shared by subcommands that take a model config:
  *   --layers --dim --heads --vocab --seq --max-seq --batch --dropout
+ *   --attention naive|flash   --lmhead full|chunked[:ROWS]
  * Returns 1 if argv[*i] was one of them (consuming its value), 0 if not,
  * -1 on a bad value (already reported). */
 int cli_config_flag(remat_config *c, int argc, char **argv, int *i);
@@ -42,6 +43,8 @@ int cmd_train(int argc, char **argv);
 int cmd_schedule(int argc, char **argv);
 /* planner commands */
 /* bench and report commands */
+int cmd_bench(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 /* checkpoint and weight commands */
 
 #endif

@@ -90,13 +90,30 @@ static uint64_t fail_at;       /* 0: never fail */
 void remat_mem_fail_at(uint64_t n) { fail_at = n ? alloc_count + n : 0; }
 uint64_t remat_mem_alloc_count(void) { return alloc_count; }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define MEM_CACHING 0
+#else
+#define MEM_CACHING 1
+#endif
+
+static size_t round64(size_t bytes) { return bytes ? (bytes + 63) & ~(size_t)63 : 64; }
+
 void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes)
 {
     alloc_count++;
     if (fail_at && alloc_count == fail_at) return NULL;
-    size_t rounded = (bytes + 63) & ~(size_t)63;
+    size_t rounded = round64(bytes);
     if (rounded < bytes) return NULL;
-    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    void *p = NULL;
+    for (int i = 0; i < m->ncache; i++)
+        if (m->cache_size[i] == rounded) {
+            p = m->cache_ptr[i];
+            m->cache_ptr[i] = m->cache_ptr[m->ncache - 1];
+            m->cache_size[i] = m->cache_size[m->ncache - 1];
+            m->ncache--;
+            break;
+        }
+    if (!p) p = aligned_alloc(64, rounded);
     if (!p) return NULL;
     m->live[cat] += bytes;
     if (m->live[cat] > m->peak[cat]) m->peak[cat] = m->live[cat];
@@ -134,9 +151,21 @@ void *remat_mem_calloc(remat_mem *m, int cat, size_t bytes)
 void remat_mem_free(remat_mem *m, int cat, void *p, size_t bytes)
 {
     if (!p) return;
-    free(p);
+    if (MEM_CACHING && cat == REMAT_MEM_ACTS && m->ncache < REMAT_MEM_CACHE) {
+        m->cache_ptr[m->ncache] = p;
+        m->cache_size[m->ncache] = round64(bytes);
+        m->ncache++;
+    } else {
+        free(p);
+    }
     m->live[cat] -= bytes;
     m->live_total -= bytes;
+}
+
+void remat_mem_release(remat_mem *m)
+{
+    for (int i = 0; i < m->ncache; i++) free(m->cache_ptr[i]);
+    m->ncache = 0;
 }
 
 void remat_mem_reset_peak(remat_mem *m, int cat) { m->peak[cat] = m->live[cat]; }

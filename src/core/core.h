@@ -45,16 +45,28 @@ enum remat_mem_cat {
     REMAT_MEM_NCAT
 };
 
+#define REMAT_MEM_CACHE 48
+
 typedef struct remat_mem {
     uint64_t live[REMAT_MEM_NCAT];
     uint64_t peak[REMAT_MEM_NCAT];
     uint64_t live_total, peak_total;
     uint64_t n_allocs;
+    /* Freed blocks kept for reuse by an allocation of the same rounded size,
+     * so that a training step does not page-fault its activations in anew
+     * every time (like PyTorch's caching allocator).  Cached blocks are not
+     * live and are not counted.  Disabled under AddressSanitizer, so that it
+     * still sees every use after free. */
+    void *cache_ptr[REMAT_MEM_CACHE];
+    size_t cache_size[REMAT_MEM_CACHE];
+    int ncache;
 } remat_mem;
 
 void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes);   /* NULL on failure */
 void *remat_mem_calloc(remat_mem *m, int cat, size_t bytes);
 void remat_mem_free(remat_mem *m, int cat, void *p, size_t bytes);
+/* Releases the cached free blocks (call before dropping a remat_mem). */
+void remat_mem_release(remat_mem *m);
 /* Resets a category's peak to its current live bytes. */
 void remat_mem_reset_peak(remat_mem *m, int cat);
 

@@ -36,6 +36,9 @@ remat_status remat_config_check(const remat_config *c)
     if (c->max_seq < c->seq || c->max_seq > 1 << 20) return remat_fail(REMAT_ERR_INVALID, "max_seq must be in [seq=%d, 1048576], got %d", c->seq, c->max_seq);
     if (c->batch < 1 || c->batch > 1 << 20) return remat_fail(REMAT_ERR_INVALID, "batch must be in [1, 1048576], got %d", c->batch);
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) return remat_fail(REMAT_ERR_INVALID, "dropout must be in [0, 1), got %g", (double)c->dropout);
+    if (c->attention != REMAT_ATTENTION_NAIVE && c->attention != REMAT_ATTENTION_FLASH)
+        return remat_fail(REMAT_ERR_INVALID, "attention must be naive or flash");
+    if (c->lmhead_chunk < 0) return remat_fail(REMAT_ERR_INVALID, "lm-head chunk rows must be >= 0, got %d", c->lmhead_chunk);
     /* every derived size must fit: rows*cols in 31 bits for int-indexed
      * kernels (cblas takes int), bytes in 63 bits */
     int ok = 1;
@@ -84,6 +87,14 @@ remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info
     out->name = d->name;
     out->shape = d->shape;
     out->op = d->op;
+    if (id == RT_ATT && cfg->attention == REMAT_ATTENTION_FLASH) {
+        out->shape = "(B,NH,T)";
+        out->op = "logsumexp of q k^T/sqrt(hs) (flash)";
+    }
+    if (id == RT_LOGITS && cfg->lmhead_chunk > 0) {
+        out->shape = "(B,T,C)";
+        out->op = "chunked lm head + xent; holds d(lnf)";
+    }
     out->per_layer = d->per_layer;
     out->is_grad = d->is_grad;
     out->bytes = remat_tensor_bytes(cfg, id);

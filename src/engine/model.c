@@ -93,7 +93,7 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_model_create: out is NULL");
     *out = NULL;
     if ((st = remat_config_check(cfg))) return st;
-    m = calloc(1, sizeof *m);
+    m = remat_calloc(1, sizeof *m);
     if (!m) return remat_fail(REMAT_ERR_NOMEM, "out of memory creating the model");
     m->cfg = *cfg;
     m->seed = seed;
@@ -118,8 +118,8 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     m->inputs = remat_mem_alloc(&m->mem, REMAT_MEM_WORKSPACE, N * sizeof(int));
     m->targets = remat_mem_alloc(&m->mem, REMAT_MEM_WORKSPACE, N * sizeof(int));
     m->losses = remat_mem_alloc(&m->mem, REMAT_MEM_WORKSPACE, N * sizeof(float));
-    m->buf = calloc((size_t)m->nslots, sizeof *m->buf);
-    m->hash = calloc((size_t)m->nslots, sizeof *m->hash);
+    m->buf = remat_calloc((size_t)m->nslots, sizeof *m->buf);
+    m->hash = remat_calloc((size_t)m->nslots, sizeof *m->hash);
     if (!m->params || !m->grads || !m->adam_m || !m->adam_v || !m->inputs || !m->targets || !m->losses ||
         !m->buf || !m->hash) {
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory allocating %zu parameters (%.1f MiB each for params, "
@@ -157,6 +157,7 @@ void remat_model_free(remat_model *m)
     remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->inputs, N * sizeof(int));
     remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->targets, N * sizeof(int));
     remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->losses, N * sizeof(float));
+    remat_mem_release(&m->mem);
     free(m->buf);
     free(m->hash);
     remat_schedule_free(m->sched);
@@ -201,6 +202,15 @@ remat_status remat_model_param_tensor(const remat_model *m, int i, const char **
     if (name) *name = param_names[i];
     if (offset) *offset = m->poff[i];
     if (shape) memcpy(shape, shapes[i], sizeof shapes[i]);
+    return REMAT_OK;
+}
+
+remat_status remat_model_debug_poison(remat_model *m, int param_tensor)
+{
+    if (!m || param_tensor < -1 || param_tensor >= REMAT_NPARAM)
+        return remat_fail(REMAT_ERR_INVALID, "debug poison: parameter tensor %d is not in [-1, %d)", param_tensor,
+                          REMAT_NPARAM);
+    m->poison = param_tensor + 2;
     return REMAT_OK;
 }
 
@@ -259,8 +269,38 @@ static void free_slot(remat_model *m, int slot, int t)
     m->buf[slot] = NULL;
 }
 
+/* The LM head over chunks of rows (config lmhead_chunk): for each chunk,
+ * logits = lnf @ wte^T, the loss, and -- when training -- at once the
+ * gradient: d(lnf) = dlogits @ wte (into out) and dwte += dlogits^T lnf.
+ * Computing the gradient in the same pass, instead of recomputing each
+ * chunk's logits in the backward, saves a whole LM-head GEMM; it is valid
+ * because every schedule runs the head's backward right after its forward
+ * and never recomputes the head. */
+static remat_status lmhead_chunked(remat_model *m, float *out, int N)
+{
+    const remat_config *c = &m->cfg;
+    int C = c->n_embd, Vp = remat_config_padded_vocab(c);
+    int rows = c->lmhead_chunk < N ? c->lmhead_chunk : N;
+    size_t bytes = remat_tensor_fwd_temp_bytes(c, RT_LOGITS);
+    float *chunk = remat_mem_alloc(&m->mem, REMAT_MEM_ACTS, bytes);
+    if (!chunk) return remat_fail(REMAT_ERR_NOMEM, "out of memory allocating a chunk of logits (%.1f MiB)", bytes / 1048576.0);
+    const float *lnf = slotbuf(m, -1, RT_LNF);
+    float scale = m->training ? 1.0f / (float)N : 0.0f;
+    m->loss_sum = 0;
+    for (int r0 = 0; r0 < N; r0 += rows) {
+        int nr = N - r0 < rows ? N - r0 : rows;
+        linear_forward(chunk, lnf + (size_t)r0 * C, P(0), NULL, nr, C, Vp);
+        if (m->have_targets)
+            m->loss_sum += crossentropy_forward(m->losses + r0, chunk, m->targets + r0, nr, c->vocab, Vp, scale);
+        if (m->training)
+            linear_backward(out + (size_t)r0 * C, G(0), NULL, chunk, lnf + (size_t)r0 * C, P(0), nr, C, Vp);
+    }
+    remat_mem_free(&m->mem, REMAT_MEM_ACTS, chunk, bytes);
+    return REMAT_OK;
+}
+
 /* Runs tensor t's forward op into its (already allocated) buffer. */
-static void run_forward(remat_model *m, int l, int t, int nb)
+static remat_status run_forward(remat_model *m, int l, int t, int nb)
 {
     const remat_config *c = &m->cfg;
     int T = c->seq, C = c->n_embd, NH = c->n_head, N = nb * T, L = c->n_layer;
@@ -273,10 +313,16 @@ static void run_forward(remat_model *m, int l, int t, int nb)
     case RT_LN1_STAT: layernorm_stats(out, slotbuf(m, l, RT_X), N, C); break;
     case RT_LN1: layernorm_apply(out, slotbuf(m, l, RT_X), slotbuf(m, l, RT_LN1_STAT), P(2) + lc * C, P(3) + lc * C, N, C); break;
     case RT_QKV: linear_forward(out, slotbuf(m, l, RT_LN1), P(4) + lc * 3 * C * C, P(5) + lc * 3 * C, N, C, 3 * C); break;
-    case RT_ATT: attention_scores_forward(out, slotbuf(m, l, RT_QKV), nb, T, C, NH); break;
+    case RT_ATT:
+        if (c->attention == REMAT_ATTENTION_FLASH) flash_attention_stats(out, slotbuf(m, l, RT_QKV), nb, T, C, NH);
+        else attention_scores_forward(out, slotbuf(m, l, RT_QKV), nb, T, C, NH);
+        break;
     case RT_ATTY:
         d = drop_for(m, l, REMAT_SITE_ATT);
-        attention_values_forward(out, slotbuf(m, l, RT_ATT), slotbuf(m, l, RT_QKV), &d, nb, T, C, NH);
+        if (c->attention == REMAT_ATTENTION_FLASH)
+            flash_attention_values(out, slotbuf(m, l, RT_ATT), slotbuf(m, l, RT_QKV), &d, nb, T, C, NH);
+        else
+            attention_values_forward(out, slotbuf(m, l, RT_ATT), slotbuf(m, l, RT_QKV), &d, nb, T, C, NH);
         break;
     case RT_RES2:
         linear_forward(out, slotbuf(m, l, RT_ATTY), P(6) + lc * C * C, P(7) + lc * C, N, C, C);
@@ -295,6 +341,7 @@ static void run_forward(remat_model *m, int l, int t, int nb)
     case RT_LNF_STAT: layernorm_stats(out, slotbuf(m, -1, RT_X), N, C); break;
     case RT_LNF: layernorm_apply(out, slotbuf(m, -1, RT_X), slotbuf(m, -1, RT_LNF_STAT), P(14), P(15), N, C); break;
     case RT_LOGITS:
+        if (c->lmhead_chunk > 0 && !m->full_head) return lmhead_chunked(m, out, N);
         linear_forward(out, slotbuf(m, -1, RT_LNF), P(0), NULL, N, C, Vp);
         if (m->have_targets)
             m->loss_sum = crossentropy_forward(m->losses, out, m->targets, N, c->vocab, Vp,
@@ -302,6 +349,7 @@ static void run_forward(remat_model *m, int l, int t, int nb)
         break;
     }
     (void)L;
+    return REMAT_OK;
 }
 
 static float *gbuf(remat_model *m, int t) { return m->buf[remat_slot(m->cfg.n_layer, 0, t)]; }
@@ -342,8 +390,12 @@ static void run_backward(remat_model *m, int l, int t)
         break;
     case RT_ATTY:
         d = drop_for(m, l, REMAT_SITE_ATT);
-        attention_backward(gbuf(m, RT_D_QKV), gbuf(m, RT_D_ATTY), slotbuf(m, l, RT_ATT), slotbuf(m, l, RT_QKV),
-                           &d, c->batch, T, C, NH);
+        if (c->attention == REMAT_ATTENTION_FLASH)
+            flash_attention_backward(gbuf(m, RT_D_QKV), gbuf(m, RT_D_ATTY), slotbuf(m, l, RT_ATT),
+                                     slotbuf(m, l, RT_QKV), &d, c->batch, T, C, NH);
+        else
+            attention_backward(gbuf(m, RT_D_QKV), gbuf(m, RT_D_ATTY), slotbuf(m, l, RT_ATT), slotbuf(m, l, RT_QKV),
+                               &d, c->batch, T, C, NH);
         break;
     case RT_QKV:
         linear_backward(gbuf(m, RT_D_LN1), G(4) + lc * 3 * C * C, G(5) + lc * 3 * C, gbuf(m, RT_D_QKV),
@@ -354,8 +406,11 @@ static void run_backward(remat_model *m, int l, int t)
                            slotbuf(m, l, RT_LN1_STAT), P(2) + lc * C, N, C);
         break;
     case RT_LOGITS:
-        linear_backward(gbuf(m, RT_D_LNF), G(0), NULL, slotbuf(m, -1, RT_LOGITS), slotbuf(m, -1, RT_LNF), P(0),
-                        N, C, Vp);
+        if (c->lmhead_chunk > 0)   /* computed in the forward pass already */
+            memcpy(gbuf(m, RT_D_LNF), slotbuf(m, -1, RT_LOGITS), (size_t)N * C * sizeof(float));
+        else
+            linear_backward(gbuf(m, RT_D_LNF), G(0), NULL, slotbuf(m, -1, RT_LOGITS), slotbuf(m, -1, RT_LNF), P(0),
+                            N, C, Vp);
         break;
     case RT_LNF:
         layernorm_backward(dres, G(14), G(15), gbuf(m, RT_D_LNF), slotbuf(m, -1, RT_X),
@@ -432,6 +487,9 @@ remat_status remat_model_step(remat_model *m, const int *inputs, const int *targ
         if (i == s->fwd_end) m->meas_stored = m->mem.live[REMAT_MEM_ACTS] - act0;
         int t = in->tid, l = in->layer;
         if (in->kind == REMAT_I_UPDATE) {
+            if (m->poison == 1) m->loss_sum = NAN;
+            else if (m->poison > 1) G(m->poison - 2)[0] = NAN;
+            m->poison = 0;
             if (loss) *loss = (float)(m->loss_sum / (double)N);
             if (!isfinite(m->loss_sum)) {
                 st = remat_fail(REMAT_ERR_NONFINITE, "non-finite loss at step %llu", (unsigned long long)m->t + 1);
@@ -445,7 +503,7 @@ remat_status remat_model_step(remat_model *m, const int *inputs, const int *targ
         int slot = remat_islot(c, l, t);
         if (in->kind == REMAT_I_FORWARD || in->kind == REMAT_I_RECOMPUTE) {
             if ((st = alloc_slot(m, slot, t, 0))) goto out;
-            run_forward(m, l, t, c->batch);
+            if ((st = run_forward(m, l, t, c->batch))) goto out;
             double f = remat_tensor_fwd_flops(c, t);
             flops += f;
             if (in->kind == REMAT_I_RECOMPUTE) rflops += f;
@@ -488,7 +546,9 @@ static remat_status forward_only(remat_model *m, int nb)
     const remat_config *c = &m->cfg;
     int L = c->n_layer;
     remat_config cc = *c;
-    cc.batch = nb;   /* buffers sized for nb rows */
+    cc.batch = nb;          /* buffers sized for nb rows */
+    cc.lmhead_chunk = 0;    /* inference returns whole logits */
+    m->full_head = 1;
     remat_status st = REMAT_OK;
     int s = remat_islot(c, -1, RT_EMB);
 #define ALLOC(slot, t) do { uint64_t b_ = remat_tensor_bytes(&cc, t); \
@@ -497,11 +557,11 @@ static remat_status forward_only(remat_model *m, int nb)
 #define FREE(slot, t) do { remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->buf[slot], remat_tensor_bytes(&cc, t)); \
         m->buf[slot] = NULL; } while (0)
     ALLOC(s, RT_EMB);
-    run_forward(m, -1, RT_EMB, nb);
+    if ((st = run_forward(m, -1, RT_EMB, nb))) goto out;
     for (int l = 0; l < L; l++) {
         for (int t = 0; t < RT_NBLOCK; t++) {
             ALLOC(remat_islot(c, l, t), t);
-            run_forward(m, l, t, nb);
+            if ((st = run_forward(m, l, t, nb))) goto out;
         }
         int xs = remat_slot(L, l, RT_X);
         FREE(xs, l == 0 ? RT_EMB : RT_RES3);
@@ -510,9 +570,10 @@ static remat_status forward_only(remat_model *m, int nb)
     int heads[3] = { RT_LNF_STAT, RT_LNF, RT_LOGITS };
     for (int k = 0; k < 3; k++) {
         ALLOC(remat_islot(c, -1, heads[k]), heads[k]);
-        run_forward(m, -1, heads[k], nb);
+        if ((st = run_forward(m, -1, heads[k], nb))) goto out;
     }
 out:
+    m->full_head = 0;
 #undef ALLOC
 #undef FREE
     return st;
@@ -522,6 +583,7 @@ static void free_acts_sized(remat_model *m, int nb)
 {
     remat_config cc = m->cfg;
     cc.batch = nb;
+    cc.lmhead_chunk = 0;
     for (int s = 0; s < m->nslots; s++)
         if (m->buf[s]) {
             int t = remat_slot_tid(m->cfg.n_layer, s);
@@ -546,7 +608,8 @@ remat_status remat_model_eval(remat_model *m, const int *inputs, const int *targ
     st = forward_only(m, c->batch);
     if (!st) {
         if (loss) *loss = (float)(m->loss_sum / (double)N);
-        if (logits) memcpy(logits, m->buf[remat_islot(c, -1, RT_LOGITS)], remat_tensor_bytes(c, RT_LOGITS));
+        if (logits) memcpy(logits, m->buf[remat_islot(c, -1, RT_LOGITS)],
+                           (size_t)N * remat_config_padded_vocab(c) * sizeof(float));
     }
     free_acts_sized(m, c->batch);
     return st ? model_fail(m, st) : REMAT_OK;

@@ -25,6 +25,8 @@ struct remat_model {
     uint64_t *hash;             /* --verify-recompute: first-computation hashes */
     remat_schedule *sched;
     int verify, training, have_targets;
+    int full_head;              /* forward_only: whole logits even when chunked */
+    int poison;                 /* remat_model_debug_poison: tensor + 2, 1 = loss, 0 = off */
     double loss_sum;
     float grad_norm;
     uint64_t meas_peak, meas_stored, meas_total_peak;

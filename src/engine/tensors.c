@@ -39,9 +39,19 @@ const remat_tensor_def remat_tensor_defs[RT_COUNT] = {
  [RT_D_BRANCH]={"d_branch", "(B,T,C)",   "grad of a dropped-out branch (p>0)",0,1,1,0,0,0, IN(N_,N_,N_), IN(N_,N_,N_), 0, G2(N_,N_), G2(N_,N_)},
 };
 
+static int lmhead_rows(const remat_config *c)
+{
+    int N = c->batch * c->seq;
+    return c->lmhead_chunk < N ? c->lmhead_chunk : N;
+}
+
 uint64_t remat_tensor_bytes(const remat_config *c, int t)
 {
     const remat_tensor_def *d = &remat_tensor_defs[t];
+    if (t == RT_ATT && c->attention == REMAT_ATTENTION_FLASH)   /* the logsumexp only */
+        return 4ULL * (uint64_t)c->batch * (uint64_t)c->n_head * (uint64_t)c->seq;
+    if (t == RT_LOGITS && c->lmhead_chunk > 0)                  /* d(lnf) */
+        return 4ULL * (uint64_t)c->batch * (uint64_t)c->seq * (uint64_t)c->n_embd;
     uint64_t BT = (uint64_t)c->batch * (uint64_t)c->seq;
     uint64_t per_row = (uint64_t)d->c * (uint64_t)c->n_embd
                      + (uint64_t)d->v * (uint64_t)remat_config_padded_vocab(c) + (uint64_t)d->k;
@@ -55,6 +65,13 @@ static double tri(const remat_config *c)   /* causal (i, j) pairs over all heads
     return (double)c->batch * c->n_head * ((double)c->seq * (c->seq + 1) / 2.0);
 }
 
+uint64_t remat_tensor_fwd_temp_bytes(const remat_config *c, int t)
+{
+    if (t == RT_LOGITS && c->lmhead_chunk > 0)   /* one chunk of logits */
+        return 4ULL * (uint64_t)lmhead_rows(c) * (uint64_t)remat_config_padded_vocab(c);
+    return 0;
+}
+
 double remat_tensor_fwd_flops(const remat_config *c, int t)
 {
     double N = (double)c->batch * c->seq, C = c->n_embd, hs = (double)c->n_embd / c->n_head;
@@ -63,14 +80,15 @@ double remat_tensor_fwd_flops(const remat_config *c, int t)
     case RT_LN1_STAT: case RT_LN2_STAT: case RT_LNF_STAT: return 3 * N * C;
     case RT_LN1: case RT_LN2: case RT_LNF: return 4 * N * C;
     case RT_QKV: return 2 * N * C * 3 * C + N * 3 * C;
-    case RT_ATT: return tri(c) * (2 * hs + 5);
-    case RT_ATTY: return tri(c) * 2 * hs;
+    case RT_ATT: return tri(c) * (2 * hs + 5);            /* flash: the same, online */
+    case RT_ATTY: return tri(c) * (c->attention == REMAT_ATTENTION_FLASH ? 4 * hs + 3 : 2 * hs);
     case RT_RES2: return 2 * N * C * C + 2 * N * C;
     case RT_FCH: return 2 * N * C * 4 * C + N * 4 * C;
     case RT_FCH_GELU: return 8 * N * 4 * C;
     case RT_RES3: return 2 * N * 4 * C * C + 2 * N * C;
     case RT_EMB: return N * C;
-    case RT_LOGITS: return 2 * N * C * Vp + 5 * N * V;
+    case RT_LOGITS:   /* chunked: the backward GEMMs run in the same pass */
+        return (c->lmhead_chunk > 0 ? 6 : 2) * N * C * Vp + 5 * N * V;
     default: return 0;
     }
 }
@@ -82,13 +100,13 @@ double remat_tensor_bwd_flops(const remat_config *c, int t)
     switch (t) {
     case RT_LN1: case RT_LN2: case RT_LNF: return 10 * N * C;
     case RT_QKV: return 4 * N * C * 3 * C + N * 3 * C;
-    case RT_ATTY: return tri(c) * (8 * hs + 4);
+    case RT_ATTY: return tri(c) * (c->attention == REMAT_ATTENTION_FLASH ? 14 * hs + 10 : 8 * hs + 4);
     case RT_RES2: return 4 * N * C * C + N * C;
     case RT_FCH: return 4 * N * C * 4 * C + N * 4 * C;
     case RT_FCH_GELU: return 12 * N * 4 * C;
     case RT_RES3: return 4 * N * 4 * C * C + N * C;
     case RT_EMB: return 2 * N * C;
-    case RT_LOGITS: return 4 * N * C * Vp;
+    case RT_LOGITS: return c->lmhead_chunk > 0 ? N * C : 4 * N * C * Vp;
     default: return 0;
     }
 }

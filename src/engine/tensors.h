@@ -50,6 +50,9 @@ extern const remat_tensor_def remat_tensor_defs[RT_COUNT];
 
 /* bytes of one copy of tensor t (no overflow: config already checked) */
 uint64_t remat_tensor_bytes(const remat_config *cfg, int t);
+/* bytes a forward op allocates for itself and frees before it returns
+ * (the chunked LM head's chunk of logits) */
+uint64_t remat_tensor_fwd_temp_bytes(const remat_config *cfg, int t);
 /* FLOPs of tensor t's forward op, and of its backward op */
 double remat_tensor_fwd_flops(const remat_config *cfg, int t);
 double remat_tensor_bwd_flops(const remat_config *cfg, int t);

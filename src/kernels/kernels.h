@@ -87,6 +87,19 @@ void attention_backward(float *dqkv /* B,T,3C */, const float *dout /* B,T,C */,
                         const float *att /* B,NH,T,T */, const float *qkv /* B,T,3C */,
                         const remat_dropout *drop, int B, int T, int C, int NH);
 
+/* ---- flash attention (flash.c): the same attention without the T^2 matrix.
+ * lse[b,h,i] = log sum_{j<=i} exp(q_i.k_j/sqrt(hs)) replaces att; the
+ * values and the backward recompute the score tiles.  Same dropout indices
+ * as above, so the two kernels agree up to summation order. */
+void flash_attention_stats(float *lse /* B,NH,T */, const float *qkv /* B,T,3C */,
+                           int B, int T, int C, int NH);
+void flash_attention_values(float *out /* B,T,C */, const float *lse /* B,NH,T */,
+                            const float *qkv /* B,T,3C */, const remat_dropout *drop,
+                            int B, int T, int C, int NH);
+void flash_attention_backward(float *dqkv /* B,T,3C, assigned */, const float *dout /* B,T,C */,
+                              const float *lse /* B,NH,T */, const float *qkv /* B,T,3C */,
+                              const remat_dropout *drop, int B, int T, int C, int NH);
+
 /* ---- GELU, tanh form (torch approximate='tanh') ------------------------
  *   out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
  * gelu_backward: dinp = dout * gelu'(inp); dinp may alias dout. */

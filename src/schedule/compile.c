@@ -29,7 +29,7 @@ remat_status remat_schedule_push(remat_schedule *s, int kind, int layer, int tid
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 256;
-        remat_instr *p = realloc(s->ins, cap * sizeof *p);
+        remat_instr *p = remat_realloc(s->ins, cap * sizeof *p);
         if (!p) return remat_fail(REMAT_ERR_NOMEM, "out of memory growing a schedule");
         s->ins = p;
         s->cap = cap;
@@ -173,7 +173,7 @@ static void free_unneeded(gen *g, int layer, const int *order, int n, int next, 
 
 static void block_backward(gen *g, int layer, const int *order, int n)
 {
-    uint8_t *need = calloc((size_t)remat_nslots(g->L), 1);
+    uint8_t *need = remat_calloc((size_t)remat_nslots(g->L), 1);
     if (!need) { g->st = remat_fail(REMAT_ERR_NOMEM, "out of memory compiling a schedule"); return; }
     free_unneeded(g, layer, order, n, 0, need);
     for (int j = 0; j < n && !g->st; j++) {
@@ -286,8 +286,8 @@ static void solve(gen *g, int a, int b, int slots)
 static remat_status revolve_table(int maxn, int S, double **cost_out, int **split_out)
 {
     size_t w = (size_t)S + 1;
-    double *cost = malloc(sizeof(double) * (size_t)(maxn + 1) * w);
-    int *split = calloc((size_t)(maxn + 1) * w, sizeof(int));
+    double *cost = remat_malloc(sizeof(double) * (size_t)(maxn + 1) * w);
+    int *split = remat_calloc((size_t)(maxn + 1) * w, sizeof(int));
     if (!cost || !split) { free(cost); free(split); return remat_fail(REMAT_ERR_NOMEM, "out of memory"); }
     for (int n = 0; n <= maxn; n++)
         for (int s = 0; s <= S; s++) {
@@ -327,8 +327,8 @@ remat_status remat_compile(remat_schedule *s, const remat_policy *pol)
     g.pol = &p;
     if (p.is_sqrt) p.arg = (int)ceil(sqrt((double)g.L));
     int nslots = remat_nslots(g.L);
-    g.live = calloc((size_t)nslots, 1);
-    g.computed = calloc((size_t)nslots, 1);
+    g.live = remat_calloc((size_t)nslots, 1);
+    g.computed = remat_calloc((size_t)nslots, 1);
     if (!g.live || !g.computed) { g.st = remat_fail(REMAT_ERR_NOMEM, "out of memory compiling a schedule"); goto out; }
     if (p.structure == RS_REVOLVE) {
         g.S = p.arg > g.L + 1 ? g.L + 1 : p.arg;

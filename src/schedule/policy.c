@@ -65,7 +65,7 @@ remat_status remat_policy_parse(const char *str, remat_policy *out)
     if (!str || !*str) str = "none";
     size_t len = strnlen(str, POLICY_MAX_LEN + 1);
     if (len > POLICY_MAX_LEN) return remat_fail(REMAT_ERR_POLICY, "policy string longer than %d bytes", POLICY_MAX_LEN);
-    copy = malloc(len + 1);
+    copy = remat_malloc(len + 1);
     if (!copy) return remat_fail(REMAT_ERR_NOMEM, "out of memory parsing policy");
     memcpy(copy, str, len + 1);
 
@@ -102,7 +102,7 @@ remat_status remat_policy_parse(const char *str, remat_policy *out)
                 if (!isalnum((unsigned char)*c) && *c != '.') {
                     st = remat_fail(REMAT_ERR_POLICY, "plan: unexpected character '%c'", *c); goto out;
                 }
-            out->plan = strdup(t);
+            out->plan = remat_strdup(t);
             if (!out->plan) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
         } else {
             structural = 0;
@@ -146,7 +146,7 @@ out:
 char *remat_policy_string(const remat_policy *p)
 {
     size_t cap = 256 + (p->plan ? strlen(p->plan) : 0);
-    char *s = malloc(cap);
+    char *s = remat_malloc(cap);
     if (!s) return NULL;
     size_t n = 0;
     s[0] = 0;

@@ -20,7 +20,7 @@ static remat_status sched_new(const remat_config *cfg, remat_schedule **out)
     *out = NULL;
     remat_status st = remat_config_check(cfg);
     if (st) return st;
-    remat_schedule *s = calloc(1, sizeof *s);
+    remat_schedule *s = remat_calloc(1, sizeof *s);
     if (!s) return remat_fail(REMAT_ERR_NOMEM, "out of memory creating a schedule");
     s->cfg = *cfg;
     *out = s;
@@ -56,7 +56,7 @@ remat_status remat_schedule_from_instrs(const remat_config *cfg, size_t n, const
     if (!out) return remat_fail(REMAT_ERR_INVALID, "out is NULL");
     *out = NULL;
     if ((st = sched_new(cfg, &s))) return st;
-    s->policy = strdup("custom");
+    s->policy = remat_strdup("custom");
     if (!s->policy) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
     s->fwd_end = 0;
     for (size_t i = 0; i < n; i++) {
@@ -106,7 +106,7 @@ static remat_status walk(const remat_schedule *s, int check, remat_sim *sim,
 {
     const remat_config *c = &s->cfg;
     int L = c->n_layer, nslots = remat_nslots(L);
-    uint8_t *live = calloc((size_t)nslots, 1), *bwd = calloc((size_t)nslots, 1);
+    uint8_t *live = remat_calloc((size_t)nslots, 1), *bwd = remat_calloc((size_t)nslots, 1);
     remat_status st = REMAT_OK;
     if (!live || !bwd) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory simulating"); goto out; }
     uint64_t cur = 0;
@@ -140,7 +140,7 @@ static remat_status walk(const remat_schedule *s, int check, remat_sim *sim,
                 }
                 live[sl] = 1;
                 cur += remat_tensor_bytes(c, t);
-                peak_here = cur;
+                peak_here = cur + remat_tensor_fwd_temp_bytes(c, t);
                 fl = remat_tensor_fwd_flops(c, t);
                 if (in->kind == REMAT_I_RECOMPUTE) sim->recompute_flops += fl;
                 if (in->kind == REMAT_I_RECOMPUTE && t == RT_ATT) sim->recomputed_blocks++;
@@ -231,8 +231,8 @@ remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr
     if (!s || !out || i >= s->n) return remat_fail(REMAT_ERR_INVALID, "instruction index out of range");
     /* one walk per call keeps this simple; callers that print whole
      * schedules are not hot paths */
-    uint64_t *live = malloc(s->n * sizeof *live), *peak = malloc(s->n * sizeof *peak);
-    double *fl = malloc(s->n * sizeof *fl);
+    uint64_t *live = remat_malloc(s->n * sizeof *live), *peak = remat_malloc(s->n * sizeof *peak);
+    double *fl = remat_malloc(s->n * sizeof *fl);
     remat_sim sim;
     remat_status st = REMAT_OK;
     if (!live || !peak || !fl) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }

@@ -1,0 +1,233 @@
+/*
+ * test_flash.c -- recomputation inside kernels:
+ *   - flash attention against the naive kernel (forward and backward, with
+ *     and without dropout) and against finite differences of a double
+ *     reference, for T from 1 to well beyond a tile, T not a multiple of the
+ *     tile, H = 1 and H > 1; bitwise reproducible across runs and threads;
+ *   - the chunked LM head against the full head, chunk sizes that do not
+ *     divide B*T included;
+ *   - with both on: every policy bitwise equal to none, predicted peak =
+ *     measured peak, and the T x T / B x T x V tensors gone from memory.
+ * Tolerances: flash and naive sum in different orders, so they agree to
+ * float rounding: max |diff| <= 2e-5 * (1 + max |ref|).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+#include "remat.h"
+#include "kernels/kernels.h"
+#include "harness.h"
+
+static float frand(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
+}
+
+static double maxabs(const float *a, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs(a[i]));
+    return m;
+}
+
+static double maxdiff(const float *a, const float *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - b[i]));
+    return m;
+}
+
+/* double reference: L = sum(out * R) for causal attention with dropout mults */
+static double ref_loss(const double *qkv, const float *R, const remat_dropout *d, int B, int T, int C, int NH)
+{
+    int hs = C / NH;
+    double L = 0, scale = 1.0 / sqrt((double)hs);
+    double *s = malloc(sizeof(double) * T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++) {
+                const double *q = qkv + ((size_t)b * T + i) * 3 * C + h * hs;
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j <= i; j++) {
+                    const double *k = qkv + ((size_t)b * T + j) * 3 * C + C + h * hs;
+                    double a = 0;
+                    for (int x = 0; x < hs; x++) a += q[x] * k[x];
+                    s[j] = a * scale;
+                    mx = fmax(mx, s[j]);
+                }
+                for (int j = 0; j <= i; j++) sum += exp(s[j] - mx);
+                for (int x = 0; x < hs; x++) {
+                    double o = 0;
+                    for (int j = 0; j <= i; j++) {
+                        double p = exp(s[j] - mx) / sum *
+                                   remat_dropout_mult(d, (((uint64_t)b * NH + h) * T + i) * T + j);
+                        o += p * qkv[((size_t)b * T + j) * 3 * C + 2 * C + h * hs + x];
+                    }
+                    L += o * R[((size_t)b * T + i) * C + h * hs + x];
+                }
+            }
+    free(s);
+    return L;
+}
+
+static void kernel_case(int B, int T, int C, int NH, float p)
+{
+    size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T, nl = (size_t)B * NH * T;
+    float *qkv = calloc(nq, 4), *att = malloc(na * 4), *lse = malloc(nl * 4);
+    float *o1 = malloc(no * 4), *o2 = malloc(no * 4), *o3 = malloc(no * 4), *dout = malloc(no * 4);
+    float *g1 = malloc(nq * 4), *g2 = malloc(nq * 4), *g3 = malloc(nq * 4);
+    uint32_t seed = (uint32_t)(T * 131 + NH * 7 + (int)(p * 100));
+    for (size_t i = 0; i < nq; i++) qkv[i] = 1.5f * frand(&seed);
+    for (size_t i = 0; i < no; i++) dout[i] = frand(&seed);
+    remat_dropout d = remat_dropout_make(p, 0x1234 + (uint64_t)T);
+
+    attention_scores_forward(att, qkv, B, T, C, NH);
+    attention_values_forward(o1, att, qkv, &d, B, T, C, NH);
+    attention_backward(g1, dout, att, qkv, &d, B, T, C, NH);
+    flash_attention_stats(lse, qkv, B, T, C, NH);
+    flash_attention_values(o2, lse, qkv, &d, B, T, C, NH);
+    flash_attention_backward(g2, dout, lse, qkv, &d, B, T, C, NH);
+
+    double ef = maxdiff(o1, o2, no), eb = maxdiff(g1, g2, nq);
+    CHECK(ef <= 2e-5 * (1 + maxabs(o1, no)), "flash fwd vs naive B%d T%d C%d NH%d p%.1f: %.3g", B, T, C, NH, (double)p, ef);
+    CHECK(eb <= 2e-5 * (1 + maxabs(g1, nq)), "flash bwd vs naive B%d T%d C%d NH%d p%.1f: %.3g", B, T, C, NH, (double)p, eb);
+
+    /* bitwise reproducible, and independent of the thread count */
+    int th = omp_get_max_threads();
+    omp_set_num_threads(1);
+    flash_attention_stats(lse, qkv, B, T, C, NH);
+    flash_attention_values(o3, lse, qkv, &d, B, T, C, NH);
+    flash_attention_backward(g3, dout, lse, qkv, &d, B, T, C, NH);
+    omp_set_num_threads(th);
+    CHECK(!memcmp(o2, o3, no * 4) && !memcmp(g2, g3, nq * 4), "flash bitwise across thread counts (T%d)", T);
+
+    /* finite differences of a double reference, on a few coordinates */
+    if ((size_t)T * C <= 4096) {
+        double *qd = malloc(nq * sizeof(double));
+        for (size_t i = 0; i < nq; i++) qd[i] = qkv[i];
+        double worst = 0, gmax = maxabs(g2, nq);
+        for (size_t k = 0; k < nq; k += (nq / 37) + 1) {
+            double h = 1e-5, x = qd[k];
+            qd[k] = x + h; double lp = ref_loss(qd, dout, &d, B, T, C, NH);
+            qd[k] = x - h; double lm = ref_loss(qd, dout, &d, B, T, C, NH);
+            qd[k] = x;
+            worst = fmax(worst, fabs((lp - lm) / (2 * h) - g2[k]));
+        }
+        CHECK(worst <= 1e-4 * (1 + gmax), "flash bwd vs finite differences T%d NH%d p%.1f: %.3g", T, NH, (double)p, worst);
+        free(qd);
+    }
+    free(qkv); free(att); free(lse); free(o1); free(o2); free(o3); free(dout); free(g1); free(g2); free(g3);
+}
+
+static void make_batch(const remat_config *c, int *in, int *tg)
+{
+    uint32_t x = 99;
+    for (int i = 0; i < c->batch * c->seq; i++) {
+        x = x * 1664525u + 1013904223u; in[i] = (int)((x >> 8) % (uint32_t)c->vocab);
+        x = x * 1664525u + 1013904223u; tg[i] = (int)((x >> 8) % (uint32_t)c->vocab);
+    }
+}
+
+/* one gradient step; returns loss, copies grads into g */
+static float grad_step(const remat_config *c, const char *policy, float *g, remat_stats *st, uint64_t *pred_peak)
+{
+    remat_model *m = NULL;
+    int n = c->batch * c->seq, *in = malloc(n * sizeof(int)), *tg = malloc(n * sizeof(int));
+    float loss = NAN;
+    make_batch(c, in, tg);
+    if (remat_model_create(c, 5, &m) || remat_model_set_policy(m, policy) ||
+        remat_model_step(m, in, tg, 0, &loss)) {
+        CHECK(0, "grad step (%s): %s", policy, remat_errmsg());
+    } else {
+        memcpy(g, remat_model_grads(m), remat_model_num_params(m) * 4);
+        if (st) remat_model_stats(m, st);
+        if (pred_peak) {
+            remat_sim sim;
+            remat_schedule_simulate(remat_model_schedule(m), &sim);
+            *pred_peak = sim.peak_bytes;
+        }
+    }
+    remat_model_free(m);
+    free(in); free(tg);
+    return loss;
+}
+
+static void model_cases(void)
+{
+    remat_config c;
+    remat_config_default(&c);
+    c.n_layer = 3; c.n_embd = 32; c.n_head = 2; c.vocab = 70; c.seq = 19; c.max_seq = 19; c.batch = 3;
+    size_t np = remat_config_num_params(&c);
+    float *g0 = malloc(np * 4), *g1 = malloc(np * 4);
+    float l0 = grad_step(&c, "none", g0, NULL, NULL);
+    /* chunked head: chunk sizes that do not divide B*T = 57, and the extremes */
+    int chunks[] = { 1, 7, 20, 56, 57, 1000 };
+    for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
+        remat_config cc = c;
+        cc.lmhead_chunk = chunks[k];
+        float l1 = grad_step(&cc, "none", g1, NULL, NULL);
+        double e = maxdiff(g0, g1, np);
+        CHECK(fabsf(l0 - l1) <= 1e-6f * (1 + fabsf(l0)), "chunked:%d loss %.9g vs %.9g", chunks[k], l1, l0);
+        CHECK(e <= 1e-5 * (1 + maxabs(g0, np)), "chunked:%d grads differ by %.3g", chunks[k], e);
+    }
+    /* flash in the model */
+    remat_config cf = c;
+    cf.attention = REMAT_ATTENTION_FLASH;
+    float lf = grad_step(&cf, "none", g1, NULL, NULL);
+    CHECK(fabsf(l0 - lf) <= 1e-5f * (1 + fabsf(l0)) && maxdiff(g0, g1, np) <= 1e-4 * (1 + maxabs(g0, np)),
+          "flash model loss %.9g vs %.9g", lf, l0);
+
+    /* both on, dropout on: every policy bitwise equal to none, prediction exact */
+    const char *pol[] = { "full", "every:2", "selective", "pointwise", "revolve:2", "first:1,selective",
+                          "save:qkv+fch", "every:2,pointwise" };
+    for (int dropout = 0; dropout < 2; dropout++) {
+        remat_config cb = c;
+        cb.attention = REMAT_ATTENTION_FLASH;
+        cb.lmhead_chunk = 10;
+        cb.dropout = dropout ? 0.1f : 0.0f;
+        remat_stats st;
+        uint64_t pred;
+        float lref = grad_step(&cb, "none", g0, &st, &pred);
+        CHECK(st.act_peak_bytes == pred, "flash+chunked none: measured %llu predicted %llu",
+              (unsigned long long)st.act_peak_bytes, (unsigned long long)pred);
+        for (size_t k = 0; k < sizeof pol / sizeof pol[0]; k++) {
+            float l = grad_step(&cb, pol[k], g1, &st, &pred);
+            CHECK(l == lref && !memcmp(g0, g1, np * 4), "flash+chunked p=%.1f %s: not bitwise equal to none",
+                  (double)cb.dropout, pol[k]);
+            CHECK(st.act_peak_bytes == pred, "flash+chunked %s: measured %llu predicted %llu", pol[k],
+                  (unsigned long long)st.act_peak_bytes, (unsigned long long)pred);
+        }
+    }
+    free(g0); free(g1);
+
+    /* memory: flash drops every T^2 byte, chunked drops the B*T*V logits */
+    remat_config big;
+    remat_config_default(&big);
+    big.n_layer = 2; big.n_embd = 64; big.n_head = 4; big.vocab = 5000; big.seq = 256; big.max_seq = 256; big.batch = 2;
+    remat_schedule *s = NULL;
+    remat_sim a, b;
+    remat_schedule_create(&big, "none", &s); remat_schedule_simulate(s, &a); remat_schedule_free(s);
+    big.attention = REMAT_ATTENTION_FLASH;
+    big.lmhead_chunk = 64;
+    remat_schedule_create(&big, "none", &s); remat_schedule_simulate(s, &b); remat_schedule_free(s);
+    uint64_t t2 = 4ULL * 2 * 4 * 256 * 256 * 2;                     /* L * att bytes */
+    CHECK(a.stored_bytes - b.stored_bytes >= t2 - 4ULL * 2 * 4 * 256 * 2, "flash removes the T^2 storage");
+    CHECK(b.peak_bytes < a.peak_bytes / 3, "flash + chunked peak %llu vs %llu", (unsigned long long)b.peak_bytes,
+          (unsigned long long)a.peak_bytes);
+}
+
+int main(void)
+{
+    remat_set_threads(2);
+    int Ts[] = { 1, 2, 5, 16, 17, 63, 64, 65, 130 };
+    for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
+        kernel_case(2, Ts[k], 12, 1, 0.0f);
+        kernel_case(1, Ts[k], 24, 3, 0.0f);
+        kernel_case(2, Ts[k], 24, 3, 0.2f);
+    }
+    kernel_case(1, 200, 64, 4, 0.1f);
+    model_cases();
+    return TEST_REPORT();
+}
