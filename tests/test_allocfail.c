@@ -1,0 +1,220 @@
+/*
+ * test_allocfail.c -- allocation-failure injection (after SQLite's
+ * test_malloc.c): every allocation of model creation, of one training step,
+ * of installing a policy and of loading weights is made to fail in turn
+ * (remat_mem_fail_at(N), N = 1, 2, ... until the operation no longer reaches
+ * the N-th allocation).  Each failure must give REMAT_ERR_NOMEM with a
+ * message, leave output pointers NULL, leak nothing (LeakSanitizer in `make
+ * test-sanitize`), and leave the model usable: after a failed step the next
+ * step succeeds and gives the same loss and parameters as a run that never
+ * failed.
+ *
+ * Coverage: every allocation inside the library goes through remat_mem or
+ * remat_malloc/calloc/realloc/strdup (core.h), which both count for
+ * injection; the planner's and profiler's scratch buffers are the exception
+ * (plain malloc, not walked here).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "remat.h"
+#include "core/core.h"
+#include "harness.h"
+
+/* The walk gives up past this many allocations (a bug: a loop). */
+#define MAX_WALK 100000
+
+static void config(remat_config *c, float dropout)
+{
+    remat_config_default(c);
+    c->n_layer = 3;
+    c->n_embd = 16;
+    c->n_head = 2;
+    c->vocab = 40;
+    c->max_seq = c->seq = 8;
+    c->batch = 2;
+    c->dropout = dropout;
+}
+
+static void batch(int *in, int *tg, int n, int V)
+{
+    for (int i = 0; i < n; i++) { in[i] = (i * 7 + 3) % V; tg[i] = (i * 5 + 1) % V; }
+}
+
+/* Walks every allocation of remat_model_create. */
+static void walk_create(float dropout)
+{
+    remat_config c;
+    config(&c, dropout);
+    int n, bad = 0, nomsg = 0;
+    for (n = 1; n < MAX_WALK; n++) {
+        remat_model *m = (remat_model *)&c;
+        uint64_t before = remat_mem_alloc_count();
+        remat_mem_fail_at((uint64_t)n);
+        remat_status st = remat_model_create(&c, 1, &m);
+        remat_mem_fail_at(0);
+        int reached = remat_mem_alloc_count() - before >= (uint64_t)n;
+        if (!reached) {
+            CHECK(st == REMAT_OK && m, "create without failures: %s", remat_errmsg());
+            remat_model_free(m);
+            break;
+        }
+        if (st != REMAT_ERR_NOMEM || m) {
+            bad++;
+            fprintf(stderr, "create, failing allocation %d: status %d, model %p\n", n, (int)st, (void *)m);
+            if (st == REMAT_OK) remat_model_free(m);
+        }
+        nomsg += !*remat_errmsg();
+    }
+    CHECK(n > 5 && n < MAX_WALK, "create: walked %d allocations", n - 1);
+    CHECK(bad == 0, "create: %d failures not reported as NOMEM with a NULL model", bad);
+    CHECK(nomsg == 0, "create: %d failures without a message", nomsg);
+    printf("create (dropout %g): %d allocations, each made to fail\n", (double)dropout, n - 1);
+}
+
+/* Walks every allocation of one training step under a policy.  The
+ * reference: a fresh model's first two steps without failures. */
+static void walk_step(const char *policy, float dropout)
+{
+    remat_config c;
+    config(&c, dropout);
+    int N = c.batch * c.seq;
+    int in[64], tg[64];
+    batch(in, tg, N, c.vocab);
+    remat_model *ref = NULL, *m = NULL;
+    float ref_loss[2] = {0, 0};
+    if (remat_model_create(&c, 1, &ref) || remat_model_set_policy(ref, policy) ||
+        remat_model_step(ref, in, tg, 1, &ref_loss[0]) || remat_model_step(ref, in, tg, 1, &ref_loss[1])) {
+        CHECK(0, "reference run (%s): %s", policy, remat_errmsg());
+        remat_model_free(ref);
+        return;
+    }
+    uint64_t ref_hash = remat_model_params_hash(ref);
+    remat_model_free(ref);
+    int n, bad = 0, nomsg = 0, unusable = 0;
+    for (n = 1; n < MAX_WALK; n++) {
+        if (remat_model_create(&c, 1, &m) || remat_model_set_policy(m, policy)) {
+            CHECK(0, "create (%s): %s", policy, remat_errmsg());
+            break;
+        }
+        float loss = -1, loss2 = -1;
+        uint64_t before = remat_mem_alloc_count();
+        remat_mem_fail_at((uint64_t)n);
+        remat_status st = remat_model_step(m, in, tg, 1, &loss);
+        remat_mem_fail_at(0);
+        int reached = remat_mem_alloc_count() - before >= (uint64_t)n;
+        if (!reached) {
+            CHECK(st == REMAT_OK && loss == ref_loss[0], "step without failures (%s): %s", policy, remat_errmsg());
+            remat_model_free(m);
+            break;
+        }
+        if (st != REMAT_ERR_NOMEM) {
+            bad++;
+            fprintf(stderr, "step (%s), failing allocation %d: status %d\n", policy, n, (int)st);
+        }
+        nomsg += !*remat_model_error(m) || !strstr(remat_model_error(m), "memory");
+        /* the failed step changed nothing: the retry is the first step */
+        st = remat_model_step(m, in, tg, 1, &loss);
+        st = st ? st : remat_model_step(m, in, tg, 1, &loss2);
+        if (st || loss != ref_loss[0] || loss2 != ref_loss[1] || remat_model_params_hash(m) != ref_hash) {
+            unusable++;
+            fprintf(stderr, "step (%s), after failing allocation %d: status %d, losses %.9g %.9g (want %.9g %.9g)\n",
+                    policy, n, (int)st, (double)loss, (double)loss2, (double)ref_loss[0], (double)ref_loss[1]);
+        }
+        remat_model_free(m);
+        m = NULL;
+    }
+    CHECK(n > 10 && n < MAX_WALK, "step (%s): walked %d allocations", policy, n - 1);
+    CHECK(bad == 0, "step (%s): %d failures not reported as NOMEM", policy, bad);
+    CHECK(nomsg == 0, "step (%s): %d failures without an out-of-memory message", policy, nomsg);
+    CHECK(unusable == 0, "step (%s): %d failures left the model unusable or changed", policy, unusable);
+    printf("step (%s, dropout %g): %d allocations, each made to fail\n", policy, (double)dropout, n - 1);
+}
+
+/* Walks remat_model_set_policy: a failure keeps the installed schedule. */
+static void walk_policy(const char *policy)
+{
+    remat_config c;
+    config(&c, 0.0f);
+    remat_model *m = NULL;
+    if (remat_model_create(&c, 1, &m)) { CHECK(0, "create"); return; }
+    int n, bad = 0;
+    for (n = 1; n < MAX_WALK; n++) {
+        uint64_t before = remat_mem_alloc_count();
+        remat_mem_fail_at((uint64_t)n);
+        remat_status st = remat_model_set_policy(m, policy);
+        remat_mem_fail_at(0);
+        if (remat_mem_alloc_count() - before < (uint64_t)n) { CHECK(st == REMAT_OK, "set_policy"); break; }
+        const char *kept = remat_schedule_policy(remat_model_schedule(m));
+        if (st != REMAT_ERR_NOMEM || strcmp(kept, "none") != 0) {
+            bad++;
+            fprintf(stderr, "set_policy(%s), failing allocation %d: status %d, schedule '%s'\n", policy, n, (int)st,
+                    kept);
+        }
+    }
+    CHECK(bad == 0 && n > 3 && n < MAX_WALK, "set_policy(%s): %d of %d failures mishandled", policy, bad, n - 1);
+    remat_model_free(m);
+}
+
+/* Walks remat_weights_load for both formats. */
+static void walk_weights(void)
+{
+    remat_config c;
+    config(&c, 0.0f);
+    remat_model *src = NULL;
+    if (remat_model_create(&c, 5, &src)) { CHECK(0, "create"); return; }
+    char path[2][64];
+    remat_weights_format fmt[2] = { REMAT_WEIGHTS_LLMC, REMAT_WEIGHTS_SAFETENSORS };
+    for (int k = 0; k < 2; k++) {
+        snprintf(path[k], sizeof path[k], "/tmp/remat-allocfail-%ld-%d", (long)getpid(), k);
+        if (remat_weights_save(src, path[k], fmt[k])) { CHECK(0, "save: %s", remat_errmsg()); continue; }
+        int n, bad = 0;
+        for (n = 1; n < MAX_WALK; n++) {
+            remat_model *m = (remat_model *)&c;
+            uint64_t before = remat_mem_alloc_count();
+            remat_mem_fail_at((uint64_t)n);
+            remat_status st = remat_weights_load(path[k], &c, 1, &m);
+            remat_mem_fail_at(0);
+            if (remat_mem_alloc_count() - before < (uint64_t)n) {
+                CHECK(st == REMAT_OK && m && remat_model_params_hash(m) == remat_model_params_hash(src), "load");
+                remat_model_free(m);
+                break;
+            }
+            bad += st != REMAT_ERR_NOMEM || m != NULL || !*remat_errmsg();
+        }
+        CHECK(bad == 0 && n > 5 && n < MAX_WALK, "weights load (format %d): %d of %d failures mishandled", (int)fmt[k],
+              bad, n - 1);
+        printf("weights load (format %d): %d allocations, each made to fail\n", (int)fmt[k], n - 1);
+        /* a save's allocations too: NOMEM, and the file is untouched */
+        for (n = 1; n < MAX_WALK; n++) {
+            uint64_t before = remat_mem_alloc_count();
+            remat_mem_fail_at((uint64_t)n);
+            remat_status st = remat_weights_save(src, path[k], fmt[k]);
+            remat_mem_fail_at(0);
+            if (remat_mem_alloc_count() - before < (uint64_t)n) break;
+            remat_weights_format got;
+            remat_config shape;
+            CHECK(st == REMAT_ERR_NOMEM && remat_weights_probe(path[k], &shape, &got) == REMAT_OK && got == fmt[k],
+                  "save, failing allocation %d: status %d", n, (int)st);
+        }
+        unlink(path[k]);
+    }
+    remat_model_free(src);
+}
+
+int main(void)
+{
+    remat_set_threads(1);
+    walk_create(0.0f);
+    walk_create(0.1f);
+    walk_step("none", 0.0f);
+    walk_step("full", 0.1f);
+    walk_step("every:2,selective", 0.1f);
+    walk_step("revolve:2,pointwise", 0.0f);
+    walk_step("save:qkv+fch", 0.1f);
+    walk_policy("revolve:3,selective");
+    walk_policy("first:2,save:qkv");
+    walk_weights();
+    return TEST_REPORT();
+}
