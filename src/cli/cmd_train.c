@@ -36,6 +36,16 @@ static void help(void)
 "  --recompute POLICY  none, full, every:K, sqrt, first:N, selective, pointwise,\n"
 "                      save:A+B, revolve:S, or combinations such as every:2,selective\n"
 "  --verify-recompute  check every recomputed tensor bit for bit against its first computation\n"
+"checkpoints and numerical faults:\n"
+"  --save DIR        write checkpoints to DIR (created if missing; keeps the last 2 good ones)\n"
+"  --save-every N    checkpoint every N steps (default 0: only at the end)\n"
+"  --resume DIR      continue the run in DIR from its newest valid checkpoint up to --steps;\n"
+"                    config, seed, optimizer and data come from the checkpoint (flags that\n"
+"                    contradict it are an error); saving continues in DIR unless --save\n"
+"  --on-nonfinite M  stop (default) or skip: on a NaN/Inf loss or gradient, stop with the\n"
+"                    last good state checkpointed, or skip that step's update and go on\n"
+"  --debug-nan S:T   testing: make parameter T's gradient (e.g. qkvw) or the loss (T=loss)\n"
+"                    NaN at step S\n"
 "output:\n"
 "  --json            JSON Lines on stdout: one object per step, then a summary object\n"
 "  --quiet           only the summary\n");
@@ -48,7 +58,89 @@ typedef struct train_opts {
     uint64_t seed;
     const char *data, *policy;
     int json, quiet, verify, vocab_set, maxseq_set;
+    const char *save, *resume;          /* checkpoint directories */
+    long save_every, nan_step;
+    int skip_nonfinite, nan_tensor, seed_set, lr_set, wd_set, clip_set;
+    remat_config given;                 /* config flags given (-1: not given) */
 } train_opts;
+
+/* --debug-nan STEP:TENSOR, TENSOR a parameter name or "loss". */
+static int parse_debug_nan(const char *v, train_opts *o)
+{
+    char *end;
+    long step = strtol(v, &end, 10);
+    if (end != v && *end == ':' && step >= 1) {
+        if (!strcmp(end + 1, "loss")) { o->nan_step = step; o->nan_tensor = -1; return 1; }
+        remat_config c;
+        remat_config_default(&c);
+        remat_model *m = NULL;   /* names come from the model API; a tiny one is enough */
+        c.n_layer = 1; c.n_embd = 1; c.n_head = 1; c.vocab = 2; c.seq = 1; c.max_seq = 1; c.batch = 1;
+        if (!remat_model_create(&c, 0, &m))
+            for (int k = 0; k < remat_param_tensor_count(); k++) {
+                const char *name;
+                if (!remat_model_param_tensor(m, k, &name, NULL, NULL) && !strcmp(name, end + 1)) {
+                    o->nan_step = step;
+                    o->nan_tensor = k;
+                    remat_model_free(m);
+                    return 1;
+                }
+            }
+        remat_model_free(m);
+    }
+    cli_usage_error("train", "--debug-nan expects STEP:TENSOR with TENSOR a parameter name (wte, qkvw, ...) or "
+                    "loss, got '%s'", v);
+    return 0;
+}
+
+/* Flags given with --resume must agree with the checkpoint; 0 when one does not. */
+static int check_resume_flags(const train_opts *o, const remat_checkpoint_info *ci)
+{
+    const remat_config *g = &o->given, *c = &ci->cfg;
+    struct { const char *flag; int given, have; } ints[] = {
+        {"--layers", g->n_layer, c->n_layer}, {"--dim", g->n_embd, c->n_embd}, {"--heads", g->n_head, c->n_head},
+        {"--vocab", g->vocab, c->vocab}, {"--seq", g->seq, c->seq}, {"--max-seq", g->max_seq, c->max_seq},
+        {"--batch", g->batch, c->batch}, {"--attention (0 naive, 1 flash)", g->attention, c->attention},
+        {"--lmhead (chunk rows)", g->lmhead_chunk, c->lmhead_chunk},
+    };
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+        if (ints[k].given != -1 && ints[k].given != ints[k].have) {
+            cli_error("%s %d contradicts the checkpoint %s (%d); the config comes from the checkpoint, drop the flag",
+                      ints[k].flag, ints[k].given, ci->file, ints[k].have);
+            return 0;
+        }
+    struct { const char *flag; int set; double given, have; } fl[] = {
+        {"--dropout", g->dropout >= 0, g->dropout, c->dropout}, {"--lr", o->lr_set, o->opt.lr, ci->opt.lr},
+        {"--wd", o->wd_set, o->opt.weight_decay, ci->opt.weight_decay},
+        {"--clip", o->clip_set, o->opt.grad_clip, ci->opt.grad_clip},
+    };
+    for (size_t k = 0; k < sizeof fl / sizeof fl[0]; k++)
+        if (fl[k].set && (float)fl[k].given != (float)fl[k].have) {
+            cli_error("%s %g contradicts the checkpoint %s (%g); it comes from the checkpoint, drop the flag",
+                      fl[k].flag, fl[k].given, ci->file, fl[k].have);
+            return 0;
+        }
+    if (o->seed_set && o->seed != ci->seed) {
+        cli_error("--seed %llu contradicts the checkpoint %s (seed %llu); drop the flag",
+                  (unsigned long long)o->seed, ci->file, (unsigned long long)ci->seed);
+        return 0;
+    }
+    if ((uint64_t)o->steps < ci->step) {
+        cli_error("the checkpoint %s is at step %llu, past --steps %ld", ci->file, (unsigned long long)ci->step, o->steps);
+        return 0;
+    }
+    return 1;
+}
+
+/* Writes a checkpoint of the state after `step` steps; 0 (reported) on failure. */
+static int save_ckpt(const train_opts *o, remat_model *m, remat_data *d, long step, long *last_saved)
+{
+    if (remat_checkpoint_save(m, d, o->data, (uint64_t)step, o->save)) {
+        cli_error("step %ld: checkpoint not saved: %s", step, remat_errmsg());
+        return 0;
+    }
+    *last_saved = step;
+    return 1;
+}
 
 static int parse(int argc, char **argv, train_opts *o)
 {
@@ -58,6 +150,7 @@ static int parse(int argc, char **argv, train_opts *o)
     o->opt.lr = 1e-3f;
     o->steps = 200; o->eval_every = 50; o->eval_batches = 4; o->sample = 48; o->threads = 0;
     o->seed = 1;
+    memset(&o->given, 0xff, sizeof o->given);
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v;
         double d;
@@ -65,17 +158,27 @@ static int parse(int argc, char **argv, train_opts *o)
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
         if (!strcmp(f, "--vocab")) o->vocab_set = 1;
         if (!strcmp(f, "--max-seq")) o->maxseq_set = 1;
+        int i0 = i;
         if ((r = cli_config_flag(&o->cfg, argc, argv, &i)) < 0) return -1;
-        if (r) continue;
+        if (r) { cli_config_flag(&o->given, argc, argv, &i0); continue; }
         if (!strcmp(f, "--steps")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 100000000, &o->steps)) return -1; }
         else if (!strcmp(f, "--eval-every")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 100000000, &o->eval_every)) return -1; }
         else if (!strcmp(f, "--eval-batches")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 100000, &o->eval_batches)) return -1; }
         else if (!strcmp(f, "--sample")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1 << 20, &o->sample)) return -1; }
         else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &o->threads)) return -1; }
-        else if (!strcmp(f, "--seed")) { if (!(v = cli_value(argc, argv, &i)) || !cli_u64(f, v, &o->seed)) return -1; }
-        else if (!strcmp(f, "--lr")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 10, &d)) return -1; o->opt.lr = (float)d; }
-        else if (!strcmp(f, "--wd")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 0.999, &d)) return -1; o->opt.weight_decay = (float)d; }
-        else if (!strcmp(f, "--clip")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 1e9, &d)) return -1; o->opt.grad_clip = (float)d; }
+        else if (!strcmp(f, "--seed")) { if (!(v = cli_value(argc, argv, &i)) || !cli_u64(f, v, &o->seed)) return -1; o->seed_set = 1; }
+        else if (!strcmp(f, "--lr")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 10, &d)) return -1; o->opt.lr = (float)d; o->lr_set = 1; }
+        else if (!strcmp(f, "--wd")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 0.999, &d)) return -1; o->opt.weight_decay = (float)d; o->wd_set = 1; }
+        else if (!strcmp(f, "--clip")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 1e9, &d)) return -1; o->opt.grad_clip = (float)d; o->clip_set = 1; }
+        else if (!strcmp(f, "--save")) { if (!(o->save = cli_value(argc, argv, &i))) return -1; }
+        else if (!strcmp(f, "--save-every")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 100000000, &o->save_every)) return -1; }
+        else if (!strcmp(f, "--resume")) { if (!(o->resume = cli_value(argc, argv, &i))) return -1; }
+        else if (!strcmp(f, "--on-nonfinite")) {
+            if (!(v = cli_value(argc, argv, &i))) return -1;
+            if (strcmp(v, "stop") && strcmp(v, "skip")) { cli_usage_error("train", "--on-nonfinite expects stop or skip, got '%s'", v); return -1; }
+            o->skip_nonfinite = !strcmp(v, "skip");
+        }
+        else if (!strcmp(f, "--debug-nan")) { if (!(v = cli_value(argc, argv, &i)) || !parse_debug_nan(v, o)) return -1; }
         else if (!strcmp(f, "--data")) { if (!(o->data = cli_value(argc, argv, &i))) return -1; }
         else if (!strcmp(f, "--recompute")) { if (!(o->policy = cli_value(argc, argv, &i))) return -1; }
         else if (!strcmp(f, "--verify-recompute")) o->verify = 1;
@@ -125,8 +228,26 @@ int cmd_train(int argc, char **argv)
     double *ms = NULL;
     remat_status st;
     remat_config *c = &o.cfg;
+    remat_checkpoint_info *ci = NULL;
+    long start = 0, last_saved = -1, n_skipped = 0;
 
     remat_set_threads((int)o.threads);
+    if (o.resume) {
+        if (!(ci = malloc(sizeof *ci))) { cli_error("out of memory"); goto out; }
+        if ((st = remat_checkpoint_load(o.resume, o.data, &m, &data, ci))) {
+            cli_error("cannot resume from '%s': %s", o.resume, remat_errmsg()); goto out;
+        }
+        if (ci->warning[0]) fprintf(stderr, "remat: warning: %s\n", ci->warning);
+        if (!check_resume_flags(&o, ci)) { rc = 2; goto out; }
+        *c = ci->cfg;
+        o.opt = ci->opt;
+        o.seed = ci->seed;
+        if (!o.data && ci->data[0]) o.data = ci->data;
+        if (!o.save) o.save = o.resume;
+        start = last_saved = (long)ci->step;
+        if (o.policy && (st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
+        goto ready;
+    }
     if (!o.vocab_set) c->vocab = remat_data_default_vocab(o.data);
     if (!o.maxseq_set) c->max_seq = c->seq;
     if ((st = remat_config_check(c))) { cli_error("%s", remat_errmsg()); rc = 2; goto out; }
@@ -134,7 +255,19 @@ int cmd_train(int argc, char **argv)
     if ((st = remat_model_create(c, o.seed, &m))) { cli_error("%s", remat_errmsg()); goto out; }
     if ((st = remat_model_set_optim(m, &o.opt))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
     if ((st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
+ready:
     remat_model_set_verify(m, o.verify);
+    if (o.save_every > 0 && !o.save) { cli_usage_error("train", "--save-every needs --save DIR (or --resume DIR)"); rc = 2; goto out; }
+    if (o.save) {
+        int count;
+        uint64_t newest;
+        if ((st = remat_checkpoint_prepare(o.save, &count, &newest))) { cli_error("%s", remat_errmsg()); goto out; }
+        if (!o.resume && count > 0) {
+            cli_error("'%s' already holds checkpoints (newest: step %llu); continue them with --resume %s, or save "
+                      "to an empty directory", o.save, (unsigned long long)newest, o.save);
+            rc = 2; goto out;
+        }
+    }
 
     size_t N = (size_t)c->batch * c->seq;
     in = malloc(N * sizeof *in);
@@ -147,6 +280,7 @@ int cmd_train(int argc, char **argv)
     const char *policy = remat_schedule_policy(remat_model_schedule(m));
     char b1[32], b2[32], b3[32], b4[32];
     if (!o.json && !o.quiet) {
+        if (ci) printf("resumed from %s at step %ld\n", ci->file, start);
         cli_config_print(stdout, c);
         printf("data: %s (%zu train / %zu val tokens) | policy: %s | threads: %d\n",
                o.data ? o.data : "embedded arithmetic task", remat_data_tokens(data, REMAT_SPLIT_TRAIN),
@@ -160,17 +294,39 @@ int cmd_train(int argc, char **argv)
     double val = NAN;
     cli_progress pg;   /* stderr; not with --json, nor when step lines go to the same terminal */
     cli_progress_init(&pg, !o.json && (o.quiet || !cli_progress_stdout_is_tty()));
-    for (long s = 0; s < o.steps; s++) {
+    for (long s = start; s < o.steps; s++) {
         float loss;
         char what[160];
         snprintf(what, sizeof what, "train (%.100s): step %ld/%ld", policy, s + 1, o.steps);
-        cli_progress_update(&pg, what, s, o.steps);
+        cli_progress_update(&pg, what, s - start, o.steps - start);
+        uint64_t pos0 = remat_data_position(data, REMAT_SPLIT_TRAIN);
         if ((st = remat_data_next(data, REMAT_SPLIT_TRAIN, c->batch, c->seq, in, tg))) { cli_error("%s", remat_errmsg()); goto out; }
+        if (o.nan_step == s + 1) remat_model_debug_poison(m, o.nan_tensor);
         double t0 = cli_now_ms();
         st = remat_model_step(m, in, tg, 1, &loss);
         ms[s] = cli_now_ms() - t0;
+        if (st == REMAT_ERR_NONFINITE && o.skip_nonfinite) {
+            fprintf(stderr, "remat: warning: step %ld: %s; step skipped, parameters not updated\n", s + 1,
+                    remat_model_error(m));
+            n_skipped++;
+            if (o.json) printf("{\"type\":\"step\",\"step\":%ld,\"skipped\":true}\n", s + 1);
+            fflush(stdout);
+            if (o.save && o.save_every > 0 && (s + 1) % o.save_every == 0 && !save_ckpt(&o, m, data, s + 1, &last_saved)) goto out;
+            continue;
+        }
+        if (st == REMAT_ERR_NONFINITE) {
+            /* the parameters are untouched: checkpoint the last good state (data rewound to before this batch) */
+            char kept[200] = "";
+            if (o.save && last_saved != s && !remat_data_seek(data, REMAT_SPLIT_TRAIN, pos0) &&
+                !remat_checkpoint_save(m, data, o.data, (uint64_t)s, o.save))
+                last_saved = s;
+            if (o.save && last_saved >= 0)
+                snprintf(kept, sizeof kept, "; the last good state (step %ld) is checkpointed in %.120s", last_saved, o.save);
+            cli_error("step %ld: %s; stopped (--on-nonfinite stop)%s", s + 1, remat_model_error(m), kept);
+            goto out;
+        }
         if (st) { cli_error("step %ld: %s", s + 1, remat_model_error(m)); goto out; }
-        if (s == 0) loss_first = loss;
+        if (s == start) loss_first = loss;
         loss_last = loss;
         remat_stats stt;
         remat_model_stats(m, &stt);
@@ -180,7 +336,7 @@ int cmd_train(int argc, char **argv)
         }
         double tps = (double)N / (ms[s] / 1000.0);
         if (o.json) {
-            printf("{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f,\"ms\":%.3f,\"tokens_per_s\":%.1f,\"act_peak_bytes\":%llu",
+            printf("{\"type\":\"step\",\"step\":%ld,\"loss\":%.9g,\"ms\":%.3f,\"tokens_per_s\":%.1f,\"act_peak_bytes\":%llu",
                    s + 1, (double)loss, ms[s], tps, (unsigned long long)stt.act_peak_bytes);
             if (do_eval) printf(",\"val_loss\":%.6f", val);
             printf("}\n");
@@ -191,12 +347,15 @@ int cmd_train(int argc, char **argv)
             printf("\n");
         }
         fflush(stdout);
+        if (o.save && o.save_every > 0 && (s + 1) % o.save_every == 0 && !save_ckpt(&o, m, data, s + 1, &last_saved)) goto out;
     }
-
     cli_progress_clear(&pg);
+    if (o.save && last_saved != o.steps && !save_ckpt(&o, m, data, o.steps, &last_saved)) goto out;
+    if (n_skipped && !o.json && !o.quiet) printf("%ld step%s skipped (non-finite)\n", n_skipped, n_skipped > 1 ? "s" : "");
+
     remat_stats stt;
     remat_model_stats(m, &stt);
-    double med = cli_median(ms, (int)o.steps);
+    double med = cli_median(ms + start, (int)(o.steps - start));
     double tps = med > 0 ? (double)N / (med / 1000.0) : 0;
     char hash[32];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)remat_model_params_hash(m));
@@ -255,7 +414,7 @@ int cmd_train(int argc, char **argv)
     }
     rc = 0;
 out:
-    free(in); free(tg); free(ms);
+    free(in); free(tg); free(ms); free(ci);
     remat_model_free(m);
     remat_data_free(data);
     return rc;

@@ -33,4 +33,32 @@ remat_status remat_safetensors_parse(const void *buf, size_t n, int n_head_hint,
 remat_status remat_weights_write(FILE *f, const remat_config *shape, const float *params,
                                  remat_weights_format format);
 
+/* ---- training checkpoints (checkpoint.c) ------------------------------------ */
+
+/* A parsed checkpoint.  info holds every header field (info.file and
+ * info.warning are left ""); the three arrays point into the parsed buffer
+ * and hold nparams little-endian float32 each. */
+typedef struct remat_ckpt_view {
+    remat_checkpoint_info info;
+    uint64_t nparams;
+    const unsigned char *params, *adam_m, *adam_v;
+} remat_ckpt_view;
+
+/* Skip the checksum (fuzz targets: reach the field checks behind it). */
+#define REMAT_CKPT_NO_CHECKSUM 1
+
+/* Parses and validates a whole checkpoint file held in memory (n bytes,
+ * untrusted): magic, version, sizes (overflow-checked, against n), checksum,
+ * config (remat_config_check), parameter count, optimizer settings, data
+ * positions, strings, and that every float is finite (AdamW v >= 0).  Never
+ * allocates and never reads outside buf[0, n).  REMAT_ERR_FORMAT (or
+ * REMAT_ERR_RANGE for a config whose sizes overflow) with a message. */
+remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_ckpt_view *out);
+/* The checksum of a checkpoint of n >= 8 bytes: the 64-bit hash of its first
+ * n - 8 bytes (remat_hash_bytes's function, fed little-endian words). */
+uint64_t remat_checkpoint_checksum(const void *buf, size_t n);
+/* Rewrites the trailing checksum of a checkpoint held in memory, so tests and
+ * fuzz seeds can edit a field and still pass the checksum. */
+void remat_checkpoint_seal(void *buf, size_t n);
+
 #endif

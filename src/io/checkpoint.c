@@ -1,0 +1,841 @@
+/*
+ * checkpoint.c -- training checkpoints: atomic save, validation, fallback
+ * to the previous good one, exact resume (the "checkpoints" part of
+ * remat.h, where the file format is laid out byte by byte).
+ *
+ * Why these pieces:
+ *   - Atomicity.  A save writes DIR/ckpt-<step>.<pid>.tmp, fflush + fsync,
+ *     rename(2) to DIR/ckpt-<step>.bin, fsync(DIR).  rename is atomic, so a
+ *     final name holds either nothing or a complete, synced file; a SIGKILL
+ *     mid-save leaves only a .tmp, which load never looks at and the next
+ *     save (or remat_checkpoint_prepare) deletes once its writer is dead.
+ *   - Detection.  The last 8 bytes are a 64-bit hash of everything before
+ *     them, and the header records the file's total size, so truncation
+ *     (torn write) and any flipped byte are refused.  The hash is the one
+ *     remat_hash_bytes computes (splitmix64 finaliser over little-endian
+ *     words, seeded by the length): each step is a bijection of the state
+ *     for a fixed word and of the word for a fixed state, so any change
+ *     confined to one 8-byte word -- every single-byte flip -- always
+ *     changes the result.  It is computed streaming, so a file is never
+ *     held twice.
+ *   - Untrusted input.  remat_checkpoint_parse() checks magic, version,
+ *     overflow-checked sizes against the real length, the checksum, then
+ *     every field (config via remat_config_check, parameter count, optimizer
+ *     ranges, data positions, strings, finite floats) before anything is
+ *     allocated from them; loading allocates the model only for a file that
+ *     really holds that many parameters.
+ *   - Retention.  After a save, the new file and the newest older file whose
+ *     checksum validates are kept (REMAT_CHECKPOINT_KEEP = 2); older files
+ *     and corrupt newer ones are deleted.  Valid newer ones are left alone.
+ */
+#define _XOPEN_SOURCE 700   /* realpath */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "../core/core.h"
+#include "../core/rng.h"
+#include "../engine/model.h"
+#include "io.h"
+
+#define CK_MAGIC "REMATCKP"
+#define CK_VERSION 1u
+#define CK_HEADER 256u
+#define CK_MAX_PATH 4095u           /* string fields: they fit remat_checkpoint_info's arrays */
+#define CK_MAX_POLICY 16383u
+#define CK_NAME_MAX 48              /* "ckpt-" + up to 20 digits + ".bin"/".<pid>.tmp" */
+
+/* ---- little-endian fields -------------------------------------------------- */
+
+static uint32_t get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get64(const unsigned char *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
+static float getf(const unsigned char *p)
+{
+    uint32_t u = get32(p);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int k = 0; k < 4; k++) p[k] = (unsigned char)(v >> (8 * k));
+}
+static void put64(unsigned char *p, uint64_t v) { put32(p, (uint32_t)v); put32(p + 4, (uint32_t)(v >> 32)); }
+static void putf(unsigned char *p, float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    put32(p, u);
+}
+static int host_le(void)
+{
+    const uint16_t one = 1;
+    unsigned char b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
+
+/* ---- the streaming checksum (equal to remat_hash_bytes on one buffer) ------ */
+
+typedef struct ck_hash {
+    uint64_t h;
+    unsigned char tail[8];
+    size_t ntail;
+} ck_hash;
+
+#define CK_HASH_K 0x9e3779b97f4a7c15ULL
+
+static void hash_init(ck_hash *s, uint64_t total) { s->h = 0x243f6a8885a308d3ULL ^ total; s->ntail = 0; }
+
+static void hash_update(ck_hash *s, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    if (s->ntail) {
+        while (s->ntail < 8 && n) { s->tail[s->ntail++] = *b++; n--; }
+        if (s->ntail < 8) return;
+        s->h = remat_mix64(s->h ^ get64(s->tail)) + CK_HASH_K;
+        s->ntail = 0;
+    }
+    for (; n >= 8; b += 8, n -= 8) s->h = remat_mix64(s->h ^ get64(b)) + CK_HASH_K;
+    memcpy(s->tail, b, n);
+    s->ntail = n;
+}
+
+static uint64_t hash_final(const ck_hash *s)
+{
+    uint64_t w = 0;
+    for (size_t k = 0; k < s->ntail; k++) w |= (uint64_t)s->tail[k] << (8 * k);
+    return remat_mix64(s->h ^ w);
+}
+
+uint64_t remat_checkpoint_checksum(const void *buf, size_t n)
+{
+    ck_hash s;
+    size_t body = n >= 8 ? n - 8 : 0;
+    hash_init(&s, body);
+    hash_update(&s, buf, body);
+    return hash_final(&s);
+}
+
+void remat_checkpoint_seal(void *buf, size_t n)
+{
+    if (n >= 8) put64((unsigned char *)buf + n - 8, remat_checkpoint_checksum(buf, n));
+}
+
+/* ---- header ------------------------------------------------------------------ */
+
+/* Offsets (remat.h lays them out too). */
+enum {
+    H_MAGIC = 0, H_VERSION = 8, H_HDRBYTES = 12, H_FILEBYTES = 16, H_STEP = 24, H_OPTSTEPS = 32,
+    H_SEED = 40, H_NPARAMS = 48, H_CFG = 56, H_DROPOUT = 84, H_OPT = 88, H_TOKENS = 112,
+    H_POS = 128, H_DATAKIND = 144, H_PATHLEN = 148, H_POLICYLEN = 152, H_ATTENTION = 156, H_LMHEAD = 160,
+    H_END = 164
+};
+
+/* Every remat_config field is in the header: a new field must be added to
+ * encode_header and remat_checkpoint_parse (and the format version bumped). */
+_Static_assert(sizeof(remat_config) == 10 * 4, "remat_config changed: store the new field in the checkpoint header");
+
+/* Total file bytes for the given variable parts; 0 on overflow. */
+static uint64_t file_bytes(uint64_t nparams, uint64_t pathlen, uint64_t policylen)
+{
+    int ok = 1;
+    uint64_t n = remat_add(CK_HEADER, pad8(pathlen + policylen), &ok);
+    n = remat_add(n, remat_mul(nparams, 12, &ok), &ok);
+    n = remat_add(n, 8, &ok);
+    return ok ? n : 0;
+}
+
+static void encode_header(unsigned char h[CK_HEADER], const remat_checkpoint_info *ci, uint64_t nparams,
+                          uint64_t total)
+{
+    const remat_config *c = &ci->cfg;
+    const remat_optim *o = &ci->opt;
+    memset(h, 0, CK_HEADER);
+    memcpy(h + H_MAGIC, CK_MAGIC, 8);
+    put32(h + H_VERSION, CK_VERSION);
+    put32(h + H_HDRBYTES, CK_HEADER);
+    put64(h + H_FILEBYTES, total);
+    put64(h + H_STEP, ci->step);
+    put64(h + H_OPTSTEPS, ci->opt_steps);
+    put64(h + H_SEED, ci->seed);
+    put64(h + H_NPARAMS, nparams);
+    int cf[7] = { c->n_layer, c->n_embd, c->n_head, c->vocab, c->max_seq, c->batch, c->seq };
+    for (int k = 0; k < 7; k++) put32(h + H_CFG + 4 * k, (uint32_t)cf[k]);
+    putf(h + H_DROPOUT, c->dropout);
+    float of[6] = { o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip };
+    for (int k = 0; k < 6; k++) putf(h + H_OPT + 4 * k, of[k]);
+    for (int k = 0; k < 2; k++) {
+        put64(h + H_TOKENS + 8 * k, ci->data_tokens[k]);
+        put64(h + H_POS + 8 * k, ci->data_pos[k]);
+    }
+    put32(h + H_DATAKIND, ci->data[0] ? 1u : 0u);
+    put32(h + H_PATHLEN, (uint32_t)strlen(ci->data));
+    put32(h + H_POLICYLEN, (uint32_t)strlen(ci->policy));
+    put32(h + H_ATTENTION, (uint32_t)c->attention);
+    put32(h + H_LMHEAD, (uint32_t)c->lmhead_chunk);
+}
+
+/* Checks a string field: no NULs; copies it, NUL-terminated, into dst. */
+static int take_string(char *dst, const unsigned char *src, uint32_t len)
+{
+    if (memchr(src, 0, len)) return 0;
+    memcpy(dst, src, len);
+    dst[len] = 0;
+    return 1;
+}
+
+/* Checks the finite-ness of n little-endian floats (and >= 0 when nonneg);
+ * returns the index of the first bad one, or n. */
+static uint64_t first_bad_float(const unsigned char *p, uint64_t n, int nonneg)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        float f = getf(p + 4 * i);
+        if (!isfinite(f) || (nonneg && f < 0)) return i;
+    }
+    return n;
+}
+
+remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_ckpt_view *v)
+{
+    const unsigned char *b = buf;
+    if (!v) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_parse: out is NULL");
+    memset(v, 0, sizeof *v);
+    if (!b && n) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_parse: buffer is NULL");
+    if (n < 8 || memcmp(b, CK_MAGIC, 8))
+        return remat_fail(REMAT_ERR_FORMAT, "not a remat checkpoint (it does not start with \"%s\")", CK_MAGIC);
+    if (n < CK_HEADER)
+        return remat_fail(REMAT_ERR_FORMAT, "truncated: %zu bytes, shorter than the %u-byte header (torn write?)",
+                          n, CK_HEADER);
+    uint32_t version = get32(b + H_VERSION);
+    if (version != CK_VERSION)
+        return remat_fail(REMAT_ERR_FORMAT, "checkpoint format version %u; this remat reads version %u",
+                          version, CK_VERSION);
+    if (get32(b + H_HDRBYTES) != CK_HEADER)
+        return remat_fail(REMAT_ERR_FORMAT, "header size %u, version %u has %u: the header is corrupt",
+                          get32(b + H_HDRBYTES), CK_VERSION, CK_HEADER);
+    uint64_t total = get64(b + H_FILEBYTES), nparams = get64(b + H_NPARAMS);
+    uint32_t pathlen = get32(b + H_PATHLEN), policylen = get32(b + H_POLICYLEN);
+    if (pathlen > CK_MAX_PATH || policylen > CK_MAX_POLICY)
+        return remat_fail(REMAT_ERR_FORMAT, "header claims a %u-byte data path and a %u-byte policy (at most %u and "
+                          "%u): the header is corrupt", pathlen, policylen, CK_MAX_PATH, CK_MAX_POLICY);
+    uint64_t expect = file_bytes(nparams, pathlen, policylen);
+    if (expect == 0 || expect != total)
+        return remat_fail(REMAT_ERR_FORMAT, "header sizes disagree (%llu parameters and strings make %llu bytes, "
+                          "the header says %llu): the header is corrupt", (unsigned long long)nparams,
+                          (unsigned long long)expect, (unsigned long long)total);
+    if ((uint64_t)n != total)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: %zu bytes, the header says %llu (torn write?)",
+                          (uint64_t)n < total ? "truncated" : "trailing bytes", n, (unsigned long long)total);
+    if (!(flags & REMAT_CKPT_NO_CHECKSUM)) {
+        uint64_t stored = get64(b + n - 8), calc = remat_checkpoint_checksum(b, n);
+        if (stored != calc)
+            return remat_fail(REMAT_ERR_FORMAT, "checksum mismatch (stored %016llx, computed %016llx): the file "
+                              "is corrupt", (unsigned long long)stored, (unsigned long long)calc);
+    }
+    for (size_t k = H_END; k < CK_HEADER; k++)
+        if (b[k]) return remat_fail(REMAT_ERR_FORMAT, "reserved header byte %zu is not zero", k);
+
+    remat_checkpoint_info *ci = &v->info;
+    remat_config *c = &ci->cfg;
+    int cf[7];
+    for (int k = 0; k < 7; k++) cf[k] = (int)get32(b + H_CFG + 4 * k);
+    c->n_layer = cf[0]; c->n_embd = cf[1]; c->n_head = cf[2]; c->vocab = cf[3];
+    c->max_seq = cf[4]; c->batch = cf[5]; c->seq = cf[6];
+    c->dropout = getf(b + H_DROPOUT);
+    c->attention = (int)get32(b + H_ATTENTION);
+    c->lmhead_chunk = (int)get32(b + H_LMHEAD);
+    remat_status st = remat_config_check(c);
+    if (st) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", remat_errmsg());
+        return remat_fail(st == REMAT_ERR_RANGE ? REMAT_ERR_RANGE : REMAT_ERR_FORMAT,
+                          "the checkpoint's config is invalid: %s", why);
+    }
+    if (remat_config_num_params(c) != nparams)
+        return remat_fail(REMAT_ERR_FORMAT, "the header says %llu parameters, its config has %llu",
+                          (unsigned long long)nparams, (unsigned long long)remat_config_num_params(c));
+    remat_optim *o = &ci->opt;
+    o->lr = getf(b + H_OPT);
+    o->beta1 = getf(b + H_OPT + 4);
+    o->beta2 = getf(b + H_OPT + 8);
+    o->eps = getf(b + H_OPT + 12);
+    o->weight_decay = getf(b + H_OPT + 16);
+    o->grad_clip = getf(b + H_OPT + 20);
+    if (!(o->lr >= 0 && o->lr < 10) || !(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1) ||
+        !(o->eps > 0 && isfinite(o->eps)) || !(o->weight_decay >= 0 && o->weight_decay < 1) ||
+        !isfinite(o->grad_clip))
+        return remat_fail(REMAT_ERR_FORMAT, "optimizer settings out of range");
+    ci->step = get64(b + H_STEP);
+    ci->opt_steps = get64(b + H_OPTSTEPS);
+    ci->seed = get64(b + H_SEED);
+    if (ci->opt_steps > ci->step || ci->opt_steps >= INT_MAX || ci->step > (uint64_t)INT64_MAX)
+        return remat_fail(REMAT_ERR_FORMAT, "step counts out of range (%llu optimizer steps, %llu steps)",
+                          (unsigned long long)ci->opt_steps, (unsigned long long)ci->step);
+    uint32_t kind = get32(b + H_DATAKIND);
+    if (kind > 1 || (kind == 0) != (pathlen == 0))
+        return remat_fail(REMAT_ERR_FORMAT, "data kind %u with a %u-byte path", kind, pathlen);
+    for (int k = 0; k < 2; k++) {
+        ci->data_tokens[k] = get64(b + H_TOKENS + 8 * k);
+        ci->data_pos[k] = get64(b + H_POS + 8 * k);
+        if (ci->data_tokens[k] < 2 || ci->data_pos[k] >= ci->data_tokens[k])
+            return remat_fail(REMAT_ERR_FORMAT, "%s data position %llu of %llu tokens is out of range",
+                              k ? "validation" : "training", (unsigned long long)ci->data_pos[k],
+                              (unsigned long long)ci->data_tokens[k]);
+    }
+    const unsigned char *p = b + CK_HEADER;
+    if (!take_string(ci->data, p, pathlen) || !take_string(ci->policy, p + pathlen, policylen))
+        return remat_fail(REMAT_ERR_FORMAT, "the data path or policy holds a NUL byte");
+    for (uint64_t k = pathlen + policylen; k < pad8((uint64_t)pathlen + policylen); k++)
+        if (p[k]) return remat_fail(REMAT_ERR_FORMAT, "string padding is not zero");
+    p += pad8((uint64_t)pathlen + policylen);
+    v->nparams = nparams;
+    v->params = p;
+    v->adam_m = p + 4 * nparams;
+    v->adam_v = p + 8 * nparams;
+    static const char *const what[3] = { "parameter", "AdamW m", "AdamW v" };
+    const unsigned char *arr[3] = { v->params, v->adam_m, v->adam_v };
+    for (int a = 0; a < 3; a++) {
+        uint64_t i = first_bad_float(arr[a], nparams, a == 2);
+        if (i < nparams) {
+            memset(v, 0, sizeof *v);
+            return remat_fail(REMAT_ERR_FORMAT, "%s %llu is %g, not a finite%s number", what[a],
+                              (unsigned long long)i, (double)getf(arr[a] + 4 * i), a == 2 ? " non-negative" : "");
+        }
+    }
+    return REMAT_OK;
+}
+
+/* ---- directory listing --------------------------------------------------------- */
+
+/* "ckpt-<digits>.bin" -> 1 and *step; anything else -> 0. */
+static int parse_ckpt_name(const char *name, uint64_t *step)
+{
+    if (strncmp(name, "ckpt-", 5)) return 0;
+    const char *p = name + 5;
+    uint64_t s = 0;
+    int nd = 0;
+    for (; *p >= '0' && *p <= '9'; p++, nd++) {
+        if (nd >= 19) return 0;
+        s = s * 10 + (uint64_t)(*p - '0');
+    }
+    if (!nd || strcmp(p, ".bin")) return 0;
+    *step = s;
+    return 1;
+}
+
+/* "ckpt-<digits>.<pid>.tmp" -> 1 and *pid; anything else -> 0. */
+static int parse_tmp_name(const char *name, long *pid)
+{
+    if (strncmp(name, "ckpt-", 5)) return 0;
+    const char *p = name + 5;
+    if (*p < '0' || *p > '9') return 0;
+    while (*p >= '0' && *p <= '9') p++;
+    if (*p++ != '.' || *p < '0' || *p > '9') return 0;
+    long v = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > 100000000) return 0;
+        v = v * 10 + (*p - '0');
+    }
+    if (strcmp(p, ".tmp")) return 0;
+    *pid = v;
+    return 1;
+}
+
+typedef struct ck_entry {
+    uint64_t step;
+    char name[CK_NAME_MAX];
+} ck_entry;
+
+typedef struct ck_list {
+    remat_mem mem;
+    ck_entry *e;
+    size_t n, cap;
+} ck_list;
+
+static int entry_cmp_desc(const void *a, const void *b)
+{
+    uint64_t x = ((const ck_entry *)a)->step, y = ((const ck_entry *)b)->step;
+    if (x != y) return x < y ? 1 : -1;
+    return strcmp(((const ck_entry *)a)->name, ((const ck_entry *)b)->name);
+}
+
+static void list_free(ck_list *l)
+{
+    remat_mem_free(&l->mem, REMAT_MEM_WORKSPACE, l->e, l->cap * sizeof *l->e);
+    l->e = NULL;
+    l->n = l->cap = 0;
+}
+
+/* The ckpt-*.bin files of dir, newest first.  REMAT_ERR_IO when dir cannot
+ * be read. */
+static remat_status list_ckpts(const char *dir, ck_list *l)
+{
+    memset(l, 0, sizeof *l);
+    for (int pass = 0; pass < 2; pass++) {
+        DIR *d = opendir(dir);
+        if (!d) return remat_fail(REMAT_ERR_IO, "cannot read checkpoint directory '%s': %s", dir, strerror(errno));
+        struct dirent *de;
+        size_t n = 0;
+        uint64_t step;
+        while ((de = readdir(d)))
+            if (parse_ckpt_name(de->d_name, &step) && strlen(de->d_name) < CK_NAME_MAX) {
+                if (pass == 1 && n < l->cap) {
+                    l->e[n].step = step;
+                    memcpy(l->e[n].name, de->d_name, strlen(de->d_name) + 1);
+                }
+                n++;
+            }
+        closedir(d);
+        if (pass == 0) {
+            l->cap = n + 1;
+            l->e = remat_mem_alloc(&l->mem, REMAT_MEM_WORKSPACE, l->cap * sizeof *l->e);
+            if (!l->e) { l->cap = 0; return remat_fail(REMAT_ERR_NOMEM, "out of memory listing '%s'", dir); }
+        } else {
+            l->n = n < l->cap ? n : l->cap;
+        }
+    }
+    qsort(l->e, l->n, sizeof *l->e, entry_cmp_desc);
+    return REMAT_OK;
+}
+
+static remat_status join(char *out, size_t cap, const char *dir, const char *name)
+{
+    int k = snprintf(out, cap, "%s/%s", dir, name);
+    if (k < 0 || (size_t)k >= cap)
+        return remat_fail(REMAT_ERR_INVALID, "checkpoint directory path '%.200s...' is too long", dir);
+    return REMAT_OK;
+}
+
+/* Deletes temporary files of saves whose process is gone (a live writer's
+ * file is left alone). */
+static void remove_stale_tmps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    char path[4200];
+    long pid;
+    while ((de = readdir(d)))
+        if (parse_tmp_name(de->d_name, &pid)) {
+            if (pid == (long)getpid()) continue;
+            if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) continue;
+            if (!join(path, sizeof path, dir, de->d_name)) unlink(path);
+        }
+    closedir(d);
+}
+
+/* Creates dir when missing; checks that it is a directory. */
+static remat_status ensure_dir(const char *dir)
+{
+    struct stat sb;
+    if (!dir || !*dir) return remat_fail(REMAT_ERR_INVALID, "checkpoint directory is empty");
+    if (stat(dir, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode))
+            return remat_fail(REMAT_ERR_IO, "checkpoint directory '%s' exists and is not a directory", dir);
+        return REMAT_OK;
+    }
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return remat_fail(REMAT_ERR_IO, "cannot create checkpoint directory '%s': %s", dir, strerror(errno));
+    return REMAT_OK;
+}
+
+/* fsync of a directory makes a rename in it durable.  Some file systems
+ * refuse fsync on directories (EINVAL); that is not an error. */
+static remat_status sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return remat_fail(REMAT_ERR_IO, "cannot open directory '%s' to sync it: %s", dir, strerror(errno));
+    int r = fsync(fd), e = errno;
+    close(fd);
+    if (r != 0 && e != EINVAL && e != EROFS)
+        return remat_fail(REMAT_ERR_IO, "cannot sync directory '%s': %s", dir, strerror(e));
+    return REMAT_OK;
+}
+
+remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *newest_step)
+{
+    remat_status st;
+    char probe[4200];
+    if (count) *count = 0;
+    if (newest_step) *newest_step = 0;
+    if ((st = ensure_dir(dir))) return st;
+    remove_stale_tmps(dir);
+    /* the probe is named like a temporary file of this process, so a kill
+     * right here leaves nothing a later run would keep */
+    char name[CK_NAME_MAX];
+    snprintf(name, sizeof name, "ckpt-0.%ld.tmp", (long)getpid());
+    if ((st = join(probe, sizeof probe, dir, name))) return st;
+    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return remat_fail(REMAT_ERR_IO, "checkpoint directory '%s' is not writable: %s", dir, strerror(errno));
+    close(fd);
+    unlink(probe);
+    ck_list l;
+    if ((st = list_ckpts(dir, &l))) return st;
+    if (count) *count = (int)(l.n > INT_MAX ? INT_MAX : l.n);
+    if (newest_step && l.n) *newest_step = l.e[0].step;
+    list_free(&l);
+    return REMAT_OK;
+}
+
+/* ---- save -------------------------------------------------------------------------- */
+
+typedef struct ck_writer {
+    FILE *f;
+    ck_hash h;
+    int err;        /* errno of the first failed write */
+} ck_writer;
+
+static void w_bytes(ck_writer *w, const void *p, size_t n)
+{
+    if (w->err || !n) return;
+    hash_update(&w->h, p, n);
+    errno = 0;
+    if (fwrite(p, 1, n, w->f) != n) w->err = errno ? errno : EIO;
+}
+
+static void w_floats(ck_writer *w, const float *x, size_t n)
+{
+    if (host_le()) { w_bytes(w, x, n * sizeof *x); return; }
+    unsigned char buf[4096];
+    while (n) {
+        size_t k = n < sizeof buf / 4 ? n : sizeof buf / 4;
+        for (size_t i = 0; i < k; i++) putf(buf + 4 * i, x[i]);
+        w_bytes(w, buf, 4 * k);
+        x += k;
+        n -= k;
+    }
+}
+
+/* Writes the checkpoint to path (a new file) and syncs it. */
+static remat_status write_file(const char *path, const remat_checkpoint_info *ci, const remat_model *m)
+{
+    uint64_t pl = strlen(ci->data), ql = strlen(ci->policy);
+    uint64_t total = file_bytes(m->nparams, pl, ql);
+    if (!total) return remat_fail(REMAT_ERR_RANGE, "checkpoint size overflows");
+    unsigned char hdr[CK_HEADER], trailer[8], zeros[8] = { 0 };
+    encode_header(hdr, ci, m->nparams, total);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return remat_fail(REMAT_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+    ck_writer w = { fdopen(fd, "wb"), { 0, { 0 }, 0 }, 0 };
+    if (!w.f) {
+        int e = errno;
+        close(fd);
+        return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
+    }
+    hash_init(&w.h, total - 8);
+    w_bytes(&w, hdr, sizeof hdr);
+    w_bytes(&w, ci->data, pl);
+    w_bytes(&w, ci->policy, ql);
+    w_bytes(&w, zeros, pad8(pl + ql) - (pl + ql));
+    w_floats(&w, m->params, m->nparams);
+    w_floats(&w, m->adam_m, m->nparams);
+    w_floats(&w, m->adam_v, m->nparams);
+    put64(trailer, hash_final(&w.h));
+    if (!w.err && fwrite(trailer, 1, 8, w.f) != 8) w.err = errno ? errno : EIO;
+    if (!w.err && fflush(w.f) != 0) w.err = errno ? errno : EIO;
+    if (!w.err && fsync(fileno(w.f)) != 0) w.err = errno ? errno : EIO;
+    if (fclose(w.f) != 0 && !w.err) w.err = errno ? errno : EIO;
+    if (w.err) return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(w.err));
+    return REMAT_OK;
+}
+
+/* Streams a checkpoint file through its size and checksum checks (not the
+ * field checks: enough to tell our own complete files from torn or rotten
+ * ones without holding the file in memory).  1 when it validates. */
+static int file_checks_out(const char *path, uint64_t step)
+{
+    int good = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char buf[1 << 16];
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || sb.st_size < (off_t)(CK_HEADER + 8)) goto out;
+    uint64_t size = (uint64_t)sb.st_size, done = 0;
+    if (fread(buf, 1, CK_HEADER, f) != CK_HEADER || memcmp(buf, CK_MAGIC, 8) || get32(buf + H_VERSION) != CK_VERSION ||
+        get64(buf + H_FILEBYTES) != size || get64(buf + H_STEP) != step)
+        goto out;
+    ck_hash h;
+    hash_init(&h, size - 8);
+    hash_update(&h, buf, CK_HEADER);
+    done = CK_HEADER;
+    while (done < size - 8) {
+        size_t want = size - 8 - done < sizeof buf ? (size_t)(size - 8 - done) : sizeof buf;
+        if (fread(buf, 1, want, f) != want) goto out;
+        hash_update(&h, buf, want);
+        done += want;
+    }
+    if (fread(buf, 1, 8, f) != 8) goto out;
+    good = get64(buf) == hash_final(&h);
+out:
+    fclose(f);
+    return good;
+}
+
+/* After writing `step`: keep it and the newest older checkpoint that checks
+ * out; delete older ones and corrupt newer ones. */
+static void prune(const char *dir, uint64_t step, const char *keep_name)
+{
+    ck_list l;
+    char path[4200];
+    if (list_ckpts(dir, &l)) return;
+    int kept_older = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        const ck_entry *e = &l.e[i];
+        if (join(path, sizeof path, dir, e->name)) continue;
+        if (!strcmp(e->name, keep_name)) continue;
+        if (e->step > step) {
+            if (!file_checks_out(path, e->step)) unlink(path);
+        } else if (e->step < step && !kept_older && file_checks_out(path, e->step)) {
+            kept_older = 1;
+        } else {
+            unlink(path);
+        }
+    }
+    list_free(&l);
+}
+
+remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, const char *data_path, uint64_t step,
+                                   const char *dir)
+{
+    remat_status st;
+    if (!m || !d || !dir) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_save: NULL model, data or dir");
+    if (step < m->t || step > (uint64_t)INT64_MAX)
+        return remat_fail(REMAT_ERR_INVALID, "checkpoint step %llu is below the model's %llu optimizer steps",
+                          (unsigned long long)step, (unsigned long long)m->t);
+    remat_checkpoint_info *ci = calloc(1, sizeof *ci);
+    if (!ci) return remat_fail(REMAT_ERR_NOMEM, "out of memory saving a checkpoint");
+    ci->step = step;
+    ci->opt_steps = m->t;
+    ci->seed = m->seed;
+    ci->cfg = m->cfg;
+    ci->opt = m->opt;
+    for (int k = 0; k < 2; k++) {
+        ci->data_tokens[k] = remat_data_tokens(d, k);
+        ci->data_pos[k] = remat_data_position(d, k);
+    }
+    if (data_path) {
+        /* the absolute path, so a resume from another directory finds it */
+        char *abs = realpath(data_path, NULL);
+        const char *src = abs ? abs : data_path;
+        if (!*src || strlen(src) > CK_MAX_PATH) {
+            free(abs);
+            st = remat_fail(REMAT_ERR_INVALID, "data path '%.200s' is empty or longer than %u bytes", data_path,
+                            CK_MAX_PATH);
+            goto out;
+        }
+        memcpy(ci->data, src, strlen(src) + 1);
+        free(abs);
+    }
+    const char *pol = m->sched ? remat_schedule_policy(m->sched) : "";
+    if (!pol || !strcmp(pol, "none")) pol = "";
+    if (strlen(pol) > CK_MAX_POLICY) {
+        st = remat_fail(REMAT_ERR_INVALID, "a policy longer than %u bytes cannot be checkpointed", CK_MAX_POLICY);
+        goto out;
+    }
+    memcpy(ci->policy, pol, strlen(pol) + 1);
+
+    if ((st = ensure_dir(dir))) goto out;
+    remove_stale_tmps(dir);
+    char name[CK_NAME_MAX], tmpname[CK_NAME_MAX], final[4200], tmp[4200];
+    snprintf(name, sizeof name, "ckpt-%08llu.bin", (unsigned long long)step);
+    snprintf(tmpname, sizeof tmpname, "ckpt-%08llu.%ld.tmp", (unsigned long long)step, (long)getpid());
+    if ((st = join(final, sizeof final, dir, name)) || (st = join(tmp, sizeof tmp, dir, tmpname))) goto out;
+    if ((st = write_file(tmp, ci, m))) { unlink(tmp); goto out; }
+    if (rename(tmp, final) != 0) {
+        st = remat_fail(REMAT_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, final, strerror(errno));
+        unlink(tmp);
+        goto out;
+    }
+    if ((st = sync_dir(dir))) goto out;
+    prune(dir, step, name);
+out:
+    free(ci);
+    return st;
+}
+
+/* ---- load -------------------------------------------------------------------------- */
+
+/* Reads a whole file into memory from mem. */
+static remat_status read_file(const char *path, remat_mem *mem, unsigned char **buf, size_t *n)
+{
+    remat_status st = REMAT_OK;
+    *buf = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return remat_fail(REMAT_ERR_IO, "cannot open: %s", strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        st = remat_fail(REMAT_ERR_IO, "not a regular file");
+        goto out;
+    }
+    if (sb.st_size < 0 || (uint64_t)sb.st_size > (uint64_t)SIZE_MAX - 64) {
+        st = remat_fail(REMAT_ERR_RANGE, "%lld bytes do not fit in memory", (long long)sb.st_size);
+        goto out;
+    }
+    size_t size = (size_t)sb.st_size;
+    *buf = remat_mem_alloc(mem, REMAT_MEM_WORKSPACE, size ? size : 1);
+    if (!*buf) {
+        st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading %zu bytes", size);
+        goto out;
+    }
+    if (size && fread(*buf, 1, size, f) != size) {
+        st = remat_fail(REMAT_ERR_IO, "cannot read: %s", ferror(f) ? strerror(errno) : "the file shrank");
+        remat_mem_free(mem, REMAT_MEM_WORKSPACE, *buf, size ? size : 1);
+        *buf = NULL;
+        goto out;
+    }
+    *n = size;
+out:
+    fclose(f);
+    return st;
+}
+
+static void copy_floats(float *dst, const unsigned char *src, uint64_t n)
+{
+    if (host_le()) { memcpy(dst, src, n * sizeof *dst); return; }
+    for (uint64_t i = 0; i < n; i++) dst[i] = getf(src + 4 * i);
+}
+
+/* Same file: equal strings, or both resolve to the same real path. */
+static int same_path(const char *a, const char *b)
+{
+    if (!strcmp(a, b)) return 1;
+    char *ra = realpath(a, NULL), *rb = realpath(b, NULL);
+    int same = ra && rb && !strcmp(ra, rb);
+    free(ra);
+    free(rb);
+    return same;
+}
+
+static remat_status open_data(const remat_checkpoint_info *ci, const char *data_path, remat_data **out)
+{
+    remat_status st;
+    remat_data *d = NULL;
+    const char *path = ci->data[0] ? ci->data : NULL;
+    if (data_path) {
+        if (!path)
+            return remat_fail(REMAT_ERR_INVALID, "%s was trained on the embedded task, not '%.200s'; resume "
+                              "without --data", ci->file, data_path);
+        if (!same_path(data_path, path))
+            return remat_fail(REMAT_ERR_INVALID, "%s was trained on '%.200s', not '%.200s'; resume with that "
+                              "data (or without --data)", ci->file, path, data_path);
+    }
+    if ((st = remat_data_open(path, ci->cfg.vocab, &d))) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", remat_errmsg());
+        return remat_fail(st, "the data of %s: %s", ci->file, why);
+    }
+    for (int k = 0; k < 2; k++)
+        if (remat_data_tokens(d, k) != ci->data_tokens[k]) {
+            st = remat_fail(REMAT_ERR_INVALID, "the data '%.200s' now has %zu %s tokens, %llu when %s was written: "
+                            "it changed, so the run cannot continue exactly", path ? path : "embedded",
+                            remat_data_tokens(d, k), k ? "validation" : "training",
+                            (unsigned long long)ci->data_tokens[k], ci->file);
+            goto out;
+        }
+    for (int k = 0; k < 2; k++)
+        if ((st = remat_data_seek(d, k, ci->data_pos[k]))) goto out;
+    *out = d;
+    d = NULL;
+out:
+    remat_data_free(d);
+    return st;
+}
+
+static remat_status build_model(const remat_ckpt_view *v, remat_model **out)
+{
+    remat_status st;
+    remat_model *m = NULL;
+    const remat_checkpoint_info *ci = &v->info;
+    if ((st = remat_model_create(&ci->cfg, ci->seed, &m))) return st;
+    if ((st = remat_model_set_optim(m, &ci->opt))) goto out;
+    if ((st = remat_model_set_policy(m, ci->policy[0] ? ci->policy : NULL))) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", remat_errmsg());
+        st = remat_fail(st, "the policy of %s: %s", ci->file, why);
+        goto out;
+    }
+    copy_floats(m->params, v->params, v->nparams);
+    copy_floats(m->adam_m, v->adam_m, v->nparams);
+    copy_floats(m->adam_v, v->adam_v, v->nparams);
+    m->t = ci->opt_steps;
+    *out = m;
+    m = NULL;
+out:
+    remat_model_free(m);
+    return st;
+}
+
+remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat_model **model_out,
+                                   remat_data **data_out, remat_checkpoint_info *info)
+{
+    remat_status st;
+    remat_mem mem;
+    ck_list l;
+    unsigned char *buf = NULL;
+    size_t n = 0;
+    remat_ckpt_view *v = NULL;
+    remat_model *m = NULL;
+    remat_data *d = NULL;
+    char first_bad[512] = "", path[4200];
+    int nbad = 0, found = 0;
+    memset(&mem, 0, sizeof mem);
+    memset(&l, 0, sizeof l);
+    if (model_out) *model_out = NULL;
+    if (data_out) *data_out = NULL;
+    if (!dir) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_load: dir is NULL");
+    if ((st = list_ckpts(dir, &l))) return st;
+    if (!l.n) {
+        st = remat_fail(REMAT_ERR_IO, "no checkpoint (ckpt-*.bin) in '%s'", dir);
+        goto out;
+    }
+    v = calloc(1, sizeof *v);
+    if (!v) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory loading a checkpoint"); goto out; }
+    for (size_t i = 0; i < l.n && !found; i++) {
+        if ((st = join(path, sizeof path, dir, l.e[i].name))) goto out;
+        st = read_file(path, &mem, &buf, &n);
+        if (st == REMAT_ERR_NOMEM) goto out;
+        if (!st) st = remat_checkpoint_parse(buf, n, 0, v);
+        if (!st && v->info.step != l.e[i].step)
+            st = remat_fail(REMAT_ERR_FORMAT, "it holds step %llu, its name says %llu",
+                            (unsigned long long)v->info.step, (unsigned long long)l.e[i].step);
+        if (!st) { found = 1; break; }
+        if (!nbad++) snprintf(first_bad, sizeof first_bad, "%.300s: %s", path, remat_errmsg());
+        remat_mem_free(&mem, REMAT_MEM_WORKSPACE, buf, n ? n : 1);
+        buf = NULL;
+    }
+    if (!found) {
+        st = remat_fail(REMAT_ERR_FORMAT, "no valid checkpoint in '%.200s': %s%s", dir, first_bad,
+                        nbad > 1 ? " (and every older one is invalid too)" : "");
+        goto out;
+    }
+    snprintf(v->info.file, sizeof v->info.file, "%.4000s", path);
+    if (nbad)
+        snprintf(v->info.warning, sizeof v->info.warning, "skipped %d newer checkpoint%s that did not validate "
+                 "(%.500s); resumed from %.300s", nbad, nbad > 1 ? "s" : "", first_bad, path);
+    if (model_out && (st = build_model(v, &m))) goto out;
+    if (data_out && (st = open_data(&v->info, data_path, &d))) goto out;
+    if (info) *info = v->info;
+    if (model_out) { *model_out = m; m = NULL; }
+    if (data_out) { *data_out = d; d = NULL; }
+    st = REMAT_OK;
+out:
+    if (buf) remat_mem_free(&mem, REMAT_MEM_WORKSPACE, buf, n ? n : 1);
+    list_free(&l);
+    free(v);
+    remat_model_free(m);
+    remat_data_free(d);
+    return st;
+}

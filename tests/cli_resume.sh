@@ -1,0 +1,187 @@
+#!/bin/sh
+# End-to-end tests of training checkpoints (`remat train --save/--resume`) and
+# of numerical faults (`--on-nonfinite stop|skip`, `--debug-nan`):
+#   - exact resume: a run killed with SIGKILL at random moments (during steps
+#     and during saves) and resumed gives the same per-step losses (printed
+#     with 9 significant digits: exact for float32) and the same params_hash
+#     as the run that was never interrupted;
+#   - no partial file is ever left under a final name, stale .tmp files are
+#     ignored and cleaned up;
+#   - a flipped byte or a truncated newest checkpoint -> warning, fallback to
+#     the previous one, same final hash; all corrupt -> one-line error;
+#   - resuming with other data or contradicting flags, an unwritable
+#     directory -> one-line error, non-zero exit;
+#   - a NaN gradient or loss: stop (one line naming the step and the tensor,
+#     last good state checkpointed) or skip (warning, no update, go on).
+set -u
+R=${REMAT:-build/remat}
+R=$(cd "$(dirname "$R")" && pwd)/$(basename "$R")
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0; passes=0
+ok()   { passes=$((passes+1)); }
+bad()  { fails=$((fails+1)); echo "FAIL: $*" >&2; }
+PY=/usr/bin/python3
+
+# a 5 MiB checkpoint on few tokens: saves take longer than steps, so random
+# kills often land inside a save; 24 steps take about a second on one thread
+big="--layers 2 --dim 128 --heads 4 --seq 16 --batch 2 --threads 1 --eval-every 0 --sample 0 --json --steps 24"
+small="--layers 2 --dim 32 --heads 2 --seq 16 --batch 4 --threads 1 --eval-every 0 --sample 0 --json --steps 12"
+
+hash_of() { sed -n 's/.*"params_hash":"\([0-9a-f]*\)".*/\1/p' "$1" | tail -n 1; }
+# every step line of files 2.. has the loss of the same step in file 1
+same_losses() {
+    $PY - "$@" <<'PY'
+import json, sys
+def steps(path):
+    out = {}
+    for line in open(path, errors="replace"):
+        try: r = json.loads(line)
+        except ValueError: continue          # a line cut short by SIGKILL
+        if r.get("type") == "step" and "loss" in r: out[r["step"]] = r["loss"]
+    return out
+ref = steps(sys.argv[1])
+n = 0
+for p in sys.argv[2:]:
+    for s, l in steps(p).items():
+        assert ref[s] == l, "%s: step %d loss %r, uninterrupted run %r" % (p, s, l, ref[s])
+        n += 1
+print("compared", n, "step losses")
+PY
+}
+one_line_error() {
+    "$@" > "$T/out" 2> "$T/err"; rc=$?
+    n=$(wc -l < "$T/err")
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$n" -eq 1 ] && grep -q '^remat: error: ' "$T/err"; then ok
+    else bad "expected one-line error (rc=$rc, $n lines) from: $*"; cat "$T/err" >&2; fi
+}
+rand_sleep() {   # a random pause in [lo, hi) ms
+    ms=$(od -An -N2 -tu2 /dev/urandom | awk -v lo="$1" -v hi="$2" '{ print lo + $1 % (hi - lo) }')
+    sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')"
+}
+# every ckpt-*.bin in $1 is complete: same size as $2 bytes
+all_complete() {
+    for f in "$1"/ckpt-*.bin; do
+        [ -e "$f" ] || continue
+        [ "$(wc -c < "$f")" -eq "$2" ] || { echo "partial file under a final name: $f" >&2; return 1; }
+    done
+}
+flip_byte() {   # flip_byte FILE OFFSET: invert every bit of one byte
+    b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+    printf "\\$(printf %o $((b ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+
+# ---- exact resume across SIGKILLs -------------------------------------------------
+$R train $big > "$T/a.jsonl" || bad "uninterrupted run failed"
+ref=$(hash_of "$T/a.jsonl")
+[ -n "$ref" ] && ok || bad "no params_hash in the uninterrupted run"
+$R train $big --steps 1 --save "$T/size" > /dev/null || bad "size probe failed"
+size=$(wc -c < "$T/size/ckpt-00000001.bin")
+
+ck="$T/ck"; i=0; kills=0; torn=0; finished=0
+while [ $i -lt 16 ] && [ $finished -eq 0 ]; do
+    i=$((i + 1))
+    if ls "$ck"/ckpt-*.bin > /dev/null 2>&1; then how="--resume $ck"; else how="--save $ck"; fi
+    $R train $big $how --save-every 1 > "$T/k$i.jsonl" 2> "$T/k$i.err" &
+    pid=$!
+    rand_sleep 100 450
+    kill -9 $pid 2> /dev/null
+    wait $pid 2> /dev/null; rc=$?
+    if [ $rc -eq 0 ]; then finished=1
+    elif [ $rc -eq 137 ]; then kills=$((kills + 1))
+    else bad "run $i ($how) exited $rc"; cat "$T/k$i.err" >&2; break; fi
+    all_complete "$ck" "$size" && ok || bad "after kill $i"
+    ls "$ck"/*.tmp > /dev/null 2>&1 && torn=$((torn + 1))
+done
+echo "kill loop: $i runs, $kills killed, $torn left a stale .tmp (killed during a save)"
+$R train $big --resume "$ck" --save-every 1 > "$T/final.jsonl" 2> "$T/final.err" || bad "final resume failed"
+[ "$(hash_of "$T/final.jsonl")" = "$ref" ] && ok || bad "params_hash after kills $(hash_of "$T/final.jsonl") != $ref"
+same_losses "$T/a.jsonl" "$T"/k*.jsonl "$T/final.jsonl" && ok || bad "losses after kills"
+grep -q warning "$T/final.err" && bad "a checkpoint left by a kill did not validate: $(cat "$T/final.err")" || ok
+ls "$ck"/*.tmp > /dev/null 2>&1 && bad "stale .tmp files not cleaned up" || ok
+[ "$(ls "$ck" | wc -l)" -eq 2 ] && ok || bad "expected the last 2 checkpoints, found: $(ls "$ck")"
+
+# ---- corrupt and truncated checkpoints (small model) -------------------------------
+$R train $small > "$T/s.jsonl" || bad "small run failed"
+sref=$(hash_of "$T/s.jsonl")
+$R train $small --steps 8 --save "$T/base" --save-every 1 > /dev/null || bad "base run failed"
+[ -f "$T/base/ckpt-00000007.bin" ] && [ -f "$T/base/ckpt-00000008.bin" ] && [ "$(ls "$T/base" | wc -l)" -eq 2 ] \
+    && ok || bad "base dir: $(ls "$T/base")"
+ssize=$(wc -c < "$T/base/ckpt-00000008.bin")
+for off in 3 20 60 300 $((ssize / 2)) $((ssize - 1)) trunc; do
+    rm -rf "$T/c"; cp -r "$T/base" "$T/c"
+    if [ $off = trunc ]; then
+        head -c $((ssize / 2)) "$T/base/ckpt-00000008.bin" > "$T/c/ckpt-00000008.bin"
+    else
+        flip_byte "$T/c/ckpt-00000008.bin" $off
+    fi
+    $R train $small --resume "$T/c" > "$T/c.jsonl" 2> "$T/c.err"; rc=$?
+    if [ $rc -eq 0 ] && [ "$(hash_of "$T/c.jsonl")" = "$sref" ] && [ "$(wc -l < "$T/c.err")" -eq 1 ] &&
+       grep -q '^remat: warning: .*ckpt-00000008.bin.*resumed from .*ckpt-00000007.bin' "$T/c.err"; then ok
+    else bad "corrupt newest ($off): rc=$rc hash=$(hash_of "$T/c.jsonl") want $sref; $(cat "$T/c.err")"; fi
+done
+# the fallback resumed from step 7: its step 8..12 losses are the uninterrupted ones
+same_losses "$T/s.jsonl" "$T/c.jsonl" && ok || bad "losses after fallback"
+# all checkpoints corrupt; no checkpoint; no directory
+rm -rf "$T/c"; cp -r "$T/base" "$T/c"
+flip_byte "$T/c/ckpt-00000008.bin" 400; flip_byte "$T/c/ckpt-00000007.bin" 400
+one_line_error $R train $small --resume "$T/c"
+grep -q 'no valid checkpoint' "$T/err" && ok || bad "all-corrupt message: $(cat "$T/err")"
+mkdir "$T/empty"
+one_line_error $R train $small --resume "$T/empty"
+one_line_error $R train $small --resume "$T/nonexistent"
+printf 'not a checkpoint' > "$T/empty/ckpt-00000001.bin"
+one_line_error $R train $small --resume "$T/empty"
+# stale temporary files (of a dead writer) are ignored, then removed by the next save
+rm -rf "$T/c"; cp -r "$T/base" "$T/c"
+head -c 1000 "$T/base/ckpt-00000008.bin" > "$T/c/ckpt-00000009.99999999.tmp"
+$R train $small --resume "$T/c" > "$T/c.jsonl" 2> "$T/c.err" || bad "resume beside a stale .tmp failed"
+[ "$(hash_of "$T/c.jsonl")" = "$sref" ] && [ ! -s "$T/c.err" ] && ok || bad "stale .tmp: $(cat "$T/c.err")"
+[ -e "$T/c/ckpt-00000009.99999999.tmp" ] && bad "stale .tmp not removed" || ok
+
+# ---- refusals -------------------------------------------------------------------------
+one_line_error $R train $small --resume "$T/base" --dim 64
+one_line_error $R train $small --resume "$T/base" --seed 9
+one_line_error $R train $small --resume "$T/base" --attention flash
+one_line_error $R train $small --resume "$T/base" --lr 0.5
+one_line_error $R train $small --resume "$T/base" --steps 4
+one_line_error $R train $small --save "$T/base"          # a fresh run into a used directory
+printf 'hello world, this is a tiny text file for remat.\n%.0s' $(seq 1 40) > "$T/text.txt"
+one_line_error $R train $small --resume "$T/base" --data "$T/text.txt"
+$R train $small --data "$T/text.txt" --steps 3 --save "$T/txt" > /dev/null || bad "text run failed"
+(cd "$T" && $R train $small --data text.txt --resume txt --steps 4 > /dev/null) && ok || bad "resume with the same data (relative path)"
+printf 'more text\n' >> "$T/text.txt"
+one_line_error $R train $small --resume "$T/txt" --steps 5
+: > "$T/file"
+one_line_error $R train $small --save "$T/file"           # not a directory
+one_line_error $R train $small --save "$T/file/sub"       # cannot be created
+one_line_error $R train $small --on-nonfinite maybe
+one_line_error $R train $small --save-every 2
+one_line_error $R train $small --debug-nan 3:nosuch
+
+# ---- numerical faults ---------------------------------------------------------------
+# stop (default): one line naming step and tensor; the last good state stays on disk
+one_line_error $R train $small --save "$T/nan1" --save-every 1 --debug-nan 5:qkvw
+grep -q 'step 5' "$T/err" && grep -q qkvw "$T/err" && ok || bad "stop message: $(cat "$T/err")"
+[ "$(ls "$T/nan1")" = "$(printf 'ckpt-00000003.bin\nckpt-00000004.bin')" ] && ok || bad "nan1 dir: $(ls "$T/nan1")"
+$R train $small --resume "$T/nan1" > "$T/n.jsonl" 2> "$T/n.err"
+[ "$(hash_of "$T/n.jsonl")" = "$sref" ] && [ ! -s "$T/n.err" ] && ok || bad "resume after stop"
+# with saves every 3 steps, the stop checkpoints the last good state (step 4, data rewound)
+one_line_error $R train $small --save "$T/nan2" --save-every 3 --debug-nan 5:loss
+grep -q 'loss' "$T/err" && ok || bad "stop message names the loss: $(cat "$T/err")"
+[ "$(ls "$T/nan2")" = "$(printf 'ckpt-00000003.bin\nckpt-00000004.bin')" ] && ok || bad "nan2 dir: $(ls "$T/nan2")"
+$R train $small --resume "$T/nan2" > "$T/n.jsonl" && [ "$(hash_of "$T/n.jsonl")" = "$sref" ] && ok || bad "resume after stop (rewound)"
+one_line_error $R train $small --debug-nan 1:wte
+# skip: a warning, no update at that step, training goes on; exact across a resume too
+$R train $small --debug-nan 5:fcw --on-nonfinite skip > "$T/k.jsonl" 2> "$T/k.err" && ok || bad "skip run failed"
+[ "$(wc -l < "$T/k.err")" -eq 1 ] && grep -q '^remat: warning: step 5: .*fcw.*skipped' "$T/k.err" && ok || bad "skip warning: $(cat "$T/k.err")"
+grep -q '"step":5,"skipped":true' "$T/k.jsonl" && ok || bad "skip JSON line"
+kref=$(hash_of "$T/k.jsonl")
+[ -n "$kref" ] && [ "$kref" != "$sref" ] && ok || bad "skip changed nothing"
+same_losses "$T/s.jsonl" "$T/k.jsonl" 2> /dev/null && bad "skip run has the same losses after step 5" || ok
+$R train $small --steps 8 --debug-nan 5:fcw --on-nonfinite skip --save "$T/sk" --save-every 1 > /dev/null 2>&1 || bad "skip+save"
+$R train $small --resume "$T/sk" > "$T/k2.jsonl" && [ "$(hash_of "$T/k2.jsonl")" = "$kref" ] && ok || bad "resume of a run with a skipped step"
+same_losses "$T/k.jsonl" "$T/k2.jsonl" > /dev/null && ok || bad "losses after resuming a skipping run"
+
+echo "cli_resume: $passes passed, $fails failed"
+[ $fails -eq 0 ]
