@@ -374,6 +374,7 @@ static int entry_cmp_desc(const void *a, const void *b)
 static void list_free(ck_list *l)
 {
     remat_mem_free(&l->mem, REMAT_MEM_WORKSPACE, l->e, l->cap * sizeof *l->e);
+    remat_mem_release(&l->mem);
     l->e = NULL;
     l->n = l->cap = 0;
 }
@@ -614,7 +615,7 @@ remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, co
     if (step < m->t || step > (uint64_t)INT64_MAX)
         return remat_fail(REMAT_ERR_INVALID, "checkpoint step %llu is below the model's %llu optimizer steps",
                           (unsigned long long)step, (unsigned long long)m->t);
-    remat_checkpoint_info *ci = calloc(1, sizeof *ci);
+    remat_checkpoint_info *ci = remat_calloc(1, sizeof *ci);
     if (!ci) return remat_fail(REMAT_ERR_NOMEM, "out of memory saving a checkpoint");
     ci->step = step;
     ci->opt_steps = m->t;
@@ -801,7 +802,7 @@ remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat
         st = remat_fail(REMAT_ERR_IO, "no checkpoint (ckpt-*.bin) in '%s'", dir);
         goto out;
     }
-    v = calloc(1, sizeof *v);
+    v = remat_calloc(1, sizeof *v);
     if (!v) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory loading a checkpoint"); goto out; }
     for (size_t i = 0; i < l.n && !found; i++) {
         if ((st = join(path, sizeof path, dir, l.e[i].name))) goto out;
@@ -833,6 +834,7 @@ remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat
     st = REMAT_OK;
 out:
     if (buf) remat_mem_free(&mem, REMAT_MEM_WORKSPACE, buf, n ? n : 1);
+    remat_mem_release(&mem);
     list_free(&l);
     free(v);
     remat_model_free(m);
