@@ -46,5 +46,12 @@ int cmd_schedule(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 /* checkpoint and weight commands */
+int cmd_export(int argc, char **argv);
+/* remat train --init-from FILE: the model shape from a weights file into c
+ * (layers, dim, vocab, max_seq; heads from the file, else --heads, else
+ * dim/64; seq capped at max_seq unless given).  given: the config flags given
+ * (-1: not given); a contradicting one is an error.  0 on success, else the
+ * exit code (reported). */
+int cli_init_shape(const char *path, const remat_config *given, remat_config *c);
 
 #endif

@@ -21,6 +21,8 @@ static void help(void)
 "  --seq T           sequence length (default 64)  --max-seq M  position table size (default T)\n"
 "  --batch B         sequences per step (default 16)\n"
 "  --dropout P       dropout on attention probabilities and residual branches (default 0)\n"
+"  --init-from FILE  start from llm.c (.bin) or safetensors weights; the file sets\n"
+"                    layers, dim, vocab, max-seq (and heads, when it records them)\n"
 "training:\n"
 "  --steps N         optimizer steps (default 200)\n"
 "  --lr X            AdamW learning rate (default 1e-3)\n"
@@ -62,6 +64,7 @@ typedef struct train_opts {
     long save_every, nan_step;
     int skip_nonfinite, nan_tensor, seed_set, lr_set, wd_set, clip_set;
     remat_config given;                 /* config flags given (-1: not given) */
+    const char *init_from;              /* --init-from: weights file */
 } train_opts;
 
 /* --debug-nan STEP:TENSOR, TENSOR a parameter name or "loss". */
@@ -179,6 +182,7 @@ static int parse(int argc, char **argv, train_opts *o)
             o->skip_nonfinite = !strcmp(v, "skip");
         }
         else if (!strcmp(f, "--debug-nan")) { if (!(v = cli_value(argc, argv, &i)) || !parse_debug_nan(v, o)) return -1; }
+        else if (!strcmp(f, "--init-from")) { if (!(o->init_from = cli_value(argc, argv, &i))) return -1; }
         else if (!strcmp(f, "--data")) { if (!(o->data = cli_value(argc, argv, &i))) return -1; }
         else if (!strcmp(f, "--recompute")) { if (!(o->policy = cli_value(argc, argv, &i))) return -1; }
         else if (!strcmp(f, "--verify-recompute")) o->verify = 1;
@@ -232,6 +236,7 @@ int cmd_train(int argc, char **argv)
     long start = 0, last_saved = -1, n_skipped = 0;
 
     remat_set_threads((int)o.threads);
+    if (o.resume && o.init_from) { cli_usage_error("train", "--init-from starts a new run; --resume continues one: give one"); return 2; }
     if (o.resume) {
         if (!(ci = malloc(sizeof *ci))) { cli_error("out of memory"); goto out; }
         if ((st = remat_checkpoint_load(o.resume, o.data, &m, &data, ci))) {
@@ -248,11 +253,15 @@ int cmd_train(int argc, char **argv)
         if (o.policy && (st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
         goto ready;
     }
+    if (o.init_from && (rc = cli_init_shape(o.init_from, &o.given, c))) goto out;
+    if (o.init_from) { rc = 1; o.vocab_set = o.maxseq_set = 1; }
     if (!o.vocab_set) c->vocab = remat_data_default_vocab(o.data);
     if (!o.maxseq_set) c->max_seq = c->seq;
     if ((st = remat_config_check(c))) { cli_error("%s", remat_errmsg()); rc = 2; goto out; }
     if ((st = remat_data_open(o.data, c->vocab, &data))) { cli_error("%s", remat_errmsg()); goto out; }
-    if ((st = remat_model_create(c, o.seed, &m))) { cli_error("%s", remat_errmsg()); goto out; }
+    if ((st = o.init_from ? remat_weights_load(o.init_from, c, o.seed, &m) : remat_model_create(c, o.seed, &m))) {
+        cli_error("%s", remat_errmsg()); goto out;
+    }
     if ((st = remat_model_set_optim(m, &o.opt))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
     if ((st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
 ready:

@@ -16,6 +16,7 @@ static const struct {
     /* planner commands */
     /* bench and report commands */
     /* checkpoint and weight commands */
+    {"export", cmd_export, "write a training checkpoint's weights as llm.c or safetensors"},
 };
 
 static void usage(FILE *f)
