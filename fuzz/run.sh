@@ -27,7 +27,7 @@ for bin in "$B"/fuzz/lf_fuzz_*; do
     crashes=$((after - before))
     [ $rc -ne 0 ] && [ $crashes -eq 0 ] && crashes=1
     total_crash=$((total_crash + crashes))
-    printf '%-12s %10s executions in %ss, corpus %4s inputs, %d crashes%s\n' "$t" "${execs:-?}" "$S" \
+    printf '%-12s %10s executions in %ss, %4s new inputs, %d crashes%s\n' "$t" "${execs:-?}" "$S" \
         "$(ls "$work" | wc -l)" "$crashes" "$([ $crashes -gt 0 ] && echo " (see $log)")"
 done
 [ "$total_crash" -eq 0 ]
