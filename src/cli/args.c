@@ -88,6 +88,7 @@ int cli_bytes(const char *flag, const char *s, uint64_t *out)
     char *end;
     errno = 0;
     if (!isdigit((unsigned char)*s) && *s != '.') goto bad;
+    if (strpbrk(s, "xXpP")) goto bad;          /* strtod would take hex floats such as 0x10 */
     double v = strtod(s, &end);
     if (errno || !isfinite(v) || v < 0) goto bad;
     for (size_t k = 0; k < sizeof units / sizeof units[0]; k++)

@@ -42,6 +42,13 @@ double cli_median(const double *x, int n);
 int cmd_train(int argc, char **argv);
 int cmd_schedule(int argc, char **argv);
 /* planner commands */
+int cmd_plan(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+/* remat train --budget: the optimal plan for c, printed (to stderr when
+ * quiet); *policy (must be NULL: no --recompute) is set to it.  1 on
+ * success, 0 when nothing fits (reported: the minimum budget and what
+ * dominates). */
+int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy);
 /* bench and report commands */
 int cmd_bench(int argc, char **argv);
 int cmd_report(int argc, char **argv);

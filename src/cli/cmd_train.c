@@ -38,6 +38,8 @@ static void help(void)
 "  --recompute POLICY  none, full, every:K, sqrt, first:N, selective, pointwise,\n"
 "                      save:A+B, revolve:S, or combinations such as every:2,selective\n"
 "  --verify-recompute  check every recomputed tensor bit for bit against its first computation\n"
+"  --budget SIZE       run the fastest plan whose total memory fits SIZE (e.g. 2GiB; see\n"
+"                      'remat plan'); --budget-activations SIZE limits the activations alone\n"
 "checkpoints and numerical faults:\n"
 "  --save DIR        write checkpoints to DIR (created if missing; keeps the last 2 good ones)\n"
 "  --save-every N    checkpoint every N steps (default 0: only at the end)\n"
@@ -65,6 +67,8 @@ typedef struct train_opts {
     int skip_nonfinite, nan_tensor, seed_set, lr_set, wd_set, clip_set;
     remat_config given;                 /* config flags given (-1: not given) */
     const char *init_from;              /* --init-from: weights file */
+    uint64_t budget;                    /* --budget / --budget-activations (0: none) */
+    int budget_act;
 } train_opts;
 
 /* --debug-nan STEP:TENSOR, TENSOR a parameter name or "loss". */
@@ -186,6 +190,11 @@ static int parse(int argc, char **argv, train_opts *o)
         else if (!strcmp(f, "--data")) { if (!(o->data = cli_value(argc, argv, &i))) return -1; }
         else if (!strcmp(f, "--recompute")) { if (!(o->policy = cli_value(argc, argv, &i))) return -1; }
         else if (!strcmp(f, "--verify-recompute")) o->verify = 1;
+        else if (!strcmp(f, "--budget") || !strcmp(f, "--budget-activations")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_bytes(f, v, &o->budget)) return -1;
+            if (!o->budget) { cli_error("%s must be positive", f); return -1; }
+            o->budget_act = !strcmp(f, "--budget-activations");
+        }
         else if (!strcmp(f, "--json")) o->json = 1;
         else if (!strcmp(f, "--quiet")) o->quiet = 1;
         else { cli_usage_error("train", "unknown flag '%s'", f); return -1; }
@@ -245,6 +254,7 @@ int cmd_train(int argc, char **argv)
         if (ci->warning[0]) fprintf(stderr, "remat: warning: %s\n", ci->warning);
         if (!check_resume_flags(&o, ci)) { rc = 2; goto out; }
         *c = ci->cfg;
+        if (o.budget && !cli_plan_for_budget(c, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
         o.opt = ci->opt;
         o.seed = ci->seed;
         if (!o.data && ci->data[0]) o.data = ci->data;
@@ -258,6 +268,7 @@ int cmd_train(int argc, char **argv)
     if (!o.vocab_set) c->vocab = remat_data_default_vocab(o.data);
     if (!o.maxseq_set) c->max_seq = c->seq;
     if ((st = remat_config_check(c))) { cli_error("%s", remat_errmsg()); rc = 2; goto out; }
+    if (o.budget && !cli_plan_for_budget(c, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
     if ((st = remat_data_open(o.data, c->vocab, &data))) { cli_error("%s", remat_errmsg()); goto out; }
     if ((st = o.init_from ? remat_weights_load(o.init_from, c, o.seed, &m) : remat_model_create(c, o.seed, &m))) {
         cli_error("%s", remat_errmsg()); goto out;

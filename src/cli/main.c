@@ -14,6 +14,8 @@ static const struct {
     {"train", cmd_train, "train a GPT on the embedded task, a text file or llm.c shards"},
     {"schedule", cmd_schedule, "print the schedule a recomputation policy compiles to"},
     /* planner commands */
+    {"plan", cmd_plan, "predict every policy's memory and time; the fastest plan for a budget"},
+    {"profile", cmd_profile, "time every op on this machine and cache it for 'remat plan'"},
     /* bench and report commands */
     /* checkpoint and weight commands */
     {"export", cmd_export, "write a training checkpoint's weights as llm.c or safetensors"},

@@ -75,6 +75,11 @@ static inline int remat_islot(const remat_config *c, int layer, int tid)
 /* Compiles a parsed policy into s (already holding cfg). */
 remat_status remat_compile(remat_schedule *s, const remat_policy *p);
 
+/* The simulator's walk, per instruction (arrays of remat_schedule_length):
+ * live bytes after each instruction and the peak inside it (the planner
+ * reads block-level constants off these in one pass). */
+remat_status remat_schedule_trace(const remat_schedule *s, remat_sim *sim, uint64_t *live_after, uint64_t *peak_in);
+
 /* Cost of the optimal binomial schedule (revolve): block forwards re-run for
  * a chain of n elements with s checkpoint slots, and the best first split. */
 double remat_revolve_cost(int n, int s, int *split);

@@ -226,6 +226,13 @@ remat_status remat_schedule_simulate(const remat_schedule *s, remat_sim *out)
     return walk(s, 0, out, NULL, NULL, NULL);
 }
 
+remat_status remat_schedule_trace(const remat_schedule *s, remat_sim *sim, uint64_t *live_after, uint64_t *peak_in)
+{
+    remat_sim tmp;
+    if (!s || !live_after || !peak_in) return remat_fail(REMAT_ERR_INVALID, "remat_schedule_trace: NULL argument");
+    return walk(s, 0, sim ? sim : &tmp, live_after, peak_in, NULL);
+}
+
 remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr_info *out)
 {
     if (!s || !out || i >= s->n) return remat_fail(REMAT_ERR_INVALID, "instruction index out of range");

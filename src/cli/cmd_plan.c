@@ -1,0 +1,297 @@
+/*
+ * cmd_plan.c -- `remat plan`: predicted memory and time of every named
+ * policy and of the optimal plan for a budget; the Pareto front of memory
+ * against time; the longest sequence (or largest batch) that fits.  Also
+ * cli_plan_for_budget(), which `remat train --budget` uses.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli.h"
+
+static void help(void)
+{
+    printf(
+"usage: remat plan [--budget SIZE | --budget-activations SIZE] [config flags] [--json]\n"
+"       remat plan --pareto [config flags] [--csv | --json]\n"
+"       remat plan --maximize seq|batch --budget SIZE [config flags] [--json]\n\n"
+"Predicts, without running anything, the activation peak, stored bytes, working\n"
+"set, recomputation overhead and step time of every named recomputation policy,\n"
+"and finds the fastest schedule that fits the budget (exact dynamic programming\n"
+"over checkpoint segmentations and per-block keep-sets).  Memory comes from the\n"
+"schedule simulator, to the byte; time from the cost model.  The optimal plan is\n"
+"a policy string that 'remat train --recompute' accepts.\n\n"
+"  --budget SIZE             total memory: parameters + gradients + AdamW state +\n"
+"                            workspace + activations (units B KiB MiB GiB KB MB GB)\n"
+"  --budget-activations SIZE the activation peak alone\n"
+"  --pareto                  the whole front of activation peak against time\n"
+"  --maximize seq|batch      the largest seq (max-seq follows) or batch that fits,\n"
+"                            per policy and for the optimal plan\n"
+"  --profile FILE            op times measured by 'remat profile' (default: the cached\n"
+"                            profile of this config and machine, if there is one)\n"
+"  --no-profile              the FLOP/byte model even when a profile is cached\n"
+"  --calibrate               the FLOP/byte model, its GEMM speed measured by one SGEMM\n"
+"  --threads N               thread count (part of a profile's key; default all cores)\n"
+"  --json, --csv             machine-readable output\n"
+"config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
+"              --attention naive|flash --lmhead full|chunked[:ROWS]\n"
+"JSON (--budget): {\"budget_bytes\", \"rows\": [{\"policy\", \"peak_bytes\", \"stored_bytes\",\n"
+"  \"workset_bytes\", \"overhead_pct\", \"step_ms_pred\", \"fits\"}], \"optimal\": {\"policy\",\n"
+"  \"peak_bytes\", \"step_ms_pred\"}} (rows: the named policies; optimal: null when\n"
+"  nothing fits, with the reason on stderr and exit status 1)\n");
+}
+
+/* the named policies, first:N at half depth */
+static int named_policies(const remat_config *c, char names[][48], int max)
+{
+    static const char *fixed[] = { "none", "selective", "pointwise", "selective,pointwise", "full",
+                                   "every:2", "every:2,selective", "sqrt", "revolve:3", "save:qkv+fch" };
+    int n = 0;
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0] && n < max; i++) {
+        snprintf(names[n++], 48, "%s", fixed[i]);
+        if (i == 7 && c->n_layer / 2 > 0 && n < max) snprintf(names[n++], 48, "first:%d", c->n_layer / 2);
+    }
+    return n;
+}
+
+/* The profile to use: --profile FILE, else the cached one of this config
+ * and machine when present and valid, else NULL (the FLOP model).  Returns
+ * 0 and reports when an explicit file cannot be used. */
+static int pick_profile(const remat_config *c, const char *path, int none, int calibrate, int quiet,
+                        remat_profile **out)
+{
+    *out = NULL;
+    if (none) return 1;
+    if (calibrate) {
+        if (remat_profile_model(c, 1, out)) { cli_error("%s", remat_errmsg()); return 0; }
+        return 1;
+    }
+    if (path) {
+        if (remat_profile_load(c, path, out)) { cli_error("%s", remat_errmsg()); return 0; }
+        return 1;
+    }
+    char def[4096];
+    if (remat_profile_default_path(c, def, sizeof def) || access(def, R_OK)) return 1;
+    if (remat_profile_load(c, def, out)) {
+        if (!quiet) fprintf(stderr, "remat: warning: ignoring the cached profile: %s\n", remat_errmsg());
+        *out = NULL;
+    }
+    return 1;
+}
+
+static void row_json(const remat_plan_row *r)
+{
+    printf("{\"policy\": \"%s\", \"peak_bytes\": %llu, \"stored_bytes\": %llu, \"workset_bytes\": %llu, "
+           "\"overhead_pct\": %.4f, \"step_ms_pred\": %.4f, \"fits\": %s}", r->policy,
+           (unsigned long long)r->peak_bytes, (unsigned long long)r->stored_bytes,
+           (unsigned long long)r->workset_bytes, r->overhead_pct, r->step_ms_pred, r->fits ? "true" : "false");
+}
+
+static void row_text(const char *label, const remat_plan_row *r)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    printf("%-22.22s %11s %11s %11s %11s %9.1f%% %11.2f  %s\n", label, cli_fmt_bytes(r->peak_bytes, b1, sizeof b1),
+           cli_fmt_bytes(r->stored_bytes, b2, sizeof b2), cli_fmt_bytes(r->workset_bytes, b3, sizeof b3),
+           cli_fmt_bytes(r->total_bytes, b4, sizeof b4), r->overhead_pct, r->step_ms_pred, r->fits ? "yes" : "no");
+}
+
+static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t budget, int act, int json)
+{
+    char names[16][48];
+    int nn = named_policies(c, names, 16), rc = 0;
+    remat_plan_row *rows = calloc((size_t)nn, sizeof *rows), *opt = calloc(1, sizeof *opt);
+    int *ok = calloc((size_t)nn, sizeof *ok);
+    if (!rows || !opt || !ok) { free(rows); free(opt); free(ok); return cli_error("out of memory"); }
+    for (int i = 0; i < nn; i++) ok[i] = remat_plan_evaluate(c, prof, names[i], budget, act, &rows[i]) == REMAT_OK;
+    remat_status st = remat_plan_optimal(c, prof, budget, act, opt);
+    char err[600];
+    snprintf(err, sizeof err, "%s", remat_errmsg());
+    if (st && st != REMAT_ERR_BUDGET) { rc = cli_error("%s", err); goto out; }
+    if (json) {
+        printf("{\"budget_bytes\": %llu, \"rows\": [", (unsigned long long)budget);
+        int first = 1;
+        for (int i = 0; i < nn; i++) {
+            if (!ok[i]) continue;
+            printf("%s", first ? "" : ", ");
+            row_json(&rows[i]);
+            first = 0;
+        }
+        if (st) printf("], \"optimal\": null}\n");
+        else printf("], \"optimal\": {\"policy\": \"%s\", \"peak_bytes\": %llu, \"step_ms_pred\": %.4f}}\n", opt->policy,
+                    (unsigned long long)opt->peak_bytes, opt->step_ms_pred);
+    } else {
+        char b1[32], b2[32];
+        cli_config_print(stdout, c);
+        printf("cost model: %s\n", prof ? remat_profile_describe(prof) : "FLOP/byte model with default throughputs "
+                                                                          "(run 'remat profile' to measure this machine)");
+        printf("parameters + gradients + AdamW state + workspace: %s", cli_fmt_bytes(remat_plan_static_bytes(c), b1, sizeof b1));
+        if (budget) printf(" | budget: %s%s", cli_fmt_bytes(budget, b2, sizeof b2), act ? " of activations" : " in total");
+        printf("\n\n%-22s %11s %11s %11s %11s %10s %11s  %s\n", "policy", "act. peak", "stored", "working set",
+               "total", "overhead", "step ms", "fits");
+        for (int i = 0; i < nn; i++)
+            if (ok[i]) row_text(names[i], &rows[i]);
+        if (!st) {
+            row_text("optimal (plan below)", opt);
+            printf("\noptimal plan: %s\n", opt->policy);
+        }
+    }
+    if (st) rc = cli_error("%s", err);
+out:
+    free(rows); free(opt); free(ok);
+    return rc;
+}
+
+static int do_pareto(const remat_config *c, const remat_profile *prof, int json, int csv)
+{
+    remat_plan_row *rows = NULL;
+    size_t n = 0;
+    if (remat_plan_pareto(c, prof, &rows, &n)) return cli_error("%s", remat_errmsg());
+    if (json) {
+        printf("{\"rows\": [");
+        for (size_t i = 0; i < n; i++) { printf("%s", i ? ", " : ""); row_json(&rows[i]); }
+        printf("]}\n");
+    } else if (csv) {
+        printf("peak_bytes,stored_bytes,workset_bytes,total_bytes,overhead_pct,step_ms_pred,policy\n");
+        for (size_t i = 0; i < n; i++)
+            printf("%llu,%llu,%llu,%llu,%.4f,%.4f,%s\n", (unsigned long long)rows[i].peak_bytes,
+                   (unsigned long long)rows[i].stored_bytes, (unsigned long long)rows[i].workset_bytes,
+                   (unsigned long long)rows[i].total_bytes, rows[i].overhead_pct, rows[i].step_ms_pred, rows[i].policy);
+    } else {
+        char b1[32], b2[32];
+        cli_config_print(stdout, c);
+        printf("Pareto front: %zu plans, activation peak against predicted step time\n\n", n);
+        printf("%11s %11s %10s %11s  %s\n", "act. peak", "total", "overhead", "step ms", "plan");
+        for (size_t i = 0; i < n; i++)
+            printf("%11s %11s %9.1f%% %11.2f  %s\n", cli_fmt_bytes(rows[i].peak_bytes, b1, sizeof b1),
+                   cli_fmt_bytes(rows[i].total_bytes, b2, sizeof b2), rows[i].overhead_pct, rows[i].step_ms_pred,
+                   rows[i].policy);
+    }
+    free(rows);
+    return 0;
+}
+
+static int do_maximize(const remat_config *c, int dim, uint64_t budget, int act, int json)
+{
+    char names[16][48];
+    int nn = named_policies(c, names, 16);
+    const char *what = dim == REMAT_PLAN_SEQ ? "seq" : "batch";
+    remat_plan_row *r = malloc(sizeof *r);
+    if (!r) return cli_error("out of memory");
+    char b1[32], b2[32];
+    if (json) printf("{\"budget_bytes\": %llu, \"dim\": \"%s\", \"rows\": [", (unsigned long long)budget, what);
+    else {
+        cli_config_print(stdout, c);
+        printf("largest %s that fits %s%s (max-seq follows seq; other fields fixed)\n\n", what,
+               cli_fmt_bytes(budget, b1, sizeof b1), act ? " of activations" : " in total");
+        printf("%-22s %9s %11s %11s\n", "policy", what, "act. peak", "total");
+    }
+    int first = 1, rc = 0;
+    for (int i = 0; i <= nn; i++) {
+        const char *pol = i < nn ? names[i] : NULL;
+        int best = 0;
+        remat_status st = remat_plan_maximize(c, pol, dim, budget, act, &best, r);
+        if (st && st != REMAT_ERR_BUDGET) {
+            if (!pol) rc = cli_error("%s", remat_errmsg());
+            continue;
+        }
+        if (json) {
+            if (pol) {
+                printf("%s{\"policy\": \"%s\", \"max\": %d, \"peak_bytes\": %llu, \"total_bytes\": %llu}", first ? "" : ", ",
+                       pol, best, (unsigned long long)(st ? 0 : r->peak_bytes), (unsigned long long)(st ? 0 : r->total_bytes));
+                first = 0;
+            } else if (st) {
+                printf("], \"optimal\": null}\n");
+            } else {
+                printf("], \"optimal\": {\"policy\": \"%s\", \"max\": %d, \"peak_bytes\": %llu, \"total_bytes\": %llu}}\n",
+                       r->policy, best, (unsigned long long)r->peak_bytes, (unsigned long long)r->total_bytes);
+            }
+        } else if (st) {
+            printf("%-22.22s %9s %11s %11s\n", pol ? pol : "optimal", "none", "-", "-");
+        } else {
+            printf("%-22.22s %9d %11s %11s\n", pol ? pol : "optimal", best, cli_fmt_bytes(r->peak_bytes, b1, sizeof b1),
+                   cli_fmt_bytes(r->total_bytes, b2, sizeof b2));
+            if (!pol) printf("\noptimal plan at %s=%d: %s\n", what, best, r->policy);
+        }
+    }
+    free(r);
+    return rc;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    remat_config c;
+    remat_config_default(&c);
+    c.max_seq = 0;
+    uint64_t budget = 0;
+    int act = 0, json = 0, csv = 0, pareto = 0, maximize = -1, maxseq_set = 0, no_profile = 0, calibrate = 0, nb = 0;
+    long threads = 0;
+    const char *profile = NULL, *v;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        const char *f = argv[i];
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
+        if (!strcmp(f, "--max-seq")) maxseq_set = 1;
+        if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
+        if (r) continue;
+        if (!strcmp(f, "--budget") || !strcmp(f, "--budget-activations")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_bytes(f, v, &budget)) return 2;
+            if (budget == 0) { cli_error("%s must be positive", f); return 2; }
+            act = !strcmp(f, "--budget-activations");
+            nb++;
+        } else if (!strcmp(f, "--pareto")) pareto = 1;
+        else if (!strcmp(f, "--maximize")) {
+            if (!(v = cli_value(argc, argv, &i))) return 2;
+            if (!strcmp(v, "seq")) maximize = REMAT_PLAN_SEQ;
+            else if (!strcmp(v, "batch")) maximize = REMAT_PLAN_BATCH;
+            else { cli_error("--maximize expects seq or batch, got '%s'", v); return 2; }
+        } else if (!strcmp(f, "--profile")) { if (!(profile = cli_value(argc, argv, &i))) return 2; }
+        else if (!strcmp(f, "--no-profile")) no_profile = 1;
+        else if (!strcmp(f, "--calibrate")) calibrate = 1;
+        else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &threads)) return 2; }
+        else if (!strcmp(f, "--json")) json = 1;
+        else if (!strcmp(f, "--csv")) csv = 1;
+        else return cli_usage_error("plan", "unknown flag '%s'", f);
+    }
+    if (nb > 1) return cli_usage_error("plan", "give one of --budget and --budget-activations");
+    if (pareto && maximize >= 0) return cli_usage_error("plan", "--pareto and --maximize are separate questions; give one");
+    if (maximize >= 0 && !budget) return cli_usage_error("plan", "--maximize needs --budget or --budget-activations");
+    if (csv && (json || !pareto)) return cli_usage_error("plan", "--csv goes with --pareto (and not with --json)");
+    if ((profile != NULL) + no_profile + calibrate > 1)
+        return cli_usage_error("plan", "give one of --profile, --no-profile and --calibrate");
+    if (!maxseq_set) c.max_seq = c.seq;
+    remat_set_threads((int)threads);
+    if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;
+    if (maximize >= 0) return do_maximize(&c, maximize, budget, act, json);
+    remat_profile *prof = NULL;
+    if (!pick_profile(&c, profile, no_profile, calibrate, json || csv, &prof)) return 2;
+    int rc = pareto ? do_pareto(&c, prof, json, csv) : do_budget(&c, prof, budget, act, json);
+    remat_profile_free(prof);
+    return rc;
+}
+
+/* remat train --budget: the optimal plan for the config, printed unless
+ * quiet; *policy points at it (static storage) on success.  Returns 1 on
+ * success, 0 when nothing fits or a --recompute was given too (reported). */
+int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy)
+{
+    static remat_plan_row row;
+    if (*policy) {
+        cli_usage_error("train", "--budget chooses the policy; drop --recompute (or the budget)");
+        return 0;
+    }
+    remat_profile *prof = NULL;
+    pick_profile(c, NULL, 0, 0, quiet, &prof);
+    remat_status st = remat_plan_optimal(c, prof, budget, act_only, &row);
+    remat_profile_free(prof);
+    if (st) { cli_error("%s", remat_errmsg()); return 0; }
+    char b1[32], b2[32], b3[32];
+    if (!quiet)
+        printf("budget %s%s: plan %s\n  predicted activation peak %s, total %s, step %.1f ms (%.1f%% recompute)\n",
+               cli_fmt_bytes(budget, b1, sizeof b1), act_only ? " of activations" : "", row.policy,
+               cli_fmt_bytes(row.peak_bytes, b2, sizeof b2), cli_fmt_bytes(row.total_bytes, b3, sizeof b3),
+               row.step_ms_pred, row.overhead_pct);
+    else
+        fprintf(stderr, "remat: budget plan: %s\n", row.policy);
+    *policy = row.policy;
+    return 1;
+}

@@ -1,0 +1,89 @@
+/*
+ * cmd_profile.c -- `remat profile`: time every op of the activation table on
+ * this machine for one config and cache the result, keyed by the config,
+ * the CPU model and the thread count, for `remat plan` and
+ * `remat train --budget`.
+ */
+#include <string.h>
+#include "cli.h"
+
+static void help(void)
+{
+    printf(
+"usage: remat profile [config flags] [--reps N] [--threads N] [--out FILE] [--json]\n\n"
+"Times the forward and backward op of every activation tensor of the config in\n"
+"isolation with the real kernels (one block's buffers, the embedding and the LM\n"
+"head; never the whole model): one warm-up call, then N timed calls (default 5),\n"
+"median.  The profile is written atomically to FILE, by default to the cache\n"
+"($REMAT_CACHE, else ~/.cache/remat/), where 'remat plan' and\n"
+"'remat train --budget' find it for the same config, CPU and thread count.\n"
+"config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
+"              --attention naive|flash --lmhead full|chunked[:ROWS]\n");
+}
+
+int cmd_profile(int argc, char **argv)
+{
+    remat_config c;
+    remat_config_default(&c);
+    c.max_seq = 0;
+    long reps = 5, threads = 0;
+    int json = 0, maxseq_set = 0;
+    const char *out = NULL, *v;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        const char *f = argv[i];
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
+        if (!strcmp(f, "--max-seq")) maxseq_set = 1;
+        if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
+        if (r) continue;
+        if (!strcmp(f, "--reps")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1000, &reps)) return 2; }
+        else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &threads)) return 2; }
+        else if (!strcmp(f, "--out")) { if (!(out = cli_value(argc, argv, &i))) return 2; }
+        else if (!strcmp(f, "--json")) json = 1;
+        else return cli_usage_error("profile", "unknown flag '%s'", f);
+    }
+    if (!maxseq_set) c.max_seq = c.seq;
+    remat_set_threads((int)threads);
+    if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;
+    char path[4096];
+    if (!out) {
+        if (remat_profile_default_path(&c, path, sizeof path)) return cli_error("%s; give --out FILE", remat_errmsg());
+        out = path;
+    }
+    remat_profile *p = NULL;
+    double t0 = cli_now_ms();
+    if (remat_profile_measure(&c, (int)reps, &p)) return cli_error("%s", remat_errmsg());
+    double took = cli_now_ms() - t0;
+    if (remat_profile_save(p, out)) { remat_profile_free(p); return cli_error("%s", remat_errmsg()); }
+    remat_plan_row none, full;
+    remat_plan_evaluate(&c, p, "none", 0, 0, &none);
+    remat_plan_evaluate(&c, p, "full", 0, 0, &full);
+    int n = remat_tensor_count();
+    if (json) {
+        printf("{\"path\": \"%s\", \"describe\": \"%s\", \"update_ms\": %.6f, \"ops\": [", out, remat_profile_describe(p),
+               remat_profile_op_ms(p, -1, 0));
+        int first = 1;
+        for (int t = 0; t < n; t++) {
+            remat_tensor_info ti;
+            if (remat_tensor_get(&c, t, &ti) || ti.is_grad) continue;
+            printf("%s{\"tensor\": \"%s\", \"fwd_ms\": %.6f, \"bwd_ms\": %.6f}", first ? "" : ", ", ti.name,
+                   remat_profile_op_ms(p, t, 0), remat_profile_op_ms(p, t, 1));
+            first = 0;
+        }
+        printf("], \"step_ms_pred\": {\"none\": %.4f, \"full\": %.4f}}\n", none.step_ms_pred, full.step_ms_pred);
+    } else {
+        cli_config_print(stdout, &c);
+        printf("%s; measured in %.1f s\n\n%-10s %-34s %11s %11s\n", remat_profile_describe(p), took / 1000, "tensor", "op",
+               "forward ms", "backward ms");
+        for (int t = 0; t < n; t++) {
+            remat_tensor_info ti;
+            if (remat_tensor_get(&c, t, &ti) || ti.is_grad) continue;
+            printf("%-10s %-34.34s %11.4f %11.4f\n", ti.name, ti.op, remat_profile_op_ms(p, t, 0), remat_profile_op_ms(p, t, 1));
+        }
+        printf("%-10s %-34s %11.4f\n", "update", "zero grads, global norm, AdamW", remat_profile_op_ms(p, -1, 0));
+        printf("\npredicted step: %.2f ms with none, %.2f ms with full (per-block ops x %d layers)\nsaved to %s\n",
+               none.step_ms_pred, full.step_ms_pred, c.n_layer, out);
+    }
+    remat_profile_free(p);
+    return 0;
+}

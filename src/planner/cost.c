@@ -1,0 +1,702 @@
+/*
+ * cost.c -- the planner's cost model: how long each op of a schedule takes.
+ *
+ * Two sources, one shape (struct remat_profile, planner.h):
+ *   - measured (`remat profile`): every op of the activation table is timed
+ *     in isolation on this machine with the real kernels -- one block's
+ *     buffers and weights, the embedding and the LM head -- as the median of
+ *     a few calls after a warm-up;
+ *   - the FLOP/byte model: t = flops / throughput + bytes / bandwidth, with
+ *     GEMMs (cblas_sgemm) and the other loops at different throughputs.
+ * A schedule's time is the sum of its instructions' op times (frees cost
+ * nothing) plus the per-step optimizer update.  Memory is never estimated
+ * here: it comes from the simulator.
+ *
+ * Profile files are plain text, one "key value" per line, validated on load
+ * as untrusted input (see parse_profile).  They are keyed by the config, the
+ * CPU model and the thread count, and written atomically.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <cblas.h>
+#include "planner.h"
+#include "../core/core.h"
+#include "../core/rng.h"
+#include "../kernels/kernels.h"
+
+#define PROFILE_MAGIC "remat-profile"
+#define PROFILE_VERSION 1
+#define PROFILE_MAX_BYTES 65536
+#define PROFILE_MAX_LINE 512
+
+/* Throughputs of the default model (no measurement).  Measured on a 2-core
+ * AMD EPYC with OpenBLAS: GEMMs ~60 GFLOP/s, remat's own loops (attention,
+ * LayerNorm, GELU) ~6 GFLOP/s, streaming ~8 GB/s. */
+#define MODEL_GFLOPS 60.0
+#define MODEL_OTHER_RATIO 0.1
+#define MODEL_GBPS 8.0
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- machine identity ---------------------------------------------------- */
+
+static void cpu_model(char *buf, size_t n)
+{
+    snprintf(buf, n, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10)) continue;
+        char *c = strchr(line, ':');
+        if (!c) break;
+        c++;
+        while (*c == ' ' || *c == '\t') c++;
+        size_t k = 0;
+        for (; *c && *c != '\n' && k + 1 < n; c++) buf[k++] = (*c >= 32 && *c < 127) ? *c : '?';
+        while (k > 0 && buf[k - 1] == ' ') k--;
+        buf[k] = 0;
+        if (!k) snprintf(buf, n, "unknown");
+        break;
+    }
+    fclose(f);
+}
+
+static void config_key(const remat_config *c, char *buf, size_t n)
+{
+    snprintf(buf, n, "%d %d %d %d %d %d %d %.9g %d %d", c->n_layer, c->n_embd, c->n_head, c->vocab, c->max_seq,
+             c->batch, c->seq, (double)c->dropout, c->attention, c->lmhead_chunk);
+}
+
+static int config_equal(const remat_config *a, const remat_config *b)
+{
+    return a->n_layer == b->n_layer && a->n_embd == b->n_embd && a->n_head == b->n_head && a->vocab == b->vocab &&
+           a->max_seq == b->max_seq && a->batch == b->batch && a->seq == b->seq && a->dropout == b->dropout &&
+           a->attention == b->attention && a->lmhead_chunk == b->lmhead_chunk;
+}
+
+/* ---- the FLOP/byte model -------------------------------------------------- */
+
+static int is_gemm(int t)
+{
+    return t == RT_QKV || t == RT_RES2 || t == RT_FCH || t == RT_RES3 || t == RT_LOGITS;
+}
+
+static double weight_bytes(const remat_config *c, int t)
+{
+    double C = c->n_embd;
+    switch (t) {
+    case RT_QKV: return 4.0 * 3 * C * C;
+    case RT_RES2: return 4.0 * C * C;
+    case RT_FCH: case RT_RES3: return 4.0 * 4 * C * C;
+    case RT_LOGITS: return 4.0 * C * remat_config_padded_vocab(c);
+    default: return 0;
+    }
+}
+
+static double io_bytes(const remat_config *c, const int8_t *in)
+{
+    double b = 0;
+    for (int i = 0; i < RT_MAXIO && in[i] != RT_NONE; i++)
+        b += (double)remat_tensor_bytes(c, in[i] == RT_X ? RT_RES3 : in[i]);
+    return b;
+}
+
+void remat_profile_fill_model(remat_profile *p, const remat_config *c, double gflops)
+{
+    memset(p, 0, sizeof *p);
+    p->cfg = *c;
+    p->measured = 0;
+    p->gflops = gflops > 0 ? gflops : MODEL_GFLOPS;
+    p->other_gflops = p->gflops * MODEL_OTHER_RATIO;
+    p->gbps = MODEL_GBPS;
+    p->threads = remat_get_threads();
+    for (int t = 0; t < RT_FIRST_GRAD; t++) {
+        const remat_tensor_def *d = &remat_tensor_defs[t];
+        double g = (is_gemm(t) ? p->gflops : p->other_gflops) * 1e6;   /* FLOPs per ms */
+        double bw = p->gbps * 1e6;                                      /* bytes per ms */
+        double out = (double)remat_tensor_bytes(c, t), w = weight_bytes(c, t);
+        p->fwd_ms[t] = remat_tensor_fwd_flops(c, t) / g + (out + io_bytes(c, d->fwd_in) + w) / bw;
+        if (d->has_bwd)
+            p->bwd_ms[t] = remat_tensor_bwd_flops(c, t) / g + (2 * out + io_bytes(c, d->bwd_in) + 3 * w) / bw;
+    }
+    double np = (double)remat_config_num_params(c);
+    p->update_ms = remat_update_flops(c) / (p->other_gflops * 1e6) + 36.0 * np / (p->gbps * 1e6);
+    snprintf(p->desc, sizeof p->desc, "FLOP model: %.1f GFLOP/s GEMM, %.1f GFLOP/s other, %.1f GB/s%s",
+             p->gflops, p->other_gflops, p->gbps, gflops > 0 ? " (GEMM calibrated by one SGEMM)" : " (defaults)");
+}
+
+/* GFLOP/s of one SGEMM shaped like the model's MLP (N x 4C x C). */
+static double sgemm_gflops(const remat_config *c)
+{
+    int N = c->batch * c->seq, C = c->n_embd;
+    if (N > 4096) N = 4096;
+    if (C > 2048) C = 2048;
+    if (N < 64) N = 64;
+    if (C < 64) C = 64;
+    float *a = malloc(sizeof(float) * (size_t)N * C), *b = malloc(sizeof(float) * (size_t)4 * C * C),
+          *o = malloc(sizeof(float) * (size_t)N * 4 * C);
+    double best = 0;
+    if (a && b && o) {
+        for (size_t i = 0; i < (size_t)N * C; i++) a[i] = (float)((i % 7) - 3) * 0.01f;
+        for (size_t i = 0; i < (size_t)4 * C * C; i++) b[i] = (float)((i % 5) - 2) * 0.01f;
+        for (int r = 0; r < 4; r++) {
+            double t0 = now_ms();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, 4 * C, C, 1.0f, a, C, b, C, 0.0f, o, 4 * C);
+            double ms = now_ms() - t0;
+            double g = 2.0 * N * C * 4.0 * C / (ms * 1e6);
+            if (r > 0 && g > best) best = g;
+        }
+    }
+    free(a); free(b); free(o);
+    return best;
+}
+
+remat_status remat_profile_model(const remat_config *cfg, int measure, remat_profile **out)
+{
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_profile_model: out is NULL");
+    *out = NULL;
+    remat_status st = remat_config_check(cfg);
+    if (st) return st;
+    remat_profile *p = malloc(sizeof *p);
+    if (!p) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
+    double g = 0;
+    if (measure && !(g = sgemm_gflops(cfg) ) ) {
+        free(p);
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory calibrating the FLOP model");
+    }
+    remat_profile_fill_model(p, cfg, g);
+    *out = p;
+    return REMAT_OK;
+}
+
+/* ---- measuring ops ----------------------------------------------------------- */
+
+enum { W_WTE, W_WPE, W_LN1W, W_LN1B, W_QKVW, W_QKVB, W_PROJW, W_PROJB, W_LN2W, W_LN2B,
+       W_FCW, W_FCB, W_FCPW, W_FCPB, W_LNFW, W_LNFB, W_COUNT };
+
+typedef struct bench {
+    const remat_config *c;
+    int B, T, C, NH, N, Vp;
+    float *a[RT_COUNT];          /* one block's activations, the head's, and the gradient buffers */
+    float *w[W_COUNT], *g[W_COUNT];
+    int *inp, *tgt;
+    float *losses, *chunk;       /* chunk: the chunked LM head's logits */
+    remat_dropout drop[4];
+} bench;
+
+static size_t w_numel(const remat_config *c, int i)
+{
+    size_t C = (size_t)c->n_embd, Vp = (size_t)remat_config_padded_vocab(c);
+    switch (i) {
+    case W_WTE: return Vp * C;
+    case W_WPE: return (size_t)c->max_seq * C;
+    case W_QKVW: return 3 * C * C;
+    case W_QKVB: return 3 * C;
+    case W_PROJW: return C * C;
+    case W_FCW: case W_FCPW: return 4 * C * C;
+    case W_FCB: return 4 * C;
+    default: return C;
+    }
+}
+
+static void bench_free(bench *b)
+{
+    for (int t = 0; t < RT_COUNT; t++) free(b->a[t]);
+    for (int i = 0; i < W_COUNT; i++) { free(b->w[i]); free(b->g[i]); }
+    free(b->inp); free(b->tgt); free(b->losses); free(b->chunk);
+}
+
+static float *falloc(size_t bytes)
+{
+    size_t r = (bytes + 63) & ~(size_t)63;
+    return aligned_alloc(64, r ? r : 64);
+}
+
+static void fwd_op(bench *b, int t)
+{
+    int N = b->N, C = b->C, T = b->T, B = b->B, NH = b->NH;
+    float **a = b->a, **w = b->w;
+    float *x = a[RT_EMB];            /* the block input (and the head's) */
+    switch (t) {
+    case RT_EMB: encoder_forward(a[RT_EMB], b->inp, w[W_WTE], w[W_WPE], B, T, C); break;
+    case RT_LN1_STAT: layernorm_stats(a[t], x, N, C); break;
+    case RT_LN1: layernorm_apply(a[t], x, a[RT_LN1_STAT], w[W_LN1W], w[W_LN1B], N, C); break;
+    case RT_QKV: linear_forward(a[t], a[RT_LN1], w[W_QKVW], w[W_QKVB], N, C, 3 * C); break;
+    case RT_ATT:
+        if (b->c->attention == REMAT_ATTENTION_FLASH) flash_attention_stats(a[t], a[RT_QKV], B, T, C, NH);
+        else attention_scores_forward(a[t], a[RT_QKV], B, T, C, NH);
+        break;
+    case RT_ATTY:
+        if (b->c->attention == REMAT_ATTENTION_FLASH)
+            flash_attention_values(a[t], a[RT_ATT], a[RT_QKV], &b->drop[REMAT_SITE_ATT], B, T, C, NH);
+        else
+            attention_values_forward(a[t], a[RT_ATT], a[RT_QKV], &b->drop[REMAT_SITE_ATT], B, T, C, NH);
+        break;
+    case RT_RES2:
+        linear_forward(a[t], a[RT_ATTY], w[W_PROJW], w[W_PROJB], N, C, C);
+        residual_forward(a[t], x, a[t], &b->drop[REMAT_SITE_RES_ATTN], (size_t)N * C);
+        break;
+    case RT_LN2_STAT: layernorm_stats(a[t], a[RT_RES2], N, C); break;
+    case RT_LN2: layernorm_apply(a[t], a[RT_RES2], a[RT_LN2_STAT], w[W_LN2W], w[W_LN2B], N, C); break;
+    case RT_FCH: linear_forward(a[t], a[RT_LN2], w[W_FCW], w[W_FCB], N, C, 4 * C); break;
+    case RT_FCH_GELU: gelu_forward(a[t], a[RT_FCH], (size_t)N * 4 * C); break;
+    case RT_RES3:
+        linear_forward(a[t], a[RT_FCH_GELU], w[W_FCPW], w[W_FCPB], N, 4 * C, C);
+        residual_forward(a[t], a[RT_RES2], a[t], &b->drop[REMAT_SITE_RES_MLP], (size_t)N * C);
+        break;
+    case RT_LNF_STAT: layernorm_stats(a[t], x, N, C); break;
+    case RT_LNF: layernorm_apply(a[t], x, a[RT_LNF_STAT], w[W_LNFW], w[W_LNFB], N, C); break;
+    case RT_LOGITS:
+        if (b->c->lmhead_chunk > 0) {      /* logits, loss and d(lnf) chunk by chunk (model.c) */
+            int rows = b->c->lmhead_chunk < N ? b->c->lmhead_chunk : N;
+            for (int r0 = 0; r0 < N; r0 += rows) {
+                int nr = N - r0 < rows ? N - r0 : rows;
+                linear_forward(b->chunk, a[RT_LNF] + (size_t)r0 * C, w[W_WTE], NULL, nr, C, b->Vp);
+                crossentropy_forward(b->losses + r0, b->chunk, b->tgt + r0, nr, b->c->vocab, b->Vp, 1.0f / (float)N);
+                linear_backward(a[t] + (size_t)r0 * C, b->g[W_WTE], NULL, b->chunk, a[RT_LNF] + (size_t)r0 * C,
+                                w[W_WTE], nr, C, b->Vp);
+            }
+            break;
+        }
+        linear_forward(a[t], a[RT_LNF], w[W_WTE], NULL, N, C, b->Vp);
+        crossentropy_forward(b->losses, a[t], b->tgt, N, b->c->vocab, b->Vp, 1.0f / (float)N);
+        break;
+    }
+}
+
+static void bwd_op(bench *b, int t)
+{
+    int N = b->N, C = b->C, T = b->T, B = b->B, NH = b->NH;
+    float **a = b->a, **w = b->w, **g = b->g, *dres = a[RT_D_RES], *src;
+    size_t n = (size_t)N * C;
+    float *x = a[RT_EMB];
+    switch (t) {
+    case RT_RES3:
+        src = dres;
+        if (b->drop[REMAT_SITE_RES_MLP].p > 0) {
+            src = a[RT_D_BRANCH];
+            residual_backward_branch(src, dres, &b->drop[REMAT_SITE_RES_MLP], n);
+        }
+        linear_backward(a[RT_D_FCH], g[W_FCPW], g[W_FCPB], src, a[RT_FCH_GELU], w[W_FCPW], N, 4 * C, C);
+        break;
+    case RT_FCH_GELU: gelu_backward(a[RT_D_FCH], a[RT_FCH], a[RT_D_FCH], (size_t)N * 4 * C); break;
+    case RT_FCH: linear_backward(a[RT_D_LN2], g[W_FCW], g[W_FCB], a[RT_D_FCH], a[RT_LN2], w[W_FCW], N, C, 4 * C); break;
+    case RT_LN2:
+        layernorm_backward(dres, g[W_LN2W], g[W_LN2B], a[RT_D_LN2], a[RT_RES2], a[RT_LN2_STAT], w[W_LN2W], N, C);
+        break;
+    case RT_RES2:
+        src = dres;
+        if (b->drop[REMAT_SITE_RES_ATTN].p > 0) {
+            src = a[RT_D_BRANCH];
+            residual_backward_branch(src, dres, &b->drop[REMAT_SITE_RES_ATTN], n);
+        }
+        linear_backward(a[RT_D_ATTY], g[W_PROJW], g[W_PROJB], src, a[RT_ATTY], w[W_PROJW], N, C, C);
+        break;
+    case RT_ATTY:
+        if (b->c->attention == REMAT_ATTENTION_FLASH)
+            flash_attention_backward(a[RT_D_QKV], a[RT_D_ATTY], a[RT_ATT], a[RT_QKV], &b->drop[REMAT_SITE_ATT], B, T, C, NH);
+        else
+            attention_backward(a[RT_D_QKV], a[RT_D_ATTY], a[RT_ATT], a[RT_QKV], &b->drop[REMAT_SITE_ATT], B, T, C, NH);
+        break;
+    case RT_QKV: linear_backward(a[RT_D_LN1], g[W_QKVW], g[W_QKVB], a[RT_D_QKV], a[RT_LN1], w[W_QKVW], N, C, 3 * C); break;
+    case RT_LN1:
+        layernorm_backward(dres, g[W_LN1W], g[W_LN1B], a[RT_D_LN1], x, a[RT_LN1_STAT], w[W_LN1W], N, C);
+        break;
+    case RT_LOGITS:
+        if (b->c->lmhead_chunk > 0) memcpy(a[RT_D_LNF], a[RT_LOGITS], (size_t)N * C * sizeof(float));
+        else linear_backward(a[RT_D_LNF], g[W_WTE], NULL, a[RT_LOGITS], a[RT_LNF], w[W_WTE], N, C, b->Vp);
+        break;
+    case RT_LNF: layernorm_backward(dres, g[W_LNFW], g[W_LNFB], a[RT_D_LNF], x, a[RT_LNF_STAT], w[W_LNFW], N, C); break;
+    case RT_EMB: encoder_backward(g[W_WTE], g[W_WPE], dres, b->inp, B, T, C); break;
+    }
+}
+
+static int cmp_d(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* forward in table order, so every input holds sane values before timing */
+static const int fwd_chain[] = { RT_EMB, RT_LN1_STAT, RT_LN1, RT_QKV, RT_ATT, RT_ATTY, RT_RES2, RT_LN2_STAT,
+                                 RT_LN2, RT_FCH, RT_FCH_GELU, RT_RES3, RT_LNF_STAT, RT_LNF, RT_LOGITS };
+
+remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_profile **out)
+{
+    remat_status st;
+    remat_profile *p = NULL;
+    bench b;
+    double *v = NULL;
+    float *up[4] = { NULL, NULL, NULL, NULL };
+    memset(&b, 0, sizeof b);
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_profile_measure: out is NULL");
+    *out = NULL;
+    if ((st = remat_config_check(cfg))) return st;
+    if (reps < 1 || reps > 1000) return remat_fail(REMAT_ERR_INVALID, "reps must be in [1, 1000], got %d", reps);
+    p = calloc(1, sizeof *p);
+    v = malloc(sizeof(double) * (size_t)reps);
+    if (!p || !v) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
+    b.c = cfg;
+    b.B = cfg->batch; b.T = cfg->seq; b.C = cfg->n_embd; b.NH = cfg->n_head; b.N = b.B * b.T;
+    b.Vp = remat_config_padded_vocab(cfg);
+    for (int t = 0; t < RT_COUNT; t++) {
+        if (t == RT_D_BRANCH && cfg->dropout <= 0) continue;
+        if (!(b.a[t] = falloc(remat_tensor_bytes(cfg, t)))) goto nomem;
+        /* gradient buffers: small finite values (the kernels accumulate into some) */
+        size_t ne = remat_tensor_bytes(cfg, t) / 4;
+        for (size_t i = 0; i < ne; i++) b.a[t][i] = (float)((int)(i % 13) - 6) * 1e-3f;
+    }
+    for (int i = 0; i < W_COUNT; i++) {
+        size_t ne = w_numel(cfg, i);
+        if (!(b.w[i] = falloc(ne * 4)) || !(b.g[i] = falloc(ne * 4))) goto nomem;
+        uint64_t key = remat_rng_key(7, 0, (uint32_t)i, 0);
+        for (size_t k = 0; k < ne; k++) { b.w[i][k] = 0.02f * (remat_rng_uniform(key, k) - 0.5f); b.g[i][k] = 0; }
+        if (i == W_LN1W || i == W_LN2W || i == W_LNFW) for (size_t k = 0; k < ne; k++) b.w[i][k] = 1.0f;
+    }
+    if (!(b.inp = malloc(sizeof(int) * (size_t)b.N)) || !(b.tgt = malloc(sizeof(int) * (size_t)b.N)) ||
+        !(b.losses = malloc(sizeof(float) * (size_t)b.N)))
+        goto nomem;
+    if (cfg->lmhead_chunk > 0 && !(b.chunk = falloc(remat_tensor_fwd_temp_bytes(cfg, RT_LOGITS)))) goto nomem;
+    for (int i = 0; i < b.N; i++) { b.inp[i] = (int)((i * 7u) % (unsigned)cfg->vocab); b.tgt[i] = (int)((i * 13u + 1) % (unsigned)cfg->vocab); }
+    for (int s = 0; s < 4; s++) b.drop[s] = remat_dropout_make(cfg->dropout, remat_rng_key(1, 0, 0, (uint32_t)s));
+
+    for (size_t k = 0; k < sizeof fwd_chain / sizeof fwd_chain[0]; k++) fwd_op(&b, fwd_chain[k]);
+    p->cfg = *cfg;
+    p->measured = 1;
+    p->threads = remat_get_threads();
+    cpu_model(p->cpu, sizeof p->cpu);
+    for (int t = 0; t < RT_FIRST_GRAD; t++) {
+        for (int bw = 0; bw < 2; bw++) {
+            if (bw && !remat_tensor_defs[t].has_bwd) continue;
+            if (bw) bwd_op(&b, t); else fwd_op(&b, t);       /* warm-up */
+            for (int r = 0; r < reps; r++) {
+                double t0 = now_ms();
+                if (bw) bwd_op(&b, t); else fwd_op(&b, t);
+                v[r] = now_ms() - t0;
+            }
+            (bw ? p->bwd_ms : p->fwd_ms)[t] = median(v, reps);
+            if (bw && (t == RT_LN1 || t == RT_LN2 || t == RT_LNF))
+                for (size_t i = 0; i < (size_t)b.N * b.C; i++) b.a[RT_D_RES][i] *= 0.5f;   /* keep += bounded */
+        }
+    }
+    /* the update: zero grads, global norm, AdamW; timed on up to 4M
+     * parameters and scaled (it streams memory linearly) */
+    {
+        size_t np = (size_t)remat_config_num_params(cfg), n = np < ((size_t)1 << 22) ? np : ((size_t)1 << 22);
+        for (int i = 0; i < 4; i++) if (!(up[i] = falloc(n * 4))) goto nomem;
+        for (size_t i = 0; i < n; i++) { up[0][i] = 0.01f; up[1][i] = 1e-3f; up[2][i] = 0; up[3][i] = 0; }
+        for (int r = -1; r < reps; r++) {
+            double t0 = now_ms();
+            memset(up[1], 0, n * 4);
+            for (size_t i = 0; i < n; i += 4096) up[1][i] = 1e-3f;
+            double norm = sqrt(sumsq(up[1], n));
+            adamw_update(up[0], up[1], up[2], up[3], n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1,
+                         norm > 1 ? (float)(1 / norm) : 1.0f, r + 2);
+            if (r >= 0) v[r] = (now_ms() - t0) * ((double)np / (double)n);
+        }
+        p->update_ms = median(v, reps);
+    }
+    snprintf(p->desc, sizeof p->desc, "measured on %s, %d threads (%d reps, median)", p->cpu, p->threads, reps);
+    *out = p;
+    p = NULL;
+    st = REMAT_OK;
+    goto out;
+nomem:
+    st = remat_fail(REMAT_ERR_NOMEM, "out of memory allocating the buffers to profile (one block, the "
+                    "embedding and the LM head)");
+out:
+    bench_free(&b);
+    for (int i = 0; i < 4; i++) free(up[i]);
+    free(v);
+    free(p);
+    return st;
+}
+
+/* ---- save, load, cache path ------------------------------------------------ */
+
+static int mkdirs(const char *path)   /* mkdir -p of path's parent; 0 on success */
+{
+    char buf[4096];
+    if (strlen(path) >= sizeof buf) return -1;
+    strcpy(buf, path);
+    char *slash = strrchr(buf, '/');
+    if (!slash || slash == buf) return 0;
+    *slash = 0;
+    for (char *c = buf + 1; *c; c++) {
+        if (*c != '/') continue;
+        *c = 0;
+        if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+        *c = '/';
+    }
+    if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+    return 0;
+}
+
+static int write_profile(FILE *f, const remat_profile *p)
+{
+    char key[256];
+    config_key(&p->cfg, key, sizeof key);
+    fprintf(f, "%s %d\n", PROFILE_MAGIC, PROFILE_VERSION);
+    fprintf(f, "measured %d\n", p->measured);
+    fprintf(f, "cpu %s\n", p->cpu[0] ? p->cpu : "unknown");
+    fprintf(f, "threads %d\n", p->threads);
+    fprintf(f, "config %s\n", key);
+    fprintf(f, "update %.9g\n", p->update_ms);
+    for (int t = 0; t < RT_FIRST_GRAD; t++) {
+        fprintf(f, "fwd %s %.9g\n", remat_tensor_defs[t].name, p->fwd_ms[t]);
+        if (remat_tensor_defs[t].has_bwd) fprintf(f, "bwd %s %.9g\n", remat_tensor_defs[t].name, p->bwd_ms[t]);
+    }
+    return fprintf(f, "end\n") < 0 ? -1 : 0;
+}
+
+remat_status remat_profile_save(const remat_profile *p, const char *path)
+{
+    if (!p || !path || !*path) return remat_fail(REMAT_ERR_INVALID, "remat_profile_save: NULL argument");
+    size_t len = strlen(path);
+    if (len > 4000) return remat_fail(REMAT_ERR_RANGE, "profile path too long");
+    if (mkdirs(path)) return remat_fail(REMAT_ERR_IO, "cannot create the directory of %s: %s", path, strerror(errno));
+    char tmp[4096 + 16];
+    snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return remat_fail(REMAT_ERR_IO, "cannot create a temporary file next to %s: %s", path, strerror(errno));
+    FILE *f = fdopen(fd, "w");
+    if (!f) { close(fd); unlink(tmp); return remat_fail(REMAT_ERR_IO, "cannot write %s: %s", tmp, strerror(errno)); }
+    int bad = write_profile(f, p) || fflush(f) || fsync(fileno(f));
+    int e = errno;
+    if (fclose(f)) { bad = 1; e = errno; }
+    if (bad || rename(tmp, path)) {
+        if (!bad) e = errno;
+        unlink(tmp);
+        return remat_fail(REMAT_ERR_IO, "cannot write %s: %s", path, strerror(e));
+    }
+    /* make the rename durable */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) { if (slash == dir) slash[1] = 0; else *slash = 0; } else snprintf(dir, sizeof dir, ".");
+    int dfd = open(dir, O_RDONLY);
+    if (dfd >= 0) { fsync(dfd); close(dfd); }
+    return REMAT_OK;
+}
+
+/* strict number: the whole token, finite, in [lo, hi] */
+static int num(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    if (!*s) return 0;
+    double v = strtod(s, &end);
+    if (*end || errno || !isfinite(v) || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+static remat_status parse_profile(const char *path, const char *text, size_t len, remat_profile *p)
+{
+    int line_no = 0, seen_end = 0, have[6] = { 0 };
+    uint8_t seen_f[RT_COUNT] = { 0 }, seen_b[RT_COUNT] = { 0 };
+    char key[256] = "";
+    const char *c = text, *e = text + len;
+    memset(p, 0, sizeof *p);
+#define BAD(...) do { char m_[1100]; snprintf(m_, sizeof m_, __VA_ARGS__); \
+        return remat_fail(REMAT_ERR_FORMAT, "profile %s line %d: %s", path, line_no, m_); } while (0)
+    while (c < e) {
+        const char *nl = memchr(c, '\n', (size_t)(e - c));
+        size_t n = nl ? (size_t)(nl - c) : (size_t)(e - c);
+        line_no++;
+        if (!nl) BAD("no newline at the end of the file (truncated?)");
+        if (n >= PROFILE_MAX_LINE) BAD("line longer than %d bytes", PROFILE_MAX_LINE);
+        char line[PROFILE_MAX_LINE];
+        memcpy(line, c, n);
+        line[n] = 0;
+        c = nl + 1;
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)line[i] < 32 || (unsigned char)line[i] > 126) BAD("non-printable byte 0x%02x", (unsigned char)line[i]);
+        if (seen_end) BAD("text after 'end'");
+        char *sp = strchr(line, ' ');
+        char *val = sp ? sp + 1 : line + n;
+        if (sp) *sp = 0;
+        double d;
+        if (line_no == 1) {
+            if (strcmp(line, PROFILE_MAGIC)) BAD("not a remat profile (expected '%s %d')", PROFILE_MAGIC, PROFILE_VERSION);
+            if (!num(val, 0, 1e6, &d) || d != PROFILE_VERSION) BAD("unsupported profile version '%s' (expected %d)", val, PROFILE_VERSION);
+            have[0] = 1;
+        } else if (!strcmp(line, "measured")) {
+            if (have[1]++ || !num(val, 0, 1, &d) || (d != 0 && d != 1)) BAD("bad or repeated 'measured'");
+            p->measured = (int)d;
+        } else if (!strcmp(line, "cpu")) {
+            if (have[2]++ || !*val || strlen(val) >= sizeof p->cpu) BAD("bad or repeated 'cpu'");
+            snprintf(p->cpu, sizeof p->cpu, "%s", val);
+        } else if (!strcmp(line, "threads")) {
+            if (have[3]++ || !num(val, 1, 4096, &d) || d != floor(d)) BAD("bad or repeated 'threads'");
+            p->threads = (int)d;
+        } else if (!strcmp(line, "config")) {
+            if (have[4]++ || strlen(val) >= sizeof key) BAD("bad or repeated 'config'");
+            snprintf(key, sizeof key, "%s", val);
+        } else if (!strcmp(line, "update")) {
+            if (have[5]++ || !num(val, 0, 1e9, &d)) BAD("bad or repeated 'update' time");
+            p->update_ms = d;
+        } else if (!strcmp(line, "fwd") || !strcmp(line, "bwd")) {
+            int bw = line[0] == 'b';
+            char *sp2 = strchr(val, ' ');
+            if (!sp2) BAD("expected '%s NAME MS'", line);
+            *sp2 = 0;
+            int t = remat_tensor_find(val);
+            if (t < 0 || t >= RT_FIRST_GRAD || (bw && !remat_tensor_defs[t].has_bwd)) BAD("unknown op '%s %s'", line, val);
+            if ((bw ? seen_b : seen_f)[t]++) BAD("repeated '%s %s'", line, val);
+            if (!num(sp2 + 1, 0, 1e9, &d)) BAD("bad time '%s' for %s %s (milliseconds, >= 0)", sp2 + 1, line, val);
+            (bw ? p->bwd_ms : p->fwd_ms)[t] = d;
+        } else if (!strcmp(line, "end") && !sp) {
+            seen_end = 1;
+        } else {
+            BAD("unknown key '%s'", line);
+        }
+    }
+    line_no++;
+    if (!have[0]) BAD("empty file");
+    if (!seen_end) BAD("missing 'end' (truncated?)");
+    for (int i = 1; i < 6; i++) if (!have[i]) BAD("missing a required key (measured, cpu, threads, config, update)");
+    for (int t = 0; t < RT_FIRST_GRAD; t++)
+        if (!seen_f[t] || (remat_tensor_defs[t].has_bwd && !seen_b[t]))
+            BAD("missing the time of %s's %s", remat_tensor_defs[t].name, seen_f[t] ? "backward" : "forward");
+    /* the config, as text; compared with the caller's by remat_profile_load */
+    snprintf(p->desc, sizeof p->desc, "%s", key);
+#undef BAD
+    return REMAT_OK;
+}
+
+remat_status remat_profile_load(const remat_config *cfg, const char *path, remat_profile **out)
+{
+    remat_status st;
+    char *text = NULL;
+    remat_profile *p = NULL;
+    FILE *f = NULL;
+    if (!out || !path) return remat_fail(REMAT_ERR_INVALID, "remat_profile_load: NULL argument");
+    *out = NULL;
+    if ((st = remat_config_check(cfg))) return st;
+    if (!(f = fopen(path, "rb"))) return remat_fail(REMAT_ERR_IO, "cannot open profile %s: %s", path, strerror(errno));
+    text = malloc(PROFILE_MAX_BYTES + 1);
+    p = malloc(sizeof *p);
+    if (!text || !p) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
+    size_t len = fread(text, 1, PROFILE_MAX_BYTES + 1, f);
+    if (ferror(f)) { st = remat_fail(REMAT_ERR_IO, "cannot read profile %s", path); goto out; }
+    if (len > PROFILE_MAX_BYTES) { st = remat_fail(REMAT_ERR_FORMAT, "profile %s is larger than %d bytes", path, PROFILE_MAX_BYTES); goto out; }
+    if ((st = parse_profile(path, text, len, p))) goto out;
+    char want[256], cpu[128];
+    config_key(cfg, want, sizeof want);
+    cpu_model(cpu, sizeof cpu);
+    if (strcmp(p->desc, want)) {
+        st = remat_fail(REMAT_ERR_INVALID, "profile %s is for config '%s', not '%s' (layers dim heads vocab "
+                        "max_seq batch seq dropout attention lmhead-chunk); run 'remat profile' for this config", path, p->desc, want);
+        goto out;
+    }
+    if (p->measured && (strcmp(p->cpu, cpu) || p->threads != remat_get_threads())) {
+        st = remat_fail(REMAT_ERR_INVALID, "profile %s was measured on '%s' with %d threads, this is '%s' with %d; "
+                        "run 'remat profile' here", path, p->cpu, p->threads, cpu, remat_get_threads());
+        goto out;
+    }
+    p->cfg = *cfg;
+    if (p->measured)
+        snprintf(p->desc, sizeof p->desc, "measured on %s, %d threads (%s)", p->cpu, p->threads, path);
+    else
+        snprintf(p->desc, sizeof p->desc, "saved model times (%s)", path);
+    *out = p;
+    p = NULL;
+out:
+    if (f) fclose(f);
+    free(text);
+    free(p);
+    return st;
+}
+
+void remat_profile_free(remat_profile *p) { free(p); }
+
+remat_status remat_profile_default_path(const remat_config *cfg, char *buf, size_t n)
+{
+    remat_status st;
+    if (!buf || n == 0) return remat_fail(REMAT_ERR_INVALID, "remat_profile_default_path: NULL buffer");
+    buf[0] = 0;
+    if ((st = remat_config_check(cfg))) return st;
+    char key[512], cpu[128];
+    config_key(cfg, key, 256);
+    cpu_model(cpu, sizeof cpu);
+    size_t k = strlen(key);
+    snprintf(key + k, sizeof key - k, "|%s|%d", cpu, remat_get_threads());
+    uint64_t h = remat_hash_bytes(key, strlen(key));
+    const char *dir = getenv("REMAT_CACHE"), *home = getenv("HOME");
+    int w;
+    if (dir && *dir) w = snprintf(buf, n, "%s/profile-%016llx.txt", dir, (unsigned long long)h);
+    else if (home && *home) w = snprintf(buf, n, "%s/.cache/remat/profile-%016llx.txt", home, (unsigned long long)h);
+    else return remat_fail(REMAT_ERR_INVALID, "neither REMAT_CACHE nor HOME is set; pass a profile path");
+    if (w < 0 || (size_t)w >= n) { buf[0] = 0; return remat_fail(REMAT_ERR_RANGE, "profile path too long"); }
+    return REMAT_OK;
+}
+
+double remat_profile_op_ms(const remat_profile *p, int id, int backward)
+{
+    if (!p) return 0;
+    if (id == -1) return p->update_ms;
+    if (id < 0 || id >= RT_FIRST_GRAD) return 0;
+    return backward ? p->bwd_ms[id] : p->fwd_ms[id];
+}
+
+const char *remat_profile_describe(const remat_profile *p) { return p ? p->desc : ""; }
+
+/* ---- costing schedules ------------------------------------------------------ */
+
+double remat_cost_instr_ms(const remat_profile *p, int kind, int tid)
+{
+    switch (kind) {
+    case REMAT_I_FORWARD: case REMAT_I_RECOMPUTE: return p->fwd_ms[tid];
+    case REMAT_I_BACKWARD: return p->bwd_ms[tid];
+    case REMAT_I_UPDATE: return p->update_ms;
+    default: return 0;
+    }
+}
+
+double remat_cost_schedule_ms(const remat_profile *p, const remat_schedule *s, double *recompute_ms)
+{
+    double t = 0, r = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        double x = remat_cost_instr_ms(p, s->ins[i].kind, s->ins[i].tid);
+        t += x;
+        if (s->ins[i].kind == REMAT_I_RECOMPUTE) r += x;
+    }
+    if (recompute_ms) *recompute_ms = r;
+    return t;
+}
+
+const remat_profile *remat_profile_resolve(const remat_config *cfg, const remat_profile *prof, remat_profile *tmp)
+{
+    if (!prof) {
+        remat_profile_fill_model(tmp, cfg, 0);
+        return tmp;
+    }
+    if (!config_equal(&prof->cfg, cfg)) {
+        char a[256], b[256];
+        config_key(&prof->cfg, a, sizeof a);
+        config_key(cfg, b, sizeof b);
+        remat_fail(REMAT_ERR_INVALID, "the profile is for config '%s', not '%s'", a, b);
+        return NULL;
+    }
+    return prof;
+}

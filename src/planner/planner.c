@@ -1,0 +1,1146 @@
+/*
+ * planner.c -- the budget planner: the fastest plan whose simulated peak
+ * fits, by an exact dynamic program over the chain of blocks.
+ *
+ * The search space is the compiler's own (compile.c, schedule.h): solve(a,b)
+ * over the chain of L blocks plus the head picks ALL(keep) or CK(j) at every
+ * step, and a plan:TOKENS string records those decisions in preorder.  The
+ * program follows Rotor (Beaumont et al. 2019, "Optimal checkpointing for
+ * heterogeneous chains") with per-block keep-sets as in Rockmate (Zhao et al.
+ * 2023): its sub-problems are
+ *   B(n)  a chain of n blocks entered during the backward pass (d_res live,
+ *         input x_a live, output not live): every recomputation pass;
+ *   F(n)  the last n blocks plus the head, entered in the first forward pass
+ *         (d_res not yet allocated; the head allocates it).
+ * Because the compiler only ever frees a block's own tensors, the live bytes
+ * inside solve(a,b) are those at its entry plus a quantity that depends only
+ * on the sub-plan, so peaks compose exactly:
+ *   leaf B(1)   x + Bpk(nothing kept)
+ *   ALL(k)      max(x + Fpk(k), x + K(k) + P(n-1), x [+ d in F] + Bpk(k))
+ *   CK(j)       max(x + CKF(j), x + P(n-j), [d in F +] P_B(j))
+ *   head F(0)   the head's peak
+ * with x the block input, d the d_res buffer, Fpk/K/Bpk a keep-set's forward
+ * peak, stored bytes and backward peak, and CKF the peak of forwarding j
+ * blocks keeping only their outputs.  Times add.  These constants are not
+ * derived from a second model of memory: they are read off schedules that
+ * the real compiler emits for 1- and 2-block chains, as simulated by
+ * remat_schedule_instr().  The plan returned is then simulated whole and its
+ * peak must equal the program's prediction (a mismatch is an error, never
+ * silently reported).
+ *
+ * Memory is a continuous quantity here: every sub-problem keeps its whole
+ * Pareto front of (peak, time) as a step function, and the moves combine
+ * fronts in linear time (a max of shifted peaks is a union of breakpoints),
+ * so there is no discretisation into slots and no rounding.  Keep-sets are
+ * pruned to those not dominated in (Fpk, K, Bpk, recompute time), which
+ * loses nothing.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "planner.h"
+#include "../core/core.h"
+
+#define RES3_BIT (1u << RT_RES3)
+#define DROPPABLE_ALL (REMAT_KEEP_ALL & ~RES3_BIT)
+#define TIME_EPS 1e-12
+/* points processed before the fronts are coarsened (about 0.1 s) */
+#define PLANNER_WORK_MAX 3e7
+
+typedef struct keepc {
+    uint32_t mask;       /* keep mask (res3 implied) */
+    uint64_t fpk;        /* block-forward peak above the live bytes at its start */
+    uint64_t kept;       /* stored after the forward, res3 excluded */
+    uint64_t bpk;        /* block-backward peak above (everything else + x_a + d_res) */
+    double rec_ms;       /* recomputation inside the backward */
+} keepc;
+
+typedef struct fpt {
+    uint64_t peak;
+    double ms;
+    int32_t move;        /* >= 0: ALL with keep-set index; < 0: CK(-move) */
+} fpt;
+
+typedef struct front {
+    fpt *p;
+    size_t n, cap;
+    uint64_t bend;     /* end of the last point's bucket (thinning) */
+    int second;        /* the last point is the second of its bucket */
+} front;
+
+struct remat_planner {
+    remat_config cfg;
+    int L;
+    uint64_t x, d;             /* block input bytes; d_res bytes */
+    uint64_t ckf1, ckf2;       /* CKF(1), CKF(j >= 2) */
+    uint64_t head_pk, leaf_bpk;
+    double tf, tb, th, te, leaf_ms;
+    keepc *ks;
+    int nks;
+    uint64_t u;                /* bucket width of the fronts (1: exact) */
+    front *fb, *ff;            /* fb[1..L], ff[0..L] */
+    uint64_t *mb, *mf;         /* minimum peaks of B(n), F(n), bytes, exact */
+    int32_t *mvb, *mvf;        /* their moves */
+};
+
+/* ---- constants from compiled 1- and 2-block schedules -------------------- */
+
+typedef struct trace {
+    size_t n;
+    int *kind, *layer, *tid;
+    uint64_t *before, *after, *peak;
+    double *ms;
+} trace;
+
+static void trace_free(trace *t)
+{
+    free(t->kind); free(t->layer); free(t->tid);
+    free(t->before); free(t->after); free(t->peak); free(t->ms);
+    memset(t, 0, sizeof *t);
+}
+
+static remat_status trace_policy(const remat_config *c, const remat_profile *prof, const char *policy, trace *t)
+{
+    remat_schedule *s = NULL;
+    remat_status st = remat_schedule_create(c, policy, &s);
+    memset(t, 0, sizeof *t);
+    if (st) return remat_fail(st, "planner: cannot compile '%s': %s", policy, remat_errmsg());
+    size_t n = s->n;
+    t->n = n;
+    t->kind = malloc(n * sizeof(int)); t->layer = malloc(n * sizeof(int)); t->tid = malloc(n * sizeof(int));
+    t->before = malloc(n * sizeof(uint64_t)); t->after = malloc(n * sizeof(uint64_t));
+    t->peak = malloc(n * sizeof(uint64_t)); t->ms = malloc(n * sizeof(double));
+    if (!t->kind || !t->layer || !t->tid || !t->before || !t->after || !t->peak || !t->ms) {
+        st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
+        goto out;
+    }
+    if ((st = remat_schedule_trace(s, NULL, t->after, t->peak))) goto out;
+    for (size_t i = 0; i < n; i++) {
+        const remat_instr *in = &s->ins[i];
+        t->kind[i] = in->kind;
+        t->layer[i] = in->layer;
+        t->tid[i] = in->tid;
+        t->before[i] = i ? t->after[i - 1] : 0;
+        t->ms[i] = remat_cost_instr_ms(prof, in->kind, in->tid < 0 ? 0 : in->tid);
+    }
+out:
+    remat_schedule_free(s);
+    if (st) trace_free(t);
+    return st;
+}
+
+static int is_head(int tid) { return tid == RT_LNF_STAT || tid == RT_LNF || tid == RT_LOGITS; }
+
+/* Segments of a schedule for a chain whose last block is L-1:
+ * [1, h) the block forwards, [h, bs) the head, [bs, e) the last block's
+ * backward (for L = 1 the only block's). */
+static remat_status segments(const trace *t, int L, size_t *h, size_t *bs, size_t *e)
+{
+    size_t i = 0, lnfb = 0;
+    while (i < t->n && !is_head(t->tid[i])) i++;
+    *h = i;
+    for (; i < t->n; i++)
+        if (t->kind[i] == REMAT_I_BACKWARD && t->tid[i] == RT_LNF) { lnfb = i; break; }
+    for (i = lnfb + 1; i < t->n; i++)
+        if (!(t->kind[i] == REMAT_I_FREE && (is_head(t->tid[i]) || (t->tid[i] == RT_RES3 && t->layer[i] == L - 1))))
+            break;
+    *bs = i;
+    for (; i < t->n; i++)
+        if (t->kind[i] == REMAT_I_BACKWARD && t->tid[i] == RT_EMB) break;
+    *e = i;
+    if (!lnfb || *h == 0 || *h >= *bs || *bs >= *e || *e >= t->n)
+        return remat_fail(REMAT_ERR_STATE, "planner: the compiled schedule does not have the expected shape "
+                          "(forward, head, backward); compile.c and planner.c disagree");
+    return REMAT_OK;
+}
+
+static uint64_t seg_max(const trace *t, size_t a, size_t b)
+{
+    uint64_t m = 0;
+    for (size_t i = a; i < b; i++) if (t->peak[i] > m) m = t->peak[i];
+    return m;
+}
+
+static double seg_ms(const trace *t, size_t a, size_t b, int only_recompute)
+{
+    double s = 0;
+    for (size_t i = a; i < b; i++)
+        if (!only_recompute || t->kind[i] == REMAT_I_RECOMPUTE) s += t->ms[i];
+    return s;
+}
+
+/* keep-set k of one block, from the 1-block schedule "plan:A<k>" */
+static remat_status measure_keep(remat_planner *p, const remat_config *c1, const remat_profile *prof,
+                                 uint32_t mask, keepc *out, int first)
+{
+    char pol[32];
+    trace t;
+    size_t h, bs, e;
+    snprintf(pol, sizeof pol, "plan:A%x", mask & ~RES3_BIT);
+    remat_status st = trace_policy(c1, prof, pol, &t);
+    if (st) return st;
+    if ((st = segments(&t, 1, &h, &bs, &e))) goto out;
+    uint64_t x = p->x;
+    out->mask = mask | RES3_BIT;
+    out->fpk = seg_max(&t, 1, h) - t.before[1];
+    out->kept = t.before[h] - t.before[1] - x;
+    out->bpk = seg_max(&t, bs, e) - (x + p->d);
+    out->rec_ms = seg_ms(&t, bs, e, 1);
+    if (t.before[1] != x || t.before[bs] != x + p->d + out->kept || t.after[e - 1] != p->d) {
+        st = remat_fail(REMAT_ERR_STATE, "planner: live bytes around block 0 of '%s' are not as modelled; "
+                        "compile.c and planner.c disagree", pol);
+        goto out;
+    }
+    if (first) {    /* mask == res3 only: the block times, the head and the leaf */
+        p->tf = seg_ms(&t, 1, h, 0);
+        p->th = seg_ms(&t, h, bs, 0);
+        p->tb = seg_ms(&t, bs, e, 0) - out->rec_ms;
+        p->te = seg_ms(&t, 0, t.n, 0) - p->tf - p->th - seg_ms(&t, bs, e, 0);
+        p->head_pk = seg_max(&t, h, bs) - (t.before[h] - x);
+        p->leaf_bpk = out->bpk;
+        p->leaf_ms = seg_ms(&t, bs, e, 0);
+        p->ckf1 = out->fpk;
+    }
+out:
+    trace_free(&t);
+    return st;
+}
+
+/* CKF(j >= 2): the second block of a CK forward also holds its own input
+ * until its last forward reader (2-block schedule "plan:C2.A0.A0"). */
+static remat_status measure_ck(remat_planner *p, const remat_config *c2, const remat_profile *prof)
+{
+    trace t;
+    size_t h, bs, e, s1 = 0;
+    remat_status st = trace_policy(c2, prof, "plan:C2.A0.A0", &t);
+    if (st) return st;
+    if ((st = segments(&t, 2, &h, &bs, &e))) goto out;
+    while (s1 < h && t.layer[s1] != 1) s1++;
+    if (s1 >= h || t.before[s1] != 2 * p->x) {
+        st = remat_fail(REMAT_ERR_STATE, "planner: the checkpointed forward of 'plan:C2.A0.A0' is not as "
+                        "modelled; compile.c and planner.c disagree");
+        goto out;
+    }
+    uint64_t fr1 = seg_max(&t, s1, h) - p->x;
+    p->ckf2 = fr1 > p->ckf1 ? fr1 : p->ckf1;
+out:
+    trace_free(&t);
+    return st;
+}
+
+static int dominates(const keepc *a, const keepc *b)
+{
+    return a->fpk <= b->fpk && a->kept <= b->kept && a->bpk <= b->bpk &&
+           a->rec_ms <= b->rec_ms * (1 + TIME_EPS) + 1e-15;
+}
+
+/* ---- fronts ------------------------------------------------------------------
+ * A front is a step function: points sorted by peak (bytes, exact), time
+ * strictly falling.  Pushing in peak order keeps it an envelope.  With a
+ * bucket width u > 1 each bucket [k u, (k+1) u) keeps at most two points,
+ * its first (lowest peak) and its fastest (thinning): peaks stay exact --
+ * every point is a real plan -- but a budget inside a bucket may get the
+ * plan of the bucket's first point.  Points above `limit` are never needed and
+ * are dropped. */
+
+typedef struct fctx { uint64_t u, limit; double *ops; } fctx;   /* ops: points handled, for the work limit */
+
+static inline int front_push(const fctx *c, front *f, uint64_t peak, double ms, int32_t move)
+{
+    (*c->ops)++;
+    if (peak > c->limit) return 0;
+    if (f->n) {
+        fpt *last = &f->p[f->n - 1];
+        if (peak <= last->peak) {           /* same breakpoint: keep the faster */
+            if (ms < last->ms) { last->ms = ms; last->move = move; }
+            return 0;
+        }
+        if (!(ms < last->ms * (1 - TIME_EPS))) return 0;
+        if (peak < f->bend) {               /* same bucket (u > 1) */
+            if (f->second) {                /* the faster replaces the bucket's second point */
+                last->peak = peak; last->ms = ms; last->move = move;
+                return 0;
+            }
+            goto append;                    /* the bucket's first point stays */
+        }
+    }
+    f->second = -1;                         /* a new bucket */
+append:
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 64;
+        fpt *q = realloc(f->p, cap * sizeof *q);
+        if (!q) return -1;
+        f->p = q;
+        f->cap = cap;
+    }
+    f->p[f->n].peak = peak;
+    f->p[f->n].ms = ms;
+    f->p[f->n].move = move;
+    f->n++;
+    if (f->second < 0 || f->n == 1) { f->bend = c->u > 1 ? (peak / c->u + 1) * c->u : 0; f->second = 0; }
+    else f->second = 1;
+    return 0;
+}
+
+/* index of the fastest point with peak <= budget, or -1 */
+static long front_best(const front *f, uint64_t budget)
+{
+    long lo = 0, hi = (long)f->n - 1, r = -1;
+    while (lo <= hi) {
+        long m = (lo + hi) / 2;
+        if (f->p[m].peak <= budget) { r = m; lo = m + 1; } else hi = m - 1;
+    }
+    return r;
+}
+
+static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t m = a > b ? a : b;
+    return m > c ? m : c;
+}
+
+static void fronts_free(remat_planner *p)
+{
+    for (int n = 0; n <= p->L; n++) {
+        if (p->fb) free(p->fb[n].p);
+        if (p->ff) free(p->ff[n].p);
+    }
+    free(p->fb);
+    free(p->ff);
+    p->fb = p->ff = NULL;
+}
+
+/* appends acc->p[from..to) to dst, which they follow as an envelope */
+static int front_append(const fctx *c, front *dst, const front *acc, size_t from, size_t to)
+{
+    if (to <= from) return 0;
+    size_t need = dst->n + (to - from);
+    if (need > dst->cap) {
+        size_t cap = dst->cap ? dst->cap : 64;
+        while (cap < need) cap *= 2;
+        fpt *q = realloc(dst->p, cap * sizeof *q);
+        if (!q) return -1;
+        dst->p = q;
+        dst->cap = cap;
+    }
+    memcpy(dst->p + dst->n, acc->p + from, (to - from) * sizeof(fpt));
+    dst->n = need;
+    uint64_t pk = dst->p[dst->n - 1].peak;
+    dst->bend = c->u > 1 ? (pk / c->u + 1) * c->u : 0;
+    dst->second = c->u > 1 && dst->n >= 2 && dst->p[dst->n - 2].peak / c->u == pk / c->u;
+    return 0;
+}
+
+/* dst = lower envelope of acc and the candidate ALL move over sub-front s:
+ * peaks max(lo, off + s) up to cmax, times s + add (dst empty, distinct
+ * from both).  acc's points at or above `cut` are known to be as fast as
+ * every candidate point (cut_peak), so the merge touches only the window
+ * where both interleave; the rest of acc is copied. */
+static int merge_all(const fctx *c, front *dst, const front *acc, const front *s, uint64_t lo, uint64_t off,
+                     double add, int32_t move, uint64_t cmax, uint64_t cut)
+{
+    size_t i = 0, k = 0;
+    /* of the sub-points clamped to lo only the last (fastest) matters */
+    while (k + 1 < s->n && off + s->p[k + 1].peak <= lo) k++;
+    dst->n = 0;
+    if (cmax > c->limit) cmax = c->limit;
+    if (k < s->n) {      /* acc's points below the first candidate point stay as they are */
+        uint64_t p0 = off + s->p[k].peak;
+        if (p0 < lo) p0 = lo;
+        long lo_i = 0, hi_i = (long)acc->n;          /* first index with peak >= p0 */
+        while (lo_i < hi_i) { long m = (lo_i + hi_i) / 2; if (acc->p[m].peak < p0) lo_i = m + 1; else hi_i = m; }
+        i = (size_t)lo_i;
+        if (front_append(c, dst, acc, 0, i)) return -1;
+    }
+    while (k < s->n) {
+        uint64_t cp = off + s->p[k].peak;
+        if (cp < lo) cp = lo;
+        if (cp > cmax) break;
+        double cm = s->p[k].ms + add;
+        if (i < acc->n && (acc->p[i].peak < cp || (acc->p[i].peak == cp && acc->p[i].ms <= cm))) {
+            if (front_push(c, dst, acc->p[i].peak, acc->p[i].ms, acc->p[i].move)) return -1;
+            i++;
+        } else {
+            if (front_push(c, dst, cp, cm, move == INT32_MIN ? s->p[k].move : move)) return -1;
+            k++;
+        }
+    }
+    /* the rest of acc: pushed while candidate points may still dominate
+     * it, then, from the first point kept at or above the cut, copied */
+    while (i < acc->n) {
+        size_t n0 = dst->n;
+        if (front_push(c, dst, acc->p[i].peak, acc->p[i].ms, acc->p[i].move)) return -1;
+        i++;
+        if (acc->p[i - 1].peak >= cut && dst->n > n0) break;
+    }
+    return front_append(c, dst, acc, i, acc->n);
+}
+
+static int cmp_fpt(const void *a, const void *b)
+{
+    const fpt *x = a, *y = b;
+    if (x->peak != y->peak) return x->peak < y->peak ? -1 : 1;
+    return (x->ms > y->ms) - (x->ms < y->ms);
+}
+
+/* appends (cp, cm, move) to pend unless acc is as fast at or below cp;
+ * *i: acc points known to have peak <= cp (candidate peaks only grow) */
+static int collect_point(const fctx *c, front *pend, const front *acc, size_t *i, uint64_t cp, double cm, int32_t move)
+{
+    (*c->ops)++;
+    size_t step = 1, k = *i;
+    while (k + step <= acc->n && acc->p[k + step - 1].peak <= cp) { k += step; step *= 2; }
+    while (step > 1) { step /= 2; if (k + step <= acc->n && acc->p[k + step - 1].peak <= cp) k += step; }
+    *i = k;
+    if (k && acc->p[k - 1].ms <= cm) return 0;
+    if (pend->n == pend->cap) {
+        size_t cap = pend->cap ? 2 * pend->cap : 256;
+        fpt *q = realloc(pend->p, cap * sizeof *q);
+        if (!q) return -1;
+        pend->p = q;
+        pend->cap = cap;
+    }
+    pend->p[pend->n].peak = cp;
+    pend->p[pend->n].ms = cm;
+    pend->p[pend->n].move = move;
+    pend->n++;
+    return 0;
+}
+
+/* Appends to pend the points of candidate CK (peaks max(lo, off1 + s1, off2 + s2) at every breakpoint, times s1 + s2 + add) that acc does
+ * not already match: acc's fastest time at or below the point's peak is
+ * found by galloping forward, as the candidate's peaks only grow. */
+static int collect_ck(const fctx *c, front *pend, const front *acc, const front *s1, uint64_t off1,
+                      const front *s2, uint64_t off2, uint64_t lo, double add, int32_t move, uint64_t cmax)
+{
+    size_t a = 0, b = 0, i = 0;    /* acc->p[0..i) have peak <= the current candidate's */
+    while (a < s1->n || b < s2->n) {
+        uint64_t pa = a < s1->n ? off1 + s1->p[a].peak : UINT64_MAX;
+        uint64_t pb = b < s2->n ? off2 + s2->p[b].peak : UINT64_MAX;
+        uint64_t m = pa < pb ? pa : pb;
+        uint64_t cp = m > lo ? m : lo;
+        if (cp > c->limit || cp > cmax) break;
+        while (a < s1->n && off1 + s1->p[a].peak <= m) a++;
+        while (b < s2->n && off2 + s2->p[b].peak <= m) b++;
+        if (!a || !b) continue;
+        if (collect_point(c, pend, acc, &i, cp, s1->p[a - 1].ms + s2->p[b - 1].ms + add, move)) return -1;
+    }
+    return 0;
+}
+
+/* The lowest peak at which acc is already as fast as `fastest`: a
+ * candidate whose every point takes at least that long cannot improve acc
+ * there or above.  UINT64_MAX when acc never is. */
+static uint64_t cut_peak(const front *acc, double fastest)
+{
+    long lo = 0, hi = (long)acc->n - 1, r = -1;     /* times fall with the index */
+    while (lo <= hi) {
+        long m = (lo + hi) / 2;
+        if (acc->p[m].ms <= fastest) { r = m; hi = m - 1; } else lo = m + 1;
+    }
+    return r < 0 ? UINT64_MAX : acc->p[r].peak;
+}
+
+/* 1 when a candidate whose lowest peak is p0 and whose fastest time is
+ * fastest cannot improve the front: already at p0 it is as fast */
+static int useless(const front *acc, uint64_t p0, double fastest)
+{
+    long i = front_best(acc, p0);
+    return i >= 0 && acc->p[i].ms <= fastest;
+}
+
+/* keep-set k is useful for sub-problem type `type` unless another is at
+ * least as good in (lowest peak of the move, stored bytes, recompute) */
+static int keep_useful(const remat_planner *p, int type, int k)
+{
+    const keepc *a = &p->ks[k];
+    uint64_t dd = type ? p->d : 0;
+    uint64_t la = a->fpk > dd + a->bpk ? a->fpk : dd + a->bpk;
+    for (int j = 0; j < p->nks; j++) {
+        const keepc *b = &p->ks[j];
+        uint64_t lb = b->fpk > dd + b->bpk ? b->fpk : dd + b->bpk;
+        if (j == k || lb > la || b->kept > a->kept || b->rec_ms > a->rec_ms * (1 + TIME_EPS) + 1e-15) continue;
+        int same = lb == la && b->kept == a->kept && b->rec_ms >= a->rec_ms * (1 - TIME_EPS) - 1e-15;
+        if (!same || j < k) return 0;
+    }
+    return 1;
+}
+
+/* The fronts of every sub-problem with bucket width u, up to peak limit.
+ * Returns REMAT_ERR_RANGE without a message when more than wmax points
+ * would be processed (wmax 0: no limit). */
+static remat_status run_fronts(remat_planner *p, uint64_t u, uint64_t limit, double wmax)
+{
+    int L = p->L;
+    front acc = { 0 }, tmp = { 0 }, pend = { 0 };
+    remat_status st = REMAT_OK;
+    double work = 0;
+    fctx c = { u, limit, &work };
+    int *use[2] = { NULL, NULL }, nuse[2] = { 0, 0 };
+    uint64_t *thr[2] = { NULL, NULL };
+    fronts_free(p);
+    p->u = u;
+    p->fb = calloc((size_t)L + 1, sizeof(front));
+    p->ff = calloc((size_t)L + 1, sizeof(front));
+    use[0] = malloc(sizeof(int) * (size_t)p->nks);
+    use[1] = malloc(sizeof(int) * (size_t)p->nks);
+    if (!p->fb || !p->ff || !use[0] || !use[1]) goto nomem;
+    for (int type = 0; type < 2; type++)
+        for (int k = 0; k < p->nks; k++)
+            if (keep_useful(p, type, k)) use[type][nuse[type]++] = k;
+    for (int type = 0; type < 2; type++)          /* by stored bytes, for spreading the merged ones */
+        for (int a = 1; a < nuse[type]; a++)
+            for (int b = a; b > 0 && p->ks[use[type][b]].kept < p->ks[use[type][b - 1]].kept; b--) {
+                int t = use[type][b]; use[type][b] = use[type][b - 1]; use[type][b - 1] = t;
+            }
+    /* Keep-set a is dominated in (stored bytes, recompute time) by b with a
+     * higher lowest peak lo_b: then every point of ALL(a) at or above lo_b
+     * is matched by the same point of ALL(b) (max(lo_b, x + K_b + p) is no
+     * higher, the time no longer), so ALL(a) only matters below lo_b. */
+    for (int type = 0; type < 2; type++) {
+        thr[type] = malloc(sizeof(uint64_t) * (size_t)(nuse[type] ? nuse[type] : 1));
+        if (!thr[type]) goto nomem;
+        for (int a = 0; a < nuse[type]; a++) {
+            const keepc *ka = &p->ks[use[type][a]];
+            thr[type][a] = UINT64_MAX;
+            for (int b = 0; b < nuse[type]; b++) {
+                const keepc *kb = &p->ks[use[type][b]];
+                if (b == a || kb->kept > ka->kept || kb->rec_ms > ka->rec_ms) continue;
+                if (kb->kept == ka->kept && kb->rec_ms == ka->rec_ms && b > a) continue;
+                uint64_t lob = max3(p->x + kb->fpk, p->x + (type ? p->d : 0) + kb->bpk, 0);
+                if (lob < thr[type][a]) thr[type][a] = lob;
+            }
+        }
+    }
+    uint64_t x = p->x, d = p->d;
+    for (int type = 0; type < 2; type++) {       /* 0: B(n), 1: F(n) */
+        front *fr = type ? p->ff : p->fb;
+        for (int n = type ? 0 : 1; n <= L; n++) {
+            acc.n = 0;
+            if (type == 0 && n == 1) {
+                if (front_push(&c, &acc, x + p->leaf_bpk, p->leaf_ms, 0)) goto nomem;
+            } else if (type == 1 && n == 0) {
+                if (front_push(&c, &acc, p->head_pk, p->th, 0)) goto nomem;
+            } else {
+                const front *sub = &fr[n - 1];
+                pend.n = 0;
+                for (int kk = 0; kk < nuse[type]; kk++) {
+                    int k = use[type][kk];
+                    const keepc *kc = &p->ks[k];
+                    uint64_t lo = max3(x + kc->fpk, x + (type ? d : 0) + kc->bpk, 0);
+                    double add = p->tf + kc->rec_ms + p->tb;
+                    if (!sub->n || useless(&acc, max3(lo, x + kc->kept + sub->p[0].peak, 0), sub->p[sub->n - 1].ms + add))
+                        continue;
+                    /* points at or above thr are matched by a keep-set with less of
+                     * both; at or above the cut, acc is already as fast */
+                    uint64_t cut = cut_peak(&acc, sub->p[sub->n - 1].ms + add);
+                    uint64_t top = thr[type][kk] < cut ? thr[type][kk] : cut;
+                    if (merge_all(&c, &tmp, &acc, sub, lo, x + kc->kept, add, k, top == UINT64_MAX ? top : top - 1, cut))
+                        goto nomem;
+                    front sw = acc; acc = tmp; tmp = sw;
+                }
+                /* CK(j): most of their points are slower than what the ALL
+                 * moves already give; collect the others, merge them once */
+                int jmax = type ? n : n - 1;
+                for (int j = 1; j <= jmax; j++) {
+                    uint64_t lo = x + (j == 1 ? p->ckf1 : p->ckf2);
+                    const front *s1 = &fr[n - j], *s2 = &p->fb[j];
+                    if (!s1->n || !s2->n ||
+                        useless(&acc, max3(lo, x + s1->p[0].peak, (type ? d : 0) + s2->p[0].peak),
+                                j * p->tf + s1->p[s1->n - 1].ms + s2->p[s2->n - 1].ms))
+                        continue;
+                    uint64_t cut = cut_peak(&acc, j * p->tf + s1->p[s1->n - 1].ms + s2->p[s2->n - 1].ms);
+                    if (collect_ck(&c, &pend, &acc, s1, x, s2, type ? d : 0, lo, j * p->tf, -j,
+                                   cut == UINT64_MAX ? UINT64_MAX : cut - 1)) goto nomem;
+                    if (wmax > 0 && work > wmax) { st = REMAT_ERR_RANGE; goto out; }
+                }
+                if (pend.n) {
+                    qsort(pend.p, pend.n, sizeof(fpt), cmp_fpt);
+                    if (merge_all(&c, &tmp, &acc, &pend, 0, 0, 0, INT32_MIN, UINT64_MAX, UINT64_MAX)) goto nomem;
+                    front sw = acc; acc = tmp; tmp = sw;
+                }
+            }
+            /* keep an exact-size copy */
+            fr[n].p = malloc((acc.n ? acc.n : 1) * sizeof(fpt));
+            if (!fr[n].p) goto nomem;
+            memcpy(fr[n].p, acc.p, acc.n * sizeof(fpt));
+            fr[n].n = fr[n].cap = acc.n;
+        }
+    }
+    goto out;
+nomem:
+    st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
+out:
+    free(acc.p); free(tmp.p); free(pend.p);
+    free(use[0]); free(use[1]); free(thr[0]); free(thr[1]);
+    if (st) fronts_free(p);
+    return st;
+}
+
+/* The smallest peak of every sub-problem, exactly (in bytes), and a move
+ * that reaches it. */
+static void run_min_peaks(remat_planner *p)
+{
+    int L = p->L;
+    uint64_t x = p->x, d = p->d;
+    for (int type = 0; type < 2; type++) {
+        uint64_t *m = type ? p->mf : p->mb;
+        int32_t *mv = type ? p->mvf : p->mvb;
+        for (int n = type ? 0 : 1; n <= L; n++) {
+            uint64_t best = UINT64_MAX;
+            int32_t bm = 0;
+            if (type == 0 && n == 1) best = x + p->leaf_bpk;
+            else if (type == 1 && n == 0) best = p->head_pk;
+            else {
+                for (int k = 0; k < p->nks; k++) {
+                    const keepc *kc = &p->ks[k];
+                    uint64_t v = max3(x + kc->fpk, x + kc->kept + m[n - 1], x + (type ? d : 0) + kc->bpk);
+                    if (v < best) { best = v; bm = k; }
+                }
+                int jmax = type ? n : n - 1;
+                for (int j = 1; j <= jmax; j++) {
+                    uint64_t v = max3(x + (j == 1 ? p->ckf1 : p->ckf2), x + m[n - j], (type ? d : 0) + p->mb[j]);
+                    if (v < best) { best = v; bm = -j; }
+                }
+            }
+            m[n] = best;
+            mv[n] = bm;
+        }
+    }
+}
+
+void remat_planner_free(remat_planner *p)
+{
+    if (!p) return;
+    fronts_free(p);
+    free(p->mb); free(p->mf); free(p->mvb); free(p->mvf); free(p->ks);
+    free(p);
+}
+
+remat_status remat_planner_create(const remat_config *cfg, const remat_profile *prof, uint32_t droppable,
+                                  remat_planner **out)
+{
+    remat_status st;
+    remat_planner *p = NULL;
+    keepc *all = NULL;
+    remat_profile tmp;
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_planner_create: out is NULL");
+    *out = NULL;
+    if ((st = remat_config_check(cfg))) return st;
+    if (!(prof = remat_profile_resolve(cfg, prof, &tmp))) return REMAT_ERR_INVALID;
+    droppable &= DROPPABLE_ALL;
+    p = calloc(1, sizeof *p);
+    if (!p) return remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
+    p->cfg = *cfg;
+    p->L = cfg->n_layer;
+    p->x = remat_tensor_bytes(cfg, RT_RES3);
+    p->d = remat_tensor_bytes(cfg, RT_D_RES);
+    remat_config c1 = *cfg, c2 = *cfg;
+    c1.n_layer = 1;
+    c2.n_layer = 2;
+    p->mb = calloc((size_t)p->L + 1, sizeof(uint64_t));
+    p->mf = calloc((size_t)p->L + 1, sizeof(uint64_t));
+    p->mvb = calloc((size_t)p->L + 1, sizeof(int32_t));
+    p->mvf = calloc((size_t)p->L + 1, sizeof(int32_t));
+    all = malloc(sizeof(keepc) * ((size_t)1 << RT_RES3));
+    if (!p->mb || !p->mf || !p->mvb || !p->mvf || !all) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning"); goto out; }
+
+    /* the block, head and leaf constants come with "keep only res3"; then
+     * every keep-set that drops a subset of the droppable tensors */
+    keepc leaf;
+    if ((st = measure_keep(p, &c1, prof, 0, &leaf, 1))) goto out;
+    int na = 0;
+    for (uint32_t sub = droppable;; sub = (sub - 1) & droppable) {
+        uint32_t keep = DROPPABLE_ALL & ~sub;
+        if (keep == 0) all[na++] = leaf;
+        else if ((st = measure_keep(p, &c1, prof, keep, &all[na++], 0))) goto out;
+        if (!sub) break;
+    }
+    if (p->L >= 2 && (st = measure_ck(p, &c2, prof))) goto out;
+    if (p->L < 2) p->ckf2 = p->ckf1;
+
+    /* Pareto-prune the keep-sets (ties: keep the first) */
+    p->ks = malloc(sizeof(keepc) * (size_t)na);
+    if (!p->ks) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning"); goto out; }
+    for (int i = 0; i < na; i++) {
+        int dom = 0;
+        for (int j = 0; j < na && !dom; j++) {
+            if (j == i || !dominates(&all[j], &all[i])) continue;
+            dom = !dominates(&all[i], &all[j]) || j < i;
+        }
+        if (!dom) p->ks[p->nks++] = all[i];
+    }
+    run_min_peaks(p);
+    *out = p;
+    p = NULL;
+out:
+    free(all);
+    remat_planner_free(p);
+    return st;
+}
+
+remat_status remat_planner_build_fronts(remat_planner *p, uint64_t limit)
+{
+    remat_status st = REMAT_OK;
+    /* Exact fronts first.  When they would take too long (long chains of
+     * wide blocks: the fronts hold a knapsack of many near-equal peaks),
+     * thin them to buckets of a fraction of the range; peaks stay exact, so
+     * every plan still fits and reports its true peak. */
+    uint64_t range = limit;
+    if (!range) {
+        remat_schedule *s = NULL;
+        remat_sim sim;
+        if ((st = remat_schedule_create(&p->cfg, "none", &s))) return st;
+        remat_schedule_simulate(s, &sim);
+        remat_schedule_free(s);
+        range = sim.peak_bytes;
+    }
+    /* rungs: exact, then buckets of a fraction of a block input x: the
+     * blow-up comes from the LayerNorm statistics (x / (C/2) each), whose
+     * keep/drop variants differ by a few KiB and microseconds */
+    struct { uint64_t u; double wmax; } rung[3] = {
+        { 1, 5e6 }, { p->x >> 4, 6e7 }, { p->x > (range >> 10) ? p->x : range >> 10, 0 },
+    };
+    for (int i = 0; i < 3; i++) {
+        uint64_t u = rung[i].u < 1 ? 1 : rung[i].u;
+        if (i && u <= p->u) continue;
+        st = run_fronts(p, u, limit ? limit : UINT64_MAX, i < 2 ? rung[i].wmax : 0);
+        if (st != REMAT_ERR_RANGE) break;
+    }
+    return st;
+}
+
+static uint64_t top_peak(const remat_planner *p, uint64_t peak)
+{
+    /* emb's forward (x) and emb's backward (d_res) surround the chain */
+    return max3(peak, p->x, p->d);
+}
+
+uint64_t remat_planner_min_peak(const remat_planner *p) { return top_peak(p, p->mf[p->L]); }
+int remat_planner_keepsets(const remat_planner *p) { return p->nks; }
+size_t remat_planner_front_size(const remat_planner *p) { return p->ff ? p->ff[p->L].n : 0; }
+uint64_t remat_planner_unit(const remat_planner *p) { return p->ff ? p->u : 1; }
+int remat_planner_exact(const remat_planner *p) { return !p->ff || p->u == 1; }
+
+void remat_planner_front_point(const remat_planner *p, size_t i, uint64_t *peak, double *ms)
+{
+    const fpt *f = &p->ff[p->L].p[i];
+    if (peak) *peak = top_peak(p, f->peak);
+    if (ms) *ms = f->ms + p->te;
+}
+
+/* ---- plans as strings ------------------------------------------------------- */
+
+typedef struct sbuf { char *s; size_t n, len; int over; } sbuf;
+
+static void put(sbuf *b, const char *fmt, unsigned v)
+{
+    char t[24];
+    int k = snprintf(t, sizeof t, fmt, v);
+    if (b->len + (size_t)k + 2 > b->n) { b->over = 1; return; }
+    if (b->len > 5) b->s[b->len++] = '.';
+    memcpy(b->s + b->len, t, (size_t)k + 1);
+    b->len += (size_t)k;
+}
+
+/* tokens of the best plan for sub-problem (type, n) within budget, preorder */
+static void emit_plan(const remat_planner *p, int type, int n, uint64_t budget, sbuf *b)
+{
+    if (b->over) return;
+    if (type == 1 && n == 0) return;                  /* the head takes no token */
+    if (type == 0 && n == 1) { put(b, "A%x", 0); return; }
+    const front *f = type ? &p->ff[n] : &p->fb[n];
+    long i = front_best(f, budget);
+    if (i < 0) { b->over = 2; return; }               /* cannot happen: sub-budgets follow the point's peak */
+    int32_t mv = f->p[i].move;
+    if (mv >= 0) {
+        const keepc *kc = &p->ks[mv];
+        put(b, "A%x", kc->mask & ~RES3_BIT);
+        emit_plan(p, type, n - 1, budget - p->x - kc->kept, b);
+    } else {
+        int j = -mv;
+        put(b, "C%u", (unsigned)j);
+        emit_plan(p, type, n - j, budget - p->x, b);
+        emit_plan(p, 0, j, budget - (type ? p->d : 0), b);
+    }
+}
+
+/* tokens of the minimum-peak plan */
+static void emit_min(const remat_planner *p, int type, int n, sbuf *b)
+{
+    if (b->over || (type == 1 && n == 0)) return;
+    if (type == 0 && n == 1) { put(b, "A%x", 0); return; }
+    int32_t mv = (type ? p->mvf : p->mvb)[n];
+    if (mv >= 0) {
+        put(b, "A%x", p->ks[mv].mask & ~RES3_BIT);
+        emit_min(p, type, n - 1, b);
+    } else {
+        put(b, "C%u", (unsigned)-mv);
+        emit_min(p, type, n + mv, b);
+        emit_min(p, 0, -mv, b);
+    }
+}
+
+remat_status remat_planner_best(const remat_planner *p, uint64_t act_budget, char *policy, size_t n,
+                                 uint64_t *peak, double *ms)
+{
+    if (!p || !p->ff || !policy) return remat_fail(REMAT_ERR_INVALID, "remat_planner_best: no fronts");
+    if (n < 8) return remat_fail(REMAT_ERR_RANGE, "plan buffer too small");
+    uint64_t minp = remat_planner_min_peak(p);
+    if (act_budget < minp) return remat_fail(REMAT_ERR_BUDGET, "nothing fits");
+    const front *f = &p->ff[p->L];
+    long i = front_best(f, act_budget);
+    sbuf b = { policy, n, 0, 0 };
+    memcpy(policy, "plan:", 6);
+    b.len = 5;
+    if (i >= 0) emit_plan(p, 1, p->L, f->p[i].peak, &b);
+    else emit_min(p, 1, p->L, &b);   /* coarse fronts start above the exact minimum */
+    if (b.over == 1) return remat_fail(REMAT_ERR_RANGE, "the plan for %d blocks is longer than %zu bytes", p->L, n);
+    if (b.over) return remat_fail(REMAT_ERR_STATE, "planner: internal error reconstructing a plan");
+    if (i >= 0) {
+        if (peak) *peak = top_peak(p, f->p[i].peak);
+        if (ms) *ms = f->p[i].ms + p->te;
+    } else {
+        if (peak) *peak = minp;
+        if (ms) *ms = -1;    /* not tracked: the caller evaluates the plan */
+    }
+    return REMAT_OK;
+}
+
+
+/* ---- predicting a given plan (tests) ------------------------------------- */
+
+typedef struct pred { const char *cur; remat_status st; const remat_profile *prof; remat_config c1; } pred;
+
+static int next_tok(pred *r, char *kind, unsigned *v)
+{
+    const char *c = r->cur;
+    if (*c != 'A' && *c != 'C') return 0;
+    char *end;
+    unsigned long x = strtoul(c + 1, &end, *c == 'A' ? 16 : 10);
+    if (end == c + 1 || (*end && *end != '.')) return 0;
+    *kind = *c;
+    *v = (unsigned)x;
+    r->cur = *end ? end + 1 : end;
+    return 1;
+}
+
+static void predict_rec(remat_planner *p, pred *r, int type, int n, uint64_t *peak, double *ms)
+{
+    char k;
+    unsigned v;
+    *peak = 0;
+    *ms = 0;
+    if (r->st) return;
+    if (type == 1 && n == 0) { *peak = p->head_pk; *ms = p->th; return; }
+    if (!next_tok(r, &k, &v)) { r->st = remat_fail(REMAT_ERR_POLICY, "predict: bad or missing token"); return; }
+    if (type == 0 && n == 1) {
+        if (k != 'A') r->st = remat_fail(REMAT_ERR_POLICY, "predict: a single block takes an A token");
+        *peak = p->x + p->leaf_bpk;
+        *ms = p->leaf_ms;
+        return;
+    }
+    uint64_t d = type ? p->d : 0, sp, sp2;
+    double sm, sm2;
+    if (k == 'A') {
+        keepc kc;
+        if ((r->st = measure_keep(p, &r->c1, r->prof, v & REMAT_KEEP_ALL, &kc, 0))) return;
+        predict_rec(p, r, type, n - 1, &sp, &sm);
+        *peak = max3(p->x + kc.fpk, p->x + kc.kept + sp, p->x + d + kc.bpk);
+        *ms = p->tf + kc.rec_ms + p->tb + sm;
+    } else {
+        int j = (int)v;
+        if (j < 1 || j > (type ? n : n - 1)) { r->st = remat_fail(REMAT_ERR_POLICY, "predict: split out of range"); return; }
+        predict_rec(p, r, type, n - j, &sp, &sm);
+        predict_rec(p, r, 0, j, &sp2, &sm2);
+        *peak = max3(p->x + (j == 1 ? p->ckf1 : p->ckf2), p->x + sp, d + sp2);
+        *ms = j * p->tf + sm + sm2;
+    }
+}
+
+remat_status remat_planner_predict(remat_planner *p, const remat_profile *prof, const char *plan, uint64_t *peak,
+                                   double *ms)
+{
+    remat_profile tmp;
+    pred r;
+    memset(&r, 0, sizeof r);
+    if (strncmp(plan, "plan:", 5)) return remat_fail(REMAT_ERR_POLICY, "predict: expected plan:TOKENS");
+    if (!(r.prof = remat_profile_resolve(&p->cfg, prof, &tmp))) return REMAT_ERR_INVALID;
+    r.cur = plan + 5;
+    r.c1 = p->cfg;
+    r.c1.n_layer = 1;
+    uint64_t pk;
+    double m;
+    predict_rec(p, &r, 1, p->L, &pk, &m);
+    if (r.st) return r.st;
+    if (*r.cur) return remat_fail(REMAT_ERR_POLICY, "predict: unused tokens");
+    *peak = top_peak(p, pk);
+    *ms = m + p->te;
+    return REMAT_OK;
+}
+
+remat_status remat_planner_build_fronts_unit(remat_planner *p, uint64_t limit, uint64_t unit)
+{
+    return run_fronts(p, unit ? unit : 1, limit ? limit : UINT64_MAX, 0);
+}
+
+/* ---- the public planner API ------------------------------------------------- */
+
+uint64_t remat_plan_static_bytes(const remat_config *cfg)
+{
+    /* remat_model_create: params, grads, two AdamW moments (fp32 each);
+     * workspace: inputs and targets (int) and per-position losses (float) */
+    uint64_t np = remat_config_num_params(cfg);
+    uint64_t N = (uint64_t)cfg->batch * (uint64_t)cfg->seq;
+    return 16 * np + N * (2 * sizeof(int) + sizeof(float));
+}
+
+static const char *fmt_bytes(uint64_t b, char *buf, size_t n)
+{
+    if (b >= (1ULL << 30)) snprintf(buf, n, "%.2f GiB", b / 1073741824.0);
+    else if (b >= (1ULL << 20)) snprintf(buf, n, "%.2f MiB", b / 1048576.0);
+    else if (b >= 1024) snprintf(buf, n, "%.1f KiB", b / 1024.0);
+    else snprintf(buf, n, "%llu B", (unsigned long long)b);
+    return buf;
+}
+
+/* evaluate with an already resolved profile; none_ms < 0: compute it */
+static remat_status evaluate(const remat_config *cfg, const remat_profile *prof, const char *policy, uint64_t budget,
+                             int act_only, double none_ms, remat_plan_row *out)
+{
+    remat_schedule *s = NULL;
+    remat_status st;
+    remat_sim sim;
+    memset(out, 0, sizeof *out);
+    if (none_ms < 0) {
+        if ((st = remat_schedule_create(cfg, "none", &s))) return st;
+        none_ms = remat_cost_schedule_ms(prof, s, NULL);
+        remat_schedule_free(s);
+        s = NULL;
+    }
+    if ((st = remat_schedule_create(cfg, policy, &s))) return st;
+    if ((st = remat_schedule_simulate(s, &sim))) goto out;
+    const char *canon = remat_schedule_policy(s);
+    if (strlen(canon) >= sizeof out->policy) {
+        st = remat_fail(REMAT_ERR_RANGE, "policy string longer than %zu bytes", sizeof out->policy - 1);
+        goto out;
+    }
+    snprintf(out->policy, sizeof out->policy, "%s", canon);
+    double rec;
+    out->step_ms_pred = remat_cost_schedule_ms(prof, s, &rec);
+    out->overhead_pct = none_ms > 0 ? 100.0 * rec / none_ms : 0;
+    out->peak_bytes = sim.peak_bytes;
+    out->stored_bytes = sim.stored_bytes;
+    out->workset_bytes = sim.workset_bytes;
+    out->total_bytes = sim.peak_bytes + remat_plan_static_bytes(cfg);
+    out->fits = budget == 0 || (act_only ? out->peak_bytes : out->total_bytes) <= budget;
+out:
+    remat_schedule_free(s);
+    return st;
+}
+
+remat_status remat_plan_evaluate(const remat_config *cfg, const remat_profile *prof, const char *policy,
+                                 uint64_t budget, int activations_only, remat_plan_row *out)
+{
+    remat_profile tmp;
+    remat_status st;
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_plan_evaluate: out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((st = remat_config_check(cfg))) return st;
+    if (!(prof = remat_profile_resolve(cfg, prof, &tmp))) return REMAT_ERR_INVALID;
+    return evaluate(cfg, prof, policy, budget, activations_only, -1, out);
+}
+
+/* the figures of the plan at act_budget, checked against the simulator */
+static remat_status plan_row(const remat_planner *pl, const remat_config *cfg, const remat_profile *prof,
+                             uint64_t act_budget, uint64_t budget, int act_only, double none_ms, remat_plan_row *out)
+{
+    uint64_t peak;
+    double ms;
+    remat_status st = remat_planner_best(pl, act_budget, out->policy, sizeof out->policy, &peak, &ms);
+    if (st) return st;
+    char pol[sizeof out->policy];
+    memcpy(pol, out->policy, sizeof pol);
+    if ((st = evaluate(cfg, prof, pol, budget, act_only, none_ms, out))) return st;
+    /* the program's peak is the simulator's, to the byte (thinned fronts
+     * keep exact peaks too); its time is the cost model's own sum */
+    if (out->peak_bytes != peak || (ms >= 0 && fabs(out->step_ms_pred - ms) > 1e-9 * (ms > 1 ? ms : 1)))
+        return remat_fail(REMAT_ERR_STATE, "planner: internal error: predicted peak %llu B and %.6f ms, but the "
+                          "simulator gives %llu B and the cost model %.6f ms for %.200s; please report",
+                          (unsigned long long)peak, ms, (unsigned long long)out->peak_bytes, out->step_ms_pred, pol);
+    return REMAT_OK;
+}
+
+static double none_time(const remat_config *cfg, const remat_profile *prof)
+{
+    remat_schedule *s = NULL;
+    if (remat_schedule_create(cfg, "none", &s)) return 0;
+    double t = remat_cost_schedule_ms(prof, s, NULL);
+    remat_schedule_free(s);
+    return t;
+}
+
+remat_status remat_plan_optimal(const remat_config *cfg, const remat_profile *prof, uint64_t budget,
+                                int activations_only, remat_plan_row *out)
+{
+    remat_profile tmp;
+    remat_planner *pl = NULL;
+    remat_status st;
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_plan_optimal: out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((st = remat_config_check(cfg))) return st;
+    if (!(prof = remat_profile_resolve(cfg, prof, &tmp))) return REMAT_ERR_INVALID;
+    if ((st = remat_planner_create(cfg, prof, DROPPABLE_ALL, &pl))) return st;
+    uint64_t fixed = remat_plan_static_bytes(cfg), minp = remat_planner_min_peak(pl);
+    uint64_t act = UINT64_MAX;
+    if (budget) act = activations_only ? budget : (budget > fixed ? budget - fixed : 0);
+    if (act < minp) {
+        char a[32], b[32], c[32], e[32];
+        if (activations_only)
+            st = remat_fail(REMAT_ERR_BUDGET, "minimum activations %s (the smallest peak of any schedule); "
+                            "activation budget %s is below it", fmt_bytes(minp, a, sizeof a),
+                            fmt_bytes(budget, b, sizeof b));
+        else
+            st = remat_fail(REMAT_ERR_BUDGET, "parameters+optimizer %s; minimum activations %s; budget %s is "
+                            "below the minimum %s (%s dominates)", fmt_bytes(fixed, a, sizeof a),
+                            fmt_bytes(minp, b, sizeof b), fmt_bytes(budget, c, sizeof c),
+                            fmt_bytes(fixed + minp, e, sizeof e),
+                            fixed >= minp ? "parameters+gradients+AdamW state" : "activations");
+        goto out;
+    }
+    if ((st = remat_planner_build_fronts(pl, act == UINT64_MAX ? 0 : act))) goto out;
+    st = plan_row(pl, cfg, prof, act, budget, activations_only, none_time(cfg, prof), out);
+out:
+    remat_planner_free(pl);
+    return st;
+}
+
+remat_status remat_plan_min_peak(const remat_config *cfg, uint64_t *peak)
+{
+    remat_planner *pl = NULL;
+    if (!peak) return remat_fail(REMAT_ERR_INVALID, "remat_plan_min_peak: peak is NULL");
+    *peak = 0;
+    remat_status st = remat_planner_create(cfg, NULL, DROPPABLE_ALL, &pl);
+    if (st) return st;
+    *peak = remat_planner_min_peak(pl);
+    remat_planner_free(pl);
+    return REMAT_OK;
+}
+
+remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *prof, remat_plan_row **rows, size_t *n)
+{
+    remat_profile tmp;
+    remat_planner *pl = NULL;
+    remat_plan_row *r = NULL;
+    remat_status st;
+    if (!rows || !n) return remat_fail(REMAT_ERR_INVALID, "remat_plan_pareto: NULL argument");
+    *rows = NULL;
+    *n = 0;
+    if ((st = remat_config_check(cfg))) return st;
+    if (!(prof = remat_profile_resolve(cfg, prof, &tmp))) return REMAT_ERR_INVALID;
+    if ((st = remat_planner_create(cfg, prof, DROPPABLE_ALL, &pl))) return st;
+    if ((st = remat_planner_build_fronts(pl, 0))) goto out;
+    size_t m = remat_planner_front_size(pl);
+    double none_ms = none_time(cfg, prof);
+    r = calloc(m ? m : 1, sizeof *r);
+    if (!r) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
+    for (size_t i = 0; i < m; i++) {
+        uint64_t pk;
+        remat_planner_front_point(pl, i, &pk, NULL);
+        if ((st = plan_row(pl, cfg, prof, pk, 0, 1, none_ms, &r[i]))) goto out;
+    }
+    *rows = r;
+    *n = m;
+    r = NULL;
+out:
+    free(r);
+    remat_planner_free(pl);
+    return st;
+}
+
+/* does `policy` (NULL: the best plan) fit at this shape?  1 yes, 0 no, -1 error */
+static int fits_at(const remat_config *cfg, const char *policy, uint64_t budget, int act_only)
+{
+    if (remat_config_check(cfg)) return 0;              /* sizes out of range: does not fit */
+    uint64_t fixed = remat_plan_static_bytes(cfg), peak;
+    if (!act_only && fixed > budget) return 0;
+    uint64_t room = act_only ? budget : budget - fixed;
+    if (!policy) {
+        if (remat_plan_min_peak(cfg, &peak)) return -1;
+    } else {
+        remat_schedule *s = NULL;
+        remat_sim sim;
+        if (remat_schedule_create(cfg, policy, &s)) return -1;
+        remat_schedule_simulate(s, &sim);
+        remat_schedule_free(s);
+        peak = sim.peak_bytes;
+    }
+    return peak <= room;
+}
+
+static void set_dim(remat_config *c, const remat_config *base, int dim, int v)
+{
+    *c = *base;
+    if (dim == REMAT_PLAN_SEQ) {
+        c->seq = v;
+        if (c->max_seq < v) c->max_seq = v;
+    } else {
+        c->batch = v;
+    }
+}
+
+remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, int dim, uint64_t budget,
+                                 int activations_only, int *best, remat_plan_row *out)
+{
+    remat_status st;
+    remat_config c;
+    if (!best) return remat_fail(REMAT_ERR_INVALID, "remat_plan_maximize: best is NULL");
+    *best = 0;
+    if ((st = remat_config_check(cfg))) return st;
+    if (dim != REMAT_PLAN_SEQ && dim != REMAT_PLAN_BATCH)
+        return remat_fail(REMAT_ERR_INVALID, "maximize: dimension must be seq or batch");
+    if (budget == 0) return remat_fail(REMAT_ERR_INVALID, "maximize needs a budget");
+    const int limit = 1 << 20;
+    if (policy) {   /* a bad policy is a policy error, not "nothing fits" */
+        remat_schedule *s = NULL;
+        if ((st = remat_schedule_create(cfg, policy, &s))) return st;
+        remat_schedule_free(s);
+    }
+    set_dim(&c, cfg, dim, 1);
+    int f = fits_at(&c, policy, budget, activations_only);
+    if (f < 0) return REMAT_ERR_STATE;
+    if (!f) {
+        const char *what = dim == REMAT_PLAN_SEQ ? "seq" : "batch";
+        remat_plan_row r;
+        if (policy || !remat_plan_optimal(&c, NULL, budget, activations_only, &r))
+            return remat_fail(REMAT_ERR_BUDGET, "%s=1 does not fit in the budget with %s", what,
+                              policy ? policy : "any plan");
+        char m[400];
+        snprintf(m, sizeof m, "%s", remat_errmsg());
+        return remat_fail(REMAT_ERR_BUDGET, "even %s=1 does not fit: %s", what, m);
+    }
+    int lo = 1, hi = 2;                      /* lo fits; find hi that does not */
+    while (hi <= limit) {
+        set_dim(&c, cfg, dim, hi);
+        if ((f = fits_at(&c, policy, budget, activations_only)) < 0) return REMAT_ERR_STATE;
+        if (!f) break;
+        lo = hi;
+        hi *= 2;
+    }
+    if (hi > limit) hi = limit + 1;
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        set_dim(&c, cfg, dim, mid);
+        if ((f = fits_at(&c, policy, budget, activations_only)) < 0) return REMAT_ERR_STATE;
+        if (f) lo = mid; else hi = mid;
+    }
+    *best = lo;
+    if (out) {
+        set_dim(&c, cfg, dim, lo);
+        st = policy ? remat_plan_evaluate(&c, NULL, policy, budget, activations_only, out)
+                    : remat_plan_optimal(&c, NULL, budget, activations_only, out);
+        if (st) return st;
+    }
+    return REMAT_OK;
+}

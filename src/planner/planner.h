@@ -1,0 +1,83 @@
+/*
+ * planner.h -- internals of the budget planner: the cost model (cost.c) and
+ * the dynamic program over plans (planner.c).  The public face is the
+ * "planner" section of remat.h.
+ */
+#ifndef REMAT_PLANNER_H
+#define REMAT_PLANNER_H
+
+#include <stdint.h>
+#include "remat.h"
+#include "../engine/tensors.h"
+#include "../schedule/schedule.h"
+
+/* ---- cost model (cost.c) ------------------------------------------------ */
+
+struct remat_profile {
+    remat_config cfg;         /* the config the times are for */
+    int measured;             /* 1: timed on this machine; 0: FLOP/byte model */
+    char cpu[128];            /* /proc/cpuinfo "model name" (measured only) */
+    int threads;              /* thread count when measured */
+    double gflops;            /* model: GEMM throughput */
+    double other_gflops;      /* model: throughput of the non-GEMM loops */
+    double gbps;              /* model: memory bandwidth, GB/s */
+    double fwd_ms[RT_COUNT];  /* forward op of each activation tensor */
+    double bwd_ms[RT_COUNT];  /* its backward op (0 where none) */
+    double update_ms;         /* zero grads + global norm + AdamW, per step */
+    char desc[256];
+};
+
+/* The FLOP model with default throughputs, filled into p (no allocation). */
+void remat_profile_fill_model(remat_profile *p, const remat_config *cfg, double gflops);
+/* Time of one instruction, and of a whole schedule (recompute part into
+ * *recompute_ms when not NULL). */
+double remat_cost_instr_ms(const remat_profile *p, int kind, int tid);
+double remat_cost_schedule_ms(const remat_profile *p, const remat_schedule *s, double *recompute_ms);
+/* The profile to use: prof itself (after checking that it is for cfg), or
+ * the default model written into *tmp.  NULL (message set) on mismatch. */
+const remat_profile *remat_profile_resolve(const remat_config *cfg, const remat_profile *prof,
+                                           remat_profile *tmp);
+
+/* ---- the dynamic program (planner.c) ----------------------------------- */
+
+typedef struct remat_planner remat_planner;
+
+/* Builds the planner for cfg: the block constants (read off compiled 1- and
+ * 2-block schedules), the keep-sets and the exact minimum peak.  droppable:
+ * the per-block tensors a keep-set may drop (REMAT_KEEP_ALL & ~res3 for the
+ * full search space; tests pass fewer to compare with exhaustive
+ * enumeration). */
+remat_status remat_planner_create(const remat_config *cfg, const remat_profile *prof, uint32_t droppable,
+                                  remat_planner **out);
+/* Computes the Pareto fronts best() needs, for peaks up to limit (0: all).
+ * Exact when that is cheap enough, else thinned (remat_planner_exact). */
+remat_status remat_planner_build_fronts(remat_planner *p, uint64_t limit);
+void remat_planner_free(remat_planner *p);
+/* Smallest activation peak over the search space. */
+uint64_t remat_planner_min_peak(const remat_planner *p);
+/* Fastest plan whose predicted activation peak is <= act_budget: its
+ * plan:TOKENS string (into policy[n]), predicted peak and step time.
+ * REMAT_ERR_BUDGET when nothing fits, REMAT_ERR_RANGE when n is too small. */
+remat_status remat_planner_best(const remat_planner *p, uint64_t act_budget, char *policy, size_t n,
+                                uint64_t *peak, double *ms);
+/* The whole-step front: number of points, and point i (peak, time). */
+size_t remat_planner_front_size(const remat_planner *p);
+void remat_planner_front_point(const remat_planner *p, size_t i, uint64_t *peak, double *ms);
+/* The bucket width of the fronts: 1 when they are exact
+ * (remat_planner_exact() = 1); for long chains of wide blocks a fraction of
+ * the peak range, where each bucket keeps only its fastest plan (peaks stay
+ * exact, plans still fit; a budget may get the plan of a slightly smaller
+ * one). */
+uint64_t remat_planner_unit(const remat_planner *p);
+int remat_planner_exact(const remat_planner *p);
+/* For tests: the fronts with a given bucket width (1: exact), no fallback. */
+remat_status remat_planner_build_fronts_unit(remat_planner *p, uint64_t limit, uint64_t unit);
+/* For tests: the program's own prediction of any plan:TOKENS string (the
+ * same recurrences the fronts use), to compare with the simulator.  prof
+ * must be the planner's (NULL: the default model). */
+remat_status remat_planner_predict(remat_planner *p, const remat_profile *prof, const char *plan, uint64_t *peak,
+                                   double *ms);
+/* Number of keep-sets left after Pareto pruning (for reports and tests). */
+int remat_planner_keepsets(const remat_planner *p);
+
+#endif
