@@ -17,6 +17,8 @@ static const struct {
     {"plan", cmd_plan, "predict every policy's memory and time; the fastest plan for a budget"},
     {"profile", cmd_profile, "time every op on this machine and cache it for 'remat plan'"},
     /* bench and report commands */
+    {"bench", cmd_bench, "run recomputation policies side by side: time, memory, GFLOP/s, plots"},
+    {"report", cmd_report, "run a bench and write a self-contained HTML report"},
     /* checkpoint and weight commands */
     {"export", cmd_export, "write a training checkpoint's weights as llm.c or safetensors"},
 };

@@ -1,0 +1,91 @@
+/*
+ * bench.h -- the engine behind `remat bench` and `remat report`, shared by
+ * cmd_bench.c (flags, measurement, table / JSON / CSV), bench_plots.c (the
+ * two SVG plots) and cmd_report.c (the HTML page).  CLI-internal.
+ *
+ * Method (why it is built this way is in cmd_bench.c's header):
+ *   - one model, created once; each policy is installed with
+ *     remat_model_set_policy before its step (policies are bit-identical, so
+ *     the work per step does not depend on which ran before);
+ *   - warm-up rounds, then `steps` rounds; in each round every policy runs
+ *     one step (the start rotates by one policy per round) and one SGEMM
+ *     probe runs;
+ *   - medians over rounds; ratio_vs_none is the median of per-round ratios.
+ */
+#ifndef REMAT_CLI_BENCH_H
+#define REMAT_CLI_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "cli.h"
+
+typedef struct bench_opts {
+    remat_config cfg;
+    const char *policies;      /* --policies (NULL: "none,full,selective") */
+    long steps, warmup, threads, sgemm_n;
+    uint64_t seed;
+    uint64_t budget;           /* --budget, 0 = none */
+    int act_only;              /* --activations-only: budget applies to the activation peak */
+    const char *profile;       /* --profile FILE for the planner, NULL: calibrated FLOP model */
+    int json, csv, rss;        /* rss: per-policy peak RSS in forked children */
+    const char *svg_pareto, *svg_timeline, *timeline_policy;
+    const char *out_dir;       /* report only */
+    int argc;                  /* the command line, for the report */
+    char **argv;
+} bench_opts;
+
+typedef struct bench_row {
+    char *name;                /* as asked for ("every:2,selective"), or "optimal" */
+    char *policy;              /* canonical policy string (a plan: for the optimum) */
+    int implicit;              /* `none` added as the reference, not asked for */
+    int optimal;               /* the planner's optimum for --budget */
+    double *ms;                /* per round */
+    double ms_median, ratio_vs_none, tokens_per_s, gflops, sgemm_frac;
+    double step_ms_pred;       /* planner (remat_plan_evaluate); < 0 unknown */
+    int fits;                  /* planner: fits the budget (1 without one) */
+    remat_sim sim;             /* predicted (dry run of the model's schedule) */
+    remat_stats st;            /* measured, last step */
+    uint64_t rss_peak;         /* bytes; 0 when not measured */
+} bench_row;
+
+typedef struct bench_result {
+    bench_row *rows;
+    int n, none_idx, timeline_idx;
+    double sgemm_gflops;       /* median of the per-round probes */
+    double *sgemm_round;
+    remat_plan_row *front;     /* planner's predicted Pareto front, or NULL */
+    size_t n_front;
+    char planner_err[512];     /* why the front / predictions are missing ("" if not) */
+    char optimal_err[512];     /* why --budget has no optimum ("" if not) */
+    uint64_t rss_base, rss_process;
+    double elapsed_s;
+    double load_start, load_end;   /* 1-minute load average (/proc/loadavg); < 0 unknown */
+    char cpu[256];
+} bench_result;
+
+/* Parses bench flags (and --out, required, when allow_out).  Returns 1 to
+ * run, 0 after --help was printed, -1 on a bad flag (reported; exit 2). */
+int bench_parse(const char *cmd, int argc, char **argv, int allow_out, bench_opts *o);
+/* Runs the benchmark; returns 0 or a CLI exit status (error reported). */
+int bench_run(const bench_opts *o, bench_result *r);
+void bench_result_free(bench_result *r);
+
+void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r);
+void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r);
+void bench_print_csv(FILE *f, const bench_opts *o, const bench_result *r);
+/* A JSON string literal, escaped. */
+void bench_json_str(FILE *f, const char *s);
+
+/* The plots (bench_plots.c).  xml_decl: 1 for standalone files. 0 or an
+ * exit status (error reported). */
+int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xml_decl);
+int bench_svg_timeline(FILE *f, const bench_opts *o, const bench_result *r, int xml_decl);
+
+/* Writes path atomically: path.tmp.PID, fsync, rename, fsync of the
+ * directory.  0, or 1 with the error reported. */
+int cli_write_atomic(const char *path, const char *data, size_t len);
+/* Runs fn into a memory buffer; *out is malloc'd and NUL-terminated. */
+int bench_render(int (*fn)(FILE *, const bench_opts *, const bench_result *, int), const bench_opts *o,
+                 const bench_result *r, int xml_decl, char **out, size_t *len);
+
+#endif

@@ -1,0 +1,839 @@
+/*
+ * cmd_bench.c -- `remat bench`: recomputation policies side by side.
+ *
+ * Why it measures the way it does:
+ *   - The machines this runs on change speed by about 2x for minutes at a
+ *     time (shared cores, frequency scaling).  Timing policy A for a minute
+ *     and then policy B compares two machines, not two policies.  So the
+ *     policies run interleaved: in every round each policy runs one step, and
+ *     the order rotates by one policy per round so that no policy always
+ *     follows the same neighbour.  Reported times are medians over rounds,
+ *     and a policy's cost relative to `none` is the median of its per-round
+ *     ratios, which cancels the slow drift that both share within a round.
+ *   - One model serves every policy: remat_model_set_policy swaps the
+ *     schedule between steps.  All policies compute bit-identical values
+ *     (tests/test_schedule), so the work of a step does not depend on which
+ *     policy ran before, and one set of parameters, gradients and AdamW state
+ *     (2 GiB for GPT-2 124M) is all the benchmark holds.
+ *   - The SGEMM yardstick is measured in every round too, next to the steps
+ *     it is compared with; sgemm_gflops is the median of those probes.
+ *   - Peak RSS is a process-lifetime high-water mark (getrusage's
+ *     ru_maxrss, /proc's VmHWM), so a figure per policy needs a process per
+ *     policy: for each one the bench forks and execs itself (`remat bench
+ *     --rss-child POLICY ...`, internal), and that fresh process creates the
+ *     model, runs one step and reports its VmHWM.  Exec rather than a bare
+ *     fork: the child starts with no OpenMP or BLAS thread pool inherited
+ *     half-alive, and with none of the parent's pages.  The figure includes
+ *     the binary and libraries (reported as rss_base_bytes: what the child
+ *     held before creating the model).  --no-rss skips the children.
+ *
+ * Output: a table, or --json / --csv with the fields listed in help().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "bench.h"
+#include "progress.h"
+
+static void help(const char *cmd)
+{
+    int report = !strcmp(cmd, "report");
+    if (report)
+        printf("usage: remat report --out DIR [bench flags]\n\n"
+               "Runs 'remat bench' and writes DIR/report.html: one self-contained page with\n"
+               "the Pareto plot, the memory timeline, the table, the config and the machine.\n\n");
+    else
+        printf("usage: remat bench [config flags] [--policies LIST|all] [--steps N] [flags]\n\n"
+               "Runs recomputation policies interleaved (every round runs each policy for\n"
+               "one training step) and reports, per policy, the median step time, its\n"
+               "ratio to `none` from the same rounds, tokens/s, predicted and measured\n"
+               "activation bytes, peak RSS, and achieved GFLOP/s against an SGEMM\n"
+               "measured in the same rounds.\n\n");
+    printf(
+"config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
+"  (defaults: the small model of 'remat train', vocab 256)\n"
+"policies:\n"
+"  --policies LIST   policies separated by ',' (or by ';' when LIST contains one,\n"
+"                    so that combinations fit: 'none;full;every:2,selective')\n"
+"                    (default none,full,selective).  'all' = none, full, every:2,\n"
+"                    sqrt, first:L/2, selective, pointwise, save:qkv+fch,\n"
+"                    revolve:3, every:2,selective, every:2,selective,pointwise.\n"
+"                    `none` is always measured: it is the reference of every ratio.\n"
+"  --policy P        add one policy (repeatable; P may contain ',')\n"
+"  --budget SIZE     add the planner's optimum for this memory budget (e.g. 2GiB)\n"
+"  --activations-only  the budget is for the activation peak, not the whole step\n"
+"  --profile FILE    planner profile from 'remat profile' (default: FLOP model\n"
+"                    calibrated by one SGEMM)\n"
+"measurement:\n"
+"  --steps N         timed rounds (default 10)      --warmup N  untimed rounds (default 2)\n"
+"  --threads N       threads (default: all cores)   --seed N    model seed (default 1)\n"
+"  --sgemm-n N       side of the SGEMM probe run every round (default 1024)\n"
+"  --no-rss          skip the per-policy peak-RSS children\n"
+"output:\n"
+"  --json            one JSON object: {\"rows\": [...], \"sgemm_gflops\", \"front\",\n"
+"                    \"config\", \"machine\", ...}; each row has policy, schedule,\n"
+"                    step_ms_median, ratio_vs_none, tokens_per_s, act_peak_bytes,\n"
+"                    act_peak_pred_bytes, act_stored_bytes, act_stored_pred_bytes,\n"
+"                    act_workset_bytes, act_workset_pred_bytes, step_peak_bytes,\n"
+"                    rss_peak_bytes, gflops, sgemm_frac, step_ms_pred, fits, step_ms\n"
+"  --csv             the same row fields as CSV (step_ms omitted)\n"
+"  (rss_peak_bytes: the peak RSS of a process of its own that creates the model\n"
+"   and runs one step of the policy; act_* bytes: measured, *_pred: dry run)\n"
+"  --svg-pareto FILE    plot activation peak vs step time, with the planner's front\n"
+"  --svg-timeline FILE  plot live activation bytes over one step, by tensor\n"
+"  --timeline-policy P  the policy of the timeline (default: the optimum with\n"
+"                       --budget, else the first policy other than none)\n");
+    if (report) printf("  --out DIR         where report.html goes (created if missing)\n");
+    printf("A progress line is shown on stderr when it is a terminal and --json is not set.\n");
+}
+
+/* ---- flags ------------------------------------------------------------- */
+
+typedef struct strlist {
+    char **v;
+    int n, cap;
+} strlist;
+
+static int strlist_add(strlist *l, const char *s, size_t len)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        char **v = realloc(l->v, sizeof *v * (size_t)cap);
+        if (!v) return 0;
+        l->v = v;
+        l->cap = cap;
+    }
+    char *c = malloc(len + 1);
+    if (!c) return 0;
+    memcpy(c, s, len);
+    c[len] = 0;
+    l->v[l->n++] = c;
+    return 1;
+}
+
+static void strlist_free(strlist *l)
+{
+    for (int i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+/* Extra --policy values, kept until bench_run reads them. */
+static strlist extra_policies;
+
+int bench_parse(const char *cmd, int argc, char **argv, int allow_out, bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    remat_config_default(&o->cfg);
+    o->cfg.max_seq = 0;
+    o->steps = 10;
+    o->warmup = 2;
+    o->sgemm_n = 1024;
+    o->seed = 1;
+    o->rss = 1;
+    o->argc = argc;
+    o->argv = argv;
+    strlist_free(&extra_policies);
+    int maxseq_set = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v;
+        int r;
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(cmd); return 0; }
+        if (!strcmp(f, "--max-seq")) maxseq_set = 1;
+        if ((r = cli_config_flag(&o->cfg, argc, argv, &i)) < 0) return -1;
+        if (r) continue;
+        if (!strcmp(f, "--policies")) { if (!(o->policies = cli_value(argc, argv, &i))) return -1; }
+        else if (!strcmp(f, "--policy")) {
+            if (!(v = cli_value(argc, argv, &i))) return -1;
+            if (!strlist_add(&extra_policies, v, strlen(v))) { cli_error("out of memory"); return -1; }
+        }
+        else if (!strcmp(f, "--steps")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1000000, &o->steps)) return -1; }
+        else if (!strcmp(f, "--warmup")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1000000, &o->warmup)) return -1; }
+        else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &o->threads)) return -1; }
+        else if (!strcmp(f, "--sgemm-n")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 16, 8192, &o->sgemm_n)) return -1; }
+        else if (!strcmp(f, "--seed")) { if (!(v = cli_value(argc, argv, &i)) || !cli_u64(f, v, &o->seed)) return -1; }
+        else if (!strcmp(f, "--budget")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_bytes(f, v, &o->budget)) return -1;
+            if (!o->budget) { cli_usage_error(cmd, "--budget must be more than 0 bytes"); return -1; }
+        }
+        else if (!strcmp(f, "--activations-only")) o->act_only = 1;
+        else if (!strcmp(f, "--profile")) { if (!(o->profile = cli_value(argc, argv, &i))) return -1; }
+        else if (!strcmp(f, "--no-rss")) o->rss = 0;
+        else if (!strcmp(f, "--json")) o->json = 1;
+        else if (!strcmp(f, "--csv")) o->csv = 1;
+        else if (!strcmp(f, "--svg-pareto")) { if (!(o->svg_pareto = cli_value(argc, argv, &i))) return -1; }
+        else if (!strcmp(f, "--svg-timeline")) { if (!(o->svg_timeline = cli_value(argc, argv, &i))) return -1; }
+        else if (!strcmp(f, "--timeline-policy")) { if (!(o->timeline_policy = cli_value(argc, argv, &i))) return -1; }
+        else if (allow_out && !strcmp(f, "--out")) { if (!(o->out_dir = cli_value(argc, argv, &i))) return -1; }
+        else { cli_usage_error(cmd, "unknown flag '%s'", f); return -1; }
+    }
+    if (o->json && o->csv) { cli_usage_error(cmd, "--json and --csv exclude each other"); return -1; }
+    if (o->act_only && !o->budget) { cli_usage_error(cmd, "--activations-only needs --budget"); return -1; }
+    if (allow_out && !o->out_dir) { cli_usage_error(cmd, "--out DIR is required"); return -1; }
+    if (!maxseq_set) o->cfg.max_seq = o->cfg.seq;
+    return 1;
+}
+
+/* Splits the --policies value into names; expands `all`. */
+static int policy_names(const bench_opts *o, strlist *out)
+{
+    const char *s = o->policies ? o->policies : "none,full,selective";
+    int L = o->cfg.n_layer;
+    if (!strcmp(s, "all")) {
+        char first[32];
+        snprintf(first, sizeof first, "first:%d", L / 2 > 0 ? L / 2 : 1);
+        const char *all[] = { "none", "full", "every:2", "sqrt", first, "selective", "pointwise", "save:qkv+fch",
+                              "revolve:3", "every:2,selective", "every:2,selective,pointwise" };
+        for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+            if (!strlist_add(out, all[k], strlen(all[k]))) return 0;
+    } else {
+        char sep = strchr(s, ';') ? ';' : ',';
+        for (const char *p = s;;) {
+            const char *e = strchr(p, sep);
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            if (len > 0 && !strlist_add(out, p, len)) return 0;
+            if (!e) break;
+            p = e + 1;
+        }
+    }
+    for (int i = 0; i < extra_policies.n; i++)
+        if (!strlist_add(out, extra_policies.v[i], strlen(extra_policies.v[i]))) return 0;
+    return 1;
+}
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static void make_tokens(int *tok, size_t n, int vocab, uint64_t seed)
+{
+    uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 0x2545f4914f6cdd1dULL;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        tok[i] = (int)(x % (uint64_t)vocab);
+    }
+}
+
+static void cpu_model(char *buf, size_t n)
+{
+    snprintf(buf, n, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10)) continue;
+        char *c = strchr(line, ':');
+        if (!c) continue;
+        c++;
+        while (*c == ' ' || *c == '\t') c++;
+        c[strcspn(c, "\n")] = 0;
+        snprintf(buf, n, "%s", c);
+        break;
+    }
+    fclose(f);
+}
+
+/* The 1-minute load average: how busy the machine was (these machines are
+ * shared), or -1. */
+static double load_avg(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+/* The peak resident set of this process image (VmHWM), in bytes; falls
+ * back to getrusage's ru_maxrss, which also counts the image before exec. */
+static uint64_t peak_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kib;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "VmHWM: %llu kB", &kib) == 1) { fclose(f); return (uint64_t)kib * 1024u; }
+        fclose(f);
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru)) return 0;
+    return (uint64_t)ru.ru_maxrss * 1024u;   /* Linux reports KiB */
+}
+
+/* `remat bench --rss-child POLICY [the bench's flags]` (internal): one
+ * step of POLICY in a fresh process image; prints the peak RSS before the
+ * model exists and after the step, in bytes. */
+static int rss_child(int argc, char **argv)
+{
+    bench_opts o;
+    if (argc < 3) return 2;
+    const char *policy = argv[2];
+    argv[2] = argv[0];   /* parse the flags after the policy */
+    int p = bench_parse("bench", argc - 2, argv + 2, 0, &o);
+    if (p <= 0) return 2;
+    remat_set_threads((int)o.threads);
+    uint64_t base = peak_rss_bytes();
+    const remat_config *c = &o.cfg;
+    size_t N = (size_t)c->batch * c->seq;
+    int *in = malloc(N * sizeof *in), *tg = malloc(N * sizeof *tg);
+    remat_model *m = NULL;
+    float loss;
+    int rc = 1;
+    if (in && tg) {
+        make_tokens(in, N, c->vocab, o.seed);
+        make_tokens(tg, N, c->vocab, o.seed + 1);
+        if (!remat_model_create(c, o.seed, &m) && !remat_model_set_policy(m, policy) &&
+            !remat_model_step(m, in, tg, 1, &loss)) {
+            printf("%llu %llu\n", (unsigned long long)base, (unsigned long long)peak_rss_bytes());
+            rc = 0;
+        } else cli_error("rss child: %s", m ? remat_model_error(m) : remat_errmsg());
+    }
+    remat_model_free(m);
+    free(in); free(tg);
+    return rc;
+}
+
+/* Runs one step of `policy` in a child process (fork + exec of this binary,
+ * so that the child starts with no thread pools and its own memory) and
+ * returns its peak RSS; *base gets what the child held before creating the
+ * model.  0 when the child failed (e.g. killed for memory). */
+static uint64_t rss_probe(const bench_opts *o, const char *policy, uint64_t *base)
+{
+    /* the child gets this command's own flags (so every config flag means
+     * the same to it), less --out; its parser is this one */
+    char **args = calloc((size_t)o->argc + 8, sizeof *args);
+    if (!args) return 0;
+    int k = 0;
+    args[k++] = "remat";
+    args[k++] = "bench";
+    args[k++] = "--rss-child";
+    args[k++] = (char *)policy;
+    for (int i = 1; i < o->argc; i++) {
+        if (!strcmp(o->argv[i], "--out")) { i++; continue; }
+        args[k++] = o->argv[i];
+    }
+    args[k] = NULL;
+    int fd[2];
+    if (pipe(fd)) { free(args); return 0; }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) { close(fd[0]); close(fd[1]); free(args); return 0; }
+    if (pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        close(fd[0]);
+        close(fd[1]);
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    free(args);
+    close(fd[1]);
+    char buf[128];
+    size_t got = 0;
+    for (;;) {
+        ssize_t nr = read(fd[0], buf + got, sizeof buf - 1 - got);
+        if (nr < 0 && errno == EINTR) continue;
+        if (nr <= 0) break;
+        got += (size_t)nr;
+        if (got == sizeof buf - 1) break;
+    }
+    buf[got] = 0;
+    close(fd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    unsigned long long b = 0, peak = 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) || sscanf(buf, "%llu %llu", &b, &peak) != 2) return 0;
+    if (base) *base = b;
+    return peak;
+}
+
+void bench_result_free(bench_result *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        free(r->rows[i].name);
+        free(r->rows[i].policy);
+        free(r->rows[i].ms);
+    }
+    free(r->rows);
+    free(r->sgemm_round);
+    free(r->front);
+    memset(r, 0, sizeof *r);
+}
+
+/* Appends a row; NULL on out of memory. */
+static bench_row *add_row(bench_result *r, const char *name, const char *canon, long steps)
+{
+    bench_row *rows = realloc(r->rows, sizeof *rows * (size_t)(r->n + 1));
+    if (!rows) return NULL;
+    r->rows = rows;
+    bench_row *w = &rows[r->n];
+    memset(w, 0, sizeof *w);
+    w->name = strdup(name);
+    w->policy = strdup(canon);
+    w->ms = calloc((size_t)steps, sizeof(double));
+    w->step_ms_pred = -1;
+    w->fits = 1;
+    if (!w->name || !w->policy || !w->ms) { free(w->name); free(w->policy); free(w->ms); return NULL; }
+    r->n++;
+    return w;
+}
+
+/* Canonical form of a policy, or NULL (reported) when it does not compile. */
+static char *canonical(const remat_config *cfg, const char *policy)
+{
+    remat_schedule *s = NULL;
+    if (remat_schedule_create(cfg, policy, &s)) { cli_error("policy '%s': %s", policy, remat_errmsg()); return NULL; }
+    char *c = strdup(remat_schedule_policy(s));
+    remat_schedule_free(s);
+    if (!c) cli_error("out of memory");
+    return c;
+}
+
+static int find_row(const bench_result *r, const char *name)
+{
+    for (int i = 0; i < r->n; i++)
+        if (!strcmp(r->rows[i].name, name) || !strcmp(r->rows[i].policy, name)) return i;
+    return -1;
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+int bench_run(const bench_opts *o, bench_result *r)
+{
+    const remat_config *c = &o->cfg;
+    int rc = 1;
+    strlist names = { 0 };
+    remat_profile *prof = NULL;
+    remat_model *m = NULL;
+    int *in = NULL, *tg = NULL;
+    double *ratio = NULL;
+    remat_status st;
+    cli_progress pg;
+    double t_start = cli_now_ms();
+
+    memset(r, 0, sizeof *r);
+    r->none_idx = r->timeline_idx = -1;
+    cpu_model(r->cpu, sizeof r->cpu);
+    r->load_start = load_avg();
+    remat_set_threads((int)o->threads);
+    cli_progress_init(&pg, !o->json);
+    if ((st = remat_config_check(c))) { cli_error("%s", remat_errmsg()); rc = 2; goto out; }
+
+    /* the rows: `none` first (the reference), then the requested policies */
+    if (!policy_names(o, &names)) { cli_error("out of memory"); goto out; }
+    if (!add_row(r, "none", "none", o->steps)) { cli_error("out of memory"); goto out; }
+    r->none_idx = 0;
+    r->rows[0].implicit = 1;
+    for (int i = 0; i < names.n; i++) {
+        char *canon = canonical(c, names.v[i]);
+        if (!canon) { rc = 2; goto out; }
+        int dup = find_row(r, names.v[i]);
+        if (dup == 0 && !strcmp(canon, "none")) r->rows[0].implicit = 0;
+        else if (dup < 0 && !add_row(r, names.v[i], canon, o->steps)) { free(canon); cli_error("out of memory"); goto out; }
+        free(canon);
+    }
+
+    /* the planner: predicted front, per-policy predicted time, the optimum */
+    if (o->profile) {
+        if ((st = remat_profile_load(c, o->profile, &prof))) { cli_error("--profile %s: %s", o->profile, remat_errmsg()); goto out; }
+    } else if ((st = remat_profile_model(c, 1, &prof))) {
+        snprintf(r->planner_err, sizeof r->planner_err, "profile: %s", remat_errmsg());
+        prof = NULL;
+    }
+    if (o->budget) {
+        remat_plan_row best;
+        if ((st = remat_plan_optimal(c, prof, o->budget, o->act_only, &best))) {
+            snprintf(r->optimal_err, sizeof r->optimal_err, "%s", remat_errmsg());
+        } else {
+            char *canon = canonical(c, best.policy);
+            if (!canon) goto out;
+            bench_row *w = add_row(r, "optimal", canon, o->steps);
+            free(canon);
+            if (!w) { cli_error("out of memory"); goto out; }
+            w->optimal = 1;
+        }
+    }
+    if (!r->planner_err[0] && (st = remat_plan_pareto(c, prof, &r->front, &r->n_front))) {
+        snprintf(r->planner_err, sizeof r->planner_err, "pareto front: %s", remat_errmsg());
+        r->front = NULL;
+        r->n_front = 0;
+    }
+    for (int i = 0; i < r->n; i++) {
+        remat_plan_row pr;
+        if (remat_plan_evaluate(c, prof, r->rows[i].policy, o->budget, o->act_only, &pr)) {
+            if (!r->planner_err[0])
+                snprintf(r->planner_err, sizeof r->planner_err, "evaluate %s: %s", r->rows[i].name, remat_errmsg());
+            continue;
+        }
+        r->rows[i].step_ms_pred = pr.step_ms_pred;
+        r->rows[i].fits = pr.fits;
+    }
+
+    /* the timeline's policy: asked for (added when not benched), or a default */
+    if (o->timeline_policy) {
+        r->timeline_idx = find_row(r, o->timeline_policy);
+        if (r->timeline_idx < 0) {
+            char *canon = canonical(c, o->timeline_policy);
+            if (!canon) { rc = 2; goto out; }
+            r->timeline_idx = find_row(r, canon);
+            if (r->timeline_idx < 0) {
+                if (!add_row(r, o->timeline_policy, canon, o->steps)) { free(canon); cli_error("out of memory"); goto out; }
+                r->timeline_idx = r->n - 1;
+            }
+            free(canon);
+        }
+    } else {
+        for (int i = 0; i < r->n; i++) if (r->rows[i].optimal) r->timeline_idx = i;
+        for (int i = 0; i < r->n && r->timeline_idx < 0; i++) if (strcmp(r->rows[i].policy, "none")) r->timeline_idx = i;
+        if (r->timeline_idx < 0) r->timeline_idx = 0;
+    }
+
+    size_t N = (size_t)c->batch * c->seq;
+    in = malloc(N * sizeof *in);
+    tg = malloc(N * sizeof *tg);
+    r->sgemm_round = calloc((size_t)o->steps, sizeof(double));
+    ratio = calloc((size_t)o->steps, sizeof(double));
+    if (!in || !tg || !r->sgemm_round || !ratio) { cli_error("out of memory"); goto out; }
+    make_tokens(in, N, c->vocab, o->seed);
+    make_tokens(tg, N, c->vocab, o->seed + 1);
+
+    /* peak RSS, one child process per policy */
+    if (o->rss) {
+        for (int i = 0; i < r->n; i++) {
+            char what[160];
+            snprintf(what, sizeof what, "bench: peak RSS of %.100s, in a process of its own", r->rows[i].name);
+            cli_progress_update(&pg, what, i, r->n);
+            uint64_t base = 0;
+            r->rows[i].rss_peak = rss_probe(o, r->rows[i].policy, &base);
+            if (base > r->rss_base) r->rss_base = base;
+        }
+    }
+
+    if ((st = remat_model_create(c, o->seed, &m))) { cli_error("%s", remat_errmsg()); goto out; }
+    long P = r->n, total = (o->warmup + o->steps) * P;
+    cli_progress_restart(&pg);
+    for (long round = -o->warmup; round < o->steps; round++) {
+        for (long k = 0; k < P; k++) {
+            long p = (k + (round < 0 ? 0 : round)) % P;
+            bench_row *w = &r->rows[p];
+            char what[200];
+            snprintf(what, sizeof what, "bench: %s %ld/%ld, policy %.100s", round < 0 ? "warm-up round" : "round",
+                     round < 0 ? round + o->warmup + 1 : round + 1, round < 0 ? o->warmup : o->steps, w->name);
+            cli_progress_update(&pg, what, (round + o->warmup) * P + k, total);
+            if ((st = remat_model_set_policy(m, w->policy))) { cli_error("%s: %s", w->name, remat_model_error(m)); goto out; }
+            float loss;
+            double t0 = cli_now_ms();
+            st = remat_model_step(m, in, tg, 1, &loss);
+            double dt = cli_now_ms() - t0;
+            if (st) { cli_error("%s: %s", w->name, remat_model_error(m)); goto out; }
+            if (round >= 0) w->ms[round] = dt;
+            remat_model_stats(m, &w->st);
+            remat_schedule_simulate(remat_model_schedule(m), &w->sim);
+        }
+        if (round >= 0) r->sgemm_round[round] = remat_sgemm_gflops((int)o->sgemm_n, 1);
+    }
+    cli_progress_clear(&pg);
+
+    r->sgemm_gflops = cli_median(r->sgemm_round, (int)o->steps);
+    const bench_row *ref = &r->rows[r->none_idx];
+    for (int i = 0; i < r->n; i++) {
+        bench_row *w = &r->rows[i];
+        w->ms_median = cli_median(w->ms, (int)o->steps);
+        for (long s = 0; s < o->steps; s++) ratio[s] = ref->ms[s] > 0 ? w->ms[s] / ref->ms[s] : 0;
+        w->ratio_vs_none = i == r->none_idx ? 1.0 : cli_median(ratio, (int)o->steps);
+        w->tokens_per_s = w->ms_median > 0 ? (double)N / (w->ms_median / 1000.0) : 0;
+        w->gflops = w->ms_median > 0 ? w->st.flops / (w->ms_median * 1e6) : 0;
+        w->sgemm_frac = r->sgemm_gflops > 0 ? w->gflops / r->sgemm_gflops : 0;
+    }
+    r->rss_process = peak_rss_bytes();
+    r->load_end = load_avg();
+    r->elapsed_s = (cli_now_ms() - t_start) / 1000.0;
+    rc = 0;
+out:
+    cli_progress_clear(&pg);
+    strlist_free(&names);
+    strlist_free(&extra_policies);
+    remat_profile_free(prof);
+    remat_model_free(m);
+    free(in); free(tg); free(ratio);
+    return rc;
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+void bench_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, const char *key, double v, int known)
+{
+    if (known && isfinite(v)) fprintf(f, ",\"%s\":%.6g", key, v);
+    else fprintf(f, ",\"%s\":null", key);
+}
+
+static void json_u64(FILE *f, const char *key, uint64_t v, int known)
+{
+    if (known) fprintf(f, ",\"%s\":%llu", key, (unsigned long long)v);
+    else fprintf(f, ",\"%s\":null", key);
+}
+
+void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
+{
+    const remat_config *c = &o->cfg;
+    fputs("{\"rows\":[", f);
+    for (int i = 0; i < r->n; i++) {
+        const bench_row *w = &r->rows[i];
+        fprintf(f, "%s{\"policy\":", i ? "," : "");
+        bench_json_str(f, w->name);
+        fputs(",\"schedule\":", f);
+        bench_json_str(f, w->policy);
+        fprintf(f, ",\"reference_only\":%s,\"optimal\":%s", w->implicit ? "true" : "false", w->optimal ? "true" : "false");
+        fprintf(f, ",\"step_ms_median\":%.4f,\"ratio_vs_none\":%.4f,\"tokens_per_s\":%.1f", w->ms_median,
+                w->ratio_vs_none, w->tokens_per_s);
+        json_u64(f, "act_peak_bytes", w->st.act_peak_bytes, 1);
+        json_u64(f, "act_peak_pred_bytes", w->sim.peak_bytes, 1);
+        json_u64(f, "act_stored_bytes", w->st.act_stored_bytes, 1);
+        json_u64(f, "act_stored_pred_bytes", w->sim.stored_bytes, 1);
+        json_u64(f, "act_workset_bytes", w->st.act_workset_bytes, 1);
+        json_u64(f, "act_workset_pred_bytes", w->sim.workset_bytes, 1);
+        json_u64(f, "step_peak_bytes", w->st.step_peak_bytes, 1);
+        json_u64(f, "rss_peak_bytes", w->rss_peak, w->rss_peak > 0);
+        json_num(f, "gflops", w->gflops, 1);
+        json_num(f, "sgemm_frac", w->sgemm_frac, r->sgemm_gflops > 0);
+        json_num(f, "flops_per_step", w->st.flops, 1);
+        json_num(f, "recompute_pct", w->st.flops > 0 ? 100.0 * w->st.recompute_flops / w->st.flops : 0, 1);
+        json_num(f, "step_ms_pred", w->step_ms_pred, w->step_ms_pred >= 0);
+        fprintf(f, ",\"fits\":%s,\"step_ms\":[", w->fits ? "true" : "false");
+        for (long s = 0; s < o->steps; s++) fprintf(f, "%s%.4f", s ? "," : "", w->ms[s]);
+        fputs("]}", f);
+    }
+    fprintf(f, "],\"sgemm_gflops\":%.4f,\"sgemm_n\":%ld,\"front\":[", r->sgemm_gflops, o->sgemm_n);
+    for (size_t i = 0; i < r->n_front; i++) {
+        fprintf(f, "%s{\"policy\":", i ? "," : "");
+        bench_json_str(f, r->front[i].policy);
+        fprintf(f, ",\"peak_bytes\":%llu,\"step_ms_pred\":%.4f}", (unsigned long long)r->front[i].peak_bytes,
+                r->front[i].step_ms_pred);
+    }
+    fputs("],\"timeline_policy\":", f);
+    bench_json_str(f, r->timeline_idx >= 0 ? r->rows[r->timeline_idx].name : "");
+    fputs(",\"planner_error\":", f);
+    if (r->planner_err[0]) bench_json_str(f, r->planner_err); else fputs("null", f);
+    fputs(",\"optimal_error\":", f);
+    if (r->optimal_err[0]) bench_json_str(f, r->optimal_err); else fputs("null", f);
+    json_u64(f, "rss_base_bytes", r->rss_base, r->rss_base > 0);
+    json_u64(f, "process_rss_peak_bytes", r->rss_process, 1);
+    fprintf(f, ",\"elapsed_s\":%.2f", r->elapsed_s);
+    fprintf(f, ",\"config\":{\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"padded_vocab\":%d,"
+               "\"max_seq\":%d,\"seq\":%d,\"batch\":%d,\"dropout\":%g,\"params\":%llu,\"steps\":%ld,\"warmup\":%ld,"
+               "\"seed\":%llu",
+            c->n_layer, c->n_embd, c->n_head, c->vocab, remat_config_padded_vocab(c), c->max_seq, c->seq, c->batch,
+            (double)c->dropout, (unsigned long long)remat_config_num_params(c), o->steps, o->warmup,
+            (unsigned long long)o->seed);
+    json_u64(f, "budget_bytes", o->budget, o->budget > 0);
+    fprintf(f, ",\"activations_only\":%s}", o->act_only ? "true" : "false");
+    struct utsname u;
+    int have_u = uname(&u) == 0;
+    fputs(",\"machine\":{\"cpu\":", f);
+    bench_json_str(f, r->cpu);
+    fprintf(f, ",\"cores\":%ld,\"threads\":%d,\"blas\":", sysconf(_SC_NPROCESSORS_ONLN), remat_get_threads());
+    bench_json_str(f, remat_blas_info());
+    fputs(",\"blas_core\":", f);
+    bench_json_str(f, remat_blas_core());
+    fputs(",\"os\":", f);
+    if (have_u) {
+        char os[300];
+        snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
+        bench_json_str(f, os);
+    } else fputs("null", f);
+    json_num(f, "load_avg_start", r->load_start, r->load_start >= 0);
+    json_num(f, "load_avg_end", r->load_end, r->load_end >= 0);
+    fputs(",\"remat\":", f);
+    bench_json_str(f, remat_version());
+    fputs("}}\n", f);
+}
+
+static void csv_str(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n")) { fputs(s, f); return; }
+    fputc('"', f);
+    for (; *s; s++) { if (*s == '"') fputc('"', f); fputc(*s, f); }
+    fputc('"', f);
+}
+
+void bench_print_csv(FILE *f, const bench_opts *o, const bench_result *r)
+{
+    fputs("policy,schedule,reference_only,optimal,step_ms_median,ratio_vs_none,tokens_per_s,act_peak_bytes,"
+          "act_peak_pred_bytes,act_stored_bytes,act_stored_pred_bytes,act_workset_bytes,act_workset_pred_bytes,"
+          "step_peak_bytes,rss_peak_bytes,gflops,sgemm_frac,sgemm_gflops,flops_per_step,recompute_pct,"
+          "step_ms_pred,fits\n", f);
+    for (int i = 0; i < r->n; i++) {
+        const bench_row *w = &r->rows[i];
+        csv_str(f, w->name);
+        fputc(',', f);
+        csv_str(f, w->policy);
+        fprintf(f, ",%d,%d,%.4f,%.4f,%.1f,%llu,%llu,%llu,%llu,%llu,%llu,%llu,", w->implicit, w->optimal,
+                w->ms_median, w->ratio_vs_none, w->tokens_per_s, (unsigned long long)w->st.act_peak_bytes,
+                (unsigned long long)w->sim.peak_bytes, (unsigned long long)w->st.act_stored_bytes,
+                (unsigned long long)w->sim.stored_bytes, (unsigned long long)w->st.act_workset_bytes,
+                (unsigned long long)w->sim.workset_bytes, (unsigned long long)w->st.step_peak_bytes);
+        if (w->rss_peak) fprintf(f, "%llu", (unsigned long long)w->rss_peak);
+        fprintf(f, ",%.6g,", w->gflops);
+        if (r->sgemm_gflops > 0) fprintf(f, "%.6g", w->sgemm_frac);
+        fprintf(f, ",%.6g,%.0f,%.4f,", r->sgemm_gflops, w->st.flops,
+                w->st.flops > 0 ? 100.0 * w->st.recompute_flops / w->st.flops : 0.0);
+        if (w->step_ms_pred >= 0) fprintf(f, "%.4f", w->step_ms_pred);
+        fprintf(f, ",%d\n", w->fits);
+    }
+}
+
+static const char *mib(uint64_t b, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.2f", b / 1048576.0);
+    return buf;
+}
+
+void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
+{
+    char b[8][32];
+    cli_config_print(f, &o->cfg);
+    fprintf(f, "bench: %ld interleaved rounds after %ld warm-up, %d thread(s), %s | SGEMM %ld^3: %.1f GFLOP/s "
+               "(median of the rounds) | load average %.1f -> %.1f on %ld cores\n", o->steps, o->warmup,
+            remat_get_threads(), r->cpu, o->sgemm_n, r->sgemm_gflops, r->load_start, r->load_end,
+            sysconf(_SC_NPROCESSORS_ONLN));
+    int wname = 6;
+    for (int i = 0; i < r->n; i++) {
+        int l = (int)strlen(r->rows[i].name);
+        if (l > wname) wname = l > 40 ? 40 : l;
+    }
+    fprintf(f, "\n%-*s %9s %7s %9s %10s %10s %9s %9s %9s %8s %6s %8s\n", wname, "policy", "ms/step", "x none",
+            "tok/s", "act peak", "predicted", "stored", "workset", "RSS peak", "GFLOP/s", "%SGEMM", "pred ms");
+    fprintf(f, "%-*s %9s %7s %9s %10s %10s %9s %9s %9s %8s %6s %8s\n", wname, "", "(median)", "", "", "MiB", "MiB",
+            "MiB", "MiB", "MiB", "", "", "");
+    for (int i = 0; i < r->n; i++) {
+        const bench_row *w = &r->rows[i];
+        char rss[32], pred[32];
+        if (w->rss_peak) mib(w->rss_peak, rss, sizeof rss); else snprintf(rss, sizeof rss, "-");
+        if (w->step_ms_pred >= 0) snprintf(pred, sizeof pred, "%.1f", w->step_ms_pred); else snprintf(pred, sizeof pred, "-");
+        fprintf(f, "%-*.*s %9.1f %7.3f %9.0f %10s %10s%s %8s %9s %9s %8.2f %5.1f%% %8s\n", wname, wname, w->name,
+                w->ms_median, w->ratio_vs_none, w->tokens_per_s, mib(w->st.act_peak_bytes, b[0], sizeof b[0]),
+                mib(w->sim.peak_bytes, b[1], sizeof b[1]), w->sim.peak_bytes == w->st.act_peak_bytes ? " " : "!",
+                mib(w->st.act_stored_bytes, b[2], sizeof b[2]), mib(w->st.act_workset_bytes, b[3], sizeof b[3]), rss,
+                w->gflops, 100.0 * w->sgemm_frac, pred);
+    }
+    for (int i = 0; i < r->n; i++) {
+        const bench_row *w = &r->rows[i];
+        if (w->optimal || strcmp(w->name, w->policy))
+            fprintf(f, "  %s = %s\n", w->name, w->policy);
+    }
+    int mismatch = 0;
+    for (int i = 0; i < r->n; i++) mismatch |= r->rows[i].sim.peak_bytes != r->rows[i].st.act_peak_bytes;
+    fprintf(f, "\nactivation bytes are exact (accounting allocator); predicted = dry run of the schedule%s\n",
+            mismatch ? "; '!' marks a MISMATCH between predicted and measured" : " (all equal to measured)");
+    if (r->rss_base)
+        fprintf(f, "RSS peak: each policy in a process of its own (model + one step); %s MiB of it is the "
+                   "process before the model\n", mib(r->rss_base, b[4], sizeof b[4]));
+    if (r->rows[r->none_idx].implicit) fprintf(f, "none was measured as the reference of 'x none'\n");
+    if (o->budget) {
+        cli_fmt_bytes(o->budget, b[5], sizeof b[5]);
+        if (r->optimal_err[0]) fprintf(f, "budget %s%s: no optimum: %s\n", b[5], o->act_only ? " (activations)" : "", r->optimal_err);
+        else fprintf(f, "budget %s%s: 'optimal' is the planner's fastest schedule that fits\n", b[5],
+                     o->act_only ? " (activations)" : "");
+    }
+    if (r->planner_err[0]) fprintf(f, "planner predictions incomplete: %s\n", r->planner_err);
+    else if (r->n_front)
+        fprintf(f, "planner front: %zu schedules from %s MiB at %.1f ms to %s MiB at %.1f ms (predicted)\n",
+                r->n_front, mib(r->front[0].peak_bytes, b[6], sizeof b[6]), r->front[0].step_ms_pred,
+                mib(r->front[r->n_front - 1].peak_bytes, b[7], sizeof b[7]), r->front[r->n_front - 1].step_ms_pred);
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+int cli_write_atomic(const char *path, const char *data, size_t len)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return cli_error("%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return cli_error("cannot write %s: %s", path, strerror(errno));
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return cli_error("cannot write %s: %s", path, strerror(e));
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) || close(fd)) { int e = errno; unlink(tmp); return cli_error("cannot write %s: %s", path, strerror(e)); }
+    if (rename(tmp, path)) { int e = errno; unlink(tmp); return cli_error("cannot write %s: %s", path, strerror(e)); }
+    /* make the rename itself durable */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) { if (slash == dir) slash[1] = 0; else *slash = 0; } else snprintf(dir, sizeof dir, ".");
+    int dfd = open(dir, O_RDONLY);
+    if (dfd >= 0) { fsync(dfd); close(dfd); }
+    return 0;
+}
+
+int bench_render(int (*fn)(FILE *, const bench_opts *, const bench_result *, int), const bench_opts *o,
+                 const bench_result *r, int xml_decl, char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    FILE *f = open_memstream(out, len);
+    if (!f) return cli_error("out of memory");
+    int rc = fn(f, o, r, xml_decl);
+    if (fclose(f) || rc) { free(*out); *out = NULL; return rc ? rc : cli_error("out of memory"); }
+    return 0;
+}
+
+static int write_svg(const char *path, int (*fn)(FILE *, const bench_opts *, const bench_result *, int),
+                     const bench_opts *o, const bench_result *r)
+{
+    char *buf;
+    size_t len;
+    int rc = bench_render(fn, o, r, 1, &buf, &len);
+    if (!rc) rc = cli_write_atomic(path, buf, len);
+    free(buf);
+    return rc;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    bench_opts o;
+    bench_result r;
+    if (argc >= 2 && !strcmp(argv[1], "--rss-child")) return rss_child(argc, argv);
+    int p = bench_parse("bench", argc, argv, 0, &o);
+    if (p <= 0) return p < 0 ? 2 : 0;
+    int rc = bench_run(&o, &r);
+    if (rc) { bench_result_free(&r); return rc; }
+    if (o.json) bench_print_json(stdout, &o, &r);
+    else if (o.csv) bench_print_csv(stdout, &o, &r);
+    else bench_print_table(stdout, &o, &r);
+    fflush(stdout);
+    if (o.svg_pareto && (rc = write_svg(o.svg_pareto, bench_svg_pareto, &o, &r))) goto out;
+    if (o.svg_timeline && (rc = write_svg(o.svg_timeline, bench_svg_timeline, &o, &r))) goto out;
+out:
+    bench_result_free(&r);
+    return rc;
+}

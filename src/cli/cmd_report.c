@@ -1,0 +1,276 @@
+/*
+ * cmd_report.c -- `remat report --out DIR [bench flags]`: runs the bench
+ * (cmd_bench.c) and writes DIR/report.html, one self-contained page for a
+ * design review: the two plots inline as SVG, the table, the config, the
+ * machine (CPU model, threads, BLAS and the core type it chose), the method,
+ * the planner's front and the raw JSON.  No scripts, no external files.
+ *
+ * The page is well-formed XML as well as HTML (every element closed, only
+ * numeric character references), so tests can parse it with any XML parser.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "bench.h"
+
+static void esc(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default:
+            if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t') fputc(' ', f);
+            else fputc(*s, f);
+        }
+    }
+}
+
+static void kv(FILE *f, const char *k, const char *v)
+{
+    fputs("<tr><th>", f);
+    esc(f, k);
+    fputs("</th><td>", f);
+    esc(f, v);
+    fputs("</td></tr>\n", f);
+}
+
+static int mkdirs(const char *dir)
+{
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return cli_error("--out: path too long");
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = 0;
+        if (mkdir(p, 0755) && errno != EEXIST) return cli_error("cannot create %s: %s", p, strerror(errno));
+        *s = '/';
+    }
+    if (mkdir(p, 0755) && errno != EEXIST) return cli_error("cannot create %s: %s", p, strerror(errno));
+    struct stat st;
+    if (stat(p, &st) || !S_ISDIR(st.st_mode)) return cli_error("--out %s is not a directory", p);
+    return 0;
+}
+
+static const char *mib(uint64_t b, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.2f", b / 1048576.0);
+    return buf;
+}
+
+static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const char *pareto, const char *timeline,
+                      const char *json)
+{
+    const remat_config *c = &o->cfg;
+    char b[1024], b2[64], b3[64];
+    time_t now = time(NULL);
+    struct tm tmv;
+    localtime_r(&now, &tmv);
+    char when[64];
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tmv);
+
+    fputs("<!DOCTYPE html>\n<html lang=\"en\" xmlns=\"http://www.w3.org/1999/xhtml\">\n<head>\n"
+          "<meta charset=\"utf-8\"/>\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n", f);
+    snprintf(b, sizeof b, "remat report: %d layers, dim %d, batch %d x seq %d", c->n_layer, c->n_embd, c->batch, c->seq);
+    fputs("<title>", f);
+    esc(f, b);
+    fputs("</title>\n<style>\n"
+          "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;margin:24px auto;max-width:1060px;color:#222;padding:0 12px}\n"
+          "h1{font-size:24px;margin-bottom:4px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd;padding-bottom:4px}\n"
+          ".meta{color:#666;font-size:13px}\n"
+          "table{border-collapse:collapse;font-size:13px;margin:8px 0}\n"
+          "th,td{border:1px solid #ddd;padding:4px 8px;text-align:right;white-space:nowrap}\n"
+          ".scroll{overflow-x:auto}table.results{font-size:12px}table.results th,table.results td{padding:3px 5px}\n"
+          "th{background:#f4f4f4}td.l,th.l{text-align:left}\n"
+          "table.kv th{text-align:left;width:160px}table.kv td{text-align:left;white-space:normal}\n"
+          "tr.opt td{background:#eef8ee}tr.ref td{color:#666}\n"
+          "svg{max-width:100%;height:auto;border:1px solid #eee}\n"
+          "pre{background:#f8f8f8;padding:8px;overflow:auto;font-size:12px;max-height:400px}\n"
+          "code{font-size:12px}\n"
+          "</style>\n</head>\n<body>\n", f);
+    fputs("<h1>remat report</h1>\n<p class=\"meta\">", f);
+    snprintf(b, sizeof b, "Generated %s by remat %s in %.1f s. Command: ", when, remat_version(), r->elapsed_s);
+    esc(f, b);
+    fputs("<code>remat", f);
+    for (int i = 0; i < o->argc; i++) { fputc(' ', f); esc(f, o->argv[i]); }
+    fputs("</code></p>\n", f);
+
+    /* results */
+    fputs("<h2>Results</h2>\n<div class=\"scroll\"><table class=\"results\">\n<thead><tr><th class=\"l\">policy</th><th>ms/step<br/>(median)</th>"
+          "<th>× none</th><th>tokens/s</th><th>act peak<br/>MiB</th><th>predicted<br/>MiB</th><th>stored<br/>MiB</th>"
+          "<th>working set<br/>MiB</th><th>RSS peak<br/>MiB</th><th>GFLOP/s</th><th>% SGEMM</th><th>planner<br/>ms</th>"
+          "</tr></thead>\n<tbody>\n", f);
+    for (int i = 0; i < r->n; i++) {
+        const bench_row *w = &r->rows[i];
+        fprintf(f, "<tr%s data-policy=\"", w->optimal ? " class=\"opt\"" : w->implicit ? " class=\"ref\"" : "");
+        esc(f, w->name);
+        fputs("\"><td class=\"l\">", f);
+        esc(f, w->name);
+        if (w->optimal || strcmp(w->name, w->policy)) {
+            fputs("<br/><code>", f);
+            esc(f, w->policy);
+            fputs("</code>", f);
+        }
+        char rss[32], pred[32], mb[4][32];
+        if (w->rss_peak) mib(w->rss_peak, rss, sizeof rss); else snprintf(rss, sizeof rss, "–");
+        if (w->step_ms_pred >= 0) snprintf(pred, sizeof pred, "%.1f", w->step_ms_pred); else snprintf(pred, sizeof pred, "–");
+        fprintf(f, "</td><td>%.1f</td><td>%.3f</td><td>%.0f</td><td>%s</td><td>%s%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                   "<td>%.2f</td><td>%.1f</td><td>%s</td></tr>\n",
+                w->ms_median, w->ratio_vs_none, w->tokens_per_s, mib(w->st.act_peak_bytes, mb[0], 32),
+                mib(w->sim.peak_bytes, mb[1], 32), w->sim.peak_bytes == w->st.act_peak_bytes ? "" : " (MISMATCH)",
+                mib(w->st.act_stored_bytes, mb[2], 32), mib(w->st.act_workset_bytes, mb[3], 32), rss, w->gflops,
+                100.0 * w->sgemm_frac, pred);
+    }
+    fputs("</tbody>\n</table></div>\n<p class=\"meta\">", f);
+    snprintf(b, sizeof b, "Times are medians over %ld interleaved rounds (after %ld warm-up rounds); × none is the "
+             "median of per-round ratios. Activation bytes are exact (accounting allocator); predicted is the dry "
+             "run of the schedule. RSS peak: each policy in a process of its own (model + one step), %s MiB of which "
+             "is the process before the model. %% SGEMM: achieved GFLOP/s over a %ld³ SGEMM measured in the same "
+             "rounds (%.1f GFLOP/s).", o->steps, o->warmup, r->rss_base ? mib(r->rss_base, b2, sizeof b2) : "?",
+             o->sgemm_n, r->sgemm_gflops);
+    esc(f, b);
+    if (r->rows[r->none_idx].implicit) esc(f, " none was measured as the reference.");
+    if (o->budget) {
+        cli_fmt_bytes(o->budget, b3, sizeof b3);
+        if (r->optimal_err[0]) snprintf(b, sizeof b, " Budget %s%s: no optimum: %s", b3, o->act_only ? " (activations)" : "", r->optimal_err);
+        else snprintf(b, sizeof b, " Budget %s%s: the green row is the planner's fastest schedule that fits.", b3,
+                      o->act_only ? " (activations)" : "");
+        esc(f, b);
+    }
+    if (r->planner_err[0]) {
+        snprintf(b, sizeof b, " Planner predictions incomplete: %s", r->planner_err);
+        esc(f, b);
+    }
+    fputs("</p>\n", f);
+
+    fputs("<h2>Activation memory vs step time</h2>\n", f);
+    fputs(pareto, f);
+    fputs("<h2>Memory timeline</h2>\n", f);
+    fputs(timeline, f);
+
+    fputs("<h2>Configuration</h2>\n<table class=\"kv\">\n", f);
+    snprintf(b, sizeof b, "%d", c->n_layer); kv(f, "layers", b);
+    snprintf(b, sizeof b, "%d", c->n_embd); kv(f, "width (dim)", b);
+    snprintf(b, sizeof b, "%d", c->n_head); kv(f, "heads", b);
+    snprintf(b, sizeof b, "%d (padded %d)", c->vocab, remat_config_padded_vocab(c)); kv(f, "vocabulary", b);
+    snprintf(b, sizeof b, "%d x %d (max seq %d)", c->batch, c->seq, c->max_seq); kv(f, "batch x seq", b);
+    snprintf(b, sizeof b, "%g", (double)c->dropout); kv(f, "dropout", b);
+    snprintf(b, sizeof b, "%llu", (unsigned long long)remat_config_num_params(c)); kv(f, "parameters", b);
+    const bench_row *r0 = &r->rows[0];
+    {
+        char p1[32], p2[32], p3[32];
+        snprintf(b, sizeof b, "params %s MiB, grads %s MiB, AdamW %s MiB", mib(r0->st.params_bytes, p1, 32),
+                 mib(r0->st.grads_bytes, p2, 32), mib(r0->st.optim_bytes, p3, 32));
+    }
+    kv(f, "fixed memory", b);
+    snprintf(b, sizeof b, "%ld timed rounds, %ld warm-up, seed %llu", o->steps, o->warmup, (unsigned long long)o->seed);
+    kv(f, "measurement", b);
+    if (o->budget) {
+        cli_fmt_bytes(o->budget, b2, sizeof b2);
+        snprintf(b, sizeof b, "%s%s", b2, o->act_only ? " (activation peak only)" : " (whole step)");
+        kv(f, "budget", b);
+    }
+    kv(f, "planner profile", o->profile ? o->profile : "FLOP model calibrated by one SGEMM");
+    fputs("</table>\n", f);
+
+    fputs("<h2>Machine</h2>\n<table class=\"kv\">\n", f);
+    kv(f, "CPU", r->cpu);
+    snprintf(b, sizeof b, "%ld online, %d used", sysconf(_SC_NPROCESSORS_ONLN), remat_get_threads());
+    kv(f, "cores / threads", b);
+    kv(f, "BLAS", remat_blas_info());
+    kv(f, "BLAS core type", remat_blas_core()[0] ? remat_blas_core() : "not reported");
+    snprintf(b, sizeof b, "%.1f GFLOP/s (%ld³, median of %ld rounds)", r->sgemm_gflops, o->sgemm_n, o->steps);
+    kv(f, "SGEMM", b);
+    if (r->load_start >= 0 && r->load_end >= 0) {
+        snprintf(b, sizeof b, "%.2f at the start, %.2f at the end (1-minute load average: how busy the machine was)",
+                 r->load_start, r->load_end);
+        kv(f, "load", b);
+    }
+    kv(f, "remat", remat_version());
+    fputs("</table>\n", f);
+
+    fputs("<h2>Method</h2>\n<p>", f);
+    esc(f, "These machines change speed by about 2x for minutes at a time, so the policies run interleaved: every round "
+           "runs each policy for one training step (forward, recomputation, backward and AdamW update) on one model, "
+           "starting one policy later each round, plus one SGEMM probe. Only medians over rounds and per-round ratios "
+           "are reported. The timeline is the step's schedule walked without computing: it predicts the live bytes "
+           "after every instruction, and its peak equals the measured peak to the byte.");
+    fputs("</p>\n", f);
+
+    if (r->n_front) {
+        /* a long front is shown as at most 41 rows spread evenly over it,
+         * both ends included; the raw JSON below has all of it */
+        size_t shown = r->n_front < 41 ? r->n_front : 41;
+        fprintf(f, "<details><summary>Planner front (%zu schedules, predicted%s)</summary>\n<table class=\"front\">\n"
+                   "<thead><tr><th>act peak MiB</th><th>predicted ms</th><th class=\"l\">policy</th></tr></thead>\n<tbody>\n",
+                r->n_front, shown < r->n_front ? "; 41 of them, evenly spread" : "");
+        for (size_t k = 0; k < shown; k++) {
+            size_t i = shown > 1 ? k * (r->n_front - 1) / (shown - 1) : 0;
+            fprintf(f, "<tr><td>%s</td><td>%.1f</td><td class=\"l\"><code>", mib(r->front[i].peak_bytes, b2, 32),
+                    r->front[i].step_ms_pred);
+            esc(f, r->front[i].policy);
+            fputs("</code></td></tr>\n", f);
+        }
+        fputs("</tbody>\n</table>\n</details>\n", f);
+    }
+    fputs("<details><summary>Raw JSON (remat bench --json)</summary>\n<pre>", f);
+    esc(f, json);
+    fputs("</pre>\n</details>\n</body>\n</html>\n", f);
+    return 0;
+}
+
+static int render_json(FILE *f, const bench_opts *o, const bench_result *r, int unused)
+{
+    bench_print_json(f, o, r);
+    return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+    bench_opts o;
+    bench_result r;
+    int p = bench_parse("report", argc, argv, 1, &o);
+    if (p <= 0) return p < 0 ? 2 : 0;
+    if (mkdirs(o.out_dir)) return 1;
+    int rc = bench_run(&o, &r);
+    if (rc) { bench_result_free(&r); return rc; }
+    char *pareto = NULL, *timeline = NULL, *json = NULL, *html = NULL, path[4096];
+    size_t n1, n2, n3, n4;
+    if ((rc = bench_render(bench_svg_pareto, &o, &r, 0, &pareto, &n1))) goto out;
+    if ((rc = bench_render(bench_svg_timeline, &o, &r, 0, &timeline, &n2))) goto out;
+    if ((rc = bench_render(render_json, &o, &r, 0, &json, &n3))) goto out;
+    FILE *f = open_memstream(&html, &n4);
+    if (!f) { rc = cli_error("out of memory"); goto out; }
+    write_html(f, &o, &r, pareto, timeline, json);
+    if (fclose(f)) { rc = cli_error("out of memory"); goto out; }
+    if (snprintf(path, sizeof path, "%s/report.html", o.out_dir) >= (int)sizeof path) { rc = cli_error("--out: path too long"); goto out; }
+    if ((rc = cli_write_atomic(path, html, n4))) goto out;
+    if (o.svg_pareto) {
+        char *s; size_t n;
+        if ((rc = bench_render(bench_svg_pareto, &o, &r, 1, &s, &n))) goto out;
+        rc = cli_write_atomic(o.svg_pareto, s, n);
+        free(s);
+        if (rc) goto out;
+    }
+    if (o.svg_timeline) {
+        char *s; size_t n;
+        if ((rc = bench_render(bench_svg_timeline, &o, &r, 1, &s, &n))) goto out;
+        rc = cli_write_atomic(o.svg_timeline, s, n);
+        free(s);
+        if (rc) goto out;
+    }
+    if (o.json) fputs(json, stdout);
+    else if (o.csv) bench_print_csv(stdout, &o, &r);
+    else {
+        bench_print_table(stdout, &o, &r);
+        printf("\nreport: %s\n", path);
+    }
+out:
+    free(pareto); free(timeline); free(json); free(html);
+    bench_result_free(&r);
+    return rc;
+}

@@ -1,0 +1,193 @@
+#!/bin/sh
+# End-to-end tests of `remat bench` and `remat report`: the JSON and CSV
+# rows and fields, the planner's optimum under --budget, the two SVG plots
+# (well-formed, axes, labels, one point per policy, the front line, the
+# timeline's maximum = the measured peak), report.html (well-formed, loads
+# in headless Chromium when installed), the progress line (only on a
+# terminal, never with --json), and one-line errors.
+set -u
+R=${REMAT:-build/remat}
+PY=/usr/bin/python3
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0; passes=0
+ok()   { passes=$((passes+1)); }
+bad()  { fails=$((fails+1)); echo "FAIL: $*" >&2; }
+tiny="--layers 2 --dim 32 --heads 2 --vocab 64 --seq 16 --batch 2 --threads 1 --sgemm-n 64 --warmup 1 --steps 2"
+
+# JSON: one row per policy (none first), the documented fields, plots
+$R bench $tiny --policies 'none;full;every:2,selective' --json --timeline-policy full \
+    --svg-pareto "$T/p.svg" --svg-timeline "$T/t.svg" > "$T/b.json" 2> "$T/b.err" || bad "bench --json failed: $(cat "$T/b.err")"
+[ -s "$T/b.err" ] && bad "bench --json wrote to stderr: $(cat "$T/b.err")"
+$PY - "$T/b.json" <<'PY' && ok || bad "JSON rows and fields"
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+rows = d["rows"]
+assert [r["policy"] for r in rows] == ["none", "full", "every:2,selective"], [r["policy"] for r in rows]
+need = ["policy", "step_ms_median", "ratio_vs_none", "tokens_per_s", "act_peak_bytes", "act_peak_pred_bytes",
+        "act_stored_bytes", "act_workset_bytes", "rss_peak_bytes", "gflops", "sgemm_frac"]
+for r in rows:
+    missing = [k for k in need if k not in r]
+    assert not missing, (r["policy"], missing)
+    assert r["act_peak_bytes"] == r["act_peak_pred_bytes"], r
+    assert r["act_peak_bytes"] == r["act_stored_bytes"] + r["act_workset_bytes"], r
+    assert r["step_ms_median"] > 0 and r["tokens_per_s"] > 0 and r["gflops"] > 0, r
+    assert r["rss_peak_bytes"] and r["rss_peak_bytes"] > r["act_peak_bytes"], r
+    assert math.isclose(r["sgemm_frac"], r["gflops"] / d["sgemm_gflops"], rel_tol=1e-3), r
+    assert len(r["step_ms"]) == 2, r
+    assert r["step_ms_pred"] is not None and r["step_ms_pred"] > 0, r
+assert rows[0]["ratio_vs_none"] == 1.0
+assert rows[1]["act_peak_bytes"] < rows[0]["act_peak_bytes"]
+assert d["sgemm_gflops"] > 0
+assert len(d["front"]) >= 2 and d["planner_error"] is None, d["planner_error"]
+peaks = [f["peak_bytes"] for f in d["front"]]
+assert peaks == sorted(peaks), peaks
+for k in ("n_layer", "n_embd", "n_head", "vocab", "seq", "batch", "steps"):
+    assert k in d["config"], k
+for k in ("cpu", "threads", "blas", "blas_core"):
+    assert k in d["machine"], k
+assert d["machine"]["threads"] == 1 and d["config"]["n_layer"] == 2
+assert d["timeline_policy"] == "full"
+PY
+
+# the SVGs: well-formed, titled, axes with ticks and titles, one labelled
+# point per policy, the front line; the timeline's maximum = measured peak
+$PY - "$T/p.svg" "$T/t.svg" "$T/b.json" <<'PY' && ok || bad "SVG plots"
+import json, sys, xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+d = json.load(open(sys.argv[3]))
+names = [r["policy"] for r in d["rows"]]
+def axes(root, what):
+    assert root.find(NS + "title").text, what
+    for ax in ("axis x", "axis y"):
+        g = [e for e in root.iter(NS + "g") if e.get("class") == ax]
+        assert len(g) == 1, (what, ax)
+        texts = [t.text for t in g[0].iter(NS + "text")]
+        ticks = [t for t in g[0].iter(NS + "text") if t.get("class") == "tick"]
+        assert len(ticks) >= 3, (what, ax, texts)
+        assert any(t.get("class") == "axis-title" and t.text for t in g[0].iter(NS + "text")), (what, ax)
+    assert [e for e in root.iter(NS + "g") if e.get("class") == "legend"], what
+p = ET.parse(sys.argv[1]).getroot()
+axes(p, "pareto")
+pts = [e.get("data-policy") for e in p.iter(NS + "g") if e.get("class") == "point"]
+assert pts == names, (pts, names)
+labels = [e.text for e in p.iter(NS + "text") if e.get("class") == "label"]
+assert labels == names, (labels, names)
+front = [e for e in p.iter(NS + "polyline") if e.get("class") == "front"]
+assert len(front) == 1 and len(front[0].get("points").split()) == len(d["front"]) >= 2
+t = ET.parse(sys.argv[2]).getroot()
+axes(t, "timeline")
+total = [e for e in t.iter(NS + "polyline") if e.get("class") == "total"]
+assert len(total) == 1
+full = [r for r in d["rows"] if r["policy"] == "full"][0]
+mx = max(int(x) for x in total[0].get("data-bytes").split())
+assert mx == full["act_peak_bytes"], (mx, full["act_peak_bytes"])
+bands = [e.get("data-tensor") for e in t.iter(NS + "path") if e.get("class") == "band"]
+assert "qkv" in bands and "emb" in bands and "d_res" in bands, bands
+phases = {e.get("class") for e in t.iter(NS + "rect") if (e.get("class") or "").startswith("phase")}
+assert phases == {"phase forward", "phase backward", "phase recompute"}, phases
+PY
+
+# CSV, `all`: one row per named policy, the same columns
+$R bench $tiny --policies all --csv --no-rss > "$T/b.csv" 2> "$T/c.err" || bad "bench --csv failed: $(cat "$T/c.err")"
+$PY - "$T/b.csv" <<'PY' && ok || bad "CSV rows and fields"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+names = [r["policy"] for r in rows]
+assert names == ["none", "full", "every:2", "sqrt", "first:1", "selective", "pointwise", "save:qkv+fch",
+                 "revolve:3", "every:2,selective", "every:2,selective,pointwise"], names
+for r in rows:
+    for k in ("step_ms_median", "ratio_vs_none", "tokens_per_s", "act_peak_bytes", "act_peak_pred_bytes",
+              "act_stored_bytes", "act_workset_bytes", "rss_peak_bytes", "gflops", "sgemm_frac"):
+        assert k in r, k
+    assert r["act_peak_bytes"] == r["act_peak_pred_bytes"], r
+    assert float(r["step_ms_median"]) > 0 and r["rss_peak_bytes"] == "", r   # --no-rss: empty
+PY
+
+# --budget: the planner's optimum is a row, fits, and is the default timeline
+budget=$($PY -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['rows']; print((r[0]['act_peak_bytes']+r[1]['act_peak_bytes'])//2)" "$T/b.json")
+$R bench $tiny --policies none,full --budget "${budget}B" --activations-only --json --no-rss \
+    --svg-timeline "$T/tb.svg" > "$T/o.json" || bad "bench --budget failed"
+$PY - "$T/o.json" "$T/tb.svg" "$budget" <<'PY' && ok || bad "budget optimum"
+import json, sys, xml.etree.ElementTree as ET
+d = json.load(open(sys.argv[1])); budget = int(sys.argv[3])
+opt = [r for r in d["rows"] if r["optimal"]]
+assert len(opt) == 1 and opt[0]["policy"] == "optimal", d["rows"]
+assert opt[0]["act_peak_bytes"] <= budget and opt[0]["fits"], (opt[0]["act_peak_bytes"], budget)
+assert d["timeline_policy"] == "optimal" and d["config"]["budget_bytes"] == budget
+t = ET.parse(sys.argv[2]).getroot()
+NS = "{http://www.w3.org/2000/svg}"
+assert [e for e in t.iter(NS + "line") if e.get("class") == "budget"], "no budget line"
+total = [e for e in t.iter(NS + "polyline") if e.get("class") == "total"][0]
+assert max(int(x) for x in total.get("data-bytes").split()) == opt[0]["act_peak_bytes"]
+PY
+
+# report.html: written atomically, well-formed, plots and table inline
+$R report --out "$T/rep/sub" $tiny --policies none,full,selective --budget "${budget}B" --activations-only \
+    > "$T/r.out" 2> "$T/r.err" || bad "report failed: $(cat "$T/r.err")"
+grep -q "report: $T/rep/sub/report.html" "$T/r.out" && ok || bad "report does not name its file"
+[ -z "$(ls "$T/rep/sub" | grep -v '^report.html$')" ] && ok || bad "report left files behind: $(ls "$T/rep/sub")"
+$PY - "$T/rep/sub/report.html" <<'PY' && ok || bad "report.html content"
+import sys, xml.etree.ElementTree as ET
+src = open(sys.argv[1], encoding="utf-8").read()
+assert "http://" not in src.replace("http://www.w3.org/", ""), "external reference"
+assert "<script" not in src and "src=" not in src and "href=" not in src, "not self-contained"
+root = ET.fromstring(src)
+X = "{http://www.w3.org/1999/xhtml}"; S = "{http://www.w3.org/2000/svg}"
+svgs = list(root.iter(S + "svg"))
+assert len(svgs) == 2, len(svgs)
+rows = [tr.get("data-policy") for tr in root.iter(X + "tr") if tr.get("data-policy")]
+assert rows == ["none", "full", "selective", "optimal"], rows
+text = "".join(root.itertext())
+for s in ("CPU", "BLAS", "BLAS core type", "SGEMM", "layers", "Memory timeline", "Activation memory vs step time"):
+    assert s in text, s
+PY
+if command -v chromium >/dev/null 2>&1; then
+    prof=$(mktemp -d)
+    timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+        --disable-component-update --disable-sync --no-first-run --user-data-dir="$prof" \
+        --enable-logging=stderr --v=0 --dump-dom "file://$T/rep/sub/report.html" > "$T/dom.html" 2> "$T/chromium.err"
+    rc=$?
+    rm -rf "$prof"
+    if [ $rc -eq 0 ] && grep -q "remat report" "$T/dom.html" && [ "$(grep -c '<svg' "$T/dom.html")" -eq 2 ] \
+       && grep -q 'data-policy="optimal"' "$T/dom.html" && ! grep -Eq 'CONSOLE|Uncaught|Failed to load' "$T/chromium.err"; then
+        ok
+    else
+        bad "report.html in chromium (rc $rc): $(grep -E 'CONSOLE|Uncaught|Failed' "$T/chromium.err" | head -3)"
+    fi
+else
+    echo "note: chromium not installed; report.html not loaded in a browser" >&2
+fi
+
+# progress: on a terminal's stderr only, never with --json
+if command -v script >/dev/null 2>&1; then
+    script -qec "$R bench $tiny --policies none,full --no-rss > $T/tty.out" "$T/tty.log" > /dev/null 2>&1
+    grep -q "bench: .*round .*, policy none | .*left" "$T/tty.log" && ok || bad "no progress line on a terminal"
+    grep -q "time left\|s left" "$T/tty.out" && bad "progress line on stdout"
+    script -qec "$R bench $tiny --policies none,full --no-rss --json > $T/tty.json" "$T/tty2.log" > /dev/null 2>&1
+    grep -q "time left\|s left" "$T/tty2.log" && bad "progress line with --json" || ok
+    script -qec "$R train --layers 1 --dim 16 --heads 2 --seq 8 --batch 2 --steps 3 --quiet --sample 0 > $T/tr.out" \
+        "$T/tr.log" > /dev/null 2>&1
+    grep -q "train (none): step" "$T/tr.log" && ok || bad "no train progress line on a terminal"
+fi
+$R bench $tiny --policies none --no-rss > /dev/null 2> "$T/pipe.err"
+[ -s "$T/pipe.err" ] && bad "stderr not a terminal, yet: $(cat "$T/pipe.err")" || ok
+
+# one-line errors, exit 2 for bad usage
+check_err() {  # expected-status description command...
+    want=$1; what=$2; shift 2
+    "$@" > "$T/e.out" 2> "$T/e.err"; st=$?
+    if [ $st -eq "$want" ] && [ "$(wc -l < "$T/e.err")" -eq 1 ] && grep -q "^remat: error: " "$T/e.err"; then ok
+    else bad "$what: status $st, stderr: $(cat "$T/e.err")"; fi
+}
+check_err 2 "bad policy" $R bench $tiny --policies none,bogus:3
+check_err 2 "unknown flag" $R bench --frobnicate
+check_err 2 "json and csv" $R bench --json --csv
+check_err 2 "steps 0" $R bench --steps 0
+check_err 2 "report without --out" $R report $tiny
+check_err 2 "activations-only without budget" $R bench --activations-only
+check_err 1 "unwritable svg" $R bench $tiny --policies none --no-rss --svg-pareto /nonexistent/dir/p.svg
+$R bench --help > /dev/null && $R report --help > /dev/null && ok || bad "--help"
+
+echo "cli_bench: $passes passed, $fails failed" >&2
+[ "$fails" -eq 0 ]
