@@ -102,6 +102,7 @@ remat_status remat_policy_parse(const char *str, remat_policy *out)
                 if (!isalnum((unsigned char)*c) && *c != '.') {
                     st = remat_fail(REMAT_ERR_POLICY, "plan: unexpected character '%c'", *c); goto out;
                 }
+            free(out->plan);   /* a second plan: term (refused below) must not leak the first */
             out->plan = remat_strdup(t);
             if (!out->plan) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
         } else {
