@@ -9,34 +9,102 @@
  */
 #include <math.h>
 #include "kernels.h"
+#include "vmath.h"
 
 #define GELU_K 0.7978845608028654f   /* sqrt(2/pi) */
 #define GELU_A 0.044715f
 
-/* out = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3).  out, inp (n) */
+/* Elements per OpenMP work item: whole vectors, a few pages each. */
+#define GELU_CHUNK 4096
+
+/* 0.5 (1 + tanh u) = 1 / (1 + e^{-2u}) = s, the logistic function at 2u, so
+ *   gelu(x)  = x s = x / (1 + e),  e = exp(-2u),  u = sqrt(2/pi) (x + 0.044715 x^3)
+ *   gelu'(x) = s + x s (1-s) 2 du/dx = s (1 + 2 sqrt(2/pi) x (e s) (1 + 3*0.044715 x^2))
+ * with 1 - s = e s (no cancellation as s -> 1).  This is the tanh form
+ * exactly; only the rounding differs from tanhf.  One vectorised exp
+ * (vmath.h) per element instead of a libm tanhf call.  Large |x|: e -> 0
+ * gives gelu = x, e saturating gives gelu -> -0; NaN stays NaN.
+ * Every element runs the same operations (vector lanes, masked last
+ * vector, or the scalar twin), so any split gives the same bits. */
+static inline float gelu_fwd1(float x)
+{
+    float u = GELU_K * (x + GELU_A * x * x * x);
+    float e = remat_expf(-2.0f * u);
+    return x / (1.0f + e);
+}
+
+static inline float gelu_grad1(float x)
+{
+    float u = GELU_K * (x + GELU_A * x * x * x);
+    float e = remat_expf(-2.0f * u);
+    float s = 1.0f / (1.0f + e);
+    return s * (1.0f + 2.0f * GELU_K * x * (e * s) * (1.0f + 3.0f * GELU_A * x * x));
+}
+
+#ifdef REMAT_HAVE_AVX2
+static inline __m256 gelu_u8(__m256 x)
+{
+    __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(GELU_A), x), x), x);
+    return _mm256_mul_ps(_mm256_set1_ps(GELU_K), _mm256_add_ps(x, x3));
+}
+
+static inline __m256 gelu_fwd8(__m256 x)
+{
+    __m256 e = remat_exp8(_mm256_mul_ps(_mm256_set1_ps(-2.0f), gelu_u8(x)));
+    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+static inline __m256 gelu_grad8(__m256 x)
+{
+    const __m256 one = _mm256_set1_ps(1.0f);
+    __m256 e = remat_exp8(_mm256_mul_ps(_mm256_set1_ps(-2.0f), gelu_u8(x)));
+    __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, e));
+    /* 1 + 2K x (e s) (1 + 3A x x), left to right as in gelu_grad1 */
+    __m256 t = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(2.0f * GELU_K), x), _mm256_mul_ps(e, s));
+    __m256 q = _mm256_add_ps(one, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(3.0f * GELU_A), x), x));
+    return _mm256_mul_ps(s, _mm256_add_ps(one, _mm256_mul_ps(t, q)));
+}
+#endif
+
+/* out = gelu(inp).  out, inp (n); out may alias inp. */
 void gelu_forward(float *out, const float *inp, size_t n)
 {
+    size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
     #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float u = GELU_K * (x + GELU_A * x * x * x);
-        out[i] = 0.5f * x * (1.0f + tanhf(u));
+    for (size_t k = 0; k < nchunk; k++) {
+        size_t i = k * GELU_CHUNK, hi = i + GELU_CHUNK < n ? i + GELU_CHUNK : n;
+#ifdef REMAT_HAVE_AVX2
+        for (; i + 8 <= hi; i += 8)
+            _mm256_storeu_ps(out + i, gelu_fwd8(_mm256_loadu_ps(inp + i)));
+        if (i < hi) {
+            __m256i m = remat_mask8((int)(hi - i));
+            _mm256_maskstore_ps(out + i, m, gelu_fwd8(_mm256_maskload_ps(inp + i, m)));
+        }
+#else
+        for (; i < hi; i++) out[i] = gelu_fwd1(inp[i]);
+#endif
     }
 }
 
-/* gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3*0.044715 x^2)
- * dinp = dout * gelu'(inp).  dinp, inp, dout (n); dinp may alias dout
- * (each element reads dout[i] before writing dinp[i]). */
+/* dinp = dout * gelu'(inp).  dinp, inp, dout (n); dinp may alias dout
+ * (each vector reads dout before writing dinp). */
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
+    size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
     #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float u = GELU_K * (x + GELU_A * x * x * x);
-        float th = tanhf(u);
-        float sech2 = 1.0f - th * th;
-        float g = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * GELU_A * x * x);
-        dinp[i] = dout[i] * g;
+    for (size_t k = 0; k < nchunk; k++) {
+        size_t i = k * GELU_CHUNK, hi = i + GELU_CHUNK < n ? i + GELU_CHUNK : n;
+#ifdef REMAT_HAVE_AVX2
+        for (; i + 8 <= hi; i += 8)
+            _mm256_storeu_ps(dinp + i, _mm256_mul_ps(_mm256_loadu_ps(dout + i), gelu_grad8(_mm256_loadu_ps(inp + i))));
+        if (i < hi) {
+            __m256i m = remat_mask8((int)(hi - i));
+            __m256 g = gelu_grad8(_mm256_maskload_ps(inp + i, m));
+            _mm256_maskstore_ps(dinp + i, m, _mm256_mul_ps(_mm256_maskload_ps(dout + i, m), g));
+        }
+#else
+        for (; i < hi; i++) dinp[i] = dout[i] * gelu_grad1(inp[i]);
+#endif
     }
 }
 
@@ -45,6 +113,11 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 void residual_forward(float *out, const float *res, const float *branch,
                       const remat_dropout *drop, size_t n)
 {
+    if (drop->p <= 0.0f) {   /* no dropout: mult is 1 and x * 1.0f == x, so the same bits */
+        #pragma omp parallel for simd schedule(static)
+        for (size_t i = 0; i < n; i++) out[i] = res[i] + branch[i];
+        return;
+    }
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++)
         out[i] = res[i] + branch[i] * remat_dropout_mult(drop, (uint64_t)i);
@@ -54,6 +127,11 @@ void residual_forward(float *out, const float *res, const float *branch,
 void residual_backward_branch(float *dbranch, const float *dout,
                               const remat_dropout *drop, size_t n)
 {
+    if (drop->p <= 0.0f) {
+        #pragma omp parallel for simd schedule(static)
+        for (size_t i = 0; i < n; i++) dbranch[i] = dout[i];
+        return;
+    }
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++)
         dbranch[i] = dout[i] * remat_dropout_mult(drop, (uint64_t)i);

