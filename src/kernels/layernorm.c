@@ -13,22 +13,48 @@
 
 #define LN_EPS 1e-5
 
+/* Row sums run in LN_LANES double lanes: element c goes to lane c mod 8
+ * and the lanes are added in lane order at the end.  The order is fixed by
+ * C alone (not by threads or by how the compiler vectorises the lane loop:
+ * each lane is its own sequential sum), and the inner loops over the 8
+ * lanes vectorise (#pragma omp simd: two 4-wide double adds). */
+#define LN_LANES 8
+
+static inline double lanes_total(const double *l)
+{
+    double s = 0.0;
+    for (int k = 0; k < LN_LANES; k++) s += l[k];
+    return s;
+}
+
 /* stat[n] = (mean, rstd):  mean = sum_c x/C,  rstd = 1/sqrt(sum_c (x-mean)^2/C + eps)
- * stat (N,2), inp (N,C).  Sums run in double, in channel order, per row. */
+ * stat (N,2), inp (N,C).  Sums run in double, per row, in the lane order above. */
 void layernorm_stats(float *stat, const float *inp, int N, int C)
 {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
-        double s = 0.0;
-        for (int c = 0; c < C; c++) s += x[c];
-        double mean = s / C;
-        double v = 0.0;
-        for (int c = 0; c < C; c++) {
-            double d = x[c] - mean;
-            v += d * d;
+        double l[LN_LANES] = { 0 };
+        int c = 0;
+        for (; c + LN_LANES <= C; c += LN_LANES) {
+            #pragma omp simd
+            for (int k = 0; k < LN_LANES; k++) l[k] += x[c + k];
         }
-        v /= C;
+        for (; c < C; c++) l[c % LN_LANES] += x[c];
+        double mean = lanes_total(l) / C;
+        double q[LN_LANES] = { 0 };
+        for (c = 0; c + LN_LANES <= C; c += LN_LANES) {
+            #pragma omp simd
+            for (int k = 0; k < LN_LANES; k++) {
+                double d = x[c + k] - mean;
+                q[k] += d * d;
+            }
+        }
+        for (; c < C; c++) {
+            double d = x[c] - mean;
+            q[c % LN_LANES] += d * d;
+        }
+        double v = lanes_total(q) / C;
         stat[2 * n] = (float)mean;
         stat[2 * n + 1] = (float)(1.0 / sqrt(v + LN_EPS));
     }
@@ -36,7 +62,8 @@ void layernorm_stats(float *stat, const float *inp, int N, int C)
 
 /* out[n,c] = (x[n,c] - mean[n]) * rstd[n] * w[c] + b[c]
  * out (N,C), inp (N,C), stat (N,2), w (C), b (C).
- * The backward recomputes xhat = (x - mean) * rstd with the same float ops. */
+ * The backward recomputes xhat = (x - mean) * rstd with the same float ops.
+ * Elementwise: vectorising does not change the bits. */
 void layernorm_apply(float *out, const float *inp, const float *stat, const float *w,
                      const float *b, int N, int C)
 {
@@ -45,6 +72,7 @@ void layernorm_apply(float *out, const float *inp, const float *stat, const floa
         const float *x = inp + (size_t)n * C;
         float *o = out + (size_t)n * C;
         float mean = stat[2 * n], rstd = stat[2 * n + 1];
+        #pragma omp simd
         for (int c = 0; c < C; c++) o[c] = (x[c] - mean) * rstd * w[c] + b[c];
     }
 }
@@ -54,50 +82,67 @@ void layernorm_apply(float *out, const float *inp, const float *stat, const floa
  * dw[c] += sum_n dout[n,c]*xhat[n,c],   db[c] += sum_n dout[n,c]
  * dinp (N,C), dw (C), db (C), dout (N,C), inp (N,C), stat (N,2), w (C).
  *
- * Two passes so that every reduction has a fixed order:
- *  1. rows in parallel: each row's dinp depends only on that row;
+ * Two loops in one parallel region so that every reduction has a fixed order:
+ *  1. rows in parallel: each row's dinp depends only on that row (the two
+ *     row means in double lanes, as in layernorm_stats);
  *  2. channel blocks in parallel, rows in order inside: dw/db element c is
- *     summed over n = 0..N-1 sequentially whatever the thread count. */
-#define LN_CBLOCK 16
+ *     summed over n = 0..N-1 sequentially whatever the thread count (the
+ *     vectorised loop runs across channels, each its own sum). */
+#define LN_CBLOCK 64
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
                         const float *inp, const float *stat, const float *w,
                         int N, int C)
 {
-    #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        const float *d = dout + (size_t)n * C;
-        float *dx = dinp + (size_t)n * C;
-        float mean = stat[2 * n], rstd = stat[2 * n + 1];
-        /* the two row means, in double: they are small differences of sums */
-        double s1 = 0.0, s2 = 0.0;
-        for (int c = 0; c < C; c++) {
-            float xhat = (x[c] - mean) * rstd;
-            float dxhat = d[c] * w[c];
-            s1 += dxhat;
-            s2 += (double)dxhat * xhat;
-        }
-        float m1 = (float)(s1 / C), m2 = (float)(s2 / C);
-        for (int c = 0; c < C; c++) {
-            float xhat = (x[c] - mean) * rstd;
-            float dxhat = d[c] * w[c];
-            dx[c] += rstd * (dxhat - m1 - xhat * m2);
-        }
-    }
-
     int nblk = (C + LN_CBLOCK - 1) / LN_CBLOCK;
-    #pragma omp parallel for schedule(static)
-    for (int blk = 0; blk < nblk; blk++) {
-        int c0 = blk * LN_CBLOCK;
-        int c1 = c0 + LN_CBLOCK < C ? c0 + LN_CBLOCK : C;
+    #pragma omp parallel
+    {
+        #pragma omp for schedule(static)
         for (int n = 0; n < N; n++) {
             const float *x = inp + (size_t)n * C;
             const float *d = dout + (size_t)n * C;
+            float *dx = dinp + (size_t)n * C;
             float mean = stat[2 * n], rstd = stat[2 * n + 1];
-            for (int c = c0; c < c1; c++) {
+            /* the two row means, in double: they are small differences of sums */
+            double l1[LN_LANES] = { 0 }, l2[LN_LANES] = { 0 };
+            int c = 0;
+            for (; c + LN_LANES <= C; c += LN_LANES) {
+                #pragma omp simd
+                for (int k = 0; k < LN_LANES; k++) {
+                    float xhat = (x[c + k] - mean) * rstd;
+                    float dxhat = d[c + k] * w[c + k];
+                    l1[k] += dxhat;
+                    l2[k] += (double)dxhat * xhat;
+                }
+            }
+            for (; c < C; c++) {
                 float xhat = (x[c] - mean) * rstd;
-                dw[c] += d[c] * xhat;
-                db[c] += d[c];
+                float dxhat = d[c] * w[c];
+                l1[c % LN_LANES] += dxhat;
+                l2[c % LN_LANES] += (double)dxhat * xhat;
+            }
+            float m1 = (float)(lanes_total(l1) / C), m2 = (float)(lanes_total(l2) / C);
+            #pragma omp simd
+            for (c = 0; c < C; c++) {
+                float xhat = (x[c] - mean) * rstd;
+                float dxhat = d[c] * w[c];
+                dx[c] += rstd * (dxhat - m1 - xhat * m2);
+            }
+        }
+
+        #pragma omp for schedule(static)
+        for (int blk = 0; blk < nblk; blk++) {
+            int c0 = blk * LN_CBLOCK;
+            int c1 = c0 + LN_CBLOCK < C ? c0 + LN_CBLOCK : C;
+            for (int n = 0; n < N; n++) {
+                const float *x = inp + (size_t)n * C;
+                const float *d = dout + (size_t)n * C;
+                float mean = stat[2 * n], rstd = stat[2 * n + 1];
+                #pragma omp simd
+                for (int c = c0; c < c1; c++) {
+                    float xhat = (x[c] - mean) * rstd;
+                    dw[c] += d[c] * xhat;
+                    db[c] += d[c];
+                }
             }
         }
     }
