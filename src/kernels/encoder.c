@@ -21,6 +21,7 @@ void encoder_forward(float *out, const int *inp, const float *wte, const float *
         float *o = out + (size_t)bt * C;
         const float *we = wte + (size_t)inp[bt] * C;
         const float *pe = wpe + (size_t)t * C;
+        #pragma omp simd
         for (int c = 0; c < C; c++) o[c] = we[c] + pe[c];
     }
 }
@@ -47,6 +48,7 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *in
             const float *d = dout + (size_t)bt * C;
             float *gwe = dwte + (size_t)inp[bt] * C;
             float *gpe = dwpe + (size_t)t * C;
+            #pragma omp simd
             for (int c = c0; c < c1; c++) {
                 gwe[c] += d[c];
                 gpe[c] += d[c];

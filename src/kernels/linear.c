@@ -63,6 +63,7 @@ void linear_backward(float *dinp, float *dw, float *db, const float *dout,
             int o1 = o0 + LIN_CBLOCK < OC ? o0 + LIN_CBLOCK : OC;
             for (int n = 0; n < N; n++) {
                 const float *d = dout + (size_t)n * OC;
+                #pragma omp simd
                 for (int o = o0; o < o1; o++) db[o] += d[o];
             }
         }
