@@ -106,7 +106,7 @@ PY
 
 # --budget: the planner's optimum is a row, fits, and is the default timeline
 budget=$($PY -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['rows']; print((r[0]['act_peak_bytes']+r[1]['act_peak_bytes'])//2)" "$T/b.json")
-$R bench $tiny --policies none,full --budget "${budget}B" --activations-only --json --no-rss \
+$R bench $tiny --policies none,full --budget-activations "${budget}B" --json --no-rss \
     --svg-timeline "$T/tb.svg" > "$T/o.json" || bad "bench --budget failed"
 $PY - "$T/o.json" "$T/tb.svg" "$budget" <<'PY' && ok || bad "budget optimum"
 import json, sys, xml.etree.ElementTree as ET
@@ -123,7 +123,7 @@ assert max(int(x) for x in total.get("data-bytes").split()) == opt[0]["act_peak_
 PY
 
 # report.html: written atomically, well-formed, plots and table inline
-$R report --out "$T/rep/sub" $tiny --policies none,full,selective --budget "${budget}B" --activations-only \
+$R report --out "$T/rep/sub" $tiny --policies none,full,selective --budget-activations "${budget}B" \
     > "$T/r.out" 2> "$T/r.err" || bad "report failed: $(cat "$T/r.err")"
 grep -q "report: $T/rep/sub/report.html" "$T/r.out" && ok || bad "report does not name its file"
 [ -z "$(ls "$T/rep/sub" | grep -v '^report.html$')" ] && ok || bad "report left files behind: $(ls "$T/rep/sub")"
@@ -185,7 +185,7 @@ check_err 2 "unknown flag" $R bench --frobnicate
 check_err 2 "json and csv" $R bench --json --csv
 check_err 2 "steps 0" $R bench --steps 0
 check_err 2 "report without --out" $R report $tiny
-check_err 2 "activations-only without budget" $R bench --activations-only
+check_err 2 "zero budget" $R bench --budget 0
 check_err 1 "unwritable svg" $R bench $tiny --policies none --no-rss --svg-pareto /nonexistent/dir/p.svg
 $R bench --help > /dev/null && $R report --help > /dev/null && ok || bad "--help"
 

@@ -25,8 +25,8 @@ typedef struct bench_opts {
     long steps, warmup, threads, sgemm_n;
     uint64_t seed;
     uint64_t budget;           /* --budget, 0 = none */
-    int act_only;              /* --activations-only: budget applies to the activation peak */
-    const char *profile;       /* --profile FILE for the planner, NULL: calibrated FLOP model */
+    int act_only;              /* --budget-activations: the budget is for the activation peak */
+    const char *profile;       /* --profile FILE; NULL: the cached profile, else the calibrated FLOP model */
     int json, csv, rss;        /* rss: per-policy peak RSS in forked children */
     const char *svg_pareto, *svg_timeline, *timeline_policy;
     const char *out_dir;       /* report only */
@@ -57,6 +57,7 @@ typedef struct bench_result {
     size_t n_front;
     char planner_err[512];     /* why the front / predictions are missing ("" if not) */
     char optimal_err[512];     /* why --budget has no optimum ("" if not) */
+    char profile_desc[256];    /* the planner's time source (remat_profile_describe) */
     uint64_t rss_base, rss_process;
     double elapsed_s;
     double load_start, load_end;   /* 1-minute load average (/proc/loadavg); < 0 unknown */

@@ -73,7 +73,7 @@ static uint64_t fixed_bytes(const bench_row *w)
 }
 
 /* The budget on the activation axis: the whole budget with
- * --activations-only, else what is left after parameters, gradients, AdamW
+ * --budget-activations, else what is left after parameters, gradients, AdamW
  * state and workspace. */
 static double act_budget(const bench_opts *o, const bench_result *r)
 {
@@ -252,7 +252,7 @@ static const char *tensor_color(const remat_tensor_info *ti, int *k_act, int *k_
 {
     static const char *act[] = { "#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a",
                                  "#d62728", "#ff9896", "#9467bd", "#c5b0d5", "#8c564b", "#c49c94" };
-    static const char *glob[] = { "#e377c2", "#f7b6d2", "#7f7f7f", "#c7c7c7", "#17becf" };
+    static const char *glob[] = { "#e377c2", "#f7b6d2", "#17becf", "#555555", "#c7c7c7" };
     static const char *grad[] = { "#bcbd22", "#dbdb8d", "#9edae5", "#393b79", "#637939", "#8c6d31",
                                   "#843c39", "#7b4173", "#5254a3" };
     if (ti->is_grad) return grad[(*k_grad)++ % (int)(sizeof grad / sizeof grad[0])];

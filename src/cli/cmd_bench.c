@@ -68,9 +68,11 @@ static void help(const char *cmd)
 "                    revolve:3, every:2,selective, every:2,selective,pointwise.\n"
 "                    `none` is always measured: it is the reference of every ratio.\n"
 "  --policy P        add one policy (repeatable; P may contain ',')\n"
-"  --budget SIZE     add the planner's optimum for this memory budget (e.g. 2GiB)\n"
-"  --activations-only  the budget is for the activation peak, not the whole step\n"
-"  --profile FILE    planner profile from 'remat profile' (default: FLOP model\n"
+"  --budget SIZE     add the planner's optimum for this memory budget, the whole\n"
+"                    step's memory (e.g. 2GiB); --budget-activations SIZE: the\n"
+"                    activation peak alone (as 'remat plan' and 'remat train')\n"
+"  --profile FILE    planner profile from 'remat profile' (default: the cached\n"
+"                    profile of this config and machine, else the FLOP model\n"
 "                    calibrated by one SGEMM)\n"
 "measurement:\n"
 "  --steps N         timed rounds (default 10)      --warmup N  untimed rounds (default 2)\n"
@@ -160,11 +162,11 @@ int bench_parse(const char *cmd, int argc, char **argv, int allow_out, bench_opt
         else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &o->threads)) return -1; }
         else if (!strcmp(f, "--sgemm-n")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 16, 8192, &o->sgemm_n)) return -1; }
         else if (!strcmp(f, "--seed")) { if (!(v = cli_value(argc, argv, &i)) || !cli_u64(f, v, &o->seed)) return -1; }
-        else if (!strcmp(f, "--budget")) {
+        else if (!strcmp(f, "--budget") || !strcmp(f, "--budget-activations")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_bytes(f, v, &o->budget)) return -1;
-            if (!o->budget) { cli_usage_error(cmd, "--budget must be more than 0 bytes"); return -1; }
+            if (!o->budget) { cli_usage_error(cmd, "%s must be more than 0 bytes", f); return -1; }
+            o->act_only = !strcmp(f, "--budget-activations");
         }
-        else if (!strcmp(f, "--activations-only")) o->act_only = 1;
         else if (!strcmp(f, "--profile")) { if (!(o->profile = cli_value(argc, argv, &i))) return -1; }
         else if (!strcmp(f, "--no-rss")) o->rss = 0;
         else if (!strcmp(f, "--json")) o->json = 1;
@@ -176,7 +178,6 @@ int bench_parse(const char *cmd, int argc, char **argv, int allow_out, bench_opt
         else { cli_usage_error(cmd, "unknown flag '%s'", f); return -1; }
     }
     if (o->json && o->csv) { cli_usage_error(cmd, "--json and --csv exclude each other"); return -1; }
-    if (o->act_only && !o->budget) { cli_usage_error(cmd, "--activations-only needs --budget"); return -1; }
     if (allow_out && !o->out_dir) { cli_usage_error(cmd, "--out DIR is required"); return -1; }
     if (!maxseq_set) o->cfg.max_seq = o->cfg.seq;
     return 1;
@@ -442,12 +443,17 @@ int bench_run(const bench_opts *o, bench_result *r)
     }
 
     /* the planner: predicted front, per-policy predicted time, the optimum */
+    char cached[4096];
     if (o->profile) {
         if ((st = remat_profile_load(c, o->profile, &prof))) { cli_error("--profile %s: %s", o->profile, remat_errmsg()); goto out; }
+    } else if (!remat_profile_default_path(c, cached, sizeof cached) && !access(cached, R_OK) &&
+               !remat_profile_load(c, cached, &prof)) {
+        /* `remat profile` measured this config on this machine */
     } else if ((st = remat_profile_model(c, 1, &prof))) {
         snprintf(r->planner_err, sizeof r->planner_err, "profile: %s", remat_errmsg());
         prof = NULL;
     }
+    snprintf(r->profile_desc, sizeof r->profile_desc, "%s", prof ? remat_profile_describe(prof) : "FLOP model");
     if (o->budget) {
         remat_plan_row best;
         if ((st = remat_plan_optimal(c, prof, o->budget, o->act_only, &best))) {
@@ -632,6 +638,8 @@ void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
     }
     fputs("],\"timeline_policy\":", f);
     bench_json_str(f, r->timeline_idx >= 0 ? r->rows[r->timeline_idx].name : "");
+    fputs(",\"planner_profile\":", f);
+    bench_json_str(f, r->profile_desc);
     fputs(",\"planner_error\":", f);
     if (r->planner_err[0]) bench_json_str(f, r->planner_err); else fputs("null", f);
     fputs(",\"optimal_error\":", f);
@@ -755,6 +763,7 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
         else fprintf(f, "budget %s%s: 'optimal' is the planner's fastest schedule that fits\n", b[5],
                      o->act_only ? " (activations)" : "");
     }
+    fprintf(f, "planner ('pred ms'): %s\n", r->profile_desc);
     if (r->planner_err[0]) fprintf(f, "planner predictions incomplete: %s\n", r->planner_err);
     else if (r->n_front)
         fprintf(f, "planner front: %zu schedules from %s MiB at %.1f ms to %s MiB at %.1f ms (predicted)\n",

@@ -174,7 +174,7 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
         snprintf(b, sizeof b, "%s%s", b2, o->act_only ? " (activation peak only)" : " (whole step)");
         kv(f, "budget", b);
     }
-    kv(f, "planner profile", o->profile ? o->profile : "FLOP model calibrated by one SGEMM");
+    kv(f, "planner profile", r->profile_desc);
     fputs("</table>\n", f);
 
     fputs("<h2>Machine</h2>\n<table class=\"kv\">\n", f);
