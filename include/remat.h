@@ -521,9 +521,10 @@ typedef enum remat_weights_format {
  * safetensors without remat's metadata); the other fields are untouched.
  * *format (may be NULL) gets the format. */
 remat_status remat_weights_probe(const char *path, remat_config *shape, remat_weights_format *format);
-/* Creates a model holding the file's parameters.  The shape comes from the
- * file; batch, seq (<= the file's max_seq) and dropout from base; n_head from
- * the file, else base->n_head when > 0, else C/64 (GPT-2's head size 64).
+/* Creates a model holding the file's parameters.  The shape (n_layer,
+ * n_embd, vocab, max_seq) comes from the file, every other field (batch, seq
+ * <= the file's max_seq, dropout, attention, ...) from base; n_head from the
+ * file, else base->n_head when > 0, else C/64 (GPT-2's head size 64).
  * The optimizer state is fresh (step 0); seed keys dropout as in
  * remat_model_create.  On failure *out is NULL. */
 remat_status remat_weights_load(const char *path, const remat_config *base, uint64_t seed, remat_model **out);

@@ -168,6 +168,8 @@ static void test_round_trips(void)
     remat_config_default(&base);
     base.seq = 8;
     base.batch = 3;
+    base.attention = REMAT_ATTENTION_FLASH;
+    base.lmhead_chunk = 5;
     remat_weights_format fmt = REMAT_WEIGHTS_AUTO;
     memset(&shape, 0, sizeof shape);
     st = remat_weights_probe(pl, &shape, &fmt);
@@ -179,6 +181,7 @@ static void test_round_trips(void)
         CHECK(same_params(m, r), "llmc round trip is bitwise");
         const remat_config *rc = remat_model_config(r);
         CHECK(rc->batch == 3 && rc->seq == 8 && rc->max_seq == 16 && rc->n_head == 4, "loaded config");
+        CHECK(rc->attention == base.attention && rc->lmhead_chunk == base.lmhead_chunk, "options from base");
     }
     remat_model_free(r);
     r = NULL;
@@ -238,6 +241,8 @@ static void test_round_trips(void)
         for (int i = 0; i < 24; i++) { in[i] = (i * 7) % 70; tg[i] = (i * 11 + 3) % 70; }
         remat_config c3 = c;
         c3.batch = 3;
+        c3.attention = base.attention;
+        c3.lmhead_chunk = base.lmhead_chunk;
         remat_model *m3 = NULL;
         remat_model_create(&c3, 1, &m3);
         if (m3) memcpy(remat_model_params(m3), remat_model_params(m), remat_model_num_params(m) * sizeof(float));

@@ -1069,16 +1069,18 @@ remat_status remat_weights_load(const char *path, const remat_config *base, uint
     if ((st = open_src(path, &s))) return st;
     memset(&ly, 0, sizeof ly);
     if ((st = any_layout(&s, REMAT_WEIGHTS_AUTO, &ly))) goto out;
-    remat_config c;
-    if ((st = layout_config(&ly, path, base->n_head, &c))) goto out;
-    if (base->seq > c.max_seq) {
+    remat_config shape, c = *base;   /* the step's shape and options from base */
+    if ((st = layout_config(&ly, path, base->n_head, &shape))) goto out;
+    if (base->seq > shape.max_seq) {
         st = remat_fail(REMAT_ERR_INVALID, "seq %d is longer than the %d positions of '%s'; use --seq %d or less",
-                        base->seq, c.max_seq, path, c.max_seq);
+                        base->seq, shape.max_seq, path, shape.max_seq);
         goto out;
     }
-    c.batch = base->batch;
-    c.seq = base->seq;
-    c.dropout = base->dropout;
+    c.n_layer = shape.n_layer;
+    c.n_embd = shape.n_embd;
+    c.n_head = shape.n_head;
+    c.vocab = shape.vocab;
+    c.max_seq = shape.max_seq;
     if ((st = remat_model_create(&c, seed, &m))) goto out;
     /* padded vocabulary rows stay as remat_model_create left them: zero */
     if ((st = layout_fill(&s, &ly, m->params))) goto out;
