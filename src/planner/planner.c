@@ -564,7 +564,7 @@ static remat_status run_fronts(remat_planner *p, uint64_t u, uint64_t limit, dou
             /* keep an exact-size copy */
             fr[n].p = malloc((acc.n ? acc.n : 1) * sizeof(fpt));
             if (!fr[n].p) goto nomem;
-            memcpy(fr[n].p, acc.p, acc.n * sizeof(fpt));
+            if (acc.n) memcpy(fr[n].p, acc.p, acc.n * sizeof(fpt));   /* acc.p may be NULL when empty */
             fr[n].n = fr[n].cap = acc.n;
         }
     }
