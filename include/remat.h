@@ -320,7 +320,11 @@ remat_status remat_data_seek(remat_data *d, int split, uint64_t pos);
  * A profile holds measured per-op times for one config on this machine
  * (`remat profile`); without one, times come from a FLOP- and byte-based
  * model.  A step's predicted time is the sum of its instructions' op times
- * plus the optimizer update (zeroing gradients, global norm, AdamW). */
+ * plus the optimizer update (zeroing gradients, global norm, AdamW).  An op
+ * is measured twice, with its inputs out of cache and in cache; in a
+ * schedule, inputs recomputed inside their block's backward shortly before
+ * use (within the last-level cache's size of newly produced bytes) count as
+ * in cache, everything kept across other blocks' work as not. */
 typedef struct remat_profile remat_profile;
 
 /* Measures each op of cfg on this machine with the current thread count
@@ -345,9 +349,14 @@ void remat_profile_free(remat_profile *p);
  * REMAT_ERR_INVALID when neither variable is set. */
 remat_status remat_profile_default_path(const remat_config *cfg, char *buf, size_t n);
 /* Predicted milliseconds of tensor id's forward op (backward = 0) or its
- * backward op (backward = 1); id -1: the optimizer update.  0 for ops that
- * do not exist (e.g. the backward of att, fused into atty's). */
+ * backward op (backward = 1) with its inputs not in cache; id -1: the
+ * optimizer update.  0 for ops that do not exist (e.g. the backward of att,
+ * fused into atty's). */
 double remat_profile_op_ms(const remat_profile *p, int id, int backward);
+/* The same with its inputs in cache (just computed): a schedule's op runs
+ * between the two, by the share of its inputs recomputed just before it
+ * (see the planner notes above); equal to remat_profile_op_ms in the model. */
+double remat_profile_op_warm_ms(const remat_profile *p, int id, int backward);
 /* One line: "measured on <cpu>, <n> threads" or "FLOP model, <x> GFLOP/s ...". */
 const char *remat_profile_describe(const remat_profile *p);
 

@@ -46,6 +46,12 @@ static void random_profile(remat_profile *p, const remat_config *c, uint32_t see
         x = x * 1664525u + 1013904223u; p->fwd_ms[t] = 0.05 + (x >> 8) / 16777216.0 * 3.0;
         x = x * 1664525u + 1013904223u; if (p->bwd_ms[t] > 0) p->bwd_ms[t] = 0.05 + (x >> 8) / 16777216.0 * 5.0;
     }
+    for (int t = 0; t < RT_FIRST_GRAD; t++) {   /* warm calls faster, by a random share */
+        x = x * 1664525u + 1013904223u; p->fwd_hot_ms[t] = p->fwd_ms[t] * (0.3 + 0.7 * (x >> 8) / 16777216.0);
+        x = x * 1664525u + 1013904223u; p->bwd_hot_ms[t] = p->bwd_ms[t] * (0.3 + 0.7 * (x >> 8) / 16777216.0);
+    }
+    /* a cache of 3..12 block inputs: some recomputed tensors stay warm, some not */
+    p->cache_bytes = remat_tensor_bytes(c, RT_RES3) * (3 + seed % 10);
     p->update_ms = 1.0;
 }
 
@@ -513,8 +519,12 @@ static void test_profiles(void)
     CHECK(st == REMAT_OK, "load: %s", remat_errmsg());
     if (!st) {
         for (int t = 0; t < RT_FIRST_GRAD; t++)
-            CHECK(fabs(q->fwd_ms[t] - p->fwd_ms[t]) <= 1e-8 * p->fwd_ms[t] && fabs(q->bwd_ms[t] - p->bwd_ms[t]) <= 1e-8 * p->bwd_ms[t],
+            CHECK(fabs(q->fwd_ms[t] - p->fwd_ms[t]) <= 1e-8 * p->fwd_ms[t] && fabs(q->bwd_ms[t] - p->bwd_ms[t]) <= 1e-8 * p->bwd_ms[t] &&
+                  fabs(q->fwd_hot_ms[t] - p->fwd_hot_ms[t]) <= 1e-8 * p->fwd_hot_ms[t] &&
+                  fabs(q->bwd_hot_ms[t] - p->bwd_hot_ms[t]) <= 1e-8 * p->bwd_hot_ms[t] &&
+                  p->fwd_hot_ms[t] <= p->fwd_ms[t] && remat_profile_op_warm_ms(p, t, 1) <= remat_profile_op_ms(p, t, 1),
                   "round trip of op %d", t);
+        CHECK(q->cache_bytes == p->cache_bytes && p->cache_bytes > 0, "cache size round trip");
         remat_plan_row a, b;
         remat_plan_evaluate(&c, p, "full", 0, 0, &a);
         remat_plan_evaluate(&c, q, "full", 0, 0, &b);
@@ -549,6 +559,12 @@ static void test_profiles(void)
     if (hit) { hit[8] = '-'; }                             /* a negative time */
     write_file(bad, t2, n);
     CHECK(remat_profile_load(&c, bad, &q) == REMAT_ERR_FORMAT, "negative time: %s", remat_errmsg());
+    free(t2);
+    t2 = strdup(text);
+    hit = strstr(t2, "fwdhot qkv ");
+    if (hit) { hit[11] = '9'; hit[12] = '9'; }             /* warm far slower than cold */
+    write_file(bad, t2, n);
+    CHECK(remat_profile_load(&c, bad, &q) == REMAT_ERR_FORMAT, "warm > cold: %s", remat_errmsg());
     free(t2);
     int accepted = 0, crashed = 0;
     for (int it = 0; it < 400; it++) {

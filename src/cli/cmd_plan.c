@@ -24,6 +24,7 @@ static void help(void)
 "  --budget SIZE             total memory: parameters + gradients + AdamW state +\n"
 "                            workspace + activations (units B KiB MiB GiB KB MB GB)\n"
 "  --budget-activations SIZE the activation peak alone\n"
+"  --recompute POLICY        predict POLICY instead of the named policies (repeatable)\n"
 "  --pareto                  the whole front of activation peak against time\n"
 "  --maximize seq|batch      the largest seq (max-seq follows) or batch that fits,\n"
 "                            per policy and for the optimal plan\n"
@@ -41,15 +42,26 @@ static void help(void)
 "  nothing fits, with the reason on stderr and exit status 1)\n");
 }
 
-/* the named policies, first:N at half depth */
-static int named_policies(const remat_config *c, char names[][48], int max)
+#define MAX_GIVEN 16
+static const char *given[MAX_GIVEN];    /* --recompute POLICY, in order */
+static int ngiven;
+
+/* the policies to show: those given, else the named ones (first:N at half
+ * depth); names[i] points into static storage or into argv */
+static int named_policies(const remat_config *c, const char **names, int max)
 {
+    static char firstn[32];
+    if (ngiven) {
+        for (int i = 0; i < ngiven && i < max; i++) names[i] = given[i];
+        return ngiven < max ? ngiven : max;
+    }
     static const char *fixed[] = { "none", "selective", "pointwise", "selective,pointwise", "full",
                                    "every:2", "every:2,selective", "sqrt", "revolve:3", "save:qkv+fch" };
     int n = 0;
+    snprintf(firstn, sizeof firstn, "first:%d", c->n_layer / 2);
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0] && n < max; i++) {
-        snprintf(names[n++], 48, "%s", fixed[i]);
-        if (i == 7 && c->n_layer / 2 > 0 && n < max) snprintf(names[n++], 48, "first:%d", c->n_layer / 2);
+        names[n++] = fixed[i];
+        if (i == 7 && c->n_layer / 2 > 0 && n < max) names[n++] = firstn;
     }
     return n;
 }
@@ -97,12 +109,15 @@ static void row_text(const char *label, const remat_plan_row *r)
 
 static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t budget, int act, int json)
 {
-    char names[16][48];
-    int nn = named_policies(c, names, 16), rc = 0;
+    const char *names[MAX_GIVEN];
+    int nn = named_policies(c, names, MAX_GIVEN), rc = 0;
     remat_plan_row *rows = calloc((size_t)nn, sizeof *rows), *opt = calloc(1, sizeof *opt);
     int *ok = calloc((size_t)nn, sizeof *ok);
     if (!rows || !opt || !ok) { free(rows); free(opt); free(ok); return cli_error("out of memory"); }
-    for (int i = 0; i < nn; i++) ok[i] = remat_plan_evaluate(c, prof, names[i], budget, act, &rows[i]) == REMAT_OK;
+    for (int i = 0; i < nn; i++) {
+        ok[i] = remat_plan_evaluate(c, prof, names[i], budget, act, &rows[i]) == REMAT_OK;
+        if (!ok[i] && ngiven) { rc = cli_error("--recompute %s: %s", names[i], remat_errmsg()) + 1; goto out; }
+    }
     remat_status st = remat_plan_optimal(c, prof, budget, act, opt);
     char err[600];
     snprintf(err, sizeof err, "%s", remat_errmsg());
@@ -172,8 +187,8 @@ static int do_pareto(const remat_config *c, const remat_profile *prof, int json,
 
 static int do_maximize(const remat_config *c, int dim, uint64_t budget, int act, int json)
 {
-    char names[16][48];
-    int nn = named_policies(c, names, 16);
+    const char *names[MAX_GIVEN];
+    int nn = named_policies(c, names, MAX_GIVEN);
     const char *what = dim == REMAT_PLAN_SEQ ? "seq" : "batch";
     remat_plan_row *r = malloc(sizeof *r);
     if (!r) return cli_error("out of memory");
@@ -191,7 +206,7 @@ static int do_maximize(const remat_config *c, int dim, uint64_t budget, int act,
         int best = 0;
         remat_status st = remat_plan_maximize(c, pol, dim, budget, act, &best, r);
         if (st && st != REMAT_ERR_BUDGET) {
-            if (!pol) rc = cli_error("%s", remat_errmsg());
+            if (!pol || ngiven) rc = cli_error("%s%s%s", pol ? pol : "", pol ? ": " : "", remat_errmsg());
             continue;
         }
         if (json) {
@@ -238,6 +253,10 @@ int cmd_plan(int argc, char **argv)
             if (budget == 0) { cli_error("%s must be positive", f); return 2; }
             act = !strcmp(f, "--budget-activations");
             nb++;
+        } else if (!strcmp(f, "--recompute")) {
+            if (!(v = cli_value(argc, argv, &i))) return 2;
+            if (ngiven == MAX_GIVEN) return cli_usage_error("plan", "at most %d --recompute policies", MAX_GIVEN);
+            given[ngiven++] = v;
         } else if (!strcmp(f, "--pareto")) pareto = 1;
         else if (!strcmp(f, "--maximize")) {
             if (!(v = cli_value(argc, argv, &i))) return 2;
@@ -253,6 +272,7 @@ int cmd_plan(int argc, char **argv)
         else return cli_usage_error("plan", "unknown flag '%s'", f);
     }
     if (nb > 1) return cli_usage_error("plan", "give one of --budget and --budget-activations");
+    if (pareto && ngiven) return cli_usage_error("plan", "--pareto shows the planner's plans; drop --recompute");
     if (pareto && maximize >= 0) return cli_usage_error("plan", "--pareto and --maximize are separate questions; give one");
     if (maximize >= 0 && !budget) return cli_usage_error("plan", "--maximize needs --budget or --budget-activations");
     if (csv && (json || !pareto)) return cli_usage_error("plan", "--csv goes with --pareto (and not with --json)");

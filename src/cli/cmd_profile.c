@@ -13,8 +13,9 @@ static void help(void)
 "usage: remat profile [config flags] [--reps N] [--threads N] [--out FILE] [--json]\n\n"
 "Times the forward and backward op of every activation tensor of the config in\n"
 "isolation with the real kernels (one block's buffers, the embedding and the LM\n"
-"head; never the whole model): one warm-up call, then N timed calls (default 5),\n"
-"median.  The profile is written atomically to FILE, by default to the cache\n"
+"head; never the whole model), with its inputs out of cache and in cache: one\n"
+"warm-up round, then N timed rounds over all ops (default 5), median; with one\n"
+"thread the thread's CPU time, else the wall clock.  The profile is written atomically to FILE, by default to the cache\n"
 "($REMAT_CACHE, else ~/.cache/remat/), where 'remat plan' and\n"
 "'remat train --budget' find it for the same config, CPU and thread count.\n"
 "config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
@@ -66,19 +67,22 @@ int cmd_profile(int argc, char **argv)
         for (int t = 0; t < n; t++) {
             remat_tensor_info ti;
             if (remat_tensor_get(&c, t, &ti) || ti.is_grad) continue;
-            printf("%s{\"tensor\": \"%s\", \"fwd_ms\": %.6f, \"bwd_ms\": %.6f}", first ? "" : ", ", ti.name,
-                   remat_profile_op_ms(p, t, 0), remat_profile_op_ms(p, t, 1));
+            printf("%s{\"tensor\": \"%s\", \"fwd_ms\": %.6f, \"bwd_ms\": %.6f, \"fwd_warm_ms\": %.6f, "
+                   "\"bwd_warm_ms\": %.6f}", first ? "" : ", ", ti.name, remat_profile_op_ms(p, t, 0),
+                   remat_profile_op_ms(p, t, 1), remat_profile_op_warm_ms(p, t, 0), remat_profile_op_warm_ms(p, t, 1));
             first = 0;
         }
         printf("], \"step_ms_pred\": {\"none\": %.4f, \"full\": %.4f}}\n", none.step_ms_pred, full.step_ms_pred);
     } else {
         cli_config_print(stdout, &c);
-        printf("%s; measured in %.1f s\n\n%-10s %-34s %11s %11s\n", remat_profile_describe(p), took / 1000, "tensor", "op",
-               "forward ms", "backward ms");
+        printf("%s; measured in %.1f s\n(ms; cold: inputs out of cache, warm: inputs just computed)\n\n"
+               "%-10s %-32s %10s %10s %10s %10s\n", remat_profile_describe(p), took / 1000, "tensor", "op",
+               "fwd cold", "fwd warm", "bwd cold", "bwd warm");
         for (int t = 0; t < n; t++) {
             remat_tensor_info ti;
             if (remat_tensor_get(&c, t, &ti) || ti.is_grad) continue;
-            printf("%-10s %-34.34s %11.4f %11.4f\n", ti.name, ti.op, remat_profile_op_ms(p, t, 0), remat_profile_op_ms(p, t, 1));
+            printf("%-10s %-32.32s %10.4f %10.4f %10.4f %10.4f\n", ti.name, ti.op, remat_profile_op_ms(p, t, 0),
+                   remat_profile_op_warm_ms(p, t, 0), remat_profile_op_ms(p, t, 1), remat_profile_op_warm_ms(p, t, 1));
         }
         printf("%-10s %-34s %11.4f\n", "update", "zero grads, global norm, AdamW", remat_profile_op_ms(p, -1, 0));
         printf("\npredicted step: %.2f ms with none, %.2f ms with full (per-block ops x %d layers)\nsaved to %s\n",

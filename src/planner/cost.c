@@ -5,7 +5,8 @@
  *   - measured (`remat profile`): every op of the activation table is timed
  *     in isolation on this machine with the real kernels -- one block's
  *     buffers and weights, the embedding and the LM head -- as the median of
- *     a few calls after a warm-up;
+ *     a few calls after a warm-up, each on cold caches, the reps of all ops
+ *     interleaved (with one thread: CPU time, see op_clock_ms);
  *   - the FLOP/byte model: t = flops / throughput + bytes / bandwidth, with
  *     GEMMs (cblas_sgemm) and the other loops at different throughputs.
  * A schedule's time is the sum of its instructions' op times (frees cost
@@ -32,9 +33,10 @@
 #include "../kernels/kernels.h"
 
 #define PROFILE_MAGIC "remat-profile"
-#define PROFILE_VERSION 1
+#define PROFILE_VERSION 2
 #define PROFILE_MAX_BYTES 65536
 #define PROFILE_MAX_LINE 512
+#define FLUSH_BYTES ((size_t)64 << 20)   /* written between timed calls: twice a 32 MiB L3 */
 
 /* Throughputs of the default model (no measurement).  Measured on a 2-core
  * AMD EPYC with OpenBLAS: GEMMs ~60 GFLOP/s, remat's own loops (attention,
@@ -47,6 +49,17 @@ static double now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The clock ops are timed with: with one thread, the thread's CPU time --
+ * what the wall time is on an idle machine, without the time other
+ * processes take on a shared one; with several, the wall clock (CPU time
+ * would add up the threads). */
+static double op_clock_ms(int cpu)
+{
+    struct timespec ts;
+    clock_gettime(cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -72,6 +85,27 @@ static void cpu_model(char *buf, size_t n)
         break;
     }
     fclose(f);
+}
+
+/* the last-level cache, from sysfs (32 MiB when it cannot be read) */
+static uint64_t llc_bytes(void)
+{
+    uint64_t best = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[96], buf[64];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(buf, sizeof buf, f)) {
+            char *end;
+            unsigned long long v = strtoull(buf, &end, 10);
+            if (*end == 'K') v <<= 10;
+            else if (*end == 'M') v <<= 20;
+            if (v > best && v < (1ULL << 34)) best = v;
+        }
+        fclose(f);
+    }
+    return best ? best : (uint64_t)32 << 20;
 }
 
 static void config_key(const remat_config *c, char *buf, size_t n)
@@ -132,6 +166,9 @@ void remat_profile_fill_model(remat_profile *p, const remat_config *c, double gf
         if (d->has_bwd)
             p->bwd_ms[t] = remat_tensor_bwd_flops(c, t) / g + (2 * out + io_bytes(c, d->bwd_in) + 3 * w) / bw;
     }
+    memcpy(p->fwd_hot_ms, p->fwd_ms, sizeof p->fwd_ms);   /* no cache in the model */
+    memcpy(p->bwd_hot_ms, p->bwd_ms, sizeof p->bwd_ms);
+    p->cache_bytes = 0;
     double np = (double)remat_config_num_params(c);
     p->update_ms = remat_update_flops(c) / (p->other_gflops * 1e6) + 36.0 * np / (p->gbps * 1e6);
     snprintf(p->desc, sizeof p->desc, "FLOP model: %.1f GFLOP/s GEMM, %.1f GFLOP/s other, %.1f GB/s%s",
@@ -347,6 +384,7 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
     bench b;
     double *v = NULL;
     float *up[4] = { NULL, NULL, NULL, NULL };
+    char *flush = NULL;
     memset(&b, 0, sizeof b);
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_profile_measure: out is NULL");
     *out = NULL;
@@ -383,21 +421,47 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
     p->cfg = *cfg;
     p->measured = 1;
     p->threads = remat_get_threads();
+    int cpu = p->threads == 1;
     cpu_model(p->cpu, sizeof p->cpu);
-    for (int t = 0; t < RT_FIRST_GRAD; t++) {
-        for (int bw = 0; bw < 2; bw++) {
-            if (bw && !remat_tensor_defs[t].has_bwd) continue;
-            if (bw) bwd_op(&b, t); else fwd_op(&b, t);       /* warm-up */
-            for (int r = 0; r < reps; r++) {
-                double t0 = now_ms();
-                if (bw) bwd_op(&b, t); else fwd_op(&b, t);
-                v[r] = now_ms() - t0;
+    /* Reps are interleaved over the ops (rep r of every op, then rep r+1),
+     * so that a burst of load on a shared machine hits all ops alike; and
+     * before each timed call the caches are flushed, as in a real step an
+     * op's inputs were written several ops (and many MiB) earlier. */
+    size_t per = (size_t)reps * 2 * RT_FIRST_GRAD;
+    double *all = malloc(sizeof(double) * per * 2);   /* [hot][t][bw][rep] */
+    flush = malloc(FLUSH_BYTES);
+    if (!all || !flush) { free(all); goto nomem; }
+    for (int r = -1; r < reps; r++)
+        for (int t = 0; t < RT_FIRST_GRAD; t++)
+            for (int bw = 0; bw < 2; bw++) {
+                if (bw && !remat_tensor_defs[t].has_bwd) continue;
+                memset(flush, r & 0xff, FLUSH_BYTES);
+                for (int hot = 0; hot < 2; hot++) {   /* cold caches, then at once again: inputs in cache */
+                    double t0 = op_clock_ms(cpu);
+                    if (bw) bwd_op(&b, t); else fwd_op(&b, t);
+                    double dt = op_clock_ms(cpu) - t0;
+                    if (r >= 0) all[(size_t)hot * per + ((size_t)t * 2 + (size_t)bw) * (size_t)reps + (size_t)r] = dt;
+                    if (bw && (t == RT_LN1 || t == RT_LN2 || t == RT_LNF))
+                        for (size_t i = 0; i < (size_t)b.N * b.C; i++) b.a[RT_D_RES][i] *= 0.5f;   /* keep += bounded */
+                }
             }
-            (bw ? p->bwd_ms : p->fwd_ms)[t] = median(v, reps);
-            if (bw && (t == RT_LN1 || t == RT_LN2 || t == RT_LNF))
-                for (size_t i = 0; i < (size_t)b.N * b.C; i++) b.a[RT_D_RES][i] *= 0.5f;   /* keep += bounded */
-        }
+    for (int hot = 0; hot < 2; hot++)
+        for (int t = 0; t < RT_FIRST_GRAD; t++)
+            for (int bw = 0; bw < 2; bw++) {
+                if (bw && !remat_tensor_defs[t].has_bwd) continue;
+                memcpy(v, all + (size_t)hot * per + ((size_t)t * 2 + (size_t)bw) * (size_t)reps, sizeof(double) * (size_t)reps);
+                double m = median(v, reps);
+                if (hot) (bw ? p->bwd_hot_ms : p->fwd_hot_ms)[t] = m;
+                else (bw ? p->bwd_ms : p->fwd_ms)[t] = m;
+            }
+    /* a warm call is never slower than a cold one; where noise says so, the
+     * difference is noise */
+    for (int t = 0; t < RT_FIRST_GRAD; t++) {
+        if (p->fwd_hot_ms[t] > p->fwd_ms[t]) p->fwd_hot_ms[t] = p->fwd_ms[t];
+        if (p->bwd_hot_ms[t] > p->bwd_ms[t]) p->bwd_hot_ms[t] = p->bwd_ms[t];
     }
+    p->cache_bytes = llc_bytes();
+    free(all);
     /* the update: zero grads, global norm, AdamW; timed on up to 4M
      * parameters and scaled (it streams memory linearly) */
     {
@@ -405,17 +469,18 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
         for (int i = 0; i < 4; i++) if (!(up[i] = falloc(n * 4))) goto nomem;
         for (size_t i = 0; i < n; i++) { up[0][i] = 0.01f; up[1][i] = 1e-3f; up[2][i] = 0; up[3][i] = 0; }
         for (int r = -1; r < reps; r++) {
-            double t0 = now_ms();
+            double t0 = op_clock_ms(cpu);
             memset(up[1], 0, n * 4);
             for (size_t i = 0; i < n; i += 4096) up[1][i] = 1e-3f;
             double norm = sqrt(sumsq(up[1], n));
             adamw_update(up[0], up[1], up[2], up[3], n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1,
                          norm > 1 ? (float)(1 / norm) : 1.0f, r + 2);
-            if (r >= 0) v[r] = (now_ms() - t0) * ((double)np / (double)n);
+            if (r >= 0) v[r] = (op_clock_ms(cpu) - t0) * ((double)np / (double)n);
         }
         p->update_ms = median(v, reps);
     }
-    snprintf(p->desc, sizeof p->desc, "measured on %s, %d threads (%d reps, median)", p->cpu, p->threads, reps);
+    snprintf(p->desc, sizeof p->desc, "measured on %s, %d thread%s (%d reps, median of %s time)", p->cpu, p->threads,
+             p->threads == 1 ? "" : "s", reps, cpu ? "CPU" : "wall");
     *out = p;
     p = NULL;
     st = REMAT_OK;
@@ -425,6 +490,7 @@ nomem:
                     "embedding and the LM head)");
 out:
     bench_free(&b);
+    free(flush);
     for (int i = 0; i < 4; i++) free(up[i]);
     free(v);
     free(p);
@@ -461,9 +527,11 @@ static int write_profile(FILE *f, const remat_profile *p)
     fprintf(f, "threads %d\n", p->threads);
     fprintf(f, "config %s\n", key);
     fprintf(f, "update %.9g\n", p->update_ms);
+    fprintf(f, "cache %llu\n", (unsigned long long)p->cache_bytes);
     for (int t = 0; t < RT_FIRST_GRAD; t++) {
-        fprintf(f, "fwd %s %.9g\n", remat_tensor_defs[t].name, p->fwd_ms[t]);
-        if (remat_tensor_defs[t].has_bwd) fprintf(f, "bwd %s %.9g\n", remat_tensor_defs[t].name, p->bwd_ms[t]);
+        const char *nm = remat_tensor_defs[t].name;
+        fprintf(f, "fwd %s %.9g\nfwdhot %s %.9g\n", nm, p->fwd_ms[t], nm, p->fwd_hot_ms[t]);
+        if (remat_tensor_defs[t].has_bwd) fprintf(f, "bwd %s %.9g\nbwdhot %s %.9g\n", nm, p->bwd_ms[t], nm, p->bwd_hot_ms[t]);
     }
     return fprintf(f, "end\n") < 0 ? -1 : 0;
 }
@@ -512,8 +580,8 @@ static int num(const char *s, double lo, double hi, double *out)
 
 static remat_status parse_profile(const char *path, const char *text, size_t len, remat_profile *p)
 {
-    int line_no = 0, seen_end = 0, have[6] = { 0 };
-    uint8_t seen_f[RT_COUNT] = { 0 }, seen_b[RT_COUNT] = { 0 };
+    int line_no = 0, seen_end = 0, have[7] = { 0 };
+    uint8_t seen[4][RT_COUNT] = { { 0 } };      /* fwd, bwd, fwdhot, bwdhot */
     char key[256] = "";
     const char *c = text, *e = text + len;
     memset(p, 0, sizeof *p);
@@ -555,16 +623,20 @@ static remat_status parse_profile(const char *path, const char *text, size_t len
         } else if (!strcmp(line, "update")) {
             if (have[5]++ || !num(val, 0, 1e9, &d)) BAD("bad or repeated 'update' time");
             p->update_ms = d;
-        } else if (!strcmp(line, "fwd") || !strcmp(line, "bwd")) {
-            int bw = line[0] == 'b';
+        } else if (!strcmp(line, "cache")) {
+            if (have[6]++ || !num(val, 0, 1e15, &d) || d != floor(d)) BAD("bad or repeated 'cache' (bytes)");
+            p->cache_bytes = (uint64_t)d;
+        } else if (!strcmp(line, "fwd") || !strcmp(line, "bwd") || !strcmp(line, "fwdhot") || !strcmp(line, "bwdhot")) {
+            int bw = line[0] == 'b', hot = line[3] == 'h', k = bw + 2 * hot;
             char *sp2 = strchr(val, ' ');
             if (!sp2) BAD("expected '%s NAME MS'", line);
             *sp2 = 0;
             int t = remat_tensor_find(val);
             if (t < 0 || t >= RT_FIRST_GRAD || (bw && !remat_tensor_defs[t].has_bwd)) BAD("unknown op '%s %s'", line, val);
-            if ((bw ? seen_b : seen_f)[t]++) BAD("repeated '%s %s'", line, val);
+            if (seen[k][t]++) BAD("repeated '%s %s'", line, val);
             if (!num(sp2 + 1, 0, 1e9, &d)) BAD("bad time '%s' for %s %s (milliseconds, >= 0)", sp2 + 1, line, val);
-            (bw ? p->bwd_ms : p->fwd_ms)[t] = d;
+            double *dst[4] = { p->fwd_ms, p->bwd_ms, p->fwd_hot_ms, p->bwd_hot_ms };
+            dst[k][t] = d;
         } else if (!strcmp(line, "end") && !sp) {
             seen_end = 1;
         } else {
@@ -574,10 +646,15 @@ static remat_status parse_profile(const char *path, const char *text, size_t len
     line_no++;
     if (!have[0]) BAD("empty file");
     if (!seen_end) BAD("missing 'end' (truncated?)");
-    for (int i = 1; i < 6; i++) if (!have[i]) BAD("missing a required key (measured, cpu, threads, config, update)");
+    for (int i = 1; i < 7; i++) if (!have[i]) BAD("missing a required key (measured, cpu, threads, config, update, cache)");
     for (int t = 0; t < RT_FIRST_GRAD; t++)
-        if (!seen_f[t] || (remat_tensor_defs[t].has_bwd && !seen_b[t]))
-            BAD("missing the time of %s's %s", remat_tensor_defs[t].name, seen_f[t] ? "backward" : "forward");
+        for (int k = 0; k < 4; k++)
+            if (!seen[k][t] && (!(k & 1) || remat_tensor_defs[t].has_bwd))
+                BAD("missing the %s time of %s's %s", k & 2 ? "warm" : "cold", remat_tensor_defs[t].name,
+                    k & 1 ? "backward" : "forward");
+    for (int t = 0; t < RT_FIRST_GRAD; t++)
+        if (p->fwd_hot_ms[t] > p->fwd_ms[t] || p->bwd_hot_ms[t] > p->bwd_ms[t])
+            BAD("the warm time of %s exceeds its cold time", remat_tensor_defs[t].name);
     /* the config, as text; compared with the caller's by remat_profile_load */
     snprintf(p->desc, sizeof p->desc, "%s", key);
 #undef BAD
@@ -659,30 +736,84 @@ double remat_profile_op_ms(const remat_profile *p, int id, int backward)
     return backward ? p->bwd_ms[id] : p->fwd_ms[id];
 }
 
+double remat_profile_op_warm_ms(const remat_profile *p, int id, int backward)
+{
+    if (!p) return 0;
+    if (id == -1) return p->update_ms;
+    if (id < 0 || id >= RT_FIRST_GRAD) return 0;
+    return backward ? p->bwd_hot_ms[id] : p->fwd_hot_ms[id];
+}
+
 const char *remat_profile_describe(const remat_profile *p) { return p ? p->desc : ""; }
 
 /* ---- costing schedules ------------------------------------------------------ */
 
-double remat_cost_instr_ms(const remat_profile *p, int kind, int tid)
+double remat_cost_schedule_times(const remat_profile *p, const remat_schedule *s, double *ms, double *recompute_ms)
 {
-    switch (kind) {
-    case REMAT_I_FORWARD: case REMAT_I_RECOMPUTE: return p->fwd_ms[tid];
-    case REMAT_I_BACKWARD: return p->bwd_ms[tid];
-    case REMAT_I_UPDATE: return p->update_ms;
-    default: return 0;
+    const remat_config *c = &s->cfg;
+    int L = c->n_layer, nslots = remat_nslots(L);
+    double total = 0, rec = 0;
+    /* per slot: index and byte clock of its latest production (SIZE_MAX: none) */
+    size_t *pidx = malloc(sizeof(size_t) * (size_t)nslots);
+    uint64_t *pclk = malloc(sizeof(uint64_t) * (size_t)nslots);
+    int model = !pidx || !pclk || p->cache_bytes == 0;   /* no cache: cold times only */
+    if (!model)
+        for (int i = 0; i < nslots; i++) pidx[i] = SIZE_MAX;
+    uint64_t clk = 0;
+    size_t b1 = SIZE_MAX, b2 = SIZE_MAX;   /* latest backward; latest of another layer than b1's */
+    int l1 = -3;
+    for (size_t i = 0; i < s->n; i++) {
+        const remat_instr *in = &s->ins[i];
+        int k = in->kind, t = in->tid, l = in->layer;
+        double x = 0;
+        if (k == REMAT_I_UPDATE) x = p->update_ms;
+        else if (k != REMAT_I_FREE) {
+            int bw = k == REMAT_I_BACKWARD;
+            double cold = bw ? p->bwd_ms[t] : p->fwd_ms[t], hot = bw ? p->bwd_hot_ms[t] : p->fwd_hot_ms[t];
+            double f = 1;
+            if (!model) {
+                size_t mark = l1 != l ? b1 : b2;     /* latest backward of another block */
+                const int8_t *ins = bw ? remat_tensor_defs[t].bwd_in : remat_tensor_defs[t].fwd_in;
+                uint64_t all = 0, warm = 0;
+                for (int q = 0; q < RT_MAXIO && ins[q] != RT_NONE; q++) {
+                    if (ins[q] == RT_X) continue;
+                    int sl = remat_islot(c, remat_tensor_defs[ins[q]].per_layer ? l : -1, ins[q]);
+                    uint64_t by = remat_tensor_bytes(c, ins[q]);
+                    all += by;
+                    if (pidx[sl] != SIZE_MAX && (mark == SIZE_MAX || pidx[sl] > mark) && clk - pclk[sl] < p->cache_bytes)
+                        warm += by;
+                }
+                f = all ? (double)warm / (double)all : 1;
+            }
+            x = cold - f * (cold - hot);
+            if (!model) {
+                if (bw) {
+                    int a[2], fr[2], na, nf;
+                    remat_bwd_effects(c, t, a, &na, fr, &nf);
+                    for (int q = 0; q < na; q++) clk += remat_tensor_bytes(c, a[q]);
+                    if (l != l1) { b2 = b1; l1 = l; }
+                    b1 = i;
+                } else {
+                    int sl = remat_islot(c, l, t);
+                    pidx[sl] = i;
+                    pclk[sl] = clk;
+                    clk += remat_tensor_bytes(c, t);
+                }
+            }
+        }
+        if (ms) ms[i] = x;
+        total += x;
+        if (k == REMAT_I_RECOMPUTE) rec += x;
     }
+    free(pidx);
+    free(pclk);
+    if (recompute_ms) *recompute_ms = rec;
+    return total;
 }
 
 double remat_cost_schedule_ms(const remat_profile *p, const remat_schedule *s, double *recompute_ms)
 {
-    double t = 0, r = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        double x = remat_cost_instr_ms(p, s->ins[i].kind, s->ins[i].tid);
-        t += x;
-        if (s->ins[i].kind == REMAT_I_RECOMPUTE) r += x;
-    }
-    if (recompute_ms) *recompute_ms = r;
-    return t;
+    return remat_cost_schedule_times(p, s, NULL, recompute_ms);
 }
 
 const remat_profile *remat_profile_resolve(const remat_config *cfg, const remat_profile *prof, remat_profile *tmp)

@@ -23,17 +23,28 @@
  * peak, stored bytes and backward peak, and CKF the peak of forwarding j
  * blocks keeping only their outputs.  Times add.  These constants are not
  * derived from a second model of memory: they are read off schedules that
- * the real compiler emits for 1- and 2-block chains, as simulated by
- * remat_schedule_instr().  The plan returned is then simulated whole and its
- * peak must equal the program's prediction (a mismatch is an error, never
- * silently reported).
+ * the real compiler emits for 1- and 2-block chains, as walked by the
+ * simulator (remat_schedule_trace).  The plan returned is then simulated
+ * whole and its peak must equal the program's prediction to the byte (a
+ * mismatch is an error, never silently reported); tests/test_planner.c
+ * checks the recurrences on random plans and the optimum against an
+ * exhaustive enumeration of every plan string.
  *
- * Memory is a continuous quantity here: every sub-problem keeps its whole
- * Pareto front of (peak, time) as a step function, and the moves combine
- * fronts in linear time (a max of shifted peaks is a union of breakpoints),
- * so there is no discretisation into slots and no rounding.  Keep-sets are
- * pruned to those not dominated in (Fpk, K, Bpk, recompute time), which
- * loses nothing.
+ * Memory is a continuous quantity here: every sub-problem keeps its Pareto
+ * front of (peak, time) as a step function, and the moves combine fronts in
+ * linear time (a max of shifted peaks is a union of breakpoints), so there is
+ * no discretisation into slots and no rounding.  Keep-sets are pruned to
+ * those not dominated in (Fpk, K, Bpk, recompute time), and a candidate move
+ * is only merged where it can beat the front built so far; both lose nothing.
+ *
+ * Exact fronts can hold tens of thousands of points for long chains of wide
+ * blocks (a knapsack of keep-sets whose peaks differ by a LayerNorm
+ * statistic, a few KiB).  Past a work limit the fronts are thinned to at most
+ * two points per bucket of max(x/16, range/4096) bytes, range being the
+ * budget or the peak of keeping everything (peaks stay exact, so every plan
+ * still fits and reports its true peak; a budget may get the plan of a
+ * budget up to one bucket per recursion level smaller), and past a second
+ * limit to buckets wide enough to bound the work (build_fronts).
  */
 #include <math.h>
 #include <stdio.h>
@@ -45,15 +56,14 @@
 #define RES3_BIT (1u << RT_RES3)
 #define DROPPABLE_ALL (REMAT_KEEP_ALL & ~RES3_BIT)
 #define TIME_EPS 1e-12
-/* points processed before the fronts are coarsened (about 0.1 s) */
-#define PLANNER_WORK_MAX 3e7
 
 typedef struct keepc {
     uint32_t mask;       /* keep mask (res3 implied) */
     uint64_t fpk;        /* block-forward peak above the live bytes at its start */
     uint64_t kept;       /* stored after the forward, res3 excluded */
     uint64_t bpk;        /* block-backward peak above (everything else + x_a + d_res) */
-    double rec_ms;       /* recomputation inside the backward */
+    double bwd_ms;       /* the block's backward: recomputation and backward ops (their
+                          * times depend on what was kept: recomputed inputs are warm) */
 } keepc;
 
 typedef struct fpt {
@@ -75,7 +85,7 @@ struct remat_planner {
     uint64_t x, d;             /* block input bytes; d_res bytes */
     uint64_t ckf1, ckf2;       /* CKF(1), CKF(j >= 2) */
     uint64_t head_pk, leaf_bpk;
-    double tf, tb, th, te, leaf_ms;
+    double tf, th, te, leaf_ms;  /* block forward, head, emb + update, leaf */
     keepc *ks;
     int nks;
     uint64_t u;                /* bucket width of the fronts (1: exact) */
@@ -116,13 +126,13 @@ static remat_status trace_policy(const remat_config *c, const remat_profile *pro
         goto out;
     }
     if ((st = remat_schedule_trace(s, NULL, t->after, t->peak))) goto out;
+    remat_cost_schedule_times(prof, s, t->ms, NULL);
     for (size_t i = 0; i < n; i++) {
         const remat_instr *in = &s->ins[i];
         t->kind[i] = in->kind;
         t->layer[i] = in->layer;
         t->tid[i] = in->tid;
         t->before[i] = i ? t->after[i - 1] : 0;
-        t->ms[i] = remat_cost_instr_ms(prof, in->kind, in->tid < 0 ? 0 : in->tid);
     }
 out:
     remat_schedule_free(s);
@@ -162,11 +172,11 @@ static uint64_t seg_max(const trace *t, size_t a, size_t b)
     return m;
 }
 
-static double seg_ms(const trace *t, size_t a, size_t b, int only_recompute)
+static double seg_ms(const trace *t, size_t a, size_t b)
 {
     double s = 0;
     for (size_t i = a; i < b; i++)
-        if (!only_recompute || t->kind[i] == REMAT_I_RECOMPUTE) s += t->ms[i];
+        s += t->ms[i];
     return s;
 }
 
@@ -186,20 +196,19 @@ static remat_status measure_keep(remat_planner *p, const remat_config *c1, const
     out->fpk = seg_max(&t, 1, h) - t.before[1];
     out->kept = t.before[h] - t.before[1] - x;
     out->bpk = seg_max(&t, bs, e) - (x + p->d);
-    out->rec_ms = seg_ms(&t, bs, e, 1);
+    out->bwd_ms = seg_ms(&t, bs, e);
     if (t.before[1] != x || t.before[bs] != x + p->d + out->kept || t.after[e - 1] != p->d) {
         st = remat_fail(REMAT_ERR_STATE, "planner: live bytes around block 0 of '%s' are not as modelled; "
                         "compile.c and planner.c disagree", pol);
         goto out;
     }
     if (first) {    /* mask == res3 only: the block times, the head and the leaf */
-        p->tf = seg_ms(&t, 1, h, 0);
-        p->th = seg_ms(&t, h, bs, 0);
-        p->tb = seg_ms(&t, bs, e, 0) - out->rec_ms;
-        p->te = seg_ms(&t, 0, t.n, 0) - p->tf - p->th - seg_ms(&t, bs, e, 0);
+        p->tf = seg_ms(&t, 1, h);
+        p->th = seg_ms(&t, h, bs);
+        p->te = seg_ms(&t, 0, t.n) - p->tf - p->th - seg_ms(&t, bs, e);
         p->head_pk = seg_max(&t, h, bs) - (t.before[h] - x);
         p->leaf_bpk = out->bpk;
-        p->leaf_ms = seg_ms(&t, bs, e, 0);
+        p->leaf_ms = seg_ms(&t, bs, e);
         p->ckf1 = out->fpk;
     }
 out:
@@ -232,7 +241,7 @@ out:
 static int dominates(const keepc *a, const keepc *b)
 {
     return a->fpk <= b->fpk && a->kept <= b->kept && a->bpk <= b->bpk &&
-           a->rec_ms <= b->rec_ms * (1 + TIME_EPS) + 1e-15;
+           a->bwd_ms <= b->bwd_ms * (1 + TIME_EPS) + 1e-15;
 }
 
 /* ---- fronts ------------------------------------------------------------------
@@ -460,8 +469,8 @@ static int keep_useful(const remat_planner *p, int type, int k)
     for (int j = 0; j < p->nks; j++) {
         const keepc *b = &p->ks[j];
         uint64_t lb = b->fpk > dd + b->bpk ? b->fpk : dd + b->bpk;
-        if (j == k || lb > la || b->kept > a->kept || b->rec_ms > a->rec_ms * (1 + TIME_EPS) + 1e-15) continue;
-        int same = lb == la && b->kept == a->kept && b->rec_ms >= a->rec_ms * (1 - TIME_EPS) - 1e-15;
+        if (j == k || lb > la || b->kept > a->kept || b->bwd_ms > a->bwd_ms * (1 + TIME_EPS) + 1e-15) continue;
+        int same = lb == la && b->kept == a->kept && b->bwd_ms >= a->bwd_ms * (1 - TIME_EPS) - 1e-15;
         if (!same || j < k) return 0;
     }
     return 1;
@@ -506,8 +515,8 @@ static remat_status run_fronts(remat_planner *p, uint64_t u, uint64_t limit, dou
             thr[type][a] = UINT64_MAX;
             for (int b = 0; b < nuse[type]; b++) {
                 const keepc *kb = &p->ks[use[type][b]];
-                if (b == a || kb->kept > ka->kept || kb->rec_ms > ka->rec_ms) continue;
-                if (kb->kept == ka->kept && kb->rec_ms == ka->rec_ms && b > a) continue;
+                if (b == a || kb->kept > ka->kept || kb->bwd_ms > ka->bwd_ms) continue;
+                if (kb->kept == ka->kept && kb->bwd_ms == ka->bwd_ms && b > a) continue;
                 uint64_t lob = max3(p->x + kb->fpk, p->x + (type ? p->d : 0) + kb->bpk, 0);
                 if (lob < thr[type][a]) thr[type][a] = lob;
             }
@@ -529,7 +538,7 @@ static remat_status run_fronts(remat_planner *p, uint64_t u, uint64_t limit, dou
                     int k = use[type][kk];
                     const keepc *kc = &p->ks[k];
                     uint64_t lo = max3(x + kc->fpk, x + (type ? d : 0) + kc->bpk, 0);
-                    double add = p->tf + kc->rec_ms + p->tb;
+                    double add = p->tf + kc->bwd_ms;
                     if (!sub->n || useless(&acc, max3(lo, x + kc->kept + sub->p[0].peak, 0), sub->p[sub->n - 1].ms + add))
                         continue;
                     /* points at or above thr are matched by a keep-set with less of
@@ -683,25 +692,26 @@ out:
 remat_status remat_planner_build_fronts(remat_planner *p, uint64_t limit)
 {
     remat_status st = REMAT_OK;
-    /* Exact fronts first.  When they would take too long (long chains of
-     * wide blocks: the fronts hold a knapsack of many near-equal peaks),
-     * thin them to buckets of a fraction of the range; peaks stay exact, so
-     * every plan still fits and reports its true peak. */
-    uint64_t range = limit;
-    if (!range) {
-        remat_schedule *s = NULL;
-        remat_sim sim;
-        if ((st = remat_schedule_create(&p->cfg, "none", &s))) return st;
-        remat_schedule_simulate(s, &sim);
-        remat_schedule_free(s);
-        range = sim.peak_bytes;
-    }
-    /* rungs: exact, then buckets of a fraction of a block input x: the
-     * blow-up comes from the LayerNorm statistics (x / (C/2) each), whose
-     * keep/drop variants differ by a few KiB and microseconds */
-    struct { uint64_t u; double wmax; } rung[3] = {
-        { 1, 5e6 }, { p->x >> 4, 6e7 }, { p->x > (range >> 10) ? p->x : range >> 10, 0 },
-    };
+    /* Exact fronts first; when they would take too long, thinned ones (see
+     * the top of the file).  The range of useful peaks ends at the budget
+     * or at the peak of keeping everything. */
+    remat_schedule *s = NULL;
+    remat_sim sim;
+    if ((st = remat_schedule_create(&p->cfg, "none", &s))) return st;
+    remat_schedule_simulate(s, &sim);
+    remat_schedule_free(s);
+    uint64_t range = limit && limit < sim.peak_bytes ? limit : sim.peak_bytes;
+    /* Rungs: exact; then buckets of max(x/16, range/4096) bytes (the blow-up
+     * comes from the LayerNorm statistics, x/(C/2) each, whose keep/drop
+     * variants differ by a few KiB and microseconds); then buckets wide
+     * enough that the work is bounded whatever the fronts look like: a front
+     * holds at most 2 range/u points, and each of the L sizes of the two
+     * sub-problems merges at most (keep-sets + L) candidates into it. */
+    uint64_t u1 = (p->x >> 4) > (range >> 12) ? p->x >> 4 : range >> 12;
+    double moves = (double)p->L * ((double)p->nks + (double)p->L);
+    uint64_t u2 = (uint64_t)ceil(2.0 * (double)range * moves / 4e7);
+    if (u2 < 2 * u1) u2 = 2 * u1;
+    struct { uint64_t u; double wmax; } rung[3] = { { 1, 5e6 }, { u1, 1.5e7 }, { u2, 0 } };
     for (int i = 0; i < 3; i++) {
         uint64_t u = rung[i].u < 1 ? 1 : rung[i].u;
         if (i && u <= p->u) continue;
@@ -848,7 +858,7 @@ static void predict_rec(remat_planner *p, pred *r, int type, int n, uint64_t *pe
         if ((r->st = measure_keep(p, &r->c1, r->prof, v & REMAT_KEEP_ALL, &kc, 0))) return;
         predict_rec(p, r, type, n - 1, &sp, &sm);
         *peak = max3(p->x + kc.fpk, p->x + kc.kept + sp, p->x + d + kc.bpk);
-        *ms = p->tf + kc.rec_ms + p->tb + sm;
+        *ms = p->tf + kc.bwd_ms + sm;
     } else {
         int j = (int)v;
         if (j < 1 || j > (type ? n : n - 1)) { r->st = remat_fail(REMAT_ERR_POLICY, "predict: split out of range"); return; }

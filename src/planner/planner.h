@@ -21,17 +21,27 @@ struct remat_profile {
     double gflops;            /* model: GEMM throughput */
     double other_gflops;      /* model: throughput of the non-GEMM loops */
     double gbps;              /* model: memory bandwidth, GB/s */
-    double fwd_ms[RT_COUNT];  /* forward op of each activation tensor */
-    double bwd_ms[RT_COUNT];  /* its backward op (0 where none) */
+    double fwd_ms[RT_COUNT];  /* forward op of each activation tensor, inputs cold */
+    double bwd_ms[RT_COUNT];  /* its backward op (0 where none), inputs cold */
+    double fwd_hot_ms[RT_COUNT], bwd_hot_ms[RT_COUNT];   /* the same, inputs in cache */
+    uint64_t cache_bytes;     /* last-level cache: what counts as "just produced" */
     double update_ms;         /* zero grads + global norm + AdamW, per step */
     char desc[256];
 };
 
 /* The FLOP model with default throughputs, filled into p (no allocation). */
 void remat_profile_fill_model(remat_profile *p, const remat_config *cfg, double gflops);
-/* Time of one instruction, and of a whole schedule (recompute part into
- * *recompute_ms when not NULL). */
-double remat_cost_instr_ms(const remat_profile *p, int kind, int tid);
+/* The time of every instruction of a schedule, in context (into ms[i]):
+ * an op runs at its cold time, less the share of its activation inputs that
+ * are still in cache times (cold - hot).  An input counts as in cache when it
+ * was produced after the most recent backward instruction of another block
+ * (so a tensor kept across other blocks' work never is; one recomputed
+ * inside its block's backward is) and fewer than cache_bytes bytes were
+ * produced since.  Block inputs (x) are left out of the share.  This keeps a
+ * block's times a function of its own keep-set only, which the planner's
+ * recurrences rely on.  Returns the total; the recompute part into
+ * *recompute_ms when not NULL.  ms may be NULL. */
+double remat_cost_schedule_times(const remat_profile *p, const remat_schedule *s, double *ms, double *recompute_ms);
 double remat_cost_schedule_ms(const remat_profile *p, const remat_schedule *s, double *recompute_ms);
 /* The profile to use: prof itself (after checking that it is for cfg), or
  * the default model written into *tmp.  NULL (message set) on mismatch. */
