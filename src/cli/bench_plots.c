@@ -43,9 +43,10 @@ static double overlap(box a, box b)
 static box place_label(double px, double py, const char *text, double size, const box *taken, int nt,
                        box area, const char **anchor, double *tx, double *ty)
 {
-    double w = svg_text_width(text, size), h = size;
+    double w = svg_text_width(text, size), h = size * 1.2;
     static const double cand[][2] = { { 1, -1 }, { 1, 1 }, { -1, -1 }, { -1, 1 }, { 1, 0 }, { -1, 0 }, { 0, -1.6 }, { 0, 1.6 },
-                                      { 1, -2.2 }, { -1, -2.2 }, { 1, 2.2 }, { -1, 2.2 } };
+                                      { 1, -2.2 }, { -1, -2.2 }, { 1, 2.2 }, { -1, 2.2 }, { 0, -3 }, { 0, 3 },
+                                      { 1, -3.4 }, { -1, -3.4 }, { 1, 3.4 }, { -1, 3.4 } };
     double best = INFINITY;
     box bb = { 0, 0, 0, 0 };
     for (size_t k = 0; k < sizeof cand / sizeof cand[0]; k++) {

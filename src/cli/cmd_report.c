@@ -85,6 +85,7 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
           "table{border-collapse:collapse;font-size:13px;margin:8px 0}\n"
           "th,td{border:1px solid #ddd;padding:4px 8px;text-align:right;white-space:nowrap}\n"
           ".scroll{overflow-x:auto}table.results{font-size:12px}table.results th,table.results td{padding:3px 5px}\n"
+          "table.results td.l{white-space:normal;max-width:230px;word-break:break-all}\n"
           "th{background:#f4f4f4}td.l,th.l{text-align:left}\n"
           "table.kv th{text-align:left;width:160px}table.kv td{text-align:left;white-space:normal}\n"
           "tr.opt td{background:#eef8ee}tr.ref td{color:#666}\n"
@@ -128,9 +129,14 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
     fputs("</tbody>\n</table></div>\n<p class=\"meta\">", f);
     snprintf(b, sizeof b, "Times are medians over %ld interleaved rounds (after %ld warm-up rounds); × none is the "
              "median of per-round ratios. Activation bytes are exact (accounting allocator); predicted is the dry "
-             "run of the schedule. RSS peak: each policy in a process of its own (model + one step), %s MiB of which "
-             "is the process before the model. %% SGEMM: achieved GFLOP/s over a %ld³ SGEMM measured in the same "
-             "rounds (%.1f GFLOP/s).", o->steps, o->warmup, r->rss_base ? mib(r->rss_base, b2, sizeof b2) : "?",
+             "run of the schedule. ", o->steps, o->warmup);
+    esc(f, b);
+    if (r->rss_base) {
+        snprintf(b, sizeof b, "RSS peak: each policy in a process of its own (model + one step), %s MiB of which is "
+                 "the process before the model. ", mib(r->rss_base, b2, sizeof b2));
+        esc(f, b);
+    } else esc(f, "RSS peak: not measured (--no-rss). ");
+    snprintf(b, sizeof b, "%% SGEMM: achieved GFLOP/s over a %ld³ SGEMM measured in the same rounds (%.1f GFLOP/s).",
              o->sgemm_n, r->sgemm_gflops);
     esc(f, b);
     if (r->rows[r->none_idx].implicit) esc(f, " none was measured as the reference.");
