@@ -131,7 +131,16 @@ static void strlist_free(strlist *l)
 /* Extra --policy values, kept until bench_run reads them. */
 static strlist extra_policies;
 
+static int parse_flags(const char *cmd, int argc, char **argv, int allow_out, bench_opts *o);
+
 int bench_parse(const char *cmd, int argc, char **argv, int allow_out, bench_opts *o)
+{
+    int r = parse_flags(cmd, argc, argv, allow_out, o);
+    if (r <= 0) strlist_free(&extra_policies);   /* nothing will run: release the --policy values */
+    return r;
+}
+
+static int parse_flags(const char *cmd, int argc, char **argv, int allow_out, bench_opts *o)
 {
     memset(o, 0, sizeof *o);
     remat_config_default(&o->cfg);
@@ -280,6 +289,7 @@ static int rss_child(int argc, char **argv)
     const char *policy = argv[2];
     argv[2] = argv[0];   /* parse the flags after the policy */
     int p = bench_parse("bench", argc - 2, argv + 2, 0, &o);
+    strlist_free(&extra_policies);   /* the child runs only `policy` */
     if (p <= 0) return 2;
     remat_set_threads((int)o.threads);
     uint64_t base = peak_rss_bytes();
