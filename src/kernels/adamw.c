@@ -38,7 +38,7 @@ void adamw_update(float *p, const float *g, float *m, float *v, size_t n,
     float c1 = 1.0f - b1, c2 = 1.0f - b2;
 
     size_t nchunk = (n + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (REMAT_PAR(2 * n))
     for (size_t k = 0; k < nchunk; k++) {
         size_t i = k * ADAMW_CHUNK, hi = i + ADAMW_CHUNK < n ? i + ADAMW_CHUNK : n;
 #ifdef REMAT_HAVE_AVX2
@@ -131,7 +131,7 @@ double sumsq(const float *g, size_t n)
     for (size_t c0 = 0; c0 < nchunks; c0 += SUMSQ_GROUP) {
         double part[SUMSQ_GROUP];
         int ng = nchunks - c0 < SUMSQ_GROUP ? (int)(nchunks - c0) : SUMSQ_GROUP;
-        #pragma omp parallel for schedule(static)
+        #pragma omp parallel for schedule(static) if (ng > 1)
         for (int k = 0; k < ng; k++) {
             size_t lo = (c0 + (size_t)k) * chunk;
             size_t hi = lo + chunk < n ? lo + chunk : n;

@@ -126,7 +126,7 @@ static double ce_row(float *x, int tgt, int V, int Vp, float scale, float *loss)
 double crossentropy_forward(float *losses, float *logits, const int *targets,
                             int N, int V, int Vp, float dlogits_scale)
 {
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (REMAT_PAR(4 * (size_t)N * V))
     for (int n = 0; n < N; n++) {
         int tgt = targets[n];
         assert(tgt >= 0 && tgt < V && "crossentropy_forward: target out of [0,V); check the data shard's vocabulary");

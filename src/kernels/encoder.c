@@ -8,6 +8,7 @@
  * (the input is token ids).
  */
 #include "kernels.h"
+#include "vmath.h"
 
 /* out[b,t,c] = wte[inp[b,t],c] + wpe[t,c]
  * out (B,T,C), inp (B,T), wte (Vp,C), wpe (maxT,C).
@@ -15,7 +16,7 @@
 void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe,
                      int B, int T, int C)
 {
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)B * T * C))
     for (int bt = 0; bt < B * T; bt++) {
         int t = bt % T;
         float *o = out + (size_t)bt * C;
@@ -39,7 +40,7 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *in
                       int B, int T, int C)
 {
     int nblk = (C + ENC_CBLOCK - 1) / ENC_CBLOCK;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)B * T * C))
     for (int blk = 0; blk < nblk; blk++) {
         int c0 = blk * ENC_CBLOCK;
         int c1 = c0 + ENC_CBLOCK < C ? c0 + ENC_CBLOCK : C;

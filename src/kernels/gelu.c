@@ -70,7 +70,7 @@ static inline __m256 gelu_grad8(__m256 x)
 void gelu_forward(float *out, const float *inp, size_t n)
 {
     size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (REMAT_PAR(4 * n))
     for (size_t k = 0; k < nchunk; k++) {
         size_t i = k * GELU_CHUNK, hi = i + GELU_CHUNK < n ? i + GELU_CHUNK : n;
 #ifdef REMAT_HAVE_AVX2
@@ -91,7 +91,7 @@ void gelu_forward(float *out, const float *inp, size_t n)
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
     size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (REMAT_PAR(4 * n))
     for (size_t k = 0; k < nchunk; k++) {
         size_t i = k * GELU_CHUNK, hi = i + GELU_CHUNK < n ? i + GELU_CHUNK : n;
 #ifdef REMAT_HAVE_AVX2
@@ -114,11 +114,11 @@ void residual_forward(float *out, const float *res, const float *branch,
                       const remat_dropout *drop, size_t n)
 {
     if (drop->p <= 0.0f) {   /* no dropout: mult is 1 and x * 1.0f == x, so the same bits */
-        #pragma omp parallel for simd schedule(static)
+        #pragma omp parallel for simd schedule(static) if (REMAT_PAR(n))
         for (size_t i = 0; i < n; i++) out[i] = res[i] + branch[i];
         return;
     }
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (REMAT_PAR(16 * n))
     for (size_t i = 0; i < n; i++)
         out[i] = res[i] + branch[i] * remat_dropout_mult(drop, (uint64_t)i);
 }
@@ -128,11 +128,11 @@ void residual_backward_branch(float *dbranch, const float *dout,
                               const remat_dropout *drop, size_t n)
 {
     if (drop->p <= 0.0f) {
-        #pragma omp parallel for simd schedule(static)
+        #pragma omp parallel for simd schedule(static) if (REMAT_PAR(n))
         for (size_t i = 0; i < n; i++) dbranch[i] = dout[i];
         return;
     }
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (REMAT_PAR(16 * n))
     for (size_t i = 0; i < n; i++)
         dbranch[i] = dout[i] * remat_dropout_mult(drop, (uint64_t)i);
 }

@@ -10,6 +10,7 @@
  */
 #include <math.h>
 #include "kernels.h"
+#include "vmath.h"
 
 #define LN_EPS 1e-5
 
@@ -31,7 +32,7 @@ static inline double lanes_total(const double *l)
  * stat (N,2), inp (N,C).  Sums run in double, per row, in the lane order above. */
 void layernorm_stats(float *stat, const float *inp, int N, int C)
 {
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * C))
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         double l[LN_LANES] = { 0 };
@@ -67,7 +68,7 @@ void layernorm_stats(float *stat, const float *inp, int N, int C)
 void layernorm_apply(float *out, const float *inp, const float *stat, const float *w,
                      const float *b, int N, int C)
 {
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * C))
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float *o = out + (size_t)n * C;
@@ -94,7 +95,7 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
                         int N, int C)
 {
     int nblk = (C + LN_CBLOCK - 1) / LN_CBLOCK;
-    #pragma omp parallel
+    #pragma omp parallel if (REMAT_PAR((size_t)N * C))
     {
         #pragma omp for schedule(static)
         for (int n = 0; n < N; n++) {

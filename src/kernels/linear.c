@@ -13,6 +13,7 @@
 #include <cblas.h>
 #include <string.h>
 #include "kernels.h"
+#include "vmath.h"
 
 /* out (N,OC) = inp (N,IC) @ w^T (IC,OC) + b (OC)
  * With a bias the rows of out are first filled with b and sgemm adds onto
@@ -23,7 +24,7 @@ void linear_forward(float *out, const float *inp, const float *w, const float *b
     if (N <= 0 || OC <= 0) return;
     float beta = 0.0f;
     if (b) {
-        #pragma omp parallel for schedule(static)
+        #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * OC))
         for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC, b, (size_t)OC * sizeof(float));
         beta = 1.0f;
     }
@@ -57,7 +58,7 @@ void linear_backward(float *dinp, float *dw, float *db, const float *dout,
     if (db) {
         /* column sums: blocks of columns in parallel, rows in order */
         int nblk = (OC + LIN_CBLOCK - 1) / LIN_CBLOCK;
-        #pragma omp parallel for schedule(static)
+        #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * OC))
         for (int blk = 0; blk < nblk; blk++) {
             int o0 = blk * LIN_CBLOCK;
             int o1 = o0 + LIN_CBLOCK < OC ? o0 + LIN_CBLOCK : OC;

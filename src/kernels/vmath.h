@@ -28,6 +28,20 @@
 #define REMAT_HAVE_AVX2 1
 #endif
 
+/* Parallel regions only for work worth a barrier.  A kernel of the 124M
+ * step like layernorm_stats (N*C = 196608 elements) runs in ~60 us on one
+ * core; forking a second thread saves ~30 us on an idle machine, but on a
+ * shared one every barrier waits for the other thread to be scheduled
+ * (perf on the 124M step, 2 threads, load ~6 on 2 cores: 10% of the step's
+ * samples were the main thread waiting in the barriers of the small
+ * LayerNorm / residual / bias kernels).  So a kernel forks only when its
+ * work, counted in "element operations" (elements times a per-kernel cost
+ * weight: 1 for a streaming pass, 4 for an exp per element), reaches
+ * REMAT_OMP_MIN_WORK.  All these kernels give the same bits for any thread
+ * count, so the switch never changes a result. */
+#define REMAT_OMP_MIN_WORK ((size_t)1 << 18)
+#define REMAT_PAR(work) ((size_t)(work) >= REMAT_OMP_MIN_WORK)
+
 #define REMAT_EXP_LO (-87.3365478515625f)   /* ~ ln(2^-126) */
 #define REMAT_EXP_HI 88.0f                  /* n <= 127: 2^n stays finite */
 #define REMAT_EXP_LOG2E 1.44269504088896341f
