@@ -58,7 +58,7 @@ CONFIGS = [
 # gradient becomes an O(noise/|g|) change in that element's update, and the
 # two trajectories drift apart slowly:
 #   losses   |d| / ref per step                         measured <= 6e-8, tol 2e-6
-#   params   max|d| after STEPS steps    measured <= 1.1e-5, tol 5e-6 * STEPS
+#   params   max|d| after STEPS steps    measured <= 1.8e-5 (config d, with the vectorised exp), tol 5e-6 * STEPS
 #            (an update moves an element by at most ~lr = 1e-3 per step)
 # The bounds are tight on purpose.  With the brief's looser suggestions
 # (rel 1e-4) these seeded engine bugs passed: no weight decay on wpe (train

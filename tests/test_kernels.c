@@ -770,7 +770,9 @@ static void test_repeatable(void)
 static void test_thread_independence(void)
 {
     printf("determinism: thread count\n");
-    enum { B = 4, T = 64, C = 200, N = B * T, Vp = 64 };
+    /* N*C = 281600 is above the kernels' 2^18 threshold for forking a
+     * parallel region, so the threaded paths run */
+    enum { B = 4, T = 64, C = 1100, N = B * T, Vp = 64 };
     float *x = xcalloc(N * C, sizeof(float)), *d = xcalloc(N * C, sizeof(float));
     float *w = xcalloc(C, sizeof(float)), *b = xcalloc(C, sizeof(float)), *st = xcalloc(N * 2, sizeof(float));
     fill(x, N * C, 111, -1, 2);

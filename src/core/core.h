@@ -45,7 +45,7 @@ enum remat_mem_cat {
     REMAT_MEM_NCAT
 };
 
-#define REMAT_MEM_CACHE 48
+#define REMAT_MEM_CACHE 1024   /* > every live tensor of a 90-layer step */
 
 typedef struct remat_mem {
     uint64_t live[REMAT_MEM_NCAT];
