@@ -21,6 +21,10 @@ static void help(void)
 "  --seq T           sequence length (default 64)  --max-seq M  position table size (default T)\n"
 "  --batch B         sequences per step (default 16)\n"
 "  --dropout P       dropout on attention probabilities and residual branches (default 0)\n"
+"  --attention K     naive (stores the T x T probabilities) or flash (tiled, online softmax,\n"
+"                    stores only the logsumexp; default naive)\n"
+"  --lmhead K        full (B x T x V logits) or chunked[:ROWS] (logits, loss and gradient\n"
+"                    ROWS at a time; default ROWS 128)\n"
 "  --init-from FILE  start from llm.c (.bin) or safetensors weights; the file sets\n"
 "                    layers, dim, vocab, max-seq (and heads, when it records them)\n"
 "training:\n"
@@ -228,6 +232,15 @@ static remat_status eval_val(remat_model *m, remat_data *d, const remat_config *
     return REMAT_OK;
 }
 
+/* a number for JSON: 9 significant digits, or null when there is none
+ * (e.g. no step was run) */
+static const char *json_num(char buf[32], double x)
+{
+    if (isfinite(x)) snprintf(buf, 32, "%.9g", x);
+    else snprintf(buf, 32, "null");
+    return buf;
+}
+
 int cmd_train(int argc, char **argv)
 {
     train_opts o;
@@ -381,14 +394,15 @@ ready:
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)remat_model_params_hash(m));
     double rpct = sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0;
     if (o.json) {
-        printf("{\"type\":\"summary\",\"policy\":\"%s\",\"steps\":%ld,\"loss_first\":%.6f,\"loss_last\":%.6f,"
-               "\"val_loss\":%.6f,\"step_ms_median\":%.3f,\"tokens_per_s\":%.1f,"
+        char j1[32], j2[32], j3[32];
+        printf("{\"type\":\"summary\",\"policy\":\"%s\",\"steps\":%ld,\"loss_first\":%s,\"loss_last\":%s,"
+               "\"val_loss\":%s,\"step_ms_median\":%.3f,\"tokens_per_s\":%.1f,"
                "\"act_peak_bytes\":%llu,\"act_peak_pred_bytes\":%llu,\"act_stored_bytes\":%llu,"
                "\"act_stored_pred_bytes\":%llu,\"act_workset_bytes\":%llu,\"act_workset_pred_bytes\":%llu,"
                "\"params_bytes\":%llu,\"grads_bytes\":%llu,\"optim_bytes\":%llu,\"workspace_bytes\":%llu,"
                "\"step_peak_bytes\":%llu,\"flops_per_step\":%.0f,\"recompute_pct\":%.3f,\"params_hash\":\"%s\","
                "\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"seq\":%d,\"batch\":%d,\"threads\":%d}\n",
-               policy, o.steps, (double)loss_first, (double)loss_last, val, med, tps,
+               policy, o.steps, json_num(j1, loss_first), json_num(j2, loss_last), json_num(j3, val), med, tps,
                (unsigned long long)stt.act_peak_bytes, (unsigned long long)sim.peak_bytes,
                (unsigned long long)stt.act_stored_bytes, (unsigned long long)sim.stored_bytes,
                (unsigned long long)stt.act_workset_bytes, (unsigned long long)sim.workset_bytes,
