@@ -69,8 +69,7 @@ static int named_policies(const remat_config *c, const char **names, int max)
 /* The profile to use: --profile FILE, else the cached one of this config
  * and machine when present and valid, else NULL (the FLOP model).  Returns
  * 0 and reports when an explicit file cannot be used. */
-static int pick_profile(const remat_config *c, const char *path, int none, int calibrate, int quiet,
-                        remat_profile **out)
+static int pick_profile(const remat_config *c, const char *path, int none, int calibrate, remat_profile **out)
 {
     *out = NULL;
     if (none) return 1;
@@ -85,7 +84,7 @@ static int pick_profile(const remat_config *c, const char *path, int none, int c
     char def[4096];
     if (remat_profile_default_path(c, def, sizeof def) || access(def, R_OK)) return 1;
     if (remat_profile_load(c, def, out)) {
-        if (!quiet) fprintf(stderr, "remat: warning: ignoring the cached profile: %s\n", remat_errmsg());
+        fprintf(stderr, "remat: warning: ignoring the cached profile: %s\n", remat_errmsg());
         *out = NULL;
     }
     return 1;
@@ -283,7 +282,7 @@ int cmd_plan(int argc, char **argv)
     if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;
     if (maximize >= 0) return do_maximize(&c, maximize, budget, act, json);
     remat_profile *prof = NULL;
-    if (!pick_profile(&c, profile, no_profile, calibrate, json || csv, &prof)) return 2;
+    if (!pick_profile(&c, profile, no_profile, calibrate, &prof)) return 2;
     int rc = pareto ? do_pareto(&c, prof, json, csv) : do_budget(&c, prof, budget, act, json);
     remat_profile_free(prof);
     return rc;
@@ -300,7 +299,7 @@ int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, in
         return 0;
     }
     remat_profile *prof = NULL;
-    pick_profile(c, NULL, 0, 0, quiet, &prof);
+    pick_profile(c, NULL, 0, 0, &prof);
     remat_status st = remat_plan_optimal(c, prof, budget, act_only, &row);
     remat_profile_free(prof);
     if (st) { cli_error("%s", remat_errmsg()); return 0; }

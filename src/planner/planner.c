@@ -973,9 +973,16 @@ static remat_status plan_row(const remat_planner *pl, const remat_config *cfg, c
     char pol[sizeof out->policy];
     memcpy(pol, out->policy, sizeof pol);
     if ((st = evaluate(cfg, prof, pol, budget, act_only, none_ms, out))) return st;
-    /* the program's peak is the simulator's, to the byte (thinned fronts
-     * keep exact peaks too); its time is the cost model's own sum */
-    if (out->peak_bytes != peak || (ms >= 0 && fabs(out->step_ms_pred - ms) > 1e-9 * (ms > 1 ? ms : 1)))
+    /* Exact fronts: the program's peak is the simulator's, to the byte, and
+     * its time the cost model's own sum.  Thinned fronts: the plan is rebuilt
+     * from the sub-problems' fronts at the budgets the recorded point leaves
+     * them, where a faster sub-plan than the one recorded may fit (it was
+     * thinned out of the parent's bucket), so the plan can only be as good or
+     * better: no higher than the point's peak, no slower. */
+    double tol = 1e-9 * (ms > 1 ? ms : 1);
+    int ok = remat_planner_exact(pl) ? out->peak_bytes == peak && (ms < 0 || fabs(out->step_ms_pred - ms) <= tol)
+                                     : out->peak_bytes <= peak && (ms < 0 || out->step_ms_pred <= ms + tol);
+    if (!ok)
         return remat_fail(REMAT_ERR_STATE, "planner: internal error: predicted peak %llu B and %.6f ms, but the "
                           "simulator gives %llu B and the cost model %.6f ms for %.200s; please report",
                           (unsigned long long)peak, ms, (unsigned long long)out->peak_bytes, out->step_ms_pred, pol);
@@ -1038,6 +1045,13 @@ remat_status remat_plan_min_peak(const remat_config *cfg, uint64_t *peak)
     return REMAT_OK;
 }
 
+static int cmp_row(const void *a, const void *b)
+{
+    const remat_plan_row *x = a, *y = b;
+    if (x->peak_bytes != y->peak_bytes) return x->peak_bytes < y->peak_bytes ? -1 : 1;
+    return (x->step_ms_pred > y->step_ms_pred) - (x->step_ms_pred < y->step_ms_pred);
+}
+
 remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *prof, remat_plan_row **rows, size_t *n)
 {
     remat_profile tmp;
@@ -1060,8 +1074,17 @@ remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *pro
         remat_planner_front_point(pl, i, &pk, NULL);
         if ((st = plan_row(pl, cfg, prof, pk, 0, 1, none_ms, &r[i]))) goto out;
     }
+    /* thinned fronts rebuild plans at least as good as their points, which
+     * may then overtake one another: keep the front of what was rebuilt */
+    qsort(r, m, sizeof *r, cmp_row);
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++)
+        if (!k || (r[i].peak_bytes > r[k - 1].peak_bytes && r[i].step_ms_pred < r[k - 1].step_ms_pred)) {
+            if (k != i) r[k] = r[i];
+            k++;
+        }
     *rows = r;
-    *n = m;
+    *n = k;
     r = NULL;
 out:
     free(r);
