@@ -354,19 +354,29 @@ static remat_status run_forward(remat_model *m, int l, int t, int nb)
 
 static float *gbuf(remat_model *m, int t) { return m->buf[remat_slot(m->cfg.n_layer, 0, t)]; }
 
+/* The gradient reaching a residual branch: d_res itself, or, with dropout,
+ * d_res masked by the branch's regenerated mask into d_branch. */
+static const float *branch_grad(remat_model *m, int l, int site, const float *dres, size_t n)
+{
+    remat_dropout d = drop_for(m, l, site);
+    if (d.p <= 0) return dres;
+    float *b = gbuf(m, RT_D_BRANCH);
+    residual_backward_branch(b, dres, &d, n);
+    return b;
+}
+
 static void run_backward(remat_model *m, int l, int t)
 {
     const remat_config *c = &m->cfg;
     int T = c->seq, C = c->n_embd, NH = c->n_head, N = c->batch * T;
     int Vp = remat_config_padded_vocab(c);
     size_t lc = (size_t)(l < 0 ? 0 : l), n = (size_t)N * C;
-    float *dres = gbuf(m, RT_D_RES), *src;
+    float *dres = gbuf(m, RT_D_RES);
+    const float *src;
     remat_dropout d;
     switch (t) {
     case RT_RES3:
-        d = drop_for(m, l, REMAT_SITE_RES_MLP);
-        src = dres;
-        if (d.p > 0) { src = gbuf(m, RT_D_BRANCH); residual_backward_branch(src, dres, &d, n); }
+        src = branch_grad(m, l, REMAT_SITE_RES_MLP, dres, n);
         linear_backward(gbuf(m, RT_D_FCH), G(12) + lc * 4 * C * C, G(13) + lc * C, src,
                         slotbuf(m, l, RT_FCH_GELU), P(12) + lc * 4 * C * C, N, 4 * C, C);
         break;
@@ -382,9 +392,7 @@ static void run_backward(remat_model *m, int l, int t)
                            slotbuf(m, l, RT_LN2_STAT), P(8) + lc * C, N, C);
         break;
     case RT_RES2:
-        d = drop_for(m, l, REMAT_SITE_RES_ATTN);
-        src = dres;
-        if (d.p > 0) { src = gbuf(m, RT_D_BRANCH); residual_backward_branch(src, dres, &d, n); }
+        src = branch_grad(m, l, REMAT_SITE_RES_ATTN, dres, n);
         linear_backward(gbuf(m, RT_D_ATTY), G(6) + lc * C * C, G(7) + lc * C, src, slotbuf(m, l, RT_ATTY),
                         P(6) + lc * C * C, N, C, C);
         break;
