@@ -470,6 +470,16 @@ remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *new
 remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, const char *data_path,
                                    uint64_t step, const char *dir);
 
+/* After resuming from ci (filled by remat_checkpoint_load from dir): prunes
+ * dir as a save of that checkpoint would, keeping it and the newest older one
+ * that validates, deleting older ones and invalid newer ones.  A run killed
+ * between a save's rename and its pruning can leave one checkpoint too many;
+ * a resume that saves nothing more (already at its last step) still ends
+ * with REMAT_CHECKPOINT_KEEP files.  Files that cannot be deleted are left.
+ * REMAT_ERR_INVALID when ci->file is not dir's checkpoint of ci->step,
+ * REMAT_ERR_IO when dir cannot be read. */
+remat_status remat_checkpoint_tidy(const char *dir, const remat_checkpoint_info *ci);
+
 /* Loads the newest checkpoint in dir that validates.  Newer ones that do not
  * (torn, truncated, corrupt) are skipped and named in info->warning.
  *   model_out  (may be NULL) a model with the checkpoint's config, seed,

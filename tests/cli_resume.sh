@@ -100,6 +100,11 @@ same_losses "$T/a.jsonl" "$T"/k*.jsonl "$T/final.jsonl" && ok || bad "losses aft
 grep -q warning "$T/final.err" && bad "a checkpoint left by a kill did not validate: $(cat "$T/final.err")" || ok
 ls "$ck"/*.tmp > /dev/null 2>&1 && bad "stale .tmp files not cleaned up" || ok
 [ "$(ls "$ck" | wc -l)" -eq 2 ] && ok || bad "expected the last 2 checkpoints, found: $(ls "$ck")"
+# a kill between a save's rename and its pruning leaves 3 files; resuming a
+# run that is already at its last step saves nothing but still prunes
+cp "$(ls "$ck"/ckpt-*.bin | head -n 1)" "$ck/ckpt-00000001.bin"
+$R train $big --resume "$ck" --save-every 1 > /dev/null 2>&1 || bad "resume at the last step failed"
+[ "$(ls "$ck" | wc -l)" -eq 2 ] && [ ! -e "$ck/ckpt-00000001.bin" ] && ok || bad "not pruned on resume: $(ls "$ck")"
 
 # ---- corrupt and truncated checkpoints (small model) -------------------------------
 $R train $small > "$T/s.jsonl" || bad "small run failed"

@@ -335,6 +335,25 @@ static void test_directory(void)
           count, (unsigned long long)newest);
     CHECK(exists(f) && exists(g), "the last two are kept");
 
+    /* a kill between a save's rename and its pruning leaves a third file; a
+     * resume that saves nothing more tidies it away */
+    {
+        char e[200];
+        size_t ne;
+        snprintf(e, sizeof e, "%s/ckpt-00000003.bin", dir);
+        unsigned char *bf = slurp(f, &ne);
+        spit(e, bf, ne);
+        free(bf);
+        remat_checkpoint_info *ti = calloc(1, sizeof *ti);
+        CHECK(ti && !remat_checkpoint_load(dir, NULL, NULL, NULL, ti) && ti->step == 5, "info load");
+        CHECK(!remat_checkpoint_tidy(dir, ti), "tidy: %s", remat_errmsg());
+        CHECK(!exists(e) && exists(f) && exists(g), "tidy keeps the last two only");
+        ti->step = 4;
+        CHECK(remat_checkpoint_tidy(dir, ti) == REMAT_ERR_INVALID, "tidy refuses a file that is not the step's");
+        CHECK(exists(f) && exists(g), "a refused tidy deletes nothing");
+        free(ti);
+    }
+
     /* newest corrupt: fall back with a warning */
     size_t n;
     unsigned char *b = slurp(g, &n);

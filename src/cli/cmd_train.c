@@ -295,6 +295,9 @@ ready:
         int count;
         uint64_t newest;
         if ((st = remat_checkpoint_prepare(o.save, &count, &newest))) { cli_error("%s", remat_errmsg()); goto out; }
+        if (o.resume && !strcmp(o.save, o.resume) && (st = remat_checkpoint_tidy(o.save, ci))) {
+            cli_error("%s", remat_errmsg()); goto out;
+        }
         if (!o.resume && count > 0) {
             cli_error("'%s' already holds checkpoints (newest: step %llu); continue them with --resume %s, or save "
                       "to an empty directory", o.save, (unsigned long long)newest, o.save);

@@ -607,6 +607,23 @@ static void prune(const char *dir, uint64_t step, const char *keep_name)
     list_free(&l);
 }
 
+remat_status remat_checkpoint_tidy(const char *dir, const remat_checkpoint_info *ci)
+{
+    if (!dir || !ci) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_tidy: NULL dir or info");
+    const char *slash = strrchr(ci->file, '/');
+    const char *name = slash ? slash + 1 : ci->file;
+    uint64_t step;
+    if (!parse_ckpt_name(name, &step) || step != ci->step)
+        return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_tidy: '%.300s' is not the checkpoint of step %llu", ci->file,
+                          (unsigned long long)ci->step);
+    ck_list l;
+    remat_status st = list_ckpts(dir, &l);   /* only to report an unreadable dir */
+    if (st) return st;
+    list_free(&l);
+    prune(dir, ci->step, name);
+    return REMAT_OK;
+}
+
 remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, const char *data_path, uint64_t step,
                                    const char *dir)
 {
