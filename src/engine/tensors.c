@@ -100,7 +100,7 @@ double remat_tensor_bwd_flops(const remat_config *c, int t)
     switch (t) {
     case RT_LN1: case RT_LN2: case RT_LNF: return 10 * N * C;
     case RT_QKV: return 4 * N * C * 3 * C + N * 3 * C;
-    case RT_ATTY: return tri(c) * (c->attention == REMAT_ATTENTION_FLASH ? 14 * hs + 10 : 8 * hs + 4);
+    case RT_ATTY: return tri(c) * (c->attention == REMAT_ATTENTION_FLASH ? 14 * hs + 10 : 10 * hs + 6);
     case RT_RES2: return 4 * N * C * C + N * C;
     case RT_FCH: return 4 * N * C * 4 * C + N * 4 * C;
     case RT_FCH_GELU: return 12 * N * 4 * C;

@@ -109,4 +109,53 @@ static inline __m256i remat_mask8(int k)
 }
 #endif
 
+/* ---- row helpers of the attention kernels ----------------------------------
+ * Fixed operation order for a given n (8-lane partial results combined in
+ * lane order, then the tail), so the same row gives the same bits wherever
+ * it is computed. */
+
+/* max of x[0..n-1]; -INFINITY when n <= 0 */
+static inline float remat_row_max(const float *x, int n)
+{
+    float m = -INFINITY;
+    int j = 0;
+#ifdef REMAT_HAVE_AVX2
+    if (n >= 8) {
+        __m256 v = _mm256_loadu_ps(x);
+        for (j = 8; j + 8 <= n; j += 8) v = _mm256_max_ps(v, _mm256_loadu_ps(x + j));
+        float l[8];
+        _mm256_storeu_ps(l, v);
+        for (int k = 0; k < 8; k++) m = l[k] > m ? l[k] : m;
+    }
+#endif
+    for (; j < n; j++) m = x[j] > m ? x[j] : m;
+    return m;
+}
+
+/* y[j] = exp(x[j] - sub) for j < n (y may alias x); returns their sum */
+static inline float remat_row_expsum(float *y, const float *x, int n, float sub)
+{
+    float s = 0.0f;
+    int j = 0;
+#ifdef REMAT_HAVE_AVX2
+    if (n >= 8) {
+        const __m256 vs = _mm256_set1_ps(sub);
+        __m256 acc = _mm256_setzero_ps();
+        for (; j + 8 <= n; j += 8) {
+            __m256 e = remat_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), vs));
+            _mm256_storeu_ps(y + j, e);
+            acc = _mm256_add_ps(acc, e);
+        }
+        float l[8];
+        _mm256_storeu_ps(l, acc);
+        for (int k = 0; k < 8; k++) s += l[k];
+    }
+#endif
+    for (; j < n; j++) {
+        y[j] = remat_expf(x[j] - sub);
+        s += y[j];
+    }
+    return s;
+}
+
 #endif

@@ -39,8 +39,8 @@
 #define FLUSH_BYTES ((size_t)64 << 20)   /* written between timed calls: twice a 32 MiB L3 */
 
 /* Throughputs of the default model (no measurement).  Measured on a 2-core
- * AMD EPYC with OpenBLAS: GEMMs ~60 GFLOP/s, remat's own loops (attention,
- * LayerNorm, GELU) ~6 GFLOP/s, streaming ~8 GB/s. */
+ * AMD EPYC with OpenBLAS: GEMMs ~60 GFLOP/s, remat's own loops (LayerNorm,
+ * GELU) ~6 GFLOP/s, streaming ~8 GB/s. */
 #define MODEL_GFLOPS 60.0
 #define MODEL_OTHER_RATIO 0.1
 #define MODEL_GBPS 8.0
@@ -123,9 +123,12 @@ static int config_equal(const remat_config *a, const remat_config *b)
 
 /* ---- the FLOP/byte model -------------------------------------------------- */
 
+/* ops that run on sgemm: the linear layers, and the attention core (both
+ * kernels are tiled sgemm calls between row-wise softmax passes) */
 static int is_gemm(int t)
 {
-    return t == RT_QKV || t == RT_RES2 || t == RT_FCH || t == RT_RES3 || t == RT_LOGITS;
+    return t == RT_QKV || t == RT_ATT || t == RT_ATTY || t == RT_RES2 || t == RT_FCH || t == RT_RES3 ||
+           t == RT_LOGITS;
 }
 
 static double weight_bytes(const remat_config *c, int t)
