@@ -60,7 +60,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libremat.a tests/harness.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Isrc -o $@ $< $(BUILD)/libremat.a $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/bench/%: bench/%.c $(BUILD)/libremat.a
+$(BUILD)/bench/%: bench/%.c bench/bench_util.h $(BUILD)/libremat.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Isrc -o $@ $< $(BUILD)/libremat.a $(LDFLAGS) $(LDLIBS)
 

@@ -15,25 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include "kernels/kernels.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, cmp);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv)
 {
@@ -72,7 +54,7 @@ int main(int argc, char **argv)
     for (int r = -1; r < rounds; r++)   /* round -1 warms up */
         for (int k = 0; k < 2; k++) {
             if (!use[k]) continue;
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             if (k == 0) {
                 attention_scores_forward(att, qkv, B, T, C, NH);
                 attention_values_forward(out, att, qkv, &d, B, T, C, NH);
@@ -80,10 +62,10 @@ int main(int argc, char **argv)
                 flash_attention_stats(lse, qkv, B, T, C, NH);
                 flash_attention_values(out, lse, qkv, &d, B, T, C, NH);
             }
-            double t1 = now_ms();
+            double t1 = bench_now_ms();
             if (k == 0) attention_backward(dq, g, att, qkv, &d, B, T, C, NH);
             else flash_attention_backward(dq, g, lse, qkv, &d, B, T, C, NH);
-            double t2 = now_ms();
+            double t2 = bench_now_ms();
             if (r < 0) continue;
             t[(2 * k) * rounds + r] = t1 - t0;
             t[(2 * k + 1) * rounds + r] = t2 - t1;
@@ -94,7 +76,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < 2; k++)
         if (use[k])
             printf("%-6s forward %9.2f ms  backward %9.2f ms  (dqkv checksum %.6g)\n", k ? "flash" : "naive",
-                   median(t + 2 * k * rounds, rounds), median(t + (2 * k + 1) * rounds, rounds), sum[k]);
+                   bench_median(t + 2 * k * rounds, rounds), bench_median(t + (2 * k + 1) * rounds, rounds), sum[k]);
     free(qkv); free(dq); free(out); free(g); free(lse); free(att); free(t);
     return 0;
 }

@@ -23,25 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include "remat.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, cmp);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
+#include "bench_util.h"
 
 /* GFLOP/s of an n x n x n SGEMM: the best of 3 back-to-back calls, so that
  * the first call's thread wake-up and cold caches do not flatter the step */
@@ -49,9 +31,9 @@ static double sgemm_gflops(int n, float *a, float *b, float *c)
 {
     double best = 0;
     for (int r = 0; r < 3; r++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-        double g = 2.0 * n * n * (double)n / ((now_ms() - t0) * 1e6);
+        double g = 2.0 * n * n * (double)n / ((bench_now_ms() - t0) * 1e6);
         if (g > best) best = g;
     }
     return best;
@@ -143,13 +125,13 @@ int main(int argc, char **argv)
     for (int s = 0; s < steps; s++) {
         sg[s] = sgemm_gflops(n, a, b, cc);
         for (int k = 0; k < nk; k++) {
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             if (remat_model_step(m[k], in, tg, 1, &loss[k])) { fprintf(stderr, "bench_step: %s\n", remat_model_error(m[k])); return 1; }
-            ms[k * steps + s] = now_ms() - t0;
+            ms[k * steps + s] = bench_now_ms() - t0;
         }
         for (int k = 0; k < nk; k++) ratio[k * steps + s] = ms[k * steps + s] / ms[s];
     }
-    double sgm = median(sg, steps);
+    double sgm = bench_median(sg, steps);
     printf("preset %s (L%d d%d H%d V%d B%d T%d), policy %s, %d threads, %d rounds, SGEMM %d^3 %.1f GFLOP/s "
            "(median, same run)\n", preset, c.n_layer, c.n_embd, c.n_head, c.vocab, c.batch, c.seq,
            remat_schedule_policy(remat_model_schedule(m[0])), remat_get_threads(), steps, n, sgm);
@@ -158,10 +140,10 @@ int main(int argc, char **argv)
     for (int k = 0; k < nk; k++) {
         remat_stats st;
         remat_model_stats(m[k], &st);
-        double med = median(ms + k * steps, steps), gf = st.flops / (med * 1e6);
+        double med = bench_median(ms + k * steps, steps), gf = st.flops / (med * 1e6);
         char name[32];
         snprintf(name, sizeof name, "%s+%s", att[k] ? "flash" : "naive", chunk[k] ? "chunked" : "full");
-        printf("%-14s %10.1f %7.3f %9.1f %7.1f%% %12.2f %12.2f %9.4f\n", name, med, median(ratio + k * steps, steps),
+        printf("%-14s %10.1f %7.3f %9.1f %7.1f%% %12.2f %12.2f %9.4f\n", name, med, bench_median(ratio + k * steps, steps),
                gf, 100.0 * gf / sgm, st.act_peak_bytes / 1048576.0, st.step_peak_bytes / 1048576.0, (double)loss[k]);
     }
     free(ms); free(ratio); free(sg); free(a); free(b); free(cc); free(in); free(tg);

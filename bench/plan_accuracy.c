@@ -20,29 +20,16 @@
 #include <string.h>
 #include <time.h>
 #include "remat.h"
+#include "bench_util.h"
 
 #define NPOL 6
 #define MAXR 32
-
-static double clock_ms(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double median(const double *v, int n)
 {
     double c[MAXR * 8];
     memcpy(c, v, sizeof(double) * (size_t)n);
-    qsort(c, (size_t)n, sizeof *c, cmp);
-    return n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+    return bench_median(c, n);
 }
 
 int main(int argc, char **argv)
@@ -106,9 +93,9 @@ int main(int argc, char **argv)
             double w[8], u[8];
             float loss;
             for (int s = -1; s < steps; s++) {
-                double w0 = clock_ms(CLOCK_MONOTONIC), u0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+                double w0 = bench_clock_ms(CLOCK_MONOTONIC), u0 = bench_clock_ms(CLOCK_THREAD_CPUTIME_ID);
                 if (remat_model_step(m, in, tg, 1, &loss)) { fprintf(stderr, "%s\n", remat_model_error(m)); return 1; }
-                if (s >= 0) { w[s] = clock_ms(CLOCK_MONOTONIC) - w0; u[s] = clock_ms(CLOCK_THREAD_CPUTIME_ID) - u0; }
+                if (s >= 0) { w[s] = bench_clock_ms(CLOCK_MONOTONIC) - w0; u[s] = bench_clock_ms(CLOCK_THREAD_CPUTIME_ID) - u0; }
             }
             wall[k][r] = median(w, steps);
             cpu[k][r] = median(u, steps);
