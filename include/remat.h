@@ -565,6 +565,11 @@ const char *remat_blas_info(void);
 /* The CPU core type the BLAS selected at run time (OpenBLAS's corename,
  * e.g. "Zen", "Haswell"), or "" when the BLAS does not report one. */
 const char *remat_blas_core(void);
+/* The CPU's model name from /proc/cpuinfo (e.g. "AMD EPYC"), printable
+ * ASCII only, trailing spaces removed, cut to fit buf; "unknown" when it
+ * cannot be read.  buf must hold n >= 1 bytes; it is always terminated.
+ * The planner keys its cached profiles by this name. */
+void remat_machine_cpu(char *buf, size_t n);
 
 #ifdef __cplusplus
 }

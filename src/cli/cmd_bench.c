@@ -232,25 +232,6 @@ static void make_tokens(int *tok, size_t n, int vocab, uint64_t seed)
     }
 }
 
-static void cpu_model(char *buf, size_t n)
-{
-    snprintf(buf, n, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10)) continue;
-        char *c = strchr(line, ':');
-        if (!c) continue;
-        c++;
-        while (*c == ' ' || *c == '\t') c++;
-        c[strcspn(c, "\n")] = 0;
-        snprintf(buf, n, "%s", c);
-        break;
-    }
-    fclose(f);
-}
-
 /* The 1-minute load average: how busy the machine was (these machines are
  * shared), or -1. */
 static double load_avg(void)
@@ -434,7 +415,7 @@ int bench_run(const bench_opts *o, bench_result *r)
 
     memset(r, 0, sizeof *r);
     r->none_idx = r->timeline_idx = -1;
-    cpu_model(r->cpu, sizeof r->cpu);
+    remat_machine_cpu(r->cpu, sizeof r->cpu);
     r->load_start = load_avg();
     remat_set_threads((int)o->threads);
     cli_progress_init(&pg, !o->json);

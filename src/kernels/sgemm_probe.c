@@ -1,7 +1,7 @@
 /*
  * sgemm_probe.c -- what the BLAS can do on this machine: a timed square
- * SGEMM (the yardstick `remat bench` divides its achieved GFLOP/s by) and
- * the BLAS's own description of itself.  Contract in remat.h (utilities).
+ * SGEMM (the yardstick `remat bench` divides its achieved GFLOP/s by), the
+ * BLAS's own description of itself, and the CPU's model name.  Contract in remat.h (utilities).
  *
  * Legend: n the side of the square matrices; C (n,n) = A (n,n) @ B (n,n).
  * One SGEMM is 2 n^3 floating-point operations (a multiply-add counts 2,
@@ -85,3 +85,27 @@ const char *remat_blas_core(void)
     return "";
 #endif
 }
+
+void remat_machine_cpu(char *buf, size_t n)
+{
+    if (!buf || !n) return;
+    snprintf(buf, n, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10)) continue;
+        char *c = strchr(line, ':');
+        if (!c) break;
+        c++;
+        while (*c == ' ' || *c == '\t') c++;
+        size_t k = 0;
+        for (; *c && *c != '\n' && k + 1 < n; c++) buf[k++] = (*c >= 32 && *c < 127) ? *c : '?';
+        while (k > 0 && buf[k - 1] == ' ') k--;
+        buf[k] = 0;
+        if (!k) snprintf(buf, n, "unknown");
+        break;
+    }
+    fclose(f);
+}
+

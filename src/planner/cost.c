@@ -68,28 +68,6 @@ static double op_clock_ms(int cpu)
 
 /* ---- machine identity ---------------------------------------------------- */
 
-static void cpu_model(char *buf, size_t n)
-{
-    snprintf(buf, n, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10)) continue;
-        char *c = strchr(line, ':');
-        if (!c) break;
-        c++;
-        while (*c == ' ' || *c == '\t') c++;
-        size_t k = 0;
-        for (; *c && *c != '\n' && k + 1 < n; c++) buf[k++] = (*c >= 32 && *c < 127) ? *c : '?';
-        while (k > 0 && buf[k - 1] == ' ') k--;
-        buf[k] = 0;
-        if (!k) snprintf(buf, n, "unknown");
-        break;
-    }
-    fclose(f);
-}
-
 /* the last-level cache, from sysfs (32 MiB when it cannot be read) */
 static uint64_t llc_bytes(void)
 {
@@ -428,7 +406,7 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
     p->measured = 1;
     p->threads = remat_get_threads();
     int cpu = p->threads == 1;
-    cpu_model(p->cpu, sizeof p->cpu);
+    remat_machine_cpu(p->cpu, sizeof p->cpu);
     /* Reps are interleaved over the ops (rep r of every op, then rep r+1),
      * so that a burst of load on a shared machine hits all ops alike; and
      * before each timed call the caches are flushed, as in a real step an
@@ -686,7 +664,7 @@ remat_status remat_profile_load(const remat_config *cfg, const char *path, remat
     if ((st = parse_profile(path, text, len, p))) goto out;
     char want[256], cpu[128];
     config_key(cfg, want, sizeof want);
-    cpu_model(cpu, sizeof cpu);
+    remat_machine_cpu(cpu, sizeof cpu);
     if (strcmp(p->desc, want)) {
         st = remat_fail(REMAT_ERR_INVALID, "profile %s is for config '%s', not '%s' (layers dim heads vocab "
                         "max_seq batch seq dropout attention lmhead-chunk); run 'remat profile' for this config", path, p->desc, want);
@@ -721,7 +699,7 @@ remat_status remat_profile_default_path(const remat_config *cfg, char *buf, size
     if ((st = remat_config_check(cfg))) return st;
     char key[512], cpu[128];
     config_key(cfg, key, 256);
-    cpu_model(cpu, sizeof cpu);
+    remat_machine_cpu(cpu, sizeof cpu);
     size_t k = strlen(key);
     snprintf(key + k, sizeof key - k, "|%s|%d", cpu, remat_get_threads());
     uint64_t h = remat_hash_bytes(key, strlen(key));
