@@ -554,6 +554,13 @@ remat_status remat_weights_save(const remat_model *m, const char *path, remat_we
 /* 64-bit hash of a byte range (the one params_hash uses). */
 uint64_t remat_hash_bytes(const void *p, size_t n);
 
+/* Writes len bytes to path atomically: path.tmp.PID, fsync, rename over
+ * path, fsync of the directory; path is then the old file or the whole new
+ * one.  Temporary files path.tmp.N left by killed writers (process N gone)
+ * are deleted first.  REMAT_ERR_IO (message names path and the reason) leaves
+ * path as it was and no temporary file behind. */
+remat_status remat_write_file_atomic(const char *path, const void *data, size_t len);
+
 /* The machine's yardstick: GFLOP/s of a square n x n x n SGEMM through the
  * BLAS remat uses, with the current thread count; the best of `reps` timed
  * calls after one untimed call.  Returns 0 on failure (n outside [1, 16384],

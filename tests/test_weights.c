@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "remat.h"
 #include "io/io.h"
@@ -622,6 +623,51 @@ static void test_files(void)
     remat_model_free(m);
 }
 
+static int exists(const char *path) { struct stat sb; return stat(path, &sb) == 0; }
+
+/* Temporary files of killed writers (NAME.tmp.PID, process PID gone) are
+ * deleted by the next writer of NAME; a live writer's file and other names
+ * are left alone. */
+static void test_stale_tmps(void)
+{
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    if (child < 0) { CHECK(0, "fork"); return; }
+    waitpid(child, NULL, 0);   /* its pid now names no process */
+    const char *names[] = {"w.bin", "t.txt"};
+    for (int k = 0; k < 2; k++) {
+        char dead[300], live[300], other[300];
+        snprintf(dead, sizeof dead, "%s/%s.tmp.%ld", dir, names[k], (long)child);
+        snprintf(live, sizeof live, "%s/%s.tmp.%ld", dir, names[k], (long)getppid());
+        snprintf(other, sizeof other, "%s/%s.tmp.12x", dir, names[k]);
+        write_all(dead, "half", 4);
+        write_all(live, "half", 4);
+        write_all(other, "half", 4);
+        remat_status st;
+        if (k == 0) {
+            remat_config c;
+            small_config(&c);
+            remat_model *m = make_model(&c);
+            st = m ? remat_weights_save(m, path_in(names[k]), REMAT_WEIGHTS_LLMC) : REMAT_ERR_NOMEM;
+            remat_model_free(m);
+        } else {
+            st = remat_write_file_atomic(path_in(names[k]), "abc\n", 4);
+            size_t n = 0;
+            unsigned char *b = read_all(path_in(names[k]), &n);
+            CHECK(b && n == 4 && !memcmp(b, "abc\n", 4), "atomic write: content");
+            free(b);
+        }
+        CHECK(st == REMAT_OK, "%s: %s", names[k], remat_errmsg());
+        CHECK(!exists(dead), "%s: a dead writer's temporary file is deleted", names[k]);
+        CHECK(exists(live) && exists(other), "%s: a live writer's file and other names stay", names[k]);
+        unlink(live);
+        unlink(other);
+    }
+    CHECK(remat_write_file_atomic(path_in("nodir/t.txt"), "x", 1) == REMAT_ERR_IO && strstr(remat_errmsg(), "nodir"),
+          "atomic write into a missing directory: %s", remat_errmsg());
+    CHECK(remat_write_file_atomic(NULL, "x", 1) == REMAT_ERR_INVALID, "NULL path");
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/remat-test-weights-XXXXXX");
@@ -631,6 +677,7 @@ int main(void)
     test_llmc_foreign_padding();
     test_safetensors_variants();
     test_files();
+    test_stale_tmps();
     DIR *d = opendir(dir);
     struct dirent *de;
     while (d && (de = readdir(d)))

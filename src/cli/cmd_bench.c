@@ -768,32 +768,7 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
 
 int cli_write_atomic(const char *path, const char *data, size_t len)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return cli_error("%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return cli_error("cannot write %s: %s", path, strerror(errno));
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            return cli_error("cannot write %s: %s", path, strerror(e));
-        }
-        off += (size_t)w;
-    }
-    if (fsync(fd) || close(fd)) { int e = errno; unlink(tmp); return cli_error("cannot write %s: %s", path, strerror(e)); }
-    if (rename(tmp, path)) { int e = errno; unlink(tmp); return cli_error("cannot write %s: %s", path, strerror(e)); }
-    /* make the rename itself durable */
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) { if (slash == dir) slash[1] = 0; else *slash = 0; } else snprintf(dir, sizeof dir, ".");
-    int dfd = open(dir, O_RDONLY);
-    if (dfd >= 0) { fsync(dfd); close(dfd); }
+    if (remat_write_file_atomic(path, data, len)) return cli_error("%s", remat_errmsg());
     return 0;
 }
 

@@ -85,4 +85,9 @@ void *remat_calloc(size_t n, size_t size);
 void *remat_realloc(void *p, size_t bytes);
 char *remat_strdup(const char *s);
 
+/* Deletes path.tmp.PID files in path's directory whose process PID is gone
+ * (files.c; what remat_write_file_atomic and the weights writer leave when
+ * killed before their rename). */
+void remat_remove_stale_tmps(const char *path);
+
 #endif

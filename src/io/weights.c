@@ -1093,7 +1093,9 @@ out:
     return st;
 }
 
-/* Writes via path.tmp.PID: fsync, rename, fsync of the directory. */
+/* Writes via path.tmp.PID: fsync, rename, fsync of the directory (streamed,
+ * so not through remat_write_file_atomic; the same naming, and the same
+ * clean-up of what killed writers left). */
 static remat_status atomic_save(const char *path, const remat_config *c, const float *params,
                                 remat_weights_format format)
 {
@@ -1103,6 +1105,7 @@ static remat_status atomic_save(const char *path, const remat_config *c, const f
     FILE *f = NULL;
     int fd = -1, made = 0;
     if (!tmp || !dir) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
+    remat_remove_stale_tmps(path);
     snprintf(tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
     if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0) {
         st = remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
