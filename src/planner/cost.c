@@ -526,28 +526,15 @@ remat_status remat_profile_save(const remat_profile *p, const char *path)
     size_t len = strlen(path);
     if (len > 4000) return remat_fail(REMAT_ERR_RANGE, "profile path too long");
     if (mkdirs(path)) return remat_fail(REMAT_ERR_IO, "cannot create the directory of %s: %s", path, strerror(errno));
-    char tmp[4096 + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) return remat_fail(REMAT_ERR_IO, "cannot create a temporary file next to %s: %s", path, strerror(errno));
-    FILE *f = fdopen(fd, "w");
-    if (!f) { close(fd); unlink(tmp); return remat_fail(REMAT_ERR_IO, "cannot write %s: %s", tmp, strerror(errno)); }
-    int bad = write_profile(f, p) || fflush(f) || fsync(fileno(f));
-    int e = errno;
-    if (fclose(f)) { bad = 1; e = errno; }
-    if (bad || rename(tmp, path)) {
-        if (!bad) e = errno;
-        unlink(tmp);
-        return remat_fail(REMAT_ERR_IO, "cannot write %s: %s", path, strerror(e));
-    }
-    /* make the rename durable */
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) { if (slash == dir) slash[1] = 0; else *slash = 0; } else snprintf(dir, sizeof dir, ".");
-    int dfd = open(dir, O_RDONLY);
-    if (dfd >= 0) { fsync(dfd); close(dfd); }
-    return REMAT_OK;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return remat_fail(REMAT_ERR_NOMEM, "out of memory writing %s", path);
+    int bad = write_profile(f, p);
+    if (fclose(f) || bad) { free(buf); return remat_fail(REMAT_ERR_NOMEM, "out of memory writing %s", path); }
+    remat_status st = remat_write_file_atomic(path, buf, n);   /* path.tmp.PID, fsync, rename */
+    free(buf);
+    return st;
 }
 
 /* strict number: the whole token, finite, in [lo, hi] */
