@@ -296,6 +296,10 @@ int remat_data_is_bytes(const remat_data *d);
 /* The vocabulary a source implies: 256 for bytes, 50257 for shards. */
 int remat_data_default_vocab(const char *path);
 size_t remat_data_tokens(const remat_data *d, int split);
+/* 64-bit hash of the whole source's bytes (file or generated text), taken
+ * when it was opened: checkpoints record it, so that a resume refuses data
+ * whose content changed even when its size did not. */
+uint64_t remat_data_hash(const remat_data *d);
 /* Next B x T batch: inputs and targets (shifted by one). */
 remat_status remat_data_next(remat_data *d, int split, int B, int T, int *inputs, int *targets);
 /* Read position of a split (for checkpoints), and restore it. */
@@ -416,14 +420,16 @@ remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, in
  * the run that was never interrupted (with the same thread count).
  *
  * Files: DIR/ckpt-<step>.bin, <step> zero-padded to 8 digits.  Format
- * version 1, every number little-endian:
- *   0    "REMATCKP", u32 version (1), u32 header bytes (256),
+ * version 2 (version 1 files, without the data hash, are still read), every
+ * number little-endian:
+ *   0    "REMATCKP", u32 version (2), u32 header bytes (256),
  *   16   u64 file bytes, u64 step, u64 optimizer steps, u64 seed, u64 nparams,
  *   56   i32 n_layer n_embd n_head vocab max_seq batch seq, f32 dropout,
  *   88   f32 lr beta1 beta2 eps weight_decay grad_clip,
  *   112  u64 tokens[train, val], u64 position[train, val],
  *   144  u32 data kind (0 embedded task, 1 file), u32 data path bytes,
- *        u32 policy bytes, i32 attention, i32 lmhead_chunk, zeros to 256;
+ *        u32 policy bytes, i32 attention, i32 lmhead_chunk, 4 zero bytes,
+ *   168  u64 data hash (remat_data_hash), zeros to 256;
  *   256  data path, policy (no NULs), zero padding to a multiple of 8;
  *        params, AdamW m, AdamW v (nparams float32 each, llm.c's order);
  *   end  u64 checksum: the 64-bit hash of every byte before it.
@@ -449,6 +455,8 @@ typedef struct remat_checkpoint_info {
     char data[4096];        /* absolute data path, or "" for the embedded task */
     uint64_t data_tokens[2];  /* by split, to recognise the same data */
     uint64_t data_pos[2];     /* read positions by split */
+    uint64_t data_hash;       /* remat_data_hash of the data; 0: not recorded
+                                 (a version 1 file) */
     char policy[16384];     /* canonical recomputation policy ("" = none) */
 } remat_checkpoint_info;
 

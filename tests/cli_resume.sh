@@ -155,6 +155,10 @@ printf 'hello world, this is a tiny text file for remat.\n%.0s' $(seq 1 40) > "$
 one_line_error $R train $small --resume "$T/base" --data "$T/text.txt"
 $R train $small --data "$T/text.txt" --steps 3 --save "$T/txt" > /dev/null || bad "text run failed"
 (cd "$T" && $R train $small --data text.txt --resume txt --steps 4 > /dev/null) && ok || bad "resume with the same data (relative path)"
+# same size, other contents: caught by the data hash in the checkpoint
+sed 's/hello/jello/' "$T/text.txt" > "$T/text2.txt" && mv "$T/text2.txt" "$T/text.txt"
+one_line_error $R train $small --resume "$T/txt" --steps 5
+grep -q 'other contents' "$T/err" && ok || bad "changed contents not named: $(cat "$T/err")"
 printf 'more text\n' >> "$T/text.txt"
 one_line_error $R train $small --resume "$T/txt" --steps 5
 : > "$T/file"

@@ -237,7 +237,20 @@ static void test_corruption(void)
               (int)(off), st_, remat_errmsg());                                                     \
     } while (0)
     EDIT(0, "REMATCKQ", 8, REMAT_ERR_FORMAT, "not a remat checkpoint");
-    EDIT(8, "\x02\0\0\0", 4, REMAT_ERR_FORMAT, "version 2");
+    EDIT(8, "\x03\0\0\0", 4, REMAT_ERR_FORMAT, "version 3");
+    /* version 1 had no data hash: its byte 168 is reserved */
+    EDIT(8, "\x01\0\0\0", 4, REMAT_ERR_FORMAT, "reserved header byte 168");
+    {   /* a version 1 file (no hash) still loads, with data_hash 0 */
+        memcpy(w, b, n);
+        memcpy(w + 8, "\x01\0\0\0", 4);
+        memset(w + 168, 0, 8);
+        remat_checkpoint_seal(w, n);
+        CHECK(remat_checkpoint_parse(w, n, 0, &v) == REMAT_OK && v.info.data_hash == 0, "version 1: %s",
+              remat_errmsg());
+        CHECK(remat_checkpoint_parse(b, n, 0, &v) == REMAT_OK && v.info.data_hash != 0, "version 2 has the hash");
+        EDIT(164, "\x01", 1, REMAT_ERR_FORMAT, "reserved header byte 164");
+        EDIT(176, "\x01", 1, REMAT_ERR_FORMAT, "reserved header byte 176");
+    }
     EDIT(12, "\x00\x02\0\0", 4, REMAT_ERR_FORMAT, "header size");
     /* n_layer 4096, n_embd 65536: a config whose sizes overflow */
     EDIT(56, "\x00\x10\0\0\x00\x00\x01\x00", 8, REMAT_ERR_RANGE, "config");

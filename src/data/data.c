@@ -67,6 +67,7 @@ struct remat_data {
     size_t start[2];          /* first token of each split */
     size_t len[2];            /* tokens in each split (>= 2) */
     uint64_t pos[2];          /* read position of each split, in [0, len) */
+    uint64_t hash;              /* remat_hash_bytes of buf: the content's identity */
 };
 
 static inline unsigned token_at(const remat_data *d, size_t i)
@@ -299,6 +300,7 @@ remat_status remat_data_open(const char *path, int vocab, remat_data **out)
     d->vocab = vocab;
     st = path ? open_file(d, path) : open_embedded(d);
     if (st != REMAT_OK) goto out;
+    d->hash = remat_hash_bytes(d->buf, d->buf_bytes);
     *out = d;
     d = NULL;
 out:
@@ -328,6 +330,8 @@ int remat_data_default_vocab(const char *path)
 }
 
 static int split_ok(int split) { return split == REMAT_SPLIT_TRAIN || split == REMAT_SPLIT_VAL; }
+
+uint64_t remat_data_hash(const remat_data *d) { return d ? d->hash : 0; }
 
 size_t remat_data_tokens(const remat_data *d, int split)
 {

@@ -46,7 +46,7 @@
 #include "io.h"
 
 #define CK_MAGIC "REMATCKP"
-#define CK_VERSION 1u
+#define CK_VERSION 2u                /* 2: + data hash; version 1 is still read */
 #define CK_HEADER 256u
 #define CK_MAX_PATH 4095u           /* string fields: they fit remat_checkpoint_info's arrays */
 #define CK_MAX_POLICY 16383u
@@ -140,7 +140,7 @@ enum {
     H_MAGIC = 0, H_VERSION = 8, H_HDRBYTES = 12, H_FILEBYTES = 16, H_STEP = 24, H_OPTSTEPS = 32,
     H_SEED = 40, H_NPARAMS = 48, H_CFG = 56, H_DROPOUT = 84, H_OPT = 88, H_TOKENS = 112,
     H_POS = 128, H_DATAKIND = 144, H_PATHLEN = 148, H_POLICYLEN = 152, H_ATTENTION = 156, H_LMHEAD = 160,
-    H_END = 164
+    H_END_V1 = 164, H_DATAHASH = 168, H_END = 176
 };
 
 /* Every remat_config field is in the header: a new field must be added to
@@ -185,6 +185,7 @@ static void encode_header(unsigned char h[CK_HEADER], const remat_checkpoint_inf
     put32(h + H_POLICYLEN, (uint32_t)strlen(ci->policy));
     put32(h + H_ATTENTION, (uint32_t)c->attention);
     put32(h + H_LMHEAD, (uint32_t)c->lmhead_chunk);
+    put64(h + H_DATAHASH, ci->data_hash);
 }
 
 /* Checks a string field: no NULs; copies it, NUL-terminated, into dst. */
@@ -219,12 +220,12 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
         return remat_fail(REMAT_ERR_FORMAT, "truncated: %zu bytes, shorter than the %u-byte header (torn write?)",
                           n, CK_HEADER);
     uint32_t version = get32(b + H_VERSION);
-    if (version != CK_VERSION)
-        return remat_fail(REMAT_ERR_FORMAT, "checkpoint format version %u; this remat reads version %u",
+    if (version != 1 && version != CK_VERSION)
+        return remat_fail(REMAT_ERR_FORMAT, "checkpoint format version %u; this remat reads versions 1 to %u",
                           version, CK_VERSION);
     if (get32(b + H_HDRBYTES) != CK_HEADER)
         return remat_fail(REMAT_ERR_FORMAT, "header size %u, version %u has %u: the header is corrupt",
-                          get32(b + H_HDRBYTES), CK_VERSION, CK_HEADER);
+                          get32(b + H_HDRBYTES), version, CK_HEADER);
     uint64_t total = get64(b + H_FILEBYTES), nparams = get64(b + H_NPARAMS);
     uint32_t pathlen = get32(b + H_PATHLEN), policylen = get32(b + H_POLICYLEN);
     if (pathlen > CK_MAX_PATH || policylen > CK_MAX_POLICY)
@@ -244,8 +245,9 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
             return remat_fail(REMAT_ERR_FORMAT, "checksum mismatch (stored %016llx, computed %016llx): the file "
                               "is corrupt", (unsigned long long)stored, (unsigned long long)calc);
     }
-    for (size_t k = H_END; k < CK_HEADER; k++)
-        if (b[k]) return remat_fail(REMAT_ERR_FORMAT, "reserved header byte %zu is not zero", k);
+    for (size_t k = H_END_V1; k < CK_HEADER; k++)
+        if (b[k] && (version == 1 || k < H_DATAHASH || k >= H_END))
+            return remat_fail(REMAT_ERR_FORMAT, "reserved header byte %zu is not zero", k);
 
     remat_checkpoint_info *ci = &v->info;
     remat_config *c = &ci->cfg;
@@ -286,6 +288,7 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
     uint32_t kind = get32(b + H_DATAKIND);
     if (kind > 1 || (kind == 0) != (pathlen == 0))
         return remat_fail(REMAT_ERR_FORMAT, "data kind %u with a %u-byte path", kind, pathlen);
+    ci->data_hash = version >= 2 ? get64(b + H_DATAHASH) : 0;
     for (int k = 0; k < 2; k++) {
         ci->data_tokens[k] = get64(b + H_TOKENS + 8 * k);
         ci->data_pos[k] = get64(b + H_POS + 8 * k);
@@ -643,6 +646,7 @@ remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, co
         ci->data_tokens[k] = remat_data_tokens(d, k);
         ci->data_pos[k] = remat_data_position(d, k);
     }
+    ci->data_hash = remat_data_hash(d);
     if (data_path) {
         /* the absolute path, so a resume from another directory finds it */
         char *abs = realpath(data_path, NULL);
@@ -763,6 +767,13 @@ static remat_status open_data(const remat_checkpoint_info *ci, const char *data_
                             (unsigned long long)ci->data_tokens[k], ci->file);
             goto out;
         }
+    if (ci->data_hash && remat_data_hash(d) != ci->data_hash) {
+        st = remat_fail(REMAT_ERR_INVALID, "the data '%.200s' has the same size but other contents than when %s was "
+                        "written (hash %016llx, then %016llx): the run cannot continue exactly",
+                        path ? path : "embedded", ci->file, (unsigned long long)remat_data_hash(d),
+                        (unsigned long long)ci->data_hash);
+        goto out;
+    }
     for (int k = 0; k < 2; k++)
         if ((st = remat_data_seek(d, k, ci->data_pos[k]))) goto out;
     *out = d;
