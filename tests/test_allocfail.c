@@ -9,10 +9,14 @@
  * step succeeds and gives the same loss and parameters as a run that never
  * failed.
  *
+ * The planner is walked too (evaluate, optimal, Pareto front, maximize, and
+ * a profile's model/save/load round trip): each failure gives
+ * REMAT_ERR_NOMEM, no output, no leak.
+ *
  * Coverage: every allocation inside the library goes through remat_mem or
  * remat_malloc/calloc/realloc/strdup (core.h), which both count for
- * injection; the planner's and profiler's scratch buffers are the exception
- * (plain malloc, not walked here).
+ * injection.  (Not walked: remat_profile_measure, which times real kernels
+ * for seconds, and stdio's own buffers, e.g. open_memstream's.)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +207,76 @@ static void walk_weights(void)
     remat_model_free(src);
 }
 
+/* Walks one planner call (op 0..5) until it no longer fails. */
+static remat_status planner_op(int op, const remat_config *c, const char *dir)
+{
+    remat_plan_row row;
+    remat_plan_row *rows = NULL;
+    size_t nrows = 0;
+    int best = 0;
+    remat_status st = REMAT_OK;
+    remat_profile *p = NULL, *q = NULL;
+    char path[300];
+    switch (op) {
+    case 0: return remat_plan_evaluate(c, NULL, "every:2,selective", 0, 0, &row);
+    case 1: return remat_plan_optimal(c, NULL, (uint64_t)1 << 40, 1, &row);
+    case 2:
+        st = remat_plan_pareto(c, NULL, &rows, &nrows);
+        if (st && (rows || nrows)) st = REMAT_ERR_STATE;   /* outputs must be empty on failure */
+        free(rows);
+        return st;
+    case 3: return remat_plan_maximize(c, NULL, REMAT_PLAN_SEQ, (uint64_t)64 << 20, 0, &best, &row);
+    case 4: return remat_plan_min_peak(c, &row.peak_bytes);
+    default:
+        snprintf(path, sizeof path, "%s/p.txt", dir);
+        if (!(st = remat_profile_model(c, 0, &p)) && !(st = remat_profile_save(p, path)))
+            st = remat_profile_load(c, path, &q);
+        if (st && q) st = REMAT_ERR_STATE;
+        remat_profile_free(p);
+        remat_profile_free(q);
+        return st;
+    }
+}
+
+/* The planner makes tens of thousands of small allocations (fronts grow by
+ * realloc), too many to fail each in turn: it fails the first 16, the last,
+ * and 24 spread evenly between, counted from a run that succeeds. */
+static void walk_planner(void)
+{
+    static const char *names[] = {"evaluate", "optimal", "pareto", "maximize", "min_peak", "profile"};
+    remat_config c;
+    config(&c, 0.0f);
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/remat-allocfail-XXXXXX");
+    if (!mkdtemp(dir)) { CHECK(0, "mkdtemp"); return; }
+    for (int op = 0; op < 6; op++) {
+        uint64_t before = remat_mem_alloc_count();
+        remat_status st = planner_op(op, &c, dir);
+        uint64_t total = remat_mem_alloc_count() - before;
+        CHECK(st == REMAT_OK && total > 0, "planner %s: %d, %llu allocations", names[op], (int)st,
+              (unsigned long long)total);
+        int bad = 0, tried = 0;
+        for (int k = 0; k < 16 + 24 + 1; k++) {
+            uint64_t n = k < 16 ? (uint64_t)k + 1 : k < 40 ? 16 + (total - 16) * (uint64_t)(k - 15) / 25 : total;
+            if (n > total || (k >= 16 && n <= 16)) continue;
+            tried++;
+            remat_mem_fail_at(n);
+            st = planner_op(op, &c, dir);
+            remat_mem_fail_at(0);
+            if (st != REMAT_ERR_NOMEM || !*remat_errmsg()) {
+                bad++;
+                fprintf(stderr, "planner %s, failing allocation %llu of %llu: status %d (%s)\n", names[op],
+                        (unsigned long long)n, (unsigned long long)total, (int)st, remat_errmsg());
+            }
+        }
+        CHECK(bad == 0 && tried > 0, "planner %s: %d of %d failures mishandled", names[op], bad, tried);
+    }
+    char path[300];
+    snprintf(path, sizeof path, "%s/p.txt", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     remat_set_threads(1);
@@ -216,5 +290,6 @@ int main(void)
     walk_policy("revolve:3,selective");
     walk_policy("first:2,save:qkv");
     walk_weights();
+    walk_planner();
     return TEST_REPORT();
 }

@@ -167,8 +167,8 @@ static double sgemm_gflops(const remat_config *c)
     if (C > 2048) C = 2048;
     if (N < 64) N = 64;
     if (C < 64) C = 64;
-    float *a = malloc(sizeof(float) * (size_t)N * C), *b = malloc(sizeof(float) * (size_t)4 * C * C),
-          *o = malloc(sizeof(float) * (size_t)N * 4 * C);
+    float *a = remat_malloc(sizeof(float) * (size_t)N * C), *b = remat_malloc(sizeof(float) * (size_t)4 * C * C),
+          *o = remat_malloc(sizeof(float) * (size_t)N * 4 * C);
     double best = 0;
     if (a && b && o) {
         for (size_t i = 0; i < (size_t)N * C; i++) a[i] = (float)((i % 7) - 3) * 0.01f;
@@ -191,7 +191,7 @@ remat_status remat_profile_model(const remat_config *cfg, int measure, remat_pro
     *out = NULL;
     remat_status st = remat_config_check(cfg);
     if (st) return st;
-    remat_profile *p = malloc(sizeof *p);
+    remat_profile *p = remat_malloc(sizeof *p);
     if (!p) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
     double g = 0;
     if (measure && !(g = sgemm_gflops(cfg) ) ) {
@@ -374,8 +374,8 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
     *out = NULL;
     if ((st = remat_config_check(cfg))) return st;
     if (reps < 1 || reps > 1000) return remat_fail(REMAT_ERR_INVALID, "reps must be in [1, 1000], got %d", reps);
-    p = calloc(1, sizeof *p);
-    v = malloc(sizeof(double) * (size_t)reps);
+    p = remat_calloc(1, sizeof *p);
+    v = remat_malloc(sizeof(double) * (size_t)reps);
     if (!p || !v) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
     b.c = cfg;
     b.B = cfg->batch; b.T = cfg->seq; b.C = cfg->n_embd; b.NH = cfg->n_head; b.N = b.B * b.T;
@@ -394,8 +394,8 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
         for (size_t k = 0; k < ne; k++) { b.w[i][k] = 0.02f * (remat_rng_uniform(key, k) - 0.5f); b.g[i][k] = 0; }
         if (i == W_LN1W || i == W_LN2W || i == W_LNFW) for (size_t k = 0; k < ne; k++) b.w[i][k] = 1.0f;
     }
-    if (!(b.inp = malloc(sizeof(int) * (size_t)b.N)) || !(b.tgt = malloc(sizeof(int) * (size_t)b.N)) ||
-        !(b.losses = malloc(sizeof(float) * (size_t)b.N)))
+    if (!(b.inp = remat_malloc(sizeof(int) * (size_t)b.N)) || !(b.tgt = remat_malloc(sizeof(int) * (size_t)b.N)) ||
+        !(b.losses = remat_malloc(sizeof(float) * (size_t)b.N)))
         goto nomem;
     if (cfg->lmhead_chunk > 0 && !(b.chunk = falloc(remat_tensor_fwd_temp_bytes(cfg, RT_LOGITS)))) goto nomem;
     for (int i = 0; i < b.N; i++) { b.inp[i] = (int)((i * 7u) % (unsigned)cfg->vocab); b.tgt[i] = (int)((i * 13u + 1) % (unsigned)cfg->vocab); }
@@ -412,8 +412,8 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
      * before each timed call the caches are flushed, as in a real step an
      * op's inputs were written several ops (and many MiB) earlier. */
     size_t per = (size_t)reps * 2 * RT_FIRST_GRAD;
-    double *all = malloc(sizeof(double) * per * 2);   /* [hot][t][bw][rep] */
-    flush = malloc(FLUSH_BYTES);
+    double *all = remat_malloc(sizeof(double) * per * 2);   /* [hot][t][bw][rep] */
+    flush = remat_malloc(FLUSH_BYTES);
     if (!all || !flush) { free(all); goto nomem; }
     for (int r = -1; r < reps; r++)
         for (int t = 0; t < RT_FIRST_GRAD; t++)
@@ -642,8 +642,8 @@ remat_status remat_profile_load(const remat_config *cfg, const char *path, remat
     *out = NULL;
     if ((st = remat_config_check(cfg))) return st;
     if (!(f = fopen(path, "rb"))) return remat_fail(REMAT_ERR_IO, "cannot open profile %s: %s", path, strerror(errno));
-    text = malloc(PROFILE_MAX_BYTES + 1);
-    p = malloc(sizeof *p);
+    text = remat_malloc(PROFILE_MAX_BYTES + 1);
+    p = remat_malloc(sizeof *p);
     if (!text || !p) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
     size_t len = fread(text, 1, PROFILE_MAX_BYTES + 1, f);
     if (ferror(f)) { st = remat_fail(REMAT_ERR_IO, "cannot read profile %s", path); goto out; }
@@ -725,9 +725,15 @@ double remat_cost_schedule_times(const remat_profile *p, const remat_schedule *s
     int L = c->n_layer, nslots = remat_nslots(L);
     double total = 0, rec = 0;
     /* per slot: index and byte clock of its latest production (SIZE_MAX: none) */
-    size_t *pidx = malloc(sizeof(size_t) * (size_t)nslots);
-    uint64_t *pclk = malloc(sizeof(uint64_t) * (size_t)nslots);
-    int model = !pidx || !pclk || p->cache_bytes == 0;   /* no cache: cold times only */
+    size_t *pidx = remat_malloc(sizeof(size_t) * (size_t)nslots);
+    uint64_t *pclk = remat_malloc(sizeof(uint64_t) * (size_t)nslots);
+    if (!pidx || !pclk) {
+        free(pidx);
+        free(pclk);
+        remat_fail(REMAT_ERR_NOMEM, "out of memory costing a schedule");
+        return -1;
+    }
+    int model = p->cache_bytes == 0;   /* no cache: cold times only */
     if (!model)
         for (int i = 0; i < nslots; i++) pidx[i] = SIZE_MAX;
     uint64_t clk = 0;

@@ -115,18 +115,23 @@ static remat_status trace_policy(const remat_config *c, const remat_profile *pro
     remat_schedule *s = NULL;
     remat_status st = remat_schedule_create(c, policy, &s);
     memset(t, 0, sizeof *t);
-    if (st) return remat_fail(st, "planner: cannot compile '%s': %s", policy, remat_errmsg());
+    if (st) {
+        if (st == REMAT_ERR_NOMEM) return st;   /* keep its message */
+        char why[512];
+        snprintf(why, sizeof why, "%s", remat_errmsg());   /* remat_fail rewrites the buffer it reads */
+        return remat_fail(st, "planner: cannot compile '%s': %s", policy, why);
+    }
     size_t n = s->n;
     t->n = n;
-    t->kind = malloc(n * sizeof(int)); t->layer = malloc(n * sizeof(int)); t->tid = malloc(n * sizeof(int));
-    t->before = malloc(n * sizeof(uint64_t)); t->after = malloc(n * sizeof(uint64_t));
-    t->peak = malloc(n * sizeof(uint64_t)); t->ms = malloc(n * sizeof(double));
+    t->kind = remat_malloc(n * sizeof(int)); t->layer = remat_malloc(n * sizeof(int)); t->tid = remat_malloc(n * sizeof(int));
+    t->before = remat_malloc(n * sizeof(uint64_t)); t->after = remat_malloc(n * sizeof(uint64_t));
+    t->peak = remat_malloc(n * sizeof(uint64_t)); t->ms = remat_malloc(n * sizeof(double));
     if (!t->kind || !t->layer || !t->tid || !t->before || !t->after || !t->peak || !t->ms) {
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
         goto out;
     }
     if ((st = remat_schedule_trace(s, NULL, t->after, t->peak))) goto out;
-    remat_cost_schedule_times(prof, s, t->ms, NULL);
+    if (remat_cost_schedule_times(prof, s, t->ms, NULL) < 0) { st = REMAT_ERR_NOMEM; goto out; }
     for (size_t i = 0; i < n; i++) {
         const remat_instr *in = &s->ins[i];
         t->kind[i] = in->kind;
@@ -278,7 +283,7 @@ static inline int front_push(const fctx *c, front *f, uint64_t peak, double ms, 
 append:
     if (f->n == f->cap) {
         size_t cap = f->cap ? 2 * f->cap : 64;
-        fpt *q = realloc(f->p, cap * sizeof *q);
+        fpt *q = remat_realloc(f->p, cap * sizeof *q);
         if (!q) return -1;
         f->p = q;
         f->cap = cap;
@@ -328,7 +333,7 @@ static int front_append(const fctx *c, front *dst, const front *acc, size_t from
     if (need > dst->cap) {
         size_t cap = dst->cap ? dst->cap : 64;
         while (cap < need) cap *= 2;
-        fpt *q = realloc(dst->p, cap * sizeof *q);
+        fpt *q = remat_realloc(dst->p, cap * sizeof *q);
         if (!q) return -1;
         dst->p = q;
         dst->cap = cap;
@@ -405,7 +410,7 @@ static int collect_point(const fctx *c, front *pend, const front *acc, size_t *i
     if (k && acc->p[k - 1].ms <= cm) return 0;
     if (pend->n == pend->cap) {
         size_t cap = pend->cap ? 2 * pend->cap : 256;
-        fpt *q = realloc(pend->p, cap * sizeof *q);
+        fpt *q = remat_realloc(pend->p, cap * sizeof *q);
         if (!q) return -1;
         pend->p = q;
         pend->cap = cap;
@@ -490,10 +495,10 @@ static remat_status run_fronts(remat_planner *p, uint64_t u, uint64_t limit, dou
     uint64_t *thr[2] = { NULL, NULL };
     fronts_free(p);
     p->u = u;
-    p->fb = calloc((size_t)L + 1, sizeof(front));
-    p->ff = calloc((size_t)L + 1, sizeof(front));
-    use[0] = malloc(sizeof(int) * (size_t)p->nks);
-    use[1] = malloc(sizeof(int) * (size_t)p->nks);
+    p->fb = remat_calloc((size_t)L + 1, sizeof(front));
+    p->ff = remat_calloc((size_t)L + 1, sizeof(front));
+    use[0] = remat_malloc(sizeof(int) * (size_t)p->nks);
+    use[1] = remat_malloc(sizeof(int) * (size_t)p->nks);
     if (!p->fb || !p->ff || !use[0] || !use[1]) goto nomem;
     for (int type = 0; type < 2; type++)
         for (int k = 0; k < p->nks; k++)
@@ -508,7 +513,7 @@ static remat_status run_fronts(remat_planner *p, uint64_t u, uint64_t limit, dou
      * is matched by the same point of ALL(b) (max(lo_b, x + K_b + p) is no
      * higher, the time no longer), so ALL(a) only matters below lo_b. */
     for (int type = 0; type < 2; type++) {
-        thr[type] = malloc(sizeof(uint64_t) * (size_t)(nuse[type] ? nuse[type] : 1));
+        thr[type] = remat_malloc(sizeof(uint64_t) * (size_t)(nuse[type] ? nuse[type] : 1));
         if (!thr[type]) goto nomem;
         for (int a = 0; a < nuse[type]; a++) {
             const keepc *ka = &p->ks[use[type][a]];
@@ -571,7 +576,7 @@ static remat_status run_fronts(remat_planner *p, uint64_t u, uint64_t limit, dou
                 }
             }
             /* keep an exact-size copy */
-            fr[n].p = malloc((acc.n ? acc.n : 1) * sizeof(fpt));
+            fr[n].p = remat_malloc((acc.n ? acc.n : 1) * sizeof(fpt));
             if (!fr[n].p) goto nomem;
             if (acc.n) memcpy(fr[n].p, acc.p, acc.n * sizeof(fpt));   /* acc.p may be NULL when empty */
             fr[n].n = fr[n].cap = acc.n;
@@ -639,7 +644,7 @@ remat_status remat_planner_create(const remat_config *cfg, const remat_profile *
     if ((st = remat_config_check(cfg))) return st;
     if (!(prof = remat_profile_resolve(cfg, prof, &tmp))) return REMAT_ERR_INVALID;
     droppable &= DROPPABLE_ALL;
-    p = calloc(1, sizeof *p);
+    p = remat_calloc(1, sizeof *p);
     if (!p) return remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
     p->cfg = *cfg;
     p->L = cfg->n_layer;
@@ -648,11 +653,11 @@ remat_status remat_planner_create(const remat_config *cfg, const remat_profile *
     remat_config c1 = *cfg, c2 = *cfg;
     c1.n_layer = 1;
     c2.n_layer = 2;
-    p->mb = calloc((size_t)p->L + 1, sizeof(uint64_t));
-    p->mf = calloc((size_t)p->L + 1, sizeof(uint64_t));
-    p->mvb = calloc((size_t)p->L + 1, sizeof(int32_t));
-    p->mvf = calloc((size_t)p->L + 1, sizeof(int32_t));
-    all = malloc(sizeof(keepc) * ((size_t)1 << RT_RES3));
+    p->mb = remat_calloc((size_t)p->L + 1, sizeof(uint64_t));
+    p->mf = remat_calloc((size_t)p->L + 1, sizeof(uint64_t));
+    p->mvb = remat_calloc((size_t)p->L + 1, sizeof(int32_t));
+    p->mvf = remat_calloc((size_t)p->L + 1, sizeof(int32_t));
+    all = remat_malloc(sizeof(keepc) * ((size_t)1 << RT_RES3));
     if (!p->mb || !p->mf || !p->mvb || !p->mvf || !all) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning"); goto out; }
 
     /* the block, head and leaf constants come with "keep only res3"; then
@@ -670,7 +675,7 @@ remat_status remat_planner_create(const remat_config *cfg, const remat_profile *
     if (p->L < 2) p->ckf2 = p->ckf1;
 
     /* Pareto-prune the keep-sets (ties: keep the first) */
-    p->ks = malloc(sizeof(keepc) * (size_t)na);
+    p->ks = remat_malloc(sizeof(keepc) * (size_t)na);
     if (!p->ks) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning"); goto out; }
     for (int i = 0; i < na; i++) {
         int dom = 0;
@@ -928,6 +933,7 @@ static remat_status evaluate(const remat_config *cfg, const remat_profile *prof,
         none_ms = remat_cost_schedule_ms(prof, s, NULL);
         remat_schedule_free(s);
         s = NULL;
+        if (none_ms < 0) return REMAT_ERR_NOMEM;
     }
     if ((st = remat_schedule_create(cfg, policy, &s))) return st;
     if ((st = remat_schedule_simulate(s, &sim))) goto out;
@@ -939,6 +945,7 @@ static remat_status evaluate(const remat_config *cfg, const remat_profile *prof,
     snprintf(out->policy, sizeof out->policy, "%s", canon);
     double rec;
     out->step_ms_pred = remat_cost_schedule_ms(prof, s, &rec);
+    if (out->step_ms_pred < 0) { st = REMAT_ERR_NOMEM; goto out; }
     out->overhead_pct = none_ms > 0 ? 100.0 * rec / none_ms : 0;
     out->peak_bytes = sim.peak_bytes;
     out->stored_bytes = sim.stored_bytes;
@@ -989,13 +996,15 @@ static remat_status plan_row(const remat_planner *pl, const remat_config *cfg, c
     return REMAT_OK;
 }
 
-static double none_time(const remat_config *cfg, const remat_profile *prof)
+/* the predicted time of `none`: the reference of overhead_pct */
+static remat_status none_time(const remat_config *cfg, const remat_profile *prof, double *ms)
 {
     remat_schedule *s = NULL;
-    if (remat_schedule_create(cfg, "none", &s)) return 0;
-    double t = remat_cost_schedule_ms(prof, s, NULL);
+    remat_status st = remat_schedule_create(cfg, "none", &s);
+    if (st) return st;
+    *ms = remat_cost_schedule_ms(prof, s, NULL);
     remat_schedule_free(s);
-    return t;
+    return *ms < 0 ? REMAT_ERR_NOMEM : REMAT_OK;
 }
 
 remat_status remat_plan_optimal(const remat_config *cfg, const remat_profile *prof, uint64_t budget,
@@ -1026,8 +1035,10 @@ remat_status remat_plan_optimal(const remat_config *cfg, const remat_profile *pr
                             fixed >= minp ? "parameters+gradients+AdamW state" : "activations");
         goto out;
     }
-    if ((st = remat_planner_build_fronts(pl, act == UINT64_MAX ? 0 : act))) goto out;
-    st = plan_row(pl, cfg, prof, act, budget, activations_only, none_time(cfg, prof), out);
+    double none_ms;
+    if ((st = remat_planner_build_fronts(pl, act == UINT64_MAX ? 0 : act)) || (st = none_time(cfg, prof, &none_ms)))
+        goto out;
+    st = plan_row(pl, cfg, prof, act, budget, activations_only, none_ms, out);
 out:
     remat_planner_free(pl);
     return st;
@@ -1066,8 +1077,9 @@ remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *pro
     if ((st = remat_planner_create(cfg, prof, DROPPABLE_ALL, &pl))) return st;
     if ((st = remat_planner_build_fronts(pl, 0))) goto out;
     size_t m = remat_planner_front_size(pl);
-    double none_ms = none_time(cfg, prof);
-    r = calloc(m ? m : 1, sizeof *r);
+    double none_ms;
+    if ((st = none_time(cfg, prof, &none_ms))) goto out;
+    r = remat_calloc(m ? m : 1, sizeof *r);
     if (!r) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
     for (size_t i = 0; i < m; i++) {
         uint64_t pk;
@@ -1092,24 +1104,28 @@ out:
     return st;
 }
 
-/* does `policy` (NULL: the best plan) fit at this shape?  1 yes, 0 no, -1 error */
-static int fits_at(const remat_config *cfg, const char *policy, uint64_t budget, int act_only)
+/* does `policy` (NULL: the best plan) fit at this shape?  *fits 1 or 0 */
+static remat_status fits_at(const remat_config *cfg, const char *policy, uint64_t budget, int act_only, int *fits)
 {
-    if (remat_config_check(cfg)) return 0;              /* sizes out of range: does not fit */
+    remat_status st;
+    *fits = 0;
+    if (remat_config_check(cfg)) return REMAT_OK;       /* sizes out of range: does not fit */
     uint64_t fixed = remat_plan_static_bytes(cfg), peak;
-    if (!act_only && fixed > budget) return 0;
+    if (!act_only && fixed > budget) return REMAT_OK;
     uint64_t room = act_only ? budget : budget - fixed;
     if (!policy) {
-        if (remat_plan_min_peak(cfg, &peak)) return -1;
+        if ((st = remat_plan_min_peak(cfg, &peak))) return st;
     } else {
         remat_schedule *s = NULL;
         remat_sim sim;
-        if (remat_schedule_create(cfg, policy, &s)) return -1;
-        remat_schedule_simulate(s, &sim);
+        if ((st = remat_schedule_create(cfg, policy, &s))) return st;
+        st = remat_schedule_simulate(s, &sim);
         remat_schedule_free(s);
+        if (st) return st;
         peak = sim.peak_bytes;
     }
-    return peak <= room;
+    *fits = peak <= room;
+    return REMAT_OK;
 }
 
 static void set_dim(remat_config *c, const remat_config *base, int dim, int v)
@@ -1141,14 +1157,15 @@ remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, in
         remat_schedule_free(s);
     }
     set_dim(&c, cfg, dim, 1);
-    int f = fits_at(&c, policy, budget, activations_only);
-    if (f < 0) return REMAT_ERR_STATE;
+    int f;
+    if ((st = fits_at(&c, policy, budget, activations_only, &f))) return st;
     if (!f) {
         const char *what = dim == REMAT_PLAN_SEQ ? "seq" : "batch";
         remat_plan_row r;
-        if (policy || !remat_plan_optimal(&c, NULL, budget, activations_only, &r))
+        if (policy || !(st = remat_plan_optimal(&c, NULL, budget, activations_only, &r)))
             return remat_fail(REMAT_ERR_BUDGET, "%s=1 does not fit in the budget with %s", what,
                               policy ? policy : "any plan");
+        if (st != REMAT_ERR_BUDGET) return st;
         char m[400];
         snprintf(m, sizeof m, "%s", remat_errmsg());
         return remat_fail(REMAT_ERR_BUDGET, "even %s=1 does not fit: %s", what, m);
@@ -1156,7 +1173,7 @@ remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, in
     int lo = 1, hi = 2;                      /* lo fits; find hi that does not */
     while (hi <= limit) {
         set_dim(&c, cfg, dim, hi);
-        if ((f = fits_at(&c, policy, budget, activations_only)) < 0) return REMAT_ERR_STATE;
+        if ((st = fits_at(&c, policy, budget, activations_only, &f))) return st;
         if (!f) break;
         lo = hi;
         hi *= 2;
@@ -1165,7 +1182,7 @@ remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, in
     while (hi - lo > 1) {
         int mid = lo + (hi - lo) / 2;
         set_dim(&c, cfg, dim, mid);
-        if ((f = fits_at(&c, policy, budget, activations_only)) < 0) return REMAT_ERR_STATE;
+        if ((st = fits_at(&c, policy, budget, activations_only, &f))) return st;
         if (f) lo = mid; else hi = mid;
     }
     *best = lo;

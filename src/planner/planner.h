@@ -41,6 +41,7 @@ void remat_profile_fill_model(remat_profile *p, const remat_config *cfg, double 
  * block's times a function of its own keep-set only, which the planner's
  * recurrences rely on.  Returns the total; the recompute part into
  * *recompute_ms when not NULL.  ms may be NULL. */
+/* -1 (REMAT_ERR_NOMEM in remat_errmsg) when out of memory */
 double remat_cost_schedule_times(const remat_profile *p, const remat_schedule *s, double *ms, double *recompute_ms);
 double remat_cost_schedule_ms(const remat_profile *p, const remat_schedule *s, double *recompute_ms);
 /* The profile to use: prof itself (after checking that it is for cfg), or
