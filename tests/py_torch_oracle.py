@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 
-# (name, L, C, NH, V, T, B, STEPS, policy)
+# (name, L, C, NH, V, T, B, STEPS, policy[, attention, lmhead rows])
 CONFIGS = [
     ("a: L2 C64 NH4 V256 T16 B3", 2, 64, 4, 256, 16, 3, 10, None),
     # C not a multiple of 8, one head, T = 1, V not a multiple of 64
@@ -43,6 +43,9 @@ CONFIGS = [
     ("c: L3 C48 NH6 V77 T9 B2 full", 3, 48, 6, 77, 9, 2, 10, "full"),
     # segments with the modifiers: recomputed att, ln1, ln2, fch_gelu
     ("d: L4 C32 NH2 V70 T8 B2 every:2,sel,pw", 4, 32, 2, 70, 8, 2, 10, "every:2,selective,pointwise"),
+    # flash attention over more than one 64-row tile (T = 70) and the LM head
+    # in chunks of 9 rows (not dividing B*T = 140), under full recomputation
+    ("e: L2 C48 NH3 V90 T70 B2 flash,chunk:9,full", 2, 48, 3, 90, 70, 2, 10, "full", "flash", 9),
 ]
 
 # Tolerances.  remat computes in float32 (unit roundoff u = 6e-8) with
@@ -197,7 +200,7 @@ def rel(a, ref):
     return float(np.max(np.abs(a - ref))) / (float(np.max(np.abs(ref))) + 1e-12)
 
 
-def run_config(name, L, C, NH, V, T, B, STEPS, policy, tool, tmp):
+def run_config(name, L, C, NH, V, T, B, STEPS, policy, attention=None, lmhead_rows=0, tool=None, tmp=None):
     fails = []
 
     def check(ok, msg):
@@ -206,7 +209,9 @@ def run_config(name, L, C, NH, V, T, B, STEPS, policy, tool, tmp):
             fails.append(msg)
 
     path = os.path.join(tmp, "oracle.bin")
-    cmd = [tool, path] + [str(x) for x in (L, C, NH, V, T, B, STEPS)] + ([policy] if policy else [])
+    cmd = [tool, path] + [str(x) for x in (L, C, NH, V, T, B, STEPS)] + [policy or "none"]
+    if attention:
+        cmd += [attention, str(lmhead_rows)]
     print("== config %s\n   %s" % (name, " ".join(cmd[:1] + ["OUT"] + cmd[2:])))
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
     if p.returncode != 0:

@@ -3,7 +3,10 @@
  * batch, for the PyTorch oracle (tests/py_torch_oracle.py) to check.
  * Uses only the public API.
  *
- *   tool_oracle OUTFILE L C NH V T B STEPS [policy]
+ *   tool_oracle OUTFILE L C NH V T B STEPS [policy|none [naive|flash [LMHEAD_ROWS]]]
+ *
+ * The optional kernel choices: --attention naive|flash and the LM head
+ * chunked by LMHEAD_ROWS rows (0: full logits), as `remat train` takes them.
  *
  * The model: max_seq = T, dropout 0, seed 1234; AdamW lr 1e-3, betas
  * (0.9, 0.95), eps 1e-8, weight decay 0.1, clip 1.0.  The batch: inputs and
@@ -92,8 +95,8 @@ static remat_model *make_model(const remat_config *cfg, const char *policy)
 
 int main(int argc, char **argv)
 {
-    if (argc != 9 && argc != 10) {
-        fprintf(stderr, "usage: tool_oracle OUTFILE L C NH V T B STEPS [policy]\n");
+    if (argc < 9 || argc > 12) {
+        fprintf(stderr, "usage: tool_oracle OUTFILE L C NH V T B STEPS [policy|none [naive|flash [LMHEAD_ROWS]]]\n");
         return 2;
     }
     remat_config cfg;
@@ -107,7 +110,15 @@ int main(int argc, char **argv)
     cfg.batch = parse_int(argv[7], "B");
     cfg.dropout = 0.0f;
     int steps = parse_int(argv[8], "STEPS");
-    const char *policy = argc == 10 ? argv[9] : NULL;
+    const char *policy = argc >= 10 ? argv[9] : NULL;
+    if (argc >= 11) {
+        if (strcmp(argv[10], "naive") && strcmp(argv[10], "flash")) {
+            fprintf(stderr, "tool_oracle: attention must be naive or flash, got '%s'\n", argv[10]);
+            return 2;
+        }
+        cfg.attention = strcmp(argv[10], "flash") ? REMAT_ATTENTION_NAIVE : REMAT_ATTENTION_FLASH;
+    }
+    if (argc >= 12) cfg.lmhead_chunk = parse_int(argv[11], "LMHEAD_ROWS");
     remat_status st;
     if ((st = remat_config_check(&cfg))) die("remat_config_check", st, NULL);
     remat_set_threads(2);
