@@ -103,6 +103,11 @@ bad:
     return 0;
 }
 
+void cli_config_default_max_seq(remat_config *c)
+{
+    if (!c->max_seq) c->max_seq = c->seq;
+}
+
 int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
 {
     const char *f = argv[*i], *v;

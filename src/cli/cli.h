@@ -29,6 +29,9 @@ int cli_bytes(const char *flag, const char *s, uint64_t *out);
  * Returns 1 if argv[*i] was one of them (consuming its value), 0 if not,
  * -1 on a bad value (already reported). */
 int cli_config_flag(remat_config *c, int argc, char **argv, int *i);
+/* After the flags: --max-seq defaults to --seq.  Start parsing from
+ * max_seq = 0, which no flag can give (--max-seq takes 1 or more). */
+void cli_config_default_max_seq(remat_config *c);
 /* The value of flag argv[*i], advancing *i; NULL (reported) if missing. */
 const char *cli_value(int argc, char **argv, int *i);
 

@@ -155,12 +155,10 @@ static int parse_flags(const char *cmd, int argc, char **argv, int allow_out, be
     o->argc = argc;
     o->argv = argv;
     strlist_free(&extra_policies);
-    int maxseq_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v;
         int r;
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(cmd); return 0; }
-        if (!strcmp(f, "--max-seq")) maxseq_set = 1;
         if ((r = cli_config_flag(&o->cfg, argc, argv, &i)) < 0) return -1;
         if (r) continue;
         if (!strcmp(f, "--policies")) { if (!(o->policies = cli_value(argc, argv, &i))) return -1; }
@@ -190,7 +188,7 @@ static int parse_flags(const char *cmd, int argc, char **argv, int allow_out, be
     }
     if (o->json && o->csv) { cli_usage_error(cmd, "--json and --csv exclude each other"); return -1; }
     if (allow_out && !o->out_dir) { cli_usage_error(cmd, "--out DIR is required"); return -1; }
-    if (!maxseq_set) o->cfg.max_seq = o->cfg.seq;
+    cli_config_default_max_seq(&o->cfg);
     return 1;
 }
 

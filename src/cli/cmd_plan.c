@@ -237,14 +237,13 @@ int cmd_plan(int argc, char **argv)
     remat_config_default(&c);
     c.max_seq = 0;
     uint64_t budget = 0;
-    int act = 0, json = 0, csv = 0, pareto = 0, maximize = -1, maxseq_set = 0, no_profile = 0, calibrate = 0, nb = 0;
+    int act = 0, json = 0, csv = 0, pareto = 0, maximize = -1, no_profile = 0, calibrate = 0, nb = 0;
     long threads = 0;
     const char *profile = NULL, *v;
     for (int i = 1; i < argc; i++) {
         int r;
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
-        if (!strcmp(f, "--max-seq")) maxseq_set = 1;
         if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
         if (r) continue;
         if (!strcmp(f, "--budget") || !strcmp(f, "--budget-activations")) {
@@ -277,7 +276,7 @@ int cmd_plan(int argc, char **argv)
     if (csv && (json || !pareto)) return cli_usage_error("plan", "--csv goes with --pareto (and not with --json)");
     if ((profile != NULL) + no_profile + calibrate > 1)
         return cli_usage_error("plan", "give one of --profile, --no-profile and --calibrate");
-    if (!maxseq_set) c.max_seq = c.seq;
+    cli_config_default_max_seq(&c);
     remat_set_threads((int)threads);
     if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;
     if (maximize >= 0) return do_maximize(&c, maximize, budget, act, json);

@@ -28,13 +28,12 @@ int cmd_profile(int argc, char **argv)
     remat_config_default(&c);
     c.max_seq = 0;
     long reps = 5, threads = 0;
-    int json = 0, maxseq_set = 0;
+    int json = 0;
     const char *out = NULL, *v;
     for (int i = 1; i < argc; i++) {
         int r;
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
-        if (!strcmp(f, "--max-seq")) maxseq_set = 1;
         if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
         if (r) continue;
         if (!strcmp(f, "--reps")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1000, &reps)) return 2; }
@@ -43,7 +42,7 @@ int cmd_profile(int argc, char **argv)
         else if (!strcmp(f, "--json")) json = 1;
         else return cli_usage_error("profile", "unknown flag '%s'", f);
     }
-    if (!maxseq_set) c.max_seq = c.seq;
+    cli_config_default_max_seq(&c);
     remat_set_threads((int)threads);
     if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;
     char path[4096];

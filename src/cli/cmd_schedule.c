@@ -31,11 +31,10 @@ int cmd_schedule(int argc, char **argv)
     remat_config_default(&c);
     c.max_seq = 0;
     const char *policy = NULL;
-    int json = 0, summary = 0, maxseq_set = 0;
+    int json = 0, summary = 0;
     for (int i = 1; i < argc; i++) {
         int r;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { help(); return 0; }
-        if (!strcmp(argv[i], "--max-seq")) maxseq_set = 1;
         if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
         if (r) continue;
         if (!strcmp(argv[i], "--recompute")) { if (!(policy = cli_value(argc, argv, &i))) return 2; }
@@ -43,7 +42,7 @@ int cmd_schedule(int argc, char **argv)
         else if (!strcmp(argv[i], "--summary")) summary = 1;
         else return cli_usage_error("schedule", "unknown flag '%s'", argv[i]);
     }
-    if (!maxseq_set) c.max_seq = c.seq;
+    cli_config_default_max_seq(&c);
     remat_schedule *s = NULL;
     remat_status st = remat_schedule_create(&c, policy, &s);
     if (st) return cli_error("%s", remat_errmsg()) + (st == REMAT_ERR_POLICY || st == REMAT_ERR_INVALID);

@@ -65,7 +65,7 @@ typedef struct train_opts {
     long steps, eval_every, eval_batches, sample, threads;
     uint64_t seed;
     const char *data, *policy;
-    int json, quiet, verify, vocab_set, maxseq_set;
+    int json, quiet, verify, vocab_set;
     const char *save, *resume;          /* checkpoint directories */
     long save_every, nan_step;
     int skip_nonfinite, nan_tensor, seed_set, lr_set, wd_set, clip_set;
@@ -168,7 +168,6 @@ static int parse(int argc, char **argv, train_opts *o)
         int r;
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
         if (!strcmp(f, "--vocab")) o->vocab_set = 1;
-        if (!strcmp(f, "--max-seq")) o->maxseq_set = 1;
         int i0 = i;
         if ((r = cli_config_flag(&o->cfg, argc, argv, &i)) < 0) return -1;
         if (r) { cli_config_flag(&o->given, argc, argv, &i0); continue; }
@@ -277,9 +276,9 @@ int cmd_train(int argc, char **argv)
         goto ready;
     }
     if (o.init_from && (rc = cli_init_shape(o.init_from, &o.given, c))) goto out;
-    if (o.init_from) { rc = 1; o.vocab_set = o.maxseq_set = 1; }
+    if (o.init_from) { rc = 1; o.vocab_set = 1; }   /* cli_init_shape set vocab and max_seq */
     if (!o.vocab_set) c->vocab = remat_data_default_vocab(o.data);
-    if (!o.maxseq_set) c->max_seq = c->seq;
+    cli_config_default_max_seq(c);
     if ((st = remat_config_check(c))) { cli_error("%s", remat_errmsg()); rc = 2; goto out; }
     if (o.budget && !cli_plan_for_budget(c, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
     if ((st = remat_data_open(o.data, c->vocab, &data))) { cli_error("%s", remat_errmsg()); goto out; }
