@@ -22,22 +22,18 @@
  *
  * Threads: one task per (b,h), which alone writes its slices of out and
  * dqkv in a fixed order; sgemm inside a parallel region runs on the calling
- * thread.  The bits do not depend on the thread count.  Workspace: two
- * R x BC tiles per thread, on the stack; no T^2 gradient buffer.
+ * thread.  The bits do not depend on the thread count.  Workspace: R x BC
+ * tiles per thread, on the stack; no T^2 gradient buffer.  The backward is
+ * the one flash attention uses too (attn_tiles.c), reading P from att.
  */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
-#include "kernels.h"
+#include "attn_tiles.h"
 #include "vmath.h"
 
-#define R 64      /* query rows per block */
-#define BC 128    /* key columns per tile (backward and dropout) */
-
-static inline uint64_t att_index(int b, int h, int i, int j, int NH, int T)
-{
-    return (((uint64_t)b * NH + h) * T + i) * T + j;
-}
+#define R ATT_BR   /* query rows per block */
+#define BC ATT_BC  /* key columns per tile (dropout) */
 
 /* att[b,h,i,j] = exp(s_ij - max_j s_ij) / sum_j exp(...) for j <= i, 0 for j > i
  * s_ij = q_i . k_j / sqrt(hs).   att (B,NH,T,T), qkv (B,T,3C).
@@ -45,20 +41,17 @@ static inline uint64_t att_index(int b, int h, int i, int j, int NH, int T)
  * columns), then a softmax per row. */
 void attention_scores_forward(float *att, const float *qkv, int B, int T, int C, int NH)
 {
-    int hs = C / NH;
     size_t C3 = 3 * (size_t)C;
-    float scale = 1.0f / sqrtf((float)hs);
-
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            const float *Q = qkv + (size_t)b * T * C3 + (size_t)h * hs, *K = Q + C;
+            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH);
             float *A = att + ((size_t)b * NH + h) * T * T;
             for (int i0 = 0; i0 < T; i0 += R) {
                 int nr = T - i0 < R ? T - i0 : R, ncol = i0 + nr;
                 float *a0 = A + (size_t)i0 * T;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, ncol, hs, scale,
-                            Q + (size_t)i0 * C3, (int)C3, K, (int)C3, 0.0f, a0, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, ncol, hd.hs, hd.scale,
+                            hd.Q + (size_t)i0 * C3, (int)C3, hd.K, (int)C3, 0.0f, a0, T);
                 for (int r = 0; r < nr; r++) {
                     float *a = a0 + (size_t)r * T;
                     int n = i0 + r + 1;   /* j <= i */
@@ -79,15 +72,14 @@ void attention_scores_forward(float *att, const float *qkv, int B, int T, int C,
 void attention_values_forward(float *out, const float *att, const float *qkv,
                               const remat_dropout *drop, int B, int T, int C, int NH)
 {
-    int hs = C / NH;
     size_t C3 = 3 * (size_t)C;
-
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            const float *V = qkv + (size_t)b * T * C3 + 2 * (size_t)C + (size_t)h * hs;
-            const float *A = att + ((size_t)b * NH + h) * T * T;
-            float *O = out + (size_t)b * T * C + (size_t)h * hs;
+            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH);
+            const float *V = hd.V, *A = att + ((size_t)b * NH + h) * T * T;
+            float *O = out + (size_t)b * T * C + (size_t)h * hd.hs;
+            int hs = hd.hs;
             float pm[R * BC];
             for (int i0 = 0; i0 < T; i0 += R) {
                 int nr = T - i0 < R ? T - i0 : R, ncol = i0 + nr;
@@ -111,69 +103,17 @@ void attention_values_forward(float *out, const float *att, const float *qkv,
         }
 }
 
-/* With P = att, m_ij the dropout multiplier (0 or 1/(1-p)), per (b,h):
- *   dPd_ij = dout_i . v_j,  dP_ij = dPd_ij * m_ij
- *   D_i    = sum_{j<=i} P_ij dP_ij
- *   dS_ij  = P_ij * (dP_ij - D_i)                                 (softmax backward)
- *   dq_i = sum_{j<=i} dS_ij k_j / sqrt(hs),  dk_j = sum_{i>=j} dS_ij q_i / sqrt(hs)
- *   dv_j = sum_{i>=j} P_ij m_ij dout_i
- * dqkv (B,T,3C) assigned, dout (B,T,C), att (B,NH,T,T), qkv (B,T,3C).
- *
- * Per block of R rows, two passes over its BC-column tiles (no row buffer):
- *   1. dPd = dout_blk V_tile^T (sgemm); D += rowsum(P m dPd);
- *      dV_tile += (P m)^T dout_blk (sgemm)
- *   2. dPd again (the same sgemm: the same bits); dS; dq_blk += dS K_tile,
- *      dK_tile += dS^T Q_blk (sgemm each). */
+/* The backward through values and scores (contract in kernels.h), one
+ * task per (b,h): attn_head_backward with P read from att. */
 void attention_backward(float *dqkv, const float *dout, const float *att,
                         const float *qkv, const remat_dropout *drop,
                         int B, int T, int C, int NH)
 {
-    int hs = C / NH;
-    size_t C3 = 3 * (size_t)C;
-    float scale = 1.0f / sqrtf((float)hs);
-
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            const float *Q = qkv + (size_t)b * T * C3 + (size_t)h * hs, *K = Q + C, *V = Q + 2 * (size_t)C;
-            float *dQ = dqkv + (size_t)b * T * C3 + (size_t)h * hs, *dK = dQ + C, *dV = dQ + 2 * (size_t)C;
-            const float *A = att + ((size_t)b * NH + h) * T * T;
-            const float *G = dout + (size_t)b * T * C + (size_t)h * hs;
-            float dp[R * BC], w[R * BC], D[R];
-            for (int t = 0; t < T; t++)
-                for (int part = 0; part < 3; part++) memset(dQ + (size_t)t * C3 + (size_t)part * C, 0, (size_t)hs * sizeof(float));
-            for (int i0 = 0; i0 < T; i0 += R) {
-                int nr = T - i0 < R ? T - i0 : R, ncol = i0 + nr;
-                const float *a0 = A + (size_t)i0 * T, *g = G + (size_t)i0 * C;
-                for (int r = 0; r < nr; r++) D[r] = 0.0f;
-                for (int pass = 1; pass <= 2; pass++)
-                    for (int j0 = 0; j0 < ncol; j0 += BC) {
-                        int nc = ncol - j0 < BC ? ncol - j0 : BC;
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, nc, hs, 1.0f,
-                                    g, C, V + (size_t)j0 * C3, (int)C3, 0.0f, dp, BC);
-                        for (int r = 0; r < nr; r++) {
-                            int i = i0 + r, n = i - j0 + 1 < nc ? i - j0 + 1 : nc;   /* causal: j <= i */
-                            if (n < 0) n = 0;
-                            const float *a = a0 + (size_t)r * T + j0;
-                            float *x = dp + r * BC, *y = w + r * BC, acc = 0.0f;
-                            for (int c = 0; c < n; c++) {
-                                float m = remat_dropout_mult(drop, att_index(b, h, i, j0 + c, NH, T));
-                                if (pass == 1) { y[c] = a[c] * m; acc += y[c] * x[c]; }
-                                else y[c] = a[c] * (x[c] * m - D[r]) * scale;
-                            }
-                            memset(y + n, 0, (size_t)(nc - n) * sizeof(float));
-                            D[r] += acc;
-                        }
-                        if (pass == 1) {
-                            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nc, hs, nr, 1.0f,
-                                        w, BC, g, C, 1.0f, dV + (size_t)j0 * C3, (int)C3);
-                        } else {
-                            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, hs, nc, 1.0f,
-                                        w, BC, K + (size_t)j0 * C3, (int)C3, 1.0f, dQ + (size_t)i0 * C3, (int)C3);
-                            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nc, hs, nr, 1.0f,
-                                        w, BC, Q + (size_t)i0 * C3, (int)C3, 1.0f, dK + (size_t)j0 * C3, (int)C3);
-                        }
-                    }
-            }
+            attn_head hd = attn_head_at(qkv, dout, dqkv, b, h, T, C, NH);
+            hd.A = att + ((size_t)b * NH + h) * T * T;
+            attn_head_backward(&hd, drop);
         }
 }

@@ -1,0 +1,61 @@
+/*
+ * attn_tiles.h -- the tile machinery both attention kernels share
+ * (attention.c: the probabilities stored; flash.c: recomputed from q, k and
+ * the row logsumexp).  Internal header.
+ *
+ * Legend as in kernels.h; a tile is ATT_BR query rows x ATT_BC key columns.
+ * One "head" is (b,h): Q, K, V point at its q, k and v channels of qkv
+ * (row stride 3C), G at its slice of dout, dQ/dK/dV at its slices of dqkv;
+ * every product is a cblas_sgemm on strided views, nothing is copied.
+ */
+#ifndef REMAT_ATTN_TILES_H
+#define REMAT_ATTN_TILES_H
+
+#include "kernels.h"
+
+#define ATT_BR 64     /* query rows per tile */
+#define ATT_BC 128    /* key columns per tile */
+
+/* dropout element index of (b,h,i,j): the same in every kernel and pass */
+static inline uint64_t att_index(int b, int h, int i, int j, int NH, int T)
+{
+    return (((uint64_t)b * NH + h) * T + i) * T + j;
+}
+
+/* columns of row i inside the tile at j0 that are causal (j <= i): 0..nc */
+static inline int causal_cols(int i, int j0, int nc)
+{
+    int n = i - j0 + 1;
+    return n < 0 ? 0 : n < nc ? n : nc;
+}
+
+typedef struct attn_head {
+    const float *Q, *K, *V, *G;   /* q, k, v (ld 3C) and dout (ld C) of one (b,h) */
+    float *dQ, *dK, *dV;          /* its slices of dqkv (ld 3C) */
+    const float *A;               /* naive: its probabilities (T x T, ld T); NULL for flash */
+    const float *L;               /* flash: its row logsumexp (T); NULL for naive */
+    int b, h, NH, T, hs, C;
+    float scale;                  /* 1/sqrt(hs) */
+} attn_head;
+
+/* the head's view of qkv, dout and dqkv (A and L left NULL) */
+attn_head attn_head_at(const float *qkv, const float *dout, float *dqkv, int b, int h, int T, int C, int NH);
+
+/* s (nr x nc, ld ATT_BC) = scale * Q[i0..] K[j0..]^T */
+void attn_score_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc);
+
+/* s = exp(s - lse_i) * m_ij for j <= i, 0 beyond (in place); drop NULL:
+ * no mask.  l: the logsumexp of rows i0.. */
+void attn_prob_tile(float *s, const float *l, const remat_dropout *drop, const attn_head *hd, int i0, int nr, int j0,
+                    int nc);
+
+/* The backward of one head, from the undropped probabilities P (read from
+ * hd->A, or recomputed from hd->Q, hd->K and hd->L) and the mask m:
+ *   dPd = dout V^T,  D_i = sum_j P_ij m_ij dPd_ij,  dS = P (m dPd - D)
+ *   dq += dS K scale,  dk += dS^T Q scale,  dv += (P m)^T dout
+ * over ATT_BR-row blocks in two passes over their causal tiles (the first
+ * forms D, the second the rest), all in a fixed order: the bits do not
+ * depend on which thread runs the head.  dQ, dK, dV are assigned. */
+void attn_head_backward(const attn_head *hd, const remat_dropout *drop);
+
+#endif
