@@ -47,6 +47,17 @@ static size_t shape_numel(const int s[3])
     return n;
 }
 
+size_t remat_param_layout(const remat_config *c, int shapes[REMAT_NPARAM][3], size_t offsets[REMAT_NPARAM])
+{
+    remat_param_shapes(c, shapes);
+    size_t total = 0;
+    for (int i = 0; i < REMAT_NPARAM; i++) {
+        if (offsets) offsets[i] = total;
+        total += shape_numel(shapes[i]);
+    }
+    return total;
+}
+
 void remat_optim_default(remat_optim *o)
 {
     o->lr = 3e-4f;
@@ -99,13 +110,8 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     m->seed = seed;
     remat_optim_default(&m->opt);
     int shapes[REMAT_NPARAM][3];
-    remat_param_shapes(cfg, shapes);
-    size_t total = 0;
-    for (int i = 0; i < REMAT_NPARAM; i++) {
-        m->poff[i] = total;
-        m->pnum[i] = shape_numel(shapes[i]);
-        total += m->pnum[i];
-    }
+    size_t total = remat_param_layout(cfg, shapes, m->poff);
+    for (int i = 0; i < REMAT_NPARAM; i++) m->pnum[i] = shape_numel(shapes[i]);
     m->nparams = total;
     size_t bytes = total * sizeof(float);
     int L = cfg->n_layer;

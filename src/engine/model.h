@@ -36,5 +36,8 @@ struct remat_model {
 
 /* Shapes of the 16 parameter tensors, in llm.c's order. */
 void remat_param_shapes(const remat_config *c, int shapes[REMAT_NPARAM][3]);
+/* The same, with each tensor's offset in the flat parameter vector
+ * (offsets may be NULL); returns the total number of parameters. */
+size_t remat_param_layout(const remat_config *c, int shapes[REMAT_NPARAM][3], size_t offsets[REMAT_NPARAM]);
 
 #endif

@@ -793,15 +793,8 @@ static remat_status st_layout(const wsrc *s, wlayout *ly)
     remat_config c;
     if ((st = layout_config(ly, s->name, 1, &c))) goto out;   /* sizes only; heads resolved later */
     int shapes[REMAT_NPARAM][3];
-    size_t poff[REMAT_NPARAM], tot = 0;
-    remat_param_shapes(&c, shapes);
-    for (int i = 0; i < REMAT_NPARAM; i++) {
-        poff[i] = tot;
-        size_t n = (size_t)shapes[i][0];
-        if (shapes[i][1]) n *= (size_t)shapes[i][1];
-        if (shapes[i][2]) n *= (size_t)shapes[i][2];
-        tot += n;
-    }
+    size_t poff[REMAT_NPARAM];
+    remat_param_layout(&c, shapes, poff);
     ly->np = 4 + (size_t)L * ST_NBLOCK;
     if (!(ly->p = remat_calloc(ly->np, sizeof *ly->p))) {
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", s->name);
@@ -887,15 +880,8 @@ static remat_status st_write(FILE *f, const remat_config *c, const float *params
     sbuf b = { NULL, 0, 0 };
     float *tmp = NULL;
     int shapes[REMAT_NPARAM][3];
-    size_t poff[REMAT_NPARAM], tot = 0;
-    remat_param_shapes(c, shapes);
-    for (int i = 0; i < REMAT_NPARAM; i++) {
-        poff[i] = tot;
-        size_t n = (size_t)shapes[i][0];
-        if (shapes[i][1]) n *= (size_t)shapes[i][1];
-        if (shapes[i][2]) n *= (size_t)shapes[i][2];
-        tot += n;
-    }
+    size_t poff[REMAT_NPARAM];
+    remat_param_layout(c, shapes, poff);
     uint64_t C = (uint64_t)c->n_embd, at = 0;
     int ok = sb_printf(&b, "{\"__metadata__\":{\"format\":\"pt\",\"n_head\":\"%d\"}", c->n_head);
 #define ENTRY(name, ...) do {                                                                              \
