@@ -61,6 +61,15 @@ static remat_model *make_model(const remat_config *c, const char *policy)
     return m;
 }
 
+/* a 1-layer, 8-wide model (B2 T4) on the embedded task */
+static remat_model *tiny_model(remat_config *c, remat_data **d)
+{
+    remat_config_default(c);
+    c->n_layer = 1; c->n_embd = 8; c->n_head = 2; c->vocab = 64; c->seq = 4; c->max_seq = 4; c->batch = 2;
+    if (remat_data_open(NULL, c->vocab, d)) exit(2);
+    return make_model(c, NULL);
+}
+
 /* n training steps on d. */
 static void train(remat_model *m, remat_data *d, int n)
 {
@@ -326,11 +335,8 @@ static void test_corruption(void)
 static void test_directory(void)
 {
     remat_config c;
-    remat_config_default(&c);
-    c.n_layer = 1; c.n_embd = 8; c.n_head = 2; c.vocab = 64; c.seq = 4; c.max_seq = 4; c.batch = 2;
-    remat_model *m = make_model(&c, NULL);
     remat_data *d = NULL;
-    if (remat_data_open(NULL, c.vocab, &d)) exit(2);
+    remat_model *m = tiny_model(&c, &d);
     char dir[128], f[200], g[200];
     path_in(dir, sizeof dir, "ret", NULL);
     int count = -1;
@@ -433,11 +439,8 @@ static void test_directory(void)
 static void test_poison(void)
 {
     remat_config c;
-    remat_config_default(&c);
-    c.n_layer = 1; c.n_embd = 8; c.n_head = 2; c.vocab = 64; c.seq = 4; c.max_seq = 4; c.batch = 2;
-    remat_model *m = make_model(&c, NULL);
     remat_data *d = NULL;
-    if (remat_data_open(NULL, c.vocab, &d)) exit(2);
+    remat_model *m = tiny_model(&c, &d);
     int in[8], tg[8];
     float loss;
     remat_data_next(d, REMAT_SPLIT_TRAIN, 2, 4, in, tg);
