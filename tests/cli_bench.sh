@@ -6,13 +6,8 @@
 # in headless Chromium when installed), the progress line (only on a
 # terminal, never with --json), and one-line errors.
 set -u
-R=${REMAT:-build/remat}
+. "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-ok()   { passes=$((passes+1)); }
-bad()  { fails=$((fails+1)); echo "FAIL: $*" >&2; }
 tiny="--layers 2 --dim 32 --heads 2 --vocab 64 --seq 16 --batch 2 --threads 1 --sgemm-n 64 --warmup 1 --steps 2"
 
 # JSON: one row per policy (none first), the documented fields, plots
@@ -189,5 +184,4 @@ check_err 2 "zero budget" $R bench --budget 0
 check_err 1 "unwritable svg" $R bench $tiny --policies none --no-rss --svg-pareto /nonexistent/dir/p.svg
 $R bench --help > /dev/null && $R report --help > /dev/null && ok || bad "--help"
 
-echo "cli_bench: $passes passed, $fails failed" >&2
-[ "$fails" -eq 0 ]
+finish cli_bench

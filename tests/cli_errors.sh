@@ -8,12 +8,7 @@
 # one), and an export killed with SIGKILL at any moment leaves the final
 # name either absent or holding the complete file.
 set -u
-R=${REMAT:-build/remat}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-ok()  { passes=$((passes+1)); }
-bad() { fails=$((fails+1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
 
 # expect_err NAME CMD...
 expect_err() {
@@ -164,5 +159,4 @@ for d in 0.02 0.1 0.2 0.3 0.4 0.8; do
 done
 echo "SIGKILL test: $killed of 12 exports killed mid-way"
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish cli_errors

@@ -5,13 +5,8 @@
 # stderr line, non-zero exit, nothing on stdout), the Pareto front, maximize,
 # and profiles in the cache (used when valid, ignored when corrupt).
 set -u
-R=${REMAT:-build/remat}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
 export REMAT_CACHE="$T/cache"
-fails=0; passes=0
-ok()   { passes=$((passes+1)); }
-bad()  { fails=$((fails+1)); echo "FAIL: $*" >&2; }
 small="--layers 3 --dim 48 --heads 4 --seq 32 --batch 4 --threads 1"
 
 # the JSON shape, and the optimum fits and is no slower than any fitting row
@@ -129,5 +124,4 @@ $R plan $small --budget 6MiB --profile "$f" > /dev/null 2> "$T/pf.err"; rc=$?
 $R profile $small --reps 0 > /dev/null 2>&1; [ $? = 2 ] && ok || bad "profile --reps 0"
 $R plan --bogus > /dev/null 2>&1; [ $? = 2 ] && ok || bad "unknown flag"
 
-echo "cli_plan.sh: $passes passed, $fails failed"
-[ "$fails" = 0 ]
+finish cli_plan

@@ -14,13 +14,8 @@
 #   - a NaN gradient or loss: stop (one line naming the step and the tensor,
 #     last good state checkpointed) or skip (warning, no update, go on).
 set -u
-R=${REMAT:-build/remat}
+. "$(dirname "$0")/lib.sh"
 R=$(cd "$(dirname "$R")" && pwd)/$(basename "$R")
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-ok()   { passes=$((passes+1)); }
-bad()  { fails=$((fails+1)); echo "FAIL: $*" >&2; }
 PY=/usr/bin/python3
 
 # a 5 MiB checkpoint on few tokens: saves take longer than steps, so random
@@ -192,5 +187,4 @@ $R train $small --steps 8 --debug-nan 5:fcw --on-nonfinite skip --save "$T/sk" -
 $R train $small --resume "$T/sk" > "$T/k2.jsonl" && [ "$(hash_of "$T/k2.jsonl")" = "$kref" ] && ok || bad "resume of a run with a skipped step"
 same_losses "$T/k.jsonl" "$T/k2.jsonl" > /dev/null && ok || bad "losses after resuming a skipping run"
 
-echo "cli_resume: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish cli_resume

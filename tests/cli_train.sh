@@ -2,12 +2,7 @@
 # End-to-end tests of `remat train`: determinism, learning, the JSON summary,
 # help/version, and one-line errors for bad input.
 set -u
-R=${REMAT:-build/remat}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-ok()   { passes=$((passes+1)); }
-bad()  { fails=$((fails+1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
 small="--layers 2 --dim 48 --heads 4 --seq 32 --batch 8 --threads 2"
 
 # determinism: same seed twice -> identical losses and params_hash (dropout on)
@@ -91,5 +86,4 @@ one_line_error $R train --lr -1
 one_line_error $R nosuchcommand
 one_line_error $R schedule --recompute revolve:1
 
-echo "cli_train: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish cli_train
