@@ -12,13 +12,19 @@
 
 void (*cli_error_hook)(void);
 
+/* "remat: error: <message>" on stderr, without the line end */
+static void error_start(const char *fmt, va_list ap)
+{
+    if (cli_error_hook) cli_error_hook();
+    fputs("remat: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+}
+
 int cli_error(const char *fmt, ...)
 {
     va_list ap;
-    if (cli_error_hook) cli_error_hook();
-    fputs("remat: error: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    error_start(fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
     return 1;
@@ -27,10 +33,8 @@ int cli_error(const char *fmt, ...)
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    if (cli_error_hook) cli_error_hook();
-    fputs("remat: error: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    error_start(fmt, ap);
     va_end(ap);
     fprintf(stderr, " (see 'remat %s --help')\n", cmd);
     return 2;
