@@ -260,6 +260,20 @@ static int dominates(const keepc *a, const keepc *b)
 
 typedef struct fctx { uint64_t u, limit; double *ops; } fctx;   /* ops: points handled, for the work limit */
 
+/* room for need points in f (capacity first when empty, doubling); -1 when
+ * out of memory (f unchanged) */
+static int front_reserve(front *f, size_t need, size_t first)
+{
+    if (need <= f->cap) return 0;
+    size_t cap = f->cap ? f->cap : first;
+    while (cap < need) cap *= 2;
+    fpt *q = remat_realloc(f->p, cap * sizeof *q);
+    if (!q) return -1;
+    f->p = q;
+    f->cap = cap;
+    return 0;
+}
+
 static inline int front_push(const fctx *c, front *f, uint64_t peak, double ms, int32_t move)
 {
     (*c->ops)++;
@@ -281,13 +295,7 @@ static inline int front_push(const fctx *c, front *f, uint64_t peak, double ms, 
     }
     f->second = -1;                         /* a new bucket */
 append:
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? 2 * f->cap : 64;
-        fpt *q = remat_realloc(f->p, cap * sizeof *q);
-        if (!q) return -1;
-        f->p = q;
-        f->cap = cap;
-    }
+    if (front_reserve(f, f->n + 1, 64)) return -1;
     f->p[f->n].peak = peak;
     f->p[f->n].ms = ms;
     f->p[f->n].move = move;
@@ -330,14 +338,7 @@ static int front_append(const fctx *c, front *dst, const front *acc, size_t from
 {
     if (to <= from) return 0;
     size_t need = dst->n + (to - from);
-    if (need > dst->cap) {
-        size_t cap = dst->cap ? dst->cap : 64;
-        while (cap < need) cap *= 2;
-        fpt *q = remat_realloc(dst->p, cap * sizeof *q);
-        if (!q) return -1;
-        dst->p = q;
-        dst->cap = cap;
-    }
+    if (front_reserve(dst, need, 64)) return -1;
     memcpy(dst->p + dst->n, acc->p + from, (to - from) * sizeof(fpt));
     dst->n = need;
     uint64_t pk = dst->p[dst->n - 1].peak;
@@ -408,13 +409,7 @@ static int collect_point(const fctx *c, front *pend, const front *acc, size_t *i
     while (step > 1) { step /= 2; if (k + step <= acc->n && acc->p[k + step - 1].peak <= cp) k += step; }
     *i = k;
     if (k && acc->p[k - 1].ms <= cm) return 0;
-    if (pend->n == pend->cap) {
-        size_t cap = pend->cap ? 2 * pend->cap : 256;
-        fpt *q = remat_realloc(pend->p, cap * sizeof *q);
-        if (!q) return -1;
-        pend->p = q;
-        pend->cap = cap;
-    }
+    if (front_reserve(pend, pend->n + 1, 256)) return -1;
     pend->p[pend->n].peak = cp;
     pend->p[pend->n].ms = cm;
     pend->p[pend->n].move = move;
