@@ -88,5 +88,9 @@ int cli_write_atomic(const char *path, const char *data, size_t len);
 /* Runs fn into a memory buffer; *out is malloc'd and NUL-terminated. */
 int bench_render(int (*fn)(FILE *, const bench_opts *, const bench_result *, int), const bench_opts *o,
                  const bench_result *r, int xml_decl, char **out, size_t *len);
+/* Renders one SVG plot (fn, with its XML declaration) and writes it to path
+ * atomically; 0, or the reported error's exit code. */
+int bench_write_svg(const char *path, int (*fn)(FILE *, const bench_opts *, const bench_result *, int),
+                    const bench_opts *o, const bench_result *r);
 
 #endif

@@ -782,8 +782,8 @@ int bench_render(int (*fn)(FILE *, const bench_opts *, const bench_result *, int
     return 0;
 }
 
-static int write_svg(const char *path, int (*fn)(FILE *, const bench_opts *, const bench_result *, int),
-                     const bench_opts *o, const bench_result *r)
+int bench_write_svg(const char *path, int (*fn)(FILE *, const bench_opts *, const bench_result *, int),
+                    const bench_opts *o, const bench_result *r)
 {
     char *buf;
     size_t len;
@@ -806,8 +806,8 @@ int cmd_bench(int argc, char **argv)
     else if (o.csv) bench_print_csv(stdout, &o, &r);
     else bench_print_table(stdout, &o, &r);
     fflush(stdout);
-    if (o.svg_pareto && (rc = write_svg(o.svg_pareto, bench_svg_pareto, &o, &r))) goto out;
-    if (o.svg_timeline && (rc = write_svg(o.svg_timeline, bench_svg_timeline, &o, &r))) goto out;
+    if (o.svg_pareto && (rc = bench_write_svg(o.svg_pareto, bench_svg_pareto, &o, &r))) goto out;
+    if (o.svg_timeline && (rc = bench_write_svg(o.svg_timeline, bench_svg_timeline, &o, &r))) goto out;
 out:
     bench_result_free(&r);
     return rc;

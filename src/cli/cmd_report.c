@@ -255,20 +255,8 @@ int cmd_report(int argc, char **argv)
     if (fclose(f)) { rc = cli_error("out of memory"); goto out; }
     if (snprintf(path, sizeof path, "%s/report.html", o.out_dir) >= (int)sizeof path) { rc = cli_error("--out: path too long"); goto out; }
     if ((rc = cli_write_atomic(path, html, n4))) goto out;
-    if (o.svg_pareto) {
-        char *s; size_t n;
-        if ((rc = bench_render(bench_svg_pareto, &o, &r, 1, &s, &n))) goto out;
-        rc = cli_write_atomic(o.svg_pareto, s, n);
-        free(s);
-        if (rc) goto out;
-    }
-    if (o.svg_timeline) {
-        char *s; size_t n;
-        if ((rc = bench_render(bench_svg_timeline, &o, &r, 1, &s, &n))) goto out;
-        rc = cli_write_atomic(o.svg_timeline, s, n);
-        free(s);
-        if (rc) goto out;
-    }
+    if (o.svg_pareto && (rc = bench_write_svg(o.svg_pareto, bench_svg_pareto, &o, &r))) goto out;
+    if (o.svg_timeline && (rc = bench_write_svg(o.svg_timeline, bench_svg_timeline, &o, &r))) goto out;
     if (o.json) fputs(json, stdout);
     else if (o.csv) bench_print_csv(stdout, &o, &r);
     else {
