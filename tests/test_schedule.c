@@ -206,48 +206,60 @@ static void validator(void)
     CHECK(st == REMAT_OK && remat_schedule_validate(s) == REMAT_OK, "hand-made valid schedule accepted: %s", remat_errmsg());
     remat_schedule_free(s);
 
-    /* read before materialised: move qkv's forward before ln1's */
-    remat_instr_kind k2[64]; int l2[64], t2[64];
-    memcpy(k2, k, sizeof k); memcpy(l2, l, sizeof l); memcpy(t2, t, sizeof t);
-    int tmp = t2[2]; t2[2] = t2[3]; t2[3] = tmp;
-    remat_schedule_from_instrs(&c, good_n, k2, l2, t2, &s);
-    st = remat_schedule_validate(s);
-    CHECK(st == REMAT_ERR_SCHEDULE && strstr(remat_errmsg(), "not materialised"), "read-before-write rejected: %s", remat_errmsg());
-    remat_schedule_free(s);
-
-    /* leak: drop the free of ln1_stat */
-    size_t m = 0;
-    for (size_t i = 0; i < good_n; i++) {
-        if (k[i] == X && t[i] == remat_tensor_find("ln1_stat")) continue;
-        k2[m] = k[i]; l2[m] = l[i]; t2[m] = t[i]; m++;
+    /* Broken schedules: each is rejected when it is made, with the
+     * validator's message naming the fault.  mutate() copies the good
+     * schedule through an edit: drop an instruction, duplicate one, or swap
+     * two. */
+    struct { const char *what; int op; remat_instr_kind k1; const char *t1; remat_instr_kind k2; const char *t2;
+             const char *msg; } broken[] = {
+        /* qkv's forward before ln1's: reads ln1 before it exists */
+        { "read before write", 'S', F, "ln1", F, "qkv", "forward of qkv (layer 0) reads ln1, which is not materialised" },
+        /* ln1 freed right after its forward: qkv then reads a freed tensor */
+        { "read of a freed tensor", 'F', F, "ln1", X, "ln1", "forward of qkv (layer 0) reads ln1, which is not materialised" },
+        /* LN2's backward before FCH's: d_ln2 does not exist yet */
+        { "ln2 backward before fch's", 'S', B, "fch", B, "ln2", "backward of ln2 (layer 0) runs before d_ln2 exists" },
+        /* ln1_stat freed twice */
+        { "double free", 'D', X, "ln1_stat", X, "ln1_stat", "free of ln1_stat (layer 0), which is not live" },
+        /* no free of ln1_stat at all */
+        { "leak", 'R', X, "ln1_stat", X, "ln1_stat", "leak: ln1_stat (layer 0) is never freed" },
+        /* emb's backward dropped: d_res, a gradient buffer, is never freed */
+        { "gradient buffer never freed", 'R', B, "emb", B, "emb", "leak: d_res (layer -1) is never freed" },
+        /* fch_gelu's backward twice */
+        { "gradient twice", 'D', B, "fch_gelu", B, "fch_gelu", "gradient of fch_gelu (layer 0) computed twice" },
+        /* qkv's backward dropped: ln1's backward runs without d_ln1 */
+        { "missing gradient", 'R', B, "qkv", B, "qkv", "backward of ln1 (layer 0) runs before d_ln1 exists" },
+        /* res3's forward twice */
+        { "computed over a live copy", 'D', F, "res3", F, "res3", "forward of res3 (layer 0) which is already live" },
+        /* the update first */
+        { "update before the end", 'U', U, "", U, "", "update before the end" },
+    };
+    for (size_t b = 0; b < sizeof broken / sizeof broken[0]; b++) {
+        remat_instr_kind k2[64]; int l2[64], t2[64];
+        size_t m = 0, i1 = good_n, i2 = good_n;
+        for (size_t i = 0; i < good_n; i++) {
+            if (k[i] == broken[b].k1 && t[i] == remat_tensor_find(broken[b].t1) && i1 == good_n) i1 = i;
+            if (k[i] == broken[b].k2 && t[i] == remat_tensor_find(broken[b].t2)) i2 = i;
+        }
+        if (broken[b].op == 'U') { k2[m] = U; l2[m] = -1; t2[m] = -1; m++; }
+        for (size_t i = 0; i < good_n; i++) {
+            size_t src = i;
+            if (broken[b].op == 'S' && i == i1) src = i2;
+            if (broken[b].op == 'S' && i == i2) src = i1;
+            if (broken[b].op == 'R' && i == i1) continue;
+            if (broken[b].op == 'U' && k[i] == U) continue;
+            k2[m] = k[src]; l2[m] = l[src]; t2[m] = t[src]; m++;
+            if ((broken[b].op == 'D' && i == i1) || (broken[b].op == 'F' && i == i1)) {
+                k2[m] = broken[b].op == 'F' ? X : k[i];
+                l2[m] = l[i]; t2[m] = t[i]; m++;
+            }
+        }
+        CHECK(broken[b].op == 'U' || (i1 < good_n && i2 < good_n), "%s: instructions found", broken[b].what);
+        s = NULL;
+        st = remat_schedule_from_instrs(&c, m, k2, l2, t2, &s);
+        CHECK(st == REMAT_ERR_SCHEDULE && s == NULL && strstr(remat_errmsg(), broken[b].msg),
+              "%s rejected with '%s': got %d '%s'", broken[b].what, broken[b].msg, (int)st, remat_errmsg());
+        remat_schedule_free(s);
     }
-    remat_schedule_from_instrs(&c, m, k2, l2, t2, &s);
-    st = remat_schedule_validate(s);
-    CHECK(st == REMAT_ERR_SCHEDULE && strstr(remat_errmsg(), "never freed"), "leak rejected: %s", remat_errmsg());
-    remat_schedule_free(s);
-
-    /* gradient twice: repeat the backward of fch_gelu */
-    m = 0;
-    for (size_t i = 0; i < good_n; i++) {
-        k2[m] = k[i]; l2[m] = l[i]; t2[m] = t[i]; m++;
-        if (k[i] == B && t[i] == remat_tensor_find("fch_gelu")) { k2[m] = k[i]; l2[m] = l[i]; t2[m] = t[i]; m++; }
-    }
-    remat_schedule_from_instrs(&c, m, k2, l2, t2, &s);
-    st = remat_schedule_validate(s);
-    CHECK(st == REMAT_ERR_SCHEDULE && strstr(remat_errmsg(), "twice"), "double gradient rejected: %s", remat_errmsg());
-    remat_schedule_free(s);
-
-    /* missing gradient: drop the backward of qkv (ln1's backward then runs
-     * without d_ln1, or the gradient is never computed) */
-    m = 0;
-    for (size_t i = 0; i < good_n; i++) {
-        if (k[i] == B && t[i] == remat_tensor_find("qkv")) continue;
-        k2[m] = k[i]; l2[m] = l[i]; t2[m] = t[i]; m++;
-    }
-    remat_schedule_from_instrs(&c, m, k2, l2, t2, &s);
-    st = remat_schedule_validate(s);
-    CHECK(st == REMAT_ERR_SCHEDULE, "missing gradient rejected: %s", remat_errmsg());
-    remat_schedule_free(s);
 
     /* bad policy strings */
     const char *bad[] = { "", "bogus", "every:0", "every:x", "every:", "revolve:1", "full,every:2", "save:nope",
