@@ -9,6 +9,7 @@
  *   - the validator rejects hand-made broken schedules;
  *   - bad policy strings are rejected.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,6 +273,78 @@ static void validator(void)
     }
 }
 
+/* Evaluation and sampling run forward-only schedules: their measured
+ * activation peak equals the simulated one, the loss equals the training
+ * forward's (no dropout), and a chunked head evaluates without the whole
+ * logits unless they are asked for. */
+static void forward_only(void)
+{
+    for (int chunk = 0; chunk < 2; chunk++) {
+        remat_config c;
+        remat_config_default(&c);
+        c.n_layer = 3; c.n_embd = 32; c.n_head = 4; c.vocab = 500; c.seq = 16; c.max_seq = 16; c.batch = 3;
+        c.lmhead_chunk = chunk ? 10 : 0;   /* the head dominates the peak */
+        remat_model *m = NULL;
+        int n = c.batch * c.seq;
+        int *in = malloc(sizeof(int) * (size_t)n), *tg = malloc(sizeof(int) * (size_t)n);
+        float *logits = malloc(sizeof(float) * (size_t)n * (size_t)remat_config_padded_vocab(&c));
+        make_batch(&c, 0, in, tg);
+        CHECK(remat_model_create(&c, 5, &m) == REMAT_OK, "create: %s", remat_errmsg());
+        if (!m) goto next;
+        float l_eval, l_logits, l_train;
+        remat_stats st;
+        remat_sim sim;
+        remat_schedule *fs = NULL;
+
+        CHECK(remat_model_eval(m, in, tg, &l_eval, NULL) == REMAT_OK, "eval: %s", remat_errmsg());
+        remat_model_stats(m, &st);
+        CHECK(remat_schedule_create_forward(&c, &fs) == REMAT_OK, "forward schedule: %s", remat_errmsg());
+        remat_schedule_simulate(fs, &sim);
+        CHECK(st.fwd_act_peak_bytes == sim.peak_bytes, "chunk %d: eval peak %llu measured, %llu simulated", chunk,
+              (unsigned long long)st.fwd_act_peak_bytes, (unsigned long long)sim.peak_bytes);
+        remat_schedule_free(fs);
+        fs = NULL;
+        uint64_t own_head = st.fwd_act_peak_bytes;
+
+        remat_config cl = c;
+        cl.lmhead_chunk = 0;   /* whole logits */
+        CHECK(remat_model_eval(m, in, tg, &l_logits, logits) == REMAT_OK, "eval with logits: %s", remat_errmsg());
+        remat_model_stats(m, &st);
+        remat_schedule_create_forward(&cl, &fs);
+        remat_schedule_simulate(fs, &sim);
+        CHECK(st.fwd_act_peak_bytes == sim.peak_bytes, "chunk %d: eval+logits peak %llu measured, %llu simulated",
+              chunk, (unsigned long long)st.fwd_act_peak_bytes, (unsigned long long)sim.peak_bytes);
+        CHECK(chunk ? sim.peak_bytes > own_head : sim.peak_bytes == own_head,
+              "chunk %d: whole logits %llu, the config's own head %llu", chunk, (unsigned long long)sim.peak_bytes,
+              (unsigned long long)own_head);
+        remat_schedule_free(fs);
+        fs = NULL;
+        CHECK(remat_model_step(m, in, tg, 0, &l_train) == REMAT_OK, "step: %s", remat_errmsg());
+        CHECK(l_eval == l_logits, "chunk %d: eval losses %.9g and %.9g", chunk, l_eval, l_logits);
+        CHECK(fabsf(l_eval - l_train) <= 1e-6f * fabsf(l_train), "chunk %d: eval %.9g, step %.9g", chunk, l_eval, l_train);
+
+        int prompt[3] = { 1, 2, 3 }, out[5], out2[5];
+        CHECK(remat_model_sample(m, prompt, 3, 5, 0.8f, 9, out) == REMAT_OK, "sample: %s", remat_errmsg());
+        CHECK(remat_model_sample(m, prompt, 3, 5, 0.8f, 9, out2) == REMAT_OK && !memcmp(out, out2, sizeof out),
+              "sampling is deterministic");
+        remat_model_stats(m, &st);
+        remat_config c1 = cl;
+        c1.batch = 1;
+        remat_schedule_create_forward(&c1, &fs);
+        remat_schedule_simulate(fs, &sim);
+        CHECK(st.fwd_act_peak_bytes == sim.peak_bytes, "sample peak %llu measured, %llu simulated",
+              (unsigned long long)st.fwd_act_peak_bytes, (unsigned long long)sim.peak_bytes);
+        remat_schedule_free(fs);
+        /* bad arguments: one message, no crash */
+        CHECK(remat_model_sample(NULL, prompt, 3, 5, 0.8f, 9, out) == REMAT_ERR_INVALID, "NULL model");
+        CHECK(remat_model_sample(m, prompt, 3, INT_MAX, 0.8f, 9, out) == REMAT_ERR_INVALID, "prompt + new overflows");
+        CHECK(remat_model_sample(m, prompt, 0, 1, 0.8f, 9, out) == REMAT_ERR_INVALID, "empty prompt");
+    next:
+        remat_model_free(m);
+        free(in); free(tg); free(logits);
+    }
+}
+
 int main(void)
 {
     remat_set_threads(2);
@@ -285,5 +358,6 @@ int main(void)
     check_config("L5 C24 T9", c);
     sanity();
     validator();
+    forward_only();
     return TEST_REPORT();
 }
