@@ -69,6 +69,10 @@ int remat_get_threads(void);
  * biases everywhere, LM head tied to the token embedding) and the shape of
  * one training step.  The vocabulary is padded to a multiple of 64 (llm.c);
  * padded rows are never predicted. */
+/* Precision of activations and GEMM operands (mixed precision as PyTorch's
+ * autocast does it: master weights, gradients and AdamW state stay fp32). */
+typedef enum remat_dtype { REMAT_DTYPE_FP32 = 0, REMAT_DTYPE_BF16 = 1 } remat_dtype;
+
 typedef struct remat_config {
     int n_layer;      /* L  >= 1 */
     int n_embd;       /* C  >= 1, divisible by n_head */
@@ -84,6 +88,10 @@ typedef struct remat_config {
     int lmhead_chunk; /* 0: the LM head materialises (B,T,Vp) logits; N > 0: logits, loss
                          and their gradient are computed N rows at a time, in one pass,
                          and logits holds d(lnf) (B,T,C) instead */
+    remat_dtype dtype; /* REMAT_DTYPE_FP32 or REMAT_DTYPE_BF16: the precision of the
+                         activations and of the GEMM operands (the tensor table says
+                         which tensors stay fp32); weights, gradients and AdamW state
+                         are fp32 in both */
 } remat_config;
 
 enum { REMAT_ATTENTION_NAIVE = 0, REMAT_ATTENTION_FLASH = 1 };
@@ -478,15 +486,15 @@ remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, in
  * the run that was never interrupted (with the same thread count).
  *
  * Files: DIR/ckpt-<step>.bin, <step> zero-padded to 8 digits.  Format
- * version 2 (version 1 files, without the data hash, are still read), every
- * number little-endian:
+ * version 3 (version 1 files, without the data hash, and version 2 files,
+ * without the dtype, are still read), every number little-endian:
  *   0    "REMATCKP", u32 version (2), u32 header bytes (256),
  *   16   u64 file bytes, u64 step, u64 optimizer steps, u64 seed, u64 nparams,
  *   56   i32 n_layer n_embd n_head vocab max_seq batch seq, f32 dropout,
  *   88   f32 lr beta1 beta2 eps weight_decay grad_clip,
  *   112  u64 tokens[train, val], u64 position[train, val],
  *   144  u32 data kind (0 embedded task, 1 file), u32 data path bytes,
- *        u32 policy bytes, i32 attention, i32 lmhead_chunk, 4 zero bytes,
+ *        u32 policy bytes, i32 attention, i32 lmhead_chunk, i32 dtype,
  *   168  u64 data hash (remat_data_hash), zeros to 256;
  *   256  data path, policy (no NULs), zero padding to a multiple of 8;
  *        params, AdamW m, AdamW v (nparams float32 each, llm.c's order);

@@ -42,15 +42,15 @@ static double now_ms(void)
 
 void remat_profile_config_key(const remat_config *c, char *buf, size_t n)
 {
-    snprintf(buf, n, "%d %d %d %d %d %d %d %.9g %d %d", c->n_layer, c->n_embd, c->n_head, c->vocab, c->max_seq,
-             c->batch, c->seq, (double)c->dropout, c->attention, c->lmhead_chunk);
+    snprintf(buf, n, "%d %d %d %d %d %d %d %.9g %d %d %d", c->n_layer, c->n_embd, c->n_head, c->vocab, c->max_seq,
+             c->batch, c->seq, (double)c->dropout, c->attention, c->lmhead_chunk, (int)c->dtype);
 }
 
 int remat_profile_config_equal(const remat_config *a, const remat_config *b)
 {
     return a->n_layer == b->n_layer && a->n_embd == b->n_embd && a->n_head == b->n_head && a->vocab == b->vocab &&
            a->max_seq == b->max_seq && a->batch == b->batch && a->seq == b->seq && a->dropout == b->dropout &&
-           a->attention == b->attention && a->lmhead_chunk == b->lmhead_chunk;
+           a->attention == b->attention && a->lmhead_chunk == b->lmhead_chunk && a->dtype == b->dtype;
 }
 
 /* ---- the FLOP/byte model -------------------------------------------------- */

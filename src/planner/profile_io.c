@@ -197,7 +197,7 @@ remat_status remat_profile_load(const remat_config *cfg, const char *path, remat
     remat_machine_cpu(cpu, sizeof cpu);
     if (strcmp(p->desc, want)) {
         st = remat_fail(REMAT_ERR_INVALID, "profile %s is for config '%s', not '%s' (layers dim heads vocab "
-                        "max_seq batch seq dropout attention lmhead-chunk); run 'remat profile' for this config", path, p->desc, want);
+                        "max_seq batch seq dropout attention lmhead-chunk dtype); run 'remat profile' for this config", path, p->desc, want);
         goto out;
     }
     if (p->measured && (strcmp(p->cpu, cpu) || p->threads != remat_get_threads())) {

@@ -39,6 +39,8 @@ remat_status remat_config_check(const remat_config *c)
     if (c->attention != REMAT_ATTENTION_NAIVE && c->attention != REMAT_ATTENTION_FLASH)
         return remat_fail(REMAT_ERR_INVALID, "attention must be naive or flash");
     if (c->lmhead_chunk < 0) return remat_fail(REMAT_ERR_INVALID, "lm-head chunk rows must be >= 0, got %d", c->lmhead_chunk);
+    if (c->dtype != REMAT_DTYPE_FP32 && c->dtype != REMAT_DTYPE_BF16)
+        return remat_fail(REMAT_ERR_INVALID, "dtype must be fp32 or bf16, got %d", (int)c->dtype);
     /* every derived size must fit: rows*cols in 31 bits for int-indexed
      * kernels (cblas takes int), bytes in 63 bits */
     int ok = 1;

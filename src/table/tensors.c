@@ -26,7 +26,7 @@
 static const remat_tensor_def gpt2_defs[RT_COUNT] = {
     [RT_LN1_STAT] = { "ln1_stat", "layernorm stats (ln_1)", RT_CLASS_BLOCK, 0,
                       SH(0, 0, 2, 0, 0, "(B,T,2)"), NOVAR, 0, 0,
-                      R(RT_X, N_, N_), NOR, 0, NOG, NOG, NOG },
+                      R(RT_X, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0 },
     [RT_LN1] = { "ln1", "layernorm apply (ln_1)", RT_CLASS_BLOCK, RT_F_POINTWISE,
                  SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0,
                  R(RT_X, RT_LN1_STAT, N_), R(RT_X, RT_LN1_STAT, N_), 1,
@@ -38,7 +38,7 @@ static const remat_tensor_def gpt2_defs[RT_COUNT] = {
     [RT_ATT] = { "att", "softmax(q k^T/sqrt(hs))", RT_CLASS_BLOCK, RT_F_GEMM | RT_F_SELECTIVE,
                  SH(0, 0, 0, 0, 1, "(B,NH,T,T)"),
                  RT_VAR_FLASH, SH(0, 0, 0, 1, 0, "(B,NH,T)"), "logsumexp of q k^T/sqrt(hs) (flash)", 0, 0,
-                 R(RT_QKV, N_, N_), NOR, 0, NOG, NOG, NOG },
+                 R(RT_QKV, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_ACT, RT_P_F32 },
     [RT_ATTY] = { "atty", "attention values (att v)", RT_CLASS_BLOCK, RT_F_GEMM,
                   SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0,
                   R(RT_ATT, RT_QKV, N_), R(RT_ATT, RT_QKV, N_), 1,
@@ -49,7 +49,7 @@ static const remat_tensor_def gpt2_defs[RT_COUNT] = {
                   G(RT_D_RES, N_), G(RT_D_ATTY, RT_D_BRANCH), G(RT_D_BRANCH, N_) },
     [RT_LN2_STAT] = { "ln2_stat", "layernorm stats (ln_2)", RT_CLASS_BLOCK, 0,
                       SH(0, 0, 2, 0, 0, "(B,T,2)"), NOVAR, 0, 0,
-                      R(RT_RES2, N_, N_), NOR, 0, NOG, NOG, NOG },
+                      R(RT_RES2, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0 },
     [RT_LN2] = { "ln2", "layernorm apply (ln_2)", RT_CLASS_BLOCK, RT_F_POINTWISE,
                  SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0,
                  R(RT_RES2, RT_LN2_STAT, N_), R(RT_RES2, RT_LN2_STAT, N_), 1,
@@ -71,7 +71,7 @@ static const remat_tensor_def gpt2_defs[RT_COUNT] = {
                  NOR, NOR, 1, G(RT_D_RES, N_), NOG, G(RT_D_RES, N_) },
     [RT_LNF_STAT] = { "lnf_stat", "layernorm stats (ln_f)", RT_CLASS_GLOBAL, 0,
                       SH(0, 0, 2, 0, 0, "(B,T,2)"), NOVAR, 0, 0,
-                      R(RT_X, N_, N_), NOR, 0, NOG, NOG, NOG },
+                      R(RT_X, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0 },
     [RT_LNF] = { "lnf", "layernorm apply (ln_f)", RT_CLASS_GLOBAL, 0,
                  SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0,
                  R(RT_X, RT_LNF_STAT, N_), R(RT_X, RT_LNF_STAT, N_), 1,
@@ -84,7 +84,7 @@ static const remat_tensor_def gpt2_defs[RT_COUNT] = {
                     R(RT_LNF, N_, N_), R(RT_LNF, RT_LOGITS, N_), 1,
                     NOG, G(RT_D_LNF, N_), G(RT_LOGITS, N_) },
     [RT_D_RES] = { "d_res", "grad of residual stream", RT_CLASS_GRAD, RT_F_ZERO,
-                   SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
+                   SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_F32, 0 },
     [RT_D_LNF] = { "d_lnf", "grad of lnf", RT_CLASS_GRAD, 0,
                    SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
     [RT_D_FCH] = { "d_fch", "grad of fch_gelu, then fch", RT_CLASS_GRAD, 0,
@@ -135,10 +135,23 @@ static uint64_t shape_elems(const remat_config *c, const remat_shape *s)
     return B * T * per_row + (uint64_t)s->t * B * NH * T + (uint64_t)s->t2 * B * NH * T * T;
 }
 
+static int prec_of(const remat_config *c, const remat_tensor_def *d)
+{
+    return variant_on(c, d) ? d->vprec : d->prec;
+}
+
+int remat_tensor_dtype(const remat_config *c, int t)
+{
+    int p = prec_of(c, &remat_table_of(c)->defs[t]);
+    return p == RT_P_BYTE ? -1 : p == RT_P_F32 ? REMAT_DTYPE_FP32 : (int)c->dtype;
+}
+
 uint64_t remat_tensor_bytes(const remat_config *c, int t)
 {
     const remat_tensor_def *d = &remat_table_of(c)->defs[t];
-    return 4 * shape_elems(c, variant_on(c, d) ? &d->vshape : &d->shape);
+    int p = prec_of(c, d);
+    uint64_t elem = p == RT_P_BYTE ? 1 : p == RT_P_F32 || c->dtype == REMAT_DTYPE_FP32 ? 4 : 2;
+    return elem * shape_elems(c, variant_on(c, d) ? &d->vshape : &d->shape);
 }
 
 const char *remat_tensor_shape_text(const remat_config *c, int t)

@@ -88,7 +88,14 @@ typedef struct remat_tensor_def {
     int8_t g_need[RT_MAXG];    /* buffers live when the backward starts: it reads or += them */
     int8_t g_alloc[RT_MAXG];   /* allocated by the backward, before it runs (it writes them) */
     int8_t g_free[RT_MAXG];    /* freed by the backward, after it runs (it consumed them) */
+    uint8_t prec, vprec;       /* element type of the tensor and of its variant (RT_P_*) */
 } remat_tensor_def;
+
+/* Element types.  RT_P_ACT follows the run's activation dtype (bf16: 2
+ * bytes, fp32: 4); RT_P_F32 is fp32 whatever the dtype (statistics and
+ * accumulators, where bf16's 8-bit mantissa would cost accuracy); RT_P_BYTE
+ * is one byte (masks). */
+enum { RT_P_ACT = 0, RT_P_F32 = 1, RT_P_BYTE = 2 };
 
 enum { RT_VAR_NONE = 0, RT_VAR_FLASH = 1, RT_VAR_CHUNKED = 2 };
 
@@ -116,6 +123,9 @@ const remat_table *remat_table_of(const remat_config *cfg);
 
 /* bytes of one copy of tensor t (no overflow: config already checked) */
 uint64_t remat_tensor_bytes(const remat_config *cfg, int t);
+/* its element type under cfg: REMAT_DTYPE_FP32 or REMAT_DTYPE_BF16
+ * (RT_P_BYTE tensors: -1) */
+int remat_tensor_dtype(const remat_config *cfg, int t);
 /* scratch a forward op needs while it runs (the chunked LM head's chunk of
  * logits); the walker allocates it around the op */
 uint64_t remat_tensor_fwd_temp_bytes(const remat_config *cfg, int t);
