@@ -73,6 +73,25 @@ int remat_get_threads(void);
  * autocast does it: master weights, gradients and AdamW state stay fp32). */
 typedef enum remat_dtype { REMAT_DTYPE_FP32 = 0, REMAT_DTYPE_BF16 = 1 } remat_dtype;
 
+/* Whose saved tensors a config describes (--framework): the tensor table
+ * the schedule compiler, simulator and planner run on.  Only REMAT trains
+ * (remat_model_create refuses the others); MEGATRON and PYTORCH are for
+ * planning runs of those frameworks (see "cluster planning" below). */
+typedef enum remat_framework {
+    REMAT_FRAMEWORK_REMAT = 0,    /* remat's own GPT-2 engine */
+    REMAT_FRAMEWORK_MEGATRON = 1, /* Megatron-LM's GPT layer as Korthikanti et al. 2022 (arXiv
+                                     2205.05198) Section 4 count it: 2-byte activations (bf16),
+                                     1-byte dropout masks, LayerNorm statistics left out */
+    REMAT_FRAMEWORK_PYTORCH = 2   /* what autograd saves for a plain PyTorch GPT-2 block
+                                     (nn.Linear, F.layer_norm, explicit softmax attention,
+                                     F.gelu(approximate='tanh'), nn.Dropout as run on a GPU) */
+} remat_framework;
+
+/* A config describes the whole model (REMAT_STAGE_WHOLE) or the first of
+ * several pipeline stages (REMAT_STAGE_FIRST: its blocks only; the LM head
+ * lives on the last stage, so the head's tensors have no bytes). */
+enum { REMAT_STAGE_WHOLE = 0, REMAT_STAGE_FIRST = 1 };
+
 typedef struct remat_config {
     int n_layer;      /* L  >= 1 */
     int n_embd;       /* C  >= 1, divisible by n_head */
@@ -92,16 +111,27 @@ typedef struct remat_config {
                          activations and of the GEMM operands (the tensor table says
                          which tensors stay fp32); weights, gradients and AdamW state
                          are fp32 in both */
+    remat_framework framework; /* the tensor table (default REMAT_FRAMEWORK_REMAT) */
+    int tp;           /* tensor-parallel size T (framework tables only; 0 and 1 both mean none):
+                         the tensors Megatron shards across T GPUs are divided by T; heads
+                         must be divisible by T */
+    int sp;           /* 1: sequence parallelism (framework tables): the LayerNorm and
+                         dropout regions are divided by T too; seq must be divisible by T */
+    int stage;        /* REMAT_STAGE_WHOLE (default) or REMAT_STAGE_FIRST (framework tables) */
 } remat_config;
 
 enum { REMAT_ATTENTION_NAIVE = 0, REMAT_ATTENTION_FLASH = 1 };
 
+/* The tensor-parallel size of a config: tp, or 1 when tp is 0. */
+static inline int remat_config_tp(const remat_config *cfg) { return cfg->tp > 1 ? cfg->tp : 1; }
 /* Fills a small default (4 layers, 128 wide, 4 heads, V 256, T 64, B 16). */
 void remat_config_default(remat_config *cfg);
 /* Checks every field and that all sizes fit in 64 bits.  On failure writes a
  * message that says what to change. */
 remat_status remat_config_check(const remat_config *cfg);
-/* V rounded up to a multiple of 64. */
+/* The vocabulary as the framework pads it: remat to a multiple of 64
+ * (llm.c), Megatron to a multiple of 128 T (--make-vocab-size-divisible-by
+ * 128, times the tensor-parallel size), PyTorch not at all. */
 int remat_config_padded_vocab(const remat_config *cfg);
 /* Number of parameters (with the padded vocabulary). */
 uint64_t remat_config_num_params(const remat_config *cfg);
@@ -123,13 +153,18 @@ typedef struct remat_tensor_info {
     int per_layer;         /* 1 for block tensors, 0 for global ones */
     int is_grad;           /* 1 for activation-gradient buffers */
     uint64_t bytes;        /* size for the given config (one layer's copy) */
+    int transient;         /* 1: the framework does not keep it for the backward unless a
+                              save: list names it (framework tables) */
 } remat_tensor_info;
 
+/* remat's own table: the number of tensors, and the id of a name (or -1). */
 int remat_tensor_count(void);
-/* Info for tensor id in [0, remat_tensor_count()). */
-remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out);
-/* Id of a tensor name, or -1. */
 int remat_tensor_find(const char *name);
+/* The same for the table cfg->framework selects. */
+int remat_config_tensor_count(const remat_config *cfg);
+int remat_config_tensor_find(const remat_config *cfg, const char *name);
+/* Info for tensor id in [0, remat_config_tensor_count(cfg)). */
+remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out);
 
 /* ---- schedules ------------------------------------------------------------
  * Policy grammar (terms separated by ','):
@@ -204,7 +239,7 @@ size_t remat_schedule_length(const remat_schedule *s);
 /* Instruction i with the simulator's figures for it: O(1). */
 remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr_info *out);
 /* Live activation bytes after instruction i, split by tensor: bytes[id] for
- * every id in [0, remat_tensor_count()) (all layers of a tensor summed).
+ * every id in [0, remat_config_tensor_count(cfg)) (all layers of a tensor summed).
  * Walks the schedule up to i; to see every instruction, use
  * remat_schedule_walk_live, which walks it once. */
 remat_status remat_schedule_live_by_tensor(const remat_schedule *s, size_t i, uint64_t *bytes);
@@ -495,7 +530,9 @@ remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, in
  *   112  u64 tokens[train, val], u64 position[train, val],
  *   144  u32 data kind (0 embedded task, 1 file), u32 data path bytes,
  *        u32 policy bytes, i32 attention, i32 lmhead_chunk, i32 dtype,
- *   168  u64 data hash (remat_data_hash), zeros to 256;
+ *   168  u64 data hash (remat_data_hash),
+ *   176  i32 framework, tp - 1, sp, stage (zeros for every config the engine
+ *        runs, as in older files), zeros to 256;
  *   256  data path, policy (no NULs), zero padding to a multiple of 8;
  *        params, AdamW m, AdamW v (nparams float32 each, llm.c's order);
  *   end  u64 checksum: the 64-bit hash of every byte before it.

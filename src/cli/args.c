@@ -152,6 +152,20 @@ int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
         else { cli_error("--dtype expects fp32 or bf16, got '%s'", v); return -1; }
         return 1;
     }
+    if (!strcmp(f, "--framework")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        if (!strcmp(v, "remat")) c->framework = REMAT_FRAMEWORK_REMAT;
+        else if (!strcmp(v, "megatron")) c->framework = REMAT_FRAMEWORK_MEGATRON;
+        else if (!strcmp(v, "pytorch")) c->framework = REMAT_FRAMEWORK_PYTORCH;
+        else { cli_error("--framework expects remat, megatron or pytorch, got '%s'", v); return -1; }
+        return 1;
+    }
+    if (!strcmp(f, "--tp")) {
+        if (!(v = cli_value(argc, argv, i)) || !cli_int(f, v, 1, 1024, &x)) return -1;
+        c->tp = (int)x;
+        return 1;
+    }
+    if (!strcmp(f, "--sp")) { c->sp = 1; return 1; }
     if (!strcmp(f, "--dropout")) {
         if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, 0.0, 0.999, &d)) return -1;
         c->dropout = (float)d;
@@ -168,6 +182,9 @@ void cli_config_print(FILE *f, const remat_config *c)
     if (c->attention == REMAT_ATTENTION_FLASH) fprintf(f, ", flash attention");
     if (c->lmhead_chunk > 0) fprintf(f, ", lm head chunked by %d rows", c->lmhead_chunk);
     if (c->dtype == REMAT_DTYPE_BF16) fprintf(f, ", bf16 mixed precision");
+    if (c->framework != REMAT_FRAMEWORK_REMAT)
+        fprintf(f, " | %s table, tp %d%s%s", c->framework == REMAT_FRAMEWORK_MEGATRON ? "megatron" : "pytorch", c->tp,
+                c->sp ? ", sequence parallel" : "", c->stage == REMAT_STAGE_FIRST ? ", first pipeline stage" : "");
     fputc('\n', f);
 }
 

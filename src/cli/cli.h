@@ -25,7 +25,8 @@ int cli_bytes(const char *flag, const char *s, uint64_t *out);
 
 /* Flags shared by subcommands that take a model config:
  *   --layers --dim --heads --vocab --seq --max-seq --batch --dropout
- *   --attention naive|flash   --lmhead full|chunked[:ROWS]
+ *   --attention naive|flash   --lmhead full|chunked[:ROWS]   --dtype fp32|bf16
+ *   --framework remat|megatron|pytorch   --tp T   --sp
  * Returns 1 if argv[*i] was one of them (consuming its value), 0 if not,
  * -1 on a bad value (already reported). */
 int cli_config_flag(remat_config *c, int argc, char **argv, int *i);

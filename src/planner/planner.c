@@ -55,7 +55,8 @@
 
 /* the block output's bit, and every other per-block tensor, in planner p's table */
 #define RES3_BIT(p) remat_out_bit((p)->tb)
-#define DROPPABLE_ALL(p) (remat_keep_all((p)->tb) & ~RES3_BIT(p))
+/* what a keep-set may drop: what the framework saves, but the block output */
+#define DROPPABLE_ALL(p) (remat_keep_default((p)->tb) & ~RES3_BIT(p))
 #define TIME_EPS 1e-12
 
 typedef struct keepc {
@@ -652,6 +653,9 @@ remat_status remat_planner_create(const remat_config *cfg, const remat_profile *
     p->cfg = *cfg;
     p->tb = remat_table_of(cfg);
     droppable &= DROPPABLE_ALL(p);
+    for (int t = 0; t < p->tb->nblock; t++)     /* empty under cfg (dropout masks without dropout): always kept */
+        if (!remat_tensor_bytes(cfg, t)) droppable &= ~(1u << t);
+    int ndrop = __builtin_popcount(droppable);
     p->L = cfg->n_layer;
     p->x = remat_tensor_bytes(cfg, p->tb->nblock - 1);
     p->d = remat_tensor_bytes(cfg, p->tb->d_res);
@@ -662,7 +666,7 @@ remat_status remat_planner_create(const remat_config *cfg, const remat_profile *
     p->mf = remat_calloc((size_t)p->L + 1, sizeof(uint64_t));
     p->mvb = remat_calloc((size_t)p->L + 1, sizeof(int32_t));
     p->mvf = remat_calloc((size_t)p->L + 1, sizeof(int32_t));
-    all = remat_malloc(sizeof(keepc) * ((size_t)1 << (p->tb->nblock - 1)));
+    all = remat_malloc(sizeof(keepc) * ((size_t)1 << ndrop));
     if (!p->mb || !p->mf || !p->mvb || !p->mvf || !all) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning"); goto out; }
 
     /* the block, head and leaf constants come with "keep only res3"; then

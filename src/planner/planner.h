@@ -21,9 +21,9 @@ struct remat_profile {
     double gflops;            /* model: GEMM throughput */
     double other_gflops;      /* model: throughput of the non-GEMM loops */
     double gbps;              /* model: memory bandwidth, GB/s */
-    double fwd_ms[RT_COUNT];  /* forward op of each activation tensor, inputs cold */
-    double bwd_ms[RT_COUNT];  /* its backward op (0 where none), inputs cold */
-    double fwd_hot_ms[RT_COUNT], bwd_hot_ms[RT_COUNT];   /* the same, inputs in cache */
+    double fwd_ms[RT_MAXT];   /* forward op of each activation tensor, inputs cold */
+    double bwd_ms[RT_MAXT];   /* its backward op (0 where none), inputs cold */
+    double fwd_hot_ms[RT_MAXT], bwd_hot_ms[RT_MAXT];     /* the same, inputs in cache */
     uint64_t cache_bytes;     /* last-level cache: what counts as "just produced" */
     double update_ms;         /* zero grads + global norm + AdamW, per step */
     char desc[256];
