@@ -258,6 +258,18 @@ remat_status remat_schedule_simulate(const remat_schedule *s, remat_sim *out);
  * On failure the message names the instruction. */
 remat_status remat_schedule_validate(const remat_schedule *s);
 
+/* What a schedule does with each layer, for people: layer l's per-block
+ * tensors (bit = tensor id, remat_tensor_get) held for the backward when the
+ * block forward sweep ends -- its own output counts, its input is the layer
+ * before's -- and those recomputed during the backward. */
+typedef struct remat_layer_info {
+    uint32_t kept;
+    uint32_t recomputed;
+    uint64_t kept_bytes;
+} remat_layer_info;
+/* out: the config's n_layer entries. */
+remat_status remat_schedule_layers(const remat_schedule *s, remat_layer_info *out);
+
 /* For tests of the validator: build a schedule from raw instructions.
  * kinds/layers/tensor ids are parallel arrays of length n.  The schedule is
  * validated: an invalid one gives REMAT_ERR_SCHEDULE with the validator's
@@ -511,6 +523,144 @@ enum { REMAT_PLAN_SEQ = 0, REMAT_PLAN_BATCH = 1 };
  * does not fit. */
 remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, int dim, uint64_t budget,
                                  int activations_only, int *best, remat_plan_row *out);
+
+/* ---- cluster planning: Megatron-LM and PyTorch runs on GPUs -------------------
+ * The same simulator and planner, run on a framework's tensor table
+ * (cfg->framework MEGATRON or PYTORCH), with tensor and sequence parallelism
+ * in the config (cfg->tp, cfg->sp), cfg->batch the micro-batch, and pipeline
+ * and data parallelism, precision, batch and device here.  Nothing runs:
+ * every figure is per GPU and predicted.
+ *
+ * Memory (Korthikanti et al. 2022, arXiv 2205.05198, Sections 4.2-4.3; the
+ * byte counts of Megatron-LM's theoretical_memory_usage.py):
+ *   - the unit simulated is one model chunk of L/(P V) layers for one
+ *     micro-batch: a first pipeline stage (REMAT_STAGE_FIRST, no LM head)
+ *     when P > 1, the whole model when P = 1; a chunk that sends its output
+ *     on does not keep it;
+ *   - 1F1B keeps P micro-batches in flight on the first stage (fewer when
+ *     there are fewer micro-batches), the interleaved schedule P V + P - 1
+ *     chunk micro-batches, that is L (1 + (P-1)/(P V)) layers' worth;
+ *     activations peak at (in flight - 1) x stored + the chunk's own peak;
+ *   - weights, gradients and optimizer state per GPU: bf16 18 bytes per
+ *     parameter (2 + 4 fp32 gradient + 12 fp32 main weights and moments),
+ *     6 + 12/D with the distributed optimizer; fp32 16 and 8 + 8/D; the
+ *     first stage holds (its transformer parameters + V h) / T parameters.
+ * Time per iteration: each op's matrix-product FLOPs at the device's dense
+ * bf16 FLOP/s times an efficiency (default calibrated to Table 5 of the
+ * paper), its other bytes at the HBM bandwidth; Megatron's tensor-parallel
+ * collectives (per layer 2 all-reduces forward and 2 backward, or their
+ * all-gather/reduce-scatter halves under sequence parallelism) at the link
+ * bandwidth; the pipeline bubble (P-1)/(m V) for m micro-batches per
+ * replica; the data-parallel gradient reduction at the network bandwidth;
+ * the optimizer step at the HBM bandwidth.  Nothing overlaps. */
+typedef struct remat_device {
+    const char *name;      /* e.g. "h100-80gb" */
+    uint64_t mem_bytes;    /* memory of one GPU */
+    double flops;          /* dense bf16 tensor-core FLOP/s */
+    double hbm_bps;        /* memory bandwidth, bytes/s */
+    double link_bps;       /* intra-node link (NVLink), per GPU and direction, bytes/s */
+    double net_bps;        /* inter-node network per GPU, bytes/s (data-parallel reduction) */
+    const char *source;    /* where the figures come from */
+} remat_device;
+
+/* The presets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, ...): i in
+ * [0, remat_device_count()); find returns NULL for an unknown name. */
+int remat_device_count(void);
+const remat_device *remat_device_get(int i);
+const remat_device *remat_device_find(const char *name);
+
+/* Model presets: the four models of Korthikanti's Table 3 (22b, 175b, 530b,
+ * 1t: s 2048, V 51200) and the GPT-2 sizes (gpt2, gpt2-medium, gpt2-large,
+ * gpt2-xl: s 1024, V 50257). */
+typedef struct remat_model_preset {
+    const char *name;
+    int n_layer, n_embd, n_head, vocab, seq;
+    const char *source;
+} remat_model_preset;
+int remat_model_preset_count(void);
+const remat_model_preset *remat_model_preset_get(int i);
+const remat_model_preset *remat_model_preset_find(const char *name);
+
+typedef struct remat_cluster {
+    int pp;                /* pipeline stages P >= 1; L divisible by P V */
+    int vpp;               /* model chunks per stage V >= 1 (> 1: interleaved 1F1B, needs P > 1
+                              and the micro-batches per replica a multiple of P) */
+    int dp;                /* data-parallel replicas D >= 1 */
+    int dist_optim;        /* 1: Megatron's distributed optimizer (state sharded over D) */
+    int global_batch;      /* G sequences per iteration, a multiple of micro-batch x D;
+                              0: micro-batch x D */
+    remat_device dev;      /* the GPU */
+    double efficiency;     /* share of dev.flops the matrix products reach; 0: the default,
+                              calibrated to Table 5 (REMAT_CLUSTER_EFFICIENCY) */
+    double reserve;        /* share of dev.mem_bytes kept back for the allocator, workspace
+                              and communication buffers, in [0, 1) */
+} remat_cluster;
+
+/* The default efficiency: the one value that fits the four "present work"
+ * iteration times of Korthikanti's Table 5 best (least squares of the
+ * relative error; tests/test_frameworks.c recomputes the fit; README). */
+#define REMAT_CLUSTER_EFFICIENCY 0.695
+
+/* P = V = D = 1, a100-80gb, reserve 0.05. */
+void remat_cluster_default(remat_cluster *cl);
+/* Checks cl against cfg (a framework table): sizes, divisibility, the
+ * device's figures.  REMAT_ERR_INVALID with a message that says what to change. */
+remat_status remat_cluster_check(const remat_config *cfg, const remat_cluster *cl);
+
+typedef struct remat_cluster_memory {
+    uint64_t params;                  /* parameters on the first stage's GPU */
+    uint64_t params_bytes, grads_bytes, optim_bytes;   /* per GPU */
+} remat_cluster_memory;
+remat_status remat_cluster_memory_of(const remat_config *cfg, const remat_cluster *cl, remat_cluster_memory *out);
+/* Model FLOPs per iteration (Appendix A): 72 G L s h^2 (1 + s/(6h) + V/(12 h L)). */
+double remat_cluster_model_flops(const remat_config *cfg, const remat_cluster *cl);
+
+typedef struct remat_cluster_row {
+    char *policy;               /* the remat policy of one model chunk (owned) */
+    uint64_t layer_stored_bytes;/* kept per layer for one micro-batch between its forward and its
+                                   backward (the chunk's average) */
+    uint64_t stored_bytes;      /* per GPU, all in-flight micro-batches: what is held for the
+                                   backward when the forward ends (pytorch: what autograd's
+                                   saved-tensor hooks see, the loss's included) */
+    uint64_t peak_bytes;        /* activation peak per GPU, all in-flight micro-batches */
+    uint64_t total_bytes;       /* peak + parameters + gradients + optimizer state */
+    double hardware_flops;      /* per iteration, all GPUs: what runs, recomputation included */
+    double step_ms_pred;        /* predicted iteration time */
+    int fits;                   /* total_bytes <= device memory x (1 - reserve) */
+    char *megatron_flags;       /* the Megatron-LM flags that run it ("" none needed), or NULL (owned) */
+    const char *torchtitan;     /* torchtitan's activation_checkpoint choice ("none", "full",
+                                   "selective"), or NULL */
+} remat_cluster_row;
+void remat_cluster_row_clear(remat_cluster_row *r);
+
+/* Predicts one policy (applied to every model chunk) with remat's
+ * recomputation: only what the backward needs is recomputed. */
+remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster *cl, const char *policy,
+                                    remat_cluster_row *out);
+
+typedef struct remat_cluster_answer {
+    remat_cluster_row optimal;        /* the fastest plan that fits (policy NULL: none fits) */
+    remat_cluster_row best_megatron;  /* the fastest that Megatron-LM's flags express */
+    remat_cluster_row best_torchtitan;/* the fastest torchtitan's activation_checkpoint expresses */
+    remat_cluster_row *rows;          /* every framework option evaluated */
+    size_t nrows;
+} remat_cluster_answer;
+/* The three answers.  Framework options are priced as the framework runs
+ * them: a checkpointed region is re-run whole (Megatron's CheckpointFunction,
+ * torch.utils.checkpoint), not just what the backward needs. */
+remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl, remat_cluster_answer *out);
+void remat_cluster_answer_clear(remat_cluster_answer *a);
+
+enum { REMAT_CLUSTER_MICROBATCH = 0, REMAT_CLUSTER_SEQ = 1 };
+enum { REMAT_CLUSTER_OPTIMAL = 0, REMAT_CLUSTER_MEGATRON = 1, REMAT_CLUSTER_TORCHTITAN = 2 };
+/* The largest micro-batch (the micro-batches per replica fixed: G grows
+ * with it) or seq (max_seq follows; a multiple of T under sequence
+ * parallelism) at which the answer `which` exists (a plan that fits; for
+ * MEGATRON and TORCHTITAN one that framework expresses).  *best is 0 when
+ * nothing fits even at the smallest size.  out (may be NULL) gets the whole
+ * answer at *best. */
+remat_status remat_cluster_maximize(const remat_config *cfg, const remat_cluster *cl, int dim, int which, int *best,
+                                    remat_cluster_answer *out);
 
 /* ---- checkpoints and weights (reliability) -------------------------------- */
 /* Training checkpoints: everything a run needs to continue bit for bit --

@@ -166,6 +166,20 @@ int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
         return 1;
     }
     if (!strcmp(f, "--sp")) { c->sp = 1; return 1; }
+    if (!strcmp(f, "--model")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        const remat_model_preset *p = remat_model_preset_find(v);
+        if (!p) {
+            char list[256];
+            size_t k = 0;
+            for (int j = 0; j < remat_model_preset_count() && k < sizeof list; j++)
+                k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", j ? ", " : "", remat_model_preset_get(j)->name);
+            cli_error("--model expects one of %s, got '%s'", list, v);
+            return -1;
+        }
+        c->n_layer = p->n_layer; c->n_embd = p->n_embd; c->n_head = p->n_head; c->vocab = p->vocab; c->seq = p->seq;
+        return 1;
+    }
     if (!strcmp(f, "--dropout")) {
         if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, 0.0, 0.999, &d)) return -1;
         c->dropout = (float)d;

@@ -236,6 +236,8 @@ static int do_maximize(const remat_config *c, int dim, uint64_t budget, int act,
 
 int cmd_plan(int argc, char **argv)
 {
+    for (int i = 1; i + 1 < argc; i++)     /* a framework's table: planning for a GPU cluster */
+        if (!strcmp(argv[i], "--framework") && strcmp(argv[i + 1], "remat")) return cli_plan_framework(argc, argv);
     remat_config c;
     remat_config_default(&c);
     c.max_seq = 0;

@@ -65,7 +65,13 @@ enum {
     RT_F_TRANSIENT = 128, /* the framework does not save it for the backward (freed after
                              its last forward reader): policies keep it only when a save:
                              list names it */
-    RT_F_HEAD = 256       /* the LM head's: no bytes on a first pipeline stage */
+    RT_F_HEAD = 256,      /* the LM head's: no bytes on a first pipeline stage */
+    /* Megatron's tensor-parallel linear layers (Section 4.2.2), for the cost
+     * model's collectives: */
+    RT_F_COL = 512,       /* column-parallel: its input is all-gathered (SP) in the forward, its
+                             input gradient all-reduced (or reduce-scattered, SP) in the backward */
+    RT_F_ROW = 1024       /* row-parallel: its output all-reduced (or reduce-scattered, SP) in the
+                             forward, the output gradient all-gathered (SP) in the backward */
 };
 
 /* tensor classes */
