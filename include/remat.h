@@ -822,6 +822,12 @@ uint64_t remat_hash_bytes(const void *p, size_t n);
  * path as it was and no temporary file behind. */
 remat_status remat_write_file_atomic(const char *path, const void *data, size_t len);
 
+/* The memory this process may still use: /proc/meminfo's MemAvailable, or
+ * when lower its cgroup's limit less the cgroup's usage (v2 memory.max and
+ * memory.current, or v1's equivalents).  *source (may be NULL) names which.
+ * REMAT_ERR_IO when neither can be read. */
+remat_status remat_memory_available(uint64_t *bytes, const char **source);
+
 /* The machine's yardstick: GFLOP/s of a square n x n x n SGEMM through the
  * BLAS remat uses, with the current thread count; the best of `reps` timed
  * calls after one untimed call.  Returns 0 on failure (n outside [1, 16384],

@@ -235,3 +235,21 @@ double cli_median(const double *x, int n)
     free(c);
     return m;
 }
+
+int cli_available_memory(uint64_t *bytes, const char **source)
+{
+    const char *env = getenv("REMAT_MEM_AVAILABLE");
+    if (env && *env) {
+        if (!cli_bytes("REMAT_MEM_AVAILABLE", env, bytes)) return 0;
+        if (source) *source = "REMAT_MEM_AVAILABLE";
+        return 1;
+    }
+    if (remat_memory_available(bytes, source)) { cli_error("%s", remat_errmsg()); return 0; }
+    return 1;
+}
+
+int cli_budget(const char *flag, const char *s, uint64_t *out)
+{
+    if (!strcmp(s, "auto")) return cli_available_memory(out, NULL);
+    return cli_bytes(flag, s, out);
+}

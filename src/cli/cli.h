@@ -22,6 +22,12 @@ int cli_float(const char *flag, const char *s, double lo, double hi, double *out
 int cli_u64(const char *flag, const char *s, uint64_t *out);
 /* Byte sizes with units: B KiB MiB GiB TiB KB MB GB TB (e.g. "2GiB", "512MB"). */
 int cli_bytes(const char *flag, const char *s, uint64_t *out);
+/* The memory this process may use (remat_memory_available; the environment
+ * variable REMAT_MEM_AVAILABLE=SIZE stands in for it, for tests); 0 on error
+ * (reported). */
+int cli_available_memory(uint64_t *bytes, const char **source);
+/* A --budget value: a size, or "auto" for cli_available_memory. */
+int cli_budget(const char *flag, const char *s, uint64_t *out);
 
 /* Flags shared by subcommands that take a model config:
  *   --layers --dim --heads --vocab --seq --max-seq --batch --dropout

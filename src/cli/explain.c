@@ -38,14 +38,15 @@ static uint32_t block_tensors(const remat_config *c, uint32_t *saved, uint32_t *
 }
 
 /* one line for a layer range */
-static void describe(FILE *f, const remat_config *c, int a, int b, const remat_layer_info *li)
+static void describe(FILE *f, const remat_config *c, int a, int b, int step, const remat_layer_info *li)
 {
     uint32_t saved, outb, all = block_tensors(c, &saved, &outb);
     uint32_t kept = li->kept & ~outb & saved, inner = saved & ~outb;
     uint32_t keptx = li->kept & ~saved & ~outb;      /* transient tensors a save: list keeps */
     char buf[512], what[700];
+    int own = (li->kept & outb) != 0;
     if (kept == inner) snprintf(what, sizeof what, "keep all");
-    else if (!kept) snprintf(what, sizeof what, "keep none");
+    else if (!kept && !keptx) snprintf(what, sizeof what, own ? "keep only its output" : "keep nothing");
     else if (__builtin_popcount(inner & ~kept) <= __builtin_popcount(kept)) {
         names(c, inner & ~kept, buf, sizeof buf);
         snprintf(what, sizeof what, "keep all but %s", buf);
@@ -58,7 +59,7 @@ static void describe(FILE *f, const remat_config *c, int a, int b, const remat_l
         names(c, keptx, buf, sizeof buf);
         k += (size_t)snprintf(what + k, sizeof what - k, " (and %s)", buf);
     }
-    if (!(li->kept & outb)) k += (size_t)snprintf(what + k, sizeof what - k, ", not even the output");
+    if (!own && (kept || keptx)) k += (size_t)snprintf(what + k, sizeof what - k, ", not its output");
     uint32_t rec = li->recomputed & all;
     if (inner && (rec & inner) == inner)
         snprintf(what + k, sizeof what - k, "; recompute the whole layer in the backward");
@@ -69,6 +70,7 @@ static void describe(FILE *f, const remat_config *c, int a, int b, const remat_l
     char kb[32];
     if (a == b) fprintf(f, "  layer  %d", a);
     else fprintf(f, "  layers %d-%d", a, b);
+    if (step > 1) fprintf(f, " (and every %d after)", step);
     fprintf(f, ": %s (%s kept per layer)\n", what, cli_fmt_bytes(li->kept_bytes, kb, sizeof kb));
 }
 
@@ -83,12 +85,24 @@ int cli_explain(FILE *f, const remat_config *c, const char *policy)
         free(li);
         return cli_error("out of memory");
     }
-    int a = 0;
-    for (int l = 1; l <= c->n_layer; l++)
-        if (l == c->n_layer || li[l].kept != li[a].kept || li[l].recomputed != li[a].recomputed) {
-            describe(f, c, a, l - 1, &li[a]);
+    int L = c->n_layer, a = 0, p = 1, nr = 1;
+#define SAME(i, j) (li[i].kept == li[j].kept && li[i].recomputed == li[j].recomputed)
+    for (int l = 1; l < L; l++) nr += !SAME(l, l - 1);
+    /* many ranges: the plan may repeat a pattern of p layers (every:K, revolve) */
+    if (nr > 8)
+        for (int q = 2; q <= 16 && q < L && p == 1; q++) {
+            int rep = 1;
+            for (int l = q; l < L && rep; l++) rep = SAME(l, l - q);
+            if (rep) p = q;
+        }
+    if (p > 1) fprintf(f, "  a pattern of %d layers, repeated:\n", p);
+    int end = p > 1 ? p : L;
+    for (int l = 1; l <= end; l++)
+        if (l == end || !SAME(l, a)) {
+            describe(f, c, a, l - 1, p, &li[a]);
             a = l;
         }
+#undef SAME
     remat_schedule_free(s);
     free(li);
     return 0;

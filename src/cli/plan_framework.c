@@ -33,7 +33,7 @@ static void help(void)
 "  --pp P, --interleave V pipeline stages; model chunks per stage (interleaved 1F1B)\n"
 "  --dp D                 data-parallel replicas; --distributed-optimizer shards the\n"
 "                         optimizer state over them\n"
-"  --micro-batch b        sequences per micro-batch (same as --batch)\n"
+"  --micro-batch b        sequences per micro-batch (same as --batch; default 1)\n"
 "  --global-batch G       sequences per iteration (default b x D)\n"
 "  --device NAME          a100-40gb a100-80gb h100-80gb h200-141gb (default a100-80gb)\n"
 "  --device-mem SIZE      override the device's memory\n"
@@ -128,7 +128,7 @@ int cli_plan_framework(int argc, char **argv)
     remat_config_default(&c);
     remat_cluster_default(&cl);
     c.max_seq = 0;
-    int json = 0, explain = 0, maximize = -1, dtype_set = 0, dropout_set = 0, ngiven = 0;
+    int json = 0, explain = 0, maximize = -1, dtype_set = 0, dropout_set = 0, batch_set = 0, ngiven = 0;
     const char *given[MAX_GIVEN], *v;
     long x;
     double d;
@@ -139,6 +139,7 @@ int cli_plan_framework(int argc, char **argv)
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
         if (!strcmp(f, "--dtype")) dtype_set = 1;
         if (!strcmp(f, "--dropout")) dropout_set = 1;
+        if (!strcmp(f, "--batch") || !strcmp(f, "--micro-batch")) batch_set = 1;
         if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
         if (r) continue;
         if (!strcmp(f, "--micro-batch")) {     /* Megatron's name for --batch */
@@ -191,6 +192,7 @@ int cli_plan_framework(int argc, char **argv)
     if (mem) cl.dev.mem_bytes = mem;
     if (!dtype_set) c.dtype = c.framework == REMAT_FRAMEWORK_MEGATRON ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32;
     if (!dropout_set && c.framework == REMAT_FRAMEWORK_MEGATRON) c.dropout = 0.1f;
+    if (!batch_set) c.batch = 1;
     cli_config_default_max_seq(&c);
     if (remat_cluster_check(&c, &cl)) return cli_error("%s", remat_errmsg()) + 1;
 

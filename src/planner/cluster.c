@@ -618,20 +618,46 @@ static void set_dim(remat_config *c, remat_cluster *cl, const remat_config *base
     }
 }
 
-/* does answer `which` exist at this size?  *ok 1 or 0 */
+/* Does answer `which` exist at this size?  *ok 1 or 0.  The framework's
+ * options are tried (with its recomputation, or for the optimum with
+ * remat's), stopping at the first that fits; for the optimum, then the
+ * plan of the smallest peak.  With keep, the whole answer goes there. */
 static remat_status exists_at(const remat_config *c, const remat_cluster *cl, int which, int *ok,
                               remat_cluster_answer *keep)
 {
-    remat_cluster_answer a;
+    ctx x;
+    cand *cs = NULL;
+    size_t nc = 0;
+    remat_status st;
     *ok = 0;
     if (remat_cluster_check(c, cl)) return REMAT_OK;     /* sizes out of range: does not fit */
-    remat_status st = remat_cluster_plan(c, cl, &a);
-    if (st) return st;
-    const remat_cluster_row *r = which == REMAT_CLUSTER_MEGATRON ? &a.best_megatron
-                               : which == REMAT_CLUSTER_TORCHTITAN ? &a.best_torchtitan : &a.optimal;
-    *ok = r->policy != NULL;
-    if (keep) { remat_cluster_answer_clear(keep); *keep = a; }
-    else remat_cluster_answer_clear(&a);
+    if (keep) {
+        remat_cluster_answer a;
+        if ((st = remat_cluster_plan(c, cl, &a))) return st;
+        const remat_cluster_row *r = which == REMAT_CLUSTER_MEGATRON ? &a.best_megatron
+                                   : which == REMAT_CLUSTER_TORCHTITAN ? &a.best_torchtitan : &a.optimal;
+        *ok = r->policy != NULL;
+        remat_cluster_answer_clear(keep);
+        *keep = a;
+        return REMAT_OK;
+    }
+    if ((st = ctx_init(&x, c, cl)) || (st = framework_options(&x, &cs, &nc))) return st;
+    rerun none = { 0, 0 };
+    for (size_t i = 0; i < nc && !*ok && !st; i++) {
+        if ((which == REMAT_CLUSTER_MEGATRON && !cs[i].has_megatron) ||
+            (which == REMAT_CLUSTER_TORCHTITAN && !cs[i].torchtitan)) continue;
+        remat_cluster_row r;
+        if ((st = eval_row(&x, cs[i].policy, which == REMAT_CLUSTER_OPTIMAL ? none : cs[i].rr, &r))) break;
+        *ok = r.fits;
+        remat_cluster_row_clear(&r);
+    }
+    free(cs);
+    if (st || *ok || which != REMAT_CLUSTER_OPTIMAL) return st;
+    remat_cluster_row best;
+    memset(&best, 0, sizeof best);
+    if ((st = best_plan(&x, &best))) return st;
+    *ok = best.policy != NULL;
+    remat_cluster_row_clear(&best);
     return REMAT_OK;
 }
 
