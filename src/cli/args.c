@@ -171,10 +171,7 @@ int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
         const remat_model_preset *p = remat_model_preset_find(v);
         if (!p) {
             char list[256];
-            size_t k = 0;
-            for (int j = 0; j < remat_model_preset_count() && k < sizeof list; j++)
-                k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", j ? ", " : "", remat_model_preset_get(j)->name);
-            cli_error("--model expects one of %s, got '%s'", list, v);
+            cli_error("--model expects one of %s, got '%s'", cli_preset_names(0, list, sizeof list), v);
             return -1;
         }
         c->n_layer = p->n_layer; c->n_embd = p->n_embd; c->n_head = p->n_head; c->vocab = p->vocab; c->seq = p->seq;
@@ -252,4 +249,15 @@ int cli_budget(const char *flag, const char *s, uint64_t *out)
 {
     if (!strcmp(s, "auto")) return cli_available_memory(out, NULL);
     return cli_bytes(flag, s, out);
+}
+
+const char *cli_preset_names(int devices, char *buf, size_t n)
+{
+    size_t k = 0;
+    int count = devices ? remat_device_count() : remat_model_preset_count();
+    buf[0] = 0;
+    for (int j = 0; j < count && k < n; j++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", j ? ", " : "",
+                              devices ? remat_device_get(j)->name : remat_model_preset_get(j)->name);
+    return buf;
 }

@@ -26,6 +26,8 @@ int cli_bytes(const char *flag, const char *s, uint64_t *out);
  * variable REMAT_MEM_AVAILABLE=SIZE stands in for it, for tests); 0 on error
  * (reported). */
 int cli_available_memory(uint64_t *bytes, const char **source);
+/* "a, b, c": the names of the device presets (devices 1) or model presets (0), into buf */
+const char *cli_preset_names(int devices, char *buf, size_t n);
 /* A --budget value: a size, or "auto" for cli_available_memory. */
 int cli_budget(const char *flag, const char *s, uint64_t *out);
 

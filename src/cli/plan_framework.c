@@ -158,10 +158,8 @@ int cli_plan_framework(int argc, char **argv)
             const remat_device *dv = remat_device_find(v);
             if (!dv) {
                 char list[256];
-                size_t k = 0;
-                for (int j = 0; j < remat_device_count() && k < sizeof list; j++)
-                    k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", j ? ", " : "", remat_device_get(j)->name);
-                cli_error("--device expects one of %s, got '%s' (or give --device-mem)", list, v);
+                cli_error("--device expects one of %s, got '%s' (or give --device-mem)",
+                          cli_preset_names(1, list, sizeof list), v);
                 return 2;
             }
             cl.dev = *dv;

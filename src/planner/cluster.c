@@ -661,6 +661,17 @@ static remat_status exists_at(const remat_config *c, const remat_cluster *cl, in
     return REMAT_OK;
 }
 
+typedef struct maxarg { const remat_config *cfg; const remat_cluster *cl; int dim, which, step; } maxarg;
+
+static remat_status exists_dim(void *arg, int v, int *ok)
+{
+    const maxarg *a = arg;
+    remat_config c;
+    remat_cluster k;
+    set_dim(&c, &k, a->cfg, a->cl, a->dim, v * a->step);
+    return exists_at(&c, &k, a->which, ok, NULL);
+}
+
 remat_status remat_cluster_maximize(const remat_config *cfg, const remat_cluster *cl, int dim, int which, int *best,
                                     remat_cluster_answer *out)
 {
@@ -682,22 +693,9 @@ remat_status remat_cluster_maximize(const remat_config *cfg, const remat_cluster
     set_dim(&c, &k, cfg, cl, dim, step);
     if ((st = exists_at(&c, &k, which, &ok, NULL))) return st;
     if (!ok) return REMAT_OK;
-    int lo = 1, hi = 2;     /* in steps: lo fits, hi does not */
-    while ((long)hi * step <= limit) {
-        set_dim(&c, &k, cfg, cl, dim, hi * step);
-        if ((st = exists_at(&c, &k, which, &ok, NULL))) return st;
-        if (!ok) break;
-        lo = hi;
-        hi *= 2;
-    }
-    if ((long)hi * step > limit) hi = limit / step + 1;
-    while (hi - lo > 1) {
-        int mid = lo + (hi - lo) / 2;
-        set_dim(&c, &k, cfg, cl, dim, mid * step);
-        if ((st = exists_at(&c, &k, which, &ok, NULL))) return st;
-        if (ok) lo = mid; else hi = mid;
-    }
-    *best = lo * step;
+    maxarg ma = { cfg, cl, dim, which, step };     /* searched in steps */
+    if ((st = remat_search_largest(limit / step, exists_dim, &ma, best))) return st;
+    *best *= step;
     if (out) {
         set_dim(&c, &k, cfg, cl, dim, *best);
         if ((st = exists_at(&c, &k, which, &ok, out))) return st;

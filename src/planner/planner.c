@@ -1152,6 +1152,26 @@ static remat_status fits_at(const remat_config *cfg, const char *policy, uint64_
     return REMAT_OK;
 }
 
+remat_status remat_search_largest(int limit, remat_fits_fn fits, void *arg, int *best)
+{
+    remat_status st;
+    int lo = 1, hi = 2, f;                   /* lo fits; find hi that does not */
+    while (hi <= limit) {
+        if ((st = fits(arg, hi, &f))) return st;
+        if (!f) break;
+        lo = hi;
+        hi *= 2;
+    }
+    if (hi > limit) hi = limit + 1;
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        if ((st = fits(arg, mid, &f))) return st;
+        if (f) lo = mid; else hi = mid;
+    }
+    *best = lo;
+    return REMAT_OK;
+}
+
 static void set_dim(remat_config *c, const remat_config *base, int dim, int v)
 {
     *c = *base;
@@ -1161,6 +1181,16 @@ static void set_dim(remat_config *c, const remat_config *base, int dim, int v)
     } else {
         c->batch = v;
     }
+}
+
+typedef struct maxarg { const remat_config *cfg; const char *policy; int dim, act; uint64_t budget; } maxarg;
+
+static remat_status fits_dim(void *arg, int v, int *ok)
+{
+    const maxarg *a = arg;
+    remat_config c;
+    set_dim(&c, a->cfg, a->dim, v);
+    return fits_at(&c, a->policy, a->budget, a->act, ok);
 }
 
 remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, int dim, uint64_t budget,
@@ -1196,24 +1226,10 @@ remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, in
         snprintf(m, sizeof m, "%s", remat_errmsg());
         return remat_fail(REMAT_ERR_BUDGET, "even %s=1 does not fit: %s", what, m);
     }
-    int lo = 1, hi = 2;                      /* lo fits; find hi that does not */
-    while (hi <= limit) {
-        set_dim(&c, cfg, dim, hi);
-        if ((st = fits_at(&c, policy, budget, activations_only, &f))) return st;
-        if (!f) break;
-        lo = hi;
-        hi *= 2;
-    }
-    if (hi > limit) hi = limit + 1;
-    while (hi - lo > 1) {
-        int mid = lo + (hi - lo) / 2;
-        set_dim(&c, cfg, dim, mid);
-        if ((st = fits_at(&c, policy, budget, activations_only, &f))) return st;
-        if (f) lo = mid; else hi = mid;
-    }
-    *best = lo;
+    maxarg ma = { cfg, policy, dim, activations_only, budget };
+    if ((st = remat_search_largest(limit, fits_dim, &ma, best))) return st;
     if (out) {
-        set_dim(&c, cfg, dim, lo);
+        set_dim(&c, cfg, dim, *best);
         st = policy ? remat_plan_evaluate(&c, NULL, policy, budget, activations_only, out)
                     : remat_plan_optimal(&c, NULL, budget, activations_only, out);
         if (st) return st;

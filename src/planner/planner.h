@@ -92,6 +92,11 @@ remat_status remat_planner_build_fronts_unit(remat_planner *p, uint64_t limit, u
  * must be the planner's (NULL: the default model). */
 remat_status remat_planner_predict(remat_planner *p, const remat_profile *prof, const char *plan, uint64_t *peak,
                                    double *ms);
+/* The largest v in [1, limit] for which fits(arg, v) says *ok (fits(1) is
+ * known to): doubling, then bisection.  The maximize searches use it. */
+typedef remat_status (*remat_fits_fn)(void *arg, int v, int *ok);
+remat_status remat_search_largest(int limit, remat_fits_fn fits, void *arg, int *best);
+
 /* Number of keep-sets left after Pareto pruning (for reports and tests). */
 int remat_planner_keepsets(const remat_planner *p);
 

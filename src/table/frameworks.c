@@ -74,17 +74,26 @@
 #define S_ATT SH(0, 0, 0, 0, 1, "(B,NH,T,T)")
 #define S_ST  SH(0, 0, 2, 0, 0, "(B,T,2)")
 
-/* ---- megatron ------------------------------------------------------------ */
+/* Both tables' ids: X_* with X = M (megatron) or P (pytorch), the same
+ * names in the same order; pytorch adds the LayerNorm statistics. */
+#define BLOCK_IDS(X) X##_QKV, X##_SCORES, X##_ATT, X##_ATT_MASK, X##_ATT_DROP, X##_ATTY, X##_PROJ, X##_PROJ_MASK, \
+                     X##_RES2
+#define GRAD_IDS(X) X##_D_RES, X##_D_BRANCH, X##_D_FCH, X##_D_LN2, X##_D_ATTY, X##_D_ATT, X##_D_QKV, X##_D_LN1, X##_D_LNF
 
 enum {
-    M_LN1 = 0, M_QKV, M_SCORES, M_ATT, M_ATT_MASK, M_ATT_DROP, M_ATTY, M_PROJ, M_PROJ_MASK, M_RES2,
-    M_LN2, M_FCH, M_FCH_GELU, M_MLP, M_MLP_MASK, M_RES3,
+    M_LN1 = 0, BLOCK_IDS(M), M_LN2, M_FCH, M_FCH_GELU, M_MLP, M_MLP_MASK, M_RES3,
     M_NBLOCK,
     M_EMB = M_NBLOCK, M_LNF, M_LOGITS, M_EMB_MASK,
-    M_D_RES, M_D_BRANCH, M_D_FCH, M_D_LN2, M_D_ATTY, M_D_ATT, M_D_QKV, M_D_LN1, M_D_LNF,
+    GRAD_IDS(M),
     M_COUNT
 };
-#define M_FIRST_GRAD M_D_RES
+enum {
+    P_LN1_STAT = 0, P_LN1, BLOCK_IDS(P), P_LN2_STAT, P_LN2, P_FCH, P_FCH_GELU, P_MLP, P_MLP_MASK, P_RES3,
+    P_NBLOCK,
+    P_EMB = P_NBLOCK, P_LNF_STAT, P_LNF, P_LOGP, P_TOKENS, P_TARGETS, P_POS, P_EMB_MASK,
+    GRAD_IDS(P), P_D_LOGITS,
+    P_COUNT
+};
 
 /* Gradient flow in a block's backward (order res3 .. ln1), with dropout:
  * d_res -> [res3] d_branch -> [mlp] d_fch -> [fch_gelu] -> [fch] d_ln2 ->
@@ -92,62 +101,99 @@ enum {
  * d_att, d_qkv (dV) -> [att_drop] -> [att] -> [scores] d_qkv (dQ, dK) ->
  * [qkv] d_ln1 -> [ln1] d_res +=.  Without dropout d_branch does not exist
  * and the row-parallel layers read d_res directly. */
+
+/* the attention and the MLP, the same in both tables (but the ids) */
+#define SHARED_BLOCK(X)                                                                                          \
+    [X##_QKV] = { "qkv", "QKV linear (column-parallel): q, k, v", RT_CLASS_BLOCK, RT_F_COL | RT_F_TP | RT_F_GEMM,  \
+                  S_3C, NOVAR, 3, 0, R(X##_LN1, N_, N_), R(X##_LN1, N_, N_), 1,                                \
+                  G(X##_D_QKV, N_), G(X##_D_LN1, N_), G(X##_D_QKV, N_), RT_P_ACT, 0, NOTEMP,                   \
+                  FL(6, 0, 0, 0), FL(12, 0, 0, 0) },                                                           \
+    [X##_SCORES] = { "scores", "q k^T / sqrt(hs), causal mask", RT_CLASS_BLOCK,                                \
+                     RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT | RT_F_SELECTIVE,                                    \
+                     S_ATT, NOVAR, 0, 0, R(X##_QKV, N_, N_), R(X##_QKV, N_, N_), 1,                            \
+                     G(X##_D_ATT, X##_D_QKV), NOG, G(X##_D_ATT, N_), RT_P_ACT, 0, NOTEMP,                      \
+                     FL(0, 0, 0, 2), FL(0, 0, 0, 4) },                                                         \
+    [X##_ATT] = { "att", "softmax", RT_CLASS_BLOCK, RT_F_TP | RT_F_SELECTIVE,                                  \
+                  S_ATT, NOVAR, 0, 0, R(X##_SCORES, N_, N_), R(X##_ATT, N_, N_), 1,                            \
+                  G(X##_D_ATT, N_), NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },                               \
+    [X##_ATT_MASK] = { "att_mask", "attention dropout mask", RT_CLASS_BLOCK,                                   \
+                       RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT,                                                \
+                       S_ATT, NOVAR, 0, 0, R(X##_ATT, N_, N_), NOR, 0,                                         \
+                       NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },                                      \
+    [X##_ATT_DROP] = { "att_drop", "attention dropout", RT_CLASS_BLOCK,                                        \
+                       RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT,                                                \
+                       S_ATT, NOVAR, 0, 0, R(X##_ATT, X##_ATT_MASK, N_), R(X##_ATT_MASK, N_, N_), 1,           \
+                       G(X##_D_ATT, N_), NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },                          \
+    [X##_ATTY] = { "atty", "attention over values, heads merged: the projection input", RT_CLASS_BLOCK,        \
+                   RT_F_TP | RT_F_GEMM,                                                                        \
+                   S_C, NOVAR, 0, 0, R(X##_ATT_DROP, X##_QKV, N_), R(X##_ATT_DROP, X##_QKV, N_), 1,            \
+                   G(X##_D_ATTY, N_), G(X##_D_ATT, X##_D_QKV), G(X##_D_ATTY, N_), RT_P_ACT, 0, NOTEMP,         \
+                   FL(0, 0, 0, 2), FL(0, 0, 0, 4) },                                                           \
+    [X##_PROJ] = { "proj", "projection linear (row-parallel)", RT_CLASS_BLOCK,                                 \
+                   RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT,                                            \
+                   S_C, NOVAR, 1, 0, R(X##_ATTY, N_, N_), R(X##_ATTY, N_, N_), 1,                              \
+                   G(X##_D_BRANCH, X##_D_RES), G(X##_D_ATTY, N_), G(X##_D_BRANCH, N_), RT_P_ACT, 0, NOTEMP,    \
+                   FL(2, 0, 0, 0), FL(4, 0, 0, 0) },                                                           \
+    [X##_PROJ_MASK] = { "proj_mask", "dropout mask (attention output)", RT_CLASS_BLOCK, RT_F_SP | RT_F_DROPOUT, \
+                        S_C, NOVAR, 0, 0, R(X##_PROJ, N_, N_), NOR, 0,                                         \
+                        NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },                                     \
+    [X##_RES2] = { "res2", "x + dropout(projection): LayerNorm 2's input", RT_CLASS_BLOCK, RT_F_SP,            \
+                   S_C, NOVAR, 0, 0, R(X##_PROJ, X##_PROJ_MASK, RT_X), R(X##_PROJ_MASK, N_, N_), 1,            \
+                   G(X##_D_RES, N_), G(X##_D_BRANCH, N_), NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },              \
+    [X##_FCH] = { "fch", "fc1 linear (column-parallel): the GELU input", RT_CLASS_BLOCK,                       \
+                  RT_F_COL | RT_F_TP | RT_F_GEMM,                                                              \
+                  S_4C, NOVAR, 4, 0, R(X##_LN2, N_, N_), R(X##_LN2, N_, N_), 1,                                \
+                  G(X##_D_FCH, N_), G(X##_D_LN2, N_), G(X##_D_FCH, N_), RT_P_ACT, 0, NOTEMP,                   \
+                  FL(8, 0, 0, 0), FL(16, 0, 0, 0) },                                                           \
+    [X##_FCH_GELU] = { "fch_gelu", "GELU (tanh): the fc2 input", RT_CLASS_BLOCK, RT_F_TP | RT_F_POINTWISE,      \
+                       S_4C, NOVAR, 0, 0, R(X##_FCH, N_, N_), R(X##_FCH, N_, N_), 1,                           \
+                       G(X##_D_FCH, N_), NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },                          \
+    [X##_MLP] = { "mlp", "fc2 linear (row-parallel)", RT_CLASS_BLOCK,                                          \
+                  RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT,                                             \
+                  S_C, NOVAR, 4, 0, R(X##_FCH_GELU, N_, N_), R(X##_FCH_GELU, N_, N_), 1,                       \
+                  G(X##_D_BRANCH, X##_D_RES), G(X##_D_FCH, N_), G(X##_D_BRANCH, N_), RT_P_ACT, 0, NOTEMP,      \
+                  FL(8, 0, 0, 0), FL(16, 0, 0, 0) },                                                           \
+    [X##_MLP_MASK] = { "mlp_mask", "dropout mask (MLP output)", RT_CLASS_BLOCK, RT_F_SP | RT_F_DROPOUT,         \
+                       S_C, NOVAR, 0, 0, R(X##_MLP, N_, N_), NOR, 0,                                           \
+                       NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },                                      \
+    [X##_RES3] = { "res3", "res2 + dropout(fc2): the block output", RT_CLASS_BLOCK, RT_F_SP,                   \
+                   S_C, NOVAR, 0, 0, R(X##_MLP, X##_MLP_MASK, X##_RES2), R(X##_MLP_MASK, N_, N_), 1,           \
+                   G(X##_D_RES, N_), G(X##_D_BRANCH, N_), NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },              \
+    [X##_EMB] = { "emb", "embedding + dropout", RT_CLASS_GLOBAL, RT_F_SP,                                      \
+                  S_C, NOVAR, 0, 0, NOR, NOR, 1, G(X##_D_RES, N_), NOG, G(X##_D_RES, N_), RT_P_ACT, 0, NOTEMP, \
+                  NOFL, NOFL },                                                                                \
+    [X##_EMB_MASK] = { "emb_mask", "embedding dropout mask (held all step)", RT_CLASS_GLOBAL,                  \
+                       RT_F_SP | RT_F_DROPOUT, S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_BYTE, 0,     \
+                       NOTEMP, NOFL, NOFL }
+
+/* one activation-gradient buffer: its shape and flags */
+#define GRAD(id, name, what, flags, shape) \
+    [id] = { name, what, RT_CLASS_GRAD, flags, shape, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL }
+#define SHARED_GRADS(X)                                                                                     \
+    GRAD(X##_D_RES, "d_res", "grad of residual stream", RT_F_SP | RT_F_ZERO, S_C),                          \
+    GRAD(X##_D_BRANCH, "d_branch", "grad of a dropped-out branch (p>0)", RT_F_SP | RT_F_DROPOUT, S_C),      \
+    GRAD(X##_D_FCH, "d_fch", "grad of fch_gelu, then fch", RT_F_TP, S_4C),                                  \
+    GRAD(X##_D_LN2, "d_ln2", "grad of ln2", RT_F_SP, S_C),                                                   \
+    GRAD(X##_D_ATTY, "d_atty", "grad of atty", RT_F_TP, S_C),                                               \
+    GRAD(X##_D_ATT, "d_att", "grad of the attention probabilities, then scores", RT_F_TP, S_ATT),           \
+    GRAD(X##_D_QKV, "d_qkv", "grad of qkv", RT_F_TP | RT_F_ZERO, S_3C),                                     \
+    GRAD(X##_D_LN1, "d_ln1", "grad of ln1", RT_F_SP, S_C),                                                   \
+    GRAD(X##_D_LNF, "d_lnf", "grad of lnf", RT_F_SP | RT_F_HEAD, S_C)
+
+/* a block's backward order, both tables */
+#define BWD_ORDER(X) { X##_RES3, X##_MLP, X##_FCH_GELU, X##_FCH, X##_LN2, X##_RES2, X##_PROJ, X##_ATTY,       \
+                       X##_ATT_DROP, X##_ATT, X##_SCORES, X##_QKV, X##_LN1 }
+
+/* ---- megatron: no LayerNorm statistics; the output layer keeps fp32 logits */
+
 static const remat_tensor_def megatron_defs[M_COUNT] = {
     [M_LN1] = { "ln1", "layernorm (input_layernorm): the QKV input", RT_CLASS_BLOCK, RT_F_SP | RT_F_POINTWISE,
                 S_C, NOVAR, 0, 0, R(RT_X, N_, N_), R(RT_X, N_, N_), 1,
                 G(M_D_RES, M_D_LN1), NOG, G(M_D_LN1, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_QKV] = { "qkv", "linear_qkv (column-parallel): Q, K, V", RT_CLASS_BLOCK, RT_F_COL | RT_F_TP | RT_F_GEMM,
-                S_3C, NOVAR, 3, 0, R(M_LN1, N_, N_), R(M_LN1, N_, N_), 1,
-                G(M_D_QKV, N_), G(M_D_LN1, N_), G(M_D_QKV, N_), RT_P_ACT, 0, NOTEMP, FL(6, 0, 0, 0), FL(12, 0, 0, 0) },
-    [M_SCORES] = { "scores", "q k^T / sqrt(hs) (baddbmm)", RT_CLASS_BLOCK,
-                   RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT | RT_F_SELECTIVE,
-                   S_ATT, NOVAR, 0, 0, R(M_QKV, N_, N_), R(M_QKV, N_, N_), 1,
-                   G(M_D_ATT, M_D_QKV), NOG, G(M_D_ATT, N_), RT_P_ACT, 0, NOTEMP, FL(0, 0, 0, 2), FL(0, 0, 0, 4) },
-    [M_ATT] = { "att", "masked softmax", RT_CLASS_BLOCK, RT_F_TP | RT_F_SELECTIVE,
-                S_ATT, NOVAR, 0, 0, R(M_SCORES, N_, N_), R(M_ATT, N_, N_), 1,
-                G(M_D_ATT, N_), NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_ATT_MASK] = { "att_mask", "attention dropout mask", RT_CLASS_BLOCK,
-                     RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT,
-                     S_ATT, NOVAR, 0, 0, R(M_ATT, N_, N_), NOR, 0,
-                     NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },
-    [M_ATT_DROP] = { "att_drop", "attention dropout", RT_CLASS_BLOCK, RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT,
-                     S_ATT, NOVAR, 0, 0, R(M_ATT, M_ATT_MASK, N_), R(M_ATT_MASK, N_, N_), 1,
-                     G(M_D_ATT, N_), NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_ATTY] = { "atty", "attention over values (bmm): the projection input", RT_CLASS_BLOCK, RT_F_TP | RT_F_GEMM,
-                 S_C, NOVAR, 0, 0, R(M_ATT_DROP, M_QKV, N_), R(M_ATT_DROP, M_QKV, N_), 1,
-                 G(M_D_ATTY, N_), G(M_D_ATT, M_D_QKV), G(M_D_ATTY, N_), RT_P_ACT, 0, NOTEMP,
-                 FL(0, 0, 0, 2), FL(0, 0, 0, 4) },
-    [M_PROJ] = { "proj", "linear_proj (row-parallel)", RT_CLASS_BLOCK, RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT,
-                 S_C, NOVAR, 1, 0, R(M_ATTY, N_, N_), R(M_ATTY, N_, N_), 1,
-                 G(M_D_BRANCH, M_D_RES), G(M_D_ATTY, N_), G(M_D_BRANCH, N_), RT_P_ACT, 0, NOTEMP,
-                 FL(2, 0, 0, 0), FL(4, 0, 0, 0) },
-    [M_PROJ_MASK] = { "proj_mask", "dropout mask (attention output)", RT_CLASS_BLOCK, RT_F_SP | RT_F_DROPOUT,
-                      S_C, NOVAR, 0, 0, R(M_PROJ, N_, N_), NOR, 0,
-                      NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },
-    [M_RES2] = { "res2", "bias-dropout-add: the LayerNorm 2 input", RT_CLASS_BLOCK, RT_F_SP,
-                 S_C, NOVAR, 0, 0, R(M_PROJ, M_PROJ_MASK, RT_X), R(M_PROJ_MASK, N_, N_), 1,
-                 G(M_D_RES, N_), G(M_D_BRANCH, N_), NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
     [M_LN2] = { "ln2", "layernorm (pre_mlp_layernorm): the fc1 input", RT_CLASS_BLOCK, RT_F_SP | RT_F_POINTWISE,
                 S_C, NOVAR, 0, 0, R(M_RES2, N_, N_), R(M_RES2, N_, N_), 1,
                 G(M_D_RES, M_D_LN2), NOG, G(M_D_LN2, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_FCH] = { "fch", "linear_fc1 (column-parallel): the GELU input", RT_CLASS_BLOCK, RT_F_COL | RT_F_TP | RT_F_GEMM,
-                S_4C, NOVAR, 4, 0, R(M_LN2, N_, N_), R(M_LN2, N_, N_), 1,
-                G(M_D_FCH, N_), G(M_D_LN2, N_), G(M_D_FCH, N_), RT_P_ACT, 0, NOTEMP, FL(8, 0, 0, 0), FL(16, 0, 0, 0) },
-    [M_FCH_GELU] = { "fch_gelu", "gelu: the fc2 input", RT_CLASS_BLOCK, RT_F_TP | RT_F_POINTWISE,
-                     S_4C, NOVAR, 0, 0, R(M_FCH, N_, N_), R(M_FCH, N_, N_), 1,
-                     G(M_D_FCH, N_), NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_MLP] = { "mlp", "linear_fc2 (row-parallel)", RT_CLASS_BLOCK, RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT,
-                S_C, NOVAR, 4, 0, R(M_FCH_GELU, N_, N_), R(M_FCH_GELU, N_, N_), 1,
-                G(M_D_BRANCH, M_D_RES), G(M_D_FCH, N_), G(M_D_BRANCH, N_), RT_P_ACT, 0, NOTEMP,
-                FL(8, 0, 0, 0), FL(16, 0, 0, 0) },
-    [M_MLP_MASK] = { "mlp_mask", "dropout mask (MLP output)", RT_CLASS_BLOCK, RT_F_SP | RT_F_DROPOUT,
-                     S_C, NOVAR, 0, 0, R(M_MLP, N_, N_), NOR, 0,
-                     NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },
-    [M_RES3] = { "res3", "bias-dropout-add: the block output", RT_CLASS_BLOCK, RT_F_SP,
-                 S_C, NOVAR, 0, 0, R(M_MLP, M_MLP_MASK, M_RES2), R(M_MLP_MASK, N_, N_), 1,
-                 G(M_D_RES, N_), G(M_D_BRANCH, N_), NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_EMB] = { "emb", "embedding + dropout", RT_CLASS_GLOBAL, RT_F_SP,
-                S_C, NOVAR, 0, 0, NOR, NOR, 1, G(M_D_RES, N_), NOG, G(M_D_RES, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
+    SHARED_BLOCK(M),
     [M_LNF] = { "lnf", "final layernorm: the output layer's input", RT_CLASS_GLOBAL, RT_F_SP | RT_F_HEAD,
                 S_C, NOVAR, 0, 0, R(RT_X, N_, N_), R(RT_X, N_, N_), 1,
                 G(M_D_LNF, N_), G(M_D_RES, N_), G(M_D_LNF, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
@@ -158,114 +204,38 @@ static const remat_tensor_def megatron_defs[M_COUNT] = {
                    SH(0, 1, 0, 0, 0, "(B,T,Vp) fp32"), NOVAR, 0, 1, R(M_LNF, N_, N_), R(M_LNF, M_LOGITS, N_), 1,
                    NOG, G(M_D_LNF, N_), G(M_LOGITS, N_), RT_P_F32, 0, SH(0, 1, 0, 0, 0, "(B,T,Vp)"), RT_P_ACT,
                    FL(0, 2, 0, 0), FL(0, 4, 0, 0) },
-    [M_EMB_MASK] = { "emb_mask", "embedding dropout mask (resident)", RT_CLASS_GLOBAL, RT_F_SP | RT_F_DROPOUT,
-                     S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },
-    [M_D_RES] = { "d_res", "grad of residual stream", RT_CLASS_GRAD, RT_F_SP | RT_F_ZERO,
-                  S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_D_BRANCH] = { "d_branch", "grad of a dropped-out branch (p>0)", RT_CLASS_GRAD, RT_F_SP | RT_F_DROPOUT,
-                     S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_D_FCH] = { "d_fch", "grad of fch_gelu, then fch", RT_CLASS_GRAD, RT_F_TP,
-                  S_4C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_D_LN2] = { "d_ln2", "grad of ln2", RT_CLASS_GRAD, RT_F_SP,
-                  S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_D_ATTY] = { "d_atty", "grad of atty", RT_CLASS_GRAD, RT_F_TP,
-                   S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_D_ATT] = { "d_att", "grad of the attention probabilities, then scores", RT_CLASS_GRAD, RT_F_TP,
-                  S_ATT, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_D_QKV] = { "d_qkv", "grad of qkv", RT_CLASS_GRAD, RT_F_TP | RT_F_ZERO,
-                  S_3C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_D_LN1] = { "d_ln1", "grad of ln1", RT_CLASS_GRAD, RT_F_SP,
-                  S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_D_LNF] = { "d_lnf", "grad of lnf", RT_CLASS_GRAD, RT_F_SP | RT_F_HEAD,
-                  S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
+    SHARED_GRADS(M),
 };
 
 const remat_table remat_table_megatron = {
     .name = "megatron",
     .count = M_COUNT,
     .nblock = M_NBLOCK,
-    .first_grad = M_FIRST_GRAD,
+    .first_grad = M_D_RES,
     .emb = M_EMB,
     .d_res = M_D_RES,
     .nhead = 2, .head = { M_LNF, M_LOGITS },
     .nhead_bwd = 2, .head_bwd = { M_LOGITS, M_LNF },
-    .nbwd = 13, .bwd = { M_RES3, M_MLP, M_FCH_GELU, M_FCH, M_LN2, M_RES2, M_PROJ, M_ATTY, M_ATT_DROP, M_ATT,
-                         M_SCORES, M_QKV, M_LN1 },
+    .nbwd = 13, .bwd = BWD_ORDER(M),
     .defs = megatron_defs,
     .nres = 1, .res = { M_EMB_MASK },
 };
 
-/* ---- pytorch ----------------------------------------------------------------- */
+/* ---- pytorch: F.layer_norm keeps its mean and rstd; cross entropy keeps the
+ * fp32 log-softmax and the targets; the embeddings keep their ids */
 
-enum {
-    P_LN1_STAT = 0, P_LN1, P_QKV, P_SCORES, P_ATT, P_ATT_MASK, P_ATT_DROP, P_ATTY, P_PROJ, P_PROJ_MASK, P_RES2,
-    P_LN2_STAT, P_LN2, P_FCH, P_FCH_GELU, P_MLP, P_MLP_MASK, P_RES3,
-    P_NBLOCK,
-    P_EMB = P_NBLOCK, P_LNF_STAT, P_LNF, P_LOGP, P_TOKENS, P_TARGETS, P_POS, P_EMB_MASK,
-    P_D_RES, P_D_BRANCH, P_D_FCH, P_D_LN2, P_D_ATTY, P_D_ATT, P_D_QKV, P_D_LN1, P_D_LNF, P_D_LOGITS,
-    P_COUNT
-};
-#define P_FIRST_GRAD P_D_RES
-
-/* The same gradient flow as megatron's, with the LayerNorm statistics read
- * by the LayerNorm backwards. */
 static const remat_tensor_def pytorch_defs[P_COUNT] = {
     [P_LN1_STAT] = { "ln1_stat", "F.layer_norm mean, rstd (ln_1)", RT_CLASS_BLOCK, 0,
                      S_ST, NOVAR, 0, 0, R(RT_X, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0, NOTEMP, NOFL, NOFL },
     [P_LN1] = { "ln1", "F.layer_norm (ln_1): c_attn's input", RT_CLASS_BLOCK, RT_F_SP | RT_F_POINTWISE,
                 S_C, NOVAR, 0, 0, R(RT_X, P_LN1_STAT, N_), R(RT_X, P_LN1_STAT, N_), 1,
                 G(P_D_RES, P_D_LN1), NOG, G(P_D_LN1, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_QKV] = { "qkv", "nn.Linear (c_attn): q, k, v (saved as the matmuls' copies)", RT_CLASS_BLOCK,
-                RT_F_COL | RT_F_TP | RT_F_GEMM,
-                S_3C, NOVAR, 3, 0, R(P_LN1, N_, N_), R(P_LN1, N_, N_), 1,
-                G(P_D_QKV, N_), G(P_D_LN1, N_), G(P_D_QKV, N_), RT_P_ACT, 0, NOTEMP, FL(6, 0, 0, 0), FL(12, 0, 0, 0) },
-    [P_SCORES] = { "scores", "q @ k^T / sqrt(hs) + causal bias", RT_CLASS_BLOCK,
-                   RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT | RT_F_SELECTIVE,
-                   S_ATT, NOVAR, 0, 0, R(P_QKV, N_, N_), R(P_QKV, N_, N_), 1,
-                   G(P_D_ATT, P_D_QKV), NOG, G(P_D_ATT, N_), RT_P_ACT, 0, NOTEMP, FL(0, 0, 0, 2), FL(0, 0, 0, 4) },
-    [P_ATT] = { "att", "F.softmax", RT_CLASS_BLOCK, RT_F_TP | RT_F_SELECTIVE,
-                S_ATT, NOVAR, 0, 0, R(P_SCORES, N_, N_), R(P_ATT, N_, N_), 1,
-                G(P_D_ATT, N_), NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_ATT_MASK] = { "att_mask", "nn.Dropout mask (bool)", RT_CLASS_BLOCK, RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT,
-                     S_ATT, NOVAR, 0, 0, R(P_ATT, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },
-    [P_ATT_DROP] = { "att_drop", "nn.Dropout (attention)", RT_CLASS_BLOCK, RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT,
-                     S_ATT, NOVAR, 0, 0, R(P_ATT, P_ATT_MASK, N_), R(P_ATT_MASK, N_, N_), 1,
-                     G(P_D_ATT, N_), NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_ATTY] = { "atty", "att @ v, heads merged: c_proj's input", RT_CLASS_BLOCK, RT_F_TP | RT_F_GEMM,
-                 S_C, NOVAR, 0, 0, R(P_ATT_DROP, P_QKV, N_), R(P_ATT_DROP, P_QKV, N_), 1,
-                 G(P_D_ATTY, N_), G(P_D_ATT, P_D_QKV), G(P_D_ATTY, N_), RT_P_ACT, 0, NOTEMP,
-                 FL(0, 0, 0, 2), FL(0, 0, 0, 4) },
-    [P_PROJ] = { "proj", "nn.Linear (c_proj)", RT_CLASS_BLOCK, RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT,
-                 S_C, NOVAR, 1, 0, R(P_ATTY, N_, N_), R(P_ATTY, N_, N_), 1,
-                 G(P_D_BRANCH, P_D_RES), G(P_D_ATTY, N_), G(P_D_BRANCH, N_), RT_P_ACT, 0, NOTEMP,
-                 FL(2, 0, 0, 0), FL(4, 0, 0, 0) },
-    [P_PROJ_MASK] = { "proj_mask", "nn.Dropout mask (bool)", RT_CLASS_BLOCK, RT_F_SP | RT_F_DROPOUT,
-                      S_C, NOVAR, 0, 0, R(P_PROJ, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },
-    [P_RES2] = { "res2", "x + dropout(c_proj): ln_2's input", RT_CLASS_BLOCK, RT_F_SP,
-                 S_C, NOVAR, 0, 0, R(P_PROJ, P_PROJ_MASK, RT_X), R(P_PROJ_MASK, N_, N_), 1,
-                 G(P_D_RES, N_), G(P_D_BRANCH, N_), NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
     [P_LN2_STAT] = { "ln2_stat", "F.layer_norm mean, rstd (ln_2)", RT_CLASS_BLOCK, 0,
                      S_ST, NOVAR, 0, 0, R(P_RES2, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0, NOTEMP, NOFL, NOFL },
     [P_LN2] = { "ln2", "F.layer_norm (ln_2): c_fc's input", RT_CLASS_BLOCK, RT_F_SP | RT_F_POINTWISE,
                 S_C, NOVAR, 0, 0, R(P_RES2, P_LN2_STAT, N_), R(P_RES2, P_LN2_STAT, N_), 1,
                 G(P_D_RES, P_D_LN2), NOG, G(P_D_LN2, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_FCH] = { "fch", "nn.Linear (c_fc): F.gelu's input", RT_CLASS_BLOCK, RT_F_COL | RT_F_TP | RT_F_GEMM,
-                S_4C, NOVAR, 4, 0, R(P_LN2, N_, N_), R(P_LN2, N_, N_), 1,
-                G(P_D_FCH, N_), G(P_D_LN2, N_), G(P_D_FCH, N_), RT_P_ACT, 0, NOTEMP, FL(8, 0, 0, 0), FL(16, 0, 0, 0) },
-    [P_FCH_GELU] = { "fch_gelu", "F.gelu (tanh): c_proj's input", RT_CLASS_BLOCK, RT_F_TP | RT_F_POINTWISE,
-                     S_4C, NOVAR, 0, 0, R(P_FCH, N_, N_), R(P_FCH, N_, N_), 1,
-                     G(P_D_FCH, N_), NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_MLP] = { "mlp", "nn.Linear (mlp c_proj)", RT_CLASS_BLOCK, RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT,
-                S_C, NOVAR, 4, 0, R(P_FCH_GELU, N_, N_), R(P_FCH_GELU, N_, N_), 1,
-                G(P_D_BRANCH, P_D_RES), G(P_D_FCH, N_), G(P_D_BRANCH, N_), RT_P_ACT, 0, NOTEMP,
-                FL(8, 0, 0, 0), FL(16, 0, 0, 0) },
-    [P_MLP_MASK] = { "mlp_mask", "nn.Dropout mask (bool)", RT_CLASS_BLOCK, RT_F_SP | RT_F_DROPOUT,
-                     S_C, NOVAR, 0, 0, R(P_MLP, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },
-    [P_RES3] = { "res3", "x + dropout(mlp): the block output", RT_CLASS_BLOCK, RT_F_SP,
-                 S_C, NOVAR, 0, 0, R(P_MLP, P_MLP_MASK, P_RES2), R(P_MLP_MASK, N_, N_), 1,
-                 G(P_D_RES, N_), G(P_D_BRANCH, N_), NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_EMB] = { "emb", "wte(idx) + wpe(pos), nn.Dropout", RT_CLASS_GLOBAL, RT_F_SP,
-                S_C, NOVAR, 0, 0, NOR, NOR, 1, G(P_D_RES, N_), NOG, G(P_D_RES, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
+    SHARED_BLOCK(P),
     [P_LNF_STAT] = { "lnf_stat", "F.layer_norm mean, rstd (ln_f)", RT_CLASS_GLOBAL, RT_F_HEAD,
                      S_ST, NOVAR, 0, 0, R(RT_X, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0, NOTEMP, NOFL, NOFL },
     [P_LNF] = { "lnf", "F.layer_norm (ln_f): the LM head's input", RT_CLASS_GLOBAL, RT_F_SP | RT_F_HEAD,
@@ -288,26 +258,7 @@ static const remat_tensor_def pytorch_defs[P_COUNT] = {
     [P_POS] = { "pos", "position ids (nn.Embedding keeps them)", RT_CLASS_GLOBAL, 0,
                 {0, 0, 0, 0, 0, "(T) int64", 1}, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_I64, 0, NOTEMP,
                 NOFL, NOFL },
-    [P_EMB_MASK] = { "emb_mask", "nn.Dropout mask (embedding, bool)", RT_CLASS_GLOBAL, RT_F_SP | RT_F_DROPOUT,
-                     S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },
-    [P_D_RES] = { "d_res", "grad of residual stream", RT_CLASS_GRAD, RT_F_SP | RT_F_ZERO,
-                  S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_D_BRANCH] = { "d_branch", "grad of a dropped-out branch (p>0)", RT_CLASS_GRAD, RT_F_SP | RT_F_DROPOUT,
-                     S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_D_FCH] = { "d_fch", "grad of fch_gelu, then fch", RT_CLASS_GRAD, RT_F_TP,
-                  S_4C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_D_LN2] = { "d_ln2", "grad of ln2", RT_CLASS_GRAD, RT_F_SP,
-                  S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_D_ATTY] = { "d_atty", "grad of atty", RT_CLASS_GRAD, RT_F_TP,
-                   S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_D_ATT] = { "d_att", "grad of the attention probabilities, then scores", RT_CLASS_GRAD, RT_F_TP,
-                  S_ATT, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_D_QKV] = { "d_qkv", "grad of qkv", RT_CLASS_GRAD, RT_F_TP | RT_F_ZERO,
-                  S_3C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_D_LN1] = { "d_ln1", "grad of ln1", RT_CLASS_GRAD, RT_F_SP,
-                  S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_D_LNF] = { "d_lnf", "grad of lnf", RT_CLASS_GRAD, RT_F_SP | RT_F_HEAD,
-                  S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
+    SHARED_GRADS(P),
     [P_D_LOGITS] = { "d_logits", "grad of the logits", RT_CLASS_GRAD, RT_F_TP | RT_F_HEAD,
                      SH(0, 1, 0, 0, 0, "(B,T,V) fp32"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_F32, 0, NOTEMP,
                      NOFL, NOFL },
@@ -317,13 +268,12 @@ const remat_table remat_table_pytorch = {
     .name = "pytorch",
     .count = P_COUNT,
     .nblock = P_NBLOCK,
-    .first_grad = P_FIRST_GRAD,
+    .first_grad = P_D_RES,
     .emb = P_EMB,
     .d_res = P_D_RES,
     .nhead = 3, .head = { P_LNF_STAT, P_LNF, P_LOGP },
     .nhead_bwd = 2, .head_bwd = { P_LOGP, P_LNF },
-    .nbwd = 13, .bwd = { P_RES3, P_MLP, P_FCH_GELU, P_FCH, P_LN2, P_RES2, P_PROJ, P_ATTY, P_ATT_DROP, P_ATT,
-                         P_SCORES, P_QKV, P_LN1 },
+    .nbwd = 13, .bwd = BWD_ORDER(P),
     .defs = pytorch_defs,
     .nres = 4, .res = { P_TOKENS, P_TARGETS, P_POS, P_EMB_MASK },
 };
