@@ -440,7 +440,7 @@ remat_status remat_data_seek(remat_data *d, int split, uint64_t pos);
  * in cache, everything kept across other blocks' work as not. */
 typedef struct remat_profile remat_profile;
 
-/* Measures each op of cfg on this machine with the current thread count
+/* Measures each op of cfg (remat's own table only) on this machine with the current thread count
  * (reps >= 1 timed calls after one warm-up, median).  Allocates one block's
  * buffers and weights plus the embedding/LM head, never the whole model. */
 remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_profile **out);

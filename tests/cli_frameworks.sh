@@ -112,4 +112,7 @@ for args in "--framework megatron" "--framework pytorch" "--tp 2" "--sp"; do
     [ $rc != 0 ] && [ "$(wc -l < "$T/f.err")" = 1 ] && [ ! -s "$T/f.out" ] && ok || bad "train $args: rc=$rc $(cat "$T/f.err")"
 done
 
+$R profile --framework pytorch > "$T/pr.out" 2> "$T/pr.err"; rc=$?
+[ $rc != 0 ] && [ "$(wc -l < "$T/pr.err")" = 1 ] && grep -q "remat plan --framework" "$T/pr.err" && ok || bad "profile --framework: rc=$rc"
+
 finish cli_frameworks
