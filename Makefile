@@ -6,7 +6,17 @@
 # BUILD=dir puts every output under dir (default build/), so several
 # builds (e.g. the sanitizer one) can live side by side.
 
+# GEMM=onednn (the default) links oneDNN for every matrix product, with the
+# CBLAS beside it (--gemm cblas); GEMM=cblas builds on OpenBLAS alone, fp32
+# only, under build-cblas/ unless BUILD says otherwise.
+GEMM    ?= onednn
+ifeq ($(GEMM),cblas)
+BUILD   ?= build-cblas
+else ifeq ($(GEMM),onednn)
 BUILD   ?= build
+else
+$(error GEMM must be onednn or cblas, not '$(GEMM)')
+endif
 CC      ?= cc
 OPT     ?= -O2 -march=native
 CFLAGS  ?= $(OPT) -g
@@ -22,6 +32,10 @@ else
 LDLIBS  ?= -lopenblas -lm
 endif
 LDFLAGS += -fopenmp
+ifeq ($(GEMM),onednn)
+CPPFLAGS += -DREMAT_ONEDNN
+LDLIBS  += -ldnnl
+endif
 
 LIB_SRC  := $(sort $(wildcard src/core/*.c src/kernels/*.c src/table/*.c src/ops/*.c src/engine/*.c src/schedule/*.c \
                               src/planner/*.c src/data/*.c src/io/*.c))
@@ -40,7 +54,7 @@ FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 all: $(BUILD)/remat $(BUILD)/libremat.a $(BUILD)/libremat.so $(TEST_BIN) $(BENCH_BIN) $(FUZZ_BIN)
 
 deps:
-	@sh scripts/deps.sh
+	@GEMM=$(GEMM) sh scripts/deps.sh
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -64,6 +64,20 @@ const char *remat_errmsg(void);
 void remat_set_threads(int n);
 int remat_get_threads(void);
 
+/* The engine of every matrix product.  REMAT_GEMM_ONEDNN (the default
+ * build's default): oneDNN, dnnl_sgemm for fp32 and the matmul primitive
+ * for bf16.  REMAT_GEMM_CBLAS: the CBLAS (OpenBLAS), fp32 only.  A build
+ * made with `make GEMM=cblas` has only the second. */
+typedef enum remat_gemm_engine { REMAT_GEMM_ONEDNN = 0, REMAT_GEMM_CBLAS = 1 } remat_gemm_engine;
+/* REMAT_ERR_INVALID (the message says how to build it) when this build
+ * lacks the engine. */
+remat_status remat_gemm_set(remat_gemm_engine e);
+remat_gemm_engine remat_gemm_get(void);
+/* 1 when this build has engine e */
+int remat_gemm_available(remat_gemm_engine e);
+/* "onednn" or "cblas" (the "gemm" field of remat's JSON) */
+const char *remat_gemm_name(remat_gemm_engine e);
+
 /* ---- configuration ---------------------------------------------------------
  * The model (GPT-2: learned position embedding, pre-LN blocks, tanh GELU,
  * biases everywhere, LM head tied to the token embedding) and the shape of
@@ -298,6 +312,8 @@ typedef struct remat_stats {
     float grad_norm;               /* before clipping, last step */
     uint64_t fwd_act_peak_bytes;   /* measured activation peak of the last evaluation or
                                       sampling forward (remat_schedule_create_forward) */
+    uint64_t weights16_bytes;      /* bf16: the bf16 copy of the weights (2 bytes per
+                                      parameter, refreshed after every update); 0 in fp32 */
 } remat_stats;
 void remat_model_stats(const remat_model *m, remat_stats *out);
 
