@@ -1,7 +1,7 @@
 # remat -- activation recomputation for GPT training, in C11.
 #
 #   make run     install missing Debian packages (as root), build, train on the embedded task
-#   make test    build and run every test (prints "N passed, N failed")
+#   make test    build and run every test (prints "N passed, N failed, N skipped")
 #
 # BUILD=dir puts every output under dir (default build/), so several
 # builds (e.g. the sanitizer one) can live side by side.
