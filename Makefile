@@ -11,6 +11,9 @@ CC      ?= cc
 OPT     ?= -O2 -march=native
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -Wall -Wextra -Wno-unused-parameter -fopenmp -fPIC -Iinclude
+# Only what include/*.h declares with REMAT_API leaves libremat.so
+# (tests/cli_symbols.sh); everything else is internal to the library.
+CFLAGS  += -fvisibility=hidden
 CPPFLAGS += -D_POSIX_C_SOURCE=200809L -DREMAT_OPENBLAS
 # OpenBLAS built for OpenMP shares remat's OpenMP thread pool; the pthread
 # build's spinning threads fight OpenMP's for the cores (1.6x slower steps
@@ -45,6 +48,9 @@ deps:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+# The flags live here: objects built with other ones (before -fvisibility=hidden,
+# say) are rebuilt when the Makefile changes.
+$(LIB_OBJ) $(CLI_OBJ): Makefile
 
 $(BUILD)/libremat.a: $(LIB_OBJ)
 	@rm -f $@

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "remat.h"
+#include "remat_testing.h"
 #include "core/core.h"
 #include "engine/model.h"
 #include "io/io.h"

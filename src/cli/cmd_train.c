@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "remat_testing.h"   /* --debug-nan: remat_model_debug_poison */
 #include "progress.h"
 
 static void help(void)

@@ -22,6 +22,7 @@
 #include "../kernels/kernels.h"
 #include "../schedule/schedule.h"
 #include "model.h"
+#include "remat_testing.h"   /* remat_model_debug_poison is defined here */
 
 static const char *const param_names[REMAT_NPARAM] = {
     "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
