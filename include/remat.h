@@ -81,6 +81,14 @@ REMAT_API int remat_get_threads(void);
  * biases everywhere, LM head tied to the token embedding) and the shape of
  * one training step.  The vocabulary is padded to a multiple of 64 (llm.c);
  * padded rows are never predicted. */
+
+/* remat_config.attention: the attention kernel. */
+typedef enum remat_attention {
+    REMAT_ATTENTION_NAIVE = 0,  /* att holds the (B,NH,T,T) probabilities */
+    REMAT_ATTENTION_FLASH = 1   /* att holds the (B,NH,T) logsumexp; the score
+                                   tiles are recomputed inside the kernels */
+} remat_attention;
+
 typedef struct remat_config {
     int n_layer;      /* L  >= 1 */
     int n_embd;       /* C  >= 1, divisible by n_head */
@@ -90,15 +98,11 @@ typedef struct remat_config {
     int batch;        /* B  >= 1 */
     int seq;          /* T  >= 1 */
     float dropout;    /* p in [0, 1): attention probabilities and residual branches */
-    int attention;    /* REMAT_ATTENTION_NAIVE: att holds the (B,NH,T,T) probabilities;
-                         REMAT_ATTENTION_FLASH: att holds the (B,NH,T) logsumexp and the
-                         score tiles are recomputed inside the kernels */
+    remat_attention attention; /* REMAT_ATTENTION_NAIVE (default) or _FLASH */
     int lmhead_chunk; /* 0: the LM head materialises (B,T,Vp) logits; N > 0: logits, loss
                          and their gradient are computed N rows at a time, in one pass,
                          and logits holds d(lnf) (B,T,C) instead */
 } remat_config;
-
-enum { REMAT_ATTENTION_NAIVE = 0, REMAT_ATTENTION_FLASH = 1 };
 
 /* Fills a small default (4 layers, 128 wide, 4 heads, V 256, T 64, B 16). */
 REMAT_API void remat_config_default(remat_config *cfg);
@@ -265,16 +269,39 @@ typedef struct remat_stats {
 } remat_stats;
 REMAT_API void remat_model_stats(const remat_model *m, remat_stats *out);
 
-/* Parameters in llm.c's order: wte wpe ln1w ln1b qkvw qkvb attprojw attprojb
- * ln2w ln2b fcw fcb fcprojw fcprojb lnfw lnfb.  The buffers are owned by the
- * model; gradients hold the last step's values. */
+/* The parameter tensors, in llm.c's order (their order in the parameter
+ * buffer and in llm.c checkpoints); shapes are (out, in) for linear weights,
+ * with a leading L for per-block tensors. */
+typedef enum remat_param {
+    REMAT_PARAM_WTE = 0,   /* wte      (Vp, C)  token embedding, tied LM head */
+    REMAT_PARAM_WPE,       /* wpe      (maxT, C) position embedding */
+    REMAT_PARAM_LN1W,      /* ln1w     (L, C) */
+    REMAT_PARAM_LN1B,      /* ln1b     (L, C) */
+    REMAT_PARAM_QKVW,      /* qkvw     (L, 3C, C) */
+    REMAT_PARAM_QKVB,      /* qkvb     (L, 3C) */
+    REMAT_PARAM_ATTPROJW,  /* attprojw (L, C, C) */
+    REMAT_PARAM_ATTPROJB,  /* attprojb (L, C) */
+    REMAT_PARAM_LN2W,      /* ln2w     (L, C) */
+    REMAT_PARAM_LN2B,      /* ln2b     (L, C) */
+    REMAT_PARAM_FCW,       /* fcw      (L, 4C, C) */
+    REMAT_PARAM_FCB,       /* fcb      (L, 4C) */
+    REMAT_PARAM_FCPROJW,   /* fcprojw  (L, C, 4C) */
+    REMAT_PARAM_FCPROJB,   /* fcprojb  (L, C) */
+    REMAT_PARAM_LNFW,      /* lnfw     (C) */
+    REMAT_PARAM_LNFB,      /* lnfb     (C) */
+    REMAT_PARAM_COUNT      /* 16, = remat_param_tensor_count() */
+} remat_param;
+
+/* The buffers hold every parameter tensor back to back, in remat_param
+ * order.  They are owned by the model; gradients hold the last step's
+ * values. */
 REMAT_API size_t remat_model_num_params(const remat_model *m);
 REMAT_API float *remat_model_params(remat_model *m);
 REMAT_API const float *remat_model_grads(const remat_model *m);
 REMAT_API int remat_param_tensor_count(void);
 /* name (llm.c style, e.g. "qkvw"), offset into params, and shape (up to 3
  * dims, unused dims 0) of parameter tensor i. */
-REMAT_API remat_status remat_model_param_tensor(const remat_model *m, int i, const char **name,
+REMAT_API remat_status remat_model_param_tensor(const remat_model *m, remat_param i, const char **name,
                                                 size_t *offset, int shape[3]);
 /* 64-bit hash of the parameter bytes (the summary's params_hash). */
 REMAT_API uint64_t remat_model_params_hash(const remat_model *m);
@@ -290,7 +317,7 @@ REMAT_API uint64_t remat_model_params_hash(const remat_model *m);
  * Files keep their last 10% of tokens for validation.  Batches are read
  * sequentially with wrap-around. */
 typedef struct remat_data remat_data;
-enum { REMAT_SPLIT_TRAIN = 0, REMAT_SPLIT_VAL = 1 };
+typedef enum remat_split { REMAT_SPLIT_TRAIN = 0, REMAT_SPLIT_VAL = 1 } remat_split;
 
 /* vocab: the model's vocabulary; every token is checked against it
  * (REMAT_ERR_FORMAT names the first bad one). */
@@ -300,16 +327,17 @@ REMAT_API void remat_data_free(remat_data *d);
 REMAT_API int remat_data_is_bytes(const remat_data *d);
 /* The vocabulary a source implies: 256 for bytes, 50257 for shards. */
 REMAT_API int remat_data_default_vocab(const char *path);
-REMAT_API size_t remat_data_tokens(const remat_data *d, int split);
+REMAT_API size_t remat_data_tokens(const remat_data *d, remat_split split);
 /* 64-bit hash of the whole source's bytes (file or generated text), taken
  * when it was opened: checkpoints record it, so that a resume refuses data
  * whose content changed even when its size did not. */
 REMAT_API uint64_t remat_data_hash(const remat_data *d);
 /* Next B x T batch: inputs and targets (shifted by one). */
-REMAT_API remat_status remat_data_next(remat_data *d, int split, int B, int T, int *inputs, int *targets);
+REMAT_API remat_status remat_data_next(remat_data *d, remat_split split, int B, int T, int *inputs,
+                                       int *targets);
 /* Read position of a split (for checkpoints), and restore it. */
-REMAT_API uint64_t remat_data_position(const remat_data *d, int split);
-REMAT_API remat_status remat_data_seek(remat_data *d, int split, uint64_t pos);
+REMAT_API uint64_t remat_data_position(const remat_data *d, remat_split split);
+REMAT_API remat_status remat_data_seek(remat_data *d, remat_split split, uint64_t pos);
 
 /* ---- planner ---------------------------------------------------------------
  * Predicts step time for any policy from a cost model, and finds the fastest
@@ -407,14 +435,15 @@ REMAT_API remat_status remat_plan_min_peak(const remat_config *cfg, uint64_t *pe
 REMAT_API remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *prof,
                                          remat_plan_row **rows, size_t *n);
 
-enum { REMAT_PLAN_SEQ = 0, REMAT_PLAN_BATCH = 1 };
+/* What remat_plan_maximize grows. */
+typedef enum remat_plan_dim { REMAT_PLAN_SEQ = 0, REMAT_PLAN_BATCH = 1 } remat_plan_dim;
 /* The largest seq (dim REMAT_PLAN_SEQ; max_seq grows with it) or batch
  * (REMAT_PLAN_BATCH) for which `policy` (NULL: the optimal plan) fits the
  * budget, all other fields of cfg fixed; binary search on the simulator.
  * *best gets the value, and out (may be NULL) the row at that value (with the
  * FLOP model: a profile is for one shape).  REMAT_ERR_BUDGET when even 1
  * does not fit. */
-REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, int dim,
+REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, remat_plan_dim dim,
                                            uint64_t budget, int activations_only, int *best,
                                            remat_plan_row *out);
 

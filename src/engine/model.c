@@ -201,7 +201,8 @@ float *remat_model_params(remat_model *m) { return m->params; }
 const float *remat_model_grads(const remat_model *m) { return m->grads; }
 int remat_param_tensor_count(void) { return REMAT_NPARAM; }
 
-remat_status remat_model_param_tensor(const remat_model *m, int i, const char **name, size_t *offset, int shape[3])
+remat_status remat_model_param_tensor(const remat_model *m, remat_param i, const char **name, size_t *offset,
+                                      int shape[3])
 {
     if (!m || i < 0 || i >= REMAT_NPARAM) return remat_fail(REMAT_ERR_INVALID, "parameter tensor %d out of range", i);
     int shapes[REMAT_NPARAM][3];
@@ -212,12 +213,12 @@ remat_status remat_model_param_tensor(const remat_model *m, int i, const char **
     return REMAT_OK;
 }
 
-remat_status remat_model_debug_poison(remat_model *m, int param_tensor)
+remat_status remat_model_debug_poison(remat_model *m, remat_param param_tensor)
 {
-    if (!m || param_tensor < -1 || param_tensor >= REMAT_NPARAM)
-        return remat_fail(REMAT_ERR_INVALID, "debug poison: parameter tensor %d is not in [-1, %d)", param_tensor,
-                          REMAT_NPARAM);
-    m->poison = param_tensor + 2;
+    if (!m || param_tensor < 0 || param_tensor > REMAT_POISON_LOSS)
+        return remat_fail(REMAT_ERR_INVALID, "debug poison: parameter tensor %d is not in [0, %d]", (int)param_tensor,
+                          REMAT_POISON_LOSS);
+    m->poison = param_tensor == REMAT_POISON_LOSS ? 1 : (int)param_tensor + 2;
     return REMAT_OK;
 }
 
