@@ -28,7 +28,7 @@ LDLIBS  ?= -lopenblas -lm
 endif
 LDFLAGS += -fopenmp
 
-LIB_SRC  := $(sort $(wildcard src/core/*.c src/kernels/*.c src/engine/*.c src/schedule/*.c \
+LIB_SRC  := $(sort $(wildcard src/core/*.c src/kernels/*.c src/table/*.c src/ops/*.c src/engine/*.c src/schedule/*.c \
                               src/planner/*.c src/data/*.c src/io/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c tests/tool_*.c))

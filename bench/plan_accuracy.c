@@ -57,18 +57,20 @@ int main(int argc, char **argv)
     /* the policies: four named ones and the planner's plans at 25% and 50%
      * of the way from its minimum activation peak to that of none (chosen
      * once, with the FLOP model, so that every round runs the same ones) */
-    static char pols[NPOL][REMAT_PLAN_POLICY_MAX] = { "none", "selective", "full", "every:2,selective" };
-    remat_plan_row *row = malloc(sizeof *row);
+    static char pols[NPOL][REMAT_POLICY_MAX] = { "none", "selective", "full", "every:2,selective" };
+    remat_plan_row *row = calloc(1, sizeof *row);
     uint64_t minp;
     if (!row || remat_plan_min_peak(&c, &minp) || remat_plan_evaluate(&c, NULL, "none", 0, 1, row)) {
         fprintf(stderr, "%s\n", remat_errmsg());
         return 1;
     }
     uint64_t nonep = row->peak_bytes;
+    remat_plan_row_clear(row);
     for (int k = 0; k < 2; k++) {
         uint64_t b = minp + (nonep - minp) * (uint64_t)(k + 1) / 4;
         if (remat_plan_optimal(&c, NULL, b, 1, row)) { fprintf(stderr, "%s\n", remat_errmsg()); return 1; }
         snprintf(pols[4 + k], sizeof pols[4 + k], "%s", row->policy);
+        remat_plan_row_clear(row);
     }
 
     remat_model *m = NULL;
@@ -90,6 +92,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             pred[k][r] = row->step_ms_pred;
+            remat_plan_row_clear(row);
             double w[8], u[8];
             float loss;
             for (int s = -1; s < steps; s++) {

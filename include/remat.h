@@ -81,6 +81,9 @@ REMAT_API int remat_get_threads(void);
  * biases everywhere, LM head tied to the token embedding) and the shape of
  * one training step.  The vocabulary is padded to a multiple of 64 (llm.c);
  * padded rows are never predicted. */
+/* Precision of activations and GEMM operands (mixed precision as PyTorch's
+ * autocast does it: master weights, gradients and AdamW state stay fp32). */
+typedef enum remat_dtype { REMAT_DTYPE_FP32 = 0, REMAT_DTYPE_BF16 = 1 } remat_dtype;
 
 /* remat_config.attention: the attention kernel. */
 typedef enum remat_attention {
@@ -102,6 +105,10 @@ typedef struct remat_config {
     int lmhead_chunk; /* 0: the LM head materialises (B,T,Vp) logits; N > 0: logits, loss
                          and their gradient are computed N rows at a time, in one pass,
                          and logits holds d(lnf) (B,T,C) instead */
+    remat_dtype dtype; /* REMAT_DTYPE_FP32 or REMAT_DTYPE_BF16: the precision of the
+                         activations and of the GEMM operands (the tensor table says
+                         which tensors stay fp32); weights, gradients and AdamW state
+                         are fp32 in both */
 } remat_config;
 
 /* Fills a small default (4 layers, 128 wide, 4 heads, V 256, T 64, B 16). */
@@ -160,6 +167,11 @@ REMAT_API int remat_tensor_find(const char *name);
  */
 typedef struct remat_schedule remat_schedule;
 
+/* The longest policy string remat accepts (bytes, with the NUL): room for
+ * the plan of the largest config (4096 blocks: at most 2L+1 tokens of at
+ * most 6 characters each) and its modifiers. */
+#define REMAT_POLICY_MAX 65536
+
 typedef enum remat_instr_kind {
     REMAT_I_FORWARD = 0,   /* compute a tensor for the first time this step */
     REMAT_I_RECOMPUTE = 1, /* compute it again (during backward) */
@@ -189,21 +201,41 @@ typedef struct remat_sim {
 } remat_sim;
 
 /* Compiles `policy` (NULL means "none") for the config.  Errors:
- * REMAT_ERR_POLICY for a bad string, REMAT_ERR_INVALID for a bad config. */
+ * REMAT_ERR_POLICY for a bad string, REMAT_ERR_INVALID for a bad config.
+ * Every schedule is validated when it is made (remat_schedule_validate):
+ * a schedule that exists is valid. */
 REMAT_API remat_status remat_schedule_create(const remat_config *cfg, const char *policy,
                                              remat_schedule **out);
+/* The forward-only schedule that evaluation and sampling run
+ * (remat_model_eval, remat_model_sample, with their own batch and head):
+ * every tensor freed after its last reader, the logits last.  Its simulated
+ * peak is what they allocate, to the byte. */
+REMAT_API remat_status remat_schedule_create_forward(const remat_config *cfg, remat_schedule **out);
 REMAT_API void remat_schedule_free(remat_schedule *s);
-/* The canonical policy string the schedule was compiled from. */
+/* The canonical policy string the schedule was compiled from ("forward"
+ * for a forward-only schedule, "custom" for one built from instructions). */
 REMAT_API const char *remat_schedule_policy(const remat_schedule *s);
 REMAT_API size_t remat_schedule_length(const remat_schedule *s);
+/* Instruction i with the simulator's figures for it: O(1). */
 REMAT_API remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr_info *out);
 /* Live activation bytes after instruction i, split by tensor: bytes[id] for
- * every id in [0, remat_tensor_count()) (all layers of a tensor summed). */
+ * every id in [0, remat_tensor_count()) (all layers of a tensor summed).
+ * Walks the schedule up to i; to see every instruction, use
+ * remat_schedule_walk_live, which walks it once. */
 REMAT_API remat_status remat_schedule_live_by_tensor(const remat_schedule *s, size_t i, uint64_t *bytes);
-/* Dry run: walks the schedule without computing anything. */
+/* Calls fn once per instruction, in order, with its info and the live bytes
+ * by tensor after it (as remat_schedule_live_by_tensor; the array is only
+ * valid during the call). */
+typedef void (*remat_schedule_live_fn)(void *arg, size_t i, const remat_instr_info *info,
+                                       const uint64_t *bytes_by_tensor);
+REMAT_API remat_status remat_schedule_walk_live(const remat_schedule *s, remat_schedule_live_fn fn,
+                                                void *arg);
+/* Dry run: the simulator's figures for the whole schedule. */
 REMAT_API remat_status remat_schedule_simulate(const remat_schedule *s, remat_sim *out);
-/* Checks that no instruction reads a tensor that is not materialised, that
- * every tensor is freed by the end, and that each backward runs exactly once.
+/* Walks the schedule again with every check on: every read the tensor
+ * table declares is materialised, every freed buffer is live, no tensor is
+ * computed over a live copy, each backward runs exactly once and after the
+ * gradient buffers it needs exist, nothing leaks, the update comes last.
  * On failure the message names the instruction. */
 REMAT_API remat_status remat_schedule_validate(const remat_schedule *s);
 
@@ -248,12 +280,17 @@ REMAT_API void remat_model_set_verify(remat_model *m, int on);
  * REMAT_ERR_NONFINITE before the update, parameters untouched. */
 REMAT_API remat_status remat_model_step(remat_model *m, const int *inputs, const int *targets,
                                         int update, float *loss);
-/* Forward only.  logits (B*T*Vp floats) may be NULL; targets may be NULL
- * (then *loss is 0). */
+/* Forward only, running the forward-only schedule of the model's config
+ * (remat_schedule_create_forward); when logits are asked for and the LM
+ * head is chunked, of the config with lmhead_chunk 0 (whole logits).
+ * logits (B*T*Vp floats) may be NULL; targets may be NULL (then *loss is
+ * 0).  No dropout. */
 REMAT_API remat_status remat_model_eval(remat_model *m, const int *inputs, const int *targets,
                                         float *loss, float *logits);
 /* Samples n_new tokens after prompt[0..n_prompt) (1 <= n_prompt, n_prompt +
- * n_new <= T), temperature > 0, writing them to out.  Uses the counter RNG. */
+ * n_new <= T), temperature > 0, writing them to out.  Uses the counter RNG.
+ * Each token is one forward-only schedule of the config with batch 1 and
+ * lmhead_chunk 0. */
 REMAT_API remat_status remat_model_sample(remat_model *m, const int *prompt, int n_prompt,
                                           int n_new, float temperature, uint64_t seed, int *out);
 
@@ -266,35 +303,35 @@ typedef struct remat_stats {
     double flops, recompute_flops; /* of the last step's schedule */
     uint64_t steps_done;
     float grad_norm;               /* before clipping, last step */
+    uint64_t fwd_act_peak_bytes;   /* measured activation peak of the last evaluation or
+                                      sampling forward (remat_schedule_create_forward) */
 } remat_stats;
 REMAT_API void remat_model_stats(const remat_model *m, remat_stats *out);
 
-/* The parameter tensors, in llm.c's order (their order in the parameter
- * buffer and in llm.c checkpoints); shapes are (out, in) for linear weights,
- * with a leading L for per-block tensors. */
+/* The 16 parameter tensors, in llm.c's order (its checkpoints map 1:1).
+ * Per-block tensors are stacked over the L layers. */
 typedef enum remat_param {
-    REMAT_PARAM_WTE = 0,   /* wte      (Vp, C)  token embedding, tied LM head */
-    REMAT_PARAM_WPE,       /* wpe      (maxT, C) position embedding */
-    REMAT_PARAM_LN1W,      /* ln1w     (L, C) */
-    REMAT_PARAM_LN1B,      /* ln1b     (L, C) */
-    REMAT_PARAM_QKVW,      /* qkvw     (L, 3C, C) */
-    REMAT_PARAM_QKVB,      /* qkvb     (L, 3C) */
-    REMAT_PARAM_ATTPROJW,  /* attprojw (L, C, C) */
-    REMAT_PARAM_ATTPROJB,  /* attprojb (L, C) */
-    REMAT_PARAM_LN2W,      /* ln2w     (L, C) */
-    REMAT_PARAM_LN2B,      /* ln2b     (L, C) */
-    REMAT_PARAM_FCW,       /* fcw      (L, 4C, C) */
-    REMAT_PARAM_FCB,       /* fcb      (L, 4C) */
-    REMAT_PARAM_FCPROJW,   /* fcprojw  (L, C, 4C) */
-    REMAT_PARAM_FCPROJB,   /* fcprojb  (L, C) */
-    REMAT_PARAM_LNFW,      /* lnfw     (C) */
-    REMAT_PARAM_LNFB,      /* lnfb     (C) */
-    REMAT_PARAM_COUNT      /* 16, = remat_param_tensor_count() */
+    REMAT_PARAM_WTE = 0,    /* (Vp, C) token embedding, tied to the LM head */
+    REMAT_PARAM_WPE,        /* (maxT, C) position embedding */
+    REMAT_PARAM_LN1W,       /* (L, C) */
+    REMAT_PARAM_LN1B,       /* (L, C) */
+    REMAT_PARAM_QKVW,       /* (L, 3C, C) */
+    REMAT_PARAM_QKVB,       /* (L, 3C) */
+    REMAT_PARAM_ATTPROJW,   /* (L, C, C) */
+    REMAT_PARAM_ATTPROJB,   /* (L, C) */
+    REMAT_PARAM_LN2W,       /* (L, C) */
+    REMAT_PARAM_LN2B,       /* (L, C) */
+    REMAT_PARAM_FCW,        /* (L, 4C, C) */
+    REMAT_PARAM_FCB,        /* (L, 4C) */
+    REMAT_PARAM_FCPROJW,    /* (L, C, 4C) */
+    REMAT_PARAM_FCPROJB,    /* (L, C) */
+    REMAT_PARAM_LNFW,       /* (C) */
+    REMAT_PARAM_LNFB,       /* (C) */
+    REMAT_PARAM_COUNT
 } remat_param;
 
-/* The buffers hold every parameter tensor back to back, in remat_param
- * order.  They are owned by the model; gradients hold the last step's
- * values. */
+/* The flat parameter vector holds the tensors above in that order.  The
+ * buffers are owned by the model; gradients hold the last step's values. */
 REMAT_API size_t remat_model_num_params(const remat_model *m);
 REMAT_API float *remat_model_params(remat_model *m);
 REMAT_API const float *remat_model_grads(const remat_model *m);
@@ -397,11 +434,9 @@ REMAT_API double remat_profile_op_warm_ms(const remat_profile *p, int id, int ba
 /* One line: "measured on <cpu>, <n> threads" or "FLOP model, <x> GFLOP/s ...". */
 REMAT_API const char *remat_profile_describe(const remat_profile *p);
 
-/* Room for the longest plan string of a model with up to ~800 blocks. */
-#define REMAT_PLAN_POLICY_MAX 8192
-
 typedef struct remat_plan_row {
-    char policy[REMAT_PLAN_POLICY_MAX]; /* a string remat_schedule_create accepts */
+    char *policy;             /* a string remat_schedule_create accepts; owned by the
+                                 row: release it with remat_plan_row_clear */
     uint64_t peak_bytes;      /* activation peak (simulated) */
     uint64_t stored_bytes, workset_bytes;
     uint64_t total_bytes;     /* peak + params + grads + optimizer + workspace */
@@ -409,6 +444,12 @@ typedef struct remat_plan_row {
     double step_ms_pred;      /* predicted step time */
     int fits;                 /* against the budget given */
 } remat_plan_row;
+
+/* Releases a row's policy string (r may be NULL; a cleared row's policy is
+ * NULL, and clearing it again is harmless). */
+REMAT_API void remat_plan_row_clear(remat_plan_row *r);
+/* Releases an array of n rows (remat_plan_pareto's); NULL is fine. */
+REMAT_API void remat_plan_rows_free(remat_plan_row *rows, size_t n);
 
 /* Bytes that do not depend on the policy: parameters + gradients + the two
  * AdamW moments + workspace, exactly as remat_model_create allocates them. */
@@ -431,7 +472,7 @@ REMAT_API remat_status remat_plan_optimal(const remat_config *cfg, const remat_p
 /* The smallest activation peak of any schedule in the search space. */
 REMAT_API remat_status remat_plan_min_peak(const remat_config *cfg, uint64_t *peak);
 /* The Pareto front of activation peak against predicted time, sorted by
- * peak (time strictly falling).  *rows is malloc'd; release it with free(). */
+ * peak (time strictly falling).  Release *rows with remat_plan_rows_free. */
 REMAT_API remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *prof,
                                          remat_plan_row **rows, size_t *n);
 
@@ -456,15 +497,15 @@ REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *
  * the run that was never interrupted (with the same thread count).
  *
  * Files: DIR/ckpt-<step>.bin, <step> zero-padded to 8 digits.  Format
- * version 2 (version 1 files, without the data hash, are still read), every
- * number little-endian:
+ * version 3 (version 1 files, without the data hash, and version 2 files,
+ * without the dtype, are still read), every number little-endian:
  *   0    "REMATCKP", u32 version (2), u32 header bytes (256),
  *   16   u64 file bytes, u64 step, u64 optimizer steps, u64 seed, u64 nparams,
  *   56   i32 n_layer n_embd n_head vocab max_seq batch seq, f32 dropout,
  *   88   f32 lr beta1 beta2 eps weight_decay grad_clip,
  *   112  u64 tokens[train, val], u64 position[train, val],
  *   144  u32 data kind (0 embedded task, 1 file), u32 data path bytes,
- *        u32 policy bytes, i32 attention, i32 lmhead_chunk, 4 zero bytes,
+ *        u32 policy bytes, i32 attention, i32 lmhead_chunk, i32 dtype,
  *   168  u64 data hash (remat_data_hash), zeros to 256;
  *   256  data path, policy (no NULs), zero padding to a multiple of 8;
  *        params, AdamW m, AdamW v (nparams float32 each, llm.c's order);
@@ -539,6 +580,7 @@ REMAT_API remat_status remat_checkpoint_tidy(const char *dir, const remat_checkp
  * why), or the model or data error.  On failure outputs are NULL. */
 REMAT_API remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat_model **model_out,
                                              remat_data **data_out, remat_checkpoint_info *info);
+
 
 /* ---- weights: llm.c and safetensors files ---------------------------------
  * The parameters (not the optimizer state) in two interchange formats:

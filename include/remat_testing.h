@@ -20,9 +20,10 @@
 extern "C" {
 #endif
 
-/* For tests of the validator: build a schedule from raw instructions,
- * without validating them.  kinds/layers/tensor ids are parallel arrays of
- * length n. */
+/* For tests of the validator: build a schedule from raw instructions.
+ * kinds/layers/tensor ids are parallel arrays of length n.  The schedule is
+ * validated: an invalid one gives REMAT_ERR_SCHEDULE with the validator's
+ * message, and *out NULL. */
 REMAT_API remat_status remat_schedule_from_instrs(const remat_config *cfg, size_t n,
                                                   const remat_instr_kind *kinds,
                                                   const int *layers, const int *tensors,

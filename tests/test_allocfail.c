@@ -210,7 +210,7 @@ static void walk_weights(void)
 /* Walks one planner call (op 0..5) until it no longer fails. */
 static remat_status planner_op(int op, const remat_config *c, const char *dir)
 {
-    remat_plan_row row;
+    remat_plan_row row = { 0 };
     remat_plan_row *rows = NULL;
     size_t nrows = 0;
     int best = 0;
@@ -218,14 +218,14 @@ static remat_status planner_op(int op, const remat_config *c, const char *dir)
     remat_profile *p = NULL, *q = NULL;
     char path[300];
     switch (op) {
-    case 0: return remat_plan_evaluate(c, NULL, "every:2,selective", 0, 0, &row);
-    case 1: return remat_plan_optimal(c, NULL, (uint64_t)1 << 40, 1, &row);
+    case 0: st = remat_plan_evaluate(c, NULL, "every:2,selective", 0, 0, &row); break;
+    case 1: st = remat_plan_optimal(c, NULL, (uint64_t)1 << 40, 1, &row); break;
     case 2:
         st = remat_plan_pareto(c, NULL, &rows, &nrows);
         if (st && (rows || nrows)) st = REMAT_ERR_STATE;   /* outputs must be empty on failure */
-        free(rows);
+        remat_plan_rows_free(rows, nrows);
         return st;
-    case 3: return remat_plan_maximize(c, NULL, REMAT_PLAN_SEQ, (uint64_t)64 << 20, 0, &best, &row);
+    case 3: st = remat_plan_maximize(c, NULL, REMAT_PLAN_SEQ, (uint64_t)64 << 20, 0, &best, &row); break;
     case 4: return remat_plan_min_peak(c, &row.peak_bytes);
     default:
         snprintf(path, sizeof path, "%s/p.txt", dir);
@@ -236,6 +236,9 @@ static remat_status planner_op(int op, const remat_config *c, const char *dir)
         remat_profile_free(q);
         return st;
     }
+    if (st && row.policy) st = REMAT_ERR_STATE;   /* no plan on failure */
+    remat_plan_row_clear(&row);
+    return st;
 }
 
 /* The planner makes tens of thousands of small allocations (fronts grow by

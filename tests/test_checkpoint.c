@@ -247,7 +247,7 @@ static void test_corruption(void)
               (int)(off), st_, remat_errmsg());                                                     \
     } while (0)
     EDIT(0, "REMATCKQ", 8, REMAT_ERR_FORMAT, "not a remat checkpoint");
-    EDIT(8, "\x03\0\0\0", 4, REMAT_ERR_FORMAT, "version 3");
+    EDIT(8, "\x04\0\0\0", 4, REMAT_ERR_FORMAT, "version 4");
     /* version 1 had no data hash: its byte 168 is reserved */
     EDIT(8, "\x01\0\0\0", 4, REMAT_ERR_FORMAT, "reserved header byte 168");
     {   /* a version 1 file (no hash) still loads, with data_hash 0 */
@@ -257,8 +257,16 @@ static void test_corruption(void)
         remat_checkpoint_seal(w, n);
         CHECK(remat_checkpoint_parse(w, n, 0, &v) == REMAT_OK && v.info.data_hash == 0, "version 1: %s",
               remat_errmsg());
-        CHECK(remat_checkpoint_parse(b, n, 0, &v) == REMAT_OK && v.info.data_hash != 0, "version 2 has the hash");
-        EDIT(164, "\x01", 1, REMAT_ERR_FORMAT, "reserved header byte 164");
+        CHECK(remat_checkpoint_parse(b, n, 0, &v) == REMAT_OK && v.info.data_hash != 0, "version 3 has the hash");
+        /* version 2 had no dtype: its bytes 164..167 are reserved */
+        memcpy(w, b, n);
+        memcpy(w + 8, "\x02\0\0\0", 4);
+        w[164] = 1;
+        remat_checkpoint_seal(w, n);
+        CHECK(remat_checkpoint_parse(w, n, 0, &v) == REMAT_ERR_FORMAT && strstr(remat_errmsg(), "reserved header byte 164"),
+              "version 2 with a dtype: %s", remat_errmsg());
+        EDIT(164, "\x07", 1, REMAT_ERR_FORMAT, "dtype must be fp32 or bf16");
+        EDIT(166, "\x01", 1, REMAT_ERR_FORMAT, "dtype must be fp32 or bf16");
         EDIT(176, "\x01", 1, REMAT_ERR_FORMAT, "reserved header byte 176");
     }
     EDIT(12, "\x00\x02\0\0", 4, REMAT_ERR_FORMAT, "header size");

@@ -635,15 +635,20 @@ static void test_crossentropy(void)
 
 /* -------------------------------------------------------------------- adamw */
 
-/* AdamW: one step against the same formula in double: tol 1e-6 relative. */
+/* AdamW: one step against the same formula in double: tol 1e-6 relative.
+ * Step counts past 2^31 and 2^32 too: the count is 64-bit end to end (an
+ * int would wrap to a negative or a small step and misplace the bias
+ * corrections). */
 static void test_adamw(void)
 {
     printf("adamw\n");
     enum { n = 1000 };
     float p[n], g[n], m[n], v[n];
     const float lr = 3e-3f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f, gs = 0.7f;
+    const uint64_t steps[] = { 1, 3, ((uint64_t)1 << 31) + 7, ((uint64_t)1 << 32) + 3 };
     for (int decay = 0; decay <= 1; decay++)
-        for (int t = 1; t <= 3; t += 2) {
+        for (int k = 0; k < 4; k++) {
+            uint64_t t = steps[k];
             fill(p, n, 81, -1, 1);
             fill(g, n, 82, -1, 1);
             if (t == 1) { memset(m, 0, sizeof m); memset(v, 0, sizeof v); }
@@ -654,16 +659,16 @@ static void test_adamw(void)
                 if (decay) pi *= 1.0 - (double)lr * wd;
                 mr[i] = (double)b1 * m[i] + (1.0 - (double)b1) * gi;
                 vr[i] = (double)b2 * v[i] + (1.0 - (double)b2) * gi * gi;
-                double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
+                double bc1 = 1.0 - pow(b1, (double)t), bc2 = 1.0 - pow(b2, (double)t);
                 pr[i] = pi - lr / bc1 * mr[i] / (sqrt(vr[i]) / sqrt(bc2) + eps);
             }
             adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, decay, gs, t);
             char what[64];
-            snprintf(what, sizeof what, "adamw p (decay %d, t %d)", decay, t);
+            snprintf(what, sizeof what, "adamw p (decay %d, t %llu)", decay, (unsigned long long)t);
             check_close(what, p, pr, n, 1e-6);
-            snprintf(what, sizeof what, "adamw m (decay %d, t %d)", decay, t);
+            snprintf(what, sizeof what, "adamw m (decay %d, t %llu)", decay, (unsigned long long)t);
             check_close(what, m, mr, n, 1e-6);
-            snprintf(what, sizeof what, "adamw v (decay %d, t %d)", decay, t);
+            snprintf(what, sizeof what, "adamw v (decay %d, t %llu)", decay, (unsigned long long)t);
             check_close(what, v, vr, n, 1e-6);
         }
 }

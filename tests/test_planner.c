@@ -198,6 +198,7 @@ static void test_predict_random(void)
                               c.n_layer, drop, plan, (unsigned long long)r.peak_bytes, r.step_ms_pred,
                               (unsigned long long)pk, ms, st || st2 ? remat_errmsg() : "");
                 }
+                remat_plan_row_clear(&r);
             }
             remat_planner_free(p);
         }
@@ -275,6 +276,7 @@ static void test_optimal_exhaustive(const char *label, remat_config c, uint32_t 
         if (st && fails++ < 3) CHECK(0, "%s: %s does not compile: %s", label, ps.s[i], remat_errmsg());
         peak[i] = st ? UINT64_MAX : r.peak_bytes;
         ms[i] = r.step_ms_pred;
+        remat_plan_row_clear(&r);
         if (!st && peak[i] < lo) lo = peak[i];
         if (!st && peak[i] > hi) hi = peak[i];
     }
@@ -292,7 +294,7 @@ static void test_optimal_exhaustive(const char *label, remat_config c, uint32_t 
         double best = INFINITY;
         for (size_t i = 0; i < ps.n; i++)
             if (peak[i] <= b && ms[i] < best) best = ms[i];
-        char plan[REMAT_PLAN_POLICY_MAX];
+        char plan[REMAT_POLICY_MAX];
         uint64_t pk;
         double pms;
         st = remat_planner_best(p, b, plan, sizeof plan, &pk, &pms);
@@ -302,7 +304,7 @@ static void test_optimal_exhaustive(const char *label, remat_config c, uint32_t 
                                                            (unsigned long long)b, plan);
             continue;
         }
-        remat_plan_row r;
+        remat_plan_row r = { 0 };
         remat_status st2 = st ? st : remat_plan_evaluate(&c, &prof, plan, b, 1, &r);
         if (st || st2 || !close_ms(pms, best) || !close_ms(r.step_ms_pred, best) || r.peak_bytes != pk || pk > b) {
             if (bad++ < 3)
@@ -310,6 +312,7 @@ static void test_optimal_exhaustive(const char *label, remat_config c, uint32_t 
                       "predicted %llu) %s", label, (unsigned long long)b, best, st ? "-" : plan, pms, r.step_ms_pred,
                       (unsigned long long)r.peak_bytes, (unsigned long long)pk, st ? remat_errmsg() : "");
         }
+        remat_plan_row_clear(&r);
     }
     CHECK(bad == 0, "%s: %d of %d budgets differ from exhaustive enumeration (%zu plans)", label, bad, nb, ps.n);
     printf("  %s: %zu plans enumerated, %d budgets, %d keep-sets after pruning\n", label, ps.n, nb,
@@ -342,7 +345,9 @@ static void test_dominance(remat_config c)
             CHECK(opt.step_ms_pred <= pol.step_ms_pred * (1 + TOL), "%s: %.6f ms, the plan %.6f ms (%s)", named[i],
                   pol.step_ms_pred, opt.step_ms_pred, opt.policy);
             CHECK(opt.fits && (act ? opt.peak_bytes : opt.total_bytes) <= budget, "%s: plan does not fit", named[i]);
+            remat_plan_row_clear(&opt);
         }
+        remat_plan_row_clear(&pol);
     }
 }
 
@@ -363,11 +368,14 @@ static void test_monotone(remat_config c)
                                  r.step_ms_pred, prev, st ? remat_errmsg() : r.policy);
         }
         prev = r.step_ms_pred;
+        remat_plan_row_clear(&r);
     }
     CHECK(bad == 0, "monotonicity: %d violations", bad);
     remat_plan_row r;
     CHECK(remat_plan_optimal(&c, NULL, none.peak_bytes, 1, &r) == REMAT_OK && close_ms(r.step_ms_pred, none.step_ms_pred),
           "with none's peak the plan is as fast as none (%.6f vs %.6f)", r.step_ms_pred, none.step_ms_pred);
+    remat_plan_row_clear(&r);
+    remat_plan_row_clear(&none);
 }
 
 static void make_batch(const remat_config *c, int *in, int *tg)
@@ -412,7 +420,9 @@ static void test_feasible(remat_config c)
                   (unsigned long long)s.step_peak_bytes, (unsigned long long)r.total_bytes, (unsigned long long)budget);
         }
         remat_model_free(m);
+        remat_plan_row_clear(&r);
     }
+    remat_plan_row_clear(&none);
     free(in);
     free(tg);
 }
@@ -438,15 +448,16 @@ static void test_thinned(void)
     int bad = 0;
     for (int k = 0; k <= 120; k++) {
         uint64_t b = minp + (uint64_t)k * x / 7;
-        char plan[REMAT_PLAN_POLICY_MAX], plan2[REMAT_PLAN_POLICY_MAX];
+        char plan[REMAT_POLICY_MAX], plan2[REMAT_POLICY_MAX];
         uint64_t pk, pk2;
         double ms, ms2;
-        remat_plan_row r;
+        remat_plan_row r = { 0 };
         st = remat_planner_best(p, b, plan, sizeof plan, &pk, &ms);
         int ok = !st && !remat_plan_evaluate(&c, NULL, plan, b, 1, &r) && r.peak_bytes <= b && r.peak_bytes == pk;
         if (ok && b >= minp + depth * u && !remat_planner_best(e, b - depth * u, plan2, sizeof plan2, &pk2, &ms2))
             ok = r.step_ms_pred <= ms2 * (1 + TOL);
         if (!ok && bad++ < 3) CHECK(0, "thinned plan at %llu: %s (%s)", (unsigned long long)b, plan, remat_errmsg());
+        remat_plan_row_clear(&r);
     }
     CHECK(bad == 0, "thinned fronts: %d budgets out of bounds", bad);
 out:
@@ -465,9 +476,10 @@ static void test_errors(void)
     remat_status st = remat_plan_optimal(&c, NULL, fixed + minp - 1, 0, &r);
     CHECK(st == REMAT_ERR_BUDGET && strstr(remat_errmsg(), "minimum") && strstr(remat_errmsg(), "parameters+optimizer"),
           "too small a budget: %d %s", st, remat_errmsg());
-    CHECK(r.policy[0] == 0, "no plan on failure");
+    CHECK(r.policy == NULL, "no plan on failure");
     st = remat_plan_optimal(&c, NULL, fixed + minp, 0, &r);
     CHECK(st == REMAT_OK && r.total_bytes == fixed + minp, "exactly the minimum fits: %s", remat_errmsg());
+    remat_plan_row_clear(&r);
     st = remat_plan_optimal(&c, NULL, minp - 1, 1, &r);
     CHECK(st == REMAT_ERR_BUDGET && strstr(remat_errmsg(), "minimum activations"), "activation budget: %s", remat_errmsg());
     st = remat_plan_optimal(&c, NULL, 1000, 0, &r);
@@ -512,7 +524,7 @@ static void test_profiles(void)
     if (st) return;
     for (int t = 0; t < RT_FIRST_GRAD; t++) {
         CHECK(remat_profile_op_ms(p, t, 0) >= 0 && remat_profile_op_ms(p, t, 0) < 1e4, "fwd time of %d", t);
-        if (remat_tensor_defs[t].has_bwd) CHECK(remat_profile_op_ms(p, t, 1) >= 0, "bwd time of %d", t);
+        if (remat_table_gpt2.defs[t].has_bwd) CHECK(remat_profile_op_ms(p, t, 1) >= 0, "bwd time of %d", t);
     }
     CHECK(remat_profile_save(p, path) == REMAT_OK, "save: %s", remat_errmsg());
     st = remat_profile_load(&c, path, &q);
@@ -531,6 +543,9 @@ static void test_profiles(void)
         CHECK(fabs(a.step_ms_pred - b.step_ms_pred) <= 1e-6 * a.step_ms_pred, "same prediction after a round trip");
         remat_plan_row o;
         CHECK(remat_plan_optimal(&c, q, 0, 0, &o) == REMAT_OK, "optimal with a measured profile");
+        remat_plan_row_clear(&a);
+        remat_plan_row_clear(&b);
+        remat_plan_row_clear(&o);
     }
     remat_profile_free(q);
     q = NULL;
@@ -623,7 +638,10 @@ static void test_maximize(void)
             else st = remat_plan_optimal(&n, NULL, budget, 0, &r2);
             CHECK(pols[i] ? (st == REMAT_OK && !r2.fits) : st == REMAT_ERR_BUDGET, "maximize %s %s: %d + 1 fits",
                   dim ? "batch" : "seq", pols[i] ? pols[i] : "optimal", best);
+            remat_plan_row_clear(&r);
+            if (!st) remat_plan_row_clear(&r2);
         }
+    remat_plan_row_clear(&none);
     int best;
     CHECK(remat_plan_maximize(&c, "bogus", REMAT_PLAN_SEQ, budget, 0, &best, NULL) == REMAT_ERR_POLICY, "bad policy");
     CHECK(remat_plan_maximize(&c, NULL, REMAT_PLAN_SEQ, 10, 0, &best, NULL) == REMAT_ERR_BUDGET, "nothing fits");

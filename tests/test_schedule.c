@@ -9,6 +9,7 @@
  *   - the validator rejects hand-made broken schedules;
  *   - bad policy strings are rejected.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,48 +208,60 @@ static void validator(void)
     CHECK(st == REMAT_OK && remat_schedule_validate(s) == REMAT_OK, "hand-made valid schedule accepted: %s", remat_errmsg());
     remat_schedule_free(s);
 
-    /* read before materialised: move qkv's forward before ln1's */
-    remat_instr_kind k2[64]; int l2[64], t2[64];
-    memcpy(k2, k, sizeof k); memcpy(l2, l, sizeof l); memcpy(t2, t, sizeof t);
-    int tmp = t2[2]; t2[2] = t2[3]; t2[3] = tmp;
-    remat_schedule_from_instrs(&c, good_n, k2, l2, t2, &s);
-    st = remat_schedule_validate(s);
-    CHECK(st == REMAT_ERR_SCHEDULE && strstr(remat_errmsg(), "not materialised"), "read-before-write rejected: %s", remat_errmsg());
-    remat_schedule_free(s);
-
-    /* leak: drop the free of ln1_stat */
-    size_t m = 0;
-    for (size_t i = 0; i < good_n; i++) {
-        if (k[i] == X && t[i] == remat_tensor_find("ln1_stat")) continue;
-        k2[m] = k[i]; l2[m] = l[i]; t2[m] = t[i]; m++;
+    /* Broken schedules: each is rejected when it is made, with the
+     * validator's message naming the fault.  mutate() copies the good
+     * schedule through an edit: drop an instruction, duplicate one, or swap
+     * two. */
+    struct { const char *what; int op; remat_instr_kind k1; const char *t1; remat_instr_kind k2; const char *t2;
+             const char *msg; } broken[] = {
+        /* qkv's forward before ln1's: reads ln1 before it exists */
+        { "read before write", 'S', F, "ln1", F, "qkv", "forward of qkv (layer 0) reads ln1, which is not materialised" },
+        /* ln1 freed right after its forward: qkv then reads a freed tensor */
+        { "read of a freed tensor", 'F', F, "ln1", X, "ln1", "forward of qkv (layer 0) reads ln1, which is not materialised" },
+        /* LN2's backward before FCH's: d_ln2 does not exist yet */
+        { "ln2 backward before fch's", 'S', B, "fch", B, "ln2", "backward of ln2 (layer 0) runs before d_ln2 exists" },
+        /* ln1_stat freed twice */
+        { "double free", 'D', X, "ln1_stat", X, "ln1_stat", "free of ln1_stat (layer 0), which is not live" },
+        /* no free of ln1_stat at all */
+        { "leak", 'R', X, "ln1_stat", X, "ln1_stat", "leak: ln1_stat (layer 0) is never freed" },
+        /* emb's backward dropped: d_res, a gradient buffer, is never freed */
+        { "gradient buffer never freed", 'R', B, "emb", B, "emb", "leak: d_res (layer -1) is never freed" },
+        /* fch_gelu's backward twice */
+        { "gradient twice", 'D', B, "fch_gelu", B, "fch_gelu", "gradient of fch_gelu (layer 0) computed twice" },
+        /* qkv's backward dropped: ln1's backward runs without d_ln1 */
+        { "missing gradient", 'R', B, "qkv", B, "qkv", "backward of ln1 (layer 0) runs before d_ln1 exists" },
+        /* res3's forward twice */
+        { "computed over a live copy", 'D', F, "res3", F, "res3", "forward of res3 (layer 0) which is already live" },
+        /* the update first */
+        { "update before the end", 'U', U, "", U, "", "update before the end" },
+    };
+    for (size_t b = 0; b < sizeof broken / sizeof broken[0]; b++) {
+        remat_instr_kind k2[64]; int l2[64], t2[64];
+        size_t m = 0, i1 = good_n, i2 = good_n;
+        for (size_t i = 0; i < good_n; i++) {
+            if (k[i] == broken[b].k1 && t[i] == remat_tensor_find(broken[b].t1) && i1 == good_n) i1 = i;
+            if (k[i] == broken[b].k2 && t[i] == remat_tensor_find(broken[b].t2)) i2 = i;
+        }
+        if (broken[b].op == 'U') { k2[m] = U; l2[m] = -1; t2[m] = -1; m++; }
+        for (size_t i = 0; i < good_n; i++) {
+            size_t src = i;
+            if (broken[b].op == 'S' && i == i1) src = i2;
+            if (broken[b].op == 'S' && i == i2) src = i1;
+            if (broken[b].op == 'R' && i == i1) continue;
+            if (broken[b].op == 'U' && k[i] == U) continue;
+            k2[m] = k[src]; l2[m] = l[src]; t2[m] = t[src]; m++;
+            if ((broken[b].op == 'D' && i == i1) || (broken[b].op == 'F' && i == i1)) {
+                k2[m] = broken[b].op == 'F' ? X : k[i];
+                l2[m] = l[i]; t2[m] = t[i]; m++;
+            }
+        }
+        CHECK(broken[b].op == 'U' || (i1 < good_n && i2 < good_n), "%s: instructions found", broken[b].what);
+        s = NULL;
+        st = remat_schedule_from_instrs(&c, m, k2, l2, t2, &s);
+        CHECK(st == REMAT_ERR_SCHEDULE && s == NULL && strstr(remat_errmsg(), broken[b].msg),
+              "%s rejected with '%s': got %d '%s'", broken[b].what, broken[b].msg, (int)st, remat_errmsg());
+        remat_schedule_free(s);
     }
-    remat_schedule_from_instrs(&c, m, k2, l2, t2, &s);
-    st = remat_schedule_validate(s);
-    CHECK(st == REMAT_ERR_SCHEDULE && strstr(remat_errmsg(), "never freed"), "leak rejected: %s", remat_errmsg());
-    remat_schedule_free(s);
-
-    /* gradient twice: repeat the backward of fch_gelu */
-    m = 0;
-    for (size_t i = 0; i < good_n; i++) {
-        k2[m] = k[i]; l2[m] = l[i]; t2[m] = t[i]; m++;
-        if (k[i] == B && t[i] == remat_tensor_find("fch_gelu")) { k2[m] = k[i]; l2[m] = l[i]; t2[m] = t[i]; m++; }
-    }
-    remat_schedule_from_instrs(&c, m, k2, l2, t2, &s);
-    st = remat_schedule_validate(s);
-    CHECK(st == REMAT_ERR_SCHEDULE && strstr(remat_errmsg(), "twice"), "double gradient rejected: %s", remat_errmsg());
-    remat_schedule_free(s);
-
-    /* missing gradient: drop the backward of qkv (ln1's backward then runs
-     * without d_ln1, or the gradient is never computed) */
-    m = 0;
-    for (size_t i = 0; i < good_n; i++) {
-        if (k[i] == B && t[i] == remat_tensor_find("qkv")) continue;
-        k2[m] = k[i]; l2[m] = l[i]; t2[m] = t[i]; m++;
-    }
-    remat_schedule_from_instrs(&c, m, k2, l2, t2, &s);
-    st = remat_schedule_validate(s);
-    CHECK(st == REMAT_ERR_SCHEDULE, "missing gradient rejected: %s", remat_errmsg());
-    remat_schedule_free(s);
 
     /* bad policy strings */
     const char *bad[] = { "", "bogus", "every:0", "every:x", "every:", "revolve:1", "full,every:2", "save:nope",
@@ -258,6 +271,78 @@ static void validator(void)
         st = remat_schedule_create(&c, bad[i], &p);
         if (i == 0) { CHECK(st == REMAT_OK, "empty policy means none"); remat_schedule_free(p); continue; }
         CHECK(st == REMAT_ERR_POLICY && p == NULL, "policy '%s' rejected (got %d)", bad[i], st);
+    }
+}
+
+/* Evaluation and sampling run forward-only schedules: their measured
+ * activation peak equals the simulated one, the loss equals the training
+ * forward's (no dropout), and a chunked head evaluates without the whole
+ * logits unless they are asked for. */
+static void forward_only(void)
+{
+    for (int chunk = 0; chunk < 2; chunk++) {
+        remat_config c;
+        remat_config_default(&c);
+        c.n_layer = 3; c.n_embd = 32; c.n_head = 4; c.vocab = 500; c.seq = 16; c.max_seq = 16; c.batch = 3;
+        c.lmhead_chunk = chunk ? 10 : 0;   /* the head dominates the peak */
+        remat_model *m = NULL;
+        int n = c.batch * c.seq;
+        int *in = malloc(sizeof(int) * (size_t)n), *tg = malloc(sizeof(int) * (size_t)n);
+        float *logits = malloc(sizeof(float) * (size_t)n * (size_t)remat_config_padded_vocab(&c));
+        make_batch(&c, 0, in, tg);
+        CHECK(remat_model_create(&c, 5, &m) == REMAT_OK, "create: %s", remat_errmsg());
+        if (!m) goto next;
+        float l_eval, l_logits, l_train;
+        remat_stats st;
+        remat_sim sim;
+        remat_schedule *fs = NULL;
+
+        CHECK(remat_model_eval(m, in, tg, &l_eval, NULL) == REMAT_OK, "eval: %s", remat_errmsg());
+        remat_model_stats(m, &st);
+        CHECK(remat_schedule_create_forward(&c, &fs) == REMAT_OK, "forward schedule: %s", remat_errmsg());
+        remat_schedule_simulate(fs, &sim);
+        CHECK(st.fwd_act_peak_bytes == sim.peak_bytes, "chunk %d: eval peak %llu measured, %llu simulated", chunk,
+              (unsigned long long)st.fwd_act_peak_bytes, (unsigned long long)sim.peak_bytes);
+        remat_schedule_free(fs);
+        fs = NULL;
+        uint64_t own_head = st.fwd_act_peak_bytes;
+
+        remat_config cl = c;
+        cl.lmhead_chunk = 0;   /* whole logits */
+        CHECK(remat_model_eval(m, in, tg, &l_logits, logits) == REMAT_OK, "eval with logits: %s", remat_errmsg());
+        remat_model_stats(m, &st);
+        remat_schedule_create_forward(&cl, &fs);
+        remat_schedule_simulate(fs, &sim);
+        CHECK(st.fwd_act_peak_bytes == sim.peak_bytes, "chunk %d: eval+logits peak %llu measured, %llu simulated",
+              chunk, (unsigned long long)st.fwd_act_peak_bytes, (unsigned long long)sim.peak_bytes);
+        CHECK(chunk ? sim.peak_bytes > own_head : sim.peak_bytes == own_head,
+              "chunk %d: whole logits %llu, the config's own head %llu", chunk, (unsigned long long)sim.peak_bytes,
+              (unsigned long long)own_head);
+        remat_schedule_free(fs);
+        fs = NULL;
+        CHECK(remat_model_step(m, in, tg, 0, &l_train) == REMAT_OK, "step: %s", remat_errmsg());
+        CHECK(l_eval == l_logits, "chunk %d: eval losses %.9g and %.9g", chunk, l_eval, l_logits);
+        CHECK(fabsf(l_eval - l_train) <= 1e-6f * fabsf(l_train), "chunk %d: eval %.9g, step %.9g", chunk, l_eval, l_train);
+
+        int prompt[3] = { 1, 2, 3 }, out[5], out2[5];
+        CHECK(remat_model_sample(m, prompt, 3, 5, 0.8f, 9, out) == REMAT_OK, "sample: %s", remat_errmsg());
+        CHECK(remat_model_sample(m, prompt, 3, 5, 0.8f, 9, out2) == REMAT_OK && !memcmp(out, out2, sizeof out),
+              "sampling is deterministic");
+        remat_model_stats(m, &st);
+        remat_config c1 = cl;
+        c1.batch = 1;
+        remat_schedule_create_forward(&c1, &fs);
+        remat_schedule_simulate(fs, &sim);
+        CHECK(st.fwd_act_peak_bytes == sim.peak_bytes, "sample peak %llu measured, %llu simulated",
+              (unsigned long long)st.fwd_act_peak_bytes, (unsigned long long)sim.peak_bytes);
+        remat_schedule_free(fs);
+        /* bad arguments: one message, no crash */
+        CHECK(remat_model_sample(NULL, prompt, 3, 5, 0.8f, 9, out) == REMAT_ERR_INVALID, "NULL model");
+        CHECK(remat_model_sample(m, prompt, 3, INT_MAX, 0.8f, 9, out) == REMAT_ERR_INVALID, "prompt + new overflows");
+        CHECK(remat_model_sample(m, prompt, 0, 1, 0.8f, 9, out) == REMAT_ERR_INVALID, "empty prompt");
+    next:
+        remat_model_free(m);
+        free(in); free(tg); free(logits);
     }
 }
 
@@ -274,5 +359,6 @@ int main(void)
     check_config("L5 C24 T9", c);
     sanity();
     validator();
+    forward_only();
     return TEST_REPORT();
 }

@@ -145,6 +145,13 @@ int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
         } else { cli_error("--lmhead expects full, chunked or chunked:ROWS, got '%s'", v); return -1; }
         return 1;
     }
+    if (!strcmp(f, "--dtype")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        if (!strcmp(v, "fp32")) c->dtype = REMAT_DTYPE_FP32;
+        else if (!strcmp(v, "bf16")) c->dtype = REMAT_DTYPE_BF16;
+        else { cli_error("--dtype expects fp32 or bf16, got '%s'", v); return -1; }
+        return 1;
+    }
     if (!strcmp(f, "--dropout")) {
         if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, 0.0, 0.999, &d)) return -1;
         c->dropout = (float)d;
@@ -160,6 +167,7 @@ void cli_config_print(FILE *f, const remat_config *c)
             (unsigned long long)remat_config_num_params(c), c->batch, c->seq, (double)c->dropout);
     if (c->attention == REMAT_ATTENTION_FLASH) fprintf(f, ", flash attention");
     if (c->lmhead_chunk > 0) fprintf(f, ", lm head chunked by %d rows", c->lmhead_chunk);
+    if (c->dtype == REMAT_DTYPE_BF16) fprintf(f, ", bf16 mixed precision");
     fputc('\n', f);
 }
 

@@ -267,6 +267,34 @@ static const char *kind_word(remat_instr_kind k)
     return (unsigned)k < 5 ? n[k] : "?";
 }
 
+/* the samples of one instruction (remat_schedule_walk_live's callback) */
+typedef struct tl_walk {
+    uint64_t *by, *prev, *tot;
+    remat_instr_info *ins;
+    int NT, NB;
+} tl_walk;
+
+static void tl_sample(void *arg, size_t i, const remat_instr_info *info, const uint64_t *cur)
+{
+    tl_walk *w = arg;
+    int NT = w->NT;
+    uint64_t *in_ = w->by + (2 * i) * (size_t)w->NB, *af = w->by + (2 * i + 1) * (size_t)w->NB, sum = 0;
+    w->ins[i] = *info;
+    for (int t = 0; t < NT; t++) {
+        /* allocations precede frees inside an instruction, so the worst
+         * moment holds every tensor's larger side */
+        in_[t] = cur[t] > w->prev[t] ? cur[t] : w->prev[t];
+        af[t] = cur[t];
+        sum += in_[t];
+        w->tot[2 * i + 1] += cur[t];
+    }
+    /* a buffer allocated and freed within one instruction (d_branch
+     * with dropout) shows up only in the instruction's peak */
+    in_[NT] = info->peak_bytes > sum ? info->peak_bytes - sum : 0;
+    w->tot[2 * i] = sum + in_[NT];
+    memcpy(w->prev, cur, sizeof(uint64_t) * (size_t)NT);
+}
+
 int bench_svg_timeline(FILE *f, const bench_opts *o, const bench_result *r, int xml_decl)
 {
     const int W = 960, H = 620;
@@ -276,7 +304,7 @@ int bench_svg_timeline(FILE *f, const bench_opts *o, const bench_result *r, int 
     remat_schedule *s = NULL;
     int rc = 1, NT = remat_tensor_count(), NB = NT + 1;   /* band NT: transient bytes */
     size_t n = 0, S = 0;
-    uint64_t *by = NULL, *prev = NULL, *cur = NULL, *tot = NULL;
+    uint64_t *by = NULL, *prev = NULL, *tot = NULL;
     remat_instr_info *ins = NULL;
     remat_tensor_info *ti = NULL;
     char buf[512], cfgs[200];
@@ -286,35 +314,17 @@ int bench_svg_timeline(FILE *f, const bench_opts *o, const bench_result *r, int 
     S = 2 * n;
     by = calloc(S * (size_t)NB, sizeof *by);   /* by[sample * NB + band] */
     prev = calloc((size_t)NT, sizeof *prev);
-    cur = calloc((size_t)NT, sizeof *cur);
     tot = calloc(S, sizeof *tot);
     ins = calloc(n, sizeof *ins);
     ti = calloc((size_t)NT, sizeof *ti);
-    if (!by || !prev || !cur || !tot || !ins || !ti) { cli_error("out of memory"); goto out; }
+    if (!by || !prev || !tot || !ins || !ti) { cli_error("out of memory"); goto out; }
     for (int t = 0; t < NT; t++)
         if (remat_tensor_get(c, t, &ti[t])) { cli_error("timeline: %s", remat_errmsg()); goto out; }
 
-    /* samples 2i (worst moment inside instruction i) and 2i+1 (after it) */
-    for (size_t i = 0; i < n; i++) {
-        if (remat_schedule_instr(s, i, &ins[i]) || remat_schedule_live_by_tensor(s, i, cur)) {
-            cli_error("timeline: %s", remat_errmsg());
-            goto out;
-        }
-        uint64_t *in_ = by + (2 * i) * NB, *af = by + (2 * i + 1) * NB, sum = 0;
-        for (int t = 0; t < NT; t++) {
-            /* allocations precede frees inside an instruction, so the worst
-             * moment holds every tensor's larger side */
-            in_[t] = cur[t] > prev[t] ? cur[t] : prev[t];
-            af[t] = cur[t];
-            sum += in_[t];
-            tot[2 * i + 1] += cur[t];
-        }
-        /* a buffer allocated and freed within one instruction (d_branch
-         * with dropout) shows up only in the instruction's peak */
-        in_[NT] = ins[i].peak_bytes > sum ? ins[i].peak_bytes - sum : 0;
-        tot[2 * i] = sum + in_[NT];
-        memcpy(prev, cur, sizeof(uint64_t) * (size_t)NT);
-    }
+    /* samples 2i (worst moment inside instruction i) and 2i+1 (after it),
+     * from one walk of the schedule */
+    tl_walk tw = { by, prev, tot, ins, NT, NB };
+    if (remat_schedule_walk_live(s, tl_sample, &tw)) { cli_error("timeline: %s", remat_errmsg()); goto out; }
 
     /* one plotted column per pixel at most: keep, in each bucket of
      * samples, the one with the most bytes (so the peak is never lost) */
@@ -506,6 +516,6 @@ int bench_svg_timeline(FILE *f, const bench_opts *o, const bench_result *r, int 
 #undef XS
 out:
     remat_schedule_free(s);
-    free(by); free(prev); free(cur); free(tot); free(ins); free(ti);
+    free(by); free(prev); free(tot); free(ins); free(ti);
     return rc;
 }

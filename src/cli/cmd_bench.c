@@ -356,7 +356,7 @@ void bench_result_free(bench_result *r)
     }
     free(r->rows);
     free(r->sgemm_round);
-    free(r->front);
+    remat_plan_rows_free(r->front, r->n_front);
     memset(r, 0, sizeof *r);
 }
 
@@ -451,6 +451,7 @@ int bench_run(const bench_opts *o, bench_result *r)
             snprintf(r->optimal_err, sizeof r->optimal_err, "%s", remat_errmsg());
         } else {
             char *canon = canonical(c, best.policy);
+            remat_plan_row_clear(&best);
             if (!canon) goto out;
             bench_row *w = add_row(r, "optimal", canon, o->steps);
             free(canon);
@@ -472,6 +473,7 @@ int bench_run(const bench_opts *o, bench_result *r)
         }
         r->rows[i].step_ms_pred = pr.step_ms_pred;
         r->rows[i].fits = pr.fits;
+        remat_plan_row_clear(&pr);
     }
 
     /* the timeline's policy: asked for (added when not benched), or a default */

@@ -151,7 +151,9 @@ static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t 
     }
     if (st) rc = cli_error("%s", err);
 out:
-    free(rows); free(opt); free(ok);
+    remat_plan_rows_free(rows, (size_t)nn);
+    remat_plan_rows_free(opt, 1);
+    free(ok);
     return rc;
 }
 
@@ -180,7 +182,7 @@ static int do_pareto(const remat_config *c, const remat_profile *prof, int json,
                    cli_fmt_bytes(rows[i].total_bytes, b2, sizeof b2), rows[i].overhead_pct, rows[i].step_ms_pred,
                    rows[i].policy);
     }
-    free(rows);
+    remat_plan_rows_free(rows, n);
     return 0;
 }
 
@@ -189,7 +191,7 @@ static int do_maximize(const remat_config *c, remat_plan_dim dim, uint64_t budge
     const char *names[MAX_GIVEN];
     int nn = named_policies(c, names, MAX_GIVEN);
     const char *what = dim == REMAT_PLAN_SEQ ? "seq" : "batch";
-    remat_plan_row *r = malloc(sizeof *r);
+    remat_plan_row *r = calloc(1, sizeof *r);
     if (!r) return cli_error("out of memory");
     char b1[32], b2[32];
     if (json) printf("{\"budget_bytes\": %llu, \"dim\": \"%s\", \"rows\": [", (unsigned long long)budget, what);
@@ -226,8 +228,9 @@ static int do_maximize(const remat_config *c, remat_plan_dim dim, uint64_t budge
                    cli_fmt_bytes(r->total_bytes, b2, sizeof b2));
             if (!pol) printf("\noptimal plan at %s=%d: %s\n", what, best, r->policy);
         }
+        remat_plan_row_clear(r);
     }
-    free(r);
+    remat_plan_rows_free(r, 1);
     return rc;
 }
 
@@ -288,7 +291,8 @@ int cmd_plan(int argc, char **argv)
 }
 
 /* remat train --budget: the optimal plan for the config, printed unless
- * quiet; *policy points at it (static storage) on success.  Returns 1 on
+ * quiet; *policy points at it (static storage, until the next call) on
+ * success.  Returns 1 on
  * success, 0 when nothing fits or a --recompute was given too (reported). */
 int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy)
 {
@@ -299,6 +303,7 @@ int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, in
     }
     remat_profile *prof = NULL;
     pick_profile(c, NULL, 0, 0, &prof);
+    remat_plan_row_clear(&row);
     remat_status st = remat_plan_optimal(c, prof, budget, act_only, &row);
     remat_profile_free(prof);
     if (st) { cli_error("%s", remat_errmsg()); return 0; }

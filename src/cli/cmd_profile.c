@@ -55,7 +55,7 @@ int cmd_profile(int argc, char **argv)
     if (remat_profile_measure(&c, (int)reps, &p)) return cli_error("%s", remat_errmsg());
     double took = cli_now_ms() - t0;
     if (remat_profile_save(p, out)) { remat_profile_free(p); return cli_error("%s", remat_errmsg()); }
-    remat_plan_row none, full;
+    remat_plan_row none = { 0 }, full = { 0 };
     remat_plan_evaluate(&c, p, "none", 0, 0, &none);
     remat_plan_evaluate(&c, p, "full", 0, 0, &full);
     int n = remat_tensor_count();
@@ -87,6 +87,8 @@ int cmd_profile(int argc, char **argv)
         printf("\npredicted step: %.2f ms with none, %.2f ms with full (per-block ops x %d layers)\nsaved to %s\n",
                none.step_ms_pred, full.step_ms_pred, c.n_layer, out);
     }
+    remat_plan_row_clear(&none);
+    remat_plan_row_clear(&full);
     remat_profile_free(p);
     return 0;
 }

@@ -85,6 +85,10 @@ void *remat_calloc(size_t n, size_t size);
 void *remat_realloc(void *p, size_t bytes);
 char *remat_strdup(const char *s);
 
+/* The median of x[0..n-1] (n >= 1; the mean of the two middle values when
+ * n is even).  Sorts x in place. */
+double remat_median(double *x, size_t n);
+
 /* Deletes path.tmp.PID files in path's directory whose process PID is gone
  * (files.c; what remat_write_file_atomic and the weights writer leave when
  * killed before their rename). */

@@ -2,62 +2,28 @@
  * model.c -- the GPT-2 model and the schedule interpreter.
  *
  * A model owns its parameters, gradients and AdamW state (allocated once)
- * and an installed schedule.  remat_model_step() walks the schedule: each
- * forward/recompute instruction allocates one activation through the
- * accounting allocator and runs its op; each backward runs the op's backward,
- * allocating and freeing the activation-gradient buffers named in the
- * activation table; each free releases a tensor.  The allocator's measured
- * peak is compared, in the tests, with the simulator's prediction for the
- * same schedule.
+ * and an installed schedule.  remat_model_step() runs the schedule: it is a
+ * walk of the one walker (schedule/walk.c) whose hooks allocate each buffer
+ * through the accounting allocator when the walker says a tensor comes to
+ * life, release it when it dies, and run each instruction's op through the
+ * op dispatcher (ops/ops.c) on exactly the buffers the tensor table
+ * declares.  Evaluation and sampling run forward-only schedules the same
+ * way.  The allocator's measured peak is compared, in the tests, with the
+ * simulator's prediction for the same schedule: two independent counts.
  *
- * Parameter layout follows llm.c (train_gpt2.c), so its checkpoints map 1:1.
+ * Parameter layout follows llm.c (train_gpt2.c), so its checkpoints map 1:1
+ * (table/params.c).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tensors.h"
 #include "../core/core.h"
 #include "../core/rng.h"
 #include "../kernels/kernels.h"
 #include "../schedule/schedule.h"
 #include "model.h"
 #include "remat_testing.h"   /* remat_model_debug_poison is defined here */
-
-static const char *const param_names[REMAT_NPARAM] = {
-    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"
-};
-
-void remat_param_shapes(const remat_config *c, int shapes[REMAT_NPARAM][3])
-{
-    int C = c->n_embd, L = c->n_layer, Vp = remat_config_padded_vocab(c);
-    int s[REMAT_NPARAM][3] = {
-        {Vp, C, 0}, {c->max_seq, C, 0}, {L, C, 0}, {L, C, 0}, {L, 3 * C, C}, {L, 3 * C, 0},
-        {L, C, C}, {L, C, 0}, {L, C, 0}, {L, C, 0}, {L, 4 * C, C}, {L, 4 * C, 0},
-        {L, C, 4 * C}, {L, C, 0}, {C, 0, 0}, {C, 0, 0}
-    };
-    memcpy(shapes, s, sizeof s);
-}
-
-static size_t shape_numel(const int s[3])
-{
-    size_t n = (size_t)s[0];
-    if (s[1]) n *= (size_t)s[1];
-    if (s[2]) n *= (size_t)s[2];
-    return n;
-}
-
-size_t remat_param_layout(const remat_config *c, int shapes[REMAT_NPARAM][3], size_t offsets[REMAT_NPARAM])
-{
-    remat_param_shapes(c, shapes);
-    size_t total = 0;
-    for (int i = 0; i < REMAT_NPARAM; i++) {
-        if (offsets) offsets[i] = total;
-        total += shape_numel(shapes[i]);
-    }
-    return total;
-}
 
 void remat_optim_default(remat_optim *o)
 {
@@ -76,26 +42,30 @@ static remat_status model_fail(remat_model *m, remat_status st)
 }
 
 const char *remat_model_error(const remat_model *m) { return m ? m->err : remat_errmsg(); }
-const remat_config *remat_model_config(const remat_model *m) { return &m->cfg; }
+const remat_config *remat_model_config(const remat_model *m) { return m ? &m->cfg : NULL; }
 
+/* GPT-2's initialisation: N(0, 0.02), residual projections scaled by
+ * 1/sqrt(2L), zero biases, unit LayerNorm weights (params.c says which). */
 static void init_params(remat_model *m, uint64_t seed)
 {
     const remat_config *c = &m->cfg;
     float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)c->n_layer);
-    for (int i = 0; i < REMAT_NPARAM; i++) {
+    for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
         float *p = m->params + m->poff[i];
         size_t n = m->pnum[i];
         uint64_t key = remat_rng_key(seed, 0xffffffffULL, (uint32_t)i, 0);
-        int is_ln_w = (i == 2 || i == 8 || i == 14), is_bias = (i == 3 || i == 5 || i == 7 || i == 9 ||
-                                                                 i == 11 || i == 13 || i == 15);
-        if (is_ln_w) { for (size_t k = 0; k < n; k++) p[k] = 1.0f; continue; }
-        if (is_bias) { memset(p, 0, n * sizeof *p); continue; }
-        float s = (i == 6 || i == 12) ? proj_std : std;
-        for (size_t k = 0; k < n; k++) p[k] = s * remat_rng_normal(key, k);
-        if (i == 0) /* padded vocabulary rows are zero and stay unused */
-            memset(p + (size_t)c->vocab * c->n_embd, 0,
-                   (size_t)(remat_config_padded_vocab(c) - c->vocab) * c->n_embd * sizeof *p);
+        switch (remat_param_defs[i].init) {
+        case REMAT_INIT_ONES: for (size_t k = 0; k < n; k++) p[k] = 1.0f; break;
+        case REMAT_INIT_ZEROS: memset(p, 0, n * sizeof *p); break;
+        default: {
+            float s = remat_param_defs[i].init == REMAT_INIT_NORMAL_PROJ ? proj_std : std;
+            for (size_t k = 0; k < n; k++) p[k] = s * remat_rng_normal(key, k);
+        }
+        }
     }
+    /* padded vocabulary rows are zero and stay unused */
+    memset(m->params + m->poff[REMAT_PARAM_WTE] + (size_t)c->vocab * c->n_embd, 0,
+           (size_t)(remat_config_padded_vocab(c) - c->vocab) * c->n_embd * sizeof(float));
 }
 
 remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_model **out)
@@ -105,18 +75,19 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_model_create: out is NULL");
     *out = NULL;
     if ((st = remat_config_check(cfg))) return st;
+    if (cfg->dtype != REMAT_DTYPE_FP32)
+        return remat_fail(REMAT_ERR_INVALID, "the engine trains in fp32 only so far; bf16 is for planning");
     m = remat_calloc(1, sizeof *m);
     if (!m) return remat_fail(REMAT_ERR_NOMEM, "out of memory creating the model");
     m->cfg = *cfg;
     m->seed = seed;
     remat_optim_default(&m->opt);
-    int shapes[REMAT_NPARAM][3];
+    int shapes[REMAT_PARAM_COUNT][3];
     size_t total = remat_param_layout(cfg, shapes, m->poff);
-    for (int i = 0; i < REMAT_NPARAM; i++) m->pnum[i] = shape_numel(shapes[i]);
+    for (int i = 0; i < REMAT_PARAM_COUNT; i++) m->pnum[i] = remat_param_numel(shapes[i]);
     m->nparams = total;
     size_t bytes = total * sizeof(float);
-    int L = cfg->n_layer;
-    m->nslots = remat_nslots(L);
+    m->nslots = remat_nslots_t(remat_table_of(cfg), cfg->n_layer);
     size_t N = (size_t)cfg->batch * cfg->seq;
     m->params = remat_mem_alloc(&m->mem, REMAT_MEM_PARAMS, bytes);
     m->grads = remat_mem_calloc(&m->mem, REMAT_MEM_GRADS, bytes);
@@ -126,9 +97,10 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     m->targets = remat_mem_alloc(&m->mem, REMAT_MEM_WORKSPACE, N * sizeof(int));
     m->losses = remat_mem_alloc(&m->mem, REMAT_MEM_WORKSPACE, N * sizeof(float));
     m->buf = remat_calloc((size_t)m->nslots, sizeof *m->buf);
+    m->bufbytes = remat_calloc((size_t)m->nslots, sizeof *m->bufbytes);
     m->hash = remat_calloc((size_t)m->nslots, sizeof *m->hash);
     if (!m->params || !m->grads || !m->adam_m || !m->adam_v || !m->inputs || !m->targets || !m->losses ||
-        !m->buf || !m->hash) {
+        !m->buf || !m->bufbytes || !m->hash) {
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory allocating %zu parameters (%.1f MiB each for params, "
                         "grads, and two AdamW moments)", total, bytes / 1048576.0);
         goto out;
@@ -142,14 +114,16 @@ out:
     return st;
 }
 
+/* releases every live activation buffer (after a failed or finished run) */
 static void free_acts(remat_model *m)
 {
     for (int s = 0; s < m->nslots; s++)
         if (m->buf[s]) {
-            int t = remat_slot_tid(m->cfg.n_layer, s);
-            remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->buf[s], remat_tensor_bytes(&m->cfg, t));
+            remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->buf[s], m->bufbytes[s]);
             m->buf[s] = NULL;
         }
+    if (m->temp) remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->temp, m->temp_bytes);
+    m->temp = NULL;
 }
 
 void remat_model_free(remat_model *m)
@@ -166,8 +140,10 @@ void remat_model_free(remat_model *m)
     remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->losses, N * sizeof(float));
     remat_mem_release(&m->mem);
     free(m->buf);
+    free(m->bufbytes);
     free(m->hash);
     remat_schedule_free(m->sched);
+    for (int i = 0; i < FWD_COUNT; i++) remat_schedule_free(m->fwd[i]);
     free(m);
 }
 
@@ -193,21 +169,21 @@ remat_status remat_model_set_policy(remat_model *m, const char *policy)
     return REMAT_OK;
 }
 
-const remat_schedule *remat_model_schedule(const remat_model *m) { return m->sched; }
+const remat_schedule *remat_model_schedule(const remat_model *m) { return m ? m->sched : NULL; }
 void remat_model_set_verify(remat_model *m, int on) { if (m) m->verify = on; }
 
-size_t remat_model_num_params(const remat_model *m) { return m->nparams; }
-float *remat_model_params(remat_model *m) { return m->params; }
-const float *remat_model_grads(const remat_model *m) { return m->grads; }
-int remat_param_tensor_count(void) { return REMAT_NPARAM; }
+size_t remat_model_num_params(const remat_model *m) { return m ? m->nparams : 0; }
+float *remat_model_params(remat_model *m) { return m ? m->params : NULL; }
+const float *remat_model_grads(const remat_model *m) { return m ? m->grads : NULL; }
+int remat_param_tensor_count(void) { return REMAT_PARAM_COUNT; }
 
 remat_status remat_model_param_tensor(const remat_model *m, remat_param i, const char **name, size_t *offset,
                                       int shape[3])
 {
-    if (!m || i < 0 || i >= REMAT_NPARAM) return remat_fail(REMAT_ERR_INVALID, "parameter tensor %d out of range", i);
-    int shapes[REMAT_NPARAM][3];
+    if (!m || i < 0 || i >= REMAT_PARAM_COUNT) return remat_fail(REMAT_ERR_INVALID, "parameter tensor %d out of range", i);
+    int shapes[REMAT_PARAM_COUNT][3];
     remat_param_shapes(&m->cfg, shapes);
-    if (name) *name = param_names[i];
+    if (name) *name = remat_param_defs[i].name;
     if (offset) *offset = m->poff[i];
     if (shape) memcpy(shape, shapes[i], sizeof shapes[i]);
     return REMAT_OK;
@@ -230,6 +206,7 @@ uint64_t remat_model_params_hash(const remat_model *m)
 void remat_model_stats(const remat_model *m, remat_stats *o)
 {
     memset(o, 0, sizeof *o);
+    if (!m) return;
     o->act_peak_bytes = m->meas_peak;
     o->act_stored_bytes = m->meas_stored;
     o->act_workset_bytes = m->meas_peak - m->meas_stored;
@@ -242,200 +219,171 @@ void remat_model_stats(const remat_model *m, remat_stats *o)
     o->recompute_flops = m->step_recompute_flops;
     o->steps_done = m->t;
     o->grad_norm = m->grad_norm;
+    o->fwd_act_peak_bytes = m->meas_fwd_peak;
 }
 
 /* ---- the interpreter ------------------------------------------------------ */
 
-#define P(i) (m->params + m->poff[i])
-#define G(i) (m->grads + m->poff[i])
+/* One run of a schedule: the walker's hooks and what they need. */
+typedef struct run {
+    remat_model *m;
+    const remat_schedule *s;
+    remat_op_ctx ctx;
+    uint64_t act0;              /* activation bytes live before the run */
+    int do_update;
+    float *loss;
+    double flops, rflops;
+    /* forward-only runs read the logits at their free */
+    float *logits_out;          /* (B*T*Vp) copy, or NULL */
+    int sample_row;             /* >= 0: draw a token from this row */
+    float temperature;
+    uint64_t sample_key, sample_idx;
+    int picked;
+} run;
 
-static float *slotbuf(remat_model *m, int layer, int t)
+static remat_status hk_begin(void *arg, size_t i, const remat_instr *in)
 {
-    return m->buf[remat_slot(m->cfg.n_layer, layer < 0 ? (t == RT_X ? m->cfg.n_layer : 0) : layer, t)];
+    run *r = arg;
+    (void)in;
+    if (i == r->s->fwd_end && !r->s->forward_only) r->m->meas_stored = r->m->mem.live[REMAT_MEM_ACTS] - r->act0;
+    return REMAT_OK;
 }
 
-static remat_dropout drop_for(const remat_model *m, int layer, int site)
+static remat_status hk_alloc(void *arg, int slot, int t, uint64_t bytes, int zero)
 {
-    float p = m->training ? m->cfg.dropout : 0.0f;
-    return remat_dropout_make(p, remat_rng_key(m->seed, m->t, (uint32_t)layer, (uint32_t)site));
-}
-
-static remat_status alloc_slot(remat_model *m, int slot, int t, int zero)
-{
-    uint64_t bytes = remat_tensor_bytes(&m->cfg, t);
+    remat_model *m = ((run *)arg)->m;
     m->buf[slot] = zero ? remat_mem_calloc(&m->mem, REMAT_MEM_ACTS, bytes)
                         : remat_mem_alloc(&m->mem, REMAT_MEM_ACTS, bytes);
     if (!m->buf[slot])
-        return remat_fail(REMAT_ERR_NOMEM, "out of memory allocating %s (%.1f MiB)", remat_tensor_defs[t].name,
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory allocating %s (%.1f MiB)", remat_table_of(&m->cfg)->defs[t].name,
                           bytes / 1048576.0);
+    m->bufbytes[slot] = bytes;
     return REMAT_OK;
 }
 
-static void free_slot(remat_model *m, int slot, int t)
+static void hk_release(void *arg, int slot, int t, uint64_t bytes)
 {
-    remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->buf[slot], remat_tensor_bytes(&m->cfg, t));
+    remat_model *m = ((run *)arg)->m;
+    (void)t;
+    remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->buf[slot], bytes);
     m->buf[slot] = NULL;
 }
 
-/* The LM head over chunks of rows (config lmhead_chunk): for each chunk,
- * logits = lnf @ wte^T, the loss, and -- when training -- at once the
- * gradient: d(lnf) = dlogits @ wte (into out) and dwte += dlogits^T lnf.
- * Computing the gradient in the same pass, instead of recomputing each
- * chunk's logits in the backward, saves a whole LM-head GEMM; it is valid
- * because every schedule runs the head's backward right after its forward
- * and never recomputes the head. */
-static remat_status lmhead_chunked(remat_model *m, float *out, int N)
+static remat_status hk_temp_alloc(void *arg, uint64_t bytes)
 {
-    const remat_config *c = &m->cfg;
-    int C = c->n_embd, Vp = remat_config_padded_vocab(c);
-    int rows = c->lmhead_chunk < N ? c->lmhead_chunk : N;
-    size_t bytes = remat_tensor_fwd_temp_bytes(c, RT_LOGITS);
-    float *chunk = remat_mem_alloc(&m->mem, REMAT_MEM_ACTS, bytes);
-    if (!chunk) return remat_fail(REMAT_ERR_NOMEM, "out of memory allocating a chunk of logits (%.1f MiB)", bytes / 1048576.0);
-    const float *lnf = slotbuf(m, -1, RT_LNF);
-    float scale = m->training ? 1.0f / (float)N : 0.0f;
-    m->loss_sum = 0;
-    for (int r0 = 0; r0 < N; r0 += rows) {
-        int nr = N - r0 < rows ? N - r0 : rows;
-        linear_forward(chunk, lnf + (size_t)r0 * C, P(0), NULL, nr, C, Vp);
-        if (m->have_targets)
-            m->loss_sum += crossentropy_forward(m->losses + r0, chunk, m->targets + r0, nr, c->vocab, Vp, scale);
-        if (m->training)
-            linear_backward(out + (size_t)r0 * C, G(0), NULL, chunk, lnf + (size_t)r0 * C, P(0), nr, C, Vp);
-    }
-    remat_mem_free(&m->mem, REMAT_MEM_ACTS, chunk, bytes);
+    remat_model *m = ((run *)arg)->m;
+    if (!(m->temp = remat_mem_alloc(&m->mem, REMAT_MEM_ACTS, bytes)))
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory allocating an op's scratch (%.1f MiB)", bytes / 1048576.0);
+    m->temp_bytes = bytes;
     return REMAT_OK;
 }
 
-/* Runs tensor t's forward op into its (already allocated) buffer. */
-static remat_status run_forward(remat_model *m, int l, int t, int nb)
+static void hk_temp_release(void *arg, uint64_t bytes)
 {
-    const remat_config *c = &m->cfg;
-    int T = c->seq, C = c->n_embd, NH = c->n_head, N = nb * T, L = c->n_layer;
-    int Vp = remat_config_padded_vocab(c);
-    float *out = slotbuf(m, l, t);
-    size_t lc = (size_t)(l < 0 ? 0 : l);
-    remat_dropout d;
-    switch (t) {
-    case RT_EMB: encoder_forward(out, m->inputs, P(0), P(1), nb, T, C); break;
-    case RT_LN1_STAT: layernorm_stats(out, slotbuf(m, l, RT_X), N, C); break;
-    case RT_LN1: layernorm_apply(out, slotbuf(m, l, RT_X), slotbuf(m, l, RT_LN1_STAT), P(2) + lc * C, P(3) + lc * C, N, C); break;
-    case RT_QKV: linear_forward(out, slotbuf(m, l, RT_LN1), P(4) + lc * 3 * C * C, P(5) + lc * 3 * C, N, C, 3 * C); break;
-    case RT_ATT:
-        if (c->attention == REMAT_ATTENTION_FLASH) flash_attention_stats(out, slotbuf(m, l, RT_QKV), nb, T, C, NH);
-        else attention_scores_forward(out, slotbuf(m, l, RT_QKV), nb, T, C, NH);
-        break;
-    case RT_ATTY:
-        d = drop_for(m, l, REMAT_SITE_ATT);
-        if (c->attention == REMAT_ATTENTION_FLASH)
-            flash_attention_values(out, slotbuf(m, l, RT_ATT), slotbuf(m, l, RT_QKV), &d, nb, T, C, NH);
-        else
-            attention_values_forward(out, slotbuf(m, l, RT_ATT), slotbuf(m, l, RT_QKV), &d, nb, T, C, NH);
-        break;
-    case RT_RES2:
-        linear_forward(out, slotbuf(m, l, RT_ATTY), P(6) + lc * C * C, P(7) + lc * C, N, C, C);
-        d = drop_for(m, l, REMAT_SITE_RES_ATTN);
-        residual_forward(out, slotbuf(m, l, RT_X), out, &d, (size_t)N * C);
-        break;
-    case RT_LN2_STAT: layernorm_stats(out, slotbuf(m, l, RT_RES2), N, C); break;
-    case RT_LN2: layernorm_apply(out, slotbuf(m, l, RT_RES2), slotbuf(m, l, RT_LN2_STAT), P(8) + lc * C, P(9) + lc * C, N, C); break;
-    case RT_FCH: linear_forward(out, slotbuf(m, l, RT_LN2), P(10) + lc * 4 * C * C, P(11) + lc * 4 * C, N, C, 4 * C); break;
-    case RT_FCH_GELU: gelu_forward(out, slotbuf(m, l, RT_FCH), (size_t)N * 4 * C); break;
-    case RT_RES3:
-        linear_forward(out, slotbuf(m, l, RT_FCH_GELU), P(12) + lc * 4 * C * C, P(13) + lc * C, N, 4 * C, C);
-        d = drop_for(m, l, REMAT_SITE_RES_MLP);
-        residual_forward(out, slotbuf(m, l, RT_RES2), out, &d, (size_t)N * C);
-        break;
-    case RT_LNF_STAT: layernorm_stats(out, slotbuf(m, -1, RT_X), N, C); break;
-    case RT_LNF: layernorm_apply(out, slotbuf(m, -1, RT_X), slotbuf(m, -1, RT_LNF_STAT), P(14), P(15), N, C); break;
-    case RT_LOGITS:
-        if (c->lmhead_chunk > 0 && !m->full_head) return lmhead_chunked(m, out, N);
-        linear_forward(out, slotbuf(m, -1, RT_LNF), P(0), NULL, N, C, Vp);
-        if (m->have_targets)
-            m->loss_sum = crossentropy_forward(m->losses, out, m->targets, N, c->vocab, Vp,
-                                               m->training ? 1.0f / (float)N : 0.0f);
-        break;
-    }
-    (void)L;
+    remat_model *m = ((run *)arg)->m;
+    remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->temp, bytes);
+    m->temp = NULL;
+}
+
+static remat_status run_update(run *r)
+{
+    remat_model *m = r->m;
+    size_t N = (size_t)m->cfg.batch * m->cfg.seq;
+    if (m->poison == 1) r->ctx.loss_sum = NAN;
+    else if (m->poison > 1) m->grads[m->poff[m->poison - 2]] = NAN;
+    m->poison = 0;
+    if (r->loss) *r->loss = (float)(r->ctx.loss_sum / (double)N);
+    if (!isfinite(r->ctx.loss_sum))
+        return remat_fail(REMAT_ERR_NONFINITE, "non-finite loss at step %llu", (unsigned long long)m->t + 1);
+    if (r->do_update) return remat_op_update(&r->ctx, m->adam_m, m->adam_v, &m->opt, m->t + 1, &m->grad_norm);
+    m->grad_norm = (float)sqrt(sumsq(m->grads, m->nparams));
     return REMAT_OK;
 }
 
-static float *gbuf(remat_model *m, int t) { return m->buf[remat_slot(m->cfg.n_layer, 0, t)]; }
-
-/* The gradient reaching a residual branch: d_res itself, or, with dropout,
- * d_res masked by the branch's regenerated mask into d_branch. */
-static const float *branch_grad(remat_model *m, int l, int site, const float *dres, size_t n)
+/* The logits of a forward-only run, at their free: copied out, or a token
+ * drawn from one row with the counter RNG. */
+static void consume_logits(run *r, const float *logits)
 {
-    remat_dropout d = drop_for(m, l, site);
-    if (d.p <= 0) return dres;
-    float *b = gbuf(m, RT_D_BRANCH);
-    residual_backward_branch(b, dres, &d, n);
-    return b;
+    const remat_config *c = r->ctx.cfg;
+    int V = c->vocab, Vp = remat_config_padded_vocab(c);
+    if (r->logits_out) memcpy(r->logits_out, logits, (size_t)c->batch * c->seq * Vp * sizeof(float));
+    if (r->sample_row < 0) return;
+    const float *row = logits + (size_t)r->sample_row * Vp;
+    float mx = row[0];
+    for (int v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+    double sum = 0;
+    for (int v = 0; v < V; v++) sum += exp((row[v] - mx) / r->temperature);
+    double u = remat_rng_uniform(r->sample_key, r->sample_idx) * sum, acc = 0;
+    int pick = V - 1;
+    for (int v = 0; v < V; v++) {
+        acc += exp((row[v] - mx) / r->temperature);
+        if (acc > u) { pick = v; break; }
+    }
+    r->picked = pick;
 }
 
-static void run_backward(remat_model *m, int l, int t)
+static remat_status hk_exec(void *arg, size_t i, const remat_instr *in, const remat_operands *o)
 {
-    const remat_config *c = &m->cfg;
-    int T = c->seq, C = c->n_embd, NH = c->n_head, N = c->batch * T;
-    int Vp = remat_config_padded_vocab(c);
-    size_t lc = (size_t)(l < 0 ? 0 : l), n = (size_t)N * C;
-    float *dres = gbuf(m, RT_D_RES);
-    const float *src;
-    remat_dropout d;
-    switch (t) {
-    case RT_RES3:
-        src = branch_grad(m, l, REMAT_SITE_RES_MLP, dres, n);
-        linear_backward(gbuf(m, RT_D_FCH), G(12) + lc * 4 * C * C, G(13) + lc * C, src,
-                        slotbuf(m, l, RT_FCH_GELU), P(12) + lc * 4 * C * C, N, 4 * C, C);
-        break;
-    case RT_FCH_GELU:
-        gelu_backward(gbuf(m, RT_D_FCH), slotbuf(m, l, RT_FCH), gbuf(m, RT_D_FCH), (size_t)N * 4 * C);
-        break;
-    case RT_FCH:
-        linear_backward(gbuf(m, RT_D_LN2), G(10) + lc * 4 * C * C, G(11) + lc * 4 * C, gbuf(m, RT_D_FCH),
-                        slotbuf(m, l, RT_LN2), P(10) + lc * 4 * C * C, N, C, 4 * C);
-        break;
-    case RT_LN2:
-        layernorm_backward(dres, G(8) + lc * C, G(9) + lc * C, gbuf(m, RT_D_LN2), slotbuf(m, l, RT_RES2),
-                           slotbuf(m, l, RT_LN2_STAT), P(8) + lc * C, N, C);
-        break;
-    case RT_RES2:
-        src = branch_grad(m, l, REMAT_SITE_RES_ATTN, dres, n);
-        linear_backward(gbuf(m, RT_D_ATTY), G(6) + lc * C * C, G(7) + lc * C, src, slotbuf(m, l, RT_ATTY),
-                        P(6) + lc * C * C, N, C, C);
-        break;
-    case RT_ATTY:
-        d = drop_for(m, l, REMAT_SITE_ATT);
-        if (c->attention == REMAT_ATTENTION_FLASH)
-            flash_attention_backward(gbuf(m, RT_D_QKV), gbuf(m, RT_D_ATTY), slotbuf(m, l, RT_ATT),
-                                     slotbuf(m, l, RT_QKV), &d, c->batch, T, C, NH);
-        else
-            attention_backward(gbuf(m, RT_D_QKV), gbuf(m, RT_D_ATTY), slotbuf(m, l, RT_ATT), slotbuf(m, l, RT_QKV),
-                               &d, c->batch, T, C, NH);
-        break;
-    case RT_QKV:
-        linear_backward(gbuf(m, RT_D_LN1), G(4) + lc * 3 * C * C, G(5) + lc * 3 * C, gbuf(m, RT_D_QKV),
-                        slotbuf(m, l, RT_LN1), P(4) + lc * 3 * C * C, N, C, 3 * C);
-        break;
-    case RT_LN1:
-        layernorm_backward(dres, G(2) + lc * C, G(3) + lc * C, gbuf(m, RT_D_LN1), slotbuf(m, l, RT_X),
-                           slotbuf(m, l, RT_LN1_STAT), P(2) + lc * C, N, C);
-        break;
-    case RT_LOGITS:
-        if (c->lmhead_chunk > 0)   /* computed in the forward pass already */
-            memcpy(gbuf(m, RT_D_LNF), slotbuf(m, -1, RT_LOGITS), (size_t)N * C * sizeof(float));
-        else
-            linear_backward(gbuf(m, RT_D_LNF), G(0), NULL, slotbuf(m, -1, RT_LOGITS), slotbuf(m, -1, RT_LNF), P(0),
-                            N, C, Vp);
-        break;
-    case RT_LNF:
-        layernorm_backward(dres, G(14), G(15), gbuf(m, RT_D_LNF), slotbuf(m, -1, RT_X),
-                           slotbuf(m, -1, RT_LNF_STAT), P(14), N, C);
-        break;
-    case RT_EMB:
-        encoder_backward(G(0), G(1), dres, m->inputs, c->batch, T, C);
-        break;
+    run *r = arg;
+    remat_model *m = r->m;
+    int t = in->tid, l = in->layer;
+    remat_op_args a;
+    switch (in->kind) {
+    case REMAT_I_UPDATE:
+        return run_update(r);
+    case REMAT_I_FREE:
+        if (r->s->forward_only && t == r->s->tb->head[r->s->tb->nhead - 1]) consume_logits(r, m->buf[o->out]);
+        return REMAT_OK;
+    case REMAT_I_BACKWARD:
+        remat_op_bind(o, in->kind, t, m->buf, m->temp, &a);
+        remat_op_backward(&r->ctx, t, l, &a);
+        return REMAT_OK;
+    default:   /* forward, recompute */
+        remat_op_bind(o, in->kind, t, m->buf, m->temp, &a);
+        remat_op_forward(&r->ctx, t, l, &a);
+        if (m->verify && !r->s->forward_only) {
+            uint64_t h = remat_hash_bytes(m->buf[o->out], m->bufbytes[o->out]);
+            if (in->kind == REMAT_I_FORWARD) m->hash[o->out] = h;
+            else if (h != m->hash[o->out])
+                return remat_fail(REMAT_ERR_VERIFY, "recomputed %s of layer %d at step %llu differs from its "
+                                  "first computation (instruction %zu)", r->s->tb->defs[t].name, l,
+                                  (unsigned long long)m->t + 1, i);
+        }
+        return REMAT_OK;
     }
+}
+
+static void hk_end(void *arg, size_t i, const remat_instr *in, uint64_t live, uint64_t peak, double flops)
+{
+    run *r = arg;
+    (void)i; (void)live; (void)peak;
+    r->flops += flops;
+    if (in->kind == REMAT_I_RECOMPUTE) r->rflops += flops;
+}
+
+/* Runs schedule s (its config sizes the buffers) on the batch in
+ * m->inputs / m->targets. */
+static remat_status run_schedule(remat_model *m, const remat_schedule *s, run *r, int training, int have_targets)
+{
+    r->m = m;
+    r->s = s;
+    remat_op_ctx_init(&r->ctx, &s->cfg, m->params, m->grads);
+    r->ctx.inputs = m->inputs;
+    r->ctx.targets = m->targets;
+    r->ctx.losses = m->losses;
+    r->ctx.seed = m->seed;
+    r->ctx.step = m->t;
+    r->ctx.training = training;
+    r->ctx.have_targets = have_targets;
+    remat_mem_reset_peak(&m->mem, REMAT_MEM_ACTS);
+    m->mem.peak_total = m->mem.live_total;
+    r->act0 = m->mem.live[REMAT_MEM_ACTS];
+    remat_walk_hooks h = { .arg = r, .begin = hk_begin, .alloc = hk_alloc, .release = hk_release,
+                           .temp_alloc = hk_temp_alloc, .temp_release = hk_temp_release,
+                           .exec = hk_exec, .end = hk_end };
+    remat_status st = remat_walk(s, 0, &h, NULL);
+    free_acts(m);
+    return st;
 }
 
 static remat_status check_tokens(const remat_model *m, const int *tok, size_t n, const char *what)
@@ -447,222 +395,99 @@ static remat_status check_tokens(const remat_model *m, const int *tok, size_t n,
     return REMAT_OK;
 }
 
-static remat_status update(remat_model *m)
-{
-    const remat_optim *o = &m->opt;
-    double norm = sqrt(sumsq(m->grads, m->nparams));
-    m->grad_norm = (float)norm;
-    if (!isfinite(norm)) {
-        /* name the first tensor with a non-finite gradient */
-        for (int i = 0; i < REMAT_NPARAM; i++)
-            if (!isfinite(sumsq(G(i), m->pnum[i])))
-                return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient in %s at step %llu", param_names[i],
-                                  (unsigned long long)m->t + 1);
-        return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient norm at step %llu", (unsigned long long)m->t + 1);
-    }
-    float scale = 1.0f;
-    if (o->grad_clip > 0) {   /* torch.nn.utils.clip_grad_norm_ */
-        double coef = o->grad_clip / (norm + 1e-6);
-        if (coef < 1.0) scale = (float)coef;
-    }
-    int step = (int)(m->t + 1);
-    for (int i = 0; i < REMAT_NPARAM; i++) {
-        int decay = (i == 0 || i == 1 || i == 4 || i == 6 || i == 10 || i == 12);
-        adamw_update(P(i), G(i), m->adam_m + m->poff[i], m->adam_v + m->poff[i], m->pnum[i], o->lr, o->beta1,
-                     o->beta2, o->eps, o->weight_decay, decay, scale, step);
-    }
-    return REMAT_OK;
-}
-
-static uint64_t slot_hash(remat_model *m, int slot, int t)
-{
-    return remat_hash_bytes(m->buf[slot], remat_tensor_bytes(&m->cfg, t));
-}
-
 remat_status remat_model_step(remat_model *m, const int *inputs, const int *targets, int do_update, float *loss)
 {
-    remat_status st = REMAT_OK;
+    remat_status st;
     if (!m || !inputs || !targets) return remat_fail(REMAT_ERR_INVALID, "remat_model_step: NULL argument");
-    const remat_config *c = &m->cfg;
-    size_t N = (size_t)c->batch * c->seq;
-    int L = c->n_layer;
+    size_t N = (size_t)m->cfg.batch * m->cfg.seq;
     if ((st = check_tokens(m, inputs, N, "inputs")) || (st = check_tokens(m, targets, N, "targets")))
         return model_fail(m, st);
     memcpy(m->inputs, inputs, N * sizeof(int));
     memcpy(m->targets, targets, N * sizeof(int));
-    m->training = 1;
-    m->have_targets = 1;
     memset(m->grads, 0, m->nparams * sizeof(float));
-    remat_mem_reset_peak(&m->mem, REMAT_MEM_ACTS);
-    m->mem.peak_total = m->mem.live_total;
-    uint64_t act0 = m->mem.live[REMAT_MEM_ACTS];
-    const remat_schedule *s = m->sched;
-    double flops = 0, rflops = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        const remat_instr *in = &s->ins[i];
-        if (i == s->fwd_end) m->meas_stored = m->mem.live[REMAT_MEM_ACTS] - act0;
-        int t = in->tid, l = in->layer;
-        if (in->kind == REMAT_I_UPDATE) {
-            if (m->poison == 1) m->loss_sum = NAN;
-            else if (m->poison > 1) G(m->poison - 2)[0] = NAN;
-            m->poison = 0;
-            if (loss) *loss = (float)(m->loss_sum / (double)N);
-            if (!isfinite(m->loss_sum)) {
-                st = remat_fail(REMAT_ERR_NONFINITE, "non-finite loss at step %llu", (unsigned long long)m->t + 1);
-                goto out;
-            }
-            if (do_update) { if ((st = update(m))) goto out; }
-            else m->grad_norm = (float)sqrt(sumsq(m->grads, m->nparams));
-            flops += remat_update_flops(c);
-            continue;
-        }
-        int slot = remat_islot(c, l, t);
-        if (in->kind == REMAT_I_FORWARD || in->kind == REMAT_I_RECOMPUTE) {
-            if ((st = alloc_slot(m, slot, t, 0))) goto out;
-            if ((st = run_forward(m, l, t, c->batch))) goto out;
-            double f = remat_tensor_fwd_flops(c, t);
-            flops += f;
-            if (in->kind == REMAT_I_RECOMPUTE) rflops += f;
-            if (m->verify) {
-                uint64_t h = slot_hash(m, slot, t);
-                if (in->kind == REMAT_I_FORWARD) m->hash[slot] = h;
-                else if (h != m->hash[slot]) {
-                    st = remat_fail(REMAT_ERR_VERIFY, "recomputed %s of layer %d at step %llu differs from its "
-                                    "first computation (instruction %zu)", remat_tensor_defs[t].name, l,
-                                    (unsigned long long)m->t + 1, i);
-                    goto out;
-                }
-            }
-        } else if (in->kind == REMAT_I_FREE) {
-            free_slot(m, slot, t);
-        } else {
-            int a[2], f[2], na, nf;
-            remat_bwd_effects(c, t, a, &na, f, &nf);
-            for (int k = 0; k < na; k++)
-                if ((st = alloc_slot(m, remat_islot(c, -1, a[k]), a[k], a[k] == RT_D_RES))) goto out;
-            run_backward(m, l, t);
-            for (int k = 0; k < nf; k++) free_slot(m, remat_islot(c, -1, f[k]), f[k]);
-            flops += remat_tensor_bwd_flops(c, t);
-        }
-    }
-    if (do_update) m->t++;
-out:
-    m->meas_peak = m->mem.peak[REMAT_MEM_ACTS] - act0;
+    run r;
+    memset(&r, 0, sizeof r);
+    r.do_update = do_update;
+    r.loss = loss;
+    r.sample_row = -1;
+    st = run_schedule(m, m->sched, &r, 1, 1);
+    m->meas_peak = m->mem.peak[REMAT_MEM_ACTS] - r.act0;
     m->meas_total_peak = m->mem.peak_total;
-    m->step_flops = flops;
-    m->step_recompute_flops = rflops;
-    free_acts(m);
-    (void)L;
-    return st ? model_fail(m, st) : REMAT_OK;
+    m->step_flops = r.flops;
+    m->step_recompute_flops = r.rflops;
+    if (st) return model_fail(m, st);
+    if (do_update) m->t++;
+    return REMAT_OK;
 }
 
-/* Forward only, for nb <= B rows, keeping only what the next op needs. */
-static remat_status forward_only(remat_model *m, int nb)
+/* The forward-only schedule `which` (compiled on first use). */
+static remat_status fwd_schedule(remat_model *m, int which, const remat_schedule **out)
 {
-    const remat_config *c = &m->cfg;
-    int L = c->n_layer;
-    remat_config cc = *c;
-    cc.batch = nb;          /* buffers sized for nb rows */
-    cc.lmhead_chunk = 0;    /* inference returns whole logits */
-    m->full_head = 1;
-    remat_status st = REMAT_OK;
-    int s = remat_islot(c, -1, RT_EMB);
-#define ALLOC(slot, t) do { uint64_t b_ = remat_tensor_bytes(&cc, t); \
-        if (!(m->buf[slot] = remat_mem_alloc(&m->mem, REMAT_MEM_ACTS, b_))) { \
-            st = remat_fail(REMAT_ERR_NOMEM, "out of memory in forward"); goto out; } } while (0)
-#define FREE(slot, t) do { remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->buf[slot], remat_tensor_bytes(&cc, t)); \
-        m->buf[slot] = NULL; } while (0)
-    ALLOC(s, RT_EMB);
-    if ((st = run_forward(m, -1, RT_EMB, nb))) goto out;
-    for (int l = 0; l < L; l++) {
-        for (int t = 0; t < RT_NBLOCK; t++) {
-            ALLOC(remat_islot(c, l, t), t);
-            if ((st = run_forward(m, l, t, nb))) goto out;
-        }
-        int xs = remat_slot(L, l, RT_X);
-        FREE(xs, l == 0 ? RT_EMB : RT_RES3);
-        for (int t = 0; t < RT_RES3; t++) FREE(remat_islot(c, l, t), t);
+    if (!m->fwd[which]) {
+        remat_config c = m->cfg;
+        if (which != FWD_EVAL) c.lmhead_chunk = 0;   /* whole logits */
+        if (which == FWD_SAMPLE) c.batch = 1;
+        remat_status st = remat_schedule_create_forward(&c, &m->fwd[which]);
+        if (st) return st;
     }
-    int heads[3] = { RT_LNF_STAT, RT_LNF, RT_LOGITS };
-    for (int k = 0; k < 3; k++) {
-        ALLOC(remat_islot(c, -1, heads[k]), heads[k]);
-        if ((st = run_forward(m, -1, heads[k], nb))) goto out;
-    }
-out:
-    m->full_head = 0;
-#undef ALLOC
-#undef FREE
+    *out = m->fwd[which];
+    return REMAT_OK;
+}
+
+static remat_status run_forward_only(remat_model *m, int which, int have_targets, run *r)
+{
+    const remat_schedule *s;
+    remat_status st = fwd_schedule(m, which, &s);
+    if (st) return st;
+    st = run_schedule(m, s, r, 0, have_targets);
+    m->meas_fwd_peak = m->mem.peak[REMAT_MEM_ACTS] - r->act0;
     return st;
-}
-
-static void free_acts_sized(remat_model *m, int nb)
-{
-    remat_config cc = m->cfg;
-    cc.batch = nb;
-    cc.lmhead_chunk = 0;
-    for (int s = 0; s < m->nslots; s++)
-        if (m->buf[s]) {
-            int t = remat_slot_tid(m->cfg.n_layer, s);
-            remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->buf[s], remat_tensor_bytes(&cc, t));
-            m->buf[s] = NULL;
-        }
 }
 
 remat_status remat_model_eval(remat_model *m, const int *inputs, const int *targets, float *loss, float *logits)
 {
     if (!m || !inputs) return remat_fail(REMAT_ERR_INVALID, "remat_model_eval: NULL argument");
-    const remat_config *c = &m->cfg;
-    size_t N = (size_t)c->batch * c->seq;
+    size_t N = (size_t)m->cfg.batch * m->cfg.seq;
     remat_status st;
     if ((st = check_tokens(m, inputs, N, "inputs"))) return model_fail(m, st);
     if (targets && (st = check_tokens(m, targets, N, "targets"))) return model_fail(m, st);
     memcpy(m->inputs, inputs, N * sizeof(int));
     if (targets) memcpy(m->targets, targets, N * sizeof(int));
-    m->training = 0;
-    m->have_targets = targets != NULL;
-    m->loss_sum = 0;
-    st = forward_only(m, c->batch);
-    if (!st) {
-        if (loss) *loss = (float)(m->loss_sum / (double)N);
-        if (logits) memcpy(logits, m->buf[remat_islot(c, -1, RT_LOGITS)],
-                           (size_t)N * remat_config_padded_vocab(c) * sizeof(float));
-    }
-    free_acts_sized(m, c->batch);
-    return st ? model_fail(m, st) : REMAT_OK;
+    run r;
+    memset(&r, 0, sizeof r);
+    r.logits_out = logits;
+    r.sample_row = -1;
+    int which = logits && m->cfg.lmhead_chunk > 0 ? FWD_LOGITS : FWD_EVAL;
+    if ((st = run_forward_only(m, which, targets != NULL, &r))) return model_fail(m, st);
+    if (loss) *loss = targets ? (float)(r.ctx.loss_sum / (double)N) : 0.0f;
+    return REMAT_OK;
 }
 
 remat_status remat_model_sample(remat_model *m, const int *prompt, int n_prompt, int n_new, float temperature,
                                 uint64_t seed, int *out)
 {
-    const remat_config *c = &m->cfg;
-    int T = c->seq, V = c->vocab, Vp = remat_config_padded_vocab(c);
-    if (!m || !prompt || !out || n_prompt < 1 || n_new < 0 || n_prompt + n_new > T || !(temperature > 0))
+    if (!m) return remat_fail(REMAT_ERR_INVALID, "remat_model_sample: model is NULL");
+    int T = m->cfg.seq;
+    /* n_prompt + n_new without overflow */
+    if (!prompt || !out || n_prompt < 1 || n_new < 0 || n_prompt > T || n_new > T - n_prompt || !(temperature > 0))
         return model_fail(m, remat_fail(REMAT_ERR_INVALID, "sample: need 1 <= prompt, prompt + new <= seq (%d), "
                                         "temperature > 0", T));
     remat_status st;
     if ((st = check_tokens(m, prompt, (size_t)n_prompt, "prompt"))) return model_fail(m, st);
     int *seqbuf = m->inputs;   /* row 0 only */
     for (int i = 0; i < T; i++) seqbuf[i] = i < n_prompt ? prompt[i] : 0;
-    m->training = 0;
-    m->have_targets = 0;
     int len = n_prompt;
     uint64_t key = remat_rng_key(seed, 0, 0xfffffffeu, 0);
     for (int k = 0; k < n_new; k++) {
-        if ((st = forward_only(m, 1))) { free_acts_sized(m, 1); return model_fail(m, st); }
-        const float *row = m->buf[remat_islot(c, -1, RT_LOGITS)] + (size_t)(len - 1) * Vp;
-        float mx = row[0];
-        for (int v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
-        double sum = 0;
-        for (int v = 0; v < V; v++) sum += exp((row[v] - mx) / temperature);
-        double u = remat_rng_uniform(key, (uint64_t)k) * sum, acc = 0;
-        int pick = V - 1;
-        for (int v = 0; v < V; v++) {
-            acc += exp((row[v] - mx) / temperature);
-            if (acc > u) { pick = v; break; }
-        }
-        free_acts_sized(m, 1);
-        seqbuf[len++] = pick;
-        out[k] = pick;
+        run r;
+        memset(&r, 0, sizeof r);
+        r.sample_row = len - 1;
+        r.temperature = temperature;
+        r.sample_key = key;
+        r.sample_idx = (uint64_t)k;
+        if ((st = run_forward_only(m, FWD_SAMPLE, 0, &r))) return model_fail(m, st);
+        seqbuf[len++] = r.picked;
+        out[k] = r.picked;
     }
     return REMAT_OK;
 }

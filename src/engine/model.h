@@ -6,8 +6,15 @@
 
 #include "remat.h"
 #include "../core/core.h"
+#include "../table/params.h"
+#include "../ops/ops.h"
 
-#define REMAT_NPARAM 16
+/* the forward-only schedules evaluation and sampling run, compiled on
+ * first use */
+enum { FWD_EVAL = 0,     /* the config's own head: loss only */
+       FWD_LOGITS = 1,   /* whole logits (lmhead_chunk 0): remat_model_eval with logits */
+       FWD_SAMPLE = 2,   /* batch 1, whole logits: remat_model_sample */
+       FWD_COUNT };
 
 struct remat_model {
     remat_config cfg;
@@ -16,28 +23,25 @@ struct remat_model {
     uint64_t t;                 /* optimizer steps done */
     remat_mem mem;              /* the accounting allocator */
     size_t nparams;
-    size_t poff[REMAT_NPARAM], pnum[REMAT_NPARAM];
+    size_t poff[REMAT_PARAM_COUNT], pnum[REMAT_PARAM_COUNT];
     float *params, *grads, *adam_m, *adam_v;
     int *inputs, *targets;      /* workspace: the current batch */
     float *losses;              /* workspace: per-position losses */
     int nslots;
     float **buf;                /* activation buffers by slot (NULL: not live) */
+    uint64_t *bufbytes;         /* their sizes (schedules of other batch sizes share slots) */
+    float *temp;                /* the running op's scratch */
+    uint64_t temp_bytes;
     uint64_t *hash;             /* --verify-recompute: first-computation hashes */
-    remat_schedule *sched;
-    int verify, training, have_targets;
-    int full_head;              /* forward_only: whole logits even when chunked */
+    remat_schedule *sched;      /* the training schedule */
+    remat_schedule *fwd[FWD_COUNT];
+    remat_config fwd_cfg[FWD_COUNT];
+    int verify;
     int poison;                 /* remat_model_debug_poison: tensor + 2, 1 = loss, 0 = off */
-    double loss_sum;
     float grad_norm;
-    uint64_t meas_peak, meas_stored, meas_total_peak;
+    uint64_t meas_peak, meas_stored, meas_total_peak, meas_fwd_peak;
     double step_flops, step_recompute_flops;
     char err[512];
 };
-
-/* Shapes of the 16 parameter tensors, in llm.c's order. */
-void remat_param_shapes(const remat_config *c, int shapes[REMAT_NPARAM][3]);
-/* The same, with each tensor's offset in the flat parameter vector
- * (offsets may be NULL); returns the total number of parameters. */
-size_t remat_param_layout(const remat_config *c, int shapes[REMAT_NPARAM][3], size_t offsets[REMAT_NPARAM]);
 
 #endif

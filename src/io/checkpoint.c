@@ -46,7 +46,7 @@
 #include "io.h"
 
 #define CK_MAGIC "REMATCKP"
-#define CK_VERSION 2u                /* 2: + data hash; version 1 is still read */
+#define CK_VERSION 3u                /* 2: + data hash; 3: + dtype; versions 1 and 2 are still read */
 #define CK_HEADER 256u
 #define CK_MAX_PATH 4095u           /* string fields: they fit remat_checkpoint_info's arrays */
 #define CK_MAX_POLICY 16383u
@@ -140,12 +140,12 @@ enum {
     H_MAGIC = 0, H_VERSION = 8, H_HDRBYTES = 12, H_FILEBYTES = 16, H_STEP = 24, H_OPTSTEPS = 32,
     H_SEED = 40, H_NPARAMS = 48, H_CFG = 56, H_DROPOUT = 84, H_OPT = 88, H_TOKENS = 112,
     H_POS = 128, H_DATAKIND = 144, H_PATHLEN = 148, H_POLICYLEN = 152, H_ATTENTION = 156, H_LMHEAD = 160,
-    H_END_V1 = 164, H_DATAHASH = 168, H_END = 176
+    H_END_V1 = 164, H_DTYPE = 164, H_DATAHASH = 168, H_END = 176
 };
 
 /* Every remat_config field is in the header: a new field must be added to
  * encode_header and remat_checkpoint_parse (and the format version bumped). */
-_Static_assert(sizeof(remat_config) == 10 * 4, "remat_config changed: store the new field in the checkpoint header");
+_Static_assert(sizeof(remat_config) == 11 * 4, "remat_config changed: store the new field in the checkpoint header");
 
 /* Total file bytes for the given variable parts; 0 on overflow. */
 static uint64_t file_bytes(uint64_t nparams, uint64_t pathlen, uint64_t policylen)
@@ -185,6 +185,7 @@ static void encode_header(unsigned char h[CK_HEADER], const remat_checkpoint_inf
     put32(h + H_POLICYLEN, (uint32_t)strlen(ci->policy));
     put32(h + H_ATTENTION, (uint32_t)c->attention);
     put32(h + H_LMHEAD, (uint32_t)c->lmhead_chunk);
+    put32(h + H_DTYPE, (uint32_t)c->dtype);
     put64(h + H_DATAHASH, ci->data_hash);
 }
 
@@ -220,7 +221,7 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
         return remat_fail(REMAT_ERR_FORMAT, "truncated: %zu bytes, shorter than the %u-byte header (torn write?)",
                           n, CK_HEADER);
     uint32_t version = get32(b + H_VERSION);
-    if (version != 1 && version != CK_VERSION)
+    if (version < 1 || version > CK_VERSION)
         return remat_fail(REMAT_ERR_FORMAT, "checkpoint format version %u; this remat reads versions 1 to %u",
                           version, CK_VERSION);
     if (get32(b + H_HDRBYTES) != CK_HEADER)
@@ -246,7 +247,8 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
                               "is corrupt", (unsigned long long)stored, (unsigned long long)calc);
     }
     for (size_t k = H_END_V1; k < CK_HEADER; k++)
-        if (b[k] && (version == 1 || k < H_DATAHASH || k >= H_END))
+        if (b[k] && (version == 1 || (version == 2 && k < H_DATAHASH) || (k >= H_DTYPE + 4 && k < H_DATAHASH) ||
+                     k >= H_END))
             return remat_fail(REMAT_ERR_FORMAT, "reserved header byte %zu is not zero", k);
 
     remat_checkpoint_info *ci = &v->info;
@@ -258,6 +260,7 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
     c->dropout = getf(b + H_DROPOUT);
     c->attention = (int)get32(b + H_ATTENTION);
     c->lmhead_chunk = (int)get32(b + H_LMHEAD);
+    c->dtype = version >= 3 ? (remat_dtype)get32(b + H_DTYPE) : REMAT_DTYPE_FP32;
     remat_status st = remat_config_check(c);
     if (st) {
         char why[512];

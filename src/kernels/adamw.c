@@ -28,7 +28,7 @@
 #define ADAMW_CHUNK 8192
 void adamw_update(float *p, const float *g, float *m, float *v, size_t n,
                   float lr, float b1, float b2, float eps, float wd, int decay,
-                  float grad_scale, int t)
+                  float grad_scale, uint64_t t)
 {
     double bc1 = 1.0 - pow((double)b1, (double)t);
     double bc2 = 1.0 - pow((double)b2, (double)t);

@@ -134,7 +134,7 @@ double crossentropy_forward(float *losses /* N */, float *logits /* N,Vp */,
  * g is multiplied by grad_scale first (global-norm clipping). t >= 1. */
 void adamw_update(float *p, const float *g, float *m, float *v, size_t n,
                   float lr, float b1, float b2, float eps, float wd, int decay,
-                  float grad_scale, int t);
+                  float grad_scale, uint64_t t);
 /* sum of g^2 in double, fixed order independent of the thread count */
 double sumsq(const float *g, size_t n);
 

@@ -53,8 +53,9 @@
 #include "planner.h"
 #include "../core/core.h"
 
-#define RES3_BIT (1u << RT_RES3)
-#define DROPPABLE_ALL (REMAT_KEEP_ALL & ~RES3_BIT)
+/* the block output's bit, and every other per-block tensor, in planner p's table */
+#define RES3_BIT(p) remat_out_bit((p)->tb)
+#define DROPPABLE_ALL(p) (remat_keep_all((p)->tb) & ~RES3_BIT(p))
 #define TIME_EPS 1e-12
 
 typedef struct keepc {
@@ -81,6 +82,7 @@ typedef struct front {
 
 struct remat_planner {
     remat_config cfg;
+    const remat_table *tb;
     int L;
     uint64_t x, d;             /* block input bytes; d_res bytes */
     uint64_t ckf1, ckf2;       /* CKF(1), CKF(j >= 2) */
@@ -145,24 +147,31 @@ out:
     return st;
 }
 
-static int is_head(int tid) { return tid == RT_LNF_STAT || tid == RT_LNF || tid == RT_LOGITS; }
+static int is_head(const remat_table *tb, int tid)
+{
+    for (int h = 0; h < tb->nhead; h++)
+        if (tb->head[h] == tid) return 1;
+    return 0;
+}
 
 /* Segments of a schedule for a chain whose last block is L-1:
  * [1, h) the block forwards, [h, bs) the head, [bs, e) the last block's
  * backward (for L = 1 the only block's). */
-static remat_status segments(const trace *t, int L, size_t *h, size_t *bs, size_t *e)
+static remat_status segments(const remat_table *tb, const trace *t, int L, size_t *h, size_t *bs, size_t *e)
 {
     size_t i = 0, lnfb = 0;
-    while (i < t->n && !is_head(t->tid[i])) i++;
+    int last_head_bwd = tb->head_bwd[tb->nhead_bwd - 1];
+    while (i < t->n && !is_head(tb, t->tid[i])) i++;
     *h = i;
     for (; i < t->n; i++)
-        if (t->kind[i] == REMAT_I_BACKWARD && t->tid[i] == RT_LNF) { lnfb = i; break; }
+        if (t->kind[i] == REMAT_I_BACKWARD && t->tid[i] == last_head_bwd) { lnfb = i; break; }
     for (i = lnfb + 1; i < t->n; i++)
-        if (!(t->kind[i] == REMAT_I_FREE && (is_head(t->tid[i]) || (t->tid[i] == RT_RES3 && t->layer[i] == L - 1))))
+        if (!(t->kind[i] == REMAT_I_FREE &&
+              (is_head(tb, t->tid[i]) || (t->tid[i] == tb->nblock - 1 && t->layer[i] == L - 1))))
             break;
     *bs = i;
     for (; i < t->n; i++)
-        if (t->kind[i] == REMAT_I_BACKWARD && t->tid[i] == RT_EMB) break;
+        if (t->kind[i] == REMAT_I_BACKWARD && t->tid[i] == tb->emb) break;
     *e = i;
     if (!lnfb || *h == 0 || *h >= *bs || *bs >= *e || *e >= t->n)
         return remat_fail(REMAT_ERR_STATE, "planner: the compiled schedule does not have the expected shape "
@@ -192,12 +201,12 @@ static remat_status measure_keep(remat_planner *p, const remat_config *c1, const
     char pol[32];
     trace t;
     size_t h, bs, e;
-    snprintf(pol, sizeof pol, "plan:A%x", mask & ~RES3_BIT);
+    snprintf(pol, sizeof pol, "plan:A%x", mask & ~RES3_BIT(p));
     remat_status st = trace_policy(c1, prof, pol, &t);
     if (st) return st;
-    if ((st = segments(&t, 1, &h, &bs, &e))) goto out;
+    if ((st = segments(p->tb, &t, 1, &h, &bs, &e))) goto out;
     uint64_t x = p->x;
-    out->mask = mask | RES3_BIT;
+    out->mask = mask | RES3_BIT(p);
     out->fpk = seg_max(&t, 1, h) - t.before[1];
     out->kept = t.before[h] - t.before[1] - x;
     out->bpk = seg_max(&t, bs, e) - (x + p->d);
@@ -229,7 +238,7 @@ static remat_status measure_ck(remat_planner *p, const remat_config *c2, const r
     size_t h, bs, e, s1 = 0;
     remat_status st = trace_policy(c2, prof, "plan:C2.A0.A0", &t);
     if (st) return st;
-    if ((st = segments(&t, 2, &h, &bs, &e))) goto out;
+    if ((st = segments(p->tb, &t, 2, &h, &bs, &e))) goto out;
     while (s1 < h && t.layer[s1] != 1) s1++;
     if (s1 >= h || t.before[s1] != 2 * p->x) {
         st = remat_fail(REMAT_ERR_STATE, "planner: the checkpointed forward of 'plan:C2.A0.A0' is not as "
@@ -638,13 +647,14 @@ remat_status remat_planner_create(const remat_config *cfg, const remat_profile *
     *out = NULL;
     if ((st = remat_config_check(cfg))) return st;
     if (!(prof = remat_profile_resolve(cfg, prof, &tmp))) return REMAT_ERR_INVALID;
-    droppable &= DROPPABLE_ALL;
     p = remat_calloc(1, sizeof *p);
     if (!p) return remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
     p->cfg = *cfg;
+    p->tb = remat_table_of(cfg);
+    droppable &= DROPPABLE_ALL(p);
     p->L = cfg->n_layer;
-    p->x = remat_tensor_bytes(cfg, RT_RES3);
-    p->d = remat_tensor_bytes(cfg, RT_D_RES);
+    p->x = remat_tensor_bytes(cfg, p->tb->nblock - 1);
+    p->d = remat_tensor_bytes(cfg, p->tb->d_res);
     remat_config c1 = *cfg, c2 = *cfg;
     c1.n_layer = 1;
     c2.n_layer = 2;
@@ -652,7 +662,7 @@ remat_status remat_planner_create(const remat_config *cfg, const remat_profile *
     p->mf = remat_calloc((size_t)p->L + 1, sizeof(uint64_t));
     p->mvb = remat_calloc((size_t)p->L + 1, sizeof(int32_t));
     p->mvf = remat_calloc((size_t)p->L + 1, sizeof(int32_t));
-    all = remat_malloc(sizeof(keepc) * ((size_t)1 << RT_RES3));
+    all = remat_malloc(sizeof(keepc) * ((size_t)1 << (p->tb->nblock - 1)));
     if (!p->mb || !p->mf || !p->mvb || !p->mvf || !all) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning"); goto out; }
 
     /* the block, head and leaf constants come with "keep only res3"; then
@@ -661,7 +671,7 @@ remat_status remat_planner_create(const remat_config *cfg, const remat_profile *
     if ((st = measure_keep(p, &c1, prof, 0, &leaf, 1))) goto out;
     int na = 0;
     for (uint32_t sub = droppable;; sub = (sub - 1) & droppable) {
-        uint32_t keep = DROPPABLE_ALL & ~sub;
+        uint32_t keep = DROPPABLE_ALL(p) & ~sub;
         if (keep == 0) all[na++] = leaf;
         else if ((st = measure_keep(p, &c1, prof, keep, &all[na++], 0))) goto out;
         if (!sub) break;
@@ -766,7 +776,7 @@ static void emit_plan(const remat_planner *p, int type, int n, uint64_t budget, 
     int32_t mv = f->p[i].move;
     if (mv >= 0) {
         const keepc *kc = &p->ks[mv];
-        put(b, "A%x", kc->mask & ~RES3_BIT);
+        put(b, "A%x", kc->mask & ~RES3_BIT(p));
         emit_plan(p, type, n - 1, budget - p->x - kc->kept, b);
     } else {
         int j = -mv;
@@ -783,7 +793,7 @@ static void emit_min(const remat_planner *p, int type, int n, sbuf *b)
     if (type == 0 && n == 1) { put(b, "A%x", 0); return; }
     int32_t mv = (type ? p->mvf : p->mvb)[n];
     if (mv >= 0) {
-        put(b, "A%x", p->ks[mv].mask & ~RES3_BIT);
+        put(b, "A%x", p->ks[mv].mask & ~RES3_BIT(p));
         emit_min(p, type, n - 1, b);
     } else {
         put(b, "C%u", (unsigned)-mv);
@@ -855,7 +865,7 @@ static void predict_rec(remat_planner *p, pred *r, int type, int n, uint64_t *pe
     double sm, sm2;
     if (k == 'A') {
         keepc kc;
-        if ((r->st = measure_keep(p, &r->c1, r->prof, v & REMAT_KEEP_ALL, &kc, 0))) return;
+        if ((r->st = measure_keep(p, &r->c1, r->prof, v & remat_keep_all(p->tb), &kc, 0))) return;
         predict_rec(p, r, type, n - 1, &sp, &sm);
         *peak = max3(p->x + kc.fpk, p->x + kc.kept + sp, p->x + d + kc.bpk);
         *ms = p->tf + kc.bwd_ms + sm;
@@ -897,6 +907,20 @@ remat_status remat_planner_build_fronts_unit(remat_planner *p, uint64_t limit, u
 
 /* ---- the public planner API ------------------------------------------------- */
 
+void remat_plan_row_clear(remat_plan_row *r)
+{
+    if (!r) return;
+    free(r->policy);
+    r->policy = NULL;
+}
+
+void remat_plan_rows_free(remat_plan_row *rows, size_t n)
+{
+    if (!rows) return;
+    for (size_t i = 0; i < n; i++) free(rows[i].policy);
+    free(rows);
+}
+
 uint64_t remat_plan_static_bytes(const remat_config *cfg)
 {
     /* remat_model_create: params, grads, two AdamW moments (fp32 each);
@@ -932,15 +956,10 @@ static remat_status evaluate(const remat_config *cfg, const remat_profile *prof,
     }
     if ((st = remat_schedule_create(cfg, policy, &s))) return st;
     if ((st = remat_schedule_simulate(s, &sim))) goto out;
-    const char *canon = remat_schedule_policy(s);
-    if (strlen(canon) >= sizeof out->policy) {
-        st = remat_fail(REMAT_ERR_RANGE, "policy string longer than %zu bytes", sizeof out->policy - 1);
-        goto out;
-    }
-    snprintf(out->policy, sizeof out->policy, "%s", canon);
     double rec;
     out->step_ms_pred = remat_cost_schedule_ms(prof, s, &rec);
     if (out->step_ms_pred < 0) { st = REMAT_ERR_NOMEM; goto out; }
+    if (!(out->policy = remat_strdup(remat_schedule_policy(s)))) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
     out->overhead_pct = none_ms > 0 ? 100.0 * rec / none_ms : 0;
     out->peak_bytes = sim.peak_bytes;
     out->stored_bytes = sim.stored_bytes;
@@ -970,11 +989,11 @@ static remat_status plan_row(const remat_planner *pl, const remat_config *cfg, c
 {
     uint64_t peak;
     double ms;
-    remat_status st = remat_planner_best(pl, act_budget, out->policy, sizeof out->policy, &peak, &ms);
-    if (st) return st;
-    char pol[sizeof out->policy];
-    memcpy(pol, out->policy, sizeof pol);
-    if ((st = evaluate(cfg, prof, pol, budget, act_only, none_ms, out))) return st;
+    char *pol = remat_malloc(REMAT_POLICY_MAX);
+    if (!pol) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
+    remat_status st = remat_planner_best(pl, act_budget, pol, REMAT_POLICY_MAX, &peak, &ms);
+    if (!st) st = evaluate(cfg, prof, pol, budget, act_only, none_ms, out);
+    if (st) { free(pol); return st; }
     /* Exact fronts: the program's peak is the simulator's, to the byte, and
      * its time the cost model's own sum.  Thinned fronts: the plan is rebuilt
      * from the sub-problems' fronts at the budgets the recorded point leaves
@@ -984,11 +1003,14 @@ static remat_status plan_row(const remat_planner *pl, const remat_config *cfg, c
     double tol = 1e-9 * (ms > 1 ? ms : 1);
     int ok = remat_planner_exact(pl) ? out->peak_bytes == peak && (ms < 0 || fabs(out->step_ms_pred - ms) <= tol)
                                      : out->peak_bytes <= peak && (ms < 0 || out->step_ms_pred <= ms + tol);
-    if (!ok)
-        return remat_fail(REMAT_ERR_STATE, "planner: internal error: predicted peak %llu B and %.6f ms, but the "
-                          "simulator gives %llu B and the cost model %.6f ms for %.200s; please report",
-                          (unsigned long long)peak, ms, (unsigned long long)out->peak_bytes, out->step_ms_pred, pol);
-    return REMAT_OK;
+    if (!ok) {
+        st = remat_fail(REMAT_ERR_STATE, "planner: internal error: predicted peak %llu B and %.6f ms, but the "
+                        "simulator gives %llu B and the cost model %.6f ms for %.200s; please report",
+                        (unsigned long long)peak, ms, (unsigned long long)out->peak_bytes, out->step_ms_pred, pol);
+        remat_plan_row_clear(out);
+    }
+    free(pol);
+    return st;
 }
 
 /* the predicted time of `none`: the reference of overhead_pct */
@@ -1012,7 +1034,7 @@ remat_status remat_plan_optimal(const remat_config *cfg, const remat_profile *pr
     memset(out, 0, sizeof *out);
     if ((st = remat_config_check(cfg))) return st;
     if (!(prof = remat_profile_resolve(cfg, prof, &tmp))) return REMAT_ERR_INVALID;
-    if ((st = remat_planner_create(cfg, prof, DROPPABLE_ALL, &pl))) return st;
+    if ((st = remat_planner_create(cfg, prof, UINT32_MAX, &pl))) return st;
     uint64_t fixed = remat_plan_static_bytes(cfg), minp = remat_planner_min_peak(pl);
     uint64_t act = UINT64_MAX;
     if (budget) act = activations_only ? budget : (budget > fixed ? budget - fixed : 0);
@@ -1044,7 +1066,7 @@ remat_status remat_plan_min_peak(const remat_config *cfg, uint64_t *peak)
     remat_planner *pl = NULL;
     if (!peak) return remat_fail(REMAT_ERR_INVALID, "remat_plan_min_peak: peak is NULL");
     *peak = 0;
-    remat_status st = remat_planner_create(cfg, NULL, DROPPABLE_ALL, &pl);
+    remat_status st = remat_planner_create(cfg, NULL, UINT32_MAX, &pl);
     if (st) return st;
     *peak = remat_planner_min_peak(pl);
     remat_planner_free(pl);
@@ -1069,9 +1091,10 @@ remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *pro
     *n = 0;
     if ((st = remat_config_check(cfg))) return st;
     if (!(prof = remat_profile_resolve(cfg, prof, &tmp))) return REMAT_ERR_INVALID;
-    if ((st = remat_planner_create(cfg, prof, DROPPABLE_ALL, &pl))) return st;
+    if ((st = remat_planner_create(cfg, prof, UINT32_MAX, &pl))) return st;
+    size_t m = 0;
     if ((st = remat_planner_build_fronts(pl, 0))) goto out;
-    size_t m = remat_planner_front_size(pl);
+    m = remat_planner_front_size(pl);
     double none_ms;
     if ((st = none_time(cfg, prof, &none_ms))) goto out;
     r = remat_calloc(m ? m : 1, sizeof *r);
@@ -1087,14 +1110,16 @@ remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *pro
     size_t k = 0;
     for (size_t i = 0; i < m; i++)
         if (!k || (r[i].peak_bytes > r[k - 1].peak_bytes && r[i].step_ms_pred < r[k - 1].step_ms_pred)) {
-            if (k != i) r[k] = r[i];
+            if (k != i) { r[k] = r[i]; r[i].policy = NULL; }
             k++;
+        } else {
+            remat_plan_row_clear(&r[i]);
         }
     *rows = r;
     *n = k;
     r = NULL;
 out:
-    free(r);
+    remat_plan_rows_free(r, m);
     remat_planner_free(pl);
     return st;
 }
@@ -1157,9 +1182,11 @@ remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, re
     if (!f) {
         const char *what = dim == REMAT_PLAN_SEQ ? "seq" : "batch";
         remat_plan_row r;
-        if (policy || !(st = remat_plan_optimal(&c, NULL, budget, activations_only, &r)))
+        if (policy || !(st = remat_plan_optimal(&c, NULL, budget, activations_only, &r))) {
+            if (!policy) remat_plan_row_clear(&r);
             return remat_fail(REMAT_ERR_BUDGET, "%s=1 does not fit in the budget with %s", what,
                               policy ? policy : "any plan");
+        }
         if (st != REMAT_ERR_BUDGET) return st;
         char m[400];
         snprintf(m, sizeof m, "%s", remat_errmsg());

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 #include "remat.h"
-#include "../engine/tensors.h"
+#include "../table/tensors.h"
 #include "../schedule/schedule.h"
 
 /* ---- cost model (cost.c) ------------------------------------------------ */
@@ -28,6 +28,10 @@ struct remat_profile {
     double update_ms;         /* zero grads + global norm + AdamW, per step */
     char desc[256];
 };
+
+/* The config part of a profile's key, as text; and config equality for it. */
+void remat_profile_config_key(const remat_config *c, char *buf, size_t n);
+int remat_profile_config_equal(const remat_config *a, const remat_config *b);
 
 /* The FLOP model with default throughputs, filled into p (no allocation). */
 void remat_profile_fill_model(remat_profile *p, const remat_config *cfg, double gflops);

@@ -21,10 +21,6 @@
 #include "schedule.h"
 #include "../core/core.h"
 
-static const int bwd_order[] = { RT_RES3, RT_FCH_GELU, RT_FCH, RT_LN2, RT_RES2, RT_ATTY, RT_QKV, RT_LN1 };
-#define N_BWD ((int)(sizeof bwd_order / sizeof bwd_order[0]))
-static const int head_order[] = { RT_LOGITS, RT_LNF };
-
 remat_status remat_schedule_push(remat_schedule *s, int kind, int layer, int tid)
 {
     if (s->n == s->cap) {
@@ -41,39 +37,17 @@ remat_status remat_schedule_push(remat_schedule *s, int kind, int layer, int tid
     return REMAT_OK;
 }
 
-void remat_bwd_effects(const remat_config *cfg, int tid, int alloc[2], int *na, int freed[2], int *nf)
-{
-    const remat_tensor_def *d = &remat_tensor_defs[tid];
-    *na = *nf = 0;
-    for (int i = 0; i < 2; i++) {
-        int a = d->g_alloc[i], f = d->g_free[i];
-        if (a != RT_NONE && !(a == RT_D_BRANCH && cfg->dropout <= 0.0f)) alloc[(*na)++] = a;
-        if (f != RT_NONE && !(f == RT_D_BRANCH && cfg->dropout <= 0.0f)) freed[(*nf)++] = f;
-    }
-}
-
-int remat_bwd_grad_needs(int tid, int need[2])
-{
-    switch (tid) {
-    case RT_RES3: case RT_RES2: case RT_LN2: case RT_EMB: need[0] = RT_D_RES; return 1;
-    case RT_LN1: need[0] = RT_D_RES; need[1] = RT_D_LN1; return 2;
-    case RT_FCH_GELU: case RT_FCH: need[0] = RT_D_FCH; return 1;
-    case RT_ATTY: need[0] = RT_D_ATTY; return 1;
-    case RT_QKV: need[0] = RT_D_QKV; return 1;
-    case RT_LNF: need[0] = RT_D_LNF; return 1;
-    default: return 0;
-    }
-    /* LN2 also reads d_ln2: */
-}
-
 /* ---- the generator ---------------------------------------------------- */
 
 typedef struct gen {
     remat_schedule *s;
-    const remat_config *cfg;
+    const remat_table *tb;
     const remat_policy *pol;
     int L;
-    uint8_t *live, *computed;
+    remat_walker w;          /* what is live: the walker's view, nothing of our own */
+    uint8_t *computed;       /* per slot: computed before (a new computation is a recompute) */
+    int8_t last_reader[RT_MAXT + 1];   /* per block tensor (RT_X at nblock): its last forward reader */
+    uint8_t need[RT_MAXT + 1];         /* rule 3, per tensor of one block or the head (RT_X at count) */
     const char *cursor;      /* plan tokens */
     double *rev_cost;        /* revolve DP, (L+2) x (S+1) */
     int *rev_split;
@@ -83,106 +57,101 @@ typedef struct gen {
 } gen;
 
 /* slot of tensor t as seen from block `layer` (layer -1: the head) */
-static int gslot(gen *g, int layer, int t)
-{
-    if (t == RT_X) return remat_slot(g->L, layer < 0 ? g->L : layer, RT_X);
-    if (t < RT_NBLOCK) return remat_slot(g->L, layer, t);
-    return remat_slot(g->L, 0, t);
-}
+static int gslot(gen *g, int layer, int t) { return remat_slot_t(g->tb, g->L, layer, t); }
+static int live(gen *g, int layer, int t) { return g->w.live[gslot(g, layer, t)]; }
 
 static void emit(gen *g, int kind, int layer, int t)
 {
     if (g->st) return;
     /* resolve RT_X to a concrete (layer, tensor) for the instruction */
     int s = gslot(g, layer, t);
-    int tid = remat_slot_tid(g->L, s), lay = remat_slot_layer(g->L, s);
-    g->st = remat_schedule_push(g->s, kind, lay, tid);
-    if (g->st) return;
-    if (kind == REMAT_I_FORWARD || kind == REMAT_I_RECOMPUTE) { g->live[s] = 1; g->computed[s] = 1; }
-    else if (kind == REMAT_I_FREE) g->live[s] = 0;
-    else if (kind == REMAT_I_BACKWARD) {
-        int a[2], f[2], na, nf;
-        remat_bwd_effects(g->cfg, tid, a, &na, f, &nf);
-        for (int i = 0; i < na; i++) g->live[gslot(g, 0, a[i])] = 1;
-        for (int i = 0; i < nf; i++) g->live[gslot(g, 0, f[i])] = 0;
-    }
+    int tid = remat_slot_tid_t(g->tb, g->L, s), lay = remat_slot_layer_t(g->tb, g->L, s);
+    if ((g->st = remat_schedule_push(g->s, kind, lay, tid))) return;
+    if (kind == REMAT_I_FORWARD || kind == REMAT_I_RECOMPUTE) g->computed[s] = 1;
+    g->st = remat_walker_step(&g->w, g->s->n - 1, &g->s->ins[g->s->n - 1]);
 }
 
 static void ensure(gen *g, int layer, int t)
 {
-    if (g->st) return;
-    int s = gslot(g, layer, t);
-    if (g->live[s]) return;
+    if (g->st || live(g, layer, t)) return;
     if (t == RT_X) {
         g->st = remat_fail(REMAT_ERR_SCHEDULE, "internal: input of block %d is not live when needed", layer);
         return;
     }
-    const remat_tensor_def *d = &remat_tensor_defs[t];
+    const remat_tensor_def *d = &g->tb->defs[t];
     for (int i = 0; i < RT_MAXIO && d->fwd_in[i] != RT_NONE; i++) ensure(g, layer, d->fwd_in[i]);
-    emit(g, g->computed[s] ? REMAT_I_RECOMPUTE : REMAT_I_FORWARD, layer, t);
+    emit(g, g->computed[gslot(g, layer, t)] ? REMAT_I_RECOMPUTE : REMAT_I_FORWARD, layer, t);
+}
+
+/* last_reader[u] over the block's forward: the last block tensor whose
+ * forward reads u (u = nblock stands for RT_X); -1 when none */
+static void last_readers(gen *g)
+{
+    int nb = g->tb->nblock;
+    for (int u = 0; u <= nb; u++) g->last_reader[u] = -1;
+    for (int r = 0; r < nb; r++)
+        for (int i = 0; i < RT_MAXIO; i++) {
+            int in = g->tb->defs[r].fwd_in[i];
+            if (in == RT_X) g->last_reader[nb] = (int8_t)r;
+            else if (in >= 0 && in < nb) g->last_reader[in] = (int8_t)r;
+        }
 }
 
 /* Rule 1: forward of block a keeping `keep`; free_input frees x_a after its
  * last forward reader. */
 static void block_forward(gen *g, int a, uint32_t keep, int free_input)
 {
-    for (int t = 0; t < RT_NBLOCK && !g->st; t++) {
+    int nb = g->tb->nblock;
+    for (int t = 0; t < nb && !g->st; t++) {
         ensure(g, a, t);
         /* free inputs whose last forward reader was t */
         for (int u = -1; u < t; u++) {
             int cand = u < 0 ? RT_X : u;
             if (cand == RT_X ? !free_input : (keep & (1u << cand)) != 0) continue;
-            if (!g->live[gslot(g, a, cand)]) continue;
-            int last = -1;
-            for (int r = 0; r < RT_NBLOCK; r++)
-                for (int i = 0; i < RT_MAXIO; i++)
-                    if (remat_tensor_defs[r].fwd_in[i] == cand) last = r;
-            if (last <= t) emit(g, REMAT_I_FREE, a, cand);
+            if (!live(g, a, cand)) continue;
+            if (g->last_reader[u < 0 ? nb : u] <= t) emit(g, REMAT_I_FREE, a, cand);
         }
     }
 }
 
-/* mark what the remaining backward steps need (rule 3) */
-static void need_mark(gen *g, int layer, int t, uint8_t *need)
+/* rule 3: mark what the remaining backward steps need, within one block or
+ * the head (need[] by tensor id, RT_X at tb->count) */
+static void need_mark(gen *g, int layer, int t)
 {
-    int s = gslot(g, layer, t);
-    if (need[s]) return;
-    need[s] = 1;
-    if (g->live[s] || t == RT_X) return;
-    const remat_tensor_def *d = &remat_tensor_defs[t];
-    for (int i = 0; i < RT_MAXIO && d->fwd_in[i] != RT_NONE; i++) need_mark(g, layer, d->fwd_in[i], need);
+    int k = t == RT_X ? g->tb->count : t;
+    if (g->need[k]) return;
+    g->need[k] = 1;
+    if (t == RT_X || live(g, layer, t)) return;
+    const remat_tensor_def *d = &g->tb->defs[t];
+    for (int i = 0; i < RT_MAXIO && d->fwd_in[i] != RT_NONE; i++) need_mark(g, layer, d->fwd_in[i]);
 }
 
-static void free_unneeded(gen *g, int layer, const int *order, int n, int next, uint8_t *need)
+static void free_unneeded(gen *g, int layer, const int8_t *order, int n, int next)
 {
-    int nslots = remat_nslots(g->L);
-    memset(need, 0, (size_t)nslots);
+    const remat_table *tb = g->tb;
+    memset(g->need, 0, sizeof g->need);
     for (int j = next; j < n; j++) {
-        const remat_tensor_def *d = &remat_tensor_defs[order[j]];
-        for (int i = 0; i < RT_MAXIO && d->bwd_in[i] != RT_NONE; i++) need_mark(g, layer, d->bwd_in[i], need);
+        const remat_tensor_def *d = &tb->defs[order[j]];
+        for (int i = 0; i < RT_MAXIO && d->bwd_in[i] != RT_NONE; i++) need_mark(g, layer, d->bwd_in[i]);
     }
-    /* candidates: the block's (or head's) own tensors, then its input */
-    int lo = layer < 0 ? RT_EMB + 1 : 0, hi = layer < 0 ? RT_LOGITS : RT_NBLOCK - 1;
-    for (int t = lo; t <= hi; t++) {
-        int s = gslot(g, layer, t);
-        if (g->live[s] && !need[s]) emit(g, REMAT_I_FREE, layer, t);
+    /* candidates: the block's own tensors (or the head's), then its input */
+    int nc = layer < 0 ? tb->nhead : tb->nblock;
+    for (int c = 0; c < nc; c++) {
+        int t = layer < 0 ? tb->head[c] : c;
+        if (live(g, layer, t) && !g->need[t]) emit(g, REMAT_I_FREE, layer, t);
     }
-    int sx = gslot(g, layer, RT_X);
-    if (g->live[sx] && !need[sx]) emit(g, REMAT_I_FREE, layer, RT_X);
+    if (live(g, layer, RT_X) && !g->need[tb->count]) emit(g, REMAT_I_FREE, layer, RT_X);
 }
 
-static void block_backward(gen *g, int layer, const int *order, int n)
+static void block_backward(gen *g, int layer, const int8_t *order, int n)
 {
-    uint8_t *need = remat_calloc((size_t)remat_nslots(g->L), 1);
-    if (!need) { g->st = remat_fail(REMAT_ERR_NOMEM, "out of memory compiling a schedule"); return; }
-    free_unneeded(g, layer, order, n, 0, need);
+    free_unneeded(g, layer, order, n, 0);
     for (int j = 0; j < n && !g->st; j++) {
-        const remat_tensor_def *d = &remat_tensor_defs[order[j]];
+        const remat_tensor_def *d = &g->tb->defs[order[j]];
         for (int i = 0; i < RT_MAXIO && d->bwd_in[i] != RT_NONE; i++) ensure(g, layer, d->bwd_in[i]);
         emit(g, REMAT_I_BACKWARD, layer, order[j]);
-        free_unneeded(g, layer, order, n, j + 1, need);
+        free_unneeded(g, layer, order, n, j + 1);
     }
-    free(need);
 }
 
 /* ---- decisions -------------------------------------------------------------- */
@@ -241,11 +210,11 @@ static void decide(gen *g, int a, int b, int slots, int *move, int *m, uint32_t 
             }
             *m = a + (int)arg;
         } else {
-            if (arg & ~REMAT_KEEP_ALL) {
+            if (arg & ~remat_keep_all(g->tb)) {
                 g->st = remat_fail(REMAT_ERR_POLICY, "plan: keep mask A%x names unknown tensors", arg);
                 return;
             }
-            *keep = (arg | (1u << RT_RES3)) & p->keep;
+            *keep = (arg | remat_out_bit(g->tb)) & p->keep;
         }
         break;
     }
@@ -258,7 +227,7 @@ static void solve(gen *g, int a, int b, int slots)
     int L = g->L;
     if (a == L) {                   /* the head: lnf, logits, loss */
         if (!g->fwd_end_set) { g->s->fwd_end = g->s->n; g->fwd_end_set = 1; }
-        block_backward(g, -1, head_order, 2);
+        block_backward(g, -1, g->tb->head_bwd, g->tb->nhead_bwd);
         return;
     }
     int move, m = a + 1;
@@ -267,12 +236,12 @@ static void solve(gen *g, int a, int b, int slots)
     if (g->st) return;
     if (move == MOVE_ALL) {
         if (a + 1 < b) {
-            block_forward(g, a, keep | (1u << RT_RES3), 0);
+            block_forward(g, a, keep | remat_out_bit(g->tb), 0);
             solve(g, a + 1, b, slots - 1);
         }
-        block_backward(g, a, bwd_order, N_BWD);
+        block_backward(g, a, g->tb->bwd, g->tb->nbwd);
     } else {
-        for (int k = a; k < m; k++) block_forward(g, k, 1u << RT_RES3, k > a);
+        for (int k = a; k < m; k++) block_forward(g, k, remat_out_bit(g->tb), k > a);
         solve(g, m, b, slots - 1);
         solve(g, a, m, slots);
     }
@@ -316,36 +285,76 @@ double remat_revolve_cost(int n, int s, int *split)
     return r;
 }
 
+static remat_status gen_init(gen *g, remat_schedule *s)
+{
+    memset(g, 0, sizeof *g);
+    g->s = s;
+    g->tb = s->tb;
+    g->L = s->cfg.n_layer;
+    last_readers(g);
+    remat_status st = remat_walker_init(&g->w, &s->cfg, s->forward_only, 0, NULL, SIZE_MAX);
+    if (st) return st;
+    g->computed = remat_calloc((size_t)g->w.nslots, 1);
+    if (!g->computed) return remat_fail(REMAT_ERR_NOMEM, "out of memory compiling a schedule");
+    return REMAT_OK;
+}
+
+static void gen_free(gen *g)
+{
+    remat_walker_free(&g->w);
+    free(g->computed);
+    free(g->rev_cost);
+    free(g->rev_split);
+}
+
 remat_status remat_compile(remat_schedule *s, const remat_policy *pol)
 {
     gen g;
-    memset(&g, 0, sizeof g);
     remat_policy p = *pol;
-    g.s = s;
-    g.cfg = &s->cfg;
-    g.L = s->cfg.n_layer;
+    if ((g.st = gen_init(&g, s))) goto out;
     g.pol = &p;
     if (p.is_sqrt) p.arg = (int)ceil(sqrt((double)g.L));
-    int nslots = remat_nslots(g.L);
-    g.live = remat_calloc((size_t)nslots, 1);
-    g.computed = remat_calloc((size_t)nslots, 1);
-    if (!g.live || !g.computed) { g.st = remat_fail(REMAT_ERR_NOMEM, "out of memory compiling a schedule"); goto out; }
     if (p.structure == RS_REVOLVE) {
         g.S = p.arg > g.L + 1 ? g.L + 1 : p.arg;
         if ((g.st = revolve_table(g.L + 1, g.S, &g.rev_cost, &g.rev_split))) goto out;
     }
     g.cursor = p.plan;
-    emit(&g, REMAT_I_FORWARD, -1, RT_EMB);
+    emit(&g, REMAT_I_FORWARD, -1, g.tb->emb);
     solve(&g, 0, g.L + 1, g.S ? g.S : 1 << 30);
-    if (!g.st) emit(&g, REMAT_I_BACKWARD, -1, RT_EMB);
+    emit(&g, REMAT_I_BACKWARD, -1, g.tb->emb);
     if (!g.st) g.st = remat_schedule_push(s, REMAT_I_UPDATE, -1, -1);
     if (!g.st && p.structure == RS_PLAN && g.cursor && *g.cursor)
         g.st = remat_fail(REMAT_ERR_POLICY, "plan: %zu unused characters at the end ('%.20s')",
                           strlen(g.cursor), g.cursor);
 out:
-    free(g.live);
-    free(g.computed);
-    free(g.rev_cost);
-    free(g.rev_split);
+    gen_free(&g);
+    return g.st;
+}
+
+/* Evaluation: every block forward keeping only its output and freeing its
+ * input after the last reader (rule 1), then the head the same way,
+ * keeping the logits, which the interpreter reads at their free. */
+remat_status remat_compile_forward(remat_schedule *s)
+{
+    gen g;
+    if ((g.st = gen_init(&g, s))) goto out;
+    const remat_table *tb = g.tb;
+    emit(&g, REMAT_I_FORWARD, -1, tb->emb);
+    for (int l = 0; l < g.L; l++) block_forward(&g, l, remat_out_bit(tb), 1);
+    s->fwd_end = s->n;
+    for (int h = 0; h < tb->nhead && !g.st; h++) {
+        int t = tb->head[h];
+        ensure(&g, -1, t);
+        /* free what no later head tensor reads: the input, then the head's own */
+        for (int u = -1; u < h; u++) {
+            int cand = u < 0 ? RT_X : tb->head[u], read_later = 0;
+            for (int r = h + 1; r < tb->nhead; r++)
+                for (int i = 0; i < RT_MAXIO; i++) read_later |= tb->defs[tb->head[r]].fwd_in[i] == cand;
+            if (!read_later && live(&g, -1, cand)) emit(&g, REMAT_I_FREE, -1, cand);
+        }
+    }
+    emit(&g, REMAT_I_FREE, -1, tb->head[tb->nhead - 1]);
+out:
+    gen_free(&g);
     return g.st;
 }

@@ -10,7 +10,7 @@
 #include "schedule.h"
 #include "../core/core.h"
 
-#define POLICY_MAX_LEN 65536
+#define POLICY_MAX_LEN (REMAT_POLICY_MAX - 1)
 
 static int parse_int(const char *s, int lo, int hi, int *out)
 {
@@ -24,7 +24,7 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 }
 
 /* mask of per-block tensor names joined by '+' */
-static remat_status parse_names(const char *s, uint32_t *mask)
+static remat_status parse_names(const remat_table *tb, const char *s, uint32_t *mask)
 {
     *mask = 0;
     char buf[64];
@@ -34,11 +34,16 @@ static remat_status parse_names(const char *s, uint32_t *mask)
             return remat_fail(REMAT_ERR_POLICY, "save: expects names joined by '+', e.g. save:qkv+fch");
         memcpy(buf, s, n);
         buf[n] = 0;
-        int id = remat_tensor_find(buf);
-        if (id < 0 || id >= RT_NBLOCK)
-            return remat_fail(REMAT_ERR_POLICY,
-                              "save: '%s' is not a per-block tensor (ln1_stat ln1 qkv att atty res2 "
-                              "ln2_stat ln2 fch fch_gelu res3)", buf);
+        int id = -1;
+        for (int t = 0; t < tb->nblock; t++)
+            if (!strcmp(tb->defs[t].name, buf)) id = t;
+        if (id < 0) {
+            char names[512];
+            size_t k = 0;
+            for (int t = 0; t < tb->nblock && k < sizeof names; t++)
+                k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", t ? " " : "", tb->defs[t].name);
+            return remat_fail(REMAT_ERR_POLICY, "save: '%s' is not a per-block tensor (%s)", buf, names);
+        }
         *mask |= 1u << id;
         s += n;
         if (*s == '+') {
@@ -56,7 +61,7 @@ void remat_policy_clear(remat_policy *p)
     memset(p, 0, sizeof *p);
 }
 
-remat_status remat_policy_parse(const char *str, remat_policy *out)
+remat_status remat_policy_parse(const remat_table *tb, const char *str, remat_policy *out)
 {
     remat_status st = REMAT_OK;
     char *copy = NULL;
@@ -110,7 +115,7 @@ remat_status remat_policy_parse(const char *str, remat_policy *out)
             if (!strcmp(term, "selective")) out->selective = 1;
             else if (!strcmp(term, "pointwise")) out->pointwise = 1;
             else if (!strncmp(term, "save:", 5)) {
-                if ((st = parse_names(term + 5, &out->save_mask)) != REMAT_OK) goto out;
+                if ((st = parse_names(tb, term + 5, &out->save_mask)) != REMAT_OK) goto out;
                 if (!out->save_mask) { st = remat_fail(REMAT_ERR_POLICY, "save: needs at least one name"); goto out; }
             } else {
                 st = remat_fail(REMAT_ERR_POLICY,
@@ -134,19 +139,24 @@ remat_status remat_policy_parse(const char *str, remat_policy *out)
     if (out->structure == RS_REVOLVE && out->arg < 2) {
         st = remat_fail(REMAT_ERR_POLICY, "revolve:S needs S >= 2 slots (the input and one more)"); goto out;
     }
-    uint32_t keep = out->save_mask ? out->save_mask : REMAT_KEEP_ALL;
-    if (out->selective) keep &= ~(1u << RT_ATT);
-    if (out->pointwise) keep &= ~((1u << RT_LN1) | (1u << RT_LN2) | (1u << RT_FCH_GELU));
-    out->keep = keep | (1u << RT_RES3);
+    /* the keep-set: save: names (else everything), less what the modifiers
+     * drop -- the table's RT_F_SELECTIVE / RT_F_POINTWISE entries -- and
+     * always the block output */
+    uint32_t keep = out->save_mask ? out->save_mask : remat_keep_all(tb);
+    for (int t = 0; t < tb->nblock; t++)
+        if ((out->selective && (tb->defs[t].flags & RT_F_SELECTIVE)) ||
+            (out->pointwise && (tb->defs[t].flags & RT_F_POINTWISE)))
+            keep &= ~(1u << t);
+    out->keep = keep | remat_out_bit(tb);
 out:
     free(copy);
     if (st != REMAT_OK) remat_policy_clear(out);
     return st;
 }
 
-char *remat_policy_string(const remat_policy *p)
+char *remat_policy_string(const remat_table *tb, const remat_policy *p)
 {
-    size_t cap = 256 + (p->plan ? strlen(p->plan) : 0);
+    size_t cap = 128 + 16 * RT_MAXT + (p->plan ? strlen(p->plan) : 0);   /* names are < 16 bytes */
     char *s = remat_malloc(cap);
     if (!s) return NULL;
     size_t n = 0;
@@ -165,9 +175,9 @@ char *remat_policy_string(const remat_policy *p)
     if (p->save_mask) {
         n += snprintf(s + n, cap - n, ",save:");
         int first = 1;
-        for (int t = 0; t < RT_NBLOCK; t++)
+        for (int t = 0; t < tb->nblock; t++)
             if (p->save_mask & (1u << t)) {
-                n += snprintf(s + n, cap - n, "%s%s", first ? "" : "+", remat_tensor_defs[t].name);
+                n += snprintf(s + n, cap - n, "%s%s", first ? "" : "+", tb->defs[t].name);
                 first = 0;
             }
     }

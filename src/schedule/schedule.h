@@ -1,5 +1,5 @@
 /*
- * schedule.h -- internals of policies and schedules.
+ * schedule.h -- internals of policies, schedules and the walker.
  *
  * A policy decides, for every sub-chain [a, b) of the blocks it meets while
  * compiling, one of two moves (the two moves of Rotor, Beaumont et al. 2019):
@@ -11,13 +11,21 @@
  * The chain has L blocks plus the head (lnf + logits + loss) as element L.
  * Compiling a policy is a recursion over these moves that emits forward,
  * recompute, backward and free instructions (compile.c).
+ *
+ * The walker (walk.c) is the one function that applies a schedule's
+ * allocation rules, instruction by instruction.  The compiler keeps its
+ * view of what is live with it, the simulator and the validator are dry
+ * walks, the engine's interpreter is a walk whose hooks allocate buffers
+ * and run ops, and the planner's cost pass is a walk whose hooks time them.
+ *
+ * Layer: above table/, below engine/ and planner/.
  */
 #ifndef REMAT_SCHEDULE_H
 #define REMAT_SCHEDULE_H
 
 #include <stdint.h>
 #include "remat.h"
-#include "../engine/tensors.h"
+#include "../table/tensors.h"
 
 enum remat_structure { RS_NONE = 0, RS_EVERY, RS_FIRST, RS_REVOLVE, RS_PLAN };
 
@@ -32,56 +40,111 @@ typedef struct remat_policy {
     char *plan;             /* tokens after "plan:" (owned) */
 } remat_policy;
 
-/* Parses a policy string (NULL or "" means "none").  On error returns
- * REMAT_ERR_POLICY with a message naming the bad term. */
-remat_status remat_policy_parse(const char *str, remat_policy *out);
+/* Parses a policy string (NULL or "" means "none") against table tb.  On
+ * error returns REMAT_ERR_POLICY with a message naming the bad term. */
+remat_status remat_policy_parse(const remat_table *tb, const char *str, remat_policy *out);
 void remat_policy_clear(remat_policy *p);
 /* Canonical text of a parsed policy (malloc'd). */
-char *remat_policy_string(const remat_policy *p);
+char *remat_policy_string(const remat_table *tb, const remat_policy *p);
 
-/* Every per-block tensor. */
-#define REMAT_KEEP_ALL ((uint32_t)((1u << RT_NBLOCK) - 1))
+/* Every per-block tensor of table tb, and the block output's bit. */
+static inline uint32_t remat_keep_all(const remat_table *tb) { return (uint32_t)((1ull << tb->nblock) - 1); }
+static inline uint32_t remat_out_bit(const remat_table *tb) { return 1u << (tb->nblock - 1); }
 
 typedef struct remat_instr {
     uint8_t kind;           /* remat_instr_kind */
-    int8_t tid;             /* tensor id (RT_*), -1 for update */
+    int8_t tid;             /* tensor id, -1 for update */
     int32_t layer;          /* block, or -1 for global tensors */
 } remat_instr;
 
 struct remat_schedule {
     remat_config cfg;
+    const remat_table *tb;
+    int forward_only;       /* evaluation: no backward, no update */
     char *policy;           /* canonical policy text */
     remat_instr *ins;
     size_t n, cap;
     size_t fwd_end;         /* first instruction after the block forward sweep */
-    int validated;
+    /* the simulator's view, from the validating walk at creation */
+    remat_sim sim;
+    uint64_t *live_after, *peak_in;   /* per instruction */
+    double *flops_of;
 };
 
 remat_status remat_schedule_push(remat_schedule *s, int kind, int layer, int tid);
 
-/* Effects of one backward: gradient buffers allocated, then freed.  D_BRANCH
- * exists only with dropout. Returns counts through na / nf. */
-void remat_bwd_effects(const remat_config *cfg, int tid, int alloc[2], int *na,
-                       int freed[2], int *nf);
-/* The gradient buffers a backward needs live before it runs. */
-int remat_bwd_grad_needs(int tid, int need[2]);
-
 /* Slot of (layer, tid) for a schedule's config; global tensors have layer -1. */
-static inline int remat_islot(const remat_config *c, int layer, int tid)
+static inline int remat_islot(const remat_schedule *s, int layer, int tid)
 {
-    return remat_slot(c->n_layer, layer < 0 ? 0 : layer, tid);
+    return remat_slot_t(s->tb, s->cfg.n_layer, layer, tid);
 }
 
-/* Compiles a parsed policy into s (already holding cfg). */
+/* Compiles a parsed policy into s (already holding cfg and tb). */
 remat_status remat_compile(remat_schedule *s, const remat_policy *p);
+/* The forward-only schedule of evaluation and sampling: each tensor freed
+ * after its last reader, the logits freed last (the interpreter reads them
+ * at that free). */
+remat_status remat_compile_forward(remat_schedule *s);
 
-/* The simulator's walk, per instruction (arrays of remat_schedule_length):
- * live bytes after each instruction and the peak inside it (the planner
- * reads block-level constants off these in one pass). */
+/* The simulator's per-instruction arrays (each remat_schedule_length long). */
 remat_status remat_schedule_trace(const remat_schedule *s, remat_sim *sim, uint64_t *live_after, uint64_t *peak_in);
 
 /* Cost of the optimal binomial schedule (revolve): block forwards re-run for
  * a chain of n elements with s checkpoint slots, and the best first split. */
 double remat_revolve_cost(int n, int s, int *split);
+
+/* ---- the walker --------------------------------------------------------------
+ * Per instruction, the rule (written here and nowhere else):
+ *   forward / recompute  allocate the tensor, allocate the op's scratch,
+ *                        run the op, release the scratch;
+ *   backward             allocate the gradient buffers the table lists,
+ *                        run the op, free the buffers it consumed;
+ *   free                 release the tensor;
+ *   update               run the optimizer.
+ * The peak inside an instruction is therefore the live bytes before it plus
+ * everything it allocates.  With check set, the walker validates as it
+ * goes: every read the table declares is live, every freed buffer is live,
+ * no tensor is computed over a live one, no gradient is computed twice, no
+ * backward runs before the gradient buffers it needs exist; and at the end,
+ * nothing leaks, every gradient was computed and the update comes last.
+ * Hooks may be NULL (a dry run). */
+typedef struct remat_walk_hooks {
+    void *arg;
+    /* before instruction i has any effect */
+    remat_status (*begin)(void *arg, size_t i, const remat_instr *in);
+    /* slot (tensor t) comes to life: bytes, zero-filled when zero */
+    remat_status (*alloc)(void *arg, int slot, int t, uint64_t bytes, int zero);
+    void (*release)(void *arg, int slot, int t, uint64_t bytes);
+    /* scratch around a forward op */
+    remat_status (*temp_alloc)(void *arg, uint64_t bytes);
+    void (*temp_release)(void *arg, uint64_t bytes);
+    /* the op of a forward, recompute, backward or update, operands live */
+    remat_status (*exec)(void *arg, size_t i, const remat_instr *in, const remat_operands *o);
+    /* after: live activation bytes, the peak inside, the op's FLOPs */
+    void (*end)(void *arg, size_t i, const remat_instr *in, uint64_t live, uint64_t peak, double flops);
+} remat_walk_hooks;
+
+typedef struct remat_walker {
+    const remat_config *cfg;
+    const remat_table *tb;
+    int L, nslots, check, forward_only;
+    const remat_walk_hooks *h;
+    uint8_t *live;          /* per slot */
+    uint8_t *done;          /* per slot: its backward ran */
+    uint64_t cur;           /* live activation bytes */
+    int ckpts, last_rec_layer;
+    size_t fwd_end;
+    remat_sim sim;
+} remat_walker;
+
+remat_status remat_walker_init(remat_walker *w, const remat_config *cfg, int forward_only, int check,
+                               const remat_walk_hooks *h, size_t fwd_end);
+/* Applies instruction i. */
+remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in);
+/* End-of-schedule checks (with check) and the sim's last fields. */
+remat_status remat_walker_finish(remat_walker *w);
+void remat_walker_free(remat_walker *w);
+/* A whole walk of s; sim may be NULL. */
+remat_status remat_walk(const remat_schedule *s, int check, const remat_walk_hooks *h, remat_sim *sim);
 
 #endif

@@ -1,13 +1,12 @@
 /*
  * simulate.c -- schedules as objects: create, inspect, validate, and the
- * dry-run simulator.
+ * dry-run simulator, all as walks of the one walker (walk.c).
  *
- * The simulator walks the instructions without computing anything and keeps
- * the live activation bytes with the same rule the executor's allocations
- * follow: a forward or recompute allocates its tensor; a backward allocates
- * its gradient buffers first and then frees the ones it consumed; a free
- * releases one tensor.  The peak inside an instruction is therefore the live
- * bytes before it plus everything it allocates.
+ * A schedule is validated when it is made (compiled, or built from raw
+ * instructions): a schedule that exists is valid.  The same validating walk
+ * records the simulator's view -- live bytes after every instruction, the
+ * peak inside it, its FLOPs -- so inspecting one instruction, or printing a
+ * whole schedule, costs no further walk.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +23,34 @@ static remat_status sched_new(const remat_config *cfg, remat_schedule **out)
     remat_schedule *s = remat_calloc(1, sizeof *s);
     if (!s) return remat_fail(REMAT_ERR_NOMEM, "out of memory creating a schedule");
     s->cfg = *cfg;
+    s->tb = remat_table_of(cfg);
     *out = s;
     return REMAT_OK;
+}
+
+/* the `end` hook of the recording walk */
+typedef struct rec { remat_schedule *s; } rec;
+static void rec_end(void *arg, size_t i, const remat_instr *in, uint64_t live, uint64_t peak, double flops)
+{
+    remat_schedule *s = ((rec *)arg)->s;
+    (void)in;
+    s->live_after[i] = live;
+    s->peak_in[i] = peak;
+    s->flops_of[i] = flops;
+}
+
+/* Validates s and records the simulator's view of it. */
+static remat_status sched_finish(remat_schedule *s)
+{
+    size_t n = s->n ? s->n : 1;
+    s->live_after = remat_malloc(n * sizeof *s->live_after);
+    s->peak_in = remat_malloc(n * sizeof *s->peak_in);
+    s->flops_of = remat_malloc(n * sizeof *s->flops_of);
+    if (!s->live_after || !s->peak_in || !s->flops_of)
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory recording a schedule");
+    rec r = { s };
+    remat_walk_hooks h = { .arg = &r, .end = rec_end };
+    return remat_walk(s, 1, &h, &s->sim);
 }
 
 remat_status remat_schedule_create(const remat_config *cfg, const char *policy, remat_schedule **out)
@@ -35,16 +60,34 @@ remat_status remat_schedule_create(const remat_config *cfg, const char *policy, 
     remat_status st;
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_schedule_create: out is NULL");
     *out = NULL;
-    if ((st = remat_policy_parse(policy, &p))) return st;
+    if ((st = remat_config_check(cfg))) return st;
+    if ((st = remat_policy_parse(remat_table_of(cfg), policy, &p))) return st;
     if ((st = sched_new(cfg, &s))) goto out;
-    s->policy = remat_policy_string(&p);
+    s->policy = remat_policy_string(s->tb, &p);
     if (!s->policy) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
     if ((st = remat_compile(s, &p))) goto out;
-    if ((st = remat_schedule_validate(s))) goto out;
+    if ((st = sched_finish(s))) goto out;
     *out = s;
     s = NULL;
 out:
     remat_policy_clear(&p);
+    remat_schedule_free(s);
+    return st;
+}
+
+remat_status remat_schedule_create_forward(const remat_config *cfg, remat_schedule **out)
+{
+    remat_schedule *s = NULL;
+    remat_status st;
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_schedule_create_forward: out is NULL");
+    if ((st = sched_new(cfg, &s))) return st;
+    s->forward_only = 1;
+    if (!(s->policy = remat_strdup("forward"))) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
+    if ((st = remat_compile_forward(s))) goto out;
+    if ((st = sched_finish(s))) goto out;
+    *out = s;
+    s = NULL;
+out:
     remat_schedule_free(s);
     return st;
 }
@@ -56,26 +99,25 @@ remat_status remat_schedule_from_instrs(const remat_config *cfg, size_t n, const
     remat_status st;
     if (!out) return remat_fail(REMAT_ERR_INVALID, "out is NULL");
     *out = NULL;
+    if (!kinds || !layers || !tensors) return remat_fail(REMAT_ERR_INVALID, "remat_schedule_from_instrs: NULL array");
     if ((st = sched_new(cfg, &s))) return st;
     s->policy = remat_strdup("custom");
     if (!s->policy) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
-    s->fwd_end = 0;
+    const remat_table *tb = s->tb;
+    s->fwd_end = SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
         int t = tensors[i], k = kinds[i], l = layers[i];
+        /* the table's ids must fit an instruction; the walker checks the rest */
         if (k < 0 || k > REMAT_I_UPDATE) { st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: bad kind %d", i, k); goto out; }
-        if (k != REMAT_I_UPDATE) {
-            if (t < 0 || t >= RT_COUNT || remat_tensor_defs[t].is_grad) {
-                st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: bad tensor id %d", i, t); goto out;
-            }
-            if (t < RT_NBLOCK ? (l < 0 || l >= cfg->n_layer) : l != -1) {
-                st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: layer %d out of range for %s", i, l,
-                                remat_tensor_defs[t].name);
-                goto out;
-            }
+        if (k != REMAT_I_UPDATE && (t < 0 || t >= tb->first_grad)) {
+            st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: bad tensor id %d", i, t);
+            goto out;
         }
-        if (!s->fwd_end && (t == RT_LNF_STAT || t == RT_LNF || t == RT_LOGITS)) s->fwd_end = i;
+        if (s->fwd_end == SIZE_MAX && k != REMAT_I_UPDATE && tb->defs[t].cls == RT_CLASS_GLOBAL && t != tb->emb)
+            s->fwd_end = i;
         if ((st = remat_schedule_push(s, k, l, k == REMAT_I_UPDATE ? -1 : t))) goto out;
     }
+    if ((st = sched_finish(s))) goto out;
     *out = s;
     s = NULL;
 out:
@@ -88,193 +130,95 @@ void remat_schedule_free(remat_schedule *s)
     if (!s) return;
     free(s->ins);
     free(s->policy);
+    free(s->live_after);
+    free(s->peak_in);
+    free(s->flops_of);
     free(s);
 }
 
 const char *remat_schedule_policy(const remat_schedule *s) { return s ? s->policy : ""; }
 size_t remat_schedule_length(const remat_schedule *s) { return s ? s->n : 0; }
 
-static const char *iname(int k)
-{
-    static const char *n[] = { "forward", "recompute", "backward", "free", "update" };
-    return n[k];
-}
-
-/* Walks the schedule.  With check set it validates; per-instruction
- * results go to live/peak/flops arrays when given. */
-static remat_status walk(const remat_schedule *s, int check, remat_sim *sim,
-                         uint64_t *live_after, uint64_t *peak_in, double *flops_of)
-{
-    const remat_config *c = &s->cfg;
-    int L = c->n_layer, nslots = remat_nslots(L);
-    uint8_t *live = remat_calloc((size_t)nslots, 1), *bwd = remat_calloc((size_t)nslots, 1);
-    remat_status st = REMAT_OK;
-    if (!live || !bwd) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory simulating"); goto out; }
-    uint64_t cur = 0;
-    int ckpts = 0;
-    memset(sim, 0, sizeof *sim);
-    for (size_t i = 0; i < s->n; i++) {
-        const remat_instr *in = &s->ins[i];
-        uint64_t peak_here = cur;
-        double fl = 0;
-        if (i == s->fwd_end) sim->stored_bytes = cur;
-        if (in->kind == REMAT_I_UPDATE) {
-            fl = remat_update_flops(c);
-            if (check && i + 1 != s->n) { st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: update before the end", i); goto out; }
-        } else {
-            int t = in->tid;
-            int sl = remat_islot(c, in->layer, t);
-            const remat_tensor_def *d = &remat_tensor_defs[t];
-            int layer_for_inputs = d->per_layer ? in->layer : -1;
-            if (in->kind == REMAT_I_FORWARD || in->kind == REMAT_I_RECOMPUTE) {
-                if (check && live[sl]) { st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: %s of %s (layer %d) which is already live", i, iname(in->kind), d->name, in->layer); goto out; }
-                for (int k = 0; k < RT_MAXIO && d->fwd_in[k] != RT_NONE; k++) {
-                    int r = d->fwd_in[k];
-                    int rs = r == RT_X ? remat_slot(L, layer_for_inputs < 0 ? L : layer_for_inputs, RT_X)
-                                       : remat_islot(c, layer_for_inputs, r);
-                    if (check && !live[rs]) {
-                        st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: %s of %s (layer %d) reads %s, which is not materialised",
-                                        i, iname(in->kind), d->name, in->layer,
-                                        remat_tensor_defs[remat_slot_tid(L, rs)].name);
-                        goto out;
-                    }
-                }
-                live[sl] = 1;
-                cur += remat_tensor_bytes(c, t);
-                peak_here = cur + remat_tensor_fwd_temp_bytes(c, t);
-                fl = remat_tensor_fwd_flops(c, t);
-                if (in->kind == REMAT_I_RECOMPUTE) sim->recompute_flops += fl;
-                if (in->kind == REMAT_I_RECOMPUTE && t == RT_ATT) sim->recomputed_blocks++;
-                if (remat_slot_is_checkpoint(L, sl)) ckpts++;
-            } else if (in->kind == REMAT_I_FREE) {
-                if (check && !live[sl]) { st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: free of %s (layer %d), which is not live", i, d->name, in->layer); goto out; }
-                live[sl] = 0;
-                cur -= remat_tensor_bytes(c, t);
-                if (remat_slot_is_checkpoint(L, sl)) ckpts--;
-            } else { /* backward */
-                if (check && !d->has_bwd) { st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: %s has no backward of its own", i, d->name); goto out; }
-                if (check && bwd[sl]) { st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: gradient of %s (layer %d) computed twice", i, d->name, in->layer); goto out; }
-                bwd[sl] = 1;
-                for (int k = 0; k < RT_MAXIO && d->bwd_in[k] != RT_NONE; k++) {
-                    int r = d->bwd_in[k];
-                    int rs = r == RT_X ? remat_slot(L, layer_for_inputs < 0 ? L : layer_for_inputs, RT_X)
-                                       : remat_islot(c, layer_for_inputs, r);
-                    if (check && !live[rs]) {
-                        st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: backward of %s (layer %d) reads %s, which is not materialised",
-                                        i, d->name, in->layer, remat_tensor_defs[remat_slot_tid(L, rs)].name);
-                        goto out;
-                    }
-                }
-                int need[2], nn = remat_bwd_grad_needs(t, need);
-                for (int k = 0; k < nn; k++)
-                    if (check && !live[remat_islot(c, -1, need[k])]) {
-                        st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: backward of %s (layer %d) runs before %s exists (out of order)",
-                                        i, d->name, in->layer, remat_tensor_defs[need[k]].name);
-                        goto out;
-                    }
-                int a[2], f[2], na, nf;
-                remat_bwd_effects(c, t, a, &na, f, &nf);
-                for (int k = 0; k < na; k++) {
-                    int gs = remat_islot(c, -1, a[k]);
-                    if (check && live[gs]) { st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: %s allocated twice", i, remat_tensor_defs[a[k]].name); goto out; }
-                    live[gs] = 1;
-                    cur += remat_tensor_bytes(c, a[k]);
-                }
-                peak_here = cur;
-                for (int k = 0; k < nf; k++) {
-                    int gs = remat_islot(c, -1, f[k]);
-                    live[gs] = 0;
-                    cur -= remat_tensor_bytes(c, f[k]);
-                }
-                fl = remat_tensor_bwd_flops(c, t);
-            }
-        }
-        if (peak_here > sim->peak_bytes) { sim->peak_bytes = peak_here; sim->peak_index = i; }
-        if (ckpts > sim->max_checkpoints) sim->max_checkpoints = ckpts;
-        sim->flops += fl;
-        if (live_after) live_after[i] = cur;
-        if (peak_in) peak_in[i] = peak_here;
-        if (flops_of) flops_of[i] = fl;
-    }
-    if (check) {
-        for (int sl = 0; sl < nslots; sl++) {
-            int t = remat_slot_tid(L, sl);
-            if (live[sl]) { st = remat_fail(REMAT_ERR_SCHEDULE, "leak: %s (layer %d) is never freed", remat_tensor_defs[t].name, remat_slot_layer(L, sl)); goto out; }
-            if (t < RT_D_RES && remat_tensor_defs[t].has_bwd && !bwd[sl]) {
-                st = remat_fail(REMAT_ERR_SCHEDULE, "the gradient of %s (layer %d) is never computed", remat_tensor_defs[t].name, remat_slot_layer(L, sl));
-                goto out;
-            }
-        }
-        if (s->n == 0 || s->ins[s->n - 1].kind != REMAT_I_UPDATE) { st = remat_fail(REMAT_ERR_SCHEDULE, "the schedule does not end with the update"); goto out; }
-    }
-    sim->workset_bytes = sim->peak_bytes - sim->stored_bytes;
-out:
-    free(live);
-    free(bwd);
-    return st;
-}
-
 remat_status remat_schedule_validate(const remat_schedule *s)
 {
-    remat_sim sim;
     if (!s) return remat_fail(REMAT_ERR_INVALID, "schedule is NULL");
-    return walk(s, 1, &sim, NULL, NULL, NULL);
+    return remat_walk(s, 1, NULL, NULL);
 }
 
 remat_status remat_schedule_simulate(const remat_schedule *s, remat_sim *out)
 {
     if (!s || !out) return remat_fail(REMAT_ERR_INVALID, "remat_schedule_simulate: NULL argument");
-    return walk(s, 0, out, NULL, NULL, NULL);
+    *out = s->sim;
+    return REMAT_OK;
 }
 
 remat_status remat_schedule_trace(const remat_schedule *s, remat_sim *sim, uint64_t *live_after, uint64_t *peak_in)
 {
-    remat_sim tmp;
     if (!s || !live_after || !peak_in) return remat_fail(REMAT_ERR_INVALID, "remat_schedule_trace: NULL argument");
-    return walk(s, 0, sim ? sim : &tmp, live_after, peak_in, NULL);
+    if (sim) *sim = s->sim;
+    memcpy(live_after, s->live_after, s->n * sizeof *live_after);
+    memcpy(peak_in, s->peak_in, s->n * sizeof *peak_in);
+    return REMAT_OK;
 }
 
 remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr_info *out)
 {
     if (!s || !out || i >= s->n) return remat_fail(REMAT_ERR_INVALID, "instruction index out of range");
-    /* one walk per call keeps this simple; callers that print whole
-     * schedules are not hot paths */
-    uint64_t *live = remat_malloc(s->n * sizeof *live), *peak = remat_malloc(s->n * sizeof *peak);
-    double *fl = remat_malloc(s->n * sizeof *fl);
-    remat_sim sim;
-    remat_status st = REMAT_OK;
-    if (!live || !peak || !fl) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
-    if ((st = walk(s, 0, &sim, live, peak, fl))) goto out;
     const remat_instr *in = &s->ins[i];
-    out->kind = in->kind;
+    out->kind = (remat_instr_kind)in->kind;
     out->layer = in->layer;
-    out->tensor = in->kind == REMAT_I_UPDATE ? "" : remat_tensor_defs[in->tid].name;
-    out->live_bytes = live[i];
-    out->peak_bytes = peak[i];
-    out->flops = fl[i];
-out:
-    free(live); free(peak); free(fl);
-    return st;
+    out->tensor = in->kind == REMAT_I_UPDATE ? "" : s->tb->defs[in->tid].name;
+    out->live_bytes = s->live_after[i];
+    out->peak_bytes = s->peak_in[i];
+    out->flops = s->flops_of[i];
+    return REMAT_OK;
+}
+
+/* live bytes by tensor, kept up to date by the walker's alloc/release */
+typedef struct bytag { uint64_t *bytes; remat_schedule_live_fn fn; void *arg; const remat_schedule *s; size_t stop; } bytag;
+static remat_status bt_alloc(void *arg, int slot, int t, uint64_t b, int zero)
+{
+    (void)slot; (void)zero;
+    ((bytag *)arg)->bytes[t] += b;
+    return REMAT_OK;
+}
+static void bt_release(void *arg, int slot, int t, uint64_t b)
+{
+    (void)slot;
+    ((bytag *)arg)->bytes[t] -= b;
+}
+static void bt_end(void *arg, size_t i, const remat_instr *in, uint64_t live, uint64_t peak, double flops)
+{
+    bytag *b = arg;
+    (void)in; (void)live; (void)peak; (void)flops;
+    if (b->fn) {
+        remat_instr_info info;
+        remat_schedule_instr(b->s, i, &info);
+        b->fn(b->arg, i, &info, b->bytes);
+    }
+}
+/* stop the walk after instruction `stop` (remat_schedule_live_by_tensor) */
+static remat_status bt_begin(void *arg, size_t i, const remat_instr *in)
+{
+    (void)in;
+    return i > ((bytag *)arg)->stop ? REMAT_ERR_STATE : REMAT_OK;
+}
+
+remat_status remat_schedule_walk_live(const remat_schedule *s, remat_schedule_live_fn fn, void *arg)
+{
+    if (!s || !fn) return remat_fail(REMAT_ERR_INVALID, "remat_schedule_walk_live: NULL argument");
+    uint64_t bytes[RT_MAXT] = { 0 };
+    bytag b = { bytes, fn, arg, s, SIZE_MAX };
+    remat_walk_hooks h = { .arg = &b, .alloc = bt_alloc, .release = bt_release, .end = bt_end };
+    return remat_walk(s, 0, &h, NULL);
 }
 
 remat_status remat_schedule_live_by_tensor(const remat_schedule *s, size_t i, uint64_t *bytes)
 {
     if (!s || !bytes || i >= s->n) return remat_fail(REMAT_ERR_INVALID, "instruction index out of range");
-    const remat_config *c = &s->cfg;
-    memset(bytes, 0, sizeof(uint64_t) * RT_COUNT);
-    /* replay the same allocation rule as walk(), attributing bytes by name */
-    for (size_t k = 0; k <= i; k++) {
-        const remat_instr *in = &s->ins[k];
-        if (in->kind == REMAT_I_UPDATE) continue;
-        int t = in->tid;
-        if (in->kind == REMAT_I_FORWARD || in->kind == REMAT_I_RECOMPUTE) bytes[t] += remat_tensor_bytes(c, t);
-        else if (in->kind == REMAT_I_FREE) bytes[t] -= remat_tensor_bytes(c, t);
-        else {
-            int a[2], f[2], na, nf;
-            remat_bwd_effects(c, t, a, &na, f, &nf);
-            for (int q = 0; q < na; q++) bytes[a[q]] += remat_tensor_bytes(c, a[q]);
-            for (int q = 0; q < nf; q++) bytes[f[q]] -= remat_tensor_bytes(c, f[q]);
-        }
-    }
-    return REMAT_OK;
+    memset(bytes, 0, sizeof(uint64_t) * (size_t)s->tb->count);
+    bytag b = { bytes, NULL, NULL, s, i };
+    remat_walk_hooks h = { .arg = &b, .begin = bt_begin, .alloc = bt_alloc, .release = bt_release };
+    remat_status st = remat_walk(s, 0, &h, NULL);
+    return st == REMAT_ERR_STATE || st == REMAT_OK ? REMAT_OK : st;
 }

@@ -39,6 +39,8 @@ remat_status remat_config_check(const remat_config *c)
     if (c->attention != REMAT_ATTENTION_NAIVE && c->attention != REMAT_ATTENTION_FLASH)
         return remat_fail(REMAT_ERR_INVALID, "attention must be naive or flash");
     if (c->lmhead_chunk < 0) return remat_fail(REMAT_ERR_INVALID, "lm-head chunk rows must be >= 0, got %d", c->lmhead_chunk);
+    if (c->dtype != REMAT_DTYPE_FP32 && c->dtype != REMAT_DTYPE_BF16)
+        return remat_fail(REMAT_ERR_INVALID, "dtype must be fp32 or bf16, got %d", (int)c->dtype);
     /* every derived size must fit: rows*cols in 31 bits for int-indexed
      * kernels (cblas takes int), bytes in 63 bits */
     int ok = 1;
@@ -68,35 +70,29 @@ uint64_t remat_config_num_params(const remat_config *c)
     return ok ? n : 0;
 }
 
-int remat_tensor_count(void) { return RT_COUNT; }
+int remat_tensor_count(void) { return remat_table_gpt2.count; }
 
 int remat_tensor_find(const char *name)
 {
+    const remat_table *tb = &remat_table_gpt2;
     if (!name) return -1;
-    for (int i = 0; i < RT_COUNT; i++)
-        if (!strcmp(remat_tensor_defs[i].name, name)) return i;
+    for (int i = 0; i < tb->count; i++)
+        if (!strcmp(tb->defs[i].name, name)) return i;
     return -1;
 }
 
 remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out)
 {
-    if (!out || id < 0 || id >= RT_COUNT) return remat_fail(REMAT_ERR_INVALID, "tensor id %d out of range", id);
     remat_status st = remat_config_check(cfg);
     if (st) return st;
-    const remat_tensor_def *d = &remat_tensor_defs[id];
+    const remat_table *tb = remat_table_of(cfg);
+    if (!out || id < 0 || id >= tb->count) return remat_fail(REMAT_ERR_INVALID, "tensor id %d out of range", id);
+    const remat_tensor_def *d = &tb->defs[id];
     out->name = d->name;
-    out->shape = d->shape;
-    out->op = d->op;
-    if (id == RT_ATT && cfg->attention == REMAT_ATTENTION_FLASH) {
-        out->shape = "(B,NH,T)";
-        out->op = "logsumexp of q k^T/sqrt(hs) (flash)";
-    }
-    if (id == RT_LOGITS && cfg->lmhead_chunk > 0) {
-        out->shape = "(B,T,C)";
-        out->op = "chunked lm head + xent; holds d(lnf)";
-    }
-    out->per_layer = d->per_layer;
-    out->is_grad = d->is_grad;
+    out->shape = remat_tensor_shape_text(cfg, id);
+    out->op = remat_tensor_op_text(cfg, id);
+    out->per_layer = d->cls == RT_CLASS_BLOCK;
+    out->is_grad = d->cls == RT_CLASS_GRAD;
     out->bytes = remat_tensor_bytes(cfg, id);
     return REMAT_OK;
 }

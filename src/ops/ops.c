@@ -1,0 +1,270 @@
+/*
+ * ops.c -- the op dispatcher (see ops.h): each entry of remat's GPT-2 table
+ * mapped to its kernels, forward and backward side by side.
+ *
+ * Dimension legend: B batch rows of the buffers, T sequence, C channels,
+ * NH heads, N = B*T rows, Vp padded vocabulary.  Parameter gradients
+ * accumulate (+=); activation gradients are assigned, except d_res, which
+ * the residual branches += into (it is allocated zeroed: RT_F_ZERO).
+ */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+#include "ops.h"
+#include "../core/core.h"
+#include "../core/rng.h"
+#include "../kernels/kernels.h"
+
+void remat_op_ctx_init(remat_op_ctx *c, const remat_config *cfg, float *params, float *grads)
+{
+    int shapes[REMAT_PARAM_COUNT][3];
+    memset(c, 0, sizeof *c);
+    c->cfg = cfg;
+    c->params = params;
+    c->grads = grads;
+    remat_param_layout(cfg, shapes, c->poff);
+    for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
+        size_t n = remat_param_numel(shapes[i]);
+        c->pnum[i] = n;
+        c->player[i] = remat_param_defs[i].per_layer ? n / (size_t)cfg->n_layer : 0;
+    }
+}
+
+size_t remat_op_param_numel(const remat_op_ctx *c, int p) { return c->pnum[p]; }
+
+void remat_op_bind(const remat_operands *o, int kind, int t, float *const *buf, float *temp, remat_op_args *a)
+{
+    memset(a, 0, sizeof *a);
+    if (kind != REMAT_I_BACKWARD) a->t[t] = buf[o->out];
+    for (int i = 0; i < o->nin; i++) {
+        if (o->in_t[i] == RT_X) a->x = buf[o->in[i]];
+        else a->t[o->in_t[i]] = buf[o->in[i]];
+    }
+    for (int i = 0; i < o->nneed; i++) a->t[o->need_t[i]] = buf[o->need[i]];
+    for (int i = 0; i < o->nalloc; i++) a->t[o->alloc_t[i]] = buf[o->alloc[i]];
+    for (int i = 0; i < o->nfree; i++) a->t[o->freed_t[i]] = buf[o->freed[i]];
+    a->temp = temp;
+}
+
+/* An operand the table declares; anything else is a table bug. */
+static inline float *A(const remat_op_args *a, int t)
+{
+    assert(a->t[t] && "op reads a tensor its table entry does not declare (src/table/tensors.c)");
+    return a->t[t];
+}
+static inline float *X(const remat_op_args *a)
+{
+    assert(a->x && "op reads the block input, which its table entry does not declare");
+    return a->x;
+}
+
+/* parameter p (its layer's slice for stacked tensors), and its gradient */
+static inline float *W(const remat_op_ctx *c, remat_param p, int layer)
+{
+    return c->params + c->poff[p] + (size_t)(layer < 0 ? 0 : layer) * c->player[p];
+}
+static inline float *GW(const remat_op_ctx *c, remat_param p, int layer)
+{
+    return c->grads + c->poff[p] + (size_t)(layer < 0 ? 0 : layer) * c->player[p];
+}
+
+static remat_dropout drop_for(const remat_op_ctx *c, int layer, int site)
+{
+    float p = c->training ? c->cfg->dropout : 0.0f;
+    return remat_dropout_make(p, remat_rng_key(c->seed, c->step, (uint32_t)layer, (uint32_t)site));
+}
+
+/* The LM head over chunks of rows (config lmhead_chunk): for each chunk,
+ * logits = lnf @ wte^T, the loss, and -- when training -- at once the
+ * gradient: d(lnf) = dlogits @ wte (into out) and dwte += dlogits^T lnf.
+ * Computing the gradient in the same pass, instead of recomputing each
+ * chunk's logits in the backward, saves a whole LM-head GEMM; it is valid
+ * because every schedule runs the head's backward right after its forward
+ * and never recomputes the head.  chunk: the walker's scratch. */
+static void lmhead_chunked(remat_op_ctx *c, float *out /* N,C */, const float *lnf /* N,C */, float *chunk)
+{
+    const remat_config *cf = c->cfg;
+    int N = cf->batch * cf->seq, C = cf->n_embd, Vp = remat_config_padded_vocab(cf);
+    int rows = cf->lmhead_chunk < N ? cf->lmhead_chunk : N;
+    float scale = c->training ? 1.0f / (float)N : 0.0f;
+    c->loss_sum = 0;
+    for (int r0 = 0; r0 < N; r0 += rows) {
+        int nr = N - r0 < rows ? N - r0 : rows;
+        linear_forward(chunk, lnf + (size_t)r0 * C, W(c, REMAT_PARAM_WTE, -1), NULL, nr, C, Vp);
+        if (c->have_targets)
+            c->loss_sum += crossentropy_forward(c->losses + r0, chunk, c->targets + r0, nr, cf->vocab, Vp, scale);
+        if (c->training)
+            linear_backward(out + (size_t)r0 * C, GW(c, REMAT_PARAM_WTE, -1), NULL, chunk, lnf + (size_t)r0 * C,
+                            W(c, REMAT_PARAM_WTE, -1), nr, C, Vp);
+    }
+}
+
+void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
+{
+    const remat_config *cf = c->cfg;
+    int B = cf->batch, T = cf->seq, C = cf->n_embd, NH = cf->n_head, N = B * T;
+    int Vp = remat_config_padded_vocab(cf);
+    int flash = cf->attention == REMAT_ATTENTION_FLASH;
+    float *out = A(a, t);
+    remat_dropout d;
+    switch (t) {
+    case RT_EMB:        /* emb = wte[inputs] + wpe */
+        encoder_forward(out, c->inputs, W(c, REMAT_PARAM_WTE, -1), W(c, REMAT_PARAM_WPE, -1), B, T, C);
+        break;
+    case RT_LN1_STAT: layernorm_stats(out, X(a), N, C); break;
+    case RT_LN1:
+        layernorm_apply(out, X(a), A(a, RT_LN1_STAT), W(c, REMAT_PARAM_LN1W, l), W(c, REMAT_PARAM_LN1B, l), N, C);
+        break;
+    case RT_QKV:
+        linear_forward(out, A(a, RT_LN1), W(c, REMAT_PARAM_QKVW, l), W(c, REMAT_PARAM_QKVB, l), N, C, 3 * C);
+        break;
+    case RT_ATT:        /* naive: the (B,NH,T,T) probabilities; flash: the logsumexp */
+        if (flash) flash_attention_stats(out, A(a, RT_QKV), B, T, C, NH);
+        else attention_scores_forward(out, A(a, RT_QKV), B, T, C, NH);
+        break;
+    case RT_ATTY:
+        d = drop_for(c, l, REMAT_SITE_ATT);
+        if (flash) flash_attention_values(out, A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH);
+        else attention_values_forward(out, A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH);
+        break;
+    case RT_RES2:       /* res2 = x + dropout(atty @ Wproj^T + b) */
+        linear_forward(out, A(a, RT_ATTY), W(c, REMAT_PARAM_ATTPROJW, l), W(c, REMAT_PARAM_ATTPROJB, l), N, C, C);
+        d = drop_for(c, l, REMAT_SITE_RES_ATTN);
+        residual_forward(out, X(a), out, &d, (size_t)N * C);
+        break;
+    case RT_LN2_STAT: layernorm_stats(out, A(a, RT_RES2), N, C); break;
+    case RT_LN2:
+        layernorm_apply(out, A(a, RT_RES2), A(a, RT_LN2_STAT), W(c, REMAT_PARAM_LN2W, l), W(c, REMAT_PARAM_LN2B, l),
+                        N, C);
+        break;
+    case RT_FCH:
+        linear_forward(out, A(a, RT_LN2), W(c, REMAT_PARAM_FCW, l), W(c, REMAT_PARAM_FCB, l), N, C, 4 * C);
+        break;
+    case RT_FCH_GELU: gelu_forward(out, A(a, RT_FCH), (size_t)N * 4 * C); break;
+    case RT_RES3:       /* res3 = res2 + dropout(fch_gelu @ Wfcproj^T + b) */
+        linear_forward(out, A(a, RT_FCH_GELU), W(c, REMAT_PARAM_FCPROJW, l), W(c, REMAT_PARAM_FCPROJB, l), N, 4 * C,
+                       C);
+        d = drop_for(c, l, REMAT_SITE_RES_MLP);
+        residual_forward(out, A(a, RT_RES2), out, &d, (size_t)N * C);
+        break;
+    case RT_LNF_STAT: layernorm_stats(out, X(a), N, C); break;
+    case RT_LNF:
+        layernorm_apply(out, X(a), A(a, RT_LNF_STAT), W(c, REMAT_PARAM_LNFW, -1), W(c, REMAT_PARAM_LNFB, -1), N, C);
+        break;
+    case RT_LOGITS:
+        if (cf->lmhead_chunk > 0) {     /* out holds d(lnf) */
+            lmhead_chunked(c, out, A(a, RT_LNF), a->temp);
+            break;
+        }
+        linear_forward(out, A(a, RT_LNF), W(c, REMAT_PARAM_WTE, -1), NULL, N, C, Vp);
+        /* fused softmax + cross-entropy; training overwrites the logits
+         * with d(logits) in place */
+        c->loss_sum = c->have_targets ? crossentropy_forward(c->losses, out, c->targets, N, cf->vocab, Vp,
+                                                             c->training ? 1.0f / (float)N : 0.0f)
+                                      : 0.0;
+        break;
+    default: assert(!"remat_op_forward: not an activation of the GPT-2 table");
+    }
+}
+
+/* The gradient reaching a residual branch: d_res itself, or, with dropout,
+ * d_res masked by the branch's regenerated mask into d_branch. */
+static const float *branch_grad(const remat_op_ctx *c, const remat_op_args *a, int l, int site, size_t n)
+{
+    remat_dropout d = drop_for(c, l, site);
+    if (d.p <= 0) return A(a, RT_D_RES);
+    float *b = A(a, RT_D_BRANCH);
+    residual_backward_branch(b, A(a, RT_D_RES), &d, n);
+    return b;
+}
+
+void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
+{
+    const remat_config *cf = c->cfg;
+    int B = cf->batch, T = cf->seq, C = cf->n_embd, NH = cf->n_head, N = B * T;
+    int Vp = remat_config_padded_vocab(cf);
+    size_t n = (size_t)N * C;
+    const float *src;
+    remat_dropout d;
+    switch (t) {
+    case RT_RES3:       /* d_fch = d_branch @ Wfcproj; dWfcproj += d_branch^T fch_gelu */
+        src = branch_grad(c, a, l, REMAT_SITE_RES_MLP, n);
+        linear_backward(A(a, RT_D_FCH), GW(c, REMAT_PARAM_FCPROJW, l), GW(c, REMAT_PARAM_FCPROJB, l), src,
+                        A(a, RT_FCH_GELU), W(c, REMAT_PARAM_FCPROJW, l), N, 4 * C, C);
+        break;
+    case RT_FCH_GELU:   /* in place: d_fch = d_fch * gelu'(fch) */
+        gelu_backward(A(a, RT_D_FCH), A(a, RT_FCH), A(a, RT_D_FCH), (size_t)N * 4 * C);
+        break;
+    case RT_FCH:
+        linear_backward(A(a, RT_D_LN2), GW(c, REMAT_PARAM_FCW, l), GW(c, REMAT_PARAM_FCB, l), A(a, RT_D_FCH),
+                        A(a, RT_LN2), W(c, REMAT_PARAM_FCW, l), N, C, 4 * C);
+        break;
+    case RT_LN2:        /* d_res += layernorm'(d_ln2) */
+        layernorm_backward(A(a, RT_D_RES), GW(c, REMAT_PARAM_LN2W, l), GW(c, REMAT_PARAM_LN2B, l), A(a, RT_D_LN2),
+                           A(a, RT_RES2), A(a, RT_LN2_STAT), W(c, REMAT_PARAM_LN2W, l), N, C);
+        break;
+    case RT_RES2:
+        src = branch_grad(c, a, l, REMAT_SITE_RES_ATTN, n);
+        linear_backward(A(a, RT_D_ATTY), GW(c, REMAT_PARAM_ATTPROJW, l), GW(c, REMAT_PARAM_ATTPROJB, l), src,
+                        A(a, RT_ATTY), W(c, REMAT_PARAM_ATTPROJW, l), N, C, C);
+        break;
+    case RT_ATTY:       /* through values and scores at once: d_qkv */
+        d = drop_for(c, l, REMAT_SITE_ATT);
+        if (cf->attention == REMAT_ATTENTION_FLASH)
+            flash_attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH);
+        else
+            attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH);
+        break;
+    case RT_QKV:
+        linear_backward(A(a, RT_D_LN1), GW(c, REMAT_PARAM_QKVW, l), GW(c, REMAT_PARAM_QKVB, l), A(a, RT_D_QKV),
+                        A(a, RT_LN1), W(c, REMAT_PARAM_QKVW, l), N, C, 3 * C);
+        break;
+    case RT_LN1:        /* d_res += layernorm'(d_ln1) */
+        layernorm_backward(A(a, RT_D_RES), GW(c, REMAT_PARAM_LN1W, l), GW(c, REMAT_PARAM_LN1B, l), A(a, RT_D_LN1),
+                           X(a), A(a, RT_LN1_STAT), W(c, REMAT_PARAM_LN1W, l), N, C);
+        break;
+    case RT_LOGITS:
+        if (cf->lmhead_chunk > 0)   /* computed in the forward pass already */
+            memcpy(A(a, RT_D_LNF), A(a, RT_LOGITS), (size_t)N * C * sizeof(float));
+        else                        /* logits hold d(logits) */
+            linear_backward(A(a, RT_D_LNF), GW(c, REMAT_PARAM_WTE, -1), NULL, A(a, RT_LOGITS), A(a, RT_LNF),
+                            W(c, REMAT_PARAM_WTE, -1), N, C, Vp);
+        break;
+    case RT_LNF:        /* d_res (allocated zeroed) += layernorm'(d_lnf) */
+        layernorm_backward(A(a, RT_D_RES), GW(c, REMAT_PARAM_LNFW, -1), GW(c, REMAT_PARAM_LNFB, -1), A(a, RT_D_LNF),
+                           X(a), A(a, RT_LNF_STAT), W(c, REMAT_PARAM_LNFW, -1), N, C);
+        break;
+    case RT_EMB:
+        encoder_backward(GW(c, REMAT_PARAM_WTE, -1), GW(c, REMAT_PARAM_WPE, -1), A(a, RT_D_RES), c->inputs, B, T, C);
+        break;
+    default: assert(!"remat_op_backward: no backward of its own");
+    }
+}
+
+/* ---- the update --------------------------------------------------------------- */
+
+remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
+                             float *norm_out)
+{
+    size_t np = c->poff[REMAT_PARAM_COUNT - 1] + remat_op_param_numel(c, REMAT_PARAM_COUNT - 1);
+    double norm = sqrt(sumsq(c->grads, np));
+    if (norm_out) *norm_out = (float)norm;
+    if (!isfinite(norm)) {
+        /* name the first tensor with a non-finite gradient */
+        for (int i = 0; i < REMAT_PARAM_COUNT; i++)
+            if (!isfinite(sumsq(c->grads + c->poff[i], remat_op_param_numel(c, i))))
+                return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient in %s at step %llu",
+                                  remat_param_defs[i].name, (unsigned long long)t);
+        return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient norm at step %llu", (unsigned long long)t);
+    }
+    float scale = 1.0f;
+    if (o->grad_clip > 0) {   /* torch.nn.utils.clip_grad_norm_ */
+        double coef = o->grad_clip / (norm + 1e-6);
+        if (coef < 1.0) scale = (float)coef;
+    }
+    for (int i = 0; i < REMAT_PARAM_COUNT; i++)
+        adamw_update(c->params + c->poff[i], c->grads + c->poff[i], adam_m + c->poff[i], adam_v + c->poff[i],
+                     remat_op_param_numel(c, i), o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
+                     remat_param_defs[i].decay, scale, t);
+    return REMAT_OK;
+}

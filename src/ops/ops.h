@@ -1,0 +1,72 @@
+/*
+ * ops.h -- the op dispatcher: which kernel runs for which tensor of remat's
+ * GPT-2 table, on which buffers.
+ *
+ * remat_op_forward / remat_op_backward run one instruction's op on the
+ * buffers of one context.  The interpreter (engine/model.c) calls them for
+ * every forward, recompute and backward instruction of a schedule; the
+ * profiler (planner/profile.c) calls the very same functions to time each
+ * op.  An op receives exactly the operands its table entry declares
+ * (remat_op_bind, from remat_operands_of): the tensor it writes, the
+ * activations it reads, the gradient buffers it needs, allocates and
+ * frees.  Asking for anything else is a bug in the table, caught by an
+ * assertion, so the table cannot silently under-declare a read.  Ops never
+ * allocate: scratch (the chunked LM head's chunk of logits) is declared in
+ * the table and allocated around the op by the walker.
+ *
+ * Layer: above table/ and kernels/, below engine/ and planner/.
+ */
+#ifndef REMAT_OPS_H
+#define REMAT_OPS_H
+
+#include <stdint.h>
+#include "remat.h"
+#include "../table/tensors.h"
+#include "../table/params.h"
+
+typedef struct remat_op_ctx {
+    const remat_config *cfg;     /* shapes of the buffers (batch rows included) */
+    float *params, *grads;       /* flat vectors in remat_param_layout order */
+    size_t poff[REMAT_PARAM_COUNT];
+    size_t pnum[REMAT_PARAM_COUNT];   /* elements of each tensor */
+    size_t player[REMAT_PARAM_COUNT]; /* elements of one layer's slice (stacked tensors) */
+    const int *inputs, *targets; /* (B*T) token ids of the batch */
+    float *losses;               /* (B*T) per-position losses (written by the LM head) */
+    uint64_t seed, step;         /* dropout keys: remat_rng_key(seed, step, layer, site) */
+    int training;                /* 0: no dropout, no gradients in the LM head */
+    int have_targets;            /* 0: the LM head computes no loss */
+    double loss_sum;             /* out: the LM head's summed loss over B*T rows */
+} remat_op_ctx;
+
+/* The operands of one instruction, by tensor id; NULL where the table does
+ * not declare the tensor as an operand of this op. */
+typedef struct remat_op_args {
+    float *t[RT_COUNT];
+    float *x;                    /* the block input (RT_X), when declared */
+    float *temp;                 /* forward scratch of remat_tensor_fwd_temp_bytes */
+} remat_op_args;
+
+/* Sets the parameter offsets for cfg's shape (params/grads may be NULL for
+ * now and set later); everything else zero. */
+void remat_op_ctx_init(remat_op_ctx *c, const remat_config *cfg, float *params, float *grads);
+
+/* Fills a from the resolved operands o of an instruction (kind, tensor t)
+ * and the buffers by slot. */
+void remat_op_bind(const remat_operands *o, int kind, int t, float *const *buf, float *temp, remat_op_args *a);
+
+/* Tensor t's forward op (layer: its block, -1 for globals) into a->t[t]. */
+void remat_op_forward(remat_op_ctx *c, int t, int layer, const remat_op_args *a);
+/* Tensor t's backward op: parameter gradients accumulate into c->grads,
+ * activation gradients go to the buffers the table names. */
+void remat_op_backward(remat_op_ctx *c, int t, int layer, const remat_op_args *a);
+
+/* The update instruction: global-norm clipping (torch.nn.utils.clip_grad_norm_)
+ * then AdamW (torch.optim.AdamW, decay on the 2-D weights params.c names)
+ * over c->params with c->grads; t is the 1-based optimizer step.  *norm
+ * (may be NULL) gets the norm before clipping.  REMAT_ERR_NONFINITE, naming
+ * the first tensor with a non-finite gradient, leaves everything as it was. */
+remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
+                             float *norm);
+size_t remat_op_param_numel(const remat_op_ctx *c, int p);
+
+#endif

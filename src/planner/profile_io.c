@@ -1,0 +1,242 @@
+/*
+ * profile_io.c -- profile files: save, load (untrusted input) and the
+ * per-machine cache path.
+ *
+ * Profile files are plain text, one "key value" per line, validated on load
+ * as untrusted input (see parse_profile).  They are keyed by the config, the
+ * CPU model and the thread count, and written atomically.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "planner.h"
+#include "../core/core.h"
+
+#define PROFILE_MAGIC "remat-profile"
+#define PROFILE_VERSION 2
+#define PROFILE_MAX_BYTES 65536
+#define PROFILE_MAX_LINE 512
+
+/* ---- save, load, cache path ------------------------------------------------ */
+
+static int mkdirs(const char *path)   /* mkdir -p of path's parent; 0 on success */
+{
+    char buf[4096];
+    if (strlen(path) >= sizeof buf) return -1;
+    strcpy(buf, path);
+    char *slash = strrchr(buf, '/');
+    if (!slash || slash == buf) return 0;
+    *slash = 0;
+    for (char *c = buf + 1; *c; c++) {
+        if (*c != '/') continue;
+        *c = 0;
+        if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+        *c = '/';
+    }
+    if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+    return 0;
+}
+
+static int write_profile(FILE *f, const remat_profile *p)
+{
+    const remat_table *tb = remat_table_of(&p->cfg);
+    char key[256];
+    remat_profile_config_key(&p->cfg, key, sizeof key);
+    fprintf(f, "%s %d\n", PROFILE_MAGIC, PROFILE_VERSION);
+    fprintf(f, "measured %d\n", p->measured);
+    fprintf(f, "cpu %s\n", p->cpu[0] ? p->cpu : "unknown");
+    fprintf(f, "threads %d\n", p->threads);
+    fprintf(f, "config %s\n", key);
+    fprintf(f, "update %.9g\n", p->update_ms);
+    fprintf(f, "cache %llu\n", (unsigned long long)p->cache_bytes);
+    for (int t = 0; t < tb->first_grad; t++) {
+        const char *nm = tb->defs[t].name;
+        fprintf(f, "fwd %s %.9g\nfwdhot %s %.9g\n", nm, p->fwd_ms[t], nm, p->fwd_hot_ms[t]);
+        if (tb->defs[t].has_bwd) fprintf(f, "bwd %s %.9g\nbwdhot %s %.9g\n", nm, p->bwd_ms[t], nm, p->bwd_hot_ms[t]);
+    }
+    return fprintf(f, "end\n") < 0 ? -1 : 0;
+}
+
+remat_status remat_profile_save(const remat_profile *p, const char *path)
+{
+    if (!p || !path || !*path) return remat_fail(REMAT_ERR_INVALID, "remat_profile_save: NULL argument");
+    size_t len = strlen(path);
+    if (len > 4000) return remat_fail(REMAT_ERR_RANGE, "profile path too long");
+    if (mkdirs(path)) return remat_fail(REMAT_ERR_IO, "cannot create the directory of %s: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return remat_fail(REMAT_ERR_NOMEM, "out of memory writing %s", path);
+    int bad = write_profile(f, p);
+    if (fclose(f) || bad) { free(buf); return remat_fail(REMAT_ERR_NOMEM, "out of memory writing %s", path); }
+    remat_status st = remat_write_file_atomic(path, buf, n);   /* path.tmp.PID, fsync, rename */
+    free(buf);
+    return st;
+}
+
+/* strict number: the whole token, finite, in [lo, hi] */
+static int num(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    if (!*s) return 0;
+    double v = strtod(s, &end);
+    if (*end || errno || !isfinite(v) || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+static remat_status parse_profile(const remat_table *tb, const char *path, const char *text, size_t len,
+                                  remat_profile *p)
+{
+    int line_no = 0, seen_end = 0, have[7] = { 0 };
+    uint8_t seen[4][RT_MAXT] = { { 0 } };      /* fwd, bwd, fwdhot, bwdhot */
+    char key[256] = "";
+    const char *c = text, *e = text + len;
+    memset(p, 0, sizeof *p);
+#define BAD(...) do { char m_[1100]; snprintf(m_, sizeof m_, __VA_ARGS__); \
+        return remat_fail(REMAT_ERR_FORMAT, "profile %s line %d: %s", path, line_no, m_); } while (0)
+    while (c < e) {
+        const char *nl = memchr(c, '\n', (size_t)(e - c));
+        size_t n = nl ? (size_t)(nl - c) : (size_t)(e - c);
+        line_no++;
+        if (!nl) BAD("no newline at the end of the file (truncated?)");
+        if (n >= PROFILE_MAX_LINE) BAD("line longer than %d bytes", PROFILE_MAX_LINE);
+        char line[PROFILE_MAX_LINE];
+        memcpy(line, c, n);
+        line[n] = 0;
+        c = nl + 1;
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)line[i] < 32 || (unsigned char)line[i] > 126) BAD("non-printable byte 0x%02x", (unsigned char)line[i]);
+        if (seen_end) BAD("text after 'end'");
+        char *sp = strchr(line, ' ');
+        char *val = sp ? sp + 1 : line + n;
+        if (sp) *sp = 0;
+        double d;
+        if (line_no == 1) {
+            if (strcmp(line, PROFILE_MAGIC)) BAD("not a remat profile (expected '%s %d')", PROFILE_MAGIC, PROFILE_VERSION);
+            if (!num(val, 0, 1e6, &d) || d != PROFILE_VERSION) BAD("unsupported profile version '%s' (expected %d)", val, PROFILE_VERSION);
+            have[0] = 1;
+        } else if (!strcmp(line, "measured")) {
+            if (have[1]++ || !num(val, 0, 1, &d) || (d != 0 && d != 1)) BAD("bad or repeated 'measured'");
+            p->measured = (int)d;
+        } else if (!strcmp(line, "cpu")) {
+            if (have[2]++ || !*val || strlen(val) >= sizeof p->cpu) BAD("bad or repeated 'cpu'");
+            snprintf(p->cpu, sizeof p->cpu, "%s", val);
+        } else if (!strcmp(line, "threads")) {
+            if (have[3]++ || !num(val, 1, 4096, &d) || d != floor(d)) BAD("bad or repeated 'threads'");
+            p->threads = (int)d;
+        } else if (!strcmp(line, "config")) {
+            if (have[4]++ || strlen(val) >= sizeof key) BAD("bad or repeated 'config'");
+            snprintf(key, sizeof key, "%s", val);
+        } else if (!strcmp(line, "update")) {
+            if (have[5]++ || !num(val, 0, 1e9, &d)) BAD("bad or repeated 'update' time");
+            p->update_ms = d;
+        } else if (!strcmp(line, "cache")) {
+            if (have[6]++ || !num(val, 0, 1e15, &d) || d != floor(d)) BAD("bad or repeated 'cache' (bytes)");
+            p->cache_bytes = (uint64_t)d;
+        } else if (!strcmp(line, "fwd") || !strcmp(line, "bwd") || !strcmp(line, "fwdhot") || !strcmp(line, "bwdhot")) {
+            int bw = line[0] == 'b', hot = line[3] == 'h', k = bw + 2 * hot;
+            char *sp2 = strchr(val, ' ');
+            if (!sp2) BAD("expected '%s NAME MS'", line);
+            *sp2 = 0;
+            int t = -1;
+            for (int q = 0; q < tb->first_grad; q++)
+                if (!strcmp(tb->defs[q].name, val)) t = q;
+            if (t < 0 || (bw && !tb->defs[t].has_bwd)) BAD("unknown op '%s %s'", line, val);
+            if (seen[k][t]++) BAD("repeated '%s %s'", line, val);
+            if (!num(sp2 + 1, 0, 1e9, &d)) BAD("bad time '%s' for %s %s (milliseconds, >= 0)", sp2 + 1, line, val);
+            double *dst[4] = { p->fwd_ms, p->bwd_ms, p->fwd_hot_ms, p->bwd_hot_ms };
+            dst[k][t] = d;
+        } else if (!strcmp(line, "end") && !sp) {
+            seen_end = 1;
+        } else {
+            BAD("unknown key '%s'", line);
+        }
+    }
+    line_no++;
+    if (!have[0]) BAD("empty file");
+    if (!seen_end) BAD("missing 'end' (truncated?)");
+    for (int i = 1; i < 7; i++) if (!have[i]) BAD("missing a required key (measured, cpu, threads, config, update, cache)");
+    for (int t = 0; t < tb->first_grad; t++)
+        for (int k = 0; k < 4; k++)
+            if (!seen[k][t] && (!(k & 1) || tb->defs[t].has_bwd))
+                BAD("missing the %s time of %s's %s", k & 2 ? "warm" : "cold", tb->defs[t].name,
+                    k & 1 ? "backward" : "forward");
+    for (int t = 0; t < tb->first_grad; t++)
+        if (p->fwd_hot_ms[t] > p->fwd_ms[t] || p->bwd_hot_ms[t] > p->bwd_ms[t])
+            BAD("the warm time of %s exceeds its cold time", tb->defs[t].name);
+    /* the config, as text; compared with the caller's by remat_profile_load */
+    snprintf(p->desc, sizeof p->desc, "%s", key);
+#undef BAD
+    return REMAT_OK;
+}
+
+remat_status remat_profile_load(const remat_config *cfg, const char *path, remat_profile **out)
+{
+    remat_status st;
+    char *text = NULL;
+    remat_profile *p = NULL;
+    FILE *f = NULL;
+    if (!out || !path) return remat_fail(REMAT_ERR_INVALID, "remat_profile_load: NULL argument");
+    *out = NULL;
+    if ((st = remat_config_check(cfg))) return st;
+    if (!(f = fopen(path, "rb"))) return remat_fail(REMAT_ERR_IO, "cannot open profile %s: %s", path, strerror(errno));
+    text = remat_malloc(PROFILE_MAX_BYTES + 1);
+    p = remat_malloc(sizeof *p);
+    if (!text || !p) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
+    size_t len = fread(text, 1, PROFILE_MAX_BYTES + 1, f);
+    if (ferror(f)) { st = remat_fail(REMAT_ERR_IO, "cannot read profile %s", path); goto out; }
+    if (len > PROFILE_MAX_BYTES) { st = remat_fail(REMAT_ERR_FORMAT, "profile %s is larger than %d bytes", path, PROFILE_MAX_BYTES); goto out; }
+    if ((st = parse_profile(remat_table_of(cfg), path, text, len, p))) goto out;
+    char want[256], cpu[128];
+    remat_profile_config_key(cfg, want, sizeof want);
+    remat_machine_cpu(cpu, sizeof cpu);
+    if (strcmp(p->desc, want)) {
+        st = remat_fail(REMAT_ERR_INVALID, "profile %s is for config '%s', not '%s' (layers dim heads vocab "
+                        "max_seq batch seq dropout attention lmhead-chunk dtype); run 'remat profile' for this config", path, p->desc, want);
+        goto out;
+    }
+    if (p->measured && (strcmp(p->cpu, cpu) || p->threads != remat_get_threads())) {
+        st = remat_fail(REMAT_ERR_INVALID, "profile %s was measured on '%s' with %d threads, this is '%s' with %d; "
+                        "run 'remat profile' here", path, p->cpu, p->threads, cpu, remat_get_threads());
+        goto out;
+    }
+    p->cfg = *cfg;
+    if (p->measured)
+        snprintf(p->desc, sizeof p->desc, "measured on %s, %d threads (%s)", p->cpu, p->threads, path);
+    else
+        snprintf(p->desc, sizeof p->desc, "saved model times (%s)", path);
+    *out = p;
+    p = NULL;
+out:
+    if (f) fclose(f);
+    free(text);
+    free(p);
+    return st;
+}
+
+
+remat_status remat_profile_default_path(const remat_config *cfg, char *buf, size_t n)
+{
+    remat_status st;
+    if (!buf || n == 0) return remat_fail(REMAT_ERR_INVALID, "remat_profile_default_path: NULL buffer");
+    buf[0] = 0;
+    if ((st = remat_config_check(cfg))) return st;
+    char key[512], cpu[128];
+    remat_profile_config_key(cfg, key, 256);
+    remat_machine_cpu(cpu, sizeof cpu);
+    size_t k = strlen(key);
+    snprintf(key + k, sizeof key - k, "|%s|%d", cpu, remat_get_threads());
+    uint64_t h = remat_hash_bytes(key, strlen(key));
+    const char *dir = getenv("REMAT_CACHE"), *home = getenv("HOME");
+    int w;
+    if (dir && *dir) w = snprintf(buf, n, "%s/profile-%016llx.txt", dir, (unsigned long long)h);
+    else if (home && *home) w = snprintf(buf, n, "%s/.cache/remat/profile-%016llx.txt", home, (unsigned long long)h);
+    else return remat_fail(REMAT_ERR_INVALID, "neither REMAT_CACHE nor HOME is set; pass a profile path");
+    if (w < 0 || (size_t)w >= n) { buf[0] = 0; return remat_fail(REMAT_ERR_RANGE, "profile path too long"); }
+    return REMAT_OK;
+}

@@ -1,0 +1,207 @@
+/*
+ * walk.c -- the walker: the one place that applies a schedule's allocation
+ * rules (see schedule.h), for every reader of a schedule -- the compiler,
+ * the simulator and validator, the engine's interpreter and the planner's
+ * cost pass.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "schedule.h"
+#include "../core/core.h"
+
+static const char *iname(int k)
+{
+    static const char *n[] = { "forward", "recompute", "backward", "free", "update" };
+    return k >= 0 && k <= REMAT_I_UPDATE ? n[k] : "?";
+}
+
+remat_status remat_walker_init(remat_walker *w, const remat_config *cfg, int forward_only, int check,
+                               const remat_walk_hooks *h, size_t fwd_end)
+{
+    memset(w, 0, sizeof *w);
+    w->cfg = cfg;
+    w->tb = remat_table_of(cfg);
+    w->L = cfg->n_layer;
+    w->nslots = remat_nslots_t(w->tb, w->L);
+    w->check = check;
+    w->forward_only = forward_only;
+    w->h = h;
+    w->fwd_end = fwd_end;
+    w->last_rec_layer = -2;
+    w->live = remat_calloc((size_t)w->nslots, 1);
+    w->done = remat_calloc((size_t)w->nslots, 1);
+    if (!w->live || !w->done) {
+        remat_walker_free(w);
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory walking a schedule");
+    }
+    return REMAT_OK;
+}
+
+void remat_walker_free(remat_walker *w)
+{
+    free(w->live);
+    free(w->done);
+    w->live = w->done = NULL;
+}
+
+static const char *sname(const remat_walker *w, int slot)
+{
+    return w->tb->defs[remat_slot_tid_t(w->tb, w->L, slot)].name;
+}
+
+/* a tensor comes to life */
+static remat_status born(remat_walker *w, int slot, int t, int zero)
+{
+    uint64_t b = remat_tensor_bytes(w->cfg, t);
+    if (w->h && w->h->alloc) {
+        remat_status st = w->h->alloc(w->h->arg, slot, t, b, zero);
+        if (st) return st;
+    }
+    w->live[slot] = 1;
+    w->cur += b;
+    if (remat_slot_is_checkpoint_t(w->tb, w->L, slot)) w->ckpts++;
+    return REMAT_OK;
+}
+
+static void dies(remat_walker *w, int slot)
+{
+    int t = remat_slot_tid_t(w->tb, w->L, slot);
+    uint64_t b = remat_tensor_bytes(w->cfg, t);
+    if (w->h && w->h->release) w->h->release(w->h->arg, slot, t, b);
+    w->live[slot] = 0;
+    w->cur -= b;
+    if (remat_slot_is_checkpoint_t(w->tb, w->L, slot)) w->ckpts--;
+}
+
+#define FAIL(...) do { return remat_fail(REMAT_ERR_SCHEDULE, __VA_ARGS__); } while (0)
+
+static remat_status check_reads(const remat_walker *w, size_t i, const remat_instr *in, const remat_operands *o)
+{
+    const char *nm = w->tb->defs[in->tid].name;
+    for (int k = 0; k < o->nin; k++)
+        if (!w->live[o->in[k]])
+            FAIL("instruction %zu: %s of %s (layer %d) reads %s, which is not materialised", i, iname(in->kind), nm,
+                 in->layer, sname(w, o->in[k]));
+    for (int k = 0; k < o->nneed; k++)
+        if (!w->live[o->need[k]])
+            FAIL("instruction %zu: backward of %s (layer %d) runs before %s exists (out of order)", i, nm, in->layer,
+                 sname(w, o->need[k]));
+    return REMAT_OK;
+}
+
+remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
+{
+    const remat_walk_hooks *h = w->h;
+    remat_status st;
+    remat_operands o;
+    uint64_t peak = w->cur;
+    double fl = 0;
+    if (i == w->fwd_end) w->sim.stored_bytes = w->cur;
+    if (h && h->begin && (st = h->begin(h->arg, i, in))) return st;
+    int k = in->kind, t = in->tid;
+    if (w->check) {
+        if (k > REMAT_I_UPDATE) FAIL("instruction %zu: bad kind %d", i, k);
+        if (k != REMAT_I_UPDATE) {
+            if (t < 0 || t >= w->tb->first_grad) FAIL("instruction %zu: bad tensor id %d", i, t);
+            const remat_tensor_def *d = &w->tb->defs[t];
+            if (d->cls == RT_CLASS_BLOCK ? (in->layer < 0 || in->layer >= w->L) : in->layer != -1)
+                FAIL("instruction %zu: layer %d out of range for %s", i, in->layer, d->name);
+        }
+        if (w->forward_only && (k == REMAT_I_BACKWARD || k == REMAT_I_UPDATE))
+            FAIL("instruction %zu: %s in a forward-only schedule", i, iname(k));
+    }
+    remat_operands_of(w->cfg, k, in->layer, t, &o);
+    if (k == REMAT_I_UPDATE) {
+        fl = remat_update_flops(w->cfg);
+        if (h && h->exec && (st = h->exec(h->arg, i, in, &o))) return st;
+    } else if (k == REMAT_I_FORWARD || k == REMAT_I_RECOMPUTE) {
+        const char *nm = w->tb->defs[t].name;
+        if (w->check) {
+            if (w->live[o.out]) FAIL("instruction %zu: %s of %s (layer %d) which is already live", i, iname(k), nm, in->layer);
+            if ((st = check_reads(w, i, in, &o))) return st;
+        }
+        if ((st = born(w, o.out, t, 0))) return st;
+        peak = w->cur + o.temp_bytes;
+        if (o.temp_bytes && h && h->temp_alloc && (st = h->temp_alloc(h->arg, o.temp_bytes))) return st;
+        st = h && h->exec ? h->exec(h->arg, i, in, &o) : REMAT_OK;
+        if (o.temp_bytes && h && h->temp_release) h->temp_release(h->arg, o.temp_bytes);
+        if (st) return st;
+        fl = remat_tensor_fwd_flops(w->cfg, t);
+        if (k == REMAT_I_RECOMPUTE) {
+            w->sim.recompute_flops += fl;
+            if (in->layer != w->last_rec_layer) w->sim.recomputed_blocks++;
+            w->last_rec_layer = in->layer;
+        } else {
+            w->last_rec_layer = -2;
+        }
+    } else if (k == REMAT_I_FREE) {
+        if (w->check && !w->live[o.out])
+            FAIL("instruction %zu: free of %s (layer %d), which is not live", i, w->tb->defs[t].name, in->layer);
+        if (h && h->exec && (st = h->exec(h->arg, i, in, &o))) return st;
+        dies(w, o.out);
+    } else {   /* backward */
+        const remat_tensor_def *d = &w->tb->defs[t];
+        if (w->check) {
+            if (!d->has_bwd) FAIL("instruction %zu: %s has no backward of its own", i, d->name);
+            if (w->done[o.out]) FAIL("instruction %zu: gradient of %s (layer %d) computed twice", i, d->name, in->layer);
+            if ((st = check_reads(w, i, in, &o))) return st;
+            for (int q = 0; q < o.nalloc; q++)
+                if (w->live[o.alloc[q]]) FAIL("instruction %zu: %s allocated twice", i, sname(w, o.alloc[q]));
+        }
+        w->done[o.out] = 1;
+        for (int q = 0; q < o.nalloc; q++)
+            if ((st = born(w, o.alloc[q], o.alloc_t[q], (w->tb->defs[o.alloc_t[q]].flags & RT_F_ZERO) != 0))) return st;
+        peak = w->cur;
+        if (h && h->exec && (st = h->exec(h->arg, i, in, &o))) return st;
+        for (int q = 0; q < o.nfree; q++) {
+            if (w->check && !w->live[o.freed[q]])
+                FAIL("instruction %zu: backward of %s (layer %d) frees %s, which is not live", i, d->name, in->layer,
+                     sname(w, o.freed[q]));
+            dies(w, o.freed[q]);
+        }
+        fl = remat_tensor_bwd_flops(w->cfg, t);
+    }
+    if (peak > w->sim.peak_bytes) { w->sim.peak_bytes = peak; w->sim.peak_index = i; }
+    if (w->ckpts > w->sim.max_checkpoints) w->sim.max_checkpoints = w->ckpts;
+    w->sim.flops += fl;
+    if (h && h->end) h->end(h->arg, i, in, w->cur, peak, fl);
+    return REMAT_OK;
+}
+
+remat_status remat_walker_finish(remat_walker *w)
+{
+    if (w->check) {
+        for (int sl = 0; sl < w->nslots; sl++) {
+            int t = remat_slot_tid_t(w->tb, w->L, sl), l = remat_slot_layer_t(w->tb, w->L, sl);
+            if (w->live[sl]) FAIL("leak: %s (layer %d) is never freed", w->tb->defs[t].name, l);
+        }
+        if (!w->forward_only)
+            for (int sl = 0; sl < w->nslots; sl++) {
+                int t = remat_slot_tid_t(w->tb, w->L, sl);
+                if (t < w->tb->first_grad && w->tb->defs[t].has_bwd && !w->done[sl])
+                    FAIL("the gradient of %s (layer %d) is never computed", w->tb->defs[t].name,
+                         remat_slot_layer_t(w->tb, w->L, sl));
+            }
+    }
+    w->sim.workset_bytes = w->sim.peak_bytes - w->sim.stored_bytes;
+    return REMAT_OK;
+}
+
+remat_status remat_walk(const remat_schedule *s, int check, const remat_walk_hooks *h, remat_sim *sim)
+{
+    remat_walker w;
+    remat_status st = remat_walker_init(&w, &s->cfg, s->forward_only, check, h, s->fwd_end);
+    if (st) return st;
+    for (size_t i = 0; i < s->n && !st; i++) {
+        if (check && s->ins[i].kind == REMAT_I_UPDATE && i + 1 != s->n)
+            st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: update before the end", i);
+        else
+            st = remat_walker_step(&w, i, &s->ins[i]);
+    }
+    if (!st) st = remat_walker_finish(&w);
+    if (!st && check && !s->forward_only && (s->n == 0 || s->ins[s->n - 1].kind != REMAT_I_UPDATE))
+        st = remat_fail(REMAT_ERR_SCHEDULE, "the schedule does not end with the update");
+    if (!st && sim) *sim = w.sim;
+    remat_walker_free(&w);
+    return st;
+}
