@@ -26,6 +26,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* REMAT_API marks the library's interface: every function declared here and
+ * in remat_testing.h, and nothing else.  libremat is built with
+ * -fvisibility=hidden, so these are the only symbols libremat.so exports
+ * (as zstd.h does with ZSTDLIB_API); tests/cli_symbols.sh checks it. */
+#ifndef REMAT_API
+#  if defined(__GNUC__) && __GNUC__ >= 4
+#    define REMAT_API __attribute__((visibility("default")))
+#  else
+#    define REMAT_API
+#  endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -36,7 +48,7 @@ extern "C" {
 #define REMAT_VERSION_PATCH 0
 #define REMAT_VERSION_STRING "0.1.0"
 /* The version of the linked library, e.g. "0.1.0". */
-const char *remat_version(void);
+REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */
 typedef enum remat_status {
@@ -55,14 +67,14 @@ typedef enum remat_status {
 } remat_status;
 
 /* A short constant name for a status, e.g. "invalid argument". */
-const char *remat_status_str(remat_status st);
+REMAT_API const char *remat_status_str(remat_status st);
 /* The calling thread's last error message ("" when none). */
-const char *remat_errmsg(void);
+REMAT_API const char *remat_errmsg(void);
 
 /* Threads for remat's OpenMP kernels and for the BLAS.  n <= 0: all cores.
  * Results are bitwise reproducible for a fixed thread count. */
-void remat_set_threads(int n);
-int remat_get_threads(void);
+REMAT_API void remat_set_threads(int n);
+REMAT_API int remat_get_threads(void);
 
 /* The engine of every matrix product.  REMAT_GEMM_ONEDNN (the default
  * build's default): oneDNN, dnnl_sgemm for fp32 and the matmul primitive
@@ -87,6 +99,13 @@ const char *remat_gemm_name(remat_gemm_engine e);
  * autocast does it: master weights, gradients and AdamW state stay fp32). */
 typedef enum remat_dtype { REMAT_DTYPE_FP32 = 0, REMAT_DTYPE_BF16 = 1 } remat_dtype;
 
+/* remat_config.attention: the attention kernel. */
+typedef enum remat_attention {
+    REMAT_ATTENTION_NAIVE = 0,  /* att holds the (B,NH,T,T) probabilities */
+    REMAT_ATTENTION_FLASH = 1   /* att holds the (B,NH,T) logsumexp; the score
+                                   tiles are recomputed inside the kernels */
+} remat_attention;
+
 typedef struct remat_config {
     int n_layer;      /* L  >= 1 */
     int n_embd;       /* C  >= 1, divisible by n_head */
@@ -96,9 +115,7 @@ typedef struct remat_config {
     int batch;        /* B  >= 1 */
     int seq;          /* T  >= 1 */
     float dropout;    /* p in [0, 1): attention probabilities and residual branches */
-    int attention;    /* REMAT_ATTENTION_NAIVE: att holds the (B,NH,T,T) probabilities;
-                         REMAT_ATTENTION_FLASH: att holds the (B,NH,T) logsumexp and the
-                         score tiles are recomputed inside the kernels */
+    remat_attention attention; /* REMAT_ATTENTION_NAIVE (default) or _FLASH */
     int lmhead_chunk; /* 0: the LM head materialises (B,T,Vp) logits; N > 0: logits, loss
                          and their gradient are computed N rows at a time, in one pass,
                          and logits holds d(lnf) (B,T,C) instead */
@@ -108,17 +125,15 @@ typedef struct remat_config {
                          are fp32 in both */
 } remat_config;
 
-enum { REMAT_ATTENTION_NAIVE = 0, REMAT_ATTENTION_FLASH = 1 };
-
 /* Fills a small default (4 layers, 128 wide, 4 heads, V 256, T 64, B 16). */
-void remat_config_default(remat_config *cfg);
+REMAT_API void remat_config_default(remat_config *cfg);
 /* Checks every field and that all sizes fit in 64 bits.  On failure writes a
  * message that says what to change. */
-remat_status remat_config_check(const remat_config *cfg);
+REMAT_API remat_status remat_config_check(const remat_config *cfg);
 /* V rounded up to a multiple of 64. */
-int remat_config_padded_vocab(const remat_config *cfg);
+REMAT_API int remat_config_padded_vocab(const remat_config *cfg);
 /* Number of parameters (with the padded vocabulary). */
-uint64_t remat_config_num_params(const remat_config *cfg);
+REMAT_API uint64_t remat_config_num_params(const remat_config *cfg);
 
 /* ---- the activation table ----------------------------------------------
  * Every activation tensor has a stable name.  Per-block tensors (the block
@@ -139,11 +154,11 @@ typedef struct remat_tensor_info {
     uint64_t bytes;        /* size for the given config (one layer's copy) */
 } remat_tensor_info;
 
-int remat_tensor_count(void);
+REMAT_API int remat_tensor_count(void);
 /* Info for tensor id in [0, remat_tensor_count()). */
-remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out);
+REMAT_API remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out);
 /* Id of a tensor name, or -1. */
-int remat_tensor_find(const char *name);
+REMAT_API int remat_tensor_find(const char *name);
 
 /* ---- schedules ------------------------------------------------------------
  * Policy grammar (terms separated by ','):
@@ -203,48 +218,40 @@ typedef struct remat_sim {
  * REMAT_ERR_POLICY for a bad string, REMAT_ERR_INVALID for a bad config.
  * Every schedule is validated when it is made (remat_schedule_validate):
  * a schedule that exists is valid. */
-remat_status remat_schedule_create(const remat_config *cfg, const char *policy,
-                                   remat_schedule **out);
+REMAT_API remat_status remat_schedule_create(const remat_config *cfg, const char *policy,
+                                             remat_schedule **out);
 /* The forward-only schedule that evaluation and sampling run
  * (remat_model_eval, remat_model_sample, with their own batch and head):
  * every tensor freed after its last reader, the logits last.  Its simulated
  * peak is what they allocate, to the byte. */
-remat_status remat_schedule_create_forward(const remat_config *cfg, remat_schedule **out);
-void remat_schedule_free(remat_schedule *s);
+REMAT_API remat_status remat_schedule_create_forward(const remat_config *cfg, remat_schedule **out);
+REMAT_API void remat_schedule_free(remat_schedule *s);
 /* The canonical policy string the schedule was compiled from ("forward"
  * for a forward-only schedule, "custom" for one built from instructions). */
-const char *remat_schedule_policy(const remat_schedule *s);
-size_t remat_schedule_length(const remat_schedule *s);
+REMAT_API const char *remat_schedule_policy(const remat_schedule *s);
+REMAT_API size_t remat_schedule_length(const remat_schedule *s);
 /* Instruction i with the simulator's figures for it: O(1). */
-remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr_info *out);
+REMAT_API remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr_info *out);
 /* Live activation bytes after instruction i, split by tensor: bytes[id] for
  * every id in [0, remat_tensor_count()) (all layers of a tensor summed).
  * Walks the schedule up to i; to see every instruction, use
  * remat_schedule_walk_live, which walks it once. */
-remat_status remat_schedule_live_by_tensor(const remat_schedule *s, size_t i, uint64_t *bytes);
+REMAT_API remat_status remat_schedule_live_by_tensor(const remat_schedule *s, size_t i, uint64_t *bytes);
 /* Calls fn once per instruction, in order, with its info and the live bytes
  * by tensor after it (as remat_schedule_live_by_tensor; the array is only
  * valid during the call). */
 typedef void (*remat_schedule_live_fn)(void *arg, size_t i, const remat_instr_info *info,
                                        const uint64_t *bytes_by_tensor);
-remat_status remat_schedule_walk_live(const remat_schedule *s, remat_schedule_live_fn fn, void *arg);
+REMAT_API remat_status remat_schedule_walk_live(const remat_schedule *s, remat_schedule_live_fn fn,
+                                                void *arg);
 /* Dry run: the simulator's figures for the whole schedule. */
-remat_status remat_schedule_simulate(const remat_schedule *s, remat_sim *out);
+REMAT_API remat_status remat_schedule_simulate(const remat_schedule *s, remat_sim *out);
 /* Walks the schedule again with every check on: every read the tensor
  * table declares is materialised, every freed buffer is live, no tensor is
  * computed over a live copy, each backward runs exactly once and after the
  * gradient buffers it needs exist, nothing leaks, the update comes last.
  * On failure the message names the instruction. */
-remat_status remat_schedule_validate(const remat_schedule *s);
-
-/* For tests of the validator: build a schedule from raw instructions.
- * kinds/layers/tensor ids are parallel arrays of length n.  The schedule is
- * validated: an invalid one gives REMAT_ERR_SCHEDULE with the validator's
- * message, and *out NULL. */
-remat_status remat_schedule_from_instrs(const remat_config *cfg, size_t n,
-                                        const remat_instr_kind *kinds,
-                                        const int *layers, const int *tensors,
-                                        remat_schedule **out);
+REMAT_API remat_status remat_schedule_validate(const remat_schedule *s);
 
 /* ---- optimizer ------------------------------------------------------------ */
 typedef struct remat_optim {
@@ -254,7 +261,7 @@ typedef struct remat_optim {
     float weight_decay;  /* 0.1, decoupled, on 2-D weights only */
     float grad_clip;     /* 1.0: global-norm clipping; <= 0 disables */
 } remat_optim;
-void remat_optim_default(remat_optim *o);
+REMAT_API void remat_optim_default(remat_optim *o);
 
 /* ---- the model -------------------------------------------------------------- */
 typedef struct remat_model remat_model;
@@ -263,21 +270,21 @@ typedef struct remat_model remat_model;
  * projections scaled by 1/sqrt(2L), zero biases, unit LayerNorm weights),
  * seeded by `seed`.  Parameters, gradients and AdamW state are allocated
  * here; activations are allocated by each step. */
-remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_model **out);
-void remat_model_free(remat_model *m);
+REMAT_API remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_model **out);
+REMAT_API void remat_model_free(remat_model *m);
 /* The model's last error message ("" when none). */
-const char *remat_model_error(const remat_model *m);
-const remat_config *remat_model_config(const remat_model *m);
+REMAT_API const char *remat_model_error(const remat_model *m);
+REMAT_API const remat_config *remat_model_config(const remat_model *m);
 
-remat_status remat_model_set_optim(remat_model *m, const remat_optim *o);
+REMAT_API remat_status remat_model_set_optim(remat_model *m, const remat_optim *o);
 /* Compiles and installs a policy (NULL: "none"). */
-remat_status remat_model_set_policy(remat_model *m, const char *policy);
+REMAT_API remat_status remat_model_set_policy(remat_model *m, const char *policy);
 /* The installed schedule (owned by the model). */
-const remat_schedule *remat_model_schedule(const remat_model *m);
+REMAT_API const remat_schedule *remat_model_schedule(const remat_model *m);
 /* --verify-recompute: hash every tensor when first computed and check every
  * recomputation against it bit for bit (REMAT_ERR_VERIFY names the tensor,
  * the layer and the step). */
-void remat_model_set_verify(remat_model *m, int on);
+REMAT_API void remat_model_set_verify(remat_model *m, int on);
 
 /* One training step on inputs/targets (B*T token ids each): runs the
  * schedule.  With update == 0 the parameter update is skipped, the step
@@ -285,21 +292,21 @@ void remat_model_set_verify(remat_model *m, int on);
  * remat_model_grads() (for tests).  *loss gets the
  * mean cross-entropy.  A non-finite loss or gradient gives
  * REMAT_ERR_NONFINITE before the update, parameters untouched. */
-remat_status remat_model_step(remat_model *m, const int *inputs, const int *targets,
-                              int update, float *loss);
+REMAT_API remat_status remat_model_step(remat_model *m, const int *inputs, const int *targets,
+                                        int update, float *loss);
 /* Forward only, running the forward-only schedule of the model's config
  * (remat_schedule_create_forward); when logits are asked for and the LM
  * head is chunked, of the config with lmhead_chunk 0 (whole logits).
  * logits (B*T*Vp floats) may be NULL; targets may be NULL (then *loss is
  * 0).  No dropout. */
-remat_status remat_model_eval(remat_model *m, const int *inputs, const int *targets,
-                              float *loss, float *logits);
+REMAT_API remat_status remat_model_eval(remat_model *m, const int *inputs, const int *targets,
+                                        float *loss, float *logits);
 /* Samples n_new tokens after prompt[0..n_prompt) (1 <= n_prompt, n_prompt +
  * n_new <= T), temperature > 0, writing them to out.  Uses the counter RNG.
  * Each token is one forward-only schedule of the config with batch 1 and
  * lmhead_chunk 0. */
-remat_status remat_model_sample(remat_model *m, const int *prompt, int n_prompt,
-                                int n_new, float temperature, uint64_t seed, int *out);
+REMAT_API remat_status remat_model_sample(remat_model *m, const int *prompt, int n_prompt,
+                                          int n_new, float temperature, uint64_t seed, int *out);
 
 typedef struct remat_stats {
     uint64_t act_peak_bytes;       /* measured by the accounting allocator */
@@ -315,7 +322,7 @@ typedef struct remat_stats {
     uint64_t weights16_bytes;      /* bf16: the bf16 copy of the weights (2 bytes per
                                       parameter, refreshed after every update); 0 in fp32 */
 } remat_stats;
-void remat_model_stats(const remat_model *m, remat_stats *out);
+REMAT_API void remat_model_stats(const remat_model *m, remat_stats *out);
 
 /* The 16 parameter tensors, in llm.c's order (its checkpoints map 1:1).
  * Per-block tensors are stacked over the L layers. */
@@ -341,16 +348,16 @@ typedef enum remat_param {
 
 /* The flat parameter vector holds the tensors above in that order.  The
  * buffers are owned by the model; gradients hold the last step's values. */
-size_t remat_model_num_params(const remat_model *m);
-float *remat_model_params(remat_model *m);
-const float *remat_model_grads(const remat_model *m);
-int remat_param_tensor_count(void);
+REMAT_API size_t remat_model_num_params(const remat_model *m);
+REMAT_API float *remat_model_params(remat_model *m);
+REMAT_API const float *remat_model_grads(const remat_model *m);
+REMAT_API int remat_param_tensor_count(void);
 /* name (llm.c style, e.g. "qkvw"), offset into params, and shape (up to 3
  * dims, unused dims 0) of parameter tensor i. */
-remat_status remat_model_param_tensor(const remat_model *m, int i, const char **name,
-                                      size_t *offset, int shape[3]);
+REMAT_API remat_status remat_model_param_tensor(const remat_model *m, remat_param i, const char **name,
+                                                size_t *offset, int shape[3]);
 /* 64-bit hash of the parameter bytes (the summary's params_hash). */
-uint64_t remat_model_params_hash(const remat_model *m);
+REMAT_API uint64_t remat_model_params_hash(const remat_model *m);
 
 /* ---- data ---------------------------------------------------------------
  * Three sources, each with a train and a validation split:
@@ -363,26 +370,27 @@ uint64_t remat_model_params_hash(const remat_model *m);
  * Files keep their last 10% of tokens for validation.  Batches are read
  * sequentially with wrap-around. */
 typedef struct remat_data remat_data;
-enum { REMAT_SPLIT_TRAIN = 0, REMAT_SPLIT_VAL = 1 };
+typedef enum remat_split { REMAT_SPLIT_TRAIN = 0, REMAT_SPLIT_VAL = 1 } remat_split;
 
 /* vocab: the model's vocabulary; every token is checked against it
  * (REMAT_ERR_FORMAT names the first bad one). */
-remat_status remat_data_open(const char *path, int vocab, remat_data **out);
-void remat_data_free(remat_data *d);
+REMAT_API remat_status remat_data_open(const char *path, int vocab, remat_data **out);
+REMAT_API void remat_data_free(remat_data *d);
 /* 1 when tokens are bytes (text or embedded), so samples can be printed. */
-int remat_data_is_bytes(const remat_data *d);
+REMAT_API int remat_data_is_bytes(const remat_data *d);
 /* The vocabulary a source implies: 256 for bytes, 50257 for shards. */
-int remat_data_default_vocab(const char *path);
-size_t remat_data_tokens(const remat_data *d, int split);
+REMAT_API int remat_data_default_vocab(const char *path);
+REMAT_API size_t remat_data_tokens(const remat_data *d, remat_split split);
 /* 64-bit hash of the whole source's bytes (file or generated text), taken
  * when it was opened: checkpoints record it, so that a resume refuses data
  * whose content changed even when its size did not. */
-uint64_t remat_data_hash(const remat_data *d);
+REMAT_API uint64_t remat_data_hash(const remat_data *d);
 /* Next B x T batch: inputs and targets (shifted by one). */
-remat_status remat_data_next(remat_data *d, int split, int B, int T, int *inputs, int *targets);
+REMAT_API remat_status remat_data_next(remat_data *d, remat_split split, int B, int T, int *inputs,
+                                       int *targets);
 /* Read position of a split (for checkpoints), and restore it. */
-uint64_t remat_data_position(const remat_data *d, int split);
-remat_status remat_data_seek(remat_data *d, int split, uint64_t pos);
+REMAT_API uint64_t remat_data_position(const remat_data *d, remat_split split);
+REMAT_API remat_status remat_data_seek(remat_data *d, remat_split split, uint64_t pos);
 
 /* ---- planner ---------------------------------------------------------------
  * Predicts step time for any policy from a cost model, and finds the fastest
@@ -412,35 +420,35 @@ typedef struct remat_profile remat_profile;
 /* Measures each op of cfg on this machine with the current thread count
  * (reps >= 1 timed calls after one warm-up, median).  Allocates one block's
  * buffers and weights plus the embedding/LM head, never the whole model. */
-remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_profile **out);
+REMAT_API remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_profile **out);
 /* The FLOP/byte model (no measurement: default throughputs), calibrated by
  * one SGEMM measurement when measure != 0. */
-remat_status remat_profile_model(const remat_config *cfg, int measure, remat_profile **out);
+REMAT_API remat_status remat_profile_model(const remat_config *cfg, int measure, remat_profile **out);
 /* Writes the profile to path atomically (temporary file, fsync, rename);
  * creates missing parent directories.  REMAT_ERR_IO on failure. */
-remat_status remat_profile_save(const remat_profile *p, const char *path);
+REMAT_API remat_status remat_profile_save(const remat_profile *p, const char *path);
 /* Reads and validates a profile file (untrusted input): REMAT_ERR_IO when
  * it cannot be read, REMAT_ERR_FORMAT when it is malformed (the message
  * names the line), REMAT_ERR_INVALID when it was measured for another
  * config, CPU or thread count than cfg on this machine. */
-remat_status remat_profile_load(const remat_config *cfg, const char *path, remat_profile **out);
-void remat_profile_free(remat_profile *p);
+REMAT_API remat_status remat_profile_load(const remat_config *cfg, const char *path, remat_profile **out);
+REMAT_API void remat_profile_free(remat_profile *p);
 /* The cache file of cfg on this machine: $REMAT_CACHE/profile-<key>.txt,
  * else $HOME/.cache/remat/profile-<key>.txt, where the key hashes the config,
  * the CPU model and the thread count.  REMAT_ERR_RANGE if buf is too small,
  * REMAT_ERR_INVALID when neither variable is set. */
-remat_status remat_profile_default_path(const remat_config *cfg, char *buf, size_t n);
+REMAT_API remat_status remat_profile_default_path(const remat_config *cfg, char *buf, size_t n);
 /* Predicted milliseconds of tensor id's forward op (backward = 0) or its
  * backward op (backward = 1) with its inputs not in cache; id -1: the
  * optimizer update.  0 for ops that do not exist (e.g. the backward of att,
  * fused into atty's). */
-double remat_profile_op_ms(const remat_profile *p, int id, int backward);
+REMAT_API double remat_profile_op_ms(const remat_profile *p, int id, int backward);
 /* The same with its inputs in cache (just computed): a schedule's op runs
  * between the two, by the share of its inputs recomputed just before it
  * (see the planner notes above); equal to remat_profile_op_ms in the model. */
-double remat_profile_op_warm_ms(const remat_profile *p, int id, int backward);
+REMAT_API double remat_profile_op_warm_ms(const remat_profile *p, int id, int backward);
 /* One line: "measured on <cpu>, <n> threads" or "FLOP model, <x> GFLOP/s ...". */
-const char *remat_profile_describe(const remat_profile *p);
+REMAT_API const char *remat_profile_describe(const remat_profile *p);
 
 typedef struct remat_plan_row {
     char *policy;             /* a string remat_schedule_create accepts; owned by the
@@ -455,43 +463,46 @@ typedef struct remat_plan_row {
 
 /* Releases a row's policy string (r may be NULL; a cleared row's policy is
  * NULL, and clearing it again is harmless). */
-void remat_plan_row_clear(remat_plan_row *r);
+REMAT_API void remat_plan_row_clear(remat_plan_row *r);
 /* Releases an array of n rows (remat_plan_pareto's); NULL is fine. */
-void remat_plan_rows_free(remat_plan_row *rows, size_t n);
+REMAT_API void remat_plan_rows_free(remat_plan_row *rows, size_t n);
 
 /* Bytes that do not depend on the policy: parameters + gradients + the two
  * AdamW moments + workspace, exactly as remat_model_create allocates them. */
-uint64_t remat_plan_static_bytes(const remat_config *cfg);
+REMAT_API uint64_t remat_plan_static_bytes(const remat_config *cfg);
 
 /* Predicts one policy.  budget 0: no budget (fits = 1).  activations_only:
  * compare the budget with peak_bytes instead of total_bytes.  prof NULL:
  * the FLOP model without measurement; a profile measured for another config
  * is REMAT_ERR_INVALID. */
-remat_status remat_plan_evaluate(const remat_config *cfg, const remat_profile *prof, const char *policy,
-                                 uint64_t budget, int activations_only, remat_plan_row *out);
+REMAT_API remat_status remat_plan_evaluate(const remat_config *cfg, const remat_profile *prof,
+                                           const char *policy, uint64_t budget, int activations_only,
+                                           remat_plan_row *out);
 /* The fastest schedule that fits (ties: the smaller peak).  out->policy is
  * a plan:TOKENS string.  REMAT_ERR_BUDGET when none does; the message then
  * states the minimum feasible budget and what dominates it, e.g.
  * "parameters+optimizer 1.90 GiB; minimum activations 120.00 MiB; budget
  * 1.50 GiB is below the minimum 2.02 GiB". */
-remat_status remat_plan_optimal(const remat_config *cfg, const remat_profile *prof, uint64_t budget,
-                                int activations_only, remat_plan_row *out);
+REMAT_API remat_status remat_plan_optimal(const remat_config *cfg, const remat_profile *prof, uint64_t budget,
+                                          int activations_only, remat_plan_row *out);
 /* The smallest activation peak of any schedule in the search space. */
-remat_status remat_plan_min_peak(const remat_config *cfg, uint64_t *peak);
+REMAT_API remat_status remat_plan_min_peak(const remat_config *cfg, uint64_t *peak);
 /* The Pareto front of activation peak against predicted time, sorted by
  * peak (time strictly falling).  Release *rows with remat_plan_rows_free. */
-remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *prof, remat_plan_row **rows,
-                               size_t *n);
+REMAT_API remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *prof,
+                                         remat_plan_row **rows, size_t *n);
 
-enum { REMAT_PLAN_SEQ = 0, REMAT_PLAN_BATCH = 1 };
+/* What remat_plan_maximize grows. */
+typedef enum remat_plan_dim { REMAT_PLAN_SEQ = 0, REMAT_PLAN_BATCH = 1 } remat_plan_dim;
 /* The largest seq (dim REMAT_PLAN_SEQ; max_seq grows with it) or batch
  * (REMAT_PLAN_BATCH) for which `policy` (NULL: the optimal plan) fits the
  * budget, all other fields of cfg fixed; binary search on the simulator.
  * *best gets the value, and out (may be NULL) the row at that value (with the
  * FLOP model: a profile is for one shape).  REMAT_ERR_BUDGET when even 1
  * does not fit. */
-remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, int dim, uint64_t budget,
-                                 int activations_only, int *best, remat_plan_row *out);
+REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, remat_plan_dim dim,
+                                           uint64_t budget, int activations_only, int *best,
+                                           remat_plan_row *out);
 
 /* ---- checkpoints and weights (reliability) -------------------------------- */
 /* Training checkpoints: everything a run needs to continue bit for bit --
@@ -547,7 +558,7 @@ typedef struct remat_checkpoint_info {
  * saves.  *count and *newest_step (either may be NULL) get the number of
  * checkpoint files in dir (valid or not) and the largest step among them
  * (0, 0 when none).  REMAT_ERR_IO with a message naming dir and the reason. */
-remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *newest_step);
+REMAT_API remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *newest_step);
 
 /* Atomically writes DIR/ckpt-<step>.bin for model m and data d (opened from
  * data_path, NULL for the embedded task), then keeps REMAT_CHECKPOINT_KEEP
@@ -557,8 +568,8 @@ remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *new
  * Creates dir when missing.  REMAT_ERR_IO (disk full, unwritable dir: the
  * message says which) leaves no file under a final name.  Thread-local
  * message in remat_errmsg(). */
-remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, const char *data_path,
-                                   uint64_t step, const char *dir);
+REMAT_API remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, const char *data_path,
+                                             uint64_t step, const char *dir);
 
 /* After resuming from ci (filled by remat_checkpoint_load from dir): prunes
  * dir as a save of that checkpoint would, keeping it and the newest older one
@@ -568,7 +579,7 @@ remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, co
  * with REMAT_CHECKPOINT_KEEP files.  Files that cannot be deleted are left.
  * REMAT_ERR_INVALID when ci->file is not dir's checkpoint of ci->step,
  * REMAT_ERR_IO when dir cannot be read. */
-remat_status remat_checkpoint_tidy(const char *dir, const remat_checkpoint_info *ci);
+REMAT_API remat_status remat_checkpoint_tidy(const char *dir, const remat_checkpoint_info *ci);
 
 /* Loads the newest checkpoint in dir that validates.  Newer ones that do not
  * (torn, truncated, corrupt) are skipped and named in info->warning.
@@ -583,15 +594,8 @@ remat_status remat_checkpoint_tidy(const char *dir, const remat_checkpoint_info 
  * Errors: REMAT_ERR_IO when dir is missing or holds no ckpt-*.bin,
  * REMAT_ERR_FORMAT when none validates (the message names the newest and
  * why), or the model or data error.  On failure outputs are NULL. */
-remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat_model **model_out,
-                                   remat_data **data_out, remat_checkpoint_info *info);
-
-/* Testing hook for the non-finite path (`remat train --debug-nan`): the next
- * remat_model_step that reaches its update makes the first gradient element
- * of parameter tensor param_tensor (0..15, llm.c order) NaN, or the loss
- * when param_tensor is -1, so that step returns REMAT_ERR_NONFINITE with the
- * parameters untouched (with update = 1; the loss also without).  One-shot. */
-remat_status remat_model_debug_poison(remat_model *m, int param_tensor);
+REMAT_API remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat_model **model_out,
+                                             remat_data **data_out, remat_checkpoint_info *info);
 
 
 /* ---- weights: llm.c and safetensors files ---------------------------------
@@ -629,44 +633,47 @@ typedef enum remat_weights_format {
  * n_embd, vocab, max_seq and n_head (0 when the file does not record it:
  * safetensors without remat's metadata); the other fields are untouched.
  * *format (may be NULL) gets the format. */
-remat_status remat_weights_probe(const char *path, remat_config *shape, remat_weights_format *format);
+REMAT_API remat_status remat_weights_probe(const char *path, remat_config *shape,
+                                           remat_weights_format *format);
 /* Creates a model holding the file's parameters.  The shape (n_layer,
  * n_embd, vocab, max_seq) comes from the file, every other field (batch, seq
  * <= the file's max_seq, dropout, attention, ...) from base; n_head from the
  * file, else base->n_head when > 0, else C/64 (GPT-2's head size 64).
  * The optimizer state is fresh (step 0); seed keys dropout as in
  * remat_model_create.  On failure *out is NULL. */
-remat_status remat_weights_load(const char *path, const remat_config *base, uint64_t seed, remat_model **out);
+REMAT_API remat_status remat_weights_load(const char *path, const remat_config *base, uint64_t seed,
+                                          remat_model **out);
 /* Writes the model's parameters to path in format (LLMC or SAFETENSORS). */
-remat_status remat_weights_save(const remat_model *m, const char *path, remat_weights_format format);
+REMAT_API remat_status remat_weights_save(const remat_model *m, const char *path,
+                                          remat_weights_format format);
 
 /* ---- utilities ---------------------------------------------------------- */
 /* 64-bit hash of a byte range (the one params_hash uses). */
-uint64_t remat_hash_bytes(const void *p, size_t n);
+REMAT_API uint64_t remat_hash_bytes(const void *p, size_t n);
 
 /* Writes len bytes to path atomically: path.tmp.PID, fsync, rename over
  * path, fsync of the directory; path is then the old file or the whole new
  * one.  Temporary files path.tmp.N left by killed writers (process N gone)
  * are deleted first.  REMAT_ERR_IO (message names path and the reason) leaves
  * path as it was and no temporary file behind. */
-remat_status remat_write_file_atomic(const char *path, const void *data, size_t len);
+REMAT_API remat_status remat_write_file_atomic(const char *path, const void *data, size_t len);
 
 /* The machine's yardstick: GFLOP/s of a square n x n x n SGEMM through the
  * BLAS remat uses, with the current thread count; the best of `reps` timed
  * calls after one untimed call.  Returns 0 on failure (n outside [1, 16384],
  * reps < 1, or out of memory; message in remat_errmsg()). */
-double remat_sgemm_gflops(int n, int reps);
+REMAT_API double remat_sgemm_gflops(int n, int reps);
 /* The BLAS's description of itself, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH
  * NO_AFFINITY Zen MAX_THREADS=64" (a constant string; never NULL). */
-const char *remat_blas_info(void);
+REMAT_API const char *remat_blas_info(void);
 /* The CPU core type the BLAS selected at run time (OpenBLAS's corename,
  * e.g. "Zen", "Haswell"), or "" when the BLAS does not report one. */
-const char *remat_blas_core(void);
+REMAT_API const char *remat_blas_core(void);
 /* The CPU's model name from /proc/cpuinfo (e.g. "AMD EPYC"), printable
  * ASCII only, trailing spaces removed, cut to fit buf; "unknown" when it
  * cannot be read.  buf must hold n >= 1 bytes; it is always terminated.
  * The planner keys its cached profiles by this name. */
-void remat_machine_cpu(char *buf, size_t n);
+REMAT_API void remat_machine_cpu(char *buf, size_t n);
 
 #ifdef __cplusplus
 }

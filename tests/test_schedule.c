@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "remat.h"
+#include "remat_testing.h"
 #include "harness.h"
 
 static const char *policies[] = {

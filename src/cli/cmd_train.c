@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "remat_testing.h"   /* --debug-nan: remat_model_debug_poison */
 #include "progress.h"
 
 static void help(void)
@@ -68,7 +69,8 @@ typedef struct train_opts {
     int json, quiet, verify, vocab_set;
     const char *save, *resume;          /* checkpoint directories */
     long save_every, nan_step;
-    int skip_nonfinite, nan_tensor, seed_set, lr_set, wd_set, clip_set;
+    int skip_nonfinite, seed_set, lr_set, wd_set, clip_set;
+    remat_param nan_tensor;             /* --debug-nan: a parameter, or REMAT_POISON_LOSS */
     remat_config given;                 /* config flags given (-1: not given) */
     const char *init_from;              /* --init-from: weights file */
     uint64_t budget;                    /* --budget / --budget-activations (0: none) */
@@ -81,13 +83,13 @@ static int parse_debug_nan(const char *v, train_opts *o)
     char *end;
     long step = strtol(v, &end, 10);
     if (end != v && *end == ':' && step >= 1) {
-        if (!strcmp(end + 1, "loss")) { o->nan_step = step; o->nan_tensor = -1; return 1; }
+        if (!strcmp(end + 1, "loss")) { o->nan_step = step; o->nan_tensor = REMAT_POISON_LOSS; return 1; }
         remat_config c;
         remat_config_default(&c);
         remat_model *m = NULL;   /* names come from the model API; a tiny one is enough */
         c.n_layer = 1; c.n_embd = 1; c.n_head = 1; c.vocab = 2; c.seq = 1; c.max_seq = 1; c.batch = 1;
         if (!remat_model_create(&c, 0, &m))
-            for (int k = 0; k < remat_param_tensor_count(); k++) {
+            for (remat_param k = REMAT_PARAM_WTE; k < REMAT_PARAM_COUNT; k++) {
                 const char *name;
                 if (!remat_model_param_tensor(m, k, &name, NULL, NULL) && !strcmp(name, end + 1)) {
                     o->nan_step = step;

@@ -23,6 +23,7 @@
 #include "../kernels/kernels.h"
 #include "../schedule/schedule.h"
 #include "model.h"
+#include "remat_testing.h"   /* remat_model_debug_poison is defined here */
 
 void remat_optim_default(remat_optim *o)
 {
@@ -186,7 +187,8 @@ float *remat_model_params(remat_model *m)
 const float *remat_model_grads(const remat_model *m) { return m ? m->grads : NULL; }
 int remat_param_tensor_count(void) { return REMAT_PARAM_COUNT; }
 
-remat_status remat_model_param_tensor(const remat_model *m, int i, const char **name, size_t *offset, int shape[3])
+remat_status remat_model_param_tensor(const remat_model *m, remat_param i, const char **name, size_t *offset,
+                                      int shape[3])
 {
     if (!m || i < 0 || i >= REMAT_PARAM_COUNT) return remat_fail(REMAT_ERR_INVALID, "parameter tensor %d out of range", i);
     int shapes[REMAT_PARAM_COUNT][3];
@@ -197,12 +199,12 @@ remat_status remat_model_param_tensor(const remat_model *m, int i, const char **
     return REMAT_OK;
 }
 
-remat_status remat_model_debug_poison(remat_model *m, int param_tensor)
+remat_status remat_model_debug_poison(remat_model *m, remat_param param_tensor)
 {
-    if (!m || param_tensor < -1 || param_tensor >= REMAT_PARAM_COUNT)
-        return remat_fail(REMAT_ERR_INVALID, "debug poison: parameter tensor %d is not in [-1, %d)", param_tensor,
-                          REMAT_PARAM_COUNT);
-    m->poison = param_tensor + 2;
+    if (!m || param_tensor < 0 || param_tensor > REMAT_POISON_LOSS)
+        return remat_fail(REMAT_ERR_INVALID, "debug poison: parameter tensor %d is not in [0, %d]", (int)param_tensor,
+                          REMAT_POISON_LOSS);
+    m->poison = param_tensor == REMAT_POISON_LOSS ? 1 : (int)param_tensor + 2;
     return REMAT_OK;
 }
 

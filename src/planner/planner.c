@@ -1159,7 +1159,7 @@ static void set_dim(remat_config *c, const remat_config *base, int dim, int v)
     }
 }
 
-remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, int dim, uint64_t budget,
+remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, remat_plan_dim dim, uint64_t budget,
                                  int activations_only, int *best, remat_plan_row *out)
 {
     remat_status st;
