@@ -83,12 +83,12 @@ REMAT_API int remat_get_threads(void);
 typedef enum remat_gemm_engine { REMAT_GEMM_ONEDNN = 0, REMAT_GEMM_CBLAS = 1 } remat_gemm_engine;
 /* REMAT_ERR_INVALID (the message says how to build it) when this build
  * lacks the engine. */
-remat_status remat_gemm_set(remat_gemm_engine e);
-remat_gemm_engine remat_gemm_get(void);
+REMAT_API remat_status remat_gemm_set(remat_gemm_engine e);
+REMAT_API remat_gemm_engine remat_gemm_get(void);
 /* 1 when this build has engine e */
-int remat_gemm_available(remat_gemm_engine e);
+REMAT_API int remat_gemm_available(remat_gemm_engine e);
 /* "onednn" or "cblas" (the "gemm" field of remat's JSON) */
-const char *remat_gemm_name(remat_gemm_engine e);
+REMAT_API const char *remat_gemm_name(remat_gemm_engine e);
 
 /* ---- configuration ---------------------------------------------------------
  * The model (GPT-2: learned position embedding, pre-LN blocks, tanh GELU,
