@@ -468,7 +468,8 @@ REMAT_API void remat_plan_row_clear(remat_plan_row *r);
 REMAT_API void remat_plan_rows_free(remat_plan_row *rows, size_t n);
 
 /* Bytes that do not depend on the policy: parameters + gradients + the two
- * AdamW moments + workspace, exactly as remat_model_create allocates them. */
+ * AdamW moments (+ the bf16 copy of the weights under bf16) + workspace,
+ * exactly as remat_model_create allocates them. */
 REMAT_API uint64_t remat_plan_static_bytes(const remat_config *cfg);
 
 /* Predicts one policy.  budget 0: no budget (fits = 1).  activations_only:
@@ -658,10 +659,13 @@ REMAT_API uint64_t remat_hash_bytes(const void *p, size_t n);
  * path as it was and no temporary file behind. */
 REMAT_API remat_status remat_write_file_atomic(const char *path, const void *data, size_t len);
 
-/* The machine's yardstick: GFLOP/s of a square n x n x n SGEMM through the
- * BLAS remat uses, with the current thread count; the best of `reps` timed
- * calls after one untimed call.  Returns 0 on failure (n outside [1, 16384],
+/* The machine's yardstick: GFLOP/s of a square n x n x n GEMM through the
+ * GEMM engine remat uses (remat_gemm_get), operands in dt and an fp32
+ * result, with the current thread count; the best of `reps` timed calls
+ * after one untimed call.  Returns 0 on failure (n outside [1, 16384],
  * reps < 1, or out of memory; message in remat_errmsg()). */
+REMAT_API double remat_gemm_gflops(int n, int reps, remat_dtype dt);
+/* remat_gemm_gflops in fp32 */
 REMAT_API double remat_sgemm_gflops(int n, int reps);
 /* The BLAS's description of itself, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH
  * NO_AFFINITY Zen MAX_THREADS=64" (a constant string; never NULL). */

@@ -923,11 +923,12 @@ void remat_plan_rows_free(remat_plan_row *rows, size_t n)
 
 uint64_t remat_plan_static_bytes(const remat_config *cfg)
 {
-    /* remat_model_create: params, grads, two AdamW moments (fp32 each);
-     * workspace: inputs and targets (int) and per-position losses (float) */
+    /* remat_model_create: params, grads, two AdamW moments (fp32 each),
+     * under bf16 the bf16 copy of the weights (2 bytes each); workspace:
+     * inputs and targets (int) and per-position losses (float) */
     uint64_t np = remat_config_num_params(cfg);
     uint64_t N = (uint64_t)cfg->batch * (uint64_t)cfg->seq;
-    return 16 * np + N * (2 * sizeof(int) + sizeof(float));
+    return (cfg->dtype == REMAT_DTYPE_BF16 ? 18 : 16) * np + N * (2 * sizeof(int) + sizeof(float));
 }
 
 static const char *fmt_bytes(uint64_t b, char *buf, size_t n)
