@@ -56,15 +56,15 @@ int main(int argc, char **argv)
             if (!use[k]) continue;
             double t0 = bench_now_ms();
             if (k == 0) {
-                attention_scores_forward(att, qkv, B, T, C, NH);
-                attention_values_forward(out, att, qkv, &d, B, T, C, NH);
+                attention_scores_forward(att, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+                attention_values_forward(out, att, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
             } else {
-                flash_attention_stats(lse, qkv, B, T, C, NH);
-                flash_attention_values(out, lse, qkv, &d, B, T, C, NH);
+                flash_attention_stats(lse, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+                flash_attention_values(out, lse, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
             }
             double t1 = bench_now_ms();
-            if (k == 0) attention_backward(dq, g, att, qkv, &d, B, T, C, NH);
-            else flash_attention_backward(dq, g, lse, qkv, &d, B, T, C, NH);
+            if (k == 0) attention_backward(dq, g, att, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+            else flash_attention_backward(dq, g, lse, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
             double t2 = bench_now_ms();
             if (r < 0) continue;
             t[(2 * k) * rounds + r] = t1 - t0;

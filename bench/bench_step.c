@@ -1,23 +1,26 @@
 /*
  * bench_step.c -- step time and achieved GFLOP/s of one training step, next
- * to an SGEMM figure measured in the same run (interleaved: SGEMM, step,
- * SGEMM, step, ...), so that the ratio means something on a machine whose
- * speed drifts.
+ * to a GEMM figure measured in the same run (interleaved: GEMM, step, GEMM,
+ * step, ...), so that the ratio means something on a machine whose speed
+ * drifts.
  *
  *   build/bench/bench_step [--preset 124m|S|long|small] [--steps N] [--recompute P]
- *                          [--threads N] [--kernels LIST|all]
+ *                          [--threads N] [--kernels LIST|all] [--gemm LIST] [--dtype LIST]
  *
  * Presets: 124m = GPT-2 124M shape (L12 d768 H12 V50257, B4 T64);
  *          S    = L6 d256 H8 V512, B8 T256;
  *          long = the 124M shape at B1 T2048;  small = the `make run` model.
  * --kernels: comma-separated kernel choices, ATTENTION+LMHEAD with ATTENTION
  * naive|flash and LMHEAD full|chunked (128 rows, as `--lmhead chunked`);
- * `all` = the four.  Default: naive+full.  Each choice gets its own model
- * (same seed, same batch); every round runs one SGEMM and then one step of
- * each choice in turn (A B C D A B C D ...), and the table gives medians
- * and the per-round ratio of each step to the first choice's.
+ * `all` = the four.  Default: naive+full.
+ * --gemm: engines (onednn, cblas; default the build's); --dtype: fp32, bf16
+ * (default fp32).  The variants are every (kernels, engine, dtype) of the
+ * three lists.  Each gets its own model (same seed, same batch); every
+ * round runs, for each variant in turn, the 1024^3 GEMM probe of its engine
+ * and dtype (best of 3) and then one step (A B C ... A B C ...); the table
+ * gives medians, the per-round ratio of each step to the first variant's,
+ * and the step's GFLOP/s as a share of its own probe.
  */
-#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,36 +28,30 @@
 #include "remat.h"
 #include "bench_util.h"
 
-/* GFLOP/s of an n x n x n SGEMM: the best of 3 back-to-back calls, so that
- * the first call's thread wake-up and cold caches do not flatter the step */
-static double sgemm_gflops(int n, float *a, float *b, float *c)
-{
-    double best = 0;
-    for (int r = 0; r < 3; r++) {
-        double t0 = bench_now_ms();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-        double g = 2.0 * n * n * (double)n / ((bench_now_ms() - t0) * 1e6);
-        if (g > best) best = g;
-    }
-    return best;
-}
+#define MAXV 16
 
-#define MAXK 4
+typedef struct variant {
+    int att, chunk;
+    remat_gemm_engine gemm;
+    remat_dtype dtype;
+    remat_model *m;
+    char name[64];
+} variant;
 
-static int parse_kernels(const char *arg, int att[MAXK], int chunk[MAXK])
+static int parse_kernels(const char *arg, int att[4], int chunk[4])
 {
-    static const char *names[MAXK] = {"naive+full", "naive+chunked", "flash+full", "flash+chunked"};
+    static const char *names[4] = {"naive+full", "naive+chunked", "flash+full", "flash+chunked"};
     if (!strcmp(arg, "all")) {
-        for (int k = 0; k < MAXK; k++) { att[k] = k >= 2; chunk[k] = k % 2 ? 128 : 0; }
-        return MAXK;
+        for (int k = 0; k < 4; k++) { att[k] = k >= 2; chunk[k] = k % 2 ? 128 : 0; }
+        return 4;
     }
     int n = 0;
     const char *p = arg;
     while (*p) {
         size_t len = strcspn(p, ",");
         int k = 0;
-        while (k < MAXK && !(strlen(names[k]) == len && !strncmp(p, names[k], len))) k++;
-        if (k == MAXK || n == MAXK) return -1;
+        while (k < 4 && !(strlen(names[k]) == len && !strncmp(p, names[k], len))) k++;
+        if (k == 4 || n == 4) return -1;
         att[n] = k >= 2;
         chunk[n] = k % 2 ? 128 : 0;
         n++;
@@ -64,9 +61,33 @@ static int parse_kernels(const char *arg, int att[MAXK], int chunk[MAXK])
     return n;
 }
 
+/* a comma list of names into values; -1 on an unknown name */
+static int parse_list(const char *arg, const char *const *names, const int *values, int nn, int *out)
+{
+    int n = 0;
+    for (const char *p = arg; *p;) {
+        size_t len = strcspn(p, ",");
+        int k = 0;
+        while (k < nn && !(strlen(names[k]) == len && !strncmp(p, names[k], len))) k++;
+        if (k == nn || n == 4) return -1;
+        out[n++] = values[k];
+        p += len;
+        if (*p == ',') p++;
+    }
+    return n;
+}
+
+/* GEMM probe: the best of 3 back-to-back 1024^3 products of the variant's
+ * engine and dtype, so that a preempted call does not flatter the step */
+static double probe(const variant *v)
+{
+    remat_gemm_set(v->gemm);
+    return remat_gemm_gflops(1024, 3, v->dtype);
+}
+
 int main(int argc, char **argv)
 {
-    const char *preset = "124m", *policy = "none", *kernels = "naive+full";
+    const char *preset = "124m", *policy = "none", *kernels = "naive+full", *gemms = NULL, *dtypes = "fp32";
     int steps = 6, threads = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--preset") && i + 1 < argc) preset = argv[++i];
@@ -74,17 +95,24 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--recompute") && i + 1 < argc) policy = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) kernels = argv[++i];
+        else if (!strcmp(argv[i], "--gemm") && i + 1 < argc) gemms = argv[++i];
+        else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) dtypes = argv[++i];
         else {
             fprintf(stderr, "usage: bench_step [--preset 124m|S|long|small] [--steps N] [--recompute P] [--threads N] "
-                            "[--kernels LIST|all]\n");
+                            "[--kernels LIST|all] [--gemm onednn,cblas] [--dtype fp32,bf16]\n");
             return 2;
         }
     }
     if (steps < 1 || steps > 1000) { fprintf(stderr, "bench_step: --steps must be in [1, 1000]\n"); return 2; }
-    int att[MAXK], chunk[MAXK], nk = parse_kernels(kernels, att, chunk);
-    if (nk < 1) {
-        fprintf(stderr, "bench_step: --kernels takes up to 4 of naive+full, naive+chunked, flash+full, flash+chunked, "
-                        "or all; got '%s'\n", kernels);
+    int att[4], chunk[4], nk = parse_kernels(kernels, att, chunk);
+    static const char *const gnames[] = { "onednn", "cblas" }, *const dnames[] = { "fp32", "bf16" };
+    static const int gvals[] = { REMAT_GEMM_ONEDNN, REMAT_GEMM_CBLAS }, dvals[] = { REMAT_DTYPE_FP32, REMAT_DTYPE_BF16 };
+    int gl[4], dl[4], ng = 1, nd = parse_list(dtypes, dnames, dvals, 2, dl);
+    gl[0] = remat_gemm_get();
+    if (gemms) ng = parse_list(gemms, gnames, gvals, 2, gl);
+    if (nk < 1 || ng < 1 || nd < 1) {
+        fprintf(stderr, "bench_step: --kernels takes naive+full, naive+chunked, flash+full, flash+chunked or all; "
+                        "--gemm onednn and/or cblas; --dtype fp32 and/or bf16\n");
         return 2;
     }
     remat_config c;
@@ -100,53 +128,59 @@ int main(int argc, char **argv)
     }
     c.max_seq = c.seq;
     remat_set_threads(threads);
-    remat_model *m[MAXK] = {0};
-    for (int k = 0; k < nk; k++) {
-        remat_config ck = c;
-        ck.attention = att[k] ? REMAT_ATTENTION_FLASH : REMAT_ATTENTION_NAIVE;
-        ck.lmhead_chunk = chunk[k];
-        if (remat_model_create(&ck, 1, &m[k]) || remat_model_set_policy(m[k], policy)) {
-            fprintf(stderr, "bench_step: %s\n", remat_errmsg());
-            return 1;
-        }
-    }
+    variant v[MAXV];
+    int nv = 0;
+    for (int k = 0; k < nk; k++)
+        for (int g = 0; g < ng; g++)
+            for (int d = 0; d < nd && nv < MAXV; d++) {
+                if (dl[d] == REMAT_DTYPE_BF16 && gl[g] != REMAT_GEMM_ONEDNN) continue;   /* no bf16 CBLAS */
+                variant *w = &v[nv++];
+                memset(w, 0, sizeof *w);
+                w->att = att[k]; w->chunk = chunk[k]; w->gemm = gl[g]; w->dtype = dl[d];
+                snprintf(w->name, sizeof w->name, "%s+%s %s %s", w->att ? "flash" : "naive", w->chunk ? "chunked" : "full",
+                         remat_gemm_name(w->gemm), w->dtype == REMAT_DTYPE_BF16 ? "bf16" : "fp32");
+                remat_config ck = c;
+                ck.attention = w->att ? REMAT_ATTENTION_FLASH : REMAT_ATTENTION_NAIVE;
+                ck.lmhead_chunk = w->chunk;
+                ck.dtype = w->dtype;
+                if (remat_gemm_set(w->gemm) || remat_model_create(&ck, 1, &w->m) || remat_model_set_policy(w->m, policy)) {
+                    fprintf(stderr, "bench_step: %s: %s\n", w->name, remat_errmsg());
+                    return 1;
+                }
+            }
     size_t N = (size_t)c.batch * c.seq;
     int *in = malloc(N * sizeof *in), *tg = malloc(N * sizeof *tg);
     for (size_t i = 0; i < N; i++) { in[i] = (int)((i * 7919) % (size_t)c.vocab); tg[i] = (int)((i * 104729 + 1) % (size_t)c.vocab); }
-    int n = 1024;
-    float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n), *cc = malloc(sizeof(float) * n * n);
-    for (int i = 0; i < n * n; i++) { a[i] = (float)(i % 13) * 0.01f; b[i] = (float)(i % 7) * 0.02f; }
-    double *ms = malloc(sizeof(double) * steps * MAXK), *ratio = malloc(sizeof(double) * steps * MAXK);
-    double *sg = malloc(sizeof(double) * steps);
-    float loss[MAXK];
-    sgemm_gflops(n, a, b, cc);                                      /* warm-up */
-    for (int k = 0; k < nk; k++)
-        if (remat_model_step(m[k], in, tg, 1, &loss[k])) { fprintf(stderr, "bench_step: %s\n", remat_model_error(m[k])); return 1; }
+    double *ms = malloc(sizeof(double) * steps * nv), *ratio = malloc(sizeof(double) * steps * nv);
+    double *gf = malloc(sizeof(double) * steps * nv);
+    float loss[MAXV];
+    for (int k = 0; k < nv; k++) {   /* warm-up: one probe and one step each */
+        probe(&v[k]);
+        if (remat_model_step(v[k].m, in, tg, 1, &loss[k])) { fprintf(stderr, "bench_step: %s\n", remat_model_error(v[k].m)); return 1; }
+    }
     for (int s = 0; s < steps; s++) {
-        sg[s] = sgemm_gflops(n, a, b, cc);
-        for (int k = 0; k < nk; k++) {
+        for (int k = 0; k < nv; k++) {
+            gf[k * steps + s] = probe(&v[k]);
             double t0 = bench_now_ms();
-            if (remat_model_step(m[k], in, tg, 1, &loss[k])) { fprintf(stderr, "bench_step: %s\n", remat_model_error(m[k])); return 1; }
+            if (remat_model_step(v[k].m, in, tg, 1, &loss[k])) { fprintf(stderr, "bench_step: %s\n", remat_model_error(v[k].m)); return 1; }
             ms[k * steps + s] = bench_now_ms() - t0;
         }
-        for (int k = 0; k < nk; k++) ratio[k * steps + s] = ms[k * steps + s] / ms[s];
+        for (int k = 0; k < nv; k++) ratio[k * steps + s] = ms[k * steps + s] / ms[s];
     }
-    double sgm = bench_median(sg, steps);
-    printf("preset %s (L%d d%d H%d V%d B%d T%d), policy %s, %d threads, %d rounds, SGEMM %d^3 %.1f GFLOP/s "
-           "(median, same run)\n", preset, c.n_layer, c.n_embd, c.n_head, c.vocab, c.batch, c.seq,
-           remat_schedule_policy(remat_model_schedule(m[0])), remat_get_threads(), steps, n, sgm);
-    printf("%-14s %10s %7s %9s %8s %12s %12s %9s\n", "kernels", "step ms", "ratio", "GFLOP/s", "%SGEMM", "act peak MiB",
-           "step peak MiB", "loss");
-    for (int k = 0; k < nk; k++) {
+    printf("preset %s (L%d d%d H%d V%d B%d T%d), policy %s, %d threads, %d rounds; GEMM: each variant's own 1024^3 "
+           "probe (engine, dtype), median of the rounds\n", preset, c.n_layer, c.n_embd, c.n_head, c.vocab, c.batch,
+           c.seq, remat_schedule_policy(remat_model_schedule(v[0].m)), remat_get_threads(), steps);
+    printf("%-30s %10s %7s %9s %9s %7s %12s %12s %9s\n", "variant", "step ms", "ratio", "GFLOP/s", "GEMM GF", "%GEMM",
+           "act peak MiB", "step peak MiB", "loss");
+    for (int k = 0; k < nv; k++) {
         remat_stats st;
-        remat_model_stats(m[k], &st);
-        double med = bench_median(ms + k * steps, steps), gf = st.flops / (med * 1e6);
-        char name[32];
-        snprintf(name, sizeof name, "%s+%s", att[k] ? "flash" : "naive", chunk[k] ? "chunked" : "full");
-        printf("%-14s %10.1f %7.3f %9.1f %7.1f%% %12.2f %12.2f %9.4f\n", name, med, bench_median(ratio + k * steps, steps),
-               gf, 100.0 * gf / sgm, st.act_peak_bytes / 1048576.0, st.step_peak_bytes / 1048576.0, (double)loss[k]);
+        remat_model_stats(v[k].m, &st);
+        double med = bench_median(ms + k * steps, steps), g = st.flops / (med * 1e6), probe_gf = bench_median(gf + k * steps, steps);
+        printf("%-30s %10.1f %7.3f %9.1f %9.1f %6.1f%% %12.2f %12.2f %9.4f\n", v[k].name, med,
+               bench_median(ratio + k * steps, steps), g, probe_gf, 100.0 * g / probe_gf, st.act_peak_bytes / 1048576.0,
+               st.step_peak_bytes / 1048576.0, (double)loss[k]);
     }
-    free(ms); free(ratio); free(sg); free(a); free(b); free(cc); free(in); free(tg);
-    for (int k = 0; k < nk; k++) remat_model_free(m[k]);
+    free(ms); free(ratio); free(gf); free(in); free(tg);
+    for (int k = 0; k < nv; k++) remat_model_free(v[k].m);
     return 0;
 }

@@ -26,6 +26,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* REMAT_API marks the library's interface: every function declared here and
+ * in remat_testing.h, and nothing else.  libremat is built with
+ * -fvisibility=hidden, so these are the only symbols libremat.so exports
+ * (as zstd.h does with ZSTDLIB_API); tests/cli_symbols.sh checks it. */
+#ifndef REMAT_API
+#  if defined(__GNUC__) && __GNUC__ >= 4
+#    define REMAT_API __attribute__((visibility("default")))
+#  else
+#    define REMAT_API
+#  endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -36,7 +48,7 @@ extern "C" {
 #define REMAT_VERSION_PATCH 0
 #define REMAT_VERSION_STRING "0.1.0"
 /* The version of the linked library, e.g. "0.1.0". */
-const char *remat_version(void);
+REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */
 typedef enum remat_status {
@@ -55,14 +67,28 @@ typedef enum remat_status {
 } remat_status;
 
 /* A short constant name for a status, e.g. "invalid argument". */
-const char *remat_status_str(remat_status st);
+REMAT_API const char *remat_status_str(remat_status st);
 /* The calling thread's last error message ("" when none). */
-const char *remat_errmsg(void);
+REMAT_API const char *remat_errmsg(void);
 
 /* Threads for remat's OpenMP kernels and for the BLAS.  n <= 0: all cores.
  * Results are bitwise reproducible for a fixed thread count. */
-void remat_set_threads(int n);
-int remat_get_threads(void);
+REMAT_API void remat_set_threads(int n);
+REMAT_API int remat_get_threads(void);
+
+/* The engine of every matrix product.  REMAT_GEMM_ONEDNN (the default
+ * build's default): oneDNN, dnnl_sgemm for fp32 and the matmul primitive
+ * for bf16.  REMAT_GEMM_CBLAS: the CBLAS (OpenBLAS), fp32 only.  A build
+ * made with `make GEMM=cblas` has only the second. */
+typedef enum remat_gemm_engine { REMAT_GEMM_ONEDNN = 0, REMAT_GEMM_CBLAS = 1 } remat_gemm_engine;
+/* REMAT_ERR_INVALID (the message says how to build it) when this build
+ * lacks the engine. */
+REMAT_API remat_status remat_gemm_set(remat_gemm_engine e);
+REMAT_API remat_gemm_engine remat_gemm_get(void);
+/* 1 when this build has engine e */
+REMAT_API int remat_gemm_available(remat_gemm_engine e);
+/* "onednn" or "cblas" (the "gemm" field of remat's JSON) */
+REMAT_API const char *remat_gemm_name(remat_gemm_engine e);
 
 /* ---- configuration ---------------------------------------------------------
  * The model (GPT-2: learned position embedding, pre-LN blocks, tanh GELU,
@@ -72,6 +98,13 @@ int remat_get_threads(void);
 /* Precision of activations and GEMM operands (mixed precision as PyTorch's
  * autocast does it: master weights, gradients and AdamW state stay fp32). */
 typedef enum remat_dtype { REMAT_DTYPE_FP32 = 0, REMAT_DTYPE_BF16 = 1 } remat_dtype;
+
+/* remat_config.attention: the attention kernel. */
+typedef enum remat_attention {
+    REMAT_ATTENTION_NAIVE = 0,  /* att holds the (B,NH,T,T) probabilities */
+    REMAT_ATTENTION_FLASH = 1   /* att holds the (B,NH,T) logsumexp; the score
+                                   tiles are recomputed inside the kernels */
+} remat_attention;
 
 /* Whose saved tensors a config describes (--framework): the tensor table
  * the schedule compiler, simulator and planner run on.  Only REMAT trains
@@ -101,9 +134,7 @@ typedef struct remat_config {
     int batch;        /* B  >= 1 */
     int seq;          /* T  >= 1 */
     float dropout;    /* p in [0, 1): attention probabilities and residual branches */
-    int attention;    /* REMAT_ATTENTION_NAIVE: att holds the (B,NH,T,T) probabilities;
-                         REMAT_ATTENTION_FLASH: att holds the (B,NH,T) logsumexp and the
-                         score tiles are recomputed inside the kernels */
+    remat_attention attention; /* REMAT_ATTENTION_NAIVE (default) or _FLASH */
     int lmhead_chunk; /* 0: the LM head materialises (B,T,Vp) logits; N > 0: logits, loss
                          and their gradient are computed N rows at a time, in one pass,
                          and logits holds d(lnf) (B,T,C) instead */
@@ -120,21 +151,19 @@ typedef struct remat_config {
     int stage;        /* REMAT_STAGE_WHOLE (default) or REMAT_STAGE_FIRST (framework tables) */
 } remat_config;
 
-enum { REMAT_ATTENTION_NAIVE = 0, REMAT_ATTENTION_FLASH = 1 };
-
 /* The tensor-parallel size of a config: tp, or 1 when tp is 0. */
-static inline int remat_config_tp(const remat_config *cfg) { return cfg->tp > 1 ? cfg->tp : 1; }
+REMAT_API int remat_config_tp(const remat_config *cfg);
 /* Fills a small default (4 layers, 128 wide, 4 heads, V 256, T 64, B 16). */
-void remat_config_default(remat_config *cfg);
+REMAT_API void remat_config_default(remat_config *cfg);
 /* Checks every field and that all sizes fit in 64 bits.  On failure writes a
  * message that says what to change. */
-remat_status remat_config_check(const remat_config *cfg);
+REMAT_API remat_status remat_config_check(const remat_config *cfg);
 /* The vocabulary as the framework pads it: remat to a multiple of 64
  * (llm.c), Megatron to a multiple of 128 T (--make-vocab-size-divisible-by
  * 128, times the tensor-parallel size), PyTorch not at all. */
-int remat_config_padded_vocab(const remat_config *cfg);
+REMAT_API int remat_config_padded_vocab(const remat_config *cfg);
 /* Number of parameters (with the padded vocabulary). */
-uint64_t remat_config_num_params(const remat_config *cfg);
+REMAT_API uint64_t remat_config_num_params(const remat_config *cfg);
 
 /* ---- the activation table ----------------------------------------------
  * Every activation tensor has a stable name.  Per-block tensors (the block
@@ -158,13 +187,13 @@ typedef struct remat_tensor_info {
 } remat_tensor_info;
 
 /* remat's own table: the number of tensors, and the id of a name (or -1). */
-int remat_tensor_count(void);
-int remat_tensor_find(const char *name);
+REMAT_API int remat_tensor_count(void);
+REMAT_API int remat_tensor_find(const char *name);
 /* The same for the table cfg->framework selects. */
-int remat_config_tensor_count(const remat_config *cfg);
-int remat_config_tensor_find(const remat_config *cfg, const char *name);
+REMAT_API int remat_config_tensor_count(const remat_config *cfg);
+REMAT_API int remat_config_tensor_find(const remat_config *cfg, const char *name);
 /* Info for tensor id in [0, remat_config_tensor_count(cfg)). */
-remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out);
+REMAT_API remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out);
 
 /* ---- schedules ------------------------------------------------------------
  * Policy grammar (terms separated by ','):
@@ -224,39 +253,40 @@ typedef struct remat_sim {
  * REMAT_ERR_POLICY for a bad string, REMAT_ERR_INVALID for a bad config.
  * Every schedule is validated when it is made (remat_schedule_validate):
  * a schedule that exists is valid. */
-remat_status remat_schedule_create(const remat_config *cfg, const char *policy,
-                                   remat_schedule **out);
+REMAT_API remat_status remat_schedule_create(const remat_config *cfg, const char *policy,
+                                             remat_schedule **out);
 /* The forward-only schedule that evaluation and sampling run
  * (remat_model_eval, remat_model_sample, with their own batch and head):
  * every tensor freed after its last reader, the logits last.  Its simulated
  * peak is what they allocate, to the byte. */
-remat_status remat_schedule_create_forward(const remat_config *cfg, remat_schedule **out);
-void remat_schedule_free(remat_schedule *s);
+REMAT_API remat_status remat_schedule_create_forward(const remat_config *cfg, remat_schedule **out);
+REMAT_API void remat_schedule_free(remat_schedule *s);
 /* The canonical policy string the schedule was compiled from ("forward"
  * for a forward-only schedule, "custom" for one built from instructions). */
-const char *remat_schedule_policy(const remat_schedule *s);
-size_t remat_schedule_length(const remat_schedule *s);
+REMAT_API const char *remat_schedule_policy(const remat_schedule *s);
+REMAT_API size_t remat_schedule_length(const remat_schedule *s);
 /* Instruction i with the simulator's figures for it: O(1). */
-remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr_info *out);
+REMAT_API remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr_info *out);
 /* Live activation bytes after instruction i, split by tensor: bytes[id] for
  * every id in [0, remat_config_tensor_count(cfg)) (all layers of a tensor summed).
  * Walks the schedule up to i; to see every instruction, use
  * remat_schedule_walk_live, which walks it once. */
-remat_status remat_schedule_live_by_tensor(const remat_schedule *s, size_t i, uint64_t *bytes);
+REMAT_API remat_status remat_schedule_live_by_tensor(const remat_schedule *s, size_t i, uint64_t *bytes);
 /* Calls fn once per instruction, in order, with its info and the live bytes
  * by tensor after it (as remat_schedule_live_by_tensor; the array is only
  * valid during the call). */
 typedef void (*remat_schedule_live_fn)(void *arg, size_t i, const remat_instr_info *info,
                                        const uint64_t *bytes_by_tensor);
-remat_status remat_schedule_walk_live(const remat_schedule *s, remat_schedule_live_fn fn, void *arg);
+REMAT_API remat_status remat_schedule_walk_live(const remat_schedule *s, remat_schedule_live_fn fn,
+                                                void *arg);
 /* Dry run: the simulator's figures for the whole schedule. */
-remat_status remat_schedule_simulate(const remat_schedule *s, remat_sim *out);
+REMAT_API remat_status remat_schedule_simulate(const remat_schedule *s, remat_sim *out);
 /* Walks the schedule again with every check on: every read the tensor
  * table declares is materialised, every freed buffer is live, no tensor is
  * computed over a live copy, each backward runs exactly once and after the
  * gradient buffers it needs exist, nothing leaks, the update comes last.
  * On failure the message names the instruction. */
-remat_status remat_schedule_validate(const remat_schedule *s);
+REMAT_API remat_status remat_schedule_validate(const remat_schedule *s);
 
 /* What a schedule does with each layer, for people: layer l's per-block
  * tensors (bit = tensor id, remat_tensor_get) held for the backward when the
@@ -268,16 +298,7 @@ typedef struct remat_layer_info {
     uint64_t kept_bytes;
 } remat_layer_info;
 /* out: the config's n_layer entries. */
-remat_status remat_schedule_layers(const remat_schedule *s, remat_layer_info *out);
-
-/* For tests of the validator: build a schedule from raw instructions.
- * kinds/layers/tensor ids are parallel arrays of length n.  The schedule is
- * validated: an invalid one gives REMAT_ERR_SCHEDULE with the validator's
- * message, and *out NULL. */
-remat_status remat_schedule_from_instrs(const remat_config *cfg, size_t n,
-                                        const remat_instr_kind *kinds,
-                                        const int *layers, const int *tensors,
-                                        remat_schedule **out);
+REMAT_API remat_status remat_schedule_layers(const remat_schedule *s, remat_layer_info *out);
 
 /* ---- optimizer ------------------------------------------------------------ */
 typedef struct remat_optim {
@@ -287,7 +308,7 @@ typedef struct remat_optim {
     float weight_decay;  /* 0.1, decoupled, on 2-D weights only */
     float grad_clip;     /* 1.0: global-norm clipping; <= 0 disables */
 } remat_optim;
-void remat_optim_default(remat_optim *o);
+REMAT_API void remat_optim_default(remat_optim *o);
 
 /* ---- the model -------------------------------------------------------------- */
 typedef struct remat_model remat_model;
@@ -296,21 +317,21 @@ typedef struct remat_model remat_model;
  * projections scaled by 1/sqrt(2L), zero biases, unit LayerNorm weights),
  * seeded by `seed`.  Parameters, gradients and AdamW state are allocated
  * here; activations are allocated by each step. */
-remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_model **out);
-void remat_model_free(remat_model *m);
+REMAT_API remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_model **out);
+REMAT_API void remat_model_free(remat_model *m);
 /* The model's last error message ("" when none). */
-const char *remat_model_error(const remat_model *m);
-const remat_config *remat_model_config(const remat_model *m);
+REMAT_API const char *remat_model_error(const remat_model *m);
+REMAT_API const remat_config *remat_model_config(const remat_model *m);
 
-remat_status remat_model_set_optim(remat_model *m, const remat_optim *o);
+REMAT_API remat_status remat_model_set_optim(remat_model *m, const remat_optim *o);
 /* Compiles and installs a policy (NULL: "none"). */
-remat_status remat_model_set_policy(remat_model *m, const char *policy);
+REMAT_API remat_status remat_model_set_policy(remat_model *m, const char *policy);
 /* The installed schedule (owned by the model). */
-const remat_schedule *remat_model_schedule(const remat_model *m);
+REMAT_API const remat_schedule *remat_model_schedule(const remat_model *m);
 /* --verify-recompute: hash every tensor when first computed and check every
  * recomputation against it bit for bit (REMAT_ERR_VERIFY names the tensor,
  * the layer and the step). */
-void remat_model_set_verify(remat_model *m, int on);
+REMAT_API void remat_model_set_verify(remat_model *m, int on);
 
 /* One training step on inputs/targets (B*T token ids each): runs the
  * schedule.  With update == 0 the parameter update is skipped, the step
@@ -318,21 +339,21 @@ void remat_model_set_verify(remat_model *m, int on);
  * remat_model_grads() (for tests).  *loss gets the
  * mean cross-entropy.  A non-finite loss or gradient gives
  * REMAT_ERR_NONFINITE before the update, parameters untouched. */
-remat_status remat_model_step(remat_model *m, const int *inputs, const int *targets,
-                              int update, float *loss);
+REMAT_API remat_status remat_model_step(remat_model *m, const int *inputs, const int *targets,
+                                        int update, float *loss);
 /* Forward only, running the forward-only schedule of the model's config
  * (remat_schedule_create_forward); when logits are asked for and the LM
  * head is chunked, of the config with lmhead_chunk 0 (whole logits).
  * logits (B*T*Vp floats) may be NULL; targets may be NULL (then *loss is
  * 0).  No dropout. */
-remat_status remat_model_eval(remat_model *m, const int *inputs, const int *targets,
-                              float *loss, float *logits);
+REMAT_API remat_status remat_model_eval(remat_model *m, const int *inputs, const int *targets,
+                                        float *loss, float *logits);
 /* Samples n_new tokens after prompt[0..n_prompt) (1 <= n_prompt, n_prompt +
  * n_new <= T), temperature > 0, writing them to out.  Uses the counter RNG.
  * Each token is one forward-only schedule of the config with batch 1 and
  * lmhead_chunk 0. */
-remat_status remat_model_sample(remat_model *m, const int *prompt, int n_prompt,
-                                int n_new, float temperature, uint64_t seed, int *out);
+REMAT_API remat_status remat_model_sample(remat_model *m, const int *prompt, int n_prompt,
+                                          int n_new, float temperature, uint64_t seed, int *out);
 
 typedef struct remat_stats {
     uint64_t act_peak_bytes;       /* measured by the accounting allocator */
@@ -345,8 +366,10 @@ typedef struct remat_stats {
     float grad_norm;               /* before clipping, last step */
     uint64_t fwd_act_peak_bytes;   /* measured activation peak of the last evaluation or
                                       sampling forward (remat_schedule_create_forward) */
+    uint64_t weights16_bytes;      /* bf16: the bf16 copy of the weights (2 bytes per
+                                      parameter, refreshed after every update); 0 in fp32 */
 } remat_stats;
-void remat_model_stats(const remat_model *m, remat_stats *out);
+REMAT_API void remat_model_stats(const remat_model *m, remat_stats *out);
 
 /* The 16 parameter tensors, in llm.c's order (its checkpoints map 1:1).
  * Per-block tensors are stacked over the L layers. */
@@ -372,16 +395,16 @@ typedef enum remat_param {
 
 /* The flat parameter vector holds the tensors above in that order.  The
  * buffers are owned by the model; gradients hold the last step's values. */
-size_t remat_model_num_params(const remat_model *m);
-float *remat_model_params(remat_model *m);
-const float *remat_model_grads(const remat_model *m);
-int remat_param_tensor_count(void);
+REMAT_API size_t remat_model_num_params(const remat_model *m);
+REMAT_API float *remat_model_params(remat_model *m);
+REMAT_API const float *remat_model_grads(const remat_model *m);
+REMAT_API int remat_param_tensor_count(void);
 /* name (llm.c style, e.g. "qkvw"), offset into params, and shape (up to 3
  * dims, unused dims 0) of parameter tensor i. */
-remat_status remat_model_param_tensor(const remat_model *m, int i, const char **name,
-                                      size_t *offset, int shape[3]);
+REMAT_API remat_status remat_model_param_tensor(const remat_model *m, remat_param i, const char **name,
+                                                size_t *offset, int shape[3]);
 /* 64-bit hash of the parameter bytes (the summary's params_hash). */
-uint64_t remat_model_params_hash(const remat_model *m);
+REMAT_API uint64_t remat_model_params_hash(const remat_model *m);
 
 /* ---- data ---------------------------------------------------------------
  * Three sources, each with a train and a validation split:
@@ -394,26 +417,27 @@ uint64_t remat_model_params_hash(const remat_model *m);
  * Files keep their last 10% of tokens for validation.  Batches are read
  * sequentially with wrap-around. */
 typedef struct remat_data remat_data;
-enum { REMAT_SPLIT_TRAIN = 0, REMAT_SPLIT_VAL = 1 };
+typedef enum remat_split { REMAT_SPLIT_TRAIN = 0, REMAT_SPLIT_VAL = 1 } remat_split;
 
 /* vocab: the model's vocabulary; every token is checked against it
  * (REMAT_ERR_FORMAT names the first bad one). */
-remat_status remat_data_open(const char *path, int vocab, remat_data **out);
-void remat_data_free(remat_data *d);
+REMAT_API remat_status remat_data_open(const char *path, int vocab, remat_data **out);
+REMAT_API void remat_data_free(remat_data *d);
 /* 1 when tokens are bytes (text or embedded), so samples can be printed. */
-int remat_data_is_bytes(const remat_data *d);
+REMAT_API int remat_data_is_bytes(const remat_data *d);
 /* The vocabulary a source implies: 256 for bytes, 50257 for shards. */
-int remat_data_default_vocab(const char *path);
-size_t remat_data_tokens(const remat_data *d, int split);
+REMAT_API int remat_data_default_vocab(const char *path);
+REMAT_API size_t remat_data_tokens(const remat_data *d, remat_split split);
 /* 64-bit hash of the whole source's bytes (file or generated text), taken
  * when it was opened: checkpoints record it, so that a resume refuses data
  * whose content changed even when its size did not. */
-uint64_t remat_data_hash(const remat_data *d);
+REMAT_API uint64_t remat_data_hash(const remat_data *d);
 /* Next B x T batch: inputs and targets (shifted by one). */
-remat_status remat_data_next(remat_data *d, int split, int B, int T, int *inputs, int *targets);
+REMAT_API remat_status remat_data_next(remat_data *d, remat_split split, int B, int T, int *inputs,
+                                       int *targets);
 /* Read position of a split (for checkpoints), and restore it. */
-uint64_t remat_data_position(const remat_data *d, int split);
-remat_status remat_data_seek(remat_data *d, int split, uint64_t pos);
+REMAT_API uint64_t remat_data_position(const remat_data *d, remat_split split);
+REMAT_API remat_status remat_data_seek(remat_data *d, remat_split split, uint64_t pos);
 
 /* ---- planner ---------------------------------------------------------------
  * Predicts step time for any policy from a cost model, and finds the fastest
@@ -443,35 +467,35 @@ typedef struct remat_profile remat_profile;
 /* Measures each op of cfg (remat's own table only) on this machine with the current thread count
  * (reps >= 1 timed calls after one warm-up, median).  Allocates one block's
  * buffers and weights plus the embedding/LM head, never the whole model. */
-remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_profile **out);
+REMAT_API remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_profile **out);
 /* The FLOP/byte model (no measurement: default throughputs), calibrated by
  * one SGEMM measurement when measure != 0. */
-remat_status remat_profile_model(const remat_config *cfg, int measure, remat_profile **out);
+REMAT_API remat_status remat_profile_model(const remat_config *cfg, int measure, remat_profile **out);
 /* Writes the profile to path atomically (temporary file, fsync, rename);
  * creates missing parent directories.  REMAT_ERR_IO on failure. */
-remat_status remat_profile_save(const remat_profile *p, const char *path);
+REMAT_API remat_status remat_profile_save(const remat_profile *p, const char *path);
 /* Reads and validates a profile file (untrusted input): REMAT_ERR_IO when
  * it cannot be read, REMAT_ERR_FORMAT when it is malformed (the message
  * names the line), REMAT_ERR_INVALID when it was measured for another
  * config, CPU or thread count than cfg on this machine. */
-remat_status remat_profile_load(const remat_config *cfg, const char *path, remat_profile **out);
-void remat_profile_free(remat_profile *p);
+REMAT_API remat_status remat_profile_load(const remat_config *cfg, const char *path, remat_profile **out);
+REMAT_API void remat_profile_free(remat_profile *p);
 /* The cache file of cfg on this machine: $REMAT_CACHE/profile-<key>.txt,
  * else $HOME/.cache/remat/profile-<key>.txt, where the key hashes the config,
  * the CPU model and the thread count.  REMAT_ERR_RANGE if buf is too small,
  * REMAT_ERR_INVALID when neither variable is set. */
-remat_status remat_profile_default_path(const remat_config *cfg, char *buf, size_t n);
+REMAT_API remat_status remat_profile_default_path(const remat_config *cfg, char *buf, size_t n);
 /* Predicted milliseconds of tensor id's forward op (backward = 0) or its
  * backward op (backward = 1) with its inputs not in cache; id -1: the
  * optimizer update.  0 for ops that do not exist (e.g. the backward of att,
  * fused into atty's). */
-double remat_profile_op_ms(const remat_profile *p, int id, int backward);
+REMAT_API double remat_profile_op_ms(const remat_profile *p, int id, int backward);
 /* The same with its inputs in cache (just computed): a schedule's op runs
  * between the two, by the share of its inputs recomputed just before it
  * (see the planner notes above); equal to remat_profile_op_ms in the model. */
-double remat_profile_op_warm_ms(const remat_profile *p, int id, int backward);
+REMAT_API double remat_profile_op_warm_ms(const remat_profile *p, int id, int backward);
 /* One line: "measured on <cpu>, <n> threads" or "FLOP model, <x> GFLOP/s ...". */
-const char *remat_profile_describe(const remat_profile *p);
+REMAT_API const char *remat_profile_describe(const remat_profile *p);
 
 typedef struct remat_plan_row {
     char *policy;             /* a string remat_schedule_create accepts; owned by the
@@ -486,43 +510,47 @@ typedef struct remat_plan_row {
 
 /* Releases a row's policy string (r may be NULL; a cleared row's policy is
  * NULL, and clearing it again is harmless). */
-void remat_plan_row_clear(remat_plan_row *r);
+REMAT_API void remat_plan_row_clear(remat_plan_row *r);
 /* Releases an array of n rows (remat_plan_pareto's); NULL is fine. */
-void remat_plan_rows_free(remat_plan_row *rows, size_t n);
+REMAT_API void remat_plan_rows_free(remat_plan_row *rows, size_t n);
 
 /* Bytes that do not depend on the policy: parameters + gradients + the two
- * AdamW moments + workspace, exactly as remat_model_create allocates them. */
-uint64_t remat_plan_static_bytes(const remat_config *cfg);
+ * AdamW moments (+ the bf16 copy of the weights under bf16) + workspace,
+ * exactly as remat_model_create allocates them. */
+REMAT_API uint64_t remat_plan_static_bytes(const remat_config *cfg);
 
 /* Predicts one policy.  budget 0: no budget (fits = 1).  activations_only:
  * compare the budget with peak_bytes instead of total_bytes.  prof NULL:
  * the FLOP model without measurement; a profile measured for another config
  * is REMAT_ERR_INVALID. */
-remat_status remat_plan_evaluate(const remat_config *cfg, const remat_profile *prof, const char *policy,
-                                 uint64_t budget, int activations_only, remat_plan_row *out);
+REMAT_API remat_status remat_plan_evaluate(const remat_config *cfg, const remat_profile *prof,
+                                           const char *policy, uint64_t budget, int activations_only,
+                                           remat_plan_row *out);
 /* The fastest schedule that fits (ties: the smaller peak).  out->policy is
  * a plan:TOKENS string.  REMAT_ERR_BUDGET when none does; the message then
  * states the minimum feasible budget and what dominates it, e.g.
  * "parameters+optimizer 1.90 GiB; minimum activations 120.00 MiB; budget
  * 1.50 GiB is below the minimum 2.02 GiB". */
-remat_status remat_plan_optimal(const remat_config *cfg, const remat_profile *prof, uint64_t budget,
-                                int activations_only, remat_plan_row *out);
+REMAT_API remat_status remat_plan_optimal(const remat_config *cfg, const remat_profile *prof, uint64_t budget,
+                                          int activations_only, remat_plan_row *out);
 /* The smallest activation peak of any schedule in the search space. */
-remat_status remat_plan_min_peak(const remat_config *cfg, uint64_t *peak);
+REMAT_API remat_status remat_plan_min_peak(const remat_config *cfg, uint64_t *peak);
 /* The Pareto front of activation peak against predicted time, sorted by
  * peak (time strictly falling).  Release *rows with remat_plan_rows_free. */
-remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *prof, remat_plan_row **rows,
-                               size_t *n);
+REMAT_API remat_status remat_plan_pareto(const remat_config *cfg, const remat_profile *prof,
+                                         remat_plan_row **rows, size_t *n);
 
-enum { REMAT_PLAN_SEQ = 0, REMAT_PLAN_BATCH = 1 };
+/* What remat_plan_maximize grows. */
+typedef enum remat_plan_dim { REMAT_PLAN_SEQ = 0, REMAT_PLAN_BATCH = 1 } remat_plan_dim;
 /* The largest seq (dim REMAT_PLAN_SEQ; max_seq grows with it) or batch
  * (REMAT_PLAN_BATCH) for which `policy` (NULL: the optimal plan) fits the
  * budget, all other fields of cfg fixed; binary search on the simulator.
  * *best gets the value, and out (may be NULL) the row at that value (with the
  * FLOP model: a profile is for one shape).  REMAT_ERR_BUDGET when even 1
  * does not fit. */
-remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, int dim, uint64_t budget,
-                                 int activations_only, int *best, remat_plan_row *out);
+REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, remat_plan_dim dim,
+                                           uint64_t budget, int activations_only, int *best,
+                                           remat_plan_row *out);
 
 /* ---- cluster planning: Megatron-LM and PyTorch runs on GPUs -------------------
  * The same simulator and planner, run on a framework's tensor table
@@ -565,9 +593,9 @@ typedef struct remat_device {
 
 /* The presets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, ...): i in
  * [0, remat_device_count()); find returns NULL for an unknown name. */
-int remat_device_count(void);
-const remat_device *remat_device_get(int i);
-const remat_device *remat_device_find(const char *name);
+REMAT_API int remat_device_count(void);
+REMAT_API const remat_device *remat_device_get(int i);
+REMAT_API const remat_device *remat_device_find(const char *name);
 
 /* Model presets: the four models of Korthikanti's Table 3 (22b, 175b, 530b,
  * 1t: s 2048, V 51200) and the GPT-2 sizes (gpt2, gpt2-medium, gpt2-large,
@@ -577,9 +605,9 @@ typedef struct remat_model_preset {
     int n_layer, n_embd, n_head, vocab, seq;
     const char *source;
 } remat_model_preset;
-int remat_model_preset_count(void);
-const remat_model_preset *remat_model_preset_get(int i);
-const remat_model_preset *remat_model_preset_find(const char *name);
+REMAT_API int remat_model_preset_count(void);
+REMAT_API const remat_model_preset *remat_model_preset_get(int i);
+REMAT_API const remat_model_preset *remat_model_preset_find(const char *name);
 
 typedef struct remat_cluster {
     int pp;                /* pipeline stages P >= 1; L divisible by P V */
@@ -602,18 +630,18 @@ typedef struct remat_cluster {
 #define REMAT_CLUSTER_EFFICIENCY 0.695
 
 /* P = V = D = 1, a100-80gb, reserve 0.05. */
-void remat_cluster_default(remat_cluster *cl);
+REMAT_API void remat_cluster_default(remat_cluster *cl);
 /* Checks cl against cfg (a framework table): sizes, divisibility, the
  * device's figures.  REMAT_ERR_INVALID with a message that says what to change. */
-remat_status remat_cluster_check(const remat_config *cfg, const remat_cluster *cl);
+REMAT_API remat_status remat_cluster_check(const remat_config *cfg, const remat_cluster *cl);
 
 typedef struct remat_cluster_memory {
     uint64_t params;                  /* parameters on the first stage's GPU */
     uint64_t params_bytes, grads_bytes, optim_bytes;   /* per GPU */
 } remat_cluster_memory;
-remat_status remat_cluster_memory_of(const remat_config *cfg, const remat_cluster *cl, remat_cluster_memory *out);
+REMAT_API remat_status remat_cluster_memory_of(const remat_config *cfg, const remat_cluster *cl, remat_cluster_memory *out);
 /* Model FLOPs per iteration (Appendix A): 72 G L s h^2 (1 + s/(6h) + V/(12 h L)). */
-double remat_cluster_model_flops(const remat_config *cfg, const remat_cluster *cl);
+REMAT_API double remat_cluster_model_flops(const remat_config *cfg, const remat_cluster *cl);
 
 typedef struct remat_cluster_row {
     char *policy;               /* the remat policy of one model chunk (owned) */
@@ -631,11 +659,11 @@ typedef struct remat_cluster_row {
     const char *torchtitan;     /* torchtitan's activation_checkpoint choice ("none", "full",
                                    "selective"), or NULL */
 } remat_cluster_row;
-void remat_cluster_row_clear(remat_cluster_row *r);
+REMAT_API void remat_cluster_row_clear(remat_cluster_row *r);
 
 /* Predicts one policy (applied to every model chunk) with remat's
  * recomputation: only what the backward needs is recomputed. */
-remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster *cl, const char *policy,
+REMAT_API remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster *cl, const char *policy,
                                     remat_cluster_row *out);
 
 typedef struct remat_cluster_answer {
@@ -648,19 +676,21 @@ typedef struct remat_cluster_answer {
 /* The three answers.  Framework options are priced as the framework runs
  * them: a checkpointed region is re-run whole (Megatron's CheckpointFunction,
  * torch.utils.checkpoint), not just what the backward needs. */
-remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl, remat_cluster_answer *out);
-void remat_cluster_answer_clear(remat_cluster_answer *a);
+REMAT_API remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl, remat_cluster_answer *out);
+REMAT_API void remat_cluster_answer_clear(remat_cluster_answer *a);
 
-enum { REMAT_CLUSTER_MICROBATCH = 0, REMAT_CLUSTER_SEQ = 1 };
-enum { REMAT_CLUSTER_OPTIMAL = 0, REMAT_CLUSTER_MEGATRON = 1, REMAT_CLUSTER_TORCHTITAN = 2 };
+typedef enum remat_cluster_dim { REMAT_CLUSTER_MICROBATCH = 0, REMAT_CLUSTER_SEQ = 1 } remat_cluster_dim;
+typedef enum remat_cluster_which {
+    REMAT_CLUSTER_OPTIMAL = 0, REMAT_CLUSTER_MEGATRON = 1, REMAT_CLUSTER_TORCHTITAN = 2
+} remat_cluster_which;
 /* The largest micro-batch (the micro-batches per replica fixed: G grows
  * with it) or seq (max_seq follows; a multiple of T under sequence
  * parallelism) at which the answer `which` exists (a plan that fits; for
  * MEGATRON and TORCHTITAN one that framework expresses).  *best is 0 when
  * nothing fits even at the smallest size.  out (may be NULL) gets the whole
  * answer at *best. */
-remat_status remat_cluster_maximize(const remat_config *cfg, const remat_cluster *cl, int dim, int which, int *best,
-                                    remat_cluster_answer *out);
+REMAT_API remat_status remat_cluster_maximize(const remat_config *cfg, const remat_cluster *cl, remat_cluster_dim dim,
+                                              remat_cluster_which which, int *best, remat_cluster_answer *out);
 
 /* ---- checkpoints and weights (reliability) -------------------------------- */
 /* Training checkpoints: everything a run needs to continue bit for bit --
@@ -718,7 +748,7 @@ typedef struct remat_checkpoint_info {
  * saves.  *count and *newest_step (either may be NULL) get the number of
  * checkpoint files in dir (valid or not) and the largest step among them
  * (0, 0 when none).  REMAT_ERR_IO with a message naming dir and the reason. */
-remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *newest_step);
+REMAT_API remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *newest_step);
 
 /* Atomically writes DIR/ckpt-<step>.bin for model m and data d (opened from
  * data_path, NULL for the embedded task), then keeps REMAT_CHECKPOINT_KEEP
@@ -728,8 +758,8 @@ remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *new
  * Creates dir when missing.  REMAT_ERR_IO (disk full, unwritable dir: the
  * message says which) leaves no file under a final name.  Thread-local
  * message in remat_errmsg(). */
-remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, const char *data_path,
-                                   uint64_t step, const char *dir);
+REMAT_API remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, const char *data_path,
+                                             uint64_t step, const char *dir);
 
 /* After resuming from ci (filled by remat_checkpoint_load from dir): prunes
  * dir as a save of that checkpoint would, keeping it and the newest older one
@@ -739,7 +769,7 @@ remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, co
  * with REMAT_CHECKPOINT_KEEP files.  Files that cannot be deleted are left.
  * REMAT_ERR_INVALID when ci->file is not dir's checkpoint of ci->step,
  * REMAT_ERR_IO when dir cannot be read. */
-remat_status remat_checkpoint_tidy(const char *dir, const remat_checkpoint_info *ci);
+REMAT_API remat_status remat_checkpoint_tidy(const char *dir, const remat_checkpoint_info *ci);
 
 /* Loads the newest checkpoint in dir that validates.  Newer ones that do not
  * (torn, truncated, corrupt) are skipped and named in info->warning.
@@ -754,15 +784,8 @@ remat_status remat_checkpoint_tidy(const char *dir, const remat_checkpoint_info 
  * Errors: REMAT_ERR_IO when dir is missing or holds no ckpt-*.bin,
  * REMAT_ERR_FORMAT when none validates (the message names the newest and
  * why), or the model or data error.  On failure outputs are NULL. */
-remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat_model **model_out,
-                                   remat_data **data_out, remat_checkpoint_info *info);
-
-/* Testing hook for the non-finite path (`remat train --debug-nan`): the next
- * remat_model_step that reaches its update makes the first gradient element
- * of parameter tensor param_tensor (0..15, llm.c order) NaN, or the loss
- * when param_tensor is -1, so that step returns REMAT_ERR_NONFINITE with the
- * parameters untouched (with update = 1; the loss also without).  One-shot. */
-remat_status remat_model_debug_poison(remat_model *m, int param_tensor);
+REMAT_API remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat_model **model_out,
+                                             remat_data **data_out, remat_checkpoint_info *info);
 
 
 /* ---- weights: llm.c and safetensors files ---------------------------------
@@ -800,50 +823,56 @@ typedef enum remat_weights_format {
  * n_embd, vocab, max_seq and n_head (0 when the file does not record it:
  * safetensors without remat's metadata); the other fields are untouched.
  * *format (may be NULL) gets the format. */
-remat_status remat_weights_probe(const char *path, remat_config *shape, remat_weights_format *format);
+REMAT_API remat_status remat_weights_probe(const char *path, remat_config *shape,
+                                           remat_weights_format *format);
 /* Creates a model holding the file's parameters.  The shape (n_layer,
  * n_embd, vocab, max_seq) comes from the file, every other field (batch, seq
  * <= the file's max_seq, dropout, attention, ...) from base; n_head from the
  * file, else base->n_head when > 0, else C/64 (GPT-2's head size 64).
  * The optimizer state is fresh (step 0); seed keys dropout as in
  * remat_model_create.  On failure *out is NULL. */
-remat_status remat_weights_load(const char *path, const remat_config *base, uint64_t seed, remat_model **out);
+REMAT_API remat_status remat_weights_load(const char *path, const remat_config *base, uint64_t seed,
+                                          remat_model **out);
 /* Writes the model's parameters to path in format (LLMC or SAFETENSORS). */
-remat_status remat_weights_save(const remat_model *m, const char *path, remat_weights_format format);
+REMAT_API remat_status remat_weights_save(const remat_model *m, const char *path,
+                                          remat_weights_format format);
 
 /* ---- utilities ---------------------------------------------------------- */
 /* 64-bit hash of a byte range (the one params_hash uses). */
-uint64_t remat_hash_bytes(const void *p, size_t n);
+REMAT_API uint64_t remat_hash_bytes(const void *p, size_t n);
 
 /* Writes len bytes to path atomically: path.tmp.PID, fsync, rename over
  * path, fsync of the directory; path is then the old file or the whole new
  * one.  Temporary files path.tmp.N left by killed writers (process N gone)
  * are deleted first.  REMAT_ERR_IO (message names path and the reason) leaves
  * path as it was and no temporary file behind. */
-remat_status remat_write_file_atomic(const char *path, const void *data, size_t len);
+REMAT_API remat_status remat_write_file_atomic(const char *path, const void *data, size_t len);
 
 /* The memory this process may still use: /proc/meminfo's MemAvailable, or
  * when lower its cgroup's limit less the cgroup's usage (v2 memory.max and
  * memory.current, or v1's equivalents).  *source (may be NULL) names which.
  * REMAT_ERR_IO when neither can be read. */
-remat_status remat_memory_available(uint64_t *bytes, const char **source);
+REMAT_API remat_status remat_memory_available(uint64_t *bytes, const char **source);
 
-/* The machine's yardstick: GFLOP/s of a square n x n x n SGEMM through the
- * BLAS remat uses, with the current thread count; the best of `reps` timed
- * calls after one untimed call.  Returns 0 on failure (n outside [1, 16384],
+/* The machine's yardstick: GFLOP/s of a square n x n x n GEMM through the
+ * GEMM engine remat uses (remat_gemm_get), operands in dt and an fp32
+ * result, with the current thread count; the best of `reps` timed calls
+ * after one untimed call.  Returns 0 on failure (n outside [1, 16384],
  * reps < 1, or out of memory; message in remat_errmsg()). */
-double remat_sgemm_gflops(int n, int reps);
+REMAT_API double remat_gemm_gflops(int n, int reps, remat_dtype dt);
+/* remat_gemm_gflops in fp32 */
+REMAT_API double remat_sgemm_gflops(int n, int reps);
 /* The BLAS's description of itself, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH
  * NO_AFFINITY Zen MAX_THREADS=64" (a constant string; never NULL). */
-const char *remat_blas_info(void);
+REMAT_API const char *remat_blas_info(void);
 /* The CPU core type the BLAS selected at run time (OpenBLAS's corename,
  * e.g. "Zen", "Haswell"), or "" when the BLAS does not report one. */
-const char *remat_blas_core(void);
+REMAT_API const char *remat_blas_core(void);
 /* The CPU's model name from /proc/cpuinfo (e.g. "AMD EPYC"), printable
  * ASCII only, trailing spaces removed, cut to fit buf; "unknown" when it
  * cannot be read.  buf must hold n >= 1 bytes; it is always terminated.
  * The planner keys its cached profiles by this name. */
-void remat_machine_cpu(char *buf, size_t n);
+REMAT_API void remat_machine_cpu(char *buf, size_t n);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,10 @@ ls /usr/lib/*/libopenblas.so >/dev/null 2>&1 || case "$pkgs" in *libopenblas-dev
 dpkg -s libopenblas0-pthread >/dev/null 2>&1 || pkgs="$pkgs libopenblas0-pthread"
 dpkg -s libopenblas0-openmp >/dev/null 2>&1 || pkgs="$pkgs libopenblas0-openmp"
 command -v cc >/dev/null 2>&1 || pkgs="$pkgs gcc"
+# oneDNN, the default GEMM engine (make GEMM=cblas builds without it)
+if [ "${GEMM:-onednn}" = onednn ]; then
+    [ -f /usr/include/oneapi/dnnl/dnnl.h ] || pkgs="$pkgs libdnnl-dev"
+fi
 if [ "${REMAT_TEST_DEPS:-0}" = 1 ]; then
     /usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1 || pkgs="$pkgs python3-torch python3-numpy"
 fi

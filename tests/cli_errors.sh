@@ -5,8 +5,10 @@
 # crash (status < 128; under test-sanitize also no ASan/LSan report) and
 # print exactly one line on stderr, "remat: error: ...".  Then: a failed
 # export never leaves a file under the final name (nor touches an existing
-# one), and an export killed with SIGKILL at any moment leaves the final
-# name either absent or holding the complete file.
+# one), and an export killed with SIGKILL while it writes (stopped first, so
+# the kill is known to land mid-run) leaves the final name either absent or
+# holding the complete file.
+# REMAT_TEST_REQUIRED: CI installs python3; the crafted-file checks must run there
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -42,6 +44,10 @@ head -c $(( $(size "$T/w.safetensors") / 2 )) "$T/w.safetensors" > "$T/trunc.saf
 head -c 500 "$T/w.bin" > "$T/short.bin"
 # an llm.c header claiming C = 2^30
 python3_ok=0; /usr/bin/python3 -c 'pass' 2>/dev/null && python3_ok=1
+# with_python3 CMD...: run a check that needs the crafted files, or skip it
+with_python3() {
+    if [ $python3_ok = 1 ]; then "$@"; else skip "/usr/bin/python3 missing, no crafted file for: $2"; fi
+}
 mkhdr() {  # mkhdr OUT magic version maxT V L NH C Vp
     out=$1; shift
     /usr/bin/python3 -c 'import struct,sys; v=[int(x) for x in sys.argv[2:]]; open(sys.argv[1],"wb").write(struct.pack("<256i",*(v+[0]*(256-len(v)))))' "$out" "$@"
@@ -71,18 +77,16 @@ expect_err "export: empty checkpoint dir" $R export --resume "$T/truncck/.." --o
 # ---- wrong magic -----------------------------------------------------------------
 expect_err "train: text as weights" $R train --steps 1 --init-from "$T/text.txt"
 expect_err "export: corrupt checkpoint" $R export --resume "$T/badck" --out "$T/x.bin"
-if [ $python3_ok = 1 ]; then
-    expect_err "train: shard as weights" $R train --steps 1 --init-from "$T/trunc-shard.bin"
-    expect_err "train: shard with a wrong magic" $R train $tiny --steps 1 --data "$T/magic-shard.bin"
-    expect_err "train: llm.c version 5" $R train --steps 1 --init-from "$T/v5.bin"
-fi
+with_python3 expect_err "train: shard as weights" $R train --steps 1 --init-from "$T/trunc-shard.bin"
+with_python3 expect_err "train: shard with a wrong magic" $R train $tiny --steps 1 --data "$T/magic-shard.bin"
+with_python3 expect_err "train: llm.c version 5" $R train --steps 1 --init-from "$T/v5.bin"
 
 # ---- truncated ---------------------------------------------------------------------
 expect_err "train: truncated llm.c weights" $R train --steps 1 --threads 1 --init-from "$T/trunc.bin"
 expect_err "train: llm.c weights cut in the header" $R train --steps 1 --threads 1 --init-from "$T/short.bin"
 expect_err "train: truncated safetensors" $R train --steps 1 --threads 1 --init-from "$T/trunc.safetensors"
 expect_err "export: truncated checkpoint" $R export --resume "$T/truncck" --out "$T/x.bin"
-[ $python3_ok = 1 ] && expect_err "train: truncated shard" $R train $tiny --steps 1 --data "$T/trunc-shard.bin"
+with_python3 expect_err "train: truncated shard" $R train $tiny --steps 1 --data "$T/trunc-shard.bin"
 
 # ---- absurd sizes --------------------------------------------------------------------
 expect_err "--layers 999999" $R train --layers 999999 --steps 1
@@ -93,17 +97,17 @@ expect_err "--batch -1" $R train --batch -1 --steps 1
 expect_err "batch x seq overflow" $R train --batch 1048576 --seq 1048576 --steps 1
 expect_err "model too large" $R train --layers 4096 --dim 65536 --heads 1 --steps 1
 expect_err "--steps not a number" $R train --steps 1e3
-[ $python3_ok = 1 ] && expect_err "llm.c header: dim 2^30" $R train --steps 1 --init-from "$T/huge.bin"
+with_python3 expect_err "llm.c header: dim 2^30" $R train --steps 1 --init-from "$T/huge.bin"
 
 # ---- bad policy, budget, flags ------------------------------------------------------------
 expect_err "bad policy" $R train $tiny --steps 1 --recompute bogus
 expect_err "bad policy every:0" $R train $tiny --steps 1 --recompute every:0
 expect_err "bad policy (schedule)" $R schedule --recompute full,every:2
 for cmd in plan bench; do
-    if $R --help 2>/dev/null | grep -q "^  $cmd "; then
-        expect_err "$cmd: bad budget" $R $cmd --budget 12XB
-        expect_err "$cmd: negative budget" $R $cmd --budget -1GiB
-    fi
+    # an unknown command also fails in one line: make sure these are known
+    $R --help 2>/dev/null | grep -q "^  $cmd " && ok || bad "remat --help does not list $cmd"
+    expect_err "$cmd: bad budget" $R $cmd --budget 12XB
+    expect_err "$cmd: negative budget" $R $cmd --budget -1GiB
 done
 expect_err "unknown flag (train)" $R train --bogus
 expect_err "unknown flag (export)" $R export --bogus
@@ -139,24 +143,64 @@ hash_of() {  # params_hash of a weights file, loaded by remat train --init-from
 }
 ref=$(hash_of "$T/big-ref.safetensors")
 [ -n "$ref" ] || bad "fixture: hash of the big export"
-killed=0
-for d in 0.02 0.1 0.2 0.3 0.4 0.8; do
-    for fmt in safetensors llmc; do
-        out="$T/kill.$fmt"
-        rm -f "$out"
-        $R export --resume "$T/big" --out "$out" --format $fmt > /dev/null 2>&1 &
-        pid=$!
-        sleep $d
-        kill -9 $pid 2>/dev/null && killed=$((killed + 1))
-        wait $pid 2>/dev/null
-        if [ -e "$out" ]; then
-            h=$(hash_of "$out")
-            [ "$h" = "$ref" ] && ok || bad "export killed after ${d}s left a partial $fmt file (hash '$h', want $ref)"
-        else
-            ok
-        fi
+# Each kill is aimed, not a guess at timing: wait until the export's
+# temporary file NAME.tmp.PID exists (and, in some rounds, a little longer),
+# stop the process (SIGSTOP), and look at the files while nothing moves.
+# The kill must find the process alive: it dies of signal 9 (status 137).
+# Caught before its rename, the final name must be absent and the temporary
+# file left behind (a partial write); the next export of the same name
+# removes it and writes the whole file.  Caught after the rename, the final
+# name must hold the whole file.  Each format must be caught before its
+# rename at least once.
+pstate() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1; }   # R, S, D, T, Z, ...
+kill_export() {  # kill_export FORMAT PAUSE: sets where to mid (before the rename), late or missed
+    out="$T/kill.$1"
+    rm -f "$out" "$out".tmp.*
+    $R export --resume "$T/big" --out "$out" --format "$1" > /dev/null 2>&1 &
+    pid=$!
+    n=0   # builtins only (about 15 us a round): the stop comes right after the file appears
+    while [ ! -e "$out.tmp.$pid" ] && [ ! -e "$out" ] && kill -0 $pid 2> /dev/null && [ $n -lt 2000000 ]; do
+        n=$((n + 1))
     done
+    [ "$2" = 0 ] || sleep "$2"
+    kill -STOP $pid 2> /dev/null
+    n=0
+    while [ "$(pstate $pid)" != T ] && [ "$(pstate $pid)" != Z ] && [ -e "/proc/$pid" ] && [ $n -lt 1000 ]; do
+        n=$((n + 1))
+    done
+    st=$(pstate $pid)
+    if [ -e "$out.tmp.$pid" ] && [ ! -e "$out" ]; then where=mid; else where=late; fi
+    kill -9 $pid 2> /dev/null
+    wait $pid 2> /dev/null; rc=$?
+    if [ "$st" != T ]; then   # it ended before it could be stopped: no kill mid-run
+        [ $rc -eq 0 ] || bad "export ($1) exited $rc before the kill"
+        where=missed
+        return
+    fi
+    [ $rc -eq 137 ] && ok || bad "stopped export ($1) did not die of SIGKILL: status $rc"
+    if [ $where = mid ]; then
+        [ ! -e "$out" ] && [ -e "$out.tmp.$pid" ] && ok || bad "export ($1) killed before its rename: $(ls "$T" | grep kill)"
+        $R export --resume "$T/big" --out "$out" --format "$1" > /dev/null 2>&1 || bad "export ($1) after a kill failed"
+        [ -e "$out.tmp.$pid" ] && bad "the next export ($1) left the killed one's $out.tmp.$pid"
+    fi
+    h=$(hash_of "$out")
+    [ "$h" = "$ref" ] && ok || bad "export ($1) killed $where its rename: final file hash '$h', want $ref"
+}
+late=0; missed=0
+for fmt in safetensors llmc; do
+    mid=0; tries=0
+    while [ $mid -eq 0 ] && [ $tries -lt 10 ]; do   # stopped right away: before the rename
+        tries=$((tries + 1))
+        kill_export $fmt 0
+        case $where in mid) mid=1;; late) late=$((late + 1));; *) missed=$((missed + 1));; esac
+    done
+    [ $mid -eq 1 ] && ok || bad "no $fmt export was stopped before its rename in $tries tries"
+    for pause in 0.005 0.02 0.1; do                   # later: before or after the rename
+        kill_export $fmt $pause
+        case $where in mid) mid=$((mid + 1));; late) late=$((late + 1));; *) missed=$((missed + 1));; esac
+    done
+    echo "SIGKILL test ($fmt): $mid exports killed before their rename (the first after $tries tries)"
 done
-echo "SIGKILL test: $killed of 12 exports killed mid-way"
+echo "SIGKILL test: $late exports killed after their rename, $missed ended before the stop"
 
 finish cli_errors

@@ -16,4 +16,5 @@ for src in fuzz/fuzz_*.c; do
     n=$((n + 1))
 done
 [ "$n" -gt 0 ] || { echo "FAIL: no fuzz targets"; exit 1; }
-echo "ok: $n corpora replayed"
+echo "corpora replayed: $n"
+echo "cli_fuzz_replay: $n passed, 0 failed, 0 skipped"

@@ -2,18 +2,25 @@
  * harness.h -- the whole test harness (after Redis's testhelp.h).
  *
  *   CHECK(cond, fmt, ...)   record one check; print it when it fails
- *   TEST_REPORT()           print "N passed, N failed" and return the exit
- *                           code (non-zero when anything failed)
+ *   TEST_SKIP(fmt, ...)     record one check that could not run, and why
+ *                           (prints "SKIP file:line: why")
+ *   TEST_REPORT()           print "N passed, N failed, N skipped" and return
+ *                           the exit code: 1 when anything failed, else 77
+ *                           when anything was skipped, else 0
  *
  * Each test binary is one main() that runs its checks and ends with
- * `return TEST_REPORT();`.
+ * `return TEST_REPORT();`.  77 is the automake convention for "skipped":
+ * tests/run_tests.sh counts it as a skip, never as a pass, and as a failure
+ * under CI=true when the test is marked required (see run_tests.sh).
  */
 #ifndef REMAT_TEST_HARNESS_H
 #define REMAT_TEST_HARNESS_H
 
 #include <stdio.h>
 
-static int test_passed_, test_failed_;
+#define TEST_EXIT_SKIP 77
+
+static int test_passed_, test_failed_, test_skipped_;
 
 #define CHECK(cond, ...) do {                                              \
         if (cond) { test_passed_++; }                                      \
@@ -25,8 +32,16 @@ static int test_passed_, test_failed_;
         }                                                                  \
     } while (0)
 
-#define TEST_REPORT() (printf("%s: %d passed, %d failed\n", __FILE__,        \
-                              test_passed_, test_failed_),                 \
-                       test_failed_ ? 1 : 0)
+#define TEST_SKIP(...) do {                                                \
+        test_skipped_++;                                                   \
+        printf("SKIP %s:%d: ", __FILE__, __LINE__);                        \
+        printf(__VA_ARGS__);                                               \
+        putchar('\n');                                                     \
+    } while (0)
+
+#define TEST_REPORT() (printf("%s: %d passed, %d failed, %d skipped\n",      \
+                              __FILE__, test_passed_, test_failed_,        \
+                              test_skipped_),                              \
+                       test_failed_ ? 1 : test_skipped_ ? TEST_EXIT_SKIP : 0)
 
 #endif

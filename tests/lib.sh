@@ -1,11 +1,22 @@
 # tests/lib.sh -- sourced by the tests/cli_*.sh scripts (it is not a test):
 # the binary under test, a scratch directory removed on exit, and the
-# pass/fail counters with their summary line.
+# pass/fail/skip counters with their summary line.
 R=${REMAT:-build/remat}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-ok()  { passes=$((passes+1)); }
-bad() { fails=$((fails+1)); echo "FAIL: $*" >&2; }
-# finish NAME: print "NAME: N passed, N failed"; succeed only when nothing failed
-finish() { echo "$1: $passes passed, $fails failed"; [ "$fails" -eq 0 ]; }
+fails=0; passes=0; skips=0
+ok()   { passes=$((passes+1)); }
+bad()  { fails=$((fails+1)); echo "FAIL: $*" >&2; }
+# skip WHY: a check that could not run here (a tool is missing); counted and
+# printed, never as a pass.
+skip() { skips=$((skips+1)); echo "SKIP: $*"; }
+# finish NAME: print "NAME: N passed, N failed, N skipped"; exit 1 when
+# anything failed, else 77 (automake's "skipped") when anything was skipped,
+# else 0.  tests/run_tests.sh reports 77 as a skip, and as a failure under
+# CI=true for a test marked REMAT_TEST_REQUIRED.
+finish() {
+    echo "$1: $passes passed, $fails failed, $skips skipped"
+    [ "$fails" -eq 0 ] || exit 1
+    [ "$skips" -eq 0 ] || exit 77
+    exit 0
+}

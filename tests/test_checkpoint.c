@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "remat.h"
+#include "remat_testing.h"
 #include "core/core.h"
 #include "engine/model.h"
 #include "io/io.h"
@@ -455,18 +456,20 @@ static void test_poison(void)
     float loss;
     remat_data_next(d, REMAT_SPLIT_TRAIN, 2, 4, in, tg);
     uint64_t h0 = remat_model_params_hash(m);
-    CHECK(!remat_model_debug_poison(m, 4), "poison qkvw");
+    CHECK(!remat_model_debug_poison(m, REMAT_PARAM_QKVW), "poison qkvw");
     remat_status st = remat_model_step(m, in, tg, 1, &loss);
     CHECK(st == REMAT_ERR_NONFINITE && strstr(remat_model_error(m), "qkvw"), "gradient NaN: %d %s", st,
           remat_model_error(m));
     CHECK(remat_model_params_hash(m) == h0 && m->t == 0, "parameters and step untouched");
-    CHECK(!remat_model_debug_poison(m, -1), "poison loss");
+    CHECK(!remat_model_debug_poison(m, REMAT_POISON_LOSS), "poison loss");
     st = remat_model_step(m, in, tg, 1, &loss);
     CHECK(st == REMAT_ERR_NONFINITE && strstr(remat_model_error(m), "loss"), "loss NaN: %s", remat_model_error(m));
     CHECK(remat_model_params_hash(m) == h0 && m->t == 0, "parameters and step untouched (loss)");
     st = remat_model_step(m, in, tg, 1, &loss);
     CHECK(st == REMAT_OK && m->t == 1 && remat_model_params_hash(m) != h0, "one-shot: the next step trains");
-    CHECK(remat_model_debug_poison(m, 16) == REMAT_ERR_INVALID && remat_model_debug_poison(NULL, 0), "bad tensor");
+    CHECK(remat_model_debug_poison(m, REMAT_POISON_LOSS + 1) == REMAT_ERR_INVALID &&
+          remat_model_debug_poison(m, (remat_param)-1) == REMAT_ERR_INVALID &&
+          remat_model_debug_poison(NULL, REMAT_PARAM_WTE), "bad tensor");
     remat_model_free(m);
     remat_data_free(d);
 }

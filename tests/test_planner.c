@@ -624,7 +624,7 @@ static void test_maximize(void)
     remat_plan_evaluate(&c, NULL, "none", 0, 0, &none);
     uint64_t budget = none.total_bytes;
     const char *pols[] = { "none", "full", NULL };
-    for (int dim = 0; dim < 2; dim++)
+    for (remat_plan_dim dim = REMAT_PLAN_SEQ; dim <= REMAT_PLAN_BATCH; dim++)
         for (int i = 0; i < 3; i++) {
             int best = 0;
             remat_plan_row r;
@@ -643,8 +643,8 @@ static void test_maximize(void)
         }
     remat_plan_row_clear(&none);
     int best;
-    CHECK(remat_plan_maximize(&c, "bogus", 0, budget, 0, &best, NULL) == REMAT_ERR_POLICY, "bad policy");
-    CHECK(remat_plan_maximize(&c, NULL, 0, 10, 0, &best, NULL) == REMAT_ERR_BUDGET, "nothing fits");
+    CHECK(remat_plan_maximize(&c, "bogus", REMAT_PLAN_SEQ, budget, 0, &best, NULL) == REMAT_ERR_POLICY, "bad policy");
+    CHECK(remat_plan_maximize(&c, NULL, REMAT_PLAN_SEQ, 10, 0, &best, NULL) == REMAT_ERR_BUDGET, "nothing fits");
 }
 
 int main(void)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "remat.h"
+#include "remat_testing.h"
 #include "harness.h"
 
 static const char *policies[] = {
@@ -73,9 +74,17 @@ out:
     return r;
 }
 
-static void check_config(const char *label, remat_config c)
+static void check_config(const char *label0, remat_config c)
 {
-    for (int drop = 0; drop < 2; drop++) {
+    for (int k = 0; k < 4; k++) {
+        int drop = k & 1;
+        c.dtype = k < 2 ? REMAT_DTYPE_FP32 : REMAT_DTYPE_BF16;
+        char label[96];
+        snprintf(label, sizeof label, "%s %s", label0, k < 2 ? "fp32" : "bf16");
+        if (c.dtype == REMAT_DTYPE_BF16 && !remat_gemm_available(REMAT_GEMM_ONEDNN)) {
+            TEST_SKIP("%s: bf16 needs the oneDNN engine, not in this build (GEMM=cblas)", label);
+            continue;
+        }
         c.dropout = drop ? 0.1f : 0.0f;
         run_result ref = run(&c, "none", 3, 0);
         CHECK(ref.st == REMAT_OK, "%s: none failed", label);

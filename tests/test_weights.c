@@ -87,7 +87,7 @@ static remat_model *make_model(const remat_config *c)
     }
     size_t off;
     int shape[3];
-    remat_model_param_tensor(m, 0, NULL, &off, shape);
+    remat_model_param_tensor(m, REMAT_PARAM_WTE, NULL, &off, shape);
     memset(p + (size_t)c->vocab * c->n_embd, 0, (size_t)(shape[0] - c->vocab) * c->n_embd * sizeof *p);
     return m;
 }
@@ -206,7 +206,7 @@ static void test_round_trips(void)
         /* c_attn: file (C, 3C), remat qkvw (3C, C): qkvw[l][o][i] = file[i][o] */
         size_t off;
         int sh[3];
-        remat_model_param_tensor(m, 4, NULL, &off, sh);
+        remat_model_param_tensor(m, REMAT_PARAM_QKVW, NULL, &off, sh);
         const float *P = remat_model_params(m);
         int bad = 0;
         CHECK(st_find(f, "h.1.attn.c_attn.weight", &b, &e, shp, sizeof shp) && !strcmp(shp, "32,96"),
@@ -216,7 +216,7 @@ static void test_round_trips(void)
                 bad += rdf(f + b + 4 * ((size_t)i * 3 * C + o)) != P[off + (size_t)1 * 3 * C * C + (size_t)o * C + i];
         CHECK(bad == 0, "c_attn.weight is qkvw transposed (%d bad)", bad);
         /* mlp.c_proj: file (4C, C), remat fcprojw (C, 4C) */
-        remat_model_param_tensor(m, 12, NULL, &off, sh);
+        remat_model_param_tensor(m, REMAT_PARAM_FCPROJW, NULL, &off, sh);
         bad = 0;
         CHECK(st_find(f, "h.0.mlp.c_proj.weight", &b, &e, shp, sizeof shp) && !strcmp(shp, "128,32"),
               "mlp.c_proj shape [%s]", shp);
@@ -224,7 +224,7 @@ static void test_round_trips(void)
             for (int i = 0; i < 4 * C; i++) bad += rdf(f + b + 4 * ((size_t)i * C + o)) != P[off + (size_t)o * 4 * C + i];
         CHECK(bad == 0, "mlp.c_proj.weight is fcprojw transposed (%d bad)", bad);
         /* a vector: h.1.mlp.c_fc.bias (4C) = fcb[1] */
-        remat_model_param_tensor(m, 11, NULL, &off, sh);
+        remat_model_param_tensor(m, REMAT_PARAM_FCB, NULL, &off, sh);
         CHECK(st_find(f, "h.1.mlp.c_fc.bias", &b, &e, shp, sizeof shp) && !strcmp(shp, "128") &&
               !memcmp(f + b, P + off + 4 * C, 4 * 4 * (size_t)C), "c_fc.bias");
         CHECK(strstr((const char *)f + 8, "\"n_head\":\"4\"") != NULL, "metadata records n_head");
@@ -668,11 +668,45 @@ static void test_stale_tmps(void)
     CHECK(remat_write_file_atomic(NULL, "x", 1) == REMAT_ERR_INVALID, "NULL path");
 }
 
+/* remat_param names the tensors in the model's own order (llm.c's), so that
+ * REMAT_PARAM_X is the tensor remat_model_param_tensor calls "x". */
+static void test_param_enum(void)
+{
+    static const char *const names[REMAT_PARAM_COUNT] = {
+        [REMAT_PARAM_WTE] = "wte", [REMAT_PARAM_WPE] = "wpe", [REMAT_PARAM_LN1W] = "ln1w",
+        [REMAT_PARAM_LN1B] = "ln1b", [REMAT_PARAM_QKVW] = "qkvw", [REMAT_PARAM_QKVB] = "qkvb",
+        [REMAT_PARAM_ATTPROJW] = "attprojw", [REMAT_PARAM_ATTPROJB] = "attprojb", [REMAT_PARAM_LN2W] = "ln2w",
+        [REMAT_PARAM_LN2B] = "ln2b", [REMAT_PARAM_FCW] = "fcw", [REMAT_PARAM_FCB] = "fcb",
+        [REMAT_PARAM_FCPROJW] = "fcprojw", [REMAT_PARAM_FCPROJB] = "fcprojb", [REMAT_PARAM_LNFW] = "lnfw",
+        [REMAT_PARAM_LNFB] = "lnfb",
+    };
+    remat_config c;
+    remat_config_default(&c);
+    c.n_layer = 1; c.n_embd = 8; c.n_head = 1; c.vocab = 16; c.seq = c.max_seq = 4; c.batch = 1;
+    remat_model *m = NULL;
+    CHECK(!remat_model_create(&c, 1, &m), "param enum model: %s", remat_errmsg());
+    CHECK(remat_param_tensor_count() == REMAT_PARAM_COUNT, "%d tensors, REMAT_PARAM_COUNT %d",
+          remat_param_tensor_count(), REMAT_PARAM_COUNT);
+    size_t prev = 0;
+    for (remat_param p = REMAT_PARAM_WTE; m && p < REMAT_PARAM_COUNT; p++) {
+        const char *name = NULL;
+        size_t off = 0;
+        CHECK(!remat_model_param_tensor(m, p, &name, &off, NULL) && name && !strcmp(name, names[p]) &&
+              (p == REMAT_PARAM_WTE ? off == 0 : off > prev), "REMAT_PARAM %d is %s, want %s at offset %zu > %zu",
+              (int)p, name ? name : "(none)", names[p], off, prev);
+        prev = off;
+    }
+    CHECK(m && remat_model_param_tensor(m, REMAT_PARAM_COUNT, NULL, NULL, NULL) == REMAT_ERR_INVALID,
+          "REMAT_PARAM_COUNT is not a tensor");
+    remat_model_free(m);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/remat-test-weights-XXXXXX");
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 2; }
     remat_set_threads(1);
+    test_param_enum();
     test_round_trips();
     test_llmc_foreign_padding();
     test_safetensors_variants();

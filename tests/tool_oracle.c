@@ -95,8 +95,9 @@ static remat_model *make_model(const remat_config *cfg, const char *policy)
 
 int main(int argc, char **argv)
 {
-    if (argc < 9 || argc > 12) {
-        fprintf(stderr, "usage: tool_oracle OUTFILE L C NH V T B STEPS [policy|none [naive|flash [LMHEAD_ROWS]]]\n");
+    if (argc < 9 || argc > 13) {
+        fprintf(stderr, "usage: tool_oracle OUTFILE L C NH V T B STEPS [policy|none [naive|flash [LMHEAD_ROWS "
+                "[fp32|bf16]]]]\n");
         return 2;
     }
     remat_config cfg;
@@ -118,7 +119,14 @@ int main(int argc, char **argv)
         }
         cfg.attention = strcmp(argv[10], "flash") ? REMAT_ATTENTION_NAIVE : REMAT_ATTENTION_FLASH;
     }
-    if (argc >= 12) cfg.lmhead_chunk = parse_int(argv[11], "LMHEAD_ROWS");
+    if (argc >= 12) cfg.lmhead_chunk = strcmp(argv[11], "0") ? parse_int(argv[11], "LMHEAD_ROWS") : 0;
+    if (argc >= 13) {
+        if (strcmp(argv[12], "fp32") && strcmp(argv[12], "bf16")) {
+            fprintf(stderr, "tool_oracle: dtype must be fp32 or bf16, got '%s'\n", argv[12]);
+            return 2;
+        }
+        cfg.dtype = strcmp(argv[12], "bf16") ? REMAT_DTYPE_FP32 : REMAT_DTYPE_BF16;
+    }
     remat_status st;
     if ((st = remat_config_check(&cfg))) die("remat_config_check", st, NULL);
     remat_set_threads(2);

@@ -145,6 +145,15 @@ int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
         } else { cli_error("--lmhead expects full, chunked or chunked:ROWS, got '%s'", v); return -1; }
         return 1;
     }
+    if (!strcmp(f, "--gemm")) {   /* the engine is process-wide: set at once */
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        remat_gemm_engine e;
+        if (!strcmp(v, "onednn")) e = REMAT_GEMM_ONEDNN;
+        else if (!strcmp(v, "cblas")) e = REMAT_GEMM_CBLAS;
+        else { cli_error("--gemm expects onednn or cblas, got '%s'", v); return -1; }
+        if (remat_gemm_set(e)) { cli_error("--gemm %s: %s", v, remat_errmsg()); return -1; }
+        return 1;
+    }
     if (!strcmp(f, "--dtype")) {
         if (!(v = cli_value(argc, argv, i))) return -1;
         if (!strcmp(v, "fp32")) c->dtype = REMAT_DTYPE_FP32;

@@ -197,7 +197,7 @@ static int do_pareto(const remat_config *c, const remat_profile *prof, int json,
     return 0;
 }
 
-static int do_maximize(const remat_config *c, int dim, uint64_t budget, int act, int json)
+static int do_maximize(const remat_config *c, remat_plan_dim dim, uint64_t budget, int act, int json)
 {
     const char *names[MAX_GIVEN];
     int nn = named_policies(c, names, MAX_GIVEN);

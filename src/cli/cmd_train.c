@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "remat_testing.h"   /* --debug-nan: remat_model_debug_poison */
 #include "progress.h"
 
 static void help(void)
@@ -25,6 +26,9 @@ static void help(void)
 "                    stores only the logsumexp; default naive)\n"
 "  --lmhead K        full (B x T x V logits) or chunked[:ROWS] (logits, loss and gradient\n"
 "                    ROWS at a time; default ROWS 128)\n"
+"  --dtype D         fp32 (default) or bf16: mixed precision as autocast, bf16 activations\n"
+"                    and GEMM operands, fp32 weights, gradients, AdamW state and residual stream\n"
+"  --gemm E          GEMM engine: onednn (the default build's default) or cblas (fp32 only)\n"
 "  --init-from FILE  start from llm.c (.bin) or safetensors weights; the file sets\n"
 "                    layers, dim, vocab, max-seq (and heads, when it records them)\n"
 "training:\n"
@@ -71,7 +75,8 @@ typedef struct train_opts {
     int json, quiet, verify, vocab_set;
     const char *save, *resume;          /* checkpoint directories */
     long save_every, nan_step;
-    int skip_nonfinite, nan_tensor, seed_set, lr_set, wd_set, clip_set;
+    int skip_nonfinite, seed_set, lr_set, wd_set, clip_set;
+    remat_param nan_tensor;             /* --debug-nan: a parameter, or REMAT_POISON_LOSS */
     remat_config given;                 /* config flags given (-1: not given) */
     const char *init_from;              /* --init-from: weights file */
     uint64_t budget;                    /* --budget / --budget-activations (0: none) */
@@ -84,13 +89,13 @@ static int parse_debug_nan(const char *v, train_opts *o)
     char *end;
     long step = strtol(v, &end, 10);
     if (end != v && *end == ':' && step >= 1) {
-        if (!strcmp(end + 1, "loss")) { o->nan_step = step; o->nan_tensor = -1; return 1; }
+        if (!strcmp(end + 1, "loss")) { o->nan_step = step; o->nan_tensor = REMAT_POISON_LOSS; return 1; }
         remat_config c;
         remat_config_default(&c);
         remat_model *m = NULL;   /* names come from the model API; a tiny one is enough */
         c.n_layer = 1; c.n_embd = 1; c.n_head = 1; c.vocab = 2; c.seq = 1; c.max_seq = 1; c.batch = 1;
         if (!remat_model_create(&c, 0, &m))
-            for (int k = 0; k < remat_param_tensor_count(); k++) {
+            for (remat_param k = REMAT_PARAM_WTE; k < REMAT_PARAM_COUNT; k++) {
                 const char *name;
                 if (!remat_model_param_tensor(m, k, &name, NULL, NULL) && !strcmp(name, end + 1)) {
                     o->nan_step = step;
@@ -114,7 +119,7 @@ static int check_resume_flags(const train_opts *o, const remat_checkpoint_info *
         {"--layers", g->n_layer, c->n_layer}, {"--dim", g->n_embd, c->n_embd}, {"--heads", g->n_head, c->n_head},
         {"--vocab", g->vocab, c->vocab}, {"--seq", g->seq, c->seq}, {"--max-seq", g->max_seq, c->max_seq},
         {"--batch", g->batch, c->batch}, {"--attention (0 naive, 1 flash)", g->attention, c->attention},
-        {"--lmhead (chunk rows)", g->lmhead_chunk, c->lmhead_chunk},
+        {"--lmhead (chunk rows)", g->lmhead_chunk, c->lmhead_chunk}, {"--dtype (0 fp32, 1 bf16)", (int)g->dtype, (int)c->dtype},
     };
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
         if (ints[k].given != -1 && ints[k].given != ints[k].have) {
@@ -356,9 +361,9 @@ ready:
     if (!o.json && !o.quiet) {
         if (ci) printf("resumed from %s at step %ld\n", ci->file, start);
         cli_config_print(stdout, c);
-        printf("data: %s (%zu train / %zu val tokens) | policy: %s | threads: %d\n",
+        printf("data: %s (%zu train / %zu val tokens) | policy: %s | threads: %d | gemm: %s\n",
                o.data ? o.data : "embedded arithmetic task", remat_data_tokens(data, REMAT_SPLIT_TRAIN),
-               remat_data_tokens(data, REMAT_SPLIT_VAL), policy, remat_get_threads());
+               remat_data_tokens(data, REMAT_SPLIT_VAL), policy, remat_get_threads(), remat_gemm_name(remat_gemm_get()));
         printf("predicted activations: stored %s, working set %s, peak %s; recompute %.1f%% of step FLOPs\n",
                cli_fmt_bytes(sim.stored_bytes, b1, sizeof b1), cli_fmt_bytes(sim.workset_bytes, b2, sizeof b2),
                cli_fmt_bytes(sim.peak_bytes, b3, sizeof b3), sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0.0);
@@ -442,7 +447,8 @@ ready:
                "\"act_stored_pred_bytes\":%llu,\"act_workset_bytes\":%llu,\"act_workset_pred_bytes\":%llu,"
                "\"params_bytes\":%llu,\"grads_bytes\":%llu,\"optim_bytes\":%llu,\"workspace_bytes\":%llu,"
                "\"step_peak_bytes\":%llu,\"flops_per_step\":%.0f,\"recompute_pct\":%.3f,\"params_hash\":\"%s\","
-               "\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"seq\":%d,\"batch\":%d,\"threads\":%d}\n",
+               "\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"seq\":%d,\"batch\":%d,\"threads\":%d,"
+               "\"dtype\":\"%s\",\"gemm\":\"%s\",\"weights16_bytes\":%llu}\n",
                policy, o.steps, json_num(j1, loss_first), json_num(j2, loss_last), json_num(j3, val), med, tps,
                (unsigned long long)stt.act_peak_bytes, (unsigned long long)sim.peak_bytes,
                (unsigned long long)stt.act_stored_bytes, (unsigned long long)sim.stored_bytes,
@@ -450,7 +456,9 @@ ready:
                (unsigned long long)stt.params_bytes, (unsigned long long)stt.grads_bytes,
                (unsigned long long)stt.optim_bytes, (unsigned long long)stt.workspace_bytes,
                (unsigned long long)stt.step_peak_bytes, sim.flops, rpct, hash,
-               c->n_layer, c->n_embd, c->n_head, c->vocab, c->seq, c->batch, remat_get_threads());
+               c->n_layer, c->n_embd, c->n_head, c->vocab, c->seq, c->batch, remat_get_threads(),
+               c->dtype == REMAT_DTYPE_BF16 ? "bf16" : "fp32", remat_gemm_name(remat_gemm_get()),
+               (unsigned long long)stt.weights16_bytes);
     } else {
         printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s\n",
                (double)loss_first, (double)loss_last, val, med, tps, med > 0 ? sim.flops / (med * 1e6) : 0.0);
@@ -459,6 +467,8 @@ ready:
         printf("  gradients       %12s\n", cli_fmt_bytes(stt.grads_bytes, b1, sizeof b1));
         printf("  AdamW state     %12s\n", cli_fmt_bytes(stt.optim_bytes, b1, sizeof b1));
         printf("  workspace       %12s\n", cli_fmt_bytes(stt.workspace_bytes, b1, sizeof b1));
+        if (stt.weights16_bytes)
+            printf("  bf16 weights    %12s (the copy the GEMMs read)\n", cli_fmt_bytes(stt.weights16_bytes, b1, sizeof b1));
         printf("  activations     stored %s, working set %s, peak %s (predicted peak %s%s)\n",
                cli_fmt_bytes(stt.act_stored_bytes, b1, sizeof b1), cli_fmt_bytes(stt.act_workset_bytes, b2, sizeof b2),
                cli_fmt_bytes(stt.act_peak_bytes, b3, sizeof b3), cli_fmt_bytes(sim.peak_bytes, b4, sizeof b4),

@@ -201,7 +201,8 @@ int cli_plan_framework(int argc, char **argv)
     remat_status st;
     if (maximize >= 0) {
         for (int w = 2; w >= 0; w--) {      /* the optimum last: its answer is the one shown */
-            if ((st = remat_cluster_maximize(&c, &cl, maximize, w, &best[w], w ? NULL : &a))) {
+            if ((st = remat_cluster_maximize(&c, &cl, (remat_cluster_dim)maximize, (remat_cluster_which)w, &best[w],
+                                             w ? NULL : &a))) {
                 free(gr);
                 return cli_error("%s", remat_errmsg());
             }

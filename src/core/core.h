@@ -42,6 +42,7 @@ enum remat_mem_cat {
     REMAT_MEM_OPTIM,
     REMAT_MEM_ACTS,        /* activations and activation gradients */
     REMAT_MEM_WORKSPACE,
+    REMAT_MEM_WEIGHTS16,   /* bf16: the copy of the weights the GEMMs read */
     REMAT_MEM_NCAT
 };
 

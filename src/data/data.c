@@ -333,12 +333,12 @@ static int split_ok(int split) { return split == REMAT_SPLIT_TRAIN || split == R
 
 uint64_t remat_data_hash(const remat_data *d) { return d ? d->hash : 0; }
 
-size_t remat_data_tokens(const remat_data *d, int split)
+size_t remat_data_tokens(const remat_data *d, remat_split split)
 {
     return d && split_ok(split) ? d->len[split] : 0;
 }
 
-remat_status remat_data_next(remat_data *d, int split, int B, int T, int *inputs, int *targets)
+remat_status remat_data_next(remat_data *d, remat_split split, int B, int T, int *inputs, int *targets)
 {
     if (!d || !inputs || !targets)
         return remat_fail(REMAT_ERR_INVALID, "remat_data_next: NULL data, inputs or targets");
@@ -373,12 +373,12 @@ remat_status remat_data_next(remat_data *d, int split, int B, int T, int *inputs
     return REMAT_OK;
 }
 
-uint64_t remat_data_position(const remat_data *d, int split)
+uint64_t remat_data_position(const remat_data *d, remat_split split)
 {
     return d && split_ok(split) ? d->pos[split] : 0;
 }
 
-remat_status remat_data_seek(remat_data *d, int split, uint64_t pos)
+remat_status remat_data_seek(remat_data *d, remat_split split, uint64_t pos)
 {
     if (!d) return remat_fail(REMAT_ERR_INVALID, "remat_data_seek: data is NULL");
     if (!split_ok(split))

@@ -23,6 +23,7 @@
 #include "../kernels/kernels.h"
 #include "../schedule/schedule.h"
 #include "model.h"
+#include "remat_testing.h"   /* remat_model_debug_poison is defined here */
 
 void remat_optim_default(remat_optim *o)
 {
@@ -77,8 +78,9 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     if (cfg->framework != REMAT_FRAMEWORK_REMAT || remat_config_tp(cfg) != 1 || cfg->stage != REMAT_STAGE_WHOLE)
         return remat_fail(REMAT_ERR_INVALID, "the engine runs remat's own table on one machine; --framework "
                           "megatron/pytorch, --tp and pipeline stages are for 'remat plan'");
-    if (cfg->dtype != REMAT_DTYPE_FP32)
-        return remat_fail(REMAT_ERR_INVALID, "the engine trains in fp32 only so far; bf16 is for planning");
+    if (cfg->dtype == REMAT_DTYPE_BF16 && remat_gemm_get() != REMAT_GEMM_ONEDNN)
+        return remat_fail(REMAT_ERR_INVALID, "bf16 needs the oneDNN GEMM engine (this one is %s; Debian's OpenBLAS "
+                          "has no bf16 GEMM)", remat_gemm_name(remat_gemm_get()));
     m = remat_calloc(1, sizeof *m);
     if (!m) return remat_fail(REMAT_ERR_NOMEM, "out of memory creating the model");
     m->cfg = *cfg;
@@ -98,16 +100,19 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     m->inputs = remat_mem_alloc(&m->mem, REMAT_MEM_WORKSPACE, N * sizeof(int));
     m->targets = remat_mem_alloc(&m->mem, REMAT_MEM_WORKSPACE, N * sizeof(int));
     m->losses = remat_mem_alloc(&m->mem, REMAT_MEM_WORKSPACE, N * sizeof(float));
+    if (cfg->dtype == REMAT_DTYPE_BF16)
+        m->params16 = remat_mem_alloc(&m->mem, REMAT_MEM_WEIGHTS16, total * sizeof(remat_bf16));
     m->buf = remat_calloc((size_t)m->nslots, sizeof *m->buf);
     m->bufbytes = remat_calloc((size_t)m->nslots, sizeof *m->bufbytes);
     m->hash = remat_calloc((size_t)m->nslots, sizeof *m->hash);
     if (!m->params || !m->grads || !m->adam_m || !m->adam_v || !m->inputs || !m->targets || !m->losses ||
-        !m->buf || !m->bufbytes || !m->hash) {
+        !m->buf || !m->bufbytes || !m->hash || (cfg->dtype == REMAT_DTYPE_BF16 && !m->params16)) {
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory allocating %zu parameters (%.1f MiB each for params, "
                         "grads, and two AdamW moments)", total, bytes / 1048576.0);
         goto out;
     }
     init_params(m, seed);
+    m->params16_stale = 1;
     if ((st = remat_model_set_policy(m, NULL))) goto out;
     *out = m;
     m = NULL;
@@ -140,6 +145,7 @@ void remat_model_free(remat_model *m)
     remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->inputs, N * sizeof(int));
     remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->targets, N * sizeof(int));
     remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->losses, N * sizeof(float));
+    remat_mem_free(&m->mem, REMAT_MEM_WEIGHTS16, m->params16, m->nparams * sizeof(remat_bf16));
     remat_mem_release(&m->mem);
     free(m->buf);
     free(m->bufbytes);
@@ -175,11 +181,17 @@ const remat_schedule *remat_model_schedule(const remat_model *m) { return m ? m-
 void remat_model_set_verify(remat_model *m, int on) { if (m) m->verify = on; }
 
 size_t remat_model_num_params(const remat_model *m) { return m ? m->nparams : 0; }
-float *remat_model_params(remat_model *m) { return m ? m->params : NULL; }
+float *remat_model_params(remat_model *m)
+{
+    if (!m) return NULL;
+    m->params16_stale = 1;   /* the caller may write them */
+    return m->params;
+}
 const float *remat_model_grads(const remat_model *m) { return m ? m->grads : NULL; }
 int remat_param_tensor_count(void) { return REMAT_PARAM_COUNT; }
 
-remat_status remat_model_param_tensor(const remat_model *m, int i, const char **name, size_t *offset, int shape[3])
+remat_status remat_model_param_tensor(const remat_model *m, remat_param i, const char **name, size_t *offset,
+                                      int shape[3])
 {
     if (!m || i < 0 || i >= REMAT_PARAM_COUNT) return remat_fail(REMAT_ERR_INVALID, "parameter tensor %d out of range", i);
     int shapes[REMAT_PARAM_COUNT][3];
@@ -190,12 +202,12 @@ remat_status remat_model_param_tensor(const remat_model *m, int i, const char **
     return REMAT_OK;
 }
 
-remat_status remat_model_debug_poison(remat_model *m, int param_tensor)
+remat_status remat_model_debug_poison(remat_model *m, remat_param param_tensor)
 {
-    if (!m || param_tensor < -1 || param_tensor >= REMAT_PARAM_COUNT)
-        return remat_fail(REMAT_ERR_INVALID, "debug poison: parameter tensor %d is not in [-1, %d)", param_tensor,
-                          REMAT_PARAM_COUNT);
-    m->poison = param_tensor + 2;
+    if (!m || param_tensor < 0 || param_tensor > REMAT_POISON_LOSS)
+        return remat_fail(REMAT_ERR_INVALID, "debug poison: parameter tensor %d is not in [0, %d]", (int)param_tensor,
+                          REMAT_POISON_LOSS);
+    m->poison = param_tensor == REMAT_POISON_LOSS ? 1 : (int)param_tensor + 2;
     return REMAT_OK;
 }
 
@@ -221,6 +233,7 @@ void remat_model_stats(const remat_model *m, remat_stats *o)
     o->steps_done = m->t;
     o->grad_norm = m->grad_norm;
     o->fwd_act_peak_bytes = m->meas_fwd_peak;
+    o->weights16_bytes = m->mem.live[REMAT_MEM_WEIGHTS16];
 }
 
 /* ---- the interpreter ------------------------------------------------------ */
@@ -303,23 +316,29 @@ static remat_status run_update(run *r)
 
 /* The logits of a forward-only run, at their free: copied out, or a token
  * drawn from one row with the counter RNG. */
-static void consume_logits(run *r, const float *logits)
+static void consume_logits(run *r, const void *logits)
 {
     const remat_config *c = r->ctx.cfg;
-    int V = c->vocab, Vp = remat_config_padded_vocab(c);
-    if (r->logits_out) memcpy(r->logits_out, logits, (size_t)c->batch * c->seq * Vp * sizeof(float));
+    int V = c->vocab, Vp = remat_config_padded_vocab(c), bf = c->dtype == REMAT_DTYPE_BF16;
+    size_t n = (size_t)c->batch * c->seq * Vp;
+    if (r->logits_out) {
+        if (bf) remat_bf16_to_f32(r->logits_out, logits, n);
+        else memcpy(r->logits_out, logits, n * sizeof(float));
+    }
     if (r->sample_row < 0) return;
-    const float *row = logits + (size_t)r->sample_row * Vp;
-    float mx = row[0];
-    for (int v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+    size_t row = (size_t)r->sample_row * Vp;
+#define LOGIT(v) (bf ? remat_bf16_to_float(((const remat_bf16 *)logits)[row + (v)]) : ((const float *)logits)[row + (v)])
+    float mx = LOGIT(0);
+    for (int v = 1; v < V; v++) mx = LOGIT(v) > mx ? LOGIT(v) : mx;
     double sum = 0;
-    for (int v = 0; v < V; v++) sum += exp((row[v] - mx) / r->temperature);
+    for (int v = 0; v < V; v++) sum += exp((LOGIT(v) - mx) / r->temperature);
     double u = remat_rng_uniform(r->sample_key, r->sample_idx) * sum, acc = 0;
     int pick = V - 1;
     for (int v = 0; v < V; v++) {
-        acc += exp((row[v] - mx) / r->temperature);
+        acc += exp((LOGIT(v) - mx) / r->temperature);
         if (acc > u) { pick = v; break; }
     }
+#undef LOGIT
     r->picked = pick;
 }
 
@@ -329,6 +348,7 @@ static remat_status hk_exec(void *arg, size_t i, const remat_instr *in, const re
     remat_model *m = r->m;
     int t = in->tid, l = in->layer;
     remat_op_args a;
+    remat_status st;
     switch (in->kind) {
     case REMAT_I_UPDATE:
         return run_update(r);
@@ -338,10 +358,11 @@ static remat_status hk_exec(void *arg, size_t i, const remat_instr *in, const re
     case REMAT_I_BACKWARD:
         remat_op_bind(o, in->kind, t, m->buf, m->temp, &a);
         remat_op_backward(&r->ctx, t, l, &a);
-        return REMAT_OK;
+        return remat_gemm_check();
     default:   /* forward, recompute */
         remat_op_bind(o, in->kind, t, m->buf, m->temp, &a);
         remat_op_forward(&r->ctx, t, l, &a);
+        if ((st = remat_gemm_check())) return st;
         if (m->verify && !r->s->forward_only) {
             uint64_t h = remat_hash_bytes(m->buf[o->out], m->bufbytes[o->out]);
             if (in->kind == REMAT_I_FORWARD) m->hash[o->out] = h;
@@ -369,6 +390,11 @@ static remat_status run_schedule(remat_model *m, const remat_schedule *s, run *r
     r->m = m;
     r->s = s;
     remat_op_ctx_init(&r->ctx, &s->cfg, m->params, m->grads);
+    r->ctx.params16 = m->params16;
+    if (m->params16 && m->params16_stale) {
+        remat_op_refresh16(&r->ctx);
+        m->params16_stale = 0;
+    }
     r->ctx.inputs = m->inputs;
     r->ctx.targets = m->targets;
     r->ctx.losses = m->losses;

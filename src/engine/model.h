@@ -25,12 +25,14 @@ struct remat_model {
     size_t nparams;
     size_t poff[REMAT_PARAM_COUNT], pnum[REMAT_PARAM_COUNT];
     float *params, *grads, *adam_m, *adam_v;
+    remat_bf16 *params16;       /* bf16: the weights the GEMMs read (NULL in fp32) */
+    int params16_stale;         /* params changed since params16 was made */
     int *inputs, *targets;      /* workspace: the current batch */
     float *losses;              /* workspace: per-position losses */
     int nslots;
-    float **buf;                /* activation buffers by slot (NULL: not live) */
+    void **buf;                 /* activation buffers by slot (NULL: not live) */
     uint64_t *bufbytes;         /* their sizes (schedules of other batch sizes share slots) */
-    float *temp;                /* the running op's scratch */
+    void *temp;                 /* the running op's scratch */
     uint64_t temp_bytes;
     uint64_t *hash;             /* --verify-recompute: first-computation hashes */
     remat_schedule *sched;      /* the training schedule */
@@ -43,5 +45,9 @@ struct remat_model {
     double step_flops, step_recompute_flops;
     char err[512];
 };
+
+/* The parameters were written behind the model's back (a checkpoint or
+ * weights load): the bf16 copy is made again before the next use. */
+static inline void remat_model_touch_params(remat_model *m) { m->params16_stale = 1; }
 
 #endif

@@ -10,7 +10,7 @@
  * of each third.  att is (B,NH,T,T), row-major, with exact zeros above the
  * diagonal.  dqkv (the only gradient) is assigned (=).
  *
- * Every product over hs or over j is a cblas_sgemm on a block of R query
+ * Every product over hs or over j is a GEMM (gemm.h) on a block of R query
  * rows (strided views into qkv, ld = 3C: nothing is copied); the softmax
  * and the dropout mask are applied row by row in between.  A row block i0
  * only touches key columns j < i0 + R, so the work is the causal half of
@@ -21,12 +21,19 @@
  * forward, recomputed forward and backward all see the same mask.
  *
  * Threads: one task per (b,h), which alone writes its slices of out and
- * dqkv in a fixed order; sgemm inside a parallel region runs on the calling
- * thread.  The bits do not depend on the thread count.  Workspace: R x BC
- * tiles per thread, on the stack; no T^2 gradient buffer.  The backward is
- * the one flash attention uses too (attn_tiles.c), reading P from att.
+ * dqkv in a fixed order; a GEMM inside a parallel region runs on the
+ * calling thread.  The bits do not depend on the thread count.  Workspace:
+ * R x BC tiles per thread, on the stack; no T^2 gradient buffer.  The
+ * backward is the one flash attention uses too (attn_tiles.c), reading P
+ * from att.
+ *
+ * bf16: att holds the probabilities rounded to bf16.  The scores of a row
+ * block then come tile by tile (the row's logsumexp first, by the online
+ * softmax of attn_row_lse, then P = exp(s - lse) per tile): a row block's
+ * fp32 scores never exist whole.  Values accumulate in a fp32 scratch
+ * (acc) when there is more than one product per row block (dropout), and
+ * gradients always do (attn_tiles.h).
  */
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 #include "attn_tiles.h"
@@ -37,83 +44,121 @@
 
 /* att[b,h,i,j] = exp(s_ij - max_j s_ij) / sum_j exp(...) for j <= i, 0 for j > i
  * s_ij = q_i . k_j / sqrt(hs).   att (B,NH,T,T), qkv (B,T,3C).
- * Per block of R rows: S = scale * Q_blk K^T (one sgemm over the causal
- * columns), then a softmax per row. */
-void attention_scores_forward(float *att, const float *qkv, int B, int T, int C, int NH)
+ * fp32, per block of R rows: S = scale * Q_blk K^T (one GEMM over the
+ * causal columns, straight into att), then a softmax per row. */
+static void scores_f32(float *A, const attn_head *hd, int T)
 {
-    size_t C3 = 3 * (size_t)C;
+    size_t C3 = 3 * (size_t)hd->C;
+    for (int i0 = 0; i0 < T; i0 += R) {
+        int nr = T - i0 < R ? T - i0 : R, ncol = i0 + nr;
+        float *a0 = A + (size_t)i0 * T;
+        remat_gemm_op g = { REMAT_GEMM_SITE_TILE, REMAT_DTYPE_FP32, REMAT_DTYPE_FP32, 0, 1, nr, ncol, hd->hs,
+                            hd->scale, 0.0f, (const float *)hd->Q + (size_t)i0 * C3, (int)C3, hd->K, (int)C3,
+                            a0, T, NULL };
+        remat_gemm(&g);
+        for (int r = 0; r < nr; r++) {
+            float *a = a0 + (size_t)r * T;
+            int n = i0 + r + 1;   /* j <= i */
+            float sum = remat_row_expsum(a, a, n, remat_row_max(a, n));
+            float inv = 1.0f / sum;   /* sum >= 1: the max term is exp(0) */
+            for (int j = 0; j < n; j++) a[j] *= inv;
+            memset(a + n, 0, (size_t)(T - n) * sizeof(float));
+        }
+    }
+}
+
+/* bf16: per row block the logsumexp, then each tile's P rounded into att */
+static void scores_bf16(remat_bf16 *A, const attn_head *hd, int T)
+{
+    float s[R * BC], l[R];
+    for (int i0 = 0; i0 < T; i0 += R) {
+        int nr = T - i0 < R ? T - i0 : R;
+        attn_row_lse(l, s, hd, i0, nr);
+        for (int j0 = 0; j0 < i0 + nr; j0 += BC) {
+            int nc = i0 + nr - j0 < BC ? i0 + nr - j0 : BC;
+            attn_score_tile(s, hd, i0, nr, j0, nc);
+            attn_prob_tile(s, l, NULL, hd, i0, nr, j0, nc);
+            for (int r = 0; r < nr; r++)
+                remat_bf16_from_f32(A + (size_t)(i0 + r) * T + j0, s + r * BC, (size_t)nc);
+        }
+        for (int r = 0; r < nr; r++)
+            memset(A + (size_t)(i0 + r) * T + i0 + nr, 0, (size_t)(T - i0 - nr) * sizeof(remat_bf16));
+    }
+}
+
+void attention_scores_forward(void *att, const void *qkv, int B, int T, int C, int NH, int dt)
+{
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH);
-            float *A = att + ((size_t)b * NH + h) * T * T;
-            for (int i0 = 0; i0 < T; i0 += R) {
-                int nr = T - i0 < R ? T - i0 : R, ncol = i0 + nr;
-                float *a0 = A + (size_t)i0 * T;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, ncol, hd.hs, hd.scale,
-                            hd.Q + (size_t)i0 * C3, (int)C3, hd.K, (int)C3, 0.0f, a0, T);
-                for (int r = 0; r < nr; r++) {
-                    float *a = a0 + (size_t)r * T;
-                    int n = i0 + r + 1;   /* j <= i */
-                    float sum = remat_row_expsum(a, a, n, remat_row_max(a, n));
-                    float inv = 1.0f / sum;   /* sum >= 1: the max term is exp(0) */
-                    for (int j = 0; j < n; j++) a[j] *= inv;
-                    memset(a + n, 0, (size_t)(T - n) * sizeof(float));
-                }
-            }
+            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
+            size_t off = ((size_t)b * NH + h) * T * T;
+            if (dt == REMAT_DTYPE_BF16) scores_bf16((remat_bf16 *)att + off, &hd, T);
+            else scores_f32((float *)att + off, &hd, T);
         }
 }
 
 /* out[b,i,h*hs+d] = sum_{j<=i} drop(att[b,h,i,j]) * v[b,j,h*hs+d]
  * out (B,T,C), att (B,NH,T,T), qkv (B,T,3C).
- * Without dropout: out_blk = P_blk V, one sgemm per row block (the zeros
- * above the diagonal add nothing).  With dropout the masked probabilities
- * go through a tile, BC columns at a time. */
-void attention_values_forward(float *out, const float *att, const float *qkv,
-                              const remat_dropout *drop, int B, int T, int C, int NH)
+ * Without dropout: out_blk = P_blk V, one GEMM per row block (the zeros
+ * above the diagonal add nothing), straight into out.  With dropout the
+ * masked probabilities go through a tile, BC columns at a time, the
+ * products adding up in out (fp32) or in acc (bf16). */
+void attention_values_forward(void *out, const void *att, const void *qkv, const remat_dropout *drop, int B, int T,
+                              int C, int NH, int dt, float *acc)
 {
     size_t C3 = 3 * (size_t)C;
+    int bf = dt == REMAT_DTYPE_BF16;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH);
-            const float *V = hd.V, *A = att + ((size_t)b * NH + h) * T * T;
-            float *O = out + (size_t)b * T * C + (size_t)h * hd.hs;
-            int hs = hd.hs;
+            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
+            const void *A = att_at(att, ((size_t)b * NH + h) * T * T, dt);
+            size_t o_off = (size_t)b * T * C + (size_t)h * hd.hs;
             float pm[R * BC];
+            remat_bf16 pb[bf ? R * BC : 1];
             for (int i0 = 0; i0 < T; i0 += R) {
                 int nr = T - i0 < R ? T - i0 : R, ncol = i0 + nr;
-                const float *a0 = A + (size_t)i0 * T;
-                float *o = O + (size_t)i0 * C;
+                const void *a0 = att_at(A, (size_t)i0 * T, dt);
+                size_t o_blk = o_off + (size_t)i0 * C;
                 if (drop->p <= 0.0f) {
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, hs, ncol, 1.0f,
-                                a0, T, V, (int)C3, 0.0f, o, C);
+                    remat_gemm_op g = { REMAT_GEMM_SITE_TILE, dt, dt, 0, 0, nr, hd.hs, ncol, 1.0f, 0.0f,
+                                        a0, T, hd.V, (int)C3, (void *)att_at(out, o_blk, dt), C, NULL };
+                    remat_gemm(&g);
                     continue;
                 }
+                /* fp32: accumulate in out itself; bf16: in acc, rounded at the end of the block */
+                float *o = bf ? acc + o_blk : (float *)out + o_blk;
                 for (int j0 = 0; j0 < ncol; j0 += BC) {
                     int nc = ncol - j0 < BC ? ncol - j0 : BC;
-                    for (int r = 0; r < nr; r++)
-                        for (int c = 0; c < nc; c++)
-                            pm[r * BC + c] = a0[(size_t)r * T + j0 + c] *
-                                             remat_dropout_mult(drop, att_index(b, h, i0 + r, j0 + c, NH, T));
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, hs, nc, 1.0f,
-                                pm, BC, V + (size_t)j0 * C3, (int)C3, j0 ? 1.0f : 0.0f, o, C);
+                    for (int r = 0; r < nr; r++) {
+                        const void *ar = att_at(a0, (size_t)r * T + j0, dt);
+                        for (int c = 0; c < nc; c++) {
+                            float p = bf ? remat_bf16_to_float(((const remat_bf16 *)ar)[c]) : ((const float *)ar)[c];
+                            pm[r * BC + c] = p * remat_dropout_mult(drop, att_index(b, h, i0 + r, j0 + c, NH, T));
+                        }
+                    }
+                    attn_pv(o, REMAT_DTYPE_FP32, C, pm, pb, &hd, nr, j0, nc, j0 ? 1.0f : 0.0f);
                 }
+                if (bf)
+                    for (int r = 0; r < nr; r++)
+                        remat_bf16_from_f32((remat_bf16 *)out + o_blk + (size_t)r * C, o + (size_t)r * C, (size_t)hd.hs);
             }
         }
 }
 
 /* The backward through values and scores (contract in kernels.h), one
  * task per (b,h): attn_head_backward with P read from att. */
-void attention_backward(float *dqkv, const float *dout, const float *att,
-                        const float *qkv, const remat_dropout *drop,
-                        int B, int T, int C, int NH)
+void attention_backward(void *dqkv, const void *dout, const void *att, const void *qkv, const remat_dropout *drop,
+                        int B, int T, int C, int NH, int dt, float *acc)
 {
+    float *g = dt == REMAT_DTYPE_BF16 ? acc : dqkv;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = attn_head_at(qkv, dout, dqkv, b, h, T, C, NH);
-            hd.A = att + ((size_t)b * NH + h) * T * T;
+            attn_head hd = attn_head_at(qkv, dout, g, b, h, T, C, NH, dt);
+            hd.A = att_at(att, ((size_t)b * NH + h) * T * T, dt);
             attn_head_backward(&hd, drop);
         }
+    if (dt == REMAT_DTYPE_BF16) attn_round_out(dqkv, acc, (size_t)B * T * 3 * C);
 }

@@ -5,8 +5,15 @@
  *
  * Legend as in kernels.h; a tile is ATT_BR query rows x ATT_BC key columns.
  * One "head" is (b,h): Q, K, V point at its q, k and v channels of qkv
- * (row stride 3C), G at its slice of dout, dQ/dK/dV at its slices of dqkv;
- * every product is a cblas_sgemm on strided views, nothing is copied.
+ * (row stride 3C), G at its slice of dout, dQ/dK/dV at its slices of the
+ * gradient (row stride 3C); every product is a GEMM (gemm.h, the tile site)
+ * on strided views, nothing is copied.
+ *
+ * dtype: under bf16, q, k, v, dout and the stored probabilities are bf16
+ * and the GEMMs take bf16 operands; the score tiles, the softmax and the
+ * gradient tiles are fp32, and a tile that feeds a GEMM is rounded to bf16
+ * first (one rounding, as the forward's).  dQ, dK, dV always accumulate in
+ * fp32 (dqkv itself, or a fp32 scratch that is rounded to bf16 at the end).
  */
 #ifndef REMAT_ATTN_TILES_H
 #define REMAT_ATTN_TILES_H
@@ -29,25 +36,41 @@ static inline int causal_cols(int i, int j0, int nc)
     return n < 0 ? 0 : n < nc ? n : nc;
 }
 
+/* element offset i of a pointer to dt elements */
+static inline const void *att_at(const void *p, size_t i, int dt)
+{
+    return (const char *)p + i * (dt == REMAT_DTYPE_BF16 ? 2 : 4);
+}
+
 typedef struct attn_head {
-    const float *Q, *K, *V, *G;   /* q, k, v (ld 3C) and dout (ld C) of one (b,h) */
-    float *dQ, *dK, *dV;          /* its slices of dqkv (ld 3C) */
-    const float *A;               /* naive: its probabilities (T x T, ld T); NULL for flash */
+    const void *Q, *K, *V, *G;    /* q, k, v (ld 3C) and dout (ld C) of one (b,h), in dt */
+    float *dQ, *dK, *dV;          /* its slices of the fp32 gradient (ld 3C) */
+    const void *A;                /* naive: its probabilities (T x T, ld T, dt); NULL for flash */
     const float *L;               /* flash: its row logsumexp (T); NULL for naive */
-    int b, h, NH, T, hs, C;
+    int b, h, NH, T, hs, C, dt;
     float scale;                  /* 1/sqrt(hs) */
 } attn_head;
 
-/* the head's view of qkv, dout and dqkv (A and L left NULL) */
-attn_head attn_head_at(const float *qkv, const float *dout, float *dqkv, int b, int h, int T, int C, int NH);
+/* the head's view of qkv, dout (dt) and the fp32 gradient g (A and L left NULL) */
+attn_head attn_head_at(const void *qkv, const void *dout, float *g, int b, int h, int T, int C, int NH, int dt);
 
-/* s (nr x nc, ld ATT_BC) = scale * Q[i0..] K[j0..]^T */
+/* s (nr x nc, ld ATT_BC, fp32) = scale * Q[i0..] K[j0..]^T */
 void attn_score_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc);
 
 /* s = exp(s - lse_i) * m_ij for j <= i, 0 beyond (in place); drop NULL:
  * no mask.  l: the logsumexp of rows i0.. */
 void attn_prob_tile(float *s, const float *l, const remat_dropout *drop, const attn_head *hd, int i0, int nr, int j0,
                     int nc);
+
+/* The row logsumexp of rows i0..i0+nr-1 (into l), from the score tiles
+ * with an online softmax: one pass over the key tiles with a running max
+ * and sum per row.  s: a tile of workspace. */
+void attn_row_lse(float *l, float *s, const attn_head *hd, int i0, int nr);
+
+/* out_tile (nr x hs, ld ldo, fp32 or dt) (+)= p (nr x nc fp32 tile) V[j0..]:
+ * p is rounded to bf16 first under bf16 (into pb).  beta 0 or 1. */
+void attn_pv(void *o, int o_dt, int ldo, const float *p, void *pb, const attn_head *hd, int nr, int j0, int nc,
+             float beta);
 
 /* The backward of one head, from the undropped probabilities P (read from
  * hd->A, or recomputed from hd->Q, hd->K and hd->L) and the mask m:
@@ -57,5 +80,9 @@ void attn_prob_tile(float *s, const float *l, const remat_dropout *drop, const a
  * forms D, the second the rest), all in a fixed order: the bits do not
  * depend on which thread runs the head.  dQ, dK, dV are assigned. */
 void attn_head_backward(const attn_head *hd, const remat_dropout *drop);
+
+/* dst (n, dt) = src (n, fp32), for the bf16 results accumulated in fp32
+ * scratch (a no-op copy is never needed under fp32). */
+void attn_round_out(void *dst, const float *src, size_t n);
 
 #endif

@@ -123,6 +123,74 @@ static double ce_row(float *x, int tgt, int V, int Vp, float scale, float *loss)
 }
 #endif
 
+/* The same row from bf16 logits (autocast's cross-entropy of a bf16 LM
+ * head: the loss in fp32 from the rounded logits), the gradient rounded
+ * into the row.  Three sweeps again, with the exponentials of sweep 2 not
+ * stored (the row is bf16) but formed again in sweep 3, the same ops. */
+static double ce_row16(remat_bf16 *x, int tgt, int V, int Vp, float scale, float *loss)
+{
+    float maxv = -INFINITY;
+    int v = 0;
+#ifdef REMAT_HAVE_AVX2
+    __m256 m0 = _mm256_set1_ps(-INFINITY);
+    for (; v + 8 <= V; v += 8) m0 = _mm256_max_ps(m0, remat_bf16_load8(x + v));
+    float lanes[8];
+    _mm256_storeu_ps(lanes, m0);
+    for (int k = 0; k < 8; k++) maxv = lanes[k] > maxv ? lanes[k] : maxv;
+#endif
+    for (; v < V; v++) {
+        float f = remat_bf16_to_float(x[v]);
+        maxv = f > maxv ? f : maxv;
+    }
+    float xt = remat_bf16_to_float(x[tgt]);
+    double dl[8] = { 0 };
+    v = 0;
+#ifdef REMAT_HAVE_AVX2
+    const __m256 mx = _mm256_set1_ps(maxv);
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    for (; v + 8 <= V; v += 8) {
+        __m256 e = remat_exp8(_mm256_sub_ps(remat_bf16_load8(x + v), mx));
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    _mm256_storeu_pd(dl, s0);
+    _mm256_storeu_pd(dl + 4, s1);
+#endif
+    for (; v < V; v++) dl[v & 7] += remat_expf(remat_bf16_to_float(x[v]) - maxv);
+    double sum = 0.0;
+    for (int k = 0; k < 8; k++) sum += dl[k];
+    *loss = (float)((double)maxv + log(sum) - (double)xt);
+    if (scale == 0.0f) return sum;
+    double inv = 1.0 / sum;
+    float c = (float)(inv * scale);
+    double pt = (double)remat_expf(xt - maxv) * inv;
+    v = 0;
+#ifdef REMAT_HAVE_AVX2
+    const __m256 vc = _mm256_set1_ps(c);
+    for (; v + 8 <= V; v += 8)
+        _mm_storeu_si128((__m128i *)(x + v),
+                         remat_bf16_round8(_mm256_mul_ps(remat_exp8(_mm256_sub_ps(remat_bf16_load8(x + v), mx)), vc)));
+#endif
+    for (; v < V; v++) x[v] = remat_bf16_round(remat_expf(remat_bf16_to_float(x[v]) - maxv) * c);
+    x[tgt] = remat_bf16_round((float)((pt - 1.0) * scale));
+    for (v = V; v < Vp; v++) x[v] = 0;
+    return sum;
+}
+
+double crossentropy_forward_bf16(float *losses, remat_bf16 *logits, const int *targets, int N, int V, int Vp,
+                                 float dlogits_scale)
+{
+    #pragma omp parallel for schedule(static) if (REMAT_PAR(4 * (size_t)N * V))
+    for (int n = 0; n < N; n++) {
+        int tgt = targets[n];
+        assert(tgt >= 0 && tgt < V && "crossentropy_forward: target out of [0,V); check the data shard's vocabulary");
+        ce_row16(logits + (size_t)n * Vp, tgt, V, Vp, dlogits_scale, &losses[n]);
+    }
+    double total = 0.0;
+    for (int n = 0; n < N; n++) total += losses[n];
+    return total;
+}
+
 double crossentropy_forward(float *losses, float *logits, const int *targets,
                             int N, int V, int Vp, float dlogits_scale)
 {

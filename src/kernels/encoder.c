@@ -10,20 +10,24 @@
 #include "kernels.h"
 #include "vmath.h"
 
-/* out[b,t,c] = wte[inp[b,t],c] + wpe[t,c]
- * out (B,T,C), inp (B,T), wte (Vp,C), wpe (maxT,C).
+/* out[b,t,c] = wte[inp[b,t],c] + wpe[t,c]   (rounded once under bf16)
+ * out (B,T,C dt), inp (B,T), wte (Vp,C), wpe (maxT,C).
  * Rows are independent, so any split over (b,t) gives the same bits. */
-void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe,
-                     int B, int T, int C)
+void encoder_forward(void *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C, int dt)
 {
     #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)B * T * C))
     for (int bt = 0; bt < B * T; bt++) {
         int t = bt % T;
-        float *o = out + (size_t)bt * C;
         const float *we = wte + (size_t)inp[bt] * C;
         const float *pe = wpe + (size_t)t * C;
-        #pragma omp simd
-        for (int c = 0; c < C; c++) o[c] = we[c] + pe[c];
+        if (dt == REMAT_DTYPE_BF16) {
+            remat_bf16 *o = (remat_bf16 *)out + (size_t)bt * C;
+            for (int c = 0; c < C; c++) o[c] = remat_bf16_round(we[c] + pe[c]);
+        } else {
+            float *o = (float *)out + (size_t)bt * C;
+            #pragma omp simd
+            for (int c = 0; c < C; c++) o[c] = we[c] + pe[c];
+        }
     }
 }
 

@@ -24,7 +24,7 @@
  * out_i being sum_j P_ij m_ij v_j), but `out` is not among what this op's
  * backward reads in the activation table, so the schedules would change.
  *
- * Every product is a cblas_sgemm on a BR x BC tile, on strided views into
+ * Every product is a GEMM (gemm.h) on a BR x BC tile, on strided views into
  * qkv (ld = 3C, nothing copied): S = scale Q_blk K_tile^T, out_blk += P V,
  * and the backward shared with the naive kernel (attn_tiles.c), which gets
  * P from the same score tiles.  The score tile of (i0, j0) comes from the
@@ -36,75 +36,68 @@
  * fixed loop order (sgemm inside a parallel region runs on the calling
  * thread): results are bitwise reproducible and independent of the thread
  * count.  Work is O(B*NH*T^2*hs); memory is two BR x BC tiles per thread,
- * on the stack.
+ * on the stack.  Under bf16, lse stays fp32, P is rounded to bf16 for the
+ * value product, and out and the gradients accumulate in fp32 scratch
+ * (acc) before their one rounding.
  */
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 #include "attn_tiles.h"
 #include "vmath.h"
 
-void flash_attention_stats(float *lse, const float *qkv, int B, int T, int C, int NH)
+void flash_attention_stats(float *lse, const void *qkv, int B, int T, int C, int NH, int dt)
 {
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH);
+            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
             float s[ATT_BR * ATT_BC];
             for (int i0 = 0; i0 < T; i0 += ATT_BR) {
                 int nr = T - i0 < ATT_BR ? T - i0 : ATT_BR;
-                float mx[ATT_BR], sum[ATT_BR];
-                for (int r = 0; r < ATT_BR; r++) { mx[r] = -INFINITY; sum[r] = 0.0f; }
-                for (int j0 = 0; j0 < i0 + nr; j0 += ATT_BC) {
-                    int nc = i0 + nr - j0 < ATT_BC ? i0 + nr - j0 : ATT_BC;
-                    attn_score_tile(s, &hd, i0, nr, j0, nc);
-                    for (int r = 0; r < nr; r++) {
-                        int n = causal_cols(i0 + r, j0, nc);
-                        if (!n) continue;
-                        float *x = s + r * ATT_BC, t = remat_row_max(x, n), tm = t > mx[r] ? t : mx[r];
-                        /* rescale the running sum to the new max, then add this tile's terms */
-                        sum[r] = sum[r] * remat_expf(mx[r] - tm) + remat_row_expsum(x, x, n, tm);
-                        mx[r] = tm;
-                    }
-                }
-                for (int r = 0; r < nr; r++)
-                    lse[((size_t)b * NH + h) * T + i0 + r] = mx[r] + logf(sum[r]);
+                attn_row_lse(lse + ((size_t)b * NH + h) * T + i0, s, &hd, i0, nr);
             }
         }
 }
 
-void flash_attention_values(float *out, const float *lse, const float *qkv, const remat_dropout *drop,
-                            int B, int T, int C, int NH)
+void flash_attention_values(void *out, const float *lse, const void *qkv, const remat_dropout *drop, int B, int T,
+                            int C, int NH, int dt, float *acc)
 {
-    size_t C3 = 3 * (size_t)C;
+    int bf = dt == REMAT_DTYPE_BF16;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH);
+            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
             const float *L = lse + ((size_t)b * NH + h) * T;
-            float *O = out + (size_t)b * T * C + (size_t)h * hd.hs;
+            size_t o_off = (size_t)b * T * C + (size_t)h * hd.hs;
             float s[ATT_BR * ATT_BC];
+            remat_bf16 pb[bf ? ATT_BR * ATT_BC : 1];
             for (int i0 = 0; i0 < T; i0 += ATT_BR) {
                 int nr = T - i0 < ATT_BR ? T - i0 : ATT_BR;
+                size_t o_blk = o_off + (size_t)i0 * C;
+                float *o = bf ? acc + o_blk : (float *)out + o_blk;
                 for (int j0 = 0; j0 < i0 + nr; j0 += ATT_BC) {
                     int nc = i0 + nr - j0 < ATT_BC ? i0 + nr - j0 : ATT_BC;
                     attn_score_tile(s, &hd, i0, nr, j0, nc);
                     attn_prob_tile(s, L + i0, drop, &hd, i0, nr, j0, nc);
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, hd.hs, nc, 1.0f, s, ATT_BC,
-                                hd.V + (size_t)j0 * C3, (int)C3, j0 ? 1.0f : 0.0f, O + (size_t)i0 * C, C);
+                    attn_pv(o, REMAT_DTYPE_FP32, C, s, pb, &hd, nr, j0, nc, j0 ? 1.0f : 0.0f);
                 }
+                if (bf)
+                    for (int r = 0; r < nr; r++)
+                        remat_bf16_from_f32((remat_bf16 *)out + o_blk + (size_t)r * C, o + (size_t)r * C, (size_t)hd.hs);
             }
         }
 }
 
-void flash_attention_backward(float *dqkv, const float *dout, const float *lse, const float *qkv,
-                              const remat_dropout *drop, int B, int T, int C, int NH)
+void flash_attention_backward(void *dqkv, const void *dout, const float *lse, const void *qkv,
+                              const remat_dropout *drop, int B, int T, int C, int NH, int dt, float *acc)
 {
+    float *g = dt == REMAT_DTYPE_BF16 ? acc : dqkv;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = attn_head_at(qkv, dout, dqkv, b, h, T, C, NH);
+            attn_head hd = attn_head_at(qkv, dout, g, b, h, T, C, NH, dt);
             hd.L = lse + ((size_t)b * NH + h) * T;
             attn_head_backward(&hd, drop);
         }
+    if (dt == REMAT_DTYPE_BF16) attn_round_out(dqkv, acc, (size_t)B * T * 3 * C);
 }

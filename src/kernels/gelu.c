@@ -6,6 +6,8 @@
  * Legend: n elements (N*4C for the GELU, N*C for the residual).
  * All gradients here are activation gradients and are assigned (=).
  * Elementwise, so any OpenMP split gives the same bits.
+ * bf16 (dt): each chunk is widened to fp32 on the stack, run through the
+ * same fp32 code, and rounded once on the way out.
  */
 #include <math.h>
 #include "kernels.h"
@@ -66,73 +68,122 @@ static inline __m256 gelu_grad8(__m256 x)
 }
 #endif
 
+/* the fp32 spans [i, hi) of the two GELU passes; out may alias inp, dinp dout */
+static void gelu_fwd_span(float *out, const float *inp, size_t i, size_t hi)
+{
+#ifdef REMAT_HAVE_AVX2
+    for (; i + 8 <= hi; i += 8)
+        _mm256_storeu_ps(out + i, gelu_fwd8(_mm256_loadu_ps(inp + i)));
+    if (i < hi) {
+        __m256i m = remat_mask8((int)(hi - i));
+        _mm256_maskstore_ps(out + i, m, gelu_fwd8(_mm256_maskload_ps(inp + i, m)));
+    }
+#else
+    for (; i < hi; i++) out[i] = gelu_fwd1(inp[i]);
+#endif
+}
+
+static void gelu_bwd_span(float *dinp, const float *inp, const float *dout, size_t i, size_t hi)
+{
+#ifdef REMAT_HAVE_AVX2
+    for (; i + 8 <= hi; i += 8)
+        _mm256_storeu_ps(dinp + i, _mm256_mul_ps(_mm256_loadu_ps(dout + i), gelu_grad8(_mm256_loadu_ps(inp + i))));
+    if (i < hi) {
+        __m256i m = remat_mask8((int)(hi - i));
+        __m256 g = gelu_grad8(_mm256_maskload_ps(inp + i, m));
+        _mm256_maskstore_ps(dinp + i, m, _mm256_mul_ps(_mm256_maskload_ps(dout + i, m), g));
+    }
+#else
+    for (; i < hi; i++) dinp[i] = dout[i] * gelu_grad1(inp[i]);
+#endif
+}
+
 /* out = gelu(inp).  out, inp (n); out may alias inp. */
-void gelu_forward(float *out, const float *inp, size_t n)
+void gelu_forward(void *out, const void *inp, size_t n, int dt)
 {
     size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
     #pragma omp parallel for schedule(static) if (REMAT_PAR(4 * n))
     for (size_t k = 0; k < nchunk; k++) {
         size_t i = k * GELU_CHUNK, hi = i + GELU_CHUNK < n ? i + GELU_CHUNK : n;
-#ifdef REMAT_HAVE_AVX2
-        for (; i + 8 <= hi; i += 8)
-            _mm256_storeu_ps(out + i, gelu_fwd8(_mm256_loadu_ps(inp + i)));
-        if (i < hi) {
-            __m256i m = remat_mask8((int)(hi - i));
-            _mm256_maskstore_ps(out + i, m, gelu_fwd8(_mm256_maskload_ps(inp + i, m)));
+        if (dt == REMAT_DTYPE_BF16) {
+            float x[GELU_CHUNK];
+            remat_bf16_to_f32(x, (const remat_bf16 *)inp + i, hi - i);
+            gelu_fwd_span(x, x, 0, hi - i);
+            remat_bf16_from_f32((remat_bf16 *)out + i, x, hi - i);
+        } else {
+            gelu_fwd_span(out, inp, i, hi);
         }
-#else
-        for (; i < hi; i++) out[i] = gelu_fwd1(inp[i]);
-#endif
     }
 }
 
 /* dinp = dout * gelu'(inp).  dinp, inp, dout (n); dinp may alias dout
  * (each vector reads dout before writing dinp). */
-void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
+void gelu_backward(void *dinp, const void *inp, const void *dout, size_t n, int dt)
 {
     size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
     #pragma omp parallel for schedule(static) if (REMAT_PAR(4 * n))
     for (size_t k = 0; k < nchunk; k++) {
         size_t i = k * GELU_CHUNK, hi = i + GELU_CHUNK < n ? i + GELU_CHUNK : n;
-#ifdef REMAT_HAVE_AVX2
-        for (; i + 8 <= hi; i += 8)
-            _mm256_storeu_ps(dinp + i, _mm256_mul_ps(_mm256_loadu_ps(dout + i), gelu_grad8(_mm256_loadu_ps(inp + i))));
-        if (i < hi) {
-            __m256i m = remat_mask8((int)(hi - i));
-            __m256 g = gelu_grad8(_mm256_maskload_ps(inp + i, m));
-            _mm256_maskstore_ps(dinp + i, m, _mm256_mul_ps(_mm256_maskload_ps(dout + i, m), g));
+        if (dt == REMAT_DTYPE_BF16) {
+            float x[GELU_CHUNK], d[GELU_CHUNK];
+            remat_bf16_to_f32(x, (const remat_bf16 *)inp + i, hi - i);
+            remat_bf16_to_f32(d, (const remat_bf16 *)dout + i, hi - i);
+            gelu_bwd_span(d, x, d, 0, hi - i);
+            remat_bf16_from_f32((remat_bf16 *)dinp + i, d, hi - i);
+        } else {
+            gelu_bwd_span(dinp, inp, dout, i, hi);
         }
-#else
-        for (; i < hi; i++) dinp[i] = dout[i] * gelu_grad1(inp[i]);
-#endif
     }
 }
 
-/* out[i] = res[i] + branch[i] * m_i,  m_i = 0 or 1/(1-p) from (drop->key, i).
- * out, res, branch (n); out may alias branch (or res). */
-void residual_forward(float *out, const float *res, const float *branch,
-                      const remat_dropout *drop, size_t n)
+/* out[i] = res[i] + branch[i] * m_i,  m_i = 0 or 1/(1-p) from (drop->key, i),
+ * over [i0, i0+n) of fp32 arrays indexed from i0 */
+static void residual_span(float *out, const float *res, const float *branch, const remat_dropout *drop, size_t i0,
+                          size_t n)
 {
     if (drop->p <= 0.0f) {   /* no dropout: mult is 1 and x * 1.0f == x, so the same bits */
-        #pragma omp parallel for simd schedule(static) if (REMAT_PAR(n))
+        #pragma omp simd
         for (size_t i = 0; i < n; i++) out[i] = res[i] + branch[i];
         return;
     }
-    #pragma omp parallel for schedule(static) if (REMAT_PAR(16 * n))
-    for (size_t i = 0; i < n; i++)
-        out[i] = res[i] + branch[i] * remat_dropout_mult(drop, (uint64_t)i);
+    for (size_t i = 0; i < n; i++) out[i] = res[i] + branch[i] * remat_dropout_mult(drop, (uint64_t)(i0 + i));
 }
 
-/* dbranch[i] = dout[i] * m_i.  dbranch, dout (n); dbranch may alias dout. */
-void residual_backward_branch(float *dbranch, const float *dout,
-                              const remat_dropout *drop, size_t n)
+/* out = res + drop(branch).  out, res, branch (n); out may alias branch (or res). */
+void residual_forward(void *out, const void *res, const void *branch, const remat_dropout *drop, size_t n, int dt)
 {
-    if (drop->p <= 0.0f) {
-        #pragma omp parallel for simd schedule(static) if (REMAT_PAR(n))
-        for (size_t i = 0; i < n; i++) dbranch[i] = dout[i];
-        return;
+    size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
+    #pragma omp parallel for schedule(static) if (REMAT_PAR((drop->p > 0.0f ? 16 : 1) * n))
+    for (size_t k = 0; k < nchunk; k++) {
+        size_t i = k * GELU_CHUNK, m = (i + GELU_CHUNK < n ? i + GELU_CHUNK : n) - i;
+        if (dt == REMAT_DTYPE_BF16) {
+            float r[GELU_CHUNK], b[GELU_CHUNK];
+            remat_bf16_to_f32(r, (const remat_bf16 *)res + i, m);
+            remat_bf16_to_f32(b, (const remat_bf16 *)branch + i, m);
+            residual_span(b, r, b, drop, i, m);
+            remat_bf16_from_f32((remat_bf16 *)out + i, b, m);
+        } else {
+            residual_span((float *)out + i, (const float *)res + i, (const float *)branch + i, drop, i, m);
+        }
     }
-    #pragma omp parallel for schedule(static) if (REMAT_PAR(16 * n))
-    for (size_t i = 0; i < n; i++)
-        dbranch[i] = dout[i] * remat_dropout_mult(drop, (uint64_t)i);
+}
+
+/* dbranch[i] = dout[i] * m_i.  dbranch (n, dt), dout (n, fp32); dbranch may
+ * alias dout under fp32. */
+void residual_backward_branch(void *dbranch, const float *dout, const remat_dropout *drop, size_t n, int dt)
+{
+    size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
+    #pragma omp parallel for schedule(static) if (REMAT_PAR((drop->p > 0.0f ? 16 : 1) * n))
+    for (size_t k = 0; k < nchunk; k++) {
+        size_t i = k * GELU_CHUNK, m = (i + GELU_CHUNK < n ? i + GELU_CHUNK : n) - i;
+        float t[GELU_CHUNK];
+        float *o = dt == REMAT_DTYPE_BF16 ? t : (float *)dbranch + i;
+        if (drop->p <= 0.0f) {
+            #pragma omp simd
+            for (size_t j = 0; j < m; j++) o[j] = dout[i + j];
+        } else {
+            for (size_t j = 0; j < m; j++) o[j] = dout[i + j] * remat_dropout_mult(drop, (uint64_t)(i + j));
+        }
+        if (dt == REMAT_DTYPE_BF16) remat_bf16_from_f32((remat_bf16 *)dbranch + i, t, m);
+    }
 }

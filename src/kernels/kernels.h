@@ -8,7 +8,13 @@
  *   IC / OC  input / output channels of a linear layer
  *
  * Conventions, stated once:
- *   - All tensors are fp32, row-major, contiguous.
+ *   - Tensors are row-major and contiguous.  Activations are fp32 or bf16:
+ *     an argument typed `void *` holds dtype `dt` (REMAT_DTYPE_FP32 or
+ *     REMAT_DTYPE_BF16); `float *` arguments are fp32 whatever dt is
+ *     (parameters, their gradients, LayerNorm statistics, d_res, scratch).
+ *     bf16 values are widened to fp32 for all arithmetic, and every
+ *     reduction and GEMM accumulates in fp32 (or double): mixed precision as
+ *     autocast does it.  Results are rounded to bf16 once, when stored.
  *   - Parameter gradients ACCUMULATE (+=): the caller zeroes them once per step.
  *   - Activation gradients are ASSIGNED (=), except where a comment says "+="
  *     (the residual stream, where several branches meet).
@@ -27,11 +33,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../core/rng.h"
+#include "bf16.h"
+#include "gemm.h"
 
 /* ---- embedding: out[b,t,:] = wte[inp[b,t],:] + wpe[t,:] ---------------- */
-void encoder_forward(float *out /* B,T,C */, const int *inp /* B,T */,
+void encoder_forward(void *out /* B,T,C dt */, const int *inp /* B,T */,
                      const float *wte /* Vp,C */, const float *wpe /* maxT,C */,
-                     int B, int T, int C);
+                     int B, int T, int C, int dt);
 /* dwte[inp[b,t],:] += dout[b,t,:];  dwpe[t,:] += dout[b,t,:] */
 void encoder_backward(float *dwte /* Vp,C */, float *dwpe /* maxT,C */,
                       const float *dout /* B,T,C */, const int *inp /* B,T */,
@@ -44,29 +52,30 @@ void encoder_backward(float *dwte /* Vp,C */, float *dwpe /* maxT,C */,
  *   apply:  out  = (x - mean) * rstd * w + b
  * layernorm_forward == stats then apply, with the same arithmetic, so the
  * recomputed output is bit-identical to the original. */
-void layernorm_stats(float *stat /* N,2 = (mean, rstd) */, const float *inp /* N,C */,
-                     int N, int C);
-void layernorm_apply(float *out /* N,C */, const float *inp /* N,C */,
+void layernorm_stats(float *stat /* N,2 = (mean, rstd) */, const void *inp /* N,C dt */,
+                     int N, int C, int dt);
+void layernorm_apply(void *out /* N,C out_dt */, int out_dt, const void *inp /* N,C dt */, int dt,
                      const float *stat /* N,2 */, const float *w /* C */,
                      const float *b /* C */, int N, int C);
 /* xhat = (x-mean)*rstd, dxhat = dout*w
  * dinp += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat*xhat))   (+=)
  * dw += sum_n dout*xhat,  db += sum_n dout */
 void layernorm_backward(float *dinp /* N,C, += */, float *dw /* C */, float *db /* C */,
-                        const float *dout /* N,C */, const float *inp /* N,C */,
+                        const void *dout /* N,C ddt */, int ddt, const void *inp /* N,C dt */, int dt,
                         const float *stat /* N,2 */, const float *w /* C */,
                         int N, int C);
 
-/* ---- linear: out = inp @ w^T + b  (cblas_sgemm) ------------------------ */
-void linear_forward(float *out /* N,OC */, const float *inp /* N,IC */,
-                    const float *w /* OC,IC */, const float *b /* OC or NULL */,
-                    int N, int IC, int OC);
+/* ---- linear: out = inp @ w^T + b  (the GEMM seam, gemm.h) ---------------
+ * w is the weight in dt (under bf16, the model's bf16 copy of it). */
+void linear_forward(void *out /* N,OC out_dt */, int out_dt, const void *inp /* N,IC dt */,
+                    const void *w /* OC,IC dt */, const float *b /* OC or NULL */,
+                    int N, int IC, int OC, int dt);
 /* dinp = dout @ w (assigned; skipped when dinp is NULL)
  * dw  += dout^T @ inp,   db += sum_n dout (skipped when db is NULL) */
-void linear_backward(float *dinp /* N,IC or NULL */, float *dw /* OC,IC */,
-                     float *db /* OC or NULL */, const float *dout /* N,OC */,
-                     const float *inp /* N,IC */, const float *w /* OC,IC */,
-                     int N, int IC, int OC);
+void linear_backward(void *dinp /* N,IC dt or NULL */, float *dw /* OC,IC */,
+                     float *db /* OC or NULL */, const void *dout /* N,OC dt */,
+                     const void *inp /* N,IC dt */, const void *w /* OC,IC dt */,
+                     int N, int IC, int OC, int dt);
 
 /* ---- causal self-attention, split so the T^2 probabilities can be dropped
  * and recomputed from qkv (Korthikanti et al. 2022, "selective").
@@ -74,47 +83,51 @@ void linear_backward(float *dinp /* N,IC or NULL */, float *dw /* OC,IC */,
  *   scores:  att[b,h,i,j] = softmax_j<=i( q_i . k_j / sqrt(hs) ),  0 for j > i
  *   values:  out[b,i,h*hs+d] = sum_j<=i drop(att[b,h,i,j]) * v_j[d]
  * drop() is inverted dropout with element index ((b*NH+h)*T+i)*T+j. */
-void attention_scores_forward(float *att /* B,NH,T,T */, const float *qkv /* B,T,3C */,
-                              int B, int T, int C, int NH);
-void attention_values_forward(float *out /* B,T,C */, const float *att /* B,NH,T,T */,
-                              const float *qkv /* B,T,3C */, const remat_dropout *drop,
-                              int B, int T, int C, int NH);
+void attention_scores_forward(void *att /* B,NH,T,T dt */, const void *qkv /* B,T,3C dt */,
+                              int B, int T, int C, int NH, int dt);
+/* acc: bf16 only, (B,T,C) fp32 scratch the products accumulate in */
+void attention_values_forward(void *out /* B,T,C dt */, const void *att /* B,NH,T,T dt */,
+                              const void *qkv /* B,T,3C dt */, const remat_dropout *drop,
+                              int B, int T, int C, int NH, int dt, float *acc);
 /* Backward through values and scores together (no T^2 gradient buffer):
  *   dPd = dout_i . v_j,  dP = dPd * mask/(1-p),  dS = P*(dP - sum_j P*dP)
  *   dq_i = sum_j dS_ij k_j / sqrt(hs),  dk_j = sum_i dS_ij q_i / sqrt(hs),
- *   dv_j = sum_i drop(P_ij) dout_i.   dqkv is assigned. */
-void attention_backward(float *dqkv /* B,T,3C */, const float *dout /* B,T,C */,
-                        const float *att /* B,NH,T,T */, const float *qkv /* B,T,3C */,
-                        const remat_dropout *drop, int B, int T, int C, int NH);
+ *   dv_j = sum_i drop(P_ij) dout_i.   dqkv is assigned.
+ * acc: bf16 only, (B,T,3C) fp32 scratch the gradients accumulate in. */
+void attention_backward(void *dqkv /* B,T,3C dt */, const void *dout /* B,T,C dt */,
+                        const void *att /* B,NH,T,T dt */, const void *qkv /* B,T,3C dt */,
+                        const remat_dropout *drop, int B, int T, int C, int NH, int dt, float *acc);
 
 /* ---- flash attention (flash.c): the same attention without the T^2 matrix.
  * lse[b,h,i] = log sum_{j<=i} exp(q_i.k_j/sqrt(hs)) replaces att; the
  * values and the backward recompute the score tiles.  Same dropout indices
- * as above, so the two kernels agree up to summation order. */
-void flash_attention_stats(float *lse /* B,NH,T */, const float *qkv /* B,T,3C */,
-                           int B, int T, int C, int NH);
-void flash_attention_values(float *out /* B,T,C */, const float *lse /* B,NH,T */,
-                            const float *qkv /* B,T,3C */, const remat_dropout *drop,
-                            int B, int T, int C, int NH);
-void flash_attention_backward(float *dqkv /* B,T,3C, assigned */, const float *dout /* B,T,C */,
-                              const float *lse /* B,NH,T */, const float *qkv /* B,T,3C */,
-                              const remat_dropout *drop, int B, int T, int C, int NH);
+ * as above, so the two kernels agree up to summation order.  lse is fp32
+ * in both dtypes; acc as above. */
+void flash_attention_stats(float *lse /* B,NH,T */, const void *qkv /* B,T,3C dt */,
+                           int B, int T, int C, int NH, int dt);
+void flash_attention_values(void *out /* B,T,C dt */, const float *lse /* B,NH,T */,
+                            const void *qkv /* B,T,3C dt */, const remat_dropout *drop,
+                            int B, int T, int C, int NH, int dt, float *acc);
+void flash_attention_backward(void *dqkv /* B,T,3C dt, assigned */, const void *dout /* B,T,C dt */,
+                              const float *lse /* B,NH,T */, const void *qkv /* B,T,3C dt */,
+                              const remat_dropout *drop, int B, int T, int C, int NH, int dt, float *acc);
 
 /* ---- GELU, tanh form (torch approximate='tanh') ------------------------
  *   out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
  * gelu_backward: dinp = dout * gelu'(inp); dinp may alias dout. */
-void gelu_forward(float *out, const float *inp, size_t n);
-void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+void gelu_forward(void *out, const void *inp, size_t n, int dt);
+void gelu_backward(void *dinp, const void *inp, const void *dout, size_t n, int dt);
 
 /* ---- residual add with dropout on the branch ---------------------------
  *   out = res + drop(branch)   (element index = flat index into N*C)
  * out may alias branch (the projection is written there first). */
-void residual_forward(float *out, const float *res, const float *branch,
-                      const remat_dropout *drop, size_t n);
-/* dbranch = dout * mask/(1-p).  The residual path's gradient is dout itself,
- * so the caller keeps using dout for it. */
-void residual_backward_branch(float *dbranch, const float *dout,
-                              const remat_dropout *drop, size_t n);
+void residual_forward(void *out, const void *res, const void *branch,
+                      const remat_dropout *drop, size_t n, int dt);
+/* dbranch = dout * mask/(1-p) (dout is d_res, fp32; dbranch in dt).  The
+ * residual path's gradient is dout itself, so the caller keeps using dout
+ * for it. */
+void residual_backward_branch(void *dbranch, const float *dout,
+                              const remat_dropout *drop, size_t n, int dt);
 
 /* ---- softmax + cross-entropy over the first V of Vp logits, fused --------
  * losses[n] = logsumexp(logits[n,:V]) - logits[n,target[n]]
@@ -126,6 +139,11 @@ void residual_backward_branch(float *dbranch, const float *dout,
 double crossentropy_forward(float *losses /* N */, float *logits /* N,Vp */,
                             const int *targets /* N */, int N, int V, int Vp,
                             float dlogits_scale);
+/* The same on bf16 logits (loss and sums in fp32/double, the gradient
+ * rounded to bf16 in place). */
+double crossentropy_forward_bf16(float *losses /* N */, remat_bf16 *logits /* N,Vp */,
+                                 const int *targets /* N */, int N, int V, int Vp,
+                                 float dlogits_scale);
 
 /* ---- AdamW (Loshchilov & Hutter 2019), as torch.optim.AdamW -------------
  * p *= 1 - lr*wd (only where decay[i] is set: 2-D weights)

@@ -1,59 +1,54 @@
 /*
- * linear.c -- fully connected layer out = inp @ w^T + b on OpenBLAS
- * (cblas_sgemm), forward and backward.  Contract in kernels.h.
+ * linear.c -- fully connected layer out = inp @ w^T + b on the GEMM seam
+ * (gemm.h), forward and backward.  Contract in kernels.h.
  *
  * Legend: N rows (= B*T), IC input channels, OC output channels.
  * w is stored (OC,IC) as torch.nn.Linear.weight.
- * Parameter gradients (dw, db) accumulate (+=); dinp is assigned (=).
+ * Parameter gradients (dw, db) accumulate (+=) in fp32; dinp is assigned.
+ * Under bf16 the operands are bf16 (w: the model's bf16 copy), the
+ * products accumulate in fp32, the bias is added in fp32 before the one
+ * rounding of out; dw accumulates in fp32 (a bf16 x bf16 -> fp32 GEMM with
+ * beta = 1).
  *
- * Determinism: sgemm computes each output element from one fixed-order
- * inner product for given shapes and thread count; the bias sum below runs
- * over rows in order, so it is also independent of the OpenMP thread count.
+ * Determinism: each output element comes from one fixed-order inner
+ * product for given shapes, engine and thread count; the bias sum below
+ * runs over rows in order, so it is also independent of the thread count.
  */
-#include <cblas.h>
 #include <string.h>
 #include "kernels.h"
 #include "vmath.h"
 
-/* out (N,OC) = inp (N,IC) @ w^T (IC,OC) + b (OC)
- * With a bias the rows of out are first filled with b and sgemm adds onto
- * them (beta = 1); without one sgemm overwrites out (beta = 0). */
-void linear_forward(float *out, const float *inp, const float *w, const float *b,
-                    int N, int IC, int OC)
+/* out (N,OC) = inp (N,IC) @ w^T (IC,OC) + b (OC) */
+void linear_forward(void *out, int out_dt, const void *inp, const void *w, const float *b, int N, int IC, int OC,
+                    int dt)
 {
     if (N <= 0 || OC <= 0) return;
-    float beta = 0.0f;
-    if (b) {
-        #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * OC))
-        for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC, b, (size_t)OC * sizeof(float));
-        beta = 1.0f;
-    }
-    if (IC <= 0) {
-        if (!b) memset(out, 0, (size_t)N * OC * sizeof(float));
-        return;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC,
-                1.0f, inp, IC, w, IC, beta, out, OC);
+    remat_gemm_op g = { REMAT_GEMM_SITE_LINEAR, dt, out_dt, 0, 1, N, OC, IC, 1.0f, 0.0f,
+                        inp, IC, w, IC, out, OC, b };
+    remat_gemm(&g);
 }
 
 /* dinp (N,IC)  = dout (N,OC) @ w (OC,IC)             (assigned; skipped if NULL)
  * dw   (OC,IC) += dout^T (OC,N) @ inp (N,IC)
  * db   (OC)    += sum_n dout[n,:]                    (skipped if NULL) */
 #define LIN_CBLOCK 64
-void linear_backward(float *dinp, float *dw, float *db, const float *dout,
-                     const float *inp, const float *w, int N, int IC, int OC)
+void linear_backward(void *dinp, float *dw, float *db, const void *dout, const void *inp, const void *w,
+                     int N, int IC, int OC, int dt)
 {
     if (N <= 0 || OC <= 0) {
         /* an empty sum: dinp is a zero matrix, dw/db are unchanged */
-        if (dinp && N > 0 && IC > 0) memset(dinp, 0, (size_t)N * IC * sizeof(float));
+        if (dinp && N > 0 && IC > 0) memset(dinp, 0, (size_t)N * IC * (dt == REMAT_DTYPE_BF16 ? 2 : 4));
         return;
     }
     if (IC > 0) {
-        if (dinp)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC,
-                        1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N,
-                    1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
+        if (dinp) {
+            remat_gemm_op g = { REMAT_GEMM_SITE_LINEAR, dt, dt, 0, 0, N, IC, OC, 1.0f, 0.0f,
+                                dout, OC, w, IC, dinp, IC, NULL };
+            remat_gemm(&g);
+        }
+        remat_gemm_op g = { REMAT_GEMM_SITE_LINEAR, dt, REMAT_DTYPE_FP32, 1, 0, OC, IC, N, 1.0f, 1.0f,
+                            dout, OC, inp, IC, dw, IC, NULL };
+        remat_gemm(&g);
     }
     if (db) {
         /* column sums: blocks of columns in parallel, rows in order */
@@ -62,10 +57,17 @@ void linear_backward(float *dinp, float *dw, float *db, const float *dout,
         for (int blk = 0; blk < nblk; blk++) {
             int o0 = blk * LIN_CBLOCK;
             int o1 = o0 + LIN_CBLOCK < OC ? o0 + LIN_CBLOCK : OC;
-            for (int n = 0; n < N; n++) {
-                const float *d = dout + (size_t)n * OC;
-                #pragma omp simd
-                for (int o = o0; o < o1; o++) db[o] += d[o];
+            if (dt == REMAT_DTYPE_BF16) {
+                for (int n = 0; n < N; n++) {
+                    const remat_bf16 *d = (const remat_bf16 *)dout + (size_t)n * OC;
+                    for (int o = o0; o < o1; o++) db[o] += remat_bf16_to_float(d[o]);
+                }
+            } else {
+                for (int n = 0; n < N; n++) {
+                    const float *d = (const float *)dout + (size_t)n * OC;
+                    #pragma omp simd
+                    for (int o = o0; o < o1; o++) db[o] += d[o];
+                }
             }
         }
     }

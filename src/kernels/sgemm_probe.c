@@ -7,11 +7,11 @@
  * One SGEMM is 2 n^3 floating-point operations (a multiply-add counts 2,
  * as everywhere in remat's FLOP model).
  */
-#include <cblas.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include "../core/core.h"
+#include "gemm.h"
 
 #ifdef REMAT_OPENBLAS
 char *openblas_get_config(void);
@@ -26,45 +26,53 @@ static double now_s(void)
 }
 
 /* Best of `reps` timed calls after one untimed call (which pages the
- * buffers in and wakes the BLAS threads).  The buffers go through the
- * accounting allocator like every other remat allocation. */
-double remat_sgemm_gflops(int n, int reps)
+ * buffers in and wakes the thread pools), through the GEMM seam with the
+ * current engine: A, B in dt, C fp32, as the linear layers run them.  The
+ * buffers go through the accounting allocator like every other remat
+ * allocation. */
+double remat_gemm_gflops(int n, int reps, remat_dtype dt)
 {
-    if (n < 1 || n > 16384 || reps < 1) {
-        remat_fail(REMAT_ERR_INVALID, "remat_sgemm_gflops: n must be in [1, 16384] and reps >= 1 (got %d, %d)", n, reps);
+    if (n < 1 || n > 16384 || reps < 1 || (dt != REMAT_DTYPE_FP32 && dt != REMAT_DTYPE_BF16)) {
+        remat_fail(REMAT_ERR_INVALID, "remat_gemm_gflops: n must be in [1, 16384], reps >= 1 and dtype fp32 or bf16 "
+                   "(got %d, %d, %d)", n, reps, (int)dt);
         return 0.0;
     }
     remat_mem mem;
     memset(&mem, 0, sizeof mem);
-    size_t bytes = (size_t)n * (size_t)n * sizeof(float);
-    float *a = remat_mem_alloc(&mem, REMAT_MEM_WORKSPACE, bytes);
-    float *b = remat_mem_alloc(&mem, REMAT_MEM_WORKSPACE, bytes);
-    float *c = remat_mem_alloc(&mem, REMAT_MEM_WORKSPACE, bytes);
+    size_t nn = (size_t)n * (size_t)n, es = dt == REMAT_DTYPE_BF16 ? 2 : 4;
+    void *a = remat_mem_alloc(&mem, REMAT_MEM_WORKSPACE, nn * es), *b = remat_mem_alloc(&mem, REMAT_MEM_WORKSPACE, nn * es);
+    float *c = remat_mem_alloc(&mem, REMAT_MEM_WORKSPACE, nn * sizeof(float));
     double best = 0.0;
     if (!a || !b || !c) {
-        remat_fail(REMAT_ERR_NOMEM, "out of memory for a %dx%d SGEMM probe", n, n);
+        remat_fail(REMAT_ERR_NOMEM, "out of memory for a %dx%d GEMM probe", n, n);
         goto out;
     }
     /* small, exactly representable values: no denormals, no overflow */
-    for (size_t i = 0; i < (size_t)n * (size_t)n; i++) {
-        a[i] = (float)((int)(i % 7) - 3) * 0.125f;
-        b[i] = (float)((int)(i % 5) - 2) * 0.25f;
+    for (size_t i = 0; i < nn; i++) {
+        float x = (float)((int)(i % 7) - 3) * 0.125f, y = (float)((int)(i % 5) - 2) * 0.25f;
+        if (dt == REMAT_DTYPE_BF16) { ((remat_bf16 *)a)[i] = remat_bf16_round(x); ((remat_bf16 *)b)[i] = remat_bf16_round(y); }
+        else { ((float *)a)[i] = x; ((float *)b)[i] = y; }
     }
-    memset(c, 0, bytes);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    memset(c, 0, nn * sizeof(float));
+    remat_gemm_op g = { REMAT_GEMM_SITE_LINEAR, dt, REMAT_DTYPE_FP32, 0, 0, n, n, n, 1.0f, 0.0f, a, n, b, n, c, n, NULL };
+    remat_gemm(&g);
+    if (remat_gemm_check()) goto out;
     double flops = 2.0 * (double)n * (double)n * (double)n;
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-        double dt = now_s() - t0;
-        if (dt > 0 && flops / dt / 1e9 > best) best = flops / dt / 1e9;
+        remat_gemm(&g);
+        double t = now_s() - t0;
+        if (t > 0 && flops / t / 1e9 > best) best = flops / t / 1e9;
     }
+    if (remat_gemm_check()) best = 0.0;
 out:
-    remat_mem_free(&mem, REMAT_MEM_WORKSPACE, a, bytes);
-    remat_mem_free(&mem, REMAT_MEM_WORKSPACE, b, bytes);
-    remat_mem_free(&mem, REMAT_MEM_WORKSPACE, c, bytes);
+    remat_mem_free(&mem, REMAT_MEM_WORKSPACE, a, nn * es);
+    remat_mem_free(&mem, REMAT_MEM_WORKSPACE, b, nn * es);
+    remat_mem_free(&mem, REMAT_MEM_WORKSPACE, c, nn * sizeof(float));
     return best;
 }
+
+double remat_sgemm_gflops(int n, int reps) { return remat_gemm_gflops(n, reps, REMAT_DTYPE_FP32); }
 
 const char *remat_blas_info(void)
 {

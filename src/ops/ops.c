@@ -32,7 +32,7 @@ void remat_op_ctx_init(remat_op_ctx *c, const remat_config *cfg, float *params, 
 
 size_t remat_op_param_numel(const remat_op_ctx *c, int p) { return c->pnum[p]; }
 
-void remat_op_bind(const remat_operands *o, int kind, int t, float *const *buf, float *temp, remat_op_args *a)
+void remat_op_bind(const remat_operands *o, int kind, int t, void *const *buf, void *temp, remat_op_args *a)
 {
     memset(a, 0, sizeof *a);
     if (kind != REMAT_I_BACKWARD) a->t[t] = buf[o->out];
@@ -46,27 +46,49 @@ void remat_op_bind(const remat_operands *o, int kind, int t, float *const *buf, 
     a->temp = temp;
 }
 
-/* An operand the table declares; anything else is a table bug. */
-static inline float *A(const remat_op_args *a, int t)
+/* An operand the table declares; anything else is a table bug.  Its
+ * element type is the table's (remat_tensor_dtype): the activation dtype,
+ * or fp32 (F() below) for the statistics, lse and d_res. */
+static inline void *A(const remat_op_args *a, int t)
 {
     assert(a->t[t] && "op reads a tensor its table entry does not declare (src/table/tensors.c)");
     return a->t[t];
 }
-static inline float *X(const remat_op_args *a)
+static inline float *F(const remat_op_args *a, int t) { return A(a, t); }
+static inline void *X(const remat_op_args *a)
 {
     assert(a->x && "op reads the block input, which its table entry does not declare");
     return a->x;
 }
+static inline void *TEMP(const remat_op_args *a)
+{
+    assert(a->temp && "op needs scratch its table entry does not declare (remat_tensor_*_temp_bytes)");
+    return a->temp;
+}
 
-/* parameter p (its layer's slice for stacked tensors), and its gradient */
+/* parameter p (its layer's slice for stacked tensors) in fp32, as a GEMM
+ * operand (the bf16 copy under bf16), and its gradient */
 static inline float *W(const remat_op_ctx *c, remat_param p, int layer)
 {
     return c->params + c->poff[p] + (size_t)(layer < 0 ? 0 : layer) * c->player[p];
+}
+static inline const void *WG(const remat_op_ctx *c, remat_param p, int layer)
+{
+    size_t off = c->poff[p] + (size_t)(layer < 0 ? 0 : layer) * c->player[p];
+    if (c->cfg->dtype == REMAT_DTYPE_BF16) {
+        assert(c->params16 && "bf16 ops need the model's bf16 copy of the weights");
+        return c->params16 + off;
+    }
+    return c->params + off;
 }
 static inline float *GW(const remat_op_ctx *c, remat_param p, int layer)
 {
     return c->grads + c->poff[p] + (size_t)(layer < 0 ? 0 : layer) * c->player[p];
 }
+
+/* the element type of tensor t under the context's config; RT_X: the
+ * block input's (the block output's) */
+static inline int DT(const remat_op_ctx *c, int t) { return remat_tensor_dtype(c->cfg, t == RT_X ? RT_RES3 : t); }
 
 static remat_dropout drop_for(const remat_op_ctx *c, int layer, int site)
 {
@@ -74,168 +96,197 @@ static remat_dropout drop_for(const remat_op_ctx *c, int layer, int site)
     return remat_dropout_make(p, remat_rng_key(c->seed, c->step, (uint32_t)layer, (uint32_t)site));
 }
 
-/* The LM head over chunks of rows (config lmhead_chunk): for each chunk,
- * logits = lnf @ wte^T, the loss, and -- when training -- at once the
- * gradient: d(lnf) = dlogits @ wte (into out) and dwte += dlogits^T lnf.
- * Computing the gradient in the same pass, instead of recomputing each
- * chunk's logits in the backward, saves a whole LM-head GEMM; it is valid
- * because every schedule runs the head's backward right after its forward
- * and never recomputes the head.  chunk: the walker's scratch. */
-static void lmhead_chunked(remat_op_ctx *c, float *out /* N,C */, const float *lnf /* N,C */, float *chunk)
+/* The chunked LM head (config lmhead_chunk): for each chunk of rows,
+ * logits (fp32, in scratch) = lnf @ wte^T, the loss, and -- when training
+ * -- at once the gradient d(lnf) = dlogits @ wte (into out, which holds
+ * d(lnf)) and dwte += dlogits^T lnf.  Computing the gradient in the same
+ * pass, instead of recomputing each chunk's logits in the backward, saves a
+ * whole LM-head GEMM; it is valid because every schedule runs the head's
+ * backward right after its forward and never recomputes it.
+ * temp: rows x Vp fp32, then under bf16 rows x Vp bf16 for d(logits) as a
+ * GEMM operand. */
+static void lmhead_rows(remat_op_ctx *c, void *out, const void *lnf, void *temp)
 {
     const remat_config *cf = c->cfg;
-    int N = cf->batch * cf->seq, C = cf->n_embd, Vp = remat_config_padded_vocab(cf);
-    int rows = cf->lmhead_chunk < N ? cf->lmhead_chunk : N;
-    float scale = c->training ? 1.0f / (float)N : 0.0f;
+    int N = cf->batch * cf->seq, C = cf->n_embd, Vp = remat_config_padded_vocab(cf), dt = cf->dtype;
+    int rows = remat_lmhead_rows(cf);
+    size_t es = dt == REMAT_DTYPE_BF16 ? 2 : 4;
+    float scale = c->training ? 1.0f / (float)N : 0.0f, *chunk = temp;
+    remat_bf16 *chunk16 = (remat_bf16 *)(chunk + (size_t)rows * Vp);
     c->loss_sum = 0;
     for (int r0 = 0; r0 < N; r0 += rows) {
         int nr = N - r0 < rows ? N - r0 : rows;
-        linear_forward(chunk, lnf + (size_t)r0 * C, W(c, REMAT_PARAM_WTE, -1), NULL, nr, C, Vp);
+        const void *x = (const char *)lnf + (size_t)r0 * C * es;
+        remat_gemm_op g = { REMAT_GEMM_SITE_LINEAR, dt, REMAT_DTYPE_FP32, 0, 1, nr, Vp, C, 1.0f, 0.0f,
+                            x, C, WG(c, REMAT_PARAM_WTE, -1), C, chunk, Vp, NULL };
+        remat_gemm(&g);
         if (c->have_targets)
             c->loss_sum += crossentropy_forward(c->losses + r0, chunk, c->targets + r0, nr, cf->vocab, Vp, scale);
-        if (c->training)
-            linear_backward(out + (size_t)r0 * C, GW(c, REMAT_PARAM_WTE, -1), NULL, chunk, lnf + (size_t)r0 * C,
-                            W(c, REMAT_PARAM_WTE, -1), nr, C, Vp);
+        if (!c->training) continue;
+        const void *dlog = chunk;
+        if (dt == REMAT_DTYPE_BF16) {
+            remat_bf16_from_f32(chunk16, chunk, (size_t)nr * Vp);
+            dlog = chunk16;
+        }
+        linear_backward((char *)out + (size_t)r0 * C * es, GW(c, REMAT_PARAM_WTE, -1), NULL, dlog, x,
+                        WG(c, REMAT_PARAM_WTE, -1), nr, C, Vp, dt);
     }
 }
 
 void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
 {
     const remat_config *cf = c->cfg;
-    int B = cf->batch, T = cf->seq, C = cf->n_embd, NH = cf->n_head, N = B * T;
+    int B = cf->batch, T = cf->seq, C = cf->n_embd, NH = cf->n_head, N = B * T, dt = cf->dtype;
     int Vp = remat_config_padded_vocab(cf);
     int flash = cf->attention == REMAT_ATTENTION_FLASH;
-    float *out = A(a, t);
+    void *out = A(a, t);
+    float *acc = dt == REMAT_DTYPE_BF16 ? a->temp : NULL;   /* attention's fp32 accumulator */
     remat_dropout d;
     switch (t) {
     case RT_EMB:        /* emb = wte[inputs] + wpe */
-        encoder_forward(out, c->inputs, W(c, REMAT_PARAM_WTE, -1), W(c, REMAT_PARAM_WPE, -1), B, T, C);
+        encoder_forward(out, c->inputs, W(c, REMAT_PARAM_WTE, -1), W(c, REMAT_PARAM_WPE, -1), B, T, C, DT(c, t));
         break;
-    case RT_LN1_STAT: layernorm_stats(out, X(a), N, C); break;
+    case RT_LN1_STAT: layernorm_stats(out, X(a), N, C, DT(c, RT_X)); break;
     case RT_LN1:
-        layernorm_apply(out, X(a), A(a, RT_LN1_STAT), W(c, REMAT_PARAM_LN1W, l), W(c, REMAT_PARAM_LN1B, l), N, C);
+        layernorm_apply(out, DT(c, t), X(a), DT(c, RT_X), F(a, RT_LN1_STAT), W(c, REMAT_PARAM_LN1W, l),
+                        W(c, REMAT_PARAM_LN1B, l), N, C);
         break;
     case RT_QKV:
-        linear_forward(out, A(a, RT_LN1), W(c, REMAT_PARAM_QKVW, l), W(c, REMAT_PARAM_QKVB, l), N, C, 3 * C);
+        linear_forward(out, DT(c, t), A(a, RT_LN1), WG(c, REMAT_PARAM_QKVW, l), W(c, REMAT_PARAM_QKVB, l), N, C, 3 * C,
+                       dt);
         break;
     case RT_ATT:        /* naive: the (B,NH,T,T) probabilities; flash: the logsumexp */
-        if (flash) flash_attention_stats(out, A(a, RT_QKV), B, T, C, NH);
-        else attention_scores_forward(out, A(a, RT_QKV), B, T, C, NH);
+        if (flash) flash_attention_stats(out, A(a, RT_QKV), B, T, C, NH, dt);
+        else attention_scores_forward(out, A(a, RT_QKV), B, T, C, NH, dt);
         break;
     case RT_ATTY:
         d = drop_for(c, l, REMAT_SITE_ATT);
-        if (flash) flash_attention_values(out, A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH);
-        else attention_values_forward(out, A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH);
+        if (dt == REMAT_DTYPE_BF16) (void)TEMP(a);
+        if (flash) flash_attention_values(out, F(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt, acc);
+        else attention_values_forward(out, A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt, acc);
         break;
-    case RT_RES2:       /* res2 = x + dropout(atty @ Wproj^T + b) */
-        linear_forward(out, A(a, RT_ATTY), W(c, REMAT_PARAM_ATTPROJW, l), W(c, REMAT_PARAM_ATTPROJB, l), N, C, C);
+    case RT_RES2:       /* res2 = x + dropout(atty @ Wproj^T + b): the residual stream */
+        linear_forward(out, DT(c, t), A(a, RT_ATTY), WG(c, REMAT_PARAM_ATTPROJW, l), W(c, REMAT_PARAM_ATTPROJB, l), N,
+                       C, C, dt);
         d = drop_for(c, l, REMAT_SITE_RES_ATTN);
-        residual_forward(out, X(a), out, &d, (size_t)N * C);
+        residual_forward(out, X(a), out, &d, (size_t)N * C, DT(c, t));
         break;
-    case RT_LN2_STAT: layernorm_stats(out, A(a, RT_RES2), N, C); break;
+    case RT_LN2_STAT: layernorm_stats(out, A(a, RT_RES2), N, C, DT(c, RT_RES2)); break;
     case RT_LN2:
-        layernorm_apply(out, A(a, RT_RES2), A(a, RT_LN2_STAT), W(c, REMAT_PARAM_LN2W, l), W(c, REMAT_PARAM_LN2B, l),
-                        N, C);
+        layernorm_apply(out, DT(c, t), A(a, RT_RES2), DT(c, RT_RES2), F(a, RT_LN2_STAT), W(c, REMAT_PARAM_LN2W, l),
+                        W(c, REMAT_PARAM_LN2B, l), N, C);
         break;
     case RT_FCH:
-        linear_forward(out, A(a, RT_LN2), W(c, REMAT_PARAM_FCW, l), W(c, REMAT_PARAM_FCB, l), N, C, 4 * C);
+        linear_forward(out, DT(c, t), A(a, RT_LN2), WG(c, REMAT_PARAM_FCW, l), W(c, REMAT_PARAM_FCB, l), N, C, 4 * C,
+                       dt);
         break;
-    case RT_FCH_GELU: gelu_forward(out, A(a, RT_FCH), (size_t)N * 4 * C); break;
+    case RT_FCH_GELU: gelu_forward(out, A(a, RT_FCH), (size_t)N * 4 * C, dt); break;
     case RT_RES3:       /* res3 = res2 + dropout(fch_gelu @ Wfcproj^T + b) */
-        linear_forward(out, A(a, RT_FCH_GELU), W(c, REMAT_PARAM_FCPROJW, l), W(c, REMAT_PARAM_FCPROJB, l), N, 4 * C,
-                       C);
+        linear_forward(out, DT(c, t), A(a, RT_FCH_GELU), WG(c, REMAT_PARAM_FCPROJW, l), W(c, REMAT_PARAM_FCPROJB, l), N,
+                       4 * C, C, dt);
         d = drop_for(c, l, REMAT_SITE_RES_MLP);
-        residual_forward(out, A(a, RT_RES2), out, &d, (size_t)N * C);
+        residual_forward(out, A(a, RT_RES2), out, &d, (size_t)N * C, DT(c, t));
         break;
-    case RT_LNF_STAT: layernorm_stats(out, X(a), N, C); break;
+    case RT_LNF_STAT: layernorm_stats(out, X(a), N, C, DT(c, RT_X)); break;
     case RT_LNF:
-        layernorm_apply(out, X(a), A(a, RT_LNF_STAT), W(c, REMAT_PARAM_LNFW, -1), W(c, REMAT_PARAM_LNFB, -1), N, C);
+        layernorm_apply(out, DT(c, t), X(a), DT(c, RT_X), F(a, RT_LNF_STAT), W(c, REMAT_PARAM_LNFW, -1),
+                        W(c, REMAT_PARAM_LNFB, -1), N, C);
         break;
     case RT_LOGITS:
-        if (cf->lmhead_chunk > 0) {     /* out holds d(lnf) */
-            lmhead_chunked(c, out, A(a, RT_LNF), a->temp);
+        if (cf->lmhead_chunk > 0) {   /* chunked: out holds d(lnf) */
+            lmhead_rows(c, out, A(a, RT_LNF), TEMP(a));
             break;
         }
-        linear_forward(out, A(a, RT_LNF), W(c, REMAT_PARAM_WTE, -1), NULL, N, C, Vp);
+        linear_forward(out, DT(c, t), A(a, RT_LNF), WG(c, REMAT_PARAM_WTE, -1), NULL, N, C, Vp, dt);
         /* fused softmax + cross-entropy; training overwrites the logits
          * with d(logits) in place */
-        c->loss_sum = c->have_targets ? crossentropy_forward(c->losses, out, c->targets, N, cf->vocab, Vp,
-                                                             c->training ? 1.0f / (float)N : 0.0f)
-                                      : 0.0;
+        if (!c->have_targets) c->loss_sum = 0.0;
+        else if (dt == REMAT_DTYPE_BF16)
+            c->loss_sum = crossentropy_forward_bf16(c->losses, out, c->targets, N, cf->vocab, Vp,
+                                                    c->training ? 1.0f / (float)N : 0.0f);
+        else
+            c->loss_sum = crossentropy_forward(c->losses, out, c->targets, N, cf->vocab, Vp,
+                                               c->training ? 1.0f / (float)N : 0.0f);
         break;
     default: assert(!"remat_op_forward: not an activation of the GPT-2 table");
     }
 }
 
-/* The gradient reaching a residual branch: d_res itself, or, with dropout,
- * d_res masked by the branch's regenerated mask into d_branch. */
-static const float *branch_grad(const remat_op_ctx *c, const remat_op_args *a, int l, int site, size_t n)
+/* The gradient reaching a residual branch: d_res itself (fp32, no
+ * dropout), or d_res masked by the branch's regenerated mask and/or rounded
+ * to bf16 into d_branch. */
+static const void *branch_grad(const remat_op_ctx *c, const remat_op_args *a, int l, int site, size_t n)
 {
     remat_dropout d = drop_for(c, l, site);
-    if (d.p <= 0) return A(a, RT_D_RES);
-    float *b = A(a, RT_D_BRANCH);
-    residual_backward_branch(b, A(a, RT_D_RES), &d, n);
+    if (d.p <= 0 && c->cfg->dtype == REMAT_DTYPE_FP32) return A(a, RT_D_RES);
+    void *b = A(a, RT_D_BRANCH);
+    residual_backward_branch(b, F(a, RT_D_RES), &d, n, c->cfg->dtype);
     return b;
 }
 
 void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
 {
     const remat_config *cf = c->cfg;
-    int B = cf->batch, T = cf->seq, C = cf->n_embd, NH = cf->n_head, N = B * T;
+    int B = cf->batch, T = cf->seq, C = cf->n_embd, NH = cf->n_head, N = B * T, dt = cf->dtype;
     int Vp = remat_config_padded_vocab(cf);
     size_t n = (size_t)N * C;
-    const float *src;
+    float *acc = dt == REMAT_DTYPE_BF16 ? a->temp : NULL;
+    const void *src;
     remat_dropout d;
     switch (t) {
     case RT_RES3:       /* d_fch = d_branch @ Wfcproj; dWfcproj += d_branch^T fch_gelu */
         src = branch_grad(c, a, l, REMAT_SITE_RES_MLP, n);
         linear_backward(A(a, RT_D_FCH), GW(c, REMAT_PARAM_FCPROJW, l), GW(c, REMAT_PARAM_FCPROJB, l), src,
-                        A(a, RT_FCH_GELU), W(c, REMAT_PARAM_FCPROJW, l), N, 4 * C, C);
+                        A(a, RT_FCH_GELU), WG(c, REMAT_PARAM_FCPROJW, l), N, 4 * C, C, dt);
         break;
     case RT_FCH_GELU:   /* in place: d_fch = d_fch * gelu'(fch) */
-        gelu_backward(A(a, RT_D_FCH), A(a, RT_FCH), A(a, RT_D_FCH), (size_t)N * 4 * C);
+        gelu_backward(A(a, RT_D_FCH), A(a, RT_FCH), A(a, RT_D_FCH), (size_t)N * 4 * C, dt);
         break;
     case RT_FCH:
         linear_backward(A(a, RT_D_LN2), GW(c, REMAT_PARAM_FCW, l), GW(c, REMAT_PARAM_FCB, l), A(a, RT_D_FCH),
-                        A(a, RT_LN2), W(c, REMAT_PARAM_FCW, l), N, C, 4 * C);
+                        A(a, RT_LN2), WG(c, REMAT_PARAM_FCW, l), N, C, 4 * C, dt);
         break;
     case RT_LN2:        /* d_res += layernorm'(d_ln2) */
-        layernorm_backward(A(a, RT_D_RES), GW(c, REMAT_PARAM_LN2W, l), GW(c, REMAT_PARAM_LN2B, l), A(a, RT_D_LN2),
-                           A(a, RT_RES2), A(a, RT_LN2_STAT), W(c, REMAT_PARAM_LN2W, l), N, C);
+        layernorm_backward(F(a, RT_D_RES), GW(c, REMAT_PARAM_LN2W, l), GW(c, REMAT_PARAM_LN2B, l), A(a, RT_D_LN2),
+                           DT(c, RT_D_LN2), A(a, RT_RES2), DT(c, RT_RES2), F(a, RT_LN2_STAT), W(c, REMAT_PARAM_LN2W, l),
+                           N, C);
         break;
     case RT_RES2:
         src = branch_grad(c, a, l, REMAT_SITE_RES_ATTN, n);
         linear_backward(A(a, RT_D_ATTY), GW(c, REMAT_PARAM_ATTPROJW, l), GW(c, REMAT_PARAM_ATTPROJB, l), src,
-                        A(a, RT_ATTY), W(c, REMAT_PARAM_ATTPROJW, l), N, C, C);
+                        A(a, RT_ATTY), WG(c, REMAT_PARAM_ATTPROJW, l), N, C, C, dt);
         break;
     case RT_ATTY:       /* through values and scores at once: d_qkv */
         d = drop_for(c, l, REMAT_SITE_ATT);
+        if (dt == REMAT_DTYPE_BF16) (void)TEMP(a);
         if (cf->attention == REMAT_ATTENTION_FLASH)
-            flash_attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH);
+            flash_attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), F(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH,
+                                     dt, acc);
         else
-            attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH);
+            attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt,
+                               acc);
         break;
     case RT_QKV:
         linear_backward(A(a, RT_D_LN1), GW(c, REMAT_PARAM_QKVW, l), GW(c, REMAT_PARAM_QKVB, l), A(a, RT_D_QKV),
-                        A(a, RT_LN1), W(c, REMAT_PARAM_QKVW, l), N, C, 3 * C);
+                        A(a, RT_LN1), WG(c, REMAT_PARAM_QKVW, l), N, C, 3 * C, dt);
         break;
     case RT_LN1:        /* d_res += layernorm'(d_ln1) */
-        layernorm_backward(A(a, RT_D_RES), GW(c, REMAT_PARAM_LN1W, l), GW(c, REMAT_PARAM_LN1B, l), A(a, RT_D_LN1),
-                           X(a), A(a, RT_LN1_STAT), W(c, REMAT_PARAM_LN1W, l), N, C);
+        layernorm_backward(F(a, RT_D_RES), GW(c, REMAT_PARAM_LN1W, l), GW(c, REMAT_PARAM_LN1B, l), A(a, RT_D_LN1),
+                           DT(c, RT_D_LN1), X(a), DT(c, RT_X), F(a, RT_LN1_STAT), W(c, REMAT_PARAM_LN1W, l), N, C);
         break;
     case RT_LOGITS:
         if (cf->lmhead_chunk > 0)   /* computed in the forward pass already */
-            memcpy(A(a, RT_D_LNF), A(a, RT_LOGITS), (size_t)N * C * sizeof(float));
+            memcpy(A(a, RT_D_LNF), A(a, RT_LOGITS), n * (dt == REMAT_DTYPE_BF16 ? 2 : 4));
         else                        /* logits hold d(logits) */
             linear_backward(A(a, RT_D_LNF), GW(c, REMAT_PARAM_WTE, -1), NULL, A(a, RT_LOGITS), A(a, RT_LNF),
-                            W(c, REMAT_PARAM_WTE, -1), N, C, Vp);
+                            WG(c, REMAT_PARAM_WTE, -1), N, C, Vp, dt);
         break;
     case RT_LNF:        /* d_res (allocated zeroed) += layernorm'(d_lnf) */
-        layernorm_backward(A(a, RT_D_RES), GW(c, REMAT_PARAM_LNFW, -1), GW(c, REMAT_PARAM_LNFB, -1), A(a, RT_D_LNF),
-                           X(a), A(a, RT_LNF_STAT), W(c, REMAT_PARAM_LNFW, -1), N, C);
+        layernorm_backward(F(a, RT_D_RES), GW(c, REMAT_PARAM_LNFW, -1), GW(c, REMAT_PARAM_LNFB, -1), A(a, RT_D_LNF),
+                           DT(c, RT_D_LNF), X(a), DT(c, RT_X), F(a, RT_LNF_STAT), W(c, REMAT_PARAM_LNFW, -1), N, C);
         break;
     case RT_EMB:
-        encoder_backward(GW(c, REMAT_PARAM_WTE, -1), GW(c, REMAT_PARAM_WPE, -1), A(a, RT_D_RES), c->inputs, B, T, C);
+        encoder_backward(GW(c, REMAT_PARAM_WTE, -1), GW(c, REMAT_PARAM_WPE, -1), F(a, RT_D_RES), c->inputs, B, T, C);
         break;
     default: assert(!"remat_op_backward: no backward of its own");
     }
@@ -266,5 +317,18 @@ remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v
         adamw_update(c->params + c->poff[i], c->grads + c->poff[i], adam_m + c->poff[i], adam_v + c->poff[i],
                      remat_op_param_numel(c, i), o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
                      remat_param_defs[i].decay, scale, t);
+    remat_op_refresh16(c);
     return REMAT_OK;
+}
+
+void remat_op_refresh16(const remat_op_ctx *c)
+{
+    if (!c->params16) return;
+    size_t np = c->poff[REMAT_PARAM_COUNT - 1] + remat_op_param_numel(c, REMAT_PARAM_COUNT - 1);
+    size_t nchunk = (np + 65535) / 65536;
+    #pragma omp parallel for schedule(static) if (nchunk > 1)
+    for (size_t k = 0; k < nchunk; k++) {
+        size_t i = k * 65536, m = (i + 65536 < np ? i + 65536 : np) - i;
+        remat_bf16_from_f32(c->params16 + i, c->params + i, m);
+    }
 }

@@ -23,10 +23,12 @@
 #include "remat.h"
 #include "../table/tensors.h"
 #include "../table/params.h"
+#include "../kernels/bf16.h"
 
 typedef struct remat_op_ctx {
     const remat_config *cfg;     /* shapes of the buffers (batch rows included) */
     float *params, *grads;       /* flat vectors in remat_param_layout order */
+    remat_bf16 *params16;        /* bf16: the copy of params the GEMMs read (NULL under fp32) */
     size_t poff[REMAT_PARAM_COUNT];
     size_t pnum[REMAT_PARAM_COUNT];   /* elements of each tensor */
     size_t player[REMAT_PARAM_COUNT]; /* elements of one layer's slice (stacked tensors) */
@@ -41,9 +43,9 @@ typedef struct remat_op_ctx {
 /* The operands of one instruction, by tensor id; NULL where the table does
  * not declare the tensor as an operand of this op. */
 typedef struct remat_op_args {
-    float *t[RT_COUNT];
-    float *x;                    /* the block input (RT_X), when declared */
-    float *temp;                 /* forward scratch of remat_tensor_fwd_temp_bytes */
+    void *t[RT_COUNT];           /* in the tensor's element type (remat_tensor_dtype) */
+    void *x;                     /* the block input (RT_X), when declared */
+    void *temp;                  /* scratch of remat_tensor_fwd_temp_bytes / _bwd_temp_bytes */
 } remat_op_args;
 
 /* Sets the parameter offsets for cfg's shape (params/grads may be NULL for
@@ -52,7 +54,7 @@ void remat_op_ctx_init(remat_op_ctx *c, const remat_config *cfg, float *params, 
 
 /* Fills a from the resolved operands o of an instruction (kind, tensor t)
  * and the buffers by slot. */
-void remat_op_bind(const remat_operands *o, int kind, int t, float *const *buf, float *temp, remat_op_args *a);
+void remat_op_bind(const remat_operands *o, int kind, int t, void *const *buf, void *temp, remat_op_args *a);
 
 /* Tensor t's forward op (layer: its block, -1 for globals) into a->t[t]. */
 void remat_op_forward(remat_op_ctx *c, int t, int layer, const remat_op_args *a);
@@ -68,5 +70,8 @@ void remat_op_backward(remat_op_ctx *c, int t, int layer, const remat_op_args *a
 remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
                              float *norm);
 size_t remat_op_param_numel(const remat_op_ctx *c, int p);
+/* params16 = bf16(params), when the context has a bf16 copy (after every
+ * update, and whenever the fp32 weights change otherwise) */
+void remat_op_refresh16(const remat_op_ctx *c);
 
 #endif

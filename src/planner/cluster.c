@@ -672,8 +672,8 @@ static remat_status exists_dim(void *arg, int v, int *ok)
     return exists_at(&c, &k, a->which, ok, NULL);
 }
 
-remat_status remat_cluster_maximize(const remat_config *cfg, const remat_cluster *cl, int dim, int which, int *best,
-                                    remat_cluster_answer *out)
+remat_status remat_cluster_maximize(const remat_config *cfg, const remat_cluster *cl, remat_cluster_dim dim,
+                                    remat_cluster_which which, int *best, remat_cluster_answer *out)
 {
     remat_status st;
     remat_config c;

@@ -30,6 +30,7 @@
  * parameters); LayerNorm, GELU and the softmaxes are counted at a tenth of
  * the GEMM rate. */
 #define MODEL_GFLOPS 150.0
+#define MODEL_GFLOPS_BF16 300.0   /* oneDNN's bf16 matmul: about twice fp32 (README, "GEMM engines") */
 #define MODEL_OTHER_RATIO 0.1
 #define MODEL_GBPS 25.0
 
@@ -79,7 +80,7 @@ void remat_profile_fill_model(remat_profile *p, const remat_config *c, double gf
     memset(p, 0, sizeof *p);
     p->cfg = *c;
     p->measured = 0;
-    p->gflops = gflops > 0 ? gflops : MODEL_GFLOPS;
+    p->gflops = gflops > 0 ? gflops : c->dtype == REMAT_DTYPE_BF16 ? MODEL_GFLOPS_BF16 : MODEL_GFLOPS;
     p->other_gflops = p->gflops * MODEL_OTHER_RATIO;
     p->gbps = MODEL_GBPS;
     p->threads = remat_get_threads();

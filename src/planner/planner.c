@@ -927,11 +927,12 @@ void remat_plan_rows_free(remat_plan_row *rows, size_t n)
 
 uint64_t remat_plan_static_bytes(const remat_config *cfg)
 {
-    /* remat_model_create: params, grads, two AdamW moments (fp32 each);
-     * workspace: inputs and targets (int) and per-position losses (float) */
+    /* remat_model_create: params, grads, two AdamW moments (fp32 each),
+     * under bf16 the bf16 copy of the weights (2 bytes each); workspace:
+     * inputs and targets (int) and per-position losses (float) */
     uint64_t np = remat_config_num_params(cfg);
     uint64_t N = (uint64_t)cfg->batch * (uint64_t)cfg->seq;
-    return 16 * np + N * (2 * sizeof(int) + sizeof(float));
+    return (cfg->dtype == REMAT_DTYPE_BF16 ? 18 : 16) * np + N * (2 * sizeof(int) + sizeof(float));
 }
 
 static const char *fmt_bytes(uint64_t b, char *buf, size_t n)
@@ -1183,7 +1184,7 @@ static void set_dim(remat_config *c, const remat_config *base, int dim, int v)
     }
 }
 
-typedef struct maxarg { const remat_config *cfg; const char *policy; int dim, act; uint64_t budget; } maxarg;
+typedef struct maxarg { const remat_config *cfg; const char *policy; remat_plan_dim dim; int act; uint64_t budget; } maxarg;
 
 static remat_status fits_dim(void *arg, int v, int *ok)
 {
@@ -1193,7 +1194,7 @@ static remat_status fits_dim(void *arg, int v, int *ok)
     return fits_at(&c, a->policy, a->budget, a->act, ok);
 }
 
-remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, int dim, uint64_t budget,
+remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, remat_plan_dim dim, uint64_t budget,
                                  int activations_only, int *best, remat_plan_row *out)
 {
     remat_status st;

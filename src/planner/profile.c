@@ -64,9 +64,11 @@ typedef struct bench {
     remat_mem mem;
     const remat_table *tb;
     int nslots;
-    float **buf;
+    void **buf;
     uint64_t *bytes;
-    float *params, *grads, *am, *av, *losses, *temp, *flush;
+    float *params, *grads, *am, *av, *losses, *flush;
+    void *temp;
+    remat_bf16 *params16;
     int *inp, *tgt;
     size_t np;
     uint64_t temp_bytes;
@@ -81,6 +83,7 @@ static void bench_free(bench *b)
     remat_mem_free(&b->mem, REMAT_MEM_GRADS, b->grads, pb);
     remat_mem_free(&b->mem, REMAT_MEM_OPTIM, b->am, pb);
     remat_mem_free(&b->mem, REMAT_MEM_OPTIM, b->av, pb);
+    remat_mem_free(&b->mem, REMAT_MEM_WEIGHTS16, b->params16, b->np * sizeof(remat_bf16));
     remat_mem_free(&b->mem, REMAT_MEM_WORKSPACE, b->inp, N * sizeof(int));
     remat_mem_free(&b->mem, REMAT_MEM_WORKSPACE, b->tgt, N * sizeof(int));
     remat_mem_free(&b->mem, REMAT_MEM_WORKSPACE, b->losses, N * sizeof(float));
@@ -110,7 +113,11 @@ static remat_status bench_init(bench *b, const remat_config *c, int acts, int op
     if (optim && (!(b->am = remat_mem_calloc(&b->mem, REMAT_MEM_OPTIM, pb)) ||
                   !(b->av = remat_mem_calloc(&b->mem, REMAT_MEM_OPTIM, pb))))
         goto nomem;
+    if (c->dtype == REMAT_DTYPE_BF16 &&
+        !(b->params16 = remat_mem_alloc(&b->mem, REMAT_MEM_WEIGHTS16, b->np * sizeof(remat_bf16))))
+        goto nomem;
     remat_op_ctx_init(&b->ctx, &b->c, b->params, b->grads);
+    b->ctx.params16 = b->params16;
     for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
         float *w = b->params + b->ctx.poff[i];
         size_t ne = b->ctx.pnum[i];
@@ -118,6 +125,7 @@ static remat_status bench_init(bench *b, const remat_config *c, int acts, int op
         int ones = remat_param_defs[i].init == REMAT_INIT_ONES;
         for (size_t k = 0; k < ne; k++) w[k] = ones ? 1.0f : 0.02f * (remat_rng_uniform(key, k) - 0.5f);
     }
+    remat_op_refresh16(&b->ctx);
     for (size_t i = 0; i < N; i++) {
         b->inp[i] = (int)((i * 7u) % (unsigned)c->vocab);
         b->tgt[i] = (int)((i * 13u + 1) % (unsigned)c->vocab);
@@ -139,12 +147,16 @@ static remat_status bench_init(bench *b, const remat_config *c, int acts, int op
         b->bytes[s] = remat_tensor_bytes(c, t);
         if (!(b->buf[s] = remat_mem_alloc(&b->mem, REMAT_MEM_ACTS, b->bytes[s]))) goto nomem;
         /* small finite values (some kernels accumulate into gradient buffers) */
-        size_t ne = b->bytes[s] / 4;
-        for (size_t i = 0; i < ne; i++) b->buf[s][i] = (float)((int)(i % 13) - 6) * 1e-3f;
+        if (remat_tensor_dtype(c, t) == REMAT_DTYPE_BF16)
+            for (size_t i = 0; i < b->bytes[s] / 2; i++)
+                ((remat_bf16 *)b->buf[s])[i] = remat_bf16_round((float)((int)(i % 13) - 6) * 1e-3f);
+        else
+            for (size_t i = 0; i < b->bytes[s] / 4; i++) ((float *)b->buf[s])[i] = (float)((int)(i % 13) - 6) * 1e-3f;
     }
     for (int t = 0; t < b->tb->first_grad; t++) {
-        uint64_t tb = remat_tensor_fwd_temp_bytes(c, t);
-        if (tb > b->temp_bytes) b->temp_bytes = tb;
+        uint64_t f = remat_tensor_fwd_temp_bytes(c, t), g = remat_tensor_bwd_temp_bytes(c, t);
+        if (f > b->temp_bytes) b->temp_bytes = f;
+        if (g > b->temp_bytes) b->temp_bytes = g;
     }
     if (b->temp_bytes && !(b->temp = remat_mem_alloc(&b->mem, REMAT_MEM_ACTS, b->temp_bytes))) goto nomem;
     if (!(b->flush = remat_mem_alloc(&b->mem, REMAT_MEM_WORKSPACE, FLUSH_BYTES))) goto nomem;
@@ -202,7 +214,7 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
     p->threads = remat_get_threads();
     int cpu = p->threads == 1;
     remat_machine_cpu(p->cpu, sizeof p->cpu);
-    float *dres = b.buf[remat_slot_t(tb, 1, -1, tb->d_res)];
+    float *dres = b.buf[remat_slot_t(tb, 1, -1, tb->d_res)];   /* fp32 in both dtypes */
     size_t dres_n = remat_tensor_bytes(&c1, tb->d_res) / 4;
     /* Reps are interleaved over the ops (rep r of every op, then rep r+1),
      * so that a burst of load on a shared machine hits all ops alike; and

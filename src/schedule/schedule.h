@@ -98,7 +98,8 @@ double remat_revolve_cost(int n, int s, int *split);
  *   forward / recompute  allocate the tensor, allocate the op's scratch,
  *                        run the op, release the scratch;
  *   backward             allocate the gradient buffers the table lists,
- *                        run the op, free the buffers it consumed;
+ *                        allocate the op's scratch, run the op, release
+ *                        the scratch, free the buffers it consumed;
  *   free                 release the tensor;
  *   update               run the optimizer.
  * The peak inside an instruction is therefore the live bytes before it plus
@@ -115,7 +116,7 @@ typedef struct remat_walk_hooks {
     /* slot (tensor t) comes to life: bytes, zero-filled when zero */
     remat_status (*alloc)(void *arg, int slot, int t, uint64_t bytes, int zero);
     void (*release)(void *arg, int slot, int t, uint64_t bytes);
-    /* scratch around a forward op */
+    /* scratch around an op */
     remat_status (*temp_alloc)(void *arg, uint64_t bytes);
     void (*temp_release)(void *arg, uint64_t bytes);
     /* the op of a forward, recompute, backward or update, operands live */

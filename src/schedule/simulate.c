@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "schedule.h"
+#include "remat_testing.h"   /* remat_schedule_from_instrs is defined here */
 #include "../core/core.h"
 
 static remat_status sched_new(const remat_config *cfg, remat_schedule **out)

@@ -151,8 +151,11 @@ remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
         w->done[o.out] = 1;
         for (int q = 0; q < o.nalloc; q++)
             if ((st = born(w, o.alloc[q], o.alloc_t[q], (w->tb->defs[o.alloc_t[q]].flags & RT_F_ZERO) != 0))) return st;
-        peak = w->cur;
-        if (h && h->exec && (st = h->exec(h->arg, i, in, &o))) return st;
+        peak = w->cur + o.temp_bytes;
+        if (o.temp_bytes && h && h->temp_alloc && (st = h->temp_alloc(h->arg, o.temp_bytes))) return st;
+        st = h && h->exec ? h->exec(h->arg, i, in, &o) : REMAT_OK;
+        if (o.temp_bytes && h && h->temp_release) h->temp_release(h->arg, o.temp_bytes);
+        if (st) return st;
         for (int q = 0; q < o.nfree; q++) {
             if (w->check && !w->live[o.freed[q]])
                 FAIL("instruction %zu: backward of %s (layer %d) frees %s, which is not live", i, d->name, in->layer,

@@ -20,6 +20,8 @@ void remat_config_default(remat_config *c)
     c->tp = 1;
 }
 
+int remat_config_tp(const remat_config *c) { return c->tp > 1 ? c->tp : 1; }
+
 int remat_config_padded_vocab(const remat_config *c)
 {
     int m = c->framework == REMAT_FRAMEWORK_MEGATRON ? 128 * remat_config_tp(c)

@@ -46,7 +46,7 @@ static const remat_tensor_def gpt2_defs[RT_COUNT] = {
     [RT_RES2] = { "res2", "linear (c_proj) + residual", RT_CLASS_BLOCK, RT_F_GEMM,
                   SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 1, 0,
                   R(RT_ATTY, RT_X, N_), R(RT_ATTY, N_, N_), 1,
-                  G(RT_D_RES, N_), G(RT_D_ATTY, RT_D_BRANCH), G(RT_D_BRANCH, N_) },
+                  G(RT_D_RES, N_), G(RT_D_ATTY, RT_D_BRANCH), G(RT_D_BRANCH, N_), RT_P_F32, 0 },
     [RT_LN2_STAT] = { "ln2_stat", "layernorm stats (ln_2)", RT_CLASS_BLOCK, 0,
                       SH(0, 0, 2, 0, 0, "(B,T,2)"), NOVAR, 0, 0,
                       R(RT_RES2, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0 },
@@ -65,10 +65,10 @@ static const remat_tensor_def gpt2_defs[RT_COUNT] = {
     [RT_RES3] = { "res3", "linear (mlp c_proj) + residual", RT_CLASS_BLOCK, RT_F_GEMM,
                   SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 4, 0,
                   R(RT_FCH_GELU, RT_RES2, N_), R(RT_FCH_GELU, N_, N_), 1,
-                  G(RT_D_RES, N_), G(RT_D_FCH, RT_D_BRANCH), G(RT_D_BRANCH, N_) },
+                  G(RT_D_RES, N_), G(RT_D_FCH, RT_D_BRANCH), G(RT_D_BRANCH, N_), RT_P_F32, 0 },
     [RT_EMB] = { "emb", "embedding wte+wpe", RT_CLASS_GLOBAL, 0,
                  SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0,
-                 NOR, NOR, 1, G(RT_D_RES, N_), NOG, G(RT_D_RES, N_) },
+                 NOR, NOR, 1, G(RT_D_RES, N_), NOG, G(RT_D_RES, N_), RT_P_F32, 0 },
     [RT_LNF_STAT] = { "lnf_stat", "layernorm stats (ln_f)", RT_CLASS_GLOBAL, 0,
                       SH(0, 0, 2, 0, 0, "(B,T,2)"), NOVAR, 0, 0,
                       R(RT_X, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0 },
@@ -97,13 +97,14 @@ static const remat_tensor_def gpt2_defs[RT_COUNT] = {
                    SH(3, 0, 0, 0, 0, "(B,T,3C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
     [RT_D_LN1] = { "d_ln1", "grad of ln1", RT_CLASS_GRAD, 0,
                    SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
-    [RT_D_BRANCH] = { "d_branch", "grad of a dropped-out branch (p>0)", RT_CLASS_GRAD, RT_F_DROPOUT,
+    [RT_D_BRANCH] = { "d_branch", "grad of a residual branch (dropout or bf16)", RT_CLASS_GRAD, RT_F_BRANCH,
                       SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
 };
 
 static double gpt2_fwd_flops(const remat_config *c, int t);
 static double gpt2_bwd_flops(const remat_config *c, int t);
 static uint64_t gpt2_temp_bytes(const remat_config *c, int t);
+static uint64_t gpt2_bwd_temp_bytes(const remat_config *c, int t);
 
 const remat_table remat_table_gpt2 = {
     .name = "remat",
@@ -119,6 +120,7 @@ const remat_table remat_table_gpt2 = {
     .fwd_flops = gpt2_fwd_flops,
     .bwd_flops = gpt2_bwd_flops,
     .temp_bytes = gpt2_temp_bytes,
+    .bwd_temp_bytes = gpt2_bwd_temp_bytes,
 };
 
 const remat_table *remat_table_of(const remat_config *cfg)
@@ -214,19 +216,36 @@ const char *remat_tensor_op_text(const remat_config *c, int t)
 
 int remat_tensor_exists(const remat_config *c, int t)
 {
-    return !(remat_table_of(c)->defs[t].flags & RT_F_DROPOUT) || c->dropout > 0.0f;
+    uint16_t f = remat_table_of(c)->defs[t].flags;
+    return (!(f & RT_F_BRANCH) || c->dropout > 0.0f || c->dtype == REMAT_DTYPE_BF16) &&
+           (!(f & RT_F_DROPOUT) || c->dropout > 0.0f);
 }
 
-static int lmhead_rows(const remat_config *c)
+int remat_lmhead_rows(const remat_config *c)
 {
     int N = c->batch * c->seq;
-    return c->lmhead_chunk < N ? c->lmhead_chunk : N;
+    return c->lmhead_chunk > 0 && c->lmhead_chunk < N ? c->lmhead_chunk : N;
 }
 
+/* The scratch of the kernels (ops/ops.c), declared here so that the walker
+ * allocates it and the simulator counts it:
+ *   - the chunked LM head: one chunk of fp32 logits, and under bf16 its
+ *     d(logits) rounded to bf16 as a GEMM operand;
+ *   - attention under bf16: the fp32 accumulator of the value products
+ *     (B,T,C) and, in the backward, of dqkv (B,T,3C). */
 static uint64_t gpt2_temp_bytes(const remat_config *c, int t)
 {
-    if (t == RT_LOGITS && c->lmhead_chunk > 0)   /* one chunk of logits */
-        return 4ULL * (uint64_t)lmhead_rows(c) * (uint64_t)remat_config_padded_vocab(c);
+    uint64_t BT = (uint64_t)c->batch * (uint64_t)c->seq, C = (uint64_t)c->n_embd;
+    int bf = c->dtype == REMAT_DTYPE_BF16;
+    if (t == RT_LOGITS && c->lmhead_chunk > 0)
+        return (bf ? 6ULL : 4ULL) * (uint64_t)remat_lmhead_rows(c) * (uint64_t)remat_config_padded_vocab(c);
+    if (t == RT_ATTY && bf) return 4 * BT * C;
+    return 0;
+}
+
+static uint64_t gpt2_bwd_temp_bytes(const remat_config *c, int t)
+{
+    if (t == RT_ATTY && c->dtype == REMAT_DTYPE_BF16) return 12ULL * c->batch * c->seq * c->n_embd;
     return 0;
 }
 
@@ -237,6 +256,12 @@ uint64_t remat_tensor_fwd_temp_bytes(const remat_config *c, int t)
     const remat_tensor_def *d = &tb->defs[t];
     if (empty_under(c, tb, t)) return 0;
     return elem_bytes(c, d->tprec) * shape_elems(c, &d->temp) / shards(c, d);
+}
+
+uint64_t remat_tensor_bwd_temp_bytes(const remat_config *c, int t)
+{
+    const remat_table *tb = remat_table_of(c);
+    return tb->bwd_temp_bytes ? tb->bwd_temp_bytes(c, t) : 0;   /* framework tables declare none */
 }
 
 /* a framework entry's FLOP formula under cfg */
@@ -351,6 +376,7 @@ void remat_operands_of(const remat_config *c, int kind, int layer, int t, remat_
         add_list(c, tb, d->g_need, RT_MAXG, o->need, o->need_t, &o->nneed);
         add_list(c, tb, d->g_alloc, RT_MAXG, o->alloc, o->alloc_t, &o->nalloc);
         add_list(c, tb, d->g_free, RT_MAXG, o->freed, o->freed_t, &o->nfree);
+        o->temp_bytes = remat_tensor_bwd_temp_bytes(c, t);
     } else {
         o->temp_bytes = remat_tensor_fwd_temp_bytes(c, t);
     }

@@ -54,7 +54,8 @@ enum remat_tid {
 /* flags of a table entry */
 enum {
     RT_F_ZERO = 1,        /* allocated zero-filled (accumulated with +=) */
-    RT_F_DROPOUT = 2,     /* exists only when dropout > 0 */
+    RT_F_BRANCH = 2,      /* exists only when d_res must be masked (dropout > 0) or
+                             rounded (bf16) before a residual branch's backward */
     RT_F_GEMM = 4,        /* its ops are matrix products (the cost model's rate) */
     RT_F_SELECTIVE = 8,   /* dropped by the 'selective' policy modifier */
     RT_F_POINTWISE = 16,  /* dropped by the 'pointwise' policy modifier */
@@ -70,8 +71,10 @@ enum {
      * model's collectives: */
     RT_F_COL = 512,       /* column-parallel: its input is all-gathered (SP) in the forward, its
                              input gradient all-reduced (or reduce-scattered, SP) in the backward */
-    RT_F_ROW = 1024       /* row-parallel: its output all-reduced (or reduce-scattered, SP) in the
+    RT_F_ROW = 1024,      /* row-parallel: its output all-reduced (or reduce-scattered, SP) in the
                              forward, the output gradient all-gathered (SP) in the backward */
+    RT_F_DROPOUT = 2048   /* framework tables: exists only with dropout (masks, their outputs,
+                             the masked branch gradient); activations have no bytes without */
 };
 
 /* tensor classes */
@@ -153,6 +156,7 @@ typedef struct remat_table {
     double (*fwd_flops)(const remat_config *cfg, int t);
     double (*bwd_flops)(const remat_config *cfg, int t);
     uint64_t (*temp_bytes)(const remat_config *cfg, int t);
+    uint64_t (*bwd_temp_bytes)(const remat_config *cfg, int t);   /* NULL: none */
 } remat_table;
 
 /* remat's own GPT-2 table (the one the engine runs) */
@@ -168,9 +172,13 @@ uint64_t remat_tensor_bytes(const remat_config *cfg, int t);
 /* its element type under cfg: REMAT_DTYPE_FP32 or REMAT_DTYPE_BF16
  * (RT_P_BYTE tensors: -1) */
 int remat_tensor_dtype(const remat_config *cfg, int t);
-/* scratch a forward op needs while it runs (the chunked LM head's chunk of
- * logits); the walker allocates it around the op */
+/* scratch a forward op, or a backward op, needs while it runs (the LM
+ * head's chunk of logits, attention's fp32 accumulators under bf16); the
+ * walker allocates it around the op */
 uint64_t remat_tensor_fwd_temp_bytes(const remat_config *cfg, int t);
+uint64_t remat_tensor_bwd_temp_bytes(const remat_config *cfg, int t);
+/* rows of one chunk of the LM head (B*T when it runs whole) */
+int remat_lmhead_rows(const remat_config *cfg);
 /* 1 when tensor t exists in this config (gradient buffers of dropout) */
 int remat_tensor_exists(const remat_config *cfg, int t);
 /* the shape text and op description under cfg's kernel choices */
@@ -226,7 +234,7 @@ typedef struct remat_operands {
     int nneed, need[RT_MAXG], need_t[RT_MAXG];
     int nalloc, alloc[RT_MAXG], alloc_t[RT_MAXG];
     int nfree, freed[RT_MAXG], freed_t[RT_MAXG];
-    uint64_t temp_bytes;       /* forward scratch */
+    uint64_t temp_bytes;       /* scratch around the op (forward or backward) */
 } remat_operands;
 
 /* kind: a remat_instr_kind; layer: the block, -1 for globals */

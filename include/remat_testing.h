@@ -1,0 +1,46 @@
+/*
+ * remat_testing.h -- hooks for testing remat itself.  NOT a stable API.
+ *
+ * These functions let a test build states that the normal API never builds
+ * (a hand-made, possibly broken schedule; a NaN planted in a gradient) to
+ * exercise the validator and the error paths.  Like zstd's
+ * ZSTD_STATIC_LINKING_ONLY section, they may change or disappear in any
+ * release, version numbers notwithstanding; programs that only train or
+ * plan need nothing from here.  They are exported from libremat (REMAT_API)
+ * so that tests can link the shared library too.
+ *
+ * Users: `remat train --debug-nan` (src/cli/cmd_train.c) and the tests.
+ */
+#ifndef REMAT_TESTING_H
+#define REMAT_TESTING_H
+
+#include "remat.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* For tests of the validator: build a schedule from raw instructions.
+ * kinds/layers/tensor ids are parallel arrays of length n.  The schedule is
+ * validated: an invalid one gives REMAT_ERR_SCHEDULE with the validator's
+ * message, and *out NULL. */
+REMAT_API remat_status remat_schedule_from_instrs(const remat_config *cfg, size_t n,
+                                                  const remat_instr_kind *kinds,
+                                                  const int *layers, const int *tensors,
+                                                  remat_schedule **out);
+
+/* remat_model_debug_poison's target for the loss: one past the parameters. */
+#define REMAT_POISON_LOSS REMAT_PARAM_COUNT
+
+/* Testing hook for the non-finite path (`remat train --debug-nan`): the next
+ * remat_model_step that reaches its update makes the first gradient element
+ * of parameter tensor param NaN, or the loss when param is
+ * REMAT_POISON_LOSS, so that step returns REMAT_ERR_NONFINITE with the
+ * parameters untouched (with update = 1; the loss also without).  One-shot.
+ * REMAT_ERR_INVALID for any other value of param. */
+REMAT_API remat_status remat_model_debug_poison(remat_model *m, remat_param param);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

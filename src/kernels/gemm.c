@@ -1,0 +1,287 @@
+/*
+ * gemm.c -- the GEMM seam (gemm.h): oneDNN and CBLAS behind one call.
+ *
+ * oneDNN's matmul primitives are made once per shape and kept in a small
+ * table (made under a lock, run without one: a primitive may run from
+ * several threads at once, each on its own stream).  Memory descriptors
+ * carry the leading dimensions and transposes as strides, so the attention
+ * kernels' strided views into qkv need no copies.
+ *
+ * Workspace: both libraries keep their own packing buffers, which remat's
+ * accounting allocator does not see (README, "Memory").
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <cblas.h>
+#include "gemm.h"
+#include "../core/core.h"
+#ifdef REMAT_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+static _Atomic int gemm_failed;   /* a remat_status, 0 when none */
+
+#ifdef REMAT_ONEDNN
+static remat_gemm_engine engine = REMAT_GEMM_ONEDNN;
+#else
+static remat_gemm_engine engine = REMAT_GEMM_CBLAS;
+#endif
+
+
+remat_status remat_gemm_check(void)
+{
+    int st = atomic_exchange(&gemm_failed, 0);
+    if (st == REMAT_ERR_INVALID)
+        return remat_fail(REMAT_ERR_INVALID, "bf16 GEMMs need the oneDNN engine (this one is %s)",
+                          remat_gemm_name(engine));
+    if (st) return remat_fail((remat_status)st, "oneDNN could not create or run a matmul primitive (out of memory?)");
+    return REMAT_OK;
+}
+
+/* ---- engines and sites ------------------------------------------------------- */
+
+
+int remat_gemm_available(remat_gemm_engine e)
+{
+#ifdef REMAT_ONEDNN
+    return e == REMAT_GEMM_ONEDNN || e == REMAT_GEMM_CBLAS;
+#else
+    return e == REMAT_GEMM_CBLAS;
+#endif
+}
+
+const char *remat_gemm_name(remat_gemm_engine e)
+{
+    return e == REMAT_GEMM_ONEDNN ? "onednn" : e == REMAT_GEMM_CBLAS ? "cblas" : "?";
+}
+
+remat_status remat_gemm_set(remat_gemm_engine e)
+{
+    if (e != REMAT_GEMM_ONEDNN && e != REMAT_GEMM_CBLAS)
+        return remat_fail(REMAT_ERR_INVALID, "unknown GEMM engine %d", (int)e);
+    if (!remat_gemm_available(e))
+        return remat_fail(REMAT_ERR_INVALID, "this build has no %s GEMM engine (built with GEMM=cblas; "
+                          "rebuild with make GEMM=onednn)", remat_gemm_name(e));
+    engine = e;
+    return REMAT_OK;
+}
+
+remat_gemm_engine remat_gemm_get(void) { return engine; }
+
+int remat_gemm_site_engine(int site)
+{
+    (void)site;
+    return engine;
+}
+
+/* ---- CBLAS ----------------------------------------------------------------------- */
+
+/* a bias is added by filling C's rows with it and accumulating (beta 1) */
+static void fill_bias(const remat_gemm_op *g)
+{
+    float *C = g->C;
+    for (int m = 0; m < g->M; m++) memcpy(C + (size_t)m * g->ldc, g->bias, (size_t)g->N * sizeof(float));
+}
+
+static void cblas_run(const remat_gemm_op *g)
+{
+    float beta = g->beta;
+    if (g->bias) { fill_bias(g); beta = 1.0f; }
+    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans, g->M, g->N,
+                g->K, g->alpha, g->A, g->lda, g->B, g->ldb, beta, g->C, g->ldc);
+}
+
+/* ---- oneDNN ----------------------------------------------------------------------- */
+
+#ifdef REMAT_ONEDNN
+static dnnl_engine_t dnnl_eng;
+static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
+static _Thread_local dnnl_stream_t dnnl_strm;
+
+static void dnnl_init(void)
+{
+    if (dnnl_engine_create(&dnnl_eng, dnnl_cpu, 0) != dnnl_success) dnnl_eng = NULL;
+}
+
+/* Each thread's scratchpad: primitives are made with a user-managed
+ * scratchpad, because oneDNN's own is shared by every primitive of the
+ * process and two threads running matmuls at once (attention's tiles)
+ * would write over each other's.  Grown as needed, kept for the thread's
+ * life: like the libraries' packing buffers, outside the accounting. */
+static _Thread_local void *scratch;
+static _Thread_local size_t scratch_bytes;
+
+/* a matmul primitive for one shape */
+typedef struct mm_key {
+    int ab, c, ta, tb, M, N, K, lda, ldb, ldc, bias;
+    float alpha, beta;
+} mm_key;
+
+typedef struct mm_entry {
+    mm_key key;
+    int used;
+    dnnl_primitive_t prim;
+    dnnl_memory_desc_t a, b, cmd, bmd, smd;
+    size_t sbytes;        /* its scratchpad */
+} mm_entry;
+
+#define MM_CACHE 4096   /* entries; when full, the table starts over */
+static mm_entry mm_cache[MM_CACHE];
+static int mm_count;
+static pthread_mutex_t mm_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t key_hash(const mm_key *k)
+{
+    return remat_hash_bytes(k, sizeof *k);
+}
+
+static dnnl_data_type_t dt_of(int d) { return d == REMAT_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32; }
+
+/* creates the primitive for k into e; 0 on success */
+static int mm_create(const mm_key *k, mm_entry *e)
+{
+    dnnl_dims_t da = { k->M, k->K }, db = { k->K, k->N }, dc = { k->M, k->N }, dbias = { 1, k->N };
+    /* op(A) is M x K: A stored (M,K) with ld lda, or (K,M) transposed */
+    dnnl_dims_t sa = { k->ta ? 1 : k->lda, k->ta ? k->lda : 1 };
+    dnnl_dims_t sb = { k->tb ? 1 : k->ldb, k->tb ? k->ldb : 1 };
+    dnnl_dims_t sc = { k->ldc, 1 }, sbias = { k->N, 1 };
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    int bad = 1;
+    memset(e, 0, sizeof *e);
+    if (dnnl_memory_desc_init_by_strides(&e->a, 2, da, dt_of(k->ab), sa) ||
+        dnnl_memory_desc_init_by_strides(&e->b, 2, db, dt_of(k->ab), sb) ||
+        dnnl_memory_desc_init_by_strides(&e->cmd, 2, dc, dt_of(k->c), sc) ||
+        (k->bias && dnnl_memory_desc_init_by_strides(&e->bmd, 2, dbias, dnnl_f32, sbias)) ||
+        dnnl_matmul_desc_init(&md, &e->a, &e->b, k->bias ? &e->bmd : NULL, &e->cmd) ||
+        dnnl_primitive_attr_create(&attr) || dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
+        goto out;
+    if (k->alpha != 1.0f && dnnl_primitive_attr_set_output_scales(attr, 1, 0, &k->alpha)) goto out;
+    if (k->beta != 0.0f) {
+        if (dnnl_post_ops_create(&po) || dnnl_post_ops_append_sum(po, k->beta) ||
+            dnnl_primitive_attr_set_post_ops(attr, po))
+            goto out;
+    }
+    if (dnnl_primitive_desc_create(&pd, &md, attr, dnnl_eng, NULL) || dnnl_primitive_create(&e->prim, pd)) goto out;
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    if (smd) e->smd = *smd;
+    e->sbytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    e->key = *k;
+    e->used = 1;
+    bad = 0;
+out:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (po) dnnl_post_ops_destroy(po);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return bad;
+}
+
+static mm_entry *mm_get(const mm_key *k)
+{
+    uint64_t h = key_hash(k);
+    mm_entry *found = NULL;
+    pthread_mutex_lock(&mm_lock);
+    for (size_t i = 0; i < MM_CACHE; i++) {
+        mm_entry *e = &mm_cache[(h + i) % MM_CACHE];
+        if (e->used && !memcmp(&e->key, k, sizeof *k)) { found = e; break; }
+        if (!e->used) {
+            if (mm_count >= MM_CACHE * 3 / 4) {   /* too many shapes: start over */
+                for (size_t j = 0; j < MM_CACHE; j++)
+                    if (mm_cache[j].used) { dnnl_primitive_destroy(mm_cache[j].prim); mm_cache[j].used = 0; }
+                mm_count = 0;
+                e = &mm_cache[h % MM_CACHE];
+            }
+            if (!mm_create(k, e)) { mm_count++; found = e; }
+            break;
+        }
+    }
+    pthread_mutex_unlock(&mm_lock);
+    return found;
+}
+
+static void dnnl_run(const remat_gemm_op *g)
+{
+    pthread_once(&dnnl_once, dnnl_init);
+    if (!dnnl_eng) { atomic_store(&gemm_failed, REMAT_ERR_NOMEM); return; }
+    if (g->ab == REMAT_DTYPE_FP32 && g->c == REMAT_DTYPE_FP32) {   /* dnnl_sgemm */
+        float beta = g->beta;
+        if (g->bias) { fill_bias(g); beta = 1.0f; }
+        if (dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B, g->ldb,
+                       beta, g->C, g->ldc) != dnnl_success)
+            atomic_store(&gemm_failed, REMAT_ERR_NOMEM);
+        return;
+    }
+    mm_key k;
+    memset(&k, 0, sizeof k);   /* the padding too: keys are compared as bytes */
+    k.ab = g->ab; k.c = g->c; k.ta = g->ta; k.tb = g->tb; k.M = g->M; k.N = g->N; k.K = g->K;
+    k.lda = g->lda; k.ldb = g->ldb; k.ldc = g->ldc; k.bias = g->bias != NULL; k.alpha = g->alpha; k.beta = g->beta;
+    mm_entry *e = mm_get(&k);
+    if (!e) { atomic_store(&gemm_failed, REMAT_ERR_NOMEM); return; }
+    if (!dnnl_strm && dnnl_stream_create(&dnnl_strm, dnnl_eng, dnnl_stream_default_flags) != dnnl_success) {
+        dnnl_strm = NULL;
+        atomic_store(&gemm_failed, REMAT_ERR_NOMEM);
+        return;
+    }
+    if (e->sbytes > scratch_bytes) {
+        void *p = realloc(scratch, e->sbytes);
+        if (!p) { atomic_store(&gemm_failed, REMAT_ERR_NOMEM); return; }
+        scratch = p;
+        scratch_bytes = e->sbytes;
+    }
+    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, mbias = NULL, ms = NULL;
+    int bad = dnnl_memory_create(&ma, &e->a, dnnl_eng, (void *)g->A) ||
+              dnnl_memory_create(&mb, &e->b, dnnl_eng, (void *)g->B) ||
+              dnnl_memory_create(&mc, &e->cmd, dnnl_eng, g->C) ||
+              (g->bias && dnnl_memory_create(&mbias, &e->bmd, dnnl_eng, (void *)g->bias)) ||
+              (e->sbytes && dnnl_memory_create(&ms, &e->smd, dnnl_eng, scratch));
+    if (!bad) {
+        dnnl_exec_arg_t args[5] = { { DNNL_ARG_SRC, ma }, { DNNL_ARG_WEIGHTS, mb }, { DNNL_ARG_DST, mc } };
+        int na = 3;
+        if (g->bias) args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, mbias };
+        if (e->sbytes) args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, ms };
+        bad = dnnl_primitive_execute(e->prim, dnnl_strm, na, args) || dnnl_stream_wait(dnnl_strm);
+    }
+    if (ma) dnnl_memory_destroy(ma);
+    if (mb) dnnl_memory_destroy(mb);
+    if (mc) dnnl_memory_destroy(mc);
+    if (mbias) dnnl_memory_destroy(mbias);
+    if (ms) dnnl_memory_destroy(ms);
+    if (bad) atomic_store(&gemm_failed, REMAT_ERR_NOMEM);
+}
+#endif
+
+void remat_gemm(const remat_gemm_op *g)
+{
+    if (g->M <= 0 || g->N <= 0) return;
+    if (g->K <= 0) {   /* an empty sum: C = beta C (+ bias) */
+        for (int m = 0; m < g->M; m++)
+            for (int n = 0; n < g->N; n++) {
+                size_t i = (size_t)m * g->ldc + n;
+                float b = g->bias ? g->bias[n] : 0.0f;
+                if (g->c == REMAT_DTYPE_FP32) {
+                    float *C = g->C;
+                    C[i] = (g->beta != 0.0f ? g->beta * C[i] : 0.0f) + b;
+                } else {
+                    remat_bf16 *C = g->C;
+                    C[i] = remat_bf16_round((g->beta != 0.0f ? g->beta * remat_bf16_to_float(C[i]) : 0.0f) + b);
+                }
+            }
+        return;
+    }
+#ifdef REMAT_ONEDNN
+    if (remat_gemm_site_engine(g->site) == REMAT_GEMM_ONEDNN || g->ab != REMAT_DTYPE_FP32 || g->c != REMAT_DTYPE_FP32) {
+        dnnl_run(g);
+        return;
+    }
+#endif
+    if (g->ab != REMAT_DTYPE_FP32 || g->c != REMAT_DTYPE_FP32) {   /* no bf16 GEMM here: refused earlier */
+        atomic_store(&gemm_failed, REMAT_ERR_INVALID);
+        return;
+    }
+    cblas_run(g);
+}

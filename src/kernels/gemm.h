@@ -1,0 +1,61 @@
+/*
+ * gemm.h -- the one seam every matrix product of remat goes through: the
+ * linear layers, the LM head and both attention kernels' tiles.
+ *
+ *   C (M x N) = alpha * op(A) op(B) + beta * C [+ bias, per column]
+ *
+ * row-major with leading dimensions, op(X) = X or X^T; A and B are fp32 or
+ * bf16 (both the same), C is fp32 or bf16, products accumulate in fp32.
+ *
+ * Two engines:
+ *   - oneDNN (the default build): dnnl_sgemm for fp32, and for bf16 the
+ *     matmul primitive (bf16 in, fp32 accumulation, fp32 or bf16 out, bias
+ *     and beta fused), primitives cached by shape;
+ *   - CBLAS (`make GEMM=cblas`, or --gemm cblas in a build with both):
+ *     cblas_sgemm, fp32 only (Debian's OpenBLAS has no bf16 GEMM).
+ * A call site names itself (enum below), so each site can take the engine
+ * that is faster there: the big GEMMs of the linear layers and the small
+ * tiles the attention kernels run inside their OpenMP regions behave
+ * differently (README, "GEMM engines").
+ *
+ * Results are deterministic: a product gives the same bits for the same
+ * shapes, engine and thread count, which is what exact recomputation needs.
+ * Called inside an OpenMP parallel region, both engines run the product on
+ * the calling thread.
+ */
+#ifndef REMAT_GEMM_H
+#define REMAT_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "remat.h"
+#include "bf16.h"
+
+enum remat_gemm_site {
+    REMAT_GEMM_SITE_LINEAR = 0,   /* linear layers and the LM head */
+    REMAT_GEMM_SITE_TILE = 1,     /* attention tiles, inside OpenMP regions */
+    REMAT_GEMM_NSITES
+};
+
+typedef struct remat_gemm_op {
+    int site;                /* enum remat_gemm_site */
+    int ab, c;               /* dtypes (REMAT_DTYPE_*) of A and B, and of C */
+    int ta, tb;              /* transpose A, B */
+    int M, N, K;
+    float alpha, beta;
+    const void *A; int lda;
+    const void *B; int ldb;
+    void *C; int ldc;
+    const float *bias;       /* N values added to every row of C, or NULL (only with beta 0) */
+} remat_gemm_op;
+
+/* Runs one product.  A failure (oneDNN could not create a primitive: out
+ * of memory) is recorded for remat_gemm_check; C is then undefined. */
+void remat_gemm(const remat_gemm_op *g);
+/* REMAT_OK, or the first failure since the last call (and clears it). */
+remat_status remat_gemm_check(void);
+
+/* The engine a site uses (enum remat_gemm_engine in remat.h). */
+int remat_gemm_site_engine(int site);
+
+#endif
