@@ -106,6 +106,25 @@ typedef enum remat_attention {
                                    tiles are recomputed inside the kernels */
 } remat_attention;
 
+/* Whose saved tensors a config describes (--framework): the tensor table
+ * the schedule compiler, simulator and planner run on.  Only REMAT trains
+ * (remat_model_create refuses the others); MEGATRON and PYTORCH are for
+ * planning runs of those frameworks (see "cluster planning" below). */
+typedef enum remat_framework {
+    REMAT_FRAMEWORK_REMAT = 0,    /* remat's own GPT-2 engine */
+    REMAT_FRAMEWORK_MEGATRON = 1, /* Megatron-LM's GPT layer as Korthikanti et al. 2022 (arXiv
+                                     2205.05198) Section 4 count it: 2-byte activations (bf16),
+                                     1-byte dropout masks, LayerNorm statistics left out */
+    REMAT_FRAMEWORK_PYTORCH = 2   /* what autograd saves for a plain PyTorch GPT-2 block
+                                     (nn.Linear, F.layer_norm, explicit softmax attention,
+                                     F.gelu(approximate='tanh'), nn.Dropout as run on a GPU) */
+} remat_framework;
+
+/* A config describes the whole model (REMAT_STAGE_WHOLE) or the first of
+ * several pipeline stages (REMAT_STAGE_FIRST: its blocks only; the LM head
+ * lives on the last stage, so the head's tensors have no bytes). */
+enum { REMAT_STAGE_WHOLE = 0, REMAT_STAGE_FIRST = 1 };
+
 typedef struct remat_config {
     int n_layer;      /* L  >= 1 */
     int n_embd;       /* C  >= 1, divisible by n_head */
@@ -123,14 +142,25 @@ typedef struct remat_config {
                          activations and of the GEMM operands (the tensor table says
                          which tensors stay fp32); weights, gradients and AdamW state
                          are fp32 in both */
+    remat_framework framework; /* the tensor table (default REMAT_FRAMEWORK_REMAT) */
+    int tp;           /* tensor-parallel size T (framework tables only; 0 and 1 both mean none):
+                         the tensors Megatron shards across T GPUs are divided by T; heads
+                         must be divisible by T */
+    int sp;           /* 1: sequence parallelism (framework tables): the LayerNorm and
+                         dropout regions are divided by T too; seq must be divisible by T */
+    int stage;        /* REMAT_STAGE_WHOLE (default) or REMAT_STAGE_FIRST (framework tables) */
 } remat_config;
 
+/* The tensor-parallel size of a config: tp, or 1 when tp is 0. */
+REMAT_API int remat_config_tp(const remat_config *cfg);
 /* Fills a small default (4 layers, 128 wide, 4 heads, V 256, T 64, B 16). */
 REMAT_API void remat_config_default(remat_config *cfg);
 /* Checks every field and that all sizes fit in 64 bits.  On failure writes a
  * message that says what to change. */
 REMAT_API remat_status remat_config_check(const remat_config *cfg);
-/* V rounded up to a multiple of 64. */
+/* The vocabulary as the framework pads it: remat to a multiple of 64
+ * (llm.c), Megatron to a multiple of 128 T (--make-vocab-size-divisible-by
+ * 128, times the tensor-parallel size), PyTorch not at all. */
 REMAT_API int remat_config_padded_vocab(const remat_config *cfg);
 /* Number of parameters (with the padded vocabulary). */
 REMAT_API uint64_t remat_config_num_params(const remat_config *cfg);
@@ -152,13 +182,18 @@ typedef struct remat_tensor_info {
     int per_layer;         /* 1 for block tensors, 0 for global ones */
     int is_grad;           /* 1 for activation-gradient buffers */
     uint64_t bytes;        /* size for the given config (one layer's copy) */
+    int transient;         /* 1: the framework does not keep it for the backward unless a
+                              save: list names it (framework tables) */
 } remat_tensor_info;
 
+/* remat's own table: the number of tensors, and the id of a name (or -1). */
 REMAT_API int remat_tensor_count(void);
-/* Info for tensor id in [0, remat_tensor_count()). */
-REMAT_API remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out);
-/* Id of a tensor name, or -1. */
 REMAT_API int remat_tensor_find(const char *name);
+/* The same for the table cfg->framework selects. */
+REMAT_API int remat_config_tensor_count(const remat_config *cfg);
+REMAT_API int remat_config_tensor_find(const remat_config *cfg, const char *name);
+/* Info for tensor id in [0, remat_config_tensor_count(cfg)). */
+REMAT_API remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out);
 
 /* ---- schedules ------------------------------------------------------------
  * Policy grammar (terms separated by ','):
@@ -233,7 +268,7 @@ REMAT_API size_t remat_schedule_length(const remat_schedule *s);
 /* Instruction i with the simulator's figures for it: O(1). */
 REMAT_API remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr_info *out);
 /* Live activation bytes after instruction i, split by tensor: bytes[id] for
- * every id in [0, remat_tensor_count()) (all layers of a tensor summed).
+ * every id in [0, remat_config_tensor_count(cfg)) (all layers of a tensor summed).
  * Walks the schedule up to i; to see every instruction, use
  * remat_schedule_walk_live, which walks it once. */
 REMAT_API remat_status remat_schedule_live_by_tensor(const remat_schedule *s, size_t i, uint64_t *bytes);
@@ -252,6 +287,18 @@ REMAT_API remat_status remat_schedule_simulate(const remat_schedule *s, remat_si
  * gradient buffers it needs exist, nothing leaks, the update comes last.
  * On failure the message names the instruction. */
 REMAT_API remat_status remat_schedule_validate(const remat_schedule *s);
+
+/* What a schedule does with each layer, for people: layer l's per-block
+ * tensors (bit = tensor id, remat_tensor_get) held for the backward when the
+ * block forward sweep ends -- its own output counts, its input is the layer
+ * before's -- and those recomputed during the backward. */
+typedef struct remat_layer_info {
+    uint32_t kept;
+    uint32_t recomputed;
+    uint64_t kept_bytes;
+} remat_layer_info;
+/* out: the config's n_layer entries. */
+REMAT_API remat_status remat_schedule_layers(const remat_schedule *s, remat_layer_info *out);
 
 /* ---- optimizer ------------------------------------------------------------ */
 typedef struct remat_optim {
@@ -417,7 +464,7 @@ REMAT_API remat_status remat_data_seek(remat_data *d, remat_split split, uint64_
  * in cache, everything kept across other blocks' work as not. */
 typedef struct remat_profile remat_profile;
 
-/* Measures each op of cfg on this machine with the current thread count
+/* Measures each op of cfg (remat's own table only) on this machine with the current thread count
  * (reps >= 1 timed calls after one warm-up, median).  Allocates one block's
  * buffers and weights plus the embedding/LM head, never the whole model. */
 REMAT_API remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_profile **out);
@@ -505,6 +552,146 @@ REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *
                                            uint64_t budget, int activations_only, int *best,
                                            remat_plan_row *out);
 
+/* ---- cluster planning: Megatron-LM and PyTorch runs on GPUs -------------------
+ * The same simulator and planner, run on a framework's tensor table
+ * (cfg->framework MEGATRON or PYTORCH), with tensor and sequence parallelism
+ * in the config (cfg->tp, cfg->sp), cfg->batch the micro-batch, and pipeline
+ * and data parallelism, precision, batch and device here.  Nothing runs:
+ * every figure is per GPU and predicted.
+ *
+ * Memory (Korthikanti et al. 2022, arXiv 2205.05198, Sections 4.2-4.3; the
+ * byte counts of Megatron-LM's theoretical_memory_usage.py):
+ *   - the unit simulated is one model chunk of L/(P V) layers for one
+ *     micro-batch: a first pipeline stage (REMAT_STAGE_FIRST, no LM head)
+ *     when P > 1, the whole model when P = 1; a chunk that sends its output
+ *     on does not keep it;
+ *   - 1F1B keeps P micro-batches in flight on the first stage (fewer when
+ *     there are fewer micro-batches), the interleaved schedule P V + P - 1
+ *     chunk micro-batches, that is L (1 + (P-1)/(P V)) layers' worth;
+ *     activations peak at (in flight - 1) x stored + the chunk's own peak;
+ *   - weights, gradients and optimizer state per GPU: bf16 18 bytes per
+ *     parameter (2 + 4 fp32 gradient + 12 fp32 main weights and moments),
+ *     6 + 12/D with the distributed optimizer; fp32 16 and 8 + 8/D; the
+ *     first stage holds (its transformer parameters + V h) / T parameters.
+ * Time per iteration: each op's matrix-product FLOPs at the device's dense
+ * bf16 FLOP/s times an efficiency (default calibrated to Table 5 of the
+ * paper), its other bytes at the HBM bandwidth; Megatron's tensor-parallel
+ * collectives (per layer 2 all-reduces forward and 2 backward, or their
+ * all-gather/reduce-scatter halves under sequence parallelism) at the link
+ * bandwidth; the pipeline bubble (P-1)/(m V) for m micro-batches per
+ * replica; the data-parallel gradient reduction at the network bandwidth;
+ * the optimizer step at the HBM bandwidth.  Nothing overlaps. */
+typedef struct remat_device {
+    const char *name;      /* e.g. "h100-80gb" */
+    uint64_t mem_bytes;    /* memory of one GPU */
+    double flops;          /* dense bf16 tensor-core FLOP/s */
+    double hbm_bps;        /* memory bandwidth, bytes/s */
+    double link_bps;       /* intra-node link (NVLink), per GPU and direction, bytes/s */
+    double net_bps;        /* inter-node network per GPU, bytes/s (data-parallel reduction) */
+    const char *source;    /* where the figures come from */
+} remat_device;
+
+/* The presets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, ...): i in
+ * [0, remat_device_count()); find returns NULL for an unknown name. */
+REMAT_API int remat_device_count(void);
+REMAT_API const remat_device *remat_device_get(int i);
+REMAT_API const remat_device *remat_device_find(const char *name);
+
+/* Model presets: the four models of Korthikanti's Table 3 (22b, 175b, 530b,
+ * 1t: s 2048, V 51200) and the GPT-2 sizes (gpt2, gpt2-medium, gpt2-large,
+ * gpt2-xl: s 1024, V 50257). */
+typedef struct remat_model_preset {
+    const char *name;
+    int n_layer, n_embd, n_head, vocab, seq;
+    const char *source;
+} remat_model_preset;
+REMAT_API int remat_model_preset_count(void);
+REMAT_API const remat_model_preset *remat_model_preset_get(int i);
+REMAT_API const remat_model_preset *remat_model_preset_find(const char *name);
+
+typedef struct remat_cluster {
+    int pp;                /* pipeline stages P >= 1; L divisible by P V */
+    int vpp;               /* model chunks per stage V >= 1 (> 1: interleaved 1F1B, needs P > 1
+                              and the micro-batches per replica a multiple of P) */
+    int dp;                /* data-parallel replicas D >= 1 */
+    int dist_optim;        /* 1: Megatron's distributed optimizer (state sharded over D) */
+    int global_batch;      /* G sequences per iteration, a multiple of micro-batch x D;
+                              0: micro-batch x D */
+    remat_device dev;      /* the GPU */
+    double efficiency;     /* share of dev.flops the matrix products reach; 0: the default,
+                              calibrated to Table 5 (REMAT_CLUSTER_EFFICIENCY) */
+    double reserve;        /* share of dev.mem_bytes kept back for the allocator, workspace
+                              and communication buffers, in [0, 1) */
+} remat_cluster;
+
+/* The default efficiency: the one value that fits the four "present work"
+ * iteration times of Korthikanti's Table 5 best (least squares of the
+ * relative error; tests/test_frameworks.c recomputes the fit; README). */
+#define REMAT_CLUSTER_EFFICIENCY 0.695
+
+/* P = V = D = 1, a100-80gb, reserve 0.05. */
+REMAT_API void remat_cluster_default(remat_cluster *cl);
+/* Checks cl against cfg (a framework table): sizes, divisibility, the
+ * device's figures.  REMAT_ERR_INVALID with a message that says what to change. */
+REMAT_API remat_status remat_cluster_check(const remat_config *cfg, const remat_cluster *cl);
+
+typedef struct remat_cluster_memory {
+    uint64_t params;                  /* parameters on the first stage's GPU */
+    uint64_t params_bytes, grads_bytes, optim_bytes;   /* per GPU */
+} remat_cluster_memory;
+REMAT_API remat_status remat_cluster_memory_of(const remat_config *cfg, const remat_cluster *cl, remat_cluster_memory *out);
+/* Model FLOPs per iteration (Appendix A): 72 G L s h^2 (1 + s/(6h) + V/(12 h L)). */
+REMAT_API double remat_cluster_model_flops(const remat_config *cfg, const remat_cluster *cl);
+
+typedef struct remat_cluster_row {
+    char *policy;               /* the remat policy of one model chunk (owned) */
+    uint64_t layer_stored_bytes;/* kept per layer for one micro-batch between its forward and its
+                                   backward (the chunk's average) */
+    uint64_t stored_bytes;      /* per GPU, all in-flight micro-batches: what is held for the
+                                   backward when the forward ends (pytorch: what autograd's
+                                   saved-tensor hooks see, the loss's included) */
+    uint64_t peak_bytes;        /* activation peak per GPU, all in-flight micro-batches */
+    uint64_t total_bytes;       /* peak + parameters + gradients + optimizer state */
+    double hardware_flops;      /* per iteration, all GPUs: what runs, recomputation included */
+    double step_ms_pred;        /* predicted iteration time */
+    int fits;                   /* total_bytes <= device memory x (1 - reserve) */
+    char *megatron_flags;       /* the Megatron-LM flags that run it ("" none needed), or NULL (owned) */
+    const char *torchtitan;     /* torchtitan's activation_checkpoint choice ("none", "full",
+                                   "selective"), or NULL */
+} remat_cluster_row;
+REMAT_API void remat_cluster_row_clear(remat_cluster_row *r);
+
+/* Predicts one policy (applied to every model chunk) with remat's
+ * recomputation: only what the backward needs is recomputed. */
+REMAT_API remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster *cl, const char *policy,
+                                    remat_cluster_row *out);
+
+typedef struct remat_cluster_answer {
+    remat_cluster_row optimal;        /* the fastest plan that fits (policy NULL: none fits) */
+    remat_cluster_row best_megatron;  /* the fastest that Megatron-LM's flags express */
+    remat_cluster_row best_torchtitan;/* the fastest torchtitan's activation_checkpoint expresses */
+    remat_cluster_row *rows;          /* every framework option evaluated */
+    size_t nrows;
+} remat_cluster_answer;
+/* The three answers.  Framework options are priced as the framework runs
+ * them: a checkpointed region is re-run whole (Megatron's CheckpointFunction,
+ * torch.utils.checkpoint), not just what the backward needs. */
+REMAT_API remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl, remat_cluster_answer *out);
+REMAT_API void remat_cluster_answer_clear(remat_cluster_answer *a);
+
+typedef enum remat_cluster_dim { REMAT_CLUSTER_MICROBATCH = 0, REMAT_CLUSTER_SEQ = 1 } remat_cluster_dim;
+typedef enum remat_cluster_which {
+    REMAT_CLUSTER_OPTIMAL = 0, REMAT_CLUSTER_MEGATRON = 1, REMAT_CLUSTER_TORCHTITAN = 2
+} remat_cluster_which;
+/* The largest micro-batch (the micro-batches per replica fixed: G grows
+ * with it) or seq (max_seq follows; a multiple of T under sequence
+ * parallelism) at which the answer `which` exists (a plan that fits; for
+ * MEGATRON and TORCHTITAN one that framework expresses).  *best is 0 when
+ * nothing fits even at the smallest size.  out (may be NULL) gets the whole
+ * answer at *best. */
+REMAT_API remat_status remat_cluster_maximize(const remat_config *cfg, const remat_cluster *cl, remat_cluster_dim dim,
+                                              remat_cluster_which which, int *best, remat_cluster_answer *out);
+
 /* ---- checkpoints and weights (reliability) -------------------------------- */
 /* Training checkpoints: everything a run needs to continue bit for bit --
  * config, optimizer settings, seed, step counts, parameters, both AdamW
@@ -523,7 +710,9 @@ REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *
  *   112  u64 tokens[train, val], u64 position[train, val],
  *   144  u32 data kind (0 embedded task, 1 file), u32 data path bytes,
  *        u32 policy bytes, i32 attention, i32 lmhead_chunk, i32 dtype,
- *   168  u64 data hash (remat_data_hash), zeros to 256;
+ *   168  u64 data hash (remat_data_hash),
+ *   176  i32 framework, tp - 1, sp, stage (zeros for every config the engine
+ *        runs, as in older files), zeros to 256;
  *   256  data path, policy (no NULs), zero padding to a multiple of 8;
  *        params, AdamW m, AdamW v (nparams float32 each, llm.c's order);
  *   end  u64 checksum: the 64-bit hash of every byte before it.
@@ -658,6 +847,12 @@ REMAT_API uint64_t remat_hash_bytes(const void *p, size_t n);
  * are deleted first.  REMAT_ERR_IO (message names path and the reason) leaves
  * path as it was and no temporary file behind. */
 REMAT_API remat_status remat_write_file_atomic(const char *path, const void *data, size_t len);
+
+/* The memory this process may still use: /proc/meminfo's MemAvailable, or
+ * when lower its cgroup's limit less the cgroup's usage (v2 memory.max and
+ * memory.current, or v1's equivalents).  *source (may be NULL) names which.
+ * REMAT_ERR_IO when neither can be read. */
+REMAT_API remat_status remat_memory_available(uint64_t *bytes, const char **source);
 
 /* The machine's yardstick: GFLOP/s of a square n x n x n GEMM through the
  * GEMM engine remat uses (remat_gemm_get), operands in dt and an fp32

@@ -267,7 +267,9 @@ static void test_corruption(void)
               "version 2 with a dtype: %s", remat_errmsg());
         EDIT(164, "\x07", 1, REMAT_ERR_FORMAT, "dtype must be fp32 or bf16");
         EDIT(166, "\x01", 1, REMAT_ERR_FORMAT, "dtype must be fp32 or bf16");
-        EDIT(176, "\x01", 1, REMAT_ERR_FORMAT, "reserved header byte 176");
+        EDIT(176, "\x01", 1, REMAT_ERR_FORMAT, "framework 1");           /* a planning-only table */
+        EDIT(180, "\x01", 1, REMAT_ERR_FORMAT, "tensor, sequence and pipeline parallelism");   /* tp 2 */
+        EDIT(192, "\x01", 1, REMAT_ERR_FORMAT, "reserved header byte 192");
     }
     EDIT(12, "\x00\x02\0\0", 4, REMAT_ERR_FORMAT, "header size");
     /* n_layer 4096, n_embd 65536: a config whose sizes overflow */

@@ -161,6 +161,31 @@ int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
         else { cli_error("--dtype expects fp32 or bf16, got '%s'", v); return -1; }
         return 1;
     }
+    if (!strcmp(f, "--framework")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        if (!strcmp(v, "remat")) c->framework = REMAT_FRAMEWORK_REMAT;
+        else if (!strcmp(v, "megatron")) c->framework = REMAT_FRAMEWORK_MEGATRON;
+        else if (!strcmp(v, "pytorch")) c->framework = REMAT_FRAMEWORK_PYTORCH;
+        else { cli_error("--framework expects remat, megatron or pytorch, got '%s'", v); return -1; }
+        return 1;
+    }
+    if (!strcmp(f, "--tp")) {
+        if (!(v = cli_value(argc, argv, i)) || !cli_int(f, v, 1, 1024, &x)) return -1;
+        c->tp = (int)x;
+        return 1;
+    }
+    if (!strcmp(f, "--sp")) { c->sp = 1; return 1; }
+    if (!strcmp(f, "--model")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        const remat_model_preset *p = remat_model_preset_find(v);
+        if (!p) {
+            char list[256];
+            cli_error("--model expects one of %s, got '%s'", cli_preset_names(0, list, sizeof list), v);
+            return -1;
+        }
+        c->n_layer = p->n_layer; c->n_embd = p->n_embd; c->n_head = p->n_head; c->vocab = p->vocab; c->seq = p->seq;
+        return 1;
+    }
     if (!strcmp(f, "--dropout")) {
         if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, 0.0, 0.999, &d)) return -1;
         c->dropout = (float)d;
@@ -177,6 +202,9 @@ void cli_config_print(FILE *f, const remat_config *c)
     if (c->attention == REMAT_ATTENTION_FLASH) fprintf(f, ", flash attention");
     if (c->lmhead_chunk > 0) fprintf(f, ", lm head chunked by %d rows", c->lmhead_chunk);
     if (c->dtype == REMAT_DTYPE_BF16) fprintf(f, ", bf16 mixed precision");
+    if (c->framework != REMAT_FRAMEWORK_REMAT)
+        fprintf(f, " | %s table, tp %d%s%s", c->framework == REMAT_FRAMEWORK_MEGATRON ? "megatron" : "pytorch", c->tp,
+                c->sp ? ", sequence parallel" : "", c->stage == REMAT_STAGE_FIRST ? ", first pipeline stage" : "");
     fputc('\n', f);
 }
 
@@ -212,4 +240,33 @@ double cli_median(const double *x, int n)
     double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
     free(c);
     return m;
+}
+
+int cli_available_memory(uint64_t *bytes, const char **source)
+{
+    const char *env = getenv("REMAT_MEM_AVAILABLE");
+    if (env && *env) {
+        if (!cli_bytes("REMAT_MEM_AVAILABLE", env, bytes)) return 0;
+        if (source) *source = "REMAT_MEM_AVAILABLE";
+        return 1;
+    }
+    if (remat_memory_available(bytes, source)) { cli_error("%s", remat_errmsg()); return 0; }
+    return 1;
+}
+
+int cli_budget(const char *flag, const char *s, uint64_t *out)
+{
+    if (!strcmp(s, "auto")) return cli_available_memory(out, NULL);
+    return cli_bytes(flag, s, out);
+}
+
+const char *cli_preset_names(int devices, char *buf, size_t n)
+{
+    size_t k = 0;
+    int count = devices ? remat_device_count() : remat_model_preset_count();
+    buf[0] = 0;
+    for (int j = 0; j < count && k < n; j++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", j ? ", " : "",
+                              devices ? remat_device_get(j)->name : remat_model_preset_get(j)->name);
+    return buf;
 }

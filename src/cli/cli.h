@@ -22,10 +22,19 @@ int cli_float(const char *flag, const char *s, double lo, double hi, double *out
 int cli_u64(const char *flag, const char *s, uint64_t *out);
 /* Byte sizes with units: B KiB MiB GiB TiB KB MB GB TB (e.g. "2GiB", "512MB"). */
 int cli_bytes(const char *flag, const char *s, uint64_t *out);
+/* The memory this process may use (remat_memory_available; the environment
+ * variable REMAT_MEM_AVAILABLE=SIZE stands in for it, for tests); 0 on error
+ * (reported). */
+int cli_available_memory(uint64_t *bytes, const char **source);
+/* "a, b, c": the names of the device presets (devices 1) or model presets (0), into buf */
+const char *cli_preset_names(int devices, char *buf, size_t n);
+/* A --budget value: a size, or "auto" for cli_available_memory. */
+int cli_budget(const char *flag, const char *s, uint64_t *out);
 
 /* Flags shared by subcommands that take a model config:
  *   --layers --dim --heads --vocab --seq --max-seq --batch --dropout
- *   --attention naive|flash   --lmhead full|chunked[:ROWS]
+ *   --attention naive|flash   --lmhead full|chunked[:ROWS]   --dtype fp32|bf16
+ *   --framework remat|megatron|pytorch   --tp T   --sp   --model NAME (a preset shape)
  * Returns 1 if argv[*i] was one of them (consuming its value), 0 if not,
  * -1 on a bad value (already reported). */
 int cli_config_flag(remat_config *c, int argc, char **argv, int *i);
@@ -47,6 +56,11 @@ int cmd_schedule(int argc, char **argv);
 /* planner commands */
 int cmd_plan(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+/* Prints what `policy` does with each layer of c, as ranges of layers
+ * treated alike (explain.c).  0, or 1 (reported) on a bad policy. */
+int cli_explain(FILE *f, const remat_config *c, const char *policy);
+/* remat plan --framework megatron|pytorch (plan_framework.c) */
+int cli_plan_framework(int argc, char **argv);
 /* remat train --budget: the optimal plan for c, printed (to stderr when
  * quiet); *policy (must be NULL: no --recompute) is set to it.  1 on
  * success, 0 when nothing fits (reported: the minimum budget and what

@@ -22,7 +22,9 @@ static void help(void)
 "schedule simulator, to the byte; time from the cost model.  The optimal plan is\n"
 "a policy string that 'remat train --recompute' accepts.\n\n"
 "  --budget SIZE             total memory: parameters + gradients + AdamW state +\n"
-"                            workspace + activations (units B KiB MiB GiB KB MB GB)\n"
+"                            workspace + activations (units B KiB MiB GiB KB MB GB);\n"
+"                            auto: the memory available to this process (MemAvailable,\n"
+"                            or the cgroup's memory.max when lower)\n"
 "  --budget-activations SIZE the activation peak alone\n"
 "  --recompute POLICY        predict POLICY instead of the named policies (repeatable)\n"
 "  --pareto                  the whole front of activation peak against time\n"
@@ -33,7 +35,10 @@ static void help(void)
 "  --no-profile              the FLOP/byte model even when a profile is cached\n"
 "  --calibrate               the FLOP/byte model, its GEMM speed measured by one SGEMM\n"
 "  --threads N               thread count (part of a profile's key; default all cores)\n"
+"  --explain                 what each policy does with each layer, as layer ranges\n"
 "  --json, --csv             machine-readable output\n"
+"  --framework megatron|pytorch  plan a GPU cluster run of that framework instead\n"
+"                            (its own flags: 'remat plan --framework megatron --help')\n"
 "config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
 "              --attention naive|flash --lmhead full|chunked[:ROWS]\n"
 "JSON (--budget): {\"budget_bytes\", \"rows\": [{\"policy\", \"peak_bytes\", \"stored_bytes\",\n"
@@ -106,7 +111,7 @@ static void row_text(const char *label, const remat_plan_row *r)
            cli_fmt_bytes(r->total_bytes, b4, sizeof b4), r->overhead_pct, r->step_ms_pred, r->fits ? "yes" : "no");
 }
 
-static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t budget, int act, int json)
+static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t budget, int act, int json, int explain)
 {
     const char *names[MAX_GIVEN];
     int nn = named_policies(c, names, MAX_GIVEN), rc = 0;
@@ -147,7 +152,13 @@ static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t 
         if (!st) {
             row_text("optimal (plan below)", opt);
             printf("\noptimal plan: %s\n", opt->policy);
+            cli_explain(stdout, c, opt->policy);
         }
+        for (int i = 0; explain && i < nn; i++)
+            if (ok[i]) {
+                printf("\n%s:\n", names[i]);
+                cli_explain(stdout, c, names[i]);
+            }
     }
     if (st) rc = cli_error("%s", err);
 out:
@@ -236,11 +247,13 @@ static int do_maximize(const remat_config *c, remat_plan_dim dim, uint64_t budge
 
 int cmd_plan(int argc, char **argv)
 {
+    for (int i = 1; i + 1 < argc; i++)     /* a framework's table: planning for a GPU cluster */
+        if (!strcmp(argv[i], "--framework") && strcmp(argv[i + 1], "remat")) return cli_plan_framework(argc, argv);
     remat_config c;
     remat_config_default(&c);
     c.max_seq = 0;
     uint64_t budget = 0;
-    int act = 0, json = 0, csv = 0, pareto = 0, maximize = -1, no_profile = 0, calibrate = 0, nb = 0;
+    int act = 0, json = 0, csv = 0, pareto = 0, maximize = -1, no_profile = 0, calibrate = 0, nb = 0, explain = 0;
     long threads = 0;
     const char *profile = NULL, *v;
     for (int i = 1; i < argc; i++) {
@@ -250,7 +263,7 @@ int cmd_plan(int argc, char **argv)
         if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
         if (r) continue;
         if (!strcmp(f, "--budget") || !strcmp(f, "--budget-activations")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_bytes(f, v, &budget)) return 2;
+            if (!(v = cli_value(argc, argv, &i)) || !cli_budget(f, v, &budget)) return 2;
             if (budget == 0) { cli_error("%s must be positive", f); return 2; }
             act = !strcmp(f, "--budget-activations");
             nb++;
@@ -270,6 +283,7 @@ int cmd_plan(int argc, char **argv)
         else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &threads)) return 2; }
         else if (!strcmp(f, "--json")) json = 1;
         else if (!strcmp(f, "--csv")) csv = 1;
+        else if (!strcmp(f, "--explain")) explain = 1;
         else return cli_usage_error("plan", "unknown flag '%s'", f);
     }
     if (nb > 1) return cli_usage_error("plan", "give one of --budget and --budget-activations");
@@ -285,7 +299,7 @@ int cmd_plan(int argc, char **argv)
     if (maximize >= 0) return do_maximize(&c, maximize, budget, act, json);
     remat_profile *prof = NULL;
     if (!pick_profile(&c, profile, no_profile, calibrate, &prof)) return 2;
-    int rc = pareto ? do_pareto(&c, prof, json, csv) : do_budget(&c, prof, budget, act, json);
+    int rc = pareto ? do_pareto(&c, prof, json, csv) : do_budget(&c, prof, budget, act, json, explain);
     remat_profile_free(prof);
     return rc;
 }

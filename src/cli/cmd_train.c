@@ -47,7 +47,10 @@ static void help(void)
 "                      save:A+B, revolve:S, or combinations such as every:2,selective\n"
 "  --verify-recompute  check every recomputed tensor bit for bit against its first computation\n"
 "  --budget SIZE       run the fastest plan whose total memory fits SIZE (e.g. 2GiB; see\n"
-"                      'remat plan'); --budget-activations SIZE limits the activations alone\n"
+"                      'remat plan'); auto: the memory available to this process;\n"
+"                      --budget-activations SIZE limits the activations alone.  Without a\n"
+"                      budget a run whose predicted peak exceeds the available memory is\n"
+"                      refused before it allocates\n"
 "checkpoints and numerical faults:\n"
 "  --save DIR        write checkpoints to DIR (created if missing; keeps the last 2 good ones)\n"
 "  --save-every N    checkpoint every N steps (default 0: only at the end)\n"
@@ -147,6 +150,41 @@ static int check_resume_flags(const train_opts *o, const remat_checkpoint_info *
     return 1;
 }
 
+/* Refuses, before anything is allocated, a run whose predicted step peak
+ * (activations + parameters + gradients + AdamW state + workspace) exceeds
+ * the memory available to this process, naming the `remat plan --budget`
+ * command that would fit.  1: go on (also when the figure is unknown). */
+static int fits_memory(const remat_config *c, const char *policy)
+{
+    uint64_t avail, minp;
+    const char *src;
+    remat_plan_row row;
+    if (!cli_available_memory(&avail, &src)) return 1;
+    if (remat_plan_evaluate(c, NULL, policy, 0, 0, &row)) return 1;   /* a bad policy is reported where it is installed */
+    uint64_t need = row.total_bytes;
+    remat_plan_row_clear(&row);
+    if (need <= avail || remat_plan_min_peak(c, &minp)) return 1;
+    char b1[32], b2[32], b3[32], cmd[512];
+    uint64_t fixed = remat_plan_static_bytes(c);
+    int k = snprintf(cmd, sizeof cmd, "remat plan --budget %lluMiB --layers %d --dim %d --heads %d --vocab %d --seq %d "
+                     "--max-seq %d --batch %d", (unsigned long long)(avail >> 20), c->n_layer, c->n_embd, c->n_head,
+                     c->vocab, c->seq, c->max_seq, c->batch);
+    if (c->dropout > 0) k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --dropout %g", (double)c->dropout);
+    if (c->attention == REMAT_ATTENTION_FLASH) k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --attention flash");
+    if (c->lmhead_chunk > 0) snprintf(cmd + k, sizeof cmd - (size_t)k, " --lmhead chunked:%d", c->lmhead_chunk);
+    if (fixed + minp <= avail)
+        cli_error("the step would need %s at its peak (predicted for policy %s), more than the %s available (%s); "
+                  "'%s' finds the fastest plan that fits (or give --budget auto)", cli_fmt_bytes(need, b1, sizeof b1),
+                  policy ? policy : "none", cli_fmt_bytes(avail, b2, sizeof b2), src, cmd);
+    else
+        cli_error("the step would need %s at its peak (predicted for policy %s), more than the %s available (%s), "
+                  "and no plan fits: the smallest is %s; reduce --seq or --batch%s", cli_fmt_bytes(need, b1, sizeof b1),
+                  policy ? policy : "none", cli_fmt_bytes(avail, b2, sizeof b2), src,
+                  cli_fmt_bytes(fixed + minp, b3, sizeof b3),
+                  c->attention == REMAT_ATTENTION_NAIVE ? ", or use --attention flash --lmhead chunked" : "");
+    return 0;
+}
+
 /* Writes a checkpoint of the state after `step` steps; 0 (reported) on failure. */
 static int save_ckpt(const train_opts *o, remat_model *m, remat_data *d, long step, long *last_saved)
 {
@@ -199,7 +237,7 @@ static int parse(int argc, char **argv, train_opts *o)
         else if (!strcmp(f, "--recompute")) { if (!(o->policy = cli_value(argc, argv, &i))) return -1; }
         else if (!strcmp(f, "--verify-recompute")) o->verify = 1;
         else if (!strcmp(f, "--budget") || !strcmp(f, "--budget-activations")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_bytes(f, v, &o->budget)) return -1;
+            if (!(v = cli_value(argc, argv, &i)) || !cli_budget(f, v, &o->budget)) return -1;
             if (!o->budget) { cli_error("%s must be positive", f); return -1; }
             o->budget_act = !strcmp(f, "--budget-activations");
         }
@@ -286,6 +324,7 @@ int cmd_train(int argc, char **argv)
     cli_config_default_max_seq(c);
     if ((st = remat_config_check(c))) { cli_error("%s", remat_errmsg()); rc = 2; goto out; }
     if (o.budget && !cli_plan_for_budget(c, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
+    if (!fits_memory(c, o.policy)) goto out;
     if ((st = remat_data_open(o.data, c->vocab, &data))) { cli_error("%s", remat_errmsg()); goto out; }
     if ((st = o.init_from ? remat_weights_load(o.init_from, c, o.seed, &m) : remat_model_create(c, o.seed, &m))) {
         cli_error("%s", remat_errmsg()); goto out;

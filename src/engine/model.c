@@ -75,6 +75,9 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_model_create: out is NULL");
     *out = NULL;
     if ((st = remat_config_check(cfg))) return st;
+    if (cfg->framework != REMAT_FRAMEWORK_REMAT || remat_config_tp(cfg) != 1 || cfg->stage != REMAT_STAGE_WHOLE)
+        return remat_fail(REMAT_ERR_INVALID, "the engine runs remat's own table on one machine; --framework "
+                          "megatron/pytorch, --tp and pipeline stages are for 'remat plan'");
     if (cfg->dtype == REMAT_DTYPE_BF16 && remat_gemm_get() != REMAT_GEMM_ONEDNN)
         return remat_fail(REMAT_ERR_INVALID, "bf16 needs the oneDNN GEMM engine (this one is %s; Debian's OpenBLAS "
                           "has no bf16 GEMM)", remat_gemm_name(remat_gemm_get()));

@@ -140,12 +140,12 @@ enum {
     H_MAGIC = 0, H_VERSION = 8, H_HDRBYTES = 12, H_FILEBYTES = 16, H_STEP = 24, H_OPTSTEPS = 32,
     H_SEED = 40, H_NPARAMS = 48, H_CFG = 56, H_DROPOUT = 84, H_OPT = 88, H_TOKENS = 112,
     H_POS = 128, H_DATAKIND = 144, H_PATHLEN = 148, H_POLICYLEN = 152, H_ATTENTION = 156, H_LMHEAD = 160,
-    H_END_V1 = 164, H_DTYPE = 164, H_DATAHASH = 168, H_END = 176
+    H_END_V1 = 164, H_DTYPE = 164, H_DATAHASH = 168, H_FRAMEWORK = 176, H_END = 192
 };
 
 /* Every remat_config field is in the header: a new field must be added to
  * encode_header and remat_checkpoint_parse (and the format version bumped). */
-_Static_assert(sizeof(remat_config) == 11 * 4, "remat_config changed: store the new field in the checkpoint header");
+_Static_assert(sizeof(remat_config) == 15 * 4, "remat_config changed: store the new field in the checkpoint header");
 
 /* Total file bytes for the given variable parts; 0 on overflow. */
 static uint64_t file_bytes(uint64_t nparams, uint64_t pathlen, uint64_t policylen)
@@ -187,6 +187,10 @@ static void encode_header(unsigned char h[CK_HEADER], const remat_checkpoint_inf
     put32(h + H_LMHEAD, (uint32_t)c->lmhead_chunk);
     put32(h + H_DTYPE, (uint32_t)c->dtype);
     put64(h + H_DATAHASH, ci->data_hash);
+    /* framework, tp - 1, sp, stage: all zero for every config the engine
+     * runs, so the file is the same as before these fields (no new version) */
+    int fw[4] = { (int)c->framework, remat_config_tp(c) - 1, c->sp, c->stage };
+    for (int k = 0; k < 4; k++) put32(h + H_FRAMEWORK + 4 * k, (uint32_t)fw[k]);
 }
 
 /* Checks a string field: no NULs; copies it, NUL-terminated, into dst. */
@@ -261,6 +265,11 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
     c->attention = (int)get32(b + H_ATTENTION);
     c->lmhead_chunk = (int)get32(b + H_LMHEAD);
     c->dtype = version >= 3 ? (remat_dtype)get32(b + H_DTYPE) : REMAT_DTYPE_FP32;
+    c->framework = (remat_framework)get32(b + H_FRAMEWORK);   /* zero bytes in older files: remat, tp 1 */
+    uint32_t tpm1 = get32(b + H_FRAMEWORK + 4);
+    c->tp = tpm1 < 1024 ? (int)tpm1 + 1 : -1;
+    c->sp = (int)get32(b + H_FRAMEWORK + 8);
+    c->stage = (int)get32(b + H_FRAMEWORK + 12);
     remat_status st = remat_config_check(c);
     if (st) {
         char why[512];
@@ -268,6 +277,10 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
         return remat_fail(st == REMAT_ERR_RANGE ? REMAT_ERR_RANGE : REMAT_ERR_FORMAT,
                           "the checkpoint's config is invalid: %s", why);
     }
+    if (c->framework != REMAT_FRAMEWORK_REMAT || c->stage != REMAT_STAGE_WHOLE)
+        return remat_fail(REMAT_ERR_FORMAT, "the checkpoint's config is for framework %d, stage %d; remat "
+                          "checkpoints hold runs of remat's own engine (framework 0, stage 0)", (int)c->framework,
+                          c->stage);
     if (remat_config_num_params(c) != nparams)
         return remat_fail(REMAT_ERR_FORMAT, "the header says %llu parameters, its config has %llu",
                           (unsigned long long)nparams, (unsigned long long)remat_config_num_params(c));

@@ -43,15 +43,19 @@ static double now_ms(void)
 
 void remat_profile_config_key(const remat_config *c, char *buf, size_t n)
 {
-    snprintf(buf, n, "%d %d %d %d %d %d %d %.9g %d %d %d", c->n_layer, c->n_embd, c->n_head, c->vocab, c->max_seq,
-             c->batch, c->seq, (double)c->dropout, c->attention, c->lmhead_chunk, (int)c->dtype);
+    int k = snprintf(buf, n, "%d %d %d %d %d %d %d %.9g %d %d %d", c->n_layer, c->n_embd, c->n_head, c->vocab,
+                     c->max_seq, c->batch, c->seq, (double)c->dropout, c->attention, c->lmhead_chunk, (int)c->dtype);
+    /* framework tables only (remat's keys, and so its cache files, stay as they were) */
+    if (c->framework != REMAT_FRAMEWORK_REMAT && k >= 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, " fw%d tp%d sp%d st%d", (int)c->framework, remat_config_tp(c), c->sp, c->stage);
 }
 
 int remat_profile_config_equal(const remat_config *a, const remat_config *b)
 {
     return a->n_layer == b->n_layer && a->n_embd == b->n_embd && a->n_head == b->n_head && a->vocab == b->vocab &&
            a->max_seq == b->max_seq && a->batch == b->batch && a->seq == b->seq && a->dropout == b->dropout &&
-           a->attention == b->attention && a->lmhead_chunk == b->lmhead_chunk && a->dtype == b->dtype;
+           a->attention == b->attention && a->lmhead_chunk == b->lmhead_chunk && a->dtype == b->dtype &&
+           a->framework == b->framework && remat_config_tp(a) == remat_config_tp(b) && a->sp == b->sp && a->stage == b->stage;
 }
 
 /* ---- the FLOP/byte model -------------------------------------------------- */

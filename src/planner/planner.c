@@ -55,7 +55,8 @@
 
 /* the block output's bit, and every other per-block tensor, in planner p's table */
 #define RES3_BIT(p) remat_out_bit((p)->tb)
-#define DROPPABLE_ALL(p) (remat_keep_all((p)->tb) & ~RES3_BIT(p))
+/* what a keep-set may drop: what the framework saves, but the block output */
+#define DROPPABLE_ALL(p) (remat_keep_default((p)->tb) & ~RES3_BIT(p))
 #define TIME_EPS 1e-12
 
 typedef struct keepc {
@@ -652,6 +653,9 @@ remat_status remat_planner_create(const remat_config *cfg, const remat_profile *
     p->cfg = *cfg;
     p->tb = remat_table_of(cfg);
     droppable &= DROPPABLE_ALL(p);
+    for (int t = 0; t < p->tb->nblock; t++)     /* empty under cfg (dropout masks without dropout): always kept */
+        if (!remat_tensor_bytes(cfg, t)) droppable &= ~(1u << t);
+    int ndrop = __builtin_popcount(droppable);
     p->L = cfg->n_layer;
     p->x = remat_tensor_bytes(cfg, p->tb->nblock - 1);
     p->d = remat_tensor_bytes(cfg, p->tb->d_res);
@@ -662,7 +666,7 @@ remat_status remat_planner_create(const remat_config *cfg, const remat_profile *
     p->mf = remat_calloc((size_t)p->L + 1, sizeof(uint64_t));
     p->mvb = remat_calloc((size_t)p->L + 1, sizeof(int32_t));
     p->mvf = remat_calloc((size_t)p->L + 1, sizeof(int32_t));
-    all = remat_malloc(sizeof(keepc) * ((size_t)1 << (p->tb->nblock - 1)));
+    all = remat_malloc(sizeof(keepc) * ((size_t)1 << ndrop));
     if (!p->mb || !p->mf || !p->mvb || !p->mvf || !all) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning"); goto out; }
 
     /* the block, head and leaf constants come with "keep only res3"; then
@@ -1149,6 +1153,26 @@ static remat_status fits_at(const remat_config *cfg, const char *policy, uint64_
     return REMAT_OK;
 }
 
+remat_status remat_search_largest(int limit, remat_fits_fn fits, void *arg, int *best)
+{
+    remat_status st;
+    int lo = 1, hi = 2, f;                   /* lo fits; find hi that does not */
+    while (hi <= limit) {
+        if ((st = fits(arg, hi, &f))) return st;
+        if (!f) break;
+        lo = hi;
+        hi *= 2;
+    }
+    if (hi > limit) hi = limit + 1;
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        if ((st = fits(arg, mid, &f))) return st;
+        if (f) lo = mid; else hi = mid;
+    }
+    *best = lo;
+    return REMAT_OK;
+}
+
 static void set_dim(remat_config *c, const remat_config *base, int dim, int v)
 {
     *c = *base;
@@ -1158,6 +1182,16 @@ static void set_dim(remat_config *c, const remat_config *base, int dim, int v)
     } else {
         c->batch = v;
     }
+}
+
+typedef struct maxarg { const remat_config *cfg; const char *policy; remat_plan_dim dim; int act; uint64_t budget; } maxarg;
+
+static remat_status fits_dim(void *arg, int v, int *ok)
+{
+    const maxarg *a = arg;
+    remat_config c;
+    set_dim(&c, a->cfg, a->dim, v);
+    return fits_at(&c, a->policy, a->budget, a->act, ok);
 }
 
 remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, remat_plan_dim dim, uint64_t budget,
@@ -1193,24 +1227,10 @@ remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, re
         snprintf(m, sizeof m, "%s", remat_errmsg());
         return remat_fail(REMAT_ERR_BUDGET, "even %s=1 does not fit: %s", what, m);
     }
-    int lo = 1, hi = 2;                      /* lo fits; find hi that does not */
-    while (hi <= limit) {
-        set_dim(&c, cfg, dim, hi);
-        if ((st = fits_at(&c, policy, budget, activations_only, &f))) return st;
-        if (!f) break;
-        lo = hi;
-        hi *= 2;
-    }
-    if (hi > limit) hi = limit + 1;
-    while (hi - lo > 1) {
-        int mid = lo + (hi - lo) / 2;
-        set_dim(&c, cfg, dim, mid);
-        if ((st = fits_at(&c, policy, budget, activations_only, &f))) return st;
-        if (f) lo = mid; else hi = mid;
-    }
-    *best = lo;
+    maxarg ma = { cfg, policy, dim, activations_only, budget };
+    if ((st = remat_search_largest(limit, fits_dim, &ma, best))) return st;
     if (out) {
-        set_dim(&c, cfg, dim, lo);
+        set_dim(&c, cfg, dim, *best);
         st = policy ? remat_plan_evaluate(&c, NULL, policy, budget, activations_only, out)
                     : remat_plan_optimal(&c, NULL, budget, activations_only, out);
         if (st) return st;

@@ -21,9 +21,9 @@ struct remat_profile {
     double gflops;            /* model: GEMM throughput */
     double other_gflops;      /* model: throughput of the non-GEMM loops */
     double gbps;              /* model: memory bandwidth, GB/s */
-    double fwd_ms[RT_COUNT];  /* forward op of each activation tensor, inputs cold */
-    double bwd_ms[RT_COUNT];  /* its backward op (0 where none), inputs cold */
-    double fwd_hot_ms[RT_COUNT], bwd_hot_ms[RT_COUNT];   /* the same, inputs in cache */
+    double fwd_ms[RT_MAXT];   /* forward op of each activation tensor, inputs cold */
+    double bwd_ms[RT_MAXT];   /* its backward op (0 where none), inputs cold */
+    double fwd_hot_ms[RT_MAXT], bwd_hot_ms[RT_MAXT];     /* the same, inputs in cache */
     uint64_t cache_bytes;     /* last-level cache: what counts as "just produced" */
     double update_ms;         /* zero grads + global norm + AdamW, per step */
     char desc[256];
@@ -92,6 +92,11 @@ remat_status remat_planner_build_fronts_unit(remat_planner *p, uint64_t limit, u
  * must be the planner's (NULL: the default model). */
 remat_status remat_planner_predict(remat_planner *p, const remat_profile *prof, const char *plan, uint64_t *peak,
                                    double *ms);
+/* The largest v in [1, limit] for which fits(arg, v) says *ok (fits(1) is
+ * known to): doubling, then bisection.  The maximize searches use it. */
+typedef remat_status (*remat_fits_fn)(void *arg, int v, int *ok);
+remat_status remat_search_largest(int limit, remat_fits_fn fits, void *arg, int *best);
+
 /* Number of keep-sets left after Pareto pruning (for reports and tests). */
 int remat_planner_keepsets(const remat_planner *p);
 

@@ -191,6 +191,9 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_profile_measure: out is NULL");
     *out = NULL;
     if ((st = remat_config_check(cfg))) return st;
+    if (cfg->framework != REMAT_FRAMEWORK_REMAT)   /* the dispatcher runs remat's own ops only */
+        return remat_fail(REMAT_ERR_INVALID, "profiles time remat's own ops on this machine; a framework's "
+                          "ops are priced on its GPUs by 'remat plan --framework'");
     if (reps < 1 || reps > 1000) return remat_fail(REMAT_ERR_INVALID, "reps must be in [1, 1000], got %d", reps);
     const remat_table *tb = remat_table_of(cfg);
     size_t per = (size_t)reps * 2 * (size_t)tb->first_grad;

@@ -139,10 +139,10 @@ remat_status remat_policy_parse(const remat_table *tb, const char *str, remat_po
     if (out->structure == RS_REVOLVE && out->arg < 2) {
         st = remat_fail(REMAT_ERR_POLICY, "revolve:S needs S >= 2 slots (the input and one more)"); goto out;
     }
-    /* the keep-set: save: names (else everything), less what the modifiers
+    /* the keep-set: save: names (else all the framework saves), less what the modifiers
      * drop -- the table's RT_F_SELECTIVE / RT_F_POINTWISE entries -- and
      * always the block output */
-    uint32_t keep = out->save_mask ? out->save_mask : remat_keep_all(tb);
+    uint32_t keep = out->save_mask ? out->save_mask : remat_keep_default(tb);
     for (int t = 0; t < tb->nblock; t++)
         if ((out->selective && (tb->defs[t].flags & RT_F_SELECTIVE)) ||
             (out->pointwise && (tb->defs[t].flags & RT_F_POINTWISE)))

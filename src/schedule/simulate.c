@@ -222,3 +222,27 @@ remat_status remat_schedule_live_by_tensor(const remat_schedule *s, size_t i, ui
     remat_status st = remat_walk(s, 0, &h, NULL);
     return st == REMAT_ERR_STATE || st == REMAT_OK ? REMAT_OK : st;
 }
+
+remat_status remat_schedule_layers(const remat_schedule *s, remat_layer_info *out)
+{
+    if (!s || !out) return remat_fail(REMAT_ERR_INVALID, "remat_schedule_layers: NULL argument");
+    int L = s->cfg.n_layer;
+    memset(out, 0, sizeof *out * (size_t)L);
+    /* before the sweep ends no backward has run: what is live is what was
+     * computed and not freed */
+    for (size_t i = 0; i < s->n; i++) {
+        const remat_instr *in = &s->ins[i];
+        if (in->layer < 0 || in->tid >= s->tb->nblock) continue;
+        uint32_t bit = 1u << in->tid;
+        if (i < s->fwd_end) {
+            if (in->kind == REMAT_I_FORWARD || in->kind == REMAT_I_RECOMPUTE) out[in->layer].kept |= bit;
+            else if (in->kind == REMAT_I_FREE) out[in->layer].kept &= ~bit;
+        } else if (in->kind == REMAT_I_RECOMPUTE) {
+            out[in->layer].recomputed |= bit;
+        }
+    }
+    for (int l = 0; l < L; l++)
+        for (int t = 0; t < s->tb->nblock; t++)
+            if (out[l].kept & (1u << t)) out[l].kept_bytes += remat_tensor_bytes(&s->cfg, t);
+    return REMAT_OK;
+}

@@ -17,9 +17,17 @@ void remat_config_default(remat_config *c)
     c->batch = 16;
     c->seq = 64;
     c->dropout = 0.0f;
+    c->tp = 1;
 }
 
-int remat_config_padded_vocab(const remat_config *c) { return (c->vocab + 63) / 64 * 64; }
+int remat_config_tp(const remat_config *c) { return c->tp > 1 ? c->tp : 1; }
+
+int remat_config_padded_vocab(const remat_config *c)
+{
+    int m = c->framework == REMAT_FRAMEWORK_MEGATRON ? 128 * remat_config_tp(c)
+          : c->framework == REMAT_FRAMEWORK_PYTORCH ? 1 : 64;
+    return (int)(((int64_t)c->vocab + m - 1) / m * m);
+}
 
 /* Limits keep every derived size (and int indexing of rows) in range. */
 #define MAX_DIM (1 << 24)
@@ -41,6 +49,23 @@ remat_status remat_config_check(const remat_config *c)
     if (c->lmhead_chunk < 0) return remat_fail(REMAT_ERR_INVALID, "lm-head chunk rows must be >= 0, got %d", c->lmhead_chunk);
     if (c->dtype != REMAT_DTYPE_FP32 && c->dtype != REMAT_DTYPE_BF16)
         return remat_fail(REMAT_ERR_INVALID, "dtype must be fp32 or bf16, got %d", (int)c->dtype);
+    if (c->framework != REMAT_FRAMEWORK_REMAT && c->framework != REMAT_FRAMEWORK_MEGATRON &&
+        c->framework != REMAT_FRAMEWORK_PYTORCH)
+        return remat_fail(REMAT_ERR_INVALID, "framework must be remat, megatron or pytorch, got %d", (int)c->framework);
+    if (c->tp < 0 || c->tp > 1024) return remat_fail(REMAT_ERR_INVALID, "tensor-parallel size must be in [1, 1024], got %d", c->tp);
+    int T = remat_config_tp(c);
+    if (c->sp != 0 && c->sp != 1) return remat_fail(REMAT_ERR_INVALID, "sp must be 0 or 1, got %d", c->sp);
+    if (c->stage != REMAT_STAGE_WHOLE && c->stage != REMAT_STAGE_FIRST)
+        return remat_fail(REMAT_ERR_INVALID, "stage must be whole (0) or first (1), got %d", c->stage);
+    if (c->framework == REMAT_FRAMEWORK_REMAT && (T != 1 || c->sp || c->stage))
+        return remat_fail(REMAT_ERR_INVALID, "tensor, sequence and pipeline parallelism are for planning "
+                          "--framework megatron or pytorch; remat's own engine runs on one machine (tp 1)");
+    if (c->n_head % T)
+        return remat_fail(REMAT_ERR_INVALID, "heads %d are not divisible by the tensor-parallel size %d; "
+                          "each of the %d GPUs holds whole heads", c->n_head, T, T);
+    if (c->sp && c->seq % T)
+        return remat_fail(REMAT_ERR_INVALID, "sequence parallelism splits seq %d across %d GPUs; pick a seq "
+                          "divisible by the tensor-parallel size", c->seq, T);
     /* every derived size must fit: rows*cols in 31 bits for int-indexed
      * kernels (cblas takes int), bytes in 63 bits */
     int ok = 1;
@@ -72,14 +97,17 @@ uint64_t remat_config_num_params(const remat_config *c)
 
 int remat_tensor_count(void) { return remat_table_gpt2.count; }
 
-int remat_tensor_find(const char *name)
+static int find_in(const remat_table *tb, const char *name)
 {
-    const remat_table *tb = &remat_table_gpt2;
     if (!name) return -1;
     for (int i = 0; i < tb->count; i++)
         if (!strcmp(tb->defs[i].name, name)) return i;
     return -1;
 }
+
+int remat_tensor_find(const char *name) { return find_in(&remat_table_gpt2, name); }
+int remat_config_tensor_count(const remat_config *cfg) { return remat_table_of(cfg)->count; }
+int remat_config_tensor_find(const remat_config *cfg, const char *name) { return find_in(remat_table_of(cfg), name); }
 
 remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out)
 {
@@ -94,5 +122,6 @@ remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info
     out->per_layer = d->cls == RT_CLASS_BLOCK;
     out->is_grad = d->cls == RT_CLASS_GRAD;
     out->bytes = remat_tensor_bytes(cfg, id);
+    out->transient = (d->flags & RT_F_TRANSIENT) != 0;
     return REMAT_OK;
 }

@@ -101,6 +101,11 @@ static const remat_tensor_def gpt2_defs[RT_COUNT] = {
                       SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
 };
 
+static double gpt2_fwd_flops(const remat_config *c, int t);
+static double gpt2_bwd_flops(const remat_config *c, int t);
+static uint64_t gpt2_temp_bytes(const remat_config *c, int t);
+static uint64_t gpt2_bwd_temp_bytes(const remat_config *c, int t);
+
 const remat_table remat_table_gpt2 = {
     .name = "remat",
     .count = RT_COUNT,
@@ -112,12 +117,42 @@ const remat_table remat_table_gpt2 = {
     .nhead_bwd = 2, .head_bwd = { RT_LOGITS, RT_LNF },
     .nbwd = 8, .bwd = { RT_RES3, RT_FCH_GELU, RT_FCH, RT_LN2, RT_RES2, RT_ATTY, RT_QKV, RT_LN1 },
     .defs = gpt2_defs,
+    .fwd_flops = gpt2_fwd_flops,
+    .bwd_flops = gpt2_bwd_flops,
+    .temp_bytes = gpt2_temp_bytes,
+    .bwd_temp_bytes = gpt2_bwd_temp_bytes,
 };
 
 const remat_table *remat_table_of(const remat_config *cfg)
 {
-    (void)cfg;
-    return &remat_table_gpt2;
+    switch (cfg->framework) {
+    case REMAT_FRAMEWORK_MEGATRON: return &remat_table_megatron;
+    case REMAT_FRAMEWORK_PYTORCH: return &remat_table_pytorch;
+    default: return &remat_table_gpt2;
+    }
+}
+
+uint32_t remat_keep_default(const remat_table *tb)
+{
+    uint32_t m = 0;
+    for (int t = 0; t < tb->nblock; t++)
+        if (!(tb->defs[t].flags & RT_F_TRANSIENT)) m |= 1u << t;
+    return m;
+}
+
+/* 1 when tensor t exists under cfg but holds nothing: a dropout-only
+ * activation without dropout, or the LM head on a first pipeline stage */
+static int empty_under(const remat_config *c, const remat_table *tb, int t)
+{
+    const remat_tensor_def *d = &tb->defs[t];
+    if ((d->flags & RT_F_DROPOUT) && c->dropout == 0.0f && d->cls != RT_CLASS_GRAD) return 1;
+    return c->stage == REMAT_STAGE_FIRST && (d->flags & RT_F_HEAD);
+}
+
+/* the divisor of an entry's bytes: the tensor-parallel size where it is sharded */
+static uint64_t shards(const remat_config *c, const remat_tensor_def *d)
+{
+    return (d->flags & RT_F_TP) || ((d->flags & RT_F_SP) && c->sp) ? (uint64_t)remat_config_tp(c) : 1;
 }
 
 /* the variant of an entry a config selects */
@@ -132,7 +167,12 @@ static uint64_t shape_elems(const remat_config *c, const remat_shape *s)
     uint64_t B = (uint64_t)c->batch, T = (uint64_t)c->seq, NH = (uint64_t)c->n_head;
     uint64_t per_row = (uint64_t)s->c * (uint64_t)c->n_embd
                      + (uint64_t)s->v * (uint64_t)remat_config_padded_vocab(c) + (uint64_t)s->k;
-    return B * T * per_row + (uint64_t)s->t * B * NH * T + (uint64_t)s->t2 * B * NH * T * T;
+    return B * T * per_row + (uint64_t)s->t * B * NH * T + (uint64_t)s->t2 * B * NH * T * T + (uint64_t)s->s * T;
+}
+
+static uint64_t elem_bytes(const remat_config *c, int prec)
+{
+    return prec == RT_P_BYTE ? 1 : prec == RT_P_I64 ? 8 : prec == RT_P_F32 || c->dtype == REMAT_DTYPE_FP32 ? 4 : 2;
 }
 
 static int prec_of(const remat_config *c, const remat_tensor_def *d)
@@ -143,15 +183,23 @@ static int prec_of(const remat_config *c, const remat_tensor_def *d)
 int remat_tensor_dtype(const remat_config *c, int t)
 {
     int p = prec_of(c, &remat_table_of(c)->defs[t]);
-    return p == RT_P_BYTE ? -1 : p == RT_P_F32 ? REMAT_DTYPE_FP32 : (int)c->dtype;
+    return p == RT_P_BYTE || p == RT_P_I64 ? -1 : p == RT_P_F32 ? REMAT_DTYPE_FP32 : (int)c->dtype;
 }
 
 uint64_t remat_tensor_bytes(const remat_config *c, int t)
 {
-    const remat_tensor_def *d = &remat_table_of(c)->defs[t];
-    int p = prec_of(c, d);
-    uint64_t elem = p == RT_P_BYTE ? 1 : p == RT_P_F32 || c->dtype == REMAT_DTYPE_FP32 ? 4 : 2;
-    return elem * shape_elems(c, variant_on(c, d) ? &d->vshape : &d->shape);
+    const remat_table *tb = remat_table_of(c);
+    const remat_tensor_def *d = &tb->defs[t];
+    if (empty_under(c, tb, t)) return 0;
+    return elem_bytes(c, prec_of(c, d)) * shape_elems(c, variant_on(c, d) ? &d->vshape : &d->shape) / shards(c, d);
+}
+
+uint64_t remat_table_resident_bytes(const remat_config *c)
+{
+    const remat_table *tb = remat_table_of(c);
+    uint64_t b = 0;
+    for (int i = 0; i < tb->nres; i++) b += remat_tensor_bytes(c, tb->res[i]);
+    return b;
 }
 
 const char *remat_tensor_shape_text(const remat_config *c, int t)
@@ -168,7 +216,9 @@ const char *remat_tensor_op_text(const remat_config *c, int t)
 
 int remat_tensor_exists(const remat_config *c, int t)
 {
-    return !(remat_table_of(c)->defs[t].flags & RT_F_BRANCH) || c->dropout > 0.0f || c->dtype == REMAT_DTYPE_BF16;
+    uint16_t f = remat_table_of(c)->defs[t].flags;
+    return (!(f & RT_F_BRANCH) || c->dropout > 0.0f || c->dtype == REMAT_DTYPE_BF16) &&
+           (!(f & RT_F_DROPOUT) || c->dropout > 0.0f);
 }
 
 int remat_lmhead_rows(const remat_config *c)
@@ -183,7 +233,7 @@ int remat_lmhead_rows(const remat_config *c)
  *     d(logits) rounded to bf16 as a GEMM operand;
  *   - attention under bf16: the fp32 accumulator of the value products
  *     (B,T,C) and, in the backward, of dqkv (B,T,3C). */
-uint64_t remat_tensor_fwd_temp_bytes(const remat_config *c, int t)
+static uint64_t gpt2_temp_bytes(const remat_config *c, int t)
 {
     uint64_t BT = (uint64_t)c->batch * (uint64_t)c->seq, C = (uint64_t)c->n_embd;
     int bf = c->dtype == REMAT_DTYPE_BF16;
@@ -193,10 +243,37 @@ uint64_t remat_tensor_fwd_temp_bytes(const remat_config *c, int t)
     return 0;
 }
 
-uint64_t remat_tensor_bwd_temp_bytes(const remat_config *c, int t)
+static uint64_t gpt2_bwd_temp_bytes(const remat_config *c, int t)
 {
     if (t == RT_ATTY && c->dtype == REMAT_DTYPE_BF16) return 12ULL * c->batch * c->seq * c->n_embd;
     return 0;
+}
+
+uint64_t remat_tensor_fwd_temp_bytes(const remat_config *c, int t)
+{
+    const remat_table *tb = remat_table_of(c);
+    if (tb->temp_bytes) return tb->temp_bytes(c, t);
+    const remat_tensor_def *d = &tb->defs[t];
+    if (empty_under(c, tb, t)) return 0;
+    return elem_bytes(c, d->tprec) * shape_elems(c, &d->temp) / shards(c, d);
+}
+
+uint64_t remat_tensor_bwd_temp_bytes(const remat_config *c, int t)
+{
+    const remat_table *tb = remat_table_of(c);
+    return tb->bwd_temp_bytes ? tb->bwd_temp_bytes(c, t) : 0;   /* framework tables declare none */
+}
+
+/* a framework entry's FLOP formula under cfg */
+static double formula_flops(const remat_config *c, int t, int backward)
+{
+    const remat_table *tb = remat_table_of(c);
+    const remat_tensor_def *d = &tb->defs[t];
+    const remat_flops *f = backward ? &d->bfl : &d->ffl;
+    if (empty_under(c, tb, t)) return 0;
+    double N = (double)c->batch * c->seq, C = c->n_embd, Vp = remat_config_padded_vocab(c);
+    double fl = N * (f->cc * C * C + f->cv * C * Vp + f->c * C) + f->att * (double)c->batch * c->seq * c->seq * C;
+    return (d->flags & RT_F_GEMM) ? fl / remat_config_tp(c) : fl;
 }
 
 static double tri(const remat_config *c)   /* causal (i, j) pairs over all heads */
@@ -205,6 +282,18 @@ static double tri(const remat_config *c)   /* causal (i, j) pairs over all heads
 }
 
 double remat_tensor_fwd_flops(const remat_config *c, int t)
+{
+    const remat_table *tb = remat_table_of(c);
+    return tb->fwd_flops ? tb->fwd_flops(c, t) : formula_flops(c, t, 0);
+}
+
+double remat_tensor_bwd_flops(const remat_config *c, int t)
+{
+    const remat_table *tb = remat_table_of(c);
+    return tb->bwd_flops ? tb->bwd_flops(c, t) : formula_flops(c, t, 1);
+}
+
+static double gpt2_fwd_flops(const remat_config *c, int t)
 {
     double N = (double)c->batch * c->seq, C = c->n_embd, hs = (double)c->n_embd / c->n_head;
     double Vp = remat_config_padded_vocab(c), V = c->vocab;
@@ -225,7 +314,7 @@ double remat_tensor_fwd_flops(const remat_config *c, int t)
     }
 }
 
-double remat_tensor_bwd_flops(const remat_config *c, int t)
+static double gpt2_bwd_flops(const remat_config *c, int t)
 {
     double N = (double)c->batch * c->seq, C = c->n_embd, hs = (double)c->n_embd / c->n_head;
     double Vp = remat_config_padded_vocab(c);
@@ -245,7 +334,9 @@ double remat_tensor_bwd_flops(const remat_config *c, int t)
 
 double remat_update_flops(const remat_config *c)
 {
-    return 12.0 * (double)remat_config_num_params(c);
+    /* framework tables: the optimizer is priced per iteration by the cluster
+     * model, not per micro-batch */
+    return c->framework == REMAT_FRAMEWORK_REMAT ? 12.0 * (double)remat_config_num_params(c) : 0;
 }
 
 /* ---- operands ----------------------------------------------------------------- */

@@ -49,7 +49,7 @@ enum remat_tid {
 #define RT_FIRST_GRAD RT_D_RES
 #define RT_MAXIO 3                   /* activations one op reads */
 #define RT_MAXG 2                    /* gradient buffers one backward needs / allocates / frees */
-#define RT_MAXT 32                   /* tensors in any table (keep masks are 32-bit) */
+#define RT_MAXT 48                   /* tensors in any table (per-block ones: at most 32, keep masks are 32-bit) */
 
 /* flags of a table entry */
 enum {
@@ -58,23 +58,50 @@ enum {
                              rounded (bf16) before a residual branch's backward */
     RT_F_GEMM = 4,        /* its ops are matrix products (the cost model's rate) */
     RT_F_SELECTIVE = 8,   /* dropped by the 'selective' policy modifier */
-    RT_F_POINTWISE = 16   /* dropped by the 'pointwise' policy modifier */
+    RT_F_POINTWISE = 16,  /* dropped by the 'pointwise' policy modifier */
+    /* framework tables (Korthikanti et al. 2022, Section 4.2): */
+    RT_F_TP = 32,         /* sharded by tensor parallelism: bytes divided by cfg->tp */
+    RT_F_SP = 64,         /* in the LayerNorm/dropout regions: divided by cfg->tp under
+                             sequence parallelism (cfg->sp) */
+    RT_F_TRANSIENT = 128, /* the framework does not save it for the backward (freed after
+                             its last forward reader): policies keep it only when a save:
+                             list names it */
+    RT_F_HEAD = 256,      /* the LM head's: no bytes on a first pipeline stage */
+    /* Megatron's tensor-parallel linear layers (Section 4.2.2), for the cost
+     * model's collectives: */
+    RT_F_COL = 512,       /* column-parallel: its input is all-gathered (SP) in the forward, its
+                             input gradient all-reduced (or reduce-scattered, SP) in the backward */
+    RT_F_ROW = 1024,      /* row-parallel: its output all-reduced (or reduce-scattered, SP) in the
+                             forward, the output gradient all-gathered (SP) in the backward */
+    RT_F_DROPOUT = 2048   /* framework tables: exists only with dropout (masks, their outputs,
+                             the masked branch gradient); activations have no bytes without */
 };
 
 /* tensor classes */
 enum { RT_CLASS_BLOCK = 0, RT_CLASS_GLOBAL = 1, RT_CLASS_GRAD = 2 };
 
-/* A shape formula: elements = B*T*(c*C + v*Vp + k) + t*B*NH*T + t2*B*NH*T*T. */
+/* A shape formula: elements = B*T*(c*C + v*Vp + k) + t*B*NH*T + t2*B*NH*T*T + s*T,
+ * then divided by the tensor-parallel size for RT_F_TP entries (and RT_F_SP
+ * ones under sequence parallelism); the config's checks make that exact.
+ * Dropout-only activations (RT_F_DROPOUT) have no bytes without dropout, and
+ * the head's none on a first pipeline stage (REMAT_STAGE_FIRST). */
 typedef struct remat_shape {
     int8_t c, v, k, t, t2;
     const char *text;      /* e.g. "(B,T,3C)" */
+    int8_t s;              /* plus s*T elements (position ids) */
 } remat_shape;
+
+/* A FLOP formula (framework tables; remat's own table computes its FLOPs in
+ * code): N*(cc*C*C + cv*C*Vp + c*C) + att*B*T*T*C with N = B*T, divided by
+ * the tensor-parallel size for RT_F_GEMM entries (Megatron shards every
+ * matrix product of a layer). */
+typedef struct remat_flops { int16_t cc, cv, c, att; } remat_flops;
 
 typedef struct remat_tensor_def {
     const char *name;
     const char *op;            /* the producing op, e.g. "linear (c_attn)" */
     uint8_t cls;               /* RT_CLASS_* */
-    uint8_t flags;             /* RT_F_* */
+    uint16_t flags;            /* RT_F_* */
     remat_shape shape;
     /* Kernel variants that store something else under the same name
      * (flash attention: the logsumexp; the chunked LM head: d(lnf)).
@@ -90,13 +117,17 @@ typedef struct remat_tensor_def {
     int8_t g_alloc[RT_MAXG];   /* allocated by the backward, before it runs (it writes them) */
     int8_t g_free[RT_MAXG];    /* freed by the backward, after it runs (it consumed them) */
     uint8_t prec, vprec;       /* element type of the tensor and of its variant (RT_P_*) */
+    /* framework tables only (remat's own computes these in code): */
+    remat_shape temp;          /* scratch its forward op needs while it runs */
+    uint8_t tprec;             /* the scratch's element type */
+    remat_flops ffl, bfl;      /* FLOPs of its forward op and of its backward op */
 } remat_tensor_def;
 
 /* Element types.  RT_P_ACT follows the run's activation dtype (bf16: 2
  * bytes, fp32: 4); RT_P_F32 is fp32 whatever the dtype (statistics and
  * accumulators, where bf16's 8-bit mantissa would cost accuracy); RT_P_BYTE
  * is one byte (masks). */
-enum { RT_P_ACT = 0, RT_P_F32 = 1, RT_P_BYTE = 2 };
+enum { RT_P_ACT = 0, RT_P_F32 = 1, RT_P_BYTE = 2, RT_P_I64 = 3 /* token ids */ };
 
 enum { RT_VAR_NONE = 0, RT_VAR_FLASH = 1, RT_VAR_CHUNKED = 2 };
 
@@ -114,10 +145,24 @@ typedef struct remat_table {
     int nbwd;                  /* a block's backward order */
     int8_t bwd[RT_MAXT];
     const remat_tensor_def *defs;
+    /* Globals the framework holds from the first forward op to the last
+     * backward one (token ids, targets, the embedding's dropout mask): no
+     * instruction touches them, so they add the same bytes to every moment
+     * of a step (remat_table_resident_bytes). */
+    int nres;
+    int8_t res[4];
+    /* remat's own table computes FLOPs and scratch in code; NULL: from the
+     * entries' formulas (ffl, bfl, temp) */
+    double (*fwd_flops)(const remat_config *cfg, int t);
+    double (*bwd_flops)(const remat_config *cfg, int t);
+    uint64_t (*temp_bytes)(const remat_config *cfg, int t);
+    uint64_t (*bwd_temp_bytes)(const remat_config *cfg, int t);   /* NULL: none */
 } remat_table;
 
 /* remat's own GPT-2 table (the one the engine runs) */
 extern const remat_table remat_table_gpt2;
+/* the framework tables (frameworks.c) */
+extern const remat_table remat_table_megatron, remat_table_pytorch;
 
 /* The table a config uses. */
 const remat_table *remat_table_of(const remat_config *cfg);
@@ -143,6 +188,11 @@ const char *remat_tensor_op_text(const remat_config *cfg, int t);
 double remat_tensor_fwd_flops(const remat_config *cfg, int t);
 double remat_tensor_bwd_flops(const remat_config *cfg, int t);
 double remat_update_flops(const remat_config *cfg);
+/* bytes of the table's resident globals (remat_table.res) under cfg */
+uint64_t remat_table_resident_bytes(const remat_config *cfg);
+/* per-block tensors a policy keeps unless told otherwise: all but the
+ * RT_F_TRANSIENT ones */
+uint32_t remat_keep_default(const remat_table *tb);
 
 /* ---- slots ---------------------------------------------------------------- */
 static inline int remat_nslots_t(const remat_table *tb, int L) { return L * tb->nblock + (tb->count - tb->nblock); }

@@ -1,0 +1,109 @@
+/*
+ * explain.c -- plans a person can read: what a policy does with each layer,
+ * as ranges of layers that are treated alike ("layers 0-61: keep all but
+ * att ...; recompute att ... in the backward"), from the compiled schedule
+ * (remat_schedule_layers).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+/* names of the tensors in mask that exist (have bytes) under c, joined by ", " */
+static void names(const remat_config *c, uint32_t mask, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int t = 0; t < 32 && k < n; t++) {
+        remat_tensor_info ti;
+        if (!(mask & (1u << t)) || remat_tensor_get(c, t, &ti) || !ti.bytes) continue;
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", ti.name);
+    }
+}
+
+/* per-block tensors (as a mask) that exist under c; *saved: those the
+ * framework keeps by default; *out: the block output's bit */
+static uint32_t block_tensors(const remat_config *c, uint32_t *saved, uint32_t *out)
+{
+    uint32_t all = 0;
+    *saved = *out = 0;
+    for (int t = 0; t < 32 && t < remat_config_tensor_count(c); t++) {
+        remat_tensor_info ti;
+        if (remat_tensor_get(c, t, &ti) || !ti.per_layer) break;
+        if (!ti.bytes) continue;
+        all |= 1u << t;
+        if (!ti.transient) *saved |= 1u << t;
+        *out = 1u << t;               /* the last per-block tensor */
+    }
+    return all;
+}
+
+/* one line for a layer range */
+static void describe(FILE *f, const remat_config *c, int a, int b, int step, const remat_layer_info *li)
+{
+    uint32_t saved, outb, all = block_tensors(c, &saved, &outb);
+    uint32_t kept = li->kept & ~outb & saved, inner = saved & ~outb;
+    uint32_t keptx = li->kept & ~saved & ~outb;      /* transient tensors a save: list keeps */
+    char buf[512], what[700];
+    int own = (li->kept & outb) != 0;
+    if (kept == inner) snprintf(what, sizeof what, "keep all");
+    else if (!kept && !keptx) snprintf(what, sizeof what, own ? "keep only its output" : "keep nothing");
+    else if (__builtin_popcount(inner & ~kept) <= __builtin_popcount(kept)) {
+        names(c, inner & ~kept, buf, sizeof buf);
+        snprintf(what, sizeof what, "keep all but %s", buf);
+    } else {
+        names(c, kept, buf, sizeof buf);
+        snprintf(what, sizeof what, "keep only %s", buf);
+    }
+    size_t k = strlen(what);
+    if (keptx) {
+        names(c, keptx, buf, sizeof buf);
+        k += (size_t)snprintf(what + k, sizeof what - k, " (and %s)", buf);
+    }
+    if (!own && (kept || keptx)) k += (size_t)snprintf(what + k, sizeof what - k, ", not its output");
+    uint32_t rec = li->recomputed & all;
+    if (inner && (rec & inner) == inner)
+        snprintf(what + k, sizeof what - k, "; recompute the whole layer in the backward");
+    else if (rec) {
+        names(c, rec, buf, sizeof buf);
+        snprintf(what + k, sizeof what - k, "; recompute %s in the backward", buf);
+    }
+    char kb[32];
+    if (a == b) fprintf(f, "  layer  %d", a);
+    else fprintf(f, "  layers %d-%d", a, b);
+    if (step > 1) fprintf(f, " (and every %d after)", step);
+    fprintf(f, ": %s (%s kept per layer)\n", what, cli_fmt_bytes(li->kept_bytes, kb, sizeof kb));
+}
+
+int cli_explain(FILE *f, const remat_config *c, const char *policy)
+{
+    remat_schedule *s = NULL;
+    remat_layer_info *li = NULL;
+    if (remat_schedule_create(c, policy, &s)) return cli_error("%s", remat_errmsg());
+    li = calloc((size_t)c->n_layer, sizeof *li);
+    if (!li || remat_schedule_layers(s, li)) {
+        remat_schedule_free(s);
+        free(li);
+        return cli_error("out of memory");
+    }
+    int L = c->n_layer, a = 0, p = 1, nr = 1;
+#define SAME(i, j) (li[i].kept == li[j].kept && li[i].recomputed == li[j].recomputed)
+    for (int l = 1; l < L; l++) nr += !SAME(l, l - 1);
+    /* many ranges: the plan may repeat a pattern of p layers (every:K, revolve) */
+    if (nr > 8)
+        for (int q = 2; q <= 16 && q < L && p == 1; q++) {
+            int rep = 1;
+            for (int l = q; l < L && rep; l++) rep = SAME(l, l - q);
+            if (rep) p = q;
+        }
+    if (p > 1) fprintf(f, "  a pattern of %d layers, repeated:\n", p);
+    int end = p > 1 ? p : L;
+    for (int l = 1; l <= end; l++)
+        if (l == end || !SAME(l, a)) {
+            describe(f, c, a, l - 1, p, &li[a]);
+            a = l;
+        }
+#undef SAME
+    remat_schedule_free(s);
+    free(li);
+    return 0;
+}

@@ -1,0 +1,704 @@
+/*
+ * cluster.c -- planning runs of Megatron-LM and PyTorch on GPU clusters:
+ * pipeline and data parallelism around the simulated model chunk, the
+ * weights/gradients/optimizer bytes per GPU, a time model per device, and
+ * the three answers of `remat plan --framework ...` (the unconstrained
+ * optimum, the best Megatron-LM flags, the best torchtitan setting).  The
+ * model is stated in remat.h ("cluster planning"); the README has the
+ * formulas, the device sources and the comparison with Korthikanti et al.
+ * 2022's Table 5.
+ *
+ * Memory comes from the simulator on the framework's tensor table
+ * (table/frameworks.c), run on one model chunk for one micro-batch; this
+ * file only multiplies it by the micro-batches in flight (Section 4.2.4 of
+ * the paper) and adds the parameter state.  Time comes from the cost pass
+ * (cost.c) with per-op times from the device profile filled here.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "planner.h"
+#include "../core/core.h"
+
+#define GiB (1024.0 * 1024.0 * 1024.0)
+
+/* Dense (no sparsity) bf16 tensor-core FLOP/s, HBM bandwidth, NVLink per
+ * GPU and direction (half the bidirectional figure NVIDIA quotes), and the
+ * network per GPU of NVIDIA's DGX systems (one HDR 200 Gb/s or NDR 400 Gb/s
+ * adapter per GPU). */
+static const remat_device devices[] = {
+    { "a100-40gb", (uint64_t)(40 * GiB), 312e12, 1555e9, 300e9, 25e9,
+      "NVIDIA A100 datasheet (SXM4 40GB: 312 TFLOP/s bf16 dense, 1,555 GB/s, NVLink 600 GB/s); DGX A100 (8x HDR 200 Gb/s)" },
+    { "a100-80gb", (uint64_t)(80 * GiB), 312e12, 2039e9, 300e9, 25e9,
+      "NVIDIA A100 datasheet (SXM4 80GB: 312 TFLOP/s bf16 dense, 2,039 GB/s, NVLink 600 GB/s); DGX A100 (8x HDR 200 Gb/s)" },
+    { "h100-80gb", (uint64_t)(80 * GiB), 989e12, 3350e9, 450e9, 50e9,
+      "NVIDIA H100 datasheet (SXM5 80GB: 989 TFLOP/s bf16 dense, 3.35 TB/s, NVLink 900 GB/s); DGX H100 (8x NDR 400 Gb/s)" },
+    { "h200-141gb", (uint64_t)141e9, 989e12, 4800e9, 450e9, 50e9,
+      "NVIDIA H200 datasheet (SXM 141GB: 989 TFLOP/s bf16 dense, 4.8 TB/s, NVLink 900 GB/s); DGX H200 (8x NDR 400 Gb/s)" },
+};
+
+static const remat_model_preset presets[] = {
+    { "22b", 48, 6144, 64, 51200, 2048, "Korthikanti et al. 2022, Table 3" },
+    { "175b", 96, 12288, 96, 51200, 2048, "Korthikanti et al. 2022, Table 3 (GPT-3)" },
+    { "530b", 105, 20480, 128, 51200, 2048, "Korthikanti et al. 2022, Table 3 (MT-NLG)" },
+    { "1t", 128, 25600, 160, 51200, 2048, "Korthikanti et al. 2022, Table 3" },
+    { "gpt2", 12, 768, 12, 50257, 1024, "GPT-2 124M (Radford et al. 2019)" },
+    { "gpt2-medium", 24, 1024, 16, 50257, 1024, "GPT-2 350M" },
+    { "gpt2-large", 36, 1280, 20, 50257, 1024, "GPT-2 774M" },
+    { "gpt2-xl", 48, 1600, 25, 50257, 1024, "GPT-2 1.5B" },
+};
+
+#define NDEV ((int)(sizeof devices / sizeof devices[0]))
+#define NPRESET ((int)(sizeof presets / sizeof presets[0]))
+
+int remat_device_count(void) { return NDEV; }
+const remat_device *remat_device_get(int i) { return i >= 0 && i < NDEV ? &devices[i] : NULL; }
+const remat_device *remat_device_find(const char *name)
+{
+    for (int i = 0; name && i < NDEV; i++)
+        if (!strcmp(devices[i].name, name)) return &devices[i];
+    return NULL;
+}
+int remat_model_preset_count(void) { return NPRESET; }
+const remat_model_preset *remat_model_preset_get(int i) { return i >= 0 && i < NPRESET ? &presets[i] : NULL; }
+const remat_model_preset *remat_model_preset_find(const char *name)
+{
+    for (int i = 0; name && i < NPRESET; i++)
+        if (!strcmp(presets[i].name, name)) return &presets[i];
+    return NULL;
+}
+
+void remat_cluster_default(remat_cluster *cl)
+{
+    memset(cl, 0, sizeof *cl);
+    cl->pp = cl->vpp = cl->dp = 1;
+    cl->dev = devices[1];
+    cl->reserve = 0.05;
+}
+
+static long micro_per_replica(const remat_config *c, const remat_cluster *cl)
+{
+    long G = cl->global_batch ? cl->global_batch : (long)c->batch * cl->dp;
+    return G / ((long)c->batch * cl->dp);
+}
+
+remat_status remat_cluster_check(const remat_config *c, const remat_cluster *cl)
+{
+    remat_status st;
+    if (!c || !cl) return remat_fail(REMAT_ERR_INVALID, "cluster planning: NULL argument");
+    if (c->framework != REMAT_FRAMEWORK_MEGATRON && c->framework != REMAT_FRAMEWORK_PYTORCH)
+        return remat_fail(REMAT_ERR_INVALID, "cluster planning needs a framework table: --framework megatron or pytorch");
+    if (c->stage != REMAT_STAGE_WHOLE)
+        return remat_fail(REMAT_ERR_INVALID, "cluster planning takes the whole model (stage 0); the pipeline is --pp");
+    if ((st = remat_config_check(c))) return st;
+    if (cl->pp < 1 || cl->pp > 4096) return remat_fail(REMAT_ERR_INVALID, "--pp must be in [1, 4096], got %d", cl->pp);
+    if (cl->vpp < 1 || cl->vpp > 4096) return remat_fail(REMAT_ERR_INVALID, "--interleave must be in [1, 4096], got %d", cl->vpp);
+    if (cl->dp < 1 || cl->dp > (1 << 20)) return remat_fail(REMAT_ERR_INVALID, "--dp must be in [1, 1048576], got %d", cl->dp);
+    if (c->n_layer % (cl->pp * cl->vpp))
+        return remat_fail(REMAT_ERR_INVALID, "layers %d do not split into --pp %d x --interleave %d model chunks; pick "
+                          "sizes whose product divides the layers", c->n_layer, cl->pp, cl->vpp);
+    if (cl->vpp > 1 && cl->pp < 2)
+        return remat_fail(REMAT_ERR_INVALID, "--interleave %d needs pipeline parallelism (--pp 2 or more)", cl->vpp);
+    if (cl->global_batch < 0 || cl->global_batch % ((long)c->batch * cl->dp))
+        return remat_fail(REMAT_ERR_INVALID, "--global-batch %d is not a multiple of micro-batch %d x dp %d",
+                          cl->global_batch, c->batch, cl->dp);
+    long m = micro_per_replica(c, cl);
+    if (cl->vpp > 1 && m % cl->pp)
+        return remat_fail(REMAT_ERR_INVALID, "the interleaved schedule needs the micro-batches per replica (%ld) to be "
+                          "a multiple of --pp %d; raise --global-batch", m, cl->pp);
+    const remat_device *d = &cl->dev;
+    if (!d->mem_bytes || !(d->flops > 0) || !(d->hbm_bps > 0) || !(d->link_bps > 0) || !(d->net_bps > 0) ||
+        !isfinite(d->flops) || !isfinite(d->hbm_bps) || !isfinite(d->link_bps) || !isfinite(d->net_bps))
+        return remat_fail(REMAT_ERR_INVALID, "the device's memory, FLOP/s and bandwidths must be positive");
+    if (!(cl->efficiency >= 0 && cl->efficiency <= 1))
+        return remat_fail(REMAT_ERR_INVALID, "efficiency must be in (0, 1], got %g", cl->efficiency);
+    if (!(cl->reserve >= 0 && cl->reserve < 1))
+        return remat_fail(REMAT_ERR_INVALID, "--reserve must be in [0, 1), got %g", cl->reserve);
+    return REMAT_OK;
+}
+
+/* ---- weights, gradients, optimizer ---------------------------------------- */
+
+remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster *cl, remat_cluster_memory *out)
+{
+    remat_status st;
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_memory_of: out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((st = remat_cluster_check(c, cl))) return st;
+    /* the first stage: (its transformer parameters + V h) / T, with a layer's
+     * 12h^2 + 13h (QKV, projection, MLP with biases, two LayerNorms) */
+    uint64_t h = (uint64_t)c->n_embd, T = (uint64_t)remat_config_tp(c);
+    uint64_t layers = (uint64_t)(c->n_layer / cl->pp);
+    uint64_t n = (layers * (12 * h * h + 13 * h) + (uint64_t)remat_config_padded_vocab(c) * h) / T;
+    out->params = n;
+    uint64_t D = (uint64_t)cl->dp;
+    if (c->dtype == REMAT_DTYPE_BF16) {      /* bf16 weights, fp32 gradients, fp32 main weights + 2 moments */
+        out->params_bytes = 2 * n;
+        out->grads_bytes = 4 * n;
+        out->optim_bytes = cl->dist_optim ? (12 * n + D - 1) / D : 12 * n;
+    } else {                                 /* fp32 weights and gradients, 2 moments */
+        out->params_bytes = 4 * n;
+        out->grads_bytes = 4 * n;
+        out->optim_bytes = cl->dist_optim ? (8 * n + D - 1) / D : 8 * n;
+    }
+    return REMAT_OK;
+}
+
+double remat_cluster_model_flops(const remat_config *c, const remat_cluster *cl)
+{
+    double G = cl->global_batch ? cl->global_batch : (double)c->batch * cl->dp;
+    double L = c->n_layer, s = c->seq, h = c->n_embd, V = remat_config_padded_vocab(c);
+    return 72.0 * G * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L));
+}
+
+/* ---- the evaluation context ----------------------------------------------- */
+
+typedef struct ctx {
+    remat_config chunk;       /* what is simulated: one model chunk, one micro-batch */
+    remat_cluster cl;
+    remat_profile prof;       /* the device's op times for chunk */
+    const remat_table *tb;
+    int P, V, T, Lc;
+    long m;                   /* micro-batches per replica per iteration */
+    double seqs;              /* G: sequences per iteration */
+    uint64_t f;               /* chunk micro-batches in flight on the first stage */
+    uint64_t res_inflight;    /* resident bytes of the micro-batches in flight */
+    double head_ms, head_flops;   /* P > 1: the LM head, on the last stage */
+    double other_ms;          /* per iteration: data-parallel reduction and optimizer step */
+    remat_cluster_memory mem;
+    uint64_t usable;          /* device memory less the reserve */
+} ctx;
+
+/* Fills p with the device model's op times for config c (milliseconds). */
+static void fill_device_profile(remat_profile *p, const remat_config *c, const remat_cluster *cl, double eff)
+{
+    const remat_table *tb = remat_table_of(c);
+    memset(p, 0, sizeof *p);
+    p->cfg = *c;
+    p->measured = 0;
+    p->gflops = cl->dev.flops * eff / 1e9;
+    p->other_gflops = p->gflops;
+    p->gbps = cl->dev.hbm_bps / 1e9;
+    p->threads = 1;
+    double F = cl->dev.flops * eff / 1e3, H = cl->dev.hbm_bps / 1e3, K = cl->dev.link_bps / 1e3;  /* per ms */
+    int T = remat_config_tp(c);
+    /* a collective moves the full (unsharded) s b h activation: ring all-reduce
+     * 2(T-1)/T of it per GPU, all-gather and reduce-scatter (T-1)/T each */
+    double vol = (double)c->batch * c->seq * c->n_embd * (c->dtype == REMAT_DTYPE_BF16 ? 2 : 4);
+    double ar = T > 1 ? 2.0 * (T - 1) / T * vol / K : 0, half = ar / 2;
+    for (int t = 0; t < tb->first_grad; t++) {
+        const remat_tensor_def *d = &tb->defs[t];
+        double in = 0, bin = 0, out = (double)remat_tensor_bytes(c, t);
+        for (int i = 0; i < RT_MAXIO && d->fwd_in[i] != RT_NONE; i++)
+            in += (double)remat_tensor_bytes(c, d->fwd_in[i] == RT_X ? tb->nblock - 1 : d->fwd_in[i]);
+        for (int i = 0; i < RT_MAXIO && d->bwd_in[i] != RT_NONE; i++)
+            bin += (double)remat_tensor_bytes(c, d->bwd_in[i] == RT_X ? tb->nblock - 1 : d->bwd_in[i]);
+        int gemm = (d->flags & RT_F_GEMM) != 0;
+        /* matrix products are compute-bound; the rest streams its operands */
+        p->fwd_ms[t] = remat_tensor_fwd_flops(c, t) / F + (gemm ? 0 : (out + in) / H);
+        if (d->has_bwd) p->bwd_ms[t] = remat_tensor_bwd_flops(c, t) / F + (gemm ? 0 : (2 * out + bin) / H);
+        if (d->flags & RT_F_COL) { p->fwd_ms[t] += c->sp ? half : 0; p->bwd_ms[t] += c->sp ? half : ar; }
+        if (d->flags & RT_F_ROW) { p->fwd_ms[t] += c->sp ? half : ar; p->bwd_ms[t] += c->sp ? half : 0; }
+    }
+    memcpy(p->fwd_hot_ms, p->fwd_ms, sizeof p->fwd_ms);
+    memcpy(p->bwd_hot_ms, p->bwd_ms, sizeof p->bwd_ms);
+    snprintf(p->desc, sizeof p->desc, "%s: %.0f TFLOP/s x %.3f, HBM %.0f GB/s, link %.0f GB/s", cl->dev.name ? cl->dev.name : "device",
+             cl->dev.flops / 1e12, eff, cl->dev.hbm_bps / 1e9, cl->dev.link_bps / 1e9);
+}
+
+static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster *cl)
+{
+    remat_status st;
+    memset(x, 0, sizeof *x);
+    if ((st = remat_cluster_check(c, cl))) return st;
+    if ((st = remat_cluster_memory_of(c, cl, &x->mem))) return st;
+    x->cl = *cl;
+    x->P = cl->pp;
+    x->V = cl->vpp;
+    x->T = remat_config_tp(c);
+    x->Lc = c->n_layer / (cl->pp * cl->vpp);
+    x->m = micro_per_replica(c, cl);
+    x->seqs = (double)x->m * c->batch * cl->dp;
+    x->chunk = *c;
+    x->chunk.n_layer = x->Lc;
+    if (x->P > 1) x->chunk.stage = REMAT_STAGE_FIRST;
+    x->tb = remat_table_of(c);
+    double eff = cl->efficiency > 0 ? cl->efficiency : REMAT_CLUSTER_EFFICIENCY;
+    fill_device_profile(&x->prof, &x->chunk, cl, eff);
+    /* micro-batches in flight on the first stage (Korthikanti 4.2.4): 1F1B
+     * holds P (fewer when there are fewer), the interleaved schedule
+     * P (1 + (P-1)/(P V)), that is P V + P - 1 model chunks */
+    uint64_t res = remat_table_resident_bytes(&x->chunk);
+    if (x->V > 1) {
+        x->f = (uint64_t)(x->P * x->V + x->P - 1);
+        x->res_inflight = res * x->f / (uint64_t)x->V;
+    } else {
+        x->f = (uint64_t)(x->P < x->m ? x->P : x->m);
+        x->res_inflight = res * x->f;
+    }
+    if (x->P > 1) {     /* the head runs on the last stage */
+        remat_config whole = x->chunk;
+        whole.stage = REMAT_STAGE_WHOLE;
+        remat_profile hp;
+        fill_device_profile(&hp, &whole, cl, eff);
+        for (int i = 0; i < x->tb->nhead; i++) {
+            x->head_ms += hp.fwd_ms[x->tb->head[i]];
+            x->head_flops += remat_tensor_fwd_flops(&whole, x->tb->head[i]);
+        }
+        for (int i = 0; i < x->tb->nhead_bwd; i++) {
+            x->head_ms += hp.bwd_ms[x->tb->head_bwd[i]];
+            x->head_flops += remat_tensor_bwd_flops(&whole, x->tb->head_bwd[i]);
+        }
+    }
+    /* data parallelism: fp32 gradients all-reduced (2(D-1)/D of them per GPU),
+     * or reduce-scattered and the bf16 weights all-gathered with the
+     * distributed optimizer; the optimizer streams its state once */
+    double n = (double)x->mem.params, D = cl->dp;
+    double wbytes = c->dtype == REMAT_DTYPE_BF16 ? 2 : 4;
+    if (cl->dp > 1)
+        x->other_ms += (cl->dist_optim ? (D - 1) / D * (4 * n + wbytes * n) : 2 * (D - 1) / D * 4 * n) /
+                       (cl->dev.net_bps / 1e3);
+    double state = c->dtype == REMAT_DTYPE_BF16 ? 28 : 24;   /* fp32 main weights, moments: read and written; gradients read */
+    x->other_ms += (cl->dist_optim ? (state * n / D + wbytes * n) : (state + wbytes) * n) / (cl->dev.hbm_bps / 1e3);
+    x->usable = (uint64_t)((double)cl->dev.mem_bytes * (1 - cl->reserve));
+    return REMAT_OK;
+}
+
+/* ---- one row ------------------------------------------------------------------ */
+
+/* How a framework re-runs recomputed work.  remat recomputes only what the
+ * backward reads; torch.utils.checkpoint and Megatron's CheckpointFunction
+ * re-run the whole checkpointed region (per block: `region`), outputs
+ * included; a region's cached outputs (torchtitan's per-op selective
+ * checkpointing) are not re-run. */
+typedef struct rerun { uint32_t region, cached; } rerun;
+
+/* milliseconds and FLOPs the framework re-runs beyond the schedule's recomputation */
+static remat_status rerun_extra(const ctx *x, const remat_schedule *s, rerun rr, double *ms, double *fl)
+{
+    *ms = *fl = 0;
+    if (!rr.region) return REMAT_OK;
+    uint32_t *rec = remat_calloc((size_t)x->Lc, sizeof *rec);
+    if (!rec) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < s->n; i++)
+        if (s->ins[i].kind == REMAT_I_RECOMPUTE && s->ins[i].layer >= 0 && s->ins[i].tid < x->tb->nblock)
+            rec[s->ins[i].layer] |= 1u << s->ins[i].tid;
+    for (int l = 0; l < x->Lc; l++) {
+        if (!(rec[l] & rr.region)) continue;        /* the region was not recomputed in this block */
+        uint32_t more = rr.region & ~rec[l] & ~rr.cached;
+        for (int t = 0; t < x->tb->nblock; t++)
+            if (more & (1u << t)) {
+                *ms += x->prof.fwd_ms[t];
+                *fl += remat_tensor_fwd_flops(&x->chunk, t);
+            }
+    }
+    free(rec);
+    return REMAT_OK;
+}
+
+void remat_cluster_row_clear(remat_cluster_row *r)
+{
+    if (!r) return;
+    free(r->policy);
+    free(r->megatron_flags);
+    memset(r, 0, sizeof *r);
+}
+
+static remat_status eval_row(const ctx *x, const char *policy, rerun rr, remat_cluster_row *out)
+{
+    remat_schedule *s = NULL;
+    remat_status st;
+    memset(out, 0, sizeof *out);
+    if ((st = remat_schedule_create(&x->chunk, policy, &s))) return st;
+    /* held for the backward when the forward ends: before the first backward
+     * instruction; a chunk that sends its output on does not keep it */
+    size_t fb = 0;
+    while (fb < s->n && s->ins[fb].kind != REMAT_I_BACKWARD) fb++;
+    uint64_t held = fb ? s->live_after[fb - 1] : 0;
+    uint64_t xout = remat_tensor_bytes(&x->chunk, x->tb->nblock - 1);
+    if (x->P > 1) held -= xout;
+    double ms = remat_cost_schedule_ms(&x->prof, s, NULL), ems, efl;
+    if (ms < 0) { st = REMAT_ERR_NOMEM; goto out; }
+    if ((st = rerun_extra(x, s, rr, &ems, &efl))) goto out;
+    out->layer_stored_bytes = (s->sim.stored_bytes - xout) / (uint64_t)x->Lc;
+    out->stored_bytes = x->f * held + x->res_inflight;
+    out->peak_bytes = (x->f - 1) * held + s->sim.peak_bytes + x->res_inflight;
+    out->total_bytes = out->peak_bytes + x->mem.params_bytes + x->mem.grads_bytes + x->mem.optim_bytes;
+    out->fits = out->total_bytes <= x->usable;
+    double stage_ms = x->V * (ms + ems) + x->head_ms;
+    out->step_ms_pred = stage_ms * ((double)x->m + (double)(x->P - 1) / x->V) + x->other_ms;
+    out->hardware_flops = x->T * (x->seqs / x->chunk.batch) *
+                          ((double)x->P * x->V * (s->sim.flops + efl) + x->head_flops);
+    if (!(out->policy = remat_strdup(remat_schedule_policy(s)))) st = remat_fail(REMAT_ERR_NOMEM, "out of memory");
+out:
+    remat_schedule_free(s);
+    if (st) remat_cluster_row_clear(out);
+    return st;
+}
+
+remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster *cl, const char *policy,
+                                    remat_cluster_row *out)
+{
+    ctx x;
+    remat_status st;
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_evaluate: out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((st = ctx_init(&x, cfg, cl))) return st;
+    rerun none = { 0, 0 };
+    return eval_row(&x, policy, none, out);
+}
+
+/* ---- the framework options ---------------------------------------------------- */
+
+/* mask of the named per-block tensors of the table */
+static uint32_t names_mask(const ctx *x, const char *const *names)
+{
+    uint32_t m = 0;
+    for (; *names; names++)
+        for (int t = 0; t < x->tb->nblock; t++)
+            if (!strcmp(x->tb->defs[t].name, *names)) m |= 1u << t;
+    return m;
+}
+
+/* "save:A+B+..." keeping exactly mask (the block output is always kept) */
+static int save_policy(const ctx *x, uint32_t mask, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "save:");
+    int any = 0;
+    for (int t = 0; t < x->tb->nblock && k < n; t++)
+        if (mask & (1u << t)) {
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", any ? "+" : "", x->tb->defs[t].name);
+            any = 1;
+        }
+    if (!any) snprintf(buf, n, "full");
+    return k < n;
+}
+
+/* Megatron's --recompute-modules (megatron/core/transformer/transformer_config.py)
+ * that apply to a dense GPT layer, and what each drops from a layer */
+static const char *const core_attn_drop[] = { "att", "att_mask", "att_drop", NULL };
+static const char *const core_attn_region[] = { "scores", "att", "att_mask", "att_drop", "atty", NULL };
+static const char *const layernorm_drop[] = { "ln1", "ln2", NULL };
+static const char *const mlp_drop[] = { "fch", "fch_gelu", NULL };
+static const char *const mlp_region[] = { "fch", "fch_gelu", "mlp", NULL };
+/* torchtitan's SelectiveAC (torchtitan/distributed/activation_checkpoint.py)
+ * saves the outputs of compute-intensive ops -- here the four linear layers
+ * (addmm: with biases, none is the "every second mm" it recomputes) and the
+ * two attention matmuls -- and recomputes the rest */
+static const char *const sac_saved[] = { "qkv", "scores", "atty", "proj", "fch", "mlp", NULL };
+
+typedef struct cand {
+    char policy[512];
+    rerun rr;
+    char megatron[200];        /* "" none needed */
+    int has_megatron;
+    const char *torchtitan;
+} cand;
+
+static int add_cand(cand **v, size_t *n, size_t *cap, const cand *c)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 64;
+        cand *p = remat_realloc(*v, nc * sizeof *p);
+        if (!p) return -1;
+        *v = p;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = *c;
+    return 0;
+}
+
+/* Every option of the two frameworks, as policies on one model chunk. */
+static remat_status framework_options(const ctx *x, cand **out, size_t *n)
+{
+    cand *v = NULL, c;
+    size_t cap = 0;
+    *n = 0;
+    uint32_t all = remat_keep_all(x->tb), keep = remat_keep_default(x->tb);
+    /* none: both frameworks */
+    memset(&c, 0, sizeof c);
+    snprintf(c.policy, sizeof c.policy, "none");
+    c.has_megatron = 1;
+    c.torchtitan = "none";
+    if (add_cand(&v, n, &cap, &c)) goto nomem;
+    /* selective: every non-empty set of modules */
+    static const char *const mod_names[3] = { "core_attn", "layernorm", "mlp" };
+    const char *const *drops[3] = { core_attn_drop, layernorm_drop, mlp_drop };
+    const char *const *regions[3] = { core_attn_region, layernorm_drop, mlp_region };
+    for (int set = 1; set < 8; set++) {
+        memset(&c, 0, sizeof c);
+        uint32_t drop = 0, region = 0;
+        size_t k = (size_t)snprintf(c.megatron, sizeof c.megatron, "--recompute-granularity selective --recompute-modules");
+        for (int i = 0; i < 3; i++)
+            if (set & (1 << i)) {
+                drop |= names_mask(x, drops[i]);
+                region |= names_mask(x, regions[i]);
+                k += (size_t)snprintf(c.megatron + k, sizeof c.megatron - k, " %s", mod_names[i]);
+            }
+        if (!save_policy(x, keep & ~drop, c.policy, sizeof c.policy)) continue;
+        c.rr.region = region;
+        c.has_megatron = 1;
+        if (add_cand(&v, n, &cap, &c)) goto nomem;
+    }
+    /* full, uniform: chunks of N layers; N = 1 is also torchtitan's FullAC */
+    for (int N = 1; N <= x->Lc; N++) {
+        memset(&c, 0, sizeof c);
+        snprintf(c.policy, sizeof c.policy, N == 1 ? "full" : "every:%d", N);
+        snprintf(c.megatron, sizeof c.megatron,
+                 "--recompute-granularity full --recompute-method uniform --recompute-num-layers %d", N);
+        c.has_megatron = 1;
+        c.rr.region = all;
+        if (N == 1) c.torchtitan = "full";
+        if (add_cand(&v, n, &cap, &c)) goto nomem;
+    }
+    /* full, block: the first N layers of each chunk */
+    for (int N = 1; N < x->Lc; N++) {
+        memset(&c, 0, sizeof c);
+        snprintf(c.policy, sizeof c.policy, "first:%d", N);
+        snprintf(c.megatron, sizeof c.megatron,
+                 "--recompute-granularity full --recompute-method block --recompute-num-layers %d", N);
+        c.has_megatron = 1;
+        c.rr.region = all;
+        if (add_cand(&v, n, &cap, &c)) goto nomem;
+    }
+    /* torchtitan's per-op selective checkpointing of every block */
+    memset(&c, 0, sizeof c);
+    uint32_t saved = names_mask(x, sac_saved);
+    if (save_policy(x, saved, c.policy, sizeof c.policy)) {
+        c.rr.region = all;           /* the whole block runs again, its saved ops from the cache */
+        c.rr.cached = saved;
+        c.torchtitan = "selective";
+        if (add_cand(&v, n, &cap, &c)) goto nomem;
+    }
+    *out = v;
+    return REMAT_OK;
+nomem:
+    free(v);
+    *n = 0;
+    return remat_fail(REMAT_ERR_NOMEM, "out of memory");
+}
+
+void remat_cluster_answer_clear(remat_cluster_answer *a)
+{
+    if (!a) return;
+    remat_cluster_row_clear(&a->optimal);
+    remat_cluster_row_clear(&a->best_megatron);
+    remat_cluster_row_clear(&a->best_torchtitan);
+    for (size_t i = 0; i < a->nrows; i++) remat_cluster_row_clear(&a->rows[i]);
+    free(a->rows);
+    memset(a, 0, sizeof *a);
+}
+
+static remat_status row_copy(remat_cluster_row *dst, const remat_cluster_row *src)
+{
+    *dst = *src;
+    dst->policy = src->policy ? remat_strdup(src->policy) : NULL;
+    dst->megatron_flags = src->megatron_flags ? remat_strdup(src->megatron_flags) : NULL;
+    if ((src->policy && !dst->policy) || (src->megatron_flags && !dst->megatron_flags)) {
+        remat_cluster_row_clear(dst);
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory");
+    }
+    return REMAT_OK;
+}
+
+/* a faster fitting row than best (ties: less memory) */
+static int better(const remat_cluster_row *r, const remat_cluster_row *best)
+{
+    if (!r->fits) return 0;
+    if (!best->policy) return 1;
+    if (r->step_ms_pred != best->step_ms_pred) return r->step_ms_pred < best->step_ms_pred;
+    return r->total_bytes < best->total_bytes;
+}
+
+/* The unconstrained optimum: the planner's front of one chunk (activation
+ * peak against time), each point priced with its micro-batches in flight.
+ * With one in flight the front's budget is the exact constraint; with more,
+ * the stored bytes of the others count too, and the fastest point that
+ * fits is taken. */
+static remat_status best_plan(const ctx *x, remat_cluster_row *best)
+{
+    remat_planner *pl = NULL;
+    remat_status st;
+    char *pol = remat_malloc(REMAT_POLICY_MAX);
+    rerun none = { 0, 0 };
+    if (!pol) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
+    if ((st = remat_planner_create(&x->chunk, &x->prof, UINT32_MAX, &pl))) goto out;
+    uint64_t fixed = x->mem.params_bytes + x->mem.grads_bytes + x->mem.optim_bytes + x->res_inflight;
+    if (x->f == 1) {
+        if (fixed >= x->usable) goto out;
+        uint64_t act = x->usable - fixed;
+        if (act < remat_planner_min_peak(pl)) goto out;
+        if ((st = remat_planner_build_fronts(pl, act))) goto out;
+        if ((st = remat_planner_best(pl, act, pol, REMAT_POLICY_MAX, NULL, NULL))) goto out;
+        remat_cluster_row r;
+        if ((st = eval_row(x, pol, none, &r))) goto out;
+        if (better(&r, best)) { remat_cluster_row_clear(best); *best = r; }
+        else remat_cluster_row_clear(&r);
+        goto out;
+    }
+    if ((st = remat_planner_build_fronts(pl, 0))) goto out;
+    size_t n = remat_planner_front_size(pl);
+    for (size_t i = n; i-- > 0;) {           /* fastest first */
+        uint64_t pk;
+        double ms;
+        remat_planner_front_point(pl, i, &pk, &ms);
+        if (fixed + pk > x->usable) continue;  /* the chunk alone does not fit */
+        if ((st = remat_planner_best(pl, pk, pol, REMAT_POLICY_MAX, NULL, NULL))) goto out;
+        remat_cluster_row r;
+        if ((st = eval_row(x, pol, none, &r))) goto out;
+        int fits = r.fits;
+        if (better(&r, best)) { remat_cluster_row_clear(best); *best = r; }
+        else remat_cluster_row_clear(&r);
+        if (fits) break;
+    }
+out:
+    free(pol);
+    remat_planner_free(pl);
+    return st;
+}
+
+remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl, remat_cluster_answer *out)
+{
+    ctx x;
+    remat_status st;
+    cand *cs = NULL;
+    size_t nc = 0;
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_plan: out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((st = ctx_init(&x, cfg, cl))) return st;
+    if ((st = framework_options(&x, &cs, &nc))) return st;
+    out->rows = remat_calloc(nc ? nc : 1, sizeof *out->rows);
+    if (!out->rows) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
+    rerun none = { 0, 0 };
+    for (size_t i = 0; i < nc; i++) {
+        remat_cluster_row *r = &out->rows[out->nrows];
+        if ((st = eval_row(&x, cs[i].policy, cs[i].rr, r))) goto out;
+        out->nrows++;
+        if (cs[i].has_megatron && !(r->megatron_flags = remat_strdup(cs[i].megatron))) {
+            st = remat_fail(REMAT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        r->torchtitan = cs[i].torchtitan;
+        if (r->megatron_flags && better(r, &out->best_megatron)) {
+            remat_cluster_row_clear(&out->best_megatron);
+            if ((st = row_copy(&out->best_megatron, r))) goto out;
+        }
+        if (r->torchtitan && better(r, &out->best_torchtitan)) {
+            remat_cluster_row_clear(&out->best_torchtitan);
+            if ((st = row_copy(&out->best_torchtitan, r))) goto out;
+        }
+        /* the same keep-sets with remat's recomputation are plans too */
+        remat_cluster_row mine;
+        if ((st = eval_row(&x, cs[i].policy, none, &mine))) goto out;
+        if (better(&mine, &out->optimal)) { remat_cluster_row_clear(&out->optimal); out->optimal = mine; }
+        else remat_cluster_row_clear(&mine);
+    }
+    st = best_plan(&x, &out->optimal);
+out:
+    free(cs);
+    if (st) remat_cluster_answer_clear(out);
+    return st;
+}
+
+/* ---- maximize ------------------------------------------------------------------- */
+
+static void set_dim(remat_config *c, remat_cluster *cl, const remat_config *base, const remat_cluster *bcl, int dim,
+                    int v)
+{
+    *c = *base;
+    *cl = *bcl;
+    if (dim == REMAT_CLUSTER_SEQ) {
+        c->seq = v;
+        if (c->max_seq < v) c->max_seq = v;
+    } else {
+        long m = micro_per_replica(base, bcl);
+        c->batch = v;
+        cl->global_batch = (int)(m * v * bcl->dp);
+    }
+}
+
+/* Does answer `which` exist at this size?  *ok 1 or 0.  The framework's
+ * options are tried (with its recomputation, or for the optimum with
+ * remat's), stopping at the first that fits; for the optimum, then the
+ * plan of the smallest peak.  With keep, the whole answer goes there. */
+static remat_status exists_at(const remat_config *c, const remat_cluster *cl, int which, int *ok,
+                              remat_cluster_answer *keep)
+{
+    ctx x;
+    cand *cs = NULL;
+    size_t nc = 0;
+    remat_status st;
+    *ok = 0;
+    if (remat_cluster_check(c, cl)) return REMAT_OK;     /* sizes out of range: does not fit */
+    if (keep) {
+        remat_cluster_answer a;
+        if ((st = remat_cluster_plan(c, cl, &a))) return st;
+        const remat_cluster_row *r = which == REMAT_CLUSTER_MEGATRON ? &a.best_megatron
+                                   : which == REMAT_CLUSTER_TORCHTITAN ? &a.best_torchtitan : &a.optimal;
+        *ok = r->policy != NULL;
+        remat_cluster_answer_clear(keep);
+        *keep = a;
+        return REMAT_OK;
+    }
+    if ((st = ctx_init(&x, c, cl)) || (st = framework_options(&x, &cs, &nc))) return st;
+    rerun none = { 0, 0 };
+    for (size_t i = 0; i < nc && !*ok && !st; i++) {
+        if ((which == REMAT_CLUSTER_MEGATRON && !cs[i].has_megatron) ||
+            (which == REMAT_CLUSTER_TORCHTITAN && !cs[i].torchtitan)) continue;
+        remat_cluster_row r;
+        if ((st = eval_row(&x, cs[i].policy, which == REMAT_CLUSTER_OPTIMAL ? none : cs[i].rr, &r))) break;
+        *ok = r.fits;
+        remat_cluster_row_clear(&r);
+    }
+    free(cs);
+    if (st || *ok || which != REMAT_CLUSTER_OPTIMAL) return st;
+    remat_cluster_row best;
+    memset(&best, 0, sizeof best);
+    if ((st = best_plan(&x, &best))) return st;
+    *ok = best.policy != NULL;
+    remat_cluster_row_clear(&best);
+    return REMAT_OK;
+}
+
+typedef struct maxarg { const remat_config *cfg; const remat_cluster *cl; int dim, which, step; } maxarg;
+
+static remat_status exists_dim(void *arg, int v, int *ok)
+{
+    const maxarg *a = arg;
+    remat_config c;
+    remat_cluster k;
+    set_dim(&c, &k, a->cfg, a->cl, a->dim, v * a->step);
+    return exists_at(&c, &k, a->which, ok, NULL);
+}
+
+remat_status remat_cluster_maximize(const remat_config *cfg, const remat_cluster *cl, remat_cluster_dim dim,
+                                    remat_cluster_which which, int *best, remat_cluster_answer *out)
+{
+    remat_status st;
+    remat_config c;
+    remat_cluster k;
+    if (!best) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_maximize: best is NULL");
+    *best = 0;
+    if (out) memset(out, 0, sizeof *out);
+    if ((st = remat_cluster_check(cfg, cl))) return st;
+    if (dim != REMAT_CLUSTER_MICROBATCH && dim != REMAT_CLUSTER_SEQ)
+        return remat_fail(REMAT_ERR_INVALID, "maximize: dimension must be micro-batch or seq");
+    if (which < REMAT_CLUSTER_OPTIMAL || which > REMAT_CLUSTER_TORCHTITAN)
+        return remat_fail(REMAT_ERR_INVALID, "maximize: which must be optimal, megatron or torchtitan");
+    /* seq moves in steps of T under sequence parallelism (it must divide) */
+    int step = dim == REMAT_CLUSTER_SEQ && cfg->sp ? remat_config_tp(cfg) : 1;
+    const int limit = 1 << 20;
+    int ok;
+    set_dim(&c, &k, cfg, cl, dim, step);
+    if ((st = exists_at(&c, &k, which, &ok, NULL))) return st;
+    if (!ok) return REMAT_OK;
+    maxarg ma = { cfg, cl, dim, which, step };     /* searched in steps */
+    if ((st = remat_search_largest(limit / step, exists_dim, &ma, best))) return st;
+    *best *= step;
+    if (out) {
+        set_dim(&c, &k, cfg, cl, dim, *best);
+        if ((st = exists_at(&c, &k, which, &ok, out))) return st;
+    }
+    return REMAT_OK;
+}

@@ -1,0 +1,118 @@
+#!/bin/sh
+# End-to-end tests of cluster planning (`remat plan --framework megatron|pytorch`):
+# the JSON names, the three answers and their flags, --explain, --maximize,
+# one-line errors for bad input; and `remat train` refusing a run that cannot
+# fit before it allocates (REMAT_MEM_AVAILABLE stands in for the machine's
+# memory), --budget auto.
+set -u
+. "$(dirname "$0")/lib.sh"
+m175="--framework megatron --model 175b --tp 8 --sp --pp 8 --global-batch 64"
+
+# the JSON: the names the issue lists, the optimum no slower than either framework
+$R plan $m175 --json > "$T/m.json" 2> "$T/m.err" || bad "plan --framework megatron --json: $(cat "$T/m.err")"
+/usr/bin/python3 - "$T/m.json" <<'PY' && ok || bad "megatron JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ["framework", "memory", "model_flops", "optimal", "best_megatron", "best_torchtitan", "rows"]:
+    assert k in d, k
+assert d["framework"] == "megatron"
+assert {"params_bytes", "grads_bytes", "optim_bytes"} <= set(d["memory"])
+m = d["memory"]
+assert m["params_bytes"] + m["grads_bytes"] + m["optim_bytes"] == 18 * m["params"]
+assert abs(d["model_flops"] / 1.411e17 - 1) < 1e-3, d["model_flops"]
+keys = {"policy", "layer_stored_bytes", "stored_bytes", "peak_bytes", "total_bytes", "hardware_flops",
+        "step_ms_pred", "fits", "megatron_flags", "torchtitan"}
+for r in d["rows"]:
+    assert set(r) == keys, set(r) ^ keys
+    assert r["megatron_flags"] is None or r["megatron_flags"] == "" or r["megatron_flags"].startswith("--recompute-granularity ")
+    assert r["torchtitan"] is None or r["torchtitan"]["activation_checkpoint"] in ("none", "full", "selective")
+assert any(r["megatron_flags"] and "--recompute-method block --recompute-num-layers 3" in r["megatron_flags"] for r in d["rows"])
+o, mg, tt = d["optimal"], d["best_megatron"], d["best_torchtitan"]
+assert o and mg and tt and o["fits"] and mg["fits"] and tt["fits"]
+assert o["step_ms_pred"] <= mg["step_ms_pred"] and o["step_ms_pred"] <= tt["step_ms_pred"]
+assert mg["megatron_flags"] == "--recompute-granularity selective --recompute-modules core_attn", mg["megatron_flags"]
+assert tt["torchtitan"]["cli"].startswith("activation_checkpoint:")
+PY
+
+# the text: three answers, the flags to paste, the layer ranges
+$R plan $m175 --explain > "$T/m.txt" 2>&1 || bad "plan --framework megatron: $(cat "$T/m.txt")"
+grep -q "^optimal " "$T/m.txt" && grep -q "^best Megatron-LM " "$T/m.txt" && grep -q "^best torchtitan " "$T/m.txt" \
+    && ok || bad "three answers"
+grep -q "Megatron-LM: --recompute-granularity selective --recompute-modules core_attn" "$T/m.txt" && ok || bad "Megatron flags"
+grep -q "torchtitan: activation_checkpoint:" "$T/m.txt" && ok || bad "torchtitan setting"
+grep -q "layers 0-11: keep all but att, att_mask, att_drop" "$T/m.txt" && ok || bad "layer ranges"
+
+# pytorch: the table of a plain GPT-2, fp32, no dropout by default
+$R plan --framework pytorch --model gpt2 --micro-batch 4 --device h100-80gb --recompute none --recompute full --json \
+    > "$T/p.json" 2> "$T/p.err" || bad "pytorch: $(cat "$T/p.err")"
+/usr/bin/python3 - "$T/p.json" <<'PY' && ok || bad "pytorch JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["framework"] == "pytorch" and d["device"] == "h100-80gb"
+none, full = d["rows"][0], d["rows"][1]
+assert none["policy"] == "none" and full["policy"] == "full"
+assert full["stored_bytes"] < none["stored_bytes"] and full["hardware_flops"] > none["hardware_flops"]
+assert none["hardware_flops"] == d["model_flops"]
+PY
+
+# --maximize: each answer's largest micro-batch; the optimum reaches furthest
+$R plan --framework megatron --model 22b --tp 8 --sp --maximize micro-batch --json > "$T/x.json" 2> "$T/x.err" \
+    || bad "maximize: $(cat "$T/x.err")"
+/usr/bin/python3 - "$T/x.json" <<'PY' && ok || bad "maximize JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+x = d["maximize"]
+assert x["dim"] == "micro-batch" and x["optimal"] >= x["best_megatron"] >= 1 and x["optimal"] >= x["best_torchtitan"]
+assert d["optimal"]["fits"]
+PY
+$R plan --framework megatron --model 175b --tp 8 --sp --pp 8 --global-batch 64 --maximize seq > "$T/xs.txt" 2>&1 \
+    && grep -q "^largest seq: optimal [0-9]*" "$T/xs.txt" && ok || bad "maximize seq: $(cat "$T/xs.txt")"
+
+# nothing fits: exit 1 with the reason, JSON answers null
+$R plan $m175 --device-mem 40GiB > /dev/null 2> "$T/n.err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$T/n.err")" = 1 ] && grep -q "nothing fits" "$T/n.err" && ok || bad "nothing fits: rc=$rc"
+$R plan $m175 --device-mem 40GiB --json 2>/dev/null | /usr/bin/python3 -c \
+    "import json,sys; d=json.load(sys.stdin); assert d['optimal'] is None and d['best_megatron'] is None" && ok || bad "null answers"
+
+# bad input: exit 2, one line on stderr, nothing on stdout
+small="--framework megatron --layers 8 --dim 64 --heads 4 --seq 32"
+for args in "--tp 0" "--tp x" "--tp 3" "--pp 0" "--pp 3" "--interleave 2" "--pp 2 --interleave 3" \
+            "--dp 0" "--global-batch 3 --dp 2" "--device tpu" "--device-mem 0" "--device-mem 1XB" "--reserve 1" \
+            "--reserve -0.1" "--efficiency 2" "--model 7b" "--maximize depth" "--budget 1GiB" "--sp --tp 2 --seq 31" \
+            "--dtype fp16" "--framework jax" "--micro-batch 0" "--profile x" "--recompute bogus"; do
+    $R plan $small $args > "$T/e.out" 2> "$T/e.err"; rc=$?
+    if [ $rc = 2 ] && [ "$(wc -l < "$T/e.err")" = 1 ] && [ ! -s "$T/e.out" ]; then ok; else bad "plan $args: rc=$rc $(cat "$T/e.err")"; fi
+done
+
+# remat's own table: --explain prints each policy's layer ranges; the optimum gets them too
+$R plan --layers 12 --dim 64 --heads 4 --seq 32 --batch 2 --budget 12MiB --recompute selective --recompute every:2 \
+    --explain > "$T/r.txt" 2>&1 || bad "plan --explain: $(cat "$T/r.txt")"
+grep -q "layers 0-11: keep all but att; recompute att in the backward" "$T/r.txt" && ok || bad "selective explained"
+grep -q "(and every 2 after)" "$T/r.txt" && ok || bad "every:2 explained as a pattern"
+grep -A1 "^optimal plan: plan:" "$T/r.txt" | grep -q "layer" && ok || bad "the optimum explained"
+
+# remat train refuses a run that cannot fit, before it allocates, naming the plan command
+REMAT_MEM_AVAILABLE=100MiB $R train --layers 4 --dim 128 --seq 256 --batch 16 --steps 1 > "$T/t.out" 2> "$T/t.err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$T/t.err")" = 1 ] && [ ! -s "$T/t.out" ] && grep -q "remat plan --budget 100MiB --layers 4" "$T/t.err" \
+    && ok || bad "train refuses: rc=$rc $(cat "$T/t.err")"
+REMAT_MEM_AVAILABLE=40MiB $R train --layers 4 --dim 128 --seq 256 --batch 16 --steps 1 > /dev/null 2> "$T/t2.err"; rc=$?
+[ $rc = 1 ] && grep -q "no plan fits" "$T/t2.err" && ok || bad "train: no plan fits: rc=$rc $(cat "$T/t2.err")"
+REMAT_MEM_AVAILABLE=100MiB $R train --layers 4 --dim 128 --seq 256 --batch 16 --steps 1 --budget auto --json --eval-every 0 \
+    --sample 0 > "$T/a.jsonl" 2> "$T/a.err" || bad "train --budget auto: $(cat "$T/a.err")"
+/usr/bin/python3 - "$T/a.jsonl" <<'PY' && ok || bad "--budget auto fits"
+import json, sys
+s = json.loads(open(sys.argv[1]).readlines()[-1])
+assert s["policy"].startswith("plan:") and s["step_peak_bytes"] <= 100 * 1024 * 1024, s
+PY
+REMAT_MEM_AVAILABLE=100MiB $R plan --layers 4 --dim 128 --seq 256 --batch 16 --budget auto --json | grep -q '"budget_bytes": 104857600,' \
+    && ok || bad "plan --budget auto"
+# the engine runs remat's own table only
+for args in "--framework megatron" "--framework pytorch" "--tp 2" "--sp"; do
+    $R train --steps 1 $args > "$T/f.out" 2> "$T/f.err"; rc=$?
+    [ $rc != 0 ] && [ "$(wc -l < "$T/f.err")" = 1 ] && [ ! -s "$T/f.out" ] && ok || bad "train $args: rc=$rc $(cat "$T/f.err")"
+done
+
+$R profile --framework pytorch > "$T/pr.out" 2> "$T/pr.err"; rc=$?
+[ $rc != 0 ] && [ "$(wc -l < "$T/pr.err")" = 1 ] && grep -q "remat plan --framework" "$T/pr.err" && ok || bad "profile --framework: rc=$rc"
+
+finish cli_frameworks

@@ -1,0 +1,387 @@
+/*
+ * test_frameworks.c -- the framework tables and cluster planning against the
+ * published formulas of Korthikanti et al. 2022, "Reducing Activation
+ * Recomputation in Large Transformer Models" (arXiv 2205.05198), to the byte:
+ *   - Table 2: the bytes a layer keeps for one micro-batch, every row, on
+ *     several configs (2-byte activations, 1-byte masks, dropout on);
+ *   - Equations 5 and 6: the first pipeline stage's activations with all its
+ *     in-flight micro-batches (interleaving included), and the embedding,
+ *     final LayerNorm and output layer terms;
+ *   - Appendix A: model FLOPs and hardware FLOPs per iteration;
+ *   - Megatron's byte counts for weights, gradients and optimizer state;
+ *   - the schedules of both tables validate for every policy, and the
+ *     planner's optimum is simulated exactly;
+ *   - the time model reproduces Table 5's four measured iteration times
+ *     within the stated error with one calibrated efficiency.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "remat.h"
+#include "harness.h"
+
+typedef unsigned long long ull;
+
+static remat_config megatron(int L, int a, int h, int s, int b, int t, int sp, float dropout)
+{
+    remat_config c;
+    remat_config_default(&c);
+    c.framework = REMAT_FRAMEWORK_MEGATRON;
+    c.dtype = REMAT_DTYPE_BF16;
+    c.n_layer = L; c.n_head = a; c.n_embd = h; c.seq = c.max_seq = s; c.batch = b;
+    c.vocab = 512;
+    c.tp = t; c.sp = sp; c.dropout = dropout;
+    return c;
+}
+
+static uint64_t bytes_of(const remat_config *c, const char *name)
+{
+    remat_tensor_info ti;
+    int id = remat_config_tensor_find(c, name);
+    if (id < 0 || remat_tensor_get(c, id, &ti)) return ~0ULL;
+    return ti.bytes;
+}
+
+/* bytes one layer keeps between its forward and its backward: everything
+ * live when the block forward sweep ends, less the last block's output (the
+ * paper counts each layer's input, remat's table its output), per layer */
+static uint64_t layer_bytes(const remat_config *c, const char *policy)
+{
+    remat_schedule *s = NULL;
+    remat_sim sim;
+    if (remat_schedule_create(c, policy, &s) || remat_schedule_simulate(s, &sim)) {
+        remat_schedule_free(s);
+        return ~0ULL;
+    }
+    remat_schedule_free(s);
+    return (sim.stored_bytes - bytes_of(c, "res3")) / (uint64_t)c->n_layer;
+}
+
+/* Table 2, every row, in bytes (s b h a t as in the paper) */
+static void table2(int a, int h, int s, int b, int t)
+{
+    uint64_t sbh = (uint64_t)s * b * h, as2b = (uint64_t)a * s * s * b;
+    char what[96];
+    snprintf(what, sizeof what, "a=%d h=%d s=%d b=%d t=%d", a, h, s, b, t);
+    remat_config one = megatron(3, a, h, s, b, 1, 0, 0.1f);
+    remat_config tp = megatron(3, a, h, s, b, t, 0, 0.1f);
+    remat_config tpsp = megatron(3, a, h, s, b, t, 1, 0.1f);
+    uint64_t want, got;
+    got = layer_bytes(&one, "none"); want = 34 * sbh + 5 * as2b;                        /* sbh(34 + 5as/h) */
+    CHECK(got == want, "%s: no parallelism: %llu, Table 2 says %llu", what, (ull)got, (ull)want);
+    got = layer_bytes(&tp, "none"); want = 10 * sbh + 24 * sbh / t + 5 * as2b / t;     /* sbh(10 + 24/t + 5as/(ht)) */
+    CHECK(got == want, "%s: tensor parallel: %llu, Table 2 says %llu", what, (ull)got, (ull)want);
+    got = layer_bytes(&tpsp, "none"); want = 34 * sbh / t + 5 * as2b / t;              /* sbh(34/t + 5as/(ht)) */
+    CHECK(got == want, "%s: TP + SP: %llu, Table 2 says %llu", what, (ull)got, (ull)want);
+    got = layer_bytes(&tp, "selective"); want = 10 * sbh + 24 * sbh / t;               /* sbh(10 + 24/t) */
+    CHECK(got == want, "%s: TP + selective: %llu, Table 2 says %llu", what, (ull)got, (ull)want);
+    got = layer_bytes(&tpsp, "selective"); want = 34 * sbh / t;                         /* 34 sbh/t */
+    CHECK(got == want, "%s: TP + SP + selective: %llu, Table 2 says %llu", what, (ull)got, (ull)want);
+    got = layer_bytes(&tp, "full"); want = 2 * sbh;                                     /* 2sbh */
+    CHECK(got == want, "%s: full recomputation: %llu, Table 2 says %llu", what, (ull)got, (ull)want);
+    got = layer_bytes(&one, "full");
+    CHECK(got == want, "%s: full recomputation (t = 1): %llu, Table 2 says %llu", what, (ull)got, (ull)want);
+    /* sequence parallelism shards the checkpointed input too */
+    got = layer_bytes(&tpsp, "full"); want = 2 * sbh / t;
+    CHECK(got == want, "%s: full recomputation with SP: %llu, want %llu", what, (ull)got, (ull)want);
+    /* without dropout the masks and the dropout output do not exist: Eq. 1 less 2sbh + 3as^2b */
+    remat_config nod = megatron(3, a, h, s, b, 1, 0, 0.0f);
+    got = layer_bytes(&nod, "none"); want = 32 * sbh + 2 * as2b;
+    CHECK(got == want, "%s: no dropout: %llu, want %llu", what, (ull)got, (ull)want);
+}
+
+/* every named policy compiles, validates (remat_schedule_create does) and
+ * predicts a peak no lower than its stored bytes, on both tables */
+static void schedules_validate(void)
+{
+    const char *pols[] = { "none", "full", "selective", "pointwise", "every:2", "sqrt", "first:2", "revolve:3",
+                           "save:qkv+fch", "save:qkv+scores+atty+proj+fch+mlp", "every:2,selective" };
+    for (int fw = 1; fw <= 2; fw++)
+        for (int drop = 0; drop < 2; drop++)
+            for (int stage = 0; stage < 2; stage++)
+                for (size_t i = 0; i < sizeof pols / sizeof pols[0]; i++) {
+                    remat_config c = megatron(4, 4, 64, 32, 2, 2, 1, drop ? 0.1f : 0.0f);
+                    c.framework = (remat_framework)fw;
+                    c.stage = stage;
+                    remat_schedule *s = NULL;
+                    remat_sim sim;
+                    remat_status st = remat_schedule_create(&c, pols[i], &s);
+                    CHECK(st == REMAT_OK, "framework %d dropout %d stage %d: %s: %s", fw, drop, stage, pols[i],
+                          remat_errmsg());
+                    if (st) continue;
+                    CHECK(remat_schedule_simulate(s, &sim) == REMAT_OK && sim.peak_bytes >= sim.stored_bytes,
+                          "simulate %s", pols[i]);
+                    remat_schedule_free(s);
+                }
+    /* the transient tensors are not kept by none; a save: list keeps them */
+    remat_config c = megatron(2, 4, 64, 32, 2, 1, 0, 0.0f);
+    CHECK(layer_bytes(&c, "save:qkv+scores") == bytes_of(&c, "qkv") + bytes_of(&c, "scores") + bytes_of(&c, "res3"),
+          "save: keeps a transient tensor");
+}
+
+/* ---- cluster planning ----------------------------------------------------- */
+
+static remat_cluster cluster(int pp, int vpp, int dp, int G)
+{
+    remat_cluster cl;
+    remat_cluster_default(&cl);
+    cl.pp = pp; cl.vpp = vpp; cl.dp = dp; cl.global_batch = G;
+    cl.dev.mem_bytes = 1ULL << 50;     /* everything fits: the bytes are what is tested */
+    return cl;
+}
+
+static int stored_of(const remat_config *c, const remat_cluster *cl, const char *policy, remat_cluster_row *r)
+{
+    if (remat_cluster_evaluate(c, cl, policy, r)) {
+        CHECK(0, "evaluate %s: %s", policy, remat_errmsg());
+        return 0;
+    }
+    return 1;
+}
+
+/* Equations 5 and 6: the first stage holds L layers' worth of activations
+ * (times 1 + (P-1)/(P V) interleaved) plus the embedding dropout mask of
+ * each micro-batch in flight; with P = 1 also the final LayerNorm input, the
+ * output layer's input and the fp32 logits: 4sbh/t (1 + v/h) */
+static void equations_5_6(int L, int a, int h, int s, int b, int t, int P, int V, int m)
+{
+    remat_config c = megatron(L, a, h, s, b, t, 1, 0.1f);
+    remat_cluster cl = cluster(P, V, 1, b * m);
+    remat_cluster_row r;
+    uint64_t sbh = (uint64_t)s * b * h, as2b = (uint64_t)a * s * s * b, v = (uint64_t)remat_config_padded_vocab(&c);
+    uint64_t layer = 34 * sbh / t + 5 * as2b / t, mask = sbh / t;
+    uint64_t chunks = V > 1 ? (uint64_t)(P * V + P - 1) : (uint64_t)(P < m ? P : m);   /* in flight */
+    uint64_t want = (uint64_t)(L / (P * V)) * layer * chunks + mask * chunks / (uint64_t)V;
+    if (P == 1) want += 4 * sbh / t + 4 * s * b * v / t;       /* delta_{p=1} 4sbh/t (1 + v/h) */
+    char what[128];
+    snprintf(what, sizeof what, "L%d a%d h%d s%d b%d t%d P%d V%d m%d", L, a, h, s, b, t, P, V, m);
+    if (stored_of(&c, &cl, "none", &r))
+        CHECK(r.stored_bytes == want, "%s: Eq. 5 + 6: %llu, want %llu", what, (ull)r.stored_bytes, (ull)want);
+    remat_cluster_row_clear(&r);
+    /* selective: 34sbh/t per layer */
+    want -= (uint64_t)(L / (P * V)) * chunks * (5 * as2b / t);
+    if (stored_of(&c, &cl, "selective", &r))
+        CHECK(r.stored_bytes == want, "%s: selective: %llu, want %llu", what, (ull)r.stored_bytes, (ull)want);
+    CHECK(r.layer_stored_bytes == 34 * sbh / t, "%s: layer_stored_bytes %llu, Table 2 %llu", what,
+          (ull)r.layer_stored_bytes, (ull)(34 * sbh / t));
+    remat_cluster_row_clear(&r);
+}
+
+/* Megatron's weight, gradient and optimizer bytes (theoretical_memory_usage.py):
+ * 18 bytes per parameter, 6 + 12/D with the distributed optimizer; the first
+ * stage holds (its transformer parameters + V h)/T */
+static void weight_bytes(int L, int h, int a, int t, int P, int D)
+{
+    remat_config c = megatron(L, a, h, 64, 1, t, 0, 0.0f);
+    remat_cluster cl = cluster(P, 1, D, 0);
+    remat_cluster_memory m;
+    uint64_t H = (uint64_t)h, n = ((uint64_t)(L / P) * (12 * H * H + 13 * H) + (uint64_t)remat_config_padded_vocab(&c) * H) / t;
+    CHECK(remat_cluster_memory_of(&c, &cl, &m) == REMAT_OK && m.params == n, "params %llu, want %llu", (ull)m.params, (ull)n);
+    CHECK(m.params_bytes + m.grads_bytes + m.optim_bytes == 18 * n, "18 bytes per parameter: %llu",
+          (ull)(m.params_bytes + m.grads_bytes + m.optim_bytes));
+    cl.dist_optim = 1;
+    CHECK(remat_cluster_memory_of(&c, &cl, &m) == REMAT_OK &&
+          m.params_bytes + m.grads_bytes + m.optim_bytes == 6 * n + 12 * n / (uint64_t)D,
+          "6 + 12/D bytes per parameter (D = %d): %llu", D, (ull)(m.params_bytes + m.grads_bytes + m.optim_bytes));
+    c.dtype = REMAT_DTYPE_FP32;
+    cl.dist_optim = 0;
+    CHECK(remat_cluster_memory_of(&c, &cl, &m) == REMAT_OK && m.params_bytes + m.grads_bytes + m.optim_bytes == 16 * n,
+          "fp32: 16 bytes per parameter");
+}
+
+static const remat_cluster_row *row_with_flags(const remat_cluster_answer *an, const char *flags)
+{
+    for (size_t i = 0; i < an->nrows; i++)
+        if (an->rows[i].megatron_flags && !strcmp(an->rows[i].megatron_flags, flags)) return &an->rows[i];
+    return NULL;
+}
+
+static int rel_close(double a, double b, double tol) { return fabs(a - b) <= tol * fabs(b); }
+
+/* Appendix A: model FLOPs 72 B L s h^2 (1 + s/(6h) + V/(12hL)); with full
+ * recomputation a whole forward more, 96 B L s h^2 (1 + s/(6h) + V/(16hL)).
+ * Selective recomputation re-runs the core attention's forward, 4 B L s^2 h
+ * (Appendix A writes s/(3h) for s/(6h), i.e. 12 B L s^2 h, which is what
+ * reproduces Table 5's HFU/MFU ratios: checked below) */
+static void appendix_a(int L, int a, int h, int s, int b, int t, int sp, int P, int m)
+{
+    remat_config c = megatron(L, a, h, s, b, t, sp, 0.1f);
+    remat_cluster cl = cluster(P, 1, 2, b * m * 2);
+    remat_cluster_answer an;
+    if (remat_cluster_plan(&c, &cl, &an)) { CHECK(0, "plan: %s", remat_errmsg()); return; }
+    double G = (double)b * m * 2, S = s, Hh = h, Vv = remat_config_padded_vocab(&c);
+    double model = 72 * G * L * S * Hh * Hh * (1 + S / (6 * Hh) + Vv / (12 * Hh * L));
+    double full = 96 * G * L * S * Hh * Hh * (1 + S / (6 * Hh) + Vv / (16 * Hh * L));
+    const remat_cluster_row *none = row_with_flags(&an, "");
+    const remat_cluster_row *fr = row_with_flags(&an, "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+    const remat_cluster_row *sel = row_with_flags(&an, "--recompute-granularity selective --recompute-modules core_attn");
+    CHECK(rel_close(remat_cluster_model_flops(&c, &cl), model, 1e-12), "model FLOPs formula");
+    CHECK(none && rel_close(none->hardware_flops, model, 1e-12), "no recomputation: %g FLOPs, Appendix A %g",
+          none ? none->hardware_flops : 0, model);
+    CHECK(fr && rel_close(fr->hardware_flops, full, 1e-12), "full recomputation: %g FLOPs, Appendix A %g",
+          fr ? fr->hardware_flops : 0, full);
+    CHECK(sel && rel_close(sel->hardware_flops, model + 4 * G * L * S * S * Hh, 1e-12), "selective: %g FLOPs, want %g",
+          sel ? sel->hardware_flops : 0, model + 4 * G * L * S * S * Hh);
+    remat_cluster_answer_clear(&an);
+}
+
+/* Table 5's MFU and HFU (22B, 175B, 530B, 1T) against Appendix A's formulas */
+static void appendix_a_ratios(void)
+{
+    static const struct { double h, L, mfu, hfu; } t5[] = {
+        { 6144, 48, 41.5, 43.7 }, { 12288, 96, 51.4, 52.8 }, { 20480, 105, 56.0, 57.0 }, { 25600, 128, 56.3, 57.0 } };
+    for (int i = 0; i < 4; i++) {
+        double s = 2048, v = 51200, h = t5[i].h, L = t5[i].L;
+        double ratio = (1 + s / (3 * h) + v / (12 * h * L)) / (1 + s / (6 * h) + v / (12 * h * L));
+        /* each percentage is rounded to 0.1 */
+        double lo = (t5[i].hfu - 0.05) / (t5[i].mfu + 0.05), hi = (t5[i].hfu + 0.05) / (t5[i].mfu - 0.05);
+        CHECK(ratio >= lo && ratio <= hi, "Table 5 row %d: HFU/MFU %.4f outside [%.4f, %.4f]", i, ratio, lo, hi);
+    }
+}
+
+/* Table 5: iteration times measured by Korthikanti et al. (A100 80GB, TP 8,
+ * Table 3's pipelines and batches) against the time model: the least-squares
+ * efficiency of the four "present work" runs (selective + sequence parallel)
+ * is the default, and every run, full recomputation included, is within 15% */
+static void table5(void)
+{
+    static const struct { const char *name; int L, h, a, P, G, b; double present, full; } t5[] = {
+        { "22B", 48, 6144, 64, 1, 4, 4, 1.10, 1.42 }, { "175B", 96, 12288, 96, 8, 64, 1, 13.75, 18.13 },
+        { "530B", 105, 20480, 128, 35, 280, 1, 37.83, 49.05 }, { "1T", 128, 25600, 160, 64, 512, 1, 71.49, 94.42 } };
+    double A[4][2], B[4][2];     /* time = A / efficiency + B, seconds */
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 2; k++) {
+            remat_config c = megatron(t5[i].L, t5[i].a, t5[i].h, 2048, t5[i].b, 8, k == 0, 0.1f);
+            c.vocab = 51200;
+            remat_cluster cl;
+            remat_cluster_default(&cl);
+            cl.pp = t5[i].P; cl.global_batch = t5[i].G;
+            remat_cluster_row r1, r2;
+            cl.efficiency = 1.0;
+            if (remat_cluster_evaluate(&c, &cl, k == 0 ? "selective" : "full", &r1)) { CHECK(0, "%s", remat_errmsg()); return; }
+            cl.efficiency = 0.5;
+            if (remat_cluster_evaluate(&c, &cl, k == 0 ? "selective" : "full", &r2)) { CHECK(0, "%s", remat_errmsg()); return; }
+            A[i][k] = (r2.step_ms_pred - r1.step_ms_pred) / 1e3;
+            B[i][k] = r1.step_ms_pred / 1e3 - A[i][k];
+            CHECK(r1.fits, "%s fits on an A100 80GB", t5[i].name);
+            remat_cluster_row_clear(&r1);
+            remat_cluster_row_clear(&r2);
+        }
+    double num = 0, den = 0;
+    for (int i = 0; i < 4; i++) {
+        double a = A[i][0] / t5[i].present, bb = B[i][0] / t5[i].present;
+        num += a * (1 - bb);
+        den += a * a;
+    }
+    double eff = den / num;
+    printf("Table 5: least-squares efficiency %.4f (default %.4f)\n", eff, REMAT_CLUSTER_EFFICIENCY);
+    CHECK(fabs(eff - REMAT_CLUSTER_EFFICIENCY) < 0.001, "the default efficiency %.4f is not the fit %.4f",
+          REMAT_CLUSTER_EFFICIENCY, eff);
+    for (int i = 0; i < 4; i++) {
+        double p = A[i][0] / REMAT_CLUSTER_EFFICIENCY + B[i][0], f = A[i][1] / REMAT_CLUSTER_EFFICIENCY + B[i][1];
+        printf("  %-5s present work %6.2f s predicted %6.2f s (%+5.1f%%) | full recompute %6.2f s predicted %6.2f s (%+5.1f%%)\n",
+               t5[i].name, t5[i].present, p, 100 * (p / t5[i].present - 1), t5[i].full, f, 100 * (f / t5[i].full - 1));
+        CHECK(fabs(p / t5[i].present - 1) < 0.15 && fabs(f / t5[i].full - 1) < 0.15, "%s: outside 15%%", t5[i].name);
+    }
+}
+
+/* the three answers: everything fits, the optimum is no slower than either
+ * framework's best, and the optimum is what the simulator says */
+static void answers(int fw, int L, int P, int V, double tight)
+{
+    remat_config c = megatron(L, 8, 256, 128, 2, 2, 1, 0.1f);
+    c.framework = (remat_framework)fw;
+    remat_cluster cl = cluster(P, V, 1, 2 * P * 2);
+    remat_cluster_row lo, hi;      /* the memory: `tight` of the way from full to none */
+    if (remat_cluster_evaluate(&c, &cl, "full", &lo) || remat_cluster_evaluate(&c, &cl, "none", &hi)) {
+        CHECK(0, "evaluate: %s", remat_errmsg());
+        return;
+    }
+    uint64_t mem = (uint64_t)(((double)lo.total_bytes + tight * (double)(hi.total_bytes - lo.total_bytes)) / (1 - cl.reserve));
+    remat_cluster_row_clear(&lo);
+    remat_cluster_row_clear(&hi);
+    cl.dev.mem_bytes = mem;
+    remat_cluster_answer an;
+    if (remat_cluster_plan(&c, &cl, &an)) { CHECK(0, "plan: %s", remat_errmsg()); return; }
+    uint64_t usable = (uint64_t)((double)mem * (1 - cl.reserve));
+    const remat_cluster_row *r[3] = { &an.optimal, &an.best_megatron, &an.best_torchtitan };
+    for (int i = 0; i < 3; i++)
+        if (r[i]->policy) CHECK(r[i]->fits && r[i]->total_bytes <= usable, "answer %d does not fit", i);
+    CHECK(an.optimal.policy != NULL, "fw %d L%d P%d V%d mem %llu: no optimum", fw, L, P, V, (ull)mem);
+    for (int i = 1; i < 3; i++)
+        if (r[i]->policy && an.optimal.policy)
+            CHECK(an.optimal.step_ms_pred <= r[i]->step_ms_pred * (1 + 1e-12), "optimum slower than answer %d", i);
+    if (an.optimal.policy) {
+        remat_cluster_row again;
+        CHECK(remat_cluster_evaluate(&c, &cl, an.optimal.policy, &again) == REMAT_OK &&
+              again.peak_bytes == an.optimal.peak_bytes && again.step_ms_pred == an.optimal.step_ms_pred,
+              "the optimum re-evaluated");
+        remat_cluster_row_clear(&again);
+    }
+    remat_cluster_answer_clear(&an);
+}
+
+static void bad_clusters(void)
+{
+    remat_config c = megatron(6, 4, 64, 32, 2, 2, 1, 0.1f);
+    remat_cluster cl = cluster(4, 1, 1, 0);
+    CHECK(remat_cluster_check(&c, &cl) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "do not split"), "L %% P");
+    cl = cluster(1, 2, 1, 0);
+    CHECK(remat_cluster_check(&c, &cl) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "needs pipeline"), "V without P");
+    cl = cluster(2, 1, 2, 6);
+    CHECK(remat_cluster_check(&c, &cl) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "global-batch"), "G %% (b D)");
+    cl = cluster(3, 2, 1, 4);
+    c.n_layer = 6;
+    CHECK(remat_cluster_check(&c, &cl) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "multiple of --pp"), "m %% P");
+    cl = cluster(1, 1, 1, 0);
+    cl.reserve = 1.0;
+    CHECK(remat_cluster_check(&c, &cl) == REMAT_ERR_INVALID, "reserve 1");
+    remat_config r;
+    remat_config_default(&r);
+    cl = cluster(1, 1, 1, 0);
+    CHECK(remat_cluster_check(&r, &cl) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "--framework"), "remat's table");
+    c = megatron(2, 6, 96, 32, 2, 4, 0, 0.0f);
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "not divisible"), "heads %% tp");
+    c = megatron(2, 4, 64, 30, 2, 4, 1, 0.0f);
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "sequence parallelism"), "seq %% tp");
+    remat_config_default(&r);
+    r.tp = 2;
+    remat_model *m = NULL;
+    CHECK(remat_model_create(&r, 1, &m) != REMAT_OK && !m, "the engine refuses tp 2");
+    r.tp = 1;
+    r.framework = REMAT_FRAMEWORK_MEGATRON;
+    CHECK(remat_model_create(&r, 1, &m) != REMAT_OK && !m && strstr(remat_errmsg(), "engine"), "the engine refuses megatron");
+}
+
+int main(void)
+{
+    table2(4, 64, 32, 2, 2);
+    table2(4, 64, 32, 2, 4);
+    table2(8, 128, 64, 1, 8);
+    table2(6, 96, 48, 3, 3);           /* odd sizes */
+    table2(64, 6144, 2048, 4, 8);      /* the 22B model of Table 3 */
+    table2(96, 12288, 2048, 1, 8);     /* 175B (GPT-3) */
+    schedules_validate();
+    equations_5_6(8, 4, 64, 32, 2, 2, 1, 1, 1);      /* no pipeline: the output layer counts */
+    equations_5_6(8, 4, 64, 32, 2, 2, 4, 1, 8);      /* 1F1B: P micro-batches in flight */
+    equations_5_6(8, 4, 64, 32, 2, 2, 4, 1, 2);      /* fewer micro-batches than stages */
+    equations_5_6(12, 6, 96, 48, 3, 3, 3, 2, 6);     /* interleaved: 1 + (P-1)/(P V) */
+    equations_5_6(96, 96, 12288, 2048, 1, 8, 8, 1, 64);   /* 175B as in Table 3 */
+    weight_bytes(8, 64, 4, 2, 4, 8);
+    weight_bytes(96, 12288, 96, 8, 8, 4);
+    appendix_a(4, 4, 64, 32, 2, 2, 1, 1, 2);
+    appendix_a(8, 8, 128, 64, 1, 4, 0, 2, 4);
+    appendix_a(6, 6, 96, 48, 3, 3, 1, 3, 3);
+    appendix_a_ratios();
+    table5();
+    for (int fw = 1; fw <= 2; fw++) {
+        answers(fw, 4, 1, 1, 2.0);           /* everything fits */
+        answers(fw, 8, 2, 2, 2.0);
+        answers(fw, 8, 2, 1, 0.3);           /* tight: the answers differ */
+        answers(fw, 4, 1, 1, 0.5);
+        answers(fw, 8, 4, 1, 0.1);
+    }
+    bad_clusters();
+    return TEST_REPORT();
+}
