@@ -119,6 +119,10 @@ typedef struct remat_table {
 /* remat's own GPT-2 table (the one the engine runs) */
 extern const remat_table remat_table_gpt2;
 
+/* 1 when two configs are the same run shape (every field equal): what
+ * profiles, traces and run times are keyed by. */
+int remat_config_same(const remat_config *a, const remat_config *b);
+
 /* The table a config uses. */
 const remat_table *remat_table_of(const remat_config *cfg);
 
