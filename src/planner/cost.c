@@ -11,8 +11,10 @@
  *     the other loops at different throughputs.
  * A schedule's time is the sum of its instructions' op times (frees cost
  * nothing) plus the per-step optimizer update; the costing pass is a walk
- * of the one walker (schedule/walk.c).  Memory is never estimated here: it
- * comes from the simulator.
+ * of the one walker (schedule/walk.c).  A profile calibrated by a training
+ * run (calibrate.c) prices each instruction the run executed at what it
+ * took there instead.  Memory is never estimated here: it comes from the
+ * simulator.
  */
 #include <math.h>
 #include <stdio.h>
@@ -48,9 +50,7 @@ void remat_profile_config_key(const remat_config *c, char *buf, size_t n)
 
 int remat_profile_config_equal(const remat_config *a, const remat_config *b)
 {
-    return a->n_layer == b->n_layer && a->n_embd == b->n_embd && a->n_head == b->n_head && a->vocab == b->vocab &&
-           a->max_seq == b->max_seq && a->batch == b->batch && a->seq == b->seq && a->dropout == b->dropout &&
-           a->attention == b->attention && a->lmhead_chunk == b->lmhead_chunk && a->dtype == b->dtype;
+    return remat_config_same(a, b);
 }
 
 /* ---- the FLOP/byte model -------------------------------------------------- */
@@ -232,6 +232,11 @@ static remat_status cost_exec(void *arg, size_t i, const remat_instr *in, const 
             }
         }
     }
+    /* what a training run executed: what it took there (calibrate.c); the
+     * step's time outside its instructions rides on the update */
+    double run = remat_profile_run_ms(p, k, k == REMAT_I_UPDATE ? 0 : t);
+    if (run >= 0) x = run;
+    if (k == REMAT_I_UPDATE) x += p->run_overhead_ms;
     if (w->ms) w->ms[i] = x;
     w->total += x;
     if (k == REMAT_I_RECOMPUTE) w->rec += x;
