@@ -40,7 +40,7 @@ static void kv(FILE *f, const char *k, const char *v)
     fputs("</td></tr>\n", f);
 }
 
-static int mkdirs(const char *dir)
+int cli_mkdirs(const char *dir)
 {
     char p[4096];
     if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return cli_error("--out: path too long");
@@ -241,7 +241,7 @@ int cmd_report(int argc, char **argv)
     bench_result r;
     int p = bench_parse("report", argc, argv, 1, &o);
     if (p <= 0) return p < 0 ? 2 : 0;
-    if (mkdirs(o.out_dir)) return 1;
+    if (cli_mkdirs(o.out_dir)) return 1;
     int rc = bench_run(&o, &r);
     if (rc) { bench_result_free(&r); return rc; }
     char *pareto = NULL, *timeline = NULL, *json = NULL, *html = NULL, path[4096];
