@@ -336,7 +336,7 @@ remat_status remat_trace_run_times(const remat_trace *t, remat_run_times *out)
         for (size_t j = s->first; j < s->first + s->count && !st; j++) {
             const tev *e = &t->ev[j];
             uint64_t d = cpu ? e->cpu : e->t1 - e->t0;
-            inside += d;
+            if (e->kind != REMAT_I_FREE) inside += d;   /* frees count as overhead (calibrate.c) */
             st = remat_run_samples_add(&sm, e->kind, e->kind == REMAT_I_UPDATE ? 0 : e->tid, (double)d / 1e6);
         }
         uint64_t all = cpu ? s->c1 - s->c0 : s->t1 - s->t0;

@@ -202,7 +202,7 @@ remat_status remat_trace_parse(const void *buf, size_t len, remat_run_times *rt)
         tstep *s = find_step(steps, nsteps, sn);
         if (!s) BAD("traceEvents[%zu]: step %lld has no step event", i, sn);
         if (!s->ok) continue;
-        s->inside_us += dur;
+        if (k != REMAT_I_FREE) s->inside_us += dur;   /* frees count as overhead (calibrate.c) */
         st = remat_run_samples_add(&sm, k, t, dur / 1000.0);
     }
     if (st) goto out;

@@ -53,6 +53,23 @@ remat_status remat_profile_apply_run(remat_profile *p, const remat_run_times *rt
  * recomputation the run never executed: its forward's); -1 otherwise. */
 double remat_profile_run_ms(const remat_profile *p, int k, int t);
 
+/* What the GEMM probe measured for a config (remat_gemm_probe). */
+typedef struct remat_probe {
+    double gemm_ms[RT_MAXT][2];   /* the products of tensor t's forward (0) and backward
+                                     (1) op, whole (linear layers and the LM head) */
+    double tile_gflops;           /* the attention tiles' products */
+    double gbps;                  /* streaming memory bandwidth */
+    double other_gflops;          /* pointwise math in cache */
+    double ms;                    /* what the probe took */
+} remat_probe;
+
+/* Times every product of cfg's ops at its own shape through the GEMM seam,
+ * with the current thread count, and the bandwidth and pointwise probes
+ * (well under a second).  REMAT_ERR_NOMEM. */
+remat_status remat_gemm_probe(const remat_config *cfg, remat_probe *out);
+/* The FLOP/byte model with the probe's speeds, filled into p. */
+void remat_profile_fill_probed(remat_profile *p, const remat_config *cfg, const remat_probe *pr);
+
 /* The time of every instruction of a schedule, in context (into ms[i]):
  * an op runs at its cold time, less the share of its activation inputs that
  * are still in cache times (cold - hot).  An input counts as in cache when it
