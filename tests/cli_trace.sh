@@ -181,12 +181,8 @@ trace = open(sys.argv[2]).read()
 assert "/*TRACE*/null" in page
 open(sys.argv[3], "w").write(page.replace("/*TRACE*/null", trace.replace("</", "<\\/")))
 PY
-    prof=$(mktemp -d)
-    timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
-        --disable-component-update --disable-sync --no-first-run --user-data-dir="$prof" \
-        --enable-logging=stderr --v=0 --dump-dom "file://$T/view.html" > "$T/dom.html" 2> "$T/chromium.err"
+    chromium_dom "file://$T/view.html" "$T/dom.html" "$T/chromium.err"
     rc=$?
-    rm -rf "$prof"
     n=$($PY -c "
 import json,sys; t=json.load(open(sys.argv[1]))
 print(sum(1 for e in t['traceEvents'] if e['ph']=='X'))" "$T/d.json")

@@ -23,3 +23,14 @@ finish() {
     [ "$skips" -eq 0 ] || exit 77
     exit 0
 }
+# chromium_dom URL OUT ERR: headless Chromium loads URL and dumps its DOM
+# into OUT (its log into ERR); returns chromium's exit status.
+chromium_dom() {
+    prof_=$(mktemp -d)
+    timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+        --disable-component-update --disable-sync --no-first-run --user-data-dir="$prof_" \
+        --enable-logging=stderr --v=0 --dump-dom "$1" > "$2" 2> "$3"
+    rc_=$?
+    rm -rf "$prof_"
+    return $rc_
+}
