@@ -125,7 +125,7 @@ static double probe_clock_ms(void)
 }
 
 typedef struct probe_buf {
-    void *a, *b, *c;
+    void *a, *b, *c, *d, *e;
     size_t elems;                 /* of each (4 bytes per element: fp32 or 2 bf16) */
 } probe_buf;
 
@@ -177,6 +177,31 @@ static double time_linear(probe_buf *pb, const remat_config *c, int rows, int IC
     return time_gemm(pb, dt, dt, 0, 0, rows, IC, OC, 0.0f) + time_gemm(pb, dt, REMAT_DTYPE_FP32, 1, 0, OC, IC, rows, 1.0f);
 }
 
+/* ms of a linear layer as the ops run it (kernels/linear.c: its products
+ * through the seam, the bias fused, the bias gradient's column sums), on
+ * fewer rows when it is larger than PROBE_FLOPS (scaled back) */
+static double time_layer(probe_buf *pb, const remat_config *c, int rows, int IC, int OC, int out_dt, int bw)
+{
+    double scale = 1;
+    int n = rows;
+    while (2.0 * n * IC * OC > PROBE_FLOPS && n > 64) { n = n / 2 > 64 ? n / 2 : 64; }
+    scale = (double)rows / n;
+    size_t need = (size_t)n * (IC > OC ? IC : OC);
+    if ((size_t)IC * OC > need) need = (size_t)IC * OC;
+    if (need > pb->elems) pb->elems = need;
+    if (!pb->a) return 0;
+    int dt = (int)c->dtype;
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = probe_clock_ms();
+        if (bw) linear_backward(pb->e, pb->d, pb->d, pb->c, pb->a, pb->b, n, IC, OC, dt);
+        else linear_forward(pb->c, out_dt, pb->a, pb->b, pb->d, n, IC, OC, dt);
+        double ms = probe_clock_ms() - t0;
+        if (r && ms < best) best = ms;
+    }
+    return best * scale;
+}
+
 /* GFLOP/s of the attention tiles: the score products of the causal row
  * blocks of a few (batch, head) pairs, one per task, views into qkv */
 static double time_tiles(const remat_config *c, void *qkv, float *att, int tasks)
@@ -223,13 +248,20 @@ static double time_stream(float *x, float *y, size_t n)
     return 12.0 * (double)n / (best * 1e6);
 }
 
-/* GFLOP/s of pointwise math: GELU (8 FLOPs an element) in cache */
-static double time_pointwise(float *x, float *y, size_t n)
+/* GFLOP/s of pointwise math: GELU (8 FLOPs an element) in cache, in the
+ * config's dtype (bf16 pays its conversions) */
+__attribute__((noinline)) static double time_pointwise(float *x, float *y, size_t n, int dt)
 {
     double best = 1e30;
+    void *in = x, *out = y;
+    if (dt == REMAT_DTYPE_BF16) {   /* bf16 input in y, output over x */
+        remat_bf16_from_f32((remat_bf16 *)y, x, n);
+        in = y;
+        out = x;
+    }
     for (int r = 0; r < 4; r++) {
         double t0 = probe_clock_ms();
-        gelu_forward(y, x, n, REMAT_DTYPE_FP32);
+        gelu_forward(out, in, n, dt);
         double ms = probe_clock_ms() - t0;
         if (r && ms < best) best = ms;
     }
@@ -258,8 +290,8 @@ static void time_products(probe_buf *pb, const remat_config *c, remat_probe *out
             continue;
         }
         int OC = d->shape.c * C, IC = (int)((int64_t)d->wc * C * C / OC);
-        out->gemm_ms[t][0] = time_linear(pb, c, N, IC, OC, out_dt, 0);
-        out->gemm_ms[t][1] = time_linear(pb, c, N, IC, OC, out_dt, 1);
+        out->gemm_ms[t][0] = time_layer(pb, c, N, IC, OC, out_dt, 0);
+        out->gemm_ms[t][1] = time_layer(pb, c, N, IC, OC, out_dt, 1);
     }
 }
 
@@ -282,27 +314,29 @@ remat_status remat_gemm_probe(const remat_config *c, remat_probe *out)
     pb.a = remat_calloc(big, 4);
     pb.b = remat_calloc(big, 4);
     pb.c = remat_calloc(big, 4);
+    pb.d = remat_calloc(big, 4);
+    pb.e = remat_calloc(big, 4);
     qkv = remat_calloc((size_t)T * 3 * C, 4);
     att = remat_calloc((size_t)tasks * T * T, sizeof *att);
     x = remat_malloc(PROBE_STREAM * sizeof *x);
     y = remat_malloc(PROBE_STREAM * sizeof *y);
-    if (!pb.a || !pb.b || !pb.c || !qkv || !att || !x || !y) {
+    if (!pb.a || !pb.b || !pb.c || !pb.d || !pb.e || !qkv || !att || !x || !y) {
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory for the GEMM probe");
         goto out;
     }
     /* small values in both dtypes' bits: 0x3c003c00 is 2^-7 as each bf16
      * half, and 0.0078 as a float */
-    for (size_t i = 0; i < big; i++) ((uint32_t *)pb.a)[i] = ((uint32_t *)pb.b)[i] = 0x3c003c00u;
+    for (size_t i = 0; i < big; i++) ((uint32_t *)pb.a)[i] = ((uint32_t *)pb.b)[i] = ((uint32_t *)pb.c)[i] = 0x3c003c00u;
     for (size_t i = 0; i < (size_t)T * 3 * C; i++) ((uint32_t *)qkv)[i] = 0x3c003c00u;
     for (size_t i = 0; i < PROBE_STREAM; i++) { x[i] = 1e-3f * (float)(i & 255); y[i] = 0; }
     time_products(&pb, c, out);
     out->tile_gflops = time_tiles(&ct, qkv, att, tasks);
     out->gbps = time_stream(x, y, PROBE_STREAM);
-    out->other_gflops = time_pointwise(x, y, 1u << 17);
+    out->other_gflops = time_pointwise(x, y, 1u << 17, (int)c->dtype);
     if ((st = remat_gemm_check())) goto out;
     out->ms = probe_clock_ms() - t0;
 out:
-    free(pb.a); free(pb.b); free(pb.c);
+    free(pb.a); free(pb.b); free(pb.c); free(pb.d); free(pb.e);
     free(qkv); free(att); free(x); free(y);
     return st;
 }

@@ -66,7 +66,8 @@ static double tile_flops(const remat_config *c, int t, int bw)
 {
     double tri = (double)c->batch * c->n_head * ((double)c->seq * (c->seq + 1) / 2.0), hs = (double)c->n_embd / c->n_head;
     int flash = c->attention == REMAT_ATTENTION_FLASH;
-    if (t == RT_ATT) return bw ? 0 : 2 * hs * tri;
+    /* bf16 scores: each row block's logsumexp first, then its tiles again */
+    if (t == RT_ATT) return bw ? 0 : (c->dtype == REMAT_DTYPE_BF16 && !flash ? 4 : 2) * hs * tri;
     if (t == RT_ATTY) return (bw ? (flash ? 10 : 8) : (flash ? 4 : 2)) * hs * tri;
     return 0;
 }
@@ -95,7 +96,12 @@ static void fill_probed_op(remat_profile *p, const remat_config *c, const remat_
     } else {   /* attention: tiles, a softmax, the probabilities through memory (naive) */
         double probs = c->attention == REMAT_ATTENTION_FLASH ? 0 : (double)remat_tensor_bytes(c, RT_ATT);
         double tf = tile_flops(c, t, 0), tb = tile_flops(c, t, 1);
-        p->fwd_ms[t] = tf / tile + (fwd - tf) / other + (t == RT_ATT ? 2 * probs : out) / bw;
+        /* bf16 scores exponentiate twice too (tile_flops) */
+        double pw = t == RT_ATT && c->dtype == REMAT_DTYPE_BF16 && !probs ? 0 : 1;
+        if (t == RT_ATT && c->dtype == REMAT_DTYPE_BF16 && probs) pw = 2;
+        double sf = t == RT_ATT ? pw * (fwd - 2 * (double)c->n_embd / c->n_head * ((double)c->batch * c->n_head *
+                                         ((double)c->seq * (c->seq + 1) / 2.0))) : fwd - tf;
+        p->fwd_ms[t] = tf / tile + sf / other + (t == RT_ATT ? 2 * probs : out) / bw;
         if (d->has_bwd) p->bwd_ms[t] = tb / tile + (bwd - tb) / other + (probs + 2 * out) / bw;
     }
 }
