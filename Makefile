@@ -41,6 +41,8 @@ ifeq ($(GEMM),onednn)
 CPPFLAGS += -DREMAT_ONEDNN
 LDLIBS  += -ldnnl
 endif
+# Jansson parses trace files (remat plan --calibrate-from, src/io/tracefile.c).
+LDLIBS  += -ljansson
 
 LIB_SRC  := $(sort $(wildcard src/core/*.c src/kernels/*.c src/table/*.c src/ops/*.c src/engine/*.c src/schedule/*.c \
                               src/planner/*.c src/data/*.c src/io/*.c))

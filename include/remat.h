@@ -406,6 +406,69 @@ REMAT_API remat_status remat_model_param_tensor(const remat_model *m, remat_para
 /* 64-bit hash of the parameter bytes (the summary's params_hash). */
 REMAT_API uint64_t remat_model_params_hash(const remat_model *m);
 
+/* ---- traces: what each instruction of a step took -------------------------
+ * A trace records training steps of a model instruction by instruction:
+ * when each instruction of the schedule started and how long it took (the
+ * monotonic clock, read once before and once after it: allocation, the op
+ * and the frees), its FLOPs, and the memory the accounting allocator
+ * measured -- activation bytes and the step's total live bytes, after the
+ * instruction and at their highest inside it.  These equal the simulator's
+ * figures for the schedule (remat_schedule_instr's live_bytes and
+ * peak_bytes) to the byte.  Steps run without a trace read no clock.
+ *
+ * remat_trace_save writes the Chrome trace-event JSON that Perfetto
+ * (ui.perfetto.dev) and chrome://tracing open: one complete event ("ph":
+ * "X") per step and one per instruction inside it, named "<kind> <tensor>",
+ * args {step, i, op, tensor, layer, flops, live_bytes, peak_bytes,
+ * step_bytes, step_peak_bytes}, and with one thread "tdur", the thread's
+ * CPU time in it; two counter tracks ("ph": "C"), "activation bytes" and
+ * "step bytes", each sampled at every instruction's start (its peak) and
+ * end (what stays live); and under "otherData" the config, CPU, thread
+ * count and GEMM engine.  remat_profile_calibrate_file reads it back. */
+typedef struct remat_trace remat_trace;
+
+REMAT_API remat_status remat_trace_create(remat_trace **out);
+REMAT_API void remat_trace_free(remat_trace *t);
+/* Records every remat_model_step of m from now on in t, as step number
+ * `step` (the caller's numbering: call again before each step to number
+ * it), until called with t NULL.  Evaluation and sampling are not
+ * recorded.  t is not owned by m.  REMAT_ERR_INVALID when t already holds
+ * steps of another config. */
+REMAT_API remat_status remat_model_set_trace(remat_model *m, remat_trace *t, uint64_t step);
+
+typedef struct remat_trace_step {
+    uint64_t step;           /* the number given to remat_model_set_trace */
+    const char *policy;      /* the schedule's canonical policy */
+    double start_ms, dur_ms; /* from the trace's first step; the whole remat_model_step */
+    size_t first, count;     /* its instructions: events [first, first + count) */
+    int ok;                  /* 0: the step failed (its events stop there) */
+} remat_trace_step;
+
+typedef struct remat_trace_event {
+    uint64_t step;
+    size_t index;            /* the instruction's index in the schedule */
+    remat_instr_kind kind;
+    int layer;               /* -1 for global tensors and the update */
+    const char *tensor;      /* "" for the update */
+    double start_ms, dur_ms;
+    double cpu_ms;           /* with one thread: the thread's CPU time in it (what
+                                calibration uses); 0 with several */
+    double flops;
+    uint64_t live_bytes;     /* activation bytes live after it (measured) */
+    uint64_t peak_bytes;     /* activation bytes at their highest inside it */
+    uint64_t step_bytes;     /* everything live after it: parameters, gradients,
+                                optimizer state, workspace, activations */
+    uint64_t step_peak_bytes;/* the same at its highest inside it */
+} remat_trace_event;
+
+REMAT_API size_t remat_trace_steps(const remat_trace *t);
+REMAT_API remat_status remat_trace_step_get(const remat_trace *t, size_t k, remat_trace_step *out);
+REMAT_API size_t remat_trace_events(const remat_trace *t);
+REMAT_API remat_status remat_trace_event_get(const remat_trace *t, size_t k, remat_trace_event *out);
+/* Writes the steps numbered first..last (inclusive) as Chrome trace-event
+ * JSON, atomically.  REMAT_ERR_IO on failure. */
+REMAT_API remat_status remat_trace_save(const remat_trace *t, uint64_t first, uint64_t last, const char *path);
+
 /* ---- data ---------------------------------------------------------------
  * Three sources, each with a train and a validation split:
  *   - the embedded task (path NULL): generated arithmetic lines such as
@@ -468,8 +531,10 @@ typedef struct remat_profile remat_profile;
  * (reps >= 1 timed calls after one warm-up, median).  Allocates one block's
  * buffers and weights plus the embedding/LM head, never the whole model. */
 REMAT_API remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_profile **out);
-/* The FLOP/byte model (no measurement: default throughputs), calibrated by
- * one SGEMM measurement when measure != 0. */
+/* The FLOP/byte model.  measure == 0: default throughputs.  measure != 0:
+ * calibrated by a GEMM probe (well under a second) that times each matrix
+ * product of the config's ops at its own shape, through the GEMM engine
+ * the ops use, in the config's dtype. */
 REMAT_API remat_status remat_profile_model(const remat_config *cfg, int measure, remat_profile **out);
 /* Writes the profile to path atomically (temporary file, fsync, rename);
  * creates missing parent directories.  REMAT_ERR_IO on failure. */
@@ -496,6 +561,30 @@ REMAT_API double remat_profile_op_ms(const remat_profile *p, int id, int backwar
 REMAT_API double remat_profile_op_warm_ms(const remat_profile *p, int id, int backward);
 /* One line: "measured on <cpu>, <n> threads" or "FLOP model, <x> GFLOP/s ...". */
 REMAT_API const char *remat_profile_describe(const remat_profile *p);
+
+/* Calibration by a run.  What a training step executed is best priced at
+ * what it took there: remat_profile_calibrate copies into p, for each
+ * instruction kind (forward, recompute, backward, free, update) and tensor
+ * that the trace's steps executed, the median time it took over layers and
+ * steps, and the median time of a step outside its instructions.  The cost
+ * model then prices those instructions at these times -- a recomputation
+ * the run never executed at the run's forward of the same op -- and the
+ * rest as before (p's measured ops or its FLOP model).  The run times are
+ * part of the profile: remat_profile_save writes them ("run" lines) and
+ * remat_profile_load checks them as untrusted input.  The trace must be of
+ * p's config, on this CPU, with the current thread count
+ * (REMAT_ERR_INVALID otherwise; p is then unchanged). */
+REMAT_API remat_status remat_profile_calibrate(remat_profile *p, const remat_trace *t);
+/* The same from a trace file written by remat_trace_save (untrusted input:
+ * REMAT_ERR_FORMAT says what is wrong, REMAT_ERR_IO when it cannot be read,
+ * REMAT_ERR_INVALID for another config, CPU or thread count). */
+REMAT_API remat_status remat_profile_calibrate_file(remat_profile *p, const char *path);
+/* Copies src's run times into dst (both of one config; e.g. to keep them
+ * when a new `remat profile` measurement replaces the ops). */
+REMAT_API remat_status remat_profile_copy_run(remat_profile *dst, const remat_profile *src);
+/* How many (instruction kind, tensor) pairs p has run times for; 0 when it
+ * was never calibrated by a run. */
+REMAT_API int remat_profile_run_ops(const remat_profile *p);
 
 typedef struct remat_plan_row {
     char *policy;             /* a string remat_schedule_create accepts; owned by the

@@ -8,6 +8,8 @@ ls /usr/lib/*/libopenblas.so >/dev/null 2>&1 || case "$pkgs" in *libopenblas-dev
 dpkg -s libopenblas0-pthread >/dev/null 2>&1 || pkgs="$pkgs libopenblas0-pthread"
 dpkg -s libopenblas0-openmp >/dev/null 2>&1 || pkgs="$pkgs libopenblas0-openmp"
 command -v cc >/dev/null 2>&1 || pkgs="$pkgs gcc"
+# Jansson: the JSON parser of trace files (remat plan --calibrate-from)
+[ -f /usr/include/jansson.h ] || pkgs="$pkgs libjansson-dev"
 # oneDNN, the default GEMM engine (make GEMM=cblas builds without it)
 if [ "${GEMM:-onednn}" = onednn ]; then
     [ -f /usr/include/oneapi/dnnl/dnnl.h ] || pkgs="$pkgs libdnnl-dev"

@@ -140,12 +140,8 @@ for s in ("CPU", "BLAS", "BLAS core type", "SGEMM", "layers", "Memory timeline",
     assert s in text, s
 PY
 if command -v chromium >/dev/null 2>&1; then
-    prof=$(mktemp -d)
-    timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
-        --disable-component-update --disable-sync --no-first-run --user-data-dir="$prof" \
-        --enable-logging=stderr --v=0 --dump-dom "file://$T/rep/sub/report.html" > "$T/dom.html" 2> "$T/chromium.err"
+    chromium_dom "file://$T/rep/sub/report.html" "$T/dom.html" "$T/chromium.err"
     rc=$?
-    rm -rf "$prof"
     if [ $rc -eq 0 ] && grep -q "remat report" "$T/dom.html" && [ "$(grep -c '<svg' "$T/dom.html")" -eq 2 ] \
        && grep -q 'data-policy="optimal"' "$T/dom.html" && ! grep -Eq 'CONSOLE|Uncaught|Failed to load' "$T/chromium.err"; then
         ok

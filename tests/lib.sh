@@ -4,6 +4,9 @@
 R=${REMAT:-build/remat}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+# remat train stores its run's times in the cost model's cache: keep the
+# tests' runs out of the user's
+export REMAT_CACHE="$T/cache"
 fails=0; passes=0; skips=0
 ok()   { passes=$((passes+1)); }
 bad()  { fails=$((fails+1)); echo "FAIL: $*" >&2; }
@@ -19,4 +22,15 @@ finish() {
     [ "$fails" -eq 0 ] || exit 1
     [ "$skips" -eq 0 ] || exit 77
     exit 0
+}
+# chromium_dom URL OUT ERR: headless Chromium loads URL and dumps its DOM
+# into OUT (its log into ERR); returns chromium's exit status.
+chromium_dom() {
+    prof_=$(mktemp -d)
+    timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+        --disable-component-update --disable-sync --no-first-run --user-data-dir="$prof_" \
+        --enable-logging=stderr --v=0 --dump-dom "$1" > "$2" 2> "$3"
+    rc_=$?
+    rm -rf "$prof_"
+    return $rc_
 }

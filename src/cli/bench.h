@@ -30,6 +30,8 @@ typedef struct bench_opts {
     int json, csv, rss;        /* rss: per-policy peak RSS in forked children */
     const char *svg_pareto, *svg_timeline, *timeline_policy;
     const char *out_dir;       /* report only */
+    const char *trace_dir;     /* --trace DIR: one trace file per policy */
+    int trace;                 /* record the timed rounds (--trace, and the report) */
     int argc;                  /* the command line, for the report */
     char **argv;
 } bench_opts;
@@ -46,6 +48,7 @@ typedef struct bench_row {
     remat_sim sim;             /* predicted (dry run of the model's schedule) */
     remat_stats st;            /* measured, last step */
     uint64_t rss_peak;         /* bytes; 0 when not measured */
+    remat_trace *trace;        /* its timed rounds, as steps 1..steps (o->trace) */
 } bench_row;
 
 typedef struct bench_result {
@@ -81,6 +84,11 @@ void bench_json_str(FILE *f, const char *s);
  * exit status (error reported). */
 int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xml_decl);
 int bench_svg_timeline(FILE *f, const bench_opts *o, const bench_result *r, int xml_decl);
+
+/* --trace DIR: each policy's trace as DIR/NN-NAME.json.  0, or 1 (reported). */
+int bench_write_traces(const bench_opts *o, const bench_result *r);
+/* mkdir -p DIR; 0, or 1 (reported) */
+int cli_mkdirs(const char *dir);
 
 /* Writes path atomically: path.tmp.PID, fsync, rename, fsync of the
  * directory.  0, or 1 with the error reported. */

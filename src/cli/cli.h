@@ -66,6 +66,21 @@ int cli_plan_framework(int argc, char **argv);
  * success, 0 when nothing fits (reported: the minimum budget and what
  * dominates). */
 int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy);
+/* traces and the cost model's cache (calib.c) */
+/* --trace-steps A:B (1 <= A <= B), A (one step) or A: (to the end); 0
+ * (reported: one usage line) when malformed. */
+int cli_trace_steps(const char *cmd, const char *v, uint64_t *first, uint64_t *last);
+/* cfg's profile from the cache: *out (NULL when there is none, or when it
+ * is corrupt or of another machine: then one warning line).  path gets the
+ * cache file's name (may be NULL).  0 when there is no cache (neither
+ * REMAT_CACHE nor HOME), message in remat_errmsg(). */
+int cli_cached_profile(const remat_config *c, remat_profile **out, char *path, size_t n);
+/* Calibrates cfg's cached profile (else the FLOP model with its GEMM probe)
+ * with trace t, or with the trace file `file` when t is NULL, and writes it
+ * back to the cache (its name into path).  *out gets the profile.  0 on
+ * success, else 1 (reported). */
+int cli_calibrate_cache(const remat_config *c, const remat_trace *t, const char *file, remat_profile **out,
+                        char *path, size_t n);
 /* bench and report commands */
 int cmd_bench(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -81,6 +81,8 @@ static void help(const char *cmd)
 "  --threads N       threads (default: all cores)   --seed N    model seed (default 1)\n"
 "  --sgemm-n N       side of the SGEMM probe run every round, best of 3 (default 1024)\n"
 "  --no-rss          skip the per-policy peak-RSS children\n"
+"  --trace DIR       write each policy's timed rounds as a Chrome trace (Perfetto,\n"
+"                    chrome://tracing): DIR/NN-POLICY.json, one step per round\n"
 "output:\n"
 "  --json            one JSON object: {\"rows\": [...], \"sgemm_gflops\", \"front\",\n"
 "                    \"config\", \"machine\", ...}; each row has policy, schedule,\n"
@@ -184,10 +186,12 @@ static int parse_flags(const char *cmd, int argc, char **argv, int allow_out, be
         else if (!strcmp(f, "--svg-timeline")) { if (!(o->svg_timeline = cli_value(argc, argv, &i))) return -1; }
         else if (!strcmp(f, "--timeline-policy")) { if (!(o->timeline_policy = cli_value(argc, argv, &i))) return -1; }
         else if (allow_out && !strcmp(f, "--out")) { if (!(o->out_dir = cli_value(argc, argv, &i))) return -1; }
+        else if (!strcmp(f, "--trace")) { if (!(o->trace_dir = cli_value(argc, argv, &i))) return -1; o->trace = 1; }
         else { cli_usage_error(cmd, "unknown flag '%s'", f); return -1; }
     }
     if (o->json && o->csv) { cli_usage_error(cmd, "--json and --csv exclude each other"); return -1; }
     if (allow_out && !o->out_dir) { cli_usage_error(cmd, "--out DIR is required"); return -1; }
+    if (allow_out) o->trace = 1;   /* the report summarises one step's trace */
     cli_config_default_max_seq(&o->cfg);
     return 1;
 }
@@ -353,6 +357,7 @@ void bench_result_free(bench_result *r)
         free(r->rows[i].name);
         free(r->rows[i].policy);
         free(r->rows[i].ms);
+        remat_trace_free(r->rows[i].trace);
     }
     free(r->rows);
     free(r->sgemm_round);
@@ -528,6 +533,8 @@ int bench_run(const bench_opts *o, bench_result *r)
                      round < 0 ? round + o->warmup + 1 : round + 1, round < 0 ? o->warmup : o->steps, w->name);
             cli_progress_update(&pg, what, (round + o->warmup) * P + k, total);
             if ((st = remat_model_set_policy(m, w->policy))) { cli_error("%s: %s", w->name, remat_model_error(m)); goto out; }
+            if (o->trace && round >= 0 && !w->trace && remat_trace_create(&w->trace)) { cli_error("%s", remat_errmsg()); goto out; }
+            remat_model_set_trace(m, o->trace && round >= 0 ? w->trace : NULL, (uint64_t)round + 1);
             float loss;
             double t0 = cli_now_ms();
             st = remat_model_step(m, in, tg, 1, &loss);
@@ -540,6 +547,7 @@ int bench_run(const bench_opts *o, bench_result *r)
         if (round >= 0) r->sgemm_round[round] = remat_sgemm_gflops((int)o->sgemm_n, 3);
     }
     cli_progress_clear(&pg);
+    remat_model_set_trace(m, NULL, 0);
 
     r->sgemm_gflops = cli_median(r->sgemm_round, (int)o->steps);
     const bench_row *ref = &r->rows[r->none_idx];
@@ -795,6 +803,24 @@ int bench_write_svg(const char *path, int (*fn)(FILE *, const bench_opts *, cons
     return rc;
 }
 
+int bench_write_traces(const bench_opts *o, const bench_result *r)
+{
+    if (cli_mkdirs(o->trace_dir)) return 1;
+    for (int i = 0; i < r->n; i++) {
+        const bench_row *w = &r->rows[i];
+        char name[96], path[4200];
+        size_t k = 0;
+        /* a file name from the policy's: letters and digits kept, the rest '_' */
+        for (const char *c = w->name; *c && k + 1 < sizeof name; c++)
+            name[k++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
+        name[k] = 0;
+        if (snprintf(path, sizeof path, "%s/%02d-%s.json", o->trace_dir, i + 1, name) >= (int)sizeof path)
+            return cli_error("--trace: path too long");
+        if (w->trace && remat_trace_save(w->trace, 1, (uint64_t)o->steps, path)) return cli_error("%s", remat_errmsg());
+    }
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     bench_opts o;
@@ -810,6 +836,7 @@ int cmd_bench(int argc, char **argv)
     fflush(stdout);
     if (o.svg_pareto && (rc = bench_write_svg(o.svg_pareto, bench_svg_pareto, &o, &r))) goto out;
     if (o.svg_timeline && (rc = bench_write_svg(o.svg_timeline, bench_svg_timeline, &o, &r))) goto out;
+    if (o.trace_dir && (rc = bench_write_traces(&o, &r))) goto out;
 out:
     bench_result_free(&r);
     return rc;

@@ -31,9 +31,14 @@ static void help(void)
 "  --maximize seq|batch      the largest seq (max-seq follows) or batch that fits,\n"
 "                            per policy and for the optimal plan\n"
 "  --profile FILE            op times measured by 'remat profile' (default: the cached\n"
-"                            profile of this config and machine, if there is one)\n"
-"  --no-profile              the FLOP/byte model even when a profile is cached\n"
-"  --calibrate               the FLOP/byte model, its GEMM speed measured by one SGEMM\n"
+"                            profile of this config and machine -- what 'remat profile'\n"
+"                            measured and what 'remat train' runs took -- else the FLOP\n"
+"                            model calibrated by a GEMM probe at this config's shapes)\n"
+"  --calibrate-from TRACE    price what the run of a trace ('remat train --trace') executed\n"
+"                            at what it took there, and keep those times in the cache\n"
+"  --no-profile              the FLOP/byte model with default speeds, nothing measured\n"
+"  --calibrate               the FLOP/byte model with its GEMM probe, even when a profile\n"
+"                            is cached\n"
 "  --threads N               thread count (part of a profile's key; default all cores)\n"
 "  --explain                 what each policy does with each layer, as layer ranges\n"
 "  --json, --csv             machine-readable output\n"
@@ -72,26 +77,19 @@ static int named_policies(const remat_config *c, const char **names, int max)
 }
 
 /* The profile to use: --profile FILE, else the cached one of this config
- * and machine when present and valid, else NULL (the FLOP model).  Returns
- * 0 and reports when an explicit file cannot be used. */
+ * and machine when present and valid, else the FLOP model calibrated by its
+ * GEMM probe; none: NULL (the FLOP model's defaults).  Returns 0 and
+ * reports when an explicit file cannot be used. */
 static int pick_profile(const remat_config *c, const char *path, int none, int calibrate, remat_profile **out)
 {
     *out = NULL;
     if (none) return 1;
-    if (calibrate) {
-        if (remat_profile_model(c, 1, out)) { cli_error("%s", remat_errmsg()); return 0; }
-        return 1;
-    }
     if (path) {
         if (remat_profile_load(c, path, out)) { cli_error("%s", remat_errmsg()); return 0; }
         return 1;
     }
-    char def[4096];
-    if (remat_profile_default_path(c, def, sizeof def) || access(def, R_OK)) return 1;
-    if (remat_profile_load(c, def, out)) {
-        fprintf(stderr, "remat: warning: ignoring the cached profile: %s\n", remat_errmsg());
-        *out = NULL;
-    }
+    if (!calibrate) cli_cached_profile(c, out, NULL, 0);
+    if (!*out && remat_profile_model(c, 1, out)) { cli_error("%s", remat_errmsg()); return 0; }
     return 1;
 }
 
@@ -255,7 +253,7 @@ int cmd_plan(int argc, char **argv)
     uint64_t budget = 0;
     int act = 0, json = 0, csv = 0, pareto = 0, maximize = -1, no_profile = 0, calibrate = 0, nb = 0, explain = 0;
     long threads = 0;
-    const char *profile = NULL, *v;
+    const char *profile = NULL, *calib_from = NULL, *v;
     for (int i = 1; i < argc; i++) {
         int r;
         const char *f = argv[i];
@@ -279,6 +277,7 @@ int cmd_plan(int argc, char **argv)
             else { cli_error("--maximize expects seq or batch, got '%s'", v); return 2; }
         } else if (!strcmp(f, "--profile")) { if (!(profile = cli_value(argc, argv, &i))) return 2; }
         else if (!strcmp(f, "--no-profile")) no_profile = 1;
+        else if (!strcmp(f, "--calibrate-from")) { if (!(calib_from = cli_value(argc, argv, &i))) return 2; }
         else if (!strcmp(f, "--calibrate")) calibrate = 1;
         else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &threads)) return 2; }
         else if (!strcmp(f, "--json")) json = 1;
@@ -291,14 +290,18 @@ int cmd_plan(int argc, char **argv)
     if (pareto && maximize >= 0) return cli_usage_error("plan", "--pareto and --maximize are separate questions; give one");
     if (maximize >= 0 && !budget) return cli_usage_error("plan", "--maximize needs --budget or --budget-activations");
     if (csv && (json || !pareto)) return cli_usage_error("plan", "--csv goes with --pareto (and not with --json)");
-    if ((profile != NULL) + no_profile + calibrate > 1)
-        return cli_usage_error("plan", "give one of --profile, --no-profile and --calibrate");
+    if ((profile != NULL) + no_profile + calibrate + (calib_from != NULL) > 1)
+        return cli_usage_error("plan", "give one of --profile, --no-profile, --calibrate and --calibrate-from");
     cli_config_default_max_seq(&c);
     remat_set_threads((int)threads);
     if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;
     if (maximize >= 0) return do_maximize(&c, maximize, budget, act, json);
     remat_profile *prof = NULL;
-    if (!pick_profile(&c, profile, no_profile, calibrate, &prof)) return 2;
+    char cache[4096];
+    if (calib_from) {
+        if (cli_calibrate_cache(&c, NULL, calib_from, &prof, cache, sizeof cache)) return 1;
+        fprintf(stderr, "remat: the run times of %s are kept in %s\n", calib_from, cache);
+    } else if (!pick_profile(&c, profile, no_profile, calibrate, &prof)) return 2;
     int rc = pareto ? do_pareto(&c, prof, json, csv) : do_budget(&c, prof, budget, act, json, explain);
     remat_profile_free(prof);
     return rc;

@@ -17,7 +17,8 @@ static void help(void)
 "warm-up round, then N timed rounds over all ops (default 5), median; with one\n"
 "thread the thread's CPU time, else the wall clock.  The profile is written atomically to FILE, by default to the cache\n"
 "($REMAT_CACHE, else ~/.cache/remat/), where 'remat plan' and\n"
-"'remat train --budget' find it for the same config, CPU and thread count.\n"
+"'remat train --budget' find it for the same config, CPU and thread count (the\n"
+"run times 'remat train' stored there are kept).\n"
 "config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
 "              --attention naive|flash --lmhead full|chunked[:ROWS]\n");
 }
@@ -54,6 +55,12 @@ int cmd_profile(int argc, char **argv)
     double t0 = cli_now_ms();
     if (remat_profile_measure(&c, (int)reps, &p)) return cli_error("%s", remat_errmsg());
     double took = cli_now_ms() - t0;
+    if (out == path) {   /* the cache: keep what training runs measured (remat train) */
+        remat_profile *old = NULL;
+        cli_cached_profile(&c, &old, NULL, 0);
+        if (old) remat_profile_copy_run(p, old);
+        remat_profile_free(old);
+    }
     if (remat_profile_save(p, out)) { remat_profile_free(p); return cli_error("%s", remat_errmsg()); }
     remat_plan_row none = { 0 }, full = { 0 };
     remat_plan_evaluate(&c, p, "none", 0, 0, &none);

@@ -9,6 +9,7 @@
  * numeric character references), so tests can parse it with any XML parser.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,7 +41,7 @@ static void kv(FILE *f, const char *k, const char *v)
     fputs("</td></tr>\n", f);
 }
 
-static int mkdirs(const char *dir)
+int cli_mkdirs(const char *dir)
 {
     char p[4096];
     if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return cli_error("--out: path too long");
@@ -60,6 +61,62 @@ static const char *mib(uint64_t b, char *buf, size_t n)
 {
     snprintf(buf, n, "%.2f", b / 1048576.0);
     return buf;
+}
+
+/* One step of the timeline policy's trace (the round of median time): its
+ * ten longest instructions and the share of its time spent recomputing. */
+static void trace_summary(FILE *f, const bench_opts *o, const bench_result *r)
+{
+    const bench_row *w = r->timeline_idx >= 0 ? &r->rows[r->timeline_idx] : NULL;
+    size_t ns = w && w->trace ? remat_trace_steps(w->trace) : 0;
+    remat_trace_step st, pick;
+    memset(&pick, 0, sizeof pick);
+    double durs[1024];
+    size_t n = 0;
+    if (!ns) return;
+    for (size_t k = 0; k < ns && n < 1024; k++)
+        if (!remat_trace_step_get(w->trace, k, &st) && st.ok) durs[n++] = st.dur_ms;
+    if (!n) return;
+    double med = cli_median(durs, (int)n), best = 1e300;
+    for (size_t k = 0; k < ns; k++)
+        if (!remat_trace_step_get(w->trace, k, &st) && st.ok && fabs(st.dur_ms - med) < best) { best = fabs(st.dur_ms - med); pick = st; }
+    enum { TOP = 10 };
+    remat_trace_event top[TOP], e;
+    int nt = 0;
+    double rec = 0, inside = 0;
+    for (size_t j = pick.first; j < pick.first + pick.count; j++) {
+        if (remat_trace_event_get(w->trace, j, &e)) continue;
+        inside += e.dur_ms;
+        if (e.kind == REMAT_I_RECOMPUTE) rec += e.dur_ms;
+        int at = nt < TOP ? nt++ : TOP;   /* insertion into the ten longest */
+        while (at > 0 && top[at - 1].dur_ms < e.dur_ms) { if (at < TOP) top[at] = top[at - 1]; at--; }
+        if (at < TOP) top[at] = e;
+    }
+    static const char *kinds[] = { "forward", "recompute", "backward", "free", "update" };
+    char b[512];
+    fputs("<h2>One step, instruction by instruction</h2>\n<p class=\"meta\">", f);
+    snprintf(b, sizeof b, "Policy %s, round %llu (the round of median step time, %.1f ms, %zu instructions). "
+             "Recomputation took %.1f ms: %.1f%% of the step. The longest instructions:", w->name,
+             (unsigned long long)pick.step, pick.dur_ms, pick.count, rec, pick.dur_ms > 0 ? 100 * rec / pick.dur_ms : 0.0);
+    esc(f, b);
+    fputs("</p>\n<table class=\"trace\">\n<thead><tr><th>#</th><th class=\"l\">instruction</th><th>layer</th>"
+          "<th>ms</th><th>% of step</th><th>GFLOP/s</th></tr></thead>\n<tbody>\n", f);
+    for (int k = 0; k < nt; k++) {
+        char lay[16];
+        if (top[k].layer < 0) snprintf(lay, sizeof lay, "–"); else snprintf(lay, sizeof lay, "%d", top[k].layer);
+        fprintf(f, "<tr><td>%zu</td><td class=\"l\">%s %s</td><td>%s</td><td>%.3f</td><td>%.1f</td><td>%.1f</td></tr>\n",
+                top[k].index, kinds[top[k].kind], top[k].tensor, lay, top[k].dur_ms,
+                pick.dur_ms > 0 ? 100 * top[k].dur_ms / pick.dur_ms : 0.0,
+                top[k].dur_ms > 0 ? top[k].flops / (top[k].dur_ms * 1e6) : 0.0);
+    }
+    fputs("</tbody>\n</table>\n<p class=\"meta\">", f);
+    snprintf(b, sizeof b, "The instructions account for %.1f ms of the step; the rest is zeroing the gradients, copying "
+             "the batch in and releasing buffers. %s", inside,
+             o->trace_dir ? "Every round of every policy is in the traces written by --trace (Chrome trace-event JSON: "
+                            "Perfetto, chrome://tracing, or docs/trace-view.html)." :
+                            "Add --trace DIR to keep every round of every policy as Chrome trace-event JSON.");
+    esc(f, b);
+    fputs("</p>\n", f);
 }
 
 static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const char *pareto, const char *timeline,
@@ -104,7 +161,7 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
     fputs("<h2>Results</h2>\n<div class=\"scroll\"><table class=\"results\">\n<thead><tr><th class=\"l\">policy</th><th>ms/step<br/>(median)</th>"
           "<th>× none</th><th>tokens/s</th><th>act peak<br/>MiB</th><th>predicted<br/>MiB</th><th>stored<br/>MiB</th>"
           "<th>working set<br/>MiB</th><th>RSS peak<br/>MiB</th><th>GFLOP/s</th><th>% SGEMM</th><th>planner<br/>ms</th>"
-          "</tr></thead>\n<tbody>\n", f);
+          "<th>time<br/>error</th></tr></thead>\n<tbody>\n", f);
     for (int i = 0; i < r->n; i++) {
         const bench_row *w = &r->rows[i];
         fprintf(f, "<tr%s data-policy=\"", w->optimal ? " class=\"opt\"" : w->implicit ? " class=\"ref\"" : "");
@@ -116,15 +173,18 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
             esc(f, w->policy);
             fputs("</code>", f);
         }
-        char rss[32], pred[32], mb[4][32];
+        char rss[32], pred[32], err[32], mb[4][32];
         if (w->rss_peak) mib(w->rss_peak, rss, sizeof rss); else snprintf(rss, sizeof rss, "–");
         if (w->step_ms_pred >= 0) snprintf(pred, sizeof pred, "%.1f", w->step_ms_pred); else snprintf(pred, sizeof pred, "–");
+        if (w->step_ms_pred >= 0 && w->ms_median > 0)
+            snprintf(err, sizeof err, "%+.1f%%", 100.0 * (w->step_ms_pred - w->ms_median) / w->ms_median);
+        else snprintf(err, sizeof err, "–");
         fprintf(f, "</td><td>%.1f</td><td>%.3f</td><td>%.0f</td><td>%s</td><td>%s%s</td><td>%s</td><td>%s</td><td>%s</td>"
-                   "<td>%.2f</td><td>%.1f</td><td>%s</td></tr>\n",
+                   "<td>%.2f</td><td>%.1f</td><td>%s</td><td>%s</td></tr>\n",
                 w->ms_median, w->ratio_vs_none, w->tokens_per_s, mib(w->st.act_peak_bytes, mb[0], 32),
                 mib(w->sim.peak_bytes, mb[1], 32), w->sim.peak_bytes == w->st.act_peak_bytes ? "" : " (MISMATCH)",
                 mib(w->st.act_stored_bytes, mb[2], 32), mib(w->st.act_workset_bytes, mb[3], 32), rss, w->gflops,
-                100.0 * w->sgemm_frac, pred);
+                100.0 * w->sgemm_frac, pred, err);
     }
     fputs("</tbody>\n</table></div>\n<p class=\"meta\">", f);
     snprintf(b, sizeof b, "Times are medians over %ld interleaved rounds (after %ld warm-up rounds); × none is the "
@@ -136,8 +196,9 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
                  "the process before the model. ", mib(r->rss_base, b2, sizeof b2));
         esc(f, b);
     } else esc(f, "RSS peak: not measured (--no-rss). ");
-    snprintf(b, sizeof b, "%% SGEMM: achieved GFLOP/s over a %ld³ SGEMM measured in the same rounds (%.1f GFLOP/s).",
-             o->sgemm_n, r->sgemm_gflops);
+    snprintf(b, sizeof b, "%% SGEMM: achieved GFLOP/s over a %ld³ SGEMM measured in the same rounds (%.1f GFLOP/s). "
+             "Planner ms: the step time the planner predicts (%s); time error: predicted against measured.",
+             o->sgemm_n, r->sgemm_gflops, r->profile_desc);
     esc(f, b);
     if (r->rows[r->none_idx].implicit) esc(f, " none was measured as the reference.");
     if (o->budget) {
@@ -152,6 +213,8 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
         esc(f, b);
     }
     fputs("</p>\n", f);
+
+    trace_summary(f, o, r);
 
     fputs("<h2>Activation memory vs step time</h2>\n", f);
     fputs(pareto, f);
@@ -241,7 +304,7 @@ int cmd_report(int argc, char **argv)
     bench_result r;
     int p = bench_parse("report", argc, argv, 1, &o);
     if (p <= 0) return p < 0 ? 2 : 0;
-    if (mkdirs(o.out_dir)) return 1;
+    if (cli_mkdirs(o.out_dir)) return 1;
     int rc = bench_run(&o, &r);
     if (rc) { bench_result_free(&r); return rc; }
     char *pareto = NULL, *timeline = NULL, *json = NULL, *html = NULL, path[4096];
@@ -257,6 +320,7 @@ int cmd_report(int argc, char **argv)
     if ((rc = cli_write_atomic(path, html, n4))) goto out;
     if (o.svg_pareto && (rc = bench_write_svg(o.svg_pareto, bench_svg_pareto, &o, &r))) goto out;
     if (o.svg_timeline && (rc = bench_write_svg(o.svg_timeline, bench_svg_timeline, &o, &r))) goto out;
+    if (o.trace_dir && (rc = bench_write_traces(&o, &r))) goto out;
     if (o.json) fputs(json, stdout);
     else if (o.csv) bench_print_csv(stdout, &o, &r);
     else {

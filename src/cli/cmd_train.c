@@ -61,6 +61,14 @@ static void help(void)
 "                    last good state checkpointed, or skip that step's update and go on\n"
 "  --debug-nan S:T   testing: make parameter T's gradient (e.g. qkvw) or the loss (T=loss)\n"
 "                    NaN at step S\n"
+"time:\n"
+"  --trace FILE      write the steps as a Chrome trace (JSON for Perfetto or chrome://tracing):\n"
+"                    every instruction's time, kind, layer, tensor and FLOPs, and the live\n"
+"                    activation and step bytes as counter tracks\n"
+"  --trace-steps A:B only steps A to B (also A, or A: to the end; default all)\n"
+"  --no-calibrate    do not store the run's instruction times in the cost model's cache\n"
+"                    (by default steps 2-17 are timed, and 'remat plan' and --budget then\n"
+"                    price what this run executed at what it took)\n"
 "output:\n"
 "  --json            JSON Lines on stdout: one object per step, then a summary object\n"
 "  --quiet           only the summary\n");
@@ -81,6 +89,9 @@ typedef struct train_opts {
     const char *init_from;              /* --init-from: weights file */
     uint64_t budget;                    /* --budget / --budget-activations (0: none) */
     int budget_act;
+    const char *trace;                  /* --trace FILE */
+    uint64_t trace_first, trace_last;   /* --trace-steps */
+    int trace_steps_set, no_calibrate;
 } train_opts;
 
 /* --debug-nan STEP:TENSOR, TENSOR a parameter name or "loss". */
@@ -241,10 +252,18 @@ static int parse(int argc, char **argv, train_opts *o)
             if (!o->budget) { cli_error("%s must be positive", f); return -1; }
             o->budget_act = !strcmp(f, "--budget-activations");
         }
+        else if (!strcmp(f, "--trace")) { if (!(o->trace = cli_value(argc, argv, &i))) return -1; }
+        else if (!strcmp(f, "--trace-steps")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_trace_steps("train", v, &o->trace_first, &o->trace_last)) return -1;
+            o->trace_steps_set = 1;
+        }
+        else if (!strcmp(f, "--no-calibrate")) o->no_calibrate = 1;
         else if (!strcmp(f, "--json")) o->json = 1;
         else if (!strcmp(f, "--quiet")) o->quiet = 1;
         else { cli_usage_error("train", "unknown flag '%s'", f); return -1; }
     }
+    if (o->trace_steps_set && !o->trace) { cli_usage_error("train", "--trace-steps needs --trace FILE"); return -1; }
+    if (!o->trace_steps_set) { o->trace_first = 1; o->trace_last = UINT64_MAX; }
     return 1;
 }
 
@@ -283,6 +302,18 @@ static const char *json_num(char buf[32], double x)
     return buf;
 }
 
+/* --trace FILE: the steps of --trace-steps; 0 on success, else 1 (reported) */
+static int write_trace(const train_opts *o, const remat_trace *t)
+{
+    remat_trace_step st;
+    int any = 0;
+    for (size_t k = 0; k < remat_trace_steps(t); k++)
+        if (!remat_trace_step_get(t, k, &st) && st.step >= o->trace_first && st.step <= o->trace_last) any = 1;
+    if (!any) return cli_error("--trace %s: no step in --trace-steps was run", o->trace);
+    if (remat_trace_save(t, o->trace_first, o->trace_last, o->trace)) return cli_error("%s", remat_errmsg());
+    return 0;
+}
+
 int cmd_train(int argc, char **argv)
 {
     train_opts o;
@@ -298,6 +329,10 @@ int cmd_train(int argc, char **argv)
     remat_config *c = &o.cfg;
     remat_checkpoint_info *ci = NULL;
     long start = 0, last_saved = -1, n_skipped = 0;
+    remat_trace *trace = NULL;
+    remat_profile *calib = NULL;
+    char calib_path[4096] = "";
+    int trace_done = 0;
 
     remat_set_threads((int)o.threads);
     if (o.resume && o.init_from) { cli_usage_error("train", "--init-from starts a new run; --resume continues one: give one"); return 2; }
@@ -369,6 +404,18 @@ ready:
                cli_fmt_bytes(sim.peak_bytes, b3, sizeof b3), sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0.0);
     }
 
+    /* the steps timed: --trace's, and for the cost model steps 2 to 17 of this
+     * process (the first pays for first touches; a run of one step gives it) */
+    if (o.trace && (o.trace_first > (uint64_t)o.steps || o.trace_last <= (uint64_t)start)) {
+        cli_usage_error("train", "--trace-steps %llu:%llu: this run has steps %ld to %ld", (unsigned long long)o.trace_first,
+                        (unsigned long long)o.trace_last, start + 1, o.steps);
+        rc = 2;
+        goto out;
+    }
+    int calibrate = !o.no_calibrate && o.steps > start;
+    uint64_t cal_first = o.steps - start > 1 ? (uint64_t)start + 2 : (uint64_t)start + 1, cal_last = cal_first + 15;
+    if ((o.trace || calibrate) && remat_trace_create(&trace)) { cli_error("%s", remat_errmsg()); goto out; }
+
     float loss_first = NAN, loss_last = NAN;
     double val = NAN;
     cli_progress pg;   /* stderr; not with --json, nor when step lines go to the same terminal */
@@ -381,6 +428,9 @@ ready:
         uint64_t pos0 = remat_data_position(data, REMAT_SPLIT_TRAIN);
         if ((st = remat_data_next(data, REMAT_SPLIT_TRAIN, c->batch, c->seq, in, tg))) { cli_error("%s", remat_errmsg()); goto out; }
         if (o.nan_step == s + 1) remat_model_debug_poison(m, o.nan_tensor);
+        uint64_t sn = (uint64_t)s + 1;
+        int timed = (o.trace && sn >= o.trace_first && sn <= o.trace_last) || (calibrate && sn >= cal_first && sn <= cal_last);
+        remat_model_set_trace(m, timed ? trace : NULL, sn);
         double t0 = cli_now_ms();
         st = remat_model_step(m, in, tg, 1, &loss);
         ms[s] = cli_now_ms() - t0;
@@ -429,7 +479,12 @@ ready:
         if (o.save && o.save_every > 0 && (s + 1) % o.save_every == 0 && !save_ckpt(&o, m, data, s + 1, &last_saved)) goto out;
     }
     cli_progress_clear(&pg);
+    remat_model_set_trace(m, NULL, 0);
     if (o.save && last_saved != o.steps && !save_ckpt(&o, m, data, o.steps, &last_saved)) goto out;
+    trace_done = 1;
+    if (o.trace && write_trace(&o, trace)) goto out;
+    /* the run's instruction times into the cost model's cache */
+    if (calibrate && cli_calibrate_cache(c, trace, NULL, &calib, calib_path, sizeof calib_path)) goto out;
     if (n_skipped && !o.json && !o.quiet) printf("%ld step%s skipped (non-finite)\n", n_skipped, n_skipped > 1 ? "s" : "");
 
     remat_stats stt;
@@ -448,7 +503,7 @@ ready:
                "\"params_bytes\":%llu,\"grads_bytes\":%llu,\"optim_bytes\":%llu,\"workspace_bytes\":%llu,"
                "\"step_peak_bytes\":%llu,\"flops_per_step\":%.0f,\"recompute_pct\":%.3f,\"params_hash\":\"%s\","
                "\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"seq\":%d,\"batch\":%d,\"threads\":%d,"
-               "\"dtype\":\"%s\",\"gemm\":\"%s\",\"weights16_bytes\":%llu}\n",
+               "\"dtype\":\"%s\",\"gemm\":\"%s\",\"weights16_bytes\":%llu,\"calibrated_ops\":%d}\n",
                policy, o.steps, json_num(j1, loss_first), json_num(j2, loss_last), json_num(j3, val), med, tps,
                (unsigned long long)stt.act_peak_bytes, (unsigned long long)sim.peak_bytes,
                (unsigned long long)stt.act_stored_bytes, (unsigned long long)sim.stored_bytes,
@@ -458,7 +513,7 @@ ready:
                (unsigned long long)stt.step_peak_bytes, sim.flops, rpct, hash,
                c->n_layer, c->n_embd, c->n_head, c->vocab, c->seq, c->batch, remat_get_threads(),
                c->dtype == REMAT_DTYPE_BF16 ? "bf16" : "fp32", remat_gemm_name(remat_gemm_get()),
-               (unsigned long long)stt.weights16_bytes);
+               (unsigned long long)stt.weights16_bytes, remat_profile_run_ops(calib));
     } else {
         printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s\n",
                (double)loss_first, (double)loss_last, val, med, tps, med > 0 ? sim.flops / (med * 1e6) : 0.0);
@@ -476,6 +531,14 @@ ready:
         printf("  step peak       %12s (everything live at the worst moment)\n",
                cli_fmt_bytes(stt.step_peak_bytes, b1, sizeof b1));
         printf("  recompute       %.1f%% of step FLOPs | params_hash %.16s\n", rpct, hash);
+        if (calib) {
+            remat_plan_row pr = { 0 };
+            remat_plan_evaluate(c, calib, policy, 0, 0, &pr);
+            printf("cost model: the times of %d instruction kinds of this run, saved to %s (step %.1f ms as the "
+                   "planner now predicts it)\n", remat_profile_run_ops(calib), calib_path, pr.step_ms_pred);
+            remat_plan_row_clear(&pr);
+        }
+        if (o.trace) printf("trace: %s\n", o.trace);
     }
     if (o.sample > 0 && remat_data_is_bytes(data) && !o.json && !o.quiet) {
         int T = c->seq, np = T / 4 > 0 ? (T / 4 < 16 ? T / 4 : 16) : 1;
@@ -499,7 +562,11 @@ ready:
     }
     rc = 0;
 out:
+    /* a run that stopped early still leaves the trace of what it ran */
+    if (rc && !trace_done && o.trace && trace && remat_trace_steps(trace)) write_trace(&o, trace);
     free(in); free(tg); free(ms); free(ci);
+    remat_trace_free(trace);
+    remat_profile_free(calib);
     remat_model_free(m);
     remat_data_free(data);
     return rc;

@@ -23,6 +23,7 @@
 #include "../kernels/kernels.h"
 #include "../schedule/schedule.h"
 #include "model.h"
+#include "trace.h"
 #include "remat_testing.h"   /* remat_model_debug_poison is defined here */
 
 void remat_optim_default(remat_optim *o)
@@ -384,8 +385,9 @@ static void hk_end(void *arg, size_t i, const remat_instr *in, uint64_t live, ui
 }
 
 /* Runs schedule s (its config sizes the buffers) on the batch in
- * m->inputs / m->targets. */
-static remat_status run_schedule(remat_model *m, const remat_schedule *s, run *r, int training, int have_targets)
+ * m->inputs / m->targets; tr: the step's trace, or NULL. */
+static remat_status run_schedule(remat_model *m, const remat_schedule *s, run *r, int training, int have_targets,
+                                 remat_trace_run *tr)
 {
     r->m = m;
     r->s = s;
@@ -408,7 +410,7 @@ static remat_status run_schedule(remat_model *m, const remat_schedule *s, run *r
     remat_walk_hooks h = { .arg = r, .begin = hk_begin, .alloc = hk_alloc, .release = hk_release,
                            .temp_alloc = hk_temp_alloc, .temp_release = hk_temp_release,
                            .exec = hk_exec, .end = hk_end };
-    remat_status st = remat_walk(s, 0, &h, NULL);
+    remat_status st = remat_walk(s, 0, tr ? remat_trace_wrap(tr, &h, &m->mem, r->act0) : &h, NULL);
     free_acts(m);
     return st;
 }
@@ -429,6 +431,8 @@ remat_status remat_model_step(remat_model *m, const int *inputs, const int *targ
     size_t N = (size_t)m->cfg.batch * m->cfg.seq;
     if ((st = check_tokens(m, inputs, N, "inputs")) || (st = check_tokens(m, targets, N, "targets")))
         return model_fail(m, st);
+    remat_trace_run tr;
+    if (m->trace && (st = remat_trace_step_begin(&tr, m->trace, m->trace_step, m->sched))) return model_fail(m, st);
     memcpy(m->inputs, inputs, N * sizeof(int));
     memcpy(m->targets, targets, N * sizeof(int));
     memset(m->grads, 0, m->nparams * sizeof(float));
@@ -437,7 +441,8 @@ remat_status remat_model_step(remat_model *m, const int *inputs, const int *targ
     r.do_update = do_update;
     r.loss = loss;
     r.sample_row = -1;
-    st = run_schedule(m, m->sched, &r, 1, 1);
+    st = run_schedule(m, m->sched, &r, 1, 1, m->trace ? &tr : NULL);
+    if (m->trace) remat_trace_step_end(&tr, st == REMAT_OK);
     m->meas_peak = m->mem.peak[REMAT_MEM_ACTS] - r.act0;
     m->meas_total_peak = m->mem.peak_total;
     m->step_flops = r.flops;
@@ -466,7 +471,7 @@ static remat_status run_forward_only(remat_model *m, int which, int have_targets
     const remat_schedule *s;
     remat_status st = fwd_schedule(m, which, &s);
     if (st) return st;
-    st = run_schedule(m, s, r, 0, have_targets);
+    st = run_schedule(m, s, r, 0, have_targets, NULL);
     m->meas_fwd_peak = m->mem.peak[REMAT_MEM_ACTS] - r->act0;
     return st;
 }

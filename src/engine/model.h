@@ -39,6 +39,8 @@ struct remat_model {
     remat_schedule *fwd[FWD_COUNT];
     remat_config fwd_cfg[FWD_COUNT];
     int verify;
+    struct remat_trace *trace;  /* remat_model_set_trace: record steps here (not owned), */
+    uint64_t trace_step;        /* numbered so; NULL: steps read no clock */
     int poison;                 /* remat_model_debug_poison: tensor + 2, 1 = loss, 0 = off */
     float grad_norm;
     uint64_t meas_peak, meas_stored, meas_total_peak, meas_fwd_peak;

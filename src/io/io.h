@@ -61,4 +61,13 @@ uint64_t remat_checkpoint_checksum(const void *buf, size_t n);
  * fuzz seeds can edit a field and still pass the checksum. */
 void remat_checkpoint_seal(void *buf, size_t n);
 
+/* ---- trace files (tracefile.c) ---------------------------------------------- */
+
+struct remat_run_times;
+/* Parses a trace file held in memory (n bytes, untrusted; what
+ * remat_trace_save writes) into the run times of its completed steps, with
+ * the config, CPU and thread count it records.  REMAT_ERR_FORMAT with a
+ * message saying what is wrong. */
+remat_status remat_trace_parse(const void *buf, size_t n, struct remat_run_times *out);
+
 #endif

@@ -11,15 +11,15 @@
  *     the other loops at different throughputs.
  * A schedule's time is the sum of its instructions' op times (frees cost
  * nothing) plus the per-step optimizer update; the costing pass is a walk
- * of the one walker (schedule/walk.c).  Memory is never estimated here: it
- * comes from the simulator.
+ * of the one walker (schedule/walk.c).  A profile calibrated by a training
+ * run (calibrate.c) prices each instruction the run executed at what it
+ * took there instead.  Memory is never estimated here: it comes from the
+ * simulator.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <cblas.h>
 #include "planner.h"
 #include "../core/core.h"
 
@@ -34,13 +34,6 @@
 #define MODEL_OTHER_RATIO 0.1
 #define MODEL_GBPS 25.0
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 void remat_profile_config_key(const remat_config *c, char *buf, size_t n)
 {
     int k = snprintf(buf, n, "%d %d %d %d %d %d %d %.9g %d %d %d", c->n_layer, c->n_embd, c->n_head, c->vocab,
@@ -52,10 +45,7 @@ void remat_profile_config_key(const remat_config *c, char *buf, size_t n)
 
 int remat_profile_config_equal(const remat_config *a, const remat_config *b)
 {
-    return a->n_layer == b->n_layer && a->n_embd == b->n_embd && a->n_head == b->n_head && a->vocab == b->vocab &&
-           a->max_seq == b->max_seq && a->batch == b->batch && a->seq == b->seq && a->dropout == b->dropout &&
-           a->attention == b->attention && a->lmhead_chunk == b->lmhead_chunk && a->dtype == b->dtype &&
-           a->framework == b->framework && remat_config_tp(a) == remat_config_tp(b) && a->sp == b->sp && a->stage == b->stage;
+    return remat_config_same(a, b);
 }
 
 /* ---- the FLOP/byte model -------------------------------------------------- */
@@ -74,59 +64,104 @@ static double io_bytes(const remat_config *c, const remat_table *tb, const int8_
     return b;
 }
 
-void remat_profile_fill_model(remat_profile *p, const remat_config *c, double gflops)
+/* FLOPs of the attention ops' tile products (the causal half; forward 0,
+ * backward 1); the rest of their FLOPs is pointwise */
+static double tile_flops(const remat_config *c, int t, int bw)
+{
+    double tri = (double)c->batch * c->n_head * ((double)c->seq * (c->seq + 1) / 2.0), hs = (double)c->n_embd / c->n_head;
+    int flash = c->attention == REMAT_ATTENTION_FLASH;
+    /* bf16 scores: each row block's logsumexp first, then its tiles again */
+    if (t == RT_ATT) return bw ? 0 : (c->dtype == REMAT_DTYPE_BF16 && !flash ? 4 : 2) * hs * tri;
+    if (t == RT_ATTY) return (bw ? (flash ? 10 : 8) : (flash ? 4 : 2)) * hs * tri;
+    return 0;
+}
+
+/* With a GEMM probe (calibrate.c), the ops that are products: the probe's
+ * time of their products at their own shapes (linear layers, LM head) or
+ * their tile products at its tile rate (attention), plus their pointwise
+ * FLOPs and the bytes that no product moves: a residual's input and
+ * output, the bias gradient's read, the logits' and attention
+ * probabilities' round trips through memory. */
+static void fill_probed_op(remat_profile *p, const remat_config *c, const remat_probe *pr, int t)
+{
+    const remat_tensor_def *d = &remat_table_of(c)->defs[t];
+    double other = p->other_gflops * 1e6, bw = p->gbps * 1e6, tile = pr->tile_gflops * 1e6;
+    double out = (double)remat_tensor_bytes(c, t), fwd = remat_tensor_fwd_flops(c, t), bwd = remat_tensor_bwd_flops(c, t);
+    if (d->wv) {   /* the LM head: products, then the softmax cross-entropy over (rows, Vp) */
+        double V = c->vocab, N = (double)c->batch * c->seq, gemm = 2.0 * N * c->n_embd * remat_config_padded_vocab(c);
+        double xent = fwd - (c->lmhead_chunk > 0 ? 3 : 1) * gemm;
+        p->fwd_ms[t] = pr->gemm_ms[t][0] + xent / other + (c->lmhead_chunk > 0 ? 0 : 2 * out) / bw;
+        p->bwd_ms[t] = c->lmhead_chunk > 0 ? bwd / other : pr->gemm_ms[t][1];
+        (void)V;
+    } else if (d->wc) {   /* a linear layer; res2, res3 add the block's input */
+        int residual = d->fwd_in[1] == RT_X;
+        p->fwd_ms[t] = pr->gemm_ms[t][0] + (residual ? 2 * out : 0) / bw;
+        p->bwd_ms[t] = pr->gemm_ms[t][1] + out / bw;
+    } else {   /* attention: tiles, a softmax, the probabilities through memory (naive) */
+        double probs = c->attention == REMAT_ATTENTION_FLASH ? 0 : (double)remat_tensor_bytes(c, RT_ATT);
+        double tf = tile_flops(c, t, 0), tb = tile_flops(c, t, 1);
+        /* bf16 scores exponentiate twice too (tile_flops) */
+        double pw = t == RT_ATT && c->dtype == REMAT_DTYPE_BF16 && !probs ? 0 : 1;
+        if (t == RT_ATT && c->dtype == REMAT_DTYPE_BF16 && probs) pw = 2;
+        double sf = t == RT_ATT ? pw * (fwd - 2 * (double)c->n_embd / c->n_head * ((double)c->batch * c->n_head *
+                                         ((double)c->seq * (c->seq + 1) / 2.0))) : fwd - tf;
+        p->fwd_ms[t] = tf / tile + sf / other + (t == RT_ATT ? 2 * probs : out) / bw;
+        if (d->has_bwd) p->bwd_ms[t] = tb / tile + (bwd - tb) / other + (probs + 2 * out) / bw;
+    }
+}
+
+/* A pointwise op's time from its math and its memory traffic: their sum
+ * in the default model; with measured speeds (a probe), the larger of the
+ * two, as a roofline has it (Williams et al. 2009): such loops stream
+ * while they compute. */
+static double roof(const remat_probe *pr, double compute_ms, double memory_ms)
+{
+    return pr ? (compute_ms > memory_ms ? compute_ms : memory_ms) : compute_ms + memory_ms;
+}
+
+static void fill(remat_profile *p, const remat_config *c, double gflops, double other, double gbps,
+                 const remat_probe *pr)
 {
     const remat_table *tb = remat_table_of(c);
     memset(p, 0, sizeof *p);
     p->cfg = *c;
     p->measured = 0;
-    p->gflops = gflops > 0 ? gflops : c->dtype == REMAT_DTYPE_BF16 ? MODEL_GFLOPS_BF16 : MODEL_GFLOPS;
-    p->other_gflops = p->gflops * MODEL_OTHER_RATIO;
-    p->gbps = MODEL_GBPS;
+    p->gflops = gflops;
+    p->other_gflops = other;
+    p->gbps = gbps;
     p->threads = remat_get_threads();
     for (int t = 0; t < tb->first_grad; t++) {
         const remat_tensor_def *d = &tb->defs[t];
+        if (pr && (d->flags & RT_F_GEMM)) { fill_probed_op(p, c, pr, t); continue; }
         double g = ((d->flags & RT_F_GEMM) ? p->gflops : p->other_gflops) * 1e6;   /* FLOPs per ms */
         double bw = p->gbps * 1e6;                                                  /* bytes per ms */
         double out = (double)remat_tensor_bytes(c, t), w = weight_bytes(c, d);
-        p->fwd_ms[t] = remat_tensor_fwd_flops(c, t) / g + (out + io_bytes(c, tb, d->fwd_in) + w) / bw;
+        p->fwd_ms[t] = roof(pr, remat_tensor_fwd_flops(c, t) / g, (out + io_bytes(c, tb, d->fwd_in) + w) / bw);
         if (d->has_bwd)
-            p->bwd_ms[t] = remat_tensor_bwd_flops(c, t) / g + (2 * out + io_bytes(c, tb, d->bwd_in) + 3 * w) / bw;
+            p->bwd_ms[t] = roof(pr, remat_tensor_bwd_flops(c, t) / g, (2 * out + io_bytes(c, tb, d->bwd_in) + 3 * w) / bw);
     }
     memcpy(p->fwd_hot_ms, p->fwd_ms, sizeof p->fwd_ms);   /* no cache in the model */
     memcpy(p->bwd_hot_ms, p->bwd_ms, sizeof p->bwd_ms);
     p->cache_bytes = 0;
     double np = (double)remat_config_num_params(c);
-    p->update_ms = remat_update_flops(c) / (p->other_gflops * 1e6) + 36.0 * np / (p->gbps * 1e6);
+    p->update_ms = roof(pr, remat_update_flops(c) / (p->other_gflops * 1e6), 36.0 * np / (p->gbps * 1e6));
+}
+
+void remat_profile_fill_model(remat_profile *p, const remat_config *c, double gflops)
+{
+    double g = gflops > 0 ? gflops : c->dtype == REMAT_DTYPE_BF16 ? MODEL_GFLOPS_BF16 : MODEL_GFLOPS;
+    fill(p, c, g, g * MODEL_OTHER_RATIO, MODEL_GBPS, NULL);
     snprintf(p->desc, sizeof p->desc, "FLOP model: %.1f GFLOP/s GEMM, %.1f GFLOP/s other, %.1f GB/s%s",
              p->gflops, p->other_gflops, p->gbps, gflops > 0 ? " (GEMM calibrated by one SGEMM)" : " (defaults)");
 }
 
-/* GFLOP/s of one SGEMM shaped like the model's MLP (N x 4C x C). */
-static double sgemm_gflops(const remat_config *c)
+void remat_profile_fill_probed(remat_profile *p, const remat_config *c, const remat_probe *pr)
 {
-    int N = c->batch * c->seq, C = c->n_embd;
-    if (N > 4096) N = 4096;
-    if (C > 2048) C = 2048;
-    if (N < 64) N = 64;
-    if (C < 64) C = 64;
-    float *a = remat_malloc(sizeof(float) * (size_t)N * C), *b = remat_malloc(sizeof(float) * (size_t)4 * C * C),
-          *o = remat_malloc(sizeof(float) * (size_t)N * 4 * C);
-    double best = 0;
-    if (a && b && o) {
-        for (size_t i = 0; i < (size_t)N * C; i++) a[i] = (float)((i % 7) - 3) * 0.01f;
-        for (size_t i = 0; i < (size_t)4 * C * C; i++) b[i] = (float)((i % 5) - 2) * 0.01f;
-        for (int r = 0; r < 4; r++) {
-            double t0 = now_ms();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, 4 * C, C, 1.0f, a, C, b, C, 0.0f, o, 4 * C);
-            double ms = now_ms() - t0;
-            double g = 2.0 * N * C * 4.0 * C / (ms * 1e6);
-            if (r > 0 && g > best) best = g;
-        }
-    }
-    free(a); free(b); free(o);
-    return best;
+    fill(p, c, pr->tile_gflops, pr->other_gflops, pr->gbps, pr);
+    snprintf(p->desc, sizeof p->desc, "FLOP model, GEMM probe at this config's shapes (%.0f ms): tiles %.1f GFLOP/s, "
+             "pointwise %.1f GFLOP/s, %.1f GB/s", pr->ms, pr->tile_gflops, pr->other_gflops, pr->gbps);
 }
+
 
 remat_status remat_profile_model(const remat_config *cfg, int measure, remat_profile **out)
 {
@@ -136,12 +171,13 @@ remat_status remat_profile_model(const remat_config *cfg, int measure, remat_pro
     if (st) return st;
     remat_profile *p = remat_malloc(sizeof *p);
     if (!p) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
-    double g = 0;
-    if (measure && !(g = sgemm_gflops(cfg))) {
-        free(p);
-        return remat_fail(REMAT_ERR_NOMEM, "out of memory calibrating the FLOP model");
+    remat_probe pr;
+    if (measure) {
+        if ((st = remat_gemm_probe(cfg, &pr))) { free(p); return st; }
+        remat_profile_fill_probed(p, cfg, &pr);
+    } else {
+        remat_profile_fill_model(p, cfg, 0);
     }
-    remat_profile_fill_model(p, cfg, g);
     *out = p;
     return REMAT_OK;
 }
@@ -237,6 +273,11 @@ static remat_status cost_exec(void *arg, size_t i, const remat_instr *in, const 
             }
         }
     }
+    /* what a training run executed: what it took there (calibrate.c); the
+     * step's time outside its instructions rides on the update */
+    double run = remat_profile_run_ms(p, k, k == REMAT_I_UPDATE ? 0 : t);
+    if (run >= 0) x = run;
+    if (k == REMAT_I_UPDATE) x += p->run_overhead_ms;
     if (w->ms) w->ms[i] = x;
     w->total += x;
     if (k == REMAT_I_RECOMPUTE) w->rec += x;

@@ -10,6 +10,7 @@
 #include "remat.h"
 #include "../table/tensors.h"
 #include "../schedule/schedule.h"
+#include "../schedule/runtimes.h"
 
 /* ---- cost model (cost.c) ------------------------------------------------ */
 
@@ -27,6 +28,14 @@ struct remat_profile {
     uint64_t cache_bytes;     /* last-level cache: what counts as "just produced" */
     double update_ms;         /* zero grads + global norm + AdamW, per step */
     char desc[256];
+    /* A training run's times (calibrate.c): the median ms of instruction
+     * kind k on tensor t (the update: t 0), run_n[k][t] samples (0: the run
+     * did not execute it), and of a step outside its instructions.  The
+     * cost pass prices what the run executed at these. */
+    double run_ms[REMAT_NKINDS][RT_MAXT];
+    uint32_t run_n[REMAT_NKINDS][RT_MAXT];
+    double run_overhead_ms;
+    uint32_t run_overhead_n;
 };
 
 /* The config part of a profile's key, as text; and config equality for it. */
@@ -35,6 +44,32 @@ int remat_profile_config_equal(const remat_config *a, const remat_config *b);
 
 /* The FLOP model with default throughputs, filled into p (no allocation). */
 void remat_profile_fill_model(remat_profile *p, const remat_config *cfg, double gflops);
+/* ---- calibration (calibrate.c) -------------------------------------------- */
+
+/* Copies a run's times into p (config, CPU and thread count checked against
+ * p and this machine: REMAT_ERR_INVALID, p unchanged). */
+remat_status remat_profile_apply_run(remat_profile *p, const remat_run_times *rt);
+/* The run time of an instruction of kind k on tensor t, when p has one (a
+ * recomputation the run never executed: its forward's); -1 otherwise. */
+double remat_profile_run_ms(const remat_profile *p, int k, int t);
+
+/* What the GEMM probe measured for a config (remat_gemm_probe). */
+typedef struct remat_probe {
+    double gemm_ms[RT_MAXT][2];   /* the products of tensor t's forward (0) and backward
+                                     (1) op, whole (linear layers and the LM head) */
+    double tile_gflops;           /* the attention tiles' products */
+    double gbps;                  /* streaming memory bandwidth */
+    double other_gflops;          /* pointwise math in cache */
+    double ms;                    /* what the probe took */
+} remat_probe;
+
+/* Times every product of cfg's ops at its own shape through the GEMM seam,
+ * with the current thread count, and the bandwidth and pointwise probes
+ * (well under a second).  REMAT_ERR_NOMEM. */
+remat_status remat_gemm_probe(const remat_config *cfg, remat_probe *out);
+/* The FLOP/byte model with the probe's speeds, filled into p. */
+void remat_profile_fill_probed(remat_profile *p, const remat_config *cfg, const remat_probe *pr);
+
 /* The time of every instruction of a schedule, in context (into ms[i]):
  * an op runs at its cold time, less the share of its activation inputs that
  * are still in cache times (cold - hot).  An input counts as in cache when it

@@ -16,7 +16,7 @@
 #include "../core/core.h"
 
 #define PROFILE_MAGIC "remat-profile"
-#define PROFILE_VERSION 2
+#define PROFILE_VERSION 3       /* 3: "run" lines (version 2 files, without them, are still read) */
 #define PROFILE_MAX_BYTES 65536
 #define PROFILE_MAX_LINE 512
 
@@ -40,6 +40,9 @@ static int mkdirs(const char *path)   /* mkdir -p of path's parent; 0 on success
     return 0;
 }
 
+/* the instruction kinds of "run" lines, by remat_instr_kind, then the overhead */
+static const char *const run_kinds[REMAT_NKINDS + 1] = { "forward", "recompute", "backward", "free", "update", "overhead" };
+
 static int write_profile(FILE *f, const remat_profile *p)
 {
     const remat_table *tb = remat_table_of(&p->cfg);
@@ -57,6 +60,14 @@ static int write_profile(FILE *f, const remat_profile *p)
         fprintf(f, "fwd %s %.9g\nfwdhot %s %.9g\n", nm, p->fwd_ms[t], nm, p->fwd_hot_ms[t]);
         if (tb->defs[t].has_bwd) fprintf(f, "bwd %s %.9g\nbwdhot %s %.9g\n", nm, p->bwd_ms[t], nm, p->bwd_hot_ms[t]);
     }
+    /* a training run's times: run KIND TENSOR MS SAMPLES (the update and the
+     * step's overhead have no tensor: '-') */
+    for (int k = 0; k < REMAT_NKINDS; k++)
+        for (int t = 0; t < RT_MAXT; t++)
+            if (p->run_n[k][t])
+                fprintf(f, "run %s %s %.9g %u\n", run_kinds[k], k == REMAT_I_UPDATE ? "-" : tb->defs[t].name,
+                        p->run_ms[k][t], p->run_n[k][t]);
+    if (p->run_overhead_n) fprintf(f, "run overhead - %.9g %u\n", p->run_overhead_ms, p->run_overhead_n);
     return fprintf(f, "end\n") < 0 ? -1 : 0;
 }
 
@@ -92,8 +103,9 @@ static int num(const char *s, double lo, double hi, double *out)
 static remat_status parse_profile(const remat_table *tb, const char *path, const char *text, size_t len,
                                   remat_profile *p)
 {
-    int line_no = 0, seen_end = 0, have[7] = { 0 };
+    int line_no = 0, seen_end = 0, have[7] = { 0 }, version = 0;
     uint8_t seen[4][RT_MAXT] = { { 0 } };      /* fwd, bwd, fwdhot, bwdhot */
+    uint8_t seen_run[REMAT_NKINDS + 1][RT_MAXT] = { { 0 } };
     char key[256] = "";
     const char *c = text, *e = text + len;
     memset(p, 0, sizeof *p);
@@ -118,7 +130,9 @@ static remat_status parse_profile(const remat_table *tb, const char *path, const
         double d;
         if (line_no == 1) {
             if (strcmp(line, PROFILE_MAGIC)) BAD("not a remat profile (expected '%s %d')", PROFILE_MAGIC, PROFILE_VERSION);
-            if (!num(val, 0, 1e6, &d) || d != PROFILE_VERSION) BAD("unsupported profile version '%s' (expected %d)", val, PROFILE_VERSION);
+            if (!num(val, 0, 1e6, &d) || (d != PROFILE_VERSION && d != 2))
+                BAD("unsupported profile version '%s' (expected %d)", val, PROFILE_VERSION);
+            version = (int)d;
             have[0] = 1;
         } else if (!strcmp(line, "measured")) {
             if (have[1]++ || !num(val, 0, 1, &d) || (d != 0 && d != 1)) BAD("bad or repeated 'measured'");
@@ -151,6 +165,29 @@ static remat_status parse_profile(const remat_table *tb, const char *path, const
             if (!num(sp2 + 1, 0, 1e9, &d)) BAD("bad time '%s' for %s %s (milliseconds, >= 0)", sp2 + 1, line, val);
             double *dst[4] = { p->fwd_ms, p->bwd_ms, p->fwd_hot_ms, p->bwd_hot_ms };
             dst[k][t] = d;
+        } else if (!strcmp(line, "run") && version >= 3) {
+            /* run KIND TENSOR MS SAMPLES */
+            char kind[16], name[64], ms[64], cnt[32], extra[2];
+            if (sscanf(val, "%15s %63s %63s %31s %1s", kind, name, ms, cnt, extra) != 4)
+                BAD("expected 'run KIND TENSOR MS SAMPLES'");
+            int k = -1, t = -1;
+            for (int q = 0; q <= REMAT_NKINDS; q++)
+                if (!strcmp(kind, run_kinds[q])) k = q;
+            if (k < 0) BAD("unknown instruction kind '%s' in a run line", kind);
+            if (k >= REMAT_I_UPDATE) {
+                if (strcmp(name, "-")) BAD("'run %s' takes '-' for its tensor, not '%s'", kind, name);
+                t = 0;
+            } else {
+                for (int q = 0; q < tb->first_grad; q++)
+                    if (!strcmp(tb->defs[q].name, name)) t = q;
+                if (t < 0 || (k == REMAT_I_BACKWARD && !tb->defs[t].has_bwd)) BAD("no instruction '%s %s'", kind, name);
+            }
+            double n;
+            if (seen_run[k][t]++) BAD("repeated 'run %s %s'", kind, name);
+            if (!num(ms, 0, 1e9, &d)) BAD("bad time '%s' for run %s %s (milliseconds, >= 0)", ms, kind, name);
+            if (!num(cnt, 1, 4e9, &n) || n != floor(n)) BAD("bad sample count '%s' for run %s %s", cnt, kind, name);
+            if (k == REMAT_NKINDS) { p->run_overhead_ms = d; p->run_overhead_n = (uint32_t)n; }
+            else { p->run_ms[k][t] = d; p->run_n[k][t] = (uint32_t)n; }
         } else if (!strcmp(line, "end") && !sp) {
             seen_end = 1;
         } else {
@@ -200,16 +237,19 @@ remat_status remat_profile_load(const remat_config *cfg, const char *path, remat
                         "max_seq batch seq dropout attention lmhead-chunk dtype); run 'remat profile' for this config", path, p->desc, want);
         goto out;
     }
-    if (p->measured && (strcmp(p->cpu, cpu) || p->threads != remat_get_threads())) {
+    int runs = remat_profile_run_ops(p) > 0 || p->run_overhead_n > 0;
+    if ((p->measured || runs) && (strcmp(p->cpu, cpu) || p->threads != remat_get_threads())) {
         st = remat_fail(REMAT_ERR_INVALID, "profile %s was measured on '%s' with %d threads, this is '%s' with %d; "
                         "run 'remat profile' here", path, p->cpu, p->threads, cpu, remat_get_threads());
         goto out;
     }
     p->cfg = *cfg;
     if (p->measured)
-        snprintf(p->desc, sizeof p->desc, "measured on %s, %d threads (%s)", p->cpu, p->threads, path);
+        snprintf(p->desc, sizeof p->desc, "measured on %s, %d threads%s (%s)", p->cpu, p->threads,
+                 runs ? ", and run times from a training step" : "", path);
     else
-        snprintf(p->desc, sizeof p->desc, "saved model times (%s)", path);
+        snprintf(p->desc, sizeof p->desc, "%s (%s)", runs ? "run times from a training step, the FLOP model for the rest"
+                                                            : "saved model times", path);
     *out = p;
     p = NULL;
 out:

@@ -29,6 +29,15 @@ int remat_config_padded_vocab(const remat_config *c)
     return (int)(((int64_t)c->vocab + m - 1) / m * m);
 }
 
+int remat_config_same(const remat_config *a, const remat_config *b)
+{
+    return a->n_layer == b->n_layer && a->n_embd == b->n_embd && a->n_head == b->n_head && a->vocab == b->vocab &&
+           a->max_seq == b->max_seq && a->batch == b->batch && a->seq == b->seq && a->dropout == b->dropout &&
+           a->attention == b->attention && a->lmhead_chunk == b->lmhead_chunk && a->dtype == b->dtype &&
+           a->framework == b->framework && remat_config_tp(a) == remat_config_tp(b) && a->sp == b->sp &&
+           a->stage == b->stage;
+}
+
 /* Limits keep every derived size (and int indexing of rows) in range. */
 #define MAX_DIM (1 << 24)
 

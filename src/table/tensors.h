@@ -164,6 +164,10 @@ extern const remat_table remat_table_gpt2;
 /* the framework tables (frameworks.c) */
 extern const remat_table remat_table_megatron, remat_table_pytorch;
 
+/* 1 when two configs are the same run shape (every field equal): what
+ * profiles, traces and run times are keyed by. */
+int remat_config_same(const remat_config *a, const remat_config *b);
+
 /* The table a config uses. */
 const remat_table *remat_table_of(const remat_config *cfg);
 

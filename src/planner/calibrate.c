@@ -1,0 +1,342 @@
+/*
+ * calibrate.c -- the cost model calibrated by measurement of this run's
+ * own kind: a training run's instruction times (remat_profile_apply_run),
+ * and, with neither a profile nor a run, a GEMM probe at the config's own
+ * shapes for the FLOP model (remat_gemm_probe).
+ *
+ * Why a run beats a profile for what it executed: `remat profile` times
+ * each op alone, with its inputs flushed from cache or just computed, on
+ * buffers allocated once.  A training step runs the same ops back to back,
+ * allocates each activation and gradient buffer as it goes (zero-filled
+ * where the table says so), and pays between instructions for what no op
+ * owns: zeroing the parameter gradients, copying the batch in, releasing
+ * the step's buffers.  The trace of a step measures all of it, per
+ * instruction kind and tensor, and the step's remainder as one overhead.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "planner.h"
+#include "../core/core.h"
+#include "../kernels/attn_tiles.h"
+#include "../kernels/gemm.h"
+#include "../kernels/kernels.h"
+
+remat_status remat_profile_apply_run(remat_profile *p, const remat_run_times *rt)
+{
+    char cpu[128];
+    if (!p || !rt) return remat_fail(REMAT_ERR_INVALID, "calibrate: NULL argument");
+    if (!remat_profile_config_equal(&p->cfg, &rt->cfg)) {
+        char a[256], b[256];
+        remat_profile_config_key(&rt->cfg, a, sizeof a);
+        remat_profile_config_key(&p->cfg, b, sizeof b);
+        return remat_fail(REMAT_ERR_INVALID, "the run is of config '%s', not '%s' (layers dim heads vocab max_seq batch "
+                          "seq dropout attention lmhead-chunk dtype)", a, b);
+    }
+    remat_machine_cpu(cpu, sizeof cpu);
+    if (strcmp(rt->cpu, cpu) || rt->threads != remat_get_threads())
+        return remat_fail(REMAT_ERR_INVALID, "the run was on '%s' with %d threads, this is '%s' with %d; its times "
+                          "do not apply here", rt->cpu, rt->threads, cpu, remat_get_threads());
+    if (p->measured && (strcmp(p->cpu, cpu) || p->threads != rt->threads))
+        return remat_fail(REMAT_ERR_INVALID, "the profile was measured on '%s' with %d threads, the run on '%s' with %d",
+                          p->cpu, p->threads, rt->cpu, rt->threads);
+    const remat_table *tb = remat_table_of(&p->cfg);
+    int n = 0;
+    for (int k = 0; k < REMAT_NKINDS; k++)
+        for (int t = 0; t < RT_MAXT; t++) {
+            if (!rt->n[k][t]) continue;
+            int exists = k == REMAT_I_UPDATE ? t == 0 : t < tb->first_grad && (k != REMAT_I_BACKWARD || tb->defs[t].has_bwd);
+            if (!exists || !isfinite(rt->ms[k][t]) || rt->ms[k][t] < 0)
+                return remat_fail(REMAT_ERR_INVALID, "calibrate: no instruction '%d' of tensor %d in this table", k, t);
+        }
+    for (int k = 0; k < REMAT_NKINDS; k++)
+        for (int t = 0; t < RT_MAXT; t++)
+            if (rt->n[k][t]) {
+                p->run_ms[k][t] = rt->ms[k][t];
+                p->run_n[k][t] = rt->n[k][t];
+                n++;
+            }
+    if (rt->n_overhead) {
+        p->run_overhead_ms = rt->overhead_ms;
+        p->run_overhead_n = rt->n_overhead;
+    }
+    snprintf(p->cpu, sizeof p->cpu, "%s", rt->cpu);
+    p->threads = rt->threads;
+    size_t len = strlen(p->desc);
+    const char *tail = "; run times from a training step";
+    if (n && !strstr(p->desc, tail) && len + strlen(tail) < sizeof p->desc) strcat(p->desc, tail);
+    return REMAT_OK;
+}
+
+double remat_profile_run_ms(const remat_profile *p, int k, int t)
+{
+    /* frees: the planner's recurrences take them to cost nothing; what they
+     * took is in the step's overhead */
+    if (k < 0 || k >= REMAT_NKINDS || k == REMAT_I_FREE || t < 0 || t >= RT_MAXT) return -1;
+    if (p->run_n[k][t]) return p->run_ms[k][t];
+    if (k == REMAT_I_RECOMPUTE && p->run_n[REMAT_I_FORWARD][t]) return p->run_ms[REMAT_I_FORWARD][t];
+    return -1;
+}
+
+int remat_profile_run_ops(const remat_profile *p)
+{
+    int n = 0;
+    if (!p) return 0;
+    for (int k = 0; k < REMAT_NKINDS; k++)
+        for (int t = 0; t < RT_MAXT; t++) n += p->run_n[k][t] > 0;
+    return n;
+}
+
+remat_status remat_profile_copy_run(remat_profile *dst, const remat_profile *src)
+{
+    if (!dst || !src) return remat_fail(REMAT_ERR_INVALID, "remat_profile_copy_run: NULL argument");
+    if (!remat_profile_config_equal(&dst->cfg, &src->cfg))
+        return remat_fail(REMAT_ERR_INVALID, "remat_profile_copy_run: the profiles are of different configs");
+    memcpy(dst->run_ms, src->run_ms, sizeof dst->run_ms);
+    memcpy(dst->run_n, src->run_n, sizeof dst->run_n);
+    dst->run_overhead_ms = src->run_overhead_ms;
+    dst->run_overhead_n = src->run_overhead_n;
+    return REMAT_OK;
+}
+
+/* ---- the GEMM probe ---------------------------------------------------------
+ * With neither a profile nor a run, the FLOP model's speeds come from a
+ * probe of well under a second: every matrix product the config's linear
+ * layers and LM head run, at its own shape (M, N, K, transposes, dtypes),
+ * through the GEMM seam the ops use (kernels/gemm.h); the attention tiles'
+ * products (ATT_BR query rows against the causal key columns, strided
+ * views into a qkv buffer) run as the kernels run them, one (batch, head)
+ * per OpenMP task; and two small probes for what is not a GEMM: a
+ * streaming triad for memory bandwidth, and GELU on an in-cache buffer for
+ * the rate of pointwise math.  A product larger than PROBE_FLOPS is timed
+ * with its largest dimension cut down and scaled back by its FLOPs. */
+
+#define PROBE_FLOPS 6e8           /* the most one timed product does */
+#define PROBE_STREAM (4u << 20)   /* floats per triad array (16 MiB) */
+
+/* the clock of profile.c: one thread, its CPU time; several, the wall */
+static double probe_clock_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(remat_get_threads() == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+typedef struct probe_buf {
+    void *a, *b, *c, *d, *e;
+    size_t elems;                 /* of each (4 bytes per element: fp32 or 2 bf16) */
+} probe_buf;
+
+/* Halves the largest dimension of a product until it does at most
+ * PROBE_FLOPS; returns the factor its time is to be scaled by, and the
+ * largest operand (elements) into *elems. */
+static double cut_shape(int *M, int *N, int *K, size_t *elems)
+{
+    double scale = 1;
+    while (2.0 * *M * *N * *K > PROBE_FLOPS && (*M > 64 || *N > 64 || *K > 64)) {
+        int *big = *M >= *N && *M >= *K ? M : *N >= *K ? N : K;
+        int cut = *big / 2 > 64 ? *big / 2 : 64;
+        scale *= (double)*big / cut;
+        *big = cut;
+    }
+    size_t a = (size_t)*M * *K, b = (size_t)*K * *N, c = (size_t)*M * *N;
+    *elems = a > b ? (a > c ? a : c) : (b > c ? b : c);
+    return scale;
+}
+
+/* ms of C (M x N) = op(A) op(B), A and B of dtype dt, C of cdt; beta 1
+ * accumulates (a weight gradient).  The best of two timed calls after one
+ * untimed one (it creates oneDNN's primitive for the shape).  pb NULL:
+ * only grows *need to the operand size the product needs. */
+static double time_gemm(probe_buf *pb, int dt, int cdt, int ta, int tb, int M, int N, int K, float beta)
+{
+    size_t elems;
+    double scale = cut_shape(&M, &N, &K, &elems);
+    if (elems > pb->elems) pb->elems = elems;
+    if (!pb->a) return 0;
+    remat_gemm_op g = { REMAT_GEMM_SITE_LINEAR, dt, cdt, ta, tb, M, N, K, 1.0f, beta,
+                        pb->a, ta ? M : K, pb->b, tb ? K : N, pb->c, N, NULL };
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = probe_clock_ms();
+        remat_gemm(&g);
+        double dt_ms = probe_clock_ms() - t0;
+        if (r && dt_ms < best) best = dt_ms;
+    }
+    return best * scale;
+}
+
+/* ms of a linear layer's products: forward (bw 0: out (N,OC) = in (N,IC)
+ * W^T) or backward (din = dout W, dW += dout^T in) */
+static double time_linear(probe_buf *pb, const remat_config *c, int rows, int IC, int OC, int out_dt, int bw)
+{
+    int dt = (int)c->dtype;
+    if (!bw) return time_gemm(pb, dt, out_dt, 0, 1, rows, OC, IC, 0.0f);
+    return time_gemm(pb, dt, dt, 0, 0, rows, IC, OC, 0.0f) + time_gemm(pb, dt, REMAT_DTYPE_FP32, 1, 0, OC, IC, rows, 1.0f);
+}
+
+/* ms of a linear layer as the ops run it (kernels/linear.c: its products
+ * through the seam, the bias fused, the bias gradient's column sums), on
+ * fewer rows when it is larger than PROBE_FLOPS (scaled back) */
+static double time_layer(probe_buf *pb, const remat_config *c, int rows, int IC, int OC, int out_dt, int bw)
+{
+    double scale = 1;
+    int n = rows;
+    while (2.0 * n * IC * OC > PROBE_FLOPS && n > 64) { n = n / 2 > 64 ? n / 2 : 64; }
+    scale = (double)rows / n;
+    size_t need = (size_t)n * (IC > OC ? IC : OC);
+    if ((size_t)IC * OC > need) need = (size_t)IC * OC;
+    if (need > pb->elems) pb->elems = need;
+    if (!pb->a) return 0;
+    int dt = (int)c->dtype;
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = probe_clock_ms();
+        if (bw) linear_backward(pb->e, pb->d, pb->d, pb->c, pb->a, pb->b, n, IC, OC, dt);
+        else linear_forward(pb->c, out_dt, pb->a, pb->b, pb->d, n, IC, OC, dt);
+        double ms = probe_clock_ms() - t0;
+        if (r && ms < best) best = ms;
+    }
+    return best * scale;
+}
+
+/* GFLOP/s of the attention tiles: the score products of the causal row
+ * blocks of a few (batch, head) pairs, one per task, views into qkv */
+static double time_tiles(const remat_config *c, void *qkv, float *att, int tasks)
+{
+    int T = c->seq, C = c->n_embd, hs = C / c->n_head, C3 = 3 * C, dt = (int)c->dtype;
+    size_t es = dt == REMAT_DTYPE_BF16 ? 2 : 4;
+    double f = 0;
+    for (int i0 = 0; i0 < T; i0 += ATT_BR) {
+        int nr = T - i0 < ATT_BR ? T - i0 : ATT_BR;
+        f += 2.0 * nr * (i0 + nr) * hs;
+    }
+    f *= tasks;
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = probe_clock_ms();
+        #pragma omp parallel for schedule(static)
+        for (int h = 0; h < tasks; h++) {
+            const char *q = (const char *)qkv + (size_t)(h % c->n_head) * hs * es;
+            for (int i0 = 0; i0 < T; i0 += ATT_BR) {
+                int nr = T - i0 < ATT_BR ? T - i0 : ATT_BR;
+                remat_gemm_op g = { REMAT_GEMM_SITE_TILE, dt, REMAT_DTYPE_FP32, 0, 1, nr, i0 + nr, hs, 1.0f, 0.0f,
+                                    q + (size_t)i0 * C3 * es, C3, q + (size_t)C * es, C3,
+                                    att + (size_t)h * T * T + (size_t)i0 * T, T, NULL };
+                remat_gemm(&g);
+            }
+        }
+        double ms = probe_clock_ms() - t0;
+        if (r && ms < best) best = ms;
+    }
+    return f / (best * 1e6);
+}
+
+/* GB/s of a streaming triad y = y + a x (two reads, one write) */
+static double time_stream(float *x, float *y, size_t n)
+{
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = probe_clock_ms();
+        #pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) y[i] += 0.5f * x[i];
+        double ms = probe_clock_ms() - t0;
+        if (r && ms < best) best = ms;
+    }
+    return 12.0 * (double)n / (best * 1e6);
+}
+
+/* GFLOP/s of pointwise math: GELU (8 FLOPs an element) in cache, in the
+ * config's dtype (bf16 pays its conversions) */
+__attribute__((noipa)) static double time_pointwise(float *x, float *y, size_t n, int dt)
+{
+    double best = 1e30;
+    void *in = x, *out = y;
+    if (dt == REMAT_DTYPE_BF16) {   /* bf16 input in y, output over x */
+        remat_bf16_from_f32((remat_bf16 *)y, x, n);
+        in = y;
+        out = x;
+    }
+    for (int r = 0; r < 4; r++) {
+        double t0 = probe_clock_ms();
+        gelu_forward(out, in, n, dt);
+        double ms = probe_clock_ms() - t0;
+        if (r && ms < best) best = ms;
+    }
+    return 8.0 * (double)n / (best * 1e6);
+}
+
+/* the products of the linear layers and the LM head into out->gemm_ms
+ * (pb->a NULL: only sizes pb) */
+static void time_products(probe_buf *pb, const remat_config *c, remat_probe *out)
+{
+    const remat_table *tb = remat_table_of(c);
+    int N = c->batch * c->seq, C = c->n_embd, Vp = remat_config_padded_vocab(c), rows = remat_lmhead_rows(c);
+    for (int t = 0; t < tb->first_grad; t++) {
+        const remat_tensor_def *d = &tb->defs[t];
+        if (!(d->flags & RT_F_GEMM) || (!d->wc && !d->wv)) continue;
+        int out_dt = remat_tensor_dtype(c, t);
+        if (d->wv) {   /* the LM head: rows at a time, against the tied embedding */
+            double chunks = (double)N / rows;
+            if (c->lmhead_chunk > 0) {   /* forward, loss and gradient in one pass */
+                out->gemm_ms[t][0] = chunks * (time_gemm(pb, (int)c->dtype, REMAT_DTYPE_FP32, 0, 1, rows, Vp, C, 0.0f) +
+                                               time_linear(pb, c, rows, C, Vp, 0, 1));
+            } else {
+                out->gemm_ms[t][0] = time_gemm(pb, (int)c->dtype, out_dt, 0, 1, N, Vp, C, 0.0f);
+                out->gemm_ms[t][1] = time_linear(pb, c, N, C, Vp, 0, 1);
+            }
+            continue;
+        }
+        int OC = d->shape.c * C, IC = (int)((int64_t)d->wc * C * C / OC);
+        out->gemm_ms[t][0] = time_layer(pb, c, N, IC, OC, out_dt, 0);
+        out->gemm_ms[t][1] = time_layer(pb, c, N, IC, OC, out_dt, 1);
+    }
+}
+
+remat_status remat_gemm_probe(const remat_config *c, remat_probe *out)
+{
+    int C = c->n_embd, tasks = remat_get_threads() * 2;
+    remat_status st = REMAT_OK;
+    double t0 = probe_clock_ms();
+    probe_buf pb = { 0 };
+    void *qkv = NULL;
+    float *att = NULL, *x = NULL, *y = NULL;
+    memset(out, 0, sizeof *out);
+    if (tasks > c->batch * c->n_head) tasks = c->batch * c->n_head;
+    /* the tiles' rate does not need a long sequence: at most 1024 rows */
+    remat_config ct = *c;
+    if (ct.seq > 1024) ct.seq = 1024;
+    int T = ct.seq;
+    time_products(&pb, c, out);   /* sizes the operands */
+    size_t big = pb.elems;
+    pb.a = remat_calloc(big, 4);
+    pb.b = remat_calloc(big, 4);
+    pb.c = remat_calloc(big, 4);
+    pb.d = remat_calloc(big, 4);
+    pb.e = remat_calloc(big, 4);
+    qkv = remat_calloc((size_t)T * 3 * C, 4);
+    att = remat_calloc((size_t)tasks * T * T, sizeof *att);
+    x = remat_malloc(PROBE_STREAM * sizeof *x);
+    y = remat_malloc(PROBE_STREAM * sizeof *y);
+    if (!pb.a || !pb.b || !pb.c || !pb.d || !pb.e || !qkv || !att || !x || !y) {
+        st = remat_fail(REMAT_ERR_NOMEM, "out of memory for the GEMM probe");
+        goto out;
+    }
+    /* small values in both dtypes' bits: 0x3c003c00 is 2^-7 as each bf16
+     * half, and 0.0078 as a float */
+    for (size_t i = 0; i < big; i++) ((uint32_t *)pb.a)[i] = ((uint32_t *)pb.b)[i] = ((uint32_t *)pb.c)[i] = 0x3c003c00u;
+    for (size_t i = 0; i < (size_t)T * 3 * C; i++) ((uint32_t *)qkv)[i] = 0x3c003c00u;
+    for (size_t i = 0; i < PROBE_STREAM; i++) { x[i] = 1e-3f * (float)(i & 255); y[i] = 0; }
+    time_products(&pb, c, out);
+    out->tile_gflops = time_tiles(&ct, qkv, att, tasks);
+    out->gbps = time_stream(x, y, PROBE_STREAM);
+    out->other_gflops = time_pointwise(x, y, 1u << 17, (int)c->dtype);
+    if ((st = remat_gemm_check())) goto out;
+    out->ms = probe_clock_ms() - t0;
+out:
+    free(pb.a); free(pb.b); free(pb.c); free(pb.d); free(pb.e);
+    free(qkv); free(att); free(x); free(y);
+    return st;
+}
