@@ -22,7 +22,7 @@ d = json.load(open(sys.argv[1]))
 rows = d["rows"]
 assert [r["policy"] for r in rows] == ["none", "full", "every:2,selective"], [r["policy"] for r in rows]
 need = ["policy", "step_ms_median", "ratio_vs_none", "tokens_per_s", "act_peak_bytes", "act_peak_pred_bytes",
-        "act_stored_bytes", "act_workset_bytes", "rss_peak_bytes", "gflops", "sgemm_frac"]
+        "act_stored_bytes", "act_workset_bytes", "rss_peak_bytes", "gflops", "gemm_frac", "gemm_gflops", "dtype", "gemm"]
 for r in rows:
     missing = [k for k in need if k not in r]
     assert not missing, (r["policy"], missing)
@@ -30,12 +30,13 @@ for r in rows:
     assert r["act_peak_bytes"] == r["act_stored_bytes"] + r["act_workset_bytes"], r
     assert r["step_ms_median"] > 0 and r["tokens_per_s"] > 0 and r["gflops"] > 0, r
     assert r["rss_peak_bytes"] and r["rss_peak_bytes"] > r["act_peak_bytes"], r
-    assert math.isclose(r["sgemm_frac"], r["gflops"] / d["sgemm_gflops"], rel_tol=1e-3), r
+    assert math.isclose(r["gemm_frac"], r["gflops"] / d["gemm_gflops"], rel_tol=1e-3), r
+    assert r["dtype"] == "fp32" and r["gemm"] == d["gemm"], r
     assert len(r["step_ms"]) == 2, r
     assert r["step_ms_pred"] is not None and r["step_ms_pred"] > 0, r
 assert rows[0]["ratio_vs_none"] == 1.0
 assert rows[1]["act_peak_bytes"] < rows[0]["act_peak_bytes"]
-assert d["sgemm_gflops"] > 0
+assert d["gemm_gflops"] > 0 and [p["dtype"] for p in d["precisions"]] == ["fp32"]
 assert len(d["front"]) >= 2 and d["planner_error"] is None, d["planner_error"]
 peaks = [f["peak_bytes"] for f in d["front"]]
 assert peaks == sorted(peaks), peaks
@@ -95,11 +96,44 @@ assert names == ["none", "full", "every:2", "sqrt", "first:1", "selective", "poi
                  "revolve:3", "every:2,selective", "every:2,selective,pointwise"], names
 for r in rows:
     for k in ("step_ms_median", "ratio_vs_none", "tokens_per_s", "act_peak_bytes", "act_peak_pred_bytes",
-              "act_stored_bytes", "act_workset_bytes", "rss_peak_bytes", "gflops", "sgemm_frac"):
+              "act_stored_bytes", "act_workset_bytes", "rss_peak_bytes", "gflops", "gemm_frac", "dtype", "gemm"):
         assert k in r, k
     assert r["act_peak_bytes"] == r["act_peak_pred_bytes"], r
     assert float(r["step_ms_median"]) > 0 and r["rss_peak_bytes"] == "", r   # --no-rss: empty
 PY
+
+# --dtype fp32,bf16: every (precision, policy) pair, each precision against
+# its own none with its own GEMM probe and front; both fronts in the plot;
+# bf16 needs about half of fp32's activation bytes
+$R bench $tiny --policies none,full --dtype fp32,bf16 --budget-activations 1GiB --json --no-rss \
+    --svg-pareto "$T/pd.svg" > "$T/d.json" 2> "$T/d.err" || bad "bench --dtype fp32,bf16 failed: $(cat "$T/d.err")"
+$PY - "$T/d.json" "$T/pd.svg" <<'PY' && ok || bad "bench across two precisions"
+import json, math, sys, xml.etree.ElementTree as ET
+d = json.load(open(sys.argv[1]))
+rows = d["rows"]
+pairs = [(r["dtype"], r["policy"]) for r in rows]
+assert pairs == [("fp32", "none"), ("fp32", "full"), ("fp32", "optimal"),
+                 ("bf16", "none"), ("bf16", "full"), ("bf16", "optimal")], pairs
+prec = {p["dtype"]: p for p in d["precisions"]}
+assert set(prec) == {"fp32", "bf16"} and all(p["gemm_gflops"] > 0 and len(p["front"]) >= 2 for p in prec.values())
+for r in rows:
+    assert r["act_peak_bytes"] == r["act_peak_pred_bytes"], r
+    assert math.isclose(r["gemm_frac"], r["gflops"] / prec[r["dtype"]]["gemm_gflops"], rel_tol=1e-3), r
+    assert r["gemm_gflops"] == prec[r["dtype"]]["gemm_gflops"], r
+by = {(r["dtype"], r["policy"]): r for r in rows}
+assert by[("fp32", "none")]["ratio_vs_none"] == 1.0 and by[("bf16", "none")]["ratio_vs_none"] == 1.0
+a32, a16 = by[("fp32", "none")]["act_peak_bytes"], by[("bf16", "none")]["act_peak_bytes"]
+assert a16 < 0.7 * a32, (a16, a32)
+NS = "{http://www.w3.org/2000/svg}"
+p = ET.parse(sys.argv[2]).getroot()
+fronts = sorted(e.get("data-dtype") for e in p.iter(NS + "polyline") if e.get("class") == "front")
+assert fronts == ["bf16", "fp32"], fronts
+assert sorted(g.get("data-dtype") for g in p.iter(NS + "g") if g.get("class") == "point") == ["bf16"] * 3 + ["fp32"] * 3
+PY
+for bad_dt in fp8 fp32,fp32 fp32, "fp32,bf16,fp32"; do
+    $R bench $tiny --dtype "$bad_dt" --no-rss > "$T/x.out" 2> "$T/x.err"
+    [ $? -eq 2 ] && [ "$(wc -l < "$T/x.err")" -eq 1 ] && [ ! -s "$T/x.out" ] && ok || bad "bench --dtype $bad_dt: one line, exit 2"
+done
 
 # --budget: the planner's optimum is a row, fits, and is the default timeline
 budget=$($PY -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['rows']; print((r[0]['act_peak_bytes']+r[1]['act_peak_bytes'])//2)" "$T/b.json")

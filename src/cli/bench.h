@@ -19,8 +19,12 @@
 #include <stdio.h>
 #include "cli.h"
 
+#define BENCH_MAXDT 2
+
 typedef struct bench_opts {
-    remat_config cfg;
+    remat_config cfg;          /* cfg.dtype: the first of dts */
+    int ndt;                   /* --dtype LIST: the precisions benched, each against its own none */
+    remat_dtype dts[BENCH_MAXDT];
     const char *policies;      /* --policies (NULL: "none,full,selective") */
     long steps, warmup, threads, sgemm_n;
     uint64_t seed;
@@ -38,11 +42,12 @@ typedef struct bench_opts {
 
 typedef struct bench_row {
     char *name;                /* as asked for ("every:2,selective"), or "optimal" */
+    int slot;                  /* its precision: r->slot[slot], o->dts[slot] */
     char *policy;              /* canonical policy string (a plan: for the optimum) */
     int implicit;              /* `none` added as the reference, not asked for */
     int optimal;               /* the planner's optimum for --budget */
     double *ms;                /* per round */
-    double ms_median, ratio_vs_none, tokens_per_s, gflops, sgemm_frac;
+    double ms_median, ratio_vs_none, tokens_per_s, gflops, gemm_frac;   /* gemm_frac: of its precision's probe */
     double step_ms_pred;       /* planner (remat_plan_evaluate); < 0 unknown */
     int fits;                  /* planner: fits the budget (1 without one) */
     remat_sim sim;             /* predicted (dry run of the model's schedule) */
@@ -51,16 +56,24 @@ typedef struct bench_row {
     remat_trace *trace;        /* its timed rounds, as steps 1..steps (o->trace) */
 } bench_row;
 
-typedef struct bench_result {
-    bench_row *rows;
-    int n, none_idx, timeline_idx;
-    double sgemm_gflops;       /* median of the per-round probes */
-    double *sgemm_round;
+/* what belongs to one precision of the bench */
+typedef struct bench_slot {
+    remat_config cfg;          /* o->cfg in this precision */
+    int none_idx;              /* its `none` row, the reference of its ratios */
+    double gemm_gflops;        /* median of the per-round GEMM probes in this precision */
+    double *gemm_round;
     remat_plan_row *front;     /* planner's predicted Pareto front, or NULL */
     size_t n_front;
     char planner_err[512];     /* why the front / predictions are missing ("" if not) */
     char optimal_err[512];     /* why --budget has no optimum ("" if not) */
     char profile_desc[256];    /* the planner's time source (remat_profile_describe) */
+} bench_slot;
+
+typedef struct bench_result {
+    bench_row *rows;
+    int n, timeline_idx;
+    int nslot;
+    bench_slot slot[BENCH_MAXDT];
     uint64_t rss_base, rss_process;
     double elapsed_s;
     double load_start, load_end;   /* 1-minute load average (/proc/loadavg); < 0 unknown */

@@ -68,6 +68,11 @@ static box place_label(double px, double py, const char *text, double size, cons
 
 /* ---- Pareto plot ----------------------------------------------------------- */
 
+/* the fronts' colours, by precision slot */
+static const char *const front_color[BENCH_MAXDT] = { "#1f77b4", "#9467bd" };
+
+static const char *dt_word(remat_dtype d) { return d == REMAT_DTYPE_BF16 ? "bf16" : "fp32"; }
+
 static uint64_t fixed_bytes(const bench_row *w)
 {
     return w->st.params_bytes + w->st.grads_bytes + w->st.optim_bytes + w->st.workspace_bytes;
@@ -103,10 +108,11 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
         ymax = fmax(ymax, w->ms_median);
         if (w->step_ms_pred >= 0) ymax = fmax(ymax, w->step_ms_pred);
     }
-    for (size_t i = 0; i < r->n_front; i++) {
-        xmax = fmax(xmax, r->front[i].peak_bytes / MIB);
-        ymax = fmax(ymax, r->front[i].step_ms_pred);
-    }
+    for (int k = 0; k < r->nslot; k++)
+        for (size_t i = 0; i < r->slot[k].n_front; i++) {
+            xmax = fmax(xmax, r->slot[k].front[i].peak_bytes / MIB);
+            ymax = fmax(ymax, r->slot[k].front[i].step_ms_pred);
+        }
     double ab = act_budget(o, r);
     if (ab >= 0 && ab / MIB <= 1.5 * xmax) xmax = fmax(xmax, ab / MIB);
     svg_axis ax, ay;
@@ -133,22 +139,26 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
         budget_box = (box){ px - 4 - svg_text_width(lab, 11.5), T + 2, px + 2, T + 17 };
     }
 
-    /* the planner's front: a line through its schedules, sorted by peak */
-    if (r->n_front > 0) {
-        fprintf(f, "<polyline class=\"front\" data-n=\"%zu\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" "
-                   "stroke-linejoin=\"round\" points=\"", r->n_front);
-        for (size_t i = 0; i < r->n_front; i++)
-            fprintf(f, "%s%.1f,%.1f", i ? " " : "", svg_map(&ax, r->front[i].peak_bytes / MIB),
-                    svg_map(&ay, r->front[i].step_ms_pred));
+    /* the planner's front of each precision: a line through its schedules,
+     * sorted by peak */
+    for (int k = 0; k < r->nslot; k++) {
+        const bench_slot *sl = &r->slot[k];
+        if (!sl->n_front) continue;
+        const char *col = front_color[k];
+        fprintf(f, "<polyline class=\"front\" data-dtype=\"%s\" data-n=\"%zu\" fill=\"none\" stroke=\"%s\" "
+                   "stroke-width=\"2\" stroke-linejoin=\"round\" points=\"", dt_word(o->dts[k]), sl->n_front, col);
+        for (size_t i = 0; i < sl->n_front; i++)
+            fprintf(f, "%s%.1f,%.1f", i ? " " : "", svg_map(&ax, sl->front[i].peak_bytes / MIB),
+                    svg_map(&ay, sl->front[i].step_ms_pred));
         fputs("\"/>\n", f);
         /* markers only while they stay apart; the line carries the rest */
-        for (size_t i = 0; i < r->n_front && r->n_front <= 40; i++) {
-            fprintf(f, "<circle class=\"front-point\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"#1f77b4\"><title>",
-                    svg_map(&ax, r->front[i].peak_bytes / MIB), svg_map(&ay, r->front[i].step_ms_pred));
-            snprintf(buf, sizeof buf, "%.2f MiB, %.1f ms predicted: ", r->front[i].peak_bytes / MIB,
-                     r->front[i].step_ms_pred);
+        for (size_t i = 0; i < sl->n_front && sl->n_front <= 40; i++) {
+            fprintf(f, "<circle class=\"front-point\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>",
+                    svg_map(&ax, sl->front[i].peak_bytes / MIB), svg_map(&ay, sl->front[i].step_ms_pred), col);
+            snprintf(buf, sizeof buf, "%s%.2f MiB, %.1f ms predicted: ", r->nslot > 1 ? (k ? "bf16 " : "fp32 ") : "",
+                     sl->front[i].peak_bytes / MIB, sl->front[i].step_ms_pred);
             svg_escape(f, buf);
-            svg_escape(f, r->front[i].policy);
+            svg_escape(f, sl->front[i].policy);
             fputs("</title></circle>\n", f);
         }
     }
@@ -173,9 +183,12 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
         double px = svg_map(&ax, w->st.act_peak_bytes / MIB), py = svg_map(&ay, w->ms_median);
         fputs("<g class=\"point\" data-policy=\"", f);
         svg_escape(f, w->name);
-        fputs("\">", f);
+        fprintf(f, "\" data-dtype=\"%s\">", dt_word(o->dts[w->slot]));
         if (w->optimal)
             fprintf(f, "<path d=\"M%.1f %.1fl7 7l-7 7l-7 -7z\" fill=\"#2ca02c\" stroke=\"#1b5e20\"/>", px, py - 7);
+        else if (w->slot)   /* the second precision: squares */
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"#ff7f0e\" stroke=\"#a34d00\"/>",
+                    px - 5, py - 5);
         else
             svg_circle(f, px, py, 5, "#ff7f0e", "#a34d00", NULL);
         fputs("<title>", f);
@@ -193,7 +206,8 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
         const char *anchor;
         double tx, ty;
         char lab[96];
-        snprintf(lab, sizeof lab, "%.60s", w->name);
+        if (r->nslot > 1) snprintf(lab, sizeof lab, "%s %.60s", dt_word(o->dts[w->slot]), w->name);
+        else snprintf(lab, sizeof lab, "%.60s", w->name);
         box lb = place_label(px, py, lab, 11.5, taken, nt, area, &anchor, &tx, &ty);
         taken[nt++] = lb;
         /* a leader from the point to the nearest spot of its label */
@@ -214,8 +228,14 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
     svg_text(f, lx, ly, "start", 13, 0, "font-weight=\"bold\"", "Legend");
     ly += 22;
     svg_circle(f, lx + 8, ly - 4, 5, "#ff7f0e", "#a34d00", NULL);
-    svg_text(f, lx + 22, ly, "start", 12, 0, NULL, "measured (median)");
+    svg_text(f, lx + 22, ly, "start", 12, 0, NULL, r->nslot > 1 ? "measured, fp32 (median)" : "measured (median)");
     ly += 20;
+    if (r->nslot > 1) {
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"#ff7f0e\" stroke=\"#a34d00\"/>\n",
+                lx + 3, ly - 9);
+        svg_text(f, lx + 22, ly, "start", 12, 0, NULL, "measured, bf16 (median)");
+        ly += 20;
+    }
     if (o->budget) {
         fprintf(f, "<path d=\"M%.1f %.1fl7 7l-7 7l-7 -7z\" fill=\"#2ca02c\" stroke=\"#1b5e20\"/>\n", lx + 8, ly - 11);
         svg_text(f, lx + 22, ly, "start", 12, 0, NULL, "planner's optimum");
@@ -224,10 +244,14 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
     svg_circle(f, lx + 8, ly - 4, 4, "none", "#888888", NULL);
     svg_text(f, lx + 22, ly, "start", 12, 0, NULL, "predicted time, same policy");
     ly += 20;
-    svg_line(f, lx, ly - 4, lx + 16, ly - 4, "#1f77b4", 2, NULL, NULL);
-    svg_circle(f, lx + 8, ly - 4, 2.5, "#1f77b4", NULL, NULL);
-    svg_text(f, lx + 22, ly, "start", 12, 0, NULL, r->n_front ? "planner's predicted front" : "planner's front (unavailable)");
-    ly += 20;
+    for (int k = 0; k < r->nslot; k++) {
+        svg_line(f, lx, ly - 4, lx + 16, ly - 4, front_color[k], 2, NULL, NULL);
+        svg_circle(f, lx + 8, ly - 4, 2.5, front_color[k], NULL, NULL);
+        snprintf(buf, sizeof buf, "%s%s", r->slot[k].n_front ? "planner's predicted front" : "planner's front (unavailable)",
+                 r->nslot > 1 ? (o->dts[k] == REMAT_DTYPE_BF16 ? ", bf16" : ", fp32") : "");
+        svg_text(f, lx + 22, ly, "start", 12, 0, NULL, buf);
+        ly += 20;
+    }
     if (ab >= 0) {
         svg_line(f, lx, ly - 4, lx + 16, ly - 4, "#d62728", 1.5, "6 4", NULL);
         svg_text(f, lx + 22, ly, "start", 12, 0, NULL, "memory budget");
@@ -238,10 +262,11 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
     svg_text(f, lx, ly + 15, "start", 11, 0, "fill=\"#555555\"", "memory, less time.  Front:");
     svg_text(f, lx, ly + 30, "start", 11, 0, "fill=\"#555555\"", "fastest schedule for each peak");
     svg_text(f, lx, ly + 45, "start", 11, 0, "fill=\"#555555\"", "(remat_plan_pareto).");
-    if (r->sgemm_gflops > 0) {
-        snprintf(buf, sizeof buf, "SGEMM %ld^3: %.1f GFLOP/s", o->sgemm_n, r->sgemm_gflops);
-        svg_text(f, lx, ly + 70, "start", 11, 0, "fill=\"#555555\"", buf);
-    }
+    for (int k = 0; k < r->nslot; k++)
+        if (r->slot[k].gemm_gflops > 0) {
+            snprintf(buf, sizeof buf, "GEMM %ld^3 %s: %.1f GFLOP/s", o->sgemm_n, dt_word(o->dts[k]), r->slot[k].gemm_gflops);
+            svg_text(f, lx, ly + 70 + 15 * k, "start", 11, 0, "fill=\"#555555\"", buf);
+        }
     fputs("</g>\n", f);
     svg_end(f);
     return 0;
@@ -300,7 +325,7 @@ int bench_svg_timeline(FILE *f, const bench_opts *o, const bench_result *r, int 
     const int W = 960, H = 620;
     const double L = 90, R = W - 190, T = 112, B = H - 64;
     const bench_row *row = &r->rows[r->timeline_idx >= 0 ? r->timeline_idx : 0];
-    const remat_config *c = &o->cfg;
+    const remat_config *c = &r->slot[row->slot].cfg;
     remat_schedule *s = NULL;
     int rc = 1, NT = remat_tensor_count(), NB = NT + 1;   /* band NT: transient bytes */
     size_t n = 0, S = 0;

@@ -15,10 +15,13 @@
  *     (tests/test_schedule), so the work of a step does not depend on which
  *     policy ran before, and one set of parameters, gradients and AdamW state
  *     (2 GiB for GPT-2 124M) is all the benchmark holds.
- *   - The SGEMM yardstick is measured in every round too, next to the steps
- *     it is compared with (the best of 3 back-to-back calls, so that one
- *     preempted call does not make the model look faster than the BLAS);
- *     sgemm_gflops is the median of those probes.
+ *   - The GEMM yardstick is measured in every round too, in each precision
+ *     benched, next to the steps it is compared with (the best of 3
+ *     back-to-back calls through the same engine, so that one preempted call
+ *     does not make the model look faster than the engine); gemm_gflops is
+ *     the median of those probes.  With --dtype fp32,bf16 each precision has
+ *     its own model and its own `none`: the ratios compare policies within a
+ *     precision, and the rows of both precisions interleave in every round.
  *   - Peak RSS is a process-lifetime high-water mark (getrusage's
  *     ru_maxrss, /proc's VmHWM), so a figure per policy needs a process per
  *     policy: for each one the bench forks and execs itself (`remat bench
@@ -57,7 +60,7 @@ static void help(const char *cmd)
                "Runs recomputation policies interleaved (every round runs each policy for\n"
                "one training step) and reports, per policy, the median step time, its\n"
                "ratio to `none` from the same rounds, tokens/s, predicted and measured\n"
-               "activation bytes, peak RSS, and achieved GFLOP/s against an SGEMM\n"
+               "activation bytes, peak RSS, and achieved GFLOP/s against a GEMM\n"
                "measured in the same rounds.\n\n");
     printf(
 "config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
@@ -75,21 +78,27 @@ static void help(const char *cmd)
 "                    activation peak alone (as 'remat plan' and 'remat train')\n"
 "  --profile FILE    planner profile from 'remat profile' (default: the cached\n"
 "                    profile of this config and machine, else the FLOP model\n"
-"                    calibrated by one SGEMM)\n"
+"                    calibrated by a GEMM probe)\n"
 "measurement:\n"
 "  --steps N         timed rounds (default 10)      --warmup N  untimed rounds (default 2)\n"
 "  --threads N       threads (default: all cores)   --seed N    model seed (default 1)\n"
-"  --sgemm-n N       side of the SGEMM probe run every round, best of 3 (default 1024)\n"
+"  --sgemm-n N       side of the GEMM probe run every round in each precision, best\n"
+"                    of 3 (default 1024)\n"
+"  --dtype LIST      fp32, bf16 or fp32,bf16: every policy in each precision (one\n"
+"                    model each, every (precision, policy) pair interleaved), each\n"
+"                    against its own none; rows carry dtype and gemm\n"
 "  --no-rss          skip the per-policy peak-RSS children\n"
 "  --trace DIR       write each policy's timed rounds as a Chrome trace (Perfetto,\n"
 "                    chrome://tracing): DIR/NN-POLICY.json, one step per round\n"
 "output:\n"
-"  --json            one JSON object: {\"rows\": [...], \"sgemm_gflops\", \"front\",\n"
+"  --json            one JSON object: {\"rows\": [...], \"gemm_gflops\", \"front\",\n"
 "                    \"config\", \"machine\", ...}; each row has policy, schedule,\n"
 "                    step_ms_median, ratio_vs_none, tokens_per_s, act_peak_bytes,\n"
 "                    act_peak_pred_bytes, act_stored_bytes, act_stored_pred_bytes,\n"
 "                    act_workset_bytes, act_workset_pred_bytes, step_peak_bytes,\n"
-"                    rss_peak_bytes, gflops, sgemm_frac, step_ms_pred, fits, step_ms\n"
+"                    rss_peak_bytes, gflops, dtype, gemm, gemm_gflops, gemm_frac,\n"
+"                    step_ms_pred, fits, step_ms; \"precisions\": per dtype its probe,\n"
+"                    front and planner messages (the first dtype's also at the top)\n"
 "  --csv             the same row fields as CSV (step_ms omitted)\n"
 "  (rss_peak_bytes: the peak RSS of a process of its own that creates the model\n"
 "   and runs one step of the policy; act_* bytes: measured, *_pred: dry run)\n"
@@ -161,6 +170,26 @@ static int parse_flags(const char *cmd, int argc, char **argv, int allow_out, be
         const char *f = argv[i], *v;
         int r;
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(cmd); return 0; }
+        if (!strcmp(f, "--dtype")) {   /* a list here: each precision benched against its own none */
+            if (!(v = cli_value(argc, argv, &i))) return -1;
+            o->ndt = 0;
+            for (const char *p = v; *p;) {
+                size_t len = strcspn(p, ",");
+                remat_dtype d;
+                if (len == 4 && !strncmp(p, "fp32", 4)) d = REMAT_DTYPE_FP32;
+                else if (len == 4 && !strncmp(p, "bf16", 4)) d = REMAT_DTYPE_BF16;
+                else { cli_usage_error(cmd, "--dtype expects fp32, bf16 or fp32,bf16, got '%s'", v); return -1; }
+                for (int k = 0; k < o->ndt; k++)
+                    if (o->dts[k] == d) { cli_usage_error(cmd, "--dtype names %.4s twice", p); return -1; }
+                if (o->ndt == BENCH_MAXDT) { cli_usage_error(cmd, "--dtype takes at most two precisions"); return -1; }
+                o->dts[o->ndt++] = d;
+                p += len;
+                if (*p == ',') { p++; if (!*p) { cli_usage_error(cmd, "--dtype: empty item in '%s'", v); return -1; } }
+            }
+            if (!o->ndt) { cli_usage_error(cmd, "--dtype needs a value"); return -1; }
+            o->cfg.dtype = o->dts[0];
+            continue;
+        }
         if ((r = cli_config_flag(&o->cfg, argc, argv, &i)) < 0) return -1;
         if (r) continue;
         if (!strcmp(f, "--policies")) { if (!(o->policies = cli_value(argc, argv, &i))) return -1; }
@@ -191,6 +220,7 @@ static int parse_flags(const char *cmd, int argc, char **argv, int allow_out, be
     }
     if (o->json && o->csv) { cli_usage_error(cmd, "--json and --csv exclude each other"); return -1; }
     if (allow_out && !o->out_dir) { cli_usage_error(cmd, "--out DIR is required"); return -1; }
+    if (!o->ndt) { o->ndt = 1; o->dts[0] = o->cfg.dtype; }
     if (allow_out) o->trace = 1;   /* the report summarises one step's trace */
     cli_config_default_max_seq(&o->cfg);
     return 1;
@@ -302,10 +332,11 @@ static int rss_child(int argc, char **argv)
  * so that the child starts with no thread pools and its own memory) and
  * returns its peak RSS; *base gets what the child held before creating the
  * model.  0 when the child failed (e.g. killed for memory). */
-static uint64_t rss_probe(const bench_opts *o, const char *policy, uint64_t *base)
+static uint64_t rss_probe(const bench_opts *o, const char *policy, remat_dtype dt, uint64_t *base)
 {
     /* the child gets this command's own flags (so every config flag means
-     * the same to it), less --out; its parser is this one */
+     * the same to it), less --out and --trace, and then the row's precision
+     * (a later --dtype wins); its parser is this one */
     char **args = calloc((size_t)o->argc + 8, sizeof *args);
     if (!args) return 0;
     int k = 0;
@@ -314,9 +345,11 @@ static uint64_t rss_probe(const bench_opts *o, const char *policy, uint64_t *bas
     args[k++] = "--rss-child";
     args[k++] = (char *)policy;
     for (int i = 1; i < o->argc; i++) {
-        if (!strcmp(o->argv[i], "--out")) { i++; continue; }
+        if (!strcmp(o->argv[i], "--out") || !strcmp(o->argv[i], "--trace")) { i++; continue; }
         args[k++] = o->argv[i];
     }
+    args[k++] = "--dtype";
+    args[k++] = dt == REMAT_DTYPE_BF16 ? "bf16" : "fp32";
     args[k] = NULL;
     int fd[2];
     if (pipe(fd)) { free(args); return 0; }
@@ -360,13 +393,15 @@ void bench_result_free(bench_result *r)
         remat_trace_free(r->rows[i].trace);
     }
     free(r->rows);
-    free(r->sgemm_round);
-    remat_plan_rows_free(r->front, r->n_front);
+    for (int k = 0; k < BENCH_MAXDT; k++) {
+        free(r->slot[k].gemm_round);
+        remat_plan_rows_free(r->slot[k].front, r->slot[k].n_front);
+    }
     memset(r, 0, sizeof *r);
 }
 
-/* Appends a row; NULL on out of memory. */
-static bench_row *add_row(bench_result *r, const char *name, const char *canon, long steps)
+/* Appends a row of precision slot; NULL on out of memory. */
+static bench_row *add_row(bench_result *r, int slot, const char *name, const char *canon, long steps)
 {
     bench_row *rows = realloc(r->rows, sizeof *rows * (size_t)(r->n + 1));
     if (!rows) return NULL;
@@ -376,6 +411,7 @@ static bench_row *add_row(bench_result *r, const char *name, const char *canon, 
     w->name = strdup(name);
     w->policy = strdup(canon);
     w->ms = calloc((size_t)steps, sizeof(double));
+    w->slot = slot;
     w->step_ms_pred = -1;
     w->fits = 1;
     if (!w->name || !w->policy || !w->ms) { free(w->name); free(w->policy); free(w->ms); return NULL; }
@@ -394,50 +430,35 @@ static char *canonical(const remat_config *cfg, const char *policy)
     return c;
 }
 
-static int find_row(const bench_result *r, const char *name)
+static int find_row(const bench_result *r, int slot, const char *name)
 {
     for (int i = 0; i < r->n; i++)
-        if (!strcmp(r->rows[i].name, name) || !strcmp(r->rows[i].policy, name)) return i;
+        if (r->rows[i].slot == slot && (!strcmp(r->rows[i].name, name) || !strcmp(r->rows[i].policy, name))) return i;
     return -1;
 }
 
 /* ---- the run ------------------------------------------------------------- */
 
-int bench_run(const bench_opts *o, bench_result *r)
+/* The rows of one precision: `none` first (the reference), the requested
+ * policies, the planner's optimum; its planner figures. */
+static int slot_rows(const bench_opts *o, bench_result *r, int k, const strlist *names)
 {
-    const remat_config *c = &o->cfg;
-    int rc = 1;
-    strlist names = { 0 };
+    bench_slot *sl = &r->slot[k];
+    const remat_config *c = &sl->cfg;
     remat_profile *prof = NULL;
-    remat_model *m = NULL;
-    int *in = NULL, *tg = NULL;
-    double *ratio = NULL;
     remat_status st;
-    cli_progress pg;
-    double t_start = cli_now_ms();
-
-    memset(r, 0, sizeof *r);
-    r->none_idx = r->timeline_idx = -1;
-    remat_machine_cpu(r->cpu, sizeof r->cpu);
-    r->load_start = load_avg();
-    remat_set_threads((int)o->threads);
-    cli_progress_init(&pg, !o->json);
-    if ((st = remat_config_check(c))) { cli_error("%s", remat_errmsg()); rc = 2; goto out; }
-
-    /* the rows: `none` first (the reference), then the requested policies */
-    if (!policy_names(o, &names)) { cli_error("out of memory"); goto out; }
-    if (!add_row(r, "none", "none", o->steps)) { cli_error("out of memory"); goto out; }
-    r->none_idx = 0;
-    r->rows[0].implicit = 1;
-    for (int i = 0; i < names.n; i++) {
-        char *canon = canonical(c, names.v[i]);
-        if (!canon) { rc = 2; goto out; }
-        int dup = find_row(r, names.v[i]);
-        if (dup == 0 && !strcmp(canon, "none")) r->rows[0].implicit = 0;
-        else if (dup < 0 && !add_row(r, names.v[i], canon, o->steps)) { free(canon); cli_error("out of memory"); goto out; }
+    int rc = 1;
+    sl->none_idx = r->n;
+    if (!add_row(r, k, "none", "none", o->steps)) { cli_error("out of memory"); return 1; }
+    r->rows[sl->none_idx].implicit = 1;
+    for (int i = 0; i < names->n; i++) {
+        char *canon = canonical(c, names->v[i]);
+        if (!canon) return 2;
+        int dup = find_row(r, k, names->v[i]);
+        if (dup == sl->none_idx && !strcmp(canon, "none")) r->rows[sl->none_idx].implicit = 0;
+        else if (dup < 0 && !add_row(r, k, names->v[i], canon, o->steps)) { free(canon); cli_error("out of memory"); return 1; }
         free(canon);
     }
-
     /* the planner: predicted front, per-policy predicted time, the optimum */
     char cached[4096];
     if (o->profile) {
@@ -446,119 +467,160 @@ int bench_run(const bench_opts *o, bench_result *r)
                !remat_profile_load(c, cached, &prof)) {
         /* `remat profile` measured this config on this machine */
     } else if ((st = remat_profile_model(c, 1, &prof))) {
-        snprintf(r->planner_err, sizeof r->planner_err, "profile: %s", remat_errmsg());
+        snprintf(sl->planner_err, sizeof sl->planner_err, "profile: %s", remat_errmsg());
         prof = NULL;
     }
-    snprintf(r->profile_desc, sizeof r->profile_desc, "%s", prof ? remat_profile_describe(prof) : "FLOP model");
+    snprintf(sl->profile_desc, sizeof sl->profile_desc, "%s", prof ? remat_profile_describe(prof) : "FLOP model");
     if (o->budget) {
         remat_plan_row best;
         if ((st = remat_plan_optimal(c, prof, o->budget, o->act_only, &best))) {
-            snprintf(r->optimal_err, sizeof r->optimal_err, "%s", remat_errmsg());
+            snprintf(sl->optimal_err, sizeof sl->optimal_err, "%s", remat_errmsg());
         } else {
             char *canon = canonical(c, best.policy);
             remat_plan_row_clear(&best);
             if (!canon) goto out;
-            bench_row *w = add_row(r, "optimal", canon, o->steps);
+            bench_row *w = add_row(r, k, "optimal", canon, o->steps);
             free(canon);
             if (!w) { cli_error("out of memory"); goto out; }
             w->optimal = 1;
         }
     }
-    if (!r->planner_err[0] && (st = remat_plan_pareto(c, prof, &r->front, &r->n_front))) {
-        snprintf(r->planner_err, sizeof r->planner_err, "pareto front: %s", remat_errmsg());
-        r->front = NULL;
-        r->n_front = 0;
+    if (!sl->planner_err[0] && (st = remat_plan_pareto(c, prof, &sl->front, &sl->n_front))) {
+        snprintf(sl->planner_err, sizeof sl->planner_err, "pareto front: %s", remat_errmsg());
+        sl->front = NULL;
+        sl->n_front = 0;
     }
-    for (int i = 0; i < r->n; i++) {
+    for (int i = sl->none_idx; i < r->n; i++) {
         remat_plan_row pr;
         if (remat_plan_evaluate(c, prof, r->rows[i].policy, o->budget, o->act_only, &pr)) {
-            if (!r->planner_err[0])
-                snprintf(r->planner_err, sizeof r->planner_err, "evaluate %s: %s", r->rows[i].name, remat_errmsg());
+            if (!sl->planner_err[0])
+                snprintf(sl->planner_err, sizeof sl->planner_err, "evaluate %s: %s", r->rows[i].name, remat_errmsg());
             continue;
         }
         r->rows[i].step_ms_pred = pr.step_ms_pred;
         r->rows[i].fits = pr.fits;
         remat_plan_row_clear(&pr);
     }
+    rc = 0;
+out:
+    remat_profile_free(prof);
+    return rc;
+}
 
-    /* the timeline's policy: asked for (added when not benched), or a default */
+int bench_run(const bench_opts *o, bench_result *r)
+{
+    const remat_config *c = &o->cfg;
+    int rc = 1;
+    strlist names = { 0 };
+    remat_model *m[BENCH_MAXDT] = { NULL };
+    int *in = NULL, *tg = NULL;
+    double *ratio = NULL;
+    remat_status st;
+    cli_progress pg;
+    double t_start = cli_now_ms();
+
+    memset(r, 0, sizeof *r);
+    r->timeline_idx = -1;
+    remat_machine_cpu(r->cpu, sizeof r->cpu);
+    r->load_start = load_avg();
+    remat_set_threads((int)o->threads);
+    cli_progress_init(&pg, !o->json);
+    if ((st = remat_config_check(c))) { cli_error("%s", remat_errmsg()); rc = 2; goto out; }
+    if (!policy_names(o, &names)) { cli_error("out of memory"); goto out; }
+    r->nslot = o->ndt;
+    for (int k = 0; k < r->nslot; k++) {
+        r->slot[k].cfg = *c;
+        r->slot[k].cfg.dtype = o->dts[k];
+        if ((rc = slot_rows(o, r, k, &names))) goto out;
+        rc = 1;
+    }
+
+    /* the timeline's policy (of the first precision): asked for (added when
+     * not benched), or a default */
     if (o->timeline_policy) {
-        r->timeline_idx = find_row(r, o->timeline_policy);
+        r->timeline_idx = find_row(r, 0, o->timeline_policy);
         if (r->timeline_idx < 0) {
             char *canon = canonical(c, o->timeline_policy);
             if (!canon) { rc = 2; goto out; }
-            r->timeline_idx = find_row(r, canon);
+            r->timeline_idx = find_row(r, 0, canon);
             if (r->timeline_idx < 0) {
-                if (!add_row(r, o->timeline_policy, canon, o->steps)) { free(canon); cli_error("out of memory"); goto out; }
+                if (!add_row(r, 0, o->timeline_policy, canon, o->steps)) { free(canon); cli_error("out of memory"); goto out; }
                 r->timeline_idx = r->n - 1;
             }
             free(canon);
         }
     } else {
-        for (int i = 0; i < r->n; i++) if (r->rows[i].optimal) r->timeline_idx = i;
-        for (int i = 0; i < r->n && r->timeline_idx < 0; i++) if (strcmp(r->rows[i].policy, "none")) r->timeline_idx = i;
+        for (int i = 0; i < r->n; i++) if (r->rows[i].optimal && !r->rows[i].slot && r->timeline_idx < 0) r->timeline_idx = i;
+        for (int i = 0; i < r->n && r->timeline_idx < 0; i++)
+            if (!r->rows[i].slot && strcmp(r->rows[i].policy, "none")) r->timeline_idx = i;
         if (r->timeline_idx < 0) r->timeline_idx = 0;
     }
 
     size_t N = (size_t)c->batch * c->seq;
     in = malloc(N * sizeof *in);
     tg = malloc(N * sizeof *tg);
-    r->sgemm_round = calloc((size_t)o->steps, sizeof(double));
     ratio = calloc((size_t)o->steps, sizeof(double));
-    if (!in || !tg || !r->sgemm_round || !ratio) { cli_error("out of memory"); goto out; }
+    if (!in || !tg || !ratio) { cli_error("out of memory"); goto out; }
+    for (int k = 0; k < r->nslot; k++)
+        if (!(r->slot[k].gemm_round = calloc((size_t)o->steps, sizeof(double)))) { cli_error("out of memory"); goto out; }
     make_tokens(in, N, c->vocab, o->seed);
     make_tokens(tg, N, c->vocab, o->seed + 1);
 
-    /* peak RSS, one child process per policy */
+    /* peak RSS, one child process per (precision, policy) */
     if (o->rss) {
         for (int i = 0; i < r->n; i++) {
             char what[160];
             snprintf(what, sizeof what, "bench: peak RSS of %.100s, in a process of its own", r->rows[i].name);
             cli_progress_update(&pg, what, i, r->n);
             uint64_t base = 0;
-            r->rows[i].rss_peak = rss_probe(o, r->rows[i].policy, &base);
+            r->rows[i].rss_peak = rss_probe(o, r->rows[i].policy, o->dts[r->rows[i].slot], &base);
             if (base > r->rss_base) r->rss_base = base;
         }
     }
 
-    if ((st = remat_model_create(c, o->seed, &m))) { cli_error("%s", remat_errmsg()); goto out; }
+    for (int k = 0; k < r->nslot; k++)   /* one model per precision, every policy of it */
+        if ((st = remat_model_create(&r->slot[k].cfg, o->seed, &m[k]))) { cli_error("%s", remat_errmsg()); goto out; }
     long P = r->n, total = (o->warmup + o->steps) * P;
     cli_progress_restart(&pg);
     for (long round = -o->warmup; round < o->steps; round++) {
         for (long k = 0; k < P; k++) {
             long p = (k + (round < 0 ? 0 : round)) % P;
             bench_row *w = &r->rows[p];
+            remat_model *mm = m[w->slot];
             char what[200];
             snprintf(what, sizeof what, "bench: %s %ld/%ld, policy %.100s", round < 0 ? "warm-up round" : "round",
                      round < 0 ? round + o->warmup + 1 : round + 1, round < 0 ? o->warmup : o->steps, w->name);
             cli_progress_update(&pg, what, (round + o->warmup) * P + k, total);
-            if ((st = remat_model_set_policy(m, w->policy))) { cli_error("%s: %s", w->name, remat_model_error(m)); goto out; }
+            if ((st = remat_model_set_policy(mm, w->policy))) { cli_error("%s: %s", w->name, remat_model_error(mm)); goto out; }
             if (o->trace && round >= 0 && !w->trace && remat_trace_create(&w->trace)) { cli_error("%s", remat_errmsg()); goto out; }
-            remat_model_set_trace(m, o->trace && round >= 0 ? w->trace : NULL, (uint64_t)round + 1);
+            remat_model_set_trace(mm, o->trace && round >= 0 ? w->trace : NULL, (uint64_t)round + 1);
             float loss;
             double t0 = cli_now_ms();
-            st = remat_model_step(m, in, tg, 1, &loss);
+            st = remat_model_step(mm, in, tg, 1, &loss);
             double dt = cli_now_ms() - t0;
-            if (st) { cli_error("%s: %s", w->name, remat_model_error(m)); goto out; }
+            if (st) { cli_error("%s: %s", w->name, remat_model_error(mm)); goto out; }
             if (round >= 0) w->ms[round] = dt;
-            remat_model_stats(m, &w->st);
-            remat_schedule_simulate(remat_model_schedule(m), &w->sim);
+            remat_model_stats(mm, &w->st);
+            remat_schedule_simulate(remat_model_schedule(mm), &w->sim);
         }
-        if (round >= 0) r->sgemm_round[round] = remat_sgemm_gflops((int)o->sgemm_n, 3);
+        if (round >= 0)
+            for (int k = 0; k < r->nslot; k++)
+                r->slot[k].gemm_round[round] = remat_gemm_gflops((int)o->sgemm_n, 3, o->dts[k]);
     }
     cli_progress_clear(&pg);
-    remat_model_set_trace(m, NULL, 0);
+    for (int k = 0; k < r->nslot; k++) remat_model_set_trace(m[k], NULL, 0);
 
-    r->sgemm_gflops = cli_median(r->sgemm_round, (int)o->steps);
-    const bench_row *ref = &r->rows[r->none_idx];
+    for (int k = 0; k < r->nslot; k++) r->slot[k].gemm_gflops = cli_median(r->slot[k].gemm_round, (int)o->steps);
     for (int i = 0; i < r->n; i++) {
         bench_row *w = &r->rows[i];
+        const bench_slot *sl = &r->slot[w->slot];
+        const bench_row *ref = &r->rows[sl->none_idx];
         w->ms_median = cli_median(w->ms, (int)o->steps);
         for (long s = 0; s < o->steps; s++) ratio[s] = ref->ms[s] > 0 ? w->ms[s] / ref->ms[s] : 0;
-        w->ratio_vs_none = i == r->none_idx ? 1.0 : cli_median(ratio, (int)o->steps);
+        w->ratio_vs_none = i == sl->none_idx ? 1.0 : cli_median(ratio, (int)o->steps);
         w->tokens_per_s = w->ms_median > 0 ? (double)N / (w->ms_median / 1000.0) : 0;
         w->gflops = w->ms_median > 0 ? w->st.flops / (w->ms_median * 1e6) : 0;
-        w->sgemm_frac = r->sgemm_gflops > 0 ? w->gflops / r->sgemm_gflops : 0;
+        w->gemm_frac = sl->gemm_gflops > 0 ? w->gflops / sl->gemm_gflops : 0;
     }
     r->rss_process = peak_rss_bytes();
     r->load_end = load_avg();
@@ -568,8 +630,7 @@ out:
     cli_progress_clear(&pg);
     strlist_free(&names);
     strlist_free(&extra_policies);
-    remat_profile_free(prof);
-    remat_model_free(m);
+    for (int k = 0; k < BENCH_MAXDT; k++) remat_model_free(m[k]);
     free(in); free(tg); free(ratio);
     return rc;
 }
@@ -600,6 +661,27 @@ static void json_u64(FILE *f, const char *key, uint64_t v, int known)
     else fprintf(f, ",\"%s\":null", key);
 }
 
+static const char *dtname(remat_dtype d) { return d == REMAT_DTYPE_BF16 ? "bf16" : "fp32"; }
+
+/* one precision's probe, planner front and planner messages */
+static void json_slot(FILE *f, const bench_slot *sl)
+{
+    json_num(f, "gemm_gflops", sl->gemm_gflops, sl->gemm_gflops > 0);
+    fputs(",\"front\":[", f);
+    for (size_t i = 0; i < sl->n_front; i++) {
+        fprintf(f, "%s{\"policy\":", i ? "," : "");
+        bench_json_str(f, sl->front[i].policy);
+        fprintf(f, ",\"peak_bytes\":%llu,\"step_ms_pred\":%.4f}", (unsigned long long)sl->front[i].peak_bytes,
+                sl->front[i].step_ms_pred);
+    }
+    fputs("],\"planner_profile\":", f);
+    bench_json_str(f, sl->profile_desc);
+    fputs(",\"planner_error\":", f);
+    if (sl->planner_err[0]) bench_json_str(f, sl->planner_err); else fputs("null", f);
+    fputs(",\"optimal_error\":", f);
+    if (sl->optimal_err[0]) bench_json_str(f, sl->optimal_err); else fputs("null", f);
+}
+
 void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
 {
     const remat_config *c = &o->cfg;
@@ -622,7 +704,9 @@ void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
         json_u64(f, "step_peak_bytes", w->st.step_peak_bytes, 1);
         json_u64(f, "rss_peak_bytes", w->rss_peak, w->rss_peak > 0);
         json_num(f, "gflops", w->gflops, 1);
-        json_num(f, "sgemm_frac", w->sgemm_frac, r->sgemm_gflops > 0);
+        fprintf(f, ",\"dtype\":\"%s\",\"gemm\":\"%s\"", dtname(o->dts[w->slot]), remat_gemm_name(remat_gemm_get()));
+        json_num(f, "gemm_gflops", r->slot[w->slot].gemm_gflops, r->slot[w->slot].gemm_gflops > 0);
+        json_num(f, "gemm_frac", w->gemm_frac, r->slot[w->slot].gemm_gflops > 0);
         json_num(f, "flops_per_step", w->st.flops, 1);
         json_num(f, "recompute_pct", w->st.flops > 0 ? 100.0 * w->st.recompute_flops / w->st.flops : 0, 1);
         json_num(f, "step_ms_pred", w->step_ms_pred, w->step_ms_pred >= 0);
@@ -630,21 +714,18 @@ void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
         for (long s = 0; s < o->steps; s++) fprintf(f, "%s%.4f", s ? "," : "", w->ms[s]);
         fputs("]}", f);
     }
-    fprintf(f, "],\"sgemm_gflops\":%.4f,\"sgemm_n\":%ld,\"front\":[", r->sgemm_gflops, o->sgemm_n);
-    for (size_t i = 0; i < r->n_front; i++) {
-        fprintf(f, "%s{\"policy\":", i ? "," : "");
-        bench_json_str(f, r->front[i].policy);
-        fprintf(f, ",\"peak_bytes\":%llu,\"step_ms_pred\":%.4f}", (unsigned long long)r->front[i].peak_bytes,
-                r->front[i].step_ms_pred);
+    /* per precision; the first one's figures also at the top level */
+    fputs("],\"precisions\":[", f);
+    for (int k = 0; k < r->nslot; k++) {
+        const bench_slot *sl = &r->slot[k];
+        fprintf(f, "%s{\"dtype\":\"%s\"", k ? "," : "", dtname(o->dts[k]));
+        json_slot(f, sl);
+        fputs("}", f);
     }
-    fputs("],\"timeline_policy\":", f);
+    fprintf(f, "],\"gemm\":\"%s\",\"gemm_n\":%ld", remat_gemm_name(remat_gemm_get()), o->sgemm_n);
+    json_slot(f, &r->slot[0]);
+    fputs(",\"timeline_policy\":", f);
     bench_json_str(f, r->timeline_idx >= 0 ? r->rows[r->timeline_idx].name : "");
-    fputs(",\"planner_profile\":", f);
-    bench_json_str(f, r->profile_desc);
-    fputs(",\"planner_error\":", f);
-    if (r->planner_err[0]) bench_json_str(f, r->planner_err); else fputs("null", f);
-    fputs(",\"optimal_error\":", f);
-    if (r->optimal_err[0]) bench_json_str(f, r->optimal_err); else fputs("null", f);
     json_u64(f, "rss_base_bytes", r->rss_base, r->rss_base > 0);
     json_u64(f, "process_rss_peak_bytes", r->rss_process, 1);
     fprintf(f, ",\"elapsed_s\":%.2f", r->elapsed_s);
@@ -689,8 +770,8 @@ void bench_print_csv(FILE *f, const bench_opts *o, const bench_result *r)
 {
     fputs("policy,schedule,reference_only,optimal,step_ms_median,ratio_vs_none,tokens_per_s,act_peak_bytes,"
           "act_peak_pred_bytes,act_stored_bytes,act_stored_pred_bytes,act_workset_bytes,act_workset_pred_bytes,"
-          "step_peak_bytes,rss_peak_bytes,gflops,sgemm_frac,sgemm_gflops,flops_per_step,recompute_pct,"
-          "step_ms_pred,fits\n", f);
+          "step_peak_bytes,rss_peak_bytes,gflops,gemm_frac,gemm_gflops,flops_per_step,recompute_pct,"
+          "step_ms_pred,fits,dtype,gemm\n", f);
     for (int i = 0; i < r->n; i++) {
         const bench_row *w = &r->rows[i];
         csv_str(f, w->name);
@@ -702,12 +783,12 @@ void bench_print_csv(FILE *f, const bench_opts *o, const bench_result *r)
                 (unsigned long long)w->sim.stored_bytes, (unsigned long long)w->st.act_workset_bytes,
                 (unsigned long long)w->sim.workset_bytes, (unsigned long long)w->st.step_peak_bytes);
         if (w->rss_peak) fprintf(f, "%llu", (unsigned long long)w->rss_peak);
+        double g = r->slot[w->slot].gemm_gflops;
         fprintf(f, ",%.6g,", w->gflops);
-        if (r->sgemm_gflops > 0) fprintf(f, "%.6g", w->sgemm_frac);
-        fprintf(f, ",%.6g,%.0f,%.4f,", r->sgemm_gflops, w->st.flops,
-                w->st.flops > 0 ? 100.0 * w->st.recompute_flops / w->st.flops : 0.0);
+        if (g > 0) fprintf(f, "%.6g", w->gemm_frac);
+        fprintf(f, ",%.6g,%.0f,%.4f,", g, w->st.flops, w->st.flops > 0 ? 100.0 * w->st.recompute_flops / w->st.flops : 0.0);
         if (w->step_ms_pred >= 0) fprintf(f, "%.4f", w->step_ms_pred);
-        fprintf(f, ",%d\n", w->fits);
+        fprintf(f, ",%d,%s,%s\n", w->fits, dtname(o->dts[w->slot]), remat_gemm_name(remat_gemm_get()));
     }
 }
 
@@ -721,17 +802,18 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
 {
     char b[8][32];
     cli_config_print(f, &o->cfg);
-    fprintf(f, "bench: %ld interleaved rounds after %ld warm-up, %d thread(s), %s | SGEMM %ld^3: %.1f GFLOP/s "
-               "(median of the rounds) | load average %.1f -> %.1f on %ld cores\n", o->steps, o->warmup,
-            remat_get_threads(), r->cpu, o->sgemm_n, r->sgemm_gflops, r->load_start, r->load_end,
-            sysconf(_SC_NPROCESSORS_ONLN));
+    fprintf(f, "bench: %ld interleaved rounds after %ld warm-up, %d thread(s), %s | GEMM engine %s, %ld^3 probe (median "
+               "of the rounds):", o->steps, o->warmup, remat_get_threads(), r->cpu, remat_gemm_name(remat_gemm_get()),
+            o->sgemm_n);
+    for (int k = 0; k < r->nslot; k++) fprintf(f, " %s %.1f GFLOP/s", dtname(o->dts[k]), r->slot[k].gemm_gflops);
+    fprintf(f, " | load average %.1f -> %.1f on %ld cores\n", r->load_start, r->load_end, sysconf(_SC_NPROCESSORS_ONLN));
     int wname = 6;
     for (int i = 0; i < r->n; i++) {
-        int l = (int)strlen(r->rows[i].name);
+        int l = (int)strlen(r->rows[i].name) + (r->nslot > 1 ? 5 : 0);
         if (l > wname) wname = l > 40 ? 40 : l;
     }
     fprintf(f, "\n%-*s %9s %7s %9s %10s %10s %9s %9s %9s %8s %6s %8s\n", wname, "policy", "ms/step", "x none",
-            "tok/s", "act peak", "predicted", "stored", "workset", "RSS peak", "GFLOP/s", "%SGEMM", "pred ms");
+            "tok/s", "act peak", "predicted", "stored", "workset", "RSS peak", "GFLOP/s", "%GEMM", "pred ms");
     fprintf(f, "%-*s %9s %7s %9s %10s %10s %9s %9s %9s %8s %6s %8s\n", wname, "", "(median)", "", "", "MiB", "MiB",
             "MiB", "MiB", "MiB", "", "", "");
     for (int i = 0; i < r->n; i++) {
@@ -739,11 +821,14 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
         char rss[32], pred[32];
         if (w->rss_peak) mib(w->rss_peak, rss, sizeof rss); else snprintf(rss, sizeof rss, "-");
         if (w->step_ms_pred >= 0) snprintf(pred, sizeof pred, "%.1f", w->step_ms_pred); else snprintf(pred, sizeof pred, "-");
-        fprintf(f, "%-*.*s %9.1f %7.3f %9.0f %10s %10s%s %8s %9s %9s %8.2f %5.1f%% %8s\n", wname, wname, w->name,
+        char nm[64];
+        snprintf(nm, sizeof nm, r->nslot > 1 ? "%s %s" : "%s%.0s", dtname(o->dts[w->slot]), w->name);
+        if (r->nslot == 1) snprintf(nm, sizeof nm, "%s", w->name);
+        fprintf(f, "%-*.*s %9.1f %7.3f %9.0f %10s %10s%s %8s %9s %9s %8.2f %5.1f%% %8s\n", wname, wname, nm,
                 w->ms_median, w->ratio_vs_none, w->tokens_per_s, mib(w->st.act_peak_bytes, b[0], sizeof b[0]),
                 mib(w->sim.peak_bytes, b[1], sizeof b[1]), w->sim.peak_bytes == w->st.act_peak_bytes ? " " : "!",
                 mib(w->st.act_stored_bytes, b[2], sizeof b[2]), mib(w->st.act_workset_bytes, b[3], sizeof b[3]), rss,
-                w->gflops, 100.0 * w->sgemm_frac, pred);
+                w->gflops, 100.0 * w->gemm_frac, pred);
     }
     for (int i = 0; i < r->n; i++) {
         const bench_row *w = &r->rows[i];
@@ -757,19 +842,26 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
     if (r->rss_base)
         fprintf(f, "RSS peak: each policy in a process of its own (model + one step); %s MiB of it is the "
                    "process before the model\n", mib(r->rss_base, b[4], sizeof b[4]));
-    if (r->rows[r->none_idx].implicit) fprintf(f, "none was measured as the reference of 'x none'\n");
-    if (o->budget) {
-        cli_fmt_bytes(o->budget, b[5], sizeof b[5]);
-        if (r->optimal_err[0]) fprintf(f, "budget %s%s: no optimum: %s\n", b[5], o->act_only ? " (activations)" : "", r->optimal_err);
-        else fprintf(f, "budget %s%s: 'optimal' is the planner's fastest schedule that fits\n", b[5],
-                     o->act_only ? " (activations)" : "");
+    if (r->rows[r->slot[0].none_idx].implicit)
+        fprintf(f, "none was measured as the reference of 'x none'%s\n", r->nslot > 1 ? " (in each precision)" : "");
+    for (int k = 0; k < r->nslot; k++) {
+        const bench_slot *sl = &r->slot[k];
+        const char *in = r->nslot > 1 ? dtname(o->dts[k]) : "";
+        if (o->budget) {
+            cli_fmt_bytes(o->budget, b[5], sizeof b[5]);
+            if (sl->optimal_err[0])
+                fprintf(f, "%s%sbudget %s%s: no optimum: %s\n", in, *in ? " " : "", b[5], o->act_only ? " (activations)" : "",
+                        sl->optimal_err);
+            else fprintf(f, "%s%sbudget %s%s: 'optimal' is the planner's fastest schedule that fits\n", in, *in ? " " : "",
+                         b[5], o->act_only ? " (activations)" : "");
+        }
+        fprintf(f, "%s%splanner ('pred ms'): %s\n", in, *in ? " " : "", sl->profile_desc);
+        if (sl->planner_err[0]) fprintf(f, "%s%splanner predictions incomplete: %s\n", in, *in ? " " : "", sl->planner_err);
+        else if (sl->n_front)
+            fprintf(f, "%s%splanner front: %zu schedules from %s MiB at %.1f ms to %s MiB at %.1f ms (predicted)\n", in,
+                    *in ? " " : "", sl->n_front, mib(sl->front[0].peak_bytes, b[6], sizeof b[6]), sl->front[0].step_ms_pred,
+                    mib(sl->front[sl->n_front - 1].peak_bytes, b[7], sizeof b[7]), sl->front[sl->n_front - 1].step_ms_pred);
     }
-    fprintf(f, "planner ('pred ms'): %s\n", r->profile_desc);
-    if (r->planner_err[0]) fprintf(f, "planner predictions incomplete: %s\n", r->planner_err);
-    else if (r->n_front)
-        fprintf(f, "planner front: %zu schedules from %s MiB at %.1f ms to %s MiB at %.1f ms (predicted)\n",
-                r->n_front, mib(r->front[0].peak_bytes, b[6], sizeof b[6]), r->front[0].step_ms_pred,
-                mib(r->front[r->n_front - 1].peak_bytes, b[7], sizeof b[7]), r->front[r->n_front - 1].step_ms_pred);
 }
 
 /* ---- files ----------------------------------------------------------------- */
@@ -814,7 +906,8 @@ int bench_write_traces(const bench_opts *o, const bench_result *r)
         for (const char *c = w->name; *c && k + 1 < sizeof name; c++)
             name[k++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
         name[k] = 0;
-        if (snprintf(path, sizeof path, "%s/%02d-%s.json", o->trace_dir, i + 1, name) >= (int)sizeof path)
+        if (snprintf(path, sizeof path, "%s/%02d-%s%s.json", o->trace_dir, i + 1,
+                     r->nslot > 1 ? (o->dts[w->slot] == REMAT_DTYPE_BF16 ? "bf16-" : "fp32-") : "", name) >= (int)sizeof path)
             return cli_error("--trace: path too long");
         if (w->trace && remat_trace_save(w->trace, 1, (uint64_t)o->steps, path)) return cli_error("%s", remat_errmsg());
     }

@@ -160,13 +160,14 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
     /* results */
     fputs("<h2>Results</h2>\n<div class=\"scroll\"><table class=\"results\">\n<thead><tr><th class=\"l\">policy</th><th>ms/step<br/>(median)</th>"
           "<th>× none</th><th>tokens/s</th><th>act peak<br/>MiB</th><th>predicted<br/>MiB</th><th>stored<br/>MiB</th>"
-          "<th>working set<br/>MiB</th><th>RSS peak<br/>MiB</th><th>GFLOP/s</th><th>% SGEMM</th><th>planner<br/>ms</th>"
+          "<th>working set<br/>MiB</th><th>RSS peak<br/>MiB</th><th>GFLOP/s</th><th>% GEMM</th><th>planner<br/>ms</th>"
           "<th>time<br/>error</th></tr></thead>\n<tbody>\n", f);
     for (int i = 0; i < r->n; i++) {
         const bench_row *w = &r->rows[i];
         fprintf(f, "<tr%s data-policy=\"", w->optimal ? " class=\"opt\"" : w->implicit ? " class=\"ref\"" : "");
         esc(f, w->name);
         fputs("\"><td class=\"l\">", f);
+        if (r->nslot > 1) { esc(f, o->dts[w->slot] == REMAT_DTYPE_BF16 ? "bf16 " : "fp32 "); }
         esc(f, w->name);
         if (w->optimal || strcmp(w->name, w->policy)) {
             fputs("<br/><code>", f);
@@ -184,7 +185,7 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
                 w->ms_median, w->ratio_vs_none, w->tokens_per_s, mib(w->st.act_peak_bytes, mb[0], 32),
                 mib(w->sim.peak_bytes, mb[1], 32), w->sim.peak_bytes == w->st.act_peak_bytes ? "" : " (MISMATCH)",
                 mib(w->st.act_stored_bytes, mb[2], 32), mib(w->st.act_workset_bytes, mb[3], 32), rss, w->gflops,
-                100.0 * w->sgemm_frac, pred, err);
+                100.0 * w->gemm_frac, pred, err);
     }
     fputs("</tbody>\n</table></div>\n<p class=\"meta\">", f);
     snprintf(b, sizeof b, "Times are medians over %ld interleaved rounds (after %ld warm-up rounds); × none is the "
@@ -196,21 +197,34 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
                  "the process before the model. ", mib(r->rss_base, b2, sizeof b2));
         esc(f, b);
     } else esc(f, "RSS peak: not measured (--no-rss). ");
-    snprintf(b, sizeof b, "%% SGEMM: achieved GFLOP/s over a %ld³ SGEMM measured in the same rounds (%.1f GFLOP/s). "
-             "Planner ms: the step time the planner predicts (%s); time error: predicted against measured.",
-             o->sgemm_n, r->sgemm_gflops, r->profile_desc);
+    snprintf(b, sizeof b, "%% GEMM: achieved GFLOP/s over a %ld³ GEMM of the same precision and engine (%s) "
+             "measured in the same rounds (", o->sgemm_n, remat_gemm_name(remat_gemm_get()));
     esc(f, b);
-    if (r->rows[r->none_idx].implicit) esc(f, " none was measured as the reference.");
-    if (o->budget) {
-        cli_fmt_bytes(o->budget, b3, sizeof b3);
-        if (r->optimal_err[0]) snprintf(b, sizeof b, " Budget %s%s: no optimum: %s", b3, o->act_only ? " (activations)" : "", r->optimal_err);
-        else snprintf(b, sizeof b, " Budget %s%s: the green row is the planner's fastest schedule that fits.", b3,
-                      o->act_only ? " (activations)" : "");
+    for (int k = 0; k < r->nslot; k++) {
+        snprintf(b, sizeof b, "%s%s %.1f GFLOP/s", k ? ", " : "", o->dts[k] == REMAT_DTYPE_BF16 ? "bf16" : "fp32",
+                 r->slot[k].gemm_gflops);
         esc(f, b);
     }
-    if (r->planner_err[0]) {
-        snprintf(b, sizeof b, " Planner predictions incomplete: %s", r->planner_err);
-        esc(f, b);
+    snprintf(b, sizeof b, "). Planner ms: the step time the planner predicts (%s); time error: predicted against "
+             "measured.", r->slot[0].profile_desc);
+    esc(f, b);
+    if (r->rows[r->slot[0].none_idx].implicit) esc(f, " none was measured as the reference.");
+    for (int k = 0; k < r->nslot; k++) {
+        const bench_slot *sl = &r->slot[k];
+        const char *in = r->nslot > 1 ? (o->dts[k] == REMAT_DTYPE_BF16 ? " bf16:" : " fp32:") : "";
+        if (o->budget) {
+            cli_fmt_bytes(o->budget, b3, sizeof b3);
+            if (sl->optimal_err[0])
+                snprintf(b, sizeof b, "%s Budget %s%s: no optimum: %s", in, b3, o->act_only ? " (activations)" : "",
+                         sl->optimal_err);
+            else snprintf(b, sizeof b, "%s Budget %s%s: the green row is the planner's fastest schedule that fits.", in,
+                          b3, o->act_only ? " (activations)" : "");
+            esc(f, b);
+        }
+        if (sl->planner_err[0]) {
+            snprintf(b, sizeof b, "%s Planner predictions incomplete: %s", in, sl->planner_err);
+            esc(f, b);
+        }
     }
     fputs("</p>\n", f);
 
@@ -243,7 +257,9 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
         snprintf(b, sizeof b, "%s%s", b2, o->act_only ? " (activation peak only)" : " (whole step)");
         kv(f, "budget", b);
     }
-    kv(f, "planner profile", r->profile_desc);
+    kv(f, "planner profile", r->slot[0].profile_desc);
+    kv(f, "precisions", r->nslot > 1 ? "fp32 and bf16 (each against its own none)"
+                                     : o->dts[0] == REMAT_DTYPE_BF16 ? "bf16 (mixed precision)" : "fp32");
     fputs("</table>\n", f);
 
     fputs("<h2>Machine</h2>\n<table class=\"kv\">\n", f);
@@ -252,8 +268,11 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
     kv(f, "cores / threads", b);
     kv(f, "BLAS", remat_blas_info());
     kv(f, "BLAS core type", remat_blas_core()[0] ? remat_blas_core() : "not reported");
-    snprintf(b, sizeof b, "%.1f GFLOP/s (%ld³, median of %ld rounds)", r->sgemm_gflops, o->sgemm_n, o->steps);
-    kv(f, "SGEMM", b);
+    kv(f, "GEMM engine", remat_gemm_name(remat_gemm_get()));
+    for (int k = 0; k < r->nslot; k++) {
+        snprintf(b, sizeof b, "%.1f GFLOP/s (%ld³, median of %ld rounds)", r->slot[k].gemm_gflops, o->sgemm_n, o->steps);
+        kv(f, o->dts[k] == REMAT_DTYPE_BF16 ? "GEMM probe, bf16" : "GEMM probe, fp32", b);
+    }
     if (r->load_start >= 0 && r->load_end >= 0) {
         snprintf(b, sizeof b, "%.2f at the start, %.2f at the end (1-minute load average: how busy the machine was)",
                  r->load_start, r->load_end);
@@ -270,18 +289,21 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
            "after every instruction, and its peak equals the measured peak to the byte.");
     fputs("</p>\n", f);
 
-    if (r->n_front) {
+    for (int q = 0; q < r->nslot; q++) {
+        const bench_slot *sl = &r->slot[q];
+        if (!sl->n_front) continue;
         /* a long front is shown as at most 41 rows spread evenly over it,
          * both ends included; the raw JSON below has all of it */
-        size_t shown = r->n_front < 41 ? r->n_front : 41;
-        fprintf(f, "<details><summary>Planner front (%zu schedules, predicted%s)</summary>\n<table class=\"front\">\n"
+        size_t shown = sl->n_front < 41 ? sl->n_front : 41;
+        fprintf(f, "<details><summary>Planner front%s (%zu schedules, predicted%s)</summary>\n<table class=\"front\">\n"
                    "<thead><tr><th>act peak MiB</th><th>predicted ms</th><th class=\"l\">policy</th></tr></thead>\n<tbody>\n",
-                r->n_front, shown < r->n_front ? "; 41 of them, evenly spread" : "");
+                r->nslot > 1 ? (o->dts[q] == REMAT_DTYPE_BF16 ? ", bf16" : ", fp32") : "", sl->n_front,
+                shown < sl->n_front ? "; 41 of them, evenly spread" : "");
         for (size_t k = 0; k < shown; k++) {
-            size_t i = shown > 1 ? k * (r->n_front - 1) / (shown - 1) : 0;
-            fprintf(f, "<tr><td>%s</td><td>%.1f</td><td class=\"l\"><code>", mib(r->front[i].peak_bytes, b2, 32),
-                    r->front[i].step_ms_pred);
-            esc(f, r->front[i].policy);
+            size_t i = shown > 1 ? k * (sl->n_front - 1) / (shown - 1) : 0;
+            fprintf(f, "<tr><td>%s</td><td>%.1f</td><td class=\"l\"><code>", mib(sl->front[i].peak_bytes, b2, 32),
+                    sl->front[i].step_ms_pred);
+            esc(f, sl->front[i].policy);
             fputs("</code></td></tr>\n", f);
         }
         fputs("</tbody>\n</table>\n</details>\n", f);
