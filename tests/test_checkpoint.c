@@ -17,6 +17,7 @@
 #include "remat.h"
 #include "remat_testing.h"
 #include "core/core.h"
+#include "core/endian.h"
 #include "engine/model.h"
 #include "io/io.h"
 #include "harness.h"
@@ -181,8 +182,7 @@ static unsigned char *tiny_checkpoint(size_t *n, const char *sub)
     unsigned char shard[1024 + 2 * 40];
     memset(shard, 0, sizeof shard);
     int hdr[3] = { 20240520, 1, 40 };
-    for (int k = 0; k < 3; k++)
-        for (int b = 0; b < 4; b++) shard[4 * k + b] = (unsigned char)((unsigned)hdr[k] >> (8 * b));
+    for (int k = 0; k < 3; k++) remat_put_le32(shard + 4 * k, (uint32_t)hdr[k]);
     for (int i = 0; i < 40; i++) shard[1024 + 2 * i] = (unsigned char)(i % 3 == 0);
     char sp[128], dir[128], f[160];
     path_in(sp, sizeof sp, "tiny.bin", NULL);
@@ -282,7 +282,8 @@ static void test_corruption(void)
     {
         unsigned char e[16];
         uint64_t np = 517, fb = n + 12;
-        for (int k = 0; k < 8; k++) { e[k] = (unsigned char)(fb >> (8 * k)); e[8 + k] = (unsigned char)(np >> (8 * k)); }
+        remat_put_le64(e, fb);
+        remat_put_le64(e + 8, np);
         memcpy(w, b, n);
         memcpy(w + 16, e, 8);
         memcpy(w + 48, e + 8, 8);
@@ -326,7 +327,8 @@ static void test_corruption(void)
         xl.n_layer = 48; xl.n_embd = 1600; xl.n_head = 25; xl.vocab = 50257; xl.max_seq = 1024; xl.batch = 1;
         xl.seq = 1024;
         uint64_t np = remat_config_num_params(&xl), fb = 256 + ((uint64_t)(n - 256 - 8 - 12 * 516)) + 12 * np + 8;
-        for (int k = 0; k < 8; k++) { w[16 + k] = (unsigned char)(fb >> (8 * k)); w[48 + k] = (unsigned char)(np >> (8 * k)); }
+        remat_put_le64(w + 16, fb);
+        remat_put_le64(w + 48, np);
     }
     remat_checkpoint_seal(w, n);
     snprintf(f, sizeof f, "%s/ckpt-00000002.bin", dir);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "remat.h"
 #include "core/core.h"
+#include "core/endian.h"
 #include "harness.h"
 
 static char dir[64];
@@ -32,12 +33,6 @@ static const char *write_file(const char *name, const void *bytes, size_t n)
     return p;
 }
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8);
-    p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
-}
-
 /* An llm.c shard of `have` tokens whose header says `claimed`, plus `extra`
  * trailing bytes. */
 static const char *write_shard(const char *name, uint32_t magic, uint32_t version,
@@ -45,13 +40,10 @@ static const char *write_shard(const char *name, uint32_t magic, uint32_t versio
 {
     size_t n = 1024 + 2 * have + extra;
     unsigned char *b = calloc(1, n);
-    put32(b, magic);
-    put32(b + 4, version);
-    put32(b + 8, (uint32_t)claimed);
-    for (size_t i = 0; i < have; i++) {
-        b[1024 + 2 * i] = (unsigned char)tok[i];
-        b[1024 + 2 * i + 1] = (unsigned char)(tok[i] >> 8);
-    }
+    remat_put_le32(b, magic);
+    remat_put_le32(b + 4, version);
+    remat_put_le32(b + 8, (uint32_t)claimed);
+    for (size_t i = 0; i < have; i++) remat_put_le16(b + 1024 + 2 * i, tok[i]);
     memset(b + 1024 + 2 * have, 0xab, extra);
     const char *p = write_file(name, b, n);
     free(b);
@@ -319,8 +311,8 @@ static void test_shard(void)
     REJECT(write_shard("three.bin", 20240520, 1, 3, tok, 3, 0), 50257, REMAT_ERR_FORMAT,
            "too few", "3-token shard");
     unsigned char hdr[100] = {0};
-    put32(hdr, 20240520);
-    put32(hdr + 4, 1);
+    remat_put_le32(hdr, 20240520);
+    remat_put_le32(hdr + 4, 1);
     REJECT(write_file("short.bin", hdr, sizeof hdr), 50257, REMAT_ERR_FORMAT, "header",
            "header shorter than 1024");
     /* Two tokens >= 500: the message names the first (index 17) and a

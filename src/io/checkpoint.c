@@ -41,6 +41,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../core/core.h"
+#include "../core/endian.h"
 #include "../core/rng.h"
 #include "../engine/model.h"
 #include "io.h"
@@ -52,38 +53,6 @@
 #define CK_MAX_POLICY 16383u
 #define CK_NAME_MAX 48              /* "ckpt-" + up to 20 digits + ".bin"/".<pid>.tmp" */
 
-/* ---- little-endian fields -------------------------------------------------- */
-
-static uint32_t get32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const unsigned char *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
-static float getf(const unsigned char *p)
-{
-    uint32_t u = get32(p);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int k = 0; k < 4; k++) p[k] = (unsigned char)(v >> (8 * k));
-}
-static void put64(unsigned char *p, uint64_t v) { put32(p, (uint32_t)v); put32(p + 4, (uint32_t)(v >> 32)); }
-static void putf(unsigned char *p, float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    put32(p, u);
-}
-static int host_le(void)
-{
-    const uint16_t one = 1;
-    unsigned char b;
-    memcpy(&b, &one, 1);
-    return b == 1;
-}
 static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
 /* ---- the streaming checksum (equal to remat_hash_bytes on one buffer) ------ */
@@ -104,10 +73,10 @@ static void hash_update(ck_hash *s, const void *p, size_t n)
     if (s->ntail) {
         while (s->ntail < 8 && n) { s->tail[s->ntail++] = *b++; n--; }
         if (s->ntail < 8) return;
-        s->h = remat_mix64(s->h ^ get64(s->tail)) + CK_HASH_K;
+        s->h = remat_mix64(s->h ^ remat_get_le64(s->tail)) + CK_HASH_K;
         s->ntail = 0;
     }
-    for (; n >= 8; b += 8, n -= 8) s->h = remat_mix64(s->h ^ get64(b)) + CK_HASH_K;
+    for (; n >= 8; b += 8, n -= 8) s->h = remat_mix64(s->h ^ remat_get_le64(b)) + CK_HASH_K;
     memcpy(s->tail, b, n);
     s->ntail = n;
 }
@@ -130,7 +99,7 @@ uint64_t remat_checkpoint_checksum(const void *buf, size_t n)
 
 void remat_checkpoint_seal(void *buf, size_t n)
 {
-    if (n >= 8) put64((unsigned char *)buf + n - 8, remat_checkpoint_checksum(buf, n));
+    if (n >= 8) remat_put_le64((unsigned char *)buf + n - 8, remat_checkpoint_checksum(buf, n));
 }
 
 /* ---- header ------------------------------------------------------------------ */
@@ -164,33 +133,33 @@ static void encode_header(unsigned char h[CK_HEADER], const remat_checkpoint_inf
     const remat_optim *o = &ci->opt;
     memset(h, 0, CK_HEADER);
     memcpy(h + H_MAGIC, CK_MAGIC, 8);
-    put32(h + H_VERSION, CK_VERSION);
-    put32(h + H_HDRBYTES, CK_HEADER);
-    put64(h + H_FILEBYTES, total);
-    put64(h + H_STEP, ci->step);
-    put64(h + H_OPTSTEPS, ci->opt_steps);
-    put64(h + H_SEED, ci->seed);
-    put64(h + H_NPARAMS, nparams);
+    remat_put_le32(h + H_VERSION, CK_VERSION);
+    remat_put_le32(h + H_HDRBYTES, CK_HEADER);
+    remat_put_le64(h + H_FILEBYTES, total);
+    remat_put_le64(h + H_STEP, ci->step);
+    remat_put_le64(h + H_OPTSTEPS, ci->opt_steps);
+    remat_put_le64(h + H_SEED, ci->seed);
+    remat_put_le64(h + H_NPARAMS, nparams);
     int cf[7] = { c->n_layer, c->n_embd, c->n_head, c->vocab, c->max_seq, c->batch, c->seq };
-    for (int k = 0; k < 7; k++) put32(h + H_CFG + 4 * k, (uint32_t)cf[k]);
-    putf(h + H_DROPOUT, c->dropout);
+    for (int k = 0; k < 7; k++) remat_put_le32(h + H_CFG + 4 * k, (uint32_t)cf[k]);
+    remat_put_lef32(h + H_DROPOUT, c->dropout);
     float of[6] = { o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip };
-    for (int k = 0; k < 6; k++) putf(h + H_OPT + 4 * k, of[k]);
+    for (int k = 0; k < 6; k++) remat_put_lef32(h + H_OPT + 4 * k, of[k]);
     for (int k = 0; k < 2; k++) {
-        put64(h + H_TOKENS + 8 * k, ci->data_tokens[k]);
-        put64(h + H_POS + 8 * k, ci->data_pos[k]);
+        remat_put_le64(h + H_TOKENS + 8 * k, ci->data_tokens[k]);
+        remat_put_le64(h + H_POS + 8 * k, ci->data_pos[k]);
     }
-    put32(h + H_DATAKIND, ci->data[0] ? 1u : 0u);
-    put32(h + H_PATHLEN, (uint32_t)strlen(ci->data));
-    put32(h + H_POLICYLEN, (uint32_t)strlen(ci->policy));
-    put32(h + H_ATTENTION, (uint32_t)c->attention);
-    put32(h + H_LMHEAD, (uint32_t)c->lmhead_chunk);
-    put32(h + H_DTYPE, (uint32_t)c->dtype);
-    put64(h + H_DATAHASH, ci->data_hash);
+    remat_put_le32(h + H_DATAKIND, ci->data[0] ? 1u : 0u);
+    remat_put_le32(h + H_PATHLEN, (uint32_t)strlen(ci->data));
+    remat_put_le32(h + H_POLICYLEN, (uint32_t)strlen(ci->policy));
+    remat_put_le32(h + H_ATTENTION, (uint32_t)c->attention);
+    remat_put_le32(h + H_LMHEAD, (uint32_t)c->lmhead_chunk);
+    remat_put_le32(h + H_DTYPE, (uint32_t)c->dtype);
+    remat_put_le64(h + H_DATAHASH, ci->data_hash);
     /* framework, tp - 1, sp, stage: all zero for every config the engine
      * runs, so the file is the same as before these fields (no new version) */
     int fw[4] = { (int)c->framework, remat_config_tp(c) - 1, c->sp, c->stage };
-    for (int k = 0; k < 4; k++) put32(h + H_FRAMEWORK + 4 * k, (uint32_t)fw[k]);
+    for (int k = 0; k < 4; k++) remat_put_le32(h + H_FRAMEWORK + 4 * k, (uint32_t)fw[k]);
 }
 
 /* Checks a string field: no NULs; copies it, NUL-terminated, into dst. */
@@ -207,7 +176,7 @@ static int take_string(char *dst, const unsigned char *src, uint32_t len)
 static uint64_t first_bad_float(const unsigned char *p, uint64_t n, int nonneg)
 {
     for (uint64_t i = 0; i < n; i++) {
-        float f = getf(p + 4 * i);
+        float f = remat_get_lef32(p + 4 * i);
         if (!isfinite(f) || (nonneg && f < 0)) return i;
     }
     return n;
@@ -224,15 +193,15 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
     if (n < CK_HEADER)
         return remat_fail(REMAT_ERR_FORMAT, "truncated: %zu bytes, shorter than the %u-byte header (torn write?)",
                           n, CK_HEADER);
-    uint32_t version = get32(b + H_VERSION);
+    uint32_t version = remat_get_le32(b + H_VERSION);
     if (version < 1 || version > CK_VERSION)
         return remat_fail(REMAT_ERR_FORMAT, "checkpoint format version %u; this remat reads versions 1 to %u",
                           version, CK_VERSION);
-    if (get32(b + H_HDRBYTES) != CK_HEADER)
+    if (remat_get_le32(b + H_HDRBYTES) != CK_HEADER)
         return remat_fail(REMAT_ERR_FORMAT, "header size %u, version %u has %u: the header is corrupt",
-                          get32(b + H_HDRBYTES), version, CK_HEADER);
-    uint64_t total = get64(b + H_FILEBYTES), nparams = get64(b + H_NPARAMS);
-    uint32_t pathlen = get32(b + H_PATHLEN), policylen = get32(b + H_POLICYLEN);
+                          remat_get_le32(b + H_HDRBYTES), version, CK_HEADER);
+    uint64_t total = remat_get_le64(b + H_FILEBYTES), nparams = remat_get_le64(b + H_NPARAMS);
+    uint32_t pathlen = remat_get_le32(b + H_PATHLEN), policylen = remat_get_le32(b + H_POLICYLEN);
     if (pathlen > CK_MAX_PATH || policylen > CK_MAX_POLICY)
         return remat_fail(REMAT_ERR_FORMAT, "header claims a %u-byte data path and a %u-byte policy (at most %u and "
                           "%u): the header is corrupt", pathlen, policylen, CK_MAX_PATH, CK_MAX_POLICY);
@@ -245,7 +214,7 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
         return remat_fail(REMAT_ERR_FORMAT, "%s: %zu bytes, the header says %llu (torn write?)",
                           (uint64_t)n < total ? "truncated" : "trailing bytes", n, (unsigned long long)total);
     if (!(flags & REMAT_CKPT_NO_CHECKSUM)) {
-        uint64_t stored = get64(b + n - 8), calc = remat_checkpoint_checksum(b, n);
+        uint64_t stored = remat_get_le64(b + n - 8), calc = remat_checkpoint_checksum(b, n);
         if (stored != calc)
             return remat_fail(REMAT_ERR_FORMAT, "checksum mismatch (stored %016llx, computed %016llx): the file "
                               "is corrupt", (unsigned long long)stored, (unsigned long long)calc);
@@ -258,18 +227,18 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
     remat_checkpoint_info *ci = &v->info;
     remat_config *c = &ci->cfg;
     int cf[7];
-    for (int k = 0; k < 7; k++) cf[k] = (int)get32(b + H_CFG + 4 * k);
+    for (int k = 0; k < 7; k++) cf[k] = (int)remat_get_le32(b + H_CFG + 4 * k);
     c->n_layer = cf[0]; c->n_embd = cf[1]; c->n_head = cf[2]; c->vocab = cf[3];
     c->max_seq = cf[4]; c->batch = cf[5]; c->seq = cf[6];
-    c->dropout = getf(b + H_DROPOUT);
-    c->attention = (int)get32(b + H_ATTENTION);
-    c->lmhead_chunk = (int)get32(b + H_LMHEAD);
-    c->dtype = version >= 3 ? (remat_dtype)get32(b + H_DTYPE) : REMAT_DTYPE_FP32;
-    c->framework = (remat_framework)get32(b + H_FRAMEWORK);   /* zero bytes in older files: remat, tp 1 */
-    uint32_t tpm1 = get32(b + H_FRAMEWORK + 4);
+    c->dropout = remat_get_lef32(b + H_DROPOUT);
+    c->attention = (int)remat_get_le32(b + H_ATTENTION);
+    c->lmhead_chunk = (int)remat_get_le32(b + H_LMHEAD);
+    c->dtype = version >= 3 ? (remat_dtype)remat_get_le32(b + H_DTYPE) : REMAT_DTYPE_FP32;
+    c->framework = (remat_framework)remat_get_le32(b + H_FRAMEWORK);   /* zero bytes in older files: remat, tp 1 */
+    uint32_t tpm1 = remat_get_le32(b + H_FRAMEWORK + 4);
     c->tp = tpm1 < 1024 ? (int)tpm1 + 1 : -1;
-    c->sp = (int)get32(b + H_FRAMEWORK + 8);
-    c->stage = (int)get32(b + H_FRAMEWORK + 12);
+    c->sp = (int)remat_get_le32(b + H_FRAMEWORK + 8);
+    c->stage = (int)remat_get_le32(b + H_FRAMEWORK + 12);
     remat_status st = remat_config_check(c);
     if (st) {
         char why[512];
@@ -285,29 +254,29 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
         return remat_fail(REMAT_ERR_FORMAT, "the header says %llu parameters, its config has %llu",
                           (unsigned long long)nparams, (unsigned long long)remat_config_num_params(c));
     remat_optim *o = &ci->opt;
-    o->lr = getf(b + H_OPT);
-    o->beta1 = getf(b + H_OPT + 4);
-    o->beta2 = getf(b + H_OPT + 8);
-    o->eps = getf(b + H_OPT + 12);
-    o->weight_decay = getf(b + H_OPT + 16);
-    o->grad_clip = getf(b + H_OPT + 20);
+    o->lr = remat_get_lef32(b + H_OPT);
+    o->beta1 = remat_get_lef32(b + H_OPT + 4);
+    o->beta2 = remat_get_lef32(b + H_OPT + 8);
+    o->eps = remat_get_lef32(b + H_OPT + 12);
+    o->weight_decay = remat_get_lef32(b + H_OPT + 16);
+    o->grad_clip = remat_get_lef32(b + H_OPT + 20);
     if (!(o->lr >= 0 && o->lr < 10) || !(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1) ||
         !(o->eps > 0 && isfinite(o->eps)) || !(o->weight_decay >= 0 && o->weight_decay < 1) ||
         !isfinite(o->grad_clip))
         return remat_fail(REMAT_ERR_FORMAT, "optimizer settings out of range");
-    ci->step = get64(b + H_STEP);
-    ci->opt_steps = get64(b + H_OPTSTEPS);
-    ci->seed = get64(b + H_SEED);
+    ci->step = remat_get_le64(b + H_STEP);
+    ci->opt_steps = remat_get_le64(b + H_OPTSTEPS);
+    ci->seed = remat_get_le64(b + H_SEED);
     if (ci->opt_steps > ci->step || ci->opt_steps >= INT_MAX || ci->step > (uint64_t)INT64_MAX)
         return remat_fail(REMAT_ERR_FORMAT, "step counts out of range (%llu optimizer steps, %llu steps)",
                           (unsigned long long)ci->opt_steps, (unsigned long long)ci->step);
-    uint32_t kind = get32(b + H_DATAKIND);
+    uint32_t kind = remat_get_le32(b + H_DATAKIND);
     if (kind > 1 || (kind == 0) != (pathlen == 0))
         return remat_fail(REMAT_ERR_FORMAT, "data kind %u with a %u-byte path", kind, pathlen);
-    ci->data_hash = version >= 2 ? get64(b + H_DATAHASH) : 0;
+    ci->data_hash = version >= 2 ? remat_get_le64(b + H_DATAHASH) : 0;
     for (int k = 0; k < 2; k++) {
-        ci->data_tokens[k] = get64(b + H_TOKENS + 8 * k);
-        ci->data_pos[k] = get64(b + H_POS + 8 * k);
+        ci->data_tokens[k] = remat_get_le64(b + H_TOKENS + 8 * k);
+        ci->data_pos[k] = remat_get_le64(b + H_POS + 8 * k);
         if (ci->data_tokens[k] < 2 || ci->data_pos[k] >= ci->data_tokens[k])
             return remat_fail(REMAT_ERR_FORMAT, "%s data position %llu of %llu tokens is out of range",
                               k ? "validation" : "training", (unsigned long long)ci->data_pos[k],
@@ -330,7 +299,7 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
         if (i < nparams) {
             memset(v, 0, sizeof *v);
             return remat_fail(REMAT_ERR_FORMAT, "%s %llu is %g, not a finite%s number", what[a],
-                              (unsigned long long)i, (double)getf(arr[a] + 4 * i), a == 2 ? " non-negative" : "");
+                              (unsigned long long)i, (double)remat_get_lef32(arr[a] + 4 * i), a == 2 ? " non-negative" : "");
         }
     }
     return REMAT_OK;
@@ -527,11 +496,11 @@ static void w_bytes(ck_writer *w, const void *p, size_t n)
 
 static void w_floats(ck_writer *w, const float *x, size_t n)
 {
-    if (host_le()) { w_bytes(w, x, n * sizeof *x); return; }
+    if (remat_host_is_le()) { w_bytes(w, x, n * sizeof *x); return; }
     unsigned char buf[4096];
     while (n) {
         size_t k = n < sizeof buf / 4 ? n : sizeof buf / 4;
-        for (size_t i = 0; i < k; i++) putf(buf + 4 * i, x[i]);
+        for (size_t i = 0; i < k; i++) remat_put_lef32(buf + 4 * i, x[i]);
         w_bytes(w, buf, 4 * k);
         x += k;
         n -= k;
@@ -562,7 +531,7 @@ static remat_status write_file(const char *path, const remat_checkpoint_info *ci
     w_floats(&w, m->params, m->nparams);
     w_floats(&w, m->adam_m, m->nparams);
     w_floats(&w, m->adam_v, m->nparams);
-    put64(trailer, hash_final(&w.h));
+    remat_put_le64(trailer, hash_final(&w.h));
     if (!w.err && fwrite(trailer, 1, 8, w.f) != 8) w.err = errno ? errno : EIO;
     if (!w.err && fflush(w.f) != 0) w.err = errno ? errno : EIO;
     if (!w.err && fsync(fileno(w.f)) != 0) w.err = errno ? errno : EIO;
@@ -583,8 +552,8 @@ static int file_checks_out(const char *path, uint64_t step)
     struct stat sb;
     if (fstat(fileno(f), &sb) != 0 || sb.st_size < (off_t)(CK_HEADER + 8)) goto out;
     uint64_t size = (uint64_t)sb.st_size, done = 0;
-    if (fread(buf, 1, CK_HEADER, f) != CK_HEADER || memcmp(buf, CK_MAGIC, 8) || get32(buf + H_VERSION) != CK_VERSION ||
-        get64(buf + H_FILEBYTES) != size || get64(buf + H_STEP) != step)
+    if (fread(buf, 1, CK_HEADER, f) != CK_HEADER || memcmp(buf, CK_MAGIC, 8) || remat_get_le32(buf + H_VERSION) != CK_VERSION ||
+        remat_get_le64(buf + H_FILEBYTES) != size || remat_get_le64(buf + H_STEP) != step)
         goto out;
     ck_hash h;
     hash_init(&h, size - 8);
@@ -597,7 +566,7 @@ static int file_checks_out(const char *path, uint64_t step)
         done += want;
     }
     if (fread(buf, 1, 8, f) != 8) goto out;
-    good = get64(buf) == hash_final(&h);
+    good = remat_get_le64(buf) == hash_final(&h);
 out:
     fclose(f);
     return good;
@@ -742,8 +711,8 @@ out:
 
 static void copy_floats(float *dst, const unsigned char *src, uint64_t n)
 {
-    if (host_le()) { memcpy(dst, src, n * sizeof *dst); return; }
-    for (uint64_t i = 0; i < n; i++) dst[i] = getf(src + 4 * i);
+    if (remat_host_is_le()) { memcpy(dst, src, n * sizeof *dst); return; }
+    for (uint64_t i = 0; i < n; i++) dst[i] = remat_get_lef32(src + 4 * i);
 }
 
 /* Same file: equal strings, or both resolve to the same real path. */

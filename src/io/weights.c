@@ -44,6 +44,7 @@
 #include <unistd.h>
 #include "io.h"
 #include "../core/core.h"
+#include "../core/endian.h"
 #include "../engine/model.h"
 
 #define LLMC_MAGIC 20240326
@@ -74,39 +75,6 @@ static remat_status src_read(const wsrc *s, uint64_t off, void *dst, size_t n)
         return remat_fail(REMAT_ERR_IO, "cannot read '%s': %s", s->name,
                           ferror(s->f) ? strerror(errno) : "the file shrank while being read");
     return REMAT_OK;
-}
-
-static uint32_t le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-static uint64_t le64(const unsigned char *p) { return (uint64_t)le32(p) | ((uint64_t)le32(p + 4) << 32); }
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8);
-    p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
-}
-
-static int host_is_le(void)
-{
-    const uint16_t one = 1;
-    unsigned char c;
-    memcpy(&c, &one, 1);
-    return c == 1;
-}
-
-/* In-place little-endian <-> host for n float32 (a no-op on x86 and ARM). */
-static void f32_swap_le(float *x, size_t n)
-{
-    if (host_is_le()) return;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char b[4];
-        memcpy(b, x + i, 4);
-        uint32_t u = le32(b);
-        memcpy(x + i, &u, 4);
-    }
 }
 
 /* ---- layouts ------------------------------------------------------------------ */
@@ -167,7 +135,7 @@ static remat_status layout_fill(const wsrc *s, const wlayout *ly, float *params)
         if (!pc->transpose) {
             size_t n = pc->rows * pc->cols;
             if ((st = src_read(s, pc->src_off, dst, n * sizeof(float)))) break;
-            f32_swap_le(dst, n);
+            remat_le_f32_swap(dst, n);
             continue;
         }
         /* source row j (cols x rows matrix) is destination column j */
@@ -182,7 +150,7 @@ static remat_status layout_fill(const wsrc *s, const wlayout *ly, float *params)
         for (size_t j = 0; j < pc->cols && !st; j++) {
             st = src_read(s, pc->src_off + (uint64_t)j * pc->rows * sizeof(float), row, pc->rows * sizeof(float));
             if (st) break;
-            f32_swap_le(row, pc->rows);
+            remat_le_f32_swap(row, pc->rows);
             for (size_t i = 0; i < pc->rows; i++) dst[i * pc->cols + j] = row[i];
         }
     }
@@ -202,7 +170,7 @@ static remat_status llmc_layout(const wsrc *s, wlayout *ly)
     remat_status st = src_read(s, 0, hb, sizeof hb);
     if (st) return st;
     int32_t h[8];
-    for (int i = 0; i < 8; i++) h[i] = (int32_t)le32(hb + 4 * i);
+    for (int i = 0; i < 8; i++) h[i] = (int32_t)remat_get_le32(hb + 4 * i);
     if (h[0] != LLMC_MAGIC)
         return remat_fail(REMAT_ERR_FORMAT, "%s: bad magic %d, expected %d (an llm.c model checkpoint)", s->name,
                           (int)h[0], LLMC_MAGIC);
@@ -249,15 +217,13 @@ static remat_status llmc_write(FILE *f, const remat_config *c, const float *para
     memset(hb, 0, sizeof hb);
     int32_t h[8] = { LLMC_MAGIC, LLMC_VERSION, c->max_seq, c->vocab, c->n_layer, c->n_head, c->n_embd,
                      remat_config_padded_vocab(c) };
-    for (int i = 0; i < 8; i++) put_le32(hb + 4 * i, (uint32_t)h[i]);
+    for (int i = 0; i < 8; i++) remat_put_le32(hb + 4 * i, (uint32_t)h[i]);
     if (fwrite(hb, 1, sizeof hb, f) != sizeof hb) return REMAT_ERR_IO;
     size_t n = (size_t)remat_config_num_params(c);
-    if (host_is_le()) return fwrite(params, sizeof(float), n, f) == n ? REMAT_OK : REMAT_ERR_IO;
+    if (remat_host_is_le()) return fwrite(params, sizeof(float), n, f) == n ? REMAT_OK : REMAT_ERR_IO;
     for (size_t i = 0; i < n; i++) {
         unsigned char b[4];
-        uint32_t u;
-        memcpy(&u, params + i, 4);
-        put_le32(b, u);
+        remat_put_lef32(b, params[i]);
         if (fwrite(b, 1, 4, f) != 4) return REMAT_ERR_IO;
     }
     return REMAT_OK;
@@ -677,7 +643,7 @@ static remat_status st_layout(const wsrc *s, wlayout *ly)
         return remat_fail(REMAT_ERR_FORMAT, "%s: %llu bytes, too short for a safetensors header length", s->name,
                           (unsigned long long)s->size);
     if ((st = src_read(s, 0, lb, 8))) return st;
-    uint64_t N = le64(lb);
+    uint64_t N = remat_get_le64(lb);
     if (N > REMAT_SAFETENSORS_MAX_HEADER)
         return remat_fail(REMAT_ERR_FORMAT, "%s: safetensors header length %llu is over the %u-byte limit; the file "
                           "is corrupt", s->name, (unsigned long long)N, REMAT_SAFETENSORS_MAX_HEADER);
@@ -857,18 +823,18 @@ static remat_status write_f32(FILE *f, const float *src, size_t rows, size_t col
 {
     if (!transpose) {
         size_t n = rows * cols;
-        if (host_is_le()) return fwrite(src, sizeof(float), n, f) == n ? REMAT_OK : REMAT_ERR_IO;
+        if (remat_host_is_le()) return fwrite(src, sizeof(float), n, f) == n ? REMAT_OK : REMAT_ERR_IO;
         for (size_t i = 0; i < n; i += tmpn) {
             size_t m = n - i < tmpn ? n - i : tmpn;
             memcpy(tmp, src + i, m * sizeof(float));
-            f32_swap_le(tmp, m);
+            remat_le_f32_swap(tmp, m);
             if (fwrite(tmp, sizeof(float), m, f) != m) return REMAT_ERR_IO;
         }
         return REMAT_OK;
     }
     for (size_t j = 0; j < cols; j++) {
         for (size_t i = 0; i < rows; i++) tmp[i] = src[i * cols + j];
-        f32_swap_le(tmp, rows);
+        remat_le_f32_swap(tmp, rows);
         if (fwrite(tmp, sizeof(float), rows, f) != rows) return REMAT_ERR_IO;
     }
     return REMAT_OK;
@@ -919,8 +885,7 @@ static remat_status st_write(FILE *f, const remat_config *c, const float *params
         goto out;
     }
     unsigned char lb[8];
-    put_le32(lb, (uint32_t)b.n);
-    put_le32(lb + 4, (uint32_t)((uint64_t)b.n >> 32));
+    remat_put_le64(lb, (uint64_t)b.n);
     if (fwrite(lb, 1, 8, f) != 8 || fwrite(b.s, 1, b.n, f) != b.n) { st = REMAT_ERR_IO; goto out; }
     if ((st = write_f32(f, params + poff[0], (size_t)c->vocab, (size_t)C, 0, tmp, tmpn)) ||
         (st = write_f32(f, params + poff[1], (size_t)c->max_seq, (size_t)C, 0, tmp, tmpn)))
@@ -966,7 +931,7 @@ static remat_status any_layout(const wsrc *s, remat_weights_format want, wlayout
     if (st) return st;
     if (want == REMAT_WEIGHTS_LLMC) return llmc_layout(s, ly);
     if (want == REMAT_WEIGHTS_SAFETENSORS) return st_layout(s, ly);
-    if (have >= 4 && le32(b) == LLMC_MAGIC) return llmc_layout(s, ly);
+    if (have >= 4 && remat_get_le32(b) == LLMC_MAGIC) return llmc_layout(s, ly);
     if (have >= 9 && b[8] == '{') return st_layout(s, ly);
     return remat_fail(REMAT_ERR_FORMAT, "%s is neither an llm.c model checkpoint (magic %d) nor a safetensors file "
                       "(an 8-byte length, then '{')", s->name, LLMC_MAGIC);
