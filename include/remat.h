@@ -838,7 +838,8 @@ REMAT_API remat_status remat_weights_save(const remat_model *m, const char *path
                                           remat_weights_format format);
 
 /* ---- utilities ---------------------------------------------------------- */
-/* 64-bit hash of a byte range (the one params_hash uses). */
+/* 64-bit hash of a byte range (the one params_hash uses); the same value on
+ * hosts of either byte order (it reads little-endian words). */
 REMAT_API uint64_t remat_hash_bytes(const void *p, size_t n);
 
 /* Writes len bytes to path atomically: path.tmp.PID, fsync, rename over

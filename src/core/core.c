@@ -8,6 +8,7 @@
 #include <string.h>
 #include <omp.h>
 #include "core.h"
+#include "endian.h"
 #include "rng.h"
 
 #ifdef REMAT_OPENBLAS
@@ -67,19 +68,46 @@ void remat_set_threads(int n)
 
 int remat_get_threads(void) { return n_threads > 0 ? n_threads : omp_get_max_threads(); }
 
-uint64_t remat_hash_bytes(const void *p, size_t n)
+/* The content hash (remat.h): splitmix64's finaliser over the bytes read as
+ * little-endian 64-bit words, seeded by the length, the last partial word
+ * zero-padded.  Little-endian words make it the same number on every host,
+ * so a checksum written on one machine checks out on another. */
+#define HASH_SEED 0x243f6a8885a308d3ULL
+#define HASH_STEP 0x9e3779b97f4a7c15ULL
+
+void remat_hash_init(remat_hash *s, uint64_t total)
+{
+    s->h = HASH_SEED ^ total;
+    s->ntail = 0;
+}
+
+void remat_hash_update(remat_hash *s, const void *p, size_t n)
 {
     const unsigned char *b = p;
-    uint64_t h = 0x243f6a8885a308d3ULL ^ n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, b + i, 8);
-        h = remat_mix64(h ^ w) + 0x9e3779b97f4a7c15ULL;
+    if (s->ntail) {   /* complete the word a previous piece began */
+        while (s->ntail < 8 && n) { s->tail[s->ntail++] = *b++; n--; }
+        if (s->ntail < 8) return;
+        s->h = remat_mix64(s->h ^ remat_get_le64(s->tail)) + HASH_STEP;
+        s->ntail = 0;
     }
+    for (; n >= 8; b += 8, n -= 8) s->h = remat_mix64(s->h ^ remat_get_le64(b)) + HASH_STEP;
+    if (n) memcpy(s->tail, b, n);
+    s->ntail = n;
+}
+
+uint64_t remat_hash_final(const remat_hash *s)
+{
     uint64_t w = 0;
-    for (size_t k = 0; i + k < n; k++) w |= (uint64_t)b[i + k] << (8 * k);
-    return remat_mix64(h ^ w);
+    for (size_t k = 0; k < s->ntail; k++) w |= (uint64_t)s->tail[k] << (8 * k);
+    return remat_mix64(s->h ^ w);
+}
+
+uint64_t remat_hash_bytes(const void *p, size_t n)
+{
+    remat_hash s;
+    remat_hash_init(&s, n);
+    remat_hash_update(&s, p, n);
+    return remat_hash_final(&s);
 }
 
 /* ---- accounting allocator ---------------------------------------------- */

@@ -30,6 +30,22 @@ static inline uint64_t remat_add(uint64_t a, uint64_t b, int *ok)
     return r;
 }
 
+/* ---- the content hash, piecewise ----------------------------------------------
+ * remat_hash_bytes (remat.h) over data that arrives in pieces, e.g. a file
+ * read in chunks: init with the total number of bytes that will be fed (the
+ * hash is seeded by the length), update with the pieces in order, in any
+ * sizes, then final.  The result equals remat_hash_bytes of the
+ * concatenation; a partial 8-byte word is carried between pieces. */
+typedef struct remat_hash {
+    uint64_t h;
+    unsigned char tail[8];
+    size_t ntail;
+} remat_hash;
+
+void remat_hash_init(remat_hash *s, uint64_t total);
+void remat_hash_update(remat_hash *s, const void *p, size_t n);
+uint64_t remat_hash_final(const remat_hash *s);
+
 /* ---- the accounting allocator (after Redis's zmalloc) ----------------------
  * Every byte remat allocates for a model goes through one remat_mem, which
  * keeps live and peak bytes per category and in total.  Requested sizes are

@@ -55,46 +55,11 @@
 
 static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
-/* ---- the streaming checksum (equal to remat_hash_bytes on one buffer) ------ */
-
-typedef struct ck_hash {
-    uint64_t h;
-    unsigned char tail[8];
-    size_t ntail;
-} ck_hash;
-
-#define CK_HASH_K 0x9e3779b97f4a7c15ULL
-
-static void hash_init(ck_hash *s, uint64_t total) { s->h = 0x243f6a8885a308d3ULL ^ total; s->ntail = 0; }
-
-static void hash_update(ck_hash *s, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    if (s->ntail) {
-        while (s->ntail < 8 && n) { s->tail[s->ntail++] = *b++; n--; }
-        if (s->ntail < 8) return;
-        s->h = remat_mix64(s->h ^ remat_get_le64(s->tail)) + CK_HASH_K;
-        s->ntail = 0;
-    }
-    for (; n >= 8; b += 8, n -= 8) s->h = remat_mix64(s->h ^ remat_get_le64(b)) + CK_HASH_K;
-    memcpy(s->tail, b, n);
-    s->ntail = n;
-}
-
-static uint64_t hash_final(const ck_hash *s)
-{
-    uint64_t w = 0;
-    for (size_t k = 0; k < s->ntail; k++) w |= (uint64_t)s->tail[k] << (8 * k);
-    return remat_mix64(s->h ^ w);
-}
+/* ---- the checksum: remat_hash_bytes of everything before it ---------------- */
 
 uint64_t remat_checkpoint_checksum(const void *buf, size_t n)
 {
-    ck_hash s;
-    size_t body = n >= 8 ? n - 8 : 0;
-    hash_init(&s, body);
-    hash_update(&s, buf, body);
-    return hash_final(&s);
+    return remat_hash_bytes(buf, n >= 8 ? n - 8 : 0);
 }
 
 void remat_checkpoint_seal(void *buf, size_t n)
@@ -482,14 +447,14 @@ remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *new
 
 typedef struct ck_writer {
     FILE *f;
-    ck_hash h;
+    remat_hash h;
     int err;        /* errno of the first failed write */
 } ck_writer;
 
 static void w_bytes(ck_writer *w, const void *p, size_t n)
 {
     if (w->err || !n) return;
-    hash_update(&w->h, p, n);
+    remat_hash_update(&w->h, p, n);
     errno = 0;
     if (fwrite(p, 1, n, w->f) != n) w->err = errno ? errno : EIO;
 }
@@ -523,7 +488,7 @@ static remat_status write_file(const char *path, const remat_checkpoint_info *ci
         close(fd);
         return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
     }
-    hash_init(&w.h, total - 8);
+    remat_hash_init(&w.h, total - 8);
     w_bytes(&w, hdr, sizeof hdr);
     w_bytes(&w, ci->data, pl);
     w_bytes(&w, ci->policy, ql);
@@ -531,7 +496,7 @@ static remat_status write_file(const char *path, const remat_checkpoint_info *ci
     w_floats(&w, m->params, m->nparams);
     w_floats(&w, m->adam_m, m->nparams);
     w_floats(&w, m->adam_v, m->nparams);
-    remat_put_le64(trailer, hash_final(&w.h));
+    remat_put_le64(trailer, remat_hash_final(&w.h));
     if (!w.err && fwrite(trailer, 1, 8, w.f) != 8) w.err = errno ? errno : EIO;
     if (!w.err && fflush(w.f) != 0) w.err = errno ? errno : EIO;
     if (!w.err && fsync(fileno(w.f)) != 0) w.err = errno ? errno : EIO;
@@ -555,18 +520,18 @@ static int file_checks_out(const char *path, uint64_t step)
     if (fread(buf, 1, CK_HEADER, f) != CK_HEADER || memcmp(buf, CK_MAGIC, 8) || remat_get_le32(buf + H_VERSION) != CK_VERSION ||
         remat_get_le64(buf + H_FILEBYTES) != size || remat_get_le64(buf + H_STEP) != step)
         goto out;
-    ck_hash h;
-    hash_init(&h, size - 8);
-    hash_update(&h, buf, CK_HEADER);
+    remat_hash h;
+    remat_hash_init(&h, size - 8);
+    remat_hash_update(&h, buf, CK_HEADER);
     done = CK_HEADER;
     while (done < size - 8) {
         size_t want = size - 8 - done < sizeof buf ? (size_t)(size - 8 - done) : sizeof buf;
         if (fread(buf, 1, want, f) != want) goto out;
-        hash_update(&h, buf, want);
+        remat_hash_update(&h, buf, want);
         done += want;
     }
     if (fread(buf, 1, 8, f) != 8) goto out;
-    good = remat_get_le64(buf) == hash_final(&h);
+    good = remat_get_le64(buf) == remat_hash_final(&h);
 out:
     fclose(f);
     return good;
