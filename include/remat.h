@@ -716,11 +716,12 @@ REMAT_API remat_status remat_cluster_maximize(const remat_config *cfg, const rem
  *   256  data path, policy (no NULs), zero padding to a multiple of 8;
  *        params, AdamW m, AdamW v (nparams float32 each, llm.c's order);
  *   end  u64 checksum: the 64-bit hash of every byte before it.
- * A save writes DIR/ckpt-<step>.<pid>.tmp, flushes and fsyncs it, renames it
- * to its final name and fsyncs DIR, so a final name never holds a partial
- * file; a kill at any moment leaves at worst a stale .tmp, which is ignored
- * and removed by the next save.  A checkpoint is refused unless every field,
- * size and the checksum check out. */
+ * A save writes DIR/ckpt-<step>.bin.tmp.<pid>, flushes and fsyncs it, renames
+ * it to its final name and fsyncs DIR (as remat_write_file_atomic), so a
+ * final name never holds a partial file; a kill at any moment leaves at worst
+ * a stale temporary file, which is ignored and removed by the next save
+ * (also in the name ckpt-<step>.<pid>.tmp that remat 0.1.0 used).  A
+ * checkpoint is refused unless every field, size and the checksum check out. */
 
 /* Checkpoints kept in a directory: the newest and the newest valid one
  * before it; a save removes the others. */

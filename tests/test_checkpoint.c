@@ -412,11 +412,15 @@ static void test_directory(void)
     CHECK(st == REMAT_OK && ci->step == 6 && strstr(ci->warning, "name says 9"), "renamed file: %s", ci->warning);
     unlink(x);
     /* a stale temporary file (dead writer) is ignored by load and removed by prepare/save */
+    char x2[200];   /* in the shared writer's name, and in the older one */
     snprintf(x, sizeof x, "%s/ckpt-00000007.99999999.tmp", dir);
+    snprintf(x2, sizeof x2, "%s/ckpt-00000007.bin.tmp.99999999", dir);
     spit(x, b4, n / 2);
+    spit(x2, b4, n / 2);
     st = remat_checkpoint_load(dir, NULL, NULL, NULL, ci);
     CHECK(st == REMAT_OK && ci->step == 6 && !ci->warning[0], "stale tmp ignored");
-    CHECK(!remat_checkpoint_prepare(dir, &count, NULL) && !exists(x) && count == 2, "stale tmp removed");
+    CHECK(!remat_checkpoint_prepare(dir, &count, NULL) && !exists(x) && !exists(x2) && count == 2,
+          "stale tmps removed");
     /* every checkpoint corrupt */
     snprintf(g, sizeof g, "%s/ckpt-00000006.bin", dir);
     spit(g, b4, n - 1);

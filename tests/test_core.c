@@ -1,11 +1,18 @@
 /*
  * test_core.c -- the shared pieces of src/core/: the little-endian helpers
- * (endian.h) and the content hash (remat_hash_bytes and its piecewise form).
+ * (endian.h), the content hash (remat_hash_bytes and its piecewise form),
+ * the atomic writer and the sweeper of temporary files (files.c).
+ *
+ * Files go to a fresh mkdtemp directory under /tmp, removed at the end.
  */
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "remat.h"
 #include "core/core.h"
 #include "core/endian.h"
@@ -96,9 +103,124 @@ static void test_hash(void)
     CHECK(remat_hash_final(&s) == remat_hash_bytes(b + 3, 61), "byte-by-byte hash");
 }
 
+static char dir[64];
+
+static const char *path_in(const char *name)
+{
+    static char p[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+    return p[k];
+}
+
+static int exists(const char *name) { struct stat sb; return stat(path_in(name), &sb) == 0; }
+
+static void put_file(const char *name, const char *text)
+{
+    FILE *f = fopen(path_in(name), "wb");
+    if (!f) { perror(name); exit(2); }
+    fputs(text, f);
+    fclose(f);
+}
+
+static int has_text(const char *name, const char *text)
+{
+    char buf[256] = "";
+    FILE *f = fopen(path_in(name), "rb");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return !strcmp(buf, text);
+}
+
+static int count_tmps(void)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) n += strstr(de->d_name, ".tmp") != NULL;
+    if (d) closedir(d);
+    return n;
+}
+
+/* "x-<anything>.tmp.PID" -> PID: a caller's own naming, for the sweeper */
+static long x_tmp_pid(const char *name, const void *arg)
+{
+    (void)arg;
+    const char *t = strstr(name, ".tmp.");
+    return strncmp(name, "x-", 2) || !t ? 0 : remat_tmp_suffix_pid(t);
+}
+
+static void test_atomic_files(void)
+{
+    remat_atomic_file a;
+    /* commit: the whole new file under the final name, no temporary file */
+    put_file("f.txt", "old");
+    CHECK(remat_atomic_begin(&a, path_in("f.txt")) == REMAT_OK && a.f, "begin: %s", remat_errmsg());
+    CHECK(count_tmps() == 1 && has_text("f.txt", "old"), "begun: one temporary file, the old contents in place");
+    fputs("new contents", a.f);
+    CHECK(remat_atomic_commit(&a) == REMAT_OK && !a.f, "commit: %s", remat_errmsg());
+    CHECK(has_text("f.txt", "new contents") && count_tmps() == 0, "committed: new contents, no temporary file");
+    /* abort: the old file untouched, no temporary file */
+    CHECK(remat_atomic_begin(&a, path_in("f.txt")) == REMAT_OK, "begin again");
+    fputs("half of", a.f);
+    remat_atomic_abort(&a);
+    CHECK(!a.f && has_text("f.txt", "new contents") && count_tmps() == 0, "aborted: old contents, no temporary file");
+    /* a file that does not exist yet */
+    CHECK(remat_atomic_begin(&a, path_in("g.txt")) == REMAT_OK && remat_atomic_commit(&a) == REMAT_OK &&
+          exists("g.txt") && count_tmps() == 0, "an empty new file");
+    /* failures: a missing directory, no path, commit without begin */
+    CHECK(remat_atomic_begin(&a, path_in("nodir/f.txt")) == REMAT_ERR_IO && !a.f && strstr(remat_errmsg(), "nodir"),
+          "begin in a missing directory: %s", remat_errmsg());
+    CHECK(remat_atomic_begin(&a, "") == REMAT_ERR_INVALID && remat_atomic_begin(&a, path_in("")) == REMAT_ERR_INVALID,
+          "begin without a file name");
+    a.f = NULL;
+    CHECK(remat_atomic_commit(&a) == REMAT_ERR_STATE, "commit without begin");
+    remat_atomic_abort(&a);   /* harmless */
+    CHECK(remat_write_file_atomic(path_in("w.txt"), "abc", 3) == REMAT_OK && has_text("w.txt", "abc") &&
+          count_tmps() == 0, "remat_write_file_atomic: %s", remat_errmsg());
+
+    /* the suffix parser */
+    CHECK(remat_tmp_suffix_pid(".tmp.123") == 123 && !remat_tmp_suffix_pid(".tmp.") &&
+          !remat_tmp_suffix_pid(".tmp.12x") && !remat_tmp_suffix_pid(".tmp.-4") && !remat_tmp_suffix_pid(".tmp.0") &&
+          !remat_tmp_suffix_pid("tmp.5") && !remat_tmp_suffix_pid(".tmp.99999999999999999999999"),
+          "remat_tmp_suffix_pid");
+
+    /* the sweeper: dead writers' files go, a live writer's and other names stay */
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    if (child < 0) { CHECK(0, "fork"); return; }
+    waitpid(child, NULL, 0);   /* its pid now names no process */
+    char dead[64], live[64], mine[64], x_dead[64], x_live[64];
+    snprintf(dead, sizeof dead, "f.txt.tmp.%ld", (long)child);
+    snprintf(live, sizeof live, "f.txt.tmp.%ld", (long)getppid());
+    snprintf(mine, sizeof mine, "f.txt.tmp.%ld", (long)getpid());
+    snprintf(x_dead, sizeof x_dead, "x-7.tmp.%ld", (long)child);
+    snprintf(x_live, sizeof x_live, "x-8.tmp.%ld", (long)getppid());
+    const char *all[] = { dead, live, mine, x_dead, x_live, "f.txt.tmp.", "f.txt.tmp.9x", "other.tmp.1" };
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) put_file(all[k], "half");
+    /* begin sweeps its own path's dead temporary files (mine is begin's own
+     * name: it is truncated and used) */
+    CHECK(remat_atomic_begin(&a, path_in("f.txt")) == REMAT_OK, "begin beside stale files");
+    remat_atomic_abort(&a);
+    CHECK(!exists(dead) && !exists(mine), "a dead writer's temporary file is deleted");
+    CHECK(exists(live) && exists(x_dead) && exists("f.txt.tmp.") && exists("f.txt.tmp.9x") &&
+          exists("other.tmp.1"), "a live writer's file and other names stay");
+    remat_sweep_tmps(dir, x_tmp_pid, NULL);
+    CHECK(!exists(x_dead) && exists(x_live) && exists(live), "the sweeper with a caller's naming");
+    const char *rest[] = { live, x_live, "f.txt.tmp.", "f.txt.tmp.9x", "other.tmp.1", "f.txt", "g.txt", "w.txt" };
+    for (size_t k = 0; k < sizeof rest / sizeof rest[0]; k++) unlink(path_in(rest[k]));
+}
+
 int main(void)
 {
+    snprintf(dir, sizeof dir, "/tmp/remat-test-core-XXXXXX");
+    if (!mkdtemp(dir)) { perror("mkdtemp"); return 2; }
     test_endian();
     test_hash();
+    test_atomic_files();
+    rmdir(dir);
     return TEST_REPORT();
 }

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "remat.h"
 
 /* Records a printf-style message as the calling thread's last error and
@@ -106,9 +107,34 @@ char *remat_strdup(const char *s);
  * n is even).  Sorts x in place. */
 double remat_median(double *x, size_t n);
 
-/* Deletes path.tmp.PID files in path's directory whose process PID is gone
- * (files.c; what remat_write_file_atomic and the weights writer leave when
- * killed before their rename). */
-void remat_remove_stale_tmps(const char *path);
+/* ---- writing files atomically (files.c) ------------------------------------
+ * The one way the library writes a file: begin creates PATH.tmp.PID (PID:
+ * this process) after deleting the PATH.tmp.N that dead writers left, the
+ * caller writes the contents to f, then commit flushes, fsyncs and closes
+ * it, renames it over PATH and fsyncs the directory -- PATH is then the old
+ * file or the whole new one -- or abort closes and deletes it.  After begin
+ * succeeds exactly one of commit and abort must be called; both release
+ * everything, whatever their outcome (a failed commit leaves no temporary
+ * file).  Errors: REMAT_ERR_INVALID (no or too long a path), REMAT_ERR_IO
+ * with a message that names PATH and the reason (a write that failed
+ * unnoticed on f is caught by commit). */
+typedef struct remat_atomic_file {
+    FILE *f;                       /* write the contents here */
+    char path[4096], tmp[4096 + 32];
+} remat_atomic_file;
+
+remat_status remat_atomic_begin(remat_atomic_file *a, const char *path);
+remat_status remat_atomic_commit(remat_atomic_file *a);
+void remat_atomic_abort(remat_atomic_file *a);
+
+/* The one sweeper of temporary files: deletes every file of dir for which
+ * tmp_pid(name, arg) gives a process id > 0 that is neither this process
+ * nor a live one (a live writer's file is left alone).  Errors (an
+ * unreadable dir, a file that cannot be deleted) are ignored: a stale file
+ * is harmless, only untidy. */
+void remat_sweep_tmps(const char *dir, long (*tmp_pid)(const char *name, const void *arg), const void *arg);
+/* The writer's pid when s is the suffix ".tmp.PID" of remat_atomic_begin's
+ * names, else 0: the building block of tmp_pid functions. */
+long remat_tmp_suffix_pid(const char *s);
 
 #endif

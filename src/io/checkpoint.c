@@ -4,11 +4,13 @@
  * remat.h, where the file format is laid out byte by byte).
  *
  * Why these pieces:
- *   - Atomicity.  A save writes DIR/ckpt-<step>.<pid>.tmp, fflush + fsync,
- *     rename(2) to DIR/ckpt-<step>.bin, fsync(DIR).  rename is atomic, so a
- *     final name holds either nothing or a complete, synced file; a SIGKILL
- *     mid-save leaves only a .tmp, which load never looks at and the next
- *     save (or remat_checkpoint_prepare) deletes once its writer is dead.
+ *   - Atomicity.  A save writes DIR/ckpt-<step>.bin through the library's
+ *     atomic writer (core/files.c): DIR/ckpt-<step>.bin.tmp.<pid>, fflush +
+ *     fsync, rename(2) to the final name, fsync(DIR).  rename is atomic, so
+ *     a final name holds either nothing or a complete, synced file; a
+ *     SIGKILL mid-save leaves only a temporary file, which load never looks
+ *     at and the next save (or remat_checkpoint_prepare) deletes once its
+ *     writer is dead (also in the older name ckpt-<step>.<pid>.tmp).
  *   - Detection.  The last 8 bytes are a 64-bit hash of everything before
  *     them, and the header records the file's total size, so truncation
  *     (torn write) and any flipped byte are refused.  The hash is the one
@@ -31,10 +33,8 @@
 #define _XOPEN_SOURCE 700   /* realpath */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +51,7 @@
 #define CK_HEADER 256u
 #define CK_MAX_PATH 4095u           /* string fields: they fit remat_checkpoint_info's arrays */
 #define CK_MAX_POLICY 16383u
-#define CK_NAME_MAX 48              /* "ckpt-" + up to 20 digits + ".bin"/".<pid>.tmp" */
+#define CK_NAME_MAX 48              /* "ckpt-" + up to 20 digits + ".bin" */
 
 static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
@@ -288,22 +288,24 @@ static int parse_ckpt_name(const char *name, uint64_t *step)
     return 1;
 }
 
-/* "ckpt-<digits>.<pid>.tmp" -> 1 and *pid; anything else -> 0. */
-static int parse_tmp_name(const char *name, long *pid)
+/* A save's temporary file -> its writer's pid, else 0: "ckpt-<digits>.bin.tmp.<pid>"
+ * (remat_atomic_begin's name for ckpt-<digits>.bin), or the older form
+ * "ckpt-<digits>.<pid>.tmp" that saves before the shared writer used. */
+static long ckpt_tmp_pid(const char *name, const void *unused)
 {
+    (void)unused;
     if (strncmp(name, "ckpt-", 5)) return 0;
     const char *p = name + 5;
     if (*p < '0' || *p > '9') return 0;
     while (*p >= '0' && *p <= '9') p++;
+    if (!strncmp(p, ".bin.tmp.", 9)) return remat_tmp_suffix_pid(p + 4);
     if (*p++ != '.' || *p < '0' || *p > '9') return 0;
     long v = 0;
     for (; *p >= '0' && *p <= '9'; p++) {
         if (v > 100000000) return 0;
         v = v * 10 + (*p - '0');
     }
-    if (strcmp(p, ".tmp")) return 0;
-    *pid = v;
-    return 1;
+    return strcmp(p, ".tmp") ? 0 : v;
 }
 
 typedef struct ck_entry {
@@ -372,24 +374,6 @@ static remat_status join(char *out, size_t cap, const char *dir, const char *nam
     return REMAT_OK;
 }
 
-/* Deletes temporary files of saves whose process is gone (a live writer's
- * file is left alone). */
-static void remove_stale_tmps(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *de;
-    char path[4200];
-    long pid;
-    while ((de = readdir(d)))
-        if (parse_tmp_name(de->d_name, &pid)) {
-            if (pid == (long)getpid()) continue;
-            if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) continue;
-            if (!join(path, sizeof path, dir, de->d_name)) unlink(path);
-        }
-    closedir(d);
-}
-
 /* Creates dir when missing; checks that it is a directory. */
 static remat_status ensure_dir(const char *dir)
 {
@@ -405,19 +389,6 @@ static remat_status ensure_dir(const char *dir)
     return REMAT_OK;
 }
 
-/* fsync of a directory makes a rename in it durable.  Some file systems
- * refuse fsync on directories (EINVAL); that is not an error. */
-static remat_status sync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return remat_fail(REMAT_ERR_IO, "cannot open directory '%s' to sync it: %s", dir, strerror(errno));
-    int r = fsync(fd), e = errno;
-    close(fd);
-    if (r != 0 && e != EINVAL && e != EROFS)
-        return remat_fail(REMAT_ERR_IO, "cannot sync directory '%s': %s", dir, strerror(e));
-    return REMAT_OK;
-}
-
 remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *newest_step)
 {
     remat_status st;
@@ -425,16 +396,17 @@ remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *new
     if (count) *count = 0;
     if (newest_step) *newest_step = 0;
     if ((st = ensure_dir(dir))) return st;
-    remove_stale_tmps(dir);
-    /* the probe is named like a temporary file of this process, so a kill
-     * right here leaves nothing a later run would keep */
-    char name[CK_NAME_MAX];
-    snprintf(name, sizeof name, "ckpt-0.%ld.tmp", (long)getpid());
-    if ((st = join(probe, sizeof probe, dir, name))) return st;
-    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return remat_fail(REMAT_ERR_IO, "checkpoint directory '%s' is not writable: %s", dir, strerror(errno));
-    close(fd);
-    unlink(probe);
+    remat_sweep_tmps(dir, ckpt_tmp_pid, NULL);
+    /* begin a save that is never committed: its temporary file is named like
+     * any save's, so a kill right here leaves nothing a later run would keep */
+    remat_atomic_file a;
+    if ((st = join(probe, sizeof probe, dir, "ckpt-00000000.bin"))) return st;
+    if ((st = remat_atomic_begin(&a, probe))) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", remat_errmsg());
+        return remat_fail(st, "checkpoint directory '%s' is not writable: %s", dir, why);
+    }
+    remat_atomic_abort(&a);
     ck_list l;
     if ((st = list_ckpts(dir, &l))) return st;
     if (count) *count = (int)(l.n > INT_MAX ? INT_MAX : l.n);
@@ -462,32 +434,29 @@ static void w_bytes(ck_writer *w, const void *p, size_t n)
 static void w_floats(ck_writer *w, const float *x, size_t n)
 {
     if (remat_host_is_le()) { w_bytes(w, x, n * sizeof *x); return; }
-    unsigned char buf[4096];
+    float buf[1024];
     while (n) {
         size_t k = n < sizeof buf / 4 ? n : sizeof buf / 4;
-        for (size_t i = 0; i < k; i++) remat_put_lef32(buf + 4 * i, x[i]);
+        memcpy(buf, x, 4 * k);
+        remat_le_f32_swap(buf, k);
         w_bytes(w, buf, 4 * k);
         x += k;
         n -= k;
     }
 }
 
-/* Writes the checkpoint to path (a new file) and syncs it. */
+/* Writes the checkpoint to path atomically (remat_atomic_begin/commit). */
 static remat_status write_file(const char *path, const remat_checkpoint_info *ci, const remat_model *m)
 {
+    remat_status st;
     uint64_t pl = strlen(ci->data), ql = strlen(ci->policy);
     uint64_t total = file_bytes(m->nparams, pl, ql);
     if (!total) return remat_fail(REMAT_ERR_RANGE, "checkpoint size overflows");
     unsigned char hdr[CK_HEADER], trailer[8], zeros[8] = { 0 };
     encode_header(hdr, ci, m->nparams, total);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return remat_fail(REMAT_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-    ck_writer w = { fdopen(fd, "wb"), { 0, { 0 }, 0 }, 0 };
-    if (!w.f) {
-        int e = errno;
-        close(fd);
-        return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
-    }
+    remat_atomic_file a;
+    if ((st = remat_atomic_begin(&a, path))) return st;
+    ck_writer w = { a.f, { 0, { 0 }, 0 }, 0 };
     remat_hash_init(&w.h, total - 8);
     w_bytes(&w, hdr, sizeof hdr);
     w_bytes(&w, ci->data, pl);
@@ -497,12 +466,10 @@ static remat_status write_file(const char *path, const remat_checkpoint_info *ci
     w_floats(&w, m->adam_m, m->nparams);
     w_floats(&w, m->adam_v, m->nparams);
     remat_put_le64(trailer, remat_hash_final(&w.h));
-    if (!w.err && fwrite(trailer, 1, 8, w.f) != 8) w.err = errno ? errno : EIO;
-    if (!w.err && fflush(w.f) != 0) w.err = errno ? errno : EIO;
-    if (!w.err && fsync(fileno(w.f)) != 0) w.err = errno ? errno : EIO;
-    if (fclose(w.f) != 0 && !w.err) w.err = errno ? errno : EIO;
-    if (w.err) return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(w.err));
-    return REMAT_OK;
+    w_bytes(&w, trailer, 8);
+    if (!w.err) return remat_atomic_commit(&a);
+    remat_atomic_abort(&a);
+    return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(w.err));
 }
 
 /* Streams a checkpoint file through its size and checksum checks (not the
@@ -619,18 +586,10 @@ remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, co
     memcpy(ci->policy, pol, strlen(pol) + 1);
 
     if ((st = ensure_dir(dir))) goto out;
-    remove_stale_tmps(dir);
-    char name[CK_NAME_MAX], tmpname[CK_NAME_MAX], final[4200], tmp[4200];
+    remat_sweep_tmps(dir, ckpt_tmp_pid, NULL);   /* of killed saves of any step */
+    char name[CK_NAME_MAX], final[4200];
     snprintf(name, sizeof name, "ckpt-%08llu.bin", (unsigned long long)step);
-    snprintf(tmpname, sizeof tmpname, "ckpt-%08llu.%ld.tmp", (unsigned long long)step, (long)getpid());
-    if ((st = join(final, sizeof final, dir, name)) || (st = join(tmp, sizeof tmp, dir, tmpname))) goto out;
-    if ((st = write_file(tmp, ci, m))) { unlink(tmp); goto out; }
-    if (rename(tmp, final) != 0) {
-        st = remat_fail(REMAT_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, final, strerror(errno));
-        unlink(tmp);
-        goto out;
-    }
-    if ((st = sync_dir(dir))) goto out;
+    if ((st = join(final, sizeof final, dir, name)) || (st = write_file(final, ci, m))) goto out;
     prune(dir, step, name);
 out:
     free(ci);

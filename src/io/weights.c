@@ -30,18 +30,16 @@
  *   knows exactly this grammar (objects of those three fields, a metadata
  *   object of strings, unsigned integers) and rejects anything else.
  *
- * Writes go to a temporary file in the target directory, are fsync'd,
- * renamed over the final name and the directory is fsync'd, so the final
- * name holds either the old file or the whole new one.
+ * Writes go through the library's atomic writer (remat_atomic_begin/commit,
+ * core/files.c), so the final name holds either the old file or the whole
+ * new one.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include "io.h"
 #include "../core/core.h"
 #include "../core/endian.h"
@@ -1044,71 +1042,19 @@ out:
     return st;
 }
 
-/* Writes via path.tmp.PID: fsync, rename, fsync of the directory (streamed,
- * so not through remat_write_file_atomic; the same naming, and the same
- * clean-up of what killed writers left). */
-static remat_status atomic_save(const char *path, const remat_config *c, const float *params,
-                                remat_weights_format format)
-{
-    remat_status st = REMAT_OK;
-    size_t n = strlen(path);
-    char *tmp = remat_malloc(n + 32), *dir = remat_malloc(n + 2);
-    FILE *f = NULL;
-    int fd = -1, made = 0;
-    if (!tmp || !dir) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
-    remat_remove_stale_tmps(path);
-    snprintf(tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0) {
-        st = remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-        goto out;
-    }
-    made = 1;
-    if (!(f = fdopen(fd, "wb"))) {
-        close(fd);
-        st = remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-        goto out;
-    }
-    if ((st = remat_weights_write(f, c, params, format))) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", remat_errmsg());
-        st = remat_fail(st, "cannot write '%s': %s", path, msg);
-        goto out;
-    }
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
-        st = remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-        goto out;
-    }
-    int rc = fclose(f);
-    f = NULL;
-    if (rc != 0) { st = remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(errno)); goto out; }
-    if (rename(tmp, path) != 0) {
-        st = remat_fail(REMAT_ERR_IO, "cannot rename the finished file to '%s': %s", path, strerror(errno));
-        goto out;
-    }
-    made = 0;
-    memcpy(dir, path, n + 1);
-    char *slash = strrchr(dir, '/');
-    if (!slash) strcpy(dir, ".");
-    else if (slash == dir) dir[1] = 0;
-    else *slash = 0;
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {   /* the rename is durable once the directory is */
-        if (fsync(dfd) != 0 && errno != EINVAL)
-            st = remat_fail(REMAT_ERR_IO, "cannot sync the directory of '%s': %s", path, strerror(errno));
-        close(dfd);
-    }
-out:
-    if (f) fclose(f);
-    if (made) unlink(tmp);
-    free(tmp);
-    free(dir);
-    return st;
-}
-
 remat_status remat_weights_save(const remat_model *m, const char *path, remat_weights_format format)
 {
     if (!m || !path) return remat_fail(REMAT_ERR_INVALID, "remat_weights_save: NULL argument");
     if (format != REMAT_WEIGHTS_LLMC && format != REMAT_WEIGHTS_SAFETENSORS)
         return remat_fail(REMAT_ERR_INVALID, "weights format %d: choose llmc or safetensors", (int)format);
-    return atomic_save(path, &m->cfg, m->params, format);
+    remat_atomic_file a;
+    remat_status st;
+    if ((st = remat_atomic_begin(&a, path))) return st;
+    if ((st = remat_weights_write(a.f, &m->cfg, m->params, format))) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", remat_errmsg());
+        remat_atomic_abort(&a);
+        return remat_fail(st, "cannot write '%s': %s", path, msg);
+    }
+    return remat_atomic_commit(&a);
 }
