@@ -843,6 +843,11 @@ REMAT_API remat_status remat_weights_save(const remat_model *m, const char *path
  * hosts of either byte order (it reads little-endian words). */
 REMAT_API uint64_t remat_hash_bytes(const void *p, size_t n);
 
+/* The median of x[0..n) (the mean of the middle two when n is even; 0 when
+ * n is 0), sorting x in place.  Timings everywhere in remat (train, bench,
+ * the benchmarks) are reported as this median. */
+REMAT_API double remat_median(double *x, size_t n);
+
 /* Writes len bytes to path atomically: path.tmp.PID, fsync, rename over
  * path, fsync of the directory; path is then the old file or the whole new
  * one.  Temporary files path.tmp.N left by killed writers (process N gone)

@@ -1,7 +1,8 @@
 /*
  * test_core.c -- the shared pieces of src/core/: the little-endian helpers
  * (endian.h), the content hash (remat_hash_bytes and its piecewise form),
- * the atomic writer and the sweeper of temporary files (files.c).
+ * the atomic writer and the sweeper of temporary files (files.c), and the
+ * median.
  *
  * Files go to a fresh mkdtemp directory under /tmp, removed at the end.
  */
@@ -214,6 +215,15 @@ static void test_atomic_files(void)
     for (size_t k = 0; k < sizeof rest / sizeof rest[0]; k++) unlink(path_in(rest[k]));
 }
 
+static void test_median(void)
+{
+    double a[] = { 5, 1, 4 }, b[] = { 9, -1, 3, 2 }, c[] = { 7 }, d[] = { 2, 2, 1, 2, 2, 3 };
+    CHECK(remat_median(a, 3) == 4 && a[0] == 1 && a[1] == 4 && a[2] == 5, "odd n, sorted in place");
+    CHECK(remat_median(b, 4) == 2.5, "even n: the mean of the middle two");
+    CHECK(remat_median(c, 1) == 7 && remat_median(NULL, 0) == 0, "one value; none");
+    CHECK(remat_median(d, 6) == 2, "ties");
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/remat-test-core-XXXXXX");
@@ -221,6 +231,7 @@ int main(void)
     test_endian();
     test_hash();
     test_atomic_files();
+    test_median();
     rmdir(dir);
     return TEST_REPORT();
 }

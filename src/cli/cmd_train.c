@@ -434,7 +434,7 @@ ready:
 
     remat_stats stt;
     remat_model_stats(m, &stt);
-    double med = cli_median(ms + start, (int)(o.steps - start));
+    double med = remat_median(ms + start, (size_t)(o.steps - start));
     double tps = med > 0 ? (double)N / (med / 1000.0) : 0;
     char hash[32];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)remat_model_params_hash(m));

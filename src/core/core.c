@@ -110,6 +110,19 @@ uint64_t remat_hash_bytes(const void *p, size_t n)
     return remat_hash_final(&s);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double remat_median(double *x, size_t n)
+{
+    if (!n) return 0;
+    qsort(x, n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 /* ---- accounting allocator ---------------------------------------------- */
 
 static uint64_t alloc_count;   /* allocations attempted, process-wide */
@@ -197,15 +210,3 @@ void remat_mem_release(remat_mem *m)
 }
 
 void remat_mem_reset_peak(remat_mem *m, int cat) { m->peak[cat] = m->live[cat]; }
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double remat_median(double *x, size_t n)
-{
-    qsort(x, n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}

@@ -103,10 +103,6 @@ void *remat_calloc(size_t n, size_t size);
 void *remat_realloc(void *p, size_t bytes);
 char *remat_strdup(const char *s);
 
-/* The median of x[0..n-1] (n >= 1; the mean of the two middle values when
- * n is even).  Sorts x in place. */
-double remat_median(double *x, size_t n);
-
 /* ---- writing files atomically (files.c) ------------------------------------
  * The one way the library writes a file: begin creates PATH.tmp.PID (PID:
  * this process) after deleting the PATH.tmp.N that dead writers left, the
