@@ -136,7 +136,8 @@ remat_status remat_write_file_atomic(const char *path, const void *data, size_t 
 {
     remat_atomic_file a;
     remat_status st;
-    if (!path || !*path || (!data && len)) return remat_fail(REMAT_ERR_INVALID, "remat_write_file_atomic: no path or data");
+    if (!path || !*path || (!data && len))
+        return remat_fail(REMAT_ERR_INVALID, "remat_write_file_atomic: no path or data");
     if ((st = remat_atomic_begin(&a, path))) return st;
     errno = 0;
     if (len && fwrite(data, 1, len, a.f) != len) {
