@@ -364,6 +364,33 @@ static void test_alloc_failures(void)
     }
 }
 
+/* Where a data-layer failure is reported: in remat_errmsg(), never in a
+ * model's error (which keeps the model's last message) -- why `remat train`
+ * reports a failed validation batch from the data with remat_errmsg() and
+ * one from the model with remat_model_error(). */
+static void test_error_layer(void)
+{
+    remat_data *d = NULL;
+    remat_model *m = NULL;
+    remat_config c;
+    remat_config_default(&c);
+    c.n_layer = 1; c.n_embd = 8; c.n_head = 1; c.seq = c.max_seq = 4; c.batch = 1;
+    CHECK(remat_data_open(NULL, c.vocab, &d) == REMAT_OK && remat_model_create(&c, 1, &m) == REMAT_OK,
+          "setup: %s", remat_errmsg());
+    if (!d || !m) { remat_data_free(d); remat_model_free(m); return; }
+    CHECK(remat_model_set_policy(m, "bogus") == REMAT_ERR_POLICY && strstr(remat_model_error(m), "bogus"),
+          "a model error: %s", remat_model_error(m));
+    int in[4], tg[4];
+    CHECK(remat_data_next(d, REMAT_SPLIT_VAL, 0, 4, in, tg) == REMAT_ERR_INVALID, "a data error");
+    CHECK(strstr(remat_errmsg(), "remat_data_next") && !strstr(remat_model_error(m), "remat_data_next") &&
+          strstr(remat_model_error(m), "bogus"), "the data's message is in remat_errmsg() only: '%s' / '%s'",
+          remat_errmsg(), remat_model_error(m));
+    CHECK(remat_data_seek(d, REMAT_SPLIT_VAL, UINT64_MAX) == REMAT_ERR_RANGE && strstr(remat_errmsg(), "past the end") &&
+          !strstr(remat_model_error(m), "past the end"), "seek: %s", remat_errmsg());
+    remat_model_free(m);
+    remat_data_free(d);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/remat-test-data-XXXXXX");
@@ -372,6 +399,7 @@ int main(void)
     test_text();
     test_shard();
     test_alloc_failures();
+    test_error_layer();
     for (int i = 0; i < npaths; i++) unlink(paths[i]);
     rmdir(dir);
     return TEST_REPORT();
