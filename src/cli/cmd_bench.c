@@ -535,7 +535,9 @@ int bench_run(const bench_opts *o, bench_result *r)
             if (st) { cli_error("%s: %s", w->name, remat_model_error(m)); goto out; }
             if (round >= 0) w->ms[round] = dt;
             remat_model_stats(m, &w->st);
-            remat_schedule_simulate(remat_model_schedule(m), &w->sim);
+            if ((st = remat_schedule_simulate(remat_model_schedule(m), &w->sim))) {
+                cli_error("%s: cannot simulate the schedule: %s", w->name, remat_errmsg()); goto out;
+            }
         }
         if (round >= 0) r->sgemm_round[round] = remat_sgemm_gflops((int)o->sgemm_n, 3);
     }

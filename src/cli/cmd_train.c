@@ -363,7 +363,9 @@ ready:
     if (!in || !tg || !ms) { cli_error("out of memory"); goto out; }
 
     remat_sim sim;
-    remat_schedule_simulate(remat_model_schedule(m), &sim);
+    if ((st = remat_schedule_simulate(remat_model_schedule(m), &sim))) {
+        cli_error("cannot simulate the schedule: %s", remat_errmsg()); goto out;
+    }
     const char *policy = remat_schedule_policy(remat_model_schedule(m));
     char b1[32], b2[32], b3[32], b4[32];
     if (!o.json && !o.quiet) {
