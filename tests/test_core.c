@@ -1,8 +1,8 @@
 /*
  * test_core.c -- the shared pieces of src/core/: the little-endian helpers
  * (endian.h), the content hash (remat_hash_bytes and its piecewise form),
- * the atomic writer and the sweeper of temporary files (files.c), and the
- * median.
+ * the atomic writer and the sweeper of temporary files (files.c), the
+ * median, and the failure-injection counters under two threads.
  *
  * Files go to a fresh mkdtemp directory under /tmp, removed at the end.
  */
@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <omp.h>
 #include "remat.h"
 #include "core/core.h"
 #include "core/endian.h"
@@ -224,6 +225,53 @@ static void test_median(void)
     CHECK(remat_median(d, 6) == 2, "ties");
 }
 
+/* Two threads allocating at once: every allocation is counted exactly
+ * once, and a failure injected N allocations ahead happens exactly once,
+ * in whichever thread makes the N-th allocation. */
+#define PER_THREAD 200000
+
+static void test_alloc_counters_threads(void)
+{
+    uint64_t before = remat_mem_alloc_count();
+    int nthreads = 0;
+#pragma omp parallel num_threads(2)
+    {
+#pragma omp single
+        nthreads = omp_get_num_threads();
+        for (int i = 0; i < PER_THREAD; i++) free(remat_malloc(16));
+    }
+    uint64_t got = remat_mem_alloc_count() - before;
+    CHECK(nthreads == 2 && got == 2ull * PER_THREAD, "%d threads: %llu allocations counted, %llu made", nthreads,
+          (unsigned long long)got, 2ull * PER_THREAD);
+
+    long failed = 0;
+    remat_mem_fail_at(PER_THREAD + 12345);
+#pragma omp parallel num_threads(2) reduction(+ : failed)
+    for (int i = 0; i < PER_THREAD; i++) {
+        void *p = remat_malloc(16);
+        failed += p == NULL;
+        free(p);
+    }
+    remat_mem_fail_at(0);
+    CHECK(failed == 1, "one injected failure among two threads' allocations: %ld failed", failed);
+
+    /* the accounting allocator counts through the same counter */
+    remat_mem m[2];
+    memset(m, 0, sizeof m);
+    before = remat_mem_alloc_count();
+#pragma omp parallel num_threads(2)
+    {
+        remat_mem *mine = &m[omp_get_thread_num()];   /* a remat_mem belongs to one thread */
+        for (int i = 0; i < PER_THREAD / 4; i++) remat_mem_free(mine, REMAT_MEM_WORKSPACE,
+                                                                remat_mem_alloc(mine, REMAT_MEM_WORKSPACE, 64), 64);
+    }
+    CHECK(remat_mem_alloc_count() - before == PER_THREAD / 2 && m[0].n_allocs + m[1].n_allocs == PER_THREAD / 2,
+          "remat_mem allocations from two threads: %llu counted",
+          (unsigned long long)(remat_mem_alloc_count() - before));
+    remat_mem_release(&m[0]);
+    remat_mem_release(&m[1]);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/remat-test-core-XXXXXX");
@@ -232,6 +280,7 @@ int main(void)
     test_hash();
     test_atomic_files();
     test_median();
+    test_alloc_counters_threads();
     rmdir(dir);
     return TEST_REPORT();
 }

@@ -3,6 +3,7 @@
  * hashing, and the accounting allocator (see core.h).
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,11 +126,27 @@ double remat_median(double *x, size_t n)
 
 /* ---- accounting allocator ---------------------------------------------- */
 
-static uint64_t alloc_count;   /* allocations attempted, process-wide */
-static uint64_t fail_at;       /* 0: never fail */
+/* Failure injection (core.h): atomics, so that threads allocating at once
+ * are each counted and exactly one allocation fails.  Relaxed order: they
+ * are counters, nothing is published through them. */
+static _Atomic uint64_t alloc_count;   /* allocations attempted, process-wide */
+static _Atomic uint64_t fail_at;       /* the count whose allocation fails; 0: never */
 
-void remat_mem_fail_at(uint64_t n) { fail_at = n ? alloc_count + n : 0; }
-uint64_t remat_mem_alloc_count(void) { return alloc_count; }
+void remat_mem_fail_at(uint64_t n)
+{
+    atomic_store_explicit(&fail_at, n ? atomic_load_explicit(&alloc_count, memory_order_relaxed) + n : 0,
+                          memory_order_relaxed);
+}
+
+uint64_t remat_mem_alloc_count(void) { return atomic_load_explicit(&alloc_count, memory_order_relaxed); }
+
+/* Counts one allocation attempt; 1 when it is the one to fail. */
+static int inject_failure(void)
+{
+    uint64_t k = atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed) + 1;
+    uint64_t f = atomic_load_explicit(&fail_at, memory_order_relaxed);
+    return f && k == f;
+}
 
 #if defined(__SANITIZE_ADDRESS__)
 #define MEM_CACHING 0
@@ -141,8 +158,7 @@ static size_t round64(size_t bytes) { return bytes ? (bytes + 63) & ~(size_t)63 
 
 void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes)
 {
-    alloc_count++;
-    if (fail_at && alloc_count == fail_at) return NULL;
+    if (inject_failure()) return NULL;
     size_t rounded = round64(bytes);
     if (rounded < bytes) return NULL;
     void *p = NULL;
@@ -162,12 +178,6 @@ void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes)
     if (m->live_total > m->peak_total) m->peak_total = m->live_total;
     m->n_allocs++;
     return p;
-}
-
-static int inject_failure(void)
-{
-    alloc_count++;
-    return fail_at && alloc_count == fail_at;
 }
 
 void *remat_malloc(size_t bytes) { return inject_failure() ? NULL : malloc(bytes ? bytes : 1); }

@@ -90,7 +90,13 @@ void remat_mem_reset_peak(remat_mem *m, int cat);
 
 /* Global failure injection for tests: the N-th allocation from now fails
  * (0 disables); it counts remat_mem allocations and the plain ones below.
- * Returns the number of allocations made so far. */
+ * remat_mem_alloc_count returns the number of allocations attempted so far.
+ * Both are safe when several threads use the library: the counter is one
+ * process-wide atomic, so every attempt of every thread is counted exactly
+ * once, and exactly one allocation fails -- the one that takes the count to
+ * (count when remat_mem_fail_at was called) + N, whichever thread makes it.
+ * "From now" is exact only when no other thread allocates during the call.
+ * (A remat_mem itself is not shared: one per thread, or a lock around it.) */
 void remat_mem_fail_at(uint64_t n);
 uint64_t remat_mem_alloc_count(void);
 
