@@ -368,6 +368,11 @@ typedef struct remat_stats {
                                       sampling forward (remat_schedule_create_forward) */
     uint64_t weights16_bytes;      /* bf16: the bf16 copy of the weights (2 bytes per
                                       parameter, refreshed after every update); 0 in fp32 */
+    uint64_t act_cached_bytes;     /* freed activation blocks kept for reuse by the
+                                      caching allocator (64-byte rounded sizes; 0 under
+                                      AddressSanitizer): not live, but held, so the
+                                      process's memory is about the live bytes above +
+                                      this + malloc's overhead */
 } remat_stats;
 REMAT_API void remat_model_stats(const remat_model *m, remat_stats *out);
 

@@ -2,7 +2,8 @@
  * test_core.c -- the shared pieces of src/core/: the little-endian helpers
  * (endian.h), the content hash (remat_hash_bytes and its piecewise form),
  * the atomic writer and the sweeper of temporary files (files.c), the
- * median, and the failure-injection counters under two threads.
+ * median, the failure-injection counters under two threads, and the
+ * caching allocator's free list (no cap, cached bytes exact, trim).
  *
  * Files go to a fresh mkdtemp directory under /tmp, removed at the end.
  */
@@ -272,6 +273,67 @@ static void test_alloc_counters_threads(void)
     remat_mem_release(&m[1]);
 }
 
+/* More blocks than the old fixed free list held (1024) are all cached and
+ * all reused; the cached bytes are exact at every moment; frees never take
+ * part in failure injection; trim gives every cached block back. */
+#define NBLOCKS 3000
+
+static size_t block_bytes(int i) { return (size_t)(i % 13) * 100 + 1 + (size_t)i % 3; }
+static uint64_t rounded(size_t b) { return (b + 63) / 64 * 64; }
+
+static void test_mem_cache(void)
+{
+    static void *p[NBLOCKS];
+    remat_mem m;
+    memset(&m, 0, sizeof m);
+    uint64_t want_cached = 0, want_live = 0;
+    int bad = 0;
+    for (int i = 0; i < NBLOCKS; i++) {
+        p[i] = remat_mem_alloc(&m, REMAT_MEM_ACTS, block_bytes(i));
+        bad += !p[i];
+        want_live += block_bytes(i);
+    }
+    CHECK(!bad && m.n_allocs == NBLOCKS && m.n_fresh == NBLOCKS && m.live[REMAT_MEM_ACTS] == want_live &&
+          remat_mem_cached(&m) == 0, "%d blocks allocated fresh", NBLOCKS);
+    /* frees: no allocation is counted, so an armed injection stays armed */
+    uint64_t count0 = remat_mem_alloc_count();
+    remat_mem_fail_at(1);
+    for (int i = 0; i < NBLOCKS; i++) {
+        remat_mem_free(&m, REMAT_MEM_ACTS, p[i], block_bytes(i));
+        want_cached += REMAT_MEM_CACHING ? rounded(block_bytes(i)) : 0;
+        bad += remat_mem_cached(&m) != want_cached;
+    }
+    remat_mem_fail_at(0);
+    CHECK(remat_mem_alloc_count() == count0, "frees count no allocation");
+    CHECK(!bad && m.live_total == 0 && remat_mem_cached(&m) == want_cached,
+          "cached bytes exact after each free: %llu, want %llu", (unsigned long long)remat_mem_cached(&m),
+          (unsigned long long)want_cached);
+    /* the same sizes again (in another order): every block is a cached one */
+    for (int i = NBLOCKS - 1; i >= 0; i--) {
+        p[i] = remat_mem_alloc(&m, REMAT_MEM_ACTS, block_bytes(i));
+        want_cached -= REMAT_MEM_CACHING ? rounded(block_bytes(i)) : 0;
+        bad += !p[i] || remat_mem_cached(&m) != want_cached;
+    }
+    uint64_t want_fresh = REMAT_MEM_CACHING ? NBLOCKS : 2 * NBLOCKS;
+    CHECK(!bad && m.n_allocs == 2 * NBLOCKS && m.n_fresh == want_fresh && remat_mem_cached(&m) == 0,
+          "all %d blocks reused: %llu fresh of %llu allocations (want %llu fresh)", NBLOCKS,
+          (unsigned long long)m.n_fresh, (unsigned long long)m.n_allocs, (unsigned long long)want_fresh);
+    /* other categories are never cached */
+    void *w = remat_mem_alloc(&m, REMAT_MEM_WORKSPACE, 1000);
+    remat_mem_free(&m, REMAT_MEM_WORKSPACE, w, 1000);
+    CHECK(remat_mem_cached(&m) == 0, "workspace blocks are freed, not cached");
+    /* trim: the cache is empty, the allocator usable */
+    for (int i = 0; i < NBLOCKS; i++) remat_mem_free(&m, REMAT_MEM_ACTS, p[i], block_bytes(i));
+    remat_mem_trim(&m);
+    CHECK(remat_mem_cached(&m) == 0 && m.ncache == 0 && m.live_total == 0, "trim");
+    uint64_t fresh0 = m.n_fresh;
+    void *q = remat_mem_alloc(&m, REMAT_MEM_ACTS, 100);
+    CHECK(q && m.n_fresh == fresh0 + 1, "after trim, allocations are fresh");
+    remat_mem_free(&m, REMAT_MEM_ACTS, q, 100);
+    remat_mem_release(&m);
+    CHECK(m.cache == NULL && m.cache_cap == 0 && remat_mem_cached(&m) == 0, "release");
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/remat-test-core-XXXXXX");
@@ -281,6 +343,7 @@ int main(void)
     test_atomic_files();
     test_median();
     test_alloc_counters_threads();
+    test_mem_cache();
     rmdir(dir);
     return TEST_REPORT();
 }

@@ -148,12 +148,6 @@ static int inject_failure(void)
     return f && k == f;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define MEM_CACHING 0
-#else
-#define MEM_CACHING 1
-#endif
-
 static size_t round64(size_t bytes) { return bytes ? (bytes + 63) & ~(size_t)63 : 64; }
 
 void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes)
@@ -162,16 +156,17 @@ void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes)
     size_t rounded = round64(bytes);
     if (rounded < bytes) return NULL;
     void *p = NULL;
-    for (int i = 0; i < m->ncache; i++)
-        if (m->cache_size[i] == rounded) {
-            p = m->cache_ptr[i];
-            m->cache_ptr[i] = m->cache_ptr[m->ncache - 1];
-            m->cache_size[i] = m->cache_size[m->ncache - 1];
-            m->ncache--;
+    for (size_t i = 0; i < m->ncache; i++)
+        if (m->cache[i].size == rounded) {
+            p = m->cache[i].p;
+            m->cache[i] = m->cache[--m->ncache];
+            m->cached -= rounded;
             break;
         }
-    if (!p) p = aligned_alloc(64, rounded);
-    if (!p) return NULL;
+    if (!p) {
+        if (!(p = aligned_alloc(64, rounded))) return NULL;
+        m->n_fresh++;
+    }
     m->live[cat] += bytes;
     if (m->live[cat] > m->peak[cat]) m->peak[cat] = m->live[cat];
     m->live_total += bytes;
@@ -202,21 +197,39 @@ void *remat_mem_calloc(remat_mem *m, int cat, size_t bytes)
 void remat_mem_free(remat_mem *m, int cat, void *p, size_t bytes)
 {
     if (!p) return;
-    if (MEM_CACHING && cat == REMAT_MEM_ACTS && m->ncache < REMAT_MEM_CACHE) {
-        m->cache_ptr[m->ncache] = p;
-        m->cache_size[m->ncache] = round64(bytes);
-        m->ncache++;
-    } else {
-        free(p);
-    }
     m->live[cat] -= bytes;
     m->live_total -= bytes;
+    if (!REMAT_MEM_CACHING || cat != REMAT_MEM_ACTS) { free(p); return; }
+    if (m->ncache == m->cache_cap) {
+        /* plain realloc: growing the list is the allocator's own business,
+         * not an allocation failure injection may pick, and a free that
+         * cannot cache its block just frees it */
+        size_t cap = m->cache_cap ? 2 * m->cache_cap : 64;
+        remat_mem_block *c = cap <= SIZE_MAX / sizeof *c ? realloc(m->cache, cap * sizeof *c) : NULL;
+        if (!c) { free(p); return; }
+        m->cache = c;
+        m->cache_cap = cap;
+    }
+    size_t rounded = round64(bytes);
+    m->cache[m->ncache++] = (remat_mem_block){ p, rounded };
+    m->cached += rounded;
+}
+
+uint64_t remat_mem_cached(const remat_mem *m) { return m->cached; }
+
+void remat_mem_trim(remat_mem *m)
+{
+    for (size_t i = 0; i < m->ncache; i++) free(m->cache[i].p);
+    m->ncache = 0;
+    m->cached = 0;
 }
 
 void remat_mem_release(remat_mem *m)
 {
-    for (int i = 0; i < m->ncache; i++) free(m->cache_ptr[i]);
-    m->ncache = 0;
+    remat_mem_trim(m);
+    free(m->cache);
+    m->cache = NULL;
+    m->cache_cap = 0;
 }
 
 void remat_mem_reset_peak(remat_mem *m, int cat) { m->peak[cat] = m->live[cat]; }

@@ -63,27 +63,52 @@ enum remat_mem_cat {
     REMAT_MEM_NCAT
 };
 
-#define REMAT_MEM_CACHE 1024   /* > every live tensor of a 90-layer step */
+/* The caching of freed activation blocks: off under AddressSanitizer, so
+ * that it still sees every use after free. */
+#if defined(__SANITIZE_ADDRESS__)
+#define REMAT_MEM_CACHING 0
+#else
+#define REMAT_MEM_CACHING 1
+#endif
 
+/* A freed block kept for reuse: its address and 64-byte rounded size. */
+typedef struct remat_mem_block {
+    void *p;
+    size_t size;
+} remat_mem_block;
+
+/* Zero-initialise (memset or calloc); remat_mem_release before dropping it.
+ * Not thread-safe: one remat_mem is used by one thread at a time. */
 typedef struct remat_mem {
     uint64_t live[REMAT_MEM_NCAT];
     uint64_t peak[REMAT_MEM_NCAT];
     uint64_t live_total, peak_total;
-    uint64_t n_allocs;
-    /* Freed blocks kept for reuse by an allocation of the same rounded size,
-     * so that a training step does not page-fault its activations in anew
-     * every time (like PyTorch's caching allocator).  Cached blocks are not
-     * live and are not counted.  Disabled under AddressSanitizer, so that it
-     * still sees every use after free. */
-    void *cache_ptr[REMAT_MEM_CACHE];
-    size_t cache_size[REMAT_MEM_CACHE];
-    int ncache;
+    uint64_t n_allocs;         /* successful allocations ... */
+    uint64_t n_fresh;          /* ... of which took a new block from the heap (the rest reused a cached one) */
+    /* Freed activation blocks (REMAT_MEM_ACTS) kept for reuse by an
+     * allocation of the same rounded size, so that a training step does not
+     * page-fault its activations in anew every time (like PyTorch's caching
+     * allocator).  Cached blocks are not live and are in no category; cached
+     * counts their (64-byte rounded) bytes exactly.  The list has no cap: it
+     * grows by doubling, outside failure injection (a free never fails; if
+     * the list cannot grow, the block is simply freed).  Memory the process
+     * holds (its RSS, about) is therefore live_total + cached + malloc's own
+     * overhead; remat_mem_trim brings it back down to the live bytes. */
+    uint64_t cached;
+    remat_mem_block *cache;
+    size_t ncache, cache_cap;
 } remat_mem;
 
 void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes);   /* NULL on failure */
 void *remat_mem_calloc(remat_mem *m, int cat, size_t bytes);
 void remat_mem_free(remat_mem *m, int cat, void *p, size_t bytes);
-/* Releases the cached free blocks (call before dropping a remat_mem). */
+/* Bytes of the cached free blocks (the act_cached_bytes of remat_stats). */
+uint64_t remat_mem_cached(const remat_mem *m);
+/* Returns the cached free blocks to the heap (cached becomes 0); the
+ * remat_mem stays usable. */
+void remat_mem_trim(remat_mem *m);
+/* remat_mem_trim, and frees the list itself: call before dropping a
+ * remat_mem (it stays usable: a later free starts a new list). */
 void remat_mem_release(remat_mem *m);
 /* Resets a category's peak to its current live bytes. */
 void remat_mem_reset_peak(remat_mem *m, int cat);
