@@ -778,7 +778,10 @@ REMAT_API remat_status remat_checkpoint_save(const remat_model *m, const remat_d
 REMAT_API remat_status remat_checkpoint_tidy(const char *dir, const remat_checkpoint_info *ci);
 
 /* Loads the newest checkpoint in dir that validates.  Newer ones that do not
- * (torn, truncated, corrupt) are skipped and named in info->warning.
+ * (torn, truncated, corrupt) are skipped and named in info->warning.  Files
+ * are streamed: the parameters and AdamW moments are read straight into the
+ * model, in bounded pieces, so a resume needs the model's memory and not a
+ * copy of the file; the model is returned only once the checksum checks out.
  *   model_out  (may be NULL) a model with the checkpoint's config, seed,
  *              optimizer settings, policy, parameters, AdamW state and
  *              optimizer step; caller frees it.
