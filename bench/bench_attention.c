@@ -76,7 +76,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < 2; k++)
         if (use[k])
             printf("%-6s forward %9.2f ms  backward %9.2f ms  (dqkv checksum %.6g)\n", k ? "flash" : "naive",
-                   bench_median(t + 2 * k * rounds, rounds), bench_median(t + (2 * k + 1) * rounds, rounds), sum[k]);
+                   remat_median(t + 2 * k * rounds, (size_t)rounds), remat_median(t + (2 * k + 1) * rounds, (size_t)rounds), sum[k]);
     free(qkv); free(dq); free(out); free(g); free(lse); free(att); free(t);
     return 0;
 }

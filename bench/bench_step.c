@@ -175,9 +175,10 @@ int main(int argc, char **argv)
     for (int k = 0; k < nv; k++) {
         remat_stats st;
         remat_model_stats(v[k].m, &st);
-        double med = bench_median(ms + k * steps, steps), g = st.flops / (med * 1e6), probe_gf = bench_median(gf + k * steps, steps);
+        double med = remat_median(ms + k * steps, (size_t)steps), g = st.flops / (med * 1e6);
+        double probe_gf = remat_median(gf + k * steps, (size_t)steps);
         printf("%-30s %10.1f %7.3f %9.1f %9.1f %6.1f%% %12.2f %12.2f %9.4f\n", v[k].name, med,
-               bench_median(ratio + k * steps, steps), g, probe_gf, 100.0 * g / probe_gf, st.act_peak_bytes / 1048576.0,
+               remat_median(ratio + k * steps, (size_t)steps), g, probe_gf, 100.0 * g / probe_gf, st.act_peak_bytes / 1048576.0,
                st.step_peak_bytes / 1048576.0, (double)loss[k]);
     }
     free(ms); free(ratio); free(gf); free(in); free(tg);

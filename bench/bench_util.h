@@ -1,5 +1,6 @@
 /*
- * bench_util.h -- what the benchmark programs share: clocks and medians.
+ * bench_util.h -- what the benchmark programs share: clocks (and, through
+ * remat.h, remat_median).
  * Header-only: every .c file in bench/ is a program of its own.
  */
 #ifndef REMAT_BENCH_UTIL_H
@@ -7,6 +8,7 @@
 
 #include <stdlib.h>
 #include <time.h>
+#include "remat.h"
 
 /* milliseconds on clock id (CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID, ...) */
 static inline double bench_clock_ms(clockid_t id)
@@ -18,17 +20,6 @@ static inline double bench_clock_ms(clockid_t id)
 
 static inline double bench_now_ms(void) { return bench_clock_ms(CLOCK_MONOTONIC); }
 
-static inline int bench_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* median of x[0..n-1], n >= 1; sorts x in place */
-static inline double bench_median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, bench_cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
+/* Medians: remat_median (remat.h), which sorts in place. */
 
 #endif

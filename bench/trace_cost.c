@@ -56,7 +56,7 @@ int main(int argc, char **argv)
         }
     for (int p = 0; p < pairs; p++) ratio[p] = on[p] / off[p];
     size_t ins = remat_schedule_length(remat_model_schedule(m));
-    double r = bench_median(ratio, pairs), a = bench_median(off, pairs), b = bench_median(on, pairs);
+    double r = remat_median(ratio, (size_t)pairs), a = remat_median(off, (size_t)pairs), b = remat_median(on, (size_t)pairs);
     printf("preset %s, policy %s, %d threads, %d pairs: untraced %.3f ms, traced %.3f ms (medians); "
            "traced/untraced %.4f (median of pairs): %+.2f%%, %+.2f us per instruction (%zu a step)\n",
            preset, policy, remat_get_threads(), pairs, a, b, r, 100 * (r - 1), (r - 1) * a * 1e3 / (double)ins, ins);

@@ -368,6 +368,11 @@ typedef struct remat_stats {
                                       sampling forward (remat_schedule_create_forward) */
     uint64_t weights16_bytes;      /* bf16: the bf16 copy of the weights (2 bytes per
                                       parameter, refreshed after every update); 0 in fp32 */
+    uint64_t act_cached_bytes;     /* freed activation blocks kept for reuse by the
+                                      caching allocator (64-byte rounded sizes; 0 under
+                                      AddressSanitizer): not live, but held, so the
+                                      process's memory is about the live bytes above +
+                                      this + malloc's overhead */
 } remat_stats;
 REMAT_API void remat_model_stats(const remat_model *m, remat_stats *out);
 
@@ -805,11 +810,12 @@ REMAT_API remat_status remat_cluster_maximize(const remat_config *cfg, const rem
  *   256  data path, policy (no NULs), zero padding to a multiple of 8;
  *        params, AdamW m, AdamW v (nparams float32 each, llm.c's order);
  *   end  u64 checksum: the 64-bit hash of every byte before it.
- * A save writes DIR/ckpt-<step>.<pid>.tmp, flushes and fsyncs it, renames it
- * to its final name and fsyncs DIR, so a final name never holds a partial
- * file; a kill at any moment leaves at worst a stale .tmp, which is ignored
- * and removed by the next save.  A checkpoint is refused unless every field,
- * size and the checksum check out. */
+ * A save writes DIR/ckpt-<step>.bin.tmp.<pid>, flushes and fsyncs it, renames
+ * it to its final name and fsyncs DIR (as remat_write_file_atomic), so a
+ * final name never holds a partial file; a kill at any moment leaves at worst
+ * a stale temporary file, which is ignored and removed by the next save
+ * (also in the name ckpt-<step>.<pid>.tmp that remat 0.1.0 used).  A
+ * checkpoint is refused unless every field, size and the checksum check out. */
 
 /* Checkpoints kept in a directory: the newest and the newest valid one
  * before it; a save removes the others. */
@@ -861,7 +867,10 @@ REMAT_API remat_status remat_checkpoint_save(const remat_model *m, const remat_d
 REMAT_API remat_status remat_checkpoint_tidy(const char *dir, const remat_checkpoint_info *ci);
 
 /* Loads the newest checkpoint in dir that validates.  Newer ones that do not
- * (torn, truncated, corrupt) are skipped and named in info->warning.
+ * (torn, truncated, corrupt) are skipped and named in info->warning.  Files
+ * are streamed: the parameters and AdamW moments are read straight into the
+ * model, in bounded pieces, so a resume needs the model's memory and not a
+ * copy of the file; the model is returned only once the checksum checks out.
  *   model_out  (may be NULL) a model with the checkpoint's config, seed,
  *              optimizer settings, policy, parameters, AdamW state and
  *              optimizer step; caller frees it.
@@ -927,8 +936,14 @@ REMAT_API remat_status remat_weights_save(const remat_model *m, const char *path
                                           remat_weights_format format);
 
 /* ---- utilities ---------------------------------------------------------- */
-/* 64-bit hash of a byte range (the one params_hash uses). */
+/* 64-bit hash of a byte range (the one params_hash uses); the same value on
+ * hosts of either byte order (it reads little-endian words). */
 REMAT_API uint64_t remat_hash_bytes(const void *p, size_t n);
+
+/* The median of x[0..n) (the mean of the middle two when n is even; 0 when
+ * n is 0), sorting x in place.  Timings everywhere in remat (train, bench,
+ * the benchmarks) are reported as this median. */
+REMAT_API double remat_median(double *x, size_t n);
 
 /* Writes len bytes to path atomically: path.tmp.PID, fsync, rename over
  * path, fsync of the directory; path is then the old file or the whole new

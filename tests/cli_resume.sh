@@ -86,14 +86,14 @@ while [ $i -lt 16 ] && [ $finished -eq 0 ]; do
     elif [ $rc -eq 137 ]; then kills=$((kills + 1))
     else bad "run $i ($how) exited $rc"; cat "$T/k$i.err" >&2; break; fi
     all_complete "$ck" "$size" && ok || bad "after kill $i"
-    ls "$ck"/*.tmp > /dev/null 2>&1 && torn=$((torn + 1))
+    ls "$ck" | grep -q '\.tmp' && torn=$((torn + 1))
 done
 echo "kill loop: $i runs, $kills killed, $torn left a stale .tmp (killed during a save)"
 $R train $big --resume "$ck" --save-every 1 > "$T/final.jsonl" 2> "$T/final.err" || bad "final resume failed"
 [ "$(hash_of "$T/final.jsonl")" = "$ref" ] && ok || bad "params_hash after kills $(hash_of "$T/final.jsonl") != $ref"
 same_losses "$T/a.jsonl" "$T"/k*.jsonl "$T/final.jsonl" && ok || bad "losses after kills"
 grep -q warning "$T/final.err" && bad "a checkpoint left by a kill did not validate: $(cat "$T/final.err")" || ok
-ls "$ck"/*.tmp > /dev/null 2>&1 && bad "stale .tmp files not cleaned up" || ok
+ls "$ck" | grep -q '\.tmp' && bad "stale .tmp files not cleaned up: $(ls "$ck")" || ok
 [ "$(ls "$ck" | wc -l)" -eq 2 ] && ok || bad "expected the last 2 checkpoints, found: $(ls "$ck")"
 # a kill between a save's rename and its pruning leaves 3 files; resuming a
 # run that is already at its last step saves nothing but still prunes
@@ -134,10 +134,13 @@ printf 'not a checkpoint' > "$T/empty/ckpt-00000001.bin"
 one_line_error $R train $small --resume "$T/empty"
 # stale temporary files (of a dead writer) are ignored, then removed by the next save
 rm -rf "$T/c"; cp -r "$T/base" "$T/c"
+# (both names: the shared writer's ckpt-<step>.bin.tmp.<pid>, and the older ckpt-<step>.<pid>.tmp)
 head -c 1000 "$T/base/ckpt-00000008.bin" > "$T/c/ckpt-00000009.99999999.tmp"
+head -c 1000 "$T/base/ckpt-00000008.bin" > "$T/c/ckpt-00000009.bin.tmp.99999999"
 $R train $small --resume "$T/c" > "$T/c.jsonl" 2> "$T/c.err" || bad "resume beside a stale .tmp failed"
 [ "$(hash_of "$T/c.jsonl")" = "$sref" ] && [ ! -s "$T/c.err" ] && ok || bad "stale .tmp: $(cat "$T/c.err")"
-[ -e "$T/c/ckpt-00000009.99999999.tmp" ] && bad "stale .tmp not removed" || ok
+[ -e "$T/c/ckpt-00000009.99999999.tmp" ] && bad "stale .tmp (older name) not removed" || ok
+[ -e "$T/c/ckpt-00000009.bin.tmp.99999999" ] && bad "stale .tmp not removed" || ok
 
 # ---- refusals -------------------------------------------------------------------------
 one_line_error $R train $small --resume "$T/base" --dim 64

@@ -161,6 +161,40 @@ static void walk_policy(const char *policy)
     remat_model_free(m);
 }
 
+/* remat_schedule_simulate returns a status, so its callers (the CLI's
+ * train, bench and schedule) check it: a bad argument is REMAT_ERR_INVALID
+ * with a message, and each allocation it makes (none, when the figures are
+ * recorded at compile time) fails as REMAT_ERR_NOMEM with a message, the
+ * run that does not fail giving the same figures as before. */
+static void walk_simulate(const char *policy)
+{
+    remat_config c;
+    config(&c, 0.1f);
+    remat_schedule *s = NULL;
+    remat_sim want, got;
+    if (remat_schedule_create(&c, policy, &s) || remat_schedule_simulate(s, &want)) { CHECK(0, "setup"); return; }
+    remat_clear_error();
+    CHECK(remat_schedule_simulate(NULL, &got) == REMAT_ERR_INVALID && *remat_errmsg(), "simulate(NULL)");
+    int n, bad = 0;
+    for (n = 1; n < MAX_WALK; n++) {
+        uint64_t before = remat_mem_alloc_count();
+        remat_mem_fail_at((uint64_t)n);
+        remat_status st = remat_schedule_simulate(s, &got);
+        remat_mem_fail_at(0);
+        if (remat_mem_alloc_count() - before < (uint64_t)n) {
+            CHECK(st == REMAT_OK && got.peak_bytes == want.peak_bytes && got.flops == want.flops, "simulate");
+            break;
+        }
+        if (st != REMAT_ERR_NOMEM || !*remat_errmsg()) {
+            bad++;
+            fprintf(stderr, "simulate(%s), failing allocation %d: status %d\n", policy, n, (int)st);
+        }
+    }
+    CHECK(bad == 0 && n < MAX_WALK, "simulate(%s): %d of %d failures mishandled", policy, bad, n - 1);
+    printf("simulate (%s): %d allocations, each made to fail\n", policy, n - 1);
+    remat_schedule_free(s);
+}
+
 /* Walks remat_weights_load for both formats. */
 static void walk_weights(void)
 {
@@ -292,6 +326,7 @@ int main(void)
     walk_step("save:qkv+fch", 0.1f);
     walk_policy("revolve:3,selective");
     walk_policy("first:2,save:qkv");
+    walk_simulate("every:2,selective");
     walk_weights();
     walk_planner();
     return TEST_REPORT();

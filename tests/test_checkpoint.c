@@ -4,10 +4,12 @@
  * change and every truncation of a small checkpoint refused, wrong magic and
  * version, absurd sizes refused without allocating them, fallback to the
  * previous good checkpoint, retention, data identity, stale temporary files,
- * and the non-finite testing hook (parameters untouched).
+ * the non-finite testing hook (parameters untouched), and the memory of a
+ * resume (the file is streamed into the model, never held whole).
  *
  * Files go to a fresh mkdtemp directory under /tmp, removed at the end.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "remat.h"
 #include "remat_testing.h"
 #include "core/core.h"
+#include "core/endian.h"
 #include "engine/model.h"
 #include "io/io.h"
 #include "harness.h"
@@ -181,8 +184,7 @@ static unsigned char *tiny_checkpoint(size_t *n, const char *sub)
     unsigned char shard[1024 + 2 * 40];
     memset(shard, 0, sizeof shard);
     int hdr[3] = { 20240520, 1, 40 };
-    for (int k = 0; k < 3; k++)
-        for (int b = 0; b < 4; b++) shard[4 * k + b] = (unsigned char)((unsigned)hdr[k] >> (8 * b));
+    for (int k = 0; k < 3; k++) remat_put_le32(shard + 4 * k, (uint32_t)hdr[k]);
     for (int i = 0; i < 40; i++) shard[1024 + 2 * i] = (unsigned char)(i % 3 == 0);
     char sp[128], dir[128], f[160];
     path_in(sp, sizeof sp, "tiny.bin", NULL);
@@ -282,7 +284,8 @@ static void test_corruption(void)
     {
         unsigned char e[16];
         uint64_t np = 517, fb = n + 12;
-        for (int k = 0; k < 8; k++) { e[k] = (unsigned char)(fb >> (8 * k)); e[8 + k] = (unsigned char)(np >> (8 * k)); }
+        remat_put_le64(e, fb);
+        remat_put_le64(e + 8, np);
         memcpy(w, b, n);
         memcpy(w + 16, e, 8);
         memcpy(w + 48, e + 8, 8);
@@ -326,7 +329,8 @@ static void test_corruption(void)
         xl.n_layer = 48; xl.n_embd = 1600; xl.n_head = 25; xl.vocab = 50257; xl.max_seq = 1024; xl.batch = 1;
         xl.seq = 1024;
         uint64_t np = remat_config_num_params(&xl), fb = 256 + ((uint64_t)(n - 256 - 8 - 12 * 516)) + 12 * np + 8;
-        for (int k = 0; k < 8; k++) { w[16 + k] = (unsigned char)(fb >> (8 * k)); w[48 + k] = (unsigned char)(np >> (8 * k)); }
+        remat_put_le64(w + 16, fb);
+        remat_put_le64(w + 48, np);
     }
     remat_checkpoint_seal(w, n);
     snprintf(f, sizeof f, "%s/ckpt-00000002.bin", dir);
@@ -410,11 +414,15 @@ static void test_directory(void)
     CHECK(st == REMAT_OK && ci->step == 6 && strstr(ci->warning, "name says 9"), "renamed file: %s", ci->warning);
     unlink(x);
     /* a stale temporary file (dead writer) is ignored by load and removed by prepare/save */
+    char x2[200];   /* in the shared writer's name, and in the older one */
     snprintf(x, sizeof x, "%s/ckpt-00000007.99999999.tmp", dir);
+    snprintf(x2, sizeof x2, "%s/ckpt-00000007.bin.tmp.99999999", dir);
     spit(x, b4, n / 2);
+    spit(x2, b4, n / 2);
     st = remat_checkpoint_load(dir, NULL, NULL, NULL, ci);
     CHECK(st == REMAT_OK && ci->step == 6 && !ci->warning[0], "stale tmp ignored");
-    CHECK(!remat_checkpoint_prepare(dir, &count, NULL) && !exists(x) && count == 2, "stale tmp removed");
+    CHECK(!remat_checkpoint_prepare(dir, &count, NULL) && !exists(x) && !exists(x2) && count == 2,
+          "stale tmps removed");
     /* every checkpoint corrupt */
     snprintf(g, sizeof g, "%s/ckpt-00000006.bin", dir);
     spit(g, b4, n - 1);
@@ -442,6 +450,124 @@ static void test_directory(void)
           "save below a file: %s", remat_errmsg());
     CHECK(remat_checkpoint_save(m, d, NULL, 2, dir) == REMAT_ERR_INVALID, "step below the optimizer steps");
     free(ci);
+    remat_model_free(m);
+    remat_data_free(d);
+}
+
+/* ---- the memory of a resume, and corrupt parameters under the loader -------------- */
+
+/* A field of /proc/self/status in KiB ("VmRSS:", "VmHWM:"), or -1. */
+static long status_kib(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, strlen(key))) v = atol(line + strlen(key));
+    if (f) fclose(f);
+    return v;
+}
+
+/* Resets the peak resident set size (VmHWM) to the current one (Linux >= 4.0). */
+static int reset_peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return 0;
+    int ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+/* A resume holds the model and a bounded buffer, not the file as well: the
+ * model's allocator peaks at its state, and the process's resident memory
+ * grows by about the model's state during the load (the file is 3/4 of the
+ * state: holding it as well, as remat 0.1.0 did, shows). */
+static void test_resume_memory(void)
+{
+    remat_config c;
+    remat_config_default(&c);
+    c.n_layer = 2; c.n_embd = 512; c.n_head = 8; c.vocab = 256; c.seq = c.max_seq = 16; c.batch = 1;
+    remat_model *m = make_model(&c, NULL), *m2 = NULL;
+    remat_data *d = NULL;
+    if (remat_data_open(NULL, c.vocab, &d)) exit(2);
+    char dir[128];
+    path_in(dir, sizeof dir, "big", NULL);
+    CHECK(!remat_checkpoint_save(m, d, NULL, 1, dir), "save: %s", remat_errmsg());
+    uint64_t want = remat_model_params_hash(m);
+    remat_model_free(m);
+    remat_data_free(d);
+    /* once to warm up (threads, the allocator's arenas), then measured */
+    CHECK(!remat_checkpoint_load(dir, NULL, &m2, NULL, NULL), "load: %s", remat_errmsg());
+    remat_model_free(m2);
+    m2 = NULL;
+    long rss0 = status_kib("VmRSS:");
+    int can = reset_peak_rss() && rss0 > 0 && status_kib("VmHWM:") > 0;
+    remat_status st = remat_checkpoint_load(dir, NULL, &m2, NULL, NULL);
+    long hwm = status_kib("VmHWM:");
+    CHECK(st == REMAT_OK && m2 && remat_model_params_hash(m2) == want, "load: %s", remat_errmsg());
+    if (!m2) return;
+    uint64_t state = m2->mem.live_total, slack = state / 8 + (16u << 20);
+    CHECK(m2->mem.peak_total == state, "the model's allocator peaked at %llu bytes during the load, its state is %llu",
+          (unsigned long long)m2->mem.peak_total, (unsigned long long)state);
+    if (can) {
+        uint64_t grew = hwm > rss0 ? (uint64_t)(hwm - rss0) * 1024 : 0;
+        CHECK(grew <= state + slack, "resident memory grew by %llu bytes during the load; the model's state is %llu "
+              "(allowed: state + %llu)", (unsigned long long)grew, (unsigned long long)state, (unsigned long long)slack);
+        printf("resume: resident memory grew by %.1f MiB for a model state of %.1f MiB\n", grew / 1048576.0,
+               state / 1048576.0);
+    } else {
+        printf("resume memory: SKIPPED the resident-memory check (cannot reset the peak RSS here)\n");
+    }
+    remat_model_free(m2);
+}
+
+/* A flipped byte in the parameters, or a NaN / negative AdamW v sealed
+ * under a valid checksum: the loader refuses the file and falls back. */
+static void test_corrupt_params(void)
+{
+    remat_config c;
+    remat_data *d = NULL;
+    remat_model *m = tiny_model(&c, &d), *m2 = NULL;
+    char dir[128], f[200];
+    path_in(dir, sizeof dir, "params", NULL);
+    train(m, d, 1);
+    uint64_t h1 = remat_model_params_hash(m);
+    CHECK(!remat_checkpoint_save(m, d, NULL, 1, dir), "save 1");
+    train(m, d, 1);
+    CHECK(!remat_checkpoint_save(m, d, NULL, 2, dir), "save 2");
+    snprintf(f, sizeof f, "%s/ckpt-00000002.bin", dir);
+    size_t n;
+    unsigned char *good = slurp(f, &n), *b = malloc(n);
+    size_t np = m->nparams, params = n - 8 - 12 * np;   /* where the parameters start */
+    remat_checkpoint_info *ci = calloc(1, sizeof *ci);
+    static const struct { size_t off; int byte; float val; int seal; const char *why; } cases[] = {
+        { 7 * 4 + 2, 0x10, 0, 0, "checksum" },                  /* a flipped byte in parameter 7 */
+        { 0, 0, NAN, 1, "parameter 0 is nan" },                 /* sealed: only the float check sees it */
+        { 4 * 5, 0, INFINITY, 1, "parameter 5 is inf" },
+        { 4 * 3, 0, -1.0f, 1, "AdamW v 3 is -1" },              /* 8 * np bytes further, below */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        memcpy(b, good, n);
+        size_t at = params + cases[k].off + (k == 3 ? 8 * np : 0);
+        if (cases[k].seal) {
+            remat_put_lef32(b + at, cases[k].val);
+            remat_checkpoint_seal(b, n);
+        } else {
+            b[at] ^= (unsigned char)cases[k].byte;
+        }
+        spit(f, b, n);
+        remat_status st = remat_checkpoint_load(dir, NULL, &m2, NULL, ci);
+        CHECK(st == REMAT_OK && m2 && ci->step == 1 && remat_model_params_hash(m2) == h1 &&
+              strstr(ci->warning, "ckpt-00000002.bin") && strstr(ci->warning, cases[k].why),
+              "case %zu: falls back to step 1 naming '%s': %d '%s'", k, cases[k].why, st, ci->warning);
+        remat_model_free(m2);
+        m2 = NULL;
+        remat_ckpt_view v;
+        CHECK(remat_checkpoint_parse(b, n, 0, &v) == REMAT_ERR_FORMAT && strstr(remat_errmsg(), cases[k].why),
+              "case %zu: the in-memory parser says the same: %s", k, remat_errmsg());
+    }
+    free(ci);
+    free(b);
+    free(good);
     remat_model_free(m);
     remat_data_free(d);
 }
@@ -483,6 +609,8 @@ int main(void)
     test_corruption();
     test_directory();
     test_poison();
+    test_resume_memory();
+    test_corrupt_params();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);

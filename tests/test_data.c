@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "remat.h"
 #include "core/core.h"
+#include "core/endian.h"
 #include "harness.h"
 
 static char dir[64];
@@ -32,12 +33,6 @@ static const char *write_file(const char *name, const void *bytes, size_t n)
     return p;
 }
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8);
-    p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
-}
-
 /* An llm.c shard of `have` tokens whose header says `claimed`, plus `extra`
  * trailing bytes. */
 static const char *write_shard(const char *name, uint32_t magic, uint32_t version,
@@ -45,13 +40,10 @@ static const char *write_shard(const char *name, uint32_t magic, uint32_t versio
 {
     size_t n = 1024 + 2 * have + extra;
     unsigned char *b = calloc(1, n);
-    put32(b, magic);
-    put32(b + 4, version);
-    put32(b + 8, (uint32_t)claimed);
-    for (size_t i = 0; i < have; i++) {
-        b[1024 + 2 * i] = (unsigned char)tok[i];
-        b[1024 + 2 * i + 1] = (unsigned char)(tok[i] >> 8);
-    }
+    remat_put_le32(b, magic);
+    remat_put_le32(b + 4, version);
+    remat_put_le32(b + 8, (uint32_t)claimed);
+    for (size_t i = 0; i < have; i++) remat_put_le16(b + 1024 + 2 * i, tok[i]);
     memset(b + 1024 + 2 * have, 0xab, extra);
     const char *p = write_file(name, b, n);
     free(b);
@@ -319,8 +311,8 @@ static void test_shard(void)
     REJECT(write_shard("three.bin", 20240520, 1, 3, tok, 3, 0), 50257, REMAT_ERR_FORMAT,
            "too few", "3-token shard");
     unsigned char hdr[100] = {0};
-    put32(hdr, 20240520);
-    put32(hdr + 4, 1);
+    remat_put_le32(hdr, 20240520);
+    remat_put_le32(hdr + 4, 1);
     REJECT(write_file("short.bin", hdr, sizeof hdr), 50257, REMAT_ERR_FORMAT, "header",
            "header shorter than 1024");
     /* Two tokens >= 500: the message names the first (index 17) and a
@@ -372,6 +364,33 @@ static void test_alloc_failures(void)
     }
 }
 
+/* Where a data-layer failure is reported: in remat_errmsg(), never in a
+ * model's error (which keeps the model's last message) -- why `remat train`
+ * reports a failed validation batch from the data with remat_errmsg() and
+ * one from the model with remat_model_error(). */
+static void test_error_layer(void)
+{
+    remat_data *d = NULL;
+    remat_model *m = NULL;
+    remat_config c;
+    remat_config_default(&c);
+    c.n_layer = 1; c.n_embd = 8; c.n_head = 1; c.seq = c.max_seq = 4; c.batch = 1;
+    CHECK(remat_data_open(NULL, c.vocab, &d) == REMAT_OK && remat_model_create(&c, 1, &m) == REMAT_OK,
+          "setup: %s", remat_errmsg());
+    if (!d || !m) { remat_data_free(d); remat_model_free(m); return; }
+    CHECK(remat_model_set_policy(m, "bogus") == REMAT_ERR_POLICY && strstr(remat_model_error(m), "bogus"),
+          "a model error: %s", remat_model_error(m));
+    int in[4], tg[4];
+    CHECK(remat_data_next(d, REMAT_SPLIT_VAL, 0, 4, in, tg) == REMAT_ERR_INVALID, "a data error");
+    CHECK(strstr(remat_errmsg(), "remat_data_next") && !strstr(remat_model_error(m), "remat_data_next") &&
+          strstr(remat_model_error(m), "bogus"), "the data's message is in remat_errmsg() only: '%s' / '%s'",
+          remat_errmsg(), remat_model_error(m));
+    CHECK(remat_data_seek(d, REMAT_SPLIT_VAL, UINT64_MAX) == REMAT_ERR_RANGE && strstr(remat_errmsg(), "past the end") &&
+          !strstr(remat_model_error(m), "past the end"), "seek: %s", remat_errmsg());
+    remat_model_free(m);
+    remat_data_free(d);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/remat-test-data-XXXXXX");
@@ -380,6 +399,7 @@ int main(void)
     test_text();
     test_shard();
     test_alloc_failures();
+    test_error_layer();
     for (int i = 0; i < npaths; i++) unlink(paths[i]);
     rmdir(dir);
     return TEST_REPORT();

@@ -1,5 +1,6 @@
 /*
- * test_weights.c -- llm.c checkpoints and safetensors (src/io/weights.c):
+ * test_weights.c -- llm.c checkpoints and safetensors (src/io/weights.c,
+ * llmc.c, safetensors.c, and the JSON reader json.c on its own):
  * bitwise round trips through both formats, the llm.c header fields, the
  * Conv1D transposition element by element, foreign files (llm.c's 128-row
  * padding, Hugging Face's "transformer." prefix and mask buffers, no
@@ -16,7 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "remat.h"
+#include "core/endian.h"
 #include "io/io.h"
+#include "io/json.h"
 #include "harness.h"
 
 static char dir[64];
@@ -50,26 +53,6 @@ static int write_all(const char *path, const void *b, size_t n)
     if (!f) return 0;
     int ok = fwrite(b, 1, n, f) == n;
     return fclose(f) == 0 && ok;
-}
-
-static uint32_t rd32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
-
-static void wr64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static float rdf(const unsigned char *p)
-{
-    uint32_t u = rd32(p);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
 }
 
 /* A model whose every parameter is distinct, so a misplaced or transposed
@@ -116,7 +99,7 @@ static void small_config(remat_config *c)
 static int st_find(const unsigned char *file, const char *name, uint64_t *begin, uint64_t *end, char *shape,
                    size_t shape_n)
 {
-    uint64_t N = rd64(file);
+    uint64_t N = remat_get_le64(file);
     char *hdr = malloc(N + 1);
     memcpy(hdr, file + 8, N);
     hdr[N] = 0;
@@ -158,10 +141,10 @@ static void test_round_trips(void)
     CHECK(f && n == 1024 + 4 * remat_model_num_params(m), "llmc file size %zu", n);
     if (f) {
         int32_t want[8] = {20240326, 3, 16, 70, 2, 4, 32, 128};
-        for (int i = 0; i < 8; i++) CHECK((int32_t)rd32(f + 4 * i) == want[i], "llmc header[%d] = %d, want %d", i,
-                                          (int)rd32(f + 4 * i), want[i]);
+        for (int i = 0; i < 8; i++) CHECK((int32_t)remat_get_le32(f + 4 * i) == want[i], "llmc header[%d] = %d, want %d", i,
+                                          (int)remat_get_le32(f + 4 * i), want[i]);
         int zero = 1;
-        for (int i = 8; i < 256; i++) zero &= rd32(f + 4 * i) == 0;
+        for (int i = 8; i < 256; i++) zero &= remat_get_le32(f + 4 * i) == 0;
         CHECK(zero, "llmc header ints 8..255 are zero");
         CHECK(!memcmp(f + 1024, remat_model_params(m), 4 * remat_model_num_params(m)), "llmc body = params");
     }
@@ -195,7 +178,7 @@ static void test_round_trips(void)
     f = read_all(ps, &n);
     CHECK(f != NULL, "read back");
     if (f) {
-        uint64_t N = rd64(f);
+        uint64_t N = remat_get_le64(f);
         CHECK((8 + N) % 8 == 0 && f[8] == '{', "header length %llu aligned", (unsigned long long)N);
         size_t nstored = remat_model_num_params(m) - (size_t)(128 - 70) * C;   /* wte without padding */
         CHECK(n == 8 + N + 4 * nstored, "safetensors size %zu", n);
@@ -213,7 +196,7 @@ static void test_round_trips(void)
               "c_attn shape [%s]", shp);
         for (int o = 0; o < 3 * C; o++)
             for (int i = 0; i < C; i++)
-                bad += rdf(f + b + 4 * ((size_t)i * 3 * C + o)) != P[off + (size_t)1 * 3 * C * C + (size_t)o * C + i];
+                bad += remat_get_lef32(f + b + 4 * ((size_t)i * 3 * C + o)) != P[off + (size_t)1 * 3 * C * C + (size_t)o * C + i];
         CHECK(bad == 0, "c_attn.weight is qkvw transposed (%d bad)", bad);
         /* mlp.c_proj: file (4C, C), remat fcprojw (C, 4C) */
         remat_model_param_tensor(m, REMAT_PARAM_FCPROJW, NULL, &off, sh);
@@ -221,7 +204,7 @@ static void test_round_trips(void)
         CHECK(st_find(f, "h.0.mlp.c_proj.weight", &b, &e, shp, sizeof shp) && !strcmp(shp, "128,32"),
               "mlp.c_proj shape [%s]", shp);
         for (int o = 0; o < C; o++)
-            for (int i = 0; i < 4 * C; i++) bad += rdf(f + b + 4 * ((size_t)i * C + o)) != P[off + (size_t)o * 4 * C + i];
+            for (int i = 0; i < 4 * C; i++) bad += remat_get_lef32(f + b + 4 * ((size_t)i * C + o)) != P[off + (size_t)o * 4 * C + i];
         CHECK(bad == 0, "mlp.c_proj.weight is fcprojw transposed (%d bad)", bad);
         /* a vector: h.1.mlp.c_fc.bias (4C) = fcb[1] */
         remat_model_param_tensor(m, REMAT_PARAM_FCB, NULL, &off, sh);
@@ -326,7 +309,7 @@ static void test_llmc_foreign_padding(void)
 static unsigned char *st_edit(const unsigned char *f, size_t n, const char *find, const char *repl,
                               const void *extra, size_t extra_n, size_t *outn)
 {
-    uint64_t N = rd64(f);
+    uint64_t N = remat_get_le64(f);
     char *hdr = malloc(N + 1);
     memcpy(hdr, f + 8, N);
     hdr[N] = 0;
@@ -334,7 +317,7 @@ static unsigned char *st_edit(const unsigned char *f, size_t n, const char *find
     if (!at) { free(hdr); return NULL; }
     size_t fl = strlen(find), rl = strlen(repl), N2 = N - fl + rl;
     unsigned char *o = malloc(8 + N2 + (n - 8 - N) + extra_n);
-    wr64(o, N2);
+    remat_put_le64(o, N2);
     size_t pre = (size_t)(at - hdr);
     memcpy(o + 8, hdr, pre);
     memcpy(o + 8 + pre, repl, rl);
@@ -369,7 +352,7 @@ static void test_safetensors_variants(void)
     unsigned char *a = st_edit(f, n, "\"wte.weight\"", "\"transformer.wte.weight\"", NULL, 0, &n1);
     unsigned char *b2 = a ? st_edit(a, n1, "{\"__metadata__\":{\"format\":\"pt\",\"n_head\":\"1\"},", "{", NULL, 0,
                                     &n2) : NULL;
-    uint64_t dsz = b2 ? n2 - 8 - rd64(b2) : 0;
+    uint64_t dsz = b2 ? n2 - 8 - remat_get_le64(b2) : 0;
     char ins[256];
     snprintf(ins, sizeof ins, "{\"h.0.attn.bias\":{\"dtype\":\"BOOL\",\"shape\":[1,1,4,4],\"data_offsets\":[%llu,%llu]},",
              (unsigned long long)dsz, (unsigned long long)dsz + 16);
@@ -459,7 +442,7 @@ static void test_safetensors_variants(void)
     {
         size_t en;
         unsigned char *e;
-        uint64_t N = rd64(f);
+        uint64_t N = remat_get_le64(f);
         char *hdr = malloc(N + 1);
         memcpy(hdr, f + 8, N);
         hdr[N] = 0;
@@ -489,19 +472,19 @@ static void test_safetensors_variants(void)
     {
         unsigned char *e = malloc(n);
         memcpy(e, f, n);
-        wr64(e, n - 7);
+        remat_put_le64(e, n - 7);
         CHECK(remat_safetensors_parse(e, n, 0, &sh, &p) == REMAT_ERR_FORMAT && strstr(remat_errmsg(), "past the end"),
               "header length > file: %s", remat_errmsg());
-        wr64(e, (uint64_t)100 * 1024 * 1024 + 1);
+        remat_put_le64(e, (uint64_t)100 * 1024 * 1024 + 1);
         CHECK(remat_safetensors_parse(e, n, 0, &sh, &p) == REMAT_ERR_FORMAT && strstr(remat_errmsg(), "limit"),
               "header length > 100 MB: %s", remat_errmsg());
-        wr64(e, UINT64_MAX);
+        remat_put_le64(e, UINT64_MAX);
         CHECK(remat_safetensors_parse(e, n, 0, &sh, &p) == REMAT_ERR_FORMAT, "header length 2^64-1");
-        wr64(e, 0);
+        remat_put_le64(e, 0);
         CHECK(remat_safetensors_parse(e, n, 0, &sh, &p) == REMAT_ERR_FORMAT, "header length 0");
         /* every truncation of the header region, and a few of the data */
         int crashless = 1;
-        for (size_t k = 0; k < 8 + rd64(f) + 64; k += (k < 64 ? 1 : 7)) {
+        for (size_t k = 0; k < 8 + remat_get_le64(f) + 64; k += (k < 64 ? 1 : 7)) {
             remat_status st = remat_safetensors_parse(f, k, 0, &sh, &p);
             crashless &= st == REMAT_ERR_FORMAT && !p;
         }
@@ -509,7 +492,7 @@ static void test_safetensors_variants(void)
         /* every single-byte corruption of the header: no crash, and a
          * success only when the params still come out intact (a digit in
          * the metadata, a space, ...) */
-        uint64_t N = rd64(f);
+        uint64_t N = remat_get_le64(f);
         int wrong = 0;
         for (size_t k = 0; k < 8 + N; k++)
             for (int v = 0; v < 3; v++) {
@@ -701,6 +684,74 @@ static void test_param_enum(void)
     remat_model_free(m);
 }
 
+/* The JSON reader of the safetensors header, by itself: one string or
+ * number or array per text, then the end; a refusal names the file, the
+ * document and the byte. */
+static int json_string_is(const char *text, const char *want)
+{
+    remat_json j;
+    char *s = NULL;
+    remat_json_init(&j, text, strlen(text), "t.json", "test document");
+    remat_status st = remat_json_string(&j, &s);
+    int ok = want ? st == REMAT_OK && s && !strcmp(s, want) && remat_json_at_end(&j)
+                  : st == REMAT_ERR_FORMAT && !s && strstr(remat_errmsg(), "t.json: malformed test document: ");
+    if (!ok) fprintf(stderr, "json string %s: status %d, '%s', %s\n", text, (int)st, s ? s : "(null)", remat_errmsg());
+    free(s);
+    return ok;
+}
+
+static int json_uint_is(const char *text, int ok_expected, uint64_t want)
+{
+    remat_json j;
+    uint64_t v = 0;
+    remat_json_init(&j, text, strlen(text), "t.json", "test document");
+    remat_status st = remat_json_uint(&j, &v);
+    return ok_expected ? st == REMAT_OK && v == want && remat_json_at_end(&j) : st == REMAT_ERR_FORMAT;
+}
+
+static void test_json_reader(void)
+{
+    CHECK(json_string_is("\"abc\"", "abc"), "plain string");
+    CHECK(json_string_is(" \t\"a\\\"b\\\\\\/\\b\\f\\n\\r\\t\" \n", "a\"b\\/\b\f\n\r\t"), "escapes");
+    CHECK(json_string_is("\"\\u00e9\\u20ac\\ud83d\\ude00\"", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"),
+          "\\u escapes, a surrogate pair");
+    CHECK(json_string_is("\"\xc3\xa9\"", "\xc3\xa9"), "raw UTF-8");
+    const char *bad[] = { "\"abc", "abc\"", "\"a\nb\"", "\"\\x\"", "\"\\ud83d\"", "\"\\ude00\"", "\"\\u0000\"",
+                          "\"\\u12\"", "\"\xc3\"", "\"\xed\xa0\x80\"", "\"\xc0\xaf\"", "" };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) CHECK(json_string_is(bad[k], NULL), "refused: %s", bad[k]);
+    remat_json j;   /* the text need not end with a NUL: nothing past n is read */
+    char *s = NULL;
+    remat_json_init(&j, "\"abc\"", 4, "t.json", "test document");
+    CHECK(remat_json_string(&j, &s) == REMAT_ERR_FORMAT && !s && strstr(remat_errmsg(), "unterminated"),
+          "a string cut at n: %s", remat_errmsg());
+
+    CHECK(json_uint_is("0", 1, 0) && json_uint_is(" 42 ", 1, 42) && json_uint_is("9223372036854775807", 1, INT64_MAX),
+          "unsigned integers");
+    CHECK(!json_uint_is("01", 1, 1) && !json_uint_is("-1", 1, 0) && !json_uint_is("1.5", 1, 1) &&
+          !json_uint_is("1e3", 1, 1) && !json_uint_is("9223372036854775808", 1, 0) && !json_uint_is("", 1, 0),
+          "refused numbers");
+    CHECK(json_uint_is("9223372036854775808", 0, 0), "2^63 is refused with REMAT_ERR_FORMAT");
+
+    uint64_t v[3];
+    int n = -1;
+    remat_json_init(&j, "[ 1, 2 ,3 ]", 11, "t.json", "test document");
+    CHECK(remat_json_uint_array(&j, v, 3, &n) == REMAT_OK && n == 3 && v[0] == 1 && v[2] == 3 && remat_json_at_end(&j),
+          "array");
+    remat_json_init(&j, "[]", 2, "t.json", "test document");
+    CHECK(remat_json_uint_array(&j, v, 3, &n) == REMAT_OK && n == 0, "empty array");
+    const char *bad_arrays[] = { "[1,2,3,4]", "[1,]", "[1 2]", "1", "[1" };
+    for (size_t k = 0; k < sizeof bad_arrays / sizeof bad_arrays[0]; k++) {
+        remat_json_init(&j, bad_arrays[k], strlen(bad_arrays[k]), "t.json", "test document");
+        CHECK(remat_json_uint_array(&j, v, 3, &n) == REMAT_ERR_FORMAT, "refused array %s", bad_arrays[k]);
+    }
+    remat_json_init(&j, "{ }x", 4, "t.json", "test document");
+    CHECK(remat_json_eat(&j, '{') && !remat_json_eat(&j, ',') && remat_json_eat(&j, '}') && !remat_json_at_end(&j),
+          "eat and at_end");
+    CHECK(remat_json_error(&j, "oops") == REMAT_ERR_FORMAT &&
+          !strcmp(remat_errmsg(), "t.json: malformed test document: oops at byte 3 of the JSON"), "error: %s",
+          remat_errmsg());
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/remat-test-weights-XXXXXX");
@@ -712,6 +763,7 @@ int main(void)
     test_safetensors_variants();
     test_files();
     test_stale_tmps();
+    test_json_reader();
     DIR *d = opendir(dir);
     struct dirent *de;
     while (d && (de = readdir(d)))

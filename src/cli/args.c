@@ -224,20 +224,13 @@ double cli_now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double cli_median(const double *x, int n)
 {
     if (n <= 0) return 0;
     double *c = malloc(sizeof(double) * (size_t)n);
     if (!c) return x[0];
     memcpy(c, x, sizeof(double) * (size_t)n);
-    qsort(c, (size_t)n, sizeof *c, cmp_double);
-    double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+    double m = remat_median(c, (size_t)n);
     free(c);
     return m;
 }

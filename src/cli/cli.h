@@ -48,7 +48,7 @@ void cli_config_print(FILE *f, const remat_config *c);
 /* "12.3 MiB" style formatting into buf */
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t n);
 double cli_now_ms(void);
-/* median of n doubles (sorts a copy) */
+/* remat_median of a copy of x[0..n) (x is left as it is) */
 double cli_median(const double *x, int n);
 
 int cmd_train(int argc, char **argv);

@@ -601,7 +601,9 @@ int bench_run(const bench_opts *o, bench_result *r)
             if (st) { cli_error("%s: %s", w->name, remat_model_error(mm)); goto out; }
             if (round >= 0) w->ms[round] = dt;
             remat_model_stats(mm, &w->st);
-            remat_schedule_simulate(remat_model_schedule(mm), &w->sim);
+            if ((st = remat_schedule_simulate(remat_model_schedule(mm), &w->sim))) {
+                cli_error("%s: cannot simulate the schedule: %s", w->name, remat_errmsg()); goto out;
+            }
         }
         if (round >= 0)
             for (int k = 0; k < r->nslot; k++)

@@ -47,7 +47,11 @@ int cmd_schedule(int argc, char **argv)
     remat_status st = remat_schedule_create(&c, policy, &s);
     if (st) return cli_error("%s", remat_errmsg()) + (st == REMAT_ERR_POLICY || st == REMAT_ERR_INVALID);
     remat_sim sim;
-    remat_schedule_simulate(s, &sim);
+    if ((st = remat_schedule_simulate(s, &sim))) {
+        cli_error("cannot simulate the schedule: %s", remat_errmsg());
+        remat_schedule_free(s);
+        return 1;
+    }
     size_t n = remat_schedule_length(s);
     char b1[32], b2[32], b3[32];
     if (json) {

@@ -277,20 +277,28 @@ static void print_escaped(FILE *f, const int *tok, int n)
     }
 }
 
+/* The mean validation loss of nb batches.  On failure why gets the message
+ * of the layer that failed: the data's (remat_errmsg) or the model's. */
 static remat_status eval_val(remat_model *m, remat_data *d, const remat_config *c, long nb, int *in, int *tg,
-                             double *out)
+                             double *out, char *why, size_t nwhy)
 {
     remat_status st;
     double sum = 0;
-    if ((st = remat_data_seek(d, REMAT_SPLIT_VAL, 0))) return st;
+    if ((st = remat_data_seek(d, REMAT_SPLIT_VAL, 0))) goto data_error;
     for (long k = 0; k < nb; k++) {
         float l;
-        if ((st = remat_data_next(d, REMAT_SPLIT_VAL, c->batch, c->seq, in, tg))) return st;
-        if ((st = remat_model_eval(m, in, tg, &l, NULL))) return st;
+        if ((st = remat_data_next(d, REMAT_SPLIT_VAL, c->batch, c->seq, in, tg))) goto data_error;
+        if ((st = remat_model_eval(m, in, tg, &l, NULL))) {
+            snprintf(why, nwhy, "%s", remat_model_error(m));
+            return st;
+        }
         sum += l;
     }
     *out = sum / (double)nb;
     return REMAT_OK;
+data_error:
+    snprintf(why, nwhy, "%s", remat_errmsg());
+    return st;
 }
 
 /* a number for JSON: 9 significant digits, or null when there is none
@@ -390,7 +398,9 @@ ready:
     if (!in || !tg || !ms) { cli_error("out of memory"); goto out; }
 
     remat_sim sim;
-    remat_schedule_simulate(remat_model_schedule(m), &sim);
+    if ((st = remat_schedule_simulate(remat_model_schedule(m), &sim))) {
+        cli_error("cannot simulate the schedule: %s", remat_errmsg()); goto out;
+    }
     const char *policy = remat_schedule_policy(remat_model_schedule(m));
     char b1[32], b2[32], b3[32], b4[32];
     if (!o.json && !o.quiet) {
@@ -422,7 +432,7 @@ ready:
     cli_progress_init(&pg, !o.json && (o.quiet || !cli_progress_stdout_is_tty()));
     for (long s = start; s < o.steps; s++) {
         float loss;
-        char what[160];
+        char what[160], why[512];
         snprintf(what, sizeof what, "train (%.100s): step %ld/%ld", policy, s + 1, o.steps);
         cli_progress_update(&pg, what, s - start, o.steps - start);
         uint64_t pos0 = remat_data_position(data, REMAT_SPLIT_TRAIN);
@@ -460,8 +470,8 @@ ready:
         remat_stats stt;
         remat_model_stats(m, &stt);
         int do_eval = (o.eval_every > 0 && (s + 1) % o.eval_every == 0) || s + 1 == o.steps;
-        if (do_eval && (st = eval_val(m, data, c, o.eval_batches, in, tg, &val))) {
-            cli_error("validation: %s", remat_model_error(m)); goto out;
+        if (do_eval && (st = eval_val(m, data, c, o.eval_batches, in, tg, &val, why, sizeof why))) {
+            cli_error("validation: %s", why); goto out;
         }
         double tps = (double)N / (ms[s] / 1000.0);
         if (o.json) {
@@ -489,7 +499,7 @@ ready:
 
     remat_stats stt;
     remat_model_stats(m, &stt);
-    double med = cli_median(ms + start, (int)(o.steps - start));
+    double med = remat_median(ms + start, (size_t)(o.steps - start));
     double tps = med > 0 ? (double)N / (med / 1000.0) : 0;
     char hash[32];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)remat_model_params_hash(m));

@@ -3,11 +3,13 @@
  * hashing, and the accounting allocator (see core.h).
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
 #include "core.h"
+#include "endian.h"
 #include "rng.h"
 
 #ifdef REMAT_OPENBLAS
@@ -67,66 +69,110 @@ void remat_set_threads(int n)
 
 int remat_get_threads(void) { return n_threads > 0 ? n_threads : omp_get_max_threads(); }
 
-uint64_t remat_hash_bytes(const void *p, size_t n)
+/* The content hash (remat.h): splitmix64's finaliser over the bytes read as
+ * little-endian 64-bit words, seeded by the length, the last partial word
+ * zero-padded.  Little-endian words make it the same number on every host,
+ * so a checksum written on one machine checks out on another. */
+#define HASH_SEED 0x243f6a8885a308d3ULL
+#define HASH_STEP 0x9e3779b97f4a7c15ULL
+
+void remat_hash_init(remat_hash *s, uint64_t total)
+{
+    s->h = HASH_SEED ^ total;
+    s->ntail = 0;
+}
+
+void remat_hash_update(remat_hash *s, const void *p, size_t n)
 {
     const unsigned char *b = p;
-    uint64_t h = 0x243f6a8885a308d3ULL ^ n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, b + i, 8);
-        h = remat_mix64(h ^ w) + 0x9e3779b97f4a7c15ULL;
+    if (s->ntail) {   /* complete the word a previous piece began */
+        while (s->ntail < 8 && n) { s->tail[s->ntail++] = *b++; n--; }
+        if (s->ntail < 8) return;
+        s->h = remat_mix64(s->h ^ remat_get_le64(s->tail)) + HASH_STEP;
+        s->ntail = 0;
     }
+    for (; n >= 8; b += 8, n -= 8) s->h = remat_mix64(s->h ^ remat_get_le64(b)) + HASH_STEP;
+    if (n) memcpy(s->tail, b, n);
+    s->ntail = n;
+}
+
+uint64_t remat_hash_final(const remat_hash *s)
+{
     uint64_t w = 0;
-    for (size_t k = 0; i + k < n; k++) w |= (uint64_t)b[i + k] << (8 * k);
-    return remat_mix64(h ^ w);
+    for (size_t k = 0; k < s->ntail; k++) w |= (uint64_t)s->tail[k] << (8 * k);
+    return remat_mix64(s->h ^ w);
+}
+
+uint64_t remat_hash_bytes(const void *p, size_t n)
+{
+    remat_hash s;
+    remat_hash_init(&s, n);
+    remat_hash_update(&s, p, n);
+    return remat_hash_final(&s);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double remat_median(double *x, size_t n)
+{
+    if (!n) return 0;
+    qsort(x, n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 /* ---- accounting allocator ---------------------------------------------- */
 
-static uint64_t alloc_count;   /* allocations attempted, process-wide */
-static uint64_t fail_at;       /* 0: never fail */
+/* Failure injection (core.h): atomics, so that threads allocating at once
+ * are each counted and exactly one allocation fails.  Relaxed order: they
+ * are counters, nothing is published through them. */
+static _Atomic uint64_t alloc_count;   /* allocations attempted, process-wide */
+static _Atomic uint64_t fail_at;       /* the count whose allocation fails; 0: never */
 
-void remat_mem_fail_at(uint64_t n) { fail_at = n ? alloc_count + n : 0; }
-uint64_t remat_mem_alloc_count(void) { return alloc_count; }
+void remat_mem_fail_at(uint64_t n)
+{
+    atomic_store_explicit(&fail_at, n ? atomic_load_explicit(&alloc_count, memory_order_relaxed) + n : 0,
+                          memory_order_relaxed);
+}
 
-#if defined(__SANITIZE_ADDRESS__)
-#define MEM_CACHING 0
-#else
-#define MEM_CACHING 1
-#endif
+uint64_t remat_mem_alloc_count(void) { return atomic_load_explicit(&alloc_count, memory_order_relaxed); }
+
+/* Counts one allocation attempt; 1 when it is the one to fail. */
+static int inject_failure(void)
+{
+    uint64_t k = atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed) + 1;
+    uint64_t f = atomic_load_explicit(&fail_at, memory_order_relaxed);
+    return f && k == f;
+}
 
 static size_t round64(size_t bytes) { return bytes ? (bytes + 63) & ~(size_t)63 : 64; }
 
 void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes)
 {
-    alloc_count++;
-    if (fail_at && alloc_count == fail_at) return NULL;
+    if (inject_failure()) return NULL;
     size_t rounded = round64(bytes);
     if (rounded < bytes) return NULL;
     void *p = NULL;
-    for (int i = 0; i < m->ncache; i++)
-        if (m->cache_size[i] == rounded) {
-            p = m->cache_ptr[i];
-            m->cache_ptr[i] = m->cache_ptr[m->ncache - 1];
-            m->cache_size[i] = m->cache_size[m->ncache - 1];
-            m->ncache--;
+    for (size_t i = 0; i < m->ncache; i++)
+        if (m->cache[i].size == rounded) {
+            p = m->cache[i].p;
+            m->cache[i] = m->cache[--m->ncache];
+            m->cached -= rounded;
             break;
         }
-    if (!p) p = aligned_alloc(64, rounded);
-    if (!p) return NULL;
+    if (!p) {
+        if (!(p = aligned_alloc(64, rounded))) return NULL;
+        m->n_fresh++;
+    }
     m->live[cat] += bytes;
     if (m->live[cat] > m->peak[cat]) m->peak[cat] = m->live[cat];
     m->live_total += bytes;
     if (m->live_total > m->peak_total) m->peak_total = m->live_total;
     m->n_allocs++;
     return p;
-}
-
-static int inject_failure(void)
-{
-    alloc_count++;
-    return fail_at && alloc_count == fail_at;
 }
 
 void *remat_malloc(size_t bytes) { return inject_failure() ? NULL : malloc(bytes ? bytes : 1); }
@@ -151,33 +197,39 @@ void *remat_mem_calloc(remat_mem *m, int cat, size_t bytes)
 void remat_mem_free(remat_mem *m, int cat, void *p, size_t bytes)
 {
     if (!p) return;
-    if (MEM_CACHING && cat == REMAT_MEM_ACTS && m->ncache < REMAT_MEM_CACHE) {
-        m->cache_ptr[m->ncache] = p;
-        m->cache_size[m->ncache] = round64(bytes);
-        m->ncache++;
-    } else {
-        free(p);
-    }
     m->live[cat] -= bytes;
     m->live_total -= bytes;
+    if (!REMAT_MEM_CACHING || cat != REMAT_MEM_ACTS) { free(p); return; }
+    if (m->ncache == m->cache_cap) {
+        /* plain realloc: growing the list is the allocator's own business,
+         * not an allocation failure injection may pick, and a free that
+         * cannot cache its block just frees it */
+        size_t cap = m->cache_cap ? 2 * m->cache_cap : 64;
+        remat_mem_block *c = cap <= SIZE_MAX / sizeof *c ? realloc(m->cache, cap * sizeof *c) : NULL;
+        if (!c) { free(p); return; }
+        m->cache = c;
+        m->cache_cap = cap;
+    }
+    size_t rounded = round64(bytes);
+    m->cache[m->ncache++] = (remat_mem_block){ p, rounded };
+    m->cached += rounded;
+}
+
+uint64_t remat_mem_cached(const remat_mem *m) { return m->cached; }
+
+void remat_mem_trim(remat_mem *m)
+{
+    for (size_t i = 0; i < m->ncache; i++) free(m->cache[i].p);
+    m->ncache = 0;
+    m->cached = 0;
 }
 
 void remat_mem_release(remat_mem *m)
 {
-    for (int i = 0; i < m->ncache; i++) free(m->cache_ptr[i]);
-    m->ncache = 0;
+    remat_mem_trim(m);
+    free(m->cache);
+    m->cache = NULL;
+    m->cache_cap = 0;
 }
 
 void remat_mem_reset_peak(remat_mem *m, int cat) { m->peak[cat] = m->live[cat]; }
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double remat_median(double *x, size_t n)
-{
-    qsort(x, n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}

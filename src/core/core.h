@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "remat.h"
 
 /* Records a printf-style message as the calling thread's last error and
@@ -30,6 +31,22 @@ static inline uint64_t remat_add(uint64_t a, uint64_t b, int *ok)
     return r;
 }
 
+/* ---- the content hash, piecewise ----------------------------------------------
+ * remat_hash_bytes (remat.h) over data that arrives in pieces, e.g. a file
+ * read in chunks: init with the total number of bytes that will be fed (the
+ * hash is seeded by the length), update with the pieces in order, in any
+ * sizes, then final.  The result equals remat_hash_bytes of the
+ * concatenation; a partial 8-byte word is carried between pieces. */
+typedef struct remat_hash {
+    uint64_t h;
+    unsigned char tail[8];
+    size_t ntail;
+} remat_hash;
+
+void remat_hash_init(remat_hash *s, uint64_t total);
+void remat_hash_update(remat_hash *s, const void *p, size_t n);
+uint64_t remat_hash_final(const remat_hash *s);
+
 /* ---- the accounting allocator (after Redis's zmalloc) ----------------------
  * Every byte remat allocates for a model goes through one remat_mem, which
  * keeps live and peak bytes per category and in total.  Requested sizes are
@@ -46,34 +63,65 @@ enum remat_mem_cat {
     REMAT_MEM_NCAT
 };
 
-#define REMAT_MEM_CACHE 1024   /* > every live tensor of a 90-layer step */
+/* The caching of freed activation blocks: off under AddressSanitizer, so
+ * that it still sees every use after free. */
+#if defined(__SANITIZE_ADDRESS__)
+#define REMAT_MEM_CACHING 0
+#else
+#define REMAT_MEM_CACHING 1
+#endif
 
+/* A freed block kept for reuse: its address and 64-byte rounded size. */
+typedef struct remat_mem_block {
+    void *p;
+    size_t size;
+} remat_mem_block;
+
+/* Zero-initialise (memset or calloc); remat_mem_release before dropping it.
+ * Not thread-safe: one remat_mem is used by one thread at a time. */
 typedef struct remat_mem {
     uint64_t live[REMAT_MEM_NCAT];
     uint64_t peak[REMAT_MEM_NCAT];
     uint64_t live_total, peak_total;
-    uint64_t n_allocs;
-    /* Freed blocks kept for reuse by an allocation of the same rounded size,
-     * so that a training step does not page-fault its activations in anew
-     * every time (like PyTorch's caching allocator).  Cached blocks are not
-     * live and are not counted.  Disabled under AddressSanitizer, so that it
-     * still sees every use after free. */
-    void *cache_ptr[REMAT_MEM_CACHE];
-    size_t cache_size[REMAT_MEM_CACHE];
-    int ncache;
+    uint64_t n_allocs;         /* successful allocations ... */
+    uint64_t n_fresh;          /* ... of which took a new block from the heap (the rest reused a cached one) */
+    /* Freed activation blocks (REMAT_MEM_ACTS) kept for reuse by an
+     * allocation of the same rounded size, so that a training step does not
+     * page-fault its activations in anew every time (like PyTorch's caching
+     * allocator).  Cached blocks are not live and are in no category; cached
+     * counts their (64-byte rounded) bytes exactly.  The list has no cap: it
+     * grows by doubling, outside failure injection (a free never fails; if
+     * the list cannot grow, the block is simply freed).  Memory the process
+     * holds (its RSS, about) is therefore live_total + cached + malloc's own
+     * overhead; remat_mem_trim brings it back down to the live bytes. */
+    uint64_t cached;
+    remat_mem_block *cache;
+    size_t ncache, cache_cap;
 } remat_mem;
 
 void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes);   /* NULL on failure */
 void *remat_mem_calloc(remat_mem *m, int cat, size_t bytes);
 void remat_mem_free(remat_mem *m, int cat, void *p, size_t bytes);
-/* Releases the cached free blocks (call before dropping a remat_mem). */
+/* Bytes of the cached free blocks (the act_cached_bytes of remat_stats). */
+uint64_t remat_mem_cached(const remat_mem *m);
+/* Returns the cached free blocks to the heap (cached becomes 0); the
+ * remat_mem stays usable. */
+void remat_mem_trim(remat_mem *m);
+/* remat_mem_trim, and frees the list itself: call before dropping a
+ * remat_mem (it stays usable: a later free starts a new list). */
 void remat_mem_release(remat_mem *m);
 /* Resets a category's peak to its current live bytes. */
 void remat_mem_reset_peak(remat_mem *m, int cat);
 
 /* Global failure injection for tests: the N-th allocation from now fails
  * (0 disables); it counts remat_mem allocations and the plain ones below.
- * Returns the number of allocations made so far. */
+ * remat_mem_alloc_count returns the number of allocations attempted so far.
+ * Both are safe when several threads use the library: the counter is one
+ * process-wide atomic, so every attempt of every thread is counted exactly
+ * once, and exactly one allocation fails -- the one that takes the count to
+ * (count when remat_mem_fail_at was called) + N, whichever thread makes it.
+ * "From now" is exact only when no other thread allocates during the call.
+ * (A remat_mem itself is not shared: one per thread, or a lock around it.) */
 void remat_mem_fail_at(uint64_t n);
 uint64_t remat_mem_alloc_count(void);
 
@@ -86,13 +134,34 @@ void *remat_calloc(size_t n, size_t size);
 void *remat_realloc(void *p, size_t bytes);
 char *remat_strdup(const char *s);
 
-/* The median of x[0..n-1] (n >= 1; the mean of the two middle values when
- * n is even).  Sorts x in place. */
-double remat_median(double *x, size_t n);
+/* ---- writing files atomically (files.c) ------------------------------------
+ * The one way the library writes a file: begin creates PATH.tmp.PID (PID:
+ * this process) after deleting the PATH.tmp.N that dead writers left, the
+ * caller writes the contents to f, then commit flushes, fsyncs and closes
+ * it, renames it over PATH and fsyncs the directory -- PATH is then the old
+ * file or the whole new one -- or abort closes and deletes it.  After begin
+ * succeeds exactly one of commit and abort must be called; both release
+ * everything, whatever their outcome (a failed commit leaves no temporary
+ * file).  Errors: REMAT_ERR_INVALID (no or too long a path), REMAT_ERR_IO
+ * with a message that names PATH and the reason (a write that failed
+ * unnoticed on f is caught by commit). */
+typedef struct remat_atomic_file {
+    FILE *f;                       /* write the contents here */
+    char path[4096], tmp[4096 + 32];
+} remat_atomic_file;
 
-/* Deletes path.tmp.PID files in path's directory whose process PID is gone
- * (files.c; what remat_write_file_atomic and the weights writer leave when
- * killed before their rename). */
-void remat_remove_stale_tmps(const char *path);
+remat_status remat_atomic_begin(remat_atomic_file *a, const char *path);
+remat_status remat_atomic_commit(remat_atomic_file *a);
+void remat_atomic_abort(remat_atomic_file *a);
+
+/* The one sweeper of temporary files: deletes every file of dir for which
+ * tmp_pid(name, arg) gives a process id > 0 that is neither this process
+ * nor a live one (a live writer's file is left alone).  Errors (an
+ * unreadable dir, a file that cannot be deleted) are ignored: a stale file
+ * is harmless, only untidy. */
+void remat_sweep_tmps(const char *dir, long (*tmp_pid)(const char *name, const void *arg), const void *arg);
+/* The writer's pid when s is the suffix ".tmp.PID" of remat_atomic_begin's
+ * names, else 0: the building block of tmp_pid functions. */
+long remat_tmp_suffix_pid(const char *s);
 
 #endif

@@ -1,11 +1,15 @@
 /*
- * files.c -- writing files so that a reader never sees half of one.
+ * files.c -- writing files so that a reader never sees half of one, and
+ * sweeping up what killed writers left.
  *
  * A file is written as PATH.tmp.PID (PID: the writer's process id), synced,
  * renamed over PATH, and the directory synced, so PATH is either the old
- * file or the whole new one.  A writer killed before its rename leaves its
- * PATH.tmp.PID behind; the next writer of PATH deletes such files when their
- * process is gone (a live writer's file is left alone).
+ * file or the whole new one (rename(2) is atomic).  A writer killed before
+ * its rename leaves its PATH.tmp.PID behind; the next writer deletes such
+ * files when their process is gone (a live writer's file is left alone).
+ * Every writer of the library -- remat_write_file_atomic, the weights and
+ * the checkpoint writers -- goes through remat_atomic_begin/commit, and
+ * every sweep through remat_sweep_tmps.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,69 +36,114 @@ static int split_path(const char *path, char *dir, size_t cap, const char **base
     return 1;
 }
 
-void remat_remove_stale_tmps(const char *path)
+long remat_tmp_suffix_pid(const char *s)
 {
-    char dir[4096], file[8192];
-    const char *base;
-    if (!path || !split_path(path, dir, sizeof dir, &base) || !*base) return;
-    size_t nb = strlen(base);
+    if (strncmp(s, ".tmp.", 5)) return 0;
+    const char *digits = s + 5;
+    char *end;
+    errno = 0;
+    long pid = strtol(digits, &end, 10);
+    if (*digits < '0' || *digits > '9' || *end || errno || pid <= 0) return 0;
+    return pid;
+}
+
+void remat_sweep_tmps(const char *dir, long (*tmp_pid)(const char *name, const void *arg), const void *arg)
+{
+    char file[8192];
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *de;
     while ((de = readdir(d))) {
-        const char *nm = de->d_name;
-        if (strncmp(nm, base, nb) || strncmp(nm + nb, ".tmp.", 5)) continue;
-        const char *digits = nm + nb + 5;
-        char *end;
-        errno = 0;
-        long pid = strtol(digits, &end, 10);
-        if (*digits < '0' || *digits > '9' || *end || errno || pid <= 0) continue;
-        if (pid == (long)getpid()) continue;
+        long pid = tmp_pid(de->d_name, arg);
+        if (pid <= 0 || pid == (long)getpid()) continue;
         if (kill((pid_t)pid, 0) == 0 || errno == EPERM) continue;   /* its writer is alive */
-        if (snprintf(file, sizeof file, "%s/%s", dir, nm) < (int)sizeof file) unlink(file);
+        if (snprintf(file, sizeof file, "%s/%s", dir, de->d_name) < (int)sizeof file) unlink(file);
     }
     closedir(d);
 }
 
-remat_status remat_write_file_atomic(const char *path, const void *data, size_t len)
+/* "BASE.tmp.PID" -> PID; arg is BASE */
+static long base_tmp_pid(const char *name, const void *arg)
 {
-    char tmp[4096 + 32], dir[4096];
+    const char *base = arg;
+    size_t nb = strlen(base);
+    return strncmp(name, base, nb) ? 0 : remat_tmp_suffix_pid(name + nb);
+}
+
+remat_status remat_atomic_begin(remat_atomic_file *a, const char *path)
+{
+    char dir[4096];
     const char *base;
-    if (!path || !*path || (!data && len)) return remat_fail(REMAT_ERR_INVALID, "remat_write_file_atomic: no path or data");
-    if (strlen(path) >= 4096 || !split_path(path, dir, sizeof dir, &base) || !*base)
+    a->f = NULL;
+    a->path[0] = a->tmp[0] = 0;
+    if (!path || !*path) return remat_fail(REMAT_ERR_INVALID, "no file path to write");
+    if (strlen(path) >= sizeof a->path || !split_path(path, dir, sizeof dir, &base) || !*base)
         return remat_fail(REMAT_ERR_INVALID, "'%.200s' is not a file path that can be written", path);
-    remat_remove_stale_tmps(path);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return remat_fail(REMAT_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-    const char *p = data;
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, p + off, len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : ENOSPC;
-            close(fd);
-            unlink(tmp);
-            return remat_fail(REMAT_ERR_IO, "cannot write %s: %s", path, strerror(e));
-        }
-        off += (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
+    remat_sweep_tmps(dir, base_tmp_pid, base);
+    memcpy(a->path, path, strlen(path) + 1);
+    snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(a->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    if (!(a->f = fdopen(fd, "wb"))) {
         int e = errno;
-        unlink(tmp);
-        return remat_fail(REMAT_ERR_IO, "cannot write %s: %s", path, strerror(e));
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return remat_fail(REMAT_ERR_IO, "cannot write %s: %s", path, strerror(e));
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY);   /* the rename is durable once the directory is */
-    if (dfd >= 0) {
-        int r = fsync(dfd), e = errno;
-        close(dfd);
-        if (r != 0 && e != EINVAL) return remat_fail(REMAT_ERR_IO, "cannot sync the directory of %s: %s", path, strerror(e));
+        close(fd);
+        unlink(a->tmp);
+        return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
     }
     return REMAT_OK;
+}
+
+void remat_atomic_abort(remat_atomic_file *a)
+{
+    if (!a->f) return;
+    fclose(a->f);
+    a->f = NULL;
+    unlink(a->tmp);
+}
+
+remat_status remat_atomic_commit(remat_atomic_file *a)
+{
+    if (!a->f) return remat_fail(REMAT_ERR_STATE, "remat_atomic_commit: no file begun");
+    int e = 0;
+    errno = 0;
+    if (ferror(a->f)) e = EIO;   /* a write failed without the caller noticing */
+    if (!e && fflush(a->f) != 0) e = errno ? errno : EIO;
+    if (!e && fsync(fileno(a->f)) != 0) e = errno;
+    if (fclose(a->f) != 0 && !e) e = errno ? errno : EIO;
+    a->f = NULL;
+    if (!e && rename(a->tmp, a->path) != 0) e = errno;
+    if (e) {
+        unlink(a->tmp);
+        return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", a->path, strerror(e));
+    }
+    /* the rename is durable once the directory is; some file systems refuse
+     * fsync on a directory (EINVAL, EROFS), which is not an error */
+    char dir[4096];
+    const char *base;
+    split_path(a->path, dir, sizeof dir, &base);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        int r = fsync(dfd);
+        e = errno;
+        close(dfd);
+        if (r != 0 && e != EINVAL && e != EROFS)
+            return remat_fail(REMAT_ERR_IO, "cannot sync the directory of '%s': %s", a->path, strerror(e));
+    }
+    return REMAT_OK;
+}
+
+remat_status remat_write_file_atomic(const char *path, const void *data, size_t len)
+{
+    remat_atomic_file a;
+    remat_status st;
+    if (!path || !*path || (!data && len))
+        return remat_fail(REMAT_ERR_INVALID, "remat_write_file_atomic: no path or data");
+    if ((st = remat_atomic_begin(&a, path))) return st;
+    errno = 0;
+    if (len && fwrite(data, 1, len, a.f) != len) {
+        int e = errno ? errno : EIO;
+        remat_atomic_abort(&a);
+        return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
+    }
+    return remat_atomic_commit(&a);
 }

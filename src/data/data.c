@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "../core/core.h"
+#include "../core/endian.h"
 #include "../core/rng.h"
 
 #define SHARD_MAGIC 20240520
@@ -73,13 +74,7 @@ struct remat_data {
 static inline unsigned token_at(const remat_data *d, size_t i)
 {
     const unsigned char *p = d->buf + d->base + i * (size_t)d->width;
-    return d->width == 1 ? p[0] : (unsigned)p[0] | ((unsigned)p[1] << 8);
-}
-
-static uint32_t le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
+    return d->width == 1 ? p[0] : remat_get_le16(p);
 }
 
 /* Splits n tokens 90/10.  Returns REMAT_ERR_FORMAT when n < 4. */
@@ -173,13 +168,13 @@ static remat_status shard_header(const char *path, const unsigned char *hdr, uin
                           "shard '%s' is %llu bytes, shorter than its %d-byte header; "
                           "the file is truncated, regenerate it",
                           path, (unsigned long long)size, SHARD_HEADER_BYTES);
-    uint32_t version = le32(hdr + 4);
+    uint32_t version = remat_get_le32(hdr + 4);
     if (version != SHARD_VERSION)
         return remat_fail(REMAT_ERR_FORMAT,
                           "shard '%s' has version %u, only version %d (uint16 tokens) is "
                           "supported; re-export it with llm.c's current data scripts",
                           path, version, SHARD_VERSION);
-    int32_t n = (int32_t)le32(hdr + 8);
+    int32_t n = (int32_t)remat_get_le32(hdr + 8);
     if (n <= 1)
         return remat_fail(REMAT_ERR_FORMAT,
                           "shard '%s' header claims %d tokens; a shard needs at least 2, "
@@ -228,14 +223,14 @@ static remat_status open_file(remat_data *d, const char *path)
                         ferror(f) ? strerror(errno) : "the file shrank while being read");
         goto out;
     }
-    int shard = have >= 4 && le32(hdr) == SHARD_MAGIC;
+    int shard = have >= 4 && remat_get_le32(hdr) == SHARD_MAGIC;
     size_t plen = strlen(path);
     if (!shard && plen >= 4 && !strcmp(path + plen - 4, ".bin")) {
         /* a .bin file is meant to be a shard: a wrong magic is corruption,
          * not text */
         st = remat_fail(REMAT_ERR_FORMAT, "'%s' is not an llm.c token shard: magic %u, expected %d "
                         "(a .bin file must be a shard; rename a text file to another extension)",
-                        path, have >= 4 ? (unsigned)le32(hdr) : 0u, SHARD_MAGIC);
+                        path, have >= 4 ? (unsigned)remat_get_le32(hdr) : 0u, SHARD_MAGIC);
         goto out;
     }
     uint64_t ntok = size;
@@ -324,7 +319,7 @@ int remat_data_default_vocab(const char *path)
     FILE *f = fopen(path, "rb");
     if (!f) return BYTE_VOCAB;
     unsigned char m[4];
-    int shard = fread(m, 1, 4, f) == 4 && le32(m) == SHARD_MAGIC;
+    int shard = fread(m, 1, 4, f) == 4 && remat_get_le32(m) == SHARD_MAGIC;
     fclose(f);
     return shard ? SHARD_DEFAULT_VOCAB : BYTE_VOCAB;
 }

@@ -235,6 +235,7 @@ void remat_model_stats(const remat_model *m, remat_stats *o)
     o->grad_norm = m->grad_norm;
     o->fwd_act_peak_bytes = m->meas_fwd_peak;
     o->weights16_bytes = m->mem.live[REMAT_MEM_WEIGHTS16];
+    o->act_cached_bytes = remat_mem_cached(&m->mem);
 }
 
 /* ---- the interpreter ------------------------------------------------------ */

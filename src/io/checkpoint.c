@@ -4,11 +4,13 @@
  * remat.h, where the file format is laid out byte by byte).
  *
  * Why these pieces:
- *   - Atomicity.  A save writes DIR/ckpt-<step>.<pid>.tmp, fflush + fsync,
- *     rename(2) to DIR/ckpt-<step>.bin, fsync(DIR).  rename is atomic, so a
- *     final name holds either nothing or a complete, synced file; a SIGKILL
- *     mid-save leaves only a .tmp, which load never looks at and the next
- *     save (or remat_checkpoint_prepare) deletes once its writer is dead.
+ *   - Atomicity.  A save writes DIR/ckpt-<step>.bin through the library's
+ *     atomic writer (core/files.c): DIR/ckpt-<step>.bin.tmp.<pid>, fflush +
+ *     fsync, rename(2) to the final name, fsync(DIR).  rename is atomic, so
+ *     a final name holds either nothing or a complete, synced file; a
+ *     SIGKILL mid-save leaves only a temporary file, which load never looks
+ *     at and the next save (or remat_checkpoint_prepare) deletes once its
+ *     writer is dead (also in the older name ckpt-<step>.<pid>.tmp).
  *   - Detection.  The last 8 bytes are a 64-bit hash of everything before
  *     them, and the header records the file's total size, so truncation
  *     (torn write) and any flipped byte are refused.  The hash is the one
@@ -16,31 +18,34 @@
  *     words, seeded by the length): each step is a bijection of the state
  *     for a fixed word and of the word for a fixed state, so any change
  *     confined to one 8-byte word -- every single-byte flip -- always
- *     changes the result.  It is computed streaming, so a file is never
- *     held twice.
- *   - Untrusted input.  remat_checkpoint_parse() checks magic, version,
- *     overflow-checked sizes against the real length, the checksum, then
- *     every field (config via remat_config_check, parameter count, optimizer
- *     ranges, data positions, strings, finite floats) before anything is
- *     allocated from them; loading allocates the model only for a file that
- *     really holds that many parameters.
- *   - Retention.  After a save, the new file and the newest older file whose
- *     checksum validates are kept (REMAT_CHECKPOINT_KEEP = 2); older files
- *     and corrupt newer ones are deleted.  Valid newer ones are left alone.
+ *     changes the result.  It is computed piecewise (remat_hash_update) as
+ *     a file is written or read, so a file is never held in memory.
+ *   - Untrusted input.  The same checks (check_sizes, check_fields,
+ *     check_floats) serve remat_checkpoint_parse() on a buffer and the
+ *     loader on a file: magic, version, overflow-checked sizes against the
+ *     real length, the checksum, then every field (config via
+ *     remat_config_check, parameter count, optimizer ranges, data positions,
+ *     strings, finite floats).  Loading allocates the model only for a file
+ *     that really holds that many parameters, and streams the parameters
+ *     and AdamW moments straight into it (read_ckpt), so a resume needs the
+ *     model's memory and no copy of the file; the model is handed out only
+ *     once the checksum, read last, checks out.
+ *   - Retention.  After a save, the new file and the newest older file that
+ *     validates are kept (REMAT_CHECKPOINT_KEEP = 2); older files and
+ *     corrupt newer ones are deleted.  Valid newer ones are left alone.
  */
 #define _XOPEN_SOURCE 700   /* realpath */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../core/core.h"
+#include "../core/endian.h"
 #include "../core/rng.h"
 #include "../engine/model.h"
 #include "io.h"
@@ -50,87 +55,20 @@
 #define CK_HEADER 256u
 #define CK_MAX_PATH 4095u           /* string fields: they fit remat_checkpoint_info's arrays */
 #define CK_MAX_POLICY 16383u
-#define CK_NAME_MAX 48              /* "ckpt-" + up to 20 digits + ".bin"/".<pid>.tmp" */
+#define CK_NAME_MAX 48              /* "ckpt-" + up to 20 digits + ".bin" */
 
-/* ---- little-endian fields -------------------------------------------------- */
-
-static uint32_t get32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const unsigned char *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
-static float getf(const unsigned char *p)
-{
-    uint32_t u = get32(p);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int k = 0; k < 4; k++) p[k] = (unsigned char)(v >> (8 * k));
-}
-static void put64(unsigned char *p, uint64_t v) { put32(p, (uint32_t)v); put32(p + 4, (uint32_t)(v >> 32)); }
-static void putf(unsigned char *p, float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    put32(p, u);
-}
-static int host_le(void)
-{
-    const uint16_t one = 1;
-    unsigned char b;
-    memcpy(&b, &one, 1);
-    return b == 1;
-}
 static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
-/* ---- the streaming checksum (equal to remat_hash_bytes on one buffer) ------ */
-
-typedef struct ck_hash {
-    uint64_t h;
-    unsigned char tail[8];
-    size_t ntail;
-} ck_hash;
-
-#define CK_HASH_K 0x9e3779b97f4a7c15ULL
-
-static void hash_init(ck_hash *s, uint64_t total) { s->h = 0x243f6a8885a308d3ULL ^ total; s->ntail = 0; }
-
-static void hash_update(ck_hash *s, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    if (s->ntail) {
-        while (s->ntail < 8 && n) { s->tail[s->ntail++] = *b++; n--; }
-        if (s->ntail < 8) return;
-        s->h = remat_mix64(s->h ^ get64(s->tail)) + CK_HASH_K;
-        s->ntail = 0;
-    }
-    for (; n >= 8; b += 8, n -= 8) s->h = remat_mix64(s->h ^ get64(b)) + CK_HASH_K;
-    memcpy(s->tail, b, n);
-    s->ntail = n;
-}
-
-static uint64_t hash_final(const ck_hash *s)
-{
-    uint64_t w = 0;
-    for (size_t k = 0; k < s->ntail; k++) w |= (uint64_t)s->tail[k] << (8 * k);
-    return remat_mix64(s->h ^ w);
-}
+/* ---- the checksum: remat_hash_bytes of everything before it ---------------- */
 
 uint64_t remat_checkpoint_checksum(const void *buf, size_t n)
 {
-    ck_hash s;
-    size_t body = n >= 8 ? n - 8 : 0;
-    hash_init(&s, body);
-    hash_update(&s, buf, body);
-    return hash_final(&s);
+    return remat_hash_bytes(buf, n >= 8 ? n - 8 : 0);
 }
 
 void remat_checkpoint_seal(void *buf, size_t n)
 {
-    if (n >= 8) put64((unsigned char *)buf + n - 8, remat_checkpoint_checksum(buf, n));
+    if (n >= 8) remat_put_le64((unsigned char *)buf + n - 8, remat_checkpoint_checksum(buf, n));
 }
 
 /* ---- header ------------------------------------------------------------------ */
@@ -164,33 +102,33 @@ static void encode_header(unsigned char h[CK_HEADER], const remat_checkpoint_inf
     const remat_optim *o = &ci->opt;
     memset(h, 0, CK_HEADER);
     memcpy(h + H_MAGIC, CK_MAGIC, 8);
-    put32(h + H_VERSION, CK_VERSION);
-    put32(h + H_HDRBYTES, CK_HEADER);
-    put64(h + H_FILEBYTES, total);
-    put64(h + H_STEP, ci->step);
-    put64(h + H_OPTSTEPS, ci->opt_steps);
-    put64(h + H_SEED, ci->seed);
-    put64(h + H_NPARAMS, nparams);
+    remat_put_le32(h + H_VERSION, CK_VERSION);
+    remat_put_le32(h + H_HDRBYTES, CK_HEADER);
+    remat_put_le64(h + H_FILEBYTES, total);
+    remat_put_le64(h + H_STEP, ci->step);
+    remat_put_le64(h + H_OPTSTEPS, ci->opt_steps);
+    remat_put_le64(h + H_SEED, ci->seed);
+    remat_put_le64(h + H_NPARAMS, nparams);
     int cf[7] = { c->n_layer, c->n_embd, c->n_head, c->vocab, c->max_seq, c->batch, c->seq };
-    for (int k = 0; k < 7; k++) put32(h + H_CFG + 4 * k, (uint32_t)cf[k]);
-    putf(h + H_DROPOUT, c->dropout);
+    for (int k = 0; k < 7; k++) remat_put_le32(h + H_CFG + 4 * k, (uint32_t)cf[k]);
+    remat_put_lef32(h + H_DROPOUT, c->dropout);
     float of[6] = { o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip };
-    for (int k = 0; k < 6; k++) putf(h + H_OPT + 4 * k, of[k]);
+    for (int k = 0; k < 6; k++) remat_put_lef32(h + H_OPT + 4 * k, of[k]);
     for (int k = 0; k < 2; k++) {
-        put64(h + H_TOKENS + 8 * k, ci->data_tokens[k]);
-        put64(h + H_POS + 8 * k, ci->data_pos[k]);
+        remat_put_le64(h + H_TOKENS + 8 * k, ci->data_tokens[k]);
+        remat_put_le64(h + H_POS + 8 * k, ci->data_pos[k]);
     }
-    put32(h + H_DATAKIND, ci->data[0] ? 1u : 0u);
-    put32(h + H_PATHLEN, (uint32_t)strlen(ci->data));
-    put32(h + H_POLICYLEN, (uint32_t)strlen(ci->policy));
-    put32(h + H_ATTENTION, (uint32_t)c->attention);
-    put32(h + H_LMHEAD, (uint32_t)c->lmhead_chunk);
-    put32(h + H_DTYPE, (uint32_t)c->dtype);
-    put64(h + H_DATAHASH, ci->data_hash);
+    remat_put_le32(h + H_DATAKIND, ci->data[0] ? 1u : 0u);
+    remat_put_le32(h + H_PATHLEN, (uint32_t)strlen(ci->data));
+    remat_put_le32(h + H_POLICYLEN, (uint32_t)strlen(ci->policy));
+    remat_put_le32(h + H_ATTENTION, (uint32_t)c->attention);
+    remat_put_le32(h + H_LMHEAD, (uint32_t)c->lmhead_chunk);
+    remat_put_le32(h + H_DTYPE, (uint32_t)c->dtype);
+    remat_put_le64(h + H_DATAHASH, ci->data_hash);
     /* framework, tp - 1, sp, stage: all zero for every config the engine
      * runs, so the file is the same as before these fields (no new version) */
     int fw[4] = { (int)c->framework, remat_config_tp(c) - 1, c->sp, c->stage };
-    for (int k = 0; k < 4; k++) put32(h + H_FRAMEWORK + 4 * k, (uint32_t)fw[k]);
+    for (int k = 0; k < 4; k++) remat_put_le32(h + H_FRAMEWORK + 4 * k, (uint32_t)fw[k]);
 }
 
 /* Checks a string field: no NULs; copies it, NUL-terminated, into dst. */
@@ -207,32 +145,41 @@ static int take_string(char *dst, const unsigned char *src, uint32_t len)
 static uint64_t first_bad_float(const unsigned char *p, uint64_t n, int nonneg)
 {
     for (uint64_t i = 0; i < n; i++) {
-        float f = getf(p + 4 * i);
+        float f = remat_get_lef32(p + 4 * i);
         if (!isfinite(f) || (nonneg && f < 0)) return i;
     }
     return n;
 }
 
-remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_ckpt_view *v)
+/* What the fixed header says about the file's layout, once its sizes check
+ * out. */
+typedef struct ck_sizes {
+    uint32_t version, pathlen, policylen;
+    uint64_t nparams, total;
+} ck_sizes;
+
+/* Bytes of the strings region (data path, policy, zero padding). */
+static uint64_t strings_bytes(const ck_sizes *z) { return pad8((uint64_t)z->pathlen + z->policylen); }
+
+/* The checks that come before the checksum: magic, version, header size,
+ * string lengths, and sizes that agree with each other and with the real
+ * length n.  b holds the file's first min(n, CK_HEADER) bytes. */
+static remat_status check_sizes(const unsigned char *b, uint64_t n, ck_sizes *z)
 {
-    const unsigned char *b = buf;
-    if (!v) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_parse: out is NULL");
-    memset(v, 0, sizeof *v);
-    if (!b && n) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_parse: buffer is NULL");
     if (n < 8 || memcmp(b, CK_MAGIC, 8))
         return remat_fail(REMAT_ERR_FORMAT, "not a remat checkpoint (it does not start with \"%s\")", CK_MAGIC);
     if (n < CK_HEADER)
-        return remat_fail(REMAT_ERR_FORMAT, "truncated: %zu bytes, shorter than the %u-byte header (torn write?)",
-                          n, CK_HEADER);
-    uint32_t version = get32(b + H_VERSION);
+        return remat_fail(REMAT_ERR_FORMAT, "truncated: %llu bytes, shorter than the %u-byte header (torn write?)",
+                          (unsigned long long)n, CK_HEADER);
+    uint32_t version = remat_get_le32(b + H_VERSION);
     if (version < 1 || version > CK_VERSION)
         return remat_fail(REMAT_ERR_FORMAT, "checkpoint format version %u; this remat reads versions 1 to %u",
                           version, CK_VERSION);
-    if (get32(b + H_HDRBYTES) != CK_HEADER)
+    if (remat_get_le32(b + H_HDRBYTES) != CK_HEADER)
         return remat_fail(REMAT_ERR_FORMAT, "header size %u, version %u has %u: the header is corrupt",
-                          get32(b + H_HDRBYTES), version, CK_HEADER);
-    uint64_t total = get64(b + H_FILEBYTES), nparams = get64(b + H_NPARAMS);
-    uint32_t pathlen = get32(b + H_PATHLEN), policylen = get32(b + H_POLICYLEN);
+                          remat_get_le32(b + H_HDRBYTES), version, CK_HEADER);
+    uint64_t total = remat_get_le64(b + H_FILEBYTES), nparams = remat_get_le64(b + H_NPARAMS);
+    uint32_t pathlen = remat_get_le32(b + H_PATHLEN), policylen = remat_get_le32(b + H_POLICYLEN);
     if (pathlen > CK_MAX_PATH || policylen > CK_MAX_POLICY)
         return remat_fail(REMAT_ERR_FORMAT, "header claims a %u-byte data path and a %u-byte policy (at most %u and "
                           "%u): the header is corrupt", pathlen, policylen, CK_MAX_PATH, CK_MAX_POLICY);
@@ -241,35 +188,37 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
         return remat_fail(REMAT_ERR_FORMAT, "header sizes disagree (%llu parameters and strings make %llu bytes, "
                           "the header says %llu): the header is corrupt", (unsigned long long)nparams,
                           (unsigned long long)expect, (unsigned long long)total);
-    if ((uint64_t)n != total)
-        return remat_fail(REMAT_ERR_FORMAT, "%s: %zu bytes, the header says %llu (torn write?)",
-                          (uint64_t)n < total ? "truncated" : "trailing bytes", n, (unsigned long long)total);
-    if (!(flags & REMAT_CKPT_NO_CHECKSUM)) {
-        uint64_t stored = get64(b + n - 8), calc = remat_checkpoint_checksum(b, n);
-        if (stored != calc)
-            return remat_fail(REMAT_ERR_FORMAT, "checksum mismatch (stored %016llx, computed %016llx): the file "
-                              "is corrupt", (unsigned long long)stored, (unsigned long long)calc);
-    }
+    if (n != total)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: %llu bytes, the header says %llu (torn write?)",
+                          n < total ? "truncated" : "trailing bytes", (unsigned long long)n, (unsigned long long)total);
+    *z = (ck_sizes){ version, pathlen, policylen, nparams, total };
+    return REMAT_OK;
+}
+
+/* The checks after the checksum: every header field of b and the strings
+ * region str (strings_bytes(z) bytes), into *ci (file and warning left
+ * alone). */
+static remat_status check_fields(const unsigned char *b, const ck_sizes *z, const unsigned char *str,
+                                 remat_checkpoint_info *ci)
+{
     for (size_t k = H_END_V1; k < CK_HEADER; k++)
-        if (b[k] && (version == 1 || (version == 2 && k < H_DATAHASH) || (k >= H_DTYPE + 4 && k < H_DATAHASH) ||
+        if (b[k] && (z->version == 1 || (z->version == 2 && k < H_DATAHASH) || (k >= H_DTYPE + 4 && k < H_DATAHASH) ||
                      k >= H_END))
             return remat_fail(REMAT_ERR_FORMAT, "reserved header byte %zu is not zero", k);
-
-    remat_checkpoint_info *ci = &v->info;
     remat_config *c = &ci->cfg;
     int cf[7];
-    for (int k = 0; k < 7; k++) cf[k] = (int)get32(b + H_CFG + 4 * k);
+    for (int k = 0; k < 7; k++) cf[k] = (int)remat_get_le32(b + H_CFG + 4 * k);
     c->n_layer = cf[0]; c->n_embd = cf[1]; c->n_head = cf[2]; c->vocab = cf[3];
     c->max_seq = cf[4]; c->batch = cf[5]; c->seq = cf[6];
-    c->dropout = getf(b + H_DROPOUT);
-    c->attention = (int)get32(b + H_ATTENTION);
-    c->lmhead_chunk = (int)get32(b + H_LMHEAD);
-    c->dtype = version >= 3 ? (remat_dtype)get32(b + H_DTYPE) : REMAT_DTYPE_FP32;
-    c->framework = (remat_framework)get32(b + H_FRAMEWORK);   /* zero bytes in older files: remat, tp 1 */
-    uint32_t tpm1 = get32(b + H_FRAMEWORK + 4);
+    c->dropout = remat_get_lef32(b + H_DROPOUT);
+    c->attention = (int)remat_get_le32(b + H_ATTENTION);
+    c->lmhead_chunk = (int)remat_get_le32(b + H_LMHEAD);
+    c->dtype = z->version >= 3 ? (remat_dtype)remat_get_le32(b + H_DTYPE) : REMAT_DTYPE_FP32;
+    c->framework = (remat_framework)remat_get_le32(b + H_FRAMEWORK);   /* zero bytes in older files: remat, tp 1 */
+    uint32_t tpm1 = remat_get_le32(b + H_FRAMEWORK + 4);
     c->tp = tpm1 < 1024 ? (int)tpm1 + 1 : -1;
-    c->sp = (int)get32(b + H_FRAMEWORK + 8);
-    c->stage = (int)get32(b + H_FRAMEWORK + 12);
+    c->sp = (int)remat_get_le32(b + H_FRAMEWORK + 8);
+    c->stage = (int)remat_get_le32(b + H_FRAMEWORK + 12);
     remat_status st = remat_config_check(c);
     if (st) {
         char why[512];
@@ -281,58 +230,82 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
         return remat_fail(REMAT_ERR_FORMAT, "the checkpoint's config is for framework %d, stage %d; remat "
                           "checkpoints hold runs of remat's own engine (framework 0, stage 0)", (int)c->framework,
                           c->stage);
-    if (remat_config_num_params(c) != nparams)
+    if (remat_config_num_params(c) != z->nparams)
         return remat_fail(REMAT_ERR_FORMAT, "the header says %llu parameters, its config has %llu",
-                          (unsigned long long)nparams, (unsigned long long)remat_config_num_params(c));
+                          (unsigned long long)z->nparams, (unsigned long long)remat_config_num_params(c));
     remat_optim *o = &ci->opt;
-    o->lr = getf(b + H_OPT);
-    o->beta1 = getf(b + H_OPT + 4);
-    o->beta2 = getf(b + H_OPT + 8);
-    o->eps = getf(b + H_OPT + 12);
-    o->weight_decay = getf(b + H_OPT + 16);
-    o->grad_clip = getf(b + H_OPT + 20);
+    o->lr = remat_get_lef32(b + H_OPT);
+    o->beta1 = remat_get_lef32(b + H_OPT + 4);
+    o->beta2 = remat_get_lef32(b + H_OPT + 8);
+    o->eps = remat_get_lef32(b + H_OPT + 12);
+    o->weight_decay = remat_get_lef32(b + H_OPT + 16);
+    o->grad_clip = remat_get_lef32(b + H_OPT + 20);
     if (!(o->lr >= 0 && o->lr < 10) || !(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1) ||
         !(o->eps > 0 && isfinite(o->eps)) || !(o->weight_decay >= 0 && o->weight_decay < 1) ||
         !isfinite(o->grad_clip))
         return remat_fail(REMAT_ERR_FORMAT, "optimizer settings out of range");
-    ci->step = get64(b + H_STEP);
-    ci->opt_steps = get64(b + H_OPTSTEPS);
-    ci->seed = get64(b + H_SEED);
+    ci->step = remat_get_le64(b + H_STEP);
+    ci->opt_steps = remat_get_le64(b + H_OPTSTEPS);
+    ci->seed = remat_get_le64(b + H_SEED);
     if (ci->opt_steps > ci->step || ci->opt_steps >= INT_MAX || ci->step > (uint64_t)INT64_MAX)
         return remat_fail(REMAT_ERR_FORMAT, "step counts out of range (%llu optimizer steps, %llu steps)",
                           (unsigned long long)ci->opt_steps, (unsigned long long)ci->step);
-    uint32_t kind = get32(b + H_DATAKIND);
-    if (kind > 1 || (kind == 0) != (pathlen == 0))
-        return remat_fail(REMAT_ERR_FORMAT, "data kind %u with a %u-byte path", kind, pathlen);
-    ci->data_hash = version >= 2 ? get64(b + H_DATAHASH) : 0;
+    uint32_t kind = remat_get_le32(b + H_DATAKIND);
+    if (kind > 1 || (kind == 0) != (z->pathlen == 0))
+        return remat_fail(REMAT_ERR_FORMAT, "data kind %u with a %u-byte path", kind, z->pathlen);
+    ci->data_hash = z->version >= 2 ? remat_get_le64(b + H_DATAHASH) : 0;
     for (int k = 0; k < 2; k++) {
-        ci->data_tokens[k] = get64(b + H_TOKENS + 8 * k);
-        ci->data_pos[k] = get64(b + H_POS + 8 * k);
+        ci->data_tokens[k] = remat_get_le64(b + H_TOKENS + 8 * k);
+        ci->data_pos[k] = remat_get_le64(b + H_POS + 8 * k);
         if (ci->data_tokens[k] < 2 || ci->data_pos[k] >= ci->data_tokens[k])
             return remat_fail(REMAT_ERR_FORMAT, "%s data position %llu of %llu tokens is out of range",
                               k ? "validation" : "training", (unsigned long long)ci->data_pos[k],
                               (unsigned long long)ci->data_tokens[k]);
     }
-    const unsigned char *p = b + CK_HEADER;
-    if (!take_string(ci->data, p, pathlen) || !take_string(ci->policy, p + pathlen, policylen))
+    if (!take_string(ci->data, str, z->pathlen) || !take_string(ci->policy, str + z->pathlen, z->policylen))
         return remat_fail(REMAT_ERR_FORMAT, "the data path or policy holds a NUL byte");
-    for (uint64_t k = pathlen + policylen; k < pad8((uint64_t)pathlen + policylen); k++)
-        if (p[k]) return remat_fail(REMAT_ERR_FORMAT, "string padding is not zero");
-    p += pad8((uint64_t)pathlen + policylen);
-    v->nparams = nparams;
-    v->params = p;
-    v->adam_m = p + 4 * nparams;
-    v->adam_v = p + 8 * nparams;
-    static const char *const what[3] = { "parameter", "AdamW m", "AdamW v" };
-    const unsigned char *arr[3] = { v->params, v->adam_m, v->adam_v };
-    for (int a = 0; a < 3; a++) {
-        uint64_t i = first_bad_float(arr[a], nparams, a == 2);
-        if (i < nparams) {
-            memset(v, 0, sizeof *v);
-            return remat_fail(REMAT_ERR_FORMAT, "%s %llu is %g, not a finite%s number", what[a],
-                              (unsigned long long)i, (double)getf(arr[a] + 4 * i), a == 2 ? " non-negative" : "");
-        }
+    for (uint64_t k = (uint64_t)z->pathlen + z->policylen; k < strings_bytes(z); k++)
+        if (str[k]) return remat_fail(REMAT_ERR_FORMAT, "string padding is not zero");
+    return REMAT_OK;
+}
+
+static const char *const ck_arrays[3] = { "parameter", "AdamW m", "AdamW v" };
+
+/* Checks n little-endian floats at p, element first of array a (0 params,
+ * 1 AdamW m, 2 AdamW v: also >= 0): finite.  REMAT_ERR_FORMAT names the
+ * first bad one. */
+static remat_status check_floats(int a, const unsigned char *p, uint64_t n, uint64_t first)
+{
+    uint64_t i = first_bad_float(p, n, a == 2);
+    if (i == n) return REMAT_OK;
+    return remat_fail(REMAT_ERR_FORMAT, "%s %llu is %g, not a finite%s number", ck_arrays[a],
+                      (unsigned long long)(first + i), (double)remat_get_lef32(p + 4 * i), a == 2 ? " non-negative" : "");
+}
+
+remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_ckpt_view *v)
+{
+    remat_status st;
+    const unsigned char *b = buf;
+    ck_sizes z = { 0, 0, 0, 0, 0 };
+    if (!v) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_parse: out is NULL");
+    memset(v, 0, sizeof *v);
+    if (!b && n) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_parse: buffer is NULL");
+    if ((st = check_sizes(b, n, &z))) return st;
+    if (!(flags & REMAT_CKPT_NO_CHECKSUM)) {
+        uint64_t stored = remat_get_le64(b + n - 8), calc = remat_checkpoint_checksum(b, n);
+        if (stored != calc)
+            return remat_fail(REMAT_ERR_FORMAT, "checksum mismatch (stored %016llx, computed %016llx): the file "
+                              "is corrupt", (unsigned long long)stored, (unsigned long long)calc);
     }
+    if ((st = check_fields(b, &z, b + CK_HEADER, &v->info))) { memset(v, 0, sizeof *v); return st; }
+    const unsigned char *p = b + CK_HEADER + strings_bytes(&z);
+    v->nparams = z.nparams;
+    v->params = p;
+    v->adam_m = p + 4 * z.nparams;
+    v->adam_v = p + 8 * z.nparams;
+    const unsigned char *arr[3] = { v->params, v->adam_m, v->adam_v };
+    for (int a = 0; a < 3; a++)
+        if ((st = check_floats(a, arr[a], z.nparams, 0))) { memset(v, 0, sizeof *v); return st; }
     return REMAT_OK;
 }
 
@@ -354,22 +327,24 @@ static int parse_ckpt_name(const char *name, uint64_t *step)
     return 1;
 }
 
-/* "ckpt-<digits>.<pid>.tmp" -> 1 and *pid; anything else -> 0. */
-static int parse_tmp_name(const char *name, long *pid)
+/* A save's temporary file -> its writer's pid, else 0: "ckpt-<digits>.bin.tmp.<pid>"
+ * (remat_atomic_begin's name for ckpt-<digits>.bin), or the older form
+ * "ckpt-<digits>.<pid>.tmp" that saves before the shared writer used. */
+static long ckpt_tmp_pid(const char *name, const void *unused)
 {
+    (void)unused;
     if (strncmp(name, "ckpt-", 5)) return 0;
     const char *p = name + 5;
     if (*p < '0' || *p > '9') return 0;
     while (*p >= '0' && *p <= '9') p++;
+    if (!strncmp(p, ".bin.tmp.", 9)) return remat_tmp_suffix_pid(p + 4);
     if (*p++ != '.' || *p < '0' || *p > '9') return 0;
     long v = 0;
     for (; *p >= '0' && *p <= '9'; p++) {
         if (v > 100000000) return 0;
         v = v * 10 + (*p - '0');
     }
-    if (strcmp(p, ".tmp")) return 0;
-    *pid = v;
-    return 1;
+    return strcmp(p, ".tmp") ? 0 : v;
 }
 
 typedef struct ck_entry {
@@ -438,24 +413,6 @@ static remat_status join(char *out, size_t cap, const char *dir, const char *nam
     return REMAT_OK;
 }
 
-/* Deletes temporary files of saves whose process is gone (a live writer's
- * file is left alone). */
-static void remove_stale_tmps(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *de;
-    char path[4200];
-    long pid;
-    while ((de = readdir(d)))
-        if (parse_tmp_name(de->d_name, &pid)) {
-            if (pid == (long)getpid()) continue;
-            if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) continue;
-            if (!join(path, sizeof path, dir, de->d_name)) unlink(path);
-        }
-    closedir(d);
-}
-
 /* Creates dir when missing; checks that it is a directory. */
 static remat_status ensure_dir(const char *dir)
 {
@@ -471,19 +428,6 @@ static remat_status ensure_dir(const char *dir)
     return REMAT_OK;
 }
 
-/* fsync of a directory makes a rename in it durable.  Some file systems
- * refuse fsync on directories (EINVAL); that is not an error. */
-static remat_status sync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return remat_fail(REMAT_ERR_IO, "cannot open directory '%s' to sync it: %s", dir, strerror(errno));
-    int r = fsync(fd), e = errno;
-    close(fd);
-    if (r != 0 && e != EINVAL && e != EROFS)
-        return remat_fail(REMAT_ERR_IO, "cannot sync directory '%s': %s", dir, strerror(e));
-    return REMAT_OK;
-}
-
 remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *newest_step)
 {
     remat_status st;
@@ -491,16 +435,17 @@ remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *new
     if (count) *count = 0;
     if (newest_step) *newest_step = 0;
     if ((st = ensure_dir(dir))) return st;
-    remove_stale_tmps(dir);
-    /* the probe is named like a temporary file of this process, so a kill
-     * right here leaves nothing a later run would keep */
-    char name[CK_NAME_MAX];
-    snprintf(name, sizeof name, "ckpt-0.%ld.tmp", (long)getpid());
-    if ((st = join(probe, sizeof probe, dir, name))) return st;
-    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return remat_fail(REMAT_ERR_IO, "checkpoint directory '%s' is not writable: %s", dir, strerror(errno));
-    close(fd);
-    unlink(probe);
+    remat_sweep_tmps(dir, ckpt_tmp_pid, NULL);
+    /* begin a save that is never committed: its temporary file is named like
+     * any save's, so a kill right here leaves nothing a later run would keep */
+    remat_atomic_file a;
+    if ((st = join(probe, sizeof probe, dir, "ckpt-00000000.bin"))) return st;
+    if ((st = remat_atomic_begin(&a, probe))) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", remat_errmsg());
+        return remat_fail(st, "checkpoint directory '%s' is not writable: %s", dir, why);
+    }
+    remat_atomic_abort(&a);
     ck_list l;
     if ((st = list_ckpts(dir, &l))) return st;
     if (count) *count = (int)(l.n > INT_MAX ? INT_MAX : l.n);
@@ -509,52 +454,155 @@ remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *new
     return REMAT_OK;
 }
 
+/* ---- reading a file, streamed ------------------------------------------------------ */
+
+#define CK_CHUNK ((size_t)4 << 20)   /* bytes read into a model's buffers at a time */
+
+typedef struct ck_reader {
+    FILE *f;
+    remat_hash h;
+} ck_reader;
+
+/* n bytes of the file into dst, hashed. */
+static remat_status r_bytes(ck_reader *r, void *dst, size_t n)
+{
+    if (fread(dst, 1, n, r->f) != n)
+        return remat_fail(REMAT_ERR_IO, "cannot read: %s", ferror(r->f) ? strerror(errno) : "the file shrank");
+    remat_hash_update(&r->h, dst, n);
+    return REMAT_OK;
+}
+
+/* Validates the checkpoint file at path, named for step, with the checks of
+ * remat_checkpoint_parse and the same precedence among them (sizes, then
+ * the checksum, then the fields, then the floats), reading the file once in
+ * bounded pieces: the header, the strings, then the three float arrays --
+ * straight into a new model's buffers, CK_CHUNK bytes at a time, when
+ * model_out is not NULL and the fields check out, else through a 64 KiB
+ * buffer.  So a resume holds the model's state and nothing more.  Fills *ci
+ * (file and warning ""); *model_out gets a model with the file's config,
+ * seed, parameters, AdamW moments and optimizer step (the caller installs
+ * the optimizer settings and the policy).  *fatal is set when the failure
+ * is not the file's (out of memory): then no older file should be tried. */
+static remat_status read_ckpt(const char *path, uint64_t step, remat_checkpoint_info *ci, remat_model **model_out,
+                              int *fatal)
+{
+    remat_status st, deferred = REMAT_OK;   /* deferred: a field or float error, reported after the checksum */
+    char why[512] = "";
+    unsigned char hdr[CK_HEADER], buf[1 << 16], trailer[8];
+    remat_model *m = NULL;
+    ck_reader r;
+    ck_sizes z = { 0, 0, 0, 0, 0 };
+    struct stat sb;
+    *fatal = 0;
+    memset(ci, 0, sizeof *ci);
+    if (model_out) *model_out = NULL;
+    if (!(r.f = fopen(path, "rb"))) return remat_fail(REMAT_ERR_IO, "cannot open: %s", strerror(errno));
+    if (fstat(fileno(r.f), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 0) {
+        st = remat_fail(REMAT_ERR_IO, "not a regular file");
+        goto out;
+    }
+    uint64_t n = (uint64_t)sb.st_size;
+    size_t have = n < CK_HEADER ? (size_t)n : CK_HEADER;
+    if (fread(hdr, 1, have, r.f) != have) {
+        st = remat_fail(REMAT_ERR_IO, "cannot read: %s", ferror(r.f) ? strerror(errno) : "the file shrank");
+        goto out;
+    }
+    if ((st = check_sizes(hdr, n, &z))) goto out;
+    remat_hash_init(&r.h, n - 8);
+    remat_hash_update(&r.h, hdr, CK_HEADER);
+    if ((st = r_bytes(&r, buf, (size_t)strings_bytes(&z)))) goto out;   /* at most 20 KiB */
+    if (!(deferred = check_fields(hdr, &z, buf, ci)) && ci->step != step)
+        deferred = remat_fail(REMAT_ERR_FORMAT, "it holds step %llu, its name says %llu", (unsigned long long)ci->step,
+                              (unsigned long long)step);
+    if (deferred) snprintf(why, sizeof why, "%s", remat_errmsg());
+    if (!deferred && model_out && (st = remat_model_create(&ci->cfg, ci->seed, &m))) { *fatal = 1; goto out; }
+    for (int a = 0; a < 3; a++) {
+        float *dst = !m ? NULL : a == 0 ? m->params : a == 1 ? m->adam_m : m->adam_v;
+        size_t per = (dst ? CK_CHUNK : sizeof buf) / 4;
+        for (uint64_t i = 0; i < z.nparams;) {
+            size_t k = z.nparams - i < per ? (size_t)(z.nparams - i) : per;
+            unsigned char *p = dst ? (unsigned char *)(dst + i) : buf;
+            if ((st = r_bytes(&r, p, 4 * k))) goto out;
+            if (!deferred && (deferred = check_floats(a, p, k, i))) snprintf(why, sizeof why, "%s", remat_errmsg());
+            if (dst) remat_le_f32_swap(dst + i, k);
+            i += k;
+        }
+    }
+    if (fread(trailer, 1, 8, r.f) != 8) {
+        st = remat_fail(REMAT_ERR_IO, "cannot read: %s", ferror(r.f) ? strerror(errno) : "the file shrank");
+        goto out;
+    }
+    uint64_t stored = remat_get_le64(trailer), calc = remat_hash_final(&r.h);
+    if (stored != calc) {
+        st = remat_fail(REMAT_ERR_FORMAT, "checksum mismatch (stored %016llx, computed %016llx): the file is corrupt",
+                        (unsigned long long)stored, (unsigned long long)calc);
+        goto out;
+    }
+    if (deferred) { st = remat_fail(deferred, "%s", why); goto out; }
+    if (m) {
+        m->t = ci->opt_steps;
+        remat_model_touch_params(m);   /* written behind the model's back: its bf16 copy is stale */
+        *model_out = m;
+        m = NULL;
+    }
+out:
+    fclose(r.f);
+    remat_model_free(m);
+    return st;
+}
+
+/* 1 when the checkpoint file at path (named for step) validates, streamed
+ * (no allocation). */
+static int file_checks_out(const char *path, uint64_t step)
+{
+    remat_checkpoint_info ci;
+    int fatal;
+    return read_ckpt(path, step, &ci, NULL, &fatal) == REMAT_OK;
+}
+
 /* ---- save -------------------------------------------------------------------------- */
 
 typedef struct ck_writer {
     FILE *f;
-    ck_hash h;
+    remat_hash h;
     int err;        /* errno of the first failed write */
 } ck_writer;
 
 static void w_bytes(ck_writer *w, const void *p, size_t n)
 {
     if (w->err || !n) return;
-    hash_update(&w->h, p, n);
+    remat_hash_update(&w->h, p, n);
     errno = 0;
     if (fwrite(p, 1, n, w->f) != n) w->err = errno ? errno : EIO;
 }
 
 static void w_floats(ck_writer *w, const float *x, size_t n)
 {
-    if (host_le()) { w_bytes(w, x, n * sizeof *x); return; }
-    unsigned char buf[4096];
+    if (remat_host_is_le()) { w_bytes(w, x, n * sizeof *x); return; }
+    float buf[1024];
     while (n) {
         size_t k = n < sizeof buf / 4 ? n : sizeof buf / 4;
-        for (size_t i = 0; i < k; i++) putf(buf + 4 * i, x[i]);
+        memcpy(buf, x, 4 * k);
+        remat_le_f32_swap(buf, k);
         w_bytes(w, buf, 4 * k);
         x += k;
         n -= k;
     }
 }
 
-/* Writes the checkpoint to path (a new file) and syncs it. */
+/* Writes the checkpoint to path atomically (remat_atomic_begin/commit). */
 static remat_status write_file(const char *path, const remat_checkpoint_info *ci, const remat_model *m)
 {
+    remat_status st;
     uint64_t pl = strlen(ci->data), ql = strlen(ci->policy);
     uint64_t total = file_bytes(m->nparams, pl, ql);
     if (!total) return remat_fail(REMAT_ERR_RANGE, "checkpoint size overflows");
     unsigned char hdr[CK_HEADER], trailer[8], zeros[8] = { 0 };
     encode_header(hdr, ci, m->nparams, total);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return remat_fail(REMAT_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-    ck_writer w = { fdopen(fd, "wb"), { 0, { 0 }, 0 }, 0 };
-    if (!w.f) {
-        int e = errno;
-        close(fd);
-        return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
-    }
-    hash_init(&w.h, total - 8);
+    remat_atomic_file a;
+    if ((st = remat_atomic_begin(&a, path))) return st;
+    ck_writer w = { a.f, { 0, { 0 }, 0 }, 0 };
+    remat_hash_init(&w.h, total - 8);
     w_bytes(&w, hdr, sizeof hdr);
     w_bytes(&w, ci->data, pl);
     w_bytes(&w, ci->policy, ql);
@@ -562,45 +610,11 @@ static remat_status write_file(const char *path, const remat_checkpoint_info *ci
     w_floats(&w, m->params, m->nparams);
     w_floats(&w, m->adam_m, m->nparams);
     w_floats(&w, m->adam_v, m->nparams);
-    put64(trailer, hash_final(&w.h));
-    if (!w.err && fwrite(trailer, 1, 8, w.f) != 8) w.err = errno ? errno : EIO;
-    if (!w.err && fflush(w.f) != 0) w.err = errno ? errno : EIO;
-    if (!w.err && fsync(fileno(w.f)) != 0) w.err = errno ? errno : EIO;
-    if (fclose(w.f) != 0 && !w.err) w.err = errno ? errno : EIO;
-    if (w.err) return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(w.err));
-    return REMAT_OK;
-}
-
-/* Streams a checkpoint file through its size and checksum checks (not the
- * field checks: enough to tell our own complete files from torn or rotten
- * ones without holding the file in memory).  1 when it validates. */
-static int file_checks_out(const char *path, uint64_t step)
-{
-    int good = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    unsigned char buf[1 << 16];
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || sb.st_size < (off_t)(CK_HEADER + 8)) goto out;
-    uint64_t size = (uint64_t)sb.st_size, done = 0;
-    if (fread(buf, 1, CK_HEADER, f) != CK_HEADER || memcmp(buf, CK_MAGIC, 8) || get32(buf + H_VERSION) != CK_VERSION ||
-        get64(buf + H_FILEBYTES) != size || get64(buf + H_STEP) != step)
-        goto out;
-    ck_hash h;
-    hash_init(&h, size - 8);
-    hash_update(&h, buf, CK_HEADER);
-    done = CK_HEADER;
-    while (done < size - 8) {
-        size_t want = size - 8 - done < sizeof buf ? (size_t)(size - 8 - done) : sizeof buf;
-        if (fread(buf, 1, want, f) != want) goto out;
-        hash_update(&h, buf, want);
-        done += want;
-    }
-    if (fread(buf, 1, 8, f) != 8) goto out;
-    good = get64(buf) == hash_final(&h);
-out:
-    fclose(f);
-    return good;
+    remat_put_le64(trailer, remat_hash_final(&w.h));
+    w_bytes(&w, trailer, 8);
+    if (!w.err) return remat_atomic_commit(&a);
+    remat_atomic_abort(&a);
+    return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(w.err));
 }
 
 /* After writing `step`: keep it and the newest older checkpoint that checks
@@ -685,18 +699,10 @@ remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, co
     memcpy(ci->policy, pol, strlen(pol) + 1);
 
     if ((st = ensure_dir(dir))) goto out;
-    remove_stale_tmps(dir);
-    char name[CK_NAME_MAX], tmpname[CK_NAME_MAX], final[4200], tmp[4200];
+    remat_sweep_tmps(dir, ckpt_tmp_pid, NULL);   /* of killed saves of any step */
+    char name[CK_NAME_MAX], final[4200];
     snprintf(name, sizeof name, "ckpt-%08llu.bin", (unsigned long long)step);
-    snprintf(tmpname, sizeof tmpname, "ckpt-%08llu.%ld.tmp", (unsigned long long)step, (long)getpid());
-    if ((st = join(final, sizeof final, dir, name)) || (st = join(tmp, sizeof tmp, dir, tmpname))) goto out;
-    if ((st = write_file(tmp, ci, m))) { unlink(tmp); goto out; }
-    if (rename(tmp, final) != 0) {
-        st = remat_fail(REMAT_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, final, strerror(errno));
-        unlink(tmp);
-        goto out;
-    }
-    if ((st = sync_dir(dir))) goto out;
+    if ((st = join(final, sizeof final, dir, name)) || (st = write_file(final, ci, m))) goto out;
     prune(dir, step, name);
 out:
     free(ci);
@@ -704,47 +710,6 @@ out:
 }
 
 /* ---- load -------------------------------------------------------------------------- */
-
-/* Reads a whole file into memory from mem. */
-static remat_status read_file(const char *path, remat_mem *mem, unsigned char **buf, size_t *n)
-{
-    remat_status st = REMAT_OK;
-    *buf = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return remat_fail(REMAT_ERR_IO, "cannot open: %s", strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = remat_fail(REMAT_ERR_IO, "not a regular file");
-        goto out;
-    }
-    if (sb.st_size < 0 || (uint64_t)sb.st_size > (uint64_t)SIZE_MAX - 64) {
-        st = remat_fail(REMAT_ERR_RANGE, "%lld bytes do not fit in memory", (long long)sb.st_size);
-        goto out;
-    }
-    size_t size = (size_t)sb.st_size;
-    *buf = remat_mem_alloc(mem, REMAT_MEM_WORKSPACE, size ? size : 1);
-    if (!*buf) {
-        st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading %zu bytes", size);
-        goto out;
-    }
-    if (size && fread(*buf, 1, size, f) != size) {
-        st = remat_fail(REMAT_ERR_IO, "cannot read: %s", ferror(f) ? strerror(errno) : "the file shrank");
-        remat_mem_free(mem, REMAT_MEM_WORKSPACE, *buf, size ? size : 1);
-        *buf = NULL;
-        goto out;
-    }
-    *n = size;
-out:
-    fclose(f);
-    return st;
-}
-
-static void copy_floats(float *dst, const unsigned char *src, uint64_t n)
-{
-    if (host_le()) { memcpy(dst, src, n * sizeof *dst); return; }
-    for (uint64_t i = 0; i < n; i++) dst[i] = getf(src + 4 * i);
-}
 
 /* Same file: equal strings, or both resolve to the same real path. */
 static int same_path(const char *a, const char *b)
@@ -799,44 +764,29 @@ out:
     return st;
 }
 
-static remat_status build_model(const remat_ckpt_view *v, remat_model **out)
+/* Installs the optimizer settings and the policy of ci in m, read from it. */
+static remat_status install_settings(remat_model *m, const remat_checkpoint_info *ci)
 {
     remat_status st;
-    remat_model *m = NULL;
-    const remat_checkpoint_info *ci = &v->info;
-    if ((st = remat_model_create(&ci->cfg, ci->seed, &m))) return st;
-    if ((st = remat_model_set_optim(m, &ci->opt))) goto out;
+    if ((st = remat_model_set_optim(m, &ci->opt))) return st;
     if ((st = remat_model_set_policy(m, ci->policy[0] ? ci->policy : NULL))) {
         char why[512];
         snprintf(why, sizeof why, "%s", remat_errmsg());
-        st = remat_fail(st, "the policy of %s: %s", ci->file, why);
-        goto out;
+        return remat_fail(st, "the policy of %s: %s", ci->file, why);
     }
-    copy_floats(m->params, v->params, v->nparams);
-    copy_floats(m->adam_m, v->adam_m, v->nparams);
-    copy_floats(m->adam_v, v->adam_v, v->nparams);
-    m->t = ci->opt_steps;
-    *out = m;
-    m = NULL;
-out:
-    remat_model_free(m);
-    return st;
+    return REMAT_OK;
 }
 
 remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat_model **model_out,
                                    remat_data **data_out, remat_checkpoint_info *info)
 {
     remat_status st;
-    remat_mem mem;
     ck_list l;
-    unsigned char *buf = NULL;
-    size_t n = 0;
-    remat_ckpt_view *v = NULL;
+    remat_checkpoint_info *ci = NULL;
     remat_model *m = NULL;
     remat_data *d = NULL;
     char first_bad[512] = "", path[4200];
-    int nbad = 0, found = 0;
-    memset(&mem, 0, sizeof mem);
+    int nbad = 0, found = 0, fatal = 0;
     memset(&l, 0, sizeof l);
     if (model_out) *model_out = NULL;
     if (data_out) *data_out = NULL;
@@ -846,41 +796,33 @@ remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat
         st = remat_fail(REMAT_ERR_IO, "no checkpoint (ckpt-*.bin) in '%s'", dir);
         goto out;
     }
-    v = remat_calloc(1, sizeof *v);
-    if (!v) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory loading a checkpoint"); goto out; }
-    for (size_t i = 0; i < l.n && !found; i++) {
+    ci = remat_calloc(1, sizeof *ci);
+    if (!ci) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory loading a checkpoint"); goto out; }
+    for (size_t i = 0; i < l.n && !found; i++) {   /* newest first */
         if ((st = join(path, sizeof path, dir, l.e[i].name))) goto out;
-        st = read_file(path, &mem, &buf, &n);
-        if (st == REMAT_ERR_NOMEM) goto out;
-        if (!st) st = remat_checkpoint_parse(buf, n, 0, v);
-        if (!st && v->info.step != l.e[i].step)
-            st = remat_fail(REMAT_ERR_FORMAT, "it holds step %llu, its name says %llu",
-                            (unsigned long long)v->info.step, (unsigned long long)l.e[i].step);
+        st = read_ckpt(path, l.e[i].step, ci, model_out ? &m : NULL, &fatal);
         if (!st) { found = 1; break; }
+        if (fatal) goto out;
         if (!nbad++) snprintf(first_bad, sizeof first_bad, "%.300s: %s", path, remat_errmsg());
-        remat_mem_free(&mem, REMAT_MEM_WORKSPACE, buf, n ? n : 1);
-        buf = NULL;
     }
     if (!found) {
         st = remat_fail(REMAT_ERR_FORMAT, "no valid checkpoint in '%.200s': %s%s", dir, first_bad,
                         nbad > 1 ? " (and every older one is invalid too)" : "");
         goto out;
     }
-    snprintf(v->info.file, sizeof v->info.file, "%.4000s", path);
+    snprintf(ci->file, sizeof ci->file, "%.4000s", path);
     if (nbad)
-        snprintf(v->info.warning, sizeof v->info.warning, "skipped %d newer checkpoint%s that did not validate "
+        snprintf(ci->warning, sizeof ci->warning, "skipped %d newer checkpoint%s that did not validate "
                  "(%.500s); resumed from %.300s", nbad, nbad > 1 ? "s" : "", first_bad, path);
-    if (model_out && (st = build_model(v, &m))) goto out;
-    if (data_out && (st = open_data(&v->info, data_path, &d))) goto out;
-    if (info) *info = v->info;
+    if (model_out && (st = install_settings(m, ci))) goto out;
+    if (data_out && (st = open_data(ci, data_path, &d))) goto out;
+    if (info) *info = *ci;
     if (model_out) { *model_out = m; m = NULL; }
     if (data_out) { *data_out = d; d = NULL; }
     st = REMAT_OK;
 out:
-    if (buf) remat_mem_free(&mem, REMAT_MEM_WORKSPACE, buf, n ? n : 1);
-    remat_mem_release(&mem);
     list_free(&l);
-    free(v);
+    free(ci);
     remat_model_free(m);
     remat_data_free(d);
     return st;

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include "remat.h"
 
-/* ---- weights: llm.c checkpoints and safetensors (weights.c) ---------------- */
+/* ---- weights: llm.c checkpoints and safetensors (weights.c, llmc.c, safetensors.c) */
 
 /* The largest safetensors JSON header accepted (the reference implementation's
  * limit). */
