@@ -894,8 +894,11 @@ REMAT_API remat_status remat_checkpoint_load(const char *dir, const char *data_p
  *     in llm.c's order (remat_model_params) as float32, wte with Vp rows.
  *     remat writes Vp = V rounded up to 64; it reads any Vp >= V (llm.c's
  *     scripts round to 128) and keeps rows [0, V).
+ *     llm.c's bfloat16 files (version 5) are refused with a message.
  *   REMAT_WEIGHTS_SAFETENSORS  an 8-byte little-endian header length N, N
- *     bytes of JSON, the raw data; Hugging Face GPT-2 names, F32:
+ *     bytes of JSON, the raw data; Hugging Face GPT-2 names, F32 or BF16
+ *     (read: each tensor either, widened exactly; written: F32, or BF16 with
+ *     remat_weights_save_as):
  *       wte.weight (V, C) -- the unpadded vocabulary -- wpe.weight (maxT, C)
  *       h.{i}.ln_1.weight/.bias (C)    h.{i}.attn.c_attn.weight (C, 3C) .bias (3C)
  *       h.{i}.attn.c_proj.weight (C, C) .bias    h.{i}.ln_2.weight/.bias
@@ -934,6 +937,11 @@ REMAT_API remat_status remat_weights_load(const char *path, const remat_config *
 /* Writes the model's parameters to path in format (LLMC or SAFETENSORS). */
 REMAT_API remat_status remat_weights_save(const remat_model *m, const char *path,
                                           remat_weights_format format);
+/* The same with the tensors' element type: REMAT_DTYPE_FP32 (F32) or
+ * REMAT_DTYPE_BF16 (safetensors BF16, the parameters rounded to nearest
+ * even; the llm.c format is float32 only: REMAT_ERR_INVALID). */
+REMAT_API remat_status remat_weights_save_as(const remat_model *m, const char *path, remat_weights_format format,
+                                             remat_dtype dtype);
 
 /* ---- utilities ---------------------------------------------------------- */
 /* 64-bit hash of a byte range (the one params_hash uses); the same value on

@@ -118,6 +118,15 @@ expect_err "export: format not given" $R export --resume "$T/ck" --out "$T/x.wei
 expect_err "init-from with a contradicting --dim" $R train --init-from "$T/w.bin" --dim 64 --steps 1
 expect_err "init-from with --seq past max_seq" $R train --init-from "$T/w.bin" --seq 64 --steps 1
 expect_err "init-from and resume together" $R train --init-from "$T/w.bin" --resume "$T/ck" --steps 1
+expect_err "export: bad dtype" $R export --resume "$T/ck" --out "$T/x.safetensors" --dtype fp16
+expect_err "export: bf16 llm.c file" $R export --resume "$T/ck" --out "$T/x.bin" --dtype bf16
+[ -e "$T/x.bin" ] && bad "a refused bf16 llm.c export left $T/x.bin"
+# a BF16 safetensors export is half the data and trains when loaded
+if $R export --resume "$T/ck" --out "$T/w16.safetensors" --dtype bf16 > /dev/null &&
+   $R train --init-from "$T/w16.safetensors" --steps 1 --quiet --threads 1 > /dev/null; then ok
+else bad "export --dtype bf16, then train --init-from it"; fi
+grep -q '"dtype":"BF16"' "$T/w16.safetensors" && ! grep -q '"dtype":"F32"' "$T/w16.safetensors" && ok ||
+    bad "the bf16 export holds F32 tensors"
 
 # ---- unwritable outputs: no file under the final name ---------------------------------------
 expect_err "export: missing output directory" $R export --resume "$T/ck" --out "$T/nodir/x.safetensors"
