@@ -318,6 +318,11 @@ typedef struct remat_model remat_model;
  * seeded by `seed`.  Parameters, gradients and AdamW state are allocated
  * here; activations are allocated by each step. */
 REMAT_API remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_model **out);
+/* Whether remat_model_create would accept cfg, short of memory: the config
+ * is valid (remat_config_check), it is for this engine (remat's own table,
+ * one machine, no tensor parallelism or pipeline stage), and the GEMM
+ * engine in use has its precision (bf16 needs oneDNN). */
+REMAT_API remat_status remat_model_check(const remat_config *cfg);
 REMAT_API void remat_model_free(remat_model *m);
 /* The model's last error message ("" when none). */
 REMAT_API const char *remat_model_error(const remat_model *m);
