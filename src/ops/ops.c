@@ -315,9 +315,8 @@ remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v
     }
     for (int i = 0; i < REMAT_PARAM_COUNT; i++)
         adamw_update(c->params + c->poff[i], c->grads + c->poff[i], adam_m + c->poff[i], adam_v + c->poff[i],
-                     remat_op_param_numel(c, i), o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
-                     remat_param_defs[i].decay, scale, t);
-    remat_op_refresh16(c);
+                     c->params16 ? c->params16 + c->poff[i] : NULL, remat_op_param_numel(c, i), o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
+                     remat_param_defs[i].decay, scale, t);   /* and the bf16 copy, in the same pass */
     return REMAT_OK;
 }
 
