@@ -117,7 +117,7 @@ static void lmhead_rows(remat_op_ctx *c, void *out, const void *lnf, void *temp)
     for (int r0 = 0; r0 < N; r0 += rows) {
         int nr = N - r0 < rows ? N - r0 : rows;
         const void *x = (const char *)lnf + (size_t)r0 * C * es;
-        remat_gemm_op g = { REMAT_GEMM_SITE_LINEAR, dt, REMAT_DTYPE_FP32, 0, 1, nr, Vp, C, 1.0f, 0.0f,
+        remat_gemm_op g = { dt, REMAT_DTYPE_FP32, 0, 1, nr, Vp, C, 1.0f, 0.0f,
                             x, C, WG(c, REMAT_PARAM_WTE, -1), C, chunk, Vp, NULL };
         remat_gemm(&g);
         if (c->have_targets)
