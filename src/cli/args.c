@@ -11,32 +11,38 @@
 #include "cli.h"
 
 void (*cli_error_hook)(void);
+int cli_silent;
+const char *cli_error_tag = "";
 
-/* "remat: error: <message>" on stderr, without the line end */
+/* "remat: error: <tag><message>" on stderr, without the line end */
 static void error_start(const char *fmt, va_list ap)
 {
     if (cli_error_hook) cli_error_hook();
-    fputs("remat: error: ", stderr);
+    fprintf(stderr, "remat: error: %s", cli_error_tag);
     vfprintf(stderr, fmt, ap);
 }
 
 int cli_error(const char *fmt, ...)
 {
+    if (cli_silent) return 1;
     va_list ap;
     va_start(ap, fmt);
     error_start(fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+    fflush(stderr);
     return 1;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+    if (cli_silent) return 2;
     va_list ap;
     va_start(ap, fmt);
     error_start(fmt, ap);
     va_end(ap);
     fprintf(stderr, " (see 'remat %s --help')\n", cmd);
+    fflush(stderr);
     return 2;
 }
 

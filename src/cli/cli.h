@@ -15,6 +15,11 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Called first by both (NULL when unset): a progress line on stderr uses it
  * to blank itself, so that the error starts on a clean line. */
 extern void (*cli_error_hook)(void);
+/* Data-parallel runs: cli_silent set makes both print nothing (ranks other
+ * than 0 while an error every rank meets alike is reported by rank 0), and
+ * cli_error_tag (e.g. "rank 1: ") follows "remat: error: " (default ""). */
+extern int cli_silent;
+extern const char *cli_error_tag;
 
 /* Strict number parsing for flag values; on error prints and returns 0. */
 int cli_int(const char *flag, const char *s, long lo, long hi, long *out);
@@ -66,6 +71,9 @@ int cli_plan_framework(int argc, char **argv);
  * success, 0 when nothing fits (reported: the minimum budget and what
  * dominates). */
 int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy);
+/* The same for one rank of a data-parallel run (c->batch the global batch). */
+int cli_plan_for_budget_parallel(const remat_config *c, const remat_parallel *par, uint64_t budget, int act_only,
+                                 int quiet, const char **policy);
 /* traces and the cost model's cache (calib.c) */
 /* --trace-steps A:B (1 <= A <= B), A (one step) or A: (to the end); 0
  * (reported: one usage line) when malformed. */
