@@ -597,8 +597,9 @@ REMAT_API int remat_comm_size(const remat_comm *c);
 /* ranks of the job on this machine (the default thread count divides the
  * cores among them) */
 REMAT_API int remat_comm_local_size(const remat_comm *c);
-/* Collective: *first = the lowest rank that passed failed != 0, or -1. */
-REMAT_API remat_status remat_comm_first_failure(remat_comm *c, int failed, int *first);
+/* Collective: *first = the lowest rank that passed failed != 0, or -1;
+ * *count (may be NULL) = how many did. */
+REMAT_API remat_status remat_comm_first_failure(remat_comm *c, int failed, int *first, int *count);
 /* Collective: *same = 1 when every rank passed the same value. */
 REMAT_API remat_status remat_comm_same(remat_comm *c, uint64_t value, int *same);
 /* Ends every rank of the job with exit status code (MPI_Abort); with one

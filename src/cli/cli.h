@@ -15,11 +15,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Called first by both (NULL when unset): a progress line on stderr uses it
  * to blank itself, so that the error starts on a clean line. */
 extern void (*cli_error_hook)(void);
-/* Data-parallel runs: cli_silent set makes both print nothing (ranks other
- * than 0 while an error every rank meets alike is reported by rank 0), and
- * cli_error_tag (e.g. "rank 1: ") follows "remat: error: " (default ""). */
-extern int cli_silent;
+/* Data-parallel runs: cli_error_tag (e.g. "rank 1: ") follows "remat:
+ * error: " (default "").  While errors are deferred (cli_defer_errors(1):
+ * a rank's set-up, before the ranks agree on who failed) both keep the
+ * first message (without "remat: error: ") instead of printing it;
+ * cli_deferred_error returns it ("" when none). */
 extern const char *cli_error_tag;
+void cli_defer_errors(int on);
+const char *cli_deferred_error(void);
 
 /* Strict number parsing for flag values; on error prints and returns 0. */
 int cli_int(const char *flag, const char *s, long lo, long hi, long *out);

@@ -217,11 +217,42 @@ static int check_resume_flags(const train_opts *o, const remat_checkpoint_info *
 /* The data-parallel job this process is a rank of (one rank without mpirun). */
 static remat_comm *g_comm;
 static int g_rank, g_ranks;
-/* A failure every rank met alike (a non-finite loss or gradient, rank 0
- * failing to write a checkpoint): reported by rank 0, and every rank exits
- * as usual.  Any other failure is this rank's own: it reports it and ends
- * the job (remat_comm_abort), so that no rank waits forever in an exchange. */
+/* How a data-parallel job reports a failure:
+ *   - in the set-up (flags, data, model, resume), which makes no exchange, a
+ *     rank that fails keeps its line (cli_defer_errors) and goes straight to
+ *     the end of the set-up, where the ranks agree on who failed
+ *     (setup_agree): the lowest failing rank prints its line -- tagged with
+ *     its rank unless every rank failed alike, as with a bad flag -- and
+ *     every rank exits with a failure;
+ *   - in the steps, a failure every rank meets alike (a non-finite loss or
+ *     gradient, rank 0 failing to write a checkpoint) is reported by rank 0
+ *     and every rank exits as usual (g_collective);
+ *   - any other failure in the steps is the rank's own: it reports it, tagged,
+ *     and ends the job (remat_comm_abort), so that no rank waits forever in
+ *     an exchange with it. */
 static int g_collective;
+
+/* The end of a data-parallel set-up (see above); 1 when every rank got
+ * through it.  The job ends on a failed exchange. */
+static int setup_agree(int failed)
+{
+    int first, count;
+    cli_defer_errors(0);
+    if (g_ranks == 1) return !failed;
+    g_collective = 1;
+    if (remat_comm_first_failure(g_comm, failed, &first, &count)) {
+        cli_error("%s", remat_errmsg());
+        remat_comm_abort(g_comm, 1);
+        return 0;
+    }
+    if (first == g_rank) {
+        const char *tag = cli_error_tag;
+        if (count == g_ranks) cli_error_tag = "";   /* every rank alike: the flags' or the files' fault */
+        cli_error("%s", cli_deferred_error()[0] ? cli_deferred_error() : "set-up failed");
+        cli_error_tag = tag;
+    }
+    return first < 0;
+}
 
 /* cores this rank may use: those it may run on, at most its share of the
  * machine's (mpirun binds ranks to cores, or not, depending on its flags) */
@@ -289,6 +320,7 @@ static int save_ckpt(const train_opts *o, remat_model *m, remat_data *d, long st
         /* rank 0 wrote (or failed to): its message is the one; an exchange
          * that failed is this rank's own */
         g_collective = st != REMAT_ERR_COMM;
+        if (g_collective) cli_error_tag = "";
         if (!g_collective || g_rank == 0) cli_error("step %ld: checkpoint not saved: %s", step, remat_errmsg());
         return 0;
     }
@@ -431,13 +463,11 @@ static int train(int argc, char **argv)
 {
     train_opts o;
     memset(&o, 0, sizeof o);
-    int lead = g_rank == 0;
-    /* flag errors are every rank's alike: rank 0 reports them */
-    cli_silent = !lead;
-    int r = parse(argc, argv, &o);
-    cli_silent = 0;
-    if (r <= 0) return r < 0 ? 2 : 0;
+    int lead = g_rank == 0, agreed = g_ranks == 1;
     int rc = 1;
+    if (!agreed) cli_defer_errors(1);
+    int r = parse(argc, argv, &o);
+    if (r == 0) { cli_defer_errors(0); return 0; }   /* --help */
     remat_data *data = NULL;
     remat_model *m = NULL;
     int *in = NULL, *tg = NULL;
@@ -451,12 +481,13 @@ static int train(int argc, char **argv)
     remat_profile *calib = NULL;
     char calib_path[4096] = "";
     int trace_done = 0;
+    if (r < 0) { rc = 2; goto out; }
 
     remat_set_threads(o.threads ? (int)o.threads : g_ranks > 1 ? default_threads() : 0);
-    if (o.resume && o.init_from) { if (lead) cli_usage_error("train", "--init-from starts a new run; --resume continues one: give one"); return 2; }
+    if (o.resume && o.init_from) { rc = cli_usage_error("train", "--init-from starts a new run; --resume continues one: give one"); goto out; }
     if (o.val_data && !o.data && !o.resume) {
-        if (lead) cli_usage_error("train", "--val-data needs --data: the embedded task has its own validation split");
-        return 2;
+        rc = cli_usage_error("train", "--val-data needs --data: the embedded task has its own validation split");
+        goto out;
     }
     if (o.resume) {
         if (!(ci = malloc(sizeof *ci))) { cli_error("out of memory"); goto out; }
@@ -486,24 +517,11 @@ static int train(int argc, char **argv)
     if (o.init_from) { rc = 1; o.vocab_set = 1; }   /* cli_init_shape set vocab and max_seq */
     if (!o.vocab_set) c->vocab = remat_data_default_vocab(o.data);
     cli_config_default_max_seq(c);
-    /* the config and the data-parallel layout are the flags': rank 0 reports them */
     remat_parallel par = { g_ranks, (int)(o.micro_batch ? o.micro_batch : c->batch / g_ranks), (int)o.zero };
     if (par.micro_batch < 1) par.micro_batch = 1;
     if (par.zero < 0) par.zero = g_ranks > 1;
-    cli_silent = !lead;
-    if ((st = remat_config_check(c)) || (st = remat_parallel_check(c, &par))) {
-        cli_error("%s", remat_errmsg());
-        cli_silent = 0;
-        rc = 2;
-        g_collective = 1;
-        goto out;
-    }
-    if (o.budget && !cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) {
-        cli_silent = 0;
-        g_collective = 1;
-        goto out;
-    }
-    cli_silent = 0;
+    if ((st = remat_config_check(c)) || (st = remat_parallel_check(c, &par))) { rc = cli_error("%s", remat_errmsg()) + 1; goto out; }
+    if (o.budget && !cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
     if (!fits_memory(c, &par, o.policy)) goto out;
     if ((st = remat_data_open_val(o.data, o.val_data, c->vocab, &data))) { cli_error("%s", remat_errmsg()); goto out; }
     if ((st = o.init_from ? remat_weights_load(o.init_from, c, o.seed, &m) : remat_model_create(c, o.seed, &m))) {
@@ -514,10 +532,7 @@ static int train(int argc, char **argv)
     if ((st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
 ready:
     remat_model_set_verify(m, o.verify);
-    if (o.save_every > 0 && !o.save) {
-        if (lead) cli_usage_error("train", "--save-every needs --save DIR (or --resume DIR)");
-        rc = 2; g_collective = 1; goto out;
-    }
+    if (o.save_every > 0 && !o.save) { rc = cli_usage_error("train", "--save-every needs --save DIR (or --resume DIR)"); goto out; }
     if (o.save && lead) {   /* rank 0 writes the checkpoints */
         int count;
         uint64_t newest;
@@ -531,12 +546,24 @@ ready:
             rc = 2; goto out;
         }
     }
+    if (o.trace && (o.trace_first > (uint64_t)o.steps || o.trace_last <= (uint64_t)start)) {
+        rc = cli_usage_error("train", "--trace-steps %llu:%llu: this run has steps %ld to %ld",
+                             (unsigned long long)o.trace_first, (unsigned long long)o.trace_last, start + 1, o.steps);
+        goto out;
+    }
+    agreed = 1;
+    if (!setup_agree(0)) goto out;
+    g_collective = 0;
     if (g_ranks > 1) {
         /* every rank must read the same data (the model is compared by the first step) */
         int same;
         if ((st = remat_comm_same(g_comm, remat_data_hash(data), &same))) { cli_error("%s", remat_errmsg()); goto out; }
-        if (!same) { cli_error("this rank's data differs from another rank's (other files or contents): every rank "
-                               "must read the same data"); goto out; }
+        if (!same) {
+            g_collective = 1;
+            cli_error_tag = "";
+            if (lead) cli_error("the ranks read different data (other files or contents): every rank must read the same");
+            goto out;
+        }
     }
 
     remat_stats st0;
@@ -579,13 +606,6 @@ ready:
      * process (the first pays for first touches; a run of one step gives it).
      * A data-parallel step is several schedule runs and exchanges, which the
      * cost model does not describe: no calibration then. */
-    if (o.trace && (o.trace_first > (uint64_t)o.steps || o.trace_last <= (uint64_t)start)) {
-        if (lead) cli_usage_error("train", "--trace-steps %llu:%llu: this run has steps %ld to %ld",
-                                  (unsigned long long)o.trace_first, (unsigned long long)o.trace_last, start + 1, o.steps);
-        rc = 2;
-        g_collective = 1;
-        goto out;
-    }
     int calibrate = !o.no_calibrate && o.steps > start && !dp;
     uint64_t cal_first = o.steps - start > 1 ? (uint64_t)start + 2 : (uint64_t)start + 1, cal_last = cal_first + 15;
     if ((o.trace || calibrate) && remat_trace_create(&trace)) { cli_error("%s", remat_errmsg()); goto out; }
@@ -629,6 +649,7 @@ ready:
                 last_saved = s;
             if (o.save && last_saved >= 0)
                 snprintf(kept, sizeof kept, "; the last good state (step %ld) is checkpointed in %.120s", last_saved, o.save);
+            cli_error_tag = "";
             if (lead) cli_error("step %ld: %s; stopped (--on-nonfinite stop)%s", s + 1, remat_model_error(m), kept);
             goto out;
         }
@@ -757,6 +778,7 @@ ready:
     }
     rc = 0;
 out:
+    if (!agreed) setup_agree(1);   /* this rank failed in its set-up */
     /* a run that stopped early still leaves the trace of what it ran */
     if (rc && !trace_done && o.trace && trace && lead && remat_trace_steps(trace)) write_trace(&o, trace);
     free(in); free(tg); free(ms); free(ci); free(dt.comm_ms); free(dt.reduce_ms);

@@ -250,13 +250,16 @@ remat_status remat_comm_allreduce_u64(remat_comm *c, uint64_t *v, int n, int op)
 #endif
 }
 
-remat_status remat_comm_first_failure(remat_comm *c, int failed, int *first)
+remat_status remat_comm_first_failure(remat_comm *c, int failed, int *first, int *count)
 {
     if (!c || !first) return remat_fail(REMAT_ERR_INVALID, "remat_comm_first_failure: NULL argument");
-    uint64_t v = failed ? (uint64_t)c->rank : (uint64_t)c->size;
-    remat_status st = remat_comm_allreduce_u64(c, &v, 1, REMAT_COMM_MIN);
+    /* the lowest failing rank (a minimum), and how many (a sum) */
+    uint64_t v[2] = { failed ? (uint64_t)c->rank : (uint64_t)c->size, failed ? 1u : 0u };
+    remat_status st = remat_comm_allreduce_u64(c, v, 1, REMAT_COMM_MIN);
+    if (!st) st = remat_comm_allreduce_u64(c, v + 1, 1, REMAT_COMM_SUM);
     if (st) return st;
-    *first = v < (uint64_t)c->size ? (int)v : -1;
+    *first = v[0] < (uint64_t)c->size ? (int)v[0] : -1;
+    if (count) *count = (int)v[1];
     return REMAT_OK;
 }
 

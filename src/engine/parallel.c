@@ -328,11 +328,20 @@ static remat_status move_optim(remat_model *m, size_t lo, size_t n)
     return REMAT_OK;
 }
 
+static remat_status set_parallel(remat_model *m, remat_comm *comm, int micro_batch, int zero);
+
 remat_status remat_model_set_parallel(remat_model *m, remat_comm *comm, int micro_batch, int zero)
+{
+    if (!m) return remat_fail(REMAT_ERR_INVALID, "remat_model_set_parallel: model is NULL");
+    remat_status st = set_parallel(m, comm, micro_batch, zero);
+    if (st) snprintf(m->err, sizeof m->err, "%s", remat_errmsg());
+    return st;
+}
+
+static remat_status set_parallel(remat_model *m, remat_comm *comm, int micro_batch, int zero)
 {
     remat_status st;
     remat_dp_layout l;
-    if (!m) return remat_fail(REMAT_ERR_INVALID, "remat_model_set_parallel: model is NULL");
     if (m->dp.l.R) return remat_fail(REMAT_ERR_STATE, "remat_model_set_parallel: the model is already set up");
     int R = comm ? comm->size : 1, rank = comm ? comm->rank : 0;
     if (micro_batch == 0) micro_batch = m->cfg.batch / R > 0 ? m->cfg.batch / R : 1;
@@ -383,6 +392,5 @@ fail:
     d->l = l;
     remat_dp_free(m);
     remat_schedule_free(s);
-    snprintf(m->err, sizeof m->err, "%s", remat_errmsg());
     return st;
 }
