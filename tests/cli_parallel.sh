@@ -24,6 +24,7 @@ if ! command -v mpirun > /dev/null 2>&1; then
 fi
 # as root OpenMPI needs these; -q keeps its own banners off stderr
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi_sanitizer_env
 MPI="mpirun -q --oversubscribe --bind-to none"
 # a hang is a failure: no run here should take a minute
 run() { np=$1; shift; if [ "$np" = 1 ]; then timeout 120 "$R" train "$@"; else timeout 120 $MPI -np "$np" "$R" train "$@"; fi; }

@@ -326,6 +326,17 @@ static void test_ranks(const char *self)
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
     }
+    if (getenv("REMAT_SANITIZE")) {
+        /* the children: OpenMPI's own allocations left at exit are not
+         * remat's leaks (tests/lsan-mpi.supp, as tests/lib.sh's mpi_sanitizer_env) */
+        char opt[1200], cwd[900];
+        const char *a = getenv("ASAN_OPTIONS"), *l = getenv("LSAN_OPTIONS");
+        snprintf(opt, sizeof opt, "%s:fast_unwind_on_malloc=0", a ? a : "");
+        setenv("ASAN_OPTIONS", opt, 1);
+        snprintf(opt, sizeof opt, "%s:suppressions=%s/tests/lsan-mpi.supp:print_suppressions=0:fast_unwind_on_malloc=0",
+                 l ? l : "", getcwd(cwd, sizeof cwd) ? cwd : ".");
+        setenv("LSAN_OPTIONS", opt, 1);
+    }
     for (int R = 2; R <= 4; R *= 2) {
         char cmd[1024], line[512];
         snprintf(cmd, sizeof cmd, "mpirun -q --oversubscribe --bind-to none -np %d %s 2>&1", R, self);

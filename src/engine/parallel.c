@@ -356,20 +356,19 @@ static remat_status set_parallel(remat_model *m, remat_comm *comm, int micro_bat
     remat_dp *d = &m->dp;
     if (l.active) {
         size_t bytes = m->nparams * sizeof(float);
-        d->npool = 1 + l.tree_bufs;
-        d->pool = remat_calloc((size_t)d->npool, sizeof *d->pool);
-        d->free_idx = remat_calloc((size_t)d->npool, sizeof *d->free_idx);
+        int npool = 1 + l.tree_bufs;
+        d->pool = remat_calloc((size_t)npool, sizeof *d->pool);
+        d->free_idx = remat_calloc((size_t)npool, sizeof *d->free_idx);
         if (!d->pool || !d->free_idx) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto fail; }
         d->pool[0] = m->grads;
-        for (int k = 1; k < d->npool; k++)
-            if (!(d->pool[k] = remat_mem_alloc(&m->mem, REMAT_MEM_REDUCE, bytes))) {
-                d->npool = k;
+        for (d->npool = 1; d->npool < npool; d->npool++)   /* remat_dp_free frees pool[1 .. npool) */
+            if (!(d->pool[d->npool] = remat_mem_alloc(&m->mem, REMAT_MEM_REDUCE, bytes))) {
                 st = remat_fail(REMAT_ERR_NOMEM, "out of memory allocating the %d partial-sum gradient buffers of "
                                 "%d micro-batches per rank (%.1f MiB each)", l.tree_bufs, l.Ml, bytes / 1048576.0);
                 goto fail;
             }
         d->l = l;   /* remat_dp_free sizes what it frees by it */
-        d->recv = remat_mem_alloc(&m->mem, REMAT_MEM_REDUCE, l.recv_n * sizeof(float));
+        if (l.recv_n) d->recv = remat_mem_alloc(&m->mem, REMAT_MEM_REDUCE, l.recv_n * sizeof(float));
         d->parts = remat_mem_alloc(&m->mem, REMAT_MEM_REDUCE, l.nblocks * sizeof(double));
         d->losses = remat_mem_calloc(&m->mem, REMAT_MEM_REDUCE, 2 * (size_t)l.M * sizeof(double));
         if ((l.recv_n && !d->recv) || !d->parts || !d->losses) {
