@@ -628,7 +628,8 @@ typedef struct remat_parallel_memory {
     uint64_t params_bytes, grads_bytes, optim_bytes, workspace_bytes, weights16_bytes;
     uint64_t reduce_bytes;      /* tree buffers + receive buffer + norm and loss partials */
     uint64_t static_bytes;      /* the sum of the above */
-    uint64_t slice_params;      /* parameters of the largest slice (rank 0's) */
+    uint64_t slice_params;      /* parameters whose AdamW state the rank holds (its slice
+                                   under ZeRO-1, else all of them) */
     uint64_t comm_bytes;        /* bytes one rank sends per optimizer step (update on) */
     uint64_t messages;          /* point-to-point messages one rank sends per step */
 } remat_parallel_memory;
@@ -654,7 +655,12 @@ REMAT_API double remat_parallel_comm_ms(const remat_config *cfg, const remat_par
  * unless there is a single micro-batch) and remat_checkpoint_save (rank 0
  * writes, the others send their slices).  remat_model_grads holds the
  * summed gradient after a step with update == 0.  Not collective itself.
- * REMAT_ERR_INVALID (remat_parallel_check's message) for a bad layout. */
+ * A model can be set up once (a model with one micro-batch on one rank,
+ * as remat_checkpoint_load returns, again).  REMAT_ERR_INVALID
+ * (remat_parallel_check's message) for a bad layout, REMAT_ERR_STATE when
+ * already set up, REMAT_ERR_NOMEM (the model is left as it was; in the
+ * unlikely case that its zero AdamW state, freed first, cannot be allocated
+ * again either, its steps refuse to run with REMAT_ERR_STATE). */
 REMAT_API remat_status remat_model_set_parallel(remat_model *m, remat_comm *comm, int micro_batch, int zero);
 
 /* ---- planner ---------------------------------------------------------------

@@ -342,7 +342,7 @@ static remat_status set_parallel(remat_model *m, remat_comm *comm, int micro_bat
 {
     remat_status st;
     remat_dp_layout l;
-    if (m->dp.l.R) return remat_fail(REMAT_ERR_STATE, "remat_model_set_parallel: the model is already set up");
+    if (m->dp.l.active) return remat_fail(REMAT_ERR_STATE, "remat_model_set_parallel: the model is already set up");
     int R = comm ? comm->size : 1, rank = comm ? comm->rank : 0;
     if (micro_batch == 0) micro_batch = m->cfg.batch / R > 0 ? m->cfg.batch / R : 1;
     if (zero < 0) zero = R > 1;
