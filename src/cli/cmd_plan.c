@@ -409,7 +409,10 @@ int cmd_plan(int argc, char **argv)
  * quiet; *policy points at it (static storage, until the next call) on
  * success.  Returns 1 on
  * success, 0 when nothing fits or a --recompute was given too (reported). */
-int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy)
+/* the same, printed as the plan of `shown` (the budget given) with `fixed`
+ * bytes besides activations (0: the config's own, remat_plan_static_bytes) */
+static int plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, uint64_t shown,
+                           uint64_t fixed, const char **policy)
 {
     static remat_plan_row row;
     if (*policy) {
@@ -425,13 +428,19 @@ int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, in
     char b1[32], b2[32], b3[32];
     if (!quiet)
         printf("budget %s%s: plan %s\n  predicted activation peak %s, total %s, step %.1f ms (%.1f%% recompute)\n",
-               cli_fmt_bytes(budget, b1, sizeof b1), act_only ? " of activations" : "", row.policy,
-               cli_fmt_bytes(row.peak_bytes, b2, sizeof b2), cli_fmt_bytes(row.total_bytes, b3, sizeof b3),
-               row.step_ms_pred, row.overhead_pct);
+               cli_fmt_bytes(shown, b1, sizeof b1), act_only ? " of activations" : "", row.policy,
+               cli_fmt_bytes(row.peak_bytes, b2, sizeof b2),
+               cli_fmt_bytes(fixed ? row.peak_bytes + fixed : row.total_bytes, b3, sizeof b3), row.step_ms_pred,
+               row.overhead_pct);
     else
         fprintf(stderr, "remat: budget plan: %s\n", row.policy);
     *policy = row.policy;
     return 1;
+}
+
+int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy)
+{
+    return plan_for_budget(c, budget, act_only, quiet, budget, 0, policy);
 }
 
 /* The same for a rank of a data-parallel run (par; cfg's batch is the
@@ -456,5 +465,6 @@ int cli_plan_for_budget_parallel(const remat_config *c, const remat_parallel *pa
     }
     /* the planner compares peak + static bytes of the micro-batch config with
      * its budget: shift the budget by the difference of the two statics */
-    return cli_plan_for_budget(&mc, act_only ? budget : budget - pm.static_bytes + single, act_only, quiet, policy);
+    return plan_for_budget(&mc, act_only ? budget : budget - pm.static_bytes + single, act_only, quiet, budget,
+                           pm.static_bytes, policy);
 }
