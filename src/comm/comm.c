@@ -167,47 +167,38 @@ remat_status remat_comm_sendrecv(remat_comm *c, int peer, const void *snd, size_
 #endif
 }
 
-remat_status remat_comm_send(remat_comm *c, int peer, const void *p, size_t n)
+/* A blocking send (sending) or receive of n bytes at p, in pieces. */
+static remat_status transfer(remat_comm *c, int peer, void *p, size_t n, int sending)
 {
 #ifdef REMAT_MPI
     uint64_t t0 = now_ns();
-    const char *s = p;
+    char *b = p;
     do {
         int k = (int)(n < COMM_PIECE ? n : COMM_PIECE);
-        int rc = MPI_Send(s, k, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Send", peer);
-        s += k;
+        int rc = sending ? MPI_Send(b, k, MPI_BYTE, peer, 1, MPI_COMM_WORLD)
+                         : MPI_Recv(b, k, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, sending ? "MPI_Send" : "MPI_Recv", peer);
+        b += k;
         n -= (size_t)k;
-        c->sent_bytes += (uint64_t)k;
-        c->messages++;
+        if (sending) {
+            c->sent_bytes += (uint64_t)k;
+            c->messages++;
+        }
     } while (n);
     c->ns += now_ns() - t0;
     return REMAT_OK;
 #else
-    (void)c; (void)p; (void)n;
+    (void)c; (void)p; (void)n; (void)sending;
     return remat_fail(REMAT_ERR_COMM, "no MPI in this build: rank %d does not exist", peer);
 #endif
 }
 
-remat_status remat_comm_recv(remat_comm *c, int peer, void *p, size_t n)
+remat_status remat_comm_send(remat_comm *c, int peer, const void *p, size_t n)
 {
-#ifdef REMAT_MPI
-    uint64_t t0 = now_ns();
-    char *r = p;
-    do {
-        int k = (int)(n < COMM_PIECE ? n : COMM_PIECE);
-        int rc = MPI_Recv(r, k, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Recv", peer);
-        r += k;
-        n -= (size_t)k;
-    } while (n);
-    c->ns += now_ns() - t0;
-    return REMAT_OK;
-#else
-    (void)c; (void)p; (void)n;
-    return remat_fail(REMAT_ERR_COMM, "no MPI in this build: rank %d does not exist", peer);
-#endif
+    return transfer(c, peer, (void *)p, n, 1);   /* MPI_Send only reads it */
 }
+
+remat_status remat_comm_recv(remat_comm *c, int peer, void *p, size_t n) { return transfer(c, peer, p, n, 0); }
 
 remat_status remat_comm_bcast(remat_comm *c, void *p, size_t n, int root)
 {

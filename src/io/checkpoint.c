@@ -859,28 +859,31 @@ static int same_path(const char *a, const char *b)
     return same;
 }
 
+/* A --data or --val-data given on resume (given, may be NULL) must be the
+ * source the checkpoint recorded (recorded, NULL when none). */
+static remat_status same_source(const remat_checkpoint_info *ci, const char *given, const char *recorded,
+                                const char *flag, const char *none, const char *was)
+{
+    if (!given) return REMAT_OK;
+    if (!recorded)
+        return remat_fail(REMAT_ERR_INVALID, "%s was %s, not '%.200s'; resume without --%s", ci->file, none, given,
+                          flag);
+    if (!same_path(given, recorded))
+        return remat_fail(REMAT_ERR_INVALID, "%s was %s '%.200s', not '%.200s'; resume with that %s (or without "
+                          "--%s)", ci->file, was, recorded, given, flag, flag);
+    return REMAT_OK;
+}
+
 static remat_status open_data(const remat_checkpoint_info *ci, const char *data_path, const char *val_path,
                               remat_data **out)
 {
     remat_status st;
     remat_data *d = NULL;
     const char *path = ci->data[0] ? ci->data : NULL, *val = ci->val_data[0] ? ci->val_data : NULL;
-    if (data_path) {
-        if (!path)
-            return remat_fail(REMAT_ERR_INVALID, "%s was trained on the embedded task, not '%.200s'; resume "
-                              "without --data", ci->file, data_path);
-        if (!same_path(data_path, path))
-            return remat_fail(REMAT_ERR_INVALID, "%s was trained on '%.200s', not '%.200s'; resume with that "
-                              "data (or without --data)", ci->file, path, data_path);
-    }
-    if (val_path) {
-        if (!val)
-            return remat_fail(REMAT_ERR_INVALID, "%s was trained without a validation set (its validation split is "
-                              "cut from the data), not '%.200s'; resume without --val-data", ci->file, val_path);
-        if (!same_path(val_path, val))
-            return remat_fail(REMAT_ERR_INVALID, "%s was validated on '%.200s', not '%.200s'; resume with that "
-                              "set (or without --val-data)", ci->file, val, val_path);
-    }
+    if ((st = same_source(ci, data_path, path, "data", "trained on the embedded task", "trained on")) ||
+        (st = same_source(ci, val_path, val, "val-data", "trained without a validation set (its validation "
+                          "split is cut from the data)", "validated on")))
+        return st;
     if ((st = remat_data_open_val(path, val, ci->cfg.vocab, &d))) {
         char why[512];
         snprintf(why, sizeof why, "%s", remat_errmsg());
