@@ -18,9 +18,8 @@
  * R = 2 and 4 run this program again under `mpirun` (as its child: it
  * knows it was launched by MPI) and compare its lines with the R = 1 ones
  * computed here.  Without mpirun those comparisons are skipped.
- *
- * REMAT_TEST_REQUIRED: the bitwise equality across rank counts is the promise of data parallelism; CI installs openmpi-bin
  */
+// REMAT_TEST_REQUIRED: the bitwise equality across rank counts is the promise of data parallelism; CI installs openmpi-bin
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
