@@ -296,15 +296,16 @@ static remat_status probe_file(src_file *sf)
     return REMAT_OK;
 }
 
-/* The files of pattern: the path itself, or the matches of a glob in byte
- * order (strcmp, whatever the locale), each probed.  Several files must all
- * be shards. */
+/* The files of pattern: the path itself (also when a file has that very
+ * name), or the matches of a glob in byte order (strcmp, whatever the
+ * locale), each probed.  Several files must all be shards. */
 static remat_status stream_open(const char *pattern, stream *s)
 {
     remat_status st;
     memset(s, 0, sizeof *s);
     s->pattern = pattern;
-    if (!has_glob_chars(pattern)) {
+    struct stat sb;
+    if (!has_glob_chars(pattern) || stat(pattern, &sb) == 0) {   /* a file named "a[1].bin" is itself */
         s->one.path = pattern;
         s->f = &s->one;
         s->n = 1;
@@ -528,7 +529,8 @@ int remat_data_default_vocab(const char *path)
 {
     if (!path) return BYTE_VOCAB;
     glob_t g;
-    int globbed = has_glob_chars(path) && glob(path, 0, NULL, &g) == 0;
+    struct stat sb;
+    int globbed = has_glob_chars(path) && stat(path, &sb) != 0 && glob(path, 0, NULL, &g) == 0;
     if (globbed && g.gl_pathc) path = g.gl_pathv[0];   /* the stream's first file (glob sorts) */
     FILE *f = fopen(path, "rb");
     if (globbed) globfree(&g);
