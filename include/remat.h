@@ -654,7 +654,8 @@ REMAT_API double remat_parallel_comm_ms(const remat_config *cfg, const remat_par
  * every rank must call it, as remat_model_eval (B x T rows; logits NULL
  * unless there is a single micro-batch) and remat_checkpoint_save (rank 0
  * writes, the others send their slices).  remat_model_grads holds the
- * summed gradient after a step with update == 0.  Not collective itself.
+ * summed gradient after a step with update == 0 (after an update under
+ * ZeRO-1, only the rank's own slice of it).  Not collective itself.
  * A model can be set up once (a model with one micro-batch on one rank,
  * as remat_checkpoint_load returns, again).  REMAT_ERR_INVALID
  * (remat_parallel_check's message) for a bad layout, REMAT_ERR_STATE when
