@@ -122,10 +122,13 @@ SAN_LDFLAGS = -fopenmp -fsanitize=address,undefined
 # The other GEMM engine: a GEMM=cblas build (OpenBLAS alone, fp32 only)
 # runs the kernels' tests, the bitwise policy matrix and the PyTorch oracle
 # (fp32 configs: bf16 needs oneDNN; test_schedule reports its bf16 half as
-# skipped, exit 77, which is expected here).
+# skipped, exit 77, which is expected here), and tests/cblas_errors.sh: what
+# needs oneDNN is refused in one line.
 test-cblas:
 	@$(MAKE) --no-print-directory GEMM=cblas BUILD=build-cblas build-cblas/tests/test_schedule \
-	    build-cblas/tests/test_kernels build-cblas/tests/test_flash build-cblas/tests/tool_oracle
+	    build-cblas/tests/test_kernels build-cblas/tests/test_flash build-cblas/tests/tool_oracle build-cblas/remat
+	@REMAT=build-cblas/remat sh tests/cblas_errors.sh > build-cblas/tests/cblas_errors.log 2>&1 \
+	    && echo "ok    cblas_errors" || { echo "FAIL  cblas_errors"; cat build-cblas/tests/cblas_errors.log; exit 1; }
 	@for t in test_kernels test_flash test_schedule; do \
 	    build-cblas/tests/$$t > build-cblas/tests/$$t.log 2>&1; rc=$$?; \
 	    if [ $$rc = 0 ] || [ $$rc = 77 ]; then echo "ok    $$t (cblas)"; \

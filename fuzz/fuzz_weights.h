@@ -2,7 +2,8 @@
  * fuzz_weights.h -- the property both weight-file targets check
  * (fuzz_llmc.c, fuzz_safetensors.c): a refused file says why and leaves no
  * buffer; an accepted one, written back in its own format and parsed again,
- * gives the same shape and the same parameter bytes.
+ * gives the same shape and the same parameter bytes; a safetensors file
+ * written as BF16 gives the parameters rounded to nearest even.
  */
 #ifndef REMAT_FUZZ_WEIGHTS_H
 #define REMAT_FUZZ_WEIGHTS_H
@@ -37,11 +38,36 @@ static size_t fuzz_weights_round_trip(remat_weights_format fmt, const uint8_t *d
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
     FUZZ_CHECK(f, "open_memstream");
-    FUZZ_CHECK(remat_weights_write(f, &c, p, fmt) == REMAT_OK, "write back: %s", remat_errmsg());
+    FUZZ_CHECK(remat_weights_write(f, &c, p, fmt, REMAT_DTYPE_FP32) == REMAT_OK, "write back: %s", remat_errmsg());
     fclose(f);
     FUZZ_CHECK(fuzz_weights_parse(fmt, buf, n, reparse_hint, &c2, &p2) == REMAT_OK, "reparse: %s", remat_errmsg());
     size_t np = (size_t)remat_config_num_params(&c);
     FUZZ_CHECK(!memcmp(&c, &c2, sizeof c) && !memcmp(p, p2, np * sizeof(float)), "round trip differs");
+    if (fmt == REMAT_WEIGHTS_SAFETENSORS) {
+        /* and as BF16: every parameter rounded to nearest even (NaN stays
+         * NaN), read back exactly */
+        char *b16 = NULL;
+        size_t n16 = 0;
+        float *p3 = NULL;
+        remat_config c3;
+        f = open_memstream(&b16, &n16);
+        FUZZ_CHECK(f, "open_memstream");
+        FUZZ_CHECK(remat_weights_write(f, &c, p, fmt, REMAT_DTYPE_BF16) == REMAT_OK, "write bf16: %s", remat_errmsg());
+        fclose(f);
+        FUZZ_CHECK(fuzz_weights_parse(fmt, b16, n16, reparse_hint, &c3, &p3) == REMAT_OK, "reparse bf16: %s",
+                   remat_errmsg());
+        FUZZ_CHECK(!memcmp(&c, &c3, sizeof c), "bf16 round trip changes the shape");
+        for (size_t i = 0; i < np; i++) {
+            uint32_t u, v;
+            memcpy(&u, p + i, 4);
+            memcpy(&v, p3 + i, 4);
+            if ((u & 0x7fffffffu) > 0x7f800000u) { FUZZ_CHECK((v & 0x7fffffffu) > 0x7f800000u, "NaN lost"); continue; }
+            u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+            FUZZ_CHECK(u == v, "parameter %zu: bf16 read back %08x, want %08x", i, v, u);
+        }
+        free(b16);
+        free(p3);
+    }
     free(buf);
     free(p);
     free(p2);

@@ -319,6 +319,11 @@ typedef struct remat_model remat_model;
  * seeded by `seed`.  Parameters, gradients and AdamW state are allocated
  * here; activations are allocated by each step. */
 REMAT_API remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_model **out);
+/* Whether remat_model_create would accept cfg, short of memory: the config
+ * is valid (remat_config_check), it is for this engine (remat's own table,
+ * one machine, no tensor parallelism or pipeline stage), and the GEMM
+ * engine in use has its precision (bf16 needs oneDNN). */
+REMAT_API remat_status remat_model_check(const remat_config *cfg);
 REMAT_API void remat_model_free(remat_model *m);
 /* The model's last error message ("" when none). */
 REMAT_API const char *remat_model_error(const remat_model *m);
@@ -1078,8 +1083,11 @@ REMAT_API remat_status remat_checkpoint_load_parallel(const char *dir, const cha
  *     in llm.c's order (remat_model_params) as float32, wte with Vp rows.
  *     remat writes Vp = V rounded up to 64; it reads any Vp >= V (llm.c's
  *     scripts round to 128) and keeps rows [0, V).
+ *     llm.c's bfloat16 files (version 5) are refused with a message.
  *   REMAT_WEIGHTS_SAFETENSORS  an 8-byte little-endian header length N, N
- *     bytes of JSON, the raw data; Hugging Face GPT-2 names, F32:
+ *     bytes of JSON, the raw data; Hugging Face GPT-2 names, F32 or BF16
+ *     (read: each tensor either, widened exactly; written: F32, or BF16 with
+ *     remat_weights_save_as):
  *       wte.weight (V, C) -- the unpadded vocabulary -- wpe.weight (maxT, C)
  *       h.{i}.ln_1.weight/.bias (C)    h.{i}.attn.c_attn.weight (C, 3C) .bias (3C)
  *       h.{i}.attn.c_proj.weight (C, C) .bias    h.{i}.ln_2.weight/.bias
@@ -1118,6 +1126,11 @@ REMAT_API remat_status remat_weights_load(const char *path, const remat_config *
 /* Writes the model's parameters to path in format (LLMC or SAFETENSORS). */
 REMAT_API remat_status remat_weights_save(const remat_model *m, const char *path,
                                           remat_weights_format format);
+/* The same with the tensors' element type: REMAT_DTYPE_FP32 (F32) or
+ * REMAT_DTYPE_BF16 (safetensors BF16, the parameters rounded to nearest
+ * even; the llm.c format is float32 only: REMAT_ERR_INVALID). */
+REMAT_API remat_status remat_weights_save_as(const remat_model *m, const char *path, remat_weights_format format,
+                                             remat_dtype dtype);
 
 /* ---- utilities ---------------------------------------------------------- */
 /* 64-bit hash of a byte range (the one params_hash uses); the same value on

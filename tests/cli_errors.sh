@@ -12,22 +12,6 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-# expect_err NAME CMD...
-expect_err() {
-    name=$1; shift
-    "$@" >"$T/stdout" 2>"$T/stderr"
-    rc=$?
-    n=$(wc -l < "$T/stderr")
-    if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then
-        bad "$name: exit status $rc (want 1 or 2)"; sed 's/^/    /' "$T/stderr" | head -n 20 >&2
-    elif [ "$n" -ne 1 ]; then
-        bad "$name: $n lines on stderr (want 1):"; sed 's/^/    /' "$T/stderr" | head -n 20 >&2
-    elif ! grep -q '^remat: error: ' "$T/stderr"; then
-        bad "$name: stderr is not 'remat: error: ...': $(cat "$T/stderr")"
-    else
-        ok
-    fi
-}
 
 tiny="--layers 2 --dim 32 --heads 2 --seq 8 --batch 2 --threads 1"
 
@@ -110,6 +94,8 @@ for cmd in plan bench; do
     expect_err "$cmd: negative budget" $R $cmd --budget -1GiB
 done
 expect_err "unknown flag (train)" $R train --bogus
+expect_err "train: unknown dtype" $R train --dtype fp8 --steps 1
+expect_err "train: unknown GEMM engine" $R train --gemm mkl --steps 1
 expect_err "unknown flag (export)" $R export --bogus
 expect_err "flag without a value" $R train --steps
 expect_err "unknown command" $R frobnicate
@@ -118,6 +104,15 @@ expect_err "export: format not given" $R export --resume "$T/ck" --out "$T/x.wei
 expect_err "init-from with a contradicting --dim" $R train --init-from "$T/w.bin" --dim 64 --steps 1
 expect_err "init-from with --seq past max_seq" $R train --init-from "$T/w.bin" --seq 64 --steps 1
 expect_err "init-from and resume together" $R train --init-from "$T/w.bin" --resume "$T/ck" --steps 1
+expect_err "export: bad dtype" $R export --resume "$T/ck" --out "$T/x.safetensors" --dtype fp16
+expect_err "export: bf16 llm.c file" $R export --resume "$T/ck" --out "$T/x.bin" --dtype bf16
+[ -e "$T/x.bin" ] && bad "a refused bf16 llm.c export left $T/x.bin"
+# a BF16 safetensors export is half the data and trains when loaded
+if $R export --resume "$T/ck" --out "$T/w16.safetensors" --dtype bf16 > /dev/null &&
+   $R train --init-from "$T/w16.safetensors" --steps 1 --quiet --threads 1 > /dev/null; then ok
+else bad "export --dtype bf16, then train --init-from it"; fi
+grep -q '"dtype":"BF16"' "$T/w16.safetensors" && ! grep -q '"dtype":"F32"' "$T/w16.safetensors" && ok ||
+    bad "the bf16 export holds F32 tensors"
 
 # ---- unwritable outputs: no file under the final name ---------------------------------------
 expect_err "export: missing output directory" $R export --resume "$T/ck" --out "$T/nodir/x.safetensors"

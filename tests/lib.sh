@@ -23,6 +23,23 @@ finish() {
     [ "$skips" -eq 0 ] || exit 77
     exit 0
 }
+# expect_err NAME CMD...: CMD fails cleanly (exit 1 or 2, no signal) with
+# exactly one line on stderr, "remat: error: ..."
+expect_err() {
+    name=$1; shift
+    "$@" >"$T/stdout" 2>"$T/stderr"
+    rc=$?
+    n=$(wc -l < "$T/stderr")
+    if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then
+        bad "$name: exit status $rc (want 1 or 2)"; sed 's/^/    /' "$T/stderr" | head -n 20 >&2
+    elif [ "$n" -ne 1 ]; then
+        bad "$name: $n lines on stderr (want 1):"; sed 's/^/    /' "$T/stderr" | head -n 20 >&2
+    elif ! grep -q '^remat: error: ' "$T/stderr"; then
+        bad "$name: stderr is not 'remat: error: ...': $(cat "$T/stderr")"
+    else
+        ok
+    fi
+}
 # chromium_dom URL OUT ERR: headless Chromium loads URL and dumps its DOM
 # into OUT (its log into ERR); returns chromium's exit status.
 chromium_dom() {

@@ -642,7 +642,7 @@ static void test_crossentropy(void)
 static void test_adamw(void)
 {
     printf("adamw\n");
-    enum { n = 1000 };
+    enum { n = 1003 };   /* a ragged last vector */
     float p[n], g[n], m[n], v[n];
     const float lr = 3e-3f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f, gs = 0.7f;
     const uint64_t steps[] = { 1, 3, ((uint64_t)1 << 31) + 7, ((uint64_t)1 << 32) + 3 };
@@ -662,7 +662,11 @@ static void test_adamw(void)
                 double bc1 = 1.0 - pow(b1, (double)t), bc2 = 1.0 - pow(b2, (double)t);
                 pr[i] = pi - lr / bc1 * mr[i] / (sqrt(vr[i]) / sqrt(bc2) + eps);
             }
-            adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, decay, gs, t);
+            remat_bf16 p16[n];
+            adamw_update(p, g, m, v, p16, n, lr, b1, b2, eps, wd, decay, gs, t);
+            int bad16 = 0;   /* the fused bf16 copy is the new p, rounded */
+            for (int i = 0; i < n; i++) bad16 += p16[i] != remat_bf16_round(p[i]);
+            CHECK(bad16 == 0, "adamw bf16 copy: %d of %d differ from the rounded parameters", bad16, n);
             char what[64];
             snprintf(what, sizeof what, "adamw p (decay %d, t %llu)", decay, (unsigned long long)t);
             check_close(what, p, pr, n, 1e-6);

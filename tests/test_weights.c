@@ -266,6 +266,99 @@ static void test_round_trips(void)
     remat_model_free(m);
 }
 
+/* bfloat16 of x, rounded to nearest even (the test's own reference) */
+static float ref_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* BF16 safetensors: written rounded to nearest even, read back widened
+ * exactly, stable under a second round trip; llm.c files are float32 only
+ * (bf16 writes refused, llm.c's bfloat16 version 5 refused by name). */
+static void test_bf16_files(void)
+{
+    remat_config c;
+    small_config(&c);
+    remat_model *m = make_model(&c), *r = NULL, *r2 = NULL;
+    CHECK(m != NULL, "create: %s", remat_errmsg());
+    if (!m) return;
+    size_t np = remat_model_num_params(m);
+    float *P = remat_model_params(m);
+    P[7] = 1.00390625f;            /* a tie: 1 + 2^-8 rounds to even (1.0) */
+    P[8] = 1.01171875f;            /* a tie: 1 + 3*2^-8 rounds to even (1 + 2^-6) */
+    P[9] = -3.3e-39f;              /* subnormal */
+    const char *ps = path_in("m.bf16.safetensors");
+    remat_status st = remat_weights_save_as(m, ps, REMAT_WEIGHTS_SAFETENSORS, REMAT_DTYPE_BF16);
+    CHECK(st == REMAT_OK, "save bf16: %s", remat_errmsg());
+    size_t n = 0;
+    unsigned char *f = read_all(ps, &n);
+    if (f) {
+        uint64_t N = remat_get_le64(f);
+        size_t nstored = np - (size_t)(128 - 70) * c.n_embd;
+        CHECK(n == 8 + N + 2 * nstored, "bf16 file size %zu, want %zu", n, (size_t)(8 + N + 2 * nstored));
+        CHECK(strstr((const char *)f + 8, "\"dtype\":\"F32\"") == NULL && strstr((const char *)f + 8, "\"dtype\":\"BF16\""),
+              "every tensor is BF16");
+        uint64_t b, e;
+        char shp[64];
+        CHECK(st_find(f, "wte.weight", &b, &e, shp, sizeof shp) && e - b == 70 * 32 * 2, "wte.weight holds 2-byte elements");
+    }
+    free(f);
+    remat_config base;
+    remat_config_default(&base);
+    base.seq = 8;
+    base.batch = 2;
+    st = remat_weights_load(ps, &base, 1, &r);
+    CHECK(st == REMAT_OK && r, "load bf16: %s", remat_errmsg());
+    if (r) {
+        const float *Q = remat_model_params(r);
+        size_t bad = 0;
+        for (size_t i = 0; i < np; i++) {
+            float want = ref_bf16(P[i]);
+            bad += memcmp(&want, Q + i, 4) != 0;
+        }
+        CHECK(bad == 0, "loaded = parameters rounded to bf16 (%zu differ)", bad);
+        CHECK(Q[7] == 1.0f && Q[8] == 1.015625f && Q[9] < 0 && Q[9] > -4e-39f, "ties to even, subnormal kept (%g %g %g)",
+              (double)Q[7], (double)Q[8], (double)Q[9]);
+        const char *ps2 = path_in("m.bf16b.safetensors");
+        CHECK(remat_weights_save_as(r, ps2, REMAT_WEIGHTS_SAFETENSORS, REMAT_DTYPE_BF16) == REMAT_OK, "save again");
+        size_t n1, n2;
+        unsigned char *f1 = read_all(ps, &n1), *f2 = read_all(ps2, &n2);
+        CHECK(f1 && f2 && n1 == n2 && !memcmp(f1, f2, n1), "bf16 round trip is a fixed point");
+        free(f1);
+        free(f2);
+        /* and as F32 it stays exactly what was loaded */
+        const char *ps3 = path_in("m.wide.safetensors");
+        CHECK(remat_weights_save_as(r, ps3, REMAT_WEIGHTS_SAFETENSORS, REMAT_DTYPE_FP32) == REMAT_OK, "save F32");
+        CHECK(remat_weights_load(ps3, &base, 1, &r2) == REMAT_OK && r2 && same_params(r, r2), "bf16 -> F32 -> load");
+        remat_model_free(r2);
+    }
+    remat_model_free(r);
+
+    /* llm.c: float32 only */
+    const char *pl = path_in("m.bf16.bin");
+    st = remat_weights_save_as(m, pl, REMAT_WEIGHTS_LLMC, REMAT_DTYPE_BF16);
+    CHECK(st == REMAT_ERR_INVALID && access(pl, F_OK) != 0, "bf16 llm.c write refused: %s", remat_errmsg());
+    CHECK(remat_weights_save_as(m, ps, REMAT_WEIGHTS_SAFETENSORS, (remat_dtype)99) == REMAT_ERR_INVALID,
+          "unknown dtype refused");
+    CHECK(remat_weights_save(m, pl, REMAT_WEIGHTS_LLMC) == REMAT_OK, "save llmc");
+    f = read_all(pl, &n);
+    if (f) {
+        remat_put_le32(f + 4, 5);
+        remat_config sh;
+        float *p = NULL;
+        st = remat_llmc_parse(f, n, &sh, &p);
+        CHECK(st == REMAT_ERR_FORMAT && !p && strstr(remat_errmsg(), "version 5") && strstr(remat_errmsg(), "bfloat16"),
+              "llm.c version 5 refused by name: %s", remat_errmsg());
+        free(p);
+    }
+    free(f);
+    remat_model_free(m);
+}
+
 /* A file written by llm.c's scripts: vocabulary padded to 128 with junk
  * rows; remat keeps rows [0, V) and zero-pads to its own 64. */
 static void test_llmc_foreign_padding(void)
@@ -340,7 +433,7 @@ static void test_safetensors_variants(void)
     char *buf = NULL;
     size_t n = 0;
     FILE *mf = open_memstream(&buf, &n);
-    CHECK(remat_weights_write(mf, &c, remat_model_params(m), REMAT_WEIGHTS_SAFETENSORS) == REMAT_OK, "write");
+    CHECK(remat_weights_write(mf, &c, remat_model_params(m), REMAT_WEIGHTS_SAFETENSORS, REMAT_DTYPE_FP32) == REMAT_OK, "write");
     fclose(mf);
     const unsigned char *f = (const unsigned char *)buf;
     size_t n1, n2, n3;
@@ -515,7 +608,7 @@ static void test_safetensors_variants(void)
     /* llm.c: header fields and sizes */
     buf = NULL;
     mf = open_memstream(&buf, &n);
-    CHECK(remat_weights_write(mf, &c, remat_model_params(m), REMAT_WEIGHTS_LLMC) == REMAT_OK, "write llmc");
+    CHECK(remat_weights_write(mf, &c, remat_model_params(m), REMAT_WEIGHTS_LLMC, REMAT_DTYPE_FP32) == REMAT_OK, "write llmc");
     fclose(mf);
     unsigned char *e = malloc(n + 4);
     static const struct { int idx; int32_t val; const char *msg; } hb[] = {
@@ -759,6 +852,7 @@ int main(void)
     remat_set_threads(1);
     test_param_enum();
     test_round_trips();
+    test_bf16_files();
     test_llmc_foreign_padding();
     test_safetensors_variants();
     test_files();

@@ -531,6 +531,8 @@ int bench_run(const bench_opts *o, bench_result *r)
     for (int k = 0; k < r->nslot; k++) {
         r->slot[k].cfg = *c;
         r->slot[k].cfg.dtype = o->dts[k];
+        /* refused here, before any child process would say it too */
+        if ((st = remat_model_check(&r->slot[k].cfg))) { cli_error("%s", remat_errmsg()); rc = 2; goto out; }
         if ((rc = slot_rows(o, r, k, &names))) goto out;
         rc = 1;
     }

@@ -10,7 +10,7 @@
 static void help(void)
 {
     printf(
-"usage: remat export --resume DIR --out FILE [--format llmc|safetensors]\n\n"
+"usage: remat export --resume DIR --out FILE [--format llmc|safetensors] [--dtype fp32|bf16]\n\n"
 "Writes the parameters of the newest valid training checkpoint in DIR (see\n"
 "'remat train --save') to FILE, atomically: FILE is either left as it was or\n"
 "holds the whole export.\n\n"
@@ -19,6 +19,8 @@ static void help(void)
 "  --format F        llmc: llm.c's model checkpoint (train_gpt2.c, version 3);\n"
 "                    safetensors: Hugging Face GPT-2 names and layouts.\n"
 "                    Default: safetensors for *.safetensors, llmc for *.bin.\n"
+"  --dtype D         fp32 (default: F32 tensors) or bf16 (safetensors BF16, rounded\n"
+"                    to nearest even; the training state stays fp32)\n"
 "Either file loads with 'remat train --init-from FILE'.\n");
 }
 
@@ -30,13 +32,14 @@ static int ends_with(const char *s, const char *suffix)
 
 int cmd_export(int argc, char **argv)
 {
-    const char *dir = NULL, *out = NULL, *format = NULL;
+    const char *dir = NULL, *out = NULL, *format = NULL, *dtype = "fp32";
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
         if (!strcmp(f, "--resume")) { if (!(dir = cli_value(argc, argv, &i))) return 2; }
         else if (!strcmp(f, "--out")) { if (!(out = cli_value(argc, argv, &i))) return 2; }
         else if (!strcmp(f, "--format")) { if (!(format = cli_value(argc, argv, &i))) return 2; }
+        else if (!strcmp(f, "--dtype")) { if (!(dtype = cli_value(argc, argv, &i))) return 2; }
         else return cli_usage_error("export", "unknown flag '%s'", f);
     }
     if (!dir || !out) return cli_usage_error("export", "needs --resume DIR and --out FILE");
@@ -46,6 +49,12 @@ int cmd_export(int argc, char **argv)
     if (!strcmp(format, "llmc")) fmt = REMAT_WEIGHTS_LLMC;
     else if (!strcmp(format, "safetensors")) fmt = REMAT_WEIGHTS_SAFETENSORS;
     else return cli_usage_error("export", "--format expects llmc or safetensors, got '%s'", format);
+    remat_dtype dt;
+    if (!strcmp(dtype, "fp32")) dt = REMAT_DTYPE_FP32;
+    else if (!strcmp(dtype, "bf16")) dt = REMAT_DTYPE_BF16;
+    else return cli_usage_error("export", "--dtype expects fp32 or bf16, got '%s'", dtype);
+    if (dt == REMAT_DTYPE_BF16 && fmt == REMAT_WEIGHTS_LLMC)
+        return cli_usage_error("export", "--dtype bf16 needs --format safetensors (llm.c files are written as float32)");
 
     remat_model *m = NULL;
     remat_checkpoint_info *ci = calloc(1, sizeof *ci);
@@ -56,10 +65,10 @@ int cmd_export(int argc, char **argv)
         goto done;
     }
     if (ci->warning[0]) fprintf(stderr, "remat: warning: %s\n", ci->warning);
-    if (remat_weights_save(m, out, fmt)) { cli_error("%s", remat_errmsg()); goto done; }
+    if (remat_weights_save_as(m, out, fmt, dt)) { cli_error("%s", remat_errmsg()); goto done; }
     const remat_config *c = remat_model_config(m);
-    printf("exported %s (step %llu: %d layers, dim %d, %d heads, vocab %d, max_seq %d) to %s (%s)\n", ci->file,
-           (unsigned long long)ci->step, c->n_layer, c->n_embd, c->n_head, c->vocab, c->max_seq, out, format);
+    printf("exported %s (step %llu: %d layers, dim %d, %d heads, vocab %d, max_seq %d) to %s (%s, %s)\n", ci->file,
+           (unsigned long long)ci->step, c->n_layer, c->n_embd, c->n_head, c->vocab, c->max_seq, out, format, dtype);
     rc = 0;
 done:
     remat_model_free(m);

@@ -69,12 +69,9 @@ static void init_params(remat_model *m, uint64_t seed)
            (size_t)(remat_config_padded_vocab(c) - c->vocab) * c->n_embd * sizeof(float));
 }
 
-remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_model **out)
+remat_status remat_model_check(const remat_config *cfg)
 {
     remat_status st;
-    remat_model *m = NULL;
-    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_model_create: out is NULL");
-    *out = NULL;
     if ((st = remat_config_check(cfg))) return st;
     if (cfg->framework != REMAT_FRAMEWORK_REMAT || remat_config_tp(cfg) != 1 || cfg->stage != REMAT_STAGE_WHOLE)
         return remat_fail(REMAT_ERR_INVALID, "the engine runs remat's own table on one machine; --framework "
@@ -82,6 +79,16 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     if (cfg->dtype == REMAT_DTYPE_BF16 && remat_gemm_get() != REMAT_GEMM_ONEDNN)
         return remat_fail(REMAT_ERR_INVALID, "bf16 needs the oneDNN GEMM engine (this one is %s; Debian's OpenBLAS "
                           "has no bf16 GEMM)", remat_gemm_name(remat_gemm_get()));
+    return REMAT_OK;
+}
+
+remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_model **out)
+{
+    remat_status st;
+    remat_model *m = NULL;
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_model_create: out is NULL");
+    *out = NULL;
+    if ((st = remat_model_check(cfg))) return st;
     m = remat_calloc(1, sizeof *m);
     if (!m) return remat_fail(REMAT_ERR_NOMEM, "out of memory creating the model");
     m->cfg = *cfg;

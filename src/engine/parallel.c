@@ -238,9 +238,13 @@ remat_status remat_dp_step(remat_model *m, int do_update, float *loss)
     }
     float scale = remat_op_clip_scale(&m->opt, norm);
     remat_op_adamw_range(&c, m->adam_m, m->adam_v, &m->opt, step, m->optim_lo, m->optim_lo + m->optim_n, scale);
-    if (sliced && (st = gather(m, m->params, off_params))) return st;
-    remat_op_refresh16(&c);
-    m->params16_stale = 0;
+    /* AdamW wrote the bf16 copy of what it updated; the gathered slices'
+     * are made here */
+    if (sliced) {
+        if ((st = gather(m, m->params, off_params))) return st;
+        remat_op_refresh16_range(&c, 0, l->own_lo);
+        remat_op_refresh16_range(&c, l->own_hi, m->nparams);
+    }
     m->t = step;
 done:
     if (d->comm) {

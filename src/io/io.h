@@ -29,9 +29,10 @@ remat_status remat_safetensors_parse(const void *buf, size_t n, int n_head_hint,
                                      float **params);
 
 /* Writes params (remat's layout for shape) to f in format (LLMC or
- * SAFETENSORS).  REMAT_ERR_IO when a write fails. */
+ * SAFETENSORS) with elements of dtype (bf16: safetensors only).
+ * REMAT_ERR_IO when a write fails. */
 remat_status remat_weights_write(FILE *f, const remat_config *shape, const float *params,
-                                 remat_weights_format format);
+                                 remat_weights_format format, remat_dtype dtype);
 
 /* ---- training checkpoints (checkpoint.c) ------------------------------------ */
 

@@ -33,6 +33,10 @@ remat_status remat_llmc_layout(const remat_wsrc *s, remat_wlayout *ly)
     if (h[0] != REMAT_LLMC_MAGIC)
         return remat_fail(REMAT_ERR_FORMAT, "%s: bad magic %d, expected %d (an llm.c model checkpoint)", s->name,
                           (int)h[0], REMAT_LLMC_MAGIC);
+    if (h[1] == 5)   /* llm.c's train_gpt2.cu writes its bfloat16 weights as version 5 */
+        return remat_fail(REMAT_ERR_FORMAT, "%s: llm.c checkpoint version 5 holds bfloat16 weights, and llm.c files "
+                          "are read as version 3 (float32); export the model as safetensors (BF16 is read there)",
+                          s->name);
     if (h[1] != LLMC_VERSION)
         return remat_fail(REMAT_ERR_FORMAT, "%s: llm.c checkpoint version %d; only version 3 (float32, padded "
                           "vocabulary) is supported", s->name, (int)h[1]);
@@ -64,9 +68,9 @@ remat_status remat_llmc_layout(const remat_wsrc *s, remat_wlayout *ly)
     ly->np = 2;
     /* wte: the first V of the file's Vpf rows; then everything else, whose
      * layout is the same in both */
-    ly->p[0] = (remat_wpiece){ LLMC_HEADER_BYTES, 0, (size_t)V, (size_t)C, 0 };
+    ly->p[0] = (remat_wpiece){ LLMC_HEADER_BYTES, 0, (size_t)V, (size_t)C, 0, 0 };
     ly->p[1] = (remat_wpiece){ LLMC_HEADER_BYTES + (uint64_t)Vpf * C * 4, (size_t)(Vp * C), (size_t)(np_remat - Vp * C),
-                         1, 0 };
+                         1, 0, 0 };
     return REMAT_OK;
 }
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../kernels/bf16.h"
 #include "../core/core.h"
 #include "../core/endian.h"
 #include "../engine/model.h"
@@ -30,12 +31,12 @@
 
 /* ---- the header's JSON grammar ------------------------------------------------------ */
 
-enum { DT_F32 = 11 };
+enum { DT_BF16, DT_F32 };   /* the two remat reads come first */
 static const struct { const char *name; int size; } st_dtypes[] = {
+    [DT_BF16] = {"BF16", 2}, [DT_F32] = {"F32", 4},
     {"BOOL", 1}, {"U8", 1}, {"I8", 1}, {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2},
-    {"F16", 2}, {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4}, {"F64", 8}, {"I64", 8}, {"U64", 8},
+    {"F16", 2}, {"I32", 4}, {"U32", 4}, {"F64", 8}, {"I64", 8}, {"U64", 8},
 };
-_Static_assert(sizeof st_dtypes / sizeof st_dtypes[0] > DT_F32, "DT_F32 indexes st_dtypes");
 
 typedef struct st_entry {
     char *name;                 /* without the "transformer." prefix */
@@ -242,8 +243,8 @@ static int cmp_entry_off(const void *a, const void *b)
 
 static remat_status shape_is(const remat_wsrc *s, const st_entry *e, uint64_t d0, uint64_t d1, int rank)
 {
-    if (e->dtype != DT_F32)
-        return remat_fail(REMAT_ERR_FORMAT, "%s: tensor %s has dtype %s; remat reads F32 only", s->name, e->name,
+    if (e->dtype != DT_F32 && e->dtype != DT_BF16)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: tensor %s has dtype %s; remat reads F32 and BF16", s->name, e->name,
                           st_dtypes[e->dtype].name);
     if (e->rank != rank || e->shape[0] != d0 || (rank == 2 && e->shape[1] != d1)) {
         char want[64], got[160] = "";
@@ -391,10 +392,11 @@ remat_status remat_safetensors_layout(const remat_wsrc *s, remat_wlayout *ly)
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", s->name);
         goto out;
     }
-    ly->p[0] = (remat_wpiece){ data0 + wte->begin, poff[0], (size_t)V, (size_t)C, 0 };
-    ly->p[1] = (remat_wpiece){ data0 + wpe->begin, poff[1], (size_t)T, (size_t)C, 0 };
-    ly->p[2] = (remat_wpiece){ data0 + j.e[gidx[G_LNFW]].begin, poff[14], (size_t)C, 1, 0 };
-    ly->p[3] = (remat_wpiece){ data0 + j.e[gidx[G_LNFB]].begin, poff[15], (size_t)C, 1, 0 };
+#define BF(e) ((e)->dtype == DT_BF16)
+    ly->p[0] = (remat_wpiece){ data0 + wte->begin, poff[0], (size_t)V, (size_t)C, 0, BF(wte) };
+    ly->p[1] = (remat_wpiece){ data0 + wpe->begin, poff[1], (size_t)T, (size_t)C, 0, BF(wpe) };
+    ly->p[2] = (remat_wpiece){ data0 + j.e[gidx[G_LNFW]].begin, poff[14], (size_t)C, 1, 0, BF(&j.e[gidx[G_LNFW]]) };
+    ly->p[3] = (remat_wpiece){ data0 + j.e[gidx[G_LNFB]].begin, poff[15], (size_t)C, 1, 0, BF(&j.e[gidx[G_LNFB]]) };
     for (int l = 0; l < L; l++)
         for (int k = 0; k < ST_NBLOCK; k++) {
             long i = slot[l * ST_NBLOCK + k];
@@ -409,7 +411,7 @@ remat_status remat_safetensors_layout(const remat_wsrc *s, remat_wlayout *ly)
             /* HF: Conv1D weight (in, out) = (cols, rows); vectors (rows) */
             if ((st = st_block[k].transpose ? shape_is(s, e, cols, rows, 2) : shape_is(s, e, rows, 0, 1))) goto out;
             ly->p[4 + (size_t)l * ST_NBLOCK + k] = (remat_wpiece){ data0 + e->begin, poff[pi] + (size_t)l * rows * cols,
-                                                            rows, cols, st_block[k].transpose };
+                                                            rows, cols, st_block[k].transpose, BF(e) };
         }
 out:
     if (st) remat_wlayout_clear(ly);
@@ -441,11 +443,25 @@ static int sb_printf(sbuf *b, const char *fmt, ...)
     }
 }
 
-/* Writes rows x cols floats (row-major at src) as little-endian, or their
- * (cols x rows) transpose. */
+/* Writes rows x cols floats (row-major at src) as little-endian float32,
+ * or bf16 (rounded to nearest even), or their (cols x rows) transpose. */
 static remat_status write_f32(FILE *f, const float *src, size_t rows, size_t cols, int transpose, float *tmp,
-                              size_t tmpn)
+                              size_t tmpn, remat_dtype dt)
 {
+    if (dt == REMAT_DTYPE_BF16) {   /* tmp holds tmpn floats: 2 tmpn bf16 */
+        unsigned char *o = (unsigned char *)tmp;
+        size_t n = rows * cols, cap = 2 * tmpn;
+        for (size_t i = 0; i < n; i += cap) {
+            size_t m = n - i < cap ? n - i : cap;
+            for (size_t k = 0; k < m; k++) {
+                size_t e = i + k;   /* output element e: row-major in the written (transposed) shape */
+                float x = transpose ? src[(e % rows) * cols + e / rows] : src[e];
+                remat_put_le16(o + 2 * k, remat_bf16_round(x));
+            }
+            if (fwrite(o, 2, m, f) != m) return REMAT_ERR_IO;
+        }
+        return REMAT_OK;
+    }
     if (!transpose) {
         size_t n = rows * cols;
         if (remat_host_is_le()) return fwrite(src, sizeof(float), n, f) == n ? REMAT_OK : REMAT_ERR_IO;
@@ -465,8 +481,10 @@ static remat_status write_f32(FILE *f, const float *src, size_t rows, size_t col
     return REMAT_OK;
 }
 
-remat_status remat_safetensors_write(FILE *f, const remat_config *c, const float *params)
+remat_status remat_safetensors_write(FILE *f, const remat_config *c, const float *params, remat_dtype dt)
 {
+    const char *dname = dt == REMAT_DTYPE_BF16 ? "BF16" : "F32";
+    uint64_t es = dt == REMAT_DTYPE_BF16 ? 2 : 4;
     remat_status st = REMAT_OK;
     sbuf b = { NULL, 0, 0 };
     float *tmp = NULL;
@@ -477,15 +495,15 @@ remat_status remat_safetensors_write(FILE *f, const remat_config *c, const float
     int ok = sb_printf(&b, "{\"__metadata__\":{\"format\":\"pt\",\"n_head\":\"%d\"}", c->n_head);
 #define ENTRY(name, ...) do {                                                                              \
         uint64_t dims_[2] = { __VA_ARGS__ }, n_ = dims_[0] * (dims_[1] ? dims_[1] : 1);                 \
-        ok = ok && (dims_[1] ? sb_printf(&b, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%llu,%llu],"          \
-                                         "\"data_offsets\":[%llu,%llu]}", name,                           \
+        ok = ok && (dims_[1] ? sb_printf(&b, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%llu,%llu],"            \
+                                         "\"data_offsets\":[%llu,%llu]}", name, dname,                    \
                                          (unsigned long long)dims_[0], (unsigned long long)dims_[1],      \
-                                         (unsigned long long)at, (unsigned long long)(at + 4 * n_))       \
-                             : sb_printf(&b, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%llu],"               \
-                                         "\"data_offsets\":[%llu,%llu]}", name,                           \
+                                         (unsigned long long)at, (unsigned long long)(at + es * n_))      \
+                             : sb_printf(&b, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%llu],"                 \
+                                         "\"data_offsets\":[%llu,%llu]}", name, dname,                    \
                                          (unsigned long long)dims_[0], (unsigned long long)at,            \
-                                         (unsigned long long)(at + 4 * n_)));                             \
-        at += 4 * n_;                                                                                     \
+                                         (unsigned long long)(at + es * n_)));                            \
+        at += es * n_;                                                                                    \
     } while (0)
     ENTRY("wte.weight", (uint64_t)c->vocab, C);
     ENTRY("wpe.weight", (uint64_t)c->max_seq, C);
@@ -512,19 +530,19 @@ remat_status remat_safetensors_write(FILE *f, const remat_config *c, const float
     unsigned char lb[8];
     remat_put_le64(lb, (uint64_t)b.n);
     if (fwrite(lb, 1, 8, f) != 8 || fwrite(b.s, 1, b.n, f) != b.n) { st = REMAT_ERR_IO; goto out; }
-    if ((st = write_f32(f, params + poff[0], (size_t)c->vocab, (size_t)C, 0, tmp, tmpn)) ||
-        (st = write_f32(f, params + poff[1], (size_t)c->max_seq, (size_t)C, 0, tmp, tmpn)))
+    if ((st = write_f32(f, params + poff[0], (size_t)c->vocab, (size_t)C, 0, tmp, tmpn, dt)) ||
+        (st = write_f32(f, params + poff[1], (size_t)c->max_seq, (size_t)C, 0, tmp, tmpn, dt)))
         goto out;
     for (int l = 0; l < c->n_layer; l++)
         for (int k = 0; k < ST_NBLOCK; k++) {
             int pi = st_block[k].param;
             size_t rows = (size_t)shapes[pi][1], cols = shapes[pi][2] ? (size_t)shapes[pi][2] : 1;
             if ((st = write_f32(f, params + poff[pi] + (size_t)l * rows * cols, rows, cols, st_block[k].transpose,
-                                tmp, tmpn)))
+                                tmp, tmpn, dt)))
                 goto out;
         }
-    if ((st = write_f32(f, params + poff[14], (size_t)C, 1, 0, tmp, tmpn)) ||
-        (st = write_f32(f, params + poff[15], (size_t)C, 1, 0, tmp, tmpn)))
+    if ((st = write_f32(f, params + poff[14], (size_t)C, 1, 0, tmp, tmpn, dt)) ||
+        (st = write_f32(f, params + poff[15], (size_t)C, 1, 0, tmp, tmpn, dt)))
         goto out;
 out:
     free(b.s);

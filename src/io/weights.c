@@ -76,51 +76,81 @@ remat_status remat_wlayout_config(const remat_wlayout *ly, const char *name, int
     return REMAT_OK;
 }
 
+/* n elements (float32, or bf16 when bf16) of the source at off into dst
+ * as floats; tmp holds at least n bf16 values */
+static remat_status read_elems(const remat_wsrc *s, uint64_t off, float *dst, size_t n, int bf16, uint16_t *tmp)
+{
+    remat_status st;
+    if (!bf16) {
+        if ((st = remat_wsrc_read(s, off, dst, n * sizeof(float)))) return st;
+        remat_le_f32_swap(dst, n);
+        return REMAT_OK;
+    }
+    if ((st = remat_wsrc_read(s, off, tmp, n * sizeof(uint16_t)))) return st;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)remat_get_le16((const unsigned char *)(tmp + i)) << 16;
+        memcpy(dst + i, &u, sizeof u);
+    }
+    return REMAT_OK;
+}
+
 /* Reads every piece into params (remat_config_num_params(cfg) floats, the
- * padded vocabulary rows already zero). */
+ * padded vocabulary rows already zero), widening bf16 pieces exactly. */
+#define FILL_CHUNK ((size_t)1 << 16)
 static remat_status layout_fill(const remat_wsrc *s, const remat_wlayout *ly, float *params)
 {
     remat_status st = REMAT_OK;
     float *row = NULL;
+    uint16_t *tmp = NULL;
     size_t rowcap = 0;
+    if (!(tmp = remat_malloc(FILL_CHUNK * sizeof *tmp))) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", s->name);
     for (size_t k = 0; k < ly->np && !st; k++) {
         const remat_wpiece *pc = &ly->p[k];
         float *dst = params + pc->dst_off;
+        size_t es = pc->bf16 ? 2 : 4;
         if (!pc->transpose) {
             size_t n = pc->rows * pc->cols;
-            if ((st = remat_wsrc_read(s, pc->src_off, dst, n * sizeof(float)))) break;
-            remat_le_f32_swap(dst, n);
+            for (size_t i = 0; i < n && !st; i += FILL_CHUNK)
+                st = read_elems(s, pc->src_off + i * es, dst + i, n - i < FILL_CHUNK ? n - i : FILL_CHUNK, pc->bf16, tmp);
             continue;
         }
         /* source row j (cols x rows matrix) is destination column j */
         if (rowcap < pc->rows) {
             free(row);
+            free(tmp);
             rowcap = pc->rows;
-            if (!(row = remat_malloc(rowcap * sizeof *row))) {
+            tmp = NULL;
+            if (!(row = remat_malloc(rowcap * sizeof *row)) ||
+                !(tmp = remat_malloc((rowcap > FILL_CHUNK ? rowcap : FILL_CHUNK) * sizeof *tmp))) {
                 st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", s->name);
                 break;
             }
         }
         for (size_t j = 0; j < pc->cols && !st; j++) {
-            uint64_t off = pc->src_off + (uint64_t)j * pc->rows * sizeof(float);
-            st = remat_wsrc_read(s, off, row, pc->rows * sizeof(float));
+            st = read_elems(s, pc->src_off + (uint64_t)j * pc->rows * es, row, pc->rows, pc->bf16, tmp);
             if (st) break;
-            remat_le_f32_swap(row, pc->rows);
             for (size_t i = 0; i < pc->rows; i++) dst[i * pc->cols + j] = row[i];
         }
     }
     free(row);
+    free(tmp);
     return st;
 }
 
 remat_status remat_weights_write(FILE *f, const remat_config *shape, const float *params,
-                                  remat_weights_format format)
+                                  remat_weights_format format, remat_dtype dtype)
 {
     remat_status st;
     if (!f || !shape || !params) return remat_fail(REMAT_ERR_INVALID, "remat_weights_write: NULL argument");
     if ((st = remat_config_check(shape))) return st;
-    if (format == REMAT_WEIGHTS_LLMC) st = remat_llmc_write(f, shape, params);
-    else if (format == REMAT_WEIGHTS_SAFETENSORS) st = remat_safetensors_write(f, shape, params);
+    if (dtype != REMAT_DTYPE_FP32 && dtype != REMAT_DTYPE_BF16)
+        return remat_fail(REMAT_ERR_INVALID, "weights dtype must be fp32 or bf16, got %d", (int)dtype);
+    if (format == REMAT_WEIGHTS_LLMC) {
+        if (dtype != REMAT_DTYPE_FP32)
+            return remat_fail(REMAT_ERR_INVALID, "llm.c model files are written as version 3 (float32); for bf16 "
+                              "weights choose the safetensors format");
+        st = remat_llmc_write(f, shape, params);
+    } else if (format == REMAT_WEIGHTS_SAFETENSORS) st = remat_safetensors_write(f, shape, params, dtype);
     else return remat_fail(REMAT_ERR_INVALID, "weights format %d is neither llmc (%d) nor safetensors (%d)",
                            (int)format, REMAT_WEIGHTS_LLMC, REMAT_WEIGHTS_SAFETENSORS);
     if (st == REMAT_ERR_IO) return remat_fail(REMAT_ERR_IO, "write failed: %s", strerror(errno));
@@ -250,19 +280,30 @@ out:
     return st;
 }
 
-remat_status remat_weights_save(const remat_model *m, const char *path, remat_weights_format format)
+remat_status remat_weights_save_as(const remat_model *m, const char *path, remat_weights_format format,
+                                   remat_dtype dtype)
 {
     if (!m || !path) return remat_fail(REMAT_ERR_INVALID, "remat_weights_save: NULL argument");
     if (format != REMAT_WEIGHTS_LLMC && format != REMAT_WEIGHTS_SAFETENSORS)
         return remat_fail(REMAT_ERR_INVALID, "weights format %d: choose llmc or safetensors", (int)format);
+    if (dtype != REMAT_DTYPE_FP32 && dtype != REMAT_DTYPE_BF16)
+        return remat_fail(REMAT_ERR_INVALID, "weights dtype %d: choose fp32 or bf16", (int)dtype);
+    if (format == REMAT_WEIGHTS_LLMC && dtype != REMAT_DTYPE_FP32)
+        return remat_fail(REMAT_ERR_INVALID, "llm.c model files are written as version 3 (float32); for bf16 weights "
+                          "choose the safetensors format");
     remat_atomic_file a;
     remat_status st;
     if ((st = remat_atomic_begin(&a, path))) return st;
-    if ((st = remat_weights_write(a.f, &m->cfg, m->params, format))) {
+    if ((st = remat_weights_write(a.f, &m->cfg, m->params, format, dtype))) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", remat_errmsg());
         remat_atomic_abort(&a);
         return remat_fail(st, "cannot write '%s': %s", path, msg);
     }
     return remat_atomic_commit(&a);
+}
+
+remat_status remat_weights_save(const remat_model *m, const char *path, remat_weights_format format)
+{
+    return remat_weights_save_as(m, path, format, REMAT_DTYPE_FP32);
 }

@@ -25,12 +25,14 @@ typedef struct remat_wsrc {
  * run past the source's end, REMAT_ERR_IO when the file cannot be read. */
 remat_status remat_wsrc_read(const remat_wsrc *s, uint64_t off, void *dst, size_t n);
 
-/* rows x cols float32 at byte src_off of the source, landing row-major at
- * params + dst_off; transposed: the source holds the (cols x rows) matrix. */
+/* rows x cols float32 (bf16: bfloat16) at byte src_off of the source,
+ * landing row-major as floats at params + dst_off; transposed: the source
+ * holds the (cols x rows) matrix. */
 typedef struct remat_wpiece {
     uint64_t src_off;
     size_t dst_off, rows, cols;
     int transpose;
+    int bf16;
 } remat_wpiece;
 
 /* What a header says: the model shape and where each parameter lies. */
@@ -55,6 +57,8 @@ remat_status remat_wlayout_config(const remat_wlayout *ly, const char *name, int
 remat_status remat_llmc_layout(const remat_wsrc *s, remat_wlayout *ly);
 remat_status remat_llmc_write(FILE *f, const remat_config *shape, const float *params);
 remat_status remat_safetensors_layout(const remat_wsrc *s, remat_wlayout *ly);
-remat_status remat_safetensors_write(FILE *f, const remat_config *shape, const float *params);
+/* dtype: REMAT_DTYPE_FP32 (F32 tensors) or REMAT_DTYPE_BF16 (BF16, rounded
+ * to nearest even) */
+remat_status remat_safetensors_write(FILE *f, const remat_config *shape, const float *params, remat_dtype dtype);
 
 #endif

@@ -9,13 +9,16 @@
  */
 #include <math.h>
 #include "kernels.h"
+#include "bf16.h"
 #include "vmath.h"
 
 /* With gs = g * grad_scale:
  *   p *= 1 - lr*wd                                  (only when decay != 0)
  *   m  = b1 m + (1-b1) gs;   v = b2 v + (1-b2) gs^2
  *   p -= (lr / (1-b1^t)) * m / (sqrt(v) / sqrt(1-b2^t) + eps)
- * p, g, m, v (n); t >= 1 is the 1-based step count.
+ * p, g, m, v (n); t >= 1 is the 1-based step count.  p16, when not NULL,
+ * gets the new p rounded to bf16 in the same pass (the bf16 weight copy of
+ * --dtype bf16: written here rather than in a second pass over p).
  * The bias corrections are formed in double (torch forms them as Python
  * floats) and the per-element arithmetic runs in float.
  *
@@ -26,7 +29,7 @@
  * bits.  Without decay keep = 1 and p * 1.0f == p, so the multiply is done
  * unconditionally. */
 #define ADAMW_CHUNK 8192
-void adamw_update(float *p, const float *g, float *m, float *v, size_t n,
+void adamw_update(float *p, const float *g, float *m, float *v, remat_bf16 *p16, size_t n,
                   float lr, float b1, float b2, float eps, float wd, int decay,
                   float grad_scale, uint64_t t)
 {
@@ -66,9 +69,12 @@ void adamw_update(float *p, const float *g, float *m, float *v, size_t n,
             pi = _mm256_sub_ps(pi, _mm256_mul_ps(vstep, _mm256_div_ps(mi, den)));
             if (full) {
                 _mm256_storeu_ps(m + i, mi); _mm256_storeu_ps(v + i, vi); _mm256_storeu_ps(p + i, pi);
+                if (p16) _mm_storeu_si128((__m128i *)(p16 + i), remat_bf16_round8(pi));
             } else {
                 _mm256_maskstore_ps(m + i, msk, mi); _mm256_maskstore_ps(v + i, msk, vi);
                 _mm256_maskstore_ps(p + i, msk, pi);
+                if (p16)
+                    for (size_t j = i; j < hi; j++) p16[j] = remat_bf16_round(p[j]);
             }
         }
 #else
@@ -80,6 +86,7 @@ void adamw_update(float *p, const float *g, float *m, float *v, size_t n,
             m[i] = mi;
             v[i] = vi;
             p[i] = pi - step_size * (mi / (sqrtf(vi) / bc2_sqrt + eps));
+            if (p16) p16[i] = remat_bf16_round(p[i]);
         }
 #endif
     }

@@ -52,7 +52,7 @@ static void scores_f32(float *A, const attn_head *hd, int T)
     for (int i0 = 0; i0 < T; i0 += R) {
         int nr = T - i0 < R ? T - i0 : R, ncol = i0 + nr;
         float *a0 = A + (size_t)i0 * T;
-        remat_gemm_op g = { REMAT_GEMM_SITE_TILE, REMAT_DTYPE_FP32, REMAT_DTYPE_FP32, 0, 1, nr, ncol, hd->hs,
+        remat_gemm_op g = { REMAT_DTYPE_FP32, REMAT_DTYPE_FP32, 0, 1, nr, ncol, hd->hs,
                             hd->scale, 0.0f, (const float *)hd->Q + (size_t)i0 * C3, (int)C3, hd->K, (int)C3,
                             a0, T, NULL };
         remat_gemm(&g);
@@ -122,7 +122,7 @@ void attention_values_forward(void *out, const void *att, const void *qkv, const
                 const void *a0 = att_at(A, (size_t)i0 * T, dt);
                 size_t o_blk = o_off + (size_t)i0 * C;
                 if (drop->p <= 0.0f) {
-                    remat_gemm_op g = { REMAT_GEMM_SITE_TILE, dt, dt, 0, 0, nr, hd.hs, ncol, 1.0f, 0.0f,
+                    remat_gemm_op g = { dt, dt, 0, 0, nr, hd.hs, ncol, 1.0f, 0.0f,
                                         a0, T, hd.V, (int)C3, (void *)att_at(out, o_blk, dt), C, NULL };
                     remat_gemm(&g);
                     continue;

@@ -31,7 +31,7 @@ attn_head attn_head_at(const void *qkv, const void *dout, float *g, int b, int h
 static void tile_gemm(int ta, int tb, int M, int N, int K, float alpha, const void *A, int lda, const void *B, int ldb,
                       float beta, void *C, int c_dt, int ldc, int ab)
 {
-    remat_gemm_op g = { REMAT_GEMM_SITE_TILE, ab, c_dt, ta, tb, M, N, K, alpha, beta, A, lda, B, ldb, C, ldc, NULL };
+    remat_gemm_op g = { ab, c_dt, ta, tb, M, N, K, alpha, beta, A, lda, B, ldb, C, ldc, NULL };
     remat_gemm(&g);
 }
 

@@ -41,7 +41,7 @@ remat_status remat_gemm_check(void)
     return REMAT_OK;
 }
 
-/* ---- engines and sites ------------------------------------------------------- */
+/* ---- engines ------------------------------------------------------- */
 
 
 int remat_gemm_available(remat_gemm_engine e)
@@ -70,12 +70,6 @@ remat_status remat_gemm_set(remat_gemm_engine e)
 }
 
 remat_gemm_engine remat_gemm_get(void) { return engine; }
-
-int remat_gemm_site_engine(int site)
-{
-    (void)site;
-    return engine;
-}
 
 /* ---- CBLAS ----------------------------------------------------------------------- */
 
@@ -274,7 +268,7 @@ void remat_gemm(const remat_gemm_op *g)
         return;
     }
 #ifdef REMAT_ONEDNN
-    if (remat_gemm_site_engine(g->site) == REMAT_GEMM_ONEDNN || g->ab != REMAT_DTYPE_FP32 || g->c != REMAT_DTYPE_FP32) {
+    if (engine == REMAT_GEMM_ONEDNN || g->ab != REMAT_DTYPE_FP32 || g->c != REMAT_DTYPE_FP32) {
         dnnl_run(g);
         return;
     }

@@ -13,10 +13,13 @@
  *     and beta fused), primitives cached by shape;
  *   - CBLAS (`make GEMM=cblas`, or --gemm cblas in a build with both):
  *     cblas_sgemm, fp32 only (Debian's OpenBLAS has no bf16 GEMM).
- * A call site names itself (enum below), so each site can take the engine
- * that is faster there: the big GEMMs of the linear layers and the small
- * tiles the attention kernels run inside their OpenMP regions behave
- * differently (README, "GEMM engines").
+ * Both engines run every call site: the linear layers' large products and
+ * the attention kernels' small tiles inside OpenMP regions.  Measured
+ * (build/bench/bench_attention --gemm onednn,cblas, README "GEMM engines"),
+ * oneDNN's per-call cost does not lose on the tiles: it is 10-17% faster at
+ * T=2048, even at S, and at most 5-10% slower on the 124M shape's 64-row
+ * tiles (attention there is about 2% of a step), so no site picks another
+ * engine.
  *
  * Results are deterministic: a product gives the same bits for the same
  * shapes, engine and thread count, which is what exact recomputation needs.
@@ -31,14 +34,7 @@
 #include "remat.h"
 #include "bf16.h"
 
-enum remat_gemm_site {
-    REMAT_GEMM_SITE_LINEAR = 0,   /* linear layers and the LM head */
-    REMAT_GEMM_SITE_TILE = 1,     /* attention tiles, inside OpenMP regions */
-    REMAT_GEMM_NSITES
-};
-
 typedef struct remat_gemm_op {
-    int site;                /* enum remat_gemm_site */
     int ab, c;               /* dtypes (REMAT_DTYPE_*) of A and B, and of C */
     int ta, tb;              /* transpose A, B */
     int M, N, K;
@@ -54,8 +50,5 @@ typedef struct remat_gemm_op {
 void remat_gemm(const remat_gemm_op *g);
 /* REMAT_OK, or the first failure since the last call (and clears it). */
 remat_status remat_gemm_check(void);
-
-/* The engine a site uses (enum remat_gemm_engine in remat.h). */
-int remat_gemm_site_engine(int site);
 
 #endif

@@ -149,8 +149,9 @@ double crossentropy_forward_bf16(float *losses /* N */, remat_bf16 *logits /* N,
  * p *= 1 - lr*wd (only where decay[i] is set: 2-D weights)
  * m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
  * p -= (lr / (1-b1^t)) * m / (sqrt(v)/sqrt(1-b2^t) + eps)
- * g is multiplied by grad_scale first (global-norm clipping). t >= 1. */
-void adamw_update(float *p, const float *g, float *m, float *v, size_t n,
+ * g is multiplied by grad_scale first (global-norm clipping). t >= 1.
+ * p16 (or NULL) gets the new p rounded to bf16, in the same pass. */
+void adamw_update(float *p, const float *g, float *m, float *v, remat_bf16 *p16 /* n or NULL */, size_t n,
                   float lr, float b1, float b2, float eps, float wd, int decay,
                   float grad_scale, uint64_t t);
 /* sum of g^2 in double, fixed order independent of the thread count */

@@ -23,7 +23,7 @@ void linear_forward(void *out, int out_dt, const void *inp, const void *w, const
                     int dt)
 {
     if (N <= 0 || OC <= 0) return;
-    remat_gemm_op g = { REMAT_GEMM_SITE_LINEAR, dt, out_dt, 0, 1, N, OC, IC, 1.0f, 0.0f,
+    remat_gemm_op g = { dt, out_dt, 0, 1, N, OC, IC, 1.0f, 0.0f,
                         inp, IC, w, IC, out, OC, b };
     remat_gemm(&g);
 }
@@ -42,11 +42,11 @@ void linear_backward(void *dinp, float *dw, float *db, const void *dout, const v
     }
     if (IC > 0) {
         if (dinp) {
-            remat_gemm_op g = { REMAT_GEMM_SITE_LINEAR, dt, dt, 0, 0, N, IC, OC, 1.0f, 0.0f,
+            remat_gemm_op g = { dt, dt, 0, 0, N, IC, OC, 1.0f, 0.0f,
                                 dout, OC, w, IC, dinp, IC, NULL };
             remat_gemm(&g);
         }
-        remat_gemm_op g = { REMAT_GEMM_SITE_LINEAR, dt, REMAT_DTYPE_FP32, 1, 0, OC, IC, N, 1.0f, 1.0f,
+        remat_gemm_op g = { dt, REMAT_DTYPE_FP32, 1, 0, OC, IC, N, 1.0f, 1.0f,
                             dout, OC, inp, IC, dw, IC, NULL };
         remat_gemm(&g);
     }

@@ -130,7 +130,7 @@ static void lmhead_rows(remat_op_ctx *c, void *out, const void *lnf, void *temp)
     for (int r0 = 0; r0 < N; r0 += rows) {
         int nr = N - r0 < rows ? N - r0 : rows;
         const void *x = (const char *)lnf + (size_t)r0 * C * es;
-        remat_gemm_op g = { REMAT_GEMM_SITE_LINEAR, dt, REMAT_DTYPE_FP32, 0, 1, nr, Vp, C, 1.0f, 0.0f,
+        remat_gemm_op g = { dt, REMAT_DTYPE_FP32, 0, 1, nr, Vp, C, 1.0f, 0.0f,
                             x, C, WG(c, REMAT_PARAM_WTE, -1), C, chunk, Vp, NULL };
         remat_gemm(&g);
         if (c->have_targets)
@@ -337,9 +337,10 @@ void remat_op_adamw_range(const remat_op_ctx *c, float *adam_m, float *adam_v, c
     for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
         size_t a = c->poff[i] > lo ? c->poff[i] : lo, b = c->poff[i] + remat_op_param_numel(c, i);
         if (b > hi) b = hi;
-        if (a < b)
-            adamw_update(c->params + a, c->grads + a, adam_m + (a - lo), adam_v + (a - lo), b - a, o->lr, o->beta1,
-                         o->beta2, o->eps, o->weight_decay, remat_param_defs[i].decay, scale, t);
+        if (a < b)   /* and the bf16 copy, in the same pass */
+            adamw_update(c->params + a, c->grads + a, adam_m + (a - lo), adam_v + (a - lo),
+                         c->params16 ? c->params16 + a : NULL, b - a, o->lr, o->beta1, o->beta2, o->eps,
+                         o->weight_decay, remat_param_defs[i].decay, scale, t);
     }
 }
 
@@ -358,18 +359,18 @@ remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v
         return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient norm at step %llu", (unsigned long long)t);
     }
     remat_op_adamw_range(c, adam_m, adam_v, o, t, 0, np, remat_op_clip_scale(o, norm));
-    remat_op_refresh16(c);
     return REMAT_OK;
 }
 
-void remat_op_refresh16(const remat_op_ctx *c)
+void remat_op_refresh16_range(const remat_op_ctx *c, size_t lo, size_t hi)
 {
-    if (!c->params16) return;
-    size_t np = num_params(c);
-    size_t nchunk = (np + 65535) / 65536;
+    if (!c->params16 || hi <= lo) return;
+    size_t n = hi - lo, nchunk = (n + 65535) / 65536;
     #pragma omp parallel for schedule(static) if (nchunk > 1)
     for (size_t k = 0; k < nchunk; k++) {
-        size_t i = k * 65536, m = (i + 65536 < np ? i + 65536 : np) - i;
+        size_t i = lo + k * 65536, m = (i + 65536 < hi ? i + 65536 : hi) - i;
         remat_bf16_from_f32(c->params16 + i, c->params + i, m);
     }
 }
+
+void remat_op_refresh16(const remat_op_ctx *c) { remat_op_refresh16_range(c, 0, num_params(c)); }

@@ -90,5 +90,8 @@ size_t remat_op_param_numel(const remat_op_ctx *c, int p);
 /* params16 = bf16(params), when the context has a bf16 copy (after every
  * update, and whenever the fp32 weights change otherwise) */
 void remat_op_refresh16(const remat_op_ctx *c);
+/* the same for the elements [lo, hi) only (a ZeRO-1 rank: the slices the
+ * all-gather brought, its own being written by AdamW) */
+void remat_op_refresh16_range(const remat_op_ctx *c, size_t lo, size_t hi);
 
 #endif

@@ -156,7 +156,7 @@ static double time_gemm(probe_buf *pb, int dt, int cdt, int ta, int tb, int M, i
     double scale = cut_shape(&M, &N, &K, &elems);
     if (elems > pb->elems) pb->elems = elems;
     if (!pb->a) return 0;
-    remat_gemm_op g = { REMAT_GEMM_SITE_LINEAR, dt, cdt, ta, tb, M, N, K, 1.0f, beta,
+    remat_gemm_op g = { dt, cdt, ta, tb, M, N, K, 1.0f, beta,
                         pb->a, ta ? M : K, pb->b, tb ? K : N, pb->c, N, NULL };
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
@@ -222,7 +222,7 @@ static double time_tiles(const remat_config *c, void *qkv, float *att, int tasks
             const char *q = (const char *)qkv + (size_t)(h % c->n_head) * hs * es;
             for (int i0 = 0; i0 < T; i0 += ATT_BR) {
                 int nr = T - i0 < ATT_BR ? T - i0 : ATT_BR;
-                remat_gemm_op g = { REMAT_GEMM_SITE_TILE, dt, REMAT_DTYPE_FP32, 0, 1, nr, i0 + nr, hs, 1.0f, 0.0f,
+                remat_gemm_op g = { dt, REMAT_DTYPE_FP32, 0, 1, nr, i0 + nr, hs, 1.0f, 0.0f,
                                     q + (size_t)i0 * C3 * es, C3, q + (size_t)C * es, C3,
                                     att + (size_t)h * T * T + (size_t)i0 * T, T, NULL };
                 remat_gemm(&g);
