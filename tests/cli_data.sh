@@ -12,12 +12,11 @@ set -u
 R=$(cd "$(dirname "$R")" && pwd)/$(basename "$R")
 PY=/usr/bin/python3
 hash_of() { sed -n 's/.*"params_hash":"\([0-9a-f]*\)".*/\1/p' "$1" | tail -n 1; }
+# one_line_error WANT CMD...: expect_err (lib.sh), and the line says WANT
 one_line_error() {
     want=$1; shift
-    "$@" > "$T/out" 2> "$T/err"; rc=$?
-    n=$(wc -l < "$T/err")
-    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$n" -eq 1 ] && grep -q "^remat: error: .*$want" "$T/err"; then ok
-    else bad "expected one-line error with '$want' (rc=$rc, $n lines) from: $*: $(cat "$T/err")"; fi
+    expect_err "$want" "$@"
+    grep -q "^remat: error: .*$want" "$T/stderr" && ok || bad "the error does not say '$want': $(cat "$T/stderr")"
 }
 
 mkdir -p "$T/d"
