@@ -43,9 +43,18 @@ LDLIBS  += -ldnnl
 endif
 # Jansson parses trace files (remat plan --calibrate-from, src/io/tracefile.c).
 LDLIBS  += -ljansson
+# MPI (OpenMPI from Debian) for data parallelism: only src/comm/comm.c sees
+# its headers.  MPI=0 builds without it (every run is one rank).
+MPI     ?= 1
+ifeq ($(MPI),1)
+MPI_CFLAGS ?= $(shell pkg-config --cflags ompi-c 2>/dev/null || echo -I/usr/lib/x86_64-linux-gnu/openmpi/include)
+MPI_LIBS   ?= $(shell pkg-config --libs ompi-c 2>/dev/null || echo -L/usr/lib/x86_64-linux-gnu/openmpi/lib -lmpi)
+LDLIBS  += $(MPI_LIBS)
+$(BUILD)/src/comm/comm.o: CPPFLAGS += -DREMAT_MPI $(MPI_CFLAGS)
+endif
 
 LIB_SRC  := $(sort $(wildcard src/core/*.c src/kernels/*.c src/table/*.c src/ops/*.c src/engine/*.c src/schedule/*.c \
-                              src/planner/*.c src/data/*.c src/io/*.c))
+                              src/planner/*.c src/data/*.c src/io/*.c src/comm/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c tests/tool_*.c))
 BENCH_SRC:= $(sort $(wildcard bench/*.c))
@@ -66,7 +75,7 @@ SONAME  := libremat.so.$(SOMAJOR)
 all: $(BUILD)/remat $(BUILD)/libremat.a $(BUILD)/libremat.so $(TEST_BIN) $(BENCH_BIN) $(FUZZ_BIN)
 
 deps:
-	@GEMM=$(GEMM) sh scripts/deps.sh
+	@GEMM=$(GEMM) MPI=$(MPI) sh scripts/deps.sh
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -63,7 +63,8 @@ typedef enum remat_status {
     REMAT_ERR_VERIFY = 8,      /* --verify-recompute found a mismatch */
     REMAT_ERR_NONFINITE = 9,   /* a loss or gradient is NaN or Inf */
     REMAT_ERR_BUDGET = 10,     /* nothing fits in the memory budget */
-    REMAT_ERR_STATE = 11       /* a call made out of order */
+    REMAT_ERR_STATE = 11,      /* a call made out of order */
+    REMAT_ERR_COMM = 12        /* a data-parallel exchange between ranks failed (MPI) */
 } remat_status;
 
 /* A short constant name for a status, e.g. "invalid argument". */
@@ -378,6 +379,17 @@ typedef struct remat_stats {
                                       AddressSanitizer): not live, but held, so the
                                       process's memory is about the live bytes above +
                                       this + malloc's overhead */
+    /* data parallelism and gradient accumulation (remat_model_set_parallel);
+     * 1, cfg.batch, 1 and zeros for a model that has one micro-batch per step */
+    int ranks, micro_batch, grad_accum;   /* R, b, M/R micro-batches per rank per step */
+    int zero;                      /* 1: ZeRO-1 (AdamW state sharded over the ranks) */
+    uint64_t reduce_bytes;         /* the reduction's buffers: partial sums of the gradient
+                                      tree, the receive buffer, norm and loss partials */
+    uint64_t comm_bytes;           /* bytes this rank sent in the last step */
+    double comm_ms;                /* wall time of the last step inside MPI (waiting for a
+                                      partner included) */
+    double reduce_ms;              /* time of the last step adding gradients (the local
+                                      tree and the cross-rank levels) */
 } remat_stats;
 REMAT_API void remat_model_stats(const remat_model *m, remat_stats *out);
 
@@ -487,14 +499,25 @@ REMAT_API remat_status remat_trace_save(const remat_trace *t, uint64_t first, ui
  *   - a text file, tokenized by byte (vocab 256);
  *   - an llm.c token shard (.bin): 256 int32 header (magic 20240520,
  *     version 1, token count), then uint16 tokens.
- * Files keep their last 10% of tokens for validation.  Batches are read
- * sequentially with wrap-around. */
+ * Files keep their last 10% of tokens for validation, unless a separate
+ * validation set is given (remat_data_open_val).  A path may be a glob
+ * pattern ("fineweb_train_*.bin", llm.c's naming): its matches, which must
+ * then be llm.c shards when there are several, are read in sorted (byte)
+ * order as one stream, each validated as a single shard is.  Batches are
+ * read sequentially with wrap-around. */
 typedef struct remat_data remat_data;
 typedef enum remat_split { REMAT_SPLIT_TRAIN = 0, REMAT_SPLIT_VAL = 1 } remat_split;
 
 /* vocab: the model's vocabulary; every token is checked against it
  * (REMAT_ERR_FORMAT names the first bad one). */
 REMAT_API remat_status remat_data_open(const char *path, int vocab, remat_data **out);
+/* train and val (each a file or a glob, as above): the training split is
+ * all of train and the validation split all of val, nothing is cut off
+ * (llm.c's --val-data).  val NULL: remat_data_open(train). */
+REMAT_API remat_status remat_data_open_val(const char *train, const char *val, int vocab, remat_data **out);
+/* The validation pattern d was opened with, or NULL (the split is cut from
+ * the training data). */
+REMAT_API const char *remat_data_val_path(const remat_data *d);
 REMAT_API void remat_data_free(remat_data *d);
 /* 1 when tokens are bytes (text or embedded), so samples can be printed. */
 REMAT_API int remat_data_is_bytes(const remat_data *d);
@@ -511,6 +534,140 @@ REMAT_API remat_status remat_data_next(remat_data *d, remat_split split, int B, 
 /* Read position of a split (for checkpoints), and restore it. */
 REMAT_API uint64_t remat_data_position(const remat_data *d, remat_split split);
 REMAT_API remat_status remat_data_seek(remat_data *d, remat_split split, uint64_t pos);
+
+/* ---- data parallelism (MPI) -----------------------------------------------
+ * `mpirun -np R remat train ...` runs R data-parallel ranks, each a whole
+ * copy of the model, on the batch semantics of Megatron-LM and llm.c:
+ *   B = cfg.batch   sequences per optimizer step, over all ranks;
+ *   b               the micro-batch: sequences in one forward/backward on
+ *                   one rank (default B/R);
+ *   M = B/b         micro-batches per step.  Global micro-batch i holds rows
+ *                   [i b, (i+1) b) of the step's batch -- the rows a 1-rank
+ *                   run of the same B uses -- and rank r runs micro-batches
+ *                   r M/R .. (r+1) M/R - 1, accumulating their gradients.
+ * The loss is the mean over all B T tokens (each micro-batch's gradient is
+ * scaled by 1/(B T)), and dropout masks are keyed by the global row (a
+ * micro-batch starting at row g draws the elements a whole batch draws for
+ * its rows), so micro-batching never changes a mask.
+ *
+ * Exact at any power-of-two R.  For fixed B and b, runs with R = 1, 2, 4,
+ * ... (every power of two dividing M) give bitwise identical losses,
+ * gradients and weights, under every policy and with dropout, given the
+ * same thread count per rank:
+ *   - the M micro-batch gradients are summed in one fixed binary tree over
+ *     the global micro-batch index: tree(n leaves) = tree(first ceil(n/2))
+ *     + tree(last floor(n/2)).  A rank's M/R leaves are a subtree of it
+ *     (R divides M), summed locally in place (a stack of partial-sum
+ *     buffers); the levels above are summed across ranks by recursive
+ *     halving with fixed partners, r XOR 1 first, then r XOR 2, ...: the
+ *     tree's own bracketing (IEEE addition is commutative, a+b = b+a, so
+ *     it does not matter which partner adds).  MPI never adds floats;
+ *   - the global gradient norm is summed over fixed blocks of 4096
+ *     parameters in the order of one rank's sumsq, whatever R is;
+ *   - the loss: the micro-batches' loss sums added in the same tree.
+ * The cost of exactness is memory: a rank with M/R > 1 micro-batches holds
+ * up to ceil(log2(M/R)) partial-sum gradient buffers beside its own
+ * (remat_parallel_memory.tree_buffers), and every micro-batch's gradient is
+ * computed into a zeroed buffer rather than accumulated into the previous
+ * one, because a GEMM's "+=" on a running sum would depend on the order.
+ *
+ * ZeRO-1 (zero = 1, the default when R > 1): each rank owns one contiguous
+ * slice of the flat parameter vector, aligned to 4096 parameters (slice k
+ * is owned by the rank whose log2(R)-bit index reversed is k: the slice
+ * recursive halving leaves it); gradients are reduce-scattered, each rank
+ * runs AdamW on its slice (optimizer state 8 P / R bytes plus alignment),
+ * and the parameters are all-gathered (copies, no arithmetic: exact).
+ * zero = 0 keeps the whole AdamW state on every rank and all-gathers the
+ * gradients instead.  Both give the same bits.
+ *
+ * Faults: a failed exchange returns REMAT_ERR_COMM.  A rank that fails
+ * alone (a corrupt file it reads, an allocation) must not leave the others
+ * waiting in an exchange: the caller ends the job with remat_comm_abort
+ * (what `remat train` does after printing its line). */
+typedef struct remat_comm remat_comm;
+
+/* 1 when this process was started by an MPI launcher (mpirun, mpiexec,
+ * srun); 1 when this build has MPI (make MPI=0 builds without). */
+REMAT_API int remat_comm_launched(void);
+REMAT_API int remat_comm_available(void);
+/* The job's communicator.  MPI is initialised only when launched by an MPI
+ * launcher (argc and argv are handed to MPI_Init_thread; may be NULL);
+ * otherwise the comm is one rank and no MPI call is ever made, so a plain
+ * run costs nothing and changes nothing. */
+REMAT_API remat_status remat_comm_create(int *argc, char ***argv, remat_comm **out);
+/* Finalises MPI when remat_comm_create initialised it.  NULL is fine. */
+REMAT_API void remat_comm_free(remat_comm *c);
+REMAT_API int remat_comm_rank(const remat_comm *c);
+REMAT_API int remat_comm_size(const remat_comm *c);
+/* ranks of the job on this machine (the default thread count divides the
+ * cores among them) */
+REMAT_API int remat_comm_local_size(const remat_comm *c);
+/* Collective: *first = the lowest rank that passed failed != 0, or -1;
+ * *count (may be NULL) = how many did. */
+REMAT_API remat_status remat_comm_first_failure(remat_comm *c, int failed, int *first, int *count);
+/* Collective: *same = 1 when every rank passed the same value. */
+REMAT_API remat_status remat_comm_same(remat_comm *c, uint64_t value, int *same);
+/* Ends every rank of the job with exit status code (MPI_Abort); with one
+ * rank it returns and the caller exits as usual.  For the caller's error
+ * path: the library itself never ends the process. */
+REMAT_API void remat_comm_abort(remat_comm *c, int code);
+
+/* A data-parallel layout, for planning (remat_parallel_memory_of) and
+ * checking: cfg->batch is the global batch B. */
+typedef struct remat_parallel {
+    int ranks;          /* R >= 1, a power of two */
+    int micro_batch;    /* b >= 1; B must be a multiple of b R */
+    int zero;           /* 1: ZeRO-1; 0: the AdamW state on every rank */
+} remat_parallel;
+/* REMAT_ERR_INVALID with one line naming the valid micro-batches (or rank
+ * counts) when B is not a multiple of b R or R is not a power of two. */
+REMAT_API remat_status remat_parallel_check(const remat_config *cfg, const remat_parallel *p);
+
+/* What one rank holds and sends, exactly as remat_model_set_parallel
+ * allocates and a step sends (tests compare them with the measured
+ * figures): everything but the activations, whose peak is the simulator's
+ * for the schedule of the micro-batch config (cfg with batch b). */
+typedef struct remat_parallel_memory {
+    int grad_accum;             /* M/R: micro-batches per rank per step */
+    int tree_buffers;           /* partial-sum gradient buffers beside the model's own */
+    uint64_t params_bytes, grads_bytes, optim_bytes, workspace_bytes, weights16_bytes;
+    uint64_t reduce_bytes;      /* tree buffers + receive buffer + norm and loss partials */
+    uint64_t static_bytes;      /* the sum of the above */
+    uint64_t slice_params;      /* parameters whose AdamW state the rank holds (its slice
+                                   under ZeRO-1, else all of them) */
+    uint64_t comm_bytes;        /* bytes one rank sends per optimizer step (update on) */
+    uint64_t messages;          /* point-to-point messages one rank sends per step */
+} remat_parallel_memory;
+/* The figures of rank `rank` (0: the largest slice). */
+REMAT_API remat_status remat_parallel_memory_of(const remat_config *cfg, const remat_parallel *p, int rank,
+                                                remat_parallel_memory *out);
+/* Predicted communication time of one optimizer step (ms), alpha-beta
+ * model: every exchange of the step's schedule (the recursive halving of
+ * the gradients in pieces of at most 4 MiB, the all-gather of the
+ * parameters or gradients, the norm's and the loss's partials, the checks)
+ * costs latency_s + bytes / bytes_per_s, exchanges one after another, a
+ * rank sending and receiving at once.  0 for one rank. */
+REMAT_API double remat_parallel_comm_ms(const remat_config *cfg, const remat_parallel *p, double bytes_per_s,
+                                        double latency_s);
+
+/* Makes m (cfg.batch = B) run data parallel over comm (NULL: one rank)
+ * with micro-batch b (0: B / ranks) and zero (-1: 1 when ranks > 1, else 0).
+ * Allocates the reduction's buffers, shrinks the AdamW state to this rank's
+ * slice under ZeRO-1, and recompiles the installed policy for the
+ * micro-batch.  Then every remat_model_step takes the step's whole batch
+ * (B x T inputs and targets, the same on every rank) and is collective:
+ * every rank must call it, as remat_model_eval (B x T rows; logits NULL
+ * unless there is a single micro-batch) and remat_checkpoint_save (rank 0
+ * writes, the others send their slices).  remat_model_grads holds the
+ * summed gradient after a step with update == 0 (after an update under
+ * ZeRO-1, only the rank's own slice of it).  Not collective itself.
+ * A model can be set up once (a model with one micro-batch on one rank,
+ * as remat_checkpoint_load returns, again).  REMAT_ERR_INVALID
+ * (remat_parallel_check's message) for a bad layout, REMAT_ERR_STATE when
+ * already set up, REMAT_ERR_NOMEM (the model is left as it was; in the
+ * unlikely case that its zero AdamW state, freed first, cannot be allocated
+ * again either, its steps refuse to run with REMAT_ERR_STATE). */
+REMAT_API remat_status remat_model_set_parallel(remat_model *m, remat_comm *comm, int micro_batch, int zero);
 
 /* ---- planner ---------------------------------------------------------------
  * Predicts step time for any policy from a cost model, and finds the fastest
@@ -811,8 +968,12 @@ REMAT_API remat_status remat_cluster_maximize(const remat_config *cfg, const rem
  *        u32 policy bytes, i32 attention, i32 lmhead_chunk, i32 dtype,
  *   168  u64 data hash (remat_data_hash),
  *   176  i32 framework, tp - 1, sp, stage (zeros for every config the engine
- *        runs, as in older files), zeros to 256;
- *   256  data path, policy (no NULs), zero padding to a multiple of 8;
+ *        runs, as in older files),
+ *   192  i32 micro-batch (0: one micro-batch per step), u32 validation path
+ *        bytes (0: none) -- both zero, and the file as older ones, unless
+ *        the run used them -- zeros to 256;
+ *   256  data path, policy, validation path (no NULs), zero padding to a
+ *        multiple of 8;
  *        params, AdamW m, AdamW v (nparams float32 each, llm.c's order);
  *   end  u64 checksum: the 64-bit hash of every byte before it.
  * A save writes DIR/ckpt-<step>.bin.tmp.<pid>, flushes and fsyncs it, renames
@@ -841,6 +1002,10 @@ typedef struct remat_checkpoint_info {
     uint64_t data_hash;       /* remat_data_hash of the data; 0: not recorded
                                  (a version 1 file) */
     char policy[16384];     /* canonical recomputation policy ("" = none) */
+    int micro_batch;        /* the micro-batch b the run summed its gradients over (cfg.batch
+                               = B is the global batch); 0: one micro-batch per step */
+    char val_data[4096];    /* the validation set (--val-data, absolute), or "" when the
+                               validation split is cut from the data */
 } remat_checkpoint_info;
 
 /* Readies dir for saving: creates it (one level) when missing, checks that a
@@ -851,13 +1016,19 @@ typedef struct remat_checkpoint_info {
 REMAT_API remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *newest_step);
 
 /* Atomically writes DIR/ckpt-<step>.bin for model m and data d (opened from
- * data_path, NULL for the embedded task), then keeps REMAT_CHECKPOINT_KEEP
+ * data_path, NULL for the embedded task; its validation set, if any, is
+ * recorded too), then keeps REMAT_CHECKPOINT_KEEP
  * checkpoints: it deletes older ones (and corrupt newer ones) except the
  * newest older one whose checksum validates.  step: training steps taken,
  * at least the model's optimizer steps (more when steps were skipped).
  * Creates dir when missing.  REMAT_ERR_IO (disk full, unwritable dir: the
  * message says which) leaves no file under a final name.  Thread-local
- * message in remat_errmsg(). */
+ * message in remat_errmsg().  For a model run over several ranks
+ * (remat_model_set_parallel) it is collective: rank 0 gathers the AdamW
+ * slices (streamed, 4 MiB at a time) and writes the file, which holds the
+ * whole state as a one-rank run's does, so any rank count can resume it;
+ * every rank returns rank 0's outcome (the others' message then only
+ * points to rank 0's). */
 REMAT_API remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, const char *data_path,
                                              uint64_t step, const char *dir);
 
@@ -889,6 +1060,19 @@ REMAT_API remat_status remat_checkpoint_tidy(const char *dir, const remat_checkp
  * why), or the model or data error.  On failure outputs are NULL. */
 REMAT_API remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat_model **model_out,
                                              remat_data **data_out, remat_checkpoint_info *info);
+/* remat_checkpoint_load for a data-parallel run over comm (NULL: one rank):
+ * the model is set up (remat_model_set_parallel: micro_batch 0 is the
+ * checkpoint's, zero -1 the default) before its state is streamed in, so
+ * under ZeRO-1 a rank reads only its slice of the AdamW state and never
+ * holds the whole of it.  With the checkpoint's micro-batch any power-of-
+ * two rank count dividing its micro-batches continues bit for bit.  val_path
+ * (may be NULL: the checkpoint's) must be the recorded validation set.
+ * remat_checkpoint_load is this with comm NULL, micro_batch 0, zero -1.
+ * Every rank reads the files itself (a shared file system). */
+REMAT_API remat_status remat_checkpoint_load_parallel(const char *dir, const char *data_path, const char *val_path,
+                                                      remat_comm *comm, int micro_batch, int zero,
+                                                      remat_model **model_out, remat_data **data_out,
+                                                      remat_checkpoint_info *info);
 
 
 /* ---- weights: llm.c and safetensors files ---------------------------------

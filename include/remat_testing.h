@@ -40,6 +40,10 @@ REMAT_API remat_status remat_schedule_from_instrs(const remat_config *cfg, size_
  * REMAT_ERR_INVALID for any other value of param. */
 REMAT_API remat_status remat_model_debug_poison(remat_model *m, remat_param param);
 
+/* Testing hook for allocation failures (`remat train --debug-alloc-fail`):
+ * the n-th allocation of the library from now fails (0: none), once. */
+REMAT_API void remat_debug_fail_alloc(uint64_t n);
+
 #ifdef __cplusplus
 }
 #endif

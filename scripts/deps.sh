@@ -14,6 +14,11 @@ command -v cc >/dev/null 2>&1 || pkgs="$pkgs gcc"
 if [ "${GEMM:-onednn}" = onednn ]; then
     [ -f /usr/include/oneapi/dnnl/dnnl.h ] || pkgs="$pkgs libdnnl-dev"
 fi
+# OpenMPI: data parallelism (src/comm/comm.c); mpirun runs the ranks
+if [ "${MPI:-1}" = 1 ]; then
+    dpkg -s libopenmpi-dev >/dev/null 2>&1 || pkgs="$pkgs libopenmpi-dev"
+    command -v mpirun >/dev/null 2>&1 || pkgs="$pkgs openmpi-bin"
+fi
 if [ "${REMAT_TEST_DEPS:-0}" = 1 ]; then
     /usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1 || pkgs="$pkgs python3-torch python3-numpy"
 fi

@@ -2,13 +2,13 @@
 # The folder layout is the architecture: dependencies run one way, from the
 # CLI down to the table.  Every #include "../DIR/..." in src/ must name a
 # folder of a lower layer (README, "Architecture"):
-#   0 core  1 kernels table data  2 ops schedule  3 engine planner  4 io  5 cli
+#   0 core  1 kernels table data comm  2 ops schedule  3 engine planner  4 io  5 cli
 # and the CLI includes no library header but remat.h (and remat_testing.h).
 set -u
 . "$(dirname "$0")/lib.sh"
 rank() {
     case $1 in
-    core) echo 0;; kernels|table|data) echo 1;; ops|schedule) echo 2;;
+    core) echo 0;; kernels|table|data|comm) echo 1;; ops|schedule) echo 2;;
     engine|planner) echo 3;; io) echo 4;; cli) echo 5;; *) echo 99;;
     esac
 }

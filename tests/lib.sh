@@ -51,3 +51,11 @@ chromium_dom() {
     rm -rf "$prof_"
     return $rc_
 }
+# mpi_sanitizer_env: under `make test-sanitize` (REMAT_SANITIZE=1), let
+# LeakSanitizer skip OpenMPI's own allocations (tests/lsan-mpi.supp) in the
+# processes mpirun starts; remat's are still checked.
+mpi_sanitizer_env() {
+    [ -n "${REMAT_SANITIZE:-}" ] || return 0
+    export ASAN_OPTIONS="${ASAN_OPTIONS:-}:fast_unwind_on_malloc=0"
+    export LSAN_OPTIONS="${LSAN_OPTIONS:-}:suppressions=$(pwd)/tests/lsan-mpi.supp:print_suppressions=0:fast_unwind_on_malloc=0"
+}

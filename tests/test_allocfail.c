@@ -136,6 +136,68 @@ static void walk_step(const char *policy, float dropout)
     printf("step (%s, dropout %g): %d allocations, each made to fail\n", policy, (double)dropout, n - 1);
 }
 
+/* Gradient accumulation on one rank (two micro-batches of one row):
+ * every allocation of remat_model_set_parallel fails in turn -- NOMEM, and
+ * the model is still the plain one: its next step is a plain step -- and
+ * every allocation of a step over the micro-batches: NOMEM, and the retry is
+ * the first step of a run that never failed. */
+static void walk_parallel(void)
+{
+    remat_config c;
+    config(&c, 0.1f);
+    int N = c.batch * c.seq, in[64], tg[64];
+    batch(in, tg, N, c.vocab);
+    remat_model *m = NULL;
+    float plain = 0, acc[2] = { 0, 0 }, loss = -1, loss2 = -1;
+    if (remat_model_create(&c, 1, &m) || remat_model_step(m, in, tg, 1, &plain)) { CHECK(0, "plain: %s", remat_errmsg()); return; }
+    uint64_t plain_hash = remat_model_params_hash(m);
+    remat_model_free(m);
+    if (remat_model_create(&c, 1, &m) || remat_model_set_parallel(m, NULL, 1, 0) ||
+        remat_model_step(m, in, tg, 1, &acc[0]) || remat_model_step(m, in, tg, 1, &acc[1])) {
+        CHECK(0, "accumulating: %s", remat_errmsg());
+        return;
+    }
+    uint64_t acc_hash = remat_model_params_hash(m);
+    remat_model_free(m);
+    int n, bad = 0, unusable = 0;
+    for (n = 1; n < MAX_WALK; n++) {
+        if (remat_model_create(&c, 1, &m)) { CHECK(0, "create: %s", remat_errmsg()); break; }
+        uint64_t before = remat_mem_alloc_count();
+        remat_mem_fail_at((uint64_t)n);
+        remat_status st = remat_model_set_parallel(m, NULL, 1, 0);
+        remat_mem_fail_at(0);
+        if (remat_mem_alloc_count() - before < (uint64_t)n) { CHECK(st == REMAT_OK, "set up: %s", remat_errmsg()); remat_model_free(m); break; }
+        bad += st != REMAT_ERR_NOMEM || !strstr(remat_model_error(m), "memory");
+        st = remat_model_step(m, in, tg, 1, &loss);
+        unusable += st || loss != plain || remat_model_params_hash(m) != plain_hash;
+        remat_model_free(m);
+    }
+    CHECK(n > 3 && bad == 0 && unusable == 0, "set up for 2 micro-batches: %d allocations, %d not NOMEM, %d left the "
+          "model changed", n - 1, bad, unusable);
+    int nset = n - 1;
+    bad = unusable = 0;
+    for (n = 1; n < MAX_WALK; n++) {
+        if (remat_model_create(&c, 1, &m) || remat_model_set_parallel(m, NULL, 1, 0)) { CHECK(0, "set up: %s", remat_errmsg()); break; }
+        uint64_t before = remat_mem_alloc_count();
+        remat_mem_fail_at((uint64_t)n);
+        remat_status st = remat_model_step(m, in, tg, 1, &loss);
+        remat_mem_fail_at(0);
+        if (remat_mem_alloc_count() - before < (uint64_t)n) {
+            CHECK(st == REMAT_OK && loss == acc[0], "accumulating step: %s", remat_errmsg());
+            remat_model_free(m);
+            break;
+        }
+        bad += st != REMAT_ERR_NOMEM;
+        st = remat_model_step(m, in, tg, 1, &loss);
+        st = st ? st : remat_model_step(m, in, tg, 1, &loss2);
+        unusable += st || loss != acc[0] || loss2 != acc[1] || remat_model_params_hash(m) != acc_hash;
+        remat_model_free(m);
+    }
+    CHECK(n > 10 && bad == 0 && unusable == 0, "a step of 2 micro-batches: %d allocations, %d not NOMEM, %d left the "
+          "model unusable or changed", n - 1, bad, unusable);
+    printf("set up for 2 micro-batches: %d allocations, a step over them: %d, each made to fail\n", nset, n - 1);
+}
+
 /* Walks remat_model_set_policy: a failure keeps the installed schedule. */
 static void walk_policy(const char *policy)
 {
@@ -317,6 +379,7 @@ static void walk_planner(void)
 int main(void)
 {
     remat_set_threads(1);
+    walk_parallel();
     walk_create(0.0f);
     walk_create(0.1f);
     walk_step("none", 0.0f);

@@ -271,8 +271,11 @@ static void test_corruption(void)
         EDIT(166, "\x01", 1, REMAT_ERR_FORMAT, "dtype must be fp32 or bf16");
         EDIT(176, "\x01", 1, REMAT_ERR_FORMAT, "framework 1");           /* a planning-only table */
         EDIT(180, "\x01", 1, REMAT_ERR_FORMAT, "tensor, sequence and pipeline parallelism");   /* tp 2 */
-        EDIT(192, "\x01", 1, REMAT_ERR_FORMAT, "reserved header byte 192");
     }
+    /* the micro-batch must divide the batch; a validation path needs a data
+     * path and must fit the file */
+    EDIT(192, "\xff\xff\0\0", 4, REMAT_ERR_FORMAT, "micro-batch 65535");
+    EDIT(196, "\x10\0\0\0", 4, REMAT_ERR_FORMAT, "header sizes disagree");
     EDIT(12, "\x00\x02\0\0", 4, REMAT_ERR_FORMAT, "header size");
     /* n_layer 4096, n_embd 65536: a config whose sizes overflow */
     EDIT(56, "\x00\x10\0\0\x00\x00\x01\x00", 8, REMAT_ERR_RANGE, "config");

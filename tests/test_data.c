@@ -364,6 +364,57 @@ static void test_alloc_failures(void)
     }
 }
 
+/* A glob of shards is one stream (sorted, split 90/10 as a whole), a
+ * validation set is not split off; every allocation of opening both fails
+ * in turn: NOMEM, no handle, nothing leaked. */
+static void test_streams(void)
+{
+    uint16_t a[40], b[30], v[12];
+    for (int i = 0; i < 40; i++) a[i] = (uint16_t)(i + 100);
+    for (int i = 0; i < 30; i++) b[i] = (uint16_t)(i + 200);
+    for (int i = 0; i < 12; i++) v[i] = (uint16_t)(i + 300);
+    write_shard("g_01.bin", 20240520, 1, 30, b, 30, 0);   /* written first: the glob sorts */
+    write_shard("g_00.bin", 20240520, 1, 40, a, 40, 0);
+    write_shard("val_00.bin", 20240520, 1, 12, v, 12, 0);
+    char pat[160], val[160];
+    snprintf(pat, sizeof pat, "%s/g_*.bin", dir);
+    snprintf(val, sizeof val, "%s/val_*.bin", dir);
+    remat_data *d = NULL;
+    remat_status st = remat_data_open(pat, 50257, &d);
+    CHECK(st == REMAT_OK && d && remat_data_tokens(d, 0) == 63 && remat_data_tokens(d, 1) == 7,
+          "glob of 2 shards: %s", remat_errmsg());
+    if (d) {
+        int *tr = read_split(d, 0), ok = 1;
+        for (int i = 0; i < 63; i++) ok &= tr[i] == (i < 40 ? a[i] : b[i - 40]);
+        CHECK(ok, "the glob's shards in sorted order, one stream");
+        free(tr);
+        CHECK(remat_data_val_path(d) == NULL, "no validation set");
+        remat_data_free(d);
+    }
+    d = NULL;
+    st = remat_data_open_val(pat, val, 50257, &d);
+    CHECK(st == REMAT_OK && d && remat_data_tokens(d, 0) == 70 && remat_data_tokens(d, 1) == 12 &&
+          remat_data_val_path(d) && !strcmp(remat_data_val_path(d), val), "a validation set: %s", remat_errmsg());
+    if (d) {
+        int *va = read_split(d, 1), ok = 1;
+        for (int i = 0; i < 12; i++) ok &= va[i] == v[i];
+        CHECK(ok, "the validation set's tokens");
+        free(va);
+        remat_data_free(d);
+    }
+    int k, tried = 0;
+    for (k = 1; k < 40; k++) {
+        d = (remat_data *)&k;
+        remat_mem_fail_at((uint64_t)k);
+        st = remat_data_open_val(pat, val, 50257, &d);
+        remat_mem_fail_at(0);
+        if (st == REMAT_OK) { remat_data_free(d); break; }
+        tried++;
+        CHECK(st == REMAT_ERR_NOMEM && !d, "globs, failing allocation %d: %d (%s)", k, (int)st, remat_errmsg());
+    }
+    CHECK(tried >= 8 && k < 40, "globs: %d allocations made to fail", tried);
+}
+
 /* Where a data-layer failure is reported: in remat_errmsg(), never in a
  * model's error (which keeps the model's last message) -- why `remat train`
  * reports a failed validation batch from the data with remat_errmsg() and
@@ -399,6 +450,7 @@ int main(void)
     test_text();
     test_shard();
     test_alloc_failures();
+    test_streams();
     test_error_layer();
     for (int i = 0; i < npaths; i++) unlink(paths[i]);
     rmdir(dir);

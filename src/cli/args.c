@@ -11,32 +11,52 @@
 #include "cli.h"
 
 void (*cli_error_hook)(void);
+const char *cli_error_tag = "";
+static int defer;
+static char deferred[1024];
 
-/* "remat: error: <message>" on stderr, without the line end */
-static void error_start(const char *fmt, va_list ap)
+void cli_defer_errors(int on)
 {
+    defer = on;
+    if (on) deferred[0] = 0;
+}
+const char *cli_deferred_error(void) { return deferred; }
+
+/* the message, kept (the first one only) when deferred, else "remat: error:
+ * <tag><message><suffix>" on stderr */
+static void error_line(const char *suffix, const char *fmt, va_list ap)
+{
+    if (defer) {
+        if (!deferred[0]) {
+            int k = vsnprintf(deferred, sizeof deferred, fmt, ap);
+            if (k >= 0 && (size_t)k < sizeof deferred) snprintf(deferred + k, sizeof deferred - (size_t)k, "%s", suffix);
+        }
+        return;
+    }
     if (cli_error_hook) cli_error_hook();
-    fputs("remat: error: ", stderr);
+    fprintf(stderr, "remat: error: %s", cli_error_tag);
     vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "%s\n", suffix);
+    fflush(stderr);
 }
 
 int cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    error_start(fmt, ap);
+    error_line("", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return 1;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, " (see 'remat %s --help')", cmd);
     va_list ap;
     va_start(ap, fmt);
-    error_start(fmt, ap);
+    error_line(suffix, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (see 'remat %s --help')\n", cmd);
     return 2;
 }
 

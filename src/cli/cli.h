@@ -15,6 +15,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Called first by both (NULL when unset): a progress line on stderr uses it
  * to blank itself, so that the error starts on a clean line. */
 extern void (*cli_error_hook)(void);
+/* Data-parallel runs: cli_error_tag (e.g. "rank 1: ") follows "remat:
+ * error: " (default "").  While errors are deferred (cli_defer_errors(1):
+ * a rank's set-up, before the ranks agree on who failed) both keep the
+ * first message (without "remat: error: ") instead of printing it;
+ * cli_deferred_error returns it ("" when none). */
+extern const char *cli_error_tag;
+void cli_defer_errors(int on);
+const char *cli_deferred_error(void);
 
 /* Strict number parsing for flag values; on error prints and returns 0. */
 int cli_int(const char *flag, const char *s, long lo, long hi, long *out);
@@ -66,6 +74,9 @@ int cli_plan_framework(int argc, char **argv);
  * success, 0 when nothing fits (reported: the minimum budget and what
  * dominates). */
 int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy);
+/* The same for one rank of a data-parallel run (c->batch the global batch). */
+int cli_plan_for_budget_parallel(const remat_config *c, const remat_parallel *par, uint64_t budget, int act_only,
+                                 int quiet, const char **policy);
 /* traces and the cost model's cache (calib.c) */
 /* --trace-steps A:B (1 <= A <= B), A (one step) or A: (to the end); 0
  * (reported: one usage line) when malformed. */

@@ -44,6 +44,14 @@ static void help(void)
 "  --json, --csv             machine-readable output\n"
 "  --framework megatron|pytorch  plan a GPU cluster run of that framework instead\n"
 "                            (its own flags: 'remat plan --framework megatron --help')\n"
+"data parallelism (remat train under mpirun; --batch is then the global batch):\n"
+"  --ranks R                 plan one rank of R (a power of two): the activations of one\n"
+"                            micro-batch, and the rank's parameters, gradients, AdamW state\n"
+"                            and the reduction's buffers\n"
+"  --micro-batch b           sequences per forward/backward on a rank (default B/R)\n"
+"  --zero Z                  1: the AdamW state sharded over the ranks (default for R > 1)\n"
+"  --net-bw BYTES/s          with --net-latency S: predict the step's communication with an\n"
+"  --net-latency S           alpha-beta model (S + bytes/BW per exchange)\n"
 "config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
 "              --attention naive|flash --lmhead full|chunked[:ROWS]\n"
 "JSON (--budget): {\"budget_bytes\", \"rows\": [{\"policy\", \"peak_bytes\", \"stored_bytes\",\n"
@@ -109,7 +117,57 @@ static void row_text(const char *label, const remat_plan_row *r)
            cli_fmt_bytes(r->total_bytes, b4, sizeof b4), r->overhead_pct, r->step_ms_pred, r->fits ? "yes" : "no");
 }
 
-static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t budget, int act, int json, int explain)
+/* The data-parallel side of a plan (NULL: one rank, one micro-batch): the
+ * rank's bytes besides activations, and the communication prediction. */
+typedef struct plan_dp {
+    remat_parallel par;
+    remat_parallel_memory pm;
+    double bw, lat;          /* --net-bw, --net-latency */
+    double comm_ms;          /* their prediction, or -1 without --net-bw */
+} plan_dp;
+
+static void dp_text(const plan_dp *d)
+{
+    char b[6][32];
+    const remat_parallel_memory *pm = &d->pm;
+    printf("data parallel: %d rank%s, micro-batch %d, %d micro-batch%s per rank per step, ZeRO-%d\n", d->par.ranks,
+           d->par.ranks > 1 ? "s" : "", d->par.micro_batch, pm->grad_accum, pm->grad_accum > 1 ? "es" : "", d->par.zero);
+    printf("per rank: parameters %s, gradients %s, AdamW state %s, reduction buffers %s (%d partial-sum "
+           "gradient%s), workspace %s\n", cli_fmt_bytes(pm->params_bytes, b[0], 32), cli_fmt_bytes(pm->grads_bytes, b[1], 32),
+           cli_fmt_bytes(pm->optim_bytes, b[2], 32), cli_fmt_bytes(pm->reduce_bytes, b[3], 32), pm->tree_buffers,
+           pm->tree_buffers == 1 ? "" : "s", cli_fmt_bytes(pm->workspace_bytes, b[4], 32));
+    printf("communication per step: %s sent by each rank in %llu exchanges", cli_fmt_bytes(pm->comm_bytes, b[5], 32),
+           (unsigned long long)pm->messages);
+    if (d->comm_ms >= 0) printf("; predicted %.2f ms at %.4g B/s and %.3g s latency", d->comm_ms, d->bw, d->lat);
+    printf("\n");
+}
+
+static void dp_json(const plan_dp *d)
+{
+    const remat_parallel_memory *pm = &d->pm;
+    printf("\"parallel\": {\"ranks\": %d, \"micro_batch\": %d, \"grad_accum\": %d, \"zero\": %d, \"params_bytes\": %llu, "
+           "\"grads_bytes\": %llu, \"optim_bytes\": %llu, \"reduce_bytes\": %llu, \"workspace_bytes\": %llu, "
+           "\"static_bytes\": %llu, \"tree_buffers\": %d, \"comm_bytes_per_step\": %llu, \"messages_per_step\": %llu, "
+           "\"comm_ms_pred\": ", d->par.ranks, d->par.micro_batch, pm->grad_accum, d->par.zero,
+           (unsigned long long)pm->params_bytes, (unsigned long long)pm->grads_bytes, (unsigned long long)pm->optim_bytes,
+           (unsigned long long)pm->reduce_bytes, (unsigned long long)pm->workspace_bytes,
+           (unsigned long long)pm->static_bytes, pm->tree_buffers, (unsigned long long)pm->comm_bytes,
+           (unsigned long long)pm->messages);
+    if (d->comm_ms >= 0) printf("%.4f}, ", d->comm_ms);
+    else printf("null}, ");
+}
+
+/* A row of a micro-batch config priced for a rank: its total is the
+ * activation peak plus the rank's other bytes. */
+static void dp_row(const plan_dp *dp, uint64_t budget, int act, remat_plan_row *r)
+{
+    if (!dp) return;
+    r->total_bytes = r->peak_bytes + dp->pm.static_bytes;
+    r->fits = !budget || (act ? r->peak_bytes : r->total_bytes) <= budget;
+}
+
+static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t budget, int act, int json, int explain,
+                     const plan_dp *dp)
 {
     const char *names[MAX_GIVEN];
     int nn = named_policies(c, names, MAX_GIVEN), rc = 0;
@@ -119,13 +177,28 @@ static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t 
     for (int i = 0; i < nn; i++) {
         ok[i] = remat_plan_evaluate(c, prof, names[i], budget, act, &rows[i]) == REMAT_OK;
         if (!ok[i] && ngiven) { rc = cli_error("--recompute %s: %s", names[i], remat_errmsg()) + 1; goto out; }
+        dp_row(dp, budget, act, &rows[i]);
     }
-    remat_status st = remat_plan_optimal(c, prof, budget, act, opt);
-    char err[600];
-    snprintf(err, sizeof err, "%s", remat_errmsg());
+    remat_status st;
+    char err[600], b0[32], b9[32];
+    if (dp && budget && !act && budget <= dp->pm.static_bytes) {
+        st = REMAT_ERR_BUDGET;
+        snprintf(err, sizeof err, "a rank holds %s besides activations (parameters, gradients, AdamW state, "
+                 "reduction buffers); budget %s is below it", cli_fmt_bytes(dp->pm.static_bytes, b0, sizeof b0),
+                 cli_fmt_bytes(budget, b9, sizeof b9));
+    } else {
+        if (dp)   /* the activations get what the rank's other bytes leave */
+            st = remat_plan_optimal(c, prof, budget && !act ? budget - dp->pm.static_bytes : budget, 1, opt);
+        else
+            st = remat_plan_optimal(c, prof, budget, act, opt);
+        snprintf(err, sizeof err, "%s", remat_errmsg());
+    }
+    if (!st) dp_row(dp, budget, act, opt);
     if (st && st != REMAT_ERR_BUDGET) { rc = cli_error("%s", err); goto out; }
     if (json) {
-        printf("{\"budget_bytes\": %llu, \"rows\": [", (unsigned long long)budget);
+        printf("{\"budget_bytes\": %llu, ", (unsigned long long)budget);
+        if (dp) dp_json(dp);
+        printf("\"rows\": [");
         int first = 1;
         for (int i = 0; i < nn; i++) {
             if (!ok[i]) continue;
@@ -141,7 +214,9 @@ static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t 
         cli_config_print(stdout, c);
         printf("cost model: %s\n", prof ? remat_profile_describe(prof) : "FLOP/byte model with default throughputs "
                                                                           "(run 'remat profile' to measure this machine)");
-        printf("parameters + gradients + AdamW state + workspace: %s", cli_fmt_bytes(remat_plan_static_bytes(c), b1, sizeof b1));
+        if (dp) dp_text(dp);
+        printf("parameters + gradients + AdamW state + workspace%s: %s", dp ? " + reduction (per rank)" : "",
+               cli_fmt_bytes(dp ? dp->pm.static_bytes : remat_plan_static_bytes(c), b1, sizeof b1));
         if (budget) printf(" | budget: %s%s", cli_fmt_bytes(budget, b2, sizeof b2), act ? " of activations" : " in total");
         printf("\n\n%-22s %11s %11s %11s %11s %10s %11s  %s\n", "policy", "act. peak", "stored", "working set",
                "total", "overhead", "step ms", "fits");
@@ -252,7 +327,8 @@ int cmd_plan(int argc, char **argv)
     c.max_seq = 0;
     uint64_t budget = 0;
     int act = 0, json = 0, csv = 0, pareto = 0, maximize = -1, no_profile = 0, calibrate = 0, nb = 0, explain = 0;
-    long threads = 0;
+    long threads = 0, ranks = 0, micro = 0, zero = -1;
+    double bw = 0, lat = -1;
     const char *profile = NULL, *calib_from = NULL, *v;
     for (int i = 1; i < argc; i++) {
         int r;
@@ -280,6 +356,11 @@ int cmd_plan(int argc, char **argv)
         else if (!strcmp(f, "--calibrate-from")) { if (!(calib_from = cli_value(argc, argv, &i))) return 2; }
         else if (!strcmp(f, "--calibrate")) calibrate = 1;
         else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &threads)) return 2; }
+        else if (!strcmp(f, "--ranks")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1 << 20, &ranks)) return 2; }
+        else if (!strcmp(f, "--micro-batch")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1 << 20, &micro)) return 2; }
+        else if (!strcmp(f, "--zero")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1, &zero)) return 2; }
+        else if (!strcmp(f, "--net-bw")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 1, 1e15, &bw)) return 2; }
+        else if (!strcmp(f, "--net-latency")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 10, &lat)) return 2; }
         else if (!strcmp(f, "--json")) json = 1;
         else if (!strcmp(f, "--csv")) csv = 1;
         else if (!strcmp(f, "--explain")) explain = 1;
@@ -292,17 +373,34 @@ int cmd_plan(int argc, char **argv)
     if (csv && (json || !pareto)) return cli_usage_error("plan", "--csv goes with --pareto (and not with --json)");
     if ((profile != NULL) + no_profile + calibrate + (calib_from != NULL) > 1)
         return cli_usage_error("plan", "give one of --profile, --no-profile, --calibrate and --calibrate-from");
+    if ((bw > 0) != (lat >= 0)) return cli_usage_error("plan", "--net-bw and --net-latency go together");
+    int dpmode = ranks || micro || zero >= 0 || bw > 0;
+    if (dpmode && (pareto || maximize >= 0))
+        return cli_usage_error("plan", "--ranks, --micro-batch, --zero and --net-bw plan a budget; not with --pareto "
+                               "or --maximize");
     cli_config_default_max_seq(&c);
     remat_set_threads((int)threads);
     if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;
     if (maximize >= 0) return do_maximize(&c, maximize, budget, act, json);
+    plan_dp dp;
+    memset(&dp, 0, sizeof dp);
+    if (dpmode) {
+        int R = ranks ? (int)ranks : 1;
+        dp.par = (remat_parallel){ R, micro ? (int)micro : (c.batch / R > 0 ? c.batch / R : 1),
+                                   zero >= 0 ? (int)zero : R > 1 };
+        if (remat_parallel_memory_of(&c, &dp.par, 0, &dp.pm)) return cli_error("%s", remat_errmsg()) + 1;
+        dp.bw = bw;
+        dp.lat = lat;
+        dp.comm_ms = bw > 0 ? remat_parallel_comm_ms(&c, &dp.par, bw, lat) : -1;
+        c.batch = dp.par.micro_batch;   /* the activations are one micro-batch's */
+    }
     remat_profile *prof = NULL;
     char cache[4096];
     if (calib_from) {
         if (cli_calibrate_cache(&c, NULL, calib_from, &prof, cache, sizeof cache)) return 1;
         fprintf(stderr, "remat: the run times of %s are kept in %s\n", calib_from, cache);
     } else if (!pick_profile(&c, profile, no_profile, calibrate, &prof)) return 2;
-    int rc = pareto ? do_pareto(&c, prof, json, csv) : do_budget(&c, prof, budget, act, json, explain);
+    int rc = pareto ? do_pareto(&c, prof, json, csv) : do_budget(&c, prof, budget, act, json, explain, dpmode ? &dp : NULL);
     remat_profile_free(prof);
     return rc;
 }
@@ -311,7 +409,10 @@ int cmd_plan(int argc, char **argv)
  * quiet; *policy points at it (static storage, until the next call) on
  * success.  Returns 1 on
  * success, 0 when nothing fits or a --recompute was given too (reported). */
-int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy)
+/* the same, printed as the plan of `shown` (the budget given) with `fixed`
+ * bytes besides activations (0: the config's own, remat_plan_static_bytes) */
+static int plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, uint64_t shown,
+                           uint64_t fixed, const char **policy)
 {
     static remat_plan_row row;
     if (*policy) {
@@ -327,11 +428,43 @@ int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, in
     char b1[32], b2[32], b3[32];
     if (!quiet)
         printf("budget %s%s: plan %s\n  predicted activation peak %s, total %s, step %.1f ms (%.1f%% recompute)\n",
-               cli_fmt_bytes(budget, b1, sizeof b1), act_only ? " of activations" : "", row.policy,
-               cli_fmt_bytes(row.peak_bytes, b2, sizeof b2), cli_fmt_bytes(row.total_bytes, b3, sizeof b3),
-               row.step_ms_pred, row.overhead_pct);
+               cli_fmt_bytes(shown, b1, sizeof b1), act_only ? " of activations" : "", row.policy,
+               cli_fmt_bytes(row.peak_bytes, b2, sizeof b2),
+               cli_fmt_bytes(fixed ? row.peak_bytes + fixed : row.total_bytes, b3, sizeof b3), row.step_ms_pred,
+               row.overhead_pct);
     else
         fprintf(stderr, "remat: budget plan: %s\n", row.policy);
     *policy = row.policy;
     return 1;
+}
+
+int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy)
+{
+    return plan_for_budget(c, budget, act_only, quiet, budget, 0, policy);
+}
+
+/* The same for a rank of a data-parallel run (par; cfg's batch is the
+ * global one): the plan is the micro-batch's, under what the budget leaves
+ * after the rank's parameters, gradients, AdamW slice and reduction
+ * buffers (remat_parallel_memory_of). */
+int cli_plan_for_budget_parallel(const remat_config *c, const remat_parallel *par, uint64_t budget, int act_only,
+                                 int quiet, const char **policy)
+{
+    if (par->ranks == 1 && par->micro_batch == c->batch) return cli_plan_for_budget(c, budget, act_only, quiet, policy);
+    remat_parallel_memory pm;
+    if (remat_parallel_memory_of(c, par, 0, &pm)) { cli_error("%s", remat_errmsg()); return 0; }
+    remat_config mc = *c;
+    mc.batch = par->micro_batch;
+    uint64_t single = remat_plan_static_bytes(&mc);
+    char b1[32], b2[32];
+    if (!act_only && budget + single <= pm.static_bytes) {
+        cli_error("budget %s is below the %s a rank holds besides activations (parameters, gradients, its AdamW "
+                  "state, reduction buffers); raise it, or use more ranks with --zero 1",
+                  cli_fmt_bytes(budget, b1, sizeof b1), cli_fmt_bytes(pm.static_bytes, b2, sizeof b2));
+        return 0;
+    }
+    /* the planner compares peak + static bytes of the micro-batch config with
+     * its budget: shift the budget by the difference of the two statics */
+    return plan_for_budget(&mc, act_only ? budget : budget - pm.static_bytes + single, act_only, quiet, budget,
+                           pm.static_bytes, policy);
 }

@@ -2,10 +2,13 @@
  * cmd_train.c -- `remat train`: the training loop, its per-step lines, the
  * memory breakdown and the JSON Lines summary (fields documented in README).
  */
+#define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 #include "remat_testing.h"   /* --debug-nan: remat_model_debug_poison */
 #include "progress.h"
@@ -37,11 +40,23 @@ static void help(void)
 "  --wd X            decoupled weight decay on 2-D weights (default 0.1)\n"
 "  --clip X          global gradient-norm clip, 0 disables (default 1.0)\n"
 "  --seed N          initialisation and dropout seed (default 1)\n"
-"  --threads N       threads for kernels and BLAS (default: all cores)\n"
-"  --data PATH       text file (bytes) or llm.c .bin shard (default: embedded task)\n"
+"  --threads N       threads for kernels and BLAS (default: all cores; under mpirun the\n"
+"                    cores divided among the ranks of each machine)\n"
+"  --data PATH       text file (bytes), llm.c .bin shard, or a quoted glob of shards read in\n"
+"                    sorted order as one stream, e.g. 'fineweb_train_*.bin' (default: the\n"
+"                    embedded task); without --val-data its last 10%% is the validation split\n"
+"  --val-data PATH   a separate validation set (a file or a glob, as --data); the training\n"
+"                    data is then not split\n"
 "  --eval-every N    validation loss every N steps, 0 only at the end (default 50)\n"
 "  --eval-batches N  batches per validation (default 4)\n"
 "  --sample N        sample N tokens at the end for byte-level data (default 48)\n"
+"data parallelism (mpirun -np R remat train ...; R a power of two):\n"
+"  --batch B is the global batch: sequences per optimizer step over all ranks\n"
+"  --micro-batch b   sequences per forward/backward on one rank (default B/R); each rank\n"
+"                    accumulates B/(b R) micro-batches; results are bitwise identical for\n"
+"                    any R that divides B/b (same --threads per rank)\n"
+"  --zero Z          1: shard the AdamW state over the ranks (ZeRO-1, the default for R > 1);\n"
+"                    0: every rank keeps all of it (the same bits either way)\n"
 "recomputation:\n"
 "  --recompute POLICY  none, full, every:K, sqrt, first:N, selective, pointwise,\n"
 "                      save:A+B, revolve:S, or combinations such as every:2,selective\n"
@@ -59,8 +74,9 @@ static void help(void)
 "                    contradict it are an error); saving continues in DIR unless --save\n"
 "  --on-nonfinite M  stop (default) or skip: on a NaN/Inf loss or gradient, stop with the\n"
 "                    last good state checkpointed, or skip that step's update and go on\n"
-"  --debug-nan S:T   testing: make parameter T's gradient (e.g. qkvw) or the loss (T=loss)\n"
-"                    NaN at step S\n"
+"  --debug-nan S:T[:R] testing: make parameter T's gradient (e.g. qkvw) or the loss (T=loss)\n"
+"                    NaN at step S (on rank R, default 0)\n"
+"  --debug-alloc-fail S:N[:R] testing: the N-th allocation of step S fails (on rank R)\n"
 "time:\n"
 "  --trace FILE      write the steps as a Chrome trace (JSON for Perfetto or chrome://tracing):\n"
 "                    every instruction's time, kind, layer, tensor and FLOPs, and the live\n"
@@ -92,23 +108,60 @@ typedef struct train_opts {
     const char *trace;                  /* --trace FILE */
     uint64_t trace_first, trace_last;   /* --trace-steps */
     int trace_steps_set, no_calibrate;
+    const char *val_data;               /* --val-data */
+    long micro_batch, zero;             /* --micro-batch (0: B/R), --zero (-1: 1 when R > 1) */
+    long nan_rank;                      /* --debug-nan's rank */
+    long fail_step, fail_n, fail_rank;  /* --debug-alloc-fail S:N:R */
 } train_opts;
 
-/* --debug-nan STEP:TENSOR, TENSOR a parameter name or "loss". */
-static int parse_debug_nan(const char *v, train_opts *o)
+/* "A:B" or "A:B:C", whole numbers; 0 when malformed */
+static int parse_ints(const char *v, long *a, long *b, long *c)
 {
     char *end;
+    *c = 0;
+    *a = strtol(v, &end, 10);
+    if (end == v || *end != ':') return 0;
+    const char *p = end + 1;
+    *b = strtol(p, &end, 10);
+    if (end == p) return 0;
+    if (!*end) return 1;
+    if (*end != ':') return 0;
+    p = end + 1;
+    *c = strtol(p, &end, 10);
+    return end != p && !*end;
+}
+
+/* --debug-nan STEP:TENSOR[:RANK], TENSOR a parameter name or "loss". */
+static int parse_debug_nan(const char *v, train_opts *o)
+{
+    char *end, name[64] = "";
     long step = strtol(v, &end, 10);
-    if (end != v && *end == ':' && step >= 1) {
-        if (!strcmp(end + 1, "loss")) { o->nan_step = step; o->nan_tensor = REMAT_POISON_LOSS; return 1; }
+    int ok = end != v && *end == ':' && step >= 1;
+    o->nan_rank = 0;
+    if (ok) {
+        const char *t = end + 1, *colon = strchr(t, ':');
+        size_t len = colon ? (size_t)(colon - t) : strlen(t);
+        ok = len > 0 && len < sizeof name;
+        if (ok) {
+            memcpy(name, t, len);
+            name[len] = 0;
+        }
+        if (ok && colon) {
+            char *e2;
+            o->nan_rank = strtol(colon + 1, &e2, 10);
+            ok = e2 != colon + 1 && !*e2 && o->nan_rank >= 0;
+        }
+    }
+    if (ok && !strcmp(name, "loss")) { o->nan_step = step; o->nan_tensor = REMAT_POISON_LOSS; return 1; }
+    if (ok) {
         remat_config c;
         remat_config_default(&c);
         remat_model *m = NULL;   /* names come from the model API; a tiny one is enough */
         c.n_layer = 1; c.n_embd = 1; c.n_head = 1; c.vocab = 2; c.seq = 1; c.max_seq = 1; c.batch = 1;
         if (!remat_model_create(&c, 0, &m))
             for (remat_param k = REMAT_PARAM_WTE; k < REMAT_PARAM_COUNT; k++) {
-                const char *name;
-                if (!remat_model_param_tensor(m, k, &name, NULL, NULL) && !strcmp(name, end + 1)) {
+                const char *pname;
+                if (!remat_model_param_tensor(m, k, &pname, NULL, NULL) && !strcmp(pname, name)) {
                     o->nan_step = step;
                     o->nan_tensor = k;
                     remat_model_free(m);
@@ -117,8 +170,8 @@ static int parse_debug_nan(const char *v, train_opts *o)
             }
         remat_model_free(m);
     }
-    cli_usage_error("train", "--debug-nan expects STEP:TENSOR with TENSOR a parameter name (wte, qkvw, ...) or "
-                    "loss, got '%s'", v);
+    cli_usage_error("train", "--debug-nan expects STEP:TENSOR[:RANK] with TENSOR a parameter name (wte, qkvw, ...) "
+                    "or loss, got '%s'", v);
     return 0;
 }
 
@@ -161,46 +214,114 @@ static int check_resume_flags(const train_opts *o, const remat_checkpoint_info *
     return 1;
 }
 
+/* The data-parallel job this process is a rank of (one rank without mpirun). */
+static remat_comm *g_comm;
+static int g_rank, g_ranks;
+/* How a data-parallel job reports a failure:
+ *   - in the set-up (flags, data, model, resume), which makes no exchange, a
+ *     rank that fails keeps its line (cli_defer_errors) and goes straight to
+ *     the end of the set-up, where the ranks agree on who failed
+ *     (setup_agree): the lowest failing rank prints its line -- tagged with
+ *     its rank unless every rank failed alike, as with a bad flag -- and
+ *     every rank exits with a failure;
+ *   - in the steps, a failure every rank meets alike (a non-finite loss or
+ *     gradient, rank 0 failing to write a checkpoint) is reported by rank 0
+ *     and every rank exits as usual (g_collective);
+ *   - any other failure in the steps is the rank's own: it reports it, tagged,
+ *     and ends the job (remat_comm_abort), so that no rank waits forever in
+ *     an exchange with it. */
+static int g_collective;
+
+/* The end of a data-parallel set-up (see above); 1 when every rank got
+ * through it.  The job ends on a failed exchange. */
+static int setup_agree(int failed)
+{
+    int first, count;
+    cli_defer_errors(0);
+    if (g_ranks == 1) return !failed;
+    g_collective = 1;
+    if (remat_comm_first_failure(g_comm, failed, &first, &count)) {
+        cli_error("%s", remat_errmsg());
+        remat_comm_abort(g_comm, 1);
+        return 0;
+    }
+    if (first == g_rank) {
+        const char *tag = cli_error_tag;
+        if (count == g_ranks) cli_error_tag = "";   /* every rank alike: the flags' or the files' fault */
+        cli_error("%s", cli_deferred_error()[0] ? cli_deferred_error() : "set-up failed");
+        cli_error_tag = tag;
+    }
+    return first < 0;
+}
+
+/* cores this rank may use: those it may run on, at most its share of the
+ * machine's (mpirun binds ranks to cores, or not, depending on its flags) */
+static int default_threads(void)
+{
+    cpu_set_t set;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)online;
+    int share = (int)(online / remat_comm_local_size(g_comm));
+    if (share < 1) share = 1;
+    return mine < share ? mine : share;
+}
+
 /* Refuses, before anything is allocated, a run whose predicted step peak
- * (activations + parameters + gradients + AdamW state + workspace) exceeds
- * the memory available to this process, naming the `remat plan --budget`
- * command that would fit.  1: go on (also when the figure is unknown). */
-static int fits_memory(const remat_config *c, const char *policy)
+ * (activations + parameters + gradients + AdamW state + workspace, and with
+ * data parallelism the reduction's buffers, for every rank on this machine)
+ * exceeds the memory available to this process, naming the `remat plan
+ * --budget` command that would fit.  1: go on (also when the figure is
+ * unknown). */
+static int fits_memory(const remat_config *c, const remat_parallel *par, const char *policy)
 {
     uint64_t avail, minp;
     const char *src;
     remat_plan_row row;
+    remat_parallel_memory pm;
+    remat_config mc = *c;
+    mc.batch = par->micro_batch;
+    uint64_t local = (uint64_t)remat_comm_local_size(g_comm);
     if (!cli_available_memory(&avail, &src)) return 1;
-    if (remat_plan_evaluate(c, NULL, policy, 0, 0, &row)) return 1;   /* a bad policy is reported where it is installed */
-    uint64_t need = row.total_bytes;
+    if (remat_parallel_memory_of(c, par, 0, &pm)) return 1;   /* reported where the layout is set up */
+    if (remat_plan_evaluate(&mc, NULL, policy, 0, 0, &row)) return 1;   /* a bad policy is reported where it is installed */
+    uint64_t need = (row.peak_bytes + pm.static_bytes) * local;
     remat_plan_row_clear(&row);
-    if (need <= avail || remat_plan_min_peak(c, &minp)) return 1;
-    char b1[32], b2[32], b3[32], cmd[512];
-    uint64_t fixed = remat_plan_static_bytes(c);
+    if (need <= avail || remat_plan_min_peak(&mc, &minp)) return 1;
+    char b1[32], b2[32], b3[32], cmd[640], who[96] = "";
+    int dp = par->ranks > 1 || par->micro_batch != c->batch;
     int k = snprintf(cmd, sizeof cmd, "remat plan --budget %lluMiB --layers %d --dim %d --heads %d --vocab %d --seq %d "
-                     "--max-seq %d --batch %d", (unsigned long long)(avail >> 20), c->n_layer, c->n_embd, c->n_head,
-                     c->vocab, c->seq, c->max_seq, c->batch);
+                     "--max-seq %d --batch %d", (unsigned long long)(avail / local >> 20), c->n_layer, c->n_embd,
+                     c->n_head, c->vocab, c->seq, c->max_seq, c->batch);
+    if (dp) k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --ranks %d --micro-batch %d --zero %d", par->ranks,
+                          par->micro_batch, par->zero);
     if (c->dropout > 0) k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --dropout %g", (double)c->dropout);
     if (c->attention == REMAT_ATTENTION_FLASH) k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --attention flash");
     if (c->lmhead_chunk > 0) snprintf(cmd + k, sizeof cmd - (size_t)k, " --lmhead chunked:%d", c->lmhead_chunk);
-    if (fixed + minp <= avail)
-        cli_error("the step would need %s at its peak (predicted for policy %s), more than the %s available (%s); "
+    if (local > 1) snprintf(who, sizeof who, " (for the %llu ranks on this machine)", (unsigned long long)local);
+    if ((pm.static_bytes + minp) * local <= avail)
+        cli_error("the step would need %s at its peak%s (predicted for policy %s), more than the %s available (%s); "
                   "'%s' finds the fastest plan that fits (or give --budget auto)", cli_fmt_bytes(need, b1, sizeof b1),
-                  policy ? policy : "none", cli_fmt_bytes(avail, b2, sizeof b2), src, cmd);
+                  who, policy ? policy : "none", cli_fmt_bytes(avail, b2, sizeof b2), src, cmd);
     else
-        cli_error("the step would need %s at its peak (predicted for policy %s), more than the %s available (%s), "
-                  "and no plan fits: the smallest is %s; reduce --seq or --batch%s", cli_fmt_bytes(need, b1, sizeof b1),
-                  policy ? policy : "none", cli_fmt_bytes(avail, b2, sizeof b2), src,
-                  cli_fmt_bytes(fixed + minp, b3, sizeof b3),
+        cli_error("the step would need %s at its peak%s (predicted for policy %s), more than the %s available (%s), "
+                  "and no plan fits: the smallest is %s; reduce --seq or --%sbatch%s", cli_fmt_bytes(need, b1, sizeof b1),
+                  who, policy ? policy : "none", cli_fmt_bytes(avail, b2, sizeof b2), src,
+                  cli_fmt_bytes((pm.static_bytes + minp) * local, b3, sizeof b3), dp ? "micro-" : "",
                   c->attention == REMAT_ATTENTION_NAIVE ? ", or use --attention flash --lmhead chunked" : "");
     return 0;
 }
 
-/* Writes a checkpoint of the state after `step` steps; 0 (reported) on failure. */
+/* Writes a checkpoint of the state after `step` steps (every rank takes
+ * part); 0 (reported) on failure. */
 static int save_ckpt(const train_opts *o, remat_model *m, remat_data *d, long step, long *last_saved)
 {
-    if (remat_checkpoint_save(m, d, o->data, (uint64_t)step, o->save)) {
-        cli_error("step %ld: checkpoint not saved: %s", step, remat_errmsg());
+    remat_status st = remat_checkpoint_save(m, d, o->data, (uint64_t)step, o->save);
+    if (st) {
+        /* rank 0 wrote (or failed to): its message is the one; an exchange
+         * that failed is this rank's own */
+        g_collective = st != REMAT_ERR_COMM;
+        if (g_collective) cli_error_tag = "";
+        if (!g_collective || g_rank == 0) cli_error("step %ld: checkpoint not saved: %s", step, remat_errmsg());
         return 0;
     }
     *last_saved = step;
@@ -215,6 +336,7 @@ static int parse(int argc, char **argv, train_opts *o)
     o->opt.lr = 1e-3f;
     o->steps = 200; o->eval_every = 50; o->eval_batches = 4; o->sample = 48; o->threads = 0;
     o->seed = 1;
+    o->zero = -1;
     memset(&o->given, 0xff, sizeof o->given);
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v;
@@ -245,6 +367,18 @@ static int parse(int argc, char **argv, train_opts *o)
         else if (!strcmp(f, "--debug-nan")) { if (!(v = cli_value(argc, argv, &i)) || !parse_debug_nan(v, o)) return -1; }
         else if (!strcmp(f, "--init-from")) { if (!(o->init_from = cli_value(argc, argv, &i))) return -1; }
         else if (!strcmp(f, "--data")) { if (!(o->data = cli_value(argc, argv, &i))) return -1; }
+        else if (!strcmp(f, "--val-data")) { if (!(o->val_data = cli_value(argc, argv, &i))) return -1; }
+        else if (!strcmp(f, "--micro-batch")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1 << 20, &o->micro_batch)) return -1; }
+        else if (!strcmp(f, "--zero")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1, &o->zero)) return -1; }
+        else if (!strcmp(f, "--debug-alloc-fail")) {
+            if (!(v = cli_value(argc, argv, &i))) return -1;
+            if (!parse_ints(v, &o->fail_step, &o->fail_n, &o->fail_rank) || o->fail_step < 1 || o->fail_n < 1 ||
+                o->fail_rank < 0) {
+                cli_usage_error("train", "--debug-alloc-fail expects STEP:N[:RANK] (whole numbers, STEP and N >= 1), "
+                                "got '%s'", v);
+                return -1;
+            }
+        }
         else if (!strcmp(f, "--recompute")) { if (!(o->policy = cli_value(argc, argv, &i))) return -1; }
         else if (!strcmp(f, "--verify-recompute")) o->verify = 1;
         else if (!strcmp(f, "--budget") || !strcmp(f, "--budget-activations")) {
@@ -322,17 +456,23 @@ static int write_trace(const train_opts *o, const remat_trace *t)
     return 0;
 }
 
-int cmd_train(int argc, char **argv)
+/* The per-step medians of a run's communication (data parallelism). */
+typedef struct dp_times { double *comm_ms, *reduce_ms; } dp_times;
+
+static int train(int argc, char **argv)
 {
     train_opts o;
     memset(&o, 0, sizeof o);
-    int r = parse(argc, argv, &o);
-    if (r <= 0) return r < 0 ? 2 : 0;
+    int lead = g_rank == 0, agreed = g_ranks == 1;
     int rc = 1;
+    if (!agreed) cli_defer_errors(1);
+    int r = parse(argc, argv, &o);
+    if (r == 0) { cli_defer_errors(0); return 0; }   /* --help */
     remat_data *data = NULL;
     remat_model *m = NULL;
     int *in = NULL, *tg = NULL;
     double *ms = NULL;
+    dp_times dt = { NULL, NULL };
     remat_status st;
     remat_config *c = &o.cfg;
     remat_checkpoint_info *ci = NULL;
@@ -341,23 +481,35 @@ int cmd_train(int argc, char **argv)
     remat_profile *calib = NULL;
     char calib_path[4096] = "";
     int trace_done = 0;
+    if (r < 0) { rc = 2; goto out; }
 
-    remat_set_threads((int)o.threads);
-    if (o.resume && o.init_from) { cli_usage_error("train", "--init-from starts a new run; --resume continues one: give one"); return 2; }
+    remat_set_threads(o.threads ? (int)o.threads : g_ranks > 1 ? default_threads() : 0);
+    if (o.resume && o.init_from) { rc = cli_usage_error("train", "--init-from starts a new run; --resume continues one: give one"); goto out; }
+    if (o.val_data && !o.data && !o.resume) {
+        rc = cli_usage_error("train", "--val-data needs --data: the embedded task has its own validation split");
+        goto out;
+    }
     if (o.resume) {
         if (!(ci = malloc(sizeof *ci))) { cli_error("out of memory"); goto out; }
-        if ((st = remat_checkpoint_load(o.resume, o.data, &m, &data, ci))) {
+        if ((st = remat_checkpoint_load_parallel(o.resume, o.data, o.val_data, g_comm, (int)o.micro_batch, (int)o.zero,
+                                                 &m, &data, ci))) {
             cli_error("cannot resume from '%s': %s", o.resume, remat_errmsg()); goto out;
         }
-        if (ci->warning[0]) fprintf(stderr, "remat: warning: %s\n", ci->warning);
+        if (ci->warning[0] && lead) fprintf(stderr, "remat: warning: %s\n", ci->warning);
         if (!check_resume_flags(&o, ci)) { rc = 2; goto out; }
         *c = ci->cfg;
-        if (o.budget && !cli_plan_for_budget(c, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
         o.opt = ci->opt;
         o.seed = ci->seed;
         if (!o.data && ci->data[0]) o.data = ci->data;
+        if (!o.val_data && ci->val_data[0]) o.val_data = ci->val_data;
         if (!o.save) o.save = o.resume;
         start = last_saved = (long)ci->step;
+        if (o.budget) {
+            remat_stats s0;
+            remat_model_stats(m, &s0);
+            remat_parallel par = { s0.ranks, s0.micro_batch, s0.zero };
+            if (!cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
+        }
         if (o.policy && (st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
         goto ready;
     }
@@ -365,19 +517,23 @@ int cmd_train(int argc, char **argv)
     if (o.init_from) { rc = 1; o.vocab_set = 1; }   /* cli_init_shape set vocab and max_seq */
     if (!o.vocab_set) c->vocab = remat_data_default_vocab(o.data);
     cli_config_default_max_seq(c);
-    if ((st = remat_config_check(c))) { cli_error("%s", remat_errmsg()); rc = 2; goto out; }
-    if (o.budget && !cli_plan_for_budget(c, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
-    if (!fits_memory(c, o.policy)) goto out;
-    if ((st = remat_data_open(o.data, c->vocab, &data))) { cli_error("%s", remat_errmsg()); goto out; }
+    remat_parallel par = { g_ranks, (int)(o.micro_batch ? o.micro_batch : c->batch / g_ranks), (int)o.zero };
+    if (par.micro_batch < 1) par.micro_batch = 1;
+    if (par.zero < 0) par.zero = g_ranks > 1;
+    if ((st = remat_config_check(c)) || (st = remat_parallel_check(c, &par))) { rc = cli_error("%s", remat_errmsg()) + 1; goto out; }
+    if (o.budget && !cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
+    if (!fits_memory(c, &par, o.policy)) goto out;
+    if ((st = remat_data_open_val(o.data, o.val_data, c->vocab, &data))) { cli_error("%s", remat_errmsg()); goto out; }
     if ((st = o.init_from ? remat_weights_load(o.init_from, c, o.seed, &m) : remat_model_create(c, o.seed, &m))) {
         cli_error("%s", remat_errmsg()); goto out;
     }
+    if ((st = remat_model_set_parallel(m, g_comm, par.micro_batch, par.zero))) { cli_error("%s", remat_model_error(m)); goto out; }
     if ((st = remat_model_set_optim(m, &o.opt))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
     if ((st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
 ready:
     remat_model_set_verify(m, o.verify);
-    if (o.save_every > 0 && !o.save) { cli_usage_error("train", "--save-every needs --save DIR (or --resume DIR)"); rc = 2; goto out; }
-    if (o.save) {
+    if (o.save_every > 0 && !o.save) { rc = cli_usage_error("train", "--save-every needs --save DIR (or --resume DIR)"); goto out; }
+    if (o.save && lead) {   /* rank 0 writes the checkpoints */
         int count;
         uint64_t newest;
         if ((st = remat_checkpoint_prepare(o.save, &count, &newest))) { cli_error("%s", remat_errmsg()); goto out; }
@@ -390,12 +546,37 @@ ready:
             rc = 2; goto out;
         }
     }
+    if (o.trace && (o.trace_first > (uint64_t)o.steps || o.trace_last <= (uint64_t)start)) {
+        rc = cli_usage_error("train", "--trace-steps %llu:%llu: this run has steps %ld to %ld",
+                             (unsigned long long)o.trace_first, (unsigned long long)o.trace_last, start + 1, o.steps);
+        goto out;
+    }
+    agreed = 1;
+    if (!setup_agree(0)) goto out;
+    g_collective = 0;
+    if (g_ranks > 1) {
+        /* every rank must read the same data (the model is compared by the first step) */
+        int same;
+        if ((st = remat_comm_same(g_comm, remat_data_hash(data), &same))) { cli_error("%s", remat_errmsg()); goto out; }
+        if (!same) {
+            g_collective = 1;
+            cli_error_tag = "";
+            if (lead) cli_error("the ranks read different data (other files or contents): every rank must read the same");
+            goto out;
+        }
+    }
 
+    remat_stats st0;
+    remat_model_stats(m, &st0);
+    int dp = st0.ranks > 1 || st0.grad_accum > 1;
     size_t N = (size_t)c->batch * c->seq;
     in = malloc(N * sizeof *in);
     tg = malloc(N * sizeof *tg);
-    ms = malloc(sizeof(double) * (size_t)(o.steps > 0 ? o.steps : 1));
-    if (!in || !tg || !ms) { cli_error("out of memory"); goto out; }
+    size_t nsteps = (size_t)(o.steps > 0 ? o.steps : 1);
+    ms = malloc(sizeof(double) * nsteps);
+    dt.comm_ms = malloc(sizeof(double) * nsteps);
+    dt.reduce_ms = malloc(sizeof(double) * nsteps);
+    if (!in || !tg || !ms || !dt.comm_ms || !dt.reduce_ms) { cli_error("out of memory"); goto out; }
 
     remat_sim sim;
     if ((st = remat_schedule_simulate(remat_model_schedule(m), &sim))) {
@@ -406,30 +587,33 @@ ready:
     if (!o.json && !o.quiet) {
         if (ci) printf("resumed from %s at step %ld\n", ci->file, start);
         cli_config_print(stdout, c);
-        printf("data: %s (%zu train / %zu val tokens) | policy: %s | threads: %d | gemm: %s\n",
+        printf("data: %s (%zu train / %zu val tokens%s%s) | policy: %s | threads: %d | gemm: %s\n",
                o.data ? o.data : "embedded arithmetic task", remat_data_tokens(data, REMAT_SPLIT_TRAIN),
-               remat_data_tokens(data, REMAT_SPLIT_VAL), policy, remat_get_threads(), remat_gemm_name(remat_gemm_get()));
-        printf("predicted activations: stored %s, working set %s, peak %s; recompute %.1f%% of step FLOPs\n",
-               cli_fmt_bytes(sim.stored_bytes, b1, sizeof b1), cli_fmt_bytes(sim.workset_bytes, b2, sizeof b2),
-               cli_fmt_bytes(sim.peak_bytes, b3, sizeof b3), sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0.0);
+               remat_data_tokens(data, REMAT_SPLIT_VAL), o.val_data ? ", val from " : "", o.val_data ? o.val_data : "",
+               policy, remat_get_threads(), remat_gemm_name(remat_gemm_get()));
+        if (dp)
+            printf("data parallel: %d rank%s x %d thread%s, micro-batch %d, %d micro-batch%s per rank per step, "
+                   "ZeRO-%d\n", st0.ranks, st0.ranks > 1 ? "s" : "", remat_get_threads(),
+                   remat_get_threads() > 1 ? "s" : "", st0.micro_batch, st0.grad_accum, st0.grad_accum > 1 ? "es" : "",
+                   st0.zero);
+        printf("predicted activations%s: stored %s, working set %s, peak %s; recompute %.1f%% of step FLOPs\n",
+               dp ? " (one micro-batch)" : "", cli_fmt_bytes(sim.stored_bytes, b1, sizeof b1),
+               cli_fmt_bytes(sim.workset_bytes, b2, sizeof b2), cli_fmt_bytes(sim.peak_bytes, b3, sizeof b3),
+               sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0.0);
     }
 
     /* the steps timed: --trace's, and for the cost model steps 2 to 17 of this
-     * process (the first pays for first touches; a run of one step gives it) */
-    if (o.trace && (o.trace_first > (uint64_t)o.steps || o.trace_last <= (uint64_t)start)) {
-        cli_usage_error("train", "--trace-steps %llu:%llu: this run has steps %ld to %ld", (unsigned long long)o.trace_first,
-                        (unsigned long long)o.trace_last, start + 1, o.steps);
-        rc = 2;
-        goto out;
-    }
-    int calibrate = !o.no_calibrate && o.steps > start;
+     * process (the first pays for first touches; a run of one step gives it).
+     * A data-parallel step is several schedule runs and exchanges, which the
+     * cost model does not describe: no calibration then. */
+    int calibrate = !o.no_calibrate && o.steps > start && !dp;
     uint64_t cal_first = o.steps - start > 1 ? (uint64_t)start + 2 : (uint64_t)start + 1, cal_last = cal_first + 15;
     if ((o.trace || calibrate) && remat_trace_create(&trace)) { cli_error("%s", remat_errmsg()); goto out; }
 
     float loss_first = NAN, loss_last = NAN;
     double val = NAN;
     cli_progress pg;   /* stderr; not with --json, nor when step lines go to the same terminal */
-    cli_progress_init(&pg, !o.json && (o.quiet || !cli_progress_stdout_is_tty()));
+    cli_progress_init(&pg, lead && !o.json && (o.quiet || !cli_progress_stdout_is_tty()));
     for (long s = start; s < o.steps; s++) {
         float loss;
         char what[160], why[512];
@@ -437,16 +621,19 @@ ready:
         cli_progress_update(&pg, what, s - start, o.steps - start);
         uint64_t pos0 = remat_data_position(data, REMAT_SPLIT_TRAIN);
         if ((st = remat_data_next(data, REMAT_SPLIT_TRAIN, c->batch, c->seq, in, tg))) { cli_error("%s", remat_errmsg()); goto out; }
-        if (o.nan_step == s + 1) remat_model_debug_poison(m, o.nan_tensor);
+        if (o.nan_step == s + 1 && o.nan_rank == g_rank) remat_model_debug_poison(m, o.nan_tensor);
+        if (o.fail_step == s + 1 && o.fail_rank == g_rank) remat_debug_fail_alloc((uint64_t)o.fail_n);
         uint64_t sn = (uint64_t)s + 1;
         int timed = (o.trace && sn >= o.trace_first && sn <= o.trace_last) || (calibrate && sn >= cal_first && sn <= cal_last);
         remat_model_set_trace(m, timed ? trace : NULL, sn);
         double t0 = cli_now_ms();
         st = remat_model_step(m, in, tg, 1, &loss);
         ms[s] = cli_now_ms() - t0;
+        if (o.fail_step == s + 1 && o.fail_rank == g_rank) remat_debug_fail_alloc(0);
         if (st == REMAT_ERR_NONFINITE && o.skip_nonfinite) {
-            fprintf(stderr, "remat: warning: step %ld: %s; step skipped, parameters not updated\n", s + 1,
-                    remat_model_error(m));
+            /* a global value: every rank skips this step alike */
+            if (lead) fprintf(stderr, "remat: warning: step %ld: %s; step skipped, parameters not updated\n", s + 1,
+                              remat_model_error(m));
             n_skipped++;
             if (o.json) printf("{\"type\":\"step\",\"step\":%ld,\"skipped\":true}\n", s + 1);
             fflush(stdout);
@@ -456,12 +643,14 @@ ready:
         if (st == REMAT_ERR_NONFINITE) {
             /* the parameters are untouched: checkpoint the last good state (data rewound to before this batch) */
             char kept[200] = "";
+            g_collective = 1;
             if (o.save && last_saved != s && !remat_data_seek(data, REMAT_SPLIT_TRAIN, pos0) &&
                 !remat_checkpoint_save(m, data, o.data, (uint64_t)s, o.save))
                 last_saved = s;
             if (o.save && last_saved >= 0)
                 snprintf(kept, sizeof kept, "; the last good state (step %ld) is checkpointed in %.120s", last_saved, o.save);
-            cli_error("step %ld: %s; stopped (--on-nonfinite stop)%s", s + 1, remat_model_error(m), kept);
+            cli_error_tag = "";
+            if (lead) cli_error("step %ld: %s; stopped (--on-nonfinite stop)%s", s + 1, remat_model_error(m), kept);
             goto out;
         }
         if (st) { cli_error("step %ld: %s", s + 1, remat_model_error(m)); goto out; }
@@ -469,6 +658,8 @@ ready:
         loss_last = loss;
         remat_stats stt;
         remat_model_stats(m, &stt);
+        dt.comm_ms[s] = stt.comm_ms;
+        dt.reduce_ms[s] = stt.reduce_ms;
         int do_eval = (o.eval_every > 0 && (s + 1) % o.eval_every == 0) || s + 1 == o.steps;
         if (do_eval && (st = eval_val(m, data, c, o.eval_batches, in, tg, &val, why, sizeof why))) {
             cli_error("validation: %s", why); goto out;
@@ -477,6 +668,7 @@ ready:
         if (o.json) {
             printf("{\"type\":\"step\",\"step\":%ld,\"loss\":%.9g,\"ms\":%.3f,\"tokens_per_s\":%.1f,\"act_peak_bytes\":%llu",
                    s + 1, (double)loss, ms[s], tps, (unsigned long long)stt.act_peak_bytes);
+            if (dp) printf(",\"comm_ms\":%.3f,\"reduce_ms\":%.3f", stt.comm_ms, stt.reduce_ms);
             if (do_eval) printf(",\"val_loss\":%.6f", val);
             printf("}\n");
         } else if (!o.quiet) {
@@ -492,14 +684,16 @@ ready:
     remat_model_set_trace(m, NULL, 0);
     if (o.save && last_saved != o.steps && !save_ckpt(&o, m, data, o.steps, &last_saved)) goto out;
     trace_done = 1;
-    if (o.trace && write_trace(&o, trace)) goto out;
+    if (o.trace && lead && write_trace(&o, trace)) goto out;
     /* the run's instruction times into the cost model's cache */
     if (calibrate && cli_calibrate_cache(c, trace, NULL, &calib, calib_path, sizeof calib_path)) goto out;
     if (n_skipped && !o.json && !o.quiet) printf("%ld step%s skipped (non-finite)\n", n_skipped, n_skipped > 1 ? "s" : "");
 
     remat_stats stt;
     remat_model_stats(m, &stt);
-    double med = remat_median(ms + start, (size_t)(o.steps - start));
+    size_t nrun = (size_t)(o.steps - start);
+    double med = remat_median(ms + start, nrun);
+    double comm_med = remat_median(dt.comm_ms + start, nrun), red_med = remat_median(dt.reduce_ms + start, nrun);
     double tps = med > 0 ? (double)N / (med / 1000.0) : 0;
     char hash[32];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)remat_model_params_hash(m));
@@ -513,33 +707,45 @@ ready:
                "\"params_bytes\":%llu,\"grads_bytes\":%llu,\"optim_bytes\":%llu,\"workspace_bytes\":%llu,"
                "\"step_peak_bytes\":%llu,\"flops_per_step\":%.0f,\"recompute_pct\":%.3f,\"params_hash\":\"%s\","
                "\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"seq\":%d,\"batch\":%d,\"threads\":%d,"
-               "\"dtype\":\"%s\",\"gemm\":\"%s\",\"weights16_bytes\":%llu,\"calibrated_ops\":%d}\n",
+               "\"dtype\":\"%s\",\"gemm\":\"%s\",\"weights16_bytes\":%llu,\"calibrated_ops\":%d,"
+               "\"ranks\":%d,\"micro_batch\":%d,\"grad_accum\":%d,\"zero\":%d,\"reduce_bytes\":%llu,"
+               "\"comm_bytes_per_step\":%llu,\"comm_ms_median\":%.3f,\"reduce_ms_median\":%.3f}\n",
                policy, o.steps, json_num(j1, loss_first), json_num(j2, loss_last), json_num(j3, val), med, tps,
                (unsigned long long)stt.act_peak_bytes, (unsigned long long)sim.peak_bytes,
                (unsigned long long)stt.act_stored_bytes, (unsigned long long)sim.stored_bytes,
                (unsigned long long)stt.act_workset_bytes, (unsigned long long)sim.workset_bytes,
                (unsigned long long)stt.params_bytes, (unsigned long long)stt.grads_bytes,
                (unsigned long long)stt.optim_bytes, (unsigned long long)stt.workspace_bytes,
-               (unsigned long long)stt.step_peak_bytes, sim.flops, rpct, hash,
+               (unsigned long long)stt.step_peak_bytes, sim.flops * stt.grad_accum, rpct, hash,
                c->n_layer, c->n_embd, c->n_head, c->vocab, c->seq, c->batch, remat_get_threads(),
                c->dtype == REMAT_DTYPE_BF16 ? "bf16" : "fp32", remat_gemm_name(remat_gemm_get()),
-               (unsigned long long)stt.weights16_bytes, remat_profile_run_ops(calib));
+               (unsigned long long)stt.weights16_bytes, remat_profile_run_ops(calib), stt.ranks, stt.micro_batch,
+               stt.grad_accum, stt.zero, (unsigned long long)stt.reduce_bytes, (unsigned long long)stt.comm_bytes,
+               comm_med, red_med);
     } else {
-        printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s\n",
-               (double)loss_first, (double)loss_last, val, med, tps, med > 0 ? sim.flops / (med * 1e6) : 0.0);
-        printf("memory (bytes are exact, from the accounting allocator):\n");
+        printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s%s\n",
+               (double)loss_first, (double)loss_last, val, med, tps,
+               med > 0 ? sim.flops * stt.grad_accum / (med * 1e6) : 0.0, stt.ranks > 1 ? " per rank" : "");
+        printf("memory%s (bytes are exact, from the accounting allocator):\n", stt.ranks > 1 ? " of rank 0" : "");
         printf("  parameters      %12s\n", cli_fmt_bytes(stt.params_bytes, b1, sizeof b1));
         printf("  gradients       %12s\n", cli_fmt_bytes(stt.grads_bytes, b1, sizeof b1));
-        printf("  AdamW state     %12s\n", cli_fmt_bytes(stt.optim_bytes, b1, sizeof b1));
+        printf("  AdamW state     %12s%s\n", cli_fmt_bytes(stt.optim_bytes, b1, sizeof b1),
+               stt.zero && stt.ranks > 1 ? " (its slice: ZeRO-1)" : "");
         printf("  workspace       %12s\n", cli_fmt_bytes(stt.workspace_bytes, b1, sizeof b1));
         if (stt.weights16_bytes)
             printf("  bf16 weights    %12s (the copy the GEMMs read)\n", cli_fmt_bytes(stt.weights16_bytes, b1, sizeof b1));
+        if (dp)
+            printf("  reduction       %12s (partial sums of the micro-batch tree, receive buffer, partials)\n",
+                   cli_fmt_bytes(stt.reduce_bytes, b1, sizeof b1));
         printf("  activations     stored %s, working set %s, peak %s (predicted peak %s%s)\n",
                cli_fmt_bytes(stt.act_stored_bytes, b1, sizeof b1), cli_fmt_bytes(stt.act_workset_bytes, b2, sizeof b2),
                cli_fmt_bytes(stt.act_peak_bytes, b3, sizeof b3), cli_fmt_bytes(sim.peak_bytes, b4, sizeof b4),
                stt.act_peak_bytes == sim.peak_bytes ? ", exact" : ", MISMATCH");
         printf("  step peak       %12s (everything live at the worst moment)\n",
                cli_fmt_bytes(stt.step_peak_bytes, b1, sizeof b1));
+        if (stt.ranks > 1)
+            printf("communication: %s sent per step, median %.1f ms in exchanges, %.1f ms adding gradients\n",
+                   cli_fmt_bytes(stt.comm_bytes, b1, sizeof b1), comm_med, red_med);
         printf("  recompute       %.1f%% of step FLOPs | params_hash %.16s\n", rpct, hash);
         if (calib) {
             remat_plan_row pr = { 0 };
@@ -550,7 +756,7 @@ ready:
         }
         if (o.trace) printf("trace: %s\n", o.trace);
     }
-    if (o.sample > 0 && remat_data_is_bytes(data) && !o.json && !o.quiet) {
+    if (o.sample > 0 && remat_data_is_bytes(data) && !o.json && !o.quiet && lead) {
         int T = c->seq, np = T / 4 > 0 ? (T / 4 < 16 ? T / 4 : 16) : 1;
         int nn = (int)(o.sample < T - np ? o.sample : T - np);
         if (nn > 0) {
@@ -572,12 +778,37 @@ ready:
     }
     rc = 0;
 out:
+    if (!agreed) setup_agree(1);   /* this rank failed in its set-up */
     /* a run that stopped early still leaves the trace of what it ran */
-    if (rc && !trace_done && o.trace && trace && remat_trace_steps(trace)) write_trace(&o, trace);
-    free(in); free(tg); free(ms); free(ci);
+    if (rc && !trace_done && o.trace && trace && lead && remat_trace_steps(trace)) write_trace(&o, trace);
+    free(in); free(tg); free(ms); free(ci); free(dt.comm_ms); free(dt.reduce_ms);
     remat_trace_free(trace);
     remat_profile_free(calib);
     remat_model_free(m);
     remat_data_free(data);
+    return rc;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    if (remat_comm_create(NULL, NULL, &g_comm)) return cli_error("%s", remat_errmsg());
+    g_rank = remat_comm_rank(g_comm);
+    g_ranks = remat_comm_size(g_comm);
+    static char tag[32];
+    if (g_ranks > 1) {
+        snprintf(tag, sizeof tag, "rank %d: ", g_rank);
+        cli_error_tag = tag;
+        /* one rank speaks on stdout: rank 0 */
+        if (g_rank != 0 && !freopen("/dev/null", "w", stdout)) return cli_error("cannot silence stdout");
+    }
+    int rc = train(argc, argv);
+    if (rc && g_ranks > 1 && !g_collective) {
+        /* this rank's own failure: end every rank now rather than leave them
+         * waiting in an exchange with it */
+        fflush(stdout);
+        fflush(stderr);
+        remat_comm_abort(g_comm, rc);
+    }
+    remat_comm_free(g_comm);
     return rc;
 }

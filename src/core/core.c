@@ -10,6 +10,7 @@
 #include <omp.h>
 #include "core.h"
 #include "endian.h"
+#include "remat_testing.h"
 #include "rng.h"
 
 #ifdef REMAT_OPENBLAS
@@ -31,8 +32,9 @@ static const char *const status_names[] = {
     [REMAT_ERR_NONFINITE] = "non-finite value",
     [REMAT_ERR_BUDGET] = "over budget",
     [REMAT_ERR_STATE] = "bad state",
+    [REMAT_ERR_COMM] = "communication failed",
 };
-_Static_assert(sizeof status_names / sizeof status_names[0] == REMAT_ERR_STATE + 1,
+_Static_assert(sizeof status_names / sizeof status_names[0] == REMAT_ERR_COMM + 1,
                "status_names must name every remat_status: append to both");
 
 const char *remat_status_str(remat_status st)
@@ -149,6 +151,8 @@ static int inject_failure(void)
 }
 
 static size_t round64(size_t bytes) { return bytes ? (bytes + 63) & ~(size_t)63 : 64; }
+
+void remat_debug_fail_alloc(uint64_t n) { remat_mem_fail_at(n); }
 
 void *remat_mem_alloc(remat_mem *m, int cat, size_t bytes)
 {

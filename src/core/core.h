@@ -60,6 +60,8 @@ enum remat_mem_cat {
     REMAT_MEM_ACTS,        /* activations and activation gradients */
     REMAT_MEM_WORKSPACE,
     REMAT_MEM_WEIGHTS16,   /* bf16: the copy of the weights the GEMMs read */
+    REMAT_MEM_REDUCE,      /* data parallelism: the gradient tree's partial sums, the
+                              receive buffer, norm and loss partials */
     REMAT_MEM_NCAT
 };
 

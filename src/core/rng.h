@@ -55,14 +55,21 @@ float remat_rng_normal(uint64_t key, uint64_t idx);
 enum { REMAT_SITE_ATT = 1, REMAT_SITE_RES_ATTN = 2, REMAT_SITE_RES_MLP = 3 };
 
 /*
- * A dropout mask, described rather than stored: element i is kept when
- * uniform(key, i) >= p, and kept elements are scaled by 1/(1-p) (inverted
- * dropout, as torch.nn.Dropout).  p == 0 means "identity".
+ * A dropout mask, described rather than stored: element i of a kernel's
+ * buffer is kept when uniform(key, offset + i) >= p, and kept elements are
+ * scaled by 1/(1-p) (inverted dropout, as torch.nn.Dropout).  p == 0 means
+ * "identity".  offset places the buffer in the step's whole batch: a
+ * micro-batch that starts at global row g draws element offset + i, with
+ * offset the index of row g's first element (g T C for a (B,T,C) branch,
+ * g NH T T for the attention probabilities), so it draws exactly the mask
+ * a whole-batch buffer draws for its rows, on any rank (remat.h, "data
+ * parallelism").  A whole batch has offset 0.
  */
 typedef struct remat_dropout {
     float p;
     float scale;   /* 1/(1-p) */
     uint64_t key;
+    uint64_t offset;
 } remat_dropout;
 
 static inline remat_dropout remat_dropout_make(float p, uint64_t key)
@@ -71,14 +78,15 @@ static inline remat_dropout remat_dropout_make(float p, uint64_t key)
     d.p = p;
     d.scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
     d.key = key;
+    d.offset = 0;
     return d;
 }
 
-/* Multiplier for element idx: 0 or 1/(1-p). */
+/* Multiplier for element idx of the buffer: 0 or 1/(1-p). */
 static inline float remat_dropout_mult(const remat_dropout *d, uint64_t idx)
 {
     if (d->p <= 0.0f) return 1.0f;
-    return remat_rng_uniform(d->key, idx) >= d->p ? d->scale : 0.0f;
+    return remat_rng_uniform(d->key, d->offset + idx) >= d->p ? d->scale : 0.0f;
 }
 
 #endif

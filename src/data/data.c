@@ -38,7 +38,9 @@
  * each error path.
  */
 #include <errno.h>
+#include <glob.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "../core/core.h"
@@ -60,10 +62,12 @@
 
 struct remat_data {
     remat_mem mem;            /* counts this handle's allocations */
-    unsigned char *buf;       /* raw bytes: text, generated text or whole shard */
+    unsigned char *buf;       /* the tokens' raw bytes: text, generated text, or the shards'
+                                 tokens (little-endian uint16) without their headers; the
+                                 training stream, then the validation stream (--val-data) */
     size_t buf_bytes;
-    size_t base;              /* byte offset of token 0 in buf */
     int width;                /* bytes per token: 1 (bytes) or 2 (shard) */
+    char *val_path;           /* the validation pattern (owned), or NULL */
     int vocab;                /* the model vocabulary every token is below */
     size_t start[2];          /* first token of each split */
     size_t len[2];            /* tokens in each split (>= 2) */
@@ -73,7 +77,7 @@ struct remat_data {
 
 static inline unsigned token_at(const remat_data *d, size_t i)
 {
-    const unsigned char *p = d->buf + d->base + i * (size_t)d->width;
+    const unsigned char *p = d->buf + i * (size_t)d->width;
     return d->width == 1 ? p[0] : remat_get_le16(p);
 }
 
@@ -148,7 +152,6 @@ static remat_status open_embedded(remat_data *d)
                           cap);
     d->buf_bytes = cap;
     d->width = 1;
-    d->base = 0;
     size_t ntrain = embed_generate(d->buf, EMBED_TRAIN_BYTES, REMAT_SPLIT_TRAIN);
     size_t nval = embed_generate(d->buf + ntrain, EMBED_VAL_BYTES, REMAT_SPLIT_VAL);
     d->start[REMAT_SPLIT_TRAIN] = 0;
@@ -191,7 +194,43 @@ static remat_status shard_header(const char *path, const unsigned char *hdr, uin
     return REMAT_OK;
 }
 
-static remat_status open_file(remat_data *d, const char *path)
+/* ---- streams: a file, or the sorted matches of a glob, read as one ----------- */
+
+/* One file of a stream, as probed. */
+typedef struct src_file {
+    const char *path;
+    uint64_t size;          /* bytes */
+    uint64_t ntok;          /* tokens */
+    int shard;              /* an llm.c shard (else byte text) */
+} src_file;
+
+typedef struct stream {
+    const char *pattern;    /* as given */
+    src_file one;           /* a literal path: the stream's only file (no allocation) */
+    src_file *f;            /* the files, in order (&one, or an array) */
+    size_t n;
+    char **names;           /* glob's matches (owned), or NULL */
+    uint64_t ntok, bytes;   /* tokens, and bytes of the files */
+    int width;              /* bytes per token */
+} stream;
+
+static void stream_clear(stream *s)
+{
+    if (s->names) {
+        for (size_t i = 0; i < s->n; i++) free(s->names[i]);
+        free(s->names);
+        free(s->f);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+static int has_glob_chars(const char *p) { return strpbrk(p, "*?[") != NULL; }
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Opens path, checks it is a regular file and reads its first bytes (up to
+ * the shard header) into hdr, *have of them, and its size. */
+static remat_status open_probe(const char *path, FILE **fp, unsigned char *hdr, size_t *have, uint64_t *size)
 {
     remat_status st = REMAT_OK;
     FILE *f = fopen(path, "rb");
@@ -213,71 +252,231 @@ static remat_status open_file(remat_data *d, const char *path)
                         "machine's address space", path, (long long)sb.st_size);
         goto out;
     }
-    uint64_t size = (uint64_t)sb.st_size;
-
-    /* Peek at the header to tell a shard from text. */
-    unsigned char hdr[SHARD_HEADER_BYTES];
-    size_t have = fread(hdr, 1, size < sizeof hdr ? (size_t)size : sizeof hdr, f);
-    if (have < (size < sizeof hdr ? size : sizeof hdr)) {
+    *size = (uint64_t)sb.st_size;
+    size_t want = *size < SHARD_HEADER_BYTES ? (size_t)*size : SHARD_HEADER_BYTES;
+    *have = fread(hdr, 1, want, f);
+    if (*have < want) {
         st = remat_fail(REMAT_ERR_IO, "cannot read '%s': %s", path,
                         ferror(f) ? strerror(errno) : "the file shrank while being read");
         goto out;
     }
-    int shard = have >= 4 && remat_get_le32(hdr) == SHARD_MAGIC;
+out:
+    if (st) fclose(f);
+    else *fp = f;
+    return st;
+}
+
+/* Probes one file: shard or text, its size and token count, every check a
+ * shard's header allows. */
+static remat_status probe_file(src_file *sf)
+{
+    unsigned char hdr[SHARD_HEADER_BYTES];
+    size_t have;
+    FILE *f = NULL;
+    remat_status st = open_probe(sf->path, &f, hdr, &have, &sf->size);
+    if (st) return st;
+    fclose(f);
+    const char *path = sf->path;
+    sf->shard = have >= 4 && remat_get_le32(hdr) == SHARD_MAGIC;
     size_t plen = strlen(path);
-    if (!shard && plen >= 4 && !strcmp(path + plen - 4, ".bin")) {
+    if (!sf->shard && plen >= 4 && !strcmp(path + plen - 4, ".bin"))
         /* a .bin file is meant to be a shard: a wrong magic is corruption,
          * not text */
-        st = remat_fail(REMAT_ERR_FORMAT, "'%s' is not an llm.c token shard: magic %u, expected %d "
-                        "(a .bin file must be a shard; rename a text file to another extension)",
-                        path, have >= 4 ? (unsigned)remat_get_le32(hdr) : 0u, SHARD_MAGIC);
-        goto out;
-    }
-    uint64_t ntok = size;
-    if (shard) {
-        st = shard_header(path, hdr, size, &ntok);
-        if (st != REMAT_OK) goto out;
-        d->width = 2;
-        d->base = SHARD_HEADER_BYTES;
+        return remat_fail(REMAT_ERR_FORMAT, "'%s' is not an llm.c token shard: magic %u, expected %d "
+                          "(a .bin file must be a shard; rename a text file to another extension)",
+                          path, have >= 4 ? (unsigned)remat_get_le32(hdr) : 0u, SHARD_MAGIC);
+    if (sf->shard) return shard_header(path, hdr, sf->size, &sf->ntok);
+    if (sf->size < 2)
+        return remat_fail(REMAT_ERR_FORMAT,
+                          "text file '%s' is %s; a byte-tokenized file needs at least "
+                          "%d bytes (%d for training, %d for validation)",
+                          path, sf->size == 0 ? "empty" : "only 1 byte", 2 * MIN_SPLIT_TOKENS,
+                          MIN_SPLIT_TOKENS, MIN_SPLIT_TOKENS);
+    sf->ntok = sf->size;
+    return REMAT_OK;
+}
+
+/* The files of pattern: the path itself (also when a file has that very
+ * name), or the matches of a glob in byte order (strcmp, whatever the
+ * locale), each probed.  Several files must all be shards. */
+static remat_status stream_open(const char *pattern, stream *s)
+{
+    remat_status st;
+    memset(s, 0, sizeof *s);
+    s->pattern = pattern;
+    struct stat sb;
+    if (!has_glob_chars(pattern) || stat(pattern, &sb) == 0) {   /* a file named "a[1].bin" is itself */
+        s->one.path = pattern;
+        s->f = &s->one;
+        s->n = 1;
     } else {
-        if (size < 2) {
-            st = remat_fail(REMAT_ERR_FORMAT,
-                            "text file '%s' is %s; a byte-tokenized file needs at least "
-                            "%d bytes (%d for training, %d for validation)",
-                            path, size == 0 ? "empty" : "only 1 byte", 2 * MIN_SPLIT_TOKENS,
-                            MIN_SPLIT_TOKENS, MIN_SPLIT_TOKENS);
-            goto out;
+        glob_t g;
+        int rc = glob(pattern, GLOB_NOSORT, NULL, &g);
+        if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
+            if (rc == 0) globfree(&g);
+            return remat_fail(REMAT_ERR_IO, "no file matches the data pattern '%s'; check the path (quote the "
+                              "pattern so that the shell does not expand it)", pattern);
         }
-        d->width = 1;
-        d->base = 0;
+        if (rc != 0) return remat_fail(REMAT_ERR_IO, "cannot expand the data pattern '%s'", pattern);
+        size_t n = g.gl_pathc;
+        s->names = remat_calloc(n, sizeof *s->names);
+        s->f = remat_calloc(n, sizeof *s->f);
+        if (!s->names || !s->f) {
+            globfree(&g);
+            free(s->names);
+            free(s->f);
+            s->names = NULL;
+            return remat_fail(REMAT_ERR_NOMEM, "out of memory listing the %zu files of '%s'", n, pattern);
+        }
+        for (size_t i = 0; i < n; i++)
+            if (!(s->names[i] = remat_strdup(g.gl_pathv[i]))) {
+                globfree(&g);
+                s->n = n;
+                stream_clear(s);
+                return remat_fail(REMAT_ERR_NOMEM, "out of memory listing the files of '%s'", pattern);
+            }
+        globfree(&g);
+        s->n = n;
+        qsort(s->names, n, sizeof *s->names, cmp_str);
+        for (size_t i = 0; i < n; i++) s->f[i].path = s->names[i];
     }
+    int ok = 1;
+    for (size_t i = 0; i < s->n; i++) {
+        if ((st = probe_file(&s->f[i]))) return st;
+        if (s->n > 1 && !s->f[i].shard)
+            return remat_fail(REMAT_ERR_FORMAT, "'%s' (matched by '%s') is not an llm.c token shard: a pattern "
+                              "that matches several files must match shards only", s->f[i].path, pattern);
+        s->ntok = remat_add(s->ntok, s->f[i].ntok, &ok);
+        s->bytes = remat_add(s->bytes, s->f[i].size, &ok);
+    }
+    if (!ok || s->ntok > (uint64_t)SIZE_MAX / 2)
+        return remat_fail(REMAT_ERR_RANGE, "the files of '%s' are too large for this machine", pattern);
+    s->width = s->f[0].shard ? 2 : 1;
+    return REMAT_OK;
+}
 
-    char what[400];
-    snprintf(what, sizeof what, "%s '%s'", shard ? "shard" : "text file", path);
-    st = split_tokens(d, (size_t)ntok, what);
-    if (st != REMAT_OK) goto out;
+/* Reads the stream's tokens (raw little-endian bytes) into dst, feeding
+ * every byte of every file to h, and checks each file's tokens against the
+ * vocabulary. */
+static remat_status stream_read(remat_data *d, stream *s, unsigned char *dst, remat_hash *h)
+{
+    remat_status st = REMAT_OK;
+    for (size_t i = 0; i < s->n && !st; i++) {
+        src_file *sf = &s->f[i];
+        unsigned char hdr[SHARD_HEADER_BYTES];
+        size_t have;
+        uint64_t size;
+        FILE *f = NULL;
+        if ((st = open_probe(sf->path, &f, hdr, &have, &size))) return st;
+        if (size != sf->size) {
+            fclose(f);
+            return remat_fail(REMAT_ERR_IO, "'%s' changed size while being opened (%llu, then %llu bytes)", sf->path,
+                              (unsigned long long)sf->size, (unsigned long long)size);
+        }
+        size_t payload = (size_t)sf->ntok * (size_t)s->width;
+        remat_hash_update(h, hdr, have);
+        if (sf->shard) {
+            /* the header was read by the probe; the tokens follow it */
+            if (fread(dst, 1, payload, f) != payload)
+                st = remat_fail(REMAT_ERR_IO, "cannot read '%s': %s", sf->path,
+                                ferror(f) ? strerror(errno) : "the file shrank while being read");
+        } else {
+            memcpy(dst, hdr, have);
+            size_t rest = payload - have;
+            if (rest && fread(dst + have, 1, rest, f) != rest)
+                st = remat_fail(REMAT_ERR_IO, "cannot read '%s': %s", sf->path,
+                                ferror(f) ? strerror(errno) : "the file shrank while being read");
+        }
+        fclose(f);
+        if (st) return st;
+        remat_hash_update(h, sf->shard ? dst : dst + have, sf->shard ? payload : payload - have);
+        char what[400];
+        snprintf(what, sizeof what, "%s '%s'", sf->shard ? "shard" : "text file", sf->path);
+        d->buf = dst;   /* check_tokens reads the file's tokens from here */
+        st = check_tokens(d, (size_t)sf->ntok, what);
+        dst += payload;
+    }
+    return st;
+}
 
-    d->buf = remat_mem_alloc(&d->mem, REMAT_MEM_WORKSPACE, (size_t)size);
-    if (!d->buf) {
-        st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading '%s' (%llu bytes)", path,
-                        (unsigned long long)size);
+/* Opens the train stream, and val when given (else the train stream is
+ * split 90/10), into d. */
+static remat_status open_files(remat_data *d, const char *train, const char *val)
+{
+    remat_status st;
+    stream s[2];
+    memset(s, 0, sizeof s);
+    int ns = val ? 2 : 1;
+    unsigned char *buf = NULL;
+    size_t total = 0;
+    if ((st = stream_open(train, &s[0]))) goto out;
+    if (val && (st = stream_open(val, &s[1]))) goto out;
+    if (val && s[0].width != s[1].width) {
+        st = remat_fail(REMAT_ERR_FORMAT, "the training data '%s' is %s and the validation data '%s' is %s: both "
+                        "must be llm.c shards or both text", train, s[0].width == 2 ? "llm.c shards" : "text", val,
+                        s[1].width == 2 ? "llm.c shards" : "text");
         goto out;
     }
-    d->buf_bytes = (size_t)size;
-    memcpy(d->buf, hdr, have);
-    size_t rest = (size_t)size - have;
-    if (rest && fread(d->buf + have, 1, rest, f) != rest) {
-        st = remat_fail(REMAT_ERR_IO, "cannot read '%s': %s", path,
-                        ferror(f) ? strerror(errno) : "the file shrank while being read");
+    d->width = s[0].width;
+    if (!val) {
+        char what[400];
+        if (s[0].n == 1) snprintf(what, sizeof what, "%s '%s'", s[0].f[0].shard ? "shard" : "text file", train);
+        else snprintf(what, sizeof what, "the %zu shards of '%s'", s[0].n, train);
+        if ((st = split_tokens(d, (size_t)s[0].ntok, what))) goto out;
+    } else {
+        for (int k = 0; k < 2; k++)
+            if (s[k].ntok < MIN_SPLIT_TOKENS) {
+                st = remat_fail(REMAT_ERR_FORMAT, "the %s data '%s' has %llu tokens; it needs at least %d",
+                                k ? "validation" : "training", k ? val : train, (unsigned long long)s[k].ntok,
+                                MIN_SPLIT_TOKENS);
+                goto out;
+            }
+        d->start[REMAT_SPLIT_TRAIN] = 0;
+        d->len[REMAT_SPLIT_TRAIN] = (size_t)s[0].ntok;
+        d->start[REMAT_SPLIT_VAL] = (size_t)s[0].ntok;
+        d->len[REMAT_SPLIT_VAL] = (size_t)s[1].ntok;
+    }
+    for (int k = 0; k < ns; k++) total += (size_t)s[k].ntok * (size_t)d->width;
+    if (!(buf = remat_mem_alloc(&d->mem, REMAT_MEM_WORKSPACE, total ? total : 1))) {
+        st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading '%s' (%zu bytes)", train, total);
         goto out;
     }
-    st = check_tokens(d, (size_t)ntok, what);
+    uint64_t h[2];
+    unsigned char *dst = buf;
+    for (int k = 0; k < ns; k++) {
+        remat_hash hs;
+        remat_hash_init(&hs, s[k].bytes);
+        if ((st = stream_read(d, &s[k], dst, &hs))) goto out;
+        h[k] = remat_hash_final(&hs);
+        dst += (size_t)s[k].ntok * (size_t)d->width;
+    }
+    /* the contents' identity: the files' bytes (one stream: exactly the hash
+     * of the one file, as before streams), and both streams' with --val-data */
+    if (val) {
+        unsigned char both[16];
+        remat_put_le64(both, h[0]);
+        remat_put_le64(both + 8, h[1]);
+        d->hash = remat_hash_bytes(both, sizeof both);
+    } else {
+        d->hash = h[0];
+    }
+    d->buf = buf;
+    d->buf_bytes = total ? total : 1;
+    buf = NULL;
 out:
-    fclose(f);
+    if (buf) remat_mem_free(&d->mem, REMAT_MEM_WORKSPACE, buf, total ? total : 1);
+    if (st) d->buf = NULL;
+    stream_clear(&s[0]);
+    stream_clear(&s[1]);
     return st;
 }
 
 remat_status remat_data_open(const char *path, int vocab, remat_data **out)
+{
+    return remat_data_open_val(path, NULL, vocab, out);
+}
+
+remat_status remat_data_open_val(const char *train, const char *val, int vocab, remat_data **out)
 {
     remat_status st = REMAT_OK;
     remat_data *d = NULL;
@@ -289,13 +488,23 @@ remat_status remat_data_open(const char *path, int vocab, remat_data **out)
         return remat_fail(REMAT_ERR_INVALID,
                           "vocabulary %d is too small: it must be at least 2 "
                           "(256 for bytes, 50257 for GPT-2 shards)", vocab);
+    if (val && !train)
+        return remat_fail(REMAT_ERR_INVALID, "a validation set (--val-data) needs training data (--data): the "
+                          "embedded task has its own validation split");
     d = remat_mem_calloc(&mem, REMAT_MEM_WORKSPACE, sizeof *d);
     if (!d) return remat_fail(REMAT_ERR_NOMEM, "out of memory opening the data");
     d->mem = mem;
     d->vocab = vocab;
-    st = path ? open_file(d, path) : open_embedded(d);
+    if (val && !(d->val_path = remat_strdup(val))) {
+        st = remat_fail(REMAT_ERR_NOMEM, "out of memory opening the data");
+        goto out;
+    }
+    if (train) st = open_files(d, train, val);
+    else {
+        st = open_embedded(d);
+        if (!st) d->hash = remat_hash_bytes(d->buf, d->buf_bytes);
+    }
     if (st != REMAT_OK) goto out;
-    d->hash = remat_hash_bytes(d->buf, d->buf_bytes);
     *out = d;
     d = NULL;
 out:
@@ -303,10 +512,13 @@ out:
     return st;
 }
 
+const char *remat_data_val_path(const remat_data *d) { return d ? d->val_path : NULL; }
+
 void remat_data_free(remat_data *d)
 {
     if (!d) return;
     remat_mem_free(&d->mem, REMAT_MEM_WORKSPACE, d->buf, d->buf_bytes);
+    free(d->val_path);
     remat_mem mem = d->mem;
     remat_mem_free(&mem, REMAT_MEM_WORKSPACE, d, sizeof *d);
 }
@@ -316,7 +528,12 @@ int remat_data_is_bytes(const remat_data *d) { return d && d->width == 1; }
 int remat_data_default_vocab(const char *path)
 {
     if (!path) return BYTE_VOCAB;
+    glob_t g;
+    struct stat sb;
+    int globbed = has_glob_chars(path) && stat(path, &sb) != 0 && glob(path, 0, NULL, &g) == 0;
+    if (globbed && g.gl_pathc) path = g.gl_pathv[0];   /* the stream's first file (glob sorts) */
     FILE *f = fopen(path, "rb");
+    if (globbed) globfree(&g);
     if (!f) return BYTE_VOCAB;
     unsigned char m[4];
     int shard = fread(m, 1, 4, f) == 4 && remat_get_le32(m) == SHARD_MAGIC;

@@ -92,12 +92,14 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     m = remat_calloc(1, sizeof *m);
     if (!m) return remat_fail(REMAT_ERR_NOMEM, "out of memory creating the model");
     m->cfg = *cfg;
+    m->mcfg = *cfg;
     m->seed = seed;
     remat_optim_default(&m->opt);
     int shapes[REMAT_PARAM_COUNT][3];
     size_t total = remat_param_layout(cfg, shapes, m->poff);
     for (int i = 0; i < REMAT_PARAM_COUNT; i++) m->pnum[i] = remat_param_numel(shapes[i]);
     m->nparams = total;
+    m->optim_n = total;
     size_t bytes = total * sizeof(float);
     m->nslots = remat_nslots_t(remat_table_of(cfg), cfg->n_layer);
     size_t N = (size_t)cfg->batch * cfg->seq;
@@ -148,8 +150,9 @@ void remat_model_free(remat_model *m)
     if (m->buf) free_acts(m);
     remat_mem_free(&m->mem, REMAT_MEM_PARAMS, m->params, bytes);
     remat_mem_free(&m->mem, REMAT_MEM_GRADS, m->grads, bytes);
-    remat_mem_free(&m->mem, REMAT_MEM_OPTIM, m->adam_m, bytes);
-    remat_mem_free(&m->mem, REMAT_MEM_OPTIM, m->adam_v, bytes);
+    remat_dp_free(m);
+    remat_mem_free(&m->mem, REMAT_MEM_OPTIM, m->adam_m, m->optim_n * sizeof(float));
+    remat_mem_free(&m->mem, REMAT_MEM_OPTIM, m->adam_v, m->optim_n * sizeof(float));
     remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->inputs, N * sizeof(int));
     remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->targets, N * sizeof(int));
     remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->losses, N * sizeof(float));
@@ -178,7 +181,7 @@ remat_status remat_model_set_policy(remat_model *m, const char *policy)
 {
     remat_schedule *s = NULL;
     if (!m) return remat_fail(REMAT_ERR_INVALID, "model is NULL");
-    remat_status st = remat_schedule_create(&m->cfg, policy, &s);
+    remat_status st = remat_schedule_create(&m->mcfg, policy, &s);
     if (st) return model_fail(m, st);
     remat_schedule_free(m->sched);
     m->sched = s;
@@ -243,6 +246,14 @@ void remat_model_stats(const remat_model *m, remat_stats *o)
     o->fwd_act_peak_bytes = m->meas_fwd_peak;
     o->weights16_bytes = m->mem.live[REMAT_MEM_WEIGHTS16];
     o->act_cached_bytes = remat_mem_cached(&m->mem);
+    o->ranks = m->dp.l.R ? m->dp.l.R : 1;
+    o->micro_batch = m->mcfg.batch;
+    o->grad_accum = m->dp.l.Ml ? m->dp.l.Ml : 1;
+    o->zero = m->dp.l.zero;
+    o->reduce_bytes = m->mem.live[REMAT_MEM_REDUCE];
+    o->comm_bytes = m->dp.comm_bytes;
+    o->comm_ms = m->dp.comm_ms;
+    o->reduce_ms = m->dp.reduce_ms;
 }
 
 /* ---- the interpreter ------------------------------------------------------ */
@@ -254,6 +265,10 @@ typedef struct run {
     remat_op_ctx ctx;
     uint64_t act0;              /* activation bytes live before the run */
     int do_update;
+    int accumulate;             /* a micro-batch of a longer step: the update instruction
+                                   only ends the run (engine/parallel.c updates) */
+    uint64_t row0;              /* the step's batch row of the run's row 0 */
+    float *grads;               /* where parameter gradients accumulate (NULL: m->grads) */
     float *loss;
     double flops, rflops;
     /* forward-only runs read the logits at their free */
@@ -315,6 +330,7 @@ static remat_status run_update(run *r)
     if (m->poison == 1) r->ctx.loss_sum = NAN;
     else if (m->poison > 1) m->grads[m->poff[m->poison - 2]] = NAN;
     m->poison = 0;
+    if (r->accumulate) return REMAT_OK;
     if (r->loss) *r->loss = (float)(r->ctx.loss_sum / (double)N);
     if (!isfinite(r->ctx.loss_sum))
         return remat_fail(REMAT_ERR_NONFINITE, "non-finite loss at step %llu", (unsigned long long)m->t + 1);
@@ -399,15 +415,18 @@ static remat_status run_schedule(remat_model *m, const remat_schedule *s, run *r
 {
     r->m = m;
     r->s = s;
-    remat_op_ctx_init(&r->ctx, &s->cfg, m->params, m->grads);
+    remat_op_ctx_init(&r->ctx, &s->cfg, m->params, r->grads ? r->grads : m->grads);
     r->ctx.params16 = m->params16;
     if (m->params16 && m->params16_stale) {
         remat_op_refresh16(&r->ctx);
         m->params16_stale = 0;
     }
-    r->ctx.inputs = m->inputs;
-    r->ctx.targets = m->targets;
-    r->ctx.losses = m->losses;
+    size_t off = (size_t)r->row0 * (size_t)s->cfg.seq;
+    r->ctx.inputs = m->inputs + off;
+    r->ctx.targets = m->targets + off;
+    r->ctx.losses = m->losses + off;
+    r->ctx.row0 = r->row0;
+    r->ctx.loss_n = (uint64_t)m->cfg.batch * (uint64_t)m->cfg.seq;
     r->ctx.seed = m->seed;
     r->ctx.step = m->t;
     r->ctx.training = training;
@@ -436,9 +455,18 @@ remat_status remat_model_step(remat_model *m, const int *inputs, const int *targ
 {
     remat_status st;
     if (!m || !inputs || !targets) return remat_fail(REMAT_ERR_INVALID, "remat_model_step: NULL argument");
+    if (!m->adam_m)
+        return model_fail(m, remat_fail(REMAT_ERR_STATE, "the model lost its AdamW state when "
+                                        "remat_model_set_parallel ran out of memory; free it"));
     size_t N = (size_t)m->cfg.batch * m->cfg.seq;
     if ((st = check_tokens(m, inputs, N, "inputs")) || (st = check_tokens(m, targets, N, "targets")))
         return model_fail(m, st);
+    if (m->dp.l.active) {
+        memcpy(m->inputs, inputs, N * sizeof(int));
+        memcpy(m->targets, targets, N * sizeof(int));
+        if ((st = remat_dp_step(m, do_update, loss))) return model_fail(m, st);
+        return REMAT_OK;
+    }
     remat_trace_run tr;
     if (m->trace && (st = remat_trace_step_begin(&tr, m->trace, m->trace_step, m->sched))) return model_fail(m, st);
     memcpy(m->inputs, inputs, N * sizeof(int));
@@ -464,7 +492,7 @@ remat_status remat_model_step(remat_model *m, const int *inputs, const int *targ
 static remat_status fwd_schedule(remat_model *m, int which, const remat_schedule **out)
 {
     if (!m->fwd[which]) {
-        remat_config c = m->cfg;
+        remat_config c = m->mcfg;
         if (which != FWD_EVAL) c.lmhead_chunk = 0;   /* whole logits */
         if (which == FWD_SAMPLE) c.batch = 1;
         remat_status st = remat_schedule_create_forward(&c, &m->fwd[which]);
@@ -493,6 +521,13 @@ remat_status remat_model_eval(remat_model *m, const int *inputs, const int *targ
     if (targets && (st = check_tokens(m, targets, N, "targets"))) return model_fail(m, st);
     memcpy(m->inputs, inputs, N * sizeof(int));
     if (targets) memcpy(m->targets, targets, N * sizeof(int));
+    if (m->dp.l.active) {
+        if (logits)
+            return model_fail(m, remat_fail(REMAT_ERR_INVALID, "remat_model_eval: logits are for a model with one "
+                                            "micro-batch per step; this one has %d", m->dp.l.M));
+        if ((st = remat_dp_eval(m, targets != NULL, loss))) return model_fail(m, st);
+        return REMAT_OK;
+    }
     run r;
     memset(&r, 0, sizeof r);
     r.logits_out = logits;
@@ -530,4 +565,31 @@ remat_status remat_model_sample(remat_model *m, const int *prompt, int n_prompt,
         out[k] = r.picked;
     }
     return REMAT_OK;
+}
+
+remat_status remat_model_run_rows(remat_model *m, int training, uint64_t row0, float *grads, double *loss_sum)
+{
+    remat_status st;
+    run r;
+    memset(&r, 0, sizeof r);
+    r.sample_row = -1;
+    r.row0 = row0;
+    if (!training) {
+        st = run_forward_only(m, FWD_EVAL, 1, &r);
+        *loss_sum = r.ctx.loss_sum;
+        return st;
+    }
+    r.accumulate = 1;
+    r.grads = grads;
+    remat_trace_run tr;
+    if (m->trace && (st = remat_trace_step_begin(&tr, m->trace, m->trace_step, m->sched))) return st;
+    st = run_schedule(m, m->sched, &r, 1, 1, m->trace ? &tr : NULL);
+    if (m->trace) remat_trace_step_end(&tr, st == REMAT_OK);
+    uint64_t peak = m->mem.peak[REMAT_MEM_ACTS] - r.act0;
+    if (peak > m->meas_peak) m->meas_peak = peak;
+    if (m->mem.peak_total > m->meas_total_peak) m->meas_total_peak = m->mem.peak_total;
+    m->step_flops += r.flops;
+    m->step_recompute_flops += r.rflops;
+    *loss_sum = r.ctx.loss_sum;
+    return st;
 }

@@ -8,6 +8,7 @@
 #include "../core/core.h"
 #include "../table/params.h"
 #include "../ops/ops.h"
+#include "../table/parallel.h"
 
 /* the forward-only schedules evaluation and sampling run, compiled on
  * first use */
@@ -16,8 +17,29 @@ enum { FWD_EVAL = 0,     /* the config's own head: loss only */
        FWD_SAMPLE = 2,   /* batch 1, whole logits: remat_model_sample */
        FWD_COUNT };
 
+/* Data parallelism and gradient accumulation (engine/parallel.c): the
+ * layout, the gradient buffers the micro-batch tree sums in, and what the
+ * last step communicated. */
+typedef struct remat_dp {
+    struct remat_comm *comm;    /* NULL: one rank */
+    remat_dp_layout l;          /* l.active == 0: a step is one schedule run, as without */
+    float **pool;               /* the tree's gradient buffers; pool[0] is m->grads at rest, */
+    int npool;                  /* the others are REMAT_MEM_REDUCE */
+    int *free_idx, nfree;       /* pool buffers not holding a partial sum */
+    float *recv;                /* the reduce-scatter's receive buffer (l.recv_n floats) */
+    double *parts;              /* the norm's block partials (l.nblocks) */
+    double *losses;             /* 2 M: the micro-batches' loss sums by slice order of their
+                                   ranks, then in global order */
+    int checked;                /* the ranks' models were compared (first collective step) */
+    uint64_t comm_bytes;        /* the last step's */
+    double comm_ms, reduce_ms;
+} remat_dp;
+
 struct remat_model {
-    remat_config cfg;
+    remat_config cfg;           /* the run's config: batch is the step's global batch B */
+    remat_config mcfg;          /* cfg with batch = the micro-batch b: what schedules and
+                                   activation buffers are sized for (cfg itself without
+                                   remat_model_set_parallel) */
     remat_optim opt;
     uint64_t seed;
     uint64_t t;                 /* optimizer steps done */
@@ -25,6 +47,8 @@ struct remat_model {
     size_t nparams;
     size_t poff[REMAT_PARAM_COUNT], pnum[REMAT_PARAM_COUNT];
     float *params, *grads, *adam_m, *adam_v;
+    size_t optim_lo, optim_n;   /* adam_m/adam_v hold elements [optim_lo, optim_lo + optim_n):
+                                   all of them, or this rank's slice under ZeRO-1 */
     remat_bf16 *params16;       /* bf16: the weights the GEMMs read (NULL in fp32) */
     int params16_stale;         /* params changed since params16 was made */
     int *inputs, *targets;      /* workspace: the current batch */
@@ -45,8 +69,23 @@ struct remat_model {
     float grad_norm;
     uint64_t meas_peak, meas_stored, meas_total_peak, meas_fwd_peak;
     double step_flops, step_recompute_flops;
+    remat_dp dp;
     char err[512];
 };
+
+/* One run of a schedule on rows of the step's batch (engine/parallel.c's
+ * micro-batches): the training schedule (training 1) or the forward-only
+ * evaluation one, on the mcfg.batch rows starting at global row row0 of
+ * m->inputs / m->targets, parameter gradients into grads (training), d(logits)
+ * scaled by 1 / (B T).  *loss_sum gets the rows' summed loss.  Traced when a
+ * trace is set.  Activation peaks are kept in m (the highest of the step). */
+remat_status remat_model_run_rows(remat_model *m, int training, uint64_t row0, float *grads, double *loss_sum);
+
+/* engine/parallel.c: a step and an evaluation over micro-batches and ranks
+ * (m->dp.l.active), and the release of the reduction's buffers */
+remat_status remat_dp_step(remat_model *m, int do_update, float *loss);
+remat_status remat_dp_eval(remat_model *m, int have_targets, float *loss);
+void remat_dp_free(remat_model *m);
 
 /* The parameters were written behind the model's back (a checkpoint or
  * weights load): the bf16 copy is made again before the next use. */

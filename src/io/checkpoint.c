@@ -47,6 +47,7 @@
 #include "../core/core.h"
 #include "../core/endian.h"
 #include "../core/rng.h"
+#include "../comm/comm.h"
 #include "../engine/model.h"
 #include "io.h"
 
@@ -78,7 +79,7 @@ enum {
     H_MAGIC = 0, H_VERSION = 8, H_HDRBYTES = 12, H_FILEBYTES = 16, H_STEP = 24, H_OPTSTEPS = 32,
     H_SEED = 40, H_NPARAMS = 48, H_CFG = 56, H_DROPOUT = 84, H_OPT = 88, H_TOKENS = 112,
     H_POS = 128, H_DATAKIND = 144, H_PATHLEN = 148, H_POLICYLEN = 152, H_ATTENTION = 156, H_LMHEAD = 160,
-    H_END_V1 = 164, H_DTYPE = 164, H_DATAHASH = 168, H_FRAMEWORK = 176, H_END = 192
+    H_END_V1 = 164, H_DTYPE = 164, H_DATAHASH = 168, H_FRAMEWORK = 176, H_MICRO = 192, H_VALLEN = 196, H_END = 200
 };
 
 /* Every remat_config field is in the header: a new field must be added to
@@ -86,10 +87,10 @@ enum {
 _Static_assert(sizeof(remat_config) == 15 * 4, "remat_config changed: store the new field in the checkpoint header");
 
 /* Total file bytes for the given variable parts; 0 on overflow. */
-static uint64_t file_bytes(uint64_t nparams, uint64_t pathlen, uint64_t policylen)
+static uint64_t file_bytes(uint64_t nparams, uint64_t pathlen, uint64_t policylen, uint64_t vallen)
 {
     int ok = 1;
-    uint64_t n = remat_add(CK_HEADER, pad8(pathlen + policylen), &ok);
+    uint64_t n = remat_add(CK_HEADER, pad8(pathlen + policylen + vallen), &ok);
     n = remat_add(n, remat_mul(nparams, 12, &ok), &ok);
     n = remat_add(n, 8, &ok);
     return ok ? n : 0;
@@ -129,6 +130,9 @@ static void encode_header(unsigned char h[CK_HEADER], const remat_checkpoint_inf
      * runs, so the file is the same as before these fields (no new version) */
     int fw[4] = { (int)c->framework, remat_config_tp(c) - 1, c->sp, c->stage };
     for (int k = 0; k < 4; k++) remat_put_le32(h + H_FRAMEWORK + 4 * k, (uint32_t)fw[k]);
+    /* micro-batch and validation set: zero (the file as before them) unless used */
+    remat_put_le32(h + H_MICRO, (uint32_t)ci->micro_batch);
+    remat_put_le32(h + H_VALLEN, (uint32_t)strlen(ci->val_data));
 }
 
 /* Checks a string field: no NULs; copies it, NUL-terminated, into dst. */
@@ -154,12 +158,13 @@ static uint64_t first_bad_float(const unsigned char *p, uint64_t n, int nonneg)
 /* What the fixed header says about the file's layout, once its sizes check
  * out. */
 typedef struct ck_sizes {
-    uint32_t version, pathlen, policylen;
+    uint32_t version, pathlen, policylen, vallen;
     uint64_t nparams, total;
 } ck_sizes;
 
-/* Bytes of the strings region (data path, policy, zero padding). */
-static uint64_t strings_bytes(const ck_sizes *z) { return pad8((uint64_t)z->pathlen + z->policylen); }
+/* Bytes of the strings region (data path, policy, validation path, zero
+ * padding). */
+static uint64_t strings_bytes(const ck_sizes *z) { return pad8((uint64_t)z->pathlen + z->policylen + z->vallen); }
 
 /* The checks that come before the checksum: magic, version, header size,
  * string lengths, and sizes that agree with each other and with the real
@@ -180,10 +185,12 @@ static remat_status check_sizes(const unsigned char *b, uint64_t n, ck_sizes *z)
                           remat_get_le32(b + H_HDRBYTES), version, CK_HEADER);
     uint64_t total = remat_get_le64(b + H_FILEBYTES), nparams = remat_get_le64(b + H_NPARAMS);
     uint32_t pathlen = remat_get_le32(b + H_PATHLEN), policylen = remat_get_le32(b + H_POLICYLEN);
-    if (pathlen > CK_MAX_PATH || policylen > CK_MAX_POLICY)
-        return remat_fail(REMAT_ERR_FORMAT, "header claims a %u-byte data path and a %u-byte policy (at most %u and "
-                          "%u): the header is corrupt", pathlen, policylen, CK_MAX_PATH, CK_MAX_POLICY);
-    uint64_t expect = file_bytes(nparams, pathlen, policylen);
+    uint32_t vallen = remat_get_le32(b + H_VALLEN);
+    if (pathlen > CK_MAX_PATH || policylen > CK_MAX_POLICY || vallen > CK_MAX_PATH)
+        return remat_fail(REMAT_ERR_FORMAT, "header claims a %u-byte data path, a %u-byte policy and a %u-byte "
+                          "validation path (at most %u, %u and %u): the header is corrupt", pathlen, policylen, vallen,
+                          CK_MAX_PATH, CK_MAX_POLICY, CK_MAX_PATH);
+    uint64_t expect = file_bytes(nparams, pathlen, policylen, vallen);
     if (expect == 0 || expect != total)
         return remat_fail(REMAT_ERR_FORMAT, "header sizes disagree (%llu parameters and strings make %llu bytes, "
                           "the header says %llu): the header is corrupt", (unsigned long long)nparams,
@@ -191,7 +198,7 @@ static remat_status check_sizes(const unsigned char *b, uint64_t n, ck_sizes *z)
     if (n != total)
         return remat_fail(REMAT_ERR_FORMAT, "%s: %llu bytes, the header says %llu (torn write?)",
                           n < total ? "truncated" : "trailing bytes", (unsigned long long)n, (unsigned long long)total);
-    *z = (ck_sizes){ version, pathlen, policylen, nparams, total };
+    *z = (ck_sizes){ version, pathlen, policylen, vallen, nparams, total };
     return REMAT_OK;
 }
 
@@ -262,9 +269,15 @@ static remat_status check_fields(const unsigned char *b, const ck_sizes *z, cons
                               k ? "validation" : "training", (unsigned long long)ci->data_pos[k],
                               (unsigned long long)ci->data_tokens[k]);
     }
-    if (!take_string(ci->data, str, z->pathlen) || !take_string(ci->policy, str + z->pathlen, z->policylen))
-        return remat_fail(REMAT_ERR_FORMAT, "the data path or policy holds a NUL byte");
-    for (uint64_t k = (uint64_t)z->pathlen + z->policylen; k < strings_bytes(z); k++)
+    if (!take_string(ci->data, str, z->pathlen) || !take_string(ci->policy, str + z->pathlen, z->policylen) ||
+        !take_string(ci->val_data, str + z->pathlen + z->policylen, z->vallen))
+        return remat_fail(REMAT_ERR_FORMAT, "the data path, policy or validation path holds a NUL byte");
+    if (z->vallen && !z->pathlen)
+        return remat_fail(REMAT_ERR_FORMAT, "a validation path without a data path");
+    ci->micro_batch = (int)remat_get_le32(b + H_MICRO);
+    if (ci->micro_batch < 0 || ci->micro_batch > c->batch || (ci->micro_batch && c->batch % ci->micro_batch))
+        return remat_fail(REMAT_ERR_FORMAT, "micro-batch %d does not divide the batch %d", ci->micro_batch, c->batch);
+    for (uint64_t k = (uint64_t)z->pathlen + z->policylen + z->vallen; k < strings_bytes(z); k++)
         if (str[k]) return remat_fail(REMAT_ERR_FORMAT, "string padding is not zero");
     return REMAT_OK;
 }
@@ -286,7 +299,7 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
 {
     remat_status st;
     const unsigned char *b = buf;
-    ck_sizes z = { 0, 0, 0, 0, 0 };
+    ck_sizes z = { 0, 0, 0, 0, 0, 0 };
     if (!v) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_parse: out is NULL");
     memset(v, 0, sizeof *v);
     if (!b && n) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_parse: buffer is NULL");
@@ -482,16 +495,23 @@ static remat_status r_bytes(ck_reader *r, void *dst, size_t n)
  * (file and warning ""); *model_out gets a model with the file's config,
  * seed, parameters, AdamW moments and optimizer step (the caller installs
  * the optimizer settings and the policy).  *fatal is set when the failure
- * is not the file's (out of memory): then no older file should be tried. */
+ * is not the file's (out of memory): then no older file should be tried.
+ * par (may be NULL): the new model is set up for data parallelism before
+ * its state is read, and only its slice of the AdamW moments is kept. */
+typedef struct ck_par {
+    remat_comm *comm;
+    int micro_batch, zero;
+} ck_par;
+
 static remat_status read_ckpt(const char *path, uint64_t step, remat_checkpoint_info *ci, remat_model **model_out,
-                              int *fatal)
+                              const ck_par *par, int *fatal)
 {
     remat_status st, deferred = REMAT_OK;   /* deferred: a field or float error, reported after the checksum */
     char why[512] = "";
     unsigned char hdr[CK_HEADER], buf[1 << 16], trailer[8];
     remat_model *m = NULL;
     ck_reader r;
-    ck_sizes z = { 0, 0, 0, 0, 0 };
+    ck_sizes z = { 0, 0, 0, 0, 0, 0 };
     struct stat sb;
     *fatal = 0;
     memset(ci, 0, sizeof *ci);
@@ -515,16 +535,34 @@ static remat_status read_ckpt(const char *path, uint64_t step, remat_checkpoint_
         deferred = remat_fail(REMAT_ERR_FORMAT, "it holds step %llu, its name says %llu", (unsigned long long)ci->step,
                               (unsigned long long)step);
     if (deferred) snprintf(why, sizeof why, "%s", remat_errmsg());
-    if (!deferred && model_out && (st = remat_model_create(&ci->cfg, ci->seed, &m))) { *fatal = 1; goto out; }
+    if (!deferred && model_out) {
+        if ((st = remat_model_create(&ci->cfg, ci->seed, &m))) { *fatal = 1; goto out; }
+        if (par) {
+            int b = par->micro_batch ? par->micro_batch : ci->micro_batch ? ci->micro_batch : ci->cfg.batch;
+            if ((st = remat_model_set_parallel(m, par->comm, b, par->zero))) {
+                snprintf(why, sizeof why, "%s", remat_model_error(m));
+                st = remat_fail(st, "%s%s", why, par->micro_batch || !ci->micro_batch ? "" :
+                                " (the checkpoint's micro-batch; --micro-batch chooses another, which changes "
+                                "the bits of the sums)");
+                *fatal = 1;
+                goto out;
+            }
+        }
+    }
     for (int a = 0; a < 3; a++) {
         float *dst = !m ? NULL : a == 0 ? m->params : a == 1 ? m->adam_m : m->adam_v;
-        size_t per = (dst ? CK_CHUNK : sizeof buf) / 4;
+        /* the elements [lo, hi) kept (dst[0] is element lo): the AdamW
+         * moments of a rank's slice under ZeRO-1, else everything */
+        uint64_t lo = dst && a ? m->optim_lo : 0, hi = !dst ? 0 : a ? m->optim_lo + m->optim_n : z.nparams;
         for (uint64_t i = 0; i < z.nparams;) {
-            size_t k = z.nparams - i < per ? (size_t)(z.nparams - i) : per;
-            unsigned char *p = dst ? (unsigned char *)(dst + i) : buf;
+            int inside = dst && i >= lo && i < hi;
+            uint64_t lim = inside ? hi : dst && i < lo ? lo : z.nparams;
+            size_t per = (inside ? CK_CHUNK : sizeof buf) / 4;
+            size_t k = lim - i < per ? (size_t)(lim - i) : per;
+            unsigned char *p = inside ? (unsigned char *)(dst + (i - lo)) : buf;
             if ((st = r_bytes(&r, p, 4 * k))) goto out;
             if (!deferred && (deferred = check_floats(a, p, k, i))) snprintf(why, sizeof why, "%s", remat_errmsg());
-            if (dst) remat_le_f32_swap(dst + i, k);
+            if (inside) remat_le_f32_swap(dst + (i - lo), k);
             i += k;
         }
     }
@@ -557,7 +595,7 @@ static int file_checks_out(const char *path, uint64_t step)
 {
     remat_checkpoint_info ci;
     int fatal;
-    return read_ckpt(path, step, &ci, NULL, &fatal) == REMAT_OK;
+    return read_ckpt(path, step, &ci, NULL, NULL, &fatal) == REMAT_OK;
 }
 
 /* ---- save -------------------------------------------------------------------------- */
@@ -590,26 +628,107 @@ static void w_floats(ck_writer *w, const float *x, size_t n)
     }
 }
 
-/* Writes the checkpoint to path atomically (remat_atomic_begin/commit). */
-static remat_status write_file(const char *path, const remat_checkpoint_info *ci, const remat_model *m)
+/* ---- saving a data-parallel model: rank 0 writes, the others send ----------------------
+ * Rank 0 announces whether it could begin the file (status broadcast),
+ * then receives each AdamW moment slice by slice, in slice order, from
+ * the slice's owner, 4 MiB at a time, and writes it; at the end it
+ * broadcasts whether the file was committed.  The others send their
+ * slices (ZeRO-1; without it rank 0 holds the whole state) in between.
+ * Every rank's answer is rank 0's. */
+
+/* comm of a model run over several ranks, else NULL */
+static remat_comm *group_of(const remat_model *m)
 {
+    return m->dp.comm && m->dp.comm->size > 1 ? m->dp.comm : NULL;
+}
+
+/* Rank 0 tells the others st (an announcement of the begin or the end). */
+static remat_status announce(remat_comm *c, remat_status st)
+{
+    int32_t v = (int32_t)st;
+    return c ? remat_comm_bcast(c, &v, sizeof v, 0) : REMAT_OK;
+}
+
+/* One AdamW moment, gathered: its slices in order, each from its owner. */
+static remat_status w_moment(ck_writer *w, const remat_model *m, const float *mine, float *chunk)
+{
+    const remat_dp_layout *l = &m->dp.l;
+    remat_comm *c = group_of(m);
+    if (!c || !l->zero) {
+        w_floats(w, mine, m->nparams);
+        return REMAT_OK;
+    }
+    for (int k = 0; k < l->R; k++) {
+        int owner = remat_dp_bitrev(k, l->logR);
+        size_t lo = remat_dp_slice_lo(l, k), n = remat_dp_slice_lo(l, k + 1) - lo;
+        if (owner == c->rank) { w_floats(w, mine, n); continue; }
+        for (size_t i = 0; i < n; i += CK_CHUNK / 4) {
+            size_t q = n - i < CK_CHUNK / 4 ? n - i : CK_CHUNK / 4;
+            remat_status st = remat_comm_recv(c, owner, chunk, q * sizeof(float));
+            if (st) return st;
+            w_floats(w, chunk, q);
+        }
+    }
+    return REMAT_OK;
+}
+
+/* A rank other than 0: its part of a save. */
+static remat_status save_follower(const remat_model *m)
+{
+    remat_comm *c = group_of(m);
+    int32_t v;
     remat_status st;
-    uint64_t pl = strlen(ci->data), ql = strlen(ci->policy);
-    uint64_t total = file_bytes(m->nparams, pl, ql);
+    if ((st = remat_comm_bcast(c, &v, sizeof v, 0))) return st;
+    if (v) return remat_fail((remat_status)v, "rank 0 could not write the checkpoint (its message says why)");
+    if (m->dp.l.zero) {
+        const float *arr[2] = { m->adam_m, m->adam_v };
+        for (int a = 0; a < 2; a++)
+            for (size_t i = 0; i < m->optim_n; i += CK_CHUNK / 4) {
+                size_t q = m->optim_n - i < CK_CHUNK / 4 ? m->optim_n - i : CK_CHUNK / 4;
+                if ((st = remat_comm_send(c, 0, arr[a] + i, q * sizeof(float)))) return st;
+            }
+    }
+    if ((st = remat_comm_bcast(c, &v, sizeof v, 0))) return st;
+    if (v) return remat_fail((remat_status)v, "rank 0 could not write the checkpoint (its message says why)");
+    return REMAT_OK;
+}
+
+/* Writes the checkpoint to path atomically (remat_atomic_begin/commit).
+ * For a model over several ranks (rank 0 only) it announces the begin
+ * (*announced: 1 when it could begin, 2 when not) and gathers the AdamW
+ * slices. */
+static remat_status write_file(const char *path, const remat_checkpoint_info *ci, const remat_model *m, int *announced)
+{
+    remat_status st, st2;
+    remat_comm *c = group_of(m);
+    uint64_t pl = strlen(ci->data), ql = strlen(ci->policy), vl = strlen(ci->val_data);
+    uint64_t total = file_bytes(m->nparams, pl, ql, vl);
     if (!total) return remat_fail(REMAT_ERR_RANGE, "checkpoint size overflows");
+    float *chunk = NULL;
+    if (c && m->dp.l.zero && !(chunk = remat_malloc(CK_CHUNK)))
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory gathering the AdamW state");
     unsigned char hdr[CK_HEADER], trailer[8], zeros[8] = { 0 };
     encode_header(hdr, ci, m->nparams, total);
     remat_atomic_file a;
-    if ((st = remat_atomic_begin(&a, path))) return st;
+    st = remat_atomic_begin(&a, path);
+    *announced = st ? 2 : 1;
+    if ((st2 = announce(c, st))) {
+        if (!st) remat_atomic_abort(&a);
+        free(chunk);
+        return st2;
+    }
+    if (st) { free(chunk); return st; }
     ck_writer w = { a.f, { 0, { 0 }, 0 }, 0 };
     remat_hash_init(&w.h, total - 8);
     w_bytes(&w, hdr, sizeof hdr);
     w_bytes(&w, ci->data, pl);
     w_bytes(&w, ci->policy, ql);
-    w_bytes(&w, zeros, pad8(pl + ql) - (pl + ql));
+    w_bytes(&w, ci->val_data, vl);
+    w_bytes(&w, zeros, pad8(pl + ql + vl) - (pl + ql + vl));
     w_floats(&w, m->params, m->nparams);
-    w_floats(&w, m->adam_m, m->nparams);
-    w_floats(&w, m->adam_v, m->nparams);
+    if (!(st = w_moment(&w, m, m->adam_m, chunk))) st = w_moment(&w, m, m->adam_v, chunk);
+    free(chunk);
+    if (st) { remat_atomic_abort(&a); return st; }   /* an exchange failed: the job is ending */
     remat_put_le64(trailer, remat_hash_final(&w.h));
     w_bytes(&w, trailer, 8);
     if (!w.err) return remat_atomic_commit(&a);
@@ -657,39 +776,49 @@ remat_status remat_checkpoint_tidy(const char *dir, const remat_checkpoint_info 
     return REMAT_OK;
 }
 
+/* An absolute form of a data path or pattern, so that a resume from another
+ * directory finds it: realpath for a file, the working directory prefixed
+ * to a relative glob pattern.  REMAT_ERR_INVALID when empty or too long. */
+static remat_status abs_source(const char *path, char *out, size_t cap)
+{
+    char *abs = realpath(path, NULL), cwd[4096];
+    int k;
+    if (abs) k = snprintf(out, cap, "%s", abs);
+    else if (path[0] == '/' || !getcwd(cwd, sizeof cwd)) k = snprintf(out, cap, "%s", path);
+    else k = snprintf(out, cap, "%s/%s", cwd, path);
+    free(abs);
+    if (!*path || k < 0 || (size_t)k >= cap || (size_t)k > CK_MAX_PATH)
+        return remat_fail(REMAT_ERR_INVALID, "data path '%.200s' is empty or longer than %u bytes", path, CK_MAX_PATH);
+    return REMAT_OK;
+}
+
 remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, const char *data_path, uint64_t step,
                                    const char *dir)
 {
     remat_status st;
+    int announced = 0;   /* write_file's: 0 nothing said yet, 1 begun, 2 could not begin */
     if (!m || !d || !dir) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_save: NULL model, data or dir");
     if (step < m->t || step > (uint64_t)INT64_MAX)
         return remat_fail(REMAT_ERR_INVALID, "checkpoint step %llu is below the model's %llu optimizer steps",
                           (unsigned long long)step, (unsigned long long)m->t);
+    remat_comm *c = group_of(m);
+    if (c && c->rank != 0) return save_follower(m);
     remat_checkpoint_info *ci = remat_calloc(1, sizeof *ci);
-    if (!ci) return remat_fail(REMAT_ERR_NOMEM, "out of memory saving a checkpoint");
+    if (!ci) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory saving a checkpoint"); goto out; }
     ci->step = step;
     ci->opt_steps = m->t;
     ci->seed = m->seed;
     ci->cfg = m->cfg;
     ci->opt = m->opt;
+    ci->micro_batch = m->mcfg.batch != m->cfg.batch ? m->mcfg.batch : 0;
     for (int k = 0; k < 2; k++) {
         ci->data_tokens[k] = remat_data_tokens(d, k);
         ci->data_pos[k] = remat_data_position(d, k);
     }
     ci->data_hash = remat_data_hash(d);
-    if (data_path) {
-        /* the absolute path, so a resume from another directory finds it */
-        char *abs = realpath(data_path, NULL);
-        const char *src = abs ? abs : data_path;
-        if (!*src || strlen(src) > CK_MAX_PATH) {
-            free(abs);
-            st = remat_fail(REMAT_ERR_INVALID, "data path '%.200s' is empty or longer than %u bytes", data_path,
-                            CK_MAX_PATH);
-            goto out;
-        }
-        memcpy(ci->data, src, strlen(src) + 1);
-        free(abs);
-    }
+    if (data_path && (st = abs_source(data_path, ci->data, sizeof ci->data))) goto out;
+    const char *val = remat_data_val_path(d);
+    if (val && (st = abs_source(val, ci->val_data, sizeof ci->val_data))) goto out;
     const char *pol = m->sched ? remat_schedule_policy(m->sched) : "";
     if (!pol || !strcmp(pol, "none")) pol = "";
     if (strlen(pol) > CK_MAX_POLICY) {
@@ -702,10 +831,17 @@ remat_status remat_checkpoint_save(const remat_model *m, const remat_data *d, co
     remat_sweep_tmps(dir, ckpt_tmp_pid, NULL);   /* of killed saves of any step */
     char name[CK_NAME_MAX], final[4200];
     snprintf(name, sizeof name, "ckpt-%08llu.bin", (unsigned long long)step);
-    if ((st = join(final, sizeof final, dir, name)) || (st = write_file(final, ci, m))) goto out;
+    if ((st = join(final, sizeof final, dir, name)) || (st = write_file(final, ci, m, &announced))) goto out;
     prune(dir, step, name);
 out:
     free(ci);
+    /* the followers wait for the begin when it never came (a failure before
+     * the file), or for the end after a begun file; an exchange that failed
+     * ends the job anyway */
+    if (c && st != REMAT_ERR_COMM && announced != 2) {
+        remat_status st2 = announce(c, st);
+        if (st2) return st2;
+    }
     return st;
 }
 
@@ -714,7 +850,8 @@ out:
 /* Same file: equal strings, or both resolve to the same real path. */
 static int same_path(const char *a, const char *b)
 {
-    if (!strcmp(a, b)) return 1;
+    char abs[4200];
+    if (!strcmp(a, b) || (!abs_source(a, abs, sizeof abs) && !strcmp(abs, b))) return 1;
     char *ra = realpath(a, NULL), *rb = realpath(b, NULL);
     int same = ra && rb && !strcmp(ra, rb);
     free(ra);
@@ -722,20 +859,32 @@ static int same_path(const char *a, const char *b)
     return same;
 }
 
-static remat_status open_data(const remat_checkpoint_info *ci, const char *data_path, remat_data **out)
+/* A --data or --val-data given on resume (given, may be NULL) must be the
+ * source the checkpoint recorded (recorded, NULL when none). */
+static remat_status same_source(const remat_checkpoint_info *ci, const char *given, const char *recorded,
+                                const char *flag, const char *none, const char *was)
+{
+    if (!given) return REMAT_OK;
+    if (!recorded)
+        return remat_fail(REMAT_ERR_INVALID, "%s was %s, not '%.200s'; resume without --%s", ci->file, none, given,
+                          flag);
+    if (!same_path(given, recorded))
+        return remat_fail(REMAT_ERR_INVALID, "%s was %s '%.200s', not '%.200s'; resume with that %s (or without "
+                          "--%s)", ci->file, was, recorded, given, flag, flag);
+    return REMAT_OK;
+}
+
+static remat_status open_data(const remat_checkpoint_info *ci, const char *data_path, const char *val_path,
+                              remat_data **out)
 {
     remat_status st;
     remat_data *d = NULL;
-    const char *path = ci->data[0] ? ci->data : NULL;
-    if (data_path) {
-        if (!path)
-            return remat_fail(REMAT_ERR_INVALID, "%s was trained on the embedded task, not '%.200s'; resume "
-                              "without --data", ci->file, data_path);
-        if (!same_path(data_path, path))
-            return remat_fail(REMAT_ERR_INVALID, "%s was trained on '%.200s', not '%.200s'; resume with that "
-                              "data (or without --data)", ci->file, path, data_path);
-    }
-    if ((st = remat_data_open(path, ci->cfg.vocab, &d))) {
+    const char *path = ci->data[0] ? ci->data : NULL, *val = ci->val_data[0] ? ci->val_data : NULL;
+    if ((st = same_source(ci, data_path, path, "data", "trained on the embedded task", "trained on")) ||
+        (st = same_source(ci, val_path, val, "val-data", "trained without a validation set (its validation "
+                          "split is cut from the data)", "validated on")))
+        return st;
+    if ((st = remat_data_open_val(path, val, ci->cfg.vocab, &d))) {
         char why[512];
         snprintf(why, sizeof why, "%s", remat_errmsg());
         return remat_fail(st, "the data of %s: %s", ci->file, why);
@@ -780,6 +929,14 @@ static remat_status install_settings(remat_model *m, const remat_checkpoint_info
 remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat_model **model_out,
                                    remat_data **data_out, remat_checkpoint_info *info)
 {
+    return remat_checkpoint_load_parallel(dir, data_path, NULL, NULL, 0, -1, model_out, data_out, info);
+}
+
+remat_status remat_checkpoint_load_parallel(const char *dir, const char *data_path, const char *val_path,
+                                            remat_comm *comm, int micro_batch, int zero, remat_model **model_out,
+                                            remat_data **data_out, remat_checkpoint_info *info)
+{
+    ck_par par = { comm, micro_batch, zero };
     remat_status st;
     ck_list l;
     remat_checkpoint_info *ci = NULL;
@@ -800,7 +957,7 @@ remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat
     if (!ci) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory loading a checkpoint"); goto out; }
     for (size_t i = 0; i < l.n && !found; i++) {   /* newest first */
         if ((st = join(path, sizeof path, dir, l.e[i].name))) goto out;
-        st = read_ckpt(path, l.e[i].step, ci, model_out ? &m : NULL, &fatal);
+        st = read_ckpt(path, l.e[i].step, ci, model_out ? &m : NULL, &par, &fatal);
         if (!st) { found = 1; break; }
         if (fatal) goto out;
         if (!nbad++) snprintf(first_bad, sizeof first_bad, "%.300s: %s", path, remat_errmsg());
@@ -815,7 +972,7 @@ remat_status remat_checkpoint_load(const char *dir, const char *data_path, remat
         snprintf(ci->warning, sizeof ci->warning, "skipped %d newer checkpoint%s that did not validate "
                  "(%.500s); resumed from %.300s", nbad, nbad > 1 ? "s" : "", first_bad, path);
     if (model_out && (st = install_settings(m, ci))) goto out;
-    if (data_out && (st = open_data(ci, data_path, &d))) goto out;
+    if (data_out && (st = open_data(ci, data_path, val_path, &d))) goto out;
     if (info) *info = *ci;
     if (model_out) { *model_out = m; m = NULL; }
     if (data_out) { *data_out = d; d = NULL; }

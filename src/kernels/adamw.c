@@ -102,7 +102,7 @@ void adamw_update(float *p, const float *g, float *m, float *v, remat_bf16 *p16,
  * A group of SUMSQ_GROUP chunk partials (2^28 elements) lives on the stack
  * of the calling thread, so the kernel allocates nothing, and a 124M
  * gradient is one parallel region (one barrier), not one per megabyte. */
-#define SUMSQ_BLOCK 4096
+#define SUMSQ_BLOCK SUMSQ_BLOCK_ELEMS
 #define SUMSQ_CHUNK 64
 #define SUMSQ_GROUP 1024
 static double sumsq_block(const float *g, size_t len)
@@ -148,6 +148,30 @@ double sumsq(const float *g, size_t n)
             part[k] = s;
         }
         for (int k = 0; k < ng; k++) total += part[k];
+    }
+    return total;
+}
+
+void sumsq_blocks(const float *g, size_t n, double *parts)
+{
+    size_t nb = (n + SUMSQ_BLOCK - 1) / SUMSQ_BLOCK;
+    #pragma omp parallel for schedule(static) if (nb > SUMSQ_CHUNK)
+    for (size_t k = 0; k < nb; k++) {
+        size_t lo = k * SUMSQ_BLOCK;
+        parts[k] = sumsq_block(g + lo, n - lo < SUMSQ_BLOCK ? n - lo : SUMSQ_BLOCK);
+    }
+}
+
+/* sumsq's bracketing: a chunk's blocks from 0.0 in order, then the chunk
+ * sums from 0.0 in order */
+double sumsq_from_blocks(const double *parts, size_t nblocks)
+{
+    double total = 0.0;
+    for (size_t c0 = 0; c0 < nblocks; c0 += SUMSQ_CHUNK) {
+        double s = 0.0;
+        size_t hi = c0 + SUMSQ_CHUNK < nblocks ? c0 + SUMSQ_CHUNK : nblocks;
+        for (size_t k = c0; k < hi; k++) s += parts[k];
+        total += s;
     }
     return total;
 }

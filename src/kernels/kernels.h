@@ -156,5 +156,14 @@ void adamw_update(float *p, const float *g, float *m, float *v, remat_bf16 *p16 
                   float grad_scale, uint64_t t);
 /* sum of g^2 in double, fixed order independent of the thread count */
 double sumsq(const float *g, size_t n);
+/* sumsq in pieces, for a norm whose vector is split over ranks:
+ * parts[k] = the sum over block k of g (SUMSQ_BLOCK_ELEMS elements, the last
+ * block short) exactly as sumsq sums a block, and sumsq_from_blocks adds
+ * the partials of a whole vector in sumsq's order, so that
+ * sumsq_from_blocks(parts of g) == sumsq(g) bit for bit, whoever computed
+ * which block. */
+#define SUMSQ_BLOCK_ELEMS 4096
+void sumsq_blocks(const float *g, size_t n, double *parts /* ceil(n / SUMSQ_BLOCK_ELEMS) */);
+double sumsq_from_blocks(const double *parts, size_t nblocks);
 
 #endif

@@ -93,7 +93,20 @@ static inline int DT(const remat_op_ctx *c, int t) { return remat_tensor_dtype(c
 static remat_dropout drop_for(const remat_op_ctx *c, int layer, int site)
 {
     float p = c->training ? c->cfg->dropout : 0.0f;
-    return remat_dropout_make(p, remat_rng_key(c->seed, c->step, (uint32_t)layer, (uint32_t)site));
+    remat_dropout d = remat_dropout_make(p, remat_rng_key(c->seed, c->step, (uint32_t)layer, (uint32_t)site));
+    /* kernels.h's element indices: att_index over (B,NH,T,T), the flat
+     * index over (B,T,C) for the residual branches */
+    const remat_config *cf = c->cfg;
+    uint64_t row = site == REMAT_SITE_ATT ? (uint64_t)cf->n_head * cf->seq * cf->seq : (uint64_t)cf->seq * cf->n_embd;
+    d.offset = c->row0 * row;
+    return d;
+}
+
+/* the scale of d(logits): one over the tokens the loss is a mean over */
+static float dlogits_scale(const remat_op_ctx *c, int N)
+{
+    if (!c->training) return 0.0f;
+    return c->loss_n ? 1.0f / (float)c->loss_n : 1.0f / (float)N;
 }
 
 /* The chunked LM head (config lmhead_chunk): for each chunk of rows,
@@ -111,7 +124,7 @@ static void lmhead_rows(remat_op_ctx *c, void *out, const void *lnf, void *temp)
     int N = cf->batch * cf->seq, C = cf->n_embd, Vp = remat_config_padded_vocab(cf), dt = cf->dtype;
     int rows = remat_lmhead_rows(cf);
     size_t es = dt == REMAT_DTYPE_BF16 ? 2 : 4;
-    float scale = c->training ? 1.0f / (float)N : 0.0f, *chunk = temp;
+    float scale = dlogits_scale(c, N), *chunk = temp;
     remat_bf16 *chunk16 = (remat_bf16 *)(chunk + (size_t)rows * Vp);
     c->loss_sum = 0;
     for (int r0 = 0; r0 < N; r0 += rows) {
@@ -203,10 +216,9 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
         if (!c->have_targets) c->loss_sum = 0.0;
         else if (dt == REMAT_DTYPE_BF16)
             c->loss_sum = crossentropy_forward_bf16(c->losses, out, c->targets, N, cf->vocab, Vp,
-                                                    c->training ? 1.0f / (float)N : 0.0f);
+                                                    dlogits_scale(c, N));
         else
-            c->loss_sum = crossentropy_forward(c->losses, out, c->targets, N, cf->vocab, Vp,
-                                               c->training ? 1.0f / (float)N : 0.0f);
+            c->loss_sum = crossentropy_forward(c->losses, out, c->targets, N, cf->vocab, Vp, dlogits_scale(c, N));
         break;
     default: assert(!"remat_op_forward: not an activation of the GPT-2 table");
     }
@@ -294,40 +306,71 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
 
 /* ---- the update --------------------------------------------------------------- */
 
-remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
-                             float *norm_out)
+static size_t num_params(const remat_op_ctx *c)
 {
-    size_t np = c->poff[REMAT_PARAM_COUNT - 1] + remat_op_param_numel(c, REMAT_PARAM_COUNT - 1);
-    double norm = sqrt(sumsq(c->grads, np));
-    if (norm_out) *norm_out = (float)norm;
-    if (!isfinite(norm)) {
-        /* name the first tensor with a non-finite gradient */
-        for (int i = 0; i < REMAT_PARAM_COUNT; i++)
-            if (!isfinite(sumsq(c->grads + c->poff[i], remat_op_param_numel(c, i))))
-                return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient in %s at step %llu",
-                                  remat_param_defs[i].name, (unsigned long long)t);
-        return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient norm at step %llu", (unsigned long long)t);
-    }
+    return c->poff[REMAT_PARAM_COUNT - 1] + remat_op_param_numel(c, REMAT_PARAM_COUNT - 1);
+}
+
+float remat_op_clip_scale(const remat_optim *o, double norm)
+{
     float scale = 1.0f;
     if (o->grad_clip > 0) {   /* torch.nn.utils.clip_grad_norm_ */
         double coef = o->grad_clip / (norm + 1e-6);
         if (coef < 1.0) scale = (float)coef;
     }
-    for (int i = 0; i < REMAT_PARAM_COUNT; i++)
-        adamw_update(c->params + c->poff[i], c->grads + c->poff[i], adam_m + c->poff[i], adam_v + c->poff[i],
-                     c->params16 ? c->params16 + c->poff[i] : NULL, remat_op_param_numel(c, i), o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
-                     remat_param_defs[i].decay, scale, t);   /* and the bf16 copy, in the same pass */
+    return scale;
+}
+
+int remat_op_first_nonfinite(const remat_op_ctx *c, size_t lo, size_t hi)
+{
+    for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
+        size_t a = c->poff[i] > lo ? c->poff[i] : lo, b = c->poff[i] + remat_op_param_numel(c, i);
+        if (b > hi) b = hi;
+        if (a < b && !isfinite(sumsq(c->grads + a, b - a))) return i;
+    }
+    return REMAT_PARAM_COUNT;
+}
+
+void remat_op_adamw_range(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
+                          size_t lo, size_t hi, float scale)
+{
+    for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
+        size_t a = c->poff[i] > lo ? c->poff[i] : lo, b = c->poff[i] + remat_op_param_numel(c, i);
+        if (b > hi) b = hi;
+        if (a < b)   /* and the bf16 copy, in the same pass */
+            adamw_update(c->params + a, c->grads + a, adam_m + (a - lo), adam_v + (a - lo),
+                         c->params16 ? c->params16 + a : NULL, b - a, o->lr, o->beta1, o->beta2, o->eps,
+                         o->weight_decay, remat_param_defs[i].decay, scale, t);
+    }
+}
+
+remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
+                             float *norm_out)
+{
+    size_t np = num_params(c);
+    double norm = sqrt(sumsq(c->grads, np));
+    if (norm_out) *norm_out = (float)norm;
+    if (!isfinite(norm)) {
+        /* name the first tensor with a non-finite gradient */
+        int i = remat_op_first_nonfinite(c, 0, np);
+        if (i < REMAT_PARAM_COUNT)
+            return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient in %s at step %llu",
+                              remat_param_defs[i].name, (unsigned long long)t);
+        return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient norm at step %llu", (unsigned long long)t);
+    }
+    remat_op_adamw_range(c, adam_m, adam_v, o, t, 0, np, remat_op_clip_scale(o, norm));
     return REMAT_OK;
 }
 
-void remat_op_refresh16(const remat_op_ctx *c)
+void remat_op_refresh16_range(const remat_op_ctx *c, size_t lo, size_t hi)
 {
-    if (!c->params16) return;
-    size_t np = c->poff[REMAT_PARAM_COUNT - 1] + remat_op_param_numel(c, REMAT_PARAM_COUNT - 1);
-    size_t nchunk = (np + 65535) / 65536;
+    if (!c->params16 || hi <= lo) return;
+    size_t n = hi - lo, nchunk = (n + 65535) / 65536;
     #pragma omp parallel for schedule(static) if (nchunk > 1)
     for (size_t k = 0; k < nchunk; k++) {
-        size_t i = k * 65536, m = (i + 65536 < np ? i + 65536 : np) - i;
+        size_t i = lo + k * 65536, m = (i + 65536 < hi ? i + 65536 : hi) - i;
         remat_bf16_from_f32(c->params16 + i, c->params + i, m);
     }
 }
+
+void remat_op_refresh16(const remat_op_ctx *c) { remat_op_refresh16_range(c, 0, num_params(c)); }

@@ -35,6 +35,12 @@ typedef struct remat_op_ctx {
     const int *inputs, *targets; /* (B*T) token ids of the batch */
     float *losses;               /* (B*T) per-position losses (written by the LM head) */
     uint64_t seed, step;         /* dropout keys: remat_rng_key(seed, step, layer, site) */
+    uint64_t row0;               /* the step's batch row of the buffers' row 0 (a micro-batch's
+                                    first global row; 0 for a whole batch): dropout masks are
+                                    drawn at their whole-batch element indices */
+    uint64_t loss_n;             /* tokens the training loss is a mean over: d(logits) is scaled
+                                    by 1/loss_n (the step's B*T under gradient accumulation);
+                                    0: the buffers' own B*T */
     int training;                /* 0: no dropout, no gradients in the LM head */
     int have_targets;            /* 0: the LM head computes no loss */
     double loss_sum;             /* out: the LM head's summed loss over B*T rows */
@@ -69,9 +75,23 @@ void remat_op_backward(remat_op_ctx *c, int t, int layer, const remat_op_args *a
  * the first tensor with a non-finite gradient, leaves everything as it was. */
 remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
                              float *norm);
+/* Its pieces, for an update split over ranks (engine/parallel.c):
+ *   the gradient scale of clipping for the global norm `norm`;
+ *   AdamW on the elements [lo, hi) of the flat vector, with adam_m/adam_v
+ *   holding those elements only (m[0] is element lo), gradients scaled by
+ *   scale (elementwise: the same bits as a whole-vector update);
+ *   the first parameter tensor whose gradient has a non-finite element in
+ *   [lo, hi), or REMAT_PARAM_COUNT. */
+float remat_op_clip_scale(const remat_optim *o, double norm);
+void remat_op_adamw_range(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
+                          size_t lo, size_t hi, float scale);
+int remat_op_first_nonfinite(const remat_op_ctx *c, size_t lo, size_t hi);
 size_t remat_op_param_numel(const remat_op_ctx *c, int p);
 /* params16 = bf16(params), when the context has a bf16 copy (after every
  * update, and whenever the fp32 weights change otherwise) */
 void remat_op_refresh16(const remat_op_ctx *c);
+/* the same for the elements [lo, hi) only (a ZeRO-1 rank: the slices the
+ * all-gather brought, its own being written by AdamW) */
+void remat_op_refresh16_range(const remat_op_ctx *c, size_t lo, size_t hi);
 
 #endif
