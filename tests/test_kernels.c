@@ -602,7 +602,7 @@ static void test_crossentropy(void)
 
     /* evaluation: logits untouched */
     memcpy(g, x, sizeof g);
-    double sum0 = crossentropy_forward(losses, g, tgt, N, V, Vp, 0.0f);
+    double sum0 = crossentropy_forward(losses, g, tgt, N, V, Vp, 0.0f, REMAT_DTYPE_FP32);
     CHECK(memcmp(g, x, sizeof g) == 0, "crossentropy_forward with scale 0 modified the logits");
     check_close("crossentropy losses", losses, lref, N, 1e-5);
     double s = 0.0;
@@ -614,7 +614,7 @@ static void test_crossentropy(void)
 
     /* training: logits become d(mean loss)/d logits */
     memcpy(g, x, sizeof g);
-    double sum1 = crossentropy_forward(losses, g, tgt, N, V, Vp, 1.0f / N);
+    double sum1 = crossentropy_forward(losses, g, tgt, N, V, Vp, 1.0f / N, REMAT_DTYPE_FP32);
     CHECK(sum1 == sum0, "crossentropy loss differs between scale 0 and 1/N");
     int padzero = 1;
     for (int n = 0; n < N; n++)
@@ -628,7 +628,7 @@ static void test_crossentropy(void)
     for (int v = 0; v < Vp; v++) big[v] = 1000.0f;
     int t0 = 3;
     float l1;
-    crossentropy_forward(&l1, big, &t0, 1, V, Vp, 1.0f);
+    crossentropy_forward(&l1, big, &t0, 1, V, Vp, 1.0f, REMAT_DTYPE_FP32);
     CHECK(fabs(l1 - log((double)V)) <= 1e-5, "crossentropy unstable for large logits: %g", l1);
     CHECK(isfinite(big[0]) && fabs(big[t0] - (1.0 / V - 1.0)) <= 1e-6, "crossentropy grad unstable");
 }
@@ -756,7 +756,7 @@ static void test_repeatable(void)
         ce[r] = xcalloc(N * Vp, sizeof(float));
         cl[r] = xcalloc(N, sizeof(float));
         fill(ce[r], N * Vp, 106, -5, 5);
-        cs[r] = crossentropy_forward(cl[r], ce[r], tgt, N, V, Vp, 0.5f);
+        cs[r] = crossentropy_forward(cl[r], ce[r], tgt, N, V, Vp, 0.5f, REMAT_DTYPE_FP32);
     }
     CHECK(memcmp(st[0], st[1], N * 2 * sizeof(float)) == 0 &&
           memcmp(lo[0], lo[1], N * C * sizeof(float)) == 0, "layernorm forward not repeatable");

@@ -177,28 +177,15 @@ static double ce_row16(remat_bf16 *x, int tgt, int V, int Vp, float scale, float
     return sum;
 }
 
-double crossentropy_forward_bf16(float *losses, remat_bf16 *logits, const int *targets, int N, int V, int Vp,
-                                 float dlogits_scale)
+double crossentropy_forward(float *losses, void *logits, const int *targets, int N, int V, int Vp,
+                            float dlogits_scale, int dt)
 {
     #pragma omp parallel for schedule(static) if (REMAT_PAR(4 * (size_t)N * V))
     for (int n = 0; n < N; n++) {
         int tgt = targets[n];
         assert(tgt >= 0 && tgt < V && "crossentropy_forward: target out of [0,V); check the data shard's vocabulary");
-        ce_row16(logits + (size_t)n * Vp, tgt, V, Vp, dlogits_scale, &losses[n]);
-    }
-    double total = 0.0;
-    for (int n = 0; n < N; n++) total += losses[n];
-    return total;
-}
-
-double crossentropy_forward(float *losses, float *logits, const int *targets,
-                            int N, int V, int Vp, float dlogits_scale)
-{
-    #pragma omp parallel for schedule(static) if (REMAT_PAR(4 * (size_t)N * V))
-    for (int n = 0; n < N; n++) {
-        int tgt = targets[n];
-        assert(tgt >= 0 && tgt < V && "crossentropy_forward: target out of [0,V); check the data shard's vocabulary");
-        ce_row(logits + (size_t)n * Vp, tgt, V, Vp, dlogits_scale, &losses[n]);
+        if (dt == REMAT_DTYPE_BF16) ce_row16((remat_bf16 *)logits + (size_t)n * Vp, tgt, V, Vp, dlogits_scale, &losses[n]);
+        else ce_row((float *)logits + (size_t)n * Vp, tgt, V, Vp, dlogits_scale, &losses[n]);
     }
     double total = 0.0;
     for (int n = 0; n < N; n++) total += losses[n];

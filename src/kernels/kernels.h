@@ -135,15 +135,12 @@ void residual_backward_branch(void *dbranch, const float *dout,
  * gradient: dlogits[n,v] = (softmax(logits[n,:V])[v] - [v==target]) * scale
  * for v < V, and 0 for the padded columns V..Vp-1 (never predicted).
  * With dlogits_scale == 0 the logits are left untouched (evaluation).
- * Returns the sum of losses, accumulated in double in row order. */
-double crossentropy_forward(float *losses /* N */, float *logits /* N,Vp */,
+ * Returns the sum of losses, accumulated in double in row order.
+ * bf16 logits: the loss and its sums in fp32/double, the gradient rounded
+ * to bf16 in place. */
+double crossentropy_forward(float *losses /* N */, void *logits /* N,Vp dt */,
                             const int *targets /* N */, int N, int V, int Vp,
-                            float dlogits_scale);
-/* The same on bf16 logits (loss and sums in fp32/double, the gradient
- * rounded to bf16 in place). */
-double crossentropy_forward_bf16(float *losses /* N */, remat_bf16 *logits /* N,Vp */,
-                                 const int *targets /* N */, int N, int V, int Vp,
-                                 float dlogits_scale);
+                            float dlogits_scale, int dt);
 
 /* ---- AdamW (Loshchilov & Hutter 2019), as torch.optim.AdamW -------------
  * p *= 1 - lr*wd (only where decay[i] is set: 2-D weights)

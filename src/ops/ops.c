@@ -134,7 +134,8 @@ static void lmhead_rows(remat_op_ctx *c, void *out, const void *lnf, void *temp)
                             x, C, WG(c, REMAT_PARAM_WTE, -1), C, chunk, Vp, NULL };
         remat_gemm(&g);
         if (c->have_targets)
-            c->loss_sum += crossentropy_forward(c->losses + r0, chunk, c->targets + r0, nr, cf->vocab, Vp, scale);
+            c->loss_sum += crossentropy_forward(c->losses + r0, chunk, c->targets + r0, nr, cf->vocab, Vp, scale,
+                                                REMAT_DTYPE_FP32);
         if (!c->training) continue;
         const void *dlog = chunk;
         if (dt == REMAT_DTYPE_BF16) {
@@ -214,11 +215,7 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
         /* fused softmax + cross-entropy; training overwrites the logits
          * with d(logits) in place */
         if (!c->have_targets) c->loss_sum = 0.0;
-        else if (dt == REMAT_DTYPE_BF16)
-            c->loss_sum = crossentropy_forward_bf16(c->losses, out, c->targets, N, cf->vocab, Vp,
-                                                    dlogits_scale(c, N));
-        else
-            c->loss_sum = crossentropy_forward(c->losses, out, c->targets, N, cf->vocab, Vp, dlogits_scale(c, N));
+        else c->loss_sum = crossentropy_forward(c->losses, out, c->targets, N, cf->vocab, Vp, dlogits_scale(c, N), dt);
         break;
     default: assert(!"remat_op_forward: not an activation of the GPT-2 table");
     }
