@@ -229,6 +229,9 @@ typedef enum remat_instr_kind {
     REMAT_I_FREE = 3,      /* release a tensor */
     REMAT_I_UPDATE = 4     /* AdamW parameter update */
 } remat_instr_kind;
+/* "forward", "recompute", "backward", "free", "update" (the names traces,
+ * profiles and `remat schedule` use); "?" for anything else */
+REMAT_API const char *remat_instr_kind_name(remat_instr_kind k);
 
 typedef struct remat_instr_info {
     remat_instr_kind kind;

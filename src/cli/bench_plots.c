@@ -286,12 +286,6 @@ static const char *tensor_color(const remat_tensor_info *ti, int *k_act, int *k_
     return glob[(*k_glob)++ % (int)(sizeof glob / sizeof glob[0])];
 }
 
-static const char *kind_word(remat_instr_kind k)
-{
-    static const char *n[] = { "forward", "recompute", "backward", "free", "update" };
-    return (unsigned)k < 5 ? n[k] : "?";
-}
-
 /* the samples of one instruction (remat_schedule_walk_live's callback) */
 typedef struct tl_walk {
     uint64_t *by, *prev, *tot;
@@ -472,8 +466,8 @@ int bench_svg_timeline(FILE *f, const bench_opts *o, const bench_result *r, int 
         double px = (XS(peak_s) + XS(peak_s + 1)) / 2, py = svg_map(&ay, peak / MIB);
         fprintf(f, "<path class=\"peak\" d=\"M%.1f %.1fl-5 -9h10z\" fill=\"#222222\"/>\n", px, py - 1);
         char where[128];
-        if (ins[i].layer >= 0) snprintf(where, sizeof where, "%s of %s, layer %d", kind_word(ins[i].kind), ins[i].tensor, ins[i].layer);
-        else snprintf(where, sizeof where, "%s of %s", kind_word(ins[i].kind), ins[i].tensor[0] ? ins[i].tensor : "parameters");
+        if (ins[i].layer >= 0) snprintf(where, sizeof where, "%s of %s, layer %d", remat_instr_kind_name(ins[i].kind), ins[i].tensor, ins[i].layer);
+        else snprintf(where, sizeof where, "%s of %s", remat_instr_kind_name(ins[i].kind), ins[i].tensor[0] ? ins[i].tensor : "parameters");
         snprintf(buf, sizeof buf, "peak %s at instruction %zu (%s)", pk, i, where);
         double w = svg_text_width(buf, 11.5) * 1.08, tx = px + 8;
         if (tx + w > R) tx = px - 8 - w;

@@ -92,7 +92,6 @@ static void trace_summary(FILE *f, const bench_opts *o, const bench_result *r)
         while (at > 0 && top[at - 1].dur_ms < e.dur_ms) { if (at < TOP) top[at] = top[at - 1]; at--; }
         if (at < TOP) top[at] = e;
     }
-    static const char *kinds[] = { "forward", "recompute", "backward", "free", "update" };
     char b[512];
     fputs("<h2>One step, instruction by instruction</h2>\n<p class=\"meta\">", f);
     snprintf(b, sizeof b, "Policy %s, round %llu (the round of median step time, %.1f ms, %zu instructions). "
@@ -105,7 +104,7 @@ static void trace_summary(FILE *f, const bench_opts *o, const bench_result *r)
         char lay[16];
         if (top[k].layer < 0) snprintf(lay, sizeof lay, "–"); else snprintf(lay, sizeof lay, "%d", top[k].layer);
         fprintf(f, "<tr><td>%zu</td><td class=\"l\">%s %s</td><td>%s</td><td>%.3f</td><td>%.1f</td><td>%.1f</td></tr>\n",
-                top[k].index, kinds[top[k].kind], top[k].tensor, lay, top[k].dur_ms,
+                top[k].index, remat_instr_kind_name(top[k].kind), top[k].tensor, lay, top[k].dur_ms,
                 pick.dur_ms > 0 ? 100 * top[k].dur_ms / pick.dur_ms : 0.0,
                 top[k].dur_ms > 0 ? top[k].flops / (top[k].dur_ms * 1e6) : 0.0);
     }

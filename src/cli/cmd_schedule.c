@@ -19,12 +19,6 @@ static void help(void)
 "  --summary  only the totals\n");
 }
 
-static const char *kind_name(remat_instr_kind k)
-{
-    static const char *n[] = { "forward", "recompute", "backward", "free", "update" };
-    return n[k];
-}
-
 int cmd_schedule(int argc, char **argv)
 {
     remat_config c;
@@ -64,7 +58,7 @@ int cmd_schedule(int argc, char **argv)
             remat_instr_info in;
             remat_schedule_instr(s, i, &in);
             printf("%s{\"i\":%zu,\"op\":\"%s\",\"layer\":%d,\"tensor\":\"%s\",\"live_bytes\":%llu,\"peak_bytes\":%llu,\"flops\":%.0f}",
-                   i ? "," : "", i, kind_name(in.kind), in.layer, in.tensor, (unsigned long long)in.live_bytes,
+                   i ? "," : "", i, remat_instr_kind_name(in.kind), in.layer, in.tensor, (unsigned long long)in.live_bytes,
                    (unsigned long long)in.peak_bytes, in.flops);
         }
         printf("]}\n");
@@ -78,7 +72,7 @@ int cmd_schedule(int argc, char **argv)
                 remat_schedule_instr(s, i, &in);
                 char lay[16];
                 if (in.layer < 0) snprintf(lay, sizeof lay, "-"); else snprintf(lay, sizeof lay, "%d", in.layer);
-                printf("%6zu  %-9s %5s  %-9s %14s%s\n", i, kind_name(in.kind), lay, in.tensor,
+                printf("%6zu  %-9s %5s  %-9s %14s%s\n", i, remat_instr_kind_name(in.kind), lay, in.tensor,
                        cli_fmt_bytes(in.live_bytes, b1, sizeof b1), i == sim.peak_index ? "   <- peak" : "");
             }
         }

@@ -368,12 +368,6 @@ static void jstr(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static const char *kind_name(int k)
-{
-    static const char *n[] = { "forward", "recompute", "backward", "free", "update" };
-    return k >= 0 && k < REMAT_NKINDS ? n[k] : "?";
-}
-
 /* microseconds, to the nanosecond */
 static void us(FILE *f, const char *key, uint64_t ns)
 {
@@ -420,7 +414,7 @@ static void write_json(FILE *f, const remat_trace *t, uint64_t first, uint64_t l
         fprintf(f, ",\"instructions\":%zu,\"ok\":%s}}", s->count, s->ok ? "true" : "false");
         for (size_t j = s->first; j < s->first + s->count; j++) {
             const tev *e = &t->ev[j];
-            const char *kn = kind_name(e->kind), *tn = e->kind == REMAT_I_UPDATE ? "" : tb->defs[e->tid].name;
+            const char *kn = remat_instr_kind_name((remat_instr_kind)e->kind), *tn = e->kind == REMAT_I_UPDATE ? "" : tb->defs[e->tid].name;
             fprintf(f, ",\n{\"name\":\"%s%s%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":1", kn, *tn ? " " : "", tn, kn);
             us(f, "ts", e->t0 - t0);
             us(f, "dur", e->t1 - e->t0);

@@ -127,7 +127,6 @@ static tstep *find_step(tstep *s, size_t n, long long step)
 
 remat_status remat_trace_parse(const void *buf, size_t len, remat_run_times *rt)
 {
-    static const char *kinds[REMAT_NKINDS] = { "forward", "recompute", "backward", "free", "update" };
     remat_status st = REMAT_OK;
     json_error_t err;
     remat_run_samples sm;
@@ -177,7 +176,7 @@ remat_status remat_trace_parse(const void *buf, size_t len, remat_run_times *rt)
         if (strcmp(ph, "X") || (cat && !strcmp(cat, "step"))) continue;
         int k = -1, t = -1;
         for (int q = 0; q < REMAT_NKINDS && cat; q++)
-            if (!strcmp(cat, kinds[q])) k = q;
+            if (!strcmp(cat, remat_instr_kind_name((remat_instr_kind)q))) k = q;
         if (k < 0) BAD("traceEvents[%zu]: unknown instruction kind '%.40s'", i, cat ? cat : "");
         if (!json_is_object(args = json_object_get(e, "args"))) BAD("traceEvents[%zu] has no args", i);
         const char *op = get_str(args, "op"), *tn = get_str(args, "tensor");

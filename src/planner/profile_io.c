@@ -40,8 +40,12 @@ static int mkdirs(const char *path)   /* mkdir -p of path's parent; 0 on success
     return 0;
 }
 
-/* the instruction kinds of "run" lines, by remat_instr_kind, then the overhead */
-static const char *const run_kinds[REMAT_NKINDS + 1] = { "forward", "recompute", "backward", "free", "update", "overhead" };
+/* the instruction kind of a "run" line: remat_instr_kind's names, and
+ * "overhead" (the step's time outside its instructions) after them */
+static const char *run_kind(int k)
+{
+    return k < REMAT_NKINDS ? remat_instr_kind_name((remat_instr_kind)k) : "overhead";
+}
 
 static int write_profile(FILE *f, const remat_profile *p)
 {
@@ -65,7 +69,7 @@ static int write_profile(FILE *f, const remat_profile *p)
     for (int k = 0; k < REMAT_NKINDS; k++)
         for (int t = 0; t < RT_MAXT; t++)
             if (p->run_n[k][t])
-                fprintf(f, "run %s %s %.9g %u\n", run_kinds[k], k == REMAT_I_UPDATE ? "-" : tb->defs[t].name,
+                fprintf(f, "run %s %s %.9g %u\n", run_kind(k), k == REMAT_I_UPDATE ? "-" : tb->defs[t].name,
                         p->run_ms[k][t], p->run_n[k][t]);
     if (p->run_overhead_n) fprintf(f, "run overhead - %.9g %u\n", p->run_overhead_ms, p->run_overhead_n);
     return fprintf(f, "end\n") < 0 ? -1 : 0;
@@ -172,7 +176,7 @@ static remat_status parse_profile(const remat_table *tb, const char *path, const
                 BAD("expected 'run KIND TENSOR MS SAMPLES'");
             int k = -1, t = -1;
             for (int q = 0; q <= REMAT_NKINDS; q++)
-                if (!strcmp(kind, run_kinds[q])) k = q;
+                if (!strcmp(kind, run_kind(q))) k = q;
             if (k < 0) BAD("unknown instruction kind '%s' in a run line", kind);
             if (k >= REMAT_I_UPDATE) {
                 if (strcmp(name, "-")) BAD("'run %s' takes '-' for its tensor, not '%s'", kind, name);

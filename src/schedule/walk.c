@@ -9,11 +9,12 @@
 #include "schedule.h"
 #include "../core/core.h"
 
-static const char *iname(int k)
+const char *remat_instr_kind_name(remat_instr_kind k)
 {
     static const char *n[] = { "forward", "recompute", "backward", "free", "update" };
-    return k >= 0 && k <= REMAT_I_UPDATE ? n[k] : "?";
+    return (unsigned)k <= REMAT_I_UPDATE ? n[k] : "?";
 }
+#define iname(k) remat_instr_kind_name((remat_instr_kind)(k))
 
 remat_status remat_walker_init(remat_walker *w, const remat_config *cfg, int forward_only, int check,
                                const remat_walk_hooks *h, size_t fwd_end)
