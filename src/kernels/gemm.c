@@ -122,7 +122,7 @@ typedef struct mm_entry {
     size_t sbytes;        /* its scratchpad */
 } mm_entry;
 
-#define MM_CACHE 4096   /* entries; when full, the table starts over */
+#define MM_CACHE 4096   /* slots; at most 3/4 of them are filled */
 static mm_entry mm_cache[MM_CACHE];
 static int mm_count;
 static pthread_mutex_t mm_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -175,7 +175,12 @@ out:
     return bad;
 }
 
-static mm_entry *mm_get(const mm_key *k)
+/* The cached primitive for k, made on first use.  Entries are never
+ * evicted: other threads may be running them (attention's tiles run on
+ * every thread).  Once the table is 3/4 full, a new shape gets a primitive
+ * of its own in *local, which the caller destroys after running it.  NULL
+ * when oneDNN could not make one. */
+static mm_entry *mm_get(const mm_key *k, mm_entry *local)
 {
     uint64_t h = key_hash(k);
     mm_entry *found = NULL;
@@ -184,13 +189,9 @@ static mm_entry *mm_get(const mm_key *k)
         mm_entry *e = &mm_cache[(h + i) % MM_CACHE];
         if (e->used && !memcmp(&e->key, k, sizeof *k)) { found = e; break; }
         if (!e->used) {
-            if (mm_count >= MM_CACHE * 3 / 4) {   /* too many shapes: start over */
-                for (size_t j = 0; j < MM_CACHE; j++)
-                    if (mm_cache[j].used) { dnnl_primitive_destroy(mm_cache[j].prim); mm_cache[j].used = 0; }
-                mm_count = 0;
-                e = &mm_cache[h % MM_CACHE];
-            }
-            if (!mm_create(k, e)) { mm_count++; found = e; }
+            if (mm_count < MM_CACHE * 3 / 4) {
+                if (!mm_create(k, e)) { mm_count++; found = e; }
+            } else if (!mm_create(k, local)) found = local;
             break;
         }
     }
@@ -214,7 +215,7 @@ static void dnnl_run(const remat_gemm_op *g)
     memset(&k, 0, sizeof k);   /* the padding too: keys are compared as bytes */
     k.ab = g->ab; k.c = g->c; k.ta = g->ta; k.tb = g->tb; k.M = g->M; k.N = g->N; k.K = g->K;
     k.lda = g->lda; k.ldb = g->ldb; k.ldc = g->ldc; k.bias = g->bias != NULL; k.alpha = g->alpha; k.beta = g->beta;
-    mm_entry *e = mm_get(&k);
+    mm_entry local, *e = mm_get(&k, &local);
     if (!e) { atomic_store(&gemm_failed, REMAT_ERR_NOMEM); return; }
     if (!dnnl_strm && dnnl_stream_create(&dnnl_strm, dnnl_eng, dnnl_stream_default_flags) != dnnl_success) {
         dnnl_strm = NULL;
