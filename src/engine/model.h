@@ -61,7 +61,6 @@ struct remat_model {
     uint64_t *hash;             /* --verify-recompute: first-computation hashes */
     remat_schedule *sched;      /* the training schedule */
     remat_schedule *fwd[FWD_COUNT];
-    remat_config fwd_cfg[FWD_COUNT];
     int verify;
     struct remat_trace *trace;  /* remat_model_set_trace: record steps here (not owned), */
     uint64_t trace_step;        /* numbered so; NULL: steps read no clock */

@@ -30,7 +30,6 @@ void remat_op_ctx_init(remat_op_ctx *c, const remat_config *cfg, float *params, 
     }
 }
 
-size_t remat_op_param_numel(const remat_op_ctx *c, int p) { return c->pnum[p]; }
 
 void remat_op_bind(const remat_operands *o, int kind, int t, void *const *buf, void *temp, remat_op_args *a)
 {
@@ -305,7 +304,7 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
 
 static size_t num_params(const remat_op_ctx *c)
 {
-    return c->poff[REMAT_PARAM_COUNT - 1] + remat_op_param_numel(c, REMAT_PARAM_COUNT - 1);
+    return c->poff[REMAT_PARAM_COUNT - 1] + c->pnum[REMAT_PARAM_COUNT - 1];
 }
 
 float remat_op_clip_scale(const remat_optim *o, double norm)
@@ -321,7 +320,7 @@ float remat_op_clip_scale(const remat_optim *o, double norm)
 int remat_op_first_nonfinite(const remat_op_ctx *c, size_t lo, size_t hi)
 {
     for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
-        size_t a = c->poff[i] > lo ? c->poff[i] : lo, b = c->poff[i] + remat_op_param_numel(c, i);
+        size_t a = c->poff[i] > lo ? c->poff[i] : lo, b = c->poff[i] + c->pnum[i];
         if (b > hi) b = hi;
         if (a < b && !isfinite(sumsq(c->grads + a, b - a))) return i;
     }
@@ -332,7 +331,7 @@ void remat_op_adamw_range(const remat_op_ctx *c, float *adam_m, float *adam_v, c
                           size_t lo, size_t hi, float scale)
 {
     for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
-        size_t a = c->poff[i] > lo ? c->poff[i] : lo, b = c->poff[i] + remat_op_param_numel(c, i);
+        size_t a = c->poff[i] > lo ? c->poff[i] : lo, b = c->poff[i] + c->pnum[i];
         if (b > hi) b = hi;
         if (a < b)   /* and the bf16 copy, in the same pass */
             adamw_update(c->params + a, c->grads + a, adam_m + (a - lo), adam_v + (a - lo),

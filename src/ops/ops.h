@@ -86,7 +86,6 @@ float remat_op_clip_scale(const remat_optim *o, double norm);
 void remat_op_adamw_range(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
                           size_t lo, size_t hi, float scale);
 int remat_op_first_nonfinite(const remat_op_ctx *c, size_t lo, size_t hi);
-size_t remat_op_param_numel(const remat_op_ctx *c, int p);
 /* params16 = bf16(params), when the context has a bf16 copy (after every
  * update, and whenever the fp32 weights change otherwise) */
 void remat_op_refresh16(const remat_op_ctx *c);

@@ -28,7 +28,7 @@ remat_status remat_profile_apply_run(remat_profile *p, const remat_run_times *rt
 {
     char cpu[128];
     if (!p || !rt) return remat_fail(REMAT_ERR_INVALID, "calibrate: NULL argument");
-    if (!remat_profile_config_equal(&p->cfg, &rt->cfg)) {
+    if (!remat_config_same(&p->cfg, &rt->cfg)) {
         char a[256], b[256];
         remat_profile_config_key(&rt->cfg, a, sizeof a);
         remat_profile_config_key(&p->cfg, b, sizeof b);
@@ -92,7 +92,7 @@ int remat_profile_run_ops(const remat_profile *p)
 remat_status remat_profile_copy_run(remat_profile *dst, const remat_profile *src)
 {
     if (!dst || !src) return remat_fail(REMAT_ERR_INVALID, "remat_profile_copy_run: NULL argument");
-    if (!remat_profile_config_equal(&dst->cfg, &src->cfg))
+    if (!remat_config_same(&dst->cfg, &src->cfg))
         return remat_fail(REMAT_ERR_INVALID, "remat_profile_copy_run: the profiles are of different configs");
     memcpy(dst->run_ms, src->run_ms, sizeof dst->run_ms);
     memcpy(dst->run_n, src->run_n, sizeof dst->run_n);

@@ -43,10 +43,6 @@ void remat_profile_config_key(const remat_config *c, char *buf, size_t n)
         snprintf(buf + k, n - (size_t)k, " fw%d tp%d sp%d st%d", (int)c->framework, remat_config_tp(c), c->sp, c->stage);
 }
 
-int remat_profile_config_equal(const remat_config *a, const remat_config *b)
-{
-    return remat_config_same(a, b);
-}
 
 /* ---- the FLOP/byte model -------------------------------------------------- */
 
@@ -88,11 +84,10 @@ static void fill_probed_op(remat_profile *p, const remat_config *c, const remat_
     double other = p->other_gflops * 1e6, bw = p->gbps * 1e6, tile = pr->tile_gflops * 1e6;
     double out = (double)remat_tensor_bytes(c, t), fwd = remat_tensor_fwd_flops(c, t), bwd = remat_tensor_bwd_flops(c, t);
     if (d->wv) {   /* the LM head: products, then the softmax cross-entropy over (rows, Vp) */
-        double V = c->vocab, N = (double)c->batch * c->seq, gemm = 2.0 * N * c->n_embd * remat_config_padded_vocab(c);
+        double N = (double)c->batch * c->seq, gemm = 2.0 * N * c->n_embd * remat_config_padded_vocab(c);
         double xent = fwd - (c->lmhead_chunk > 0 ? 3 : 1) * gemm;
         p->fwd_ms[t] = pr->gemm_ms[t][0] + xent / other + (c->lmhead_chunk > 0 ? 0 : 2 * out) / bw;
         p->bwd_ms[t] = c->lmhead_chunk > 0 ? bwd / other : pr->gemm_ms[t][1];
-        (void)V;
     } else if (d->wc) {   /* a linear layer; res2, res3 add the block's input */
         int residual = d->fwd_in[1] == RT_X;
         p->fwd_ms[t] = pr->gemm_ms[t][0] + (residual ? 2 * out : 0) / bw;
@@ -208,7 +203,7 @@ const remat_profile *remat_profile_resolve(const remat_config *cfg, const remat_
         remat_profile_fill_model(tmp, cfg, 0);
         return tmp;
     }
-    if (!remat_profile_config_equal(&prof->cfg, cfg)) {
+    if (!remat_config_same(&prof->cfg, cfg)) {
         char a[256], b[256];
         remat_profile_config_key(&prof->cfg, a, sizeof a);
         remat_profile_config_key(cfg, b, sizeof b);

@@ -38,9 +38,9 @@ struct remat_profile {
     uint32_t run_overhead_n;
 };
 
-/* The config part of a profile's key, as text; and config equality for it. */
+/* The config part of a profile's key, as text (profiles of configs that
+ * remat_config_same calls equal share it). */
 void remat_profile_config_key(const remat_config *c, char *buf, size_t n);
-int remat_profile_config_equal(const remat_config *a, const remat_config *b);
 
 /* The FLOP model with default throughputs, filled into p (no allocation). */
 void remat_profile_fill_model(remat_profile *p, const remat_config *cfg, double gflops);

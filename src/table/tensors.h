@@ -129,7 +129,7 @@ typedef struct remat_tensor_def {
  * is one byte (masks). */
 enum { RT_P_ACT = 0, RT_P_F32 = 1, RT_P_BYTE = 2, RT_P_I64 = 3 /* token ids */ };
 
-enum { RT_VAR_NONE = 0, RT_VAR_FLASH = 1, RT_VAR_CHUNKED = 2 };
+enum { RT_VAR_FLASH = 1, RT_VAR_CHUNKED = 2 };   /* 0: no variant */
 
 typedef struct remat_table {
     const char *name;
