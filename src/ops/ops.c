@@ -220,13 +220,14 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
     }
 }
 
-/* The gradient reaching a residual branch: d_res itself (fp32, no
- * dropout), or d_res masked by the branch's regenerated mask and/or rounded
- * to bf16 into d_branch. */
+/* The gradient reaching a residual branch: d_res itself when the table
+ * has no d_branch (fp32, no dropout), or d_res masked by the branch's
+ * regenerated mask and/or rounded to bf16 into d_branch.  (A backward runs
+ * only in training, so the mask's p is the config's dropout.) */
 static const void *branch_grad(const remat_op_ctx *c, const remat_op_args *a, int l, int site, size_t n)
 {
+    if (!remat_tensor_exists(c->cfg, RT_D_BRANCH)) return A(a, RT_D_RES);
     remat_dropout d = drop_for(c, l, site);
-    if (d.p <= 0 && c->cfg->dtype == REMAT_DTYPE_FP32) return A(a, RT_D_RES);
     void *b = A(a, RT_D_BRANCH);
     residual_backward_branch(b, F(a, RT_D_RES), &d, n, c->cfg->dtype);
     return b;
