@@ -40,6 +40,10 @@
 #include "../kernels/kernels.h"
 #include "model.h"
 
+/* a slice's gradient-norm partials are whole sumsq blocks (step 4 indexes
+ * the block partials by own_lo / REMAT_DP_ALIGN) */
+_Static_assert(REMAT_DP_ALIGN == SUMSQ_BLOCK_ELEMS, "slices must align to the gradient norm's blocks");
+
 static double now_ms(void)
 {
     struct timespec t;
