@@ -173,8 +173,7 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
         else attention_scores_forward(out, A(a, RT_QKV), B, T, C, NH, dt);
         break;
     case RT_ATTY:
-        d = drop_for(c, l, REMAT_SITE_ATT);
-        if (dt == REMAT_DTYPE_BF16) (void)TEMP(a);
+        d = drop_for(c, l, REMAT_SITE_ATT);   /* acc: when the table declares it (remat_tensor_fwd_temp_bytes) */
         if (flash) flash_attention_values(out, F(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt, acc);
         else attention_values_forward(out, A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt, acc);
         break;

@@ -239,7 +239,9 @@ static uint64_t gpt2_temp_bytes(const remat_config *c, int t)
     int bf = c->dtype == REMAT_DTYPE_BF16;
     if (t == RT_LOGITS && c->lmhead_chunk > 0)
         return (bf ? 6ULL : 4ULL) * (uint64_t)remat_lmhead_rows(c) * (uint64_t)remat_config_padded_vocab(c);
-    if (t == RT_ATTY && bf) return 4 * BT * C;
+    /* attention's fp32 accumulator: flash's values, and the naive values
+     * with dropout (without, one GEMM per row block writes out directly) */
+    if (t == RT_ATTY && bf && (c->attention == REMAT_ATTENTION_FLASH || c->dropout > 0.0f)) return 4 * BT * C;
     return 0;
 }
 
