@@ -327,10 +327,10 @@ static remat_status run_update(run *r)
 {
     remat_model *m = r->m;
     size_t N = (size_t)m->cfg.batch * m->cfg.seq;
+    if (r->accumulate) return REMAT_OK;   /* a micro-batch: the data-parallel step updates (and poisons) */
     if (m->poison == 1) r->ctx.loss_sum = NAN;
     else if (m->poison > 1) m->grads[m->poff[m->poison - 2]] = NAN;
     m->poison = 0;
-    if (r->accumulate) return REMAT_OK;
     if (r->loss) *r->loss = (float)(r->ctx.loss_sum / (double)N);
     if (!isfinite(r->ctx.loss_sum))
         return remat_fail(REMAT_ERR_NONFINITE, "non-finite loss at step %llu", (unsigned long long)m->t + 1);
