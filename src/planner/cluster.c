@@ -355,9 +355,10 @@ remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster
 static uint32_t names_mask(const ctx *x, const char *const *names)
 {
     uint32_t m = 0;
-    for (; *names; names++)
-        for (int t = 0; t < x->tb->nblock; t++)
-            if (!strcmp(x->tb->defs[t].name, *names)) m |= 1u << t;
+    for (; *names; names++) {
+        int t = remat_table_find(x->tb, *names);
+        if (t >= 0 && t < x->tb->nblock) m |= 1u << t;
+    }
     return m;
 }
 

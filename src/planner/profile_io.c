@@ -161,10 +161,8 @@ static remat_status parse_profile(const remat_table *tb, const char *path, const
             char *sp2 = strchr(val, ' ');
             if (!sp2) BAD("expected '%s NAME MS'", line);
             *sp2 = 0;
-            int t = -1;
-            for (int q = 0; q < tb->first_grad; q++)
-                if (!strcmp(tb->defs[q].name, val)) t = q;
-            if (t < 0 || (bw && !tb->defs[t].has_bwd)) BAD("unknown op '%s %s'", line, val);
+            int t = remat_table_find(tb, val);
+            if (t < 0 || t >= tb->first_grad || (bw && !tb->defs[t].has_bwd)) BAD("unknown op '%s %s'", line, val);
             if (seen[k][t]++) BAD("repeated '%s %s'", line, val);
             if (!num(sp2 + 1, 0, 1e9, &d)) BAD("bad time '%s' for %s %s (milliseconds, >= 0)", sp2 + 1, line, val);
             double *dst[4] = { p->fwd_ms, p->bwd_ms, p->fwd_hot_ms, p->bwd_hot_ms };
@@ -182,9 +180,8 @@ static remat_status parse_profile(const remat_table *tb, const char *path, const
                 if (strcmp(name, "-")) BAD("'run %s' takes '-' for its tensor, not '%s'", kind, name);
                 t = 0;
             } else {
-                for (int q = 0; q < tb->first_grad; q++)
-                    if (!strcmp(tb->defs[q].name, name)) t = q;
-                if (t < 0 || (k == REMAT_I_BACKWARD && !tb->defs[t].has_bwd)) BAD("no instruction '%s %s'", kind, name);
+                t = remat_table_find(tb, name);
+                if (t < 0 || t >= tb->first_grad || (k == REMAT_I_BACKWARD && !tb->defs[t].has_bwd)) BAD("no instruction '%s %s'", kind, name);
             }
             double n;
             if (seen_run[k][t]++) BAD("repeated 'run %s %s'", kind, name);

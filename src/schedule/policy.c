@@ -34,10 +34,8 @@ static remat_status parse_names(const remat_table *tb, const char *s, uint32_t *
             return remat_fail(REMAT_ERR_POLICY, "save: expects names joined by '+', e.g. save:qkv+fch");
         memcpy(buf, s, n);
         buf[n] = 0;
-        int id = -1;
-        for (int t = 0; t < tb->nblock; t++)
-            if (!strcmp(tb->defs[t].name, buf)) id = t;
-        if (id < 0) {
+        int id = remat_table_find(tb, buf);
+        if (id < 0 || id >= tb->nblock) {
             char names[512];
             size_t k = 0;
             for (int t = 0; t < tb->nblock && k < sizeof names; t++)

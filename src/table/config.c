@@ -106,7 +106,7 @@ uint64_t remat_config_num_params(const remat_config *c)
 
 int remat_tensor_count(void) { return remat_table_gpt2.count; }
 
-static int find_in(const remat_table *tb, const char *name)
+int remat_table_find(const remat_table *tb, const char *name)
 {
     if (!name) return -1;
     for (int i = 0; i < tb->count; i++)
@@ -114,9 +114,9 @@ static int find_in(const remat_table *tb, const char *name)
     return -1;
 }
 
-int remat_tensor_find(const char *name) { return find_in(&remat_table_gpt2, name); }
+int remat_tensor_find(const char *name) { return remat_table_find(&remat_table_gpt2, name); }
 int remat_config_tensor_count(const remat_config *cfg) { return remat_table_of(cfg)->count; }
-int remat_config_tensor_find(const remat_config *cfg, const char *name) { return find_in(remat_table_of(cfg), name); }
+int remat_config_tensor_find(const remat_config *cfg, const char *name) { return remat_table_find(remat_table_of(cfg), name); }
 
 remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out)
 {

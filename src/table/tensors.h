@@ -170,6 +170,9 @@ int remat_config_same(const remat_config *a, const remat_config *b);
 
 /* The table a config uses. */
 const remat_table *remat_table_of(const remat_config *cfg);
+/* The index of the tensor named name in tb, or -1 (names are unique in a
+ * table; callers that want a per-block tensor check < nblock). */
+int remat_table_find(const remat_table *tb, const char *name);
 
 /* bytes of one copy of tensor t (no overflow: config already checked) */
 uint64_t remat_tensor_bytes(const remat_config *cfg, int t);
