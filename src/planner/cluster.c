@@ -189,11 +189,8 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
     double ar = T > 1 ? 2.0 * (T - 1) / T * vol / K : 0, half = ar / 2;
     for (int t = 0; t < tb->first_grad; t++) {
         const remat_tensor_def *d = &tb->defs[t];
-        double in = 0, bin = 0, out = (double)remat_tensor_bytes(c, t);
-        for (int i = 0; i < RT_MAXIO && d->fwd_in[i] != RT_NONE; i++)
-            in += (double)remat_tensor_bytes(c, d->fwd_in[i] == RT_X ? tb->nblock - 1 : d->fwd_in[i]);
-        for (int i = 0; i < RT_MAXIO && d->bwd_in[i] != RT_NONE; i++)
-            bin += (double)remat_tensor_bytes(c, d->bwd_in[i] == RT_X ? tb->nblock - 1 : d->bwd_in[i]);
+        double out = (double)remat_tensor_bytes(c, t);
+        double in = remat_input_bytes(c, tb, d->fwd_in), bin = remat_input_bytes(c, tb, d->bwd_in);
         int gemm = (d->flags & RT_F_GEMM) != 0;
         /* matrix products are compute-bound; the rest streams its operands */
         p->fwd_ms[t] = remat_tensor_fwd_flops(c, t) / F + (gemm ? 0 : (out + in) / H);

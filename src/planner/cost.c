@@ -52,7 +52,7 @@ static double weight_bytes(const remat_config *c, const remat_tensor_def *d)
     return 4.0 * (d->wc * C * C + d->wv * C * remat_config_padded_vocab(c));
 }
 
-static double io_bytes(const remat_config *c, const remat_table *tb, const int8_t *in)
+double remat_input_bytes(const remat_config *c, const remat_table *tb, const int8_t *in)
 {
     double b = 0;
     for (int i = 0; i < RT_MAXIO && in[i] != RT_NONE; i++)
@@ -131,9 +131,9 @@ static void fill(remat_profile *p, const remat_config *c, double gflops, double 
         double g = ((d->flags & RT_F_GEMM) ? p->gflops : p->other_gflops) * 1e6;   /* FLOPs per ms */
         double bw = p->gbps * 1e6;                                                  /* bytes per ms */
         double out = (double)remat_tensor_bytes(c, t), w = weight_bytes(c, d);
-        p->fwd_ms[t] = roof(pr, remat_tensor_fwd_flops(c, t) / g, (out + io_bytes(c, tb, d->fwd_in) + w) / bw);
+        p->fwd_ms[t] = roof(pr, remat_tensor_fwd_flops(c, t) / g, (out + remat_input_bytes(c, tb, d->fwd_in) + w) / bw);
         if (d->has_bwd)
-            p->bwd_ms[t] = roof(pr, remat_tensor_bwd_flops(c, t) / g, (2 * out + io_bytes(c, tb, d->bwd_in) + 3 * w) / bw);
+            p->bwd_ms[t] = roof(pr, remat_tensor_bwd_flops(c, t) / g, (2 * out + remat_input_bytes(c, tb, d->bwd_in) + 3 * w) / bw);
     }
     memcpy(p->fwd_hot_ms, p->fwd_ms, sizeof p->fwd_ms);   /* no cache in the model */
     memcpy(p->bwd_hot_ms, p->bwd_ms, sizeof p->bwd_ms);

@@ -38,6 +38,10 @@ struct remat_profile {
     uint32_t run_overhead_n;
 };
 
+/* The bytes of the tensors an op reads (in: a def's fwd_in or bwd_in; RT_X
+ * is the block input, the previous block's output). */
+double remat_input_bytes(const remat_config *c, const remat_table *tb, const int8_t *in);
+
 /* The config part of a profile's key, as text (profiles of configs that
  * remat_config_same calls equal share it). */
 void remat_profile_config_key(const remat_config *c, char *buf, size_t n);
