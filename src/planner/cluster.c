@@ -302,12 +302,12 @@ void remat_cluster_row_clear(remat_cluster_row *r)
     memset(r, 0, sizeof *r);
 }
 
-static remat_status eval_row(const ctx *x, const char *policy, rerun rr, remat_cluster_row *out)
+/* A row from schedule s of one chunk, costed at ms, plus what the
+ * framework's re-running of whole regions adds (ems ms, efl FLOPs). */
+static remat_status fill_row(const ctx *x, const remat_schedule *s, double ms, double ems, double efl,
+                             remat_cluster_row *out)
 {
-    remat_schedule *s = NULL;
-    remat_status st;
     memset(out, 0, sizeof *out);
-    if ((st = remat_schedule_create(&x->chunk, policy, &s))) return st;
     /* held for the backward when the forward ends: before the first backward
      * instruction; a chunk that sends its output on does not keep it */
     size_t fb = 0;
@@ -315,9 +315,6 @@ static remat_status eval_row(const ctx *x, const char *policy, rerun rr, remat_c
     uint64_t held = fb ? s->live_after[fb - 1] : 0;
     uint64_t xout = remat_tensor_bytes(&x->chunk, x->tb->nblock - 1);
     if (x->P > 1) held -= xout;
-    double ms = remat_cost_schedule_ms(&x->prof, s, NULL), ems, efl;
-    if (ms < 0) { st = REMAT_ERR_NOMEM; goto out; }
-    if ((st = rerun_extra(x, s, rr, &ems, &efl))) goto out;
     out->layer_stored_bytes = (s->sim.stored_bytes - xout) / (uint64_t)x->Lc;
     out->stored_bytes = x->f * held + x->res_inflight;
     out->peak_bytes = (x->f - 1) * held + s->sim.peak_bytes + x->res_inflight;
@@ -327,10 +324,31 @@ static remat_status eval_row(const ctx *x, const char *policy, rerun rr, remat_c
     out->step_ms_pred = stage_ms * ((double)x->m + (double)(x->P - 1) / x->V) + x->other_ms;
     out->hardware_flops = x->T * (x->seqs / x->chunk.batch) *
                           ((double)x->P * x->V * (s->sim.flops + efl) + x->head_flops);
-    if (!(out->policy = remat_strdup(remat_schedule_policy(s)))) st = remat_fail(REMAT_ERR_NOMEM, "out of memory");
-out:
+    if (!(out->policy = remat_strdup(remat_schedule_policy(s)))) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
+    return REMAT_OK;
+}
+
+/* The row of policy as the framework runs it (re-running the regions of
+ * rr), and, when plain is not NULL, the same schedule as remat runs it
+ * (recomputing only what the backward reads): one compile, one costing. */
+static remat_status eval_row(const ctx *x, const char *policy, rerun rr, remat_cluster_row *out,
+                             remat_cluster_row *plain)
+{
+    remat_schedule *s = NULL;
+    remat_status st;
+    double ems, efl;
+    memset(out, 0, sizeof *out);
+    if (plain) memset(plain, 0, sizeof *plain);
+    if ((st = remat_schedule_create(&x->chunk, policy, &s))) return st;
+    double ms = remat_cost_schedule_ms(&x->prof, s, NULL);
+    if (ms < 0) st = REMAT_ERR_NOMEM;
+    else if (!(st = rerun_extra(x, s, rr, &ems, &efl)) && !(st = fill_row(x, s, ms, ems, efl, out)) && plain)
+        st = fill_row(x, s, ms, 0, 0, plain);
     remat_schedule_free(s);
-    if (st) remat_cluster_row_clear(out);
+    if (st) {
+        remat_cluster_row_clear(out);
+        if (plain) remat_cluster_row_clear(plain);
+    }
     return st;
 }
 
@@ -343,7 +361,7 @@ remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster
     memset(out, 0, sizeof *out);
     if ((st = ctx_init(&x, cfg, cl))) return st;
     rerun none = { 0, 0 };
-    return eval_row(&x, policy, none, out);
+    return eval_row(&x, policy, none, out, NULL);
 }
 
 /* ---- the framework options ---------------------------------------------------- */
@@ -530,7 +548,7 @@ static remat_status best_plan(const ctx *x, remat_cluster_row *best)
         if ((st = remat_planner_build_fronts(pl, act))) goto out;
         if ((st = remat_planner_best(pl, act, pol, REMAT_POLICY_MAX, NULL, NULL))) goto out;
         remat_cluster_row r;
-        if ((st = eval_row(x, pol, none, &r))) goto out;
+        if ((st = eval_row(x, pol, none, &r, NULL))) goto out;
         if (better(&r, best)) { remat_cluster_row_clear(best); *best = r; }
         else remat_cluster_row_clear(&r);
         goto out;
@@ -544,7 +562,7 @@ static remat_status best_plan(const ctx *x, remat_cluster_row *best)
         if (fixed + pk > x->usable) continue;  /* the chunk alone does not fit */
         if ((st = remat_planner_best(pl, pk, pol, REMAT_POLICY_MAX, NULL, NULL))) goto out;
         remat_cluster_row r;
-        if ((st = eval_row(x, pol, none, &r))) goto out;
+        if ((st = eval_row(x, pol, none, &r, NULL))) goto out;
         int fits = r.fits;
         if (better(&r, best)) { remat_cluster_row_clear(best); *best = r; }
         else remat_cluster_row_clear(&r);
@@ -568,11 +586,14 @@ remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl
     if ((st = framework_options(&x, &cs, &nc))) return st;
     out->rows = remat_calloc(nc ? nc : 1, sizeof *out->rows);
     if (!out->rows) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
-    rerun none = { 0, 0 };
     for (size_t i = 0; i < nc; i++) {
         remat_cluster_row *r = &out->rows[out->nrows];
-        if ((st = eval_row(&x, cs[i].policy, cs[i].rr, r))) goto out;
+        /* mine: the same keep-set with remat's recomputation, a plan too */
+        remat_cluster_row mine;
+        if ((st = eval_row(&x, cs[i].policy, cs[i].rr, r, &mine))) goto out;
         out->nrows++;
+        if (better(&mine, &out->optimal)) { remat_cluster_row_clear(&out->optimal); out->optimal = mine; }
+        else remat_cluster_row_clear(&mine);
         if (cs[i].has_megatron && !(r->megatron_flags = remat_strdup(cs[i].megatron))) {
             st = remat_fail(REMAT_ERR_NOMEM, "out of memory");
             goto out;
@@ -586,11 +607,6 @@ remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl
             remat_cluster_row_clear(&out->best_torchtitan);
             if ((st = row_copy(&out->best_torchtitan, r))) goto out;
         }
-        /* the same keep-sets with remat's recomputation are plans too */
-        remat_cluster_row mine;
-        if ((st = eval_row(&x, cs[i].policy, none, &mine))) goto out;
-        if (better(&mine, &out->optimal)) { remat_cluster_row_clear(&out->optimal); out->optimal = mine; }
-        else remat_cluster_row_clear(&mine);
     }
     st = best_plan(&x, &out->optimal);
 out:
@@ -645,7 +661,7 @@ static remat_status exists_at(const remat_config *c, const remat_cluster *cl, in
         if ((which == REMAT_CLUSTER_MEGATRON && !cs[i].has_megatron) ||
             (which == REMAT_CLUSTER_TORCHTITAN && !cs[i].torchtitan)) continue;
         remat_cluster_row r;
-        if ((st = eval_row(&x, cs[i].policy, which == REMAT_CLUSTER_OPTIMAL ? none : cs[i].rr, &r))) break;
+        if ((st = eval_row(&x, cs[i].policy, which == REMAT_CLUSTER_OPTIMAL ? none : cs[i].rr, &r, NULL))) break;
         *ok = r.fits;
         remat_cluster_row_clear(&r);
     }
