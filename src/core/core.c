@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <omp.h>
 #include "core.h"
 #include "endian.h"
@@ -70,6 +71,13 @@ void remat_set_threads(int n)
 }
 
 int remat_get_threads(void) { return n_threads > 0 ? n_threads : omp_get_max_threads(); }
+
+uint64_t remat_clock_ns(int cpu)
+{
+    struct timespec ts;
+    clock_gettime(cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* The content hash (remat.h): splitmix64's finaliser over the bytes read as
  * little-endian 64-bit words, seeded by the length, the last partial word

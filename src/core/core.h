@@ -166,4 +166,10 @@ void remat_sweep_tmps(const char *dir, long (*tmp_pid)(const char *name, const v
  * names, else 0: the building block of tmp_pid functions. */
 long remat_tmp_suffix_pid(const char *s);
 
+/* ---- clocks -------------------------------------------------------------- */
+/* Nanoseconds on CLOCK_MONOTONIC, or with cpu != 0 on this thread's CPU
+ * clock (CLOCK_THREAD_CPUTIME_ID); remat_clock_ms the same in ms. */
+uint64_t remat_clock_ns(int cpu);
+static inline double remat_clock_ms(int cpu) { return (double)remat_clock_ns(cpu) / 1e6; }
+
 #endif

@@ -44,12 +44,6 @@
  * the block partials by own_lo / REMAT_DP_ALIGN) */
 _Static_assert(REMAT_DP_ALIGN == SUMSQ_BLOCK_ELEMS, "slices must align to the gradient norm's blocks");
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 /* a += b, elementwise: the same bits at any thread count */
 static void add_into(float *a, const float *b, size_t n)
@@ -108,9 +102,9 @@ static remat_status reduce_scatter(remat_model *m, float *g)
             if (kn > REMAT_DP_PIECE) kn = REMAT_DP_PIECE;
             remat_status st = remat_comm_sendrecv(d->comm, partner, g + s0 + (sn ? at : 0), 4 * sn, d->recv, 4 * kn);
             if (st) return st;
-            double t0 = now_ms();
+            double t0 = remat_clock_ms(0);
             add_into(g + k0 + at, d->recv, kn);
-            d->reduce_ms += now_ms() - t0;
+            d->reduce_ms += remat_clock_ms(0) - t0;
         }
     }
     return REMAT_OK;
@@ -133,9 +127,9 @@ static remat_status tree(remat_model *m, int lo, int n, int *out, double *losses
     int h = remat_dp_split(n), a, b;
     if ((st = tree(m, lo, h, &a, losses, first))) return st;
     if ((st = tree(m, lo + h, n - h, &b, losses, first))) return st;
-    double t0 = now_ms();
+    double t0 = remat_clock_ms(0);
     add_into(d->pool[a], d->pool[b], m->nparams);
-    d->reduce_ms += now_ms() - t0;
+    d->reduce_ms += remat_clock_ms(0) - t0;
     d->free_idx[d->nfree++] = b;
     *out = a;
     return REMAT_OK;

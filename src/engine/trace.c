@@ -57,20 +57,14 @@ struct remat_trace {
     size_t npol, cappol;
 };
 
-static uint64_t clock_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
-static uint64_t now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+static uint64_t now_ns(void) { return remat_clock_ns(0); }
 
 /* With one thread, the thread's CPU time as well: what the wall time is on
  * an idle machine, without the time other processes take on a shared one
  * (profile.c times ops the same way).  With several, CPU time would add
  * the threads up. */
-static uint64_t cpu_ns(const remat_trace *t) { return t->threads == 1 ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0; }
+static uint64_t cpu_ns(const remat_trace *t) { return t->threads == 1 ? remat_clock_ns(1) : 0; }
 
 remat_status remat_trace_create(remat_trace **out)
 {

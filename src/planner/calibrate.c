@@ -117,12 +117,7 @@ remat_status remat_profile_copy_run(remat_profile *dst, const remat_profile *src
 #define PROBE_STREAM (4u << 20)   /* floats per triad array (16 MiB) */
 
 /* the clock of profile.c: one thread, its CPU time; several, the wall */
-static double probe_clock_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(remat_get_threads() == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+static double probe_clock_ms(void) { return remat_clock_ms(remat_get_threads() == 1); }
 
 typedef struct probe_buf {
     void *a, *b, *c, *d, *e;

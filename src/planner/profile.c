@@ -9,7 +9,7 @@
  * remat_op_bind).  Each op is timed as the median of a few calls after a
  * warm-up, once on cold caches and once at once again (inputs in cache),
  * the reps of all ops interleaved (with one thread: CPU time, see
- * op_clock_ms).  The update is the same remat_op_update the step runs,
+ * remat_profile_measure's clock).  The update is the same remat_op_update the step runs,
  * timed on a small parameter vector and scaled by the parameter count (it
  * streams memory linearly).
  */
@@ -25,16 +25,6 @@
 
 #define FLUSH_BYTES ((size_t)64 << 20)   /* written between timed calls: twice a 32 MiB L3 */
 
-/* The clock ops are timed with: with one thread, the thread's CPU time --
- * what the wall time is on an idle machine, without the time other
- * processes take on a shared one; with several, the wall clock (CPU time
- * would add up the threads). */
-static double op_clock_ms(int cpu)
-{
-    struct timespec ts;
-    clock_gettime(cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* the last-level cache, from sysfs (32 MiB when it cannot be read) */
 static uint64_t llc_bytes(void)
@@ -212,6 +202,10 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
     p->cfg = *cfg;
     p->measured = 1;
     p->threads = remat_get_threads();
+    /* the clock: with one thread, the thread's CPU time -- what the wall
+     * time is on an idle machine, without the time other processes take on
+     * a shared one; with several, the wall clock (CPU time would add up the
+     * threads) */
     int cpu = p->threads == 1;
     remat_machine_cpu(p->cpu, sizeof p->cpu);
     float *dres = b.buf[remat_slot_t(tb, 1, -1, tb->d_res)];   /* fp32 in both dtypes */
@@ -226,9 +220,9 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
                 if (bw && !tb->defs[t].has_bwd) continue;
                 memset(b.flush, r & 0xff, FLUSH_BYTES);
                 for (int hot = 0; hot < 2; hot++) {   /* cold caches, then at once again: inputs in cache */
-                    double t0 = op_clock_ms(cpu);
+                    double t0 = remat_clock_ms(cpu);
                     bench_op(&b, t, bw);
-                    double dt = op_clock_ms(cpu) - t0;
+                    double dt = remat_clock_ms(cpu) - t0;
                     if (r >= 0) all[(size_t)hot * per + ((size_t)t * 2 + (size_t)bw) * (size_t)reps + (size_t)r] = dt;
                     if (bw)   /* keep the += into d_res bounded */
                         for (size_t i = 0; i < dres_n; i++) dres[i] *= 0.5f;
@@ -267,11 +261,11 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
         remat_optim_default(&o);
         double scale = (double)remat_config_num_params(cfg) / (double)bu.np;
         for (int r = -1; r < reps; r++) {
-            double t0 = op_clock_ms(cpu);
+            double t0 = remat_clock_ms(cpu);
             memset(bu.grads, 0, bu.np * sizeof(float));
             for (size_t i = 0; i < bu.np; i += 4096) bu.grads[i] = 1e-3f;
             remat_op_update(&bu.ctx, bu.am, bu.av, &o, (uint64_t)r + 2, NULL);
-            if (r >= 0) v[r] = (op_clock_ms(cpu) - t0) * scale;
+            if (r >= 0) v[r] = (remat_clock_ms(cpu) - t0) * scale;
         }
         p->update_ms = remat_median(v, (size_t)reps);
     }
