@@ -90,6 +90,17 @@ static remat_status check_reads(const remat_walker *w, size_t i, const remat_ins
     return REMAT_OK;
 }
 
+/* An op's scratch (o->temp_bytes), held only while its exec hook runs. */
+static remat_status run_op(remat_walker *w, size_t i, const remat_instr *in, const remat_operands *o)
+{
+    const remat_walk_hooks *h = w->h;
+    remat_status st;
+    if (o->temp_bytes && h && h->temp_alloc && (st = h->temp_alloc(h->arg, o->temp_bytes))) return st;
+    st = h && h->exec ? h->exec(h->arg, i, in, o) : REMAT_OK;
+    if (o->temp_bytes && h && h->temp_release) h->temp_release(h->arg, o->temp_bytes);
+    return st;
+}
+
 remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
 {
     const remat_walk_hooks *h = w->h;
@@ -123,10 +134,7 @@ remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
         }
         if ((st = born(w, o.out, t, 0))) return st;
         peak = w->cur + o.temp_bytes;
-        if (o.temp_bytes && h && h->temp_alloc && (st = h->temp_alloc(h->arg, o.temp_bytes))) return st;
-        st = h && h->exec ? h->exec(h->arg, i, in, &o) : REMAT_OK;
-        if (o.temp_bytes && h && h->temp_release) h->temp_release(h->arg, o.temp_bytes);
-        if (st) return st;
+        if ((st = run_op(w, i, in, &o))) return st;
         fl = remat_tensor_fwd_flops(w->cfg, t);
         if (k == REMAT_I_RECOMPUTE) {
             w->sim.recompute_flops += fl;
@@ -153,10 +161,7 @@ remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
         for (int q = 0; q < o.nalloc; q++)
             if ((st = born(w, o.alloc[q], o.alloc_t[q], (w->tb->defs[o.alloc_t[q]].flags & RT_F_ZERO) != 0))) return st;
         peak = w->cur + o.temp_bytes;
-        if (o.temp_bytes && h && h->temp_alloc && (st = h->temp_alloc(h->arg, o.temp_bytes))) return st;
-        st = h && h->exec ? h->exec(h->arg, i, in, &o) : REMAT_OK;
-        if (o.temp_bytes && h && h->temp_release) h->temp_release(h->arg, o.temp_bytes);
-        if (st) return st;
+        if ((st = run_op(w, i, in, &o))) return st;
         for (int q = 0; q < o.nfree; q++) {
             if (w->check && !w->live[o.freed[q]])
                 FAIL("instruction %zu: backward of %s (layer %d) frees %s, which is not live", i, d->name, in->layer,
