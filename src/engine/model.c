@@ -451,6 +451,26 @@ static remat_status check_tokens(const remat_model *m, const int *tok, size_t n,
     return REMAT_OK;
 }
 
+/* One training pass of the schedule over m->inputs / m->targets, traced
+ * when the model has a trace (zero: gradients zeroed first, inside the
+ * traced step); its measured peaks and FLOPs are added to the step's,
+ * which the caller resets when a step begins. */
+static remat_status training_run(remat_model *m, run *r, float *zero)
+{
+    remat_trace_run tr;
+    remat_status st;
+    if (m->trace && (st = remat_trace_step_begin(&tr, m->trace, m->trace_step, m->sched))) return st;
+    if (zero) memset(zero, 0, m->nparams * sizeof(float));
+    st = run_schedule(m, m->sched, r, 1, 1, m->trace ? &tr : NULL);
+    if (m->trace) remat_trace_step_end(&tr, st == REMAT_OK);
+    uint64_t peak = m->mem.peak[REMAT_MEM_ACTS] - r->act0;
+    if (peak > m->meas_peak) m->meas_peak = peak;
+    if (m->mem.peak_total > m->meas_total_peak) m->meas_total_peak = m->mem.peak_total;
+    m->step_flops += r->flops;
+    m->step_recompute_flops += r->rflops;
+    return st;
+}
+
 remat_status remat_model_step(remat_model *m, const int *inputs, const int *targets, int do_update, float *loss)
 {
     remat_status st;
@@ -467,23 +487,16 @@ remat_status remat_model_step(remat_model *m, const int *inputs, const int *targ
         if ((st = remat_dp_step(m, do_update, loss))) return model_fail(m, st);
         return REMAT_OK;
     }
-    remat_trace_run tr;
-    if (m->trace && (st = remat_trace_step_begin(&tr, m->trace, m->trace_step, m->sched))) return model_fail(m, st);
     memcpy(m->inputs, inputs, N * sizeof(int));
     memcpy(m->targets, targets, N * sizeof(int));
-    memset(m->grads, 0, m->nparams * sizeof(float));
     run r;
     memset(&r, 0, sizeof r);
     r.do_update = do_update;
     r.loss = loss;
     r.sample_row = -1;
-    st = run_schedule(m, m->sched, &r, 1, 1, m->trace ? &tr : NULL);
-    if (m->trace) remat_trace_step_end(&tr, st == REMAT_OK);
-    m->meas_peak = m->mem.peak[REMAT_MEM_ACTS] - r.act0;
-    m->meas_total_peak = m->mem.peak_total;
-    m->step_flops = r.flops;
-    m->step_recompute_flops = r.rflops;
-    if (st) return model_fail(m, st);
+    m->meas_peak = m->meas_total_peak = 0;
+    m->step_flops = m->step_recompute_flops = 0;
+    if ((st = training_run(m, &r, m->grads))) return model_fail(m, st);
     if (do_update) m->t++;
     return REMAT_OK;
 }
@@ -581,15 +594,7 @@ remat_status remat_model_run_rows(remat_model *m, int training, uint64_t row0, f
     }
     r.accumulate = 1;
     r.grads = grads;
-    remat_trace_run tr;
-    if (m->trace && (st = remat_trace_step_begin(&tr, m->trace, m->trace_step, m->sched))) return st;
-    st = run_schedule(m, m->sched, &r, 1, 1, m->trace ? &tr : NULL);
-    if (m->trace) remat_trace_step_end(&tr, st == REMAT_OK);
-    uint64_t peak = m->mem.peak[REMAT_MEM_ACTS] - r.act0;
-    if (peak > m->meas_peak) m->meas_peak = peak;
-    if (m->mem.peak_total > m->meas_total_peak) m->meas_total_peak = m->mem.peak_total;
-    m->step_flops += r.flops;
-    m->step_recompute_flops += r.rflops;
+    st = training_run(m, &r, NULL);
     *loss_sum = r.ctx.loss_sum;
     return st;
 }
