@@ -23,21 +23,6 @@
 #include "kernels/bf16.h"
 #include "bench_util.h"
 
-/* a comma list of names into values (at most 2); -1 on an unknown name */
-static int parse2(const char *arg, const char *a, const char *b, int *out)
-{
-    int n = 0;
-    for (const char *p = arg; *p;) {
-        size_t len = strcspn(p, ",");
-        int v = strlen(a) == len && !strncmp(p, a, len) ? 0 : strlen(b) == len && !strncmp(p, b, len) ? 1 : -1;
-        if (v < 0 || n == 2) return -1;
-        out[n++] = v;
-        p += len;
-        if (*p == ',') p++;
-    }
-    return n;
-}
-
 typedef struct variant { int kernel, engine, dtype; double *t; double sum; } variant;
 
 int main(int argc, char **argv)
@@ -55,13 +40,13 @@ int main(int argc, char **argv)
             use[0] = !strcmp(k, "naive") || !strcmp(k, "both");
             use[1] = !strcmp(k, "flash") || !strcmp(k, "both");
         } else if (!strcmp(argv[i], "--gemm") && i + 1 < argc) {
-            int v[2];
-            ne = parse2(argv[++i], "onednn", "cblas", v);
-            for (int k = 0; k < ne; k++) engines[k] = v[k] ? REMAT_GEMM_CBLAS : REMAT_GEMM_ONEDNN;
+            static const char *const names[] = { "onednn", "cblas" };
+            static const int values[] = { REMAT_GEMM_ONEDNN, REMAT_GEMM_CBLAS };
+            ne = bench_parse_list(argv[++i], names, values, 2, 2, engines);
         } else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
-            int v[2];
-            nd = parse2(argv[++i], "fp32", "bf16", v);
-            for (int k = 0; k < nd; k++) dts[k] = v[k] ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32;
+            static const char *const names[] = { "fp32", "bf16" };
+            static const int values[] = { REMAT_DTYPE_FP32, REMAT_DTYPE_BF16 };
+            nd = bench_parse_list(argv[++i], names, values, 2, 2, dts);
         } else {
             fprintf(stderr, "usage: bench_attention [--shape B,T,C,NH] [--rounds N] [--dropout P] "
                             "[--kernel naive|flash|both] [--gemm onednn,cblas] [--dtype fp32,bf16]\n");
@@ -81,7 +66,7 @@ int main(int argc, char **argv)
                 if (!use[k]) continue;
                 if (!remat_gemm_available(engines[e]) || (dts[d] == REMAT_DTYPE_BF16 && engines[e] != REMAT_GEMM_ONEDNN)) {
                     fprintf(stderr, "bench_attention: %s %s is not available in this build\n",
-                            remat_gemm_name(engines[e]), dts[d] == REMAT_DTYPE_BF16 ? "bf16" : "fp32");
+                            remat_gemm_name(engines[e]), bench_dtype_name(dts[d]));
                     return 2;
                 }
                 v[nv++] = (variant){ k, engines[e], dts[d], NULL, 0 };
@@ -132,7 +117,7 @@ int main(int argc, char **argv)
     printf("attention B%d T%d C%d NH%d dropout %.2f, %d rounds (medians, interleaved)\n", B, T, C, NH, (double)p, rounds);
     for (int i = 0; i < nv; i++)
         printf("%-6s %-7s %-5s forward %9.2f ms  backward %9.2f ms  (dqkv checksum %.6g)\n", v[i].kernel ? "flash" : "naive",
-               remat_gemm_name(v[i].engine), v[i].dtype == REMAT_DTYPE_BF16 ? "bf16" : "fp32",
+               remat_gemm_name(v[i].engine), bench_dtype_name(v[i].dtype),
                remat_median(t + 2 * i * rounds, (size_t)rounds), remat_median(t + (2 * i + 1) * rounds, (size_t)rounds),
                v[i].sum);
     free(qkv); free(dq); free(out); free(g); free(qkv16); free(g16); free(acc); free(lse); free(att); free(t);

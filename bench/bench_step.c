@@ -40,39 +40,13 @@ typedef struct variant {
 
 static int parse_kernels(const char *arg, int att[4], int chunk[4])
 {
-    static const char *names[4] = {"naive+full", "naive+chunked", "flash+full", "flash+chunked"};
-    if (!strcmp(arg, "all")) {
-        for (int k = 0; k < 4; k++) { att[k] = k >= 2; chunk[k] = k % 2 ? 128 : 0; }
-        return 4;
-    }
-    int n = 0;
-    const char *p = arg;
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        int k = 0;
-        while (k < 4 && !(strlen(names[k]) == len && !strncmp(p, names[k], len))) k++;
-        if (k == 4 || n == 4) return -1;
-        att[n] = k >= 2;
-        chunk[n] = k % 2 ? 128 : 0;
-        n++;
-        p += len;
-        if (*p == ',') p++;
-    }
-    return n;
-}
-
-/* a comma list of names into values; -1 on an unknown name */
-static int parse_list(const char *arg, const char *const *names, const int *values, int nn, int *out)
-{
-    int n = 0;
-    for (const char *p = arg; *p;) {
-        size_t len = strcspn(p, ",");
-        int k = 0;
-        while (k < nn && !(strlen(names[k]) == len && !strncmp(p, names[k], len))) k++;
-        if (k == nn || n == 4) return -1;
-        out[n++] = values[k];
-        p += len;
-        if (*p == ',') p++;
+    static const char *const names[4] = {"naive+full", "naive+chunked", "flash+full", "flash+chunked"};
+    static const int index[4] = {0, 1, 2, 3};
+    int ks[4], n = !strcmp(arg, "all") ? 4 : bench_parse_list(arg, names, index, 4, 4, ks);
+    for (int i = 0; i < n; i++) {
+        int k = !strcmp(arg, "all") ? i : ks[i];
+        att[i] = k >= 2;
+        chunk[i] = k % 2 ? 128 : 0;
     }
     return n;
 }
@@ -107,9 +81,9 @@ int main(int argc, char **argv)
     int att[4], chunk[4], nk = parse_kernels(kernels, att, chunk);
     static const char *const gnames[] = { "onednn", "cblas" }, *const dnames[] = { "fp32", "bf16" };
     static const int gvals[] = { REMAT_GEMM_ONEDNN, REMAT_GEMM_CBLAS }, dvals[] = { REMAT_DTYPE_FP32, REMAT_DTYPE_BF16 };
-    int gl[4], dl[4], ng = 1, nd = parse_list(dtypes, dnames, dvals, 2, dl);
+    int gl[4], dl[4], ng = 1, nd = bench_parse_list(dtypes, dnames, dvals, 2, 4, dl);
     gl[0] = remat_gemm_get();
-    if (gemms) ng = parse_list(gemms, gnames, gvals, 2, gl);
+    if (gemms) ng = bench_parse_list(gemms, gnames, gvals, 2, 4, gl);
     if (nk < 1 || ng < 1 || nd < 1) {
         fprintf(stderr, "bench_step: --kernels takes naive+full, naive+chunked, flash+full, flash+chunked or all; "
                         "--gemm onednn and/or cblas; --dtype fp32 and/or bf16\n");
@@ -138,7 +112,7 @@ int main(int argc, char **argv)
                 memset(w, 0, sizeof *w);
                 w->att = att[k]; w->chunk = chunk[k]; w->gemm = gl[g]; w->dtype = dl[d];
                 snprintf(w->name, sizeof w->name, "%s+%s %s %s", w->att ? "flash" : "naive", w->chunk ? "chunked" : "full",
-                         remat_gemm_name(w->gemm), w->dtype == REMAT_DTYPE_BF16 ? "bf16" : "fp32");
+                         remat_gemm_name(w->gemm), bench_dtype_name(w->dtype));
                 remat_config ck = c;
                 ck.attention = w->att ? REMAT_ATTENTION_FLASH : REMAT_ATTENTION_NAIVE;
                 ck.lmhead_chunk = w->chunk;

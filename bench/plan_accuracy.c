@@ -71,6 +71,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "rounds in [1,32], steps in [1,8], calib-steps in [1,64]\n");
         return 2;
     }
+    static const char *const dnames[] = { "fp32", "bf16" };
+    static const int dvals[] = { REMAT_DTYPE_FP32, REMAT_DTYPE_BF16 };
+    int dt;
+    if (bench_parse_list(dtype, dnames, dvals, 2, 1, &dt) != 1) {
+        fprintf(stderr, "--dtype expects fp32 or bf16, got '%s'\n", dtype);
+        return 2;
+    }
+    if (strcmp(preset, "S") && strcmp(preset, "124m")) {
+        fprintf(stderr, "--preset expects S or 124m, got '%s'\n", preset);
+        return 2;
+    }
     remat_config c;
     remat_config_default(&c);
     if (!strcmp(preset, "124m")) {
@@ -79,7 +90,7 @@ int main(int argc, char **argv)
         c.n_layer = 6; c.n_embd = 256; c.n_head = 8; c.vocab = 512; c.batch = 8; c.seq = 256;
     }
     c.max_seq = c.seq;
-    c.dtype = !strcmp(dtype, "bf16") ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32;
+    c.dtype = (remat_dtype)dt;
     remat_set_threads(threads);
     int cpu = threads == 1;
 
