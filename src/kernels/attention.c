@@ -160,5 +160,5 @@ void attention_backward(void *dqkv, const void *dout, const void *att, const voi
             hd.A = att_at(att, ((size_t)b * NH + h) * T * T, dt);
             attn_head_backward(&hd, drop);
         }
-    if (dt == REMAT_DTYPE_BF16) attn_round_out(dqkv, acc, (size_t)B * T * 3 * C);
+    if (dt == REMAT_DTYPE_BF16) bf16_round((remat_bf16 *)dqkv, acc, (size_t)B * T * 3 * C);
 }

@@ -150,13 +150,3 @@ void attn_head_backward(const attn_head *hd, const remat_dropout *drop)
             }
     }
 }
-
-void attn_round_out(void *dst, const float *src, size_t n)
-{
-    size_t nchunk = (n + 4095) / 4096;
-    #pragma omp parallel for schedule(static) if (REMAT_PAR(n))
-    for (size_t k = 0; k < nchunk; k++) {
-        size_t i = k * 4096, m = (i + 4096 < n ? i + 4096 : n) - i;
-        remat_bf16_from_f32((remat_bf16 *)dst + i, src + i, m);
-    }
-}

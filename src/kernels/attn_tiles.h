@@ -81,8 +81,4 @@ void attn_pv(void *o, int o_dt, int ldo, const float *p, void *pb, const attn_he
  * depend on which thread runs the head.  dQ, dK, dV are assigned. */
 void attn_head_backward(const attn_head *hd, const remat_dropout *drop);
 
-/* dst (n, dt) = src (n, fp32), for the bf16 results accumulated in fp32
- * scratch (a no-op copy is never needed under fp32). */
-void attn_round_out(void *dst, const float *src, size_t n);
-
 #endif

@@ -99,5 +99,5 @@ void flash_attention_backward(void *dqkv, const void *dout, const float *lse, co
             hd.L = lse + ((size_t)b * NH + h) * T;
             attn_head_backward(&hd, drop);
         }
-    if (dt == REMAT_DTYPE_BF16) attn_round_out(dqkv, acc, (size_t)B * T * 3 * C);
+    if (dt == REMAT_DTYPE_BF16) bf16_round((remat_bf16 *)dqkv, acc, (size_t)B * T * 3 * C);
 }

@@ -1,7 +1,8 @@
 /*
  * gelu.c -- the elementwise ops of a block: GELU (tanh approximation,
  * Hendrycks & Gimpel 2016; torch approximate='tanh') and the residual add
- * with inverted dropout on the branch.  Contract in kernels.h.
+ * with inverted dropout on the branch; and fp32 -> bf16 rounding of a
+ * whole buffer.  Contract in kernels.h.
  *
  * Legend: n elements (N*4C for the GELU, N*C for the residual).
  * All gradients here are activation gradients and are assigned (=).
@@ -185,5 +186,15 @@ void residual_backward_branch(void *dbranch, const float *dout, const remat_drop
             for (size_t j = 0; j < m; j++) o[j] = dout[i + j] * remat_dropout_mult(drop, (uint64_t)(i + j));
         }
         if (dt == REMAT_DTYPE_BF16) remat_bf16_from_f32((remat_bf16 *)dbranch + i, t, m);
+    }
+}
+
+void bf16_round(remat_bf16 *dst, const float *src, size_t n)
+{
+    size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
+    #pragma omp parallel for schedule(static) if (REMAT_PAR(n))
+    for (size_t k = 0; k < nchunk; k++) {
+        size_t i = k * GELU_CHUNK, m = (i + GELU_CHUNK < n ? i + GELU_CHUNK : n) - i;
+        remat_bf16_from_f32(dst + i, src + i, m);
     }
 }

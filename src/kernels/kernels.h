@@ -112,6 +112,9 @@ void flash_attention_backward(void *dqkv /* B,T,3C dt, assigned */, const void *
                               const float *lse /* B,NH,T */, const void *qkv /* B,T,3C dt */,
                               const remat_dropout *drop, int B, int T, int C, int NH, int dt, float *acc);
 
+/* ---- fp32 -> bf16 (round to nearest even), elementwise, in parallel ---- */
+void bf16_round(remat_bf16 *dst, const float *src, size_t n);
+
 /* ---- GELU, tanh form (torch approximate='tanh') ------------------------
  *   out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
  * gelu_backward: dinp = dout * gelu'(inp); dinp may alias dout. */

@@ -360,13 +360,7 @@ remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v
 
 void remat_op_refresh16_range(const remat_op_ctx *c, size_t lo, size_t hi)
 {
-    if (!c->params16 || hi <= lo) return;
-    size_t n = hi - lo, nchunk = (n + 65535) / 65536;
-    #pragma omp parallel for schedule(static) if (nchunk > 1)
-    for (size_t k = 0; k < nchunk; k++) {
-        size_t i = lo + k * 65536, m = (i + 65536 < hi ? i + 65536 : hi) - i;
-        remat_bf16_from_f32(c->params16 + i, c->params + i, m);
-    }
+    if (c->params16 && hi > lo) bf16_round(c->params16 + lo, c->params + lo, hi - lo);
 }
 
 void remat_op_refresh16(const remat_op_ctx *c) { remat_op_refresh16_range(c, 0, num_params(c)); }
