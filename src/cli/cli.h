@@ -38,6 +38,12 @@ int cli_available_memory(uint64_t *bytes, const char **source);
 const char *cli_preset_names(int devices, char *buf, size_t n);
 /* A --budget value: a size, or "auto" for cli_available_memory. */
 int cli_budget(const char *flag, const char *s, uint64_t *out);
+/* A precision's name: "fp32" or "bf16". */
+const char *cli_dtype_name(remat_dtype d);
+/* The precision named by the first len bytes of s (cli_dtype_name's
+ * names) into *out; 0 when they name none (not reported: each flag says
+ * what it takes). */
+int cli_dtype_parse(const char *s, size_t len, remat_dtype *out);
 
 /* Flags shared by subcommands that take a model config:
  *   --layers --dim --heads --vocab --seq --max-seq --batch --dropout

@@ -176,11 +176,12 @@ static int parse_flags(const char *cmd, int argc, char **argv, int allow_out, be
             for (const char *p = v; *p;) {
                 size_t len = strcspn(p, ",");
                 remat_dtype d;
-                if (len == 4 && !strncmp(p, "fp32", 4)) d = REMAT_DTYPE_FP32;
-                else if (len == 4 && !strncmp(p, "bf16", 4)) d = REMAT_DTYPE_BF16;
-                else { cli_usage_error(cmd, "--dtype expects fp32, bf16 or fp32,bf16, got '%s'", v); return -1; }
+                if (!cli_dtype_parse(p, len, &d)) {
+                    cli_usage_error(cmd, "--dtype expects fp32, bf16 or fp32,bf16, got '%s'", v);
+                    return -1;
+                }
                 for (int k = 0; k < o->ndt; k++)
-                    if (o->dts[k] == d) { cli_usage_error(cmd, "--dtype names %.4s twice", p); return -1; }
+                    if (o->dts[k] == d) { cli_usage_error(cmd, "--dtype names %s twice", cli_dtype_name(d)); return -1; }
                 if (o->ndt == BENCH_MAXDT) { cli_usage_error(cmd, "--dtype takes at most two precisions"); return -1; }
                 o->dts[o->ndt++] = d;
                 p += len;
@@ -349,7 +350,7 @@ static uint64_t rss_probe(const bench_opts *o, const char *policy, remat_dtype d
         args[k++] = o->argv[i];
     }
     args[k++] = "--dtype";
-    args[k++] = dt == REMAT_DTYPE_BF16 ? "bf16" : "fp32";
+    args[k++] = (char *)cli_dtype_name(dt);
     args[k] = NULL;
     int fd[2];
     if (pipe(fd)) { free(args); return 0; }
@@ -665,8 +666,6 @@ static void json_u64(FILE *f, const char *key, uint64_t v, int known)
     else fprintf(f, ",\"%s\":null", key);
 }
 
-static const char *dtname(remat_dtype d) { return d == REMAT_DTYPE_BF16 ? "bf16" : "fp32"; }
-
 /* one precision's probe, planner front and planner messages */
 static void json_slot(FILE *f, const bench_slot *sl)
 {
@@ -708,7 +707,7 @@ void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
         json_u64(f, "step_peak_bytes", w->st.step_peak_bytes, 1);
         json_u64(f, "rss_peak_bytes", w->rss_peak, w->rss_peak > 0);
         json_num(f, "gflops", w->gflops, 1);
-        fprintf(f, ",\"dtype\":\"%s\",\"gemm\":\"%s\"", dtname(o->dts[w->slot]), remat_gemm_name(remat_gemm_get()));
+        fprintf(f, ",\"dtype\":\"%s\",\"gemm\":\"%s\"", cli_dtype_name(o->dts[w->slot]), remat_gemm_name(remat_gemm_get()));
         json_num(f, "gemm_gflops", r->slot[w->slot].gemm_gflops, r->slot[w->slot].gemm_gflops > 0);
         json_num(f, "gemm_frac", w->gemm_frac, r->slot[w->slot].gemm_gflops > 0);
         json_num(f, "flops_per_step", w->st.flops, 1);
@@ -722,7 +721,7 @@ void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
     fputs("],\"precisions\":[", f);
     for (int k = 0; k < r->nslot; k++) {
         const bench_slot *sl = &r->slot[k];
-        fprintf(f, "%s{\"dtype\":\"%s\"", k ? "," : "", dtname(o->dts[k]));
+        fprintf(f, "%s{\"dtype\":\"%s\"", k ? "," : "", cli_dtype_name(o->dts[k]));
         json_slot(f, sl);
         fputs("}", f);
     }
@@ -792,7 +791,7 @@ void bench_print_csv(FILE *f, const bench_opts *o, const bench_result *r)
         if (g > 0) fprintf(f, "%.6g", w->gemm_frac);
         fprintf(f, ",%.6g,%.0f,%.4f,", g, w->st.flops, w->st.flops > 0 ? 100.0 * w->st.recompute_flops / w->st.flops : 0.0);
         if (w->step_ms_pred >= 0) fprintf(f, "%.4f", w->step_ms_pred);
-        fprintf(f, ",%d,%s,%s\n", w->fits, dtname(o->dts[w->slot]), remat_gemm_name(remat_gemm_get()));
+        fprintf(f, ",%d,%s,%s\n", w->fits, cli_dtype_name(o->dts[w->slot]), remat_gemm_name(remat_gemm_get()));
     }
 }
 
@@ -809,7 +808,7 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
     fprintf(f, "bench: %ld interleaved rounds after %ld warm-up, %d thread(s), %s | GEMM engine %s, %ld^3 probe (median "
                "of the rounds):", o->steps, o->warmup, remat_get_threads(), r->cpu, remat_gemm_name(remat_gemm_get()),
             o->sgemm_n);
-    for (int k = 0; k < r->nslot; k++) fprintf(f, " %s %.1f GFLOP/s", dtname(o->dts[k]), r->slot[k].gemm_gflops);
+    for (int k = 0; k < r->nslot; k++) fprintf(f, " %s %.1f GFLOP/s", cli_dtype_name(o->dts[k]), r->slot[k].gemm_gflops);
     fprintf(f, " | load average %.1f -> %.1f on %ld cores\n", r->load_start, r->load_end, sysconf(_SC_NPROCESSORS_ONLN));
     int wname = 6;
     for (int i = 0; i < r->n; i++) {
@@ -826,7 +825,7 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
         if (w->rss_peak) mib(w->rss_peak, rss, sizeof rss); else snprintf(rss, sizeof rss, "-");
         if (w->step_ms_pred >= 0) snprintf(pred, sizeof pred, "%.1f", w->step_ms_pred); else snprintf(pred, sizeof pred, "-");
         char nm[64];
-        snprintf(nm, sizeof nm, r->nslot > 1 ? "%s %s" : "%s%.0s", dtname(o->dts[w->slot]), w->name);
+        snprintf(nm, sizeof nm, r->nslot > 1 ? "%s %s" : "%s%.0s", cli_dtype_name(o->dts[w->slot]), w->name);
         if (r->nslot == 1) snprintf(nm, sizeof nm, "%s", w->name);
         fprintf(f, "%-*.*s %9.1f %7.3f %9.0f %10s %10s%s %8s %9s %9s %8.2f %5.1f%% %8s\n", wname, wname, nm,
                 w->ms_median, w->ratio_vs_none, w->tokens_per_s, mib(w->st.act_peak_bytes, b[0], sizeof b[0]),
@@ -850,7 +849,7 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
         fprintf(f, "none was measured as the reference of 'x none'%s\n", r->nslot > 1 ? " (in each precision)" : "");
     for (int k = 0; k < r->nslot; k++) {
         const bench_slot *sl = &r->slot[k];
-        const char *in = r->nslot > 1 ? dtname(o->dts[k]) : "";
+        const char *in = r->nslot > 1 ? cli_dtype_name(o->dts[k]) : "";
         if (o->budget) {
             cli_fmt_bytes(o->budget, b[5], sizeof b[5]);
             if (sl->optimal_err[0])
@@ -910,8 +909,8 @@ int bench_write_traces(const bench_opts *o, const bench_result *r)
         for (const char *c = w->name; *c && k + 1 < sizeof name; c++)
             name[k++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
         name[k] = 0;
-        if (snprintf(path, sizeof path, "%s/%02d-%s%s.json", o->trace_dir, i + 1,
-                     r->nslot > 1 ? (o->dts[w->slot] == REMAT_DTYPE_BF16 ? "bf16-" : "fp32-") : "", name) >= (int)sizeof path)
+        if (snprintf(path, sizeof path, "%s/%02d-%s%s%s.json", o->trace_dir, i + 1,
+                     r->nslot > 1 ? cli_dtype_name(o->dts[w->slot]) : "", r->nslot > 1 ? "-" : "", name) >= (int)sizeof path)
             return cli_error("--trace: path too long");
         if (w->trace && remat_trace_save(w->trace, 1, (uint64_t)o->steps, path)) return cli_error("%s", remat_errmsg());
     }

@@ -718,7 +718,7 @@ ready:
                (unsigned long long)stt.optim_bytes, (unsigned long long)stt.workspace_bytes,
                (unsigned long long)stt.step_peak_bytes, sim.flops * stt.grad_accum, rpct, hash,
                c->n_layer, c->n_embd, c->n_head, c->vocab, c->seq, c->batch, remat_get_threads(),
-               c->dtype == REMAT_DTYPE_BF16 ? "bf16" : "fp32", remat_gemm_name(remat_gemm_get()),
+               cli_dtype_name(c->dtype), remat_gemm_name(remat_gemm_get()),
                (unsigned long long)stt.weights16_bytes, remat_profile_run_ops(calib), stt.ranks, stt.micro_batch,
                stt.grad_accum, stt.zero, (unsigned long long)stt.reduce_bytes, (unsigned long long)stt.comm_bytes,
                comm_med, red_med);
