@@ -95,6 +95,11 @@ grep -A1 "^optimal plan: plan:" "$T/r.txt" | grep -q "layer" && ok || bad "the o
 REMAT_MEM_AVAILABLE=100MiB $R train --layers 4 --dim 128 --seq 256 --batch 16 --steps 1 > "$T/t.out" 2> "$T/t.err"; rc=$?
 [ $rc = 1 ] && [ "$(wc -l < "$T/t.err")" = 1 ] && [ ! -s "$T/t.out" ] && grep -q "remat plan --budget 100MiB --layers 4" "$T/t.err" \
     && ok || bad "train refuses: rc=$rc $(cat "$T/t.err")"
+# ... and the command it names plans the run's own config: its precision, attention and lm head
+REMAT_MEM_AVAILABLE=60MiB $R train --layers 4 --dim 128 --seq 256 --batch 16 --steps 1 --dtype bf16 --attention flash \
+    --lmhead chunked > /dev/null 2> "$T/t3.err"; rc=$?
+[ $rc = 1 ] && grep -q "'remat plan --budget 60MiB --layers 4 .* --attention flash --lmhead chunked:128 --dtype bf16'" "$T/t3.err" \
+    && ok || bad "train --dtype bf16 refused, the plan command: rc=$rc $(cat "$T/t3.err")"
 REMAT_MEM_AVAILABLE=40MiB $R train --layers 4 --dim 128 --seq 256 --batch 16 --steps 1 > /dev/null 2> "$T/t2.err"; rc=$?
 [ $rc = 1 ] && grep -q "no plan fits" "$T/t2.err" && ok || bad "train: no plan fits: rc=$rc $(cat "$T/t2.err")"
 REMAT_MEM_AVAILABLE=100MiB $R train --layers 4 --dim 128 --seq 256 --batch 16 --steps 1 --budget auto --json --eval-every 0 \

@@ -296,7 +296,8 @@ static int fits_memory(const remat_config *c, const remat_parallel *par, const c
                           par->micro_batch, par->zero);
     if (c->dropout > 0) k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --dropout %g", (double)c->dropout);
     if (c->attention == REMAT_ATTENTION_FLASH) k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --attention flash");
-    if (c->lmhead_chunk > 0) snprintf(cmd + k, sizeof cmd - (size_t)k, " --lmhead chunked:%d", c->lmhead_chunk);
+    if (c->lmhead_chunk > 0) k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --lmhead chunked:%d", c->lmhead_chunk);
+    if (c->dtype != REMAT_DTYPE_FP32) snprintf(cmd + k, sizeof cmd - (size_t)k, " --dtype %s", cli_dtype_name(c->dtype));
     if (local > 1) snprintf(who, sizeof who, " (for the %llu ranks on this machine)", (unsigned long long)local);
     if ((pm.static_bytes + minp) * local <= avail)
         cli_error("the step would need %s at its peak%s (predicted for policy %s), more than the %s available (%s); "
