@@ -68,6 +68,16 @@ $R plan $small --budget 100KiB --json > "$T/s.json" 2>/dev/null
 $R train $small --budget 100KiB --steps 1 > "$T/ts.out" 2> "$T/ts.err"; rc=$?
 [ $rc != 0 ] && [ "$(wc -l < "$T/ts.err")" = 1 ] && grep -q "is below the minimum" "$T/ts.err" && [ ! -s "$T/ts.out" ] && ok \
     || bad "train --budget too small: rc=$rc $(cat "$T/ts.err")"
+# ... and for one rank stepping micro-batches, train refuses a budget with plan's words: below what a
+# rank holds besides activations, then too little left for them
+dp1="--layers 1 --dim 64 --heads 2 --seq 16 --micro-batch 2 --batch 4"
+for b in 1MiB 1.33MiB; do
+    $R plan $dp1 --budget $b > /dev/null 2> "$T/dp.err"
+    $R train $dp1 --budget $b --steps 1 > "$T/ts.out" 2> "$T/ts.err"; rc=$?
+    [ $rc = 1 ] && [ "$(wc -l < "$T/ts.err")" = 1 ] && [ ! -s "$T/ts.out" ] && cmp -s "$T/dp.err" "$T/ts.err" && ok \
+        || bad "train --micro-batch 2 --budget $b: rc=$rc $(cat "$T/ts.err") (plan: $(cat "$T/dp.err"))"
+done
+grep -q "activation budget 42.3 KiB is below" "$T/ts.err" && ok || bad "the activations' share: $(cat "$T/ts.err")"
 $R plan $small --budget-activations 1KiB 2> "$T/a.err" > /dev/null; rc=$?
 [ $rc = 1 ] && grep -q "minimum activations" "$T/a.err" && ok || bad "activation budget too small"
 

@@ -75,12 +75,12 @@ int cmd_profile(int argc, char **argv);
 int cli_explain(FILE *f, const remat_config *c, const char *policy);
 /* remat plan --framework megatron|pytorch (plan_framework.c) */
 int cli_plan_framework(int argc, char **argv);
-/* remat train --budget: the optimal plan for c, printed (to stderr when
- * quiet); *policy (must be NULL: no --recompute) is set to it.  1 on
- * success, 0 when nothing fits (reported: the minimum budget and what
- * dominates). */
-int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy);
-/* The same for one rank of a data-parallel run (c->batch the global batch). */
+/* remat train --budget: the optimal plan for one rank of the run (par; c->batch
+ * the global batch; one rank stepping the whole batch: for c as `remat plan
+ * --budget` gives it, else as `remat plan --ranks --micro-batch --zero`
+ * does), printed (to stderr when quiet); *policy (must be NULL: no
+ * --recompute) is set to it.  1 on success, 0 when nothing fits (reported:
+ * the minimum budget and what dominates). */
 int cli_plan_for_budget_parallel(const remat_config *c, const remat_parallel *par, uint64_t budget, int act_only,
                                  int quiet, const char **policy);
 /* traces and the cost model's cache (calib.c) */
