@@ -79,10 +79,12 @@ int cli_plan_framework(int argc, char **argv);
  * the global batch; one rank stepping the whole batch: for c as `remat plan
  * --budget` gives it, else as `remat plan --ranks --micro-batch --zero`
  * does), printed (to stderr when quiet); *policy (must be NULL: no
- * --recompute) is set to it.  1 on success, 0 when nothing fits (reported:
+ * --recompute) is set to it.  *prof gets the profile it was priced with when
+ * that is c's (the cached one, else the FLOP model with its GEMM probe; the
+ * caller frees it), else NULL.  1 on success, 0 when nothing fits (reported:
  * the minimum budget and what dominates). */
 int cli_plan_for_budget_parallel(const remat_config *c, const remat_parallel *par, uint64_t budget, int act_only,
-                                 int quiet, const char **policy);
+                                 int quiet, const char **policy, remat_profile **prof);
 /* traces and the cost model's cache (calib.c) */
 /* --trace-steps A:B (1 <= A <= B), A (one step) or A: (to the end); 0
  * (reported: one usage line) when malformed. */
@@ -92,12 +94,14 @@ int cli_trace_steps(const char *cmd, const char *v, uint64_t *first, uint64_t *l
  * cache file's name (may be NULL).  0 when there is no cache (neither
  * REMAT_CACHE nor HOME), message in remat_errmsg(). */
 int cli_cached_profile(const remat_config *c, remat_profile **out, char *path, size_t n);
-/* Calibrates cfg's cached profile (else the FLOP model with its GEMM probe)
- * with trace t, or with the trace file `file` when t is NULL, and writes it
- * back to the cache (its name into path).  *out gets the profile.  0 on
+/* Calibrates cfg's profile with trace t, or with the trace file `file` when
+ * t is NULL, and writes it back to the cache (its name into path).  The
+ * profile: base when not NULL (taken over; c's profile as read from the
+ * cache, else made, a moment ago: no second GEMM probe), else the cached
+ * one, else the FLOP model with its GEMM probe.  *out gets it.  0 on
  * success, else 1 (reported). */
-int cli_calibrate_cache(const remat_config *c, const remat_trace *t, const char *file, remat_profile **out,
-                        char *path, size_t n);
+int cli_calibrate_cache(const remat_config *c, const remat_trace *t, const char *file, remat_profile *base,
+                        remat_profile **out, char *path, size_t n);
 /* bench and report commands */
 int cmd_bench(int argc, char **argv);
 int cmd_report(int argc, char **argv);

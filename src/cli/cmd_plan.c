@@ -409,7 +409,7 @@ int cmd_plan(int argc, char **argv)
     remat_profile *prof = NULL;
     char cache[4096];
     if (calib_from) {
-        if (cli_calibrate_cache(&c, NULL, calib_from, &prof, cache, sizeof cache)) return 1;
+        if (cli_calibrate_cache(&c, NULL, calib_from, NULL, &prof, cache, sizeof cache)) return 1;
         fprintf(stderr, "remat: the run times of %s are kept in %s\n", calib_from, cache);
     } else if (!pick_profile(&c, profile, no_profile, calibrate, &prof)) return 2;
     int rc = pareto ? do_pareto(&c, prof, json, csv) : do_budget(&c, prof, budget, act, json, explain, dpmode ? &dp : NULL);
@@ -420,12 +420,13 @@ int cmd_plan(int argc, char **argv)
 /* remat train --budget (cli.h): optimal_plan for c, or for one rank of the
  * run when par is not one rank stepping the whole batch at once. */
 int cli_plan_for_budget_parallel(const remat_config *c, const remat_parallel *par, uint64_t budget, int act_only,
-                                 int quiet, const char **policy)
+                                 int quiet, const char **policy, remat_profile **prof_out)
 {
     static remat_plan_row row;
     remat_parallel_memory pm;
     remat_config mc = *c;
     int alone = par->ranks == 1 && par->micro_batch == c->batch;
+    *prof_out = NULL;
     if (*policy) {
         cli_usage_error("train", "--budget chooses the policy; drop --recompute (or the budget)");
         return 0;
@@ -439,7 +440,8 @@ int cli_plan_for_budget_parallel(const remat_config *c, const remat_parallel *pa
     remat_plan_row_clear(&row);
     char err[600];
     remat_status st = optimal_plan(&mc, prof, budget, act_only, alone ? NULL : &pm, &row, err, sizeof err);
-    remat_profile_free(prof);
+    if (st || !alone) remat_profile_free(prof);
+    else *prof_out = prof;   /* the run calibrates it (cli_calibrate_cache) */
     if (st) { cli_error("%s", err); return 0; }
     char b1[32], b2[32], b3[32];
     if (!quiet)

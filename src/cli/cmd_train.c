@@ -479,7 +479,7 @@ static int train(int argc, char **argv)
     remat_checkpoint_info *ci = NULL;
     long start = 0, last_saved = -1, n_skipped = 0;
     remat_trace *trace = NULL;
-    remat_profile *calib = NULL;
+    remat_profile *calib = NULL, *plan_prof = NULL;   /* plan_prof: --budget's, calibrated after the run */
     char calib_path[4096] = "";
     int trace_done = 0;
     if (r < 0) { rc = 2; goto out; }
@@ -509,7 +509,8 @@ static int train(int argc, char **argv)
             remat_stats s0;
             remat_model_stats(m, &s0);
             remat_parallel par = { s0.ranks, s0.micro_batch, s0.zero };
-            if (!cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
+            if (!cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy, &plan_prof))
+                goto out;
         }
         if (o.policy && (st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
         goto ready;
@@ -522,7 +523,8 @@ static int train(int argc, char **argv)
     if (par.micro_batch < 1) par.micro_batch = 1;
     if (par.zero < 0) par.zero = g_ranks > 1;
     if ((st = remat_config_check(c)) || (st = remat_parallel_check(c, &par))) { rc = cli_error("%s", remat_errmsg()) + 1; goto out; }
-    if (o.budget && !cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
+    if (o.budget && !cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy, &plan_prof))
+        goto out;
     if (!fits_memory(c, &par, o.policy)) goto out;
     if ((st = remat_data_open_val(o.data, o.val_data, c->vocab, &data))) { cli_error("%s", remat_errmsg()); goto out; }
     if ((st = o.init_from ? remat_weights_load(o.init_from, c, o.seed, &m) : remat_model_create(c, o.seed, &m))) {
@@ -687,7 +689,11 @@ ready:
     trace_done = 1;
     if (o.trace && lead && write_trace(&o, trace)) goto out;
     /* the run's instruction times into the cost model's cache */
-    if (calibrate && cli_calibrate_cache(c, trace, NULL, &calib, calib_path, sizeof calib_path)) goto out;
+    if (calibrate) {
+        remat_profile *base = plan_prof;
+        plan_prof = NULL;   /* taken over */
+        if (cli_calibrate_cache(c, trace, NULL, base, &calib, calib_path, sizeof calib_path)) goto out;
+    }
     if (n_skipped && !o.json && !o.quiet) printf("%ld step%s skipped (non-finite)\n", n_skipped, n_skipped > 1 ? "s" : "");
 
     remat_stats stt;
@@ -785,6 +791,7 @@ out:
     free(in); free(tg); free(ms); free(ci); free(dt.comm_ms); free(dt.reduce_ms);
     remat_trace_free(trace);
     remat_profile_free(calib);
+    remat_profile_free(plan_prof);
     remat_model_free(m);
     remat_data_free(data);
     return rc;
