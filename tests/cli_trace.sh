@@ -138,6 +138,10 @@ $R plan $small --recompute none --json > /dev/null 2> "$T/w.err" || bad "plan fa
 sed 's/^cpu .*/cpu Some Other CPU/' "$T/good.txt" > "$f"
 $R plan $small --recompute none --json > /dev/null 2> "$T/w.err" || bad "plan failed on a foreign cache entry"
 [ "$(wc -l < "$T/w.err")" -eq 1 ] && grep -q "warning: ignoring the cached profile: .*Some Other CPU" "$T/w.err" && ok || bad "foreign cache entry: $(cat "$T/w.err")"
+$R bench $small --policies none --steps 1 --warmup 0 --no-rss --sgemm-n 64 --json > /dev/null 2> "$T/w.err" \
+    || bad "bench failed on a foreign cache entry"
+[ "$(wc -l < "$T/w.err")" -eq 1 ] && grep -q "warning: ignoring the cached profile: .*Some Other CPU" "$T/w.err" && ok \
+    || bad "bench over a foreign cache entry: $(cat "$T/w.err")"
 sed 's/^run update - .*/run update - 1 1\nrun update - 2 1/' "$T/good.txt" > "$f"
 $R plan $small --recompute none --json > /dev/null 2> "$T/w.err"
 grep -q "repeated 'run update -'" "$T/w.err" && ok || bad "repeated run line: $(cat "$T/w.err")"

@@ -461,15 +461,14 @@ static int slot_rows(const bench_opts *o, bench_result *r, int k, const strlist 
         free(canon);
     }
     /* the planner: predicted front, per-policy predicted time, the optimum */
-    char cached[4096];
     if (o->profile) {
         if ((st = remat_profile_load(c, o->profile, &prof))) { cli_error("--profile %s: %s", o->profile, remat_errmsg()); goto out; }
-    } else if (!remat_profile_default_path(c, cached, sizeof cached) && !access(cached, R_OK) &&
-               !remat_profile_load(c, cached, &prof)) {
-        /* `remat profile` measured this config on this machine */
-    } else if ((st = remat_profile_model(c, 1, &prof))) {
-        snprintf(sl->planner_err, sizeof sl->planner_err, "profile: %s", remat_errmsg());
-        prof = NULL;
+    } else {
+        cli_cached_profile(c, &prof, NULL, 0);   /* a corrupt or foreign entry: one warning line, ignored */
+        if (!prof && (st = remat_profile_model(c, 1, &prof))) {
+            snprintf(sl->planner_err, sizeof sl->planner_err, "profile: %s", remat_errmsg());
+            prof = NULL;
+        }
     }
     snprintf(sl->profile_desc, sizeof sl->profile_desc, "%s", prof ? remat_profile_describe(prof) : "FLOP model");
     if (o->budget) {
