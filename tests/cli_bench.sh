@@ -246,6 +246,7 @@ check_err 2 "steps 0" $R bench --steps 0
 check_err 2 "report without --out" $R report $tiny
 check_err 2 "zero budget" $R bench --budget 0
 check_err 1 "unwritable svg" $R bench $tiny --policies none --no-rss --svg-pareto /nonexistent/dir/p.svg
+[ ! -s "$T/e.out" ] && ok || bad "unwritable svg: refused only after the run: $(head -3 "$T/e.out")"
 $R bench --help > /dev/null && $R report --help > /dev/null && ok || bad "--help"
 
 finish cli_bench

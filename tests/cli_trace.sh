@@ -98,13 +98,18 @@ for v in 0 0:2 3:2 a 2:x :3 1:2:3 -1 "" " 1" 1: 99999999999999999999999 5:6 2:3x
 done
 $R train $small --steps 2 --trace-steps 1:2 --sample 0 > /dev/null 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l < "$T/err")" -eq 1 ] && ok || bad "--trace-steps without --trace accepted (rc $rc)"
-$R train $small --steps 2 --trace "$T/nodir/x/t.json" --sample 0 > /dev/null 2> "$T/err"; rc=$?
+$R train $small --steps 2 --trace "$T/nodir/x/t.json" --sample 0 > "$T/out" 2> "$T/err"; rc=$?
 [ $rc -eq 1 ] && [ "$(wc -l < "$T/err")" -eq 1 ] && ok || bad "--trace into a missing directory: rc $rc, $(cat "$T/err")"
+[ ! -s "$T/out" ] && ok || bad "--trace into a missing directory: refused only after running: $(head -3 "$T/out")"
 
 # bench --trace DIR: one file per policy, each a trace of the timed rounds
 $R bench $small --policies 'none;full' --steps 2 --warmup 1 --no-rss --sgemm-n 64 --trace "$T/bt" --json > /dev/null 2> "$T/b.err" \
     || bad "bench --trace failed: $(cat "$T/b.err")"
 [ -f "$T/bt/01-none.json" ] && [ -f "$T/bt/02-full.json" ] && ok || bad "bench trace files: $(ls "$T/bt" 2>&1)"
+touch "$T/afile"
+$R bench $small --policies none --steps 1 --warmup 0 --no-rss --sgemm-n 64 --trace "$T/afile/bt" > "$T/out" 2> "$T/err"; rc=$?
+[ $rc -eq 1 ] && [ "$(wc -l < "$T/err")" -eq 1 ] && [ ! -s "$T/out" ] && ok \
+    || bad "bench --trace under a file: refused before running: rc $rc, $(cat "$T/err") $(head -3 "$T/out")"
 $R schedule $shape --recompute full --json > "$T/sf.json" 2>/dev/null
 check_trace "$T/bt/02-full.json" "$T/sf.json" 1 2 && ok || bad "bench trace of full"
 

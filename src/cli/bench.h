@@ -98,10 +98,12 @@ void bench_json_str(FILE *f, const char *s);
 int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xml_decl);
 int bench_svg_timeline(FILE *f, const bench_opts *o, const bench_result *r, int xml_decl);
 
-/* --trace DIR: each policy's trace as DIR/NN-NAME.json.  0, or 1 (reported). */
+/* Before the run: --trace DIR created, the --svg-* files' directories there
+ * (the report's --out DIR is the report's own).  0, or 1 (reported). */
+int bench_check_outputs(const bench_opts *o);
+/* --trace DIR: each policy's trace as DIR/NN-NAME.json (DIR made by
+ * bench_check_outputs).  0, or 1 (reported). */
 int bench_write_traces(const bench_opts *o, const bench_result *r);
-/* mkdir -p DIR; 0, or 1 (reported) */
-int cli_mkdirs(const char *dir);
 
 /* Writes path atomically: path.tmp.PID, fsync, rename, fsync of the
  * directory.  0, or 1 with the error reported. */

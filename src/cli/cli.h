@@ -102,6 +102,12 @@ int cli_cached_profile(const remat_config *c, remat_profile **out, char *path, s
  * success, else 1 (reported). */
 int cli_calibrate_cache(const remat_config *c, const remat_trace *t, const char *file, remat_profile *base,
                         remat_profile **out, char *path, size_t n);
+/* outputs written at a command's end, prepared before it runs (outputs.c):
+ * mkdir -p DIR, named as flag in errors; 0, or 1 (reported) */
+int cli_mkdirs(const char *flag, const char *dir);
+/* Whether FILE (the value of flag) can be written: its directory exists and
+ * is writable, and FILE is not a directory.  0, or 1 (reported). */
+int cli_check_output(const char *flag, const char *path);
 /* bench and report commands */
 int cmd_bench(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -897,9 +897,16 @@ int bench_write_svg(const char *path, int (*fn)(FILE *, const bench_opts *, cons
     return rc;
 }
 
+int bench_check_outputs(const bench_opts *o)
+{
+    if (o->svg_pareto && cli_check_output("--svg-pareto", o->svg_pareto)) return 1;
+    if (o->svg_timeline && cli_check_output("--svg-timeline", o->svg_timeline)) return 1;
+    if (o->trace_dir && cli_mkdirs("--trace", o->trace_dir)) return 1;
+    return 0;
+}
+
 int bench_write_traces(const bench_opts *o, const bench_result *r)
 {
-    if (cli_mkdirs(o->trace_dir)) return 1;
     for (int i = 0; i < r->n; i++) {
         const bench_row *w = &r->rows[i];
         char name[96], path[4200];
@@ -923,6 +930,7 @@ int cmd_bench(int argc, char **argv)
     if (argc >= 2 && !strcmp(argv[1], "--rss-child")) return rss_child(argc, argv);
     int p = bench_parse("bench", argc, argv, 0, &o);
     if (p <= 0) return p < 0 ? 2 : 0;
+    if (bench_check_outputs(&o)) return 1;
     int rc = bench_run(&o, &r);
     if (rc) { bench_result_free(&r); return rc; }
     if (o.json) bench_print_json(stdout, &o, &r);

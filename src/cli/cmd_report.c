@@ -8,11 +8,9 @@
  * The page is well-formed XML as well as HTML (every element closed, only
  * numeric character references), so tests can parse it with any XML parser.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "bench.h"
@@ -39,22 +37,6 @@ static void kv(FILE *f, const char *k, const char *v)
     fputs("</th><td>", f);
     esc(f, v);
     fputs("</td></tr>\n", f);
-}
-
-int cli_mkdirs(const char *dir)
-{
-    char p[4096];
-    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return cli_error("--out: path too long");
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        if (mkdir(p, 0755) && errno != EEXIST) return cli_error("cannot create %s: %s", p, strerror(errno));
-        *s = '/';
-    }
-    if (mkdir(p, 0755) && errno != EEXIST) return cli_error("cannot create %s: %s", p, strerror(errno));
-    struct stat st;
-    if (stat(p, &st) || !S_ISDIR(st.st_mode)) return cli_error("--out %s is not a directory", p);
-    return 0;
 }
 
 static const char *mib(uint64_t b, char *buf, size_t n)
@@ -328,7 +310,7 @@ int cmd_report(int argc, char **argv)
     bench_result r;
     int p = bench_parse("report", argc, argv, 1, &o);
     if (p <= 0) return p < 0 ? 2 : 0;
-    if (cli_mkdirs(o.out_dir)) return 1;
+    if (cli_mkdirs("--out", o.out_dir) || bench_check_outputs(&o)) return 1;
     int rc = bench_run(&o, &r);
     if (rc) { bench_result_free(&r); return rc; }
     char *pareto = NULL, *timeline = NULL, *json = NULL, *html = NULL, path[4096];

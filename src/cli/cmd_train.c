@@ -490,6 +490,7 @@ static int train(int argc, char **argv)
         rc = cli_usage_error("train", "--val-data needs --data: the embedded task has its own validation split");
         goto out;
     }
+    if (o.trace && lead && cli_check_output("--trace", o.trace)) goto out;   /* written after the steps */
     if (o.resume) {
         if (!(ci = malloc(sizeof *ci))) { cli_error("out of memory"); goto out; }
         if ((st = remat_checkpoint_load_parallel(o.resume, o.data, o.val_data, g_comm, (int)o.micro_batch, (int)o.zero,
