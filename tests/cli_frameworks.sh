@@ -73,6 +73,9 @@ $R plan $m175 --device-mem 40GiB > /dev/null 2> "$T/n.err"; rc=$?
 [ $rc = 1 ] && [ "$(wc -l < "$T/n.err")" = 1 ] && grep -q "nothing fits" "$T/n.err" && ok || bad "nothing fits: rc=$rc"
 $R plan $m175 --device-mem 40GiB --json 2>/dev/null | /usr/bin/python3 -c \
     "import json,sys; d=json.load(sys.stdin); assert d['optimal'] is None and d['best_megatron'] is None" && ok || bad "null answers"
+$R plan $m175 --device-mem 40GiB --json > /dev/null 2> "$T/n.err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$T/n.err")" = 1 ] && grep -q "^remat: error: nothing fits" "$T/n.err" && ok \
+    || bad "nothing fits (--json): the reason on stderr: rc=$rc $(cat "$T/n.err")"
 
 # bad input: exit 2, one line on stderr, nothing on stdout
 small="--framework megatron --layers 8 --dim 64 --heads 4 --seq 32"

@@ -285,9 +285,9 @@ int cli_plan_framework(int argc, char **argv)
                                                          a.optimal.step_ms_pred - 1)), b1) : "(nothing fits)");
     }
     int rc = a.optimal.policy ? 0 : 1;
-    if (!a.optimal.policy && !json) cli_error("nothing fits in %s per GPU; add GPUs (--tp, --pp), shorten --seq or "
-                                              "--micro-batch, or use --distributed-optimizer",
-                                              cli_fmt_bytes(cl.dev.mem_bytes, (char[32]){0}, 32));
+    if (!a.optimal.policy)   /* with --json too: the answers are null there, the reason is here */
+        cli_error("nothing fits in %s per GPU; add GPUs (--tp, --pp), shorten --seq or --micro-batch, or use "
+                  "--distributed-optimizer", cli_fmt_bytes(cl.dev.mem_bytes, (char[32]){0}, 32));
     for (int i = 0; i < ngiven; i++) remat_cluster_row_clear(&gr[i]);
     free(gr);
     remat_cluster_answer_clear(&a);
