@@ -238,6 +238,19 @@ int cli_dtype_parse(const char *s, size_t len, remat_dtype *out)
     return 0;
 }
 
+void cli_json_str(FILE *f, const char *s)
+{
+    if (!s) { fputs("null", f); return; }
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t n)
 {
     if (b >= (1ULL << 30)) snprintf(buf, n, "%.2f GiB", b / 1073741824.0);

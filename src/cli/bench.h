@@ -90,8 +90,6 @@ void bench_result_free(bench_result *r);
 void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r);
 void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r);
 void bench_print_csv(FILE *f, const bench_opts *o, const bench_result *r);
-/* A JSON string literal, escaped. */
-void bench_json_str(FILE *f, const char *s);
 
 /* The plots (bench_plots.c).  xml_decl: 1 for standalone files. 0 or an
  * exit status (error reported). */

@@ -59,6 +59,9 @@ void cli_config_default_max_seq(remat_config *c);
 const char *cli_value(int argc, char **argv, int *i);
 
 void cli_config_print(FILE *f, const remat_config *c);
+/* s as a JSON string literal (", \ and control characters escaped), or
+ * null when s is NULL */
+void cli_json_str(FILE *f, const char *s);
 /* "12.3 MiB" style formatting into buf */
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t n);
 double cli_now_ms(void);

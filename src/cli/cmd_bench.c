@@ -641,18 +641,6 @@ out:
 
 /* ---- output ---------------------------------------------------------------- */
 
-void bench_json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 static void json_num(FILE *f, const char *key, double v, int known)
 {
     if (known && isfinite(v)) fprintf(f, ",\"%s\":%.6g", key, v);
@@ -672,16 +660,16 @@ static void json_slot(FILE *f, const bench_slot *sl)
     fputs(",\"front\":[", f);
     for (size_t i = 0; i < sl->n_front; i++) {
         fprintf(f, "%s{\"policy\":", i ? "," : "");
-        bench_json_str(f, sl->front[i].policy);
+        cli_json_str(f, sl->front[i].policy);
         fprintf(f, ",\"peak_bytes\":%llu,\"step_ms_pred\":%.4f}", (unsigned long long)sl->front[i].peak_bytes,
                 sl->front[i].step_ms_pred);
     }
     fputs("],\"planner_profile\":", f);
-    bench_json_str(f, sl->profile_desc);
+    cli_json_str(f, sl->profile_desc);
     fputs(",\"planner_error\":", f);
-    if (sl->planner_err[0]) bench_json_str(f, sl->planner_err); else fputs("null", f);
+    if (sl->planner_err[0]) cli_json_str(f, sl->planner_err); else fputs("null", f);
     fputs(",\"optimal_error\":", f);
-    if (sl->optimal_err[0]) bench_json_str(f, sl->optimal_err); else fputs("null", f);
+    if (sl->optimal_err[0]) cli_json_str(f, sl->optimal_err); else fputs("null", f);
 }
 
 void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
@@ -691,9 +679,9 @@ void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
     for (int i = 0; i < r->n; i++) {
         const bench_row *w = &r->rows[i];
         fprintf(f, "%s{\"policy\":", i ? "," : "");
-        bench_json_str(f, w->name);
+        cli_json_str(f, w->name);
         fputs(",\"schedule\":", f);
-        bench_json_str(f, w->policy);
+        cli_json_str(f, w->policy);
         fprintf(f, ",\"reference_only\":%s,\"optimal\":%s", w->implicit ? "true" : "false", w->optimal ? "true" : "false");
         fprintf(f, ",\"step_ms_median\":%.4f,\"ratio_vs_none\":%.4f,\"tokens_per_s\":%.1f", w->ms_median,
                 w->ratio_vs_none, w->tokens_per_s);
@@ -727,7 +715,7 @@ void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
     fprintf(f, "],\"gemm\":\"%s\",\"gemm_n\":%ld", remat_gemm_name(remat_gemm_get()), o->sgemm_n);
     json_slot(f, &r->slot[0]);
     fputs(",\"timeline_policy\":", f);
-    bench_json_str(f, r->timeline_idx >= 0 ? r->rows[r->timeline_idx].name : "");
+    cli_json_str(f, r->timeline_idx >= 0 ? r->rows[r->timeline_idx].name : "");
     json_u64(f, "rss_base_bytes", r->rss_base, r->rss_base > 0);
     json_u64(f, "process_rss_peak_bytes", r->rss_process, 1);
     fprintf(f, ",\"elapsed_s\":%.2f", r->elapsed_s);
@@ -742,21 +730,21 @@ void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
     struct utsname u;
     int have_u = uname(&u) == 0;
     fputs(",\"machine\":{\"cpu\":", f);
-    bench_json_str(f, r->cpu);
+    cli_json_str(f, r->cpu);
     fprintf(f, ",\"cores\":%ld,\"threads\":%d,\"blas\":", sysconf(_SC_NPROCESSORS_ONLN), remat_get_threads());
-    bench_json_str(f, remat_blas_info());
+    cli_json_str(f, remat_blas_info());
     fputs(",\"blas_core\":", f);
-    bench_json_str(f, remat_blas_core());
+    cli_json_str(f, remat_blas_core());
     fputs(",\"os\":", f);
     if (have_u) {
         char os[300];
         snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
-        bench_json_str(f, os);
+        cli_json_str(f, os);
     } else fputs("null", f);
     json_num(f, "load_avg_start", r->load_start, r->load_start >= 0);
     json_num(f, "load_avg_end", r->load_end, r->load_end >= 0);
     fputs(",\"remat\":", f);
-    bench_json_str(f, remat_version());
+    cli_json_str(f, remat_version());
     fputs("}}\n", f);
 }
 

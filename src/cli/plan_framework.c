@@ -63,27 +63,16 @@ static void torchtitan_json(const char *tt)
     printf("{\"activation_checkpoint\": \"%s\", \"cli\": \"activation_checkpoint:%s\", \"config\": \"%s\"}", tt, tt, cls);
 }
 
-static void json_str(const char *s)
-{
-    if (!s) { printf("null"); return; }
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') putchar('\\');
-        putchar(*s);
-    }
-    putchar('"');
-}
-
 static void row_json(const remat_cluster_row *r)
 {
     printf("{\"policy\": ");
-    json_str(r->policy);
+    cli_json_str(stdout, r->policy);
     printf(", \"layer_stored_bytes\": %llu, \"stored_bytes\": %llu, \"peak_bytes\": %llu, \"total_bytes\": %llu, "
            "\"hardware_flops\": %.6g, \"step_ms_pred\": %.4f, \"fits\": %s, \"megatron_flags\": ",
            (unsigned long long)r->layer_stored_bytes, (unsigned long long)r->stored_bytes,
            (unsigned long long)r->peak_bytes, (unsigned long long)r->total_bytes, r->hardware_flops, r->step_ms_pred,
            r->fits ? "true" : "false");
-    json_str(r->megatron_flags);
+    cli_json_str(stdout, r->megatron_flags);
     printf(", \"torchtitan\": ");
     torchtitan_json(r->torchtitan);
     printf("}");
