@@ -812,8 +812,8 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
         if (w->rss_peak) mib(w->rss_peak, rss, sizeof rss); else snprintf(rss, sizeof rss, "-");
         if (w->step_ms_pred >= 0) snprintf(pred, sizeof pred, "%.1f", w->step_ms_pred); else snprintf(pred, sizeof pred, "-");
         char nm[64];
-        snprintf(nm, sizeof nm, r->nslot > 1 ? "%s %s" : "%s%.0s", cli_dtype_name(o->dts[w->slot]), w->name);
-        if (r->nslot == 1) snprintf(nm, sizeof nm, "%s", w->name);
+        if (r->nslot > 1) snprintf(nm, sizeof nm, "%s %s", cli_dtype_name(o->dts[w->slot]), w->name);
+        else snprintf(nm, sizeof nm, "%s", w->name);
         fprintf(f, "%-*.*s %9.1f %7.3f %9.0f %10s %10s%s %8s %9s %9s %8.2f %5.1f%% %8s\n", wname, wname, nm,
                 w->ms_median, w->ratio_vs_none, w->tokens_per_s, mib(w->st.act_peak_bytes, b[0], sizeof b[0]),
                 mib(w->sim.peak_bytes, b[1], sizeof b[1]), w->sim.peak_bytes == w->st.act_peak_bytes ? " " : "!",
