@@ -161,8 +161,8 @@ for l in p.iter(NS + "polyline"):
         assert said[l.get("stroke")].endswith("front, " + l.get("data-dtype")), (l.get("data-dtype"), said)
 PY
 for bad_dt in fp8 fp32,fp32 fp32, "fp32,bf16,fp32"; do
-    $R bench $tiny --dtype "$bad_dt" --no-rss > "$T/x.out" 2> "$T/x.err"
-    [ $? -eq 2 ] && [ "$(wc -l < "$T/x.err")" -eq 1 ] && [ ! -s "$T/x.out" ] && ok || bad "bench --dtype $bad_dt: one line, exit 2"
+    expect_err --rc 2 "bench --dtype $bad_dt" $R bench $tiny --dtype "$bad_dt" --no-rss
+    [ ! -s "$T/stdout" ] && ok || bad "bench --dtype $bad_dt: output on stdout"
 done
 
 # --budget: the planner's optimum is a row, fits, and is the default timeline
@@ -233,20 +233,14 @@ $R bench $tiny --policies none --no-rss > /dev/null 2> "$T/pipe.err"
 [ -s "$T/pipe.err" ] && bad "stderr not a terminal, yet: $(cat "$T/pipe.err")" || ok
 
 # one-line errors, exit 2 for bad usage
-check_err() {  # expected-status description command...
-    want=$1; what=$2; shift 2
-    "$@" > "$T/e.out" 2> "$T/e.err"; st=$?
-    if [ $st -eq "$want" ] && [ "$(wc -l < "$T/e.err")" -eq 1 ] && grep -q "^remat: error: " "$T/e.err"; then ok
-    else bad "$what: status $st, stderr: $(cat "$T/e.err")"; fi
-}
-check_err 2 "bad policy" $R bench $tiny --policies none,bogus:3
-check_err 2 "unknown flag" $R bench --frobnicate
-check_err 2 "json and csv" $R bench --json --csv
-check_err 2 "steps 0" $R bench --steps 0
-check_err 2 "report without --out" $R report $tiny
-check_err 2 "zero budget" $R bench --budget 0
-check_err 1 "unwritable svg" $R bench $tiny --policies none --no-rss --svg-pareto /nonexistent/dir/p.svg
-[ ! -s "$T/e.out" ] && ok || bad "unwritable svg: refused only after the run: $(head -3 "$T/e.out")"
+expect_err --rc 2 "bad policy" $R bench $tiny --policies none,bogus:3
+expect_err --rc 2 "unknown flag" $R bench --frobnicate
+expect_err --rc 2 "json and csv" $R bench --json --csv
+expect_err --rc 2 "steps 0" $R bench --steps 0
+expect_err --rc 2 "report without --out" $R report $tiny
+expect_err --rc 2 "zero budget" $R bench --budget 0
+expect_err --rc 1 "unwritable svg" $R bench $tiny --policies none --no-rss --svg-pareto /nonexistent/dir/p.svg
+[ ! -s "$T/stdout" ] && ok || bad "unwritable svg: refused only after the run: $(head -3 "$T/stdout")"
 $R bench --help > /dev/null && $R report --help > /dev/null && ok || bad "--help"
 
 finish cli_bench
