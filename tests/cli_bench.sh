@@ -130,9 +130,39 @@ fronts = sorted(e.get("data-dtype") for e in p.iter(NS + "polyline") if e.get("c
 assert fronts == ["bf16", "fp32"], fronts
 assert sorted(g.get("data-dtype") for g in p.iter(NS + "g") if g.get("class") == "point") == ["bf16"] * 3 + ["fp32"] * 3
 PY
+# --dtype bf16,fp32 (bf16 first): the plot's legend, labels and front lines
+# name each marker's and line's own precision
+$R bench $tiny --policies none --dtype bf16,fp32 --no-rss --svg-pareto "$T/pr.svg" > /dev/null 2> "$T/r.err" \
+    || bad "bench --dtype bf16,fp32 failed: $(cat "$T/r.err")"
+$PY - "$T/pr.svg" <<'PY' && ok || bad "plot labels of bench --dtype bf16,fp32"
+import sys, xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+p = ET.parse(sys.argv[1]).getroot()
+# each measured point's marker: circle or square, by its precision
+shape = {}
+for g in p.iter(NS + "g"):
+    if g.get("class") == "point":
+        shape[g.get("data-dtype")] = g[0].tag[len(NS):]
+assert shape == {"bf16": "circle", "fp32": "rect"}, shape
+labels = [t.text for t in p.iter(NS + "text") if t.get("class") == "label"]
+assert labels == ["bf16 none", "fp32 none"], labels
+legend = [e for g in p.iter(NS + "g") if g.get("class") == "legend" for e in g]
+said = {}   # the legend's text after each marker or line
+for i, e in enumerate(legend[:-1]):
+    nxt = legend[i + 1] if legend[i + 1].tag == NS + "text" else legend[i + 2]
+    if e.tag in (NS + "circle", NS + "rect") and (nxt.text or "").startswith("measured, "):
+        said[e.tag[len(NS):]] = nxt.text
+    if e.tag == NS + "line":
+        said[e.get("stroke")] = nxt.text
+assert said["circle"] == "measured, %s (median)" % [d for d, s in shape.items() if s == "circle"][0], said
+assert said["rect"] == "measured, %s (median)" % [d for d, s in shape.items() if s == "rect"][0], said
+for l in p.iter(NS + "polyline"):
+    if l.get("class") == "front":
+        assert said[l.get("stroke")].endswith("front, " + l.get("data-dtype")), (l.get("data-dtype"), said)
+PY
 for bad_dt in fp8 fp32,fp32 fp32, "fp32,bf16,fp32"; do
-    $R bench $tiny --dtype "$bad_dt" --no-rss > "$T/x.out" 2> "$T/x.err"
-    [ $? -eq 2 ] && [ "$(wc -l < "$T/x.err")" -eq 1 ] && [ ! -s "$T/x.out" ] && ok || bad "bench --dtype $bad_dt: one line, exit 2"
+    expect_err --rc 2 "bench --dtype $bad_dt" $R bench $tiny --dtype "$bad_dt" --no-rss
+    [ ! -s "$T/stdout" ] && ok || bad "bench --dtype $bad_dt: output on stdout"
 done
 
 # --budget: the planner's optimum is a row, fits, and is the default timeline
@@ -203,19 +233,14 @@ $R bench $tiny --policies none --no-rss > /dev/null 2> "$T/pipe.err"
 [ -s "$T/pipe.err" ] && bad "stderr not a terminal, yet: $(cat "$T/pipe.err")" || ok
 
 # one-line errors, exit 2 for bad usage
-check_err() {  # expected-status description command...
-    want=$1; what=$2; shift 2
-    "$@" > "$T/e.out" 2> "$T/e.err"; st=$?
-    if [ $st -eq "$want" ] && [ "$(wc -l < "$T/e.err")" -eq 1 ] && grep -q "^remat: error: " "$T/e.err"; then ok
-    else bad "$what: status $st, stderr: $(cat "$T/e.err")"; fi
-}
-check_err 2 "bad policy" $R bench $tiny --policies none,bogus:3
-check_err 2 "unknown flag" $R bench --frobnicate
-check_err 2 "json and csv" $R bench --json --csv
-check_err 2 "steps 0" $R bench --steps 0
-check_err 2 "report without --out" $R report $tiny
-check_err 2 "zero budget" $R bench --budget 0
-check_err 1 "unwritable svg" $R bench $tiny --policies none --no-rss --svg-pareto /nonexistent/dir/p.svg
+expect_err --rc 2 "bad policy" $R bench $tiny --policies none,bogus:3
+expect_err --rc 2 "unknown flag" $R bench --frobnicate
+expect_err --rc 2 "json and csv" $R bench --json --csv
+expect_err --rc 2 "steps 0" $R bench --steps 0
+expect_err --rc 2 "report without --out" $R report $tiny
+expect_err --rc 2 "zero budget" $R bench --budget 0
+expect_err --rc 1 "unwritable svg" $R bench $tiny --policies none --no-rss --svg-pareto /nonexistent/dir/p.svg
+[ ! -s "$T/stdout" ] && ok || bad "unwritable svg: refused only after the run: $(head -3 "$T/stdout")"
 $R bench --help > /dev/null && $R report --help > /dev/null && ok || bad "--help"
 
 finish cli_bench

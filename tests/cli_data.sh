@@ -11,9 +11,8 @@ set -u
 . "$(dirname "$0")/lib.sh"
 R=$(cd "$(dirname "$R")" && pwd)/$(basename "$R")
 PY=/usr/bin/python3
-hash_of() { sed -n 's/.*"params_hash":"\([0-9a-f]*\)".*/\1/p' "$1" | tail -n 1; }
-# one_line_error WANT CMD...: expect_err (lib.sh), and the line says WANT
-one_line_error() {
+# expect_err_says WANT CMD...: expect_err (lib.sh), and the line says WANT
+expect_err_says() {
     want=$1; shift
     expect_err "$want" "$@"
     grep -q "^remat: error: .*$want" "$T/stderr" && ok || bad "the error does not say '$want': $(cat "$T/stderr")"
@@ -66,7 +65,7 @@ $R train $cfg --json --resume "$T/ck" > "$T/r.jsonl" 2> "$T/r.err" || bad "resum
 [ "$(hash_of "$T/r.jsonl")" = "$vref" ] && ok || bad "resume with the recorded validation set: $(hash_of "$T/r.jsonl") != $vref"
 (cd "$T/d" && $R train $cfg --json --resume "$T/ck" --data 'train_*.bin' --val-data 'val_*.bin' > "$T/r2.jsonl" 2> "$T/r2.err") &&
     [ "$(hash_of "$T/r2.jsonl")" = "$vref" ] && ok || bad "resume with the same relative patterns: $(cat "$T/r2.err")"
-one_line_error "validated on" $R train $cfg --resume "$T/ck" --val-data "$T/d/val_00.bin"
+expect_err_says "validated on" $R train $cfg --resume "$T/ck" --val-data "$T/d/val_00.bin"
 
 # every shard is validated: a corrupt one in the glob is named
 cp -r "$T/d" "$T/c"
@@ -77,9 +76,9 @@ b = bytearray(open(p, "rb").read())
 b[4] = 2                       # version 2
 open(p, "wb").write(b)
 PY
-one_line_error "shard '.*train_01.bin' has version 2" $R train $cfg --data "$T/c/train_*.bin"
+expect_err_says "shard '.*train_01.bin' has version 2" $R train $cfg --data "$T/c/train_*.bin"
 head -c 2000 "$T/d/train_02.bin" > "$T/c/train_02.bin"; cp "$T/d/train_01.bin" "$T/c/train_01.bin"
-one_line_error "shard '.*train_02.bin' is 2000 bytes, expected .*truncated" $R train $cfg --data "$T/c/train_*.bin"
+expect_err_says "shard '.*train_02.bin' is 2000 bytes, expected .*truncated" $R train $cfg --data "$T/c/train_*.bin"
 $PY - "$T/c/train_00.bin" <<'PY'
 import struct, sys
 p = sys.argv[1]
@@ -87,10 +86,10 @@ b = bytearray(open(p, "rb").read())
 b[1024 + 2 * 7:1024 + 2 * 8] = struct.pack("<H", 4000)   # token 7 outside --vocab 300
 open(p, "wb").write(b)
 PY
-one_line_error "shard '.*train_00.bin': token 7 is 4000" $R train $cfg --data "$T/c/train_00.bin"
-one_line_error "no file matches" $R train $cfg --data "$T/d/nothing_*.bin"
-one_line_error "not an llm.c token shard: a pattern that matches several files" $R train $cfg --data "$T/d/*"
-one_line_error "val-data needs --data" $R train $cfg --val-data "$T/d/val_*.bin"
-one_line_error "both must be llm.c shards or both text" $R train $cfg --data "$T/d/train_*.bin" --val-data "$T/d/notes.txt"
+expect_err_says "shard '.*train_00.bin': token 7 is 4000" $R train $cfg --data "$T/c/train_00.bin"
+expect_err_says "no file matches" $R train $cfg --data "$T/d/nothing_*.bin"
+expect_err_says "not an llm.c token shard: a pattern that matches several files" $R train $cfg --data "$T/d/*"
+expect_err_says "val-data needs --data" $R train $cfg --val-data "$T/d/val_*.bin"
+expect_err_says "both must be llm.c shards or both text" $R train $cfg --data "$T/d/train_*.bin" --val-data "$T/d/notes.txt"
 
 finish cli_data

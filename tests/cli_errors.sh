@@ -132,11 +132,11 @@ cmp -s "$T/w.bin" "$T/keep.bin" && ok || bad "a failed export changed the existi
 $R train --layers 4 --dim 256 --heads 4 --seq 16 --batch 1 --threads 1 --steps 1 --quiet --save "$T/big" \
     > /dev/null 2>&1 || bad "fixture: big checkpoint"
 $R export --resume "$T/big" --out "$T/big-ref.safetensors" > /dev/null || bad "fixture: big export"
-hash_of() {  # params_hash of a weights file, loaded by remat train --init-from
+weights_hash() {  # params_hash of a weights file, loaded by remat train --init-from
     $R train --init-from "$1" --steps 0 --threads 1 --seq 16 --batch 1 --json 2>/dev/null |
         sed -n 's/.*"params_hash":"\([0-9a-f]*\)".*/\1/p'
 }
-ref=$(hash_of "$T/big-ref.safetensors")
+ref=$(weights_hash "$T/big-ref.safetensors")
 [ -n "$ref" ] || bad "fixture: hash of the big export"
 # Each kill is aimed, not a guess at timing: wait until the export's
 # temporary file NAME.tmp.PID exists (and, in some rounds, a little longer),
@@ -178,7 +178,7 @@ kill_export() {  # kill_export FORMAT PAUSE: sets where to mid (before the renam
         $R export --resume "$T/big" --out "$out" --format "$1" > /dev/null 2>&1 || bad "export ($1) after a kill failed"
         [ -e "$out.tmp.$pid" ] && bad "the next export ($1) left the killed one's $out.tmp.$pid"
     fi
-    h=$(hash_of "$out")
+    h=$(weights_hash "$out")
     [ "$h" = "$ref" ] && ok || bad "export ($1) killed $where its rename: final file hash '$h', want $ref"
 }
 late=0; missed=0

@@ -69,10 +69,12 @@ $R plan --framework megatron --model 175b --tp 8 --sp --pp 8 --global-batch 64 -
     && grep -q "^largest seq: optimal [0-9]*" "$T/xs.txt" && ok || bad "maximize seq: $(cat "$T/xs.txt")"
 
 # nothing fits: exit 1 with the reason, JSON answers null
-$R plan $m175 --device-mem 40GiB > /dev/null 2> "$T/n.err"; rc=$?
-[ $rc = 1 ] && [ "$(wc -l < "$T/n.err")" = 1 ] && grep -q "nothing fits" "$T/n.err" && ok || bad "nothing fits: rc=$rc"
+expect_err --rc 1 "nothing fits" $R plan $m175 --device-mem 40GiB
+grep -q "nothing fits" "$T/stderr" && ok || bad "nothing fits: the reason: $(cat "$T/stderr")"
 $R plan $m175 --device-mem 40GiB --json 2>/dev/null | /usr/bin/python3 -c \
     "import json,sys; d=json.load(sys.stdin); assert d['optimal'] is None and d['best_megatron'] is None" && ok || bad "null answers"
+expect_err --rc 1 "nothing fits (--json)" $R plan $m175 --device-mem 40GiB --json
+grep -q "^remat: error: nothing fits" "$T/stderr" && ok || bad "nothing fits (--json): the reason: $(cat "$T/stderr")"
 
 # bad input: exit 2, one line on stderr, nothing on stdout
 small="--framework megatron --layers 8 --dim 64 --heads 4 --seq 32"
@@ -80,8 +82,8 @@ for args in "--tp 0" "--tp x" "--tp 3" "--pp 0" "--pp 3" "--interleave 2" "--pp 
             "--dp 0" "--global-batch 3 --dp 2" "--device tpu" "--device-mem 0" "--device-mem 1XB" "--reserve 1" \
             "--reserve -0.1" "--efficiency 2" "--model 7b" "--maximize depth" "--budget 1GiB" "--sp --tp 2 --seq 31" \
             "--dtype fp16" "--framework jax" "--micro-batch 0" "--profile x" "--recompute bogus"; do
-    $R plan $small $args > "$T/e.out" 2> "$T/e.err"; rc=$?
-    if [ $rc = 2 ] && [ "$(wc -l < "$T/e.err")" = 1 ] && [ ! -s "$T/e.out" ]; then ok; else bad "plan $args: rc=$rc $(cat "$T/e.err")"; fi
+    expect_err --rc 2 "plan $args" $R plan $small $args
+    [ ! -s "$T/stdout" ] && ok || bad "plan $args: output on stdout: $(head -3 "$T/stdout")"
 done
 
 # remat's own table: --explain prints each policy's layer ranges; the optimum gets them too
@@ -92,9 +94,14 @@ grep -q "(and every 2 after)" "$T/r.txt" && ok || bad "every:2 explained as a pa
 grep -A1 "^optimal plan: plan:" "$T/r.txt" | grep -q "layer" && ok || bad "the optimum explained"
 
 # remat train refuses a run that cannot fit, before it allocates, naming the plan command
-REMAT_MEM_AVAILABLE=100MiB $R train --layers 4 --dim 128 --seq 256 --batch 16 --steps 1 > "$T/t.out" 2> "$T/t.err"; rc=$?
-[ $rc = 1 ] && [ "$(wc -l < "$T/t.err")" = 1 ] && [ ! -s "$T/t.out" ] && grep -q "remat plan --budget 100MiB --layers 4" "$T/t.err" \
-    && ok || bad "train refuses: rc=$rc $(cat "$T/t.err")"
+expect_err --rc 1 "train refuses" env REMAT_MEM_AVAILABLE=100MiB $R train --layers 4 --dim 128 --seq 256 --batch 16 --steps 1
+[ ! -s "$T/stdout" ] && grep -q "remat plan --budget 100MiB --layers 4" "$T/stderr" && ok \
+    || bad "train refuses: the plan command: $(cat "$T/stderr" "$T/stdout")"
+# ... and the command it names plans the run's own config: its precision, attention and lm head
+REMAT_MEM_AVAILABLE=60MiB $R train --layers 4 --dim 128 --seq 256 --batch 16 --steps 1 --dtype bf16 --attention flash \
+    --lmhead chunked > /dev/null 2> "$T/t3.err"; rc=$?
+[ $rc = 1 ] && grep -q "'remat plan --budget 60MiB --layers 4 .* --attention flash --lmhead chunked:128 --dtype bf16'" "$T/t3.err" \
+    && ok || bad "train --dtype bf16 refused, the plan command: rc=$rc $(cat "$T/t3.err")"
 REMAT_MEM_AVAILABLE=40MiB $R train --layers 4 --dim 128 --seq 256 --batch 16 --steps 1 > /dev/null 2> "$T/t2.err"; rc=$?
 [ $rc = 1 ] && grep -q "no plan fits" "$T/t2.err" && ok || bad "train: no plan fits: rc=$rc $(cat "$T/t2.err")"
 REMAT_MEM_AVAILABLE=100MiB $R train --layers 4 --dim 128 --seq 256 --batch 16 --steps 1 --budget auto --json --eval-every 0 \
@@ -108,11 +115,11 @@ REMAT_MEM_AVAILABLE=100MiB $R plan --layers 4 --dim 128 --seq 256 --batch 16 --b
     && ok || bad "plan --budget auto"
 # the engine runs remat's own table only
 for args in "--framework megatron" "--framework pytorch" "--tp 2" "--sp"; do
-    $R train --steps 1 $args > "$T/f.out" 2> "$T/f.err"; rc=$?
-    [ $rc != 0 ] && [ "$(wc -l < "$T/f.err")" = 1 ] && [ ! -s "$T/f.out" ] && ok || bad "train $args: rc=$rc $(cat "$T/f.err")"
+    expect_err "train $args" $R train --steps 1 $args
+    [ ! -s "$T/stdout" ] && ok || bad "train $args: output on stdout: $(head -3 "$T/stdout")"
 done
 
-$R profile --framework pytorch > "$T/pr.out" 2> "$T/pr.err"; rc=$?
-[ $rc != 0 ] && [ "$(wc -l < "$T/pr.err")" = 1 ] && grep -q "remat plan --framework" "$T/pr.err" && ok || bad "profile --framework: rc=$rc"
+expect_err "profile --framework" $R profile --framework pytorch
+grep -q "remat plan --framework" "$T/stderr" && ok || bad "profile --framework: $(cat "$T/stderr")"
 
 finish cli_frameworks

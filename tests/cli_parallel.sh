@@ -29,7 +29,6 @@ MPI="mpirun -q --oversubscribe --bind-to none"
 # a hang is a failure: no run here should take a minute
 run() { np=$1; shift; if [ "$np" = 1 ]; then timeout 120 "$R" train "$@"; else timeout 120 $MPI -np "$np" "$R" train "$@"; fi; }
 
-hash_of() { sed -n 's/.*"params_hash":"\([0-9a-f]*\)".*/\1/p' "$1" | tail -n 1; }
 field() { sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p" "$1" | tail -n 1; }
 # the step losses and the summary's loss and validation fields of a run
 trail() { grep -o '"step":[0-9]*,"loss":[^,]*\|"val_loss":[^,]*\|"params_hash":"[0-9a-f]*"' "$1"; }
@@ -94,10 +93,6 @@ PY
 ck="--layers 2 --dim 64 --heads 4 --seq 32 --batch 8 --micro-batch 2 --threads 1 --steps 80 --eval-every 0 --eval-batches 1 --sample 0 --json --no-calibrate --dropout 0.1"
 run 1 $ck > "$T/straight.jsonl" 2>&1 || bad "straight run failed"
 ref=$(hash_of "$T/straight.jsonl")
-rand_sleep() {   # a random pause in [lo, hi) ms
-    ms=$(od -An -N2 -tu2 /dev/urandom | awk -v lo="$1" -v hi="$2" '{ print lo + $1 % (hi - lo) }')
-    sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')"
-}
 i=0; kills=0; finished=0
 while [ $i -lt 12 ] && [ $finished -eq 0 ]; do
     i=$((i + 1))

@@ -60,14 +60,24 @@ $R plan $small --budget 1GB --json | grep -q '"budget_bytes": 1000000000,' && ok
 $R plan $small --budget 2KiB --budget-activations 2KiB > /dev/null 2>&1 && bad "two budgets accepted" || ok
 
 # too small a budget: one line naming the minimum and what dominates, exit 1
-$R plan $small --budget 100KiB > "$T/s.out" 2> "$T/s.err"; rc=$?
-[ $rc = 1 ] && [ "$(wc -l < "$T/s.err")" = 1 ] && grep -q "minimum activations" "$T/s.err" && grep -q "is below the minimum" "$T/s.err" \
-    && grep -q "parameters+optimizer" "$T/s.err" && ok || bad "small budget: rc=$rc $(cat "$T/s.err")"
+expect_err --rc 1 "small budget" $R plan $small --budget 100KiB
+grep -q "minimum activations" "$T/stderr" && grep -q "is below the minimum" "$T/stderr" \
+    && grep -q "parameters+optimizer" "$T/stderr" && ok || bad "small budget: the minimum: $(cat "$T/stderr")"
 $R plan $small --budget 100KiB --json > "$T/s.json" 2>/dev/null
 /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['optimal'] is None" "$T/s.json" && ok || bad "JSON optimal null"
-$R train $small --budget 100KiB --steps 1 > "$T/ts.out" 2> "$T/ts.err"; rc=$?
-[ $rc != 0 ] && [ "$(wc -l < "$T/ts.err")" = 1 ] && grep -q "is below the minimum" "$T/ts.err" && [ ! -s "$T/ts.out" ] && ok \
-    || bad "train --budget too small: rc=$rc $(cat "$T/ts.err")"
+expect_err "train --budget too small" $R train $small --budget 100KiB --steps 1
+grep -q "is below the minimum" "$T/stderr" && [ ! -s "$T/stdout" ] && ok \
+    || bad "train --budget too small: the minimum: $(cat "$T/stderr" "$T/stdout")"
+# ... and for one rank stepping micro-batches, train refuses a budget with plan's words: below what a
+# rank holds besides activations, then too little left for them
+dp1="--layers 1 --dim 64 --heads 2 --seq 16 --micro-batch 2 --batch 4"
+for b in 1MiB 1.33MiB; do
+    $R plan $dp1 --budget $b > /dev/null 2> "$T/dp.err"
+    expect_err --rc 1 "train --micro-batch 2 --budget $b" $R train $dp1 --budget $b --steps 1
+    [ ! -s "$T/stdout" ] && cmp -s "$T/dp.err" "$T/stderr" && ok \
+        || bad "train --micro-batch 2 --budget $b: $(cat "$T/stderr") (plan: $(cat "$T/dp.err"))"
+done
+grep -q "activation budget 42.3 KiB is below" "$T/stderr" && ok || bad "the activations' share: $(cat "$T/stderr")"
 $R plan $small --budget-activations 1KiB 2> "$T/a.err" > /dev/null; rc=$?
 [ $rc = 1 ] && grep -q "minimum activations" "$T/a.err" && ok || bad "activation budget too small"
 
@@ -75,8 +85,8 @@ $R plan $small --budget-activations 1KiB 2> "$T/a.err" > /dev/null; rc=$?
 for b in 2XB -1GiB GiB 1.5.5MiB "" "12 MiB" 0 nan 1e999GiB 0x10MiB; do
     for cmd in plan train; do
         [ $cmd = plan ] && set -- || set -- --steps 1
-        $R $cmd $small --budget "$b" "$@" > "$T/m.out" 2> "$T/m.err"; rc=$?
-        if [ $rc = 2 ] && [ "$(wc -l < "$T/m.err")" = 1 ] && [ ! -s "$T/m.out" ]; then ok; else bad "$cmd --budget '$b': rc=$rc"; fi
+        expect_err --rc 2 "$cmd --budget '$b'" $R $cmd $small --budget "$b" "$@"
+        [ ! -s "$T/stdout" ] && ok || bad "$cmd --budget '$b': output on stdout: $(head -3 "$T/stdout")"
     done
 done
 
@@ -116,8 +126,7 @@ $R plan $small --budget 6MiB | grep -q "cost model: measured on" && ok || bad "p
 $R plan $small --budget 6MiB --no-profile | grep -q "cost model: FLOP" && ok || bad "--no-profile"
 f=$(ls "$REMAT_CACHE"/*)
 $R plan $small --budget 6MiB --profile "$f" | grep -q "measured on" && ok || bad "--profile FILE"
-$R plan --layers 2 --budget 6MiB --profile "$f" > /dev/null 2> "$T/pm.err"; rc=$?
-[ $rc = 2 ] && [ "$(wc -l < "$T/pm.err")" = 1 ] && ok || bad "profile for another config: rc=$rc"
+expect_err --rc 2 "profile for another config" $R plan --layers 2 --budget 6MiB --profile "$f"
 sed -i 's/^fwd qkv .*/fwd qkv banana/' "$f"
 $R plan $small --budget 6MiB > "$T/pc.out" 2> "$T/pc.err"; rc=$?
 [ $rc = 0 ] && grep -q "ignoring the cached profile" "$T/pc.err" && grep -q "cost model: FLOP" "$T/pc.out" && ok || bad "corrupt cache: rc=$rc"

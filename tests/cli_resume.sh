@@ -23,7 +23,6 @@ PY=/usr/bin/python3
 big="--layers 2 --dim 128 --heads 4 --seq 16 --batch 2 --threads 1 --eval-every 0 --sample 0 --json --steps 24"
 small="--layers 2 --dim 32 --heads 2 --seq 16 --batch 4 --threads 1 --eval-every 0 --sample 0 --json --steps 12"
 
-hash_of() { sed -n 's/.*"params_hash":"\([0-9a-f]*\)".*/\1/p' "$1" | tail -n 1; }
 # every step line of files 2.. has the loss of the same step in file 1
 same_losses() {
     $PY - "$@" <<'PY'
@@ -43,16 +42,6 @@ for p in sys.argv[2:]:
         n += 1
 print("compared", n, "step losses")
 PY
-}
-one_line_error() {
-    "$@" > "$T/out" 2> "$T/err"; rc=$?
-    n=$(wc -l < "$T/err")
-    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$n" -eq 1 ] && grep -q '^remat: error: ' "$T/err"; then ok
-    else bad "expected one-line error (rc=$rc, $n lines) from: $*"; cat "$T/err" >&2; fi
-}
-rand_sleep() {   # a random pause in [lo, hi) ms
-    ms=$(od -An -N2 -tu2 /dev/urandom | awk -v lo="$1" -v hi="$2" '{ print lo + $1 % (hi - lo) }')
-    sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')"
 }
 # every ckpt-*.bin in $1 is complete: same size as $2 bytes
 all_complete() {
@@ -125,13 +114,13 @@ same_losses "$T/s.jsonl" "$T/c.jsonl" && ok || bad "losses after fallback"
 # all checkpoints corrupt; no checkpoint; no directory
 rm -rf "$T/c"; cp -r "$T/base" "$T/c"
 flip_byte "$T/c/ckpt-00000008.bin" 400; flip_byte "$T/c/ckpt-00000007.bin" 400
-one_line_error $R train $small --resume "$T/c"
-grep -q 'no valid checkpoint' "$T/err" && ok || bad "all-corrupt message: $(cat "$T/err")"
+expect_err 'train --resume c' $R train $small --resume "$T/c"
+grep -q 'no valid checkpoint' "$T/stderr" && ok || bad "all-corrupt message: $(cat "$T/stderr")"
 mkdir "$T/empty"
-one_line_error $R train $small --resume "$T/empty"
-one_line_error $R train $small --resume "$T/nonexistent"
+expect_err 'train --resume empty' $R train $small --resume "$T/empty"
+expect_err 'train --resume nonexistent' $R train $small --resume "$T/nonexistent"
 printf 'not a checkpoint' > "$T/empty/ckpt-00000001.bin"
-one_line_error $R train $small --resume "$T/empty"
+expect_err 'train --resume empty' $R train $small --resume "$T/empty"
 # stale temporary files (of a dead writer) are ignored, then removed by the next save
 rm -rf "$T/c"; cp -r "$T/base" "$T/c"
 # (both names: the shared writer's ckpt-<step>.bin.tmp.<pid>, and the older ckpt-<step>.<pid>.tmp)
@@ -143,42 +132,42 @@ $R train $small --resume "$T/c" > "$T/c.jsonl" 2> "$T/c.err" || bad "resume besi
 [ -e "$T/c/ckpt-00000009.bin.tmp.99999999" ] && bad "stale .tmp not removed" || ok
 
 # ---- refusals -------------------------------------------------------------------------
-one_line_error $R train $small --resume "$T/base" --dim 64
-one_line_error $R train $small --resume "$T/base" --seed 9
-one_line_error $R train $small --resume "$T/base" --attention flash
-one_line_error $R train $small --resume "$T/base" --lr 0.5
-one_line_error $R train $small --resume "$T/base" --steps 4
-one_line_error $R train $small --save "$T/base"          # a fresh run into a used directory
+expect_err 'train --resume base --dim 64' $R train $small --resume "$T/base" --dim 64
+expect_err 'train --resume base --seed 9' $R train $small --resume "$T/base" --seed 9
+expect_err 'train --resume base --attention flash' $R train $small --resume "$T/base" --attention flash
+expect_err 'train --resume base --lr 0.5' $R train $small --resume "$T/base" --lr 0.5
+expect_err 'train --resume base --steps 4' $R train $small --resume "$T/base" --steps 4
+expect_err 'train --save base (a fresh run into a used directory)' $R train $small --save "$T/base"
 printf 'hello world, this is a tiny text file for remat.\n%.0s' $(seq 1 40) > "$T/text.txt"
-one_line_error $R train $small --resume "$T/base" --data "$T/text.txt"
+expect_err 'train --resume base --data text.txt' $R train $small --resume "$T/base" --data "$T/text.txt"
 $R train $small --data "$T/text.txt" --steps 3 --save "$T/txt" > /dev/null || bad "text run failed"
 (cd "$T" && $R train $small --data text.txt --resume txt --steps 4 > /dev/null) && ok || bad "resume with the same data (relative path)"
 # same size, other contents: caught by the data hash in the checkpoint
 sed 's/hello/jello/' "$T/text.txt" > "$T/text2.txt" && mv "$T/text2.txt" "$T/text.txt"
-one_line_error $R train $small --resume "$T/txt" --steps 5
-grep -q 'other contents' "$T/err" && ok || bad "changed contents not named: $(cat "$T/err")"
+expect_err 'train --resume txt --steps 5' $R train $small --resume "$T/txt" --steps 5
+grep -q 'other contents' "$T/stderr" && ok || bad "changed contents not named: $(cat "$T/stderr")"
 printf 'more text\n' >> "$T/text.txt"
-one_line_error $R train $small --resume "$T/txt" --steps 5
+expect_err 'train --resume txt --steps 5' $R train $small --resume "$T/txt" --steps 5
 : > "$T/file"
-one_line_error $R train $small --save "$T/file"           # not a directory
-one_line_error $R train $small --save "$T/file/sub"       # cannot be created
-one_line_error $R train $small --on-nonfinite maybe
-one_line_error $R train $small --save-every 2
-one_line_error $R train $small --debug-nan 3:nosuch
+expect_err 'train --save file (not a directory)' $R train $small --save "$T/file"
+expect_err 'train --save file/sub (cannot be created)' $R train $small --save "$T/file/sub"
+expect_err 'train --on-nonfinite maybe' $R train $small --on-nonfinite maybe
+expect_err 'train --save-every 2' $R train $small --save-every 2
+expect_err 'train --debug-nan 3:nosuch' $R train $small --debug-nan 3:nosuch
 
 # ---- numerical faults ---------------------------------------------------------------
 # stop (default): one line naming step and tensor; the last good state stays on disk
-one_line_error $R train $small --save "$T/nan1" --save-every 1 --debug-nan 5:qkvw
-grep -q 'step 5' "$T/err" && grep -q qkvw "$T/err" && ok || bad "stop message: $(cat "$T/err")"
+expect_err 'train --save nan1 --save-every 1 --debug-nan 5:qkvw' $R train $small --save "$T/nan1" --save-every 1 --debug-nan 5:qkvw
+grep -q 'step 5' "$T/stderr" && grep -q qkvw "$T/stderr" && ok || bad "stop message: $(cat "$T/stderr")"
 [ "$(ls "$T/nan1")" = "$(printf 'ckpt-00000003.bin\nckpt-00000004.bin')" ] && ok || bad "nan1 dir: $(ls "$T/nan1")"
 $R train $small --resume "$T/nan1" > "$T/n.jsonl" 2> "$T/n.err"
 [ "$(hash_of "$T/n.jsonl")" = "$sref" ] && [ ! -s "$T/n.err" ] && ok || bad "resume after stop"
 # with saves every 3 steps, the stop checkpoints the last good state (step 4, data rewound)
-one_line_error $R train $small --save "$T/nan2" --save-every 3 --debug-nan 5:loss
-grep -q 'loss' "$T/err" && ok || bad "stop message names the loss: $(cat "$T/err")"
+expect_err 'train --save nan2 --save-every 3 --debug-nan 5:loss' $R train $small --save "$T/nan2" --save-every 3 --debug-nan 5:loss
+grep -q 'loss' "$T/stderr" && ok || bad "stop message names the loss: $(cat "$T/stderr")"
 [ "$(ls "$T/nan2")" = "$(printf 'ckpt-00000003.bin\nckpt-00000004.bin')" ] && ok || bad "nan2 dir: $(ls "$T/nan2")"
 $R train $small --resume "$T/nan2" > "$T/n.jsonl" && [ "$(hash_of "$T/n.jsonl")" = "$sref" ] && ok || bad "resume after stop (rewound)"
-one_line_error $R train $small --debug-nan 1:wte
+expect_err 'train --debug-nan 1:wte' $R train $small --debug-nan 1:wte
 # skip: a warning, no update at that step, training goes on; exact across a resume too
 $R train $small --debug-nan 5:fcw --on-nonfinite skip > "$T/k.jsonl" 2> "$T/k.err" && ok || bad "skip run failed"
 [ "$(wc -l < "$T/k.err")" -eq 1 ] && grep -q '^remat: warning: step 5: .*fcw.*skipped' "$T/k.err" && ok || bad "skip warning: $(cat "$T/k.err")"

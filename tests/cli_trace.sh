@@ -91,20 +91,22 @@ check_trace "$T/tail.json" "$T/s1.json" 2 3 && ok || bad "--trace-steps 2: (to t
 # bad --trace-steps: one line, exit 2, no trace written
 for v in 0 0:2 3:2 a 2:x :3 1:2:3 -1 "" " 1" 1: 99999999999999999999999 5:6 2:3x; do
     case "$v" in 1:) continue;; esac
-    $R train $small --steps 3 --trace "$T/bad.json" --trace-steps "$v" --sample 0 > "$T/out" 2> "$T/err"; rc=$?
-    n=$(wc -l < "$T/err")
-    if [ $rc -eq 2 ] && [ "$n" -eq 1 ] && grep -q '^remat: error: .*trace-steps' "$T/err" && [ ! -e "$T/bad.json" ]; then ok
-    else bad "--trace-steps '$v': rc $rc, $n lines: $(cat "$T/err")"; fi
+    expect_err --rc 2 "--trace-steps '$v'" $R train $small --steps 3 --trace "$T/bad.json" --trace-steps "$v" --sample 0
+    grep -q '^remat: error: .*trace-steps' "$T/stderr" && [ ! -e "$T/bad.json" ] && ok \
+        || bad "--trace-steps '$v': $(cat "$T/stderr"), trace written: $(ls "$T/bad.json" 2>&1)"
 done
-$R train $small --steps 2 --trace-steps 1:2 --sample 0 > /dev/null 2> "$T/err"; rc=$?
-[ $rc -eq 2 ] && [ "$(wc -l < "$T/err")" -eq 1 ] && ok || bad "--trace-steps without --trace accepted (rc $rc)"
-$R train $small --steps 2 --trace "$T/nodir/x/t.json" --sample 0 > /dev/null 2> "$T/err"; rc=$?
-[ $rc -eq 1 ] && [ "$(wc -l < "$T/err")" -eq 1 ] && ok || bad "--trace into a missing directory: rc $rc, $(cat "$T/err")"
+expect_err --rc 2 "--trace-steps without --trace" $R train $small --steps 2 --trace-steps 1:2 --sample 0
+expect_err --rc 1 "--trace into a missing directory" $R train $small --steps 2 --trace "$T/nodir/x/t.json" --sample 0
+[ ! -s "$T/stdout" ] && ok || bad "--trace into a missing directory: refused only after running: $(head -3 "$T/stdout")"
 
 # bench --trace DIR: one file per policy, each a trace of the timed rounds
 $R bench $small --policies 'none;full' --steps 2 --warmup 1 --no-rss --sgemm-n 64 --trace "$T/bt" --json > /dev/null 2> "$T/b.err" \
     || bad "bench --trace failed: $(cat "$T/b.err")"
 [ -f "$T/bt/01-none.json" ] && [ -f "$T/bt/02-full.json" ] && ok || bad "bench trace files: $(ls "$T/bt" 2>&1)"
+touch "$T/afile"
+expect_err --rc 1 "bench --trace under a file" $R bench $small --policies none --steps 1 --warmup 0 --no-rss --sgemm-n 64 \
+    --trace "$T/afile/bt"
+[ ! -s "$T/stdout" ] && ok || bad "bench --trace under a file: refused only after running: $(head -3 "$T/stdout")"
 $R schedule $shape --recompute full --json > "$T/sf.json" 2>/dev/null
 check_trace "$T/bt/02-full.json" "$T/sf.json" 1 2 && ok || bad "bench trace of full"
 
@@ -138,6 +140,10 @@ $R plan $small --recompute none --json > /dev/null 2> "$T/w.err" || bad "plan fa
 sed 's/^cpu .*/cpu Some Other CPU/' "$T/good.txt" > "$f"
 $R plan $small --recompute none --json > /dev/null 2> "$T/w.err" || bad "plan failed on a foreign cache entry"
 [ "$(wc -l < "$T/w.err")" -eq 1 ] && grep -q "warning: ignoring the cached profile: .*Some Other CPU" "$T/w.err" && ok || bad "foreign cache entry: $(cat "$T/w.err")"
+$R bench $small --policies none --steps 1 --warmup 0 --no-rss --sgemm-n 64 --json > /dev/null 2> "$T/w.err" \
+    || bad "bench failed on a foreign cache entry"
+[ "$(wc -l < "$T/w.err")" -eq 1 ] && grep -q "warning: ignoring the cached profile: .*Some Other CPU" "$T/w.err" && ok \
+    || bad "bench over a foreign cache entry: $(cat "$T/w.err")"
 sed 's/^run update - .*/run update - 1 1\nrun update - 2 1/' "$T/good.txt" > "$f"
 $R plan $small --recompute none --json > /dev/null 2> "$T/w.err"
 grep -q "repeated 'run update -'" "$T/w.err" && ok || bad "repeated run line: $(cat "$T/w.err")"
@@ -156,10 +162,9 @@ grep -q "run times of $T/ct.json are kept in" "$T/cf.err" && ls "$REMAT_CACHE"/p
 cp "$REMAT_CACHE"/profile-*.txt "$T/cache-before.txt"
 calib_bad() {   # calib_bad WHY FILE [CONFIG FLAGS]
     why=$1; file=$2; shift 2
-    $R plan "${@:-}" --calibrate-from "$file" --recompute none --json > "$T/out" 2> "$T/err"; rc=$?
-    if [ $rc -eq 1 ] && [ "$(wc -l < "$T/err")" -eq 1 ] && grep -q '^remat: error: ' "$T/err" && [ ! -s "$T/out" ] \
-       && cmp -s "$T/cache-before.txt" "$REMAT_CACHE"/profile-*.txt; then ok
-    else bad "$why: rc $rc: $(cat "$T/err")"; fi
+    expect_err --rc 1 "$why" $R plan "${@:-}" --calibrate-from "$file" --recompute none --json
+    [ ! -s "$T/stdout" ] && cmp -s "$T/cache-before.txt" "$REMAT_CACHE"/profile-*.txt && ok \
+        || bad "$why: output on stdout, or the cache changed: $(head -3 "$T/stdout")"
 }
 calib_bad "missing trace" "$T/none.json" $small
 printf '{"traceEvents": [' > "$T/trunc.json"; calib_bad "truncated trace" "$T/trunc.json" $small

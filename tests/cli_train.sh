@@ -64,26 +64,20 @@ $R train --help | grep -q -- '--recompute' && ok || bad "train --help"
 $R --version | grep -q '^remat [0-9]' && ok || bad "--version"
 
 # bad input: exactly one line on stderr, non-zero exit, no crash
-one_line_error() {
-    "$@" > "$T/out" 2> "$T/err"; rc=$?
-    n=$(wc -l < "$T/err")
-    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$n" -eq 1 ] && grep -q '^remat: error: ' "$T/err"; then ok
-    else bad "expected one-line error (rc=$rc, $n lines) from: $*"; cat "$T/err" >&2; fi
-}
-one_line_error $R train --layers x
-one_line_error $R train --layers 0
-one_line_error $R train --dim 128 --heads 3
-one_line_error $R train --batch 99999999999
-one_line_error $R train --seq 4096 --batch 1048576 --dim 65536
-one_line_error $R train --dropout 1.5
-one_line_error $R train --bogus
-one_line_error $R train --steps
-one_line_error $R train --recompute bogus
-one_line_error $R train --recompute every:0
-one_line_error $R train --data "$T/does-not-exist"
-one_line_error $R train --data "$T/text.txt" --vocab 50
-one_line_error $R train --lr -1
-one_line_error $R nosuchcommand
-one_line_error $R schedule --recompute revolve:1
+expect_err 'train --layers x' $R train --layers x
+expect_err 'train --layers 0' $R train --layers 0
+expect_err 'train --dim 128 --heads 3' $R train --dim 128 --heads 3
+expect_err 'train --batch 99999999999' $R train --batch 99999999999
+expect_err 'train --seq 4096 --batch 1048576 --dim 65536' $R train --seq 4096 --batch 1048576 --dim 65536
+expect_err 'train --dropout 1.5' $R train --dropout 1.5
+expect_err 'train --bogus' $R train --bogus
+expect_err 'train --steps' $R train --steps
+expect_err 'train --recompute bogus' $R train --recompute bogus
+expect_err 'train --recompute every:0' $R train --recompute every:0
+expect_err 'train --data does-not-exist' $R train --data "$T/does-not-exist"
+expect_err 'train --data text.txt --vocab 50' $R train --data "$T/text.txt" --vocab 50
+expect_err 'train --lr -1' $R train --lr -1
+expect_err 'nosuchcommand' $R nosuchcommand
+expect_err 'schedule --recompute revolve:1' $R schedule --recompute revolve:1
 
 finish cli_train

@@ -23,14 +23,20 @@ finish() {
     [ "$skips" -eq 0 ] || exit 77
     exit 0
 }
-# expect_err NAME CMD...: CMD fails cleanly (exit 1 or 2, no signal) with
-# exactly one line on stderr, "remat: error: ..."
+# expect_err [--rc N] NAME CMD...: CMD fails cleanly (exit status N when
+# given, else 1 or 2; no signal) with exactly one line on stderr, "remat:
+# error: ...".  CMD's stdout and stderr stay in $T/stdout and $T/stderr, its
+# exit status in $rc, for the caller's further checks.
 expect_err() {
+    want_=
+    if [ "$1" = --rc ]; then want_=$2; shift 2; fi
     name=$1; shift
     "$@" >"$T/stdout" 2>"$T/stderr"
     rc=$?
     n=$(wc -l < "$T/stderr")
-    if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then
+    if [ -n "$want_" ] && [ "$rc" -ne "$want_" ]; then
+        bad "$name: exit status $rc (want $want_)"; sed 's/^/    /' "$T/stderr" | head -n 20 >&2
+    elif [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then
         bad "$name: exit status $rc (want 1 or 2)"; sed 's/^/    /' "$T/stderr" | head -n 20 >&2
     elif [ "$n" -ne 1 ]; then
         bad "$name: $n lines on stderr (want 1):"; sed 's/^/    /' "$T/stderr" | head -n 20 >&2
@@ -39,6 +45,14 @@ expect_err() {
     else
         ok
     fi
+}
+# hash_of FILE: the params_hash of the last line that has one in FILE (the
+# summary of remat train --json)
+hash_of() { sed -n 's/.*"params_hash":"\([0-9a-f]*\)".*/\1/p' "$1" | tail -n 1; }
+# rand_sleep LO HI: a random pause in [LO, HI) milliseconds
+rand_sleep() {
+    ms_=$(od -An -N2 -tu2 /dev/urandom | awk -v lo="$1" -v hi="$2" '{ print lo + $1 % (hi - lo) }')
+    sleep "$(awk -v m="$ms_" 'BEGIN { printf "%.3f", m / 1000 }')"
 }
 # chromium_dom URL OUT ERR: headless Chromium loads URL and dumps its DOM
 # into OUT (its log into ERR); returns chromium's exit status.

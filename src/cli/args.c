@@ -176,9 +176,7 @@ int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
     }
     if (!strcmp(f, "--dtype")) {
         if (!(v = cli_value(argc, argv, i))) return -1;
-        if (!strcmp(v, "fp32")) c->dtype = REMAT_DTYPE_FP32;
-        else if (!strcmp(v, "bf16")) c->dtype = REMAT_DTYPE_BF16;
-        else { cli_error("--dtype expects fp32 or bf16, got '%s'", v); return -1; }
+        if (!cli_dtype_parse(v, strlen(v), &c->dtype)) { cli_error("--dtype expects fp32 or bf16, got '%s'", v); return -1; }
         return 1;
     }
     if (!strcmp(f, "--framework")) {
@@ -226,6 +224,31 @@ void cli_config_print(FILE *f, const remat_config *c)
         fprintf(f, " | %s table, tp %d%s%s", c->framework == REMAT_FRAMEWORK_MEGATRON ? "megatron" : "pytorch", c->tp,
                 c->sp ? ", sequence parallel" : "", c->stage == REMAT_STAGE_FIRST ? ", first pipeline stage" : "");
     fputc('\n', f);
+}
+
+const char *cli_dtype_name(remat_dtype d) { return d == REMAT_DTYPE_BF16 ? "bf16" : "fp32"; }
+
+int cli_dtype_parse(const char *s, size_t len, remat_dtype *out)
+{
+    static const remat_dtype all[] = { REMAT_DTYPE_FP32, REMAT_DTYPE_BF16 };
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
+        const char *name = cli_dtype_name(all[k]);
+        if (len == strlen(name) && !strncmp(s, name, len)) { *out = all[k]; return 1; }
+    }
+    return 0;
+}
+
+void cli_json_str(FILE *f, const char *s)
+{
+    if (!s) { fputs("null", f); return; }
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
 }
 
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t n)

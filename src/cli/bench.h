@@ -90,18 +90,18 @@ void bench_result_free(bench_result *r);
 void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r);
 void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r);
 void bench_print_csv(FILE *f, const bench_opts *o, const bench_result *r);
-/* A JSON string literal, escaped. */
-void bench_json_str(FILE *f, const char *s);
 
 /* The plots (bench_plots.c).  xml_decl: 1 for standalone files. 0 or an
  * exit status (error reported). */
 int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xml_decl);
 int bench_svg_timeline(FILE *f, const bench_opts *o, const bench_result *r, int xml_decl);
 
-/* --trace DIR: each policy's trace as DIR/NN-NAME.json.  0, or 1 (reported). */
+/* Before the run: --trace DIR created, the --svg-* files' directories there
+ * (the report's --out DIR is the report's own).  0, or 1 (reported). */
+int bench_check_outputs(const bench_opts *o);
+/* --trace DIR: each policy's trace as DIR/NN-NAME.json (DIR made by
+ * bench_check_outputs).  0, or 1 (reported). */
 int bench_write_traces(const bench_opts *o, const bench_result *r);
-/* mkdir -p DIR; 0, or 1 (reported) */
-int cli_mkdirs(const char *dir);
 
 /* Writes path atomically: path.tmp.PID, fsync, rename, fsync of the
  * directory.  0, or 1 with the error reported. */

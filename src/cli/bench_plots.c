@@ -71,8 +71,6 @@ static box place_label(double px, double py, const char *text, double size, cons
 /* the fronts' colours, by precision slot */
 static const char *const front_color[BENCH_MAXDT] = { "#1f77b4", "#9467bd" };
 
-static const char *dt_word(remat_dtype d) { return d == REMAT_DTYPE_BF16 ? "bf16" : "fp32"; }
-
 static uint64_t fixed_bytes(const bench_row *w)
 {
     return w->st.params_bytes + w->st.grads_bytes + w->st.optim_bytes + w->st.workspace_bytes;
@@ -146,7 +144,7 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
         if (!sl->n_front) continue;
         const char *col = front_color[k];
         fprintf(f, "<polyline class=\"front\" data-dtype=\"%s\" data-n=\"%zu\" fill=\"none\" stroke=\"%s\" "
-                   "stroke-width=\"2\" stroke-linejoin=\"round\" points=\"", dt_word(o->dts[k]), sl->n_front, col);
+                   "stroke-width=\"2\" stroke-linejoin=\"round\" points=\"", cli_dtype_name(o->dts[k]), sl->n_front, col);
         for (size_t i = 0; i < sl->n_front; i++)
             fprintf(f, "%s%.1f,%.1f", i ? " " : "", svg_map(&ax, sl->front[i].peak_bytes / MIB),
                     svg_map(&ay, sl->front[i].step_ms_pred));
@@ -155,8 +153,8 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
         for (size_t i = 0; i < sl->n_front && sl->n_front <= 40; i++) {
             fprintf(f, "<circle class=\"front-point\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>",
                     svg_map(&ax, sl->front[i].peak_bytes / MIB), svg_map(&ay, sl->front[i].step_ms_pred), col);
-            snprintf(buf, sizeof buf, "%s%.2f MiB, %.1f ms predicted: ", r->nslot > 1 ? (k ? "bf16 " : "fp32 ") : "",
-                     sl->front[i].peak_bytes / MIB, sl->front[i].step_ms_pred);
+            snprintf(buf, sizeof buf, "%s%s%.2f MiB, %.1f ms predicted: ", r->nslot > 1 ? cli_dtype_name(o->dts[k]) : "",
+                     r->nslot > 1 ? " " : "", sl->front[i].peak_bytes / MIB, sl->front[i].step_ms_pred);
             svg_escape(f, buf);
             svg_escape(f, sl->front[i].policy);
             fputs("</title></circle>\n", f);
@@ -183,7 +181,7 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
         double px = svg_map(&ax, w->st.act_peak_bytes / MIB), py = svg_map(&ay, w->ms_median);
         fputs("<g class=\"point\" data-policy=\"", f);
         svg_escape(f, w->name);
-        fprintf(f, "\" data-dtype=\"%s\">", dt_word(o->dts[w->slot]));
+        fprintf(f, "\" data-dtype=\"%s\">", cli_dtype_name(o->dts[w->slot]));
         if (w->optimal)
             fprintf(f, "<path d=\"M%.1f %.1fl7 7l-7 7l-7 -7z\" fill=\"#2ca02c\" stroke=\"#1b5e20\"/>", px, py - 7);
         else if (w->slot)   /* the second precision: squares */
@@ -206,7 +204,7 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
         const char *anchor;
         double tx, ty;
         char lab[96];
-        if (r->nslot > 1) snprintf(lab, sizeof lab, "%s %.60s", dt_word(o->dts[w->slot]), w->name);
+        if (r->nslot > 1) snprintf(lab, sizeof lab, "%s %.60s", cli_dtype_name(o->dts[w->slot]), w->name);
         else snprintf(lab, sizeof lab, "%.60s", w->name);
         box lb = place_label(px, py, lab, 11.5, taken, nt, area, &anchor, &tx, &ty);
         taken[nt++] = lb;
@@ -227,13 +225,17 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
     fputs("<g class=\"legend\">\n", f);
     svg_text(f, lx, ly, "start", 13, 0, "font-weight=\"bold\"", "Legend");
     ly += 22;
+    /* the markers of the measured points: circles for the first precision
+     * benched, squares for the second */
     svg_circle(f, lx + 8, ly - 4, 5, "#ff7f0e", "#a34d00", NULL);
-    svg_text(f, lx + 22, ly, "start", 12, 0, NULL, r->nslot > 1 ? "measured, fp32 (median)" : "measured (median)");
+    if (r->nslot > 1) snprintf(buf, sizeof buf, "measured, %s (median)", cli_dtype_name(o->dts[0]));
+    svg_text(f, lx + 22, ly, "start", 12, 0, NULL, r->nslot > 1 ? buf : "measured (median)");
     ly += 20;
     if (r->nslot > 1) {
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"#ff7f0e\" stroke=\"#a34d00\"/>\n",
                 lx + 3, ly - 9);
-        svg_text(f, lx + 22, ly, "start", 12, 0, NULL, "measured, bf16 (median)");
+        snprintf(buf, sizeof buf, "measured, %s (median)", cli_dtype_name(o->dts[1]));
+        svg_text(f, lx + 22, ly, "start", 12, 0, NULL, buf);
         ly += 20;
     }
     if (o->budget) {
@@ -247,8 +249,8 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
     for (int k = 0; k < r->nslot; k++) {
         svg_line(f, lx, ly - 4, lx + 16, ly - 4, front_color[k], 2, NULL, NULL);
         svg_circle(f, lx + 8, ly - 4, 2.5, front_color[k], NULL, NULL);
-        snprintf(buf, sizeof buf, "%s%s", r->slot[k].n_front ? "planner's predicted front" : "planner's front (unavailable)",
-                 r->nslot > 1 ? (o->dts[k] == REMAT_DTYPE_BF16 ? ", bf16" : ", fp32") : "");
+        snprintf(buf, sizeof buf, "%s%s%s", r->slot[k].n_front ? "planner's predicted front" : "planner's front (unavailable)",
+                 r->nslot > 1 ? ", " : "", r->nslot > 1 ? cli_dtype_name(o->dts[k]) : "");
         svg_text(f, lx + 22, ly, "start", 12, 0, NULL, buf);
         ly += 20;
     }
@@ -264,7 +266,7 @@ int bench_svg_pareto(FILE *f, const bench_opts *o, const bench_result *r, int xm
     svg_text(f, lx, ly + 45, "start", 11, 0, "fill=\"#555555\"", "(remat_plan_pareto).");
     for (int k = 0; k < r->nslot; k++)
         if (r->slot[k].gemm_gflops > 0) {
-            snprintf(buf, sizeof buf, "GEMM %ld^3 %s: %.1f GFLOP/s", o->sgemm_n, dt_word(o->dts[k]), r->slot[k].gemm_gflops);
+            snprintf(buf, sizeof buf, "GEMM %ld^3 %s: %.1f GFLOP/s", o->sgemm_n, cli_dtype_name(o->dts[k]), r->slot[k].gemm_gflops);
             svg_text(f, lx, ly + 70 + 15 * k, "start", 11, 0, "fill=\"#555555\"", buf);
         }
     fputs("</g>\n", f);

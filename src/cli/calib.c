@@ -50,13 +50,15 @@ int cli_cached_profile(const remat_config *c, remat_profile **out, char *path, s
     return 1;
 }
 
-int cli_calibrate_cache(const remat_config *c, const remat_trace *t, const char *file, remat_profile **out,
-                        char *path, size_t n)
+int cli_calibrate_cache(const remat_config *c, const remat_trace *t, const char *file, remat_profile *base,
+                        remat_profile **out, char *path, size_t n)
 {
-    remat_profile *p = NULL;
+    remat_profile *p = base;
     *out = NULL;
-    if (!cli_cached_profile(c, &p, path, n))
+    if (base ? remat_profile_default_path(c, path, n) != REMAT_OK : !cli_cached_profile(c, &p, path, n)) {
+        remat_profile_free(base);
         return cli_error("%s; set REMAT_CACHE to keep the run's times", remat_errmsg());
+    }
     if (!p && remat_profile_model(c, 1, &p)) return cli_error("%s", remat_errmsg());
     remat_status st = t ? remat_profile_calibrate(p, t) : remat_profile_calibrate_file(p, file);
     if (st) {

@@ -38,6 +38,12 @@ int cli_available_memory(uint64_t *bytes, const char **source);
 const char *cli_preset_names(int devices, char *buf, size_t n);
 /* A --budget value: a size, or "auto" for cli_available_memory. */
 int cli_budget(const char *flag, const char *s, uint64_t *out);
+/* A precision's name: "fp32" or "bf16". */
+const char *cli_dtype_name(remat_dtype d);
+/* The precision named by the first len bytes of s (cli_dtype_name's
+ * names) into *out; 0 when they name none (not reported: each flag says
+ * what it takes). */
+int cli_dtype_parse(const char *s, size_t len, remat_dtype *out);
 
 /* Flags shared by subcommands that take a model config:
  *   --layers --dim --heads --vocab --seq --max-seq --batch --dropout
@@ -53,6 +59,9 @@ void cli_config_default_max_seq(remat_config *c);
 const char *cli_value(int argc, char **argv, int *i);
 
 void cli_config_print(FILE *f, const remat_config *c);
+/* s as a JSON string literal (", \ and control characters escaped), or
+ * null when s is NULL */
+void cli_json_str(FILE *f, const char *s);
 /* "12.3 MiB" style formatting into buf */
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t n);
 double cli_now_ms(void);
@@ -69,14 +78,16 @@ int cmd_profile(int argc, char **argv);
 int cli_explain(FILE *f, const remat_config *c, const char *policy);
 /* remat plan --framework megatron|pytorch (plan_framework.c) */
 int cli_plan_framework(int argc, char **argv);
-/* remat train --budget: the optimal plan for c, printed (to stderr when
- * quiet); *policy (must be NULL: no --recompute) is set to it.  1 on
- * success, 0 when nothing fits (reported: the minimum budget and what
- * dominates). */
-int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy);
-/* The same for one rank of a data-parallel run (c->batch the global batch). */
+/* remat train --budget: the optimal plan for one rank of the run (par; c->batch
+ * the global batch; one rank stepping the whole batch: for c as `remat plan
+ * --budget` gives it, else as `remat plan --ranks --micro-batch --zero`
+ * does), printed (to stderr when quiet); *policy (must be NULL: no
+ * --recompute) is set to it.  *prof gets the profile it was priced with when
+ * that is c's (the cached one, else the FLOP model with its GEMM probe; the
+ * caller frees it), else NULL.  1 on success, 0 when nothing fits (reported:
+ * the minimum budget and what dominates). */
 int cli_plan_for_budget_parallel(const remat_config *c, const remat_parallel *par, uint64_t budget, int act_only,
-                                 int quiet, const char **policy);
+                                 int quiet, const char **policy, remat_profile **prof);
 /* traces and the cost model's cache (calib.c) */
 /* --trace-steps A:B (1 <= A <= B), A (one step) or A: (to the end); 0
  * (reported: one usage line) when malformed. */
@@ -86,12 +97,20 @@ int cli_trace_steps(const char *cmd, const char *v, uint64_t *first, uint64_t *l
  * cache file's name (may be NULL).  0 when there is no cache (neither
  * REMAT_CACHE nor HOME), message in remat_errmsg(). */
 int cli_cached_profile(const remat_config *c, remat_profile **out, char *path, size_t n);
-/* Calibrates cfg's cached profile (else the FLOP model with its GEMM probe)
- * with trace t, or with the trace file `file` when t is NULL, and writes it
- * back to the cache (its name into path).  *out gets the profile.  0 on
+/* Calibrates cfg's profile with trace t, or with the trace file `file` when
+ * t is NULL, and writes it back to the cache (its name into path).  The
+ * profile: base when not NULL (taken over; c's profile as read from the
+ * cache, else made, a moment ago: no second GEMM probe), else the cached
+ * one, else the FLOP model with its GEMM probe.  *out gets it.  0 on
  * success, else 1 (reported). */
-int cli_calibrate_cache(const remat_config *c, const remat_trace *t, const char *file, remat_profile **out,
-                        char *path, size_t n);
+int cli_calibrate_cache(const remat_config *c, const remat_trace *t, const char *file, remat_profile *base,
+                        remat_profile **out, char *path, size_t n);
+/* outputs written at a command's end, prepared before it runs (outputs.c):
+ * mkdir -p DIR, named as flag in errors; 0, or 1 (reported) */
+int cli_mkdirs(const char *flag, const char *dir);
+/* Whether FILE (the value of flag) can be written: its directory exists and
+ * is writable, and FILE is not a directory.  0, or 1 (reported). */
+int cli_check_output(const char *flag, const char *path);
 /* bench and report commands */
 int cmd_bench(int argc, char **argv);
 int cmd_report(int argc, char **argv);

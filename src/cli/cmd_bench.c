@@ -176,11 +176,12 @@ static int parse_flags(const char *cmd, int argc, char **argv, int allow_out, be
             for (const char *p = v; *p;) {
                 size_t len = strcspn(p, ",");
                 remat_dtype d;
-                if (len == 4 && !strncmp(p, "fp32", 4)) d = REMAT_DTYPE_FP32;
-                else if (len == 4 && !strncmp(p, "bf16", 4)) d = REMAT_DTYPE_BF16;
-                else { cli_usage_error(cmd, "--dtype expects fp32, bf16 or fp32,bf16, got '%s'", v); return -1; }
+                if (!cli_dtype_parse(p, len, &d)) {
+                    cli_usage_error(cmd, "--dtype expects fp32, bf16 or fp32,bf16, got '%s'", v);
+                    return -1;
+                }
                 for (int k = 0; k < o->ndt; k++)
-                    if (o->dts[k] == d) { cli_usage_error(cmd, "--dtype names %.4s twice", p); return -1; }
+                    if (o->dts[k] == d) { cli_usage_error(cmd, "--dtype names %s twice", cli_dtype_name(d)); return -1; }
                 if (o->ndt == BENCH_MAXDT) { cli_usage_error(cmd, "--dtype takes at most two precisions"); return -1; }
                 o->dts[o->ndt++] = d;
                 p += len;
@@ -349,7 +350,7 @@ static uint64_t rss_probe(const bench_opts *o, const char *policy, remat_dtype d
         args[k++] = o->argv[i];
     }
     args[k++] = "--dtype";
-    args[k++] = dt == REMAT_DTYPE_BF16 ? "bf16" : "fp32";
+    args[k++] = (char *)cli_dtype_name(dt);
     args[k] = NULL;
     int fd[2];
     if (pipe(fd)) { free(args); return 0; }
@@ -460,15 +461,14 @@ static int slot_rows(const bench_opts *o, bench_result *r, int k, const strlist 
         free(canon);
     }
     /* the planner: predicted front, per-policy predicted time, the optimum */
-    char cached[4096];
     if (o->profile) {
         if ((st = remat_profile_load(c, o->profile, &prof))) { cli_error("--profile %s: %s", o->profile, remat_errmsg()); goto out; }
-    } else if (!remat_profile_default_path(c, cached, sizeof cached) && !access(cached, R_OK) &&
-               !remat_profile_load(c, cached, &prof)) {
-        /* `remat profile` measured this config on this machine */
-    } else if ((st = remat_profile_model(c, 1, &prof))) {
-        snprintf(sl->planner_err, sizeof sl->planner_err, "profile: %s", remat_errmsg());
-        prof = NULL;
+    } else {
+        cli_cached_profile(c, &prof, NULL, 0);   /* a corrupt or foreign entry: one warning line, ignored */
+        if (!prof && (st = remat_profile_model(c, 1, &prof))) {
+            snprintf(sl->planner_err, sizeof sl->planner_err, "profile: %s", remat_errmsg());
+            prof = NULL;
+        }
     }
     snprintf(sl->profile_desc, sizeof sl->profile_desc, "%s", prof ? remat_profile_describe(prof) : "FLOP model");
     if (o->budget) {
@@ -641,18 +641,6 @@ out:
 
 /* ---- output ---------------------------------------------------------------- */
 
-void bench_json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 static void json_num(FILE *f, const char *key, double v, int known)
 {
     if (known && isfinite(v)) fprintf(f, ",\"%s\":%.6g", key, v);
@@ -665,8 +653,6 @@ static void json_u64(FILE *f, const char *key, uint64_t v, int known)
     else fprintf(f, ",\"%s\":null", key);
 }
 
-static const char *dtname(remat_dtype d) { return d == REMAT_DTYPE_BF16 ? "bf16" : "fp32"; }
-
 /* one precision's probe, planner front and planner messages */
 static void json_slot(FILE *f, const bench_slot *sl)
 {
@@ -674,16 +660,16 @@ static void json_slot(FILE *f, const bench_slot *sl)
     fputs(",\"front\":[", f);
     for (size_t i = 0; i < sl->n_front; i++) {
         fprintf(f, "%s{\"policy\":", i ? "," : "");
-        bench_json_str(f, sl->front[i].policy);
+        cli_json_str(f, sl->front[i].policy);
         fprintf(f, ",\"peak_bytes\":%llu,\"step_ms_pred\":%.4f}", (unsigned long long)sl->front[i].peak_bytes,
                 sl->front[i].step_ms_pred);
     }
     fputs("],\"planner_profile\":", f);
-    bench_json_str(f, sl->profile_desc);
+    cli_json_str(f, sl->profile_desc);
     fputs(",\"planner_error\":", f);
-    if (sl->planner_err[0]) bench_json_str(f, sl->planner_err); else fputs("null", f);
+    if (sl->planner_err[0]) cli_json_str(f, sl->planner_err); else fputs("null", f);
     fputs(",\"optimal_error\":", f);
-    if (sl->optimal_err[0]) bench_json_str(f, sl->optimal_err); else fputs("null", f);
+    if (sl->optimal_err[0]) cli_json_str(f, sl->optimal_err); else fputs("null", f);
 }
 
 void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
@@ -693,9 +679,9 @@ void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
     for (int i = 0; i < r->n; i++) {
         const bench_row *w = &r->rows[i];
         fprintf(f, "%s{\"policy\":", i ? "," : "");
-        bench_json_str(f, w->name);
+        cli_json_str(f, w->name);
         fputs(",\"schedule\":", f);
-        bench_json_str(f, w->policy);
+        cli_json_str(f, w->policy);
         fprintf(f, ",\"reference_only\":%s,\"optimal\":%s", w->implicit ? "true" : "false", w->optimal ? "true" : "false");
         fprintf(f, ",\"step_ms_median\":%.4f,\"ratio_vs_none\":%.4f,\"tokens_per_s\":%.1f", w->ms_median,
                 w->ratio_vs_none, w->tokens_per_s);
@@ -708,7 +694,7 @@ void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
         json_u64(f, "step_peak_bytes", w->st.step_peak_bytes, 1);
         json_u64(f, "rss_peak_bytes", w->rss_peak, w->rss_peak > 0);
         json_num(f, "gflops", w->gflops, 1);
-        fprintf(f, ",\"dtype\":\"%s\",\"gemm\":\"%s\"", dtname(o->dts[w->slot]), remat_gemm_name(remat_gemm_get()));
+        fprintf(f, ",\"dtype\":\"%s\",\"gemm\":\"%s\"", cli_dtype_name(o->dts[w->slot]), remat_gemm_name(remat_gemm_get()));
         json_num(f, "gemm_gflops", r->slot[w->slot].gemm_gflops, r->slot[w->slot].gemm_gflops > 0);
         json_num(f, "gemm_frac", w->gemm_frac, r->slot[w->slot].gemm_gflops > 0);
         json_num(f, "flops_per_step", w->st.flops, 1);
@@ -722,14 +708,14 @@ void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
     fputs("],\"precisions\":[", f);
     for (int k = 0; k < r->nslot; k++) {
         const bench_slot *sl = &r->slot[k];
-        fprintf(f, "%s{\"dtype\":\"%s\"", k ? "," : "", dtname(o->dts[k]));
+        fprintf(f, "%s{\"dtype\":\"%s\"", k ? "," : "", cli_dtype_name(o->dts[k]));
         json_slot(f, sl);
         fputs("}", f);
     }
     fprintf(f, "],\"gemm\":\"%s\",\"gemm_n\":%ld", remat_gemm_name(remat_gemm_get()), o->sgemm_n);
     json_slot(f, &r->slot[0]);
     fputs(",\"timeline_policy\":", f);
-    bench_json_str(f, r->timeline_idx >= 0 ? r->rows[r->timeline_idx].name : "");
+    cli_json_str(f, r->timeline_idx >= 0 ? r->rows[r->timeline_idx].name : "");
     json_u64(f, "rss_base_bytes", r->rss_base, r->rss_base > 0);
     json_u64(f, "process_rss_peak_bytes", r->rss_process, 1);
     fprintf(f, ",\"elapsed_s\":%.2f", r->elapsed_s);
@@ -744,21 +730,21 @@ void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
     struct utsname u;
     int have_u = uname(&u) == 0;
     fputs(",\"machine\":{\"cpu\":", f);
-    bench_json_str(f, r->cpu);
+    cli_json_str(f, r->cpu);
     fprintf(f, ",\"cores\":%ld,\"threads\":%d,\"blas\":", sysconf(_SC_NPROCESSORS_ONLN), remat_get_threads());
-    bench_json_str(f, remat_blas_info());
+    cli_json_str(f, remat_blas_info());
     fputs(",\"blas_core\":", f);
-    bench_json_str(f, remat_blas_core());
+    cli_json_str(f, remat_blas_core());
     fputs(",\"os\":", f);
     if (have_u) {
         char os[300];
         snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
-        bench_json_str(f, os);
+        cli_json_str(f, os);
     } else fputs("null", f);
     json_num(f, "load_avg_start", r->load_start, r->load_start >= 0);
     json_num(f, "load_avg_end", r->load_end, r->load_end >= 0);
     fputs(",\"remat\":", f);
-    bench_json_str(f, remat_version());
+    cli_json_str(f, remat_version());
     fputs("}}\n", f);
 }
 
@@ -792,7 +778,7 @@ void bench_print_csv(FILE *f, const bench_opts *o, const bench_result *r)
         if (g > 0) fprintf(f, "%.6g", w->gemm_frac);
         fprintf(f, ",%.6g,%.0f,%.4f,", g, w->st.flops, w->st.flops > 0 ? 100.0 * w->st.recompute_flops / w->st.flops : 0.0);
         if (w->step_ms_pred >= 0) fprintf(f, "%.4f", w->step_ms_pred);
-        fprintf(f, ",%d,%s,%s\n", w->fits, dtname(o->dts[w->slot]), remat_gemm_name(remat_gemm_get()));
+        fprintf(f, ",%d,%s,%s\n", w->fits, cli_dtype_name(o->dts[w->slot]), remat_gemm_name(remat_gemm_get()));
     }
 }
 
@@ -809,7 +795,7 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
     fprintf(f, "bench: %ld interleaved rounds after %ld warm-up, %d thread(s), %s | GEMM engine %s, %ld^3 probe (median "
                "of the rounds):", o->steps, o->warmup, remat_get_threads(), r->cpu, remat_gemm_name(remat_gemm_get()),
             o->sgemm_n);
-    for (int k = 0; k < r->nslot; k++) fprintf(f, " %s %.1f GFLOP/s", dtname(o->dts[k]), r->slot[k].gemm_gflops);
+    for (int k = 0; k < r->nslot; k++) fprintf(f, " %s %.1f GFLOP/s", cli_dtype_name(o->dts[k]), r->slot[k].gemm_gflops);
     fprintf(f, " | load average %.1f -> %.1f on %ld cores\n", r->load_start, r->load_end, sysconf(_SC_NPROCESSORS_ONLN));
     int wname = 6;
     for (int i = 0; i < r->n; i++) {
@@ -826,8 +812,8 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
         if (w->rss_peak) mib(w->rss_peak, rss, sizeof rss); else snprintf(rss, sizeof rss, "-");
         if (w->step_ms_pred >= 0) snprintf(pred, sizeof pred, "%.1f", w->step_ms_pred); else snprintf(pred, sizeof pred, "-");
         char nm[64];
-        snprintf(nm, sizeof nm, r->nslot > 1 ? "%s %s" : "%s%.0s", dtname(o->dts[w->slot]), w->name);
-        if (r->nslot == 1) snprintf(nm, sizeof nm, "%s", w->name);
+        if (r->nslot > 1) snprintf(nm, sizeof nm, "%s %s", cli_dtype_name(o->dts[w->slot]), w->name);
+        else snprintf(nm, sizeof nm, "%s", w->name);
         fprintf(f, "%-*.*s %9.1f %7.3f %9.0f %10s %10s%s %8s %9s %9s %8.2f %5.1f%% %8s\n", wname, wname, nm,
                 w->ms_median, w->ratio_vs_none, w->tokens_per_s, mib(w->st.act_peak_bytes, b[0], sizeof b[0]),
                 mib(w->sim.peak_bytes, b[1], sizeof b[1]), w->sim.peak_bytes == w->st.act_peak_bytes ? " " : "!",
@@ -850,7 +836,7 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
         fprintf(f, "none was measured as the reference of 'x none'%s\n", r->nslot > 1 ? " (in each precision)" : "");
     for (int k = 0; k < r->nslot; k++) {
         const bench_slot *sl = &r->slot[k];
-        const char *in = r->nslot > 1 ? dtname(o->dts[k]) : "";
+        const char *in = r->nslot > 1 ? cli_dtype_name(o->dts[k]) : "";
         if (o->budget) {
             cli_fmt_bytes(o->budget, b[5], sizeof b[5]);
             if (sl->optimal_err[0])
@@ -899,9 +885,16 @@ int bench_write_svg(const char *path, int (*fn)(FILE *, const bench_opts *, cons
     return rc;
 }
 
+int bench_check_outputs(const bench_opts *o)
+{
+    if (o->svg_pareto && cli_check_output("--svg-pareto", o->svg_pareto)) return 1;
+    if (o->svg_timeline && cli_check_output("--svg-timeline", o->svg_timeline)) return 1;
+    if (o->trace_dir && cli_mkdirs("--trace", o->trace_dir)) return 1;
+    return 0;
+}
+
 int bench_write_traces(const bench_opts *o, const bench_result *r)
 {
-    if (cli_mkdirs(o->trace_dir)) return 1;
     for (int i = 0; i < r->n; i++) {
         const bench_row *w = &r->rows[i];
         char name[96], path[4200];
@@ -910,8 +903,8 @@ int bench_write_traces(const bench_opts *o, const bench_result *r)
         for (const char *c = w->name; *c && k + 1 < sizeof name; c++)
             name[k++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
         name[k] = 0;
-        if (snprintf(path, sizeof path, "%s/%02d-%s%s.json", o->trace_dir, i + 1,
-                     r->nslot > 1 ? (o->dts[w->slot] == REMAT_DTYPE_BF16 ? "bf16-" : "fp32-") : "", name) >= (int)sizeof path)
+        if (snprintf(path, sizeof path, "%s/%02d-%s%s%s.json", o->trace_dir, i + 1,
+                     r->nslot > 1 ? cli_dtype_name(o->dts[w->slot]) : "", r->nslot > 1 ? "-" : "", name) >= (int)sizeof path)
             return cli_error("--trace: path too long");
         if (w->trace && remat_trace_save(w->trace, 1, (uint64_t)o->steps, path)) return cli_error("%s", remat_errmsg());
     }
@@ -925,6 +918,7 @@ int cmd_bench(int argc, char **argv)
     if (argc >= 2 && !strcmp(argv[1], "--rss-child")) return rss_child(argc, argv);
     int p = bench_parse("bench", argc, argv, 0, &o);
     if (p <= 0) return p < 0 ? 2 : 0;
+    if (bench_check_outputs(&o)) return 1;
     int rc = bench_run(&o, &r);
     if (rc) { bench_result_free(&r); return rc; }
     if (o.json) bench_print_json(stdout, &o, &r);

@@ -50,9 +50,8 @@ int cmd_export(int argc, char **argv)
     else if (!strcmp(format, "safetensors")) fmt = REMAT_WEIGHTS_SAFETENSORS;
     else return cli_usage_error("export", "--format expects llmc or safetensors, got '%s'", format);
     remat_dtype dt;
-    if (!strcmp(dtype, "fp32")) dt = REMAT_DTYPE_FP32;
-    else if (!strcmp(dtype, "bf16")) dt = REMAT_DTYPE_BF16;
-    else return cli_usage_error("export", "--dtype expects fp32 or bf16, got '%s'", dtype);
+    if (!cli_dtype_parse(dtype, strlen(dtype), &dt))
+        return cli_usage_error("export", "--dtype expects fp32 or bf16, got '%s'", dtype);
     if (dt == REMAT_DTYPE_BF16 && fmt == REMAT_WEIGHTS_LLMC)
         return cli_usage_error("export", "--dtype bf16 needs --format safetensors (llm.c files are written as float32)");
 

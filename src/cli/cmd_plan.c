@@ -2,7 +2,7 @@
  * cmd_plan.c -- `remat plan`: predicted memory and time of every named
  * policy and of the optimal plan for a budget; the Pareto front of memory
  * against time; the longest sequence (or largest batch) that fits.  Also
- * cli_plan_for_budget(), which `remat train --budget` uses.
+ * cli_plan_for_budget_parallel(), which `remat train --budget` uses.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +166,30 @@ static void dp_row(const plan_dp *dp, uint64_t budget, int act, remat_plan_row *
     r->fits = !budget || (act ? r->peak_bytes : r->total_bytes) <= budget;
 }
 
+/* The fastest plan that fits budget: of c (pm NULL), or of one rank of a
+ * data-parallel run (c its micro-batch config, pm the rank's bytes besides
+ * activations).  A rank's budget pays for pm->static_bytes first, unless act;
+ * its activations get the rest.  REMAT_ERR_BUDGET when nothing fits, another
+ * status on error; err gets the message of either. */
+static remat_status optimal_plan(const remat_config *c, const remat_profile *prof, uint64_t budget, int act,
+                                 const remat_parallel_memory *pm, remat_plan_row *opt, char *err, size_t n)
+{
+    char b0[32], b9[32];
+    remat_status st;
+    if (pm && budget && !act && budget <= pm->static_bytes) {
+        snprintf(err, n, "a rank holds %s besides activations (parameters, gradients, AdamW state, reduction "
+                 "buffers); budget %s is below it", cli_fmt_bytes(pm->static_bytes, b0, sizeof b0),
+                 cli_fmt_bytes(budget, b9, sizeof b9));
+        return REMAT_ERR_BUDGET;
+    }
+    if (pm)
+        st = remat_plan_optimal(c, prof, budget && !act ? budget - pm->static_bytes : budget, 1, opt);
+    else
+        st = remat_plan_optimal(c, prof, budget, act, opt);
+    if (st) snprintf(err, n, "%s", remat_errmsg());
+    return st;
+}
+
 static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t budget, int act, int json, int explain,
                      const plan_dp *dp)
 {
@@ -179,20 +203,8 @@ static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t 
         if (!ok[i] && ngiven) { rc = cli_error("--recompute %s: %s", names[i], remat_errmsg()) + 1; goto out; }
         dp_row(dp, budget, act, &rows[i]);
     }
-    remat_status st;
-    char err[600], b0[32], b9[32];
-    if (dp && budget && !act && budget <= dp->pm.static_bytes) {
-        st = REMAT_ERR_BUDGET;
-        snprintf(err, sizeof err, "a rank holds %s besides activations (parameters, gradients, AdamW state, "
-                 "reduction buffers); budget %s is below it", cli_fmt_bytes(dp->pm.static_bytes, b0, sizeof b0),
-                 cli_fmt_bytes(budget, b9, sizeof b9));
-    } else {
-        if (dp)   /* the activations get what the rank's other bytes leave */
-            st = remat_plan_optimal(c, prof, budget && !act ? budget - dp->pm.static_bytes : budget, 1, opt);
-        else
-            st = remat_plan_optimal(c, prof, budget, act, opt);
-        snprintf(err, sizeof err, "%s", remat_errmsg());
-    }
+    char err[600];
+    remat_status st = optimal_plan(c, prof, budget, act, dp ? &dp->pm : NULL, opt, err, sizeof err);
     if (!st) dp_row(dp, budget, act, opt);
     if (st && st != REMAT_ERR_BUDGET) { rc = cli_error("%s", err); goto out; }
     if (json) {
@@ -397,7 +409,7 @@ int cmd_plan(int argc, char **argv)
     remat_profile *prof = NULL;
     char cache[4096];
     if (calib_from) {
-        if (cli_calibrate_cache(&c, NULL, calib_from, &prof, cache, sizeof cache)) return 1;
+        if (cli_calibrate_cache(&c, NULL, calib_from, NULL, &prof, cache, sizeof cache)) return 1;
         fprintf(stderr, "remat: the run times of %s are kept in %s\n", calib_from, cache);
     } else if (!pick_profile(&c, profile, no_profile, calibrate, &prof)) return 2;
     int rc = pareto ? do_pareto(&c, prof, json, csv) : do_budget(&c, prof, budget, act, json, explain, dpmode ? &dp : NULL);
@@ -405,66 +417,41 @@ int cmd_plan(int argc, char **argv)
     return rc;
 }
 
-/* remat train --budget: the optimal plan for the config, printed unless
- * quiet; *policy points at it (static storage, until the next call) on
- * success.  Returns 1 on
- * success, 0 when nothing fits or a --recompute was given too (reported). */
-/* the same, printed as the plan of `shown` (the budget given) with `fixed`
- * bytes besides activations (0: the config's own, remat_plan_static_bytes) */
-static int plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, uint64_t shown,
-                           uint64_t fixed, const char **policy)
+/* remat train --budget (cli.h): optimal_plan for c, or for one rank of the
+ * run when par is not one rank stepping the whole batch at once. */
+int cli_plan_for_budget_parallel(const remat_config *c, const remat_parallel *par, uint64_t budget, int act_only,
+                                 int quiet, const char **policy, remat_profile **prof_out)
 {
     static remat_plan_row row;
+    remat_parallel_memory pm;
+    remat_config mc = *c;
+    int alone = par->ranks == 1 && par->micro_batch == c->batch;
+    *prof_out = NULL;
     if (*policy) {
         cli_usage_error("train", "--budget chooses the policy; drop --recompute (or the budget)");
         return 0;
     }
+    if (!alone) {
+        if (remat_parallel_memory_of(c, par, 0, &pm)) { cli_error("%s", remat_errmsg()); return 0; }
+        mc.batch = par->micro_batch;   /* the activations are one micro-batch's */
+    }
     remat_profile *prof = NULL;
-    pick_profile(c, NULL, 0, 0, &prof);
+    pick_profile(&mc, NULL, 0, 0, &prof);
     remat_plan_row_clear(&row);
-    remat_status st = remat_plan_optimal(c, prof, budget, act_only, &row);
-    remat_profile_free(prof);
-    if (st) { cli_error("%s", remat_errmsg()); return 0; }
+    char err[600];
+    remat_status st = optimal_plan(&mc, prof, budget, act_only, alone ? NULL : &pm, &row, err, sizeof err);
+    if (st || !alone) remat_profile_free(prof);
+    else *prof_out = prof;   /* the run calibrates it (cli_calibrate_cache) */
+    if (st) { cli_error("%s", err); return 0; }
     char b1[32], b2[32], b3[32];
     if (!quiet)
         printf("budget %s%s: plan %s\n  predicted activation peak %s, total %s, step %.1f ms (%.1f%% recompute)\n",
-               cli_fmt_bytes(shown, b1, sizeof b1), act_only ? " of activations" : "", row.policy,
+               cli_fmt_bytes(budget, b1, sizeof b1), act_only ? " of activations" : "", row.policy,
                cli_fmt_bytes(row.peak_bytes, b2, sizeof b2),
-               cli_fmt_bytes(fixed ? row.peak_bytes + fixed : row.total_bytes, b3, sizeof b3), row.step_ms_pred,
-               row.overhead_pct);
+               cli_fmt_bytes(alone ? row.total_bytes : row.peak_bytes + pm.static_bytes, b3, sizeof b3),
+               row.step_ms_pred, row.overhead_pct);
     else
         fprintf(stderr, "remat: budget plan: %s\n", row.policy);
     *policy = row.policy;
     return 1;
-}
-
-int cli_plan_for_budget(const remat_config *c, uint64_t budget, int act_only, int quiet, const char **policy)
-{
-    return plan_for_budget(c, budget, act_only, quiet, budget, 0, policy);
-}
-
-/* The same for a rank of a data-parallel run (par; cfg's batch is the
- * global one): the plan is the micro-batch's, under what the budget leaves
- * after the rank's parameters, gradients, AdamW slice and reduction
- * buffers (remat_parallel_memory_of). */
-int cli_plan_for_budget_parallel(const remat_config *c, const remat_parallel *par, uint64_t budget, int act_only,
-                                 int quiet, const char **policy)
-{
-    if (par->ranks == 1 && par->micro_batch == c->batch) return cli_plan_for_budget(c, budget, act_only, quiet, policy);
-    remat_parallel_memory pm;
-    if (remat_parallel_memory_of(c, par, 0, &pm)) { cli_error("%s", remat_errmsg()); return 0; }
-    remat_config mc = *c;
-    mc.batch = par->micro_batch;
-    uint64_t single = remat_plan_static_bytes(&mc);
-    char b1[32], b2[32];
-    if (!act_only && budget + single <= pm.static_bytes) {
-        cli_error("budget %s is below the %s a rank holds besides activations (parameters, gradients, its AdamW "
-                  "state, reduction buffers); raise it, or use more ranks with --zero 1",
-                  cli_fmt_bytes(budget, b1, sizeof b1), cli_fmt_bytes(pm.static_bytes, b2, sizeof b2));
-        return 0;
-    }
-    /* the planner compares peak + static bytes of the micro-batch config with
-     * its budget: shift the budget by the difference of the two statics */
-    return plan_for_budget(&mc, act_only ? budget : budget - pm.static_bytes + single, act_only, quiet, budget,
-                           pm.static_bytes, policy);
 }

@@ -8,11 +8,9 @@
  * The page is well-formed XML as well as HTML (every element closed, only
  * numeric character references), so tests can parse it with any XML parser.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "bench.h"
@@ -39,22 +37,6 @@ static void kv(FILE *f, const char *k, const char *v)
     fputs("</th><td>", f);
     esc(f, v);
     fputs("</td></tr>\n", f);
-}
-
-int cli_mkdirs(const char *dir)
-{
-    char p[4096];
-    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return cli_error("--out: path too long");
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        if (mkdir(p, 0755) && errno != EEXIST) return cli_error("cannot create %s: %s", p, strerror(errno));
-        *s = '/';
-    }
-    if (mkdir(p, 0755) && errno != EEXIST) return cli_error("cannot create %s: %s", p, strerror(errno));
-    struct stat st;
-    if (stat(p, &st) || !S_ISDIR(st.st_mode)) return cli_error("--out %s is not a directory", p);
-    return 0;
 }
 
 static const char *mib(uint64_t b, char *buf, size_t n)
@@ -166,7 +148,7 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
         fprintf(f, "<tr%s data-policy=\"", w->optimal ? " class=\"opt\"" : w->implicit ? " class=\"ref\"" : "");
         esc(f, w->name);
         fputs("\"><td class=\"l\">", f);
-        if (r->nslot > 1) { esc(f, o->dts[w->slot] == REMAT_DTYPE_BF16 ? "bf16 " : "fp32 "); }
+        if (r->nslot > 1) { esc(f, cli_dtype_name(o->dts[w->slot])); esc(f, " "); }
         esc(f, w->name);
         if (w->optimal || strcmp(w->name, w->policy)) {
             fputs("<br/><code>", f);
@@ -200,8 +182,7 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
              "measured in the same rounds (", o->sgemm_n, remat_gemm_name(remat_gemm_get()));
     esc(f, b);
     for (int k = 0; k < r->nslot; k++) {
-        snprintf(b, sizeof b, "%s%s %.1f GFLOP/s", k ? ", " : "", o->dts[k] == REMAT_DTYPE_BF16 ? "bf16" : "fp32",
-                 r->slot[k].gemm_gflops);
+        snprintf(b, sizeof b, "%s%s %.1f GFLOP/s", k ? ", " : "", cli_dtype_name(o->dts[k]), r->slot[k].gemm_gflops);
         esc(f, b);
     }
     snprintf(b, sizeof b, "). Planner ms: the step time the planner predicts (%s); time error: predicted against "
@@ -210,7 +191,8 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
     if (r->rows[r->slot[0].none_idx].implicit) esc(f, " none was measured as the reference.");
     for (int k = 0; k < r->nslot; k++) {
         const bench_slot *sl = &r->slot[k];
-        const char *in = r->nslot > 1 ? (o->dts[k] == REMAT_DTYPE_BF16 ? " bf16:" : " fp32:") : "";
+        char in[16] = "";
+        if (r->nslot > 1) snprintf(in, sizeof in, " %s:", cli_dtype_name(o->dts[k]));
         if (o->budget) {
             cli_fmt_bytes(o->budget, b3, sizeof b3);
             if (sl->optimal_err[0])
@@ -257,8 +239,10 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
         kv(f, "budget", b);
     }
     kv(f, "planner profile", r->slot[0].profile_desc);
-    kv(f, "precisions", r->nslot > 1 ? "fp32 and bf16 (each against its own none)"
-                                     : o->dts[0] == REMAT_DTYPE_BF16 ? "bf16 (mixed precision)" : "fp32");
+    if (r->nslot > 1)
+        snprintf(b, sizeof b, "%s and %s (each against its own none)", cli_dtype_name(o->dts[0]), cli_dtype_name(o->dts[1]));
+    else snprintf(b, sizeof b, "%s%s", cli_dtype_name(o->dts[0]), o->dts[0] == REMAT_DTYPE_BF16 ? " (mixed precision)" : "");
+    kv(f, "precisions", b);
     fputs("</table>\n", f);
 
     fputs("<h2>Machine</h2>\n<table class=\"kv\">\n", f);
@@ -270,7 +254,8 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
     kv(f, "GEMM engine", remat_gemm_name(remat_gemm_get()));
     for (int k = 0; k < r->nslot; k++) {
         snprintf(b, sizeof b, "%.1f GFLOP/s (%ld³, median of %ld rounds)", r->slot[k].gemm_gflops, o->sgemm_n, o->steps);
-        kv(f, o->dts[k] == REMAT_DTYPE_BF16 ? "GEMM probe, bf16" : "GEMM probe, fp32", b);
+        snprintf(b2, sizeof b2, "GEMM probe, %s", cli_dtype_name(o->dts[k]));
+        kv(f, b2, b);
     }
     if (r->load_start >= 0 && r->load_end >= 0) {
         snprintf(b, sizeof b, "%.2f at the start, %.2f at the end (1-minute load average: how busy the machine was)",
@@ -294,9 +279,9 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
         /* a long front is shown as at most 41 rows spread evenly over it,
          * both ends included; the raw JSON below has all of it */
         size_t shown = sl->n_front < 41 ? sl->n_front : 41;
-        fprintf(f, "<details><summary>Planner front%s (%zu schedules, predicted%s)</summary>\n<table class=\"front\">\n"
+        fprintf(f, "<details><summary>Planner front%s%s (%zu schedules, predicted%s)</summary>\n<table class=\"front\">\n"
                    "<thead><tr><th>act peak MiB</th><th>predicted ms</th><th class=\"l\">policy</th></tr></thead>\n<tbody>\n",
-                r->nslot > 1 ? (o->dts[q] == REMAT_DTYPE_BF16 ? ", bf16" : ", fp32") : "", sl->n_front,
+                r->nslot > 1 ? ", " : "", r->nslot > 1 ? cli_dtype_name(o->dts[q]) : "", sl->n_front,
                 shown < sl->n_front ? "; 41 of them, evenly spread" : "");
         for (size_t k = 0; k < shown; k++) {
             size_t i = shown > 1 ? k * (sl->n_front - 1) / (shown - 1) : 0;
@@ -325,7 +310,7 @@ int cmd_report(int argc, char **argv)
     bench_result r;
     int p = bench_parse("report", argc, argv, 1, &o);
     if (p <= 0) return p < 0 ? 2 : 0;
-    if (cli_mkdirs(o.out_dir)) return 1;
+    if (cli_mkdirs("--out", o.out_dir) || bench_check_outputs(&o)) return 1;
     int rc = bench_run(&o, &r);
     if (rc) { bench_result_free(&r); return rc; }
     char *pareto = NULL, *timeline = NULL, *json = NULL, *html = NULL, path[4096];

@@ -296,7 +296,8 @@ static int fits_memory(const remat_config *c, const remat_parallel *par, const c
                           par->micro_batch, par->zero);
     if (c->dropout > 0) k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --dropout %g", (double)c->dropout);
     if (c->attention == REMAT_ATTENTION_FLASH) k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --attention flash");
-    if (c->lmhead_chunk > 0) snprintf(cmd + k, sizeof cmd - (size_t)k, " --lmhead chunked:%d", c->lmhead_chunk);
+    if (c->lmhead_chunk > 0) k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --lmhead chunked:%d", c->lmhead_chunk);
+    if (c->dtype != REMAT_DTYPE_FP32) snprintf(cmd + k, sizeof cmd - (size_t)k, " --dtype %s", cli_dtype_name(c->dtype));
     if (local > 1) snprintf(who, sizeof who, " (for the %llu ranks on this machine)", (unsigned long long)local);
     if ((pm.static_bytes + minp) * local <= avail)
         cli_error("the step would need %s at its peak%s (predicted for policy %s), more than the %s available (%s); "
@@ -478,7 +479,7 @@ static int train(int argc, char **argv)
     remat_checkpoint_info *ci = NULL;
     long start = 0, last_saved = -1, n_skipped = 0;
     remat_trace *trace = NULL;
-    remat_profile *calib = NULL;
+    remat_profile *calib = NULL, *plan_prof = NULL;   /* plan_prof: --budget's, calibrated after the run */
     char calib_path[4096] = "";
     int trace_done = 0;
     if (r < 0) { rc = 2; goto out; }
@@ -489,6 +490,7 @@ static int train(int argc, char **argv)
         rc = cli_usage_error("train", "--val-data needs --data: the embedded task has its own validation split");
         goto out;
     }
+    if (o.trace && lead && cli_check_output("--trace", o.trace)) goto out;   /* written after the steps */
     if (o.resume) {
         if (!(ci = malloc(sizeof *ci))) { cli_error("out of memory"); goto out; }
         if ((st = remat_checkpoint_load_parallel(o.resume, o.data, o.val_data, g_comm, (int)o.micro_batch, (int)o.zero,
@@ -508,7 +510,8 @@ static int train(int argc, char **argv)
             remat_stats s0;
             remat_model_stats(m, &s0);
             remat_parallel par = { s0.ranks, s0.micro_batch, s0.zero };
-            if (!cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
+            if (!cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy, &plan_prof))
+                goto out;
         }
         if (o.policy && (st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
         goto ready;
@@ -521,7 +524,8 @@ static int train(int argc, char **argv)
     if (par.micro_batch < 1) par.micro_batch = 1;
     if (par.zero < 0) par.zero = g_ranks > 1;
     if ((st = remat_config_check(c)) || (st = remat_parallel_check(c, &par))) { rc = cli_error("%s", remat_errmsg()) + 1; goto out; }
-    if (o.budget && !cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy)) goto out;
+    if (o.budget && !cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy, &plan_prof))
+        goto out;
     if (!fits_memory(c, &par, o.policy)) goto out;
     if ((st = remat_data_open_val(o.data, o.val_data, c->vocab, &data))) { cli_error("%s", remat_errmsg()); goto out; }
     if ((st = o.init_from ? remat_weights_load(o.init_from, c, o.seed, &m) : remat_model_create(c, o.seed, &m))) {
@@ -686,7 +690,11 @@ ready:
     trace_done = 1;
     if (o.trace && lead && write_trace(&o, trace)) goto out;
     /* the run's instruction times into the cost model's cache */
-    if (calibrate && cli_calibrate_cache(c, trace, NULL, &calib, calib_path, sizeof calib_path)) goto out;
+    if (calibrate) {
+        remat_profile *base = plan_prof;
+        plan_prof = NULL;   /* taken over */
+        if (cli_calibrate_cache(c, trace, NULL, base, &calib, calib_path, sizeof calib_path)) goto out;
+    }
     if (n_skipped && !o.json && !o.quiet) printf("%ld step%s skipped (non-finite)\n", n_skipped, n_skipped > 1 ? "s" : "");
 
     remat_stats stt;
@@ -718,7 +726,7 @@ ready:
                (unsigned long long)stt.optim_bytes, (unsigned long long)stt.workspace_bytes,
                (unsigned long long)stt.step_peak_bytes, sim.flops * stt.grad_accum, rpct, hash,
                c->n_layer, c->n_embd, c->n_head, c->vocab, c->seq, c->batch, remat_get_threads(),
-               c->dtype == REMAT_DTYPE_BF16 ? "bf16" : "fp32", remat_gemm_name(remat_gemm_get()),
+               cli_dtype_name(c->dtype), remat_gemm_name(remat_gemm_get()),
                (unsigned long long)stt.weights16_bytes, remat_profile_run_ops(calib), stt.ranks, stt.micro_batch,
                stt.grad_accum, stt.zero, (unsigned long long)stt.reduce_bytes, (unsigned long long)stt.comm_bytes,
                comm_med, red_med);
@@ -784,6 +792,7 @@ out:
     free(in); free(tg); free(ms); free(ci); free(dt.comm_ms); free(dt.reduce_ms);
     remat_trace_free(trace);
     remat_profile_free(calib);
+    remat_profile_free(plan_prof);
     remat_model_free(m);
     remat_data_free(data);
     return rc;

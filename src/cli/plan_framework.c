@@ -63,27 +63,16 @@ static void torchtitan_json(const char *tt)
     printf("{\"activation_checkpoint\": \"%s\", \"cli\": \"activation_checkpoint:%s\", \"config\": \"%s\"}", tt, tt, cls);
 }
 
-static void json_str(const char *s)
-{
-    if (!s) { printf("null"); return; }
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') putchar('\\');
-        putchar(*s);
-    }
-    putchar('"');
-}
-
 static void row_json(const remat_cluster_row *r)
 {
     printf("{\"policy\": ");
-    json_str(r->policy);
+    cli_json_str(stdout, r->policy);
     printf(", \"layer_stored_bytes\": %llu, \"stored_bytes\": %llu, \"peak_bytes\": %llu, \"total_bytes\": %llu, "
            "\"hardware_flops\": %.6g, \"step_ms_pred\": %.4f, \"fits\": %s, \"megatron_flags\": ",
            (unsigned long long)r->layer_stored_bytes, (unsigned long long)r->stored_bytes,
            (unsigned long long)r->peak_bytes, (unsigned long long)r->total_bytes, r->hardware_flops, r->step_ms_pred,
            r->fits ? "true" : "false");
-    json_str(r->megatron_flags);
+    cli_json_str(stdout, r->megatron_flags);
     printf(", \"torchtitan\": ");
     torchtitan_json(r->torchtitan);
     printf("}");
@@ -285,9 +274,9 @@ int cli_plan_framework(int argc, char **argv)
                                                          a.optimal.step_ms_pred - 1)), b1) : "(nothing fits)");
     }
     int rc = a.optimal.policy ? 0 : 1;
-    if (!a.optimal.policy && !json) cli_error("nothing fits in %s per GPU; add GPUs (--tp, --pp), shorten --seq or "
-                                              "--micro-batch, or use --distributed-optimizer",
-                                              cli_fmt_bytes(cl.dev.mem_bytes, (char[32]){0}, 32));
+    if (!a.optimal.policy)   /* with --json too: the answers are null there, the reason is here */
+        cli_error("nothing fits in %s per GPU; add GPUs (--tp, --pp), shorten --seq or --micro-batch, or use "
+                  "--distributed-optimizer", cli_fmt_bytes(cl.dev.mem_bytes, (char[32]){0}, 32));
     for (int i = 0; i < ngiven; i++) remat_cluster_row_clear(&gr[i]);
     free(gr);
     remat_cluster_answer_clear(&a);

@@ -99,51 +99,37 @@ struct remat_planner {
 
 /* ---- constants from compiled 1- and 2-block schedules -------------------- */
 
+/* A compiled schedule (its instructions, live and peak bytes per
+ * instruction) and each instruction's predicted time. */
 typedef struct trace {
+    remat_schedule *s;
     size_t n;
-    int *kind, *layer, *tid;
-    uint64_t *before, *after, *peak;
     double *ms;
 } trace;
 
 static void trace_free(trace *t)
 {
-    free(t->kind); free(t->layer); free(t->tid);
-    free(t->before); free(t->after); free(t->peak); free(t->ms);
+    remat_schedule_free(t->s);
+    free(t->ms);
     memset(t, 0, sizeof *t);
 }
 
+/* activation bytes live before instruction i */
+static uint64_t before(const trace *t, size_t i) { return i ? t->s->live_after[i - 1] : 0; }
+
 static remat_status trace_policy(const remat_config *c, const remat_profile *prof, const char *policy, trace *t)
 {
-    remat_schedule *s = NULL;
-    remat_status st = remat_schedule_create(c, policy, &s);
     memset(t, 0, sizeof *t);
+    remat_status st = remat_schedule_create(c, policy, &t->s);
     if (st) {
         if (st == REMAT_ERR_NOMEM) return st;   /* keep its message */
         char why[512];
         snprintf(why, sizeof why, "%s", remat_errmsg());   /* remat_fail rewrites the buffer it reads */
         return remat_fail(st, "planner: cannot compile '%s': %s", policy, why);
     }
-    size_t n = s->n;
-    t->n = n;
-    t->kind = remat_malloc(n * sizeof(int)); t->layer = remat_malloc(n * sizeof(int)); t->tid = remat_malloc(n * sizeof(int));
-    t->before = remat_malloc(n * sizeof(uint64_t)); t->after = remat_malloc(n * sizeof(uint64_t));
-    t->peak = remat_malloc(n * sizeof(uint64_t)); t->ms = remat_malloc(n * sizeof(double));
-    if (!t->kind || !t->layer || !t->tid || !t->before || !t->after || !t->peak || !t->ms) {
-        st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
-        goto out;
-    }
-    if ((st = remat_schedule_trace(s, NULL, t->after, t->peak))) goto out;
-    if (remat_cost_schedule_times(prof, s, t->ms, NULL) < 0) { st = REMAT_ERR_NOMEM; goto out; }
-    for (size_t i = 0; i < n; i++) {
-        const remat_instr *in = &s->ins[i];
-        t->kind[i] = in->kind;
-        t->layer[i] = in->layer;
-        t->tid[i] = in->tid;
-        t->before[i] = i ? t->after[i - 1] : 0;
-    }
-out:
-    remat_schedule_free(s);
+    t->n = t->s->n;
+    if (!(t->ms = remat_malloc(t->n * sizeof(double)))) st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
+    else if (remat_cost_schedule_times(prof, t->s, t->ms, NULL) < 0) st = REMAT_ERR_NOMEM;
     if (st) trace_free(t);
     return st;
 }
@@ -162,17 +148,17 @@ static remat_status segments(const remat_table *tb, const trace *t, int L, size_
 {
     size_t i = 0, lnfb = 0;
     int last_head_bwd = tb->head_bwd[tb->nhead_bwd - 1];
-    while (i < t->n && !is_head(tb, t->tid[i])) i++;
+    while (i < t->n && !is_head(tb, t->s->ins[i].tid)) i++;
     *h = i;
     for (; i < t->n; i++)
-        if (t->kind[i] == REMAT_I_BACKWARD && t->tid[i] == last_head_bwd) { lnfb = i; break; }
+        if (t->s->ins[i].kind == REMAT_I_BACKWARD && t->s->ins[i].tid == last_head_bwd) { lnfb = i; break; }
     for (i = lnfb + 1; i < t->n; i++)
-        if (!(t->kind[i] == REMAT_I_FREE &&
-              (is_head(tb, t->tid[i]) || (t->tid[i] == tb->nblock - 1 && t->layer[i] == L - 1))))
+        if (!(t->s->ins[i].kind == REMAT_I_FREE &&
+              (is_head(tb, t->s->ins[i].tid) || (t->s->ins[i].tid == tb->nblock - 1 && t->s->ins[i].layer == L - 1))))
             break;
     *bs = i;
     for (; i < t->n; i++)
-        if (t->kind[i] == REMAT_I_BACKWARD && t->tid[i] == tb->emb) break;
+        if (t->s->ins[i].kind == REMAT_I_BACKWARD && t->s->ins[i].tid == tb->emb) break;
     *e = i;
     if (!lnfb || *h == 0 || *h >= *bs || *bs >= *e || *e >= t->n)
         return remat_fail(REMAT_ERR_STATE, "planner: the compiled schedule does not have the expected shape "
@@ -183,7 +169,7 @@ static remat_status segments(const remat_table *tb, const trace *t, int L, size_
 static uint64_t seg_max(const trace *t, size_t a, size_t b)
 {
     uint64_t m = 0;
-    for (size_t i = a; i < b; i++) if (t->peak[i] > m) m = t->peak[i];
+    for (size_t i = a; i < b; i++) if (t->s->peak_in[i] > m) m = t->s->peak_in[i];
     return m;
 }
 
@@ -208,11 +194,11 @@ static remat_status measure_keep(remat_planner *p, const remat_config *c1, const
     if ((st = segments(p->tb, &t, 1, &h, &bs, &e))) goto out;
     uint64_t x = p->x;
     out->mask = mask | RES3_BIT(p);
-    out->fpk = seg_max(&t, 1, h) - t.before[1];
-    out->kept = t.before[h] - t.before[1] - x;
+    out->fpk = seg_max(&t, 1, h) - before(&t, 1);
+    out->kept = before(&t, h) - before(&t, 1) - x;
     out->bpk = seg_max(&t, bs, e) - (x + p->d);
     out->bwd_ms = seg_ms(&t, bs, e);
-    if (t.before[1] != x || t.before[bs] != x + p->d + out->kept || t.after[e - 1] != p->d) {
+    if (before(&t, 1) != x || before(&t, bs) != x + p->d + out->kept || t.s->live_after[e - 1] != p->d) {
         st = remat_fail(REMAT_ERR_STATE, "planner: live bytes around block 0 of '%s' are not as modelled; "
                         "compile.c and planner.c disagree", pol);
         goto out;
@@ -221,7 +207,7 @@ static remat_status measure_keep(remat_planner *p, const remat_config *c1, const
         p->tf = seg_ms(&t, 1, h);
         p->th = seg_ms(&t, h, bs);
         p->te = seg_ms(&t, 0, t.n) - p->tf - p->th - seg_ms(&t, bs, e);
-        p->head_pk = seg_max(&t, h, bs) - (t.before[h] - x);
+        p->head_pk = seg_max(&t, h, bs) - (before(&t, h) - x);
         p->leaf_bpk = out->bpk;
         p->leaf_ms = seg_ms(&t, bs, e);
         p->ckf1 = out->fpk;
@@ -240,8 +226,8 @@ static remat_status measure_ck(remat_planner *p, const remat_config *c2, const r
     remat_status st = trace_policy(c2, prof, "plan:C2.A0.A0", &t);
     if (st) return st;
     if ((st = segments(p->tb, &t, 2, &h, &bs, &e))) goto out;
-    while (s1 < h && t.layer[s1] != 1) s1++;
-    if (s1 >= h || t.before[s1] != 2 * p->x) {
+    while (s1 < h && t.s->ins[s1].layer != 1) s1++;
+    if (s1 >= h || before(&t, s1) != 2 * p->x) {
         st = remat_fail(REMAT_ERR_STATE, "planner: the checkpointed forward of 'plan:C2.A0.A0' is not as "
                         "modelled; compile.c and planner.c disagree");
         goto out;
