@@ -75,10 +75,11 @@ struct remat_data {
     uint64_t hash;              /* remat_hash_bytes of buf: the content's identity */
 };
 
-static inline unsigned token_at(const remat_data *d, size_t i)
+/* Token i of raw token bytes `width` bytes wide (1: a byte, 2: little-endian uint16). */
+static inline unsigned token_at(const unsigned char *bytes, int width, size_t i)
 {
-    const unsigned char *p = d->buf + i * (size_t)d->width;
-    return d->width == 1 ? p[0] : remat_get_le16(p);
+    const unsigned char *p = bytes + i * (size_t)width;
+    return width == 1 ? p[0] : remat_get_le16(p);
 }
 
 /* Splits n tokens 90/10.  Returns REMAT_ERR_FORMAT when n < 4. */
@@ -98,31 +99,33 @@ static remat_status split_tokens(remat_data *d, size_t n, const char *what)
     return REMAT_OK;
 }
 
-/* Checks every token against d->vocab; the message names the first bad one
- * and the vocabulary that would hold them all. */
-static remat_status check_tokens(const remat_data *d, size_t n, const char *what)
+/* Checks the n tokens of `bytes` (`width` bytes each) against vocab; the
+ * message names the first bad one and the vocabulary that would hold them
+ * all. */
+static remat_status check_tokens(const unsigned char *bytes, int width, int vocab, size_t n,
+                                 const char *what)
 {
-    unsigned limit = d->width == 1 ? BYTE_VOCAB : 65536u;
-    if ((unsigned)d->vocab >= limit) return REMAT_OK;   /* nothing can exceed it */
+    unsigned limit = width == 1 ? BYTE_VOCAB : 65536u;
+    if ((unsigned)vocab >= limit) return REMAT_OK;   /* nothing can exceed it */
     size_t bad = 0;
     unsigned bad_val = 0, max = 0;
     int found = 0;
     for (size_t i = 0; i < n; i++) {
-        unsigned t = token_at(d, i);
+        unsigned t = token_at(bytes, width, i);
         if (t > max) max = t;
-        if (!found && t >= (unsigned)d->vocab) { found = 1; bad = i; bad_val = t; }
+        if (!found && t >= (unsigned)vocab) { found = 1; bad = i; bad_val = t; }
     }
     if (!found) return REMAT_OK;
-    if (d->width == 1)
+    if (width == 1)
         return remat_fail(REMAT_ERR_FORMAT,
                           "%s: byte %zu is %u, not below the model vocabulary %d; "
                           "byte-tokenized data needs --vocab %u or more (256 holds any byte)",
-                          what, bad, bad_val, d->vocab, max + 1);
+                          what, bad, bad_val, vocab, max + 1);
     return remat_fail(REMAT_ERR_FORMAT,
                       "%s: token %zu is %u, not below the model vocabulary %d; "
                       "the largest token is %u, so use --vocab %u or more "
                       "(GPT-2 shards: --vocab %d)",
-                      what, bad, bad_val, d->vocab, max, max + 1, SHARD_DEFAULT_VOCAB);
+                      what, bad, bad_val, vocab, max, max + 1, SHARD_DEFAULT_VOCAB);
 }
 
 /* Appends whole lines of the embedded task for one split until at least
@@ -158,7 +161,7 @@ static remat_status open_embedded(remat_data *d)
     d->len[REMAT_SPLIT_TRAIN] = ntrain;
     d->start[REMAT_SPLIT_VAL] = ntrain;
     d->len[REMAT_SPLIT_VAL] = nval;
-    return check_tokens(d, ntrain + nval, "the embedded task");
+    return check_tokens(d->buf, d->width, d->vocab, ntrain + nval, "the embedded task");
 }
 
 /* Validates the header (the first 1024 bytes, when the file has them) of a
@@ -356,9 +359,9 @@ static remat_status stream_open(const char *pattern, stream *s)
 }
 
 /* Reads the stream's tokens (raw little-endian bytes) into dst, feeding
- * every byte of every file to h, and checks each file's tokens against the
- * vocabulary. */
-static remat_status stream_read(remat_data *d, stream *s, unsigned char *dst, remat_hash *h)
+ * every byte of every file to h, and checks each file's tokens against
+ * vocab. */
+static remat_status stream_read(stream *s, int vocab, unsigned char *dst, remat_hash *h)
 {
     remat_status st = REMAT_OK;
     for (size_t i = 0; i < s->n && !st; i++) {
@@ -392,8 +395,7 @@ static remat_status stream_read(remat_data *d, stream *s, unsigned char *dst, re
         remat_hash_update(h, sf->shard ? dst : dst + have, sf->shard ? payload : payload - have);
         char what[400];
         snprintf(what, sizeof what, "%s '%s'", sf->shard ? "shard" : "text file", sf->path);
-        d->buf = dst;   /* check_tokens reads the file's tokens from here */
-        st = check_tokens(d, (size_t)sf->ntok, what);
+        st = check_tokens(dst, s->width, vocab, (size_t)sf->ntok, what);
         dst += payload;
     }
     return st;
@@ -446,7 +448,7 @@ static remat_status open_files(remat_data *d, const char *train, const char *val
     for (int k = 0; k < ns; k++) {
         remat_hash hs;
         remat_hash_init(&hs, s[k].bytes);
-        if ((st = stream_read(d, &s[k], dst, &hs))) goto out;
+        if ((st = stream_read(&s[k], d->vocab, dst, &hs))) goto out;
         h[k] = remat_hash_final(&hs);
         dst += (size_t)s[k].ntok * (size_t)d->width;
     }
@@ -465,7 +467,6 @@ static remat_status open_files(remat_data *d, const char *train, const char *val
     buf = NULL;
 out:
     if (buf) remat_mem_free(&d->mem, REMAT_MEM_WORKSPACE, buf, total ? total : 1);
-    if (st) d->buf = NULL;
     stream_clear(&s[0]);
     stream_clear(&s[1]);
     return st;
@@ -570,10 +571,10 @@ remat_status remat_data_next(remat_data *d, remat_split split, int B, int T, int
     for (size_t b = 0; b < (size_t)B; b++) {
         int *in = inputs + b * (size_t)T, *tg = targets + b * (size_t)T;
         uint64_t p = row;
-        unsigned cur = token_at(d, s0 + (size_t)p);
+        unsigned cur = token_at(d->buf, d->width, s0 + (size_t)p);
         for (size_t t = 0; t < (size_t)T; t++) {
             p = p + 1 == n ? 0 : p + 1;
-            unsigned next = token_at(d, s0 + (size_t)p);
+            unsigned next = token_at(d->buf, d->width, s0 + (size_t)p);
             in[t] = (int)cur;
             tg[t] = (int)next;
             cur = next;
