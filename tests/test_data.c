@@ -128,6 +128,10 @@ static void test_embedded(void)
     CHECK(ntr == 1048578 && nva == 102412, "pinned sizes: %zu %zu", ntr, nva);
     CHECK(strcmp(first, "537+679=1216") == 0, "pinned first line \"%s\"", first);
     CHECK(h == 0x5a7e82fa6fd7f057ULL, "pinned train hash %016llx", (unsigned long long)h);
+    /* the data hash (checkpoints record it) covers the buffer's slack too:
+     * pinned, so that slack is never left undefined */
+    CHECK(remat_data_hash(d) == 0x505bed862f99b9f0ULL, "pinned data hash %016llx",
+          (unsigned long long)remat_data_hash(d));
     free(bytes);
 
     /* Determinism, the shift by one, and rows tiling the split. */

@@ -72,7 +72,9 @@ struct remat_data {
     size_t start[2];          /* first token of each split */
     size_t len[2];            /* tokens in each split (>= 2) */
     uint64_t pos[2];          /* read position of each split, in [0, len) */
-    uint64_t hash;              /* remat_hash_bytes of buf: the content's identity */
+    uint64_t hash;            /* the content's identity: the hash of the one stream's file
+                                 bytes, headers included, or of both streams' hashes
+                                 (--val-data); for the embedded task, of all of buf */
 };
 
 /* Token i of raw token bytes `width` bytes wide (1: a byte, 2: little-endian uint16). */
@@ -157,6 +159,9 @@ static remat_status open_embedded(remat_data *d)
     d->width = 1;
     size_t ntrain = embed_generate(d->buf, EMBED_TRAIN_BYTES, REMAT_SPLIT_TRAIN);
     size_t nval = embed_generate(d->buf + ntrain, EMBED_VAL_BYTES, REMAT_SPLIT_VAL);
+    /* the data hash covers all of buf: zero the slack past the text, which
+     * the allocator leaves undefined (zeros: the hash a fresh mmap gave) */
+    memset(d->buf + ntrain + nval, 0, cap - ntrain - nval);
     d->start[REMAT_SPLIT_TRAIN] = 0;
     d->len[REMAT_SPLIT_TRAIN] = ntrain;
     d->start[REMAT_SPLIT_VAL] = ntrain;
