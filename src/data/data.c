@@ -222,11 +222,17 @@ typedef struct stream {
     int width;              /* bytes per token */
 } stream;
 
+static void free_names(char **names, size_t n)
+{
+    if (!names) return;
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
 static void stream_clear(stream *s)
 {
     if (s->names) {
-        for (size_t i = 0; i < s->n; i++) free(s->names[i]);
-        free(s->names);
+        free_names(s->names, s->n);
         free(s->f);
     }
     memset(s, 0, sizeof *s);
@@ -235,6 +241,44 @@ static void stream_clear(stream *s)
 static int has_glob_chars(const char *p) { return strpbrk(p, "*?[") != NULL; }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The names of pattern's files, in stream order: the path itself (also when
+ * a file has that very name: "a[1].bin" is itself), with *names NULL and
+ * *n 1; or the matches of a glob in byte order (strcmp, whatever the
+ * locale), *names n owned strings.  Returns 0, GLOB_NOMATCH (also for a
+ * glob with no paths), GLOB_NOSPACE (out of memory) or another glob error;
+ * sets no message (remat_data_default_vocab fails silently). */
+static int list_names(const char *pattern, char ***names, size_t *n)
+{
+    *names = NULL;
+    *n = 0;
+    struct stat sb;
+    if (!has_glob_chars(pattern) || stat(pattern, &sb) == 0) {
+        *n = 1;
+        return 0;
+    }
+    glob_t g;
+    int rc = glob(pattern, GLOB_NOSORT, NULL, &g);
+    if (rc != 0) return rc;
+    if (g.gl_pathc == 0) rc = GLOB_NOMATCH;
+    else {
+        char **v = remat_calloc(g.gl_pathc, sizeof *v);
+        size_t k = 0;
+        if (v)
+            for (; k < g.gl_pathc; k++)
+                if (!(v[k] = remat_strdup(g.gl_pathv[k]))) break;
+        if (k < g.gl_pathc) {
+            free_names(v, k);
+            rc = GLOB_NOSPACE;
+        } else {
+            qsort(v, k, sizeof *v, cmp_str);
+            *names = v;
+            *n = k;
+        }
+    }
+    globfree(&g);
+    return rc;
+}
 
 /* Opens path, checks it is a regular file and reads its first bytes (up to
  * the shard header) into hdr, *have of them, and its size. */
@@ -304,49 +348,29 @@ static remat_status probe_file(src_file *sf)
     return REMAT_OK;
 }
 
-/* The files of pattern: the path itself (also when a file has that very
- * name), or the matches of a glob in byte order (strcmp, whatever the
- * locale), each probed.  Several files must all be shards. */
+/* The files of pattern (list_names), each probed.  Several files must all
+ * be shards. */
 static remat_status stream_open(const char *pattern, stream *s)
 {
     remat_status st;
     memset(s, 0, sizeof *s);
     s->pattern = pattern;
-    struct stat sb;
-    if (!has_glob_chars(pattern) || stat(pattern, &sb) == 0) {   /* a file named "a[1].bin" is itself */
+    int rc = list_names(pattern, &s->names, &s->n);
+    if (rc == GLOB_NOMATCH)
+        return remat_fail(REMAT_ERR_IO, "no file matches the data pattern '%s'; check the path (quote the "
+                          "pattern so that the shell does not expand it)", pattern);
+    if (rc == GLOB_NOSPACE)
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory listing the files of '%s'", pattern);
+    if (rc != 0) return remat_fail(REMAT_ERR_IO, "cannot expand the data pattern '%s'", pattern);
+    if (!s->names) {
         s->one.path = pattern;
         s->f = &s->one;
-        s->n = 1;
     } else {
-        glob_t g;
-        int rc = glob(pattern, GLOB_NOSORT, NULL, &g);
-        if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
-            if (rc == 0) globfree(&g);
-            return remat_fail(REMAT_ERR_IO, "no file matches the data pattern '%s'; check the path (quote the "
-                              "pattern so that the shell does not expand it)", pattern);
+        if (!(s->f = remat_calloc(s->n, sizeof *s->f))) {
+            stream_clear(s);
+            return remat_fail(REMAT_ERR_NOMEM, "out of memory listing the %zu files of '%s'", s->n, pattern);
         }
-        if (rc != 0) return remat_fail(REMAT_ERR_IO, "cannot expand the data pattern '%s'", pattern);
-        size_t n = g.gl_pathc;
-        s->names = remat_calloc(n, sizeof *s->names);
-        s->f = remat_calloc(n, sizeof *s->f);
-        if (!s->names || !s->f) {
-            globfree(&g);
-            free(s->names);
-            free(s->f);
-            s->names = NULL;
-            return remat_fail(REMAT_ERR_NOMEM, "out of memory listing the %zu files of '%s'", n, pattern);
-        }
-        for (size_t i = 0; i < n; i++)
-            if (!(s->names[i] = remat_strdup(g.gl_pathv[i]))) {
-                globfree(&g);
-                s->n = n;
-                stream_clear(s);
-                return remat_fail(REMAT_ERR_NOMEM, "out of memory listing the files of '%s'", pattern);
-            }
-        globfree(&g);
-        s->n = n;
-        qsort(s->names, n, sizeof *s->names, cmp_str);
-        for (size_t i = 0; i < n; i++) s->f[i].path = s->names[i];
+        for (size_t i = 0; i < s->n; i++) s->f[i].path = s->names[i];
     }
     int ok = 1;
     for (size_t i = 0; i < s->n; i++) {
@@ -534,12 +558,11 @@ int remat_data_is_bytes(const remat_data *d) { return d && d->width == 1; }
 int remat_data_default_vocab(const char *path)
 {
     if (!path) return BYTE_VOCAB;
-    glob_t g;
-    struct stat sb;
-    int globbed = has_glob_chars(path) && stat(path, &sb) != 0 && glob(path, 0, NULL, &g) == 0;
-    if (globbed && g.gl_pathc) path = g.gl_pathv[0];   /* the stream's first file (glob sorts) */
-    FILE *f = fopen(path, "rb");
-    if (globbed) globfree(&g);
+    char **names;
+    size_t n;
+    if (list_names(path, &names, &n) != 0) return BYTE_VOCAB;
+    FILE *f = fopen(names ? names[0] : path, "rb");   /* the stream's first file */
+    free_names(names, n);
     if (!f) return BYTE_VOCAB;
     unsigned char m[4];
     int shard = fread(m, 1, 4, f) == 4 && remat_get_le32(m) == SHARD_MAGIC;
