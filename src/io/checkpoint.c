@@ -82,6 +82,11 @@ enum {
     H_END_V1 = 164, H_DTYPE = 164, H_DATAHASH = 168, H_FRAMEWORK = 176, H_MICRO = 192, H_VALLEN = 196, H_END = 200
 };
 
+/* The fields from H_END_V1 to H_END leave no gap (check_fields treats
+ * every byte there as a field's): a gap needs its bytes checked for zero. */
+_Static_assert(H_DTYPE + 4 == H_DATAHASH && H_DATAHASH + 8 == H_FRAMEWORK && H_FRAMEWORK + 16 == H_MICRO &&
+               H_MICRO + 4 == H_VALLEN && H_VALLEN + 4 == H_END, "a gap between header fields: check its bytes are zero");
+
 /* Every remat_config field is in the header: a new field must be added to
  * encode_header and remat_checkpoint_parse (and the format version bumped). */
 _Static_assert(sizeof(remat_config) == 15 * 4, "remat_config changed: store the new field in the checkpoint header");
@@ -209,8 +214,7 @@ static remat_status check_fields(const unsigned char *b, const ck_sizes *z, cons
                                  remat_checkpoint_info *ci)
 {
     for (size_t k = H_END_V1; k < CK_HEADER; k++)
-        if (b[k] && (z->version == 1 || (z->version == 2 && k < H_DATAHASH) || (k >= H_DTYPE + 4 && k < H_DATAHASH) ||
-                     k >= H_END))
+        if (b[k] && (z->version == 1 || (z->version == 2 && k < H_DATAHASH) || k >= H_END))
             return remat_fail(REMAT_ERR_FORMAT, "reserved header byte %zu is not zero", k);
     remat_config *c = &ci->cfg;
     int cf[7];
