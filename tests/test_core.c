@@ -204,6 +204,11 @@ static void test_atomic_files(void)
     snprintf(x_live, sizeof x_live, "x-8.tmp.%ld", (long)getppid());
     const char *all[] = { dead, live, mine, x_dead, x_live, "f.txt.tmp.", "f.txt.tmp.9x", "other.tmp.1" };
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) put_file(all[k], "half");
+    /* begin_swept leaves the sweep to its caller */
+    CHECK(remat_atomic_begin_swept(&a, path_in("f.txt")) == REMAT_OK, "begin_swept: %s", remat_errmsg());
+    remat_atomic_abort(&a);
+    CHECK(exists(dead) && !exists(mine), "begin_swept sweeps nothing (its own file is aborted)");
+    put_file(mine, "half");
     /* begin sweeps its own path's dead temporary files (mine is begin's own
      * name: it is truncated and used) */
     CHECK(remat_atomic_begin(&a, path_in("f.txt")) == REMAT_OK, "begin beside stale files");

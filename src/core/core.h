@@ -153,6 +153,10 @@ typedef struct remat_atomic_file {
 } remat_atomic_file;
 
 remat_status remat_atomic_begin(remat_atomic_file *a, const char *path);
+/* remat_atomic_begin without the sweep, for a caller that has just swept
+ * PATH's directory itself (remat_sweep_tmps with a tmp_pid that matches
+ * PATH.tmp.N), so the directory is not read twice. */
+remat_status remat_atomic_begin_swept(remat_atomic_file *a, const char *path);
 remat_status remat_atomic_commit(remat_atomic_file *a);
 void remat_atomic_abort(remat_atomic_file *a);
 

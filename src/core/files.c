@@ -8,8 +8,10 @@
  * its rename leaves its PATH.tmp.PID behind; the next writer deletes such
  * files when their process is gone (a live writer's file is left alone).
  * Every writer of the library -- remat_write_file_atomic, the weights and
- * the checkpoint writers -- goes through remat_atomic_begin/commit, and
- * every sweep through remat_sweep_tmps.
+ * the checkpoint writers -- goes through remat_atomic_begin/commit (the
+ * checkpoint writer, which sweeps the temporary files of every step itself
+ * first, through remat_atomic_begin_swept), and every sweep through
+ * remat_sweep_tmps.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -70,7 +72,8 @@ static long base_tmp_pid(const char *name, const void *arg)
     return strncmp(name, base, nb) ? 0 : remat_tmp_suffix_pid(name + nb);
 }
 
-remat_status remat_atomic_begin(remat_atomic_file *a, const char *path)
+/* remat_atomic_begin, sweeping path's directory first when sweep is set */
+static remat_status atomic_begin(remat_atomic_file *a, const char *path, int sweep)
 {
     char dir[4096];
     const char *base;
@@ -79,7 +82,7 @@ remat_status remat_atomic_begin(remat_atomic_file *a, const char *path)
     if (!path || !*path) return remat_fail(REMAT_ERR_INVALID, "no file path to write");
     if (strlen(path) >= sizeof a->path || !split_path(path, dir, sizeof dir, &base) || !*base)
         return remat_fail(REMAT_ERR_INVALID, "'%.200s' is not a file path that can be written", path);
-    remat_sweep_tmps(dir, base_tmp_pid, base);
+    if (sweep) remat_sweep_tmps(dir, base_tmp_pid, base);
     memcpy(a->path, path, strlen(path) + 1);
     snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
     int fd = open(a->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -92,6 +95,10 @@ remat_status remat_atomic_begin(remat_atomic_file *a, const char *path)
     }
     return REMAT_OK;
 }
+
+remat_status remat_atomic_begin(remat_atomic_file *a, const char *path) { return atomic_begin(a, path, 1); }
+
+remat_status remat_atomic_begin_swept(remat_atomic_file *a, const char *path) { return atomic_begin(a, path, 0); }
 
 void remat_atomic_abort(remat_atomic_file *a)
 {

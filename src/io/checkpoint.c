@@ -457,7 +457,7 @@ remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *new
      * any save's, so a kill right here leaves nothing a later run would keep */
     remat_atomic_file a;
     if ((st = join(probe, sizeof probe, dir, "ckpt-00000000.bin"))) return st;
-    if ((st = remat_atomic_begin(&a, probe))) {
+    if ((st = remat_atomic_begin_swept(&a, probe))) {   /* swept just above */
         char why[512];
         snprintf(why, sizeof why, "%s", remat_errmsg());
         return remat_fail(st, "checkpoint directory '%s' is not writable: %s", dir, why);
@@ -697,7 +697,8 @@ static remat_status save_follower(const remat_model *m)
     return REMAT_OK;
 }
 
-/* Writes the checkpoint to path atomically (remat_atomic_begin/commit).
+/* Writes the checkpoint to path atomically (remat_atomic_begin_swept/commit:
+ * the caller has swept path's directory of dead saves' temporary files).
  * For a model over several ranks (rank 0 only) it announces the begin
  * (*announced: 1 when it could begin, 2 when not) and gathers the AdamW
  * slices. */
@@ -714,7 +715,7 @@ static remat_status write_file(const char *path, const remat_checkpoint_info *ci
     unsigned char hdr[CK_HEADER], trailer[8], zeros[8] = { 0 };
     encode_header(hdr, ci, m->nparams, total);
     remat_atomic_file a;
-    st = remat_atomic_begin(&a, path);
+    st = remat_atomic_begin_swept(&a, path);
     *announced = st ? 2 : 1;
     if ((st2 = announce(c, st))) {
         if (!st) remat_atomic_abort(&a);
