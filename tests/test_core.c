@@ -204,6 +204,11 @@ static void test_atomic_files(void)
     snprintf(x_live, sizeof x_live, "x-8.tmp.%ld", (long)getppid());
     const char *all[] = { dead, live, mine, x_dead, x_live, "f.txt.tmp.", "f.txt.tmp.9x", "other.tmp.1" };
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) put_file(all[k], "half");
+    /* begin_swept leaves the sweep to its caller */
+    CHECK(remat_atomic_begin_swept(&a, path_in("f.txt")) == REMAT_OK, "begin_swept: %s", remat_errmsg());
+    remat_atomic_abort(&a);
+    CHECK(exists(dead) && !exists(mine), "begin_swept sweeps nothing (its own file is aborted)");
+    put_file(mine, "half");
     /* begin sweeps its own path's dead temporary files (mine is begin's own
      * name: it is truncated and used) */
     CHECK(remat_atomic_begin(&a, path_in("f.txt")) == REMAT_OK, "begin beside stale files");
@@ -215,6 +220,61 @@ static void test_atomic_files(void)
     CHECK(!exists(x_dead) && exists(x_live) && exists(live), "the sweeper with a caller's naming");
     const char *rest[] = { live, x_live, "f.txt.tmp.", "f.txt.tmp.9x", "other.tmp.1", "f.txt", "g.txt", "w.txt" };
     for (size_t k = 0; k < sizeof rest / sizeof rest[0]; k++) unlink(path_in(rest[k]));
+}
+
+/* remat_read_file: sizes around the cap and its 4 KiB first guess, an empty
+ * file, a pipe (no size to go by), a missing file, allocation failures */
+static void test_read_file(void)
+{
+    char *b = (char *)&b;
+    size_t n = 7;
+    static char big[10001];
+    for (int i = 0; i < 10000; i++) big[i] = (char)('a' + i % 26);
+    put_file("r.txt", big);
+    CHECK(remat_read_file(path_in("r.txt"), 10000, &b, &n) == REMAT_OK && n == 10000 && !memcmp(b, big, n) &&
+          b[n] == 0, "a file of exactly max bytes, NUL-terminated: %s", remat_errmsg());
+    free(b);
+    CHECK(remat_read_file(path_in("r.txt"), 9999, &b, &n) == REMAT_ERR_FORMAT && !b && n == 0 &&
+          strstr(remat_errmsg(), "r.txt") && strstr(remat_errmsg(), "larger than 9999 bytes"),
+          "one byte over max: %s", remat_errmsg());
+    CHECK(remat_read_file(path_in("r.txt"), 100, &b, &n) == REMAT_ERR_FORMAT && !b, "far over a small max");
+    put_file("e.txt", "");
+    CHECK(remat_read_file(path_in("e.txt"), 0, &b, &n) == REMAT_OK && b && n == 0 && b[0] == 0, "an empty file");
+    free(b);
+    CHECK(remat_read_file(path_in("none.txt"), 10, &b, &n) == REMAT_ERR_IO && !b && strstr(remat_errmsg(), "none.txt"),
+          "a missing file: %s", remat_errmsg());
+    CHECK(remat_read_file(NULL, 10, &b, &n) == REMAT_ERR_INVALID && remat_read_file(path_in("r.txt"), 10, NULL, &n) ==
+          REMAT_ERR_INVALID, "NULL arguments");
+    /* a pipe: its size is unknown, so the buffer grows */
+    int fd[2];
+    if (pipe(fd) == 0) {
+        pid_t w = fork();
+        if (w == 0) {
+            close(fd[0]);
+            for (size_t k = 0; k < 10000;) { ssize_t r = write(fd[1], big + k, 10000 - k); if (r <= 0) _exit(1); k += (size_t)r; }
+            _exit(0);
+        }
+        close(fd[1]);
+        char dev[64];
+        snprintf(dev, sizeof dev, "/dev/fd/%d", fd[0]);
+        CHECK(remat_read_file(dev, 20000, &b, &n) == REMAT_OK && n == 10000 && !memcmp(b, big, n), "a pipe: %s",
+              remat_errmsg());
+        free(b);
+        close(fd[0]);
+        if (w > 0) waitpid(w, NULL, 0);
+    }
+    int k, tried = 0;
+    for (k = 1; k < 10; k++) {
+        remat_mem_fail_at((uint64_t)k);
+        remat_status st = remat_read_file(path_in("r.txt"), 10000, &b, &n);
+        remat_mem_fail_at(0);
+        if (st == REMAT_OK) { free(b); break; }
+        tried++;
+        CHECK(st == REMAT_ERR_NOMEM && !b, "failing allocation %d: %d", k, (int)st);
+    }
+    CHECK(tried >= 1 && k < 10, "read_file: %d allocations made to fail", tried);
+    unlink(path_in("r.txt"));
+    unlink(path_in("e.txt"));
 }
 
 static void test_median(void)
@@ -341,6 +401,7 @@ int main(void)
     test_endian();
     test_hash();
     test_atomic_files();
+    test_read_file();
     test_median();
     test_alloc_counters_threads();
     test_mem_cache();

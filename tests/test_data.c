@@ -7,6 +7,7 @@
  * Files are written to a fresh mkdtemp directory under /tmp, removed at the
  * end.
  */
+#include <locale.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,10 @@ static void test_embedded(void)
     CHECK(ntr == 1048578 && nva == 102412, "pinned sizes: %zu %zu", ntr, nva);
     CHECK(strcmp(first, "537+679=1216") == 0, "pinned first line \"%s\"", first);
     CHECK(h == 0x5a7e82fa6fd7f057ULL, "pinned train hash %016llx", (unsigned long long)h);
+    /* the data hash (checkpoints record it) covers the buffer's slack too:
+     * pinned, so that slack is never left undefined */
+    CHECK(remat_data_hash(d) == 0x505bed862f99b9f0ULL, "pinned data hash %016llx",
+          (unsigned long long)remat_data_hash(d));
     free(bytes);
 
     /* Determinism, the shift by one, and rows tiling the split. */
@@ -413,6 +418,18 @@ static void test_streams(void)
         CHECK(st == REMAT_ERR_NOMEM && !d, "globs, failing allocation %d: %d (%s)", k, (int)st, remat_errmsg());
     }
     CHECK(tried >= 8 && k < 40, "globs: %d allocations made to fail", tried);
+
+    /* The default vocabulary is that of the stream's first file, in the
+     * stream's byte order: "h_B.txt" before "h_a.bin" (a collating locale,
+     * where one is installed, would sort h_a.bin first). */
+    write_file("h_B.txt", "text", 4);
+    write_shard("h_a.bin", 20240520, 1, 12, v, 12, 0);
+    char hpat[160], coll[64];
+    snprintf(hpat, sizeof hpat, "%s/h_*", dir);
+    snprintf(coll, sizeof coll, "%s", setlocale(LC_COLLATE, NULL));
+    setlocale(LC_COLLATE, "en_US.UTF-8");
+    CHECK(remat_data_default_vocab(hpat) == 256, "default vocab of a glob: its first file in byte order");
+    setlocale(LC_COLLATE, coll);
 }
 
 /* Where a data-layer failure is reported: in remat_errmsg(), never in a

@@ -20,8 +20,10 @@
  * the library; the caller decides (the CLI prints one line and calls
  * remat_comm_abort, which ends every rank of the job).
  *
- * Built without MPI (make MPI=0), every comm is one rank.
+ * Built without MPI (make MPI=0), every comm is one rank, and a launch of
+ * several ranks is refused (multi_rank_launch).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,13 +35,6 @@
 
 /* MPI counts are ints: larger transfers go in pieces of this many bytes */
 #define COMM_PIECE ((size_t)1 << 30)
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 int remat_comm_launched(void)
 {
@@ -61,6 +56,13 @@ int remat_comm_available(void)
 }
 
 #ifdef REMAT_MPI
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static remat_status mpi_fail(int rc, const char *what, int peer)
 {
     char msg[MPI_MAX_ERROR_STRING + 1];
@@ -69,6 +71,26 @@ static remat_status mpi_fail(int rc, const char *what, int peer)
     msg[len] = 0;
     if (peer >= 0) return remat_fail(REMAT_ERR_COMM, "%s with rank %d failed: %s", what, peer, msg);
     return remat_fail(REMAT_ERR_COMM, "%s failed: %s", what, msg);
+}
+#else
+/* The first launcher variable that shows this process is one rank of
+ * several -- a size other than 1 or a rank other than 0 -- as "NAME=VALUE"
+ * in buf, or NULL: what a build without MPI must refuse (each rank would
+ * train alone).  The ranks cover launchers that set no size (PMIx). */
+static const char *multi_rank_launch(char *buf, size_t cap)
+{
+    static const struct { const char *name, *one; } vars[] = {
+        { "OMPI_COMM_WORLD_SIZE", "1" }, { "PMI_SIZE", "1" },
+        { "OMPI_COMM_WORLD_RANK", "0" }, { "PMIX_RANK", "0" }, { "PMI_RANK", "0" },
+    };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i].name);
+        if (v && strcmp(v, vars[i].one)) {
+            snprintf(buf, cap, "%s=%.32s", vars[i].name, v);
+            return buf;
+        }
+    }
+    return NULL;
 }
 #endif
 
@@ -103,10 +125,11 @@ remat_status remat_comm_create(int *argc, char ***argv, remat_comm **out)
 #else
     (void)argc;
     (void)argv;
-    if (remat_comm_launched() && getenv("OMPI_COMM_WORLD_SIZE") && strcmp(getenv("OMPI_COMM_WORLD_SIZE"), "1")) {
+    char var[80];
+    if (multi_rank_launch(var, sizeof var)) {
         free(c);
-        return remat_fail(REMAT_ERR_COMM, "this remat was built without MPI (make MPI=0), so it cannot run as %s "
-                          "ranks; rebuild with libopenmpi-dev installed", getenv("OMPI_COMM_WORLD_SIZE"));
+        return remat_fail(REMAT_ERR_COMM, "this remat was built without MPI (make MPI=0), so it cannot run as one "
+                          "of several ranks (the launcher set %s); rebuild with libopenmpi-dev installed", var);
     }
 #endif
     *out = c;

@@ -153,8 +153,21 @@ typedef struct remat_atomic_file {
 } remat_atomic_file;
 
 remat_status remat_atomic_begin(remat_atomic_file *a, const char *path);
+/* remat_atomic_begin without the sweep, for a caller that has just swept
+ * PATH's directory itself (remat_sweep_tmps with a tmp_pid that matches
+ * PATH.tmp.N), so the directory is not read twice. */
+remat_status remat_atomic_begin_swept(remat_atomic_file *a, const char *path);
 remat_status remat_atomic_commit(remat_atomic_file *a);
 void remat_atomic_abort(remat_atomic_file *a);
+
+/* Reads the whole file at path (a regular file, or a pipe) into *buf, *n
+ * bytes followed by a NUL so that text can be parsed in place (free() it),
+ * refusing one over max bytes (max < SIZE_MAX - 1).  Errors (*buf NULL, *n
+ * 0): REMAT_ERR_INVALID (a NULL argument), REMAT_ERR_IO (cannot open or
+ * read; the message names path and the reason), REMAT_ERR_NOMEM, and
+ * REMAT_ERR_FORMAT only for a file over max bytes, so that a caller can
+ * replace that message with its own advice. */
+remat_status remat_read_file(const char *path, size_t max, char **buf, size_t *n);
 
 /* The one sweeper of temporary files: deletes every file of dir for which
  * tmp_pid(name, arg) gives a process id > 0 that is neither this process

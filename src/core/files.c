@@ -1,6 +1,7 @@
 /*
- * files.c -- writing files so that a reader never sees half of one, and
- * sweeping up what killed writers left.
+ * files.c -- writing files so that a reader never sees half of one,
+ * sweeping up what killed writers left, and reading a whole file with a
+ * size cap.
  *
  * A file is written as PATH.tmp.PID (PID: the writer's process id), synced,
  * renamed over PATH, and the directory synced, so PATH is either the old
@@ -8,8 +9,10 @@
  * its rename leaves its PATH.tmp.PID behind; the next writer deletes such
  * files when their process is gone (a live writer's file is left alone).
  * Every writer of the library -- remat_write_file_atomic, the weights and
- * the checkpoint writers -- goes through remat_atomic_begin/commit, and
- * every sweep through remat_sweep_tmps.
+ * the checkpoint writers -- goes through remat_atomic_begin/commit (the
+ * checkpoint writer, which sweeps the temporary files of every step itself
+ * first, through remat_atomic_begin_swept), and every sweep through
+ * remat_sweep_tmps.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 #include "core.h"
@@ -70,7 +74,8 @@ static long base_tmp_pid(const char *name, const void *arg)
     return strncmp(name, base, nb) ? 0 : remat_tmp_suffix_pid(name + nb);
 }
 
-remat_status remat_atomic_begin(remat_atomic_file *a, const char *path)
+/* remat_atomic_begin, sweeping path's directory first when sweep is set */
+static remat_status atomic_begin(remat_atomic_file *a, const char *path, int sweep)
 {
     char dir[4096];
     const char *base;
@@ -79,7 +84,7 @@ remat_status remat_atomic_begin(remat_atomic_file *a, const char *path)
     if (!path || !*path) return remat_fail(REMAT_ERR_INVALID, "no file path to write");
     if (strlen(path) >= sizeof a->path || !split_path(path, dir, sizeof dir, &base) || !*base)
         return remat_fail(REMAT_ERR_INVALID, "'%.200s' is not a file path that can be written", path);
-    remat_sweep_tmps(dir, base_tmp_pid, base);
+    if (sweep) remat_sweep_tmps(dir, base_tmp_pid, base);
     memcpy(a->path, path, strlen(path) + 1);
     snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
     int fd = open(a->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -92,6 +97,10 @@ remat_status remat_atomic_begin(remat_atomic_file *a, const char *path)
     }
     return REMAT_OK;
 }
+
+remat_status remat_atomic_begin(remat_atomic_file *a, const char *path) { return atomic_begin(a, path, 1); }
+
+remat_status remat_atomic_begin_swept(remat_atomic_file *a, const char *path) { return atomic_begin(a, path, 0); }
 
 void remat_atomic_abort(remat_atomic_file *a)
 {
@@ -146,4 +155,46 @@ remat_status remat_write_file_atomic(const char *path, const void *data, size_t 
         return remat_fail(REMAT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
     }
     return remat_atomic_commit(&a);
+}
+
+remat_status remat_read_file(const char *path, size_t max, char **buf, size_t *n)
+{
+    remat_status st = REMAT_OK;
+    char *b = NULL;
+    size_t len = 0, cap = 4096;
+    if (!buf || !n) return remat_fail(REMAT_ERR_INVALID, "remat_read_file: NULL argument");
+    *buf = NULL;
+    *n = 0;
+    if (!path) return remat_fail(REMAT_ERR_INVALID, "remat_read_file: path is NULL");
+    if (max > SIZE_MAX - 2) max = SIZE_MAX - 2;
+    FILE *f = fopen(path, "rb");
+    if (!f) return remat_fail(REMAT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    /* a regular file's size, plus the byte that shows the end, is read at
+     * once; anything else (a pipe, a file that grows) doubles the buffer */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 && (uint64_t)sb.st_size >= cap)
+        cap = (uint64_t)sb.st_size < max ? (size_t)sb.st_size + 1 : max + 1;
+    if (cap > max + 1) cap = max + 1;
+    for (;;) {
+        char *nb = remat_realloc(b, cap + 1);
+        if (!nb) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading '%s' (%zu bytes)", path, cap); goto out; }
+        b = nb;
+        errno = 0;
+        len += fread(b + len, 1, cap - len, f);
+        if (ferror(f)) {
+            st = remat_fail(REMAT_ERR_IO, "cannot read '%s': %s", path, errno ? strerror(errno) : "read error");
+            goto out;
+        }
+        if (len < cap) break;   /* the end of the file */
+        if (len > max) { st = remat_fail(REMAT_ERR_FORMAT, "'%s' is larger than %zu bytes", path, max); goto out; }
+        cap = cap > max / 2 ? max + 1 : 2 * cap;
+    }
+    b[len] = 0;
+    *buf = b;
+    *n = len;
+    b = NULL;
+out:
+    fclose(f);
+    free(b);
+    return st;
 }

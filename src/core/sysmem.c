@@ -34,7 +34,6 @@ static uint64_t meminfo_available(void)
     return kb * 1024;
 }
 
-/* room left in this process's cgroup; 0 when unlimited or unknown */
 /* limit and usage from files dir/<lim> and dir/<use>; 0 when no limit */
 static uint64_t limit_in(const char *dir, const char *lim_file, const char *use_file, uint64_t *used)
 {
@@ -49,6 +48,7 @@ static uint64_t limit_in(const char *dir, const char *lim_file, const char *use_
     return lim;
 }
 
+/* room left in this process's cgroup; 0 when unlimited or unknown */
 static uint64_t cgroup_room(void)
 {
     char line[4096], dir[4352];

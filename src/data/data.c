@@ -72,13 +72,16 @@ struct remat_data {
     size_t start[2];          /* first token of each split */
     size_t len[2];            /* tokens in each split (>= 2) */
     uint64_t pos[2];          /* read position of each split, in [0, len) */
-    uint64_t hash;              /* remat_hash_bytes of buf: the content's identity */
+    uint64_t hash;            /* the content's identity: the hash of the one stream's file
+                                 bytes, headers included, or of both streams' hashes
+                                 (--val-data); for the embedded task, of all of buf */
 };
 
-static inline unsigned token_at(const remat_data *d, size_t i)
+/* Token i of raw token bytes `width` bytes wide (1: a byte, 2: little-endian uint16). */
+static inline unsigned token_at(const unsigned char *bytes, int width, size_t i)
 {
-    const unsigned char *p = d->buf + i * (size_t)d->width;
-    return d->width == 1 ? p[0] : remat_get_le16(p);
+    const unsigned char *p = bytes + i * (size_t)width;
+    return width == 1 ? p[0] : remat_get_le16(p);
 }
 
 /* Splits n tokens 90/10.  Returns REMAT_ERR_FORMAT when n < 4. */
@@ -98,31 +101,33 @@ static remat_status split_tokens(remat_data *d, size_t n, const char *what)
     return REMAT_OK;
 }
 
-/* Checks every token against d->vocab; the message names the first bad one
- * and the vocabulary that would hold them all. */
-static remat_status check_tokens(const remat_data *d, size_t n, const char *what)
+/* Checks the n tokens of `bytes` (`width` bytes each) against vocab; the
+ * message names the first bad one and the vocabulary that would hold them
+ * all. */
+static remat_status check_tokens(const unsigned char *bytes, int width, int vocab, size_t n,
+                                 const char *what)
 {
-    unsigned limit = d->width == 1 ? BYTE_VOCAB : 65536u;
-    if ((unsigned)d->vocab >= limit) return REMAT_OK;   /* nothing can exceed it */
+    unsigned limit = width == 1 ? BYTE_VOCAB : 65536u;
+    if ((unsigned)vocab >= limit) return REMAT_OK;   /* nothing can exceed it */
     size_t bad = 0;
     unsigned bad_val = 0, max = 0;
     int found = 0;
     for (size_t i = 0; i < n; i++) {
-        unsigned t = token_at(d, i);
+        unsigned t = token_at(bytes, width, i);
         if (t > max) max = t;
-        if (!found && t >= (unsigned)d->vocab) { found = 1; bad = i; bad_val = t; }
+        if (!found && t >= (unsigned)vocab) { found = 1; bad = i; bad_val = t; }
     }
     if (!found) return REMAT_OK;
-    if (d->width == 1)
+    if (width == 1)
         return remat_fail(REMAT_ERR_FORMAT,
                           "%s: byte %zu is %u, not below the model vocabulary %d; "
                           "byte-tokenized data needs --vocab %u or more (256 holds any byte)",
-                          what, bad, bad_val, d->vocab, max + 1);
+                          what, bad, bad_val, vocab, max + 1);
     return remat_fail(REMAT_ERR_FORMAT,
                       "%s: token %zu is %u, not below the model vocabulary %d; "
                       "the largest token is %u, so use --vocab %u or more "
                       "(GPT-2 shards: --vocab %d)",
-                      what, bad, bad_val, d->vocab, max, max + 1, SHARD_DEFAULT_VOCAB);
+                      what, bad, bad_val, vocab, max, max + 1, SHARD_DEFAULT_VOCAB);
 }
 
 /* Appends whole lines of the embedded task for one split until at least
@@ -154,11 +159,14 @@ static remat_status open_embedded(remat_data *d)
     d->width = 1;
     size_t ntrain = embed_generate(d->buf, EMBED_TRAIN_BYTES, REMAT_SPLIT_TRAIN);
     size_t nval = embed_generate(d->buf + ntrain, EMBED_VAL_BYTES, REMAT_SPLIT_VAL);
+    /* the data hash covers all of buf: zero the slack past the text, which
+     * the allocator leaves undefined (zeros: the hash a fresh mmap gave) */
+    memset(d->buf + ntrain + nval, 0, cap - ntrain - nval);
     d->start[REMAT_SPLIT_TRAIN] = 0;
     d->len[REMAT_SPLIT_TRAIN] = ntrain;
     d->start[REMAT_SPLIT_VAL] = ntrain;
     d->len[REMAT_SPLIT_VAL] = nval;
-    return check_tokens(d, ntrain + nval, "the embedded task");
+    return check_tokens(d->buf, d->width, d->vocab, ntrain + nval, "the embedded task");
 }
 
 /* Validates the header (the first 1024 bytes, when the file has them) of a
@@ -214,11 +222,17 @@ typedef struct stream {
     int width;              /* bytes per token */
 } stream;
 
+static void free_names(char **names, size_t n)
+{
+    if (!names) return;
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
 static void stream_clear(stream *s)
 {
     if (s->names) {
-        for (size_t i = 0; i < s->n; i++) free(s->names[i]);
-        free(s->names);
+        free_names(s->names, s->n);
         free(s->f);
     }
     memset(s, 0, sizeof *s);
@@ -227,6 +241,44 @@ static void stream_clear(stream *s)
 static int has_glob_chars(const char *p) { return strpbrk(p, "*?[") != NULL; }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The names of pattern's files, in stream order: the path itself (also when
+ * a file has that very name: "a[1].bin" is itself), with *names NULL and
+ * *n 1; or the matches of a glob in byte order (strcmp, whatever the
+ * locale), *names n owned strings.  Returns 0, GLOB_NOMATCH (also for a
+ * glob with no paths), GLOB_NOSPACE (out of memory) or another glob error;
+ * sets no message (remat_data_default_vocab fails silently). */
+static int list_names(const char *pattern, char ***names, size_t *n)
+{
+    *names = NULL;
+    *n = 0;
+    struct stat sb;
+    if (!has_glob_chars(pattern) || stat(pattern, &sb) == 0) {
+        *n = 1;
+        return 0;
+    }
+    glob_t g;
+    int rc = glob(pattern, GLOB_NOSORT, NULL, &g);
+    if (rc != 0) return rc;
+    if (g.gl_pathc == 0) rc = GLOB_NOMATCH;
+    else {
+        char **v = remat_calloc(g.gl_pathc, sizeof *v);
+        size_t k = 0;
+        if (v)
+            for (; k < g.gl_pathc; k++)
+                if (!(v[k] = remat_strdup(g.gl_pathv[k]))) break;
+        if (k < g.gl_pathc) {
+            free_names(v, k);
+            rc = GLOB_NOSPACE;
+        } else {
+            qsort(v, k, sizeof *v, cmp_str);
+            *names = v;
+            *n = k;
+        }
+    }
+    globfree(&g);
+    return rc;
+}
 
 /* Opens path, checks it is a regular file and reads its first bytes (up to
  * the shard header) into hdr, *have of them, and its size. */
@@ -296,49 +348,29 @@ static remat_status probe_file(src_file *sf)
     return REMAT_OK;
 }
 
-/* The files of pattern: the path itself (also when a file has that very
- * name), or the matches of a glob in byte order (strcmp, whatever the
- * locale), each probed.  Several files must all be shards. */
+/* The files of pattern (list_names), each probed.  Several files must all
+ * be shards. */
 static remat_status stream_open(const char *pattern, stream *s)
 {
     remat_status st;
     memset(s, 0, sizeof *s);
     s->pattern = pattern;
-    struct stat sb;
-    if (!has_glob_chars(pattern) || stat(pattern, &sb) == 0) {   /* a file named "a[1].bin" is itself */
+    int rc = list_names(pattern, &s->names, &s->n);
+    if (rc == GLOB_NOMATCH)
+        return remat_fail(REMAT_ERR_IO, "no file matches the data pattern '%s'; check the path (quote the "
+                          "pattern so that the shell does not expand it)", pattern);
+    if (rc == GLOB_NOSPACE)
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory listing the files of '%s'", pattern);
+    if (rc != 0) return remat_fail(REMAT_ERR_IO, "cannot expand the data pattern '%s'", pattern);
+    if (!s->names) {
         s->one.path = pattern;
         s->f = &s->one;
-        s->n = 1;
     } else {
-        glob_t g;
-        int rc = glob(pattern, GLOB_NOSORT, NULL, &g);
-        if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
-            if (rc == 0) globfree(&g);
-            return remat_fail(REMAT_ERR_IO, "no file matches the data pattern '%s'; check the path (quote the "
-                              "pattern so that the shell does not expand it)", pattern);
+        if (!(s->f = remat_calloc(s->n, sizeof *s->f))) {
+            stream_clear(s);
+            return remat_fail(REMAT_ERR_NOMEM, "out of memory listing the %zu files of '%s'", s->n, pattern);
         }
-        if (rc != 0) return remat_fail(REMAT_ERR_IO, "cannot expand the data pattern '%s'", pattern);
-        size_t n = g.gl_pathc;
-        s->names = remat_calloc(n, sizeof *s->names);
-        s->f = remat_calloc(n, sizeof *s->f);
-        if (!s->names || !s->f) {
-            globfree(&g);
-            free(s->names);
-            free(s->f);
-            s->names = NULL;
-            return remat_fail(REMAT_ERR_NOMEM, "out of memory listing the %zu files of '%s'", n, pattern);
-        }
-        for (size_t i = 0; i < n; i++)
-            if (!(s->names[i] = remat_strdup(g.gl_pathv[i]))) {
-                globfree(&g);
-                s->n = n;
-                stream_clear(s);
-                return remat_fail(REMAT_ERR_NOMEM, "out of memory listing the files of '%s'", pattern);
-            }
-        globfree(&g);
-        s->n = n;
-        qsort(s->names, n, sizeof *s->names, cmp_str);
-        for (size_t i = 0; i < n; i++) s->f[i].path = s->names[i];
+        for (size_t i = 0; i < s->n; i++) s->f[i].path = s->names[i];
     }
     int ok = 1;
     for (size_t i = 0; i < s->n; i++) {
@@ -356,9 +388,9 @@ static remat_status stream_open(const char *pattern, stream *s)
 }
 
 /* Reads the stream's tokens (raw little-endian bytes) into dst, feeding
- * every byte of every file to h, and checks each file's tokens against the
- * vocabulary. */
-static remat_status stream_read(remat_data *d, stream *s, unsigned char *dst, remat_hash *h)
+ * every byte of every file to h, and checks each file's tokens against
+ * vocab. */
+static remat_status stream_read(stream *s, int vocab, unsigned char *dst, remat_hash *h)
 {
     remat_status st = REMAT_OK;
     for (size_t i = 0; i < s->n && !st; i++) {
@@ -392,8 +424,7 @@ static remat_status stream_read(remat_data *d, stream *s, unsigned char *dst, re
         remat_hash_update(h, sf->shard ? dst : dst + have, sf->shard ? payload : payload - have);
         char what[400];
         snprintf(what, sizeof what, "%s '%s'", sf->shard ? "shard" : "text file", sf->path);
-        d->buf = dst;   /* check_tokens reads the file's tokens from here */
-        st = check_tokens(d, (size_t)sf->ntok, what);
+        st = check_tokens(dst, s->width, vocab, (size_t)sf->ntok, what);
         dst += payload;
     }
     return st;
@@ -446,7 +477,7 @@ static remat_status open_files(remat_data *d, const char *train, const char *val
     for (int k = 0; k < ns; k++) {
         remat_hash hs;
         remat_hash_init(&hs, s[k].bytes);
-        if ((st = stream_read(d, &s[k], dst, &hs))) goto out;
+        if ((st = stream_read(&s[k], d->vocab, dst, &hs))) goto out;
         h[k] = remat_hash_final(&hs);
         dst += (size_t)s[k].ntok * (size_t)d->width;
     }
@@ -465,7 +496,6 @@ static remat_status open_files(remat_data *d, const char *train, const char *val
     buf = NULL;
 out:
     if (buf) remat_mem_free(&d->mem, REMAT_MEM_WORKSPACE, buf, total ? total : 1);
-    if (st) d->buf = NULL;
     stream_clear(&s[0]);
     stream_clear(&s[1]);
     return st;
@@ -528,12 +558,11 @@ int remat_data_is_bytes(const remat_data *d) { return d && d->width == 1; }
 int remat_data_default_vocab(const char *path)
 {
     if (!path) return BYTE_VOCAB;
-    glob_t g;
-    struct stat sb;
-    int globbed = has_glob_chars(path) && stat(path, &sb) != 0 && glob(path, 0, NULL, &g) == 0;
-    if (globbed && g.gl_pathc) path = g.gl_pathv[0];   /* the stream's first file (glob sorts) */
-    FILE *f = fopen(path, "rb");
-    if (globbed) globfree(&g);
+    char **names;
+    size_t n;
+    if (list_names(path, &names, &n) != 0) return BYTE_VOCAB;
+    FILE *f = fopen(names ? names[0] : path, "rb");   /* the stream's first file */
+    free_names(names, n);
     if (!f) return BYTE_VOCAB;
     unsigned char m[4];
     int shard = fread(m, 1, 4, f) == 4 && remat_get_le32(m) == SHARD_MAGIC;
@@ -570,10 +599,10 @@ remat_status remat_data_next(remat_data *d, remat_split split, int B, int T, int
     for (size_t b = 0; b < (size_t)B; b++) {
         int *in = inputs + b * (size_t)T, *tg = targets + b * (size_t)T;
         uint64_t p = row;
-        unsigned cur = token_at(d, s0 + (size_t)p);
+        unsigned cur = token_at(d->buf, d->width, s0 + (size_t)p);
         for (size_t t = 0; t < (size_t)T; t++) {
             p = p + 1 == n ? 0 : p + 1;
-            unsigned next = token_at(d, s0 + (size_t)p);
+            unsigned next = token_at(d->buf, d->width, s0 + (size_t)p);
             in[t] = (int)cur;
             tg[t] = (int)next;
             cur = next;

@@ -82,6 +82,11 @@ enum {
     H_END_V1 = 164, H_DTYPE = 164, H_DATAHASH = 168, H_FRAMEWORK = 176, H_MICRO = 192, H_VALLEN = 196, H_END = 200
 };
 
+/* The fields from H_END_V1 to H_END leave no gap (check_fields treats
+ * every byte there as a field's): a gap needs its bytes checked for zero. */
+_Static_assert(H_DTYPE + 4 == H_DATAHASH && H_DATAHASH + 8 == H_FRAMEWORK && H_FRAMEWORK + 16 == H_MICRO &&
+               H_MICRO + 4 == H_VALLEN && H_VALLEN + 4 == H_END, "a gap between header fields: check its bytes are zero");
+
 /* Every remat_config field is in the header: a new field must be added to
  * encode_header and remat_checkpoint_parse (and the format version bumped). */
 _Static_assert(sizeof(remat_config) == 15 * 4, "remat_config changed: store the new field in the checkpoint header");
@@ -209,8 +214,7 @@ static remat_status check_fields(const unsigned char *b, const ck_sizes *z, cons
                                  remat_checkpoint_info *ci)
 {
     for (size_t k = H_END_V1; k < CK_HEADER; k++)
-        if (b[k] && (z->version == 1 || (z->version == 2 && k < H_DATAHASH) || (k >= H_DTYPE + 4 && k < H_DATAHASH) ||
-                     k >= H_END))
+        if (b[k] && (z->version == 1 || (z->version == 2 && k < H_DATAHASH) || k >= H_END))
             return remat_fail(REMAT_ERR_FORMAT, "reserved header byte %zu is not zero", k);
     remat_config *c = &ci->cfg;
     int cf[7];
@@ -453,7 +457,7 @@ remat_status remat_checkpoint_prepare(const char *dir, int *count, uint64_t *new
      * any save's, so a kill right here leaves nothing a later run would keep */
     remat_atomic_file a;
     if ((st = join(probe, sizeof probe, dir, "ckpt-00000000.bin"))) return st;
-    if ((st = remat_atomic_begin(&a, probe))) {
+    if ((st = remat_atomic_begin_swept(&a, probe))) {   /* swept just above */
         char why[512];
         snprintf(why, sizeof why, "%s", remat_errmsg());
         return remat_fail(st, "checkpoint directory '%s' is not writable: %s", dir, why);
@@ -693,7 +697,8 @@ static remat_status save_follower(const remat_model *m)
     return REMAT_OK;
 }
 
-/* Writes the checkpoint to path atomically (remat_atomic_begin/commit).
+/* Writes the checkpoint to path atomically (remat_atomic_begin_swept/commit:
+ * the caller has swept path's directory of dead saves' temporary files).
  * For a model over several ranks (rank 0 only) it announces the begin
  * (*announced: 1 when it could begin, 2 when not) and gathers the AdamW
  * slices. */
@@ -710,7 +715,7 @@ static remat_status write_file(const char *path, const remat_checkpoint_info *ci
     unsigned char hdr[CK_HEADER], trailer[8], zeros[8] = { 0 };
     encode_header(hdr, ci, m->nparams, total);
     remat_atomic_file a;
-    st = remat_atomic_begin(&a, path);
+    st = remat_atomic_begin_swept(&a, path);
     *announced = st ? 2 : 1;
     if ((st2 = announce(c, st))) {
         if (!st) remat_atomic_abort(&a);

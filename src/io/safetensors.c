@@ -44,6 +44,8 @@ typedef struct st_entry {
     int rank;
     uint64_t shape[ST_MAX_RANK];
     uint64_t begin, end;        /* relative to the data region */
+    int kind;                   /* st_classify(name, &layer), stored when */
+    long layer;                 /* the layout checks the names */
 } st_entry;
 
 typedef struct st_parser {
@@ -189,12 +191,15 @@ static remat_status st_header(st_parser *j)
 
 /* ---- safetensors: names and shapes ---------------------------------------------- */
 
-/* Per-block tensors in remat's parameter order (index into the parameter
- * tensors = 2 + k), with HF names and whether Conv1D stores them transposed. */
-static const struct { const char *hf; int param; int transpose; } st_block[] = {
-    {"ln_1.weight", 2, 0}, {"ln_1.bias", 3, 0}, {"attn.c_attn.weight", 4, 1}, {"attn.c_attn.bias", 5, 0},
-    {"attn.c_proj.weight", 6, 1}, {"attn.c_proj.bias", 7, 0}, {"ln_2.weight", 8, 0}, {"ln_2.bias", 9, 0},
-    {"mlp.c_fc.weight", 10, 1}, {"mlp.c_fc.bias", 11, 0}, {"mlp.c_proj.weight", 12, 1}, {"mlp.c_proj.bias", 13, 0},
+/* Per-block tensors in remat's parameter order, with HF names and whether
+ * Conv1D stores them transposed. */
+static const struct { const char *hf; remat_param param; int transpose; } st_block[] = {
+    {"ln_1.weight", REMAT_PARAM_LN1W, 0},           {"ln_1.bias", REMAT_PARAM_LN1B, 0},
+    {"attn.c_attn.weight", REMAT_PARAM_QKVW, 1},    {"attn.c_attn.bias", REMAT_PARAM_QKVB, 0},
+    {"attn.c_proj.weight", REMAT_PARAM_ATTPROJW, 1}, {"attn.c_proj.bias", REMAT_PARAM_ATTPROJB, 0},
+    {"ln_2.weight", REMAT_PARAM_LN2W, 0},           {"ln_2.bias", REMAT_PARAM_LN2B, 0},
+    {"mlp.c_fc.weight", REMAT_PARAM_FCW, 1},        {"mlp.c_fc.bias", REMAT_PARAM_FCB, 0},
+    {"mlp.c_proj.weight", REMAT_PARAM_FCPROJW, 1},  {"mlp.c_proj.bias", REMAT_PARAM_FCPROJB, 0},
 };
 #define ST_NBLOCK ((int)(sizeof st_block / sizeof st_block[0]))
 /* buffers HF checkpoints may carry that remat does not need */
@@ -336,7 +341,8 @@ remat_status remat_safetensors_layout(const remat_wsrc *s, remat_wlayout *ly)
     long gidx[G_N] = { -1, -1, -1, -1 }, maxl = -1;
     for (size_t i = 0; i < j.ne; i++) {
         long l;
-        int k = st_classify(j.e[i].name, &l);
+        int k = j.e[i].kind = st_classify(j.e[i].name, &l);
+        j.e[i].layer = l;
         if (k == -1) {
             st = remat_fail(REMAT_ERR_FORMAT, "%s: unknown tensor '%.200s' (not part of a GPT-2 model)", s->name,
                             j.e[i].name);
@@ -359,11 +365,8 @@ remat_status remat_safetensors_layout(const remat_wsrc *s, remat_wlayout *ly)
         goto out;
     }
     for (size_t i = 0; i < (size_t)L * ST_NBLOCK; i++) slot[i] = -1;
-    for (size_t i = 0; i < j.ne; i++) {
-        long l;
-        int k = st_classify(j.e[i].name, &l);
-        if (k >= 0 && k < 100) slot[l * ST_NBLOCK + k] = (long)i;
-    }
+    for (size_t i = 0; i < j.ne; i++)
+        if (j.e[i].kind >= 0 && j.e[i].kind < 100) slot[j.e[i].layer * ST_NBLOCK + j.e[i].kind] = (long)i;
     const st_entry *wte = &j.e[gidx[G_WTE]], *wpe = &j.e[gidx[G_WPE]];
     if (wte->rank != 2 || wpe->rank != 2 || wte->shape[1] != wpe->shape[1] || wte->shape[0] < 2 ||
         wte->shape[0] > (1 << 24) || wte->shape[1] < 1 || wte->shape[1] > 65536 || wpe->shape[0] < 1 ||
@@ -384,8 +387,8 @@ remat_status remat_safetensors_layout(const remat_wsrc *s, remat_wlayout *ly)
     ly->shape.n_head = j.n_head;
     remat_config c;
     if ((st = remat_wlayout_config(ly, s->name, 1, &c))) goto out;   /* sizes only; heads resolved later */
-    int shapes[REMAT_NPARAM][3];
-    size_t poff[REMAT_NPARAM];
+    int shapes[REMAT_PARAM_COUNT][3];
+    size_t poff[REMAT_PARAM_COUNT];
     remat_param_layout(&c, shapes, poff);
     ly->np = 4 + (size_t)L * ST_NBLOCK;
     if (!(ly->p = remat_calloc(ly->np, sizeof *ly->p))) {
@@ -393,10 +396,12 @@ remat_status remat_safetensors_layout(const remat_wsrc *s, remat_wlayout *ly)
         goto out;
     }
 #define BF(e) ((e)->dtype == DT_BF16)
-    ly->p[0] = (remat_wpiece){ data0 + wte->begin, poff[0], (size_t)V, (size_t)C, 0, BF(wte) };
-    ly->p[1] = (remat_wpiece){ data0 + wpe->begin, poff[1], (size_t)T, (size_t)C, 0, BF(wpe) };
-    ly->p[2] = (remat_wpiece){ data0 + j.e[gidx[G_LNFW]].begin, poff[14], (size_t)C, 1, 0, BF(&j.e[gidx[G_LNFW]]) };
-    ly->p[3] = (remat_wpiece){ data0 + j.e[gidx[G_LNFB]].begin, poff[15], (size_t)C, 1, 0, BF(&j.e[gidx[G_LNFB]]) };
+    ly->p[0] = (remat_wpiece){ data0 + wte->begin, poff[REMAT_PARAM_WTE], (size_t)V, (size_t)C, 0, BF(wte) };
+    ly->p[1] = (remat_wpiece){ data0 + wpe->begin, poff[REMAT_PARAM_WPE], (size_t)T, (size_t)C, 0, BF(wpe) };
+    ly->p[2] = (remat_wpiece){ data0 + j.e[gidx[G_LNFW]].begin, poff[REMAT_PARAM_LNFW], (size_t)C, 1, 0,
+                               BF(&j.e[gidx[G_LNFW]]) };
+    ly->p[3] = (remat_wpiece){ data0 + j.e[gidx[G_LNFB]].begin, poff[REMAT_PARAM_LNFB], (size_t)C, 1, 0,
+                               BF(&j.e[gidx[G_LNFB]]) };
     for (int l = 0; l < L; l++)
         for (int k = 0; k < ST_NBLOCK; k++) {
             long i = slot[l * ST_NBLOCK + k];
@@ -406,7 +411,7 @@ remat_status remat_safetensors_layout(const remat_wsrc *s, remat_wlayout *ly)
                 goto out;
             }
             const st_entry *e = &j.e[i];
-            int pi = st_block[k].param;
+            remat_param pi = st_block[k].param;
             size_t rows = (size_t)shapes[pi][1], cols = shapes[pi][2] ? (size_t)shapes[pi][2] : 1;
             /* HF: Conv1D weight (in, out) = (cols, rows); vectors (rows) */
             if ((st = st_block[k].transpose ? shape_is(s, e, cols, rows, 2) : shape_is(s, e, rows, 0, 1))) goto out;
@@ -488,8 +493,8 @@ remat_status remat_safetensors_write(FILE *f, const remat_config *c, const float
     remat_status st = REMAT_OK;
     sbuf b = { NULL, 0, 0 };
     float *tmp = NULL;
-    int shapes[REMAT_NPARAM][3];
-    size_t poff[REMAT_NPARAM];
+    int shapes[REMAT_PARAM_COUNT][3];
+    size_t poff[REMAT_PARAM_COUNT];
     remat_param_layout(c, shapes, poff);
     uint64_t C = (uint64_t)c->n_embd, at = 0;
     int ok = sb_printf(&b, "{\"__metadata__\":{\"format\":\"pt\",\"n_head\":\"%d\"}", c->n_head);
@@ -510,7 +515,7 @@ remat_status remat_safetensors_write(FILE *f, const remat_config *c, const float
     for (int l = 0; l < c->n_layer; l++)
         for (int k = 0; k < ST_NBLOCK; k++) {
             char name[64];
-            int pi = st_block[k].param;
+            remat_param pi = st_block[k].param;
             uint64_t rows = (uint64_t)shapes[pi][1], cols = shapes[pi][2] ? (uint64_t)shapes[pi][2] : 0;
             snprintf(name, sizeof name, "h.%d.%s", l, st_block[k].hf);
             if (st_block[k].transpose) ENTRY(name, cols, rows);
@@ -530,19 +535,19 @@ remat_status remat_safetensors_write(FILE *f, const remat_config *c, const float
     unsigned char lb[8];
     remat_put_le64(lb, (uint64_t)b.n);
     if (fwrite(lb, 1, 8, f) != 8 || fwrite(b.s, 1, b.n, f) != b.n) { st = REMAT_ERR_IO; goto out; }
-    if ((st = write_f32(f, params + poff[0], (size_t)c->vocab, (size_t)C, 0, tmp, tmpn, dt)) ||
-        (st = write_f32(f, params + poff[1], (size_t)c->max_seq, (size_t)C, 0, tmp, tmpn, dt)))
+    if ((st = write_f32(f, params + poff[REMAT_PARAM_WTE], (size_t)c->vocab, (size_t)C, 0, tmp, tmpn, dt)) ||
+        (st = write_f32(f, params + poff[REMAT_PARAM_WPE], (size_t)c->max_seq, (size_t)C, 0, tmp, tmpn, dt)))
         goto out;
     for (int l = 0; l < c->n_layer; l++)
         for (int k = 0; k < ST_NBLOCK; k++) {
-            int pi = st_block[k].param;
+            remat_param pi = st_block[k].param;
             size_t rows = (size_t)shapes[pi][1], cols = shapes[pi][2] ? (size_t)shapes[pi][2] : 1;
             if ((st = write_f32(f, params + poff[pi] + (size_t)l * rows * cols, rows, cols, st_block[k].transpose,
                                 tmp, tmpn, dt)))
                 goto out;
         }
-    if ((st = write_f32(f, params + poff[14], (size_t)C, 1, 0, tmp, tmpn, dt)) ||
-        (st = write_f32(f, params + poff[15], (size_t)C, 1, 0, tmp, tmpn, dt)))
+    if ((st = write_f32(f, params + poff[REMAT_PARAM_LNFW], (size_t)C, 1, 0, tmp, tmpn, dt)) ||
+        (st = write_f32(f, params + poff[REMAT_PARAM_LNFB], (size_t)C, 1, 0, tmp, tmpn, dt)))
         goto out;
 out:
     free(b.s);

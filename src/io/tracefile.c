@@ -230,22 +230,12 @@ remat_status remat_profile_calibrate_file(remat_profile *p, const char *path)
     char *buf = NULL;
     remat_run_times *rt = NULL;
     if (!p || !path) return remat_fail(REMAT_ERR_INVALID, "remat_profile_calibrate_file: NULL argument");
-    FILE *f = fopen(path, "rb");
-    if (!f) return remat_fail(REMAT_ERR_IO, "cannot open trace %s: %s", path, strerror(errno));
-    size_t cap = 1 << 20, len = 0;
-    for (;;) {
-        char *b = remat_realloc(buf, cap + 1);
-        if (!b) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading trace %s", path); goto out; }
-        buf = b;
-        len += fread(buf + len, 1, cap - len, f);
-        if (ferror(f)) { st = remat_fail(REMAT_ERR_IO, "cannot read trace %s", path); goto out; }
-        if (len < cap) break;
-        if (cap >= TRACE_MAX_BYTES) {
-            st = remat_fail(REMAT_ERR_FORMAT, "trace %s is larger than %zu MiB; trace fewer steps (--trace-steps)", path,
-                            TRACE_MAX_BYTES >> 20);
-            goto out;
-        }
-        cap *= 2;
+    size_t len;
+    if ((st = remat_read_file(path, TRACE_MAX_BYTES, &buf, &len))) {
+        if (st == REMAT_ERR_FORMAT)   /* over the cap */
+            st = remat_fail(REMAT_ERR_FORMAT, "trace %s is larger than %zu MiB; trace fewer steps (--trace-steps)",
+                            path, TRACE_MAX_BYTES >> 20);
+        goto out;
     }
     if (!(rt = remat_malloc(sizeof *rt))) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading trace %s", path); goto out; }
     if ((st = remat_trace_parse(buf, len, rt))) {
@@ -256,7 +246,6 @@ remat_status remat_profile_calibrate_file(remat_profile *p, const char *path)
     }
     st = remat_profile_apply_run(p, rt);
 out:
-    if (f) fclose(f);
     free(buf);
     free(rt);
     return st;

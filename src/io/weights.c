@@ -137,22 +137,29 @@ static remat_status layout_fill(const remat_wsrc *s, const remat_wlayout *ly, fl
     return st;
 }
 
+/* Whether weights can be written as format in dtype: llmc (fp32 only) or
+ * safetensors (fp32 or bf16).  REMAT_ERR_INVALID otherwise. */
+static remat_status check_target(remat_weights_format format, remat_dtype dtype)
+{
+    if (format != REMAT_WEIGHTS_LLMC && format != REMAT_WEIGHTS_SAFETENSORS)
+        return remat_fail(REMAT_ERR_INVALID, "weights format %d is neither llmc (%d) nor safetensors (%d)",
+                          (int)format, REMAT_WEIGHTS_LLMC, REMAT_WEIGHTS_SAFETENSORS);
+    if (dtype != REMAT_DTYPE_FP32 && dtype != REMAT_DTYPE_BF16)
+        return remat_fail(REMAT_ERR_INVALID, "weights dtype must be fp32 or bf16, got %d", (int)dtype);
+    if (format == REMAT_WEIGHTS_LLMC && dtype != REMAT_DTYPE_FP32)
+        return remat_fail(REMAT_ERR_INVALID, "llm.c model files are written as version 3 (float32); for bf16 "
+                          "weights choose the safetensors format");
+    return REMAT_OK;
+}
+
 remat_status remat_weights_write(FILE *f, const remat_config *shape, const float *params,
                                   remat_weights_format format, remat_dtype dtype)
 {
     remat_status st;
     if (!f || !shape || !params) return remat_fail(REMAT_ERR_INVALID, "remat_weights_write: NULL argument");
-    if ((st = remat_config_check(shape))) return st;
-    if (dtype != REMAT_DTYPE_FP32 && dtype != REMAT_DTYPE_BF16)
-        return remat_fail(REMAT_ERR_INVALID, "weights dtype must be fp32 or bf16, got %d", (int)dtype);
-    if (format == REMAT_WEIGHTS_LLMC) {
-        if (dtype != REMAT_DTYPE_FP32)
-            return remat_fail(REMAT_ERR_INVALID, "llm.c model files are written as version 3 (float32); for bf16 "
-                              "weights choose the safetensors format");
-        st = remat_llmc_write(f, shape, params);
-    } else if (format == REMAT_WEIGHTS_SAFETENSORS) st = remat_safetensors_write(f, shape, params, dtype);
-    else return remat_fail(REMAT_ERR_INVALID, "weights format %d is neither llmc (%d) nor safetensors (%d)",
-                           (int)format, REMAT_WEIGHTS_LLMC, REMAT_WEIGHTS_SAFETENSORS);
+    if ((st = remat_config_check(shape)) || (st = check_target(format, dtype))) return st;
+    if (format == REMAT_WEIGHTS_LLMC) st = remat_llmc_write(f, shape, params);
+    else st = remat_safetensors_write(f, shape, params, dtype);
     if (st == REMAT_ERR_IO) return remat_fail(REMAT_ERR_IO, "write failed: %s", strerror(errno));
     return st;
 }
@@ -284,15 +291,10 @@ remat_status remat_weights_save_as(const remat_model *m, const char *path, remat
                                    remat_dtype dtype)
 {
     if (!m || !path) return remat_fail(REMAT_ERR_INVALID, "remat_weights_save: NULL argument");
-    if (format != REMAT_WEIGHTS_LLMC && format != REMAT_WEIGHTS_SAFETENSORS)
-        return remat_fail(REMAT_ERR_INVALID, "weights format %d: choose llmc or safetensors", (int)format);
-    if (dtype != REMAT_DTYPE_FP32 && dtype != REMAT_DTYPE_BF16)
-        return remat_fail(REMAT_ERR_INVALID, "weights dtype %d: choose fp32 or bf16", (int)dtype);
-    if (format == REMAT_WEIGHTS_LLMC && dtype != REMAT_DTYPE_FP32)
-        return remat_fail(REMAT_ERR_INVALID, "llm.c model files are written as version 3 (float32); for bf16 weights "
-                          "choose the safetensors format");
     remat_atomic_file a;
     remat_status st;
+    /* checked before the temporary file is made */
+    if ((st = check_target(format, dtype))) return st;
     if ((st = remat_atomic_begin(&a, path))) return st;
     if ((st = remat_weights_write(a.f, &m->cfg, m->params, format, dtype))) {
         char msg[512];
