@@ -56,13 +56,6 @@ int remat_comm_available(void)
 }
 
 #ifdef REMAT_MPI
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static remat_status mpi_fail(int rc, const char *what, int peer)
 {
     char msg[MPI_MAX_ERROR_STRING + 1];
@@ -171,7 +164,7 @@ remat_status remat_comm_sendrecv(remat_comm *c, int peer, const void *snd, size_
         return REMAT_OK;
     }
 #ifdef REMAT_MPI
-    uint64_t t0 = now_ns();
+    uint64_t t0 = remat_clock_ns(0);
     const char *s = snd;
     char *r = rcv;
     do {   /* one exchange even when both counts are 0: the partner expects it */
@@ -183,7 +176,7 @@ remat_status remat_comm_sendrecv(remat_comm *c, int peer, const void *snd, size_
         c->sent_bytes += (uint64_t)ns;
         c->messages++;
     } while (sbytes || rbytes);
-    c->ns += now_ns() - t0;
+    c->ns += remat_clock_ns(0) - t0;
     return REMAT_OK;
 #else
     return remat_fail(REMAT_ERR_COMM, "no MPI in this build: rank %d does not exist", peer);
@@ -194,7 +187,7 @@ remat_status remat_comm_sendrecv(remat_comm *c, int peer, const void *snd, size_
 static remat_status transfer(remat_comm *c, int peer, void *p, size_t n, int sending)
 {
 #ifdef REMAT_MPI
-    uint64_t t0 = now_ns();
+    uint64_t t0 = remat_clock_ns(0);
     char *b = p;
     do {
         int k = (int)(n < COMM_PIECE ? n : COMM_PIECE);
@@ -208,7 +201,7 @@ static remat_status transfer(remat_comm *c, int peer, void *p, size_t n, int sen
             c->messages++;
         }
     } while (n);
-    c->ns += now_ns() - t0;
+    c->ns += remat_clock_ns(0) - t0;
     return REMAT_OK;
 #else
     (void)c; (void)p; (void)n; (void)sending;
@@ -227,7 +220,7 @@ remat_status remat_comm_bcast(remat_comm *c, void *p, size_t n, int root)
 {
     if (c->size == 1) return REMAT_OK;
 #ifdef REMAT_MPI
-    uint64_t t0 = now_ns();
+    uint64_t t0 = remat_clock_ns(0);
     char *b = p;
     do {
         int k = (int)(n < COMM_PIECE ? n : COMM_PIECE);
@@ -238,7 +231,7 @@ remat_status remat_comm_bcast(remat_comm *c, void *p, size_t n, int root)
         n -= (size_t)k;
         c->messages++;
     } while (n);
-    c->ns += now_ns() - t0;
+    c->ns += remat_clock_ns(0) - t0;
     return REMAT_OK;
 #else
     (void)p; (void)n; (void)root;
@@ -250,13 +243,13 @@ remat_status remat_comm_allreduce_u64(remat_comm *c, uint64_t *v, int n, int op)
 {
     if (c->size == 1 || n <= 0) return REMAT_OK;
 #ifdef REMAT_MPI
-    uint64_t t0 = now_ns();
+    uint64_t t0 = remat_clock_ns(0);
     MPI_Op mop = op == REMAT_COMM_MIN ? MPI_MIN : op == REMAT_COMM_MAX ? MPI_MAX : MPI_SUM;
     int rc = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT64_T, mop, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Allreduce", -1);
     c->sent_bytes += (uint64_t)n * 8;
     c->messages++;
-    c->ns += now_ns() - t0;
+    c->ns += remat_clock_ns(0) - t0;
     return REMAT_OK;
 #else
     (void)v; (void)op;

@@ -218,17 +218,16 @@ remat_status remat_profile_load(const remat_config *cfg, const char *path, remat
     remat_status st;
     char *text = NULL;
     remat_profile *p = NULL;
-    FILE *f = NULL;
+    size_t len;
     if (!out || !path) return remat_fail(REMAT_ERR_INVALID, "remat_profile_load: NULL argument");
     *out = NULL;
     if ((st = remat_config_check(cfg))) return st;
-    if (!(f = fopen(path, "rb"))) return remat_fail(REMAT_ERR_IO, "cannot open profile %s: %s", path, strerror(errno));
-    text = remat_malloc(PROFILE_MAX_BYTES + 1);
-    p = remat_malloc(sizeof *p);
-    if (!text || !p) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
-    size_t len = fread(text, 1, PROFILE_MAX_BYTES + 1, f);
-    if (ferror(f)) { st = remat_fail(REMAT_ERR_IO, "cannot read profile %s", path); goto out; }
-    if (len > PROFILE_MAX_BYTES) { st = remat_fail(REMAT_ERR_FORMAT, "profile %s is larger than %d bytes", path, PROFILE_MAX_BYTES); goto out; }
+    if ((st = remat_read_file(path, PROFILE_MAX_BYTES, &text, &len))) {
+        if (st == REMAT_ERR_FORMAT)
+            st = remat_fail(st, "profile %s is larger than %d bytes", path, PROFILE_MAX_BYTES);
+        return st;
+    }
+    if (!(p = remat_malloc(sizeof *p))) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
     if ((st = parse_profile(remat_table_of(cfg), path, text, len, p))) goto out;
     char want[256], cpu[128];
     remat_profile_config_key(cfg, want, sizeof want);
@@ -254,7 +253,6 @@ remat_status remat_profile_load(const remat_config *cfg, const char *path, remat
     *out = p;
     p = NULL;
 out:
-    if (f) fclose(f);
     free(text);
     free(p);
     return st;

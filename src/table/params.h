@@ -10,8 +10,6 @@
 #include <stddef.h>
 #include "remat.h"
 
-#define REMAT_NPARAM REMAT_PARAM_COUNT
-
 enum remat_param_init { REMAT_INIT_NORMAL, REMAT_INIT_NORMAL_PROJ, REMAT_INIT_ONES, REMAT_INIT_ZEROS };
 
 typedef struct remat_param_def {
