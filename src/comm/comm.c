@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "../core/core.h"
 #include "comm.h"
 #ifdef REMAT_MPI

@@ -489,7 +489,7 @@ static remat_status write_f32(FILE *f, const float *src, size_t rows, size_t col
 remat_status remat_safetensors_write(FILE *f, const remat_config *c, const float *params, remat_dtype dt)
 {
     const char *dname = dt == REMAT_DTYPE_BF16 ? "BF16" : "F32";
-    uint64_t es = dt == REMAT_DTYPE_BF16 ? 2 : 4;
+    uint64_t es = remat_dtype_bytes(dt);
     remat_status st = REMAT_OK;
     sbuf b = { NULL, 0, 0 };
     float *tmp = NULL;

@@ -39,7 +39,7 @@ static inline int causal_cols(int i, int j0, int nc)
 /* element offset i of a pointer to dt elements */
 static inline const void *att_at(const void *p, size_t i, int dt)
 {
-    return (const char *)p + i * (dt == REMAT_DTYPE_BF16 ? 2 : 4);
+    return (const char *)p + i * remat_dtype_bytes(dt);
 }
 
 typedef struct attn_head {

@@ -15,11 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include "remat.h"
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
 typedef uint16_t remat_bf16;
+
+/* bytes of one element of dtype dt (REMAT_DTYPE_FP32 or REMAT_DTYPE_BF16) */
+static inline size_t remat_dtype_bytes(int dt) { return dt == REMAT_DTYPE_BF16 ? 2 : 4; }
 
 static inline remat_bf16 remat_bf16_round(float f)
 {

@@ -71,7 +71,7 @@ INLINE void stats_row(float *stat, const void *x, int C, int dt)
 
 void layernorm_stats(float *stat, const void *inp, int N, int C, int dt)
 {
-    size_t es = dt == REMAT_DTYPE_BF16 ? 2 : 4;
+    size_t es = remat_dtype_bytes(dt);
     #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * C))
     for (int n = 0; n < N; n++) {
         const char *x = (const char *)inp + (size_t)n * C * es;
@@ -87,7 +87,7 @@ void layernorm_stats(float *stat, const void *inp, int N, int C, int dt)
 void layernorm_apply(void *out, int out_dt, const void *inp, int dt, const float *stat, const float *w,
                      const float *b, int N, int C)
 {
-    size_t es = dt == REMAT_DTYPE_BF16 ? 2 : 4;
+    size_t es = remat_dtype_bytes(dt);
     #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * C))
     for (int n = 0; n < N; n++) {
         float mean = stat[2 * n], rstd = stat[2 * n + 1];
@@ -148,7 +148,7 @@ INLINE void backward_row(float *dx, const void *x, const void *d, float mean, fl
 INLINE void backward_cols(float *dw, float *db, const void *inp, const void *dout, const float *stat, int N, int C,
                           int c0, int c1, int dt, int ddt)
 {
-    size_t es = dt == REMAT_DTYPE_BF16 ? 2 : 4, des = ddt == REMAT_DTYPE_BF16 ? 2 : 4;
+    size_t es = remat_dtype_bytes(dt), des = remat_dtype_bytes(ddt);
     for (int n = 0; n < N; n++) {
         const char *x = (const char *)inp + (size_t)n * C * es;
         const char *d = (const char *)dout + (size_t)n * C * des;
@@ -180,7 +180,7 @@ void layernorm_backward(float *dinp, float *dw, float *db, const void *dout, int
                         const float *stat, const float *w, int N, int C)
 {
     int nblk = (C + LN_CBLOCK - 1) / LN_CBLOCK;
-    size_t es = dt == REMAT_DTYPE_BF16 ? 2 : 4, des = ddt == REMAT_DTYPE_BF16 ? 2 : 4;
+    size_t es = remat_dtype_bytes(dt), des = remat_dtype_bytes(ddt);
     #pragma omp parallel if (REMAT_PAR((size_t)N * C))
     {
         if (dt == REMAT_DTYPE_FP32 && ddt == REMAT_DTYPE_FP32) LN_BWD_CASE(REMAT_DTYPE_FP32, REMAT_DTYPE_FP32);

@@ -37,7 +37,7 @@ void linear_backward(void *dinp, float *dw, float *db, const void *dout, const v
 {
     if (N <= 0 || OC <= 0) {
         /* an empty sum: dinp is a zero matrix, dw/db are unchanged */
-        if (dinp && N > 0 && IC > 0) memset(dinp, 0, (size_t)N * IC * (dt == REMAT_DTYPE_BF16 ? 2 : 4));
+        if (dinp && N > 0 && IC > 0) memset(dinp, 0, (size_t)N * IC * remat_dtype_bytes(dt));
         return;
     }
     if (IC > 0) {

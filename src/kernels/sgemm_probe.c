@@ -32,7 +32,7 @@ double remat_gemm_gflops(int n, int reps, remat_dtype dt)
     }
     remat_mem mem;
     memset(&mem, 0, sizeof mem);
-    size_t nn = (size_t)n * (size_t)n, es = dt == REMAT_DTYPE_BF16 ? 2 : 4;
+    size_t nn = (size_t)n * (size_t)n, es = remat_dtype_bytes(dt);
     void *a = remat_mem_alloc(&mem, REMAT_MEM_WORKSPACE, nn * es), *b = remat_mem_alloc(&mem, REMAT_MEM_WORKSPACE, nn * es);
     float *c = remat_mem_alloc(&mem, REMAT_MEM_WORKSPACE, nn * sizeof(float));
     double best = 0.0;

@@ -122,7 +122,7 @@ static void lmhead_rows(remat_op_ctx *c, void *out, const void *lnf, void *temp)
     const remat_config *cf = c->cfg;
     int N = cf->batch * cf->seq, C = cf->n_embd, Vp = remat_config_padded_vocab(cf), dt = cf->dtype;
     int rows = remat_lmhead_rows(cf);
-    size_t es = dt == REMAT_DTYPE_BF16 ? 2 : 4;
+    size_t es = remat_dtype_bytes(dt);
     float scale = dlogits_scale(c, N), *chunk = temp;
     remat_bf16 *chunk16 = (remat_bf16 *)(chunk + (size_t)rows * Vp);
     c->loss_sum = 0;
@@ -284,7 +284,7 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
         break;
     case RT_LOGITS:
         if (cf->lmhead_chunk > 0)   /* computed in the forward pass already */
-            memcpy(A(a, RT_D_LNF), A(a, RT_LOGITS), n * (dt == REMAT_DTYPE_BF16 ? 2 : 4));
+            memcpy(A(a, RT_D_LNF), A(a, RT_LOGITS), n * remat_dtype_bytes(dt));
         else                        /* logits hold d(logits) */
             linear_backward(A(a, RT_D_LNF), GW(c, REMAT_PARAM_WTE, -1), NULL, A(a, RT_LOGITS), A(a, RT_LNF),
                             WG(c, REMAT_PARAM_WTE, -1), N, C, Vp, dt);

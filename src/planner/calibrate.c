@@ -202,7 +202,7 @@ static double time_layer(probe_buf *pb, const remat_config *c, int rows, int IC,
 static double time_tiles(const remat_config *c, void *qkv, float *att, int tasks)
 {
     int T = c->seq, C = c->n_embd, hs = C / c->n_head, C3 = 3 * C, dt = (int)c->dtype;
-    size_t es = dt == REMAT_DTYPE_BF16 ? 2 : 4;
+    size_t es = remat_dtype_bytes(dt);
     double f = 0;
     for (int i0 = 0; i0 < T; i0 += ATT_BR) {
         int nr = T - i0 < ATT_BR ? T - i0 : ATT_BR;

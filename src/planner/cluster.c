@@ -20,6 +20,7 @@
 #include <string.h>
 #include "planner.h"
 #include "../core/core.h"
+#include "../kernels/bf16.h"
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
@@ -185,7 +186,7 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
     int T = remat_config_tp(c);
     /* a collective moves the full (unsharded) s b h activation: ring all-reduce
      * 2(T-1)/T of it per GPU, all-gather and reduce-scatter (T-1)/T each */
-    double vol = (double)c->batch * c->seq * c->n_embd * (c->dtype == REMAT_DTYPE_BF16 ? 2 : 4);
+    double vol = (double)c->batch * c->seq * c->n_embd * remat_dtype_bytes(c->dtype);
     double ar = T > 1 ? 2.0 * (T - 1) / T * vol / K : 0, half = ar / 2;
     for (int t = 0; t < tb->first_grad; t++) {
         const remat_tensor_def *d = &tb->defs[t];
@@ -252,7 +253,7 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
      * or reduce-scattered and the bf16 weights all-gathered with the
      * distributed optimizer; the optimizer streams its state once */
     double n = (double)x->mem.params, D = cl->dp;
-    double wbytes = c->dtype == REMAT_DTYPE_BF16 ? 2 : 4;
+    double wbytes = remat_dtype_bytes(c->dtype);
     if (cl->dp > 1)
         x->other_ms += (cl->dist_optim ? (D - 1) / D * (4 * n + wbytes * n) : 2 * (D - 1) / D * 4 * n) /
                        (cl->dev.net_bps / 1e3);
