@@ -97,15 +97,15 @@ int main(int argc, char **argv)
             remat_gemm_set(w->engine);
             double t0 = bench_now_ms();
             if (w->kernel == 0) {
-                attention_scores_forward(att, q, B, T, C, NH, dt);
-                attention_values_forward(out, att, q, &d, B, T, C, NH, dt, a);
+                remat_attention_scores_forward(att, q, B, T, C, NH, dt);
+                remat_attention_values_forward(out, att, q, &d, B, T, C, NH, dt, a);
             } else {
-                flash_attention_stats(lse, q, B, T, C, NH, dt);
-                flash_attention_values(out, lse, q, &d, B, T, C, NH, dt, a);
+                remat_flash_attention_stats(lse, q, B, T, C, NH, dt);
+                remat_flash_attention_values(out, lse, q, &d, B, T, C, NH, dt, a);
             }
             double t1 = bench_now_ms();
-            if (w->kernel == 0) attention_backward(dq, go, att, q, &d, B, T, C, NH, dt, a);
-            else flash_attention_backward(dq, go, lse, q, &d, B, T, C, NH, dt, a);
+            if (w->kernel == 0) remat_attention_backward(dq, go, att, q, &d, B, T, C, NH, dt, a);
+            else remat_flash_attention_backward(dq, go, lse, q, &d, B, T, C, NH, dt, a);
             double t2 = bench_now_ms();
             if (r < 0) continue;
             t[(2 * i) * rounds + r] = t1 - t0;

@@ -6,6 +6,7 @@
 #   - every function declared with REMAT_API is exported;
 #   - every function prototype in include/*.h carries REMAT_API (one
 #     without it would be hidden, and a program using it would not link).
+#   - every global the static library libremat.a defines starts with remat_.
 # Without nm (binutils) the test is skipped.
 # REMAT_TEST_REQUIRED: CI has binutils (build-essential); the check must run there
 set -u
@@ -35,6 +36,19 @@ comm -23 "$T/exported" "$T/declared" > "$T/extra"
 [ -s "$T/extra" ] && bad "exported by $so but not declared with REMAT_API in include/*.h: $(tr '\n' ' ' < "$T/extra")" || ok
 comm -13 "$T/exported" "$T/declared" > "$T/missing"
 [ -s "$T/missing" ] && bad "declared with REMAT_API but not exported by $so: $(tr '\n' ' ' < "$T/missing")" || ok
+# The static library has no visibility to hide behind: every global it
+# defines (code or data) carries the one prefix, or a program that links it
+# beside another C project (llm.c's train_gpt2.c defines layernorm_forward,
+# encoder_forward, ...) fails with duplicate symbols.
+a=$BUILD/libremat.a
+if [ -f "$a" ]; then
+    nm -g --defined-only "$a" | awk 'NF >= 3 { print $3 }' | sort -u > "$T/static"
+    [ -s "$T/static" ] && ok || bad "nm found no globals in $a"
+    grep -v -E '^(remat_|REMAT_)' "$T/static" > "$T/unprefixed"
+    [ -s "$T/unprefixed" ] && bad "globals of $a without the remat_ prefix: $(tr '\n' ' ' < "$T/unprefixed")" || ok
+else
+    bad "$a is not built (make BUILD=$BUILD all)"
+fi
 echo "$(wc -l < "$T/exported") symbols exported, $(wc -l < "$T/declared") declared"
 
 finish cli_symbols

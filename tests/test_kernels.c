@@ -124,14 +124,14 @@ static void test_encoder(void)
     fill(wpe, maxT * C, 12, -1, 1);
     fill(R, B * T * C, 13, -1, 1);
 
-    encoder_forward(out, inp, wte, wpe, B, T, C, REMAT_DTYPE_FP32);
+    remat_encoder_forward(out, inp, wte, wpe, B, T, C, REMAT_DTYPE_FP32);
     double ref[B * T * C];
     for (int bt = 0; bt < B * T; bt++)
         for (int k = 0; k < C; k++)
             ref[bt * C + k] = (double)wte[inp[bt] * C + k] + wpe[(bt % T) * C + k];
     check_close("encoder_forward out", out, ref, B * T * C, 1e-6);
 
-    encoder_backward(dwte, dwpe, R, inp, B, T, C);
+    remat_encoder_backward(dwte, dwpe, R, inp, B, T, C);
     enc_ctx cx = { B, T, C, inp, to_double(wte, Vp * C), to_double(wpe, maxT * C), R };
     fd_check("encoder_backward dwte", cx.wte, Vp * C, dwte, enc_loss, &cx, 1e-5);
     fd_check("encoder_backward dwpe", cx.wpe, maxT * C, dwpe, enc_loss, &cx, 1e-5);
@@ -181,8 +181,8 @@ static void test_layernorm(void)
     fill(b, C, 23, -0.3f, 0.3f);
     fill(R, N * C, 24, -1, 1);
 
-    layernorm_stats(stat, x, N, C, REMAT_DTYPE_FP32);
-    layernorm_apply(out, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, stat, w, b, N, C);
+    remat_layernorm_stats(stat, x, N, C, REMAT_DTYPE_FP32);
+    remat_layernorm_apply(out, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, stat, w, b, N, C);
     double ref[N * C];
     ln_ctx cx = { N, C, to_double(x, N * C), to_double(w, C), to_double(b, C), R, ref };
     ln_loss(&cx);
@@ -190,7 +190,7 @@ static void test_layernorm(void)
     check_close("layernorm stats+apply out", out, ref, N * C, 1e-5);
 
     float dx[N * C] = { 0 }, dw[C] = { 0 }, db[C] = { 0 };
-    layernorm_backward(dx, dw, db, R, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, stat, w, N, C);
+    remat_layernorm_backward(dx, dw, db, R, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, stat, w, N, C);
     fd_check("layernorm_backward dinp", cx.x, N * C, dx, ln_loss, &cx, 1e-4);
     fd_check("layernorm_backward dw", cx.w, C, dw, ln_loss, &cx, 1e-4);
     fd_check("layernorm_backward db", cx.b, C, db, ln_loss, &cx, 1e-4);
@@ -200,7 +200,7 @@ static void test_layernorm(void)
     memcpy(dx2, dx, sizeof dx);
     memcpy(dw2, dw, sizeof dw);
     memcpy(db2, db, sizeof db);
-    layernorm_backward(dx2, dw2, db2, R, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, stat, w, N, C);
+    remat_layernorm_backward(dx2, dw2, db2, R, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, stat, w, N, C);
     double acc = 0.0;
     for (int i = 0; i < N * C; i++) acc = fmax(acc, fabs(dx2[i] - 2.0 * dx[i]));
     for (int i = 0; i < C; i++) acc = fmax(acc, fabs(dw2[i] - 2.0 * dw[i]));
@@ -253,14 +253,14 @@ static void test_linear(void)
         lin_loss(&cx);
         cx.out = NULL;
         for (int i = 0; i < N * OC; i++) out[i] = NAN;   /* beta=0 must overwrite */
-        linear_forward(out, REMAT_DTYPE_FP32, x, w, with_bias ? b : NULL, N, IC, OC, REMAT_DTYPE_FP32);
+        remat_linear_forward(out, REMAT_DTYPE_FP32, x, w, with_bias ? b : NULL, N, IC, OC, REMAT_DTYPE_FP32);
         check_close(with_bias ? "linear_forward out" : "linear_forward out (b=NULL)",
                     out, ref, N * OC, 1e-5);
 
         float dx[N * IC], dw[OC * IC] = { 0 }, db[OC] = { 0 };
         for (int i = 0; i < N * IC; i++) dx[i] = NAN;     /* dinp is assigned */
         if (with_bias) {
-            linear_backward(dx, dw, db, R, x, w, N, IC, OC, REMAT_DTYPE_FP32);
+            remat_linear_backward(dx, dw, db, R, x, w, N, IC, OC, REMAT_DTYPE_FP32);
             fd_check("linear_backward dinp", cx.x, N * IC, dx, lin_loss, &cx, 1e-5);
             fd_check("linear_backward dw", cx.w, OC * IC, dw, lin_loss, &cx, 1e-5);
             fd_check("linear_backward db", cx.b, OC, db, lin_loss, &cx, 1e-5);
@@ -268,14 +268,14 @@ static void test_linear(void)
             float dw2[OC * IC], db2[OC];
             memcpy(dw2, dw, sizeof dw);
             memcpy(db2, db, sizeof db);
-            linear_backward(dx, dw2, db2, R, x, w, N, IC, OC, REMAT_DTYPE_FP32);
+            remat_linear_backward(dx, dw2, db2, R, x, w, N, IC, OC, REMAT_DTYPE_FP32);
             double acc = 0.0;
             for (int i = 0; i < OC * IC; i++) acc = fmax(acc, fabs(dw2[i] - 2.0 * dw[i]));
             for (int i = 0; i < OC; i++) acc = fmax(acc, fabs(db2[i] - 2.0 * db[i]));
             CHECK(acc <= 1e-5, "linear_backward dw/db do not accumulate: err %.3g", acc);
         } else {
             /* dinp == NULL and db == NULL: only dw is touched */
-            linear_backward(NULL, dw, NULL, R, x, w, N, IC, OC, REMAT_DTYPE_FP32);
+            remat_linear_backward(NULL, dw, NULL, R, x, w, N, IC, OC, REMAT_DTYPE_FP32);
             fd_check("linear_backward dw (dinp=NULL, db=NULL)", cx.w, OC * IC, dw, lin_loss, &cx, 1e-5);
             int untouched = 1;
             for (int i = 0; i < N * IC; i++) untouched &= isnan(dx[i]);
@@ -348,8 +348,8 @@ static void test_attention_case(int B, int T, int C, int NH, float p)
     fill(R, no, 42 + T, -1, 1);
     remat_dropout drop = remat_dropout_make(p, remat_rng_key(7, 3, 1, REMAT_SITE_ATT));
 
-    attention_scores_forward(att, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
-    attention_values_forward(out, att, qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attention_scores_forward(att, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+    remat_attention_values_forward(out, att, qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
 
     /* causal zeros are written, and each row is a distribution */
     int causal = 1;
@@ -374,7 +374,7 @@ static void test_attention_case(int B, int T, int C, int NH, float p)
     check_close(what, out, ref, no, 1e-5);
 
     for (size_t i = 0; i < nq; i++) dqkv[i] = NAN;   /* dqkv is assigned */
-    attention_backward(dqkv, R, att, qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attention_backward(dqkv, R, att, qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
     snprintf(what, sizeof what, "attention bwd dqkv B%d T%d C%d NH%d p%.1f", B, T, C, NH, p);
     fd_check(what, cx.qkv, nq, dqkv, att_loss, &cx, 1e-4);
 
@@ -434,14 +434,14 @@ static void test_gelu(void)
     gelu_ctx cx = { n, to_double(x, n), R, ref };
     gelu_loss(&cx);
     cx.out = NULL;
-    gelu_forward(out, x, n, REMAT_DTYPE_FP32);
+    remat_gelu_forward(out, x, n, REMAT_DTYPE_FP32);
     check_close("gelu_forward out", out, ref, n, 1e-5);
-    gelu_backward(dx, x, R, n, REMAT_DTYPE_FP32);
+    remat_gelu_backward(dx, x, R, n, REMAT_DTYPE_FP32);
     fd_check("gelu_backward dinp", cx.x, n, dx, gelu_loss, &cx, 1e-5);
     /* in place: dinp == dout gives the same bits */
     float d2[n];
     memcpy(d2, R, sizeof d2);
-    gelu_backward(d2, x, d2, n, REMAT_DTYPE_FP32);
+    remat_gelu_backward(d2, x, d2, n, REMAT_DTYPE_FP32);
     CHECK(memcmp(d2, dx, sizeof dx) == 0, "gelu_backward in place differs from out of place");
     free(cx.x);
 }
@@ -479,14 +479,14 @@ static void test_residual(void)
         remat_dropout drop = remat_dropout_make(p, remat_rng_key(7, 3, 0, REMAT_SITE_RES_MLP));
         double ref[n];
         for (int i = 0; i < n; i++) ref[i] = (double)res[i] + (double)br[i] * remat_dropout_mult(&drop, i);
-        residual_forward(out, res, br, &drop, n, REMAT_DTYPE_FP32);
+        remat_residual_forward(out, res, br, &drop, n, REMAT_DTYPE_FP32);
         check_close(pi ? "residual_forward out p0.3" : "residual_forward out p0", out, ref, n, 1e-6);
         float alias[n];   /* out aliasing branch */
         memcpy(alias, br, sizeof alias);
-        residual_forward(alias, res, alias, &drop, n, REMAT_DTYPE_FP32);
+        remat_residual_forward(alias, res, alias, &drop, n, REMAT_DTYPE_FP32);
         CHECK(memcmp(alias, out, sizeof out) == 0, "residual_forward with out == branch differs");
 
-        residual_backward_branch(dbr, R, &drop, n, REMAT_DTYPE_FP32);
+        remat_residual_backward_branch(dbr, R, &drop, n, REMAT_DTYPE_FP32);
         res_ctx cx = { n, res, to_double(br, n), R, &drop };
         fd_check(pi ? "residual_backward_branch p0.3" : "residual_backward_branch p0",
                  cx.branch, n, dbr, res_loss, &cx, 1e-5);
@@ -508,9 +508,9 @@ static void test_dropout_mask(void)
     float *one = xcalloc(n, sizeof(float)), *m1 = xcalloc(n, sizeof(float));
     float *m1b = xcalloc(n, sizeof(float)), *m2 = xcalloc(n, sizeof(float));
     for (size_t i = 0; i < n; i++) one[i] = 1.0f;
-    residual_backward_branch(m1, one, &d1, n, REMAT_DTYPE_FP32);
-    residual_backward_branch(m1b, one, &d1, n, REMAT_DTYPE_FP32);
-    residual_backward_branch(m2, one, &d2, n, REMAT_DTYPE_FP32);
+    remat_residual_backward_branch(m1, one, &d1, n, REMAT_DTYPE_FP32);
+    remat_residual_backward_branch(m1b, one, &d1, n, REMAT_DTYPE_FP32);
+    remat_residual_backward_branch(m2, one, &d2, n, REMAT_DTYPE_FP32);
     size_t zeros = 0, badscale = 0;
     for (size_t i = 0; i < n; i++) {
         if (m1[i] == 0.0f) zeros++;
@@ -536,8 +536,8 @@ static void test_dropout_mask(void)
     for (size_t r = 0; r < (size_t)B * NH * T; r++)
         for (int j = 0; j <= (int)(r % T); j++) att[r * T + j] = 1.0f;
     remat_dropout da = remat_dropout_make(p, remat_rng_key(9, 1, 0, REMAT_SITE_ATT));
-    attention_values_forward(o1, att, qkv, &da, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-    attention_values_forward(o2, att, qkv, &da, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attention_values_forward(o1, att, qkv, &da, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attention_values_forward(o2, att, qkv, &da, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
     size_t total = 0, dropped = 0, wrong = 0;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
@@ -602,7 +602,7 @@ static void test_crossentropy(void)
 
     /* evaluation: logits untouched */
     memcpy(g, x, sizeof g);
-    double sum0 = crossentropy_forward(losses, g, tgt, N, V, Vp, 0.0f, REMAT_DTYPE_FP32);
+    double sum0 = remat_crossentropy_forward(losses, g, tgt, N, V, Vp, 0.0f, REMAT_DTYPE_FP32);
     CHECK(memcmp(g, x, sizeof g) == 0, "crossentropy_forward with scale 0 modified the logits");
     check_close("crossentropy losses", losses, lref, N, 1e-5);
     double s = 0.0;
@@ -614,7 +614,7 @@ static void test_crossentropy(void)
 
     /* training: logits become d(mean loss)/d logits */
     memcpy(g, x, sizeof g);
-    double sum1 = crossentropy_forward(losses, g, tgt, N, V, Vp, 1.0f / N, REMAT_DTYPE_FP32);
+    double sum1 = remat_crossentropy_forward(losses, g, tgt, N, V, Vp, 1.0f / N, REMAT_DTYPE_FP32);
     CHECK(sum1 == sum0, "crossentropy loss differs between scale 0 and 1/N");
     int padzero = 1;
     for (int n = 0; n < N; n++)
@@ -628,7 +628,7 @@ static void test_crossentropy(void)
     for (int v = 0; v < Vp; v++) big[v] = 1000.0f;
     int t0 = 3;
     float l1;
-    crossentropy_forward(&l1, big, &t0, 1, V, Vp, 1.0f, REMAT_DTYPE_FP32);
+    remat_crossentropy_forward(&l1, big, &t0, 1, V, Vp, 1.0f, REMAT_DTYPE_FP32);
     CHECK(fabs(l1 - log((double)V)) <= 1e-5, "crossentropy unstable for large logits: %g", l1);
     CHECK(isfinite(big[0]) && fabs(big[t0] - (1.0 / V - 1.0)) <= 1e-6, "crossentropy grad unstable");
 }
@@ -663,7 +663,7 @@ static void test_adamw(void)
                 pr[i] = pi - lr / bc1 * mr[i] / (sqrt(vr[i]) / sqrt(bc2) + eps);
             }
             remat_bf16 p16[n];
-            adamw_update(p, g, m, v, p16, n, lr, b1, b2, eps, wd, decay, gs, t);
+            remat_adamw_update(p, g, m, v, p16, n, lr, b1, b2, eps, wd, decay, gs, t);
             int bad16 = 0;   /* the fused bf16 copy is the new p, rounded */
             for (int i = 0; i < n; i++) bad16 += p16[i] != remat_bf16_round(p[i]);
             CHECK(bad16 == 0, "adamw bf16 copy: %d of %d differ from the rounded parameters", bad16, n);
@@ -687,12 +687,12 @@ static void test_sumsq(void)
     fill(g, n, 91, -1, 1);
     long double ref = 0.0L;
     for (size_t i = 0; i < n; i++) ref += (long double)g[i] * g[i];
-    double s = sumsq(g, n);
+    double s = remat_sumsq(g, n);
     double rel = fabs(s - (double)ref) / (double)ref;
     printf("  %-44s rel err %.2e\n", "sumsq vs long double", rel);
     CHECK(rel <= 1e-12, "sumsq rel err %.3g", rel);
-    CHECK(sumsq(g, 0) == 0.0, "sumsq of nothing is not 0");
-    CHECK(sumsq(g, 3) == (double)g[0] * g[0] + (double)g[1] * g[1] + (double)g[2] * g[2],
+    CHECK(remat_sumsq(g, 0) == 0.0, "sumsq of nothing is not 0");
+    CHECK(remat_sumsq(g, 3) == (double)g[0] * g[0] + (double)g[1] * g[1] + (double)g[2] * g[2],
           "sumsq of 3 elements");
     free(g);
 }
@@ -714,9 +714,9 @@ static void test_repeatable(void)
         att[r] = xcalloc((size_t)B * NH * T * T, sizeof(float));
         out[r] = xcalloc(N * C, sizeof(float));
         dq[r] = xcalloc(N * 3 * C, sizeof(float));
-        attention_scores_forward(att[r], qkv, B, T, C, NH, REMAT_DTYPE_FP32);
-        attention_values_forward(out[r], att[r], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-        attention_backward(dq[r], R, att[r], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+        remat_attention_scores_forward(att[r], qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+        remat_attention_values_forward(out[r], att[r], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+        remat_attention_backward(dq[r], R, att[r], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
     }
     CHECK(memcmp(att[0], att[1], (size_t)B * NH * T * T * sizeof(float)) == 0, "attention scores not repeatable");
     CHECK(memcmp(out[0], out[1], N * C * sizeof(float)) == 0, "attention values not repeatable");
@@ -724,9 +724,9 @@ static void test_repeatable(void)
 
     /* one thread vs two: attention backward too (disjoint (b,h) slices) */
     omp_set_num_threads(1);
-    attention_backward(dq[1], R, att[0], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attention_backward(dq[1], R, att[0], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
     omp_set_num_threads(2);
-    attention_backward(dq[0], R, att[0], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attention_backward(dq[0], R, att[0], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
     CHECK(memcmp(dq[0], dq[1], N * 3 * C * sizeof(float)) == 0, "attention backward depends on threads");
     for (int r = 0; r < 2; r++) { free(att[r]); free(out[r]); free(dq[r]); }
 
@@ -745,18 +745,18 @@ static void test_repeatable(void)
     for (int r = 0; r < 2; r++) {
         st[r] = xcalloc(N * 2, sizeof(float));
         lo[r] = xcalloc(N * C, sizeof(float));
-        layernorm_stats(st[r], x, N, C, REMAT_DTYPE_FP32);
-        layernorm_apply(lo[r], REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, st[r], lnw, lnb, N, C);
+        remat_layernorm_stats(st[r], x, N, C, REMAT_DTYPE_FP32);
+        remat_layernorm_apply(lo[r], REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, st[r], lnw, lnb, N, C);
         li[r] = xcalloc(N * OC, sizeof(float));
         ldx[r] = xcalloc(N * C, sizeof(float));
         ldw[r] = xcalloc(OC * C, sizeof(float));
         ldb[r] = xcalloc(OC, sizeof(float));
-        linear_forward(li[r], REMAT_DTYPE_FP32, x, w, b, N, C, OC, REMAT_DTYPE_FP32);
-        linear_backward(ldx[r], ldw[r], ldb[r], li[r], x, w, N, C, OC, REMAT_DTYPE_FP32);
+        remat_linear_forward(li[r], REMAT_DTYPE_FP32, x, w, b, N, C, OC, REMAT_DTYPE_FP32);
+        remat_linear_backward(ldx[r], ldw[r], ldb[r], li[r], x, w, N, C, OC, REMAT_DTYPE_FP32);
         ce[r] = xcalloc(N * Vp, sizeof(float));
         cl[r] = xcalloc(N, sizeof(float));
         fill(ce[r], N * Vp, 106, -5, 5);
-        cs[r] = crossentropy_forward(cl[r], ce[r], tgt, N, V, Vp, 0.5f, REMAT_DTYPE_FP32);
+        cs[r] = remat_crossentropy_forward(cl[r], ce[r], tgt, N, V, Vp, 0.5f, REMAT_DTYPE_FP32);
     }
     CHECK(memcmp(st[0], st[1], N * 2 * sizeof(float)) == 0 &&
           memcmp(lo[0], lo[1], N * C * sizeof(float)) == 0, "layernorm forward not repeatable");
@@ -790,7 +790,7 @@ static void test_thread_independence(void)
     fill(b, C, 114, -1, 1);
     int inp[N];
     for (int i = 0; i < N; i++) inp[i] = (int)(remat_rng_bits(115, i) % 10);   /* many repeats */
-    layernorm_stats(st, x, N, C, REMAT_DTYPE_FP32);
+    remat_layernorm_stats(st, x, N, C, REMAT_DTYPE_FP32);
 
     const int threads[3] = { 1, 2, 4 };
     float *dx[3], *dw[3], *db[3], *dwte[3], *dwpe[3];
@@ -800,11 +800,11 @@ static void test_thread_independence(void)
         dx[r] = xcalloc(N * C, sizeof(float));
         dw[r] = xcalloc(C, sizeof(float));
         db[r] = xcalloc(C, sizeof(float));
-        layernorm_backward(dx[r], dw[r], db[r], d, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, st, w, N, C);
+        remat_layernorm_backward(dx[r], dw[r], db[r], d, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, st, w, N, C);
         dwte[r] = xcalloc(Vp * C, sizeof(float));
         dwpe[r] = xcalloc(T * C, sizeof(float));
-        encoder_backward(dwte[r], dwpe[r], d, inp, B, T, C);
-        ss[r] = sumsq(x, N * C);
+        remat_encoder_backward(dwte[r], dwpe[r], d, inp, B, T, C);
+        ss[r] = remat_sumsq(x, N * C);
     }
     omp_set_num_threads(2);
     for (int r = 1; r < 3; r++) {

@@ -1,6 +1,6 @@
 /*
  * test_parallel.c -- data parallelism and gradient accumulation
- * (engine/parallel.c, table/parallel.c, comm/comm.c):
+ * (engine/dpstep.c, table/dplayout.c, comm/comm.c):
  *   - the layout: slices cover the vector once, aligned; bit-reversed
  *     ownership is what recursive halving leaves each rank; the tree's
  *     buffer count; the loss tree; the byte and message counts;
@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "remat.h"
-#include "table/parallel.h"
+#include "table/dplayout.h"
 #include "kernels/kernels.h"
 #include "ops/ops.h"
 #include "harness.h"
@@ -99,8 +99,8 @@ static void test_sumsq_blocks(void)
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
         g[i] = (float)((double)(x >> 11) / 9007199254740992.0 - 0.5) * (i % 7 ? 1.0f : 1e4f);
     }
-    sumsq_blocks(g, n, parts);
-    double a = sumsq(g, n), b = sumsq_from_blocks(parts, (n + SUMSQ_BLOCK_ELEMS - 1) / SUMSQ_BLOCK_ELEMS);
+    remat_sumsq_blocks(g, n, parts);
+    double a = remat_sumsq(g, n), b = remat_sumsq_from_blocks(parts, (n + SUMSQ_BLOCK_ELEMS - 1) / SUMSQ_BLOCK_ELEMS);
     CHECK(memcmp(&a, &b, sizeof a) == 0, "sumsq from blocks %.17g, whole %.17g", b, a);
     free(g);
     free(parts);
@@ -135,7 +135,7 @@ static void test_dropout_rows(void)
     float *qkv = malloc(3 * n * 4), *att = malloc(natt * 4);
     for (size_t i = 0; i < n; i++) { x[i] = (float)(i % 13) * 0.25f; atty[i] = (float)(i % 5) - 2.0f; }
     for (size_t i = 0; i < 3 * n; i++) qkv[i] = (float)((i * 7) % 11) * 0.125f - 0.5f;
-    attention_scores_forward(att, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+    remat_attention_scores_forward(att, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
     size_t row = (size_t)T * C, arow = (size_t)NH * T * T;
     for (int t = 0; t < 2; t++) {
         int tid = t ? RT_ATTY : RT_RES2;

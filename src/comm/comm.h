@@ -6,7 +6,7 @@
  * Only comm.c includes mpi.h.  Everything above sees point-to-point
  * exchanges of bytes, a broadcast and integer reductions: the arithmetic
  * on floats (the gradient tree, the norm) is done by the engine
- * (engine/parallel.c) in an order it fixes itself, never by MPI, whose
+ * (engine/dpstep.c) in an order it fixes itself, never by MPI, whose
  * reductions on floats have an unspecified bracketing.
  *
  * Every call counts the bytes this rank sends and the wall time spent

@@ -101,7 +101,7 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     m->nparams = total;
     m->optim_n = total;
     size_t bytes = total * sizeof(float);
-    m->nslots = remat_nslots_t(remat_table_of(cfg), cfg->n_layer);
+    m->nslots = remat_table_nslots(remat_table_of(cfg), cfg->n_layer);
     size_t N = (size_t)cfg->batch * cfg->seq;
     m->params = remat_mem_alloc(&m->mem, REMAT_MEM_PARAMS, bytes);
     m->grads = remat_mem_calloc(&m->mem, REMAT_MEM_GRADS, bytes);
@@ -266,7 +266,7 @@ typedef struct run {
     uint64_t act0;              /* activation bytes live before the run */
     int do_update;
     int accumulate;             /* a micro-batch of a longer step: the update instruction
-                                   only ends the run (engine/parallel.c updates) */
+                                   only ends the run (engine/dpstep.c updates) */
     uint64_t row0;              /* the step's batch row of the run's row 0 */
     float *grads;               /* where parameter gradients accumulate (NULL: m->grads) */
     float *loss;
@@ -335,7 +335,7 @@ static remat_status run_update(run *r)
     if (!isfinite(r->ctx.loss_sum))
         return remat_fail(REMAT_ERR_NONFINITE, "non-finite loss at step %llu", (unsigned long long)m->t + 1);
     if (r->do_update) return remat_op_update(&r->ctx, m->adam_m, m->adam_v, &m->opt, m->t + 1, &m->grad_norm);
-    m->grad_norm = (float)sqrt(sumsq(m->grads, m->nparams));
+    m->grad_norm = (float)sqrt(remat_sumsq(m->grads, m->nparams));
     return REMAT_OK;
 }
 
@@ -378,7 +378,7 @@ static remat_status hk_exec(void *arg, size_t i, const remat_instr *in, const re
     case REMAT_I_UPDATE:
         return run_update(r);
     case REMAT_I_FREE:
-        if (r->s->forward_only && t == r->s->tb->head[r->s->tb->nhead - 1]) consume_logits(r, m->buf[o->out]);
+        if (r->s->forward_only && t == r->s->tb->lmhead[r->s->tb->nlmhead - 1]) consume_logits(r, m->buf[o->out]);
         return REMAT_OK;
     case REMAT_I_BACKWARD:
         remat_op_bind(o, in->kind, t, m->buf, m->temp, &a);

@@ -8,7 +8,7 @@
 #include "../core/core.h"
 #include "../table/params.h"
 #include "../ops/ops.h"
-#include "../table/parallel.h"
+#include "../table/dplayout.h"
 
 /* the forward-only schedules evaluation and sampling run, compiled on
  * first use */
@@ -17,7 +17,7 @@ enum { FWD_EVAL = 0,     /* the config's own head: loss only */
        FWD_SAMPLE = 2,   /* batch 1, whole logits: remat_model_sample */
        FWD_COUNT };
 
-/* Data parallelism and gradient accumulation (engine/parallel.c): the
+/* Data parallelism and gradient accumulation (engine/dpstep.c): the
  * layout, the gradient buffers the micro-batch tree sums in, and what the
  * last step communicated. */
 typedef struct remat_dp {
@@ -72,7 +72,7 @@ struct remat_model {
     char err[512];
 };
 
-/* One run of a schedule on rows of the step's batch (engine/parallel.c's
+/* One run of a schedule on rows of the step's batch (engine/dpstep.c's
  * micro-batches): the training schedule (training 1) or the forward-only
  * evaluation one, on the mcfg.batch rows starting at global row row0 of
  * m->inputs / m->targets, parameter gradients into grads (training), d(logits)
@@ -80,7 +80,7 @@ struct remat_model {
  * trace is set.  Activation peaks are kept in m (the highest of the step). */
 remat_status remat_model_run_rows(remat_model *m, int training, uint64_t row0, float *grads, double *loss_sum);
 
-/* engine/parallel.c: a step and an evaluation over micro-batches and ranks
+/* engine/dpstep.c: a step and an evaluation over micro-batches and ranks
  * (m->dp.l.active), and the release of the reduction's buffers */
 remat_status remat_dp_step(remat_model *m, int do_update, float *loss);
 remat_status remat_dp_eval(remat_model *m, int have_targets, float *loss);

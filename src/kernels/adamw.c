@@ -29,7 +29,7 @@
  * bits.  Without decay keep = 1 and p * 1.0f == p, so the multiply is done
  * unconditionally. */
 #define ADAMW_CHUNK 8192
-void adamw_update(float *p, const float *g, float *m, float *v, remat_bf16 *p16, size_t n,
+void remat_adamw_update(float *p, const float *g, float *m, float *v, remat_bf16 *p16, size_t n,
                   float lr, float b1, float b2, float eps, float wd, int decay,
                   float grad_scale, uint64_t t)
 {
@@ -130,7 +130,7 @@ static double sumsq_block(const float *g, size_t len)
     return s;
 }
 
-double sumsq(const float *g, size_t n)
+double remat_sumsq(const float *g, size_t n)
 {
     const size_t chunk = (size_t)SUMSQ_BLOCK * SUMSQ_CHUNK;
     double total = 0.0;
@@ -152,7 +152,7 @@ double sumsq(const float *g, size_t n)
     return total;
 }
 
-void sumsq_blocks(const float *g, size_t n, double *parts)
+void remat_sumsq_blocks(const float *g, size_t n, double *parts)
 {
     size_t nb = (n + SUMSQ_BLOCK - 1) / SUMSQ_BLOCK;
     #pragma omp parallel for schedule(static) if (nb > SUMSQ_CHUNK)
@@ -164,7 +164,7 @@ void sumsq_blocks(const float *g, size_t n, double *parts)
 
 /* sumsq's bracketing: a chunk's blocks from 0.0 in order, then the chunk
  * sums from 0.0 in order */
-double sumsq_from_blocks(const double *parts, size_t nblocks)
+double remat_sumsq_from_blocks(const double *parts, size_t nblocks)
 {
     double total = 0.0;
     for (size_t c0 = 0; c0 < nblocks; c0 += SUMSQ_CHUNK) {

@@ -73,11 +73,11 @@ static void scores_bf16(remat_bf16 *A, const attn_head *hd, int T)
     float s[R * BC], l[R];
     for (int i0 = 0; i0 < T; i0 += R) {
         int nr = T - i0 < R ? T - i0 : R;
-        attn_row_lse(l, s, hd, i0, nr);
+        remat_attn_row_lse(l, s, hd, i0, nr);
         for (int j0 = 0; j0 < i0 + nr; j0 += BC) {
             int nc = i0 + nr - j0 < BC ? i0 + nr - j0 : BC;
-            attn_score_tile(s, hd, i0, nr, j0, nc);
-            attn_prob_tile(s, l, NULL, hd, i0, nr, j0, nc);
+            remat_attn_score_tile(s, hd, i0, nr, j0, nc);
+            remat_attn_prob_tile(s, l, NULL, hd, i0, nr, j0, nc);
             for (int r = 0; r < nr; r++)
                 remat_bf16_from_f32(A + (size_t)(i0 + r) * T + j0, s + r * BC, (size_t)nc);
         }
@@ -86,12 +86,12 @@ static void scores_bf16(remat_bf16 *A, const attn_head *hd, int T)
     }
 }
 
-void attention_scores_forward(void *att, const void *qkv, int B, int T, int C, int NH, int dt)
+void remat_attention_scores_forward(void *att, const void *qkv, int B, int T, int C, int NH, int dt)
 {
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
+            attn_head hd = remat_attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
             size_t off = ((size_t)b * NH + h) * T * T;
             if (dt == REMAT_DTYPE_BF16) scores_bf16((remat_bf16 *)att + off, &hd, T);
             else scores_f32((float *)att + off, &hd, T);
@@ -104,7 +104,7 @@ void attention_scores_forward(void *att, const void *qkv, int B, int T, int C, i
  * above the diagonal add nothing), straight into out.  With dropout the
  * masked probabilities go through a tile, BC columns at a time, the
  * products adding up in out (fp32) or in acc (bf16). */
-void attention_values_forward(void *out, const void *att, const void *qkv, const remat_dropout *drop, int B, int T,
+void remat_attention_values_forward(void *out, const void *att, const void *qkv, const remat_dropout *drop, int B, int T,
                               int C, int NH, int dt, float *acc)
 {
     size_t C3 = 3 * (size_t)C;
@@ -112,7 +112,7 @@ void attention_values_forward(void *out, const void *att, const void *qkv, const
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
+            attn_head hd = remat_attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
             const void *A = att_at(att, ((size_t)b * NH + h) * T * T, dt);
             size_t o_off = (size_t)b * T * C + (size_t)h * hd.hs;
             float pm[R * BC];
@@ -138,7 +138,7 @@ void attention_values_forward(void *out, const void *att, const void *qkv, const
                             pm[r * BC + c] = p * remat_dropout_mult(drop, att_index(b, h, i0 + r, j0 + c, NH, T));
                         }
                     }
-                    attn_pv(o, REMAT_DTYPE_FP32, C, pm, pb, &hd, nr, j0, nc, j0 ? 1.0f : 0.0f);
+                    remat_attn_pv(o, REMAT_DTYPE_FP32, C, pm, pb, &hd, nr, j0, nc, j0 ? 1.0f : 0.0f);
                 }
                 if (bf)
                     for (int r = 0; r < nr; r++)
@@ -149,16 +149,16 @@ void attention_values_forward(void *out, const void *att, const void *qkv, const
 
 /* The backward through values and scores (contract in kernels.h), one
  * task per (b,h): attn_head_backward with P read from att. */
-void attention_backward(void *dqkv, const void *dout, const void *att, const void *qkv, const remat_dropout *drop,
+void remat_attention_backward(void *dqkv, const void *dout, const void *att, const void *qkv, const remat_dropout *drop,
                         int B, int T, int C, int NH, int dt, float *acc)
 {
     float *g = dt == REMAT_DTYPE_BF16 ? acc : dqkv;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = attn_head_at(qkv, dout, g, b, h, T, C, NH, dt);
+            attn_head hd = remat_attn_head_at(qkv, dout, g, b, h, T, C, NH, dt);
             hd.A = att_at(att, ((size_t)b * NH + h) * T * T, dt);
-            attn_head_backward(&hd, drop);
+            remat_attn_head_backward(&hd, drop);
         }
-    if (dt == REMAT_DTYPE_BF16) bf16_round((remat_bf16 *)dqkv, acc, (size_t)B * T * 3 * C);
+    if (dt == REMAT_DTYPE_BF16) remat_bf16_round_buf((remat_bf16 *)dqkv, acc, (size_t)B * T * 3 * C);
 }

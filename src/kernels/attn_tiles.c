@@ -7,7 +7,7 @@
 #include "attn_tiles.h"
 #include "vmath.h"
 
-attn_head attn_head_at(const void *qkv, const void *dout, float *g, int b, int h, int T, int C, int NH, int dt)
+attn_head remat_attn_head_at(const void *qkv, const void *dout, float *g, int b, int h, int T, int C, int NH, int dt)
 {
     attn_head hd;
     memset(&hd, 0, sizeof hd);
@@ -35,14 +35,14 @@ static void tile_gemm(int ta, int tb, int M, int N, int K, float alpha, const vo
     remat_gemm(&g);
 }
 
-void attn_score_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc)
+void remat_attn_score_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc)
 {
     int C3 = 3 * hd->C;
     tile_gemm(0, 1, nr, nc, hd->hs, hd->scale, att_at(hd->Q, (size_t)i0 * C3, hd->dt), C3,
               att_at(hd->K, (size_t)j0 * C3, hd->dt), C3, 0.0f, s, REMAT_DTYPE_FP32, ATT_BC, hd->dt);
 }
 
-void attn_prob_tile(float *s, const float *l, const remat_dropout *drop, const attn_head *hd, int i0, int nr, int j0,
+void remat_attn_prob_tile(float *s, const float *l, const remat_dropout *drop, const attn_head *hd, int i0, int nr, int j0,
                     int nc)
 {
     for (int r = 0; r < nr; r++) {
@@ -55,13 +55,13 @@ void attn_prob_tile(float *s, const float *l, const remat_dropout *drop, const a
     }
 }
 
-void attn_row_lse(float *l, float *s, const attn_head *hd, int i0, int nr)
+void remat_attn_row_lse(float *l, float *s, const attn_head *hd, int i0, int nr)
 {
     float mx[ATT_BR], sum[ATT_BR];
     for (int r = 0; r < ATT_BR; r++) { mx[r] = -INFINITY; sum[r] = 0.0f; }
     for (int j0 = 0; j0 < i0 + nr; j0 += ATT_BC) {
         int nc = i0 + nr - j0 < ATT_BC ? i0 + nr - j0 : ATT_BC;
-        attn_score_tile(s, hd, i0, nr, j0, nc);
+        remat_attn_score_tile(s, hd, i0, nr, j0, nc);
         for (int r = 0; r < nr; r++) {
             int n = causal_cols(i0 + r, j0, nc);
             if (!n) continue;
@@ -82,7 +82,7 @@ static const void *tile_operand(const float *p, void *pb, int dt, int nr, int nc
     return pb;
 }
 
-void attn_pv(void *o, int o_dt, int ldo, const float *p, void *pb, const attn_head *hd, int nr, int j0, int nc,
+void remat_attn_pv(void *o, int o_dt, int ldo, const float *p, void *pb, const attn_head *hd, int nr, int j0, int nc,
              float beta)
 {
     int C3 = 3 * hd->C;
@@ -102,11 +102,11 @@ static void p_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc
         }
         return;
     }
-    attn_score_tile(s, hd, i0, nr, j0, nc);
-    attn_prob_tile(s, hd->L + i0, NULL, hd, i0, nr, j0, nc);
+    remat_attn_score_tile(s, hd, i0, nr, j0, nc);
+    remat_attn_prob_tile(s, hd->L + i0, NULL, hd, i0, nr, j0, nc);
 }
 
-void attn_head_backward(const attn_head *hd, const remat_dropout *drop)
+void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop)
 {
     int T = hd->T, hs = hd->hs, C = hd->C, C3 = 3 * C, dt = hd->dt;
     float s[ATT_BR * ATT_BC], dp[ATT_BR * ATT_BC], D[ATT_BR];

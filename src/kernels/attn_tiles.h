@@ -52,24 +52,24 @@ typedef struct attn_head {
 } attn_head;
 
 /* the head's view of qkv, dout (dt) and the fp32 gradient g (A and L left NULL) */
-attn_head attn_head_at(const void *qkv, const void *dout, float *g, int b, int h, int T, int C, int NH, int dt);
+attn_head remat_attn_head_at(const void *qkv, const void *dout, float *g, int b, int h, int T, int C, int NH, int dt);
 
 /* s (nr x nc, ld ATT_BC, fp32) = scale * Q[i0..] K[j0..]^T */
-void attn_score_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc);
+void remat_attn_score_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc);
 
 /* s = exp(s - lse_i) * m_ij for j <= i, 0 beyond (in place); drop NULL:
  * no mask.  l: the logsumexp of rows i0.. */
-void attn_prob_tile(float *s, const float *l, const remat_dropout *drop, const attn_head *hd, int i0, int nr, int j0,
+void remat_attn_prob_tile(float *s, const float *l, const remat_dropout *drop, const attn_head *hd, int i0, int nr, int j0,
                     int nc);
 
 /* The row logsumexp of rows i0..i0+nr-1 (into l), from the score tiles
  * with an online softmax: one pass over the key tiles with a running max
  * and sum per row.  s: a tile of workspace. */
-void attn_row_lse(float *l, float *s, const attn_head *hd, int i0, int nr);
+void remat_attn_row_lse(float *l, float *s, const attn_head *hd, int i0, int nr);
 
 /* out_tile (nr x hs, ld ldo, fp32 or dt) (+)= p (nr x nc fp32 tile) V[j0..]:
  * p is rounded to bf16 first under bf16 (into pb).  beta 0 or 1. */
-void attn_pv(void *o, int o_dt, int ldo, const float *p, void *pb, const attn_head *hd, int nr, int j0, int nc,
+void remat_attn_pv(void *o, int o_dt, int ldo, const float *p, void *pb, const attn_head *hd, int nr, int j0, int nc,
              float beta);
 
 /* The backward of one head, from the undropped probabilities P (read from
@@ -79,6 +79,6 @@ void attn_pv(void *o, int o_dt, int ldo, const float *p, void *pb, const attn_he
  * over ATT_BR-row blocks in two passes over their causal tiles (the first
  * forms D, the second the rest), all in a fixed order: the bits do not
  * depend on which thread runs the head.  dQ, dK, dV are assigned. */
-void attn_head_backward(const attn_head *hd, const remat_dropout *drop);
+void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop);
 
 #endif

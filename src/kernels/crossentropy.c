@@ -177,7 +177,7 @@ static double ce_row16(remat_bf16 *x, int tgt, int V, int Vp, float scale, float
     return sum;
 }
 
-double crossentropy_forward(float *losses, void *logits, const int *targets, int N, int V, int Vp,
+double remat_crossentropy_forward(float *losses, void *logits, const int *targets, int N, int V, int Vp,
                             float dlogits_scale, int dt)
 {
     #pragma omp parallel for schedule(static) if (REMAT_PAR(4 * (size_t)N * V))

@@ -13,7 +13,7 @@
 /* out[b,t,c] = wte[inp[b,t],c] + wpe[t,c]   (rounded once under bf16)
  * out (B,T,C dt), inp (B,T), wte (Vp,C), wpe (maxT,C).
  * Rows are independent, so any split over (b,t) gives the same bits. */
-void encoder_forward(void *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C, int dt)
+void remat_encoder_forward(void *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C, int dt)
 {
     #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)B * T * C))
     for (int bt = 0; bt < B * T; bt++) {
@@ -40,7 +40,7 @@ void encoder_forward(void *out, const int *inp, const float *wte, const float *w
  * order whatever the split: no races, and the bits do not depend on the
  * thread count.  Blocks of 16 channels keep the row reads contiguous. */
 #define ENC_CBLOCK 16
-void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp,
+void remat_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp,
                       int B, int T, int C)
 {
     int nblk = (C + ENC_CBLOCK - 1) / ENC_CBLOCK;

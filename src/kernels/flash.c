@@ -45,28 +45,28 @@
 #include "attn_tiles.h"
 #include "vmath.h"
 
-void flash_attention_stats(float *lse, const void *qkv, int B, int T, int C, int NH, int dt)
+void remat_flash_attention_stats(float *lse, const void *qkv, int B, int T, int C, int NH, int dt)
 {
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
+            attn_head hd = remat_attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
             float s[ATT_BR * ATT_BC];
             for (int i0 = 0; i0 < T; i0 += ATT_BR) {
                 int nr = T - i0 < ATT_BR ? T - i0 : ATT_BR;
-                attn_row_lse(lse + ((size_t)b * NH + h) * T + i0, s, &hd, i0, nr);
+                remat_attn_row_lse(lse + ((size_t)b * NH + h) * T + i0, s, &hd, i0, nr);
             }
         }
 }
 
-void flash_attention_values(void *out, const float *lse, const void *qkv, const remat_dropout *drop, int B, int T,
+void remat_flash_attention_values(void *out, const float *lse, const void *qkv, const remat_dropout *drop, int B, int T,
                             int C, int NH, int dt, float *acc)
 {
     int bf = dt == REMAT_DTYPE_BF16;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
+            attn_head hd = remat_attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
             const float *L = lse + ((size_t)b * NH + h) * T;
             size_t o_off = (size_t)b * T * C + (size_t)h * hd.hs;
             float s[ATT_BR * ATT_BC];
@@ -77,9 +77,9 @@ void flash_attention_values(void *out, const float *lse, const void *qkv, const 
                 float *o = bf ? acc + o_blk : (float *)out + o_blk;
                 for (int j0 = 0; j0 < i0 + nr; j0 += ATT_BC) {
                     int nc = i0 + nr - j0 < ATT_BC ? i0 + nr - j0 : ATT_BC;
-                    attn_score_tile(s, &hd, i0, nr, j0, nc);
-                    attn_prob_tile(s, L + i0, drop, &hd, i0, nr, j0, nc);
-                    attn_pv(o, REMAT_DTYPE_FP32, C, s, pb, &hd, nr, j0, nc, j0 ? 1.0f : 0.0f);
+                    remat_attn_score_tile(s, &hd, i0, nr, j0, nc);
+                    remat_attn_prob_tile(s, L + i0, drop, &hd, i0, nr, j0, nc);
+                    remat_attn_pv(o, REMAT_DTYPE_FP32, C, s, pb, &hd, nr, j0, nc, j0 ? 1.0f : 0.0f);
                 }
                 if (bf)
                     for (int r = 0; r < nr; r++)
@@ -88,16 +88,16 @@ void flash_attention_values(void *out, const float *lse, const void *qkv, const 
         }
 }
 
-void flash_attention_backward(void *dqkv, const void *dout, const float *lse, const void *qkv,
+void remat_flash_attention_backward(void *dqkv, const void *dout, const float *lse, const void *qkv,
                               const remat_dropout *drop, int B, int T, int C, int NH, int dt, float *acc)
 {
     float *g = dt == REMAT_DTYPE_BF16 ? acc : dqkv;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = attn_head_at(qkv, dout, g, b, h, T, C, NH, dt);
+            attn_head hd = remat_attn_head_at(qkv, dout, g, b, h, T, C, NH, dt);
             hd.L = lse + ((size_t)b * NH + h) * T;
-            attn_head_backward(&hd, drop);
+            remat_attn_head_backward(&hd, drop);
         }
-    if (dt == REMAT_DTYPE_BF16) bf16_round((remat_bf16 *)dqkv, acc, (size_t)B * T * 3 * C);
+    if (dt == REMAT_DTYPE_BF16) remat_bf16_round_buf((remat_bf16 *)dqkv, acc, (size_t)B * T * 3 * C);
 }

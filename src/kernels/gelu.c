@@ -100,7 +100,7 @@ static void gelu_bwd_span(float *dinp, const float *inp, const float *dout, size
 }
 
 /* out = gelu(inp).  out, inp (n); out may alias inp. */
-void gelu_forward(void *out, const void *inp, size_t n, int dt)
+void remat_gelu_forward(void *out, const void *inp, size_t n, int dt)
 {
     size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
     #pragma omp parallel for schedule(static) if (REMAT_PAR(4 * n))
@@ -119,7 +119,7 @@ void gelu_forward(void *out, const void *inp, size_t n, int dt)
 
 /* dinp = dout * gelu'(inp).  dinp, inp, dout (n); dinp may alias dout
  * (each vector reads dout before writing dinp). */
-void gelu_backward(void *dinp, const void *inp, const void *dout, size_t n, int dt)
+void remat_gelu_backward(void *dinp, const void *inp, const void *dout, size_t n, int dt)
 {
     size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
     #pragma omp parallel for schedule(static) if (REMAT_PAR(4 * n))
@@ -151,7 +151,7 @@ static void residual_span(float *out, const float *res, const float *branch, con
 }
 
 /* out = res + drop(branch).  out, res, branch (n); out may alias branch (or res). */
-void residual_forward(void *out, const void *res, const void *branch, const remat_dropout *drop, size_t n, int dt)
+void remat_residual_forward(void *out, const void *res, const void *branch, const remat_dropout *drop, size_t n, int dt)
 {
     size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
     #pragma omp parallel for schedule(static) if (REMAT_PAR((drop->p > 0.0f ? 16 : 1) * n))
@@ -171,7 +171,7 @@ void residual_forward(void *out, const void *res, const void *branch, const rema
 
 /* dbranch[i] = dout[i] * m_i.  dbranch (n, dt), dout (n, fp32); dbranch may
  * alias dout under fp32. */
-void residual_backward_branch(void *dbranch, const float *dout, const remat_dropout *drop, size_t n, int dt)
+void remat_residual_backward_branch(void *dbranch, const float *dout, const remat_dropout *drop, size_t n, int dt)
 {
     size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
     #pragma omp parallel for schedule(static) if (REMAT_PAR((drop->p > 0.0f ? 16 : 1) * n))
@@ -189,7 +189,7 @@ void residual_backward_branch(void *dbranch, const float *dout, const remat_drop
     }
 }
 
-void bf16_round(remat_bf16 *dst, const float *src, size_t n)
+void remat_bf16_round_buf(remat_bf16 *dst, const float *src, size_t n)
 {
     size_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
     #pragma omp parallel for schedule(static) if (REMAT_PAR(n))

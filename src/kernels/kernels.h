@@ -37,11 +37,11 @@
 #include "gemm.h"
 
 /* ---- embedding: out[b,t,:] = wte[inp[b,t],:] + wpe[t,:] ---------------- */
-void encoder_forward(void *out /* B,T,C dt */, const int *inp /* B,T */,
+void remat_encoder_forward(void *out /* B,T,C dt */, const int *inp /* B,T */,
                      const float *wte /* Vp,C */, const float *wpe /* maxT,C */,
                      int B, int T, int C, int dt);
 /* dwte[inp[b,t],:] += dout[b,t,:];  dwpe[t,:] += dout[b,t,:] */
-void encoder_backward(float *dwte /* Vp,C */, float *dwpe /* maxT,C */,
+void remat_encoder_backward(float *dwte /* Vp,C */, float *dwpe /* maxT,C */,
                       const float *dout /* B,T,C */, const int *inp /* B,T */,
                       int B, int T, int C);
 
@@ -52,27 +52,27 @@ void encoder_backward(float *dwte /* Vp,C */, float *dwpe /* maxT,C */,
  *   apply:  out  = (x - mean) * rstd * w + b
  * layernorm_forward == stats then apply, with the same arithmetic, so the
  * recomputed output is bit-identical to the original. */
-void layernorm_stats(float *stat /* N,2 = (mean, rstd) */, const void *inp /* N,C dt */,
+void remat_layernorm_stats(float *stat /* N,2 = (mean, rstd) */, const void *inp /* N,C dt */,
                      int N, int C, int dt);
-void layernorm_apply(void *out /* N,C out_dt */, int out_dt, const void *inp /* N,C dt */, int dt,
+void remat_layernorm_apply(void *out /* N,C out_dt */, int out_dt, const void *inp /* N,C dt */, int dt,
                      const float *stat /* N,2 */, const float *w /* C */,
                      const float *b /* C */, int N, int C);
 /* xhat = (x-mean)*rstd, dxhat = dout*w
  * dinp += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat*xhat))   (+=)
  * dw += sum_n dout*xhat,  db += sum_n dout */
-void layernorm_backward(float *dinp /* N,C, += */, float *dw /* C */, float *db /* C */,
+void remat_layernorm_backward(float *dinp /* N,C, += */, float *dw /* C */, float *db /* C */,
                         const void *dout /* N,C ddt */, int ddt, const void *inp /* N,C dt */, int dt,
                         const float *stat /* N,2 */, const float *w /* C */,
                         int N, int C);
 
 /* ---- linear: out = inp @ w^T + b  (the GEMM seam, gemm.h) ---------------
  * w is the weight in dt (under bf16, the model's bf16 copy of it). */
-void linear_forward(void *out /* N,OC out_dt */, int out_dt, const void *inp /* N,IC dt */,
+void remat_linear_forward(void *out /* N,OC out_dt */, int out_dt, const void *inp /* N,IC dt */,
                     const void *w /* OC,IC dt */, const float *b /* OC or NULL */,
                     int N, int IC, int OC, int dt);
 /* dinp = dout @ w (assigned; skipped when dinp is NULL)
  * dw  += dout^T @ inp,   db += sum_n dout (skipped when db is NULL) */
-void linear_backward(void *dinp /* N,IC dt or NULL */, float *dw /* OC,IC */,
+void remat_linear_backward(void *dinp /* N,IC dt or NULL */, float *dw /* OC,IC */,
                      float *db /* OC or NULL */, const void *dout /* N,OC dt */,
                      const void *inp /* N,IC dt */, const void *w /* OC,IC dt */,
                      int N, int IC, int OC, int dt);
@@ -83,10 +83,10 @@ void linear_backward(void *dinp /* N,IC dt or NULL */, float *dw /* OC,IC */,
  *   scores:  att[b,h,i,j] = softmax_j<=i( q_i . k_j / sqrt(hs) ),  0 for j > i
  *   values:  out[b,i,h*hs+d] = sum_j<=i drop(att[b,h,i,j]) * v_j[d]
  * drop() is inverted dropout with element index ((b*NH+h)*T+i)*T+j. */
-void attention_scores_forward(void *att /* B,NH,T,T dt */, const void *qkv /* B,T,3C dt */,
+void remat_attention_scores_forward(void *att /* B,NH,T,T dt */, const void *qkv /* B,T,3C dt */,
                               int B, int T, int C, int NH, int dt);
 /* acc: bf16 only, (B,T,C) fp32 scratch the products accumulate in */
-void attention_values_forward(void *out /* B,T,C dt */, const void *att /* B,NH,T,T dt */,
+void remat_attention_values_forward(void *out /* B,T,C dt */, const void *att /* B,NH,T,T dt */,
                               const void *qkv /* B,T,3C dt */, const remat_dropout *drop,
                               int B, int T, int C, int NH, int dt, float *acc);
 /* Backward through values and scores together (no T^2 gradient buffer):
@@ -94,7 +94,7 @@ void attention_values_forward(void *out /* B,T,C dt */, const void *att /* B,NH,
  *   dq_i = sum_j dS_ij k_j / sqrt(hs),  dk_j = sum_i dS_ij q_i / sqrt(hs),
  *   dv_j = sum_i drop(P_ij) dout_i.   dqkv is assigned.
  * acc: bf16 only, (B,T,3C) fp32 scratch the gradients accumulate in. */
-void attention_backward(void *dqkv /* B,T,3C dt */, const void *dout /* B,T,C dt */,
+void remat_attention_backward(void *dqkv /* B,T,3C dt */, const void *dout /* B,T,C dt */,
                         const void *att /* B,NH,T,T dt */, const void *qkv /* B,T,3C dt */,
                         const remat_dropout *drop, int B, int T, int C, int NH, int dt, float *acc);
 
@@ -103,33 +103,33 @@ void attention_backward(void *dqkv /* B,T,3C dt */, const void *dout /* B,T,C dt
  * values and the backward recompute the score tiles.  Same dropout indices
  * as above, so the two kernels agree up to summation order.  lse is fp32
  * in both dtypes; acc as above. */
-void flash_attention_stats(float *lse /* B,NH,T */, const void *qkv /* B,T,3C dt */,
+void remat_flash_attention_stats(float *lse /* B,NH,T */, const void *qkv /* B,T,3C dt */,
                            int B, int T, int C, int NH, int dt);
-void flash_attention_values(void *out /* B,T,C dt */, const float *lse /* B,NH,T */,
+void remat_flash_attention_values(void *out /* B,T,C dt */, const float *lse /* B,NH,T */,
                             const void *qkv /* B,T,3C dt */, const remat_dropout *drop,
                             int B, int T, int C, int NH, int dt, float *acc);
-void flash_attention_backward(void *dqkv /* B,T,3C dt, assigned */, const void *dout /* B,T,C dt */,
+void remat_flash_attention_backward(void *dqkv /* B,T,3C dt, assigned */, const void *dout /* B,T,C dt */,
                               const float *lse /* B,NH,T */, const void *qkv /* B,T,3C dt */,
                               const remat_dropout *drop, int B, int T, int C, int NH, int dt, float *acc);
 
 /* ---- fp32 -> bf16 (round to nearest even), elementwise, in parallel ---- */
-void bf16_round(remat_bf16 *dst, const float *src, size_t n);
+void remat_bf16_round_buf(remat_bf16 *dst, const float *src, size_t n);
 
 /* ---- GELU, tanh form (torch approximate='tanh') ------------------------
  *   out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
  * gelu_backward: dinp = dout * gelu'(inp); dinp may alias dout. */
-void gelu_forward(void *out, const void *inp, size_t n, int dt);
-void gelu_backward(void *dinp, const void *inp, const void *dout, size_t n, int dt);
+void remat_gelu_forward(void *out, const void *inp, size_t n, int dt);
+void remat_gelu_backward(void *dinp, const void *inp, const void *dout, size_t n, int dt);
 
 /* ---- residual add with dropout on the branch ---------------------------
  *   out = res + drop(branch)   (element index = flat index into N*C)
  * out may alias branch (the projection is written there first). */
-void residual_forward(void *out, const void *res, const void *branch,
+void remat_residual_forward(void *out, const void *res, const void *branch,
                       const remat_dropout *drop, size_t n, int dt);
 /* dbranch = dout * mask/(1-p) (dout is d_res, fp32; dbranch in dt).  The
  * residual path's gradient is dout itself, so the caller keeps using dout
  * for it. */
-void residual_backward_branch(void *dbranch, const float *dout,
+void remat_residual_backward_branch(void *dbranch, const float *dout,
                               const remat_dropout *drop, size_t n, int dt);
 
 /* ---- softmax + cross-entropy over the first V of Vp logits, fused --------
@@ -141,7 +141,7 @@ void residual_backward_branch(void *dbranch, const float *dout,
  * Returns the sum of losses, accumulated in double in row order.
  * bf16 logits: the loss and its sums in fp32/double, the gradient rounded
  * to bf16 in place. */
-double crossentropy_forward(float *losses /* N */, void *logits /* N,Vp dt */,
+double remat_crossentropy_forward(float *losses /* N */, void *logits /* N,Vp dt */,
                             const int *targets /* N */, int N, int V, int Vp,
                             float dlogits_scale, int dt);
 
@@ -151,19 +151,19 @@ double crossentropy_forward(float *losses /* N */, void *logits /* N,Vp dt */,
  * p -= (lr / (1-b1^t)) * m / (sqrt(v)/sqrt(1-b2^t) + eps)
  * g is multiplied by grad_scale first (global-norm clipping). t >= 1.
  * p16 (or NULL) gets the new p rounded to bf16, in the same pass. */
-void adamw_update(float *p, const float *g, float *m, float *v, remat_bf16 *p16 /* n or NULL */, size_t n,
+void remat_adamw_update(float *p, const float *g, float *m, float *v, remat_bf16 *p16 /* n or NULL */, size_t n,
                   float lr, float b1, float b2, float eps, float wd, int decay,
                   float grad_scale, uint64_t t);
 /* sum of g^2 in double, fixed order independent of the thread count */
-double sumsq(const float *g, size_t n);
+double remat_sumsq(const float *g, size_t n);
 /* sumsq in pieces, for a norm whose vector is split over ranks:
  * parts[k] = the sum over block k of g (SUMSQ_BLOCK_ELEMS elements, the last
  * block short) exactly as sumsq sums a block, and sumsq_from_blocks adds
  * the partials of a whole vector in sumsq's order, so that
- * sumsq_from_blocks(parts of g) == sumsq(g) bit for bit, whoever computed
+ * remat_sumsq_from_blocks(parts of g) == remat_sumsq(g) bit for bit, whoever computed
  * which block. */
 #define SUMSQ_BLOCK_ELEMS 4096
-void sumsq_blocks(const float *g, size_t n, double *parts /* ceil(n / SUMSQ_BLOCK_ELEMS) */);
-double sumsq_from_blocks(const double *parts, size_t nblocks);
+void remat_sumsq_blocks(const float *g, size_t n, double *parts /* ceil(n / SUMSQ_BLOCK_ELEMS) */);
+double remat_sumsq_from_blocks(const double *parts, size_t nblocks);
 
 #endif

@@ -69,7 +69,7 @@ INLINE void stats_row(float *stat, const void *x, int C, int dt)
     stat[1] = (float)(1.0 / sqrt(v + LN_EPS));
 }
 
-void layernorm_stats(float *stat, const void *inp, int N, int C, int dt)
+void remat_layernorm_stats(float *stat, const void *inp, int N, int C, int dt)
 {
     size_t es = remat_dtype_bytes(dt);
     #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * C))
@@ -84,7 +84,7 @@ void layernorm_stats(float *stat, const void *inp, int N, int C, int dt)
  * out (N,C), inp (N,C), stat (N,2), w (C), b (C).
  * The backward recomputes xhat = (x - mean) * rstd with the same float ops.
  * Elementwise: vectorising does not change the bits. */
-void layernorm_apply(void *out, int out_dt, const void *inp, int dt, const float *stat, const float *w,
+void remat_layernorm_apply(void *out, int out_dt, const void *inp, int dt, const float *stat, const float *w,
                      const float *b, int N, int C)
 {
     size_t es = remat_dtype_bytes(dt);
@@ -176,7 +176,7 @@ INLINE void backward_cols(float *dw, float *db, const void *inp, const void *dou
         }                                                                                                     \
     } while (0)
 
-void layernorm_backward(float *dinp, float *dw, float *db, const void *dout, int ddt, const void *inp, int dt,
+void remat_layernorm_backward(float *dinp, float *dw, float *db, const void *dout, int ddt, const void *inp, int dt,
                         const float *stat, const float *w, int N, int C)
 {
     int nblk = (C + LN_CBLOCK - 1) / LN_CBLOCK;

@@ -19,7 +19,7 @@
 #include "vmath.h"
 
 /* out (N,OC) = inp (N,IC) @ w^T (IC,OC) + b (OC) */
-void linear_forward(void *out, int out_dt, const void *inp, const void *w, const float *b, int N, int IC, int OC,
+void remat_linear_forward(void *out, int out_dt, const void *inp, const void *w, const float *b, int N, int IC, int OC,
                     int dt)
 {
     if (N <= 0 || OC <= 0) return;
@@ -32,7 +32,7 @@ void linear_forward(void *out, int out_dt, const void *inp, const void *w, const
  * dw   (OC,IC) += dout^T (OC,N) @ inp (N,IC)
  * db   (OC)    += sum_n dout[n,:]                    (skipped if NULL) */
 #define LIN_CBLOCK 64
-void linear_backward(void *dinp, float *dw, float *db, const void *dout, const void *inp, const void *w,
+void remat_linear_backward(void *dinp, float *dw, float *db, const void *dout, const void *inp, const void *w,
                      int N, int IC, int OC, int dt)
 {
     if (N <= 0 || OC <= 0) {

@@ -29,7 +29,7 @@
 #endif
 
 /* Parallel regions only for work worth a barrier.  A kernel of the 124M
- * step like layernorm_stats (N*C = 196608 elements) runs in ~60 us on one
+ * step like remat_layernorm_stats (N*C = 196608 elements) runs in ~60 us on one
  * core; forking a second thread saves ~30 us on an idle machine, but on a
  * shared one every barrier waits for the other thread to be scheduled
  * (perf on the 124M step, 2 threads, load ~6 on 2 cores: 10% of the step's

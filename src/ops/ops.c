@@ -133,7 +133,7 @@ static void lmhead_rows(remat_op_ctx *c, void *out, const void *lnf, void *temp)
                             x, C, WG(c, REMAT_PARAM_WTE, -1), C, chunk, Vp, NULL };
         remat_gemm(&g);
         if (c->have_targets)
-            c->loss_sum += crossentropy_forward(c->losses + r0, chunk, c->targets + r0, nr, cf->vocab, Vp, scale,
+            c->loss_sum += remat_crossentropy_forward(c->losses + r0, chunk, c->targets + r0, nr, cf->vocab, Vp, scale,
                                                 REMAT_DTYPE_FP32);
         if (!c->training) continue;
         const void *dlog = chunk;
@@ -141,7 +141,7 @@ static void lmhead_rows(remat_op_ctx *c, void *out, const void *lnf, void *temp)
             remat_bf16_from_f32(chunk16, chunk, (size_t)nr * Vp);
             dlog = chunk16;
         }
-        linear_backward((char *)out + (size_t)r0 * C * es, GW(c, REMAT_PARAM_WTE, -1), NULL, dlog, x,
+        remat_linear_backward((char *)out + (size_t)r0 * C * es, GW(c, REMAT_PARAM_WTE, -1), NULL, dlog, x,
                         WG(c, REMAT_PARAM_WTE, -1), nr, C, Vp, dt);
     }
 }
@@ -157,51 +157,51 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
     remat_dropout d;
     switch (t) {
     case RT_EMB:        /* emb = wte[inputs] + wpe */
-        encoder_forward(out, c->inputs, W(c, REMAT_PARAM_WTE, -1), W(c, REMAT_PARAM_WPE, -1), B, T, C, DT(c, t));
+        remat_encoder_forward(out, c->inputs, W(c, REMAT_PARAM_WTE, -1), W(c, REMAT_PARAM_WPE, -1), B, T, C, DT(c, t));
         break;
-    case RT_LN1_STAT: layernorm_stats(out, X(a), N, C, DT(c, RT_X)); break;
+    case RT_LN1_STAT: remat_layernorm_stats(out, X(a), N, C, DT(c, RT_X)); break;
     case RT_LN1:
-        layernorm_apply(out, DT(c, t), X(a), DT(c, RT_X), F(a, RT_LN1_STAT), W(c, REMAT_PARAM_LN1W, l),
+        remat_layernorm_apply(out, DT(c, t), X(a), DT(c, RT_X), F(a, RT_LN1_STAT), W(c, REMAT_PARAM_LN1W, l),
                         W(c, REMAT_PARAM_LN1B, l), N, C);
         break;
     case RT_QKV:
-        linear_forward(out, DT(c, t), A(a, RT_LN1), WG(c, REMAT_PARAM_QKVW, l), W(c, REMAT_PARAM_QKVB, l), N, C, 3 * C,
+        remat_linear_forward(out, DT(c, t), A(a, RT_LN1), WG(c, REMAT_PARAM_QKVW, l), W(c, REMAT_PARAM_QKVB, l), N, C, 3 * C,
                        dt);
         break;
     case RT_ATT:        /* naive: the (B,NH,T,T) probabilities; flash: the logsumexp */
-        if (flash) flash_attention_stats(out, A(a, RT_QKV), B, T, C, NH, dt);
-        else attention_scores_forward(out, A(a, RT_QKV), B, T, C, NH, dt);
+        if (flash) remat_flash_attention_stats(out, A(a, RT_QKV), B, T, C, NH, dt);
+        else remat_attention_scores_forward(out, A(a, RT_QKV), B, T, C, NH, dt);
         break;
     case RT_ATTY:
         d = drop_for(c, l, REMAT_SITE_ATT);   /* acc: when the table declares it (remat_tensor_fwd_temp_bytes) */
-        if (flash) flash_attention_values(out, F(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt, acc);
-        else attention_values_forward(out, A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt, acc);
+        if (flash) remat_flash_attention_values(out, F(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt, acc);
+        else remat_attention_values_forward(out, A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt, acc);
         break;
     case RT_RES2:       /* res2 = x + dropout(atty @ Wproj^T + b): the residual stream */
-        linear_forward(out, DT(c, t), A(a, RT_ATTY), WG(c, REMAT_PARAM_ATTPROJW, l), W(c, REMAT_PARAM_ATTPROJB, l), N,
+        remat_linear_forward(out, DT(c, t), A(a, RT_ATTY), WG(c, REMAT_PARAM_ATTPROJW, l), W(c, REMAT_PARAM_ATTPROJB, l), N,
                        C, C, dt);
         d = drop_for(c, l, REMAT_SITE_RES_ATTN);
-        residual_forward(out, X(a), out, &d, (size_t)N * C, DT(c, t));
+        remat_residual_forward(out, X(a), out, &d, (size_t)N * C, DT(c, t));
         break;
-    case RT_LN2_STAT: layernorm_stats(out, A(a, RT_RES2), N, C, DT(c, RT_RES2)); break;
+    case RT_LN2_STAT: remat_layernorm_stats(out, A(a, RT_RES2), N, C, DT(c, RT_RES2)); break;
     case RT_LN2:
-        layernorm_apply(out, DT(c, t), A(a, RT_RES2), DT(c, RT_RES2), F(a, RT_LN2_STAT), W(c, REMAT_PARAM_LN2W, l),
+        remat_layernorm_apply(out, DT(c, t), A(a, RT_RES2), DT(c, RT_RES2), F(a, RT_LN2_STAT), W(c, REMAT_PARAM_LN2W, l),
                         W(c, REMAT_PARAM_LN2B, l), N, C);
         break;
     case RT_FCH:
-        linear_forward(out, DT(c, t), A(a, RT_LN2), WG(c, REMAT_PARAM_FCW, l), W(c, REMAT_PARAM_FCB, l), N, C, 4 * C,
+        remat_linear_forward(out, DT(c, t), A(a, RT_LN2), WG(c, REMAT_PARAM_FCW, l), W(c, REMAT_PARAM_FCB, l), N, C, 4 * C,
                        dt);
         break;
-    case RT_FCH_GELU: gelu_forward(out, A(a, RT_FCH), (size_t)N * 4 * C, dt); break;
+    case RT_FCH_GELU: remat_gelu_forward(out, A(a, RT_FCH), (size_t)N * 4 * C, dt); break;
     case RT_RES3:       /* res3 = res2 + dropout(fch_gelu @ Wfcproj^T + b) */
-        linear_forward(out, DT(c, t), A(a, RT_FCH_GELU), WG(c, REMAT_PARAM_FCPROJW, l), W(c, REMAT_PARAM_FCPROJB, l), N,
+        remat_linear_forward(out, DT(c, t), A(a, RT_FCH_GELU), WG(c, REMAT_PARAM_FCPROJW, l), W(c, REMAT_PARAM_FCPROJB, l), N,
                        4 * C, C, dt);
         d = drop_for(c, l, REMAT_SITE_RES_MLP);
-        residual_forward(out, A(a, RT_RES2), out, &d, (size_t)N * C, DT(c, t));
+        remat_residual_forward(out, A(a, RT_RES2), out, &d, (size_t)N * C, DT(c, t));
         break;
-    case RT_LNF_STAT: layernorm_stats(out, X(a), N, C, DT(c, RT_X)); break;
+    case RT_LNF_STAT: remat_layernorm_stats(out, X(a), N, C, DT(c, RT_X)); break;
     case RT_LNF:
-        layernorm_apply(out, DT(c, t), X(a), DT(c, RT_X), F(a, RT_LNF_STAT), W(c, REMAT_PARAM_LNFW, -1),
+        remat_layernorm_apply(out, DT(c, t), X(a), DT(c, RT_X), F(a, RT_LNF_STAT), W(c, REMAT_PARAM_LNFW, -1),
                         W(c, REMAT_PARAM_LNFB, -1), N, C);
         break;
     case RT_LOGITS:
@@ -209,11 +209,11 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
             lmhead_rows(c, out, A(a, RT_LNF), TEMP(a));
             break;
         }
-        linear_forward(out, DT(c, t), A(a, RT_LNF), WG(c, REMAT_PARAM_WTE, -1), NULL, N, C, Vp, dt);
+        remat_linear_forward(out, DT(c, t), A(a, RT_LNF), WG(c, REMAT_PARAM_WTE, -1), NULL, N, C, Vp, dt);
         /* fused softmax + cross-entropy; training overwrites the logits
          * with d(logits) in place */
         if (!c->have_targets) c->loss_sum = 0.0;
-        else c->loss_sum = crossentropy_forward(c->losses, out, c->targets, N, cf->vocab, Vp, dlogits_scale(c, N), dt);
+        else c->loss_sum = remat_crossentropy_forward(c->losses, out, c->targets, N, cf->vocab, Vp, dlogits_scale(c, N), dt);
         break;
     default: assert(!"remat_op_forward: not an activation of the GPT-2 table");
     }
@@ -228,7 +228,7 @@ static const void *branch_grad(const remat_op_ctx *c, const remat_op_args *a, in
     if (!remat_tensor_exists(c->cfg, RT_D_BRANCH)) return A(a, RT_D_RES);
     remat_dropout d = drop_for(c, l, site);
     void *b = A(a, RT_D_BRANCH);
-    residual_backward_branch(b, F(a, RT_D_RES), &d, n, c->cfg->dtype);
+    remat_residual_backward_branch(b, F(a, RT_D_RES), &d, n, c->cfg->dtype);
     return b;
 }
 
@@ -244,57 +244,57 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
     switch (t) {
     case RT_RES3:       /* d_fch = d_branch @ Wfcproj; dWfcproj += d_branch^T fch_gelu */
         src = branch_grad(c, a, l, REMAT_SITE_RES_MLP, n);
-        linear_backward(A(a, RT_D_FCH), GW(c, REMAT_PARAM_FCPROJW, l), GW(c, REMAT_PARAM_FCPROJB, l), src,
+        remat_linear_backward(A(a, RT_D_FCH), GW(c, REMAT_PARAM_FCPROJW, l), GW(c, REMAT_PARAM_FCPROJB, l), src,
                         A(a, RT_FCH_GELU), WG(c, REMAT_PARAM_FCPROJW, l), N, 4 * C, C, dt);
         break;
     case RT_FCH_GELU:   /* in place: d_fch = d_fch * gelu'(fch) */
-        gelu_backward(A(a, RT_D_FCH), A(a, RT_FCH), A(a, RT_D_FCH), (size_t)N * 4 * C, dt);
+        remat_gelu_backward(A(a, RT_D_FCH), A(a, RT_FCH), A(a, RT_D_FCH), (size_t)N * 4 * C, dt);
         break;
     case RT_FCH:
-        linear_backward(A(a, RT_D_LN2), GW(c, REMAT_PARAM_FCW, l), GW(c, REMAT_PARAM_FCB, l), A(a, RT_D_FCH),
+        remat_linear_backward(A(a, RT_D_LN2), GW(c, REMAT_PARAM_FCW, l), GW(c, REMAT_PARAM_FCB, l), A(a, RT_D_FCH),
                         A(a, RT_LN2), WG(c, REMAT_PARAM_FCW, l), N, C, 4 * C, dt);
         break;
     case RT_LN2:        /* d_res += layernorm'(d_ln2) */
-        layernorm_backward(F(a, RT_D_RES), GW(c, REMAT_PARAM_LN2W, l), GW(c, REMAT_PARAM_LN2B, l), A(a, RT_D_LN2),
+        remat_layernorm_backward(F(a, RT_D_RES), GW(c, REMAT_PARAM_LN2W, l), GW(c, REMAT_PARAM_LN2B, l), A(a, RT_D_LN2),
                            DT(c, RT_D_LN2), A(a, RT_RES2), DT(c, RT_RES2), F(a, RT_LN2_STAT), W(c, REMAT_PARAM_LN2W, l),
                            N, C);
         break;
     case RT_RES2:
         src = branch_grad(c, a, l, REMAT_SITE_RES_ATTN, n);
-        linear_backward(A(a, RT_D_ATTY), GW(c, REMAT_PARAM_ATTPROJW, l), GW(c, REMAT_PARAM_ATTPROJB, l), src,
+        remat_linear_backward(A(a, RT_D_ATTY), GW(c, REMAT_PARAM_ATTPROJW, l), GW(c, REMAT_PARAM_ATTPROJB, l), src,
                         A(a, RT_ATTY), WG(c, REMAT_PARAM_ATTPROJW, l), N, C, C, dt);
         break;
     case RT_ATTY:       /* through values and scores at once: d_qkv */
         d = drop_for(c, l, REMAT_SITE_ATT);
         if (dt == REMAT_DTYPE_BF16) (void)TEMP(a);
         if (cf->attention == REMAT_ATTENTION_FLASH)
-            flash_attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), F(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH,
+            remat_flash_attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), F(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH,
                                      dt, acc);
         else
-            attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt,
+            remat_attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt,
                                acc);
         break;
     case RT_QKV:
-        linear_backward(A(a, RT_D_LN1), GW(c, REMAT_PARAM_QKVW, l), GW(c, REMAT_PARAM_QKVB, l), A(a, RT_D_QKV),
+        remat_linear_backward(A(a, RT_D_LN1), GW(c, REMAT_PARAM_QKVW, l), GW(c, REMAT_PARAM_QKVB, l), A(a, RT_D_QKV),
                         A(a, RT_LN1), WG(c, REMAT_PARAM_QKVW, l), N, C, 3 * C, dt);
         break;
     case RT_LN1:        /* d_res += layernorm'(d_ln1) */
-        layernorm_backward(F(a, RT_D_RES), GW(c, REMAT_PARAM_LN1W, l), GW(c, REMAT_PARAM_LN1B, l), A(a, RT_D_LN1),
+        remat_layernorm_backward(F(a, RT_D_RES), GW(c, REMAT_PARAM_LN1W, l), GW(c, REMAT_PARAM_LN1B, l), A(a, RT_D_LN1),
                            DT(c, RT_D_LN1), X(a), DT(c, RT_X), F(a, RT_LN1_STAT), W(c, REMAT_PARAM_LN1W, l), N, C);
         break;
     case RT_LOGITS:
         if (cf->lmhead_chunk > 0)   /* computed in the forward pass already */
             memcpy(A(a, RT_D_LNF), A(a, RT_LOGITS), n * remat_dtype_bytes(dt));
         else                        /* logits hold d(logits) */
-            linear_backward(A(a, RT_D_LNF), GW(c, REMAT_PARAM_WTE, -1), NULL, A(a, RT_LOGITS), A(a, RT_LNF),
+            remat_linear_backward(A(a, RT_D_LNF), GW(c, REMAT_PARAM_WTE, -1), NULL, A(a, RT_LOGITS), A(a, RT_LNF),
                             WG(c, REMAT_PARAM_WTE, -1), N, C, Vp, dt);
         break;
     case RT_LNF:        /* d_res (allocated zeroed) += layernorm'(d_lnf) */
-        layernorm_backward(F(a, RT_D_RES), GW(c, REMAT_PARAM_LNFW, -1), GW(c, REMAT_PARAM_LNFB, -1), A(a, RT_D_LNF),
+        remat_layernorm_backward(F(a, RT_D_RES), GW(c, REMAT_PARAM_LNFW, -1), GW(c, REMAT_PARAM_LNFB, -1), A(a, RT_D_LNF),
                            DT(c, RT_D_LNF), X(a), DT(c, RT_X), F(a, RT_LNF_STAT), W(c, REMAT_PARAM_LNFW, -1), N, C);
         break;
     case RT_EMB:
-        encoder_backward(GW(c, REMAT_PARAM_WTE, -1), GW(c, REMAT_PARAM_WPE, -1), F(a, RT_D_RES), c->inputs, B, T, C);
+        remat_encoder_backward(GW(c, REMAT_PARAM_WTE, -1), GW(c, REMAT_PARAM_WPE, -1), F(a, RT_D_RES), c->inputs, B, T, C);
         break;
     default: assert(!"remat_op_backward: no backward of its own");
     }
@@ -322,7 +322,7 @@ int remat_op_first_nonfinite(const remat_op_ctx *c, size_t lo, size_t hi)
     for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
         size_t a = c->poff[i] > lo ? c->poff[i] : lo, b = c->poff[i] + c->pnum[i];
         if (b > hi) b = hi;
-        if (a < b && !isfinite(sumsq(c->grads + a, b - a))) return i;
+        if (a < b && !isfinite(remat_sumsq(c->grads + a, b - a))) return i;
     }
     return REMAT_PARAM_COUNT;
 }
@@ -334,7 +334,7 @@ void remat_op_adamw_range(const remat_op_ctx *c, float *adam_m, float *adam_v, c
         size_t a = c->poff[i] > lo ? c->poff[i] : lo, b = c->poff[i] + c->pnum[i];
         if (b > hi) b = hi;
         if (a < b)   /* and the bf16 copy, in the same pass */
-            adamw_update(c->params + a, c->grads + a, adam_m + (a - lo), adam_v + (a - lo),
+            remat_adamw_update(c->params + a, c->grads + a, adam_m + (a - lo), adam_v + (a - lo),
                          c->params16 ? c->params16 + a : NULL, b - a, o->lr, o->beta1, o->beta2, o->eps,
                          o->weight_decay, remat_param_defs[i].decay, scale, t);
     }
@@ -344,7 +344,7 @@ remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v
                              float *norm_out)
 {
     size_t np = num_params(c);
-    double norm = sqrt(sumsq(c->grads, np));
+    double norm = sqrt(remat_sumsq(c->grads, np));
     if (norm_out) *norm_out = (float)norm;
     if (!isfinite(norm)) {
         /* name the first tensor with a non-finite gradient */
@@ -360,7 +360,7 @@ remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v
 
 void remat_op_refresh16_range(const remat_op_ctx *c, size_t lo, size_t hi)
 {
-    if (c->params16 && hi > lo) bf16_round(c->params16 + lo, c->params + lo, hi - lo);
+    if (c->params16 && hi > lo) remat_bf16_round_buf(c->params16 + lo, c->params + lo, hi - lo);
 }
 
 void remat_op_refresh16(const remat_op_ctx *c) { remat_op_refresh16_range(c, 0, num_params(c)); }

@@ -75,7 +75,7 @@ void remat_op_backward(remat_op_ctx *c, int t, int layer, const remat_op_args *a
  * the first tensor with a non-finite gradient, leaves everything as it was. */
 remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
                              float *norm);
-/* Its pieces, for an update split over ranks (engine/parallel.c):
+/* Its pieces, for an update split over ranks (engine/dpstep.c):
  *   the gradient scale of clipping for the global norm `norm`;
  *   AdamW on the elements [lo, hi) of the flat vector, with adam_m/adam_v
  *   holding those elements only (m[0] is element lo), gradients scaled by

@@ -189,8 +189,8 @@ static double time_layer(probe_buf *pb, const remat_config *c, int rows, int IC,
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
         double t0 = probe_clock_ms();
-        if (bw) linear_backward(pb->e, pb->d, pb->d, pb->c, pb->a, pb->b, n, IC, OC, dt);
-        else linear_forward(pb->c, out_dt, pb->a, pb->b, pb->d, n, IC, OC, dt);
+        if (bw) remat_linear_backward(pb->e, pb->d, pb->d, pb->c, pb->a, pb->b, n, IC, OC, dt);
+        else remat_linear_forward(pb->c, out_dt, pb->a, pb->b, pb->d, n, IC, OC, dt);
         double ms = probe_clock_ms() - t0;
         if (r && ms < best) best = ms;
     }
@@ -256,7 +256,7 @@ __attribute__((noipa)) static double time_pointwise(float *x, float *y, size_t n
     }
     for (int r = 0; r < 4; r++) {
         double t0 = probe_clock_ms();
-        gelu_forward(out, in, n, dt);
+        remat_gelu_forward(out, in, n, dt);
         double ms = probe_clock_ms() - t0;
         if (r && ms < best) best = ms;
     }

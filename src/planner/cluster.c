@@ -240,13 +240,13 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
         whole.stage = REMAT_STAGE_WHOLE;
         remat_profile hp;
         fill_device_profile(&hp, &whole, cl, eff);
-        for (int i = 0; i < x->tb->nhead; i++) {
-            x->head_ms += hp.fwd_ms[x->tb->head[i]];
-            x->head_flops += remat_tensor_fwd_flops(&whole, x->tb->head[i]);
+        for (int i = 0; i < x->tb->nlmhead; i++) {
+            x->head_ms += hp.fwd_ms[x->tb->lmhead[i]];
+            x->head_flops += remat_tensor_fwd_flops(&whole, x->tb->lmhead[i]);
         }
-        for (int i = 0; i < x->tb->nhead_bwd; i++) {
-            x->head_ms += hp.bwd_ms[x->tb->head_bwd[i]];
-            x->head_flops += remat_tensor_bwd_flops(&whole, x->tb->head_bwd[i]);
+        for (int i = 0; i < x->tb->nlmhead_bwd; i++) {
+            x->head_ms += hp.bwd_ms[x->tb->lmhead_bwd[i]];
+            x->head_flops += remat_tensor_bwd_flops(&whole, x->tb->lmhead_bwd[i]);
         }
     }
     /* data parallelism: fp32 gradients all-reduced (2(D-1)/D of them per GPU),

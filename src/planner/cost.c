@@ -282,7 +282,7 @@ static remat_status cost_exec(void *arg, size_t i, const remat_instr *in, const 
 double remat_cost_schedule_times(const remat_profile *p, const remat_schedule *s, double *ms, double *recompute_ms)
 {
     const remat_config *c = &s->cfg;
-    int nslots = remat_nslots_t(s->tb, c->n_layer);
+    int nslots = remat_table_nslots(s->tb, c->n_layer);
     costw w;
     memset(&w, 0, sizeof w);
     w.p = p;

@@ -136,8 +136,8 @@ static remat_status trace_policy(const remat_config *c, const remat_profile *pro
 
 static int is_head(const remat_table *tb, int tid)
 {
-    for (int h = 0; h < tb->nhead; h++)
-        if (tb->head[h] == tid) return 1;
+    for (int h = 0; h < tb->nlmhead; h++)
+        if (tb->lmhead[h] == tid) return 1;
     return 0;
 }
 
@@ -147,7 +147,7 @@ static int is_head(const remat_table *tb, int tid)
 static remat_status segments(const remat_table *tb, const trace *t, int L, size_t *h, size_t *bs, size_t *e)
 {
     size_t i = 0, lnfb = 0;
-    int last_head_bwd = tb->head_bwd[tb->nhead_bwd - 1];
+    int last_head_bwd = tb->lmhead_bwd[tb->nlmhead_bwd - 1];
     while (i < t->n && !is_head(tb, t->s->ins[i].tid)) i++;
     *h = i;
     for (; i < t->n; i++)

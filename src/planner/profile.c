@@ -127,12 +127,12 @@ static remat_status bench_init(bench *b, const remat_config *c, int acts, int op
     b->ctx.training = 1;
     b->ctx.have_targets = 1;
     if (!acts) return REMAT_OK;
-    b->nslots = remat_nslots_t(b->tb, c->n_layer);
+    b->nslots = remat_table_nslots(b->tb, c->n_layer);
     b->buf = remat_calloc((size_t)b->nslots, sizeof *b->buf);
     b->bytes = remat_calloc((size_t)b->nslots, sizeof *b->bytes);
     if (!b->buf || !b->bytes) goto nomem;
     for (int s = 0; s < b->nslots; s++) {
-        int t = remat_slot_tid_t(b->tb, c->n_layer, s);
+        int t = remat_table_slot_tid(b->tb, c->n_layer, s);
         if (!remat_tensor_exists(c, t)) continue;
         b->bytes[s] = remat_tensor_bytes(c, t);
         if (!(b->buf[s] = remat_mem_alloc(&b->mem, REMAT_MEM_ACTS, b->bytes[s]))) goto nomem;
@@ -198,7 +198,7 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
     /* forward once in table order, so every input holds sane values */
     bench_op(&b, tb->emb, 0);
     for (int t = 0; t < tb->nblock; t++) bench_op(&b, t, 0);
-    for (int h = 0; h < tb->nhead; h++) bench_op(&b, tb->head[h], 0);
+    for (int h = 0; h < tb->nlmhead; h++) bench_op(&b, tb->lmhead[h], 0);
     p->cfg = *cfg;
     p->measured = 1;
     p->threads = remat_get_threads();
@@ -208,7 +208,7 @@ remat_status remat_profile_measure(const remat_config *cfg, int reps, remat_prof
      * threads) */
     int cpu = p->threads == 1;
     remat_machine_cpu(p->cpu, sizeof p->cpu);
-    float *dres = b.buf[remat_slot_t(tb, 1, -1, tb->d_res)];   /* fp32 in both dtypes */
+    float *dres = b.buf[remat_table_slot(tb, 1, -1, tb->d_res)];   /* fp32 in both dtypes */
     size_t dres_n = remat_tensor_bytes(&c1, tb->d_res) / 4;
     /* Reps are interleaved over the ops (rep r of every op, then rep r+1),
      * so that a burst of load on a shared machine hits all ops alike; and

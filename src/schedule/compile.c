@@ -57,7 +57,7 @@ typedef struct gen {
 } gen;
 
 /* slot of tensor t as seen from block `layer` (layer -1: the head) */
-static int gslot(gen *g, int layer, int t) { return remat_slot_t(g->tb, g->L, layer, t); }
+static int gslot(gen *g, int layer, int t) { return remat_table_slot(g->tb, g->L, layer, t); }
 static int live(gen *g, int layer, int t) { return g->w.live[gslot(g, layer, t)]; }
 
 static void emit(gen *g, int kind, int layer, int t)
@@ -65,7 +65,7 @@ static void emit(gen *g, int kind, int layer, int t)
     if (g->st) return;
     /* resolve RT_X to a concrete (layer, tensor) for the instruction */
     int s = gslot(g, layer, t);
-    int tid = remat_slot_tid_t(g->tb, g->L, s), lay = remat_slot_layer_t(g->tb, g->L, s);
+    int tid = remat_table_slot_tid(g->tb, g->L, s), lay = remat_table_slot_layer(g->tb, g->L, s);
     if ((g->st = remat_schedule_push(g->s, kind, lay, tid))) return;
     if (kind == REMAT_I_FORWARD || kind == REMAT_I_RECOMPUTE) g->computed[s] = 1;
     g->st = remat_walker_step(&g->w, g->s->n - 1, &g->s->ins[g->s->n - 1]);
@@ -135,9 +135,9 @@ static void free_unneeded(gen *g, int layer, const int8_t *order, int n, int nex
         for (int i = 0; i < RT_MAXIO && d->bwd_in[i] != RT_NONE; i++) need_mark(g, layer, d->bwd_in[i]);
     }
     /* candidates: the block's own tensors (or the head's), then its input */
-    int nc = layer < 0 ? tb->nhead : tb->nblock;
+    int nc = layer < 0 ? tb->nlmhead : tb->nblock;
     for (int c = 0; c < nc; c++) {
-        int t = layer < 0 ? tb->head[c] : c;
+        int t = layer < 0 ? tb->lmhead[c] : c;
         if (live(g, layer, t) && !g->need[t]) emit(g, REMAT_I_FREE, layer, t);
     }
     if (live(g, layer, RT_X) && !g->need[tb->count]) emit(g, REMAT_I_FREE, layer, RT_X);
@@ -227,7 +227,7 @@ static void solve(gen *g, int a, int b, int slots)
     int L = g->L;
     if (a == L) {                   /* the head: lnf, logits, loss */
         if (!g->fwd_end_set) { g->s->fwd_end = g->s->n; g->fwd_end_set = 1; }
-        block_backward(g, -1, g->tb->head_bwd, g->tb->nhead_bwd);
+        block_backward(g, -1, g->tb->lmhead_bwd, g->tb->nlmhead_bwd);
         return;
     }
     int move, m = a + 1;
@@ -342,18 +342,18 @@ remat_status remat_compile_forward(remat_schedule *s)
     emit(&g, REMAT_I_FORWARD, -1, tb->emb);
     for (int l = 0; l < g.L; l++) block_forward(&g, l, remat_out_bit(tb), 1);
     s->fwd_end = s->n;
-    for (int h = 0; h < tb->nhead && !g.st; h++) {
-        int t = tb->head[h];
+    for (int h = 0; h < tb->nlmhead && !g.st; h++) {
+        int t = tb->lmhead[h];
         ensure(&g, -1, t);
         /* free what no later head tensor reads: the input, then the head's own */
         for (int u = -1; u < h; u++) {
-            int cand = u < 0 ? RT_X : tb->head[u], read_later = 0;
-            for (int r = h + 1; r < tb->nhead; r++)
-                for (int i = 0; i < RT_MAXIO; i++) read_later |= tb->defs[tb->head[r]].fwd_in[i] == cand;
+            int cand = u < 0 ? RT_X : tb->lmhead[u], read_later = 0;
+            for (int r = h + 1; r < tb->nlmhead; r++)
+                for (int i = 0; i < RT_MAXIO; i++) read_later |= tb->defs[tb->lmhead[r]].fwd_in[i] == cand;
             if (!read_later && live(&g, -1, cand)) emit(&g, REMAT_I_FREE, -1, cand);
         }
     }
-    emit(&g, REMAT_I_FREE, -1, tb->head[tb->nhead - 1]);
+    emit(&g, REMAT_I_FREE, -1, tb->lmhead[tb->nlmhead - 1]);
 out:
     gen_free(&g);
     return g.st;

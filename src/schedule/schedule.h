@@ -76,7 +76,7 @@ remat_status remat_schedule_push(remat_schedule *s, int kind, int layer, int tid
 /* Slot of (layer, tid) for a schedule's config; global tensors have layer -1. */
 static inline int remat_islot(const remat_schedule *s, int layer, int tid)
 {
-    return remat_slot_t(s->tb, s->cfg.n_layer, layer, tid);
+    return remat_table_slot(s->tb, s->cfg.n_layer, layer, tid);
 }
 
 /* Compiles a parsed policy into s (already holding cfg and tb). */

@@ -23,7 +23,7 @@ remat_status remat_walker_init(remat_walker *w, const remat_config *cfg, int for
     w->cfg = cfg;
     w->tb = remat_table_of(cfg);
     w->L = cfg->n_layer;
-    w->nslots = remat_nslots_t(w->tb, w->L);
+    w->nslots = remat_table_nslots(w->tb, w->L);
     w->check = check;
     w->forward_only = forward_only;
     w->h = h;
@@ -47,7 +47,7 @@ void remat_walker_free(remat_walker *w)
 
 static const char *sname(const remat_walker *w, int slot)
 {
-    return w->tb->defs[remat_slot_tid_t(w->tb, w->L, slot)].name;
+    return w->tb->defs[remat_table_slot_tid(w->tb, w->L, slot)].name;
 }
 
 /* a tensor comes to life */
@@ -60,18 +60,18 @@ static remat_status born(remat_walker *w, int slot, int t, int zero)
     }
     w->live[slot] = 1;
     w->cur += b;
-    if (remat_slot_is_checkpoint_t(w->tb, w->L, slot)) w->ckpts++;
+    if (remat_table_slot_is_checkpoint(w->tb, w->L, slot)) w->ckpts++;
     return REMAT_OK;
 }
 
 static void dies(remat_walker *w, int slot)
 {
-    int t = remat_slot_tid_t(w->tb, w->L, slot);
+    int t = remat_table_slot_tid(w->tb, w->L, slot);
     uint64_t b = remat_tensor_bytes(w->cfg, t);
     if (w->h && w->h->release) w->h->release(w->h->arg, slot, t, b);
     w->live[slot] = 0;
     w->cur -= b;
-    if (remat_slot_is_checkpoint_t(w->tb, w->L, slot)) w->ckpts--;
+    if (remat_table_slot_is_checkpoint(w->tb, w->L, slot)) w->ckpts--;
 }
 
 #define FAIL(...) do { return remat_fail(REMAT_ERR_SCHEDULE, __VA_ARGS__); } while (0)
@@ -181,15 +181,15 @@ remat_status remat_walker_finish(remat_walker *w)
 {
     if (w->check) {
         for (int sl = 0; sl < w->nslots; sl++) {
-            int t = remat_slot_tid_t(w->tb, w->L, sl), l = remat_slot_layer_t(w->tb, w->L, sl);
+            int t = remat_table_slot_tid(w->tb, w->L, sl), l = remat_table_slot_layer(w->tb, w->L, sl);
             if (w->live[sl]) FAIL("leak: %s (layer %d) is never freed", w->tb->defs[t].name, l);
         }
         if (!w->forward_only)
             for (int sl = 0; sl < w->nslots; sl++) {
-                int t = remat_slot_tid_t(w->tb, w->L, sl);
+                int t = remat_table_slot_tid(w->tb, w->L, sl);
                 if (t < w->tb->first_grad && w->tb->defs[t].has_bwd && !w->done[sl])
                     FAIL("the gradient of %s (layer %d) is never computed", w->tb->defs[t].name,
-                         remat_slot_layer_t(w->tb, w->L, sl));
+                         remat_table_slot_layer(w->tb, w->L, sl));
             }
     }
     w->sim.workset_bytes = w->sim.peak_bytes - w->sim.stored_bytes;

@@ -113,8 +113,8 @@ const remat_table remat_table_gpt2 = {
     .first_grad = RT_FIRST_GRAD,
     .emb = RT_EMB,
     .d_res = RT_D_RES,
-    .nhead = 3, .head = { RT_LNF_STAT, RT_LNF, RT_LOGITS },
-    .nhead_bwd = 2, .head_bwd = { RT_LOGITS, RT_LNF },
+    .nlmhead = 3, .lmhead = { RT_LNF_STAT, RT_LNF, RT_LOGITS },
+    .nlmhead_bwd = 2, .lmhead_bwd = { RT_LOGITS, RT_LNF },
     .nbwd = 8, .bwd = { RT_RES3, RT_FCH_GELU, RT_FCH, RT_LN2, RT_RES2, RT_ATTY, RT_QKV, RT_LN1 },
     .defs = gpt2_defs,
     .fwd_flops = gpt2_fwd_flops,
@@ -350,7 +350,7 @@ static void add_list(const remat_config *c, const remat_table *tb, const int8_t 
     for (int i = 0; i < n && list[i] != RT_NONE; i++) {
         int t = list[i];
         if (!remat_tensor_exists(c, t)) continue;
-        slots[*count] = remat_slot_t(tb, L, -1, t);
+        slots[*count] = remat_table_slot(tb, L, -1, t);
         tids[*count] = t;
         (*count)++;
     }
@@ -366,11 +366,11 @@ void remat_operands_of(const remat_config *c, int kind, int layer, int t, remat_
     if (kind == REMAT_I_UPDATE) return;
     const remat_tensor_def *d = &tb->defs[t];
     int lay = d->cls == RT_CLASS_BLOCK ? layer : -1;
-    o->out = remat_slot_t(tb, L, lay < 0 ? 0 : lay, t);
+    o->out = remat_table_slot(tb, L, lay < 0 ? 0 : lay, t);
     if (kind == REMAT_I_FREE) return;
     const int8_t *reads = kind == REMAT_I_BACKWARD ? d->bwd_in : d->fwd_in;
     for (int i = 0; i < RT_MAXIO && reads[i] != RT_NONE; i++) {
-        o->in[o->nin] = remat_slot_t(tb, L, lay, reads[i]);
+        o->in[o->nin] = remat_table_slot(tb, L, lay, reads[i]);
         o->in_t[o->nin] = reads[i];
         o->nin++;
     }

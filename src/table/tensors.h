@@ -138,10 +138,10 @@ typedef struct remat_table {
     int first_grad;            /* globals [nblock, first_grad); gradient buffers [first_grad, count) */
     int emb;                   /* the global tensor that is block 0's input */
     int d_res;                 /* the residual-stream gradient (the head allocates it) */
-    int nhead;                 /* the head: globals after the last block, forward order */
-    int8_t head[4];
-    int nhead_bwd;             /* the head's backward order */
-    int8_t head_bwd[4];
+    int nlmhead;               /* the LM head's tensors: globals after the last block, forward order */
+    int8_t lmhead[4];
+    int nlmhead_bwd;           /* the LM head's backward order */
+    int8_t lmhead_bwd[4];
     int nbwd;                  /* a block's backward order */
     int8_t bwd[RT_MAXT];
     const remat_tensor_def *defs;
@@ -202,10 +202,10 @@ uint64_t remat_table_resident_bytes(const remat_config *cfg);
 uint32_t remat_keep_default(const remat_table *tb);
 
 /* ---- slots ---------------------------------------------------------------- */
-static inline int remat_nslots_t(const remat_table *tb, int L) { return L * tb->nblock + (tb->count - tb->nblock); }
+static inline int remat_table_nslots(const remat_table *tb, int L) { return L * tb->nblock + (tb->count - tb->nblock); }
 /* slot of tensor t seen from block `layer` (-1 or L: from the head, where
  * RT_X is the last block's output); global tensors ignore layer */
-static inline int remat_slot_t(const remat_table *tb, int L, int layer, int t)
+static inline int remat_table_slot(const remat_table *tb, int L, int layer, int t)
 {
     if (t == RT_X) {
         if (layer < 0) layer = L;
@@ -214,18 +214,18 @@ static inline int remat_slot_t(const remat_table *tb, int L, int layer, int t)
     if (t < tb->nblock) return layer * tb->nblock + t;
     return L * tb->nblock + (t - tb->nblock);
 }
-static inline int remat_slot_tid_t(const remat_table *tb, int L, int s)
+static inline int remat_table_slot_tid(const remat_table *tb, int L, int s)
 {
     return s < L * tb->nblock ? s % tb->nblock : tb->nblock + (s - L * tb->nblock);
 }
-static inline int remat_slot_layer_t(const remat_table *tb, int L, int s)
+static inline int remat_table_slot_layer(const remat_table *tb, int L, int s)
 {
     return s < L * tb->nblock ? s / tb->nblock : -1;
 }
 /* 1 if the slot is a block input (the embedding or a block output) */
-static inline int remat_slot_is_checkpoint_t(const remat_table *tb, int L, int s)
+static inline int remat_table_slot_is_checkpoint(const remat_table *tb, int L, int s)
 {
-    int t = remat_slot_tid_t(tb, L, s);
+    int t = remat_table_slot_tid(tb, L, s);
     return t == tb->nblock - 1 || t == tb->emb;
 }
 

@@ -1,23 +1,23 @@
 /*
- * parallel.h -- the data-parallel layout (private to the library): who
+ * dplayout.h -- the data-parallel layout (private to the library): who
  * runs which micro-batch, how the micro-batch gradients are bracketed, who
  * owns which slice of the parameter vector, which exchanges a step makes,
  * and the bytes all of it holds.  One description, read by the engine
- * (engine/parallel.c), which allocates and exchanges by it, and by the
+ * (engine/dpstep.c), which allocates and exchanges by it, and by the
  * planner (remat_parallel_memory_of, remat_parallel_comm_ms), which
  * predicts from it; the tests check the engine's measured figures against
  * the predicted ones.  The "data parallelism" section of remat.h says why
  * the layout is what it is.
  */
-#ifndef REMAT_PARALLEL_H
-#define REMAT_PARALLEL_H
+#ifndef REMAT_DPLAYOUT_H
+#define REMAT_DPLAYOUT_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "remat.h"
 
 /* Parameters per block of the gradient norm, and the alignment of the
- * slices: the block of sumsq (kernels/adamw.c), so that a slice's block
+ * slices: the block of remat_sumsq (kernels/adamw.c), so that a slice's block
  * partials are the blocks a whole-vector sumsq adds. */
 #define REMAT_DP_ALIGN 4096
 /* Floats per message of the reduce-scatter: the receive buffer holds one

@@ -1,10 +1,10 @@
 /*
- * parallel.c -- the data-parallel layout (parallel.h) and what it costs:
+ * dplayout.c -- the data-parallel layout (dplayout.h) and what it costs:
  * remat_parallel_check, remat_parallel_memory_of and the exchanges that
  * remat_parallel_comm_ms prices (remat.h, "data parallelism").
  */
 #include <string.h>
-#include "parallel.h"
+#include "dplayout.h"
 #include "../core/core.h"
 
 static int is_pow2(int x) { return x > 0 && !(x & (x - 1)); }

@@ -1,7 +1,7 @@
 /*
- * parallel.c -- data parallelism and gradient accumulation: a step of M
+ * dpstep.c -- data parallelism and gradient accumulation: a step of M
  * micro-batches over R ranks whose result does not depend on R (remat.h,
- * "data parallelism", says what and why; table/parallel.h lays out who
+ * "data parallelism", says what and why; table/dplayout.h lays out who
  * does what).
  *
  * A step (remat_dp_step):
@@ -214,13 +214,13 @@ remat_status remat_dp_step(remat_model *m, int do_update, float *loss)
     double norm2;
     int sliced = do_update && l->zero;
     if (sliced) {
-        sumsq_blocks(g + l->own_lo, l->own_hi - l->own_lo, d->parts + l->own_lo / REMAT_DP_ALIGN);
+        remat_sumsq_blocks(g + l->own_lo, l->own_hi - l->own_lo, d->parts + l->own_lo / REMAT_DP_ALIGN);
         if ((st = gather(m, d->parts, off_blocks))) return st;
     } else {
         if ((st = gather(m, g, off_params))) return st;
-        sumsq_blocks(g, m->nparams, d->parts);
+        remat_sumsq_blocks(g, m->nparams, d->parts);
     }
-    norm2 = sumsq_from_blocks(d->parts, l->nblocks);
+    norm2 = remat_sumsq_from_blocks(d->parts, l->nblocks);
     double norm = sqrt(norm2);
     m->grad_norm = (float)norm;
     if (!do_update) goto done;
