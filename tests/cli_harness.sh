@@ -6,9 +6,11 @@
 #     it is counted; one printed by hand is a pass with a note.
 #   - a test in which no check ran fails: tests/harness.h's TEST_REPORT,
 #     tests/harness.py's report, tests/lib.sh's finish.
+#   - a fuzz target replaying an empty corpus fails (fuzz/replay.c).
 # Compiled with the build's $CC (the Makefile passes it).
 set -u
 . "$(dirname "$0")/lib.sh"
+BUILD=${BUILD:-build}
 CC=${CC:-cc}
 
 # want_rc NAME WANT CMD...: CMD exits WANT (its output in $T/out)
@@ -62,5 +64,16 @@ want_rc "lib.sh finish with no check" 1 sh -c '. tests/lib.sh; finish none'
 grep -q 'no check ran' "$T/out" && ok || bad "lib.sh finish with no check does not say so: $(cat "$T/out")"
 want_rc "lib.sh finish with one passing check" 0 sh -c '. tests/lib.sh; ok; finish one'
 want_rc "lib.sh finish with one skip" 77 sh -c '. tests/lib.sh; skip why; finish one'
+
+# ---- an empty corpus replays nothing --------------------------------------------
+mkdir "$T/empty"
+fz=$BUILD/fuzz/fuzz_budget
+if [ -x "$fz" ]; then
+    want_rc "a replay of an empty corpus" 1 "$fz" "$T/empty"
+    grep -q 'holds no inputs' "$T/out" && ok || bad "a replay of an empty corpus does not say so: $(cat "$T/out")"
+    want_rc "a replay of a one-file corpus" 0 "$fz" fuzz/corpus/budget/b_2GiB
+else
+    bad "$fz is not built (make BUILD=$BUILD all)"
+fi
 
 finish cli_harness
