@@ -7,6 +7,9 @@
 #   - a test in which no check ran fails: tests/harness.h's TEST_REPORT,
 #     tests/harness.py's report, tests/lib.sh's finish.
 #   - a fuzz target replaying an empty corpus fails (fuzz/replay.c).
+#   - a test still running after REMAT_TEST_TIMEOUT is killed, with what it
+#     started, and fails (tests/run_tests.sh); so does test_parallel when
+#     its mpirun runs past REMAT_MPI_TIMEOUT.
 # Compiled with the build's $CC (the Makefile passes it).
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -19,6 +22,13 @@ want_rc() {
     "$@" > "$T/out" 2>&1
     rc=$?
     [ "$rc" -eq "$want" ] && ok || bad "$name: exit $rc, want $want: $(tail -n 5 "$T/out")"
+}
+# want_fail NAME CMD...: CMD fails (exit status neither 0 nor 77's skip)
+want_fail() {
+    name=$1; shift
+    "$@" > "$T/out" 2>&1
+    rc=$?
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && ok || bad "$name: exit $rc, want a failure: $(tail -n 5 "$T/out")"
 }
 
 # ---- skips are counted ---------------------------------------------------------
@@ -74,6 +84,48 @@ if [ -x "$fz" ]; then
     want_rc "a replay of a one-file corpus" 0 "$fz" fuzz/corpus/budget/b_2GiB
 else
     bad "$fz is not built (make BUILD=$BUILD all)"
+fi
+
+# ---- a test that hangs fails ---------------------------------------------------
+# a suite of two: one that would sleep 30 s (the sleep is its child, whose
+# pid it writes down), one that passes; run under a 1-second limit
+mkdir "$T/suite"
+cat > "$T/suite/cli_sleeps.sh" <<EOF
+sleep 30 &
+echo \$! > "$T/suite/child"
+wait
+EOF
+echo 'echo "cli_passes: 1 passed, 0 failed, 0 skipped"' > "$T/suite/cli_passes.sh"
+want_rc "run_tests.sh with a test past REMAT_TEST_TIMEOUT" 1 env REMAT_TEST_TIMEOUT=1 BUILD="$T/build" \
+    sh tests/run_tests.sh "$T/suite/cli_sleeps.sh" "$T/suite/cli_passes.sh"
+grep -q '^FAIL  cli_sleeps (.*timed out after 1 s' "$T/out" && ok ||
+    bad "a test past its timeout is not reported as timed out: $(cat "$T/out")"
+grep -q '^ok    cli_passes' "$T/out" && ok || bad "the test after a timed-out one: $(cat "$T/out")"
+# the child got its SIGTERM with the test: give it up to 5 s to be gone
+# (or a zombie)
+child=$(cat "$T/suite/child" 2>/dev/null)
+i=0
+while [ -n "$child" ] && [ $i -lt 50 ]; do
+    case $(ps -o stat= -p "$child" 2>/dev/null) in ''|Z*) break;; esac
+    sleep 0.1; i=$((i + 1))
+done
+if [ -z "$child" ]; then
+    bad "the sleeping test did not start its child"
+elif [ $i -eq 50 ]; then
+    bad "a timed-out test's child (pid $child) is still running"; kill "$child"
+else
+    ok
+fi
+want_rc "run_tests.sh with REMAT_TEST_TIMEOUT=x" 2 env REMAT_TEST_TIMEOUT=x BUILD="$T/build" \
+    sh tests/run_tests.sh "$T/suite/cli_passes.sh"
+if ! command -v mpirun > /dev/null 2>&1; then
+    skip "mpirun is not installed: test_parallel's mpirun timeout not checked"
+elif [ -x "$BUILD/tests/test_parallel" ]; then
+    want_fail "test_parallel with its mpirun past REMAT_MPI_TIMEOUT" env REMAT_MPI_TIMEOUT=0.01 "$BUILD/tests/test_parallel"
+    grep -q 'mpirun -np 2 timed out after 0.01 s' "$T/out" && ok ||
+        bad "test_parallel does not say its mpirun timed out: $(tail -n 5 "$T/out")"
+else
+    bad "$BUILD/tests/test_parallel is not built (make BUILD=$BUILD all)"
 fi
 
 finish cli_harness
