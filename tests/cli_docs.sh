@@ -5,7 +5,9 @@
 #     subsection (###) whose title is the name;
 #   - the README's opening names each library the Makefile links;
 #   - a count of the PyTorch oracle's configs in the README, if it states
-#     one, is the length of tests/py_torch_oracle.py's CONFIGS.
+#     one, is the length of tests/py_torch_oracle.py's CONFIGS;
+#   - a size of a policy string stated in examples/ or include/ is
+#     REMAT_POLICY_MAX's.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -46,5 +48,14 @@ if [ -n "$said" ]; then
         nine) w=9;; ten) w=10;; esac
     [ "$w" = "$n" ] && ok || bad "the README says the oracle runs \"$said\"; CONFIGS has $n"
 fi
+
+# ---- the size of a policy string -----------------------------------------------------------
+max=$(sed -n 's/^#define REMAT_POLICY_MAX \([0-9]*\).*/\1/p' include/remat.h)
+[ -n "$max" ] && ok || bad "REMAT_POLICY_MAX not found in include/remat.h"
+grep -rniE 'polic.*[0-9]+ ?KiB' examples include > "$T/kib"
+while IFS= read -r line; do
+    k=$(echo "$line" | grep -oiE '[0-9]+ ?KiB' | head -n 1 | tr -dc 0-9)
+    [ "$((k * 1024))" = "$max" ] && ok || bad "REMAT_POLICY_MAX is $max bytes, not $k KiB: $line"
+done < "$T/kib"
 
 finish cli_docs
