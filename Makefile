@@ -169,7 +169,9 @@ fuzz:
 # lib/libremat.a, lib/libremat.so.$(VERSION) with the links libremat.so.0
 # (the soname) and libremat.so, include/remat.h and remat_testing.h, and
 # lib/pkgconfig/remat.pc.  remat.pc's Libs.private lists what a static link
-# of libremat.a needs (OpenMP, the BLAS, libm).
+# of libremat.a needs: the build's own LDFLAGS and LDLIBS (OpenMP, the BLAS,
+# libm, oneDNN, Jansson, MPI, as configured), so it follows GEMM= and MPI=
+# (tests/cli_example.sh checks it against libremat.so's NEEDED entries).
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib
