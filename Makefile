@@ -116,7 +116,8 @@ test: deps all
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (and
 # LeakSanitizer): every test, the fuzz corpora replayed, the CLI tests.
 # Idle OpenMP threads sleep (OMP_WAIT_POLICY=passive): spinning ones made the
-# instrumented tests up to 7x slower on a busy machine.
+# instrumented tests up to 7x slower on a busy machine.  Each test's time
+# limit (tests/run_tests.sh) is 1800 s here, not 300.
 SAN_OPT     = -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 SAN_LDFLAGS = -fopenmp -fsanitize=address,undefined
 # The other GEMM engine: a GEMM=cblas build (OpenBLAS alone, fp32 only)
@@ -139,6 +140,7 @@ test-cblas:
 test-sanitize: deps
 	@$(MAKE) --no-print-directory BUILD=build-san OPT="$(SAN_OPT)" LDFLAGS="$(SAN_LDFLAGS)" all
 	@BUILD=build-san CC="$(CC)" OPT="$(SAN_OPT)" LDFLAGS="$(SAN_LDFLAGS)" REMAT_SANITIZE=1 \
+	    REMAT_TEST_TIMEOUT=$${REMAT_TEST_TIMEOUT:-1800} \
 	    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 OMP_WAIT_POLICY=passive sh tests/run_tests.sh
 
 bench: $(BUILD)/remat $(BENCH_BIN)
@@ -167,7 +169,9 @@ fuzz:
 # lib/libremat.a, lib/libremat.so.$(VERSION) with the links libremat.so.0
 # (the soname) and libremat.so, include/remat.h and remat_testing.h, and
 # lib/pkgconfig/remat.pc.  remat.pc's Libs.private lists what a static link
-# of libremat.a needs (OpenMP, the BLAS, libm).
+# of libremat.a needs: the build's own LDFLAGS and LDLIBS (OpenMP, the BLAS,
+# libm, oneDNN, Jansson, MPI, as configured), so it follows GEMM= and MPI=
+# (tests/cli_example.sh checks it against libremat.so's NEEDED entries).
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib

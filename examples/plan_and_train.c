@@ -34,7 +34,7 @@ int main(void)
     remat_model *model = NULL;
     remat_data *data = NULL;
     int *inputs = NULL, *targets = NULL;
-    static remat_plan_row none, plan;   /* a row holds a policy string of up to 8 KiB */
+    remat_plan_row none = {0}, plan = {0};   /* each owns its policy string: cleared at out */
 
     /* A small GPT-2 on the embedded arithmetic task (byte tokens). */
     remat_config cfg;
@@ -81,6 +81,8 @@ int main(void)
     if (stats.act_peak_bytes != plan.peak_bytes || stats.act_peak_bytes > budget) goto out;
     rc = 0;
 out:
+    remat_plan_row_clear(&none);
+    remat_plan_row_clear(&plan);
     free(inputs);
     free(targets);
     remat_data_free(data);

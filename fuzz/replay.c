@@ -2,7 +2,9 @@
  * replay.c -- runs a fuzz target without libFuzzer: every file named on the
  * command line, and every file in every directory named, is passed to
  * LLVMFuzzerTestOneInput once, in name order.  A property failure or a crash
- * ends the run non-zero; on success it prints how many inputs it replayed.
+ * ends the run non-zero, and so does a directory with no file in it: a
+ * corpus that is empty (or a path that names the wrong one) would replay
+ * nothing and pass.  On success it prints how many inputs it replayed.
  *
  *   fuzz_<name> DIR|FILE...
  */
@@ -72,6 +74,10 @@ static int replay_dir(const char *dir)
         free(names[i]);
     }
     free(names);
+    if (count == 0) {
+        fprintf(stderr, "replay: %s holds no inputs; a corpus needs at least one file\n", dir);
+        return -1;
+    }
     return count;
 }
 

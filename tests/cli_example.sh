@@ -50,6 +50,22 @@ grep -q '^plan plan:' "$T/run.out" && grep -q '^step 5/5  loss ' "$T/run.out" &&
     grep -q 'activation peak: .*: equal$' "$T/run.out" && ok || bad "the example's output: $(cat "$T/run.out")"
 
 # ---- linked statically from libremat.a with Libs.private -------------------------
+# Libs.private names every library libremat.so needs (its NEEDED entries:
+# the BLAS, oneDNN, Jansson, MPI, OpenMP's runtime through -fopenmp, libm):
+# a static link needs them all, and they follow the build's link line
+priv=$(sed -n 's/^Libs.private: //p' "$inst/lib/pkgconfig/remat.pc")
+for lib in $(sed -n 's/.*NEEDED *lib\([^.]*\)\.so.*/\1/p' "$T/so.txt"); do
+    case $lib in
+    c|gcc_s|pthread|dl|rt|ld-linux*) continue;;   # the C runtime: every link has it
+    gomp) want=" -fopenmp ";;
+    asan|ubsan|lsan|tsan) want=" -fsanitize=";;   # make test-sanitize's runtimes
+    *) want=" -l$lib ";;
+    esac
+    case " $priv " in
+    *"$want"*|*"/lib$lib.so"*) ok;;
+    *) bad "remat.pc's Libs.private lacks$want(libremat.so needs lib$lib): $priv";;
+    esac
+done
 sflags=$(pkg-config --cflags --static --libs remat | sed 's/-lremat/-l:libremat.a/')
 $CC -std=c11 $OPT -o "$T/example-static" examples/plan_and_train.c $sflags 2> "$T/cc2.err" && ok ||
     bad "the example does not link statically with remat.pc's Libs.private: $(head -n 5 "$T/cc2.err")"

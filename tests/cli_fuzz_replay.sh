@@ -2,9 +2,15 @@
 # Replays every fuzz seed corpus fuzz/corpus/<name>/ through its target
 # fuzz/fuzz_<name>.c, built without libFuzzer as $BUILD/fuzz/fuzz_<name>
 # (fuzz/replay.c): every input must run without a crash or a failed
-# property (under ASan and UBSan in `make test-sanitize`).
+# property (under ASan and UBSan in `make test-sanitize`).  Every corpus
+# holds at least one file (the replay refuses an empty one), and every
+# corpus has its target: one without would never be replayed.
 BUILD=${BUILD:-build}
 n=0
+for dir in fuzz/corpus/*/; do
+    name=$(basename "$dir")
+    [ -f "fuzz/fuzz_$name.c" ] || { echo "FAIL: corpus $dir has no target fuzz/fuzz_$name.c"; exit 1; }
+done
 for src in fuzz/fuzz_*.c; do
     name=$(basename "$src" .c)
     corpus=fuzz/corpus/${name#fuzz_}

@@ -5,8 +5,10 @@
  *   TEST_SKIP(fmt, ...)     record one check that could not run, and why
  *                           (prints "SKIP file:line: why")
  *   TEST_REPORT()           print "N passed, N failed, N skipped" and return
- *                           the exit code: 1 when anything failed, else 77
- *                           when anything was skipped, else 0
+ *                           the exit code: 1 when anything failed, or when
+ *                           no check ran at all (a test that checks nothing
+ *                           cannot fail: it says "FAIL ...: no check ran"),
+ *                           else 77 when anything was skipped, else 0
  *
  * Each test binary is one main() that runs its checks and ends with
  * `return TEST_REPORT();`.  77 is the automake convention for "skipped":
@@ -39,9 +41,16 @@ static int test_passed_, test_failed_, test_skipped_;
         putchar('\n');                                                     \
     } while (0)
 
-#define TEST_REPORT() (printf("%s: %d passed, %d failed, %d skipped\n",      \
-                              __FILE__, test_passed_, test_failed_,        \
-                              test_skipped_),                              \
-                       test_failed_ ? 1 : test_skipped_ ? TEST_EXIT_SKIP : 0)
+#define TEST_REPORT() test_report_(__FILE__)
+
+static inline int test_report_(const char *file)
+{
+    printf("%s: %d passed, %d failed, %d skipped\n", file, test_passed_, test_failed_, test_skipped_);
+    if (!test_passed_ && !test_failed_ && !test_skipped_) {
+        fprintf(stderr, "FAIL %s: no check ran\n", file);
+        return 1;
+    }
+    return test_failed_ ? 1 : test_skipped_ ? TEST_EXIT_SKIP : 0;
+}
 
 #endif

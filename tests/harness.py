@@ -4,7 +4,9 @@ that tests/run_tests.sh reads.
 
   skip(name, why)              print "SKIP: why" and the summary, exit 77
   report(name, passed, failed) print "name: N passed, N failed, 0 skipped";
-                               returns the exit code (1 when anything failed)
+                               returns the exit code: 1 when anything failed,
+                               or when no check ran (a test that checks
+                               nothing cannot fail), else 0
 
 77 is the automake convention for "skipped": run_tests.sh counts it as a
 skip, never as a pass, and as a failure under CI=true when the test is
@@ -23,4 +25,7 @@ def skip(name, why):
 
 def report(name, passed, failed):
     print("%s: %d passed, %d failed, 0 skipped" % (name, passed, failed))
+    if passed + failed == 0:
+        print("FAIL: %s: no check ran" % name)
+        return 1
     return 1 if failed else 0

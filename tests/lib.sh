@@ -14,12 +14,14 @@ bad()  { fails=$((fails+1)); echo "FAIL: $*" >&2; }
 # printed, never as a pass.
 skip() { skips=$((skips+1)); echo "SKIP: $*"; }
 # finish NAME: print "NAME: N passed, N failed, N skipped"; exit 1 when
-# anything failed, else 77 (automake's "skipped") when anything was skipped,
-# else 0.  tests/run_tests.sh reports 77 as a skip, and as a failure under
-# CI=true for a test marked REMAT_TEST_REQUIRED.
+# anything failed or when no check ran (a test that checks nothing cannot
+# fail), else 77 (automake's "skipped") when anything was skipped, else 0.
+# tests/run_tests.sh reports 77 as a skip, and as a failure under CI=true
+# for a test marked REMAT_TEST_REQUIRED.
 finish() {
     echo "$1: $passes passed, $fails failed, $skips skipped"
     [ "$fails" -eq 0 ] || exit 1
+    [ $((passes + skips)) -gt 0 ] || { echo "FAIL: $1: no check ran" >&2; exit 1; }
     [ "$skips" -eq 0 ] || exit 77
     exit 0
 }

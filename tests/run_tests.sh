@@ -14,7 +14,17 @@
 # CI=true its skip is a failure.  Each test also prints a summary line
 # "NAME: N passed, N failed, N skipped" of its own checks; the runner adds
 # them up on the "checks:" line.
+#
+# Each test runs under coreutils' timeout: one still running after
+# REMAT_TEST_TIMEOUT seconds (default 300, several times the slowest test;
+# make test-sanitize gives 1800) is killed, with every process it started,
+# and fails with "timed out after N s".
+#
+#   sh tests/run_tests.sh [FILE...]   the tests named (default: all of them)
 BUILD=${BUILD:-build}
+limit=${REMAT_TEST_TIMEOUT:-300}
+case $limit in ''|*[!0-9]*) limit=0;; esac
+[ "$limit" -gt 0 ] || { echo "run_tests.sh: REMAT_TEST_TIMEOUT must be a whole number of seconds > 0" >&2; exit 2; }
 export BUILD
 export REMAT=${REMAT:-$BUILD/remat}
 # Idle OpenMP threads sleep instead of spinning: on a shared 2-core machine
@@ -30,9 +40,15 @@ run() {
     name=$1; src=$2; shift 2
     log=$BUILD/tests/$name.log
     start=$(date +%s)
-    "$@" > "$log" 2>&1
+    # -k: a test that ignores SIGTERM gets SIGKILL 10 s later (exit 137)
+    timeout -k 10 "$limit" "$@" > "$log" 2>&1 < /dev/null
     rc=$?
     secs=$(( $(date +%s) - start ))
+    why=
+    if [ $rc -eq 124 ] || { [ $rc -eq 137 ] && [ $secs -ge "$limit" ]; }; then
+        why="timed out after $limit s (REMAT_TEST_TIMEOUT), killed"
+        echo "FAIL: $why" >> "$log"
+    fi
     # the last "N passed, N failed, N skipped" line is the test's own summary
     grep -E ': [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" | tail -n 1 >> "$BUILD/tests/checks.sum"
     if [ $rc -eq 77 ] && [ $ci = 1 ] && grep -Eq '^(#|/\*|//) *REMAT_TEST_REQUIRED:' "$src"; then
@@ -46,24 +62,29 @@ run() {
         echo "SKIP  $name (${secs}s)"; grep -E '^SKIP' "$log" | sed 's/^/      /'
     else
         fail=$((fail+1)); failed="$failed $name"
-        echo "FAIL  $name (${secs}s, exit $rc)"; tail -n 30 "$log" | sed 's/^/      /'
+        echo "FAIL  $name (${secs}s, ${why:-exit $rc})"; tail -n 30 "$log" | sed 's/^/      /'
     fi
 }
 
-for src in tests/test_*.c; do
-    [ -f "$src" ] || continue
-    name=$(basename "$src" .c)
-    # a test that was not built fails; it is never left out silently
-    run "$name" "$src" sh -c '[ -x "$1" ] || { echo "FAIL: $1 is not built (make BUILD=$BUILD all)"; exit 1; }; exec "$1"' \
-        sh "$BUILD/tests/$name"
-done
-for src in tests/py_*.py; do
-    [ -f "$src" ] || continue
-    run "$(basename "$src" .py)" "$src" /usr/bin/python3 "$src"
-done
-for src in tests/cli_*.sh; do
-    [ -f "$src" ] || continue
-    run "$(basename "$src" .sh)" "$src" sh "$src"
+all=0
+[ $# -gt 0 ] || { all=1; set -- tests/test_*.c tests/py_*.py tests/cli_*.sh; }
+for src in "$@"; do
+    # an unmatched pattern of the whole suite names nothing; a file named
+    # on the command line must exist
+    if [ ! -f "$src" ]; then
+        [ $all = 1 ] && continue
+        fail=$((fail+1)); failed="$failed $src"; echo "FAIL  $src (no such test)"; continue
+    fi
+    case $src in
+    *.c)
+        name=$(basename "$src" .c)
+        # a test that was not built fails; it is never left out silently
+        run "$name" "$src" sh -c '[ -x "$1" ] || { echo "FAIL: $1 is not built (make BUILD=$BUILD all)"; exit 1; }; exec "$1"' \
+            sh "$BUILD/tests/$name";;
+    *.py) run "$(basename "$src" .py)" "$src" /usr/bin/python3 "$src";;
+    *.sh) run "$(basename "$src" .sh)" "$src" sh "$src";;
+    *) fail=$((fail+1)); failed="$failed $src"; echo "FAIL  $src (not a test: .c, .py or .sh)";;
+    esac
 done
 [ -n "$failed" ] && echo "failed:$failed"
 [ -n "$skipped" ] && echo "skipped:$skipped"

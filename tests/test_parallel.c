@@ -17,7 +17,10 @@
  *     comm_bytes; the activation peak equal to the simulator's.
  * R = 2 and 4 run this program again under `mpirun` (as its child: it
  * knows it was launched by MPI) and compare its lines with the R = 1 ones
- * computed here.  Without mpirun those comparisons are skipped.
+ * computed here.  Without mpirun those comparisons are skipped.  Each
+ * mpirun runs under coreutils' timeout: a job that hangs (a rank stuck in a
+ * collective) is killed after REMAT_MPI_TIMEOUT seconds (default 120; each
+ * job takes about a second here) and fails its check.
  */
 // REMAT_TEST_REQUIRED: the bitwise equality across rank counts is the promise of data parallelism; CI installs openmpi-bin
 #include <math.h>
@@ -26,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include "remat.h"
 #include "table/dplayout.h"
 #include "kernels/kernels.h"
@@ -336,9 +340,15 @@ static void test_ranks(const char *self)
                  l ? l : "", getcwd(cwd, sizeof cwd) ? cwd : ".");
         setenv("LSAN_OPTIONS", opt, 1);
     }
+    /* seconds, passed to timeout(1) as written: digits and at most one '.' */
+    const char *limit = getenv("REMAT_MPI_TIMEOUT");
+    if (!limit || !*limit || strspn(limit, "0123456789.") != strlen(limit) || strchr(limit, '.') != strrchr(limit, '.'))
+        limit = "120";
     for (int R = 2; R <= 4; R *= 2) {
         char cmd[1024], line[512];
-        snprintf(cmd, sizeof cmd, "mpirun -q --oversubscribe --bind-to none -np %d %s 2>&1", R, self);
+        /* -k: an mpirun that ignores SIGTERM gets SIGKILL 10 s later */
+        snprintf(cmd, sizeof cmd, "timeout -k 10 %s mpirun -q --oversubscribe --bind-to none -np %d %s 2>&1", limit, R,
+                 self);
         FILE *p = popen(cmd, "r");
         if (!p) { CHECK(0, "cannot run %s", cmd); continue; }
         int got = 0;
@@ -357,6 +367,8 @@ static void test_ranks(const char *self)
         int rc = pclose(p);
         int expect = 0;
         for (int k = 0; k < NCASE; k++) expect += have[k];
+        int timed_out = rc != -1 && WIFEXITED(rc) && (WEXITSTATUS(rc) == 124 || WEXITSTATUS(rc) == 137);
+        CHECK(!timed_out, "mpirun -np %d timed out after %s s (REMAT_MPI_TIMEOUT), killed", R, limit);
         CHECK(rc == 0 && got == expect, "mpirun -np %d: exit %d, %d of %d cases", R, rc, got, expect);
     }
 }

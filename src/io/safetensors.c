@@ -263,14 +263,11 @@ static remat_status shape_is(const remat_wsrc *s, const st_entry *e, uint64_t d0
     return REMAT_OK;
 }
 
-remat_status remat_safetensors_layout(const remat_wsrc *s, remat_wlayout *ly)
+/* Reads the header's length and its JSON into *j (the text in *hdr, which
+ * the caller frees, as it clears *j); *data0 = where the data region starts. */
+static remat_status st_read_header(const remat_wsrc *s, st_parser *j, char **hdr, uint64_t *data0)
 {
-    remat_status st = REMAT_OK;
-    st_parser j;
-    char *hdr = NULL;
-    long *slot = NULL;   /* entry index per (layer, block tensor) */
-    memset(&j, 0, sizeof j);
-    memset(ly, 0, sizeof *ly);
+    remat_status st;
     unsigned char lb[8];
     if (s->size < 8)
         return remat_fail(REMAT_ERR_FORMAT, "%s: %llu bytes, too short for a safetensors header length", s->name,
@@ -284,142 +281,177 @@ remat_status remat_safetensors_layout(const remat_wsrc *s, remat_wlayout *ly)
         return remat_fail(REMAT_ERR_FORMAT, "%s: safetensors header length %llu runs past the end of the file (%llu "
                           "bytes); the file is truncated or corrupt", s->name, (unsigned long long)N,
                           (unsigned long long)s->size);
-    uint64_t data0 = 8 + N, dsize = s->size - data0;
-    if (!(hdr = remat_malloc((size_t)N + 1))) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", s->name);
-    if ((st = remat_wsrc_read(s, 8, hdr, (size_t)N))) goto out;
-    hdr[N] = 0;
-    remat_json_init(&j.json, hdr, (size_t)N, s->name, "safetensors header");
-    if ((st = st_header(&j))) goto out;
+    *data0 = 8 + N;
+    if (!(*hdr = remat_malloc((size_t)N + 1))) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", s->name);
+    if ((st = remat_wsrc_read(s, 8, *hdr, (size_t)N))) return st;
+    (*hdr)[N] = 0;
+    remat_json_init(&j->json, *hdr, (size_t)N, s->name, "safetensors header");
+    return st_header(j);
+}
 
-    /* byte ranges: in the data region, of the dtype's size, tiling it */
-    for (size_t i = 0; i < j.ne; i++) {
-        st_entry *e = &j.e[i];
+/* Every tensor's byte range lies in the dsize-byte data region and is as
+ * long as its dtype and shape need; no name appears twice (leaves j->e
+ * sorted by name); the ranges tile the region, without gaps or overlaps. */
+static remat_status st_check_ranges(const remat_wsrc *s, st_parser *j, uint64_t dsize)
+{
+    remat_status st = REMAT_OK;
+    for (size_t i = 0; i < j->ne; i++) {
+        st_entry *e = &j->e[i];
         int ok = 1;
         uint64_t bytes = (uint64_t)st_dtypes[e->dtype].size;
         for (int d = 0; d < e->rank; d++) bytes = remat_mul(bytes, e->shape[d], &ok);
-        if (e->begin > e->end || e->end > dsize) {
-            st = remat_fail(REMAT_ERR_FORMAT, "%s: tensor %s has data_offsets [%llu, %llu] outside the %llu-byte data "
-                            "region", s->name, e->name, (unsigned long long)e->begin, (unsigned long long)e->end,
-                            (unsigned long long)dsize);
-            goto out;
-        }
-        if (!ok || e->end - e->begin != bytes) {
-            st = remat_fail(REMAT_ERR_FORMAT, "%s: tensor %s spans %llu bytes but its dtype and shape need %s%llu",
-                            s->name, e->name, (unsigned long long)(e->end - e->begin), ok ? "" : "more than ",
-                            (unsigned long long)bytes);
-            goto out;
-        }
+        if (e->begin > e->end || e->end > dsize)
+            return remat_fail(REMAT_ERR_FORMAT, "%s: tensor %s has data_offsets [%llu, %llu] outside the %llu-byte "
+                              "data region", s->name, e->name, (unsigned long long)e->begin,
+                              (unsigned long long)e->end, (unsigned long long)dsize);
+        if (!ok || e->end - e->begin != bytes)
+            return remat_fail(REMAT_ERR_FORMAT, "%s: tensor %s spans %llu bytes but its dtype and shape need %s%llu",
+                              s->name, e->name, (unsigned long long)(e->end - e->begin), ok ? "" : "more than ",
+                              (unsigned long long)bytes);
     }
-    if (j.ne > 1) qsort(j.e, j.ne, sizeof *j.e, cmp_entry_name);
-    for (size_t i = 1; i < j.ne; i++)
-        if (!strcmp(j.e[i - 1].name, j.e[i].name)) {
-            st = remat_fail(REMAT_ERR_FORMAT, "%s: tensor %.200s appears twice (with or without the '%s' prefix)",
-                            s->name, j.e[i].name, ST_PREFIX);
-            goto out;
-        }
-    {
-        st_entry *byoff = remat_malloc((j.ne ? j.ne : 1) * sizeof *byoff);
-        if (!byoff) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", s->name); goto out; }
-        if (j.ne) memcpy(byoff, j.e, j.ne * sizeof *byoff);
-        if (j.ne > 1) qsort(byoff, j.ne, sizeof *byoff, cmp_entry_off);
-        uint64_t at = 0;
-        for (size_t i = 0; i < j.ne && !st; i++) {
-            if (byoff[i].begin != at)
-                st = remat_fail(REMAT_ERR_FORMAT, "%s: tensor %.200s starts at data offset %llu, expected %llu: tensors "
-                                "%s", s->name, byoff[i].name, (unsigned long long)byoff[i].begin,
-                                (unsigned long long)at, byoff[i].begin < at ? "overlap" : "leave a gap");
-            at = byoff[i].end;
-        }
-        if (!st && at != dsize)
-            st = remat_fail(REMAT_ERR_FORMAT, "%s: the tensors cover %llu of the %llu data bytes; the file has extra "
-                            "bytes", s->name, (unsigned long long)at, (unsigned long long)dsize);
-        free(byoff);
-        if (st) goto out;
+    if (j->ne > 1) qsort(j->e, j->ne, sizeof *j->e, cmp_entry_name);
+    for (size_t i = 1; i < j->ne; i++)
+        if (!strcmp(j->e[i - 1].name, j->e[i].name))
+            return remat_fail(REMAT_ERR_FORMAT, "%s: tensor %.200s appears twice (with or without the '%s' prefix)",
+                              s->name, j->e[i].name, ST_PREFIX);
+    st_entry *byoff = remat_malloc((j->ne ? j->ne : 1) * sizeof *byoff);
+    if (!byoff) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", s->name);
+    if (j->ne) memcpy(byoff, j->e, j->ne * sizeof *byoff);
+    if (j->ne > 1) qsort(byoff, j->ne, sizeof *byoff, cmp_entry_off);
+    uint64_t at = 0;
+    for (size_t i = 0; i < j->ne && !st; i++) {
+        if (byoff[i].begin != at)
+            st = remat_fail(REMAT_ERR_FORMAT, "%s: tensor %.200s starts at data offset %llu, expected %llu: tensors "
+                            "%s", s->name, byoff[i].name, (unsigned long long)byoff[i].begin,
+                            (unsigned long long)at, byoff[i].begin < at ? "overlap" : "leave a gap");
+        at = byoff[i].end;
     }
+    if (!st && at != dsize)
+        st = remat_fail(REMAT_ERR_FORMAT, "%s: the tensors cover %llu of the %llu data bytes; the file has extra "
+                        "bytes", s->name, (unsigned long long)at, (unsigned long long)dsize);
+    free(byoff);
+    return st;
+}
 
-    /* names -> parameters */
-    long gidx[G_N] = { -1, -1, -1, -1 }, maxl = -1;
-    for (size_t i = 0; i < j.ne; i++) {
+/* Names -> parameters: every name is a GPT-2 tensor (or one remat ignores),
+ * the globals are all there, and there is at least one block.  *gidx: the
+ * entry of each global; *slot (remat_malloc'd, the caller frees it): the
+ * entry of each (layer, block tensor), -1 where missing; *L: the number of
+ * blocks (the highest index seen, plus one). */
+static remat_status st_index(const remat_wsrc *s, st_parser *j, long gidx[G_N], long **slot, int *L)
+{
+    long maxl = -1;
+    for (int g = 0; g < G_N; g++) gidx[g] = -1;
+    for (size_t i = 0; i < j->ne; i++) {
         long l;
-        int k = j.e[i].kind = st_classify(j.e[i].name, &l);
-        j.e[i].layer = l;
-        if (k == -1) {
-            st = remat_fail(REMAT_ERR_FORMAT, "%s: unknown tensor '%.200s' (not part of a GPT-2 model)", s->name,
-                            j.e[i].name);
-            goto out;
-        }
-        if (k >= 0 && k < 100 && l >= 4096) {
-            st = remat_fail(REMAT_ERR_FORMAT, "%s: tensor %.200s: block index %ld is over remat's limit of 4096 "
-                            "layers", s->name, j.e[i].name, l);
-            goto out;
-        }
+        int k = j->e[i].kind = st_classify(j->e[i].name, &l);
+        j->e[i].layer = l;
+        if (k == -1)
+            return remat_fail(REMAT_ERR_FORMAT, "%s: unknown tensor '%.200s' (not part of a GPT-2 model)", s->name,
+                              j->e[i].name);
+        if (k >= 0 && k < 100 && l >= 4096)
+            return remat_fail(REMAT_ERR_FORMAT, "%s: tensor %.200s: block index %ld is over remat's limit of 4096 "
+                              "layers", s->name, j->e[i].name, l);
         if (k >= 100) gidx[k - 100] = (long)i;
         if (k >= 0 && k < 100 && l > maxl) maxl = l;
     }
     for (int g = 0; g < G_N; g++)
-        if (gidx[g] < 0) { st = remat_fail(REMAT_ERR_FORMAT, "%s: missing tensor %s", s->name, st_global[g]); goto out; }
-    if (maxl < 0) { st = remat_fail(REMAT_ERR_FORMAT, "%s: no transformer blocks (h.0.*)", s->name); goto out; }
-    int L = (int)maxl + 1;
-    if (!(slot = remat_malloc((size_t)L * ST_NBLOCK * sizeof *slot))) {
-        st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", s->name);
-        goto out;
-    }
-    for (size_t i = 0; i < (size_t)L * ST_NBLOCK; i++) slot[i] = -1;
-    for (size_t i = 0; i < j.ne; i++)
-        if (j.e[i].kind >= 0 && j.e[i].kind < 100) slot[j.e[i].layer * ST_NBLOCK + j.e[i].kind] = (long)i;
-    const st_entry *wte = &j.e[gidx[G_WTE]], *wpe = &j.e[gidx[G_WPE]];
+        if (gidx[g] < 0) return remat_fail(REMAT_ERR_FORMAT, "%s: missing tensor %s", s->name, st_global[g]);
+    if (maxl < 0) return remat_fail(REMAT_ERR_FORMAT, "%s: no transformer blocks (h.0.*)", s->name);
+    *L = (int)maxl + 1;
+    if (!(*slot = remat_malloc((size_t)*L * ST_NBLOCK * sizeof **slot)))
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", s->name);
+    for (size_t i = 0; i < (size_t)*L * ST_NBLOCK; i++) (*slot)[i] = -1;
+    for (size_t i = 0; i < j->ne; i++)
+        if (j->e[i].kind >= 0 && j->e[i].kind < 100) (*slot)[j->e[i].layer * ST_NBLOCK + j->e[i].kind] = (long)i;
+    return REMAT_OK;
+}
+
+/* The model's sizes from the globals' shapes (V, C from wte; maxT from wpe;
+ * ln_f's vectors of C) into ly->shape, with L blocks and the metadata's
+ * n_head. */
+static remat_status st_model_shape(const remat_wsrc *s, const st_parser *j, const long gidx[G_N], int L,
+                                   remat_wlayout *ly)
+{
+    remat_status st;
+    const st_entry *wte = &j->e[gidx[G_WTE]], *wpe = &j->e[gidx[G_WPE]];
     if (wte->rank != 2 || wpe->rank != 2 || wte->shape[1] != wpe->shape[1] || wte->shape[0] < 2 ||
         wte->shape[0] > (1 << 24) || wte->shape[1] < 1 || wte->shape[1] > 65536 || wpe->shape[0] < 1 ||
-        wpe->shape[0] > (1 << 20)) {
-        st = remat_fail(REMAT_ERR_FORMAT, "%s: wte.weight must be [V, C] and wpe.weight [maxT, C] with V in [2, 2^24], "
-                        "C in [1, 65536], maxT in [1, 2^20]", s->name);
-        goto out;
-    }
+        wpe->shape[0] > (1 << 20))
+        return remat_fail(REMAT_ERR_FORMAT, "%s: wte.weight must be [V, C] and wpe.weight [maxT, C] with V in "
+                          "[2, 2^24], C in [1, 65536], maxT in [1, 2^20]", s->name);
     uint64_t V = wte->shape[0], C = wte->shape[1], T = wpe->shape[0];
     if ((st = shape_is(s, wte, V, C, 2)) || (st = shape_is(s, wpe, T, C, 2)) ||
-        (st = shape_is(s, &j.e[gidx[G_LNFW]], C, 0, 1)) || (st = shape_is(s, &j.e[gidx[G_LNFB]], C, 0, 1)))
-        goto out;
+        (st = shape_is(s, &j->e[gidx[G_LNFW]], C, 0, 1)) || (st = shape_is(s, &j->e[gidx[G_LNFB]], C, 0, 1)))
+        return st;
     ly->format = REMAT_WEIGHTS_SAFETENSORS;
     ly->shape.n_layer = L;
     ly->shape.n_embd = (int)C;
     ly->shape.vocab = (int)V;
     ly->shape.max_seq = (int)T;
-    ly->shape.n_head = j.n_head;
+    ly->shape.n_head = j->n_head;
+    return REMAT_OK;
+}
+
+/* One piece per parameter tensor, into ly->p, after checking every block
+ * tensor is present with the shape ly->shape needs. */
+static remat_status st_pieces(const remat_wsrc *s, const st_parser *j, const long gidx[G_N], const long *slot,
+                              uint64_t data0, remat_wlayout *ly)
+{
+    remat_status st;
     remat_config c;
-    if ((st = remat_wlayout_config(ly, s->name, 1, &c))) goto out;   /* sizes only; heads resolved later */
+    if ((st = remat_wlayout_config(ly, s->name, 1, &c))) return st;   /* sizes only; heads resolved later */
+    int L = ly->shape.n_layer;
     int shapes[REMAT_PARAM_COUNT][3];
     size_t poff[REMAT_PARAM_COUNT];
     remat_param_layout(&c, shapes, poff);
     ly->np = 4 + (size_t)L * ST_NBLOCK;
-    if (!(ly->p = remat_calloc(ly->np, sizeof *ly->p))) {
-        st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", s->name);
-        goto out;
+    if (!(ly->p = remat_calloc(ly->np, sizeof *ly->p))) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s",
+                                                                           s->name);
+    /* the globals, in remat's order: wte (V, C), wpe (maxT, C), ln_f (C) twice */
+    static const remat_param gparam[G_N] = { REMAT_PARAM_WTE, REMAT_PARAM_WPE, REMAT_PARAM_LNFW, REMAT_PARAM_LNFB };
+    size_t grows[G_N] = { (size_t)ly->shape.vocab, (size_t)ly->shape.max_seq, (size_t)ly->shape.n_embd,
+                          (size_t)ly->shape.n_embd };
+    size_t gcols[G_N] = { (size_t)ly->shape.n_embd, (size_t)ly->shape.n_embd, 1, 1 };
+    for (int g = 0; g < G_N; g++) {
+        const st_entry *e = &j->e[gidx[g]];
+        ly->p[g] = (remat_wpiece){ data0 + e->begin, poff[gparam[g]], grows[g], gcols[g], 0, e->dtype == DT_BF16 };
     }
-#define BF(e) ((e)->dtype == DT_BF16)
-    ly->p[0] = (remat_wpiece){ data0 + wte->begin, poff[REMAT_PARAM_WTE], (size_t)V, (size_t)C, 0, BF(wte) };
-    ly->p[1] = (remat_wpiece){ data0 + wpe->begin, poff[REMAT_PARAM_WPE], (size_t)T, (size_t)C, 0, BF(wpe) };
-    ly->p[2] = (remat_wpiece){ data0 + j.e[gidx[G_LNFW]].begin, poff[REMAT_PARAM_LNFW], (size_t)C, 1, 0,
-                               BF(&j.e[gidx[G_LNFW]]) };
-    ly->p[3] = (remat_wpiece){ data0 + j.e[gidx[G_LNFB]].begin, poff[REMAT_PARAM_LNFB], (size_t)C, 1, 0,
-                               BF(&j.e[gidx[G_LNFB]]) };
     for (int l = 0; l < L; l++)
         for (int k = 0; k < ST_NBLOCK; k++) {
             long i = slot[l * ST_NBLOCK + k];
-            if (i < 0) {
-                st = remat_fail(REMAT_ERR_FORMAT, "%s: missing tensor h.%d.%s (blocks 0..%d are present)", s->name, l,
-                                st_block[k].hf, L - 1);
-                goto out;
-            }
-            const st_entry *e = &j.e[i];
+            if (i < 0)
+                return remat_fail(REMAT_ERR_FORMAT, "%s: missing tensor h.%d.%s (blocks 0..%d are present)", s->name,
+                                  l, st_block[k].hf, L - 1);
+            const st_entry *e = &j->e[i];
             remat_param pi = st_block[k].param;
             size_t rows = (size_t)shapes[pi][1], cols = shapes[pi][2] ? (size_t)shapes[pi][2] : 1;
             /* HF: Conv1D weight (in, out) = (cols, rows); vectors (rows) */
-            if ((st = st_block[k].transpose ? shape_is(s, e, cols, rows, 2) : shape_is(s, e, rows, 0, 1))) goto out;
+            if ((st = st_block[k].transpose ? shape_is(s, e, cols, rows, 2) : shape_is(s, e, rows, 0, 1))) return st;
             ly->p[4 + (size_t)l * ST_NBLOCK + k] = (remat_wpiece){ data0 + e->begin, poff[pi] + (size_t)l * rows * cols,
-                                                            rows, cols, st_block[k].transpose, BF(e) };
+                                                                   rows, cols, st_block[k].transpose,
+                                                                   e->dtype == DT_BF16 };
         }
-out:
-    if (st) remat_wlayout_clear(ly);
+    return REMAT_OK;
+}
+
+/* The header, its byte ranges, its names, the model's shape, the pieces:
+ * each step as its function's comment says; on failure *ly holds nothing. */
+remat_status remat_safetensors_layout(const remat_wsrc *s, remat_wlayout *ly)
+{
+    remat_status st;
+    st_parser j;
+    char *hdr = NULL;
+    long *slot = NULL;   /* entry index per (layer, block tensor) */
+    long gidx[G_N];
+    uint64_t data0 = 0;
+    int L = 0;
+    memset(&j, 0, sizeof j);
+    memset(ly, 0, sizeof *ly);
+    if ((st = st_read_header(s, &j, &hdr, &data0)) || (st = st_check_ranges(s, &j, s->size - data0)) ||
+        (st = st_index(s, &j, gidx, &slot, &L)) || (st = st_model_shape(s, &j, gidx, L, ly)) ||
+        (st = st_pieces(s, &j, gidx, slot, data0, ly)))
+        remat_wlayout_clear(ly);
     free(slot);
     free(hdr);
     st_parser_clear(&j);

@@ -8,7 +8,8 @@
  * kernels' strided views into qkv need no copies.
  *
  * Workspace: both libraries keep their own packing buffers, which remat's
- * accounting allocator does not see (README, "Memory").
+ * accounting allocator does not see, nor the scratchpads below:
+ * README, "How it works", paragraph "Exact memory".
  */
 #include <pthread.h>
 #include <stdatomic.h>
