@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t np = remat_config_num_params(&c);
     FUZZ_CHECK(np > 0 && np <= (1ULL << 40), "params %llu", (unsigned long long)np);
     FUZZ_CHECK(remat_config_padded_vocab(&c) % 64 == 0 && remat_config_padded_vocab(&c) >= c.vocab, "padded vocab");
-    for (int t = 0; t < remat_tensor_count(); t++) {
+    for (int t = 0; t < remat_config_tensor_count(&c); t++) {
         remat_tensor_info info;
         FUZZ_CHECK(remat_tensor_get(&c, t, &info) == REMAT_OK, "tensor %d", t);
         FUZZ_CHECK(info.bytes > 0 && info.bytes < (1ULL << 62), "tensor %s bytes %llu", info.name,

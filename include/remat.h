@@ -43,11 +43,13 @@ extern "C" {
 #endif
 
 /* ---- version ------------------------------------------------------------ */
-#define REMAT_VERSION_MAJOR 0
-#define REMAT_VERSION_MINOR 1
+/* 1.0.0: the architecture became data (remat_config.arch, the parameter
+ * tables replaced enum remat_param): an ABI break, hence libremat.so.1. */
+#define REMAT_VERSION_MAJOR 1
+#define REMAT_VERSION_MINOR 0
 #define REMAT_VERSION_PATCH 0
-#define REMAT_VERSION_STRING "0.1.0"
-/* The version of the linked library, e.g. "0.1.0". */
+#define REMAT_VERSION_STRING "1.0.0"
+/* The version of the linked library, e.g. "1.0.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */
@@ -92,10 +94,18 @@ REMAT_API int remat_gemm_available(remat_gemm_engine e);
 REMAT_API const char *remat_gemm_name(remat_gemm_engine e);
 
 /* ---- configuration ---------------------------------------------------------
- * The model (GPT-2: learned position embedding, pre-LN blocks, tanh GELU,
- * biases everywhere, LM head tied to the token embedding) and the shape of
- * one training step.  The vocabulary is padded to a multiple of 64 (llm.c);
- * padded rows are never predicted. */
+ * The model and the shape of one training step.  Two architectures
+ * (remat_config.arch), each a table of tensors and a table of parameters
+ * (the README's "Architecture" section):
+ *   - GPT-2: learned position embedding, pre-LN blocks with LayerNorm, tanh
+ *     GELU MLP of width 4C, biases everywhere, multi-head attention, the LM
+ *     head tied to the token embedding;
+ *   - Llama (Hugging Face's LlamaForCausalLM): RMSNorm, rotary position
+ *     embeddings (RoPE), the SwiGLU MLP down(silu(gate(x)) * up(x)) of width
+ *     F, grouped-query attention (KV key/value heads, each serving NH/KV
+ *     consecutive query heads), no biases, the LM head tied or untied.
+ * The vocabulary is padded to a multiple of 64 (llm.c); padded rows are
+ * never predicted. */
 /* Precision of activations and GEMM operands (mixed precision as PyTorch's
  * autocast does it: master weights, gradients and AdamW state stay fp32). */
 typedef enum remat_dtype { REMAT_DTYPE_FP32 = 0, REMAT_DTYPE_BF16 = 1 } remat_dtype;
@@ -112,7 +122,7 @@ typedef enum remat_attention {
  * (remat_model_create refuses the others); MEGATRON and PYTORCH are for
  * planning runs of those frameworks (see "cluster planning" below). */
 typedef enum remat_framework {
-    REMAT_FRAMEWORK_REMAT = 0,    /* remat's own GPT-2 engine */
+    REMAT_FRAMEWORK_REMAT = 0,    /* remat's own engine */
     REMAT_FRAMEWORK_MEGATRON = 1, /* Megatron-LM's GPT layer as Korthikanti et al. 2022 (arXiv
                                      2205.05198) Section 4 count it: 2-byte activations (bf16),
                                      1-byte dropout masks, LayerNorm statistics left out */
@@ -121,6 +131,31 @@ typedef enum remat_framework {
                                      F.gelu(approximate='tanh'), nn.Dropout as run on a GPU) */
 } remat_framework;
 
+/* The model family: which tensor table and which parameter table a config
+ * uses (with its framework). */
+typedef enum remat_arch {
+    REMAT_ARCH_GPT2 = 0,          /* "gpt2" */
+    REMAT_ARCH_LLAMA = 1          /* "llama" */
+} remat_arch;
+/* "gpt2", "llama" (Hugging Face's model_type); "?" for another value */
+REMAT_API const char *remat_arch_name(remat_arch a);
+/* REMAT_ERR_INVALID (naming the known ones) for an unknown name */
+REMAT_API remat_status remat_arch_parse(const char *name, remat_arch *out);
+
+/* Rotary embedding frequency scaling (Hugging Face's rope_scaling). */
+typedef enum remat_rope_type {
+    REMAT_ROPE_DEFAULT = 0,       /* none: inv_freq_i = theta^(-2i/hs) */
+    REMAT_ROPE_LLAMA3 = 1         /* "llama3" (Llama 3.1 and later): low frequencies divided
+                                     by factor, high ones kept, a smooth ramp between */
+} remat_rope_type;
+typedef struct remat_rope_scaling {
+    remat_rope_type type;
+    double factor;                /* llama3: e.g. 8 (> 0) */
+    double low_freq_factor;       /* llama3: e.g. 1 (> 0) */
+    double high_freq_factor;      /* llama3: e.g. 4 (> low_freq_factor) */
+    int original_max_position;    /* llama3: original_max_position_embeddings, e.g. 8192 */
+} remat_rope_scaling;
+
 /* A config describes the whole model (REMAT_STAGE_WHOLE) or the first of
  * several pipeline stages (REMAT_STAGE_FIRST: its blocks only; the LM head
  * lives on the last stage, so the head's tensors have no bytes). */
@@ -128,10 +163,10 @@ enum { REMAT_STAGE_WHOLE = 0, REMAT_STAGE_FIRST = 1 };
 
 typedef struct remat_config {
     int n_layer;      /* L  >= 1 */
-    int n_embd;       /* C  >= 1, divisible by n_head */
+    int n_embd;       /* C  >= 1 (GPT-2: divisible by n_head) */
     int n_head;       /* NH >= 1 */
     int vocab;        /* V  >= 2 */
-    int max_seq;      /* maxT >= seq; size of the position embedding */
+    int max_seq;      /* maxT >= seq; GPT-2: size of the position embedding */
     int batch;        /* B  >= 1 */
     int seq;          /* T  >= 1 */
     float dropout;    /* p in [0, 1): attention probabilities and residual branches */
@@ -150,7 +185,28 @@ typedef struct remat_config {
     int sp;           /* 1: sequence parallelism (framework tables): the LayerNorm and
                          dropout regions are divided by T too; seq must be divisible by T */
     int stage;        /* REMAT_STAGE_WHOLE (default) or REMAT_STAGE_FIRST (framework tables) */
+    /* The architecture.  Every field below 0 means the architecture's own
+     * value (the accessors after this struct give it). */
+    remat_arch arch;  /* REMAT_ARCH_GPT2 (0) or REMAT_ARCH_LLAMA */
+    int n_kv_head;    /* KV: key/value heads, dividing n_head; 0: n_head (GPT-2: must be) */
+    int ffn_dim;      /* F: the MLP width; 0: GPT-2's 4C, or Llama's 256 ceil(8C/3 / 256) */
+    int head_dim;     /* hs: the head size; 0: C / NH (GPT-2: must be) */
+    double rope_theta;               /* Llama: the RoPE base; 0: 10000 */
+    remat_rope_scaling rope_scaling; /* Llama: type 0 for none */
+    double norm_eps;  /* the norm's epsilon; 0: 1e-5 for GPT-2's LayerNorm (the only value
+                         it takes), 1e-6 for Llama's RMSNorm (Hugging Face's default) */
+    int tie_embeddings; /* Llama: 1 ties the LM head to the token embedding
+                           (tie_word_embeddings); GPT-2 is always tied (0 or 1) */
 } remat_config;
+
+/* The architecture's values of the fields that default to 0. */
+REMAT_API int remat_config_kv_heads(const remat_config *cfg);
+REMAT_API int remat_config_ffn_dim(const remat_config *cfg);
+REMAT_API int remat_config_head_dim(const remat_config *cfg);
+REMAT_API double remat_config_rope_theta(const remat_config *cfg);
+REMAT_API double remat_config_norm_eps(const remat_config *cfg);
+/* 1 when the LM head is the token embedding (GPT-2 always) */
+REMAT_API int remat_config_tied(const remat_config *cfg);
 
 /* The tensor-parallel size of a config: tp, or 1 when tp is 0. */
 REMAT_API int remat_config_tp(const remat_config *cfg);
@@ -167,7 +223,8 @@ REMAT_API int remat_config_padded_vocab(const remat_config *cfg);
 REMAT_API uint64_t remat_config_num_params(const remat_config *cfg);
 
 /* ---- the activation table ----------------------------------------------
- * Every activation tensor has a stable name.  Per-block tensors (the block
+ * Every activation tensor has a stable name in its table; the table is
+ * selected by (arch, framework).  GPT-2's per-block tensors (the block
  * input x is the previous block's res3, or emb for block 0):
  *   ln1_stat (B,T,2)  LayerNorm 1 mean and rstd      ln1   (B,T,C)
  *   qkv  (B,T,3C)     fused QKV linear               att   (B,NH,T,T) softmax
@@ -175,7 +232,16 @@ REMAT_API uint64_t remat_config_num_params(const remat_config *cfg);
  *   ln2_stat (B,T,2)  ln2 (B,T,C)  fch (B,T,4C)  fch_gelu (B,T,4C)  res3 (B,T,C)
  * Global: emb (B,T,C), lnf_stat (B,T,2), lnf (B,T,C), logits (B,T,Vp).
  * Activation-gradient buffers (live only during backward): d_res d_lnf d_fch
- * d_ln2 d_atty d_qkv d_ln1 (and d_branch when dropout > 0). */
+ * d_ln2 d_atty d_qkv d_ln1 (and d_branch when dropout > 0).
+ * Llama's per-block tensors:
+ *   ln1_rstd (B,T,1)  RMSNorm 1 rstd                 ln1   (B,T,C)
+ *   qkv  (B,T,(NH+2KV)hs) fused q/k/v projection     qk_rope (B,T,(NH+KV)hs) RoPE'd q, k
+ *   att  (B,NH,T,T) softmax                          atty  (B,T,NH hs) attention output
+ *   res2 (B,T,C) x + o_proj   ln2_rstd (B,T,1)  ln2 (B,T,C)
+ *   gate_up (B,T,2F) gate and up projections          swiglu (B,T,F) silu(gate) * up
+ *   res3 (B,T,C) res2 + down_proj
+ * Global: emb, lnf_rstd, lnf, logits; gradient buffers d_res d_lnf d_swiglu
+ * d_gate_up d_ln2 d_atty d_qkv d_ln1 (d_branch). */
 typedef struct remat_tensor_info {
     const char *name;      /* e.g. "qkv" */
     const char *shape;     /* e.g. "(B,T,3C)" */
@@ -187,10 +253,8 @@ typedef struct remat_tensor_info {
                               save: list names it (framework tables) */
 } remat_tensor_info;
 
-/* remat's own table: the number of tensors, and the id of a name (or -1). */
-REMAT_API int remat_tensor_count(void);
-REMAT_API int remat_tensor_find(const char *name);
-/* The same for the table cfg->framework selects. */
+/* The table cfg selects (its arch and framework): the number of tensors,
+ * and the id of a name (or -1). */
 REMAT_API int remat_config_tensor_count(const remat_config *cfg);
 REMAT_API int remat_config_tensor_find(const remat_config *cfg, const char *name);
 /* Info for tensor id in [0, remat_config_tensor_count(cfg)). */
@@ -396,38 +460,38 @@ typedef struct remat_stats {
 } remat_stats;
 REMAT_API void remat_model_stats(const remat_model *m, remat_stats *out);
 
-/* The 16 parameter tensors, in llm.c's order (its checkpoints map 1:1).
- * Per-block tensors are stacked over the L layers. */
-typedef enum remat_param {
-    REMAT_PARAM_WTE = 0,    /* (Vp, C) token embedding, tied to the LM head */
-    REMAT_PARAM_WPE,        /* (maxT, C) position embedding */
-    REMAT_PARAM_LN1W,       /* (L, C) */
-    REMAT_PARAM_LN1B,       /* (L, C) */
-    REMAT_PARAM_QKVW,       /* (L, 3C, C) */
-    REMAT_PARAM_QKVB,       /* (L, 3C) */
-    REMAT_PARAM_ATTPROJW,   /* (L, C, C) */
-    REMAT_PARAM_ATTPROJB,   /* (L, C) */
-    REMAT_PARAM_LN2W,       /* (L, C) */
-    REMAT_PARAM_LN2B,       /* (L, C) */
-    REMAT_PARAM_FCW,        /* (L, 4C, C) */
-    REMAT_PARAM_FCB,        /* (L, 4C) */
-    REMAT_PARAM_FCPROJW,    /* (L, C, 4C) */
-    REMAT_PARAM_FCPROJB,    /* (L, C) */
-    REMAT_PARAM_LNFW,       /* (C) */
-    REMAT_PARAM_LNFB,       /* (C) */
-    REMAT_PARAM_COUNT
-} remat_param;
+/* ---- parameters ---------------------------------------------------------
+ * A model's parameters are its architecture's parameter table: tensors laid
+ * out one after another in one flat fp32 vector, per-block tensors stacked
+ * over the L blocks.  GPT-2's are llm.c's 16 in llm.c's order (its
+ * checkpoints map 1:1): wte (Vp,C), wpe (maxT,C), then per block ln1w ln1b
+ * (C), qkvw (3C,C) qkvb (3C), attprojw (C,C) attprojb (C), ln2w ln2b (C),
+ * fcw (4C,C) fcb (4C), fcprojw (C,4C) fcprojb (C), and lnfw lnfb (C).
+ * Llama's: wte (Vp,C), per block ln1w (C), qkvw ((NH+2KV)hs,C) (Hugging
+ * Face's q_proj, k_proj, v_proj one above the other), attprojw (C,NH hs)
+ * (o_proj), ln2w (C), gateupw (2F,C) (gate_proj over up_proj), fcprojw
+ * (C,F) (down_proj), then lnfw (C) and, untied, lmheadw (Vp,C). */
+typedef struct remat_param_info {
+    const char *name;      /* e.g. "qkvw" */
+    size_t offset;         /* of its first element in the flat vector */
+    size_t numel;          /* its elements (all layers) */
+    int shape[3];          /* (L, rows, cols) per block, (rows, cols) else; unused dims 0 */
+    int per_layer;         /* 1: stacked over the L blocks */
+    int decay;             /* 1: AdamW's weight decay applies (the 2-D weights) */
+} remat_param_info;
+/* The number of parameter tensors of cfg's architecture (GPT-2 16; Llama
+ * 8, or 9 untied), and tensor i of them (REMAT_ERR_INVALID out of range,
+ * or for an invalid cfg). */
+REMAT_API int remat_config_param_count(const remat_config *cfg);
+REMAT_API remat_status remat_config_param_get(const remat_config *cfg, int i, remat_param_info *out);
+/* The index of the tensor named name, or -1. */
+REMAT_API int remat_config_param_find(const remat_config *cfg, const char *name);
 
 /* The flat parameter vector holds the tensors above in that order.  The
  * buffers are owned by the model; gradients hold the last step's values. */
 REMAT_API size_t remat_model_num_params(const remat_model *m);
 REMAT_API float *remat_model_params(remat_model *m);
 REMAT_API const float *remat_model_grads(const remat_model *m);
-REMAT_API int remat_param_tensor_count(void);
-/* name (llm.c style, e.g. "qkvw"), offset into params, and shape (up to 3
- * dims, unused dims 0) of parameter tensor i. */
-REMAT_API remat_status remat_model_param_tensor(const remat_model *m, remat_param i, const char **name,
-                                                size_t *offset, int shape[3]);
 /* 64-bit hash of the parameter bytes (the summary's params_hash). */
 REMAT_API uint64_t remat_model_params_hash(const remat_model *m);
 
@@ -683,7 +747,7 @@ REMAT_API remat_status remat_model_set_parallel(remat_model *m, remat_comm *comm
  *
  * The search space is every plan:TOKENS string: any segmentation into
  * checkpoints (uniform or not, nested/binomial included) together with any
- * keep-set of the 10 droppable per-block tensors for each block.  Every
+ * keep-set of the droppable per-block tensors (all but the block output) for each block.  Every
  * named policy lies inside it, so the optimum is never slower than any of
  * them at the same budget.
  *

@@ -29,16 +29,17 @@ REMAT_API remat_status remat_schedule_from_instrs(const remat_config *cfg, size_
                                                   const int *layers, const int *tensors,
                                                   remat_schedule **out);
 
-/* remat_model_debug_poison's target for the loss: one past the parameters. */
-#define REMAT_POISON_LOSS REMAT_PARAM_COUNT
+/* remat_model_debug_poison's target for the loss (any parameter index is
+ * below it). */
+#define REMAT_POISON_LOSS 1000
 
 /* Testing hook for the non-finite path (`remat train --debug-nan`): the next
  * remat_model_step that reaches its update makes the first gradient element
- * of parameter tensor param NaN, or the loss when param is
- * REMAT_POISON_LOSS, so that step returns REMAT_ERR_NONFINITE with the
- * parameters untouched (with update = 1; the loss also without).  One-shot.
- * REMAT_ERR_INVALID for any other value of param. */
-REMAT_API remat_status remat_model_debug_poison(remat_model *m, remat_param param);
+ * of parameter tensor param (an index of remat_config_param_get) NaN, or the
+ * loss when param is REMAT_POISON_LOSS, so that step returns
+ * REMAT_ERR_NONFINITE with the parameters untouched (with update = 1; the
+ * loss also without).  One-shot.  REMAT_ERR_INVALID for any other value. */
+REMAT_API remat_status remat_model_debug_poison(remat_model *m, int param);
 
 /* Testing hook for allocation failures (`remat train --debug-alloc-fail`):
  * the n-th allocation of the library from now fails (0: none), once. */

@@ -249,7 +249,7 @@ static void test_corruption(void)
               (int)(off), st_, remat_errmsg());                                                     \
     } while (0)
     EDIT(0, "REMATCKQ", 8, REMAT_ERR_FORMAT, "not a remat checkpoint");
-    EDIT(8, "\x04\0\0\0", 4, REMAT_ERR_FORMAT, "version 4");
+    EDIT(8, "\x05\0\0\0", 4, REMAT_ERR_FORMAT, "version 5");
     /* version 1 had no data hash: its byte 168 is reserved */
     EDIT(8, "\x01\0\0\0", 4, REMAT_ERR_FORMAT, "reserved header byte 168");
     {   /* a version 1 file (no hash) still loads, with data_hash 0 */
@@ -259,7 +259,16 @@ static void test_corruption(void)
         remat_checkpoint_seal(w, n);
         CHECK(remat_checkpoint_parse(w, n, 0, &v) == REMAT_OK && v.info.data_hash == 0, "version 1: %s",
               remat_errmsg());
-        CHECK(remat_checkpoint_parse(b, n, 0, &v) == REMAT_OK && v.info.data_hash != 0, "version 3 has the hash");
+        CHECK(remat_checkpoint_parse(b, n, 0, &v) == REMAT_OK && v.info.data_hash != 0, "version 4 has the hash");
+        /* version 3 had no architecture record: its bytes 200..203 are reserved */
+        memcpy(w, b, n);
+        memcpy(w + 8, "\x03\0\0\0", 4);
+        remat_checkpoint_seal(w, n);
+        CHECK(remat_checkpoint_parse(w, n, 0, &v) == REMAT_OK, "a version 3 file (gpt2) still loads: %s", remat_errmsg());
+        w[200] = 72;
+        remat_checkpoint_seal(w, n);
+        CHECK(remat_checkpoint_parse(w, n, 0, &v) == REMAT_ERR_FORMAT && strstr(remat_errmsg(), "reserved header byte 200"),
+              "version 3 with an architecture record: %s", remat_errmsg());
         /* version 2 had no dtype: its bytes 164..167 are reserved */
         memcpy(w, b, n);
         memcpy(w + 8, "\x02\0\0\0", 4);
@@ -300,7 +309,8 @@ static void test_corruption(void)
     EDIT(128, "\xff\xff\0\0\0\0\0\0", 8, REMAT_ERR_FORMAT, "position");
     EDIT(32, "\x09\0\0\0\0\0\0\0", 8, REMAT_ERR_FORMAT, "step counts");
     EDIT(88, "\0\0\x80\x7f", 4, REMAT_ERR_FORMAT, "optimizer");          /* lr = inf */
-    EDIT(200, "\x01", 1, REMAT_ERR_FORMAT, "reserved");
+    EDIT(200, "\x01", 1, REMAT_ERR_FORMAT, "architecture record");
+    EDIT(204, "\x01", 1, REMAT_ERR_FORMAT, "reserved");
     EDIT(256, "\0", 1, REMAT_ERR_FORMAT, "NUL");                         /* inside the data path */
     EDIT(n - 8 - 4, "\0\0\xc0\x7f", 4, REMAT_ERR_FORMAT, "AdamW v");     /* last v = NaN */
     EDIT(n - 8 - 4, "\0\0\x80\xbf", 4, REMAT_ERR_FORMAT, "non-negative"); /* last v = -1 */
@@ -585,7 +595,7 @@ static void test_poison(void)
     float loss;
     remat_data_next(d, REMAT_SPLIT_TRAIN, 2, 4, in, tg);
     uint64_t h0 = remat_model_params_hash(m);
-    CHECK(!remat_model_debug_poison(m, REMAT_PARAM_QKVW), "poison qkvw");
+    CHECK(!remat_model_debug_poison(m, remat_config_param_find(remat_model_config(m), "qkvw")), "poison qkvw");
     remat_status st = remat_model_step(m, in, tg, 1, &loss);
     CHECK(st == REMAT_ERR_NONFINITE && strstr(remat_model_error(m), "qkvw"), "gradient NaN: %d %s", st,
           remat_model_error(m));
@@ -597,8 +607,9 @@ static void test_poison(void)
     st = remat_model_step(m, in, tg, 1, &loss);
     CHECK(st == REMAT_OK && m->t == 1 && remat_model_params_hash(m) != h0, "one-shot: the next step trains");
     CHECK(remat_model_debug_poison(m, REMAT_POISON_LOSS + 1) == REMAT_ERR_INVALID &&
-          remat_model_debug_poison(m, (remat_param)-1) == REMAT_ERR_INVALID &&
-          remat_model_debug_poison(NULL, REMAT_PARAM_WTE), "bad tensor");
+          remat_model_debug_poison(m, -1) == REMAT_ERR_INVALID &&
+          remat_model_debug_poison(m, remat_config_param_count(remat_model_config(m))) == REMAT_ERR_INVALID &&
+          remat_model_debug_poison(NULL, 0), "bad tensor");
     remat_model_free(m);
     remat_data_free(d);
 }

@@ -126,7 +126,7 @@ static void test_dropout_rows(void)
     float *params = calloc(P, sizeof *params);
     remat_op_ctx whole, part;
     remat_op_ctx_init(&whole, &c, params, NULL);
-    for (size_t i = 0; i < whole.pnum[REMAT_PARAM_ATTPROJB]; i++) params[whole.poff[REMAT_PARAM_ATTPROJB] + i] = 1.0f;
+    for (size_t i = 0; i < whole.ly.numel[GP_ATTPROJB]; i++) params[whole.ly.off[GP_ATTPROJB] + i] = 1.0f;
     remat_config cb = c;
     cb.batch = b;
     remat_op_ctx_init(&part, &cb, params, NULL);
@@ -150,6 +150,9 @@ static void test_dropout_rows(void)
         a.t[RT_ATTY] = t ? out : atty;
         a.t[RT_ATT] = att;
         a.t[RT_QKV] = qkv;
+        a.n[RT_RES2] = a.n[RT_ATTY] = a.nx = n * 4;   /* extents: the whole batch's */
+        a.n[RT_ATT] = natt * 4;
+        a.n[RT_QKV] = 3 * n * 4;
         remat_op_forward(&whole, tid, 0, &a);
         memset(&a, 0, sizeof a);
         a.t[tid] = out2;
@@ -157,6 +160,9 @@ static void test_dropout_rows(void)
         a.t[RT_ATTY] = t ? out2 : atty + g * row;
         a.t[RT_ATT] = att + g * arow;
         a.t[RT_QKV] = qkv + 3 * g * row;
+        a.n[RT_RES2] = a.n[RT_ATTY] = a.nx = (size_t)b * row * 4;   /* the micro-batch's rows */
+        a.n[RT_ATT] = (size_t)b * arow * 4;
+        a.n[RT_QKV] = 3 * (size_t)b * row * 4;
         remat_op_forward(&part, tid, 0, &a);
         int dropped = 0;
         for (size_t i = 0; i < n && !t; i++) dropped += out[i] == x[i];

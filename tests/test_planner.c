@@ -42,11 +42,11 @@ static void random_profile(remat_profile *p, const remat_config *c, uint32_t see
 {
     remat_profile_fill_model(p, c, 0);
     uint32_t x = seed * 2654435761u + 1;
-    for (int t = 0; t < RT_FIRST_GRAD; t++) {
+    for (int t = 0; t < RT_D_RES; t++) {
         x = x * 1664525u + 1013904223u; p->fwd_ms[t] = 0.05 + (x >> 8) / 16777216.0 * 3.0;
         x = x * 1664525u + 1013904223u; if (p->bwd_ms[t] > 0) p->bwd_ms[t] = 0.05 + (x >> 8) / 16777216.0 * 5.0;
     }
-    for (int t = 0; t < RT_FIRST_GRAD; t++) {   /* warm calls faster, by a random share */
+    for (int t = 0; t < RT_D_RES; t++) {   /* warm calls faster, by a random share */
         x = x * 1664525u + 1013904223u; p->fwd_hot_ms[t] = p->fwd_ms[t] * (0.3 + 0.7 * (x >> 8) / 16777216.0);
         x = x * 1664525u + 1013904223u; p->bwd_hot_ms[t] = p->bwd_ms[t] * (0.3 + 0.7 * (x >> 8) / 16777216.0);
     }
@@ -522,7 +522,7 @@ static void test_profiles(void)
     remat_status st = remat_profile_measure(&c, 2, &p);
     CHECK(st == REMAT_OK, "measure: %s", remat_errmsg());
     if (st) return;
-    for (int t = 0; t < RT_FIRST_GRAD; t++) {
+    for (int t = 0; t < RT_D_RES; t++) {
         CHECK(remat_profile_op_ms(p, t, 0) >= 0 && remat_profile_op_ms(p, t, 0) < 1e4, "fwd time of %d", t);
         if (remat_table_gpt2.defs[t].has_bwd) CHECK(remat_profile_op_ms(p, t, 1) >= 0, "bwd time of %d", t);
     }
@@ -530,7 +530,7 @@ static void test_profiles(void)
     st = remat_profile_load(&c, path, &q);
     CHECK(st == REMAT_OK, "load: %s", remat_errmsg());
     if (!st) {
-        for (int t = 0; t < RT_FIRST_GRAD; t++)
+        for (int t = 0; t < RT_D_RES; t++)
             CHECK(fabs(q->fwd_ms[t] - p->fwd_ms[t]) <= 1e-8 * p->fwd_ms[t] && fabs(q->bwd_ms[t] - p->bwd_ms[t]) <= 1e-8 * p->bwd_ms[t] &&
                   fabs(q->fwd_hot_ms[t] - p->fwd_hot_ms[t]) <= 1e-8 * p->fwd_hot_ms[t] &&
                   fabs(q->bwd_hot_ms[t] - p->bwd_hot_ms[t]) <= 1e-8 * p->bwd_hot_ms[t] &&
@@ -594,7 +594,7 @@ static void test_profiles(void)
         st = remat_profile_load(&c, bad, &q);
         if (st == REMAT_OK) {
             accepted++;
-            for (int t = 0; t < RT_FIRST_GRAD; t++)
+            for (int t = 0; t < RT_D_RES; t++)
                 if (!(q->fwd_ms[t] >= 0 && q->fwd_ms[t] <= 1e9) || !(q->bwd_ms[t] >= 0)) crashed++;
             remat_profile_free(q);
         } else if (st != REMAT_ERR_FORMAT && st != REMAT_ERR_INVALID) {

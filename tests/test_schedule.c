@@ -134,7 +134,7 @@ static void sanity(void)
      * is ever live */
     remat_schedule *s = NULL;
     remat_schedule_create(&c, "selective", &s);
-    int att = remat_tensor_find("att"), live_att = 0, max_att = 0, att_at_fwd_end = -1;
+    int att = remat_config_tensor_find(&c, "att"), live_att = 0, max_att = 0, att_at_fwd_end = -1;
     remat_sim sel;
     remat_schedule_simulate(s, &sel);
     int first_head = -1;
@@ -155,7 +155,7 @@ static void sanity(void)
     CHECK(att_at_fwd_end == 0, "selective keeps %d att tensors across the forward", att_at_fwd_end);
     CHECK(max_att == 1, "selective holds at most one att at a time (got %d)", max_att);
     remat_tensor_info ti;
-    remat_tensor_get(&c, remat_tensor_find("att"), &ti);
+    remat_tensor_get(&c, remat_config_tensor_find(&c, "att"), &ti);
     CHECK(none.stored_bytes - sel.stored_bytes == (uint64_t)c.n_layer * ti.bytes,
           "selective saves exactly L att tensors of storage");
     remat_schedule_free(s);
@@ -196,11 +196,11 @@ static void validator(void)
     c.n_layer = 1; c.n_embd = 8; c.n_head = 2; c.vocab = 16; c.seq = 4; c.max_seq = 4; c.batch = 1;
     const remat_instr_kind F = REMAT_I_FORWARD, B = REMAT_I_BACKWARD, X = REMAT_I_FREE, U = REMAT_I_UPDATE;
     /* a correct hand-written schedule: forward all, head, backward all */
-    int ids[] = { remat_tensor_find("emb"),
+    int ids[] = { remat_config_tensor_find(&c, "emb"),
                   0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
     (void)ids;
     remat_instr_kind k[64]; int l[64], t[64]; size_t n = 0;
-#define I(kind, layer, name) (k[n] = (kind), l[n] = (layer), t[n] = remat_tensor_find(name), n++)
+#define I(kind, layer, name) (k[n] = (kind), l[n] = (layer), t[n] = remat_config_tensor_find(&c, name), n++)
     I(F, -1, "emb");
     const char *blk[] = { "ln1_stat", "ln1", "qkv", "att", "atty", "res2", "ln2_stat", "ln2", "fch", "fch_gelu", "res3" };
     for (int i = 0; i < 11; i++) I(F, 0, blk[i]);
@@ -247,8 +247,8 @@ static void validator(void)
         remat_instr_kind k2[64]; int l2[64], t2[64];
         size_t m = 0, i1 = good_n, i2 = good_n;
         for (size_t i = 0; i < good_n; i++) {
-            if (k[i] == broken[b].k1 && t[i] == remat_tensor_find(broken[b].t1) && i1 == good_n) i1 = i;
-            if (k[i] == broken[b].k2 && t[i] == remat_tensor_find(broken[b].t2)) i2 = i;
+            if (k[i] == broken[b].k1 && t[i] == remat_config_tensor_find(&c, broken[b].t1) && i1 == good_n) i1 = i;
+            if (k[i] == broken[b].k2 && t[i] == remat_config_tensor_find(&c, broken[b].t2)) i2 = i;
         }
         if (broken[b].op == 'U') { k2[m] = U; l2[m] = -1; t2[m] = -1; m++; }
         for (size_t i = 0; i < good_n; i++) {

@@ -22,6 +22,17 @@
 #include "io/json.h"
 #include "harness.h"
 
+/* offset and shape of the model's parameter tensor `name` */
+static size_t param_at(const remat_model *m, const char *name, int shape[3])
+{
+    remat_param_info pi;
+    memset(&pi, 0, sizeof pi);
+    int i = remat_config_param_find(remat_model_config(m), name);
+    CHECK(i >= 0 && !remat_config_param_get(remat_model_config(m), i, &pi), "no parameter tensor %s", name);
+    if (shape) memcpy(shape, pi.shape, sizeof pi.shape);
+    return pi.offset;
+}
+
 static char dir[64];
 
 static char *path_in(const char *name)
@@ -68,9 +79,8 @@ static remat_model *make_model(const remat_config *c)
         s = s * 1664525u + 1013904223u;
         p[i] = ((float)(s >> 8) / 16777216.0f - 0.5f) * 0.1f + (float)i * 1e-7f;
     }
-    size_t off;
     int shape[3];
-    remat_model_param_tensor(m, REMAT_PARAM_WTE, NULL, &off, shape);
+    param_at(m, "wte", shape);
     memset(p + (size_t)c->vocab * c->n_embd, 0, (size_t)(shape[0] - c->vocab) * c->n_embd * sizeof *p);
     return m;
 }
@@ -189,7 +199,7 @@ static void test_round_trips(void)
         /* c_attn: file (C, 3C), remat qkvw (3C, C): qkvw[l][o][i] = file[i][o] */
         size_t off;
         int sh[3];
-        remat_model_param_tensor(m, REMAT_PARAM_QKVW, NULL, &off, sh);
+        off = param_at(m, "qkvw", sh);
         const float *P = remat_model_params(m);
         int bad = 0;
         CHECK(st_find(f, "h.1.attn.c_attn.weight", &b, &e, shp, sizeof shp) && !strcmp(shp, "32,96"),
@@ -199,7 +209,7 @@ static void test_round_trips(void)
                 bad += remat_get_lef32(f + b + 4 * ((size_t)i * 3 * C + o)) != P[off + (size_t)1 * 3 * C * C + (size_t)o * C + i];
         CHECK(bad == 0, "c_attn.weight is qkvw transposed (%d bad)", bad);
         /* mlp.c_proj: file (4C, C), remat fcprojw (C, 4C) */
-        remat_model_param_tensor(m, REMAT_PARAM_FCPROJW, NULL, &off, sh);
+        off = param_at(m, "fcprojw", sh);
         bad = 0;
         CHECK(st_find(f, "h.0.mlp.c_proj.weight", &b, &e, shp, sizeof shp) && !strcmp(shp, "128,32"),
               "mlp.c_proj shape [%s]", shp);
@@ -207,7 +217,7 @@ static void test_round_trips(void)
             for (int i = 0; i < 4 * C; i++) bad += remat_get_lef32(f + b + 4 * ((size_t)i * C + o)) != P[off + (size_t)o * 4 * C + i];
         CHECK(bad == 0, "mlp.c_proj.weight is fcprojw transposed (%d bad)", bad);
         /* a vector: h.1.mlp.c_fc.bias (4C) = fcb[1] */
-        remat_model_param_tensor(m, REMAT_PARAM_FCB, NULL, &off, sh);
+        off = param_at(m, "fcb", sh);
         CHECK(st_find(f, "h.1.mlp.c_fc.bias", &b, &e, shp, sizeof shp) && !strcmp(shp, "128") &&
               !memcmp(f + b, P + off + 4 * C, 4 * 4 * (size_t)C), "c_fc.bias");
         CHECK(strstr((const char *)f + 8, "\"n_head\":\"4\"") != NULL, "metadata records n_head");
@@ -744,37 +754,52 @@ static void test_stale_tmps(void)
     CHECK(remat_write_file_atomic(NULL, "x", 1) == REMAT_ERR_INVALID, "NULL path");
 }
 
-/* remat_param names the tensors in the model's own order (llm.c's), so that
- * REMAT_PARAM_X is the tensor remat_model_param_tensor calls "x". */
+/* The parameter tables through the public API: GPT-2's 16 tensors in
+ * llm.c's order, Llama's 8 (9 untied), each at the offset after the one
+ * before, the whole vector covered; names found by name; out-of-range
+ * indices refused. */
 static void test_param_enum(void)
 {
-    static const char *const names[REMAT_PARAM_COUNT] = {
-        [REMAT_PARAM_WTE] = "wte", [REMAT_PARAM_WPE] = "wpe", [REMAT_PARAM_LN1W] = "ln1w",
-        [REMAT_PARAM_LN1B] = "ln1b", [REMAT_PARAM_QKVW] = "qkvw", [REMAT_PARAM_QKVB] = "qkvb",
-        [REMAT_PARAM_ATTPROJW] = "attprojw", [REMAT_PARAM_ATTPROJB] = "attprojb", [REMAT_PARAM_LN2W] = "ln2w",
-        [REMAT_PARAM_LN2B] = "ln2b", [REMAT_PARAM_FCW] = "fcw", [REMAT_PARAM_FCB] = "fcb",
-        [REMAT_PARAM_FCPROJW] = "fcprojw", [REMAT_PARAM_FCPROJB] = "fcprojb", [REMAT_PARAM_LNFW] = "lnfw",
-        [REMAT_PARAM_LNFB] = "lnfb",
-    };
+    static const char *const gpt2[] = { "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb", "ln2w",
+                                        "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb" };
+    static const char *const llama[] = { "wte", "ln1w", "qkvw", "attprojw", "ln2w", "gateupw", "fcprojw", "lnfw",
+                                         "lmheadw" };
+    for (int k = 0; k < 3; k++) {
+        remat_config c;
+        remat_config_default(&c);
+        c.n_layer = 2; c.n_embd = 8; c.n_head = 2; c.vocab = 16; c.seq = c.max_seq = 4; c.batch = 1;
+        if (k) { c.arch = REMAT_ARCH_LLAMA; c.n_kv_head = 1; c.ffn_dim = 12; c.tie_embeddings = k == 2; }
+        const char *const *names = k ? llama : gpt2;
+        int want = k == 0 ? 16 : k == 1 ? 9 : 8;
+        CHECK(remat_config_param_count(&c) == want, "arch %d: %d tensors, want %d", k, remat_config_param_count(&c), want);
+        size_t next = 0;
+        for (int i = 0; i < want; i++) {
+            remat_param_info pi;
+            CHECK(!remat_config_param_get(&c, i, &pi) && !strcmp(pi.name, names[i]) && pi.offset == next,
+                  "arch %d tensor %d is %s at %zu, want %s at %zu", k, i, pi.name, pi.offset, names[i], next);
+            CHECK(remat_config_param_find(&c, names[i]) == i, "find %s", names[i]);
+            next = pi.offset + pi.numel;
+        }
+        CHECK(next == remat_config_num_params(&c), "arch %d: the tensors cover %zu of %llu parameters", k, next,
+              (unsigned long long)remat_config_num_params(&c));
+        remat_param_info pi;
+        CHECK(remat_config_param_get(&c, want, &pi) == REMAT_ERR_INVALID && remat_config_param_get(&c, -1, &pi),
+              "index %d is not a tensor", want);
+        CHECK(remat_config_param_find(&c, k == 2 ? "lmheadw" : "nope") == -1, "no such tensor");
+    }
+    /* Llama's fused weights: qkvw ((NH + 2 KV) hs, C), gateupw (2F, C) */
     remat_config c;
     remat_config_default(&c);
-    c.n_layer = 1; c.n_embd = 8; c.n_head = 1; c.vocab = 16; c.seq = c.max_seq = 4; c.batch = 1;
-    remat_model *m = NULL;
-    CHECK(!remat_model_create(&c, 1, &m), "param enum model: %s", remat_errmsg());
-    CHECK(remat_param_tensor_count() == REMAT_PARAM_COUNT, "%d tensors, REMAT_PARAM_COUNT %d",
-          remat_param_tensor_count(), REMAT_PARAM_COUNT);
-    size_t prev = 0;
-    for (remat_param p = REMAT_PARAM_WTE; m && p < REMAT_PARAM_COUNT; p++) {
-        const char *name = NULL;
-        size_t off = 0;
-        CHECK(!remat_model_param_tensor(m, p, &name, &off, NULL) && name && !strcmp(name, names[p]) &&
-              (p == REMAT_PARAM_WTE ? off == 0 : off > prev), "REMAT_PARAM %d is %s, want %s at offset %zu > %zu",
-              (int)p, name ? name : "(none)", names[p], off, prev);
-        prev = off;
-    }
-    CHECK(m && remat_model_param_tensor(m, REMAT_PARAM_COUNT, NULL, NULL, NULL) == REMAT_ERR_INVALID,
-          "REMAT_PARAM_COUNT is not a tensor");
-    remat_model_free(m);
+    c.arch = REMAT_ARCH_LLAMA; c.n_layer = 3; c.n_embd = 8; c.n_head = 4; c.n_kv_head = 2; c.head_dim = 6;
+    c.ffn_dim = 10; c.vocab = 16; c.seq = c.max_seq = 4; c.batch = 1;
+    remat_param_info pi;
+    CHECK(!remat_config_param_get(&c, remat_config_param_find(&c, "qkvw"), &pi) && pi.shape[0] == 3 &&
+          pi.shape[1] == (4 + 2 * 2) * 6 && pi.shape[2] == 8 && pi.per_layer && pi.decay, "qkvw (L, (NH+2KV)hs, C)");
+    CHECK(!remat_config_param_get(&c, remat_config_param_find(&c, "attprojw"), &pi) && pi.shape[1] == 8 &&
+          pi.shape[2] == 4 * 6, "attprojw (L, C, NH hs)");
+    CHECK(!remat_config_param_get(&c, remat_config_param_find(&c, "gateupw"), &pi) && pi.shape[1] == 20 &&
+          pi.shape[2] == 8, "gateupw (L, 2F, C)");
+    CHECK(!remat_config_param_get(&c, remat_config_param_find(&c, "ln1w"), &pi) && !pi.decay, "norm weights: no decay");
 }
 
 /* The JSON reader of the safetensors header, by itself: one string or

@@ -15,7 +15,7 @@
  * OUTFILE, all little-endian, no text:
  *   int32   magic 0x4c43524f ("ORCL"), version 1
  *   int32   L C NH V Vp T B STEPS nparams ntensors(16)
- *   16 x    int32 offset, shape[0], shape[1], shape[2]  (remat_model_param_tensor)
+ *   16 x    int32 offset, shape[0], shape[1], shape[2]  (remat_config_param_get)
  *   int32   inputs[B*T], targets[B*T]
  *   float32 params[nparams]              initial parameters, remat order
  *   float32 logits[B*T*Vp], eval_loss    remat_model_eval
@@ -150,7 +150,7 @@ int main(int argc, char **argv)
 
     remat_model *m = make_model(&cfg, policy);
     size_t np = remat_model_num_params(m);
-    int ntensors = remat_param_tensor_count();
+    int ntensors = remat_config_param_count(&cfg);
 
     outpath = argv[1];
     out = fopen(outpath, "wb");
@@ -163,12 +163,10 @@ int main(int argc, char **argv)
     int32_t hdr[10] = { cfg.n_layer, cfg.n_embd, cfg.n_head, V, Vp, T, B, steps, (int32_t)np, ntensors };
     put(hdr, sizeof hdr[0], 10);
     for (int i = 0; i < ntensors; i++) {
-        const char *name;
-        size_t off;
-        int shape[3];
-        if ((st = remat_model_param_tensor(m, i, &name, &off, shape))) die("remat_model_param_tensor", st, m);
-        put_i32((int32_t)off);
-        put(shape, sizeof shape[0], 3);
+        remat_param_info pi;
+        if ((st = remat_config_param_get(&cfg, i, &pi))) die("remat_config_param_get", st, m);
+        put_i32((int32_t)pi.offset);
+        put(pi.shape, sizeof pi.shape[0], 3);
     }
     put(inputs, sizeof *inputs, N);
     put(targets, sizeof *targets, N);

@@ -323,7 +323,7 @@ int bench_svg_timeline(FILE *f, const bench_opts *o, const bench_result *r, int 
     const bench_row *row = &r->rows[r->timeline_idx >= 0 ? r->timeline_idx : 0];
     const remat_config *c = &r->slot[row->slot].cfg;
     remat_schedule *s = NULL;
-    int rc = 1, NT = remat_tensor_count(), NB = NT + 1;   /* band NT: transient bytes */
+    int rc = 1, NT = remat_config_tensor_count(c), NB = NT + 1;   /* band NT: transient bytes */
     size_t n = 0, S = 0;
     uint64_t *by = NULL, *prev = NULL, *tot = NULL;
     remat_instr_info *ins = NULL;

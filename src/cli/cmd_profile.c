@@ -65,7 +65,7 @@ int cmd_profile(int argc, char **argv)
     remat_plan_row none = { 0 }, full = { 0 };
     remat_plan_evaluate(&c, p, "none", 0, 0, &none);
     remat_plan_evaluate(&c, p, "full", 0, 0, &full);
-    int n = remat_tensor_count();
+    int n = remat_config_tensor_count(&c);
     if (json) {
         printf("{\"path\": \"%s\", \"describe\": \"%s\", \"update_ms\": %.6f, \"ops\": [", out, remat_profile_describe(p),
                remat_profile_op_ms(p, -1, 0));

@@ -100,7 +100,7 @@ typedef struct train_opts {
     const char *save, *resume;          /* checkpoint directories */
     long save_every, nan_step;
     int skip_nonfinite, seed_set, lr_set, wd_set, clip_set;
-    remat_param nan_tensor;             /* --debug-nan: a parameter, or REMAT_POISON_LOSS */
+    char nan_tensor[32];                /* --debug-nan: a parameter's name, or "loss" */
     remat_config given;                 /* config flags given (-1: not given) */
     const char *init_from;              /* --init-from: weights file */
     uint64_t budget;                    /* --budget / --budget-activations (0: none) */
@@ -152,23 +152,19 @@ static int parse_debug_nan(const char *v, train_opts *o)
             ok = e2 != colon + 1 && !*e2 && o->nan_rank >= 0;
         }
     }
-    if (ok && !strcmp(name, "loss")) { o->nan_step = step; o->nan_tensor = REMAT_POISON_LOSS; return 1; }
-    if (ok) {
-        remat_config c;
-        remat_config_default(&c);
-        remat_model *m = NULL;   /* names come from the model API; a tiny one is enough */
-        c.n_layer = 1; c.n_embd = 1; c.n_head = 1; c.vocab = 2; c.seq = 1; c.max_seq = 1; c.batch = 1;
-        if (!remat_model_create(&c, 0, &m))
-            for (remat_param k = REMAT_PARAM_WTE; k < REMAT_PARAM_COUNT; k++) {
-                const char *pname;
-                if (!remat_model_param_tensor(m, k, &pname, NULL, NULL) && !strcmp(pname, name)) {
-                    o->nan_step = step;
-                    o->nan_tensor = k;
-                    remat_model_free(m);
-                    return 1;
-                }
+    if (ok && !strcmp(name, "loss")) { o->nan_step = step; snprintf(o->nan_tensor, sizeof o->nan_tensor, "loss"); return 1; }
+    if (ok) {   /* a parameter of either architecture (the model's own is resolved when poisoning) */
+        for (int a = REMAT_ARCH_GPT2; a <= REMAT_ARCH_LLAMA; a++) {
+            remat_config c;
+            remat_config_default(&c);
+            c.arch = (remat_arch)a;
+            c.tie_embeddings = 0;
+            if (remat_config_param_find(&c, name) >= 0) {
+                o->nan_step = step;
+                snprintf(o->nan_tensor, sizeof o->nan_tensor, "%s", name);
+                return 1;
             }
-        remat_model_free(m);
+        }
     }
     cli_usage_error("train", "--debug-nan expects STEP:TENSOR[:RANK] with TENSOR a parameter name (wte, qkvw, ...) "
                     "or loss, got '%s'", v);
@@ -625,7 +621,9 @@ ready:
         cli_progress_update(&pg, what, s - start, o.steps - start);
         uint64_t pos0 = remat_data_position(data, REMAT_SPLIT_TRAIN);
         if ((st = remat_data_next(data, REMAT_SPLIT_TRAIN, c->batch, c->seq, in, tg))) { cli_error("%s", remat_errmsg()); goto out; }
-        if (o.nan_step == s + 1 && o.nan_rank == g_rank) remat_model_debug_poison(m, o.nan_tensor);
+        if (o.nan_step == s + 1 && o.nan_rank == g_rank)
+            remat_model_debug_poison(m, !strcmp(o.nan_tensor, "loss") ? REMAT_POISON_LOSS
+                                                                       : remat_config_param_find(remat_model_config(m), o.nan_tensor));
         if (o.fail_step == s + 1 && o.fail_rank == g_rank) remat_debug_fail_alloc((uint64_t)o.fail_n);
         uint64_t sn = (uint64_t)s + 1;
         int timed = (o.trace && sn >= o.trace_first && sn <= o.trace_last) || (calibrate && sn >= cal_first && sn <= cal_last);

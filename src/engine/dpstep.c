@@ -194,7 +194,7 @@ remat_status remat_dp_step(remat_model *m, int do_update, float *loss)
     d->pool[0] = g;
     m->grads = g;
     if (m->poison == 1) mine[0] = NAN;
-    else if (m->poison > 1) g[m->poff[m->poison - 2]] = NAN;
+    else if (m->poison > 1) g[m->ly.off[m->poison - 2]] = NAN;
     m->poison = 0;
 
     /* 2. the loss */
@@ -229,9 +229,9 @@ remat_status remat_dp_step(remat_model *m, int do_update, float *loss)
         size_t lo = sliced ? l->own_lo : 0, hi = sliced ? l->own_hi : m->nparams;
         uint64_t first_bad = (uint64_t)remat_op_first_nonfinite(&c, lo, hi);
         if (d->comm && (st = remat_comm_allreduce_u64(d->comm, &first_bad, 1, REMAT_COMM_MIN))) return st;
-        if (first_bad < REMAT_PARAM_COUNT)
+        if (first_bad < m->ly.count)
             return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient in %s at step %llu",
-                              remat_param_defs[first_bad].name, (unsigned long long)step);
+                              remat_params_of(&m->cfg)->defs[first_bad].name, (unsigned long long)step);
         return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient norm at step %llu", (unsigned long long)step);
     }
     float scale = remat_op_clip_scale(&m->opt, norm);

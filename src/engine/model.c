@@ -45,28 +45,32 @@ static remat_status model_fail(remat_model *m, remat_status st)
 const char *remat_model_error(const remat_model *m) { return m ? m->err : remat_errmsg(); }
 const remat_config *remat_model_config(const remat_model *m) { return m ? &m->cfg : NULL; }
 
-/* GPT-2's initialisation: N(0, 0.02), residual projections scaled by
- * 1/sqrt(2L), zero biases, unit LayerNorm weights (params.c says which). */
+/* The architecture's initialisation (params.c says which tensor gets
+ * which): N(0, 0.02), GPT-2's residual projections scaled by 1/sqrt(2L),
+ * zero biases, unit norm weights.  Each tensor draws from its own stream
+ * of the counter RNG, keyed by its index. */
 static void init_params(remat_model *m, uint64_t seed)
 {
     const remat_config *c = &m->cfg;
+    const remat_param_table *pt = remat_params_of(c);
     float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)c->n_layer);
-    for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
-        float *p = m->params + m->poff[i];
-        size_t n = m->pnum[i];
+    for (int i = 0; i < m->ly.count; i++) {
+        float *p = m->params + m->ly.off[i];
+        size_t n = m->ly.numel[i];
         uint64_t key = remat_rng_key(seed, 0xffffffffULL, (uint32_t)i, 0);
-        switch (remat_param_defs[i].init) {
+        switch (pt->defs[i].init) {
         case REMAT_INIT_ONES: for (size_t k = 0; k < n; k++) p[k] = 1.0f; break;
         case REMAT_INIT_ZEROS: memset(p, 0, n * sizeof *p); break;
         default: {
-            float s = remat_param_defs[i].init == REMAT_INIT_NORMAL_PROJ ? proj_std : std;
+            float s = pt->defs[i].init == REMAT_INIT_NORMAL_PROJ ? proj_std : std;
             for (size_t k = 0; k < n; k++) p[k] = s * remat_rng_normal(key, k);
         }
         }
+        /* padded vocabulary rows are zero and stay unused */
+        if (pt->defs[i].vocab_rows)
+            memset(p + (size_t)c->vocab * c->n_embd, 0,
+                   (size_t)(remat_config_padded_vocab(c) - c->vocab) * c->n_embd * sizeof(float));
     }
-    /* padded vocabulary rows are zero and stay unused */
-    memset(m->params + m->poff[REMAT_PARAM_WTE] + (size_t)c->vocab * c->n_embd, 0,
-           (size_t)(remat_config_padded_vocab(c) - c->vocab) * c->n_embd * sizeof(float));
 }
 
 remat_status remat_model_check(const remat_config *cfg)
@@ -95,9 +99,7 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     m->mcfg = *cfg;
     m->seed = seed;
     remat_optim_default(&m->opt);
-    int shapes[REMAT_PARAM_COUNT][3];
-    size_t total = remat_param_layout(cfg, shapes, m->poff);
-    for (int i = 0; i < REMAT_PARAM_COUNT; i++) m->pnum[i] = remat_param_numel(shapes[i]);
+    size_t total = remat_param_layout_of(cfg, &m->ly);
     m->nparams = total;
     m->optim_n = total;
     size_t bytes = total * sizeof(float);
@@ -112,11 +114,15 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     m->losses = remat_mem_alloc(&m->mem, REMAT_MEM_WORKSPACE, N * sizeof(float));
     if (cfg->dtype == REMAT_DTYPE_BF16)
         m->params16 = remat_mem_alloc(&m->mem, REMAT_MEM_WEIGHTS16, total * sizeof(remat_bf16));
+    if ((m->rope_n = remat_op_rope_floats(cfg)) && (m->rope = remat_mem_alloc(&m->mem, REMAT_MEM_WORKSPACE,
+                                                                               m->rope_n * sizeof(float))))
+        remat_op_rope_fill(cfg, m->rope);
     m->buf = remat_calloc((size_t)m->nslots, sizeof *m->buf);
     m->bufbytes = remat_calloc((size_t)m->nslots, sizeof *m->bufbytes);
     m->hash = remat_calloc((size_t)m->nslots, sizeof *m->hash);
     if (!m->params || !m->grads || !m->adam_m || !m->adam_v || !m->inputs || !m->targets || !m->losses ||
-        !m->buf || !m->bufbytes || !m->hash || (cfg->dtype == REMAT_DTYPE_BF16 && !m->params16)) {
+        !m->buf || !m->bufbytes || !m->hash || (cfg->dtype == REMAT_DTYPE_BF16 && !m->params16) ||
+        (m->rope_n && !m->rope)) {
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory allocating %zu parameters (%.1f MiB each for params, "
                         "grads, and two AdamW moments)", total, bytes / 1048576.0);
         goto out;
@@ -157,6 +163,7 @@ void remat_model_free(remat_model *m)
     remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->targets, N * sizeof(int));
     remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->losses, N * sizeof(float));
     remat_mem_free(&m->mem, REMAT_MEM_WEIGHTS16, m->params16, m->nparams * sizeof(remat_bf16));
+    remat_mem_free(&m->mem, REMAT_MEM_WORKSPACE, m->rope, m->rope_n * sizeof(float));
     remat_mem_release(&m->mem);
     free(m->buf);
     free(m->bufbytes);
@@ -199,26 +206,12 @@ float *remat_model_params(remat_model *m)
     return m->params;
 }
 const float *remat_model_grads(const remat_model *m) { return m ? m->grads : NULL; }
-int remat_param_tensor_count(void) { return REMAT_PARAM_COUNT; }
-
-remat_status remat_model_param_tensor(const remat_model *m, remat_param i, const char **name, size_t *offset,
-                                      int shape[3])
+remat_status remat_model_debug_poison(remat_model *m, int param_tensor)
 {
-    if (!m || i < 0 || i >= REMAT_PARAM_COUNT) return remat_fail(REMAT_ERR_INVALID, "parameter tensor %d out of range", i);
-    int shapes[REMAT_PARAM_COUNT][3];
-    remat_param_shapes(&m->cfg, shapes);
-    if (name) *name = remat_param_defs[i].name;
-    if (offset) *offset = m->poff[i];
-    if (shape) memcpy(shape, shapes[i], sizeof shapes[i]);
-    return REMAT_OK;
-}
-
-remat_status remat_model_debug_poison(remat_model *m, remat_param param_tensor)
-{
-    if (!m || param_tensor < 0 || param_tensor > REMAT_POISON_LOSS)
-        return remat_fail(REMAT_ERR_INVALID, "debug poison: parameter tensor %d is not in [0, %d]", (int)param_tensor,
-                          REMAT_POISON_LOSS);
-    m->poison = param_tensor == REMAT_POISON_LOSS ? 1 : (int)param_tensor + 2;
+    if (!m || ((param_tensor < 0 || param_tensor >= m->ly.count) && param_tensor != REMAT_POISON_LOSS))
+        return remat_fail(REMAT_ERR_INVALID, "debug poison: parameter tensor %d is not in [0, %d) nor the loss (%d)",
+                          param_tensor, m ? m->ly.count : 0, REMAT_POISON_LOSS);
+    m->poison = param_tensor == REMAT_POISON_LOSS ? 1 : param_tensor + 2;
     return REMAT_OK;
 }
 
@@ -329,7 +322,7 @@ static remat_status run_update(run *r)
     size_t N = (size_t)m->cfg.batch * m->cfg.seq;
     if (r->accumulate) return REMAT_OK;   /* a micro-batch: the data-parallel step updates (and poisons) */
     if (m->poison == 1) r->ctx.loss_sum = NAN;
-    else if (m->poison > 1) m->grads[m->poff[m->poison - 2]] = NAN;
+    else if (m->poison > 1) m->grads[m->ly.off[m->poison - 2]] = NAN;
     m->poison = 0;
     if (r->loss) *r->loss = (float)(r->ctx.loss_sum / (double)N);
     if (!isfinite(r->ctx.loss_sum))
@@ -381,11 +374,11 @@ static remat_status hk_exec(void *arg, size_t i, const remat_instr *in, const re
         if (r->s->forward_only && t == r->s->tb->lmhead[r->s->tb->nlmhead - 1]) consume_logits(r, m->buf[o->out]);
         return REMAT_OK;
     case REMAT_I_BACKWARD:
-        remat_op_bind(o, in->kind, t, m->buf, m->temp, &a);
+        remat_op_bind(o, in->kind, t, m->buf, m->bufbytes, m->temp, m->temp ? m->temp_bytes : 0, &a);
         remat_op_backward(&r->ctx, t, l, &a);
         return remat_gemm_check();
     default:   /* forward, recompute */
-        remat_op_bind(o, in->kind, t, m->buf, m->temp, &a);
+        remat_op_bind(o, in->kind, t, m->buf, m->bufbytes, m->temp, m->temp ? m->temp_bytes : 0, &a);
         remat_op_forward(&r->ctx, t, l, &a);
         if ((st = remat_gemm_check())) return st;
         if (m->verify && !r->s->forward_only) {
@@ -417,6 +410,7 @@ static remat_status run_schedule(remat_model *m, const remat_schedule *s, run *r
     r->s = s;
     remat_op_ctx_init(&r->ctx, &s->cfg, m->params, r->grads ? r->grads : m->grads);
     r->ctx.params16 = m->params16;
+    r->ctx.rope = m->rope;
     if (m->params16 && m->params16_stale) {
         remat_op_refresh16(&r->ctx);
         m->params16_stale = 0;

@@ -45,7 +45,9 @@ struct remat_model {
     uint64_t t;                 /* optimizer steps done */
     remat_mem mem;              /* the accounting allocator */
     size_t nparams;
-    size_t poff[REMAT_PARAM_COUNT], pnum[REMAT_PARAM_COUNT];
+    remat_param_layout ly;      /* where each parameter tensor lies in params */
+    float *rope;                /* RoPE's cos/sin table (workspace), or NULL */
+    size_t rope_n;
     float *params, *grads, *adam_m, *adam_v;
     size_t optim_lo, optim_n;   /* adam_m/adam_v hold elements [optim_lo, optim_lo + optim_n):
                                    all of them, or this rank's slice under ZeRO-1 */

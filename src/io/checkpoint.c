@@ -52,7 +52,8 @@
 #include "io.h"
 
 #define CK_MAGIC "REMATCKP"
-#define CK_VERSION 3u                /* 2: + data hash; 3: + dtype; versions 1 and 2 are still read */
+#define CK_VERSION 4u                /* 2: + data hash; 3: + dtype; 4: + the architecture record;
+                                        versions 1 to 3 are still read */
 #define CK_HEADER 256u
 #define CK_MAX_PATH 4095u           /* string fields: they fit remat_checkpoint_info's arrays */
 #define CK_MAX_POLICY 16383u
@@ -79,23 +80,35 @@ enum {
     H_MAGIC = 0, H_VERSION = 8, H_HDRBYTES = 12, H_FILEBYTES = 16, H_STEP = 24, H_OPTSTEPS = 32,
     H_SEED = 40, H_NPARAMS = 48, H_CFG = 56, H_DROPOUT = 84, H_OPT = 88, H_TOKENS = 112,
     H_POS = 128, H_DATAKIND = 144, H_PATHLEN = 148, H_POLICYLEN = 152, H_ATTENTION = 156, H_LMHEAD = 160,
-    H_END_V1 = 164, H_DTYPE = 164, H_DATAHASH = 168, H_FRAMEWORK = 176, H_MICRO = 192, H_VALLEN = 196, H_END = 200
+    H_END_V1 = 164, H_DTYPE = 164, H_DATAHASH = 168, H_FRAMEWORK = 176, H_MICRO = 192, H_VALLEN = 196,
+    H_ARCHLEN = 200, H_END = 204
 };
+
+/* The architecture record (version 4): CK_ARCH bytes after the strings, 0
+ * for GPT-2 (whose fields are all 0), so that a GPT-2 file is the same as
+ * a version-3 one but for its version.  Little-endian:
+ *   u32 arch, n_kv_head, ffn_dim, head_dim, tie_embeddings, rope type,
+ *       original_max_position, 0;
+ *   f64 rope_theta, norm_eps, rope factor, low_freq_factor, high_freq_factor
+ * (doubles, bit for bit: a resumed run computes the same RoPE table). */
+#define CK_ARCH 72u
 
 /* The fields from H_END_V1 to H_END leave no gap (check_fields treats
  * every byte there as a field's): a gap needs its bytes checked for zero. */
 _Static_assert(H_DTYPE + 4 == H_DATAHASH && H_DATAHASH + 8 == H_FRAMEWORK && H_FRAMEWORK + 16 == H_MICRO &&
-               H_MICRO + 4 == H_VALLEN && H_VALLEN + 4 == H_END, "a gap between header fields: check its bytes are zero");
+               H_MICRO + 4 == H_VALLEN && H_VALLEN + 4 == H_ARCHLEN && H_ARCHLEN + 4 == H_END,
+               "a gap between header fields: check its bytes are zero");
 
 /* Every remat_config field is in the header: a new field must be added to
  * encode_header and remat_checkpoint_parse (and the format version bumped). */
-_Static_assert(sizeof(remat_config) == 15 * 4, "remat_config changed: store the new field in the checkpoint header");
+_Static_assert(sizeof(remat_config) == 144,   /* 15 ints, then the architecture: 4 ints, theta, the scaling, eps, tie */
+               "remat_config changed: store the new field in the checkpoint header or its architecture record");
 
 /* Total file bytes for the given variable parts; 0 on overflow. */
-static uint64_t file_bytes(uint64_t nparams, uint64_t pathlen, uint64_t policylen, uint64_t vallen)
+static uint64_t file_bytes(uint64_t nparams, uint64_t pathlen, uint64_t policylen, uint64_t vallen, uint64_t archlen)
 {
     int ok = 1;
-    uint64_t n = remat_add(CK_HEADER, pad8(pathlen + policylen + vallen), &ok);
+    uint64_t n = remat_add(CK_HEADER, pad8(pathlen + policylen + vallen + archlen), &ok);
     n = remat_add(n, remat_mul(nparams, 12, &ok), &ok);
     n = remat_add(n, 8, &ok);
     return ok ? n : 0;
@@ -138,6 +151,54 @@ static void encode_header(unsigned char h[CK_HEADER], const remat_checkpoint_inf
     /* micro-batch and validation set: zero (the file as before them) unless used */
     remat_put_le32(h + H_MICRO, (uint32_t)ci->micro_batch);
     remat_put_le32(h + H_VALLEN, (uint32_t)strlen(ci->val_data));
+    remat_put_le32(h + H_ARCHLEN, c->arch == REMAT_ARCH_GPT2 ? 0u : CK_ARCH);
+}
+
+static void put_f64(unsigned char *p, double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    remat_put_le64(p, u);
+}
+static double get_f64(const unsigned char *p)
+{
+    uint64_t u = remat_get_le64(p);
+    double x;
+    memcpy(&x, &u, 8);
+    return x;
+}
+
+/* the architecture record of c (CK_ARCH bytes) */
+static void encode_arch(unsigned char *a, const remat_config *c)
+{
+    const remat_rope_scaling *r = &c->rope_scaling;
+    uint32_t u[8] = { (uint32_t)c->arch, (uint32_t)c->n_kv_head, (uint32_t)c->ffn_dim, (uint32_t)c->head_dim,
+                      (uint32_t)c->tie_embeddings, (uint32_t)r->type, (uint32_t)r->original_max_position, 0 };
+    double d[5] = { c->rope_theta, c->norm_eps, r->factor, r->low_freq_factor, r->high_freq_factor };
+    for (int k = 0; k < 8; k++) remat_put_le32(a + 4 * k, u[k]);
+    for (int k = 0; k < 5; k++) put_f64(a + 32 + 8 * k, d[k]);
+}
+
+/* its fields into c (checked with the rest of the config by the caller) */
+static int decode_arch(const unsigned char *a, remat_config *c)
+{
+    uint32_t u[8];
+    for (int k = 0; k < 8; k++) u[k] = remat_get_le32(a + 4 * k);
+    if (u[7] || u[0] > 255 || u[1] > 1u << 20 || u[2] > 1u << 24 || u[3] > 1u << 20 || u[4] > 1 || u[5] > 255 ||
+        u[6] > 1u << 30)
+        return 0;
+    c->arch = (remat_arch)u[0]; c->n_kv_head = (int)u[1]; c->ffn_dim = (int)u[2]; c->head_dim = (int)u[3];
+    c->tie_embeddings = (int)u[4];
+    c->rope_scaling.type = (remat_rope_type)u[5];
+    c->rope_scaling.original_max_position = (int)u[6];
+    c->rope_theta = get_f64(a + 32);
+    c->norm_eps = get_f64(a + 40);
+    c->rope_scaling.factor = get_f64(a + 48);
+    c->rope_scaling.low_freq_factor = get_f64(a + 56);
+    c->rope_scaling.high_freq_factor = get_f64(a + 64);
+    for (int k = 0; k < 5; k++)
+        if (!isfinite(get_f64(a + 32 + 8 * k))) return 0;
+    return 1;
 }
 
 /* Checks a string field: no NULs; copies it, NUL-terminated, into dst. */
@@ -163,13 +224,16 @@ static uint64_t first_bad_float(const unsigned char *p, uint64_t n, int nonneg)
 /* What the fixed header says about the file's layout, once its sizes check
  * out. */
 typedef struct ck_sizes {
-    uint32_t version, pathlen, policylen, vallen;
+    uint32_t version, pathlen, policylen, vallen, archlen;
     uint64_t nparams, total;
 } ck_sizes;
 
-/* Bytes of the strings region (data path, policy, validation path, zero
- * padding). */
-static uint64_t strings_bytes(const ck_sizes *z) { return pad8((uint64_t)z->pathlen + z->policylen + z->vallen); }
+/* Bytes of the strings region (data path, policy, validation path, the
+ * architecture record, zero padding). */
+static uint64_t strings_bytes(const ck_sizes *z)
+{
+    return pad8((uint64_t)z->pathlen + z->policylen + z->vallen + z->archlen);
+}
 
 /* The checks that come before the checksum: magic, version, header size,
  * string lengths, and sizes that agree with each other and with the real
@@ -190,12 +254,15 @@ static remat_status check_sizes(const unsigned char *b, uint64_t n, ck_sizes *z)
                           remat_get_le32(b + H_HDRBYTES), version, CK_HEADER);
     uint64_t total = remat_get_le64(b + H_FILEBYTES), nparams = remat_get_le64(b + H_NPARAMS);
     uint32_t pathlen = remat_get_le32(b + H_PATHLEN), policylen = remat_get_le32(b + H_POLICYLEN);
-    uint32_t vallen = remat_get_le32(b + H_VALLEN);
+    uint32_t vallen = remat_get_le32(b + H_VALLEN), archlen = version >= 4 ? remat_get_le32(b + H_ARCHLEN) : 0;
     if (pathlen > CK_MAX_PATH || policylen > CK_MAX_POLICY || vallen > CK_MAX_PATH)
         return remat_fail(REMAT_ERR_FORMAT, "header claims a %u-byte data path, a %u-byte policy and a %u-byte "
                           "validation path (at most %u, %u and %u): the header is corrupt", pathlen, policylen, vallen,
                           CK_MAX_PATH, CK_MAX_POLICY, CK_MAX_PATH);
-    uint64_t expect = file_bytes(nparams, pathlen, policylen, vallen);
+    if (archlen != 0 && archlen != CK_ARCH)
+        return remat_fail(REMAT_ERR_FORMAT, "header claims a %u-byte architecture record (%u, or 0 for gpt2): the "
+                          "header is corrupt", archlen, CK_ARCH);
+    uint64_t expect = file_bytes(nparams, pathlen, policylen, vallen, archlen);
     if (expect == 0 || expect != total)
         return remat_fail(REMAT_ERR_FORMAT, "header sizes disagree (%llu parameters and strings make %llu bytes, "
                           "the header says %llu): the header is corrupt", (unsigned long long)nparams,
@@ -203,7 +270,7 @@ static remat_status check_sizes(const unsigned char *b, uint64_t n, ck_sizes *z)
     if (n != total)
         return remat_fail(REMAT_ERR_FORMAT, "%s: %llu bytes, the header says %llu (torn write?)",
                           n < total ? "truncated" : "trailing bytes", (unsigned long long)n, (unsigned long long)total);
-    *z = (ck_sizes){ version, pathlen, policylen, vallen, nparams, total };
+    *z = (ck_sizes){ version, pathlen, policylen, vallen, archlen, nparams, total };
     return REMAT_OK;
 }
 
@@ -214,7 +281,8 @@ static remat_status check_fields(const unsigned char *b, const ck_sizes *z, cons
                                  remat_checkpoint_info *ci)
 {
     for (size_t k = H_END_V1; k < CK_HEADER; k++)
-        if (b[k] && (z->version == 1 || (z->version == 2 && k < H_DATAHASH) || k >= H_END))
+        if (b[k] && (z->version == 1 || (z->version == 2 && k < H_DATAHASH) || (z->version < 4 && k >= H_ARCHLEN) ||
+                     k >= H_END))
             return remat_fail(REMAT_ERR_FORMAT, "reserved header byte %zu is not zero", k);
     remat_config *c = &ci->cfg;
     int cf[7];
@@ -230,6 +298,10 @@ static remat_status check_fields(const unsigned char *b, const ck_sizes *z, cons
     c->tp = tpm1 < 1024 ? (int)tpm1 + 1 : -1;
     c->sp = (int)remat_get_le32(b + H_FRAMEWORK + 8);
     c->stage = (int)remat_get_le32(b + H_FRAMEWORK + 12);
+    if (z->archlen && !decode_arch(str + z->pathlen + z->policylen + z->vallen, c))
+        return remat_fail(REMAT_ERR_FORMAT, "the architecture record is corrupt");
+    if (z->archlen && c->arch == REMAT_ARCH_GPT2)
+        return remat_fail(REMAT_ERR_FORMAT, "an architecture record for gpt2 (its files have none)");
     remat_status st = remat_config_check(c);
     if (st) {
         char why[512];
@@ -281,7 +353,7 @@ static remat_status check_fields(const unsigned char *b, const ck_sizes *z, cons
     ci->micro_batch = (int)remat_get_le32(b + H_MICRO);
     if (ci->micro_batch < 0 || ci->micro_batch > c->batch || (ci->micro_batch && c->batch % ci->micro_batch))
         return remat_fail(REMAT_ERR_FORMAT, "micro-batch %d does not divide the batch %d", ci->micro_batch, c->batch);
-    for (uint64_t k = (uint64_t)z->pathlen + z->policylen + z->vallen; k < strings_bytes(z); k++)
+    for (uint64_t k = (uint64_t)z->pathlen + z->policylen + z->vallen + z->archlen; k < strings_bytes(z); k++)
         if (str[k]) return remat_fail(REMAT_ERR_FORMAT, "string padding is not zero");
     return REMAT_OK;
 }
@@ -303,7 +375,7 @@ remat_status remat_checkpoint_parse(const void *buf, size_t n, int flags, remat_
 {
     remat_status st;
     const unsigned char *b = buf;
-    ck_sizes z = { 0, 0, 0, 0, 0, 0 };
+    ck_sizes z = { 0, 0, 0, 0, 0, 0, 0 };
     if (!v) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_parse: out is NULL");
     memset(v, 0, sizeof *v);
     if (!b && n) return remat_fail(REMAT_ERR_INVALID, "remat_checkpoint_parse: buffer is NULL");
@@ -515,7 +587,7 @@ static remat_status read_ckpt(const char *path, uint64_t step, remat_checkpoint_
     unsigned char hdr[CK_HEADER], buf[1 << 16], trailer[8];
     remat_model *m = NULL;
     ck_reader r;
-    ck_sizes z = { 0, 0, 0, 0, 0, 0 };
+    ck_sizes z = { 0, 0, 0, 0, 0, 0, 0 };
     struct stat sb;
     *fatal = 0;
     memset(ci, 0, sizeof *ci);
@@ -707,7 +779,8 @@ static remat_status write_file(const char *path, const remat_checkpoint_info *ci
     remat_status st, st2;
     remat_comm *c = group_of(m);
     uint64_t pl = strlen(ci->data), ql = strlen(ci->policy), vl = strlen(ci->val_data);
-    uint64_t total = file_bytes(m->nparams, pl, ql, vl);
+    uint64_t al = ci->cfg.arch == REMAT_ARCH_GPT2 ? 0 : CK_ARCH;
+    uint64_t total = file_bytes(m->nparams, pl, ql, vl, al);
     if (!total) return remat_fail(REMAT_ERR_RANGE, "checkpoint size overflows");
     float *chunk = NULL;
     if (c && m->dp.l.zero && !(chunk = remat_malloc(CK_CHUNK)))
@@ -729,7 +802,10 @@ static remat_status write_file(const char *path, const remat_checkpoint_info *ci
     w_bytes(&w, ci->data, pl);
     w_bytes(&w, ci->policy, ql);
     w_bytes(&w, ci->val_data, vl);
-    w_bytes(&w, zeros, pad8(pl + ql + vl) - (pl + ql + vl));
+    unsigned char arch[CK_ARCH];
+    encode_arch(arch, &ci->cfg);
+    w_bytes(&w, arch, al);
+    w_bytes(&w, zeros, pad8(pl + ql + vl + al) - (pl + ql + vl + al));
     w_floats(&w, m->params, m->nparams);
     if (!(st = w_moment(&w, m, m->adam_m, chunk))) st = w_moment(&w, m, m->adam_v, chunk);
     free(chunk);

@@ -193,13 +193,13 @@ static remat_status st_header(st_parser *j)
 
 /* Per-block tensors in remat's parameter order, with HF names and whether
  * Conv1D stores them transposed. */
-static const struct { const char *hf; remat_param param; int transpose; } st_block[] = {
-    {"ln_1.weight", REMAT_PARAM_LN1W, 0},           {"ln_1.bias", REMAT_PARAM_LN1B, 0},
-    {"attn.c_attn.weight", REMAT_PARAM_QKVW, 1},    {"attn.c_attn.bias", REMAT_PARAM_QKVB, 0},
-    {"attn.c_proj.weight", REMAT_PARAM_ATTPROJW, 1}, {"attn.c_proj.bias", REMAT_PARAM_ATTPROJB, 0},
-    {"ln_2.weight", REMAT_PARAM_LN2W, 0},           {"ln_2.bias", REMAT_PARAM_LN2B, 0},
-    {"mlp.c_fc.weight", REMAT_PARAM_FCW, 1},        {"mlp.c_fc.bias", REMAT_PARAM_FCB, 0},
-    {"mlp.c_proj.weight", REMAT_PARAM_FCPROJW, 1},  {"mlp.c_proj.bias", REMAT_PARAM_FCPROJB, 0},
+static const struct { const char *hf; int param; int transpose; } st_block[] = {
+    {"ln_1.weight", GP_LN1W, 0},           {"ln_1.bias", GP_LN1B, 0},
+    {"attn.c_attn.weight", GP_QKVW, 1},    {"attn.c_attn.bias", GP_QKVB, 0},
+    {"attn.c_proj.weight", GP_ATTPROJW, 1}, {"attn.c_proj.bias", GP_ATTPROJB, 0},
+    {"ln_2.weight", GP_LN2W, 0},           {"ln_2.bias", GP_LN2B, 0},
+    {"mlp.c_fc.weight", GP_FCW, 1},        {"mlp.c_fc.bias", GP_FCB, 0},
+    {"mlp.c_proj.weight", GP_FCPROJW, 1},  {"mlp.c_proj.bias", GP_FCPROJB, 0},
 };
 #define ST_NBLOCK ((int)(sizeof st_block / sizeof st_block[0]))
 /* buffers HF checkpoints may carry that remat does not need */
@@ -402,20 +402,19 @@ static remat_status st_pieces(const remat_wsrc *s, const st_parser *j, const lon
     remat_config c;
     if ((st = remat_wlayout_config(ly, s->name, 1, &c))) return st;   /* sizes only; heads resolved later */
     int L = ly->shape.n_layer;
-    int shapes[REMAT_PARAM_COUNT][3];
-    size_t poff[REMAT_PARAM_COUNT];
-    remat_param_layout(&c, shapes, poff);
+    remat_param_layout ply;
+    remat_param_layout_of(&c, &ply);
     ly->np = 4 + (size_t)L * ST_NBLOCK;
     if (!(ly->p = remat_calloc(ly->np, sizeof *ly->p))) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s",
                                                                            s->name);
     /* the globals, in remat's order: wte (V, C), wpe (maxT, C), ln_f (C) twice */
-    static const remat_param gparam[G_N] = { REMAT_PARAM_WTE, REMAT_PARAM_WPE, REMAT_PARAM_LNFW, REMAT_PARAM_LNFB };
+    static const int gparam[G_N] = { GP_WTE, GP_WPE, GP_LNFW, GP_LNFB };
     size_t grows[G_N] = { (size_t)ly->shape.vocab, (size_t)ly->shape.max_seq, (size_t)ly->shape.n_embd,
                           (size_t)ly->shape.n_embd };
     size_t gcols[G_N] = { (size_t)ly->shape.n_embd, (size_t)ly->shape.n_embd, 1, 1 };
     for (int g = 0; g < G_N; g++) {
         const st_entry *e = &j->e[gidx[g]];
-        ly->p[g] = (remat_wpiece){ data0 + e->begin, poff[gparam[g]], grows[g], gcols[g], 0, e->dtype == DT_BF16 };
+        ly->p[g] = (remat_wpiece){ data0 + e->begin, ply.off[gparam[g]], grows[g], gcols[g], 0, e->dtype == DT_BF16 };
     }
     for (int l = 0; l < L; l++)
         for (int k = 0; k < ST_NBLOCK; k++) {
@@ -424,11 +423,11 @@ static remat_status st_pieces(const remat_wsrc *s, const st_parser *j, const lon
                 return remat_fail(REMAT_ERR_FORMAT, "%s: missing tensor h.%d.%s (blocks 0..%d are present)", s->name,
                                   l, st_block[k].hf, L - 1);
             const st_entry *e = &j->e[i];
-            remat_param pi = st_block[k].param;
-            size_t rows = (size_t)shapes[pi][1], cols = shapes[pi][2] ? (size_t)shapes[pi][2] : 1;
+            int pi = st_block[k].param;
+            size_t rows = (size_t)ply.shape[pi][1], cols = ply.shape[pi][2] ? (size_t)ply.shape[pi][2] : 1;
             /* HF: Conv1D weight (in, out) = (cols, rows); vectors (rows) */
             if ((st = st_block[k].transpose ? shape_is(s, e, cols, rows, 2) : shape_is(s, e, rows, 0, 1))) return st;
-            ly->p[4 + (size_t)l * ST_NBLOCK + k] = (remat_wpiece){ data0 + e->begin, poff[pi] + (size_t)l * rows * cols,
+            ly->p[4 + (size_t)l * ST_NBLOCK + k] = (remat_wpiece){ data0 + e->begin, ply.off[pi] + (size_t)l * rows * cols,
                                                                    rows, cols, st_block[k].transpose,
                                                                    e->dtype == DT_BF16 };
         }
@@ -525,9 +524,8 @@ remat_status remat_safetensors_write(FILE *f, const remat_config *c, const float
     remat_status st = REMAT_OK;
     sbuf b = { NULL, 0, 0 };
     float *tmp = NULL;
-    int shapes[REMAT_PARAM_COUNT][3];
-    size_t poff[REMAT_PARAM_COUNT];
-    remat_param_layout(c, shapes, poff);
+    remat_param_layout ply;
+    remat_param_layout_of(c, &ply);
     uint64_t C = (uint64_t)c->n_embd, at = 0;
     int ok = sb_printf(&b, "{\"__metadata__\":{\"format\":\"pt\",\"n_head\":\"%d\"}", c->n_head);
 #define ENTRY(name, ...) do {                                                                              \
@@ -547,8 +545,8 @@ remat_status remat_safetensors_write(FILE *f, const remat_config *c, const float
     for (int l = 0; l < c->n_layer; l++)
         for (int k = 0; k < ST_NBLOCK; k++) {
             char name[64];
-            remat_param pi = st_block[k].param;
-            uint64_t rows = (uint64_t)shapes[pi][1], cols = shapes[pi][2] ? (uint64_t)shapes[pi][2] : 0;
+            int pi = st_block[k].param;
+            uint64_t rows = (uint64_t)ply.shape[pi][1], cols = ply.shape[pi][2] ? (uint64_t)ply.shape[pi][2] : 0;
             snprintf(name, sizeof name, "h.%d.%s", l, st_block[k].hf);
             if (st_block[k].transpose) ENTRY(name, cols, rows);
             else ENTRY(name, rows, 0);
@@ -567,19 +565,19 @@ remat_status remat_safetensors_write(FILE *f, const remat_config *c, const float
     unsigned char lb[8];
     remat_put_le64(lb, (uint64_t)b.n);
     if (fwrite(lb, 1, 8, f) != 8 || fwrite(b.s, 1, b.n, f) != b.n) { st = REMAT_ERR_IO; goto out; }
-    if ((st = write_f32(f, params + poff[REMAT_PARAM_WTE], (size_t)c->vocab, (size_t)C, 0, tmp, tmpn, dt)) ||
-        (st = write_f32(f, params + poff[REMAT_PARAM_WPE], (size_t)c->max_seq, (size_t)C, 0, tmp, tmpn, dt)))
+    if ((st = write_f32(f, params + ply.off[GP_WTE], (size_t)c->vocab, (size_t)C, 0, tmp, tmpn, dt)) ||
+        (st = write_f32(f, params + ply.off[GP_WPE], (size_t)c->max_seq, (size_t)C, 0, tmp, tmpn, dt)))
         goto out;
     for (int l = 0; l < c->n_layer; l++)
         for (int k = 0; k < ST_NBLOCK; k++) {
-            remat_param pi = st_block[k].param;
-            size_t rows = (size_t)shapes[pi][1], cols = shapes[pi][2] ? (size_t)shapes[pi][2] : 1;
-            if ((st = write_f32(f, params + poff[pi] + (size_t)l * rows * cols, rows, cols, st_block[k].transpose,
+            int pi = st_block[k].param;
+            size_t rows = (size_t)ply.shape[pi][1], cols = ply.shape[pi][2] ? (size_t)ply.shape[pi][2] : 1;
+            if ((st = write_f32(f, params + ply.off[pi] + (size_t)l * rows * cols, rows, cols, st_block[k].transpose,
                                 tmp, tmpn, dt)))
                 goto out;
         }
-    if ((st = write_f32(f, params + poff[REMAT_PARAM_LNFW], (size_t)C, 1, 0, tmp, tmpn, dt)) ||
-        (st = write_f32(f, params + poff[REMAT_PARAM_LNFB], (size_t)C, 1, 0, tmp, tmpn, dt)))
+    if ((st = write_f32(f, params + ply.off[GP_LNFW], (size_t)C, 1, 0, tmp, tmpn, dt)) ||
+        (st = write_f32(f, params + ply.off[GP_LNFB], (size_t)C, 1, 0, tmp, tmpn, dt)))
         goto out;
 out:
     free(b.s);

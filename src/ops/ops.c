@@ -1,11 +1,20 @@
 /*
- * ops.c -- the op dispatcher (see ops.h): each entry of remat's GPT-2 table
- * mapped to its kernels, forward and backward side by side.
+ * ops.c -- the op dispatcher (see ops.h): each kernel of enum remat_kernel
+ * run for a table entry, forward and backward side by side.  What to run
+ * on comes from the entry alone: its inputs (fwd_in, bwd_in), its weights
+ * (w, b: parameter table indices), its product's (M, N, K), its dropout
+ * site, and the gradients its backward reads (gout) and writes (gin).
  *
  * Dimension legend: B batch rows of the buffers, T sequence, C channels,
- * NH heads, N = B*T rows, Vp padded vocabulary.  Parameter gradients
- * accumulate (+=); activation gradients are assigned, except d_res, which
- * the residual branches += into (it is allocated zeroed: RT_F_ZERO).
+ * NH query heads, KV key/value heads, hs head size, F MLP width, N = B*T
+ * rows, Vp padded vocabulary.  Parameter gradients accumulate (+=);
+ * activation gradients are assigned, except d_res, which the residual
+ * branches += into (it is allocated zeroed: RT_F_ZERO).
+ *
+ * Extents: every buffer a kernel reads or writes is checked against the
+ * bytes the walker allocated for it (remat_op_args.n), from the sizes the
+ * kernel is called with -- not from the table's shape formula, which is
+ * what the check is there to catch.
  */
 #include <assert.h>
 #include <math.h>
@@ -17,77 +26,88 @@
 
 void remat_op_ctx_init(remat_op_ctx *c, const remat_config *cfg, float *params, float *grads)
 {
-    int shapes[REMAT_PARAM_COUNT][3];
     memset(c, 0, sizeof *c);
     c->cfg = cfg;
+    c->tb = remat_table_of(cfg);
     c->params = params;
     c->grads = grads;
-    remat_param_layout(cfg, shapes, c->poff);
-    for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
-        size_t n = remat_param_numel(shapes[i]);
-        c->pnum[i] = n;
-        c->player[i] = remat_param_defs[i].per_layer ? n / (size_t)cfg->n_layer : 0;
-    }
+    remat_param_layout_of(cfg, &c->ly);
 }
 
-
-void remat_op_bind(const remat_operands *o, int kind, int t, void *const *buf, void *temp, remat_op_args *a)
+void remat_op_bind(const remat_operands *o, int kind, int t, void *const *buf, const uint64_t *bytes, void *temp,
+                   uint64_t temp_bytes, remat_op_args *a)
 {
     memset(a, 0, sizeof *a);
-    if (kind != REMAT_I_BACKWARD) a->t[t] = buf[o->out];
+    if (kind != REMAT_I_BACKWARD) { a->t[t] = buf[o->out]; a->n[t] = bytes[o->out]; }
     for (int i = 0; i < o->nin; i++) {
-        if (o->in_t[i] == RT_X) a->x = buf[o->in[i]];
-        else a->t[o->in_t[i]] = buf[o->in[i]];
+        if (o->in_t[i] == RT_X) { a->x = buf[o->in[i]]; a->nx = bytes[o->in[i]]; }
+        else { a->t[o->in_t[i]] = buf[o->in[i]]; a->n[o->in_t[i]] = bytes[o->in[i]]; }
     }
-    for (int i = 0; i < o->nneed; i++) a->t[o->need_t[i]] = buf[o->need[i]];
-    for (int i = 0; i < o->nalloc; i++) a->t[o->alloc_t[i]] = buf[o->alloc[i]];
-    for (int i = 0; i < o->nfree; i++) a->t[o->freed_t[i]] = buf[o->freed[i]];
+    for (int i = 0; i < o->nneed; i++) { a->t[o->need_t[i]] = buf[o->need[i]]; a->n[o->need_t[i]] = bytes[o->need[i]]; }
+    for (int i = 0; i < o->nalloc; i++) { a->t[o->alloc_t[i]] = buf[o->alloc[i]]; a->n[o->alloc_t[i]] = bytes[o->alloc[i]]; }
+    for (int i = 0; i < o->nfree; i++) { a->t[o->freed_t[i]] = buf[o->freed[i]]; a->n[o->freed_t[i]] = bytes[o->freed[i]]; }
     a->temp = temp;
+    a->ntemp = temp_bytes;
 }
 
-/* An operand the table declares; anything else is a table bug.  Its
- * element type is the table's (remat_tensor_dtype): the activation dtype,
- * or fp32 (F() below) for the statistics, lse and d_res. */
-static inline void *A(const remat_op_args *a, int t)
+/* ---- operands, checked ------------------------------------------------------
+ * A(a, t, bytes): operand t, of which the kernel touches `bytes`.  An
+ * operand the table does not declare, or one smaller than the kernel's use
+ * of it, is a table bug. */
+#define EXTENT_MSG "the kernel touches more bytes of an operand than its table entry declares (src/table/tensors.c)"
+static inline void *A(const remat_op_args *a, int t, uint64_t bytes)
 {
-    assert(a->t[t] && "op reads a tensor its table entry does not declare (src/table/tensors.c)");
+    assert(t >= 0 && a->t[t] && "op reads a tensor its table entry does not declare (src/table/tensors.c)");
+    assert(bytes <= a->n[t] && EXTENT_MSG);
+    (void)bytes;
     return a->t[t];
 }
-static inline float *F(const remat_op_args *a, int t) { return A(a, t); }
-static inline void *X(const remat_op_args *a)
+/* input i of the entry's forward (backward: bwd_in) list: the block input for RT_X */
+static inline void *IN(const remat_op_args *a, const int8_t *list, int i, uint64_t bytes)
 {
+    int t = list[i];
+    if (t != RT_X) return A(a, t, bytes);
     assert(a->x && "op reads the block input, which its table entry does not declare");
+    assert(bytes <= a->nx && EXTENT_MSG);
     return a->x;
 }
-static inline void *TEMP(const remat_op_args *a)
+static inline void *TEMP(const remat_op_args *a, uint64_t bytes)
 {
-    assert(a->temp && "op needs scratch its table entry does not declare (remat_tensor_*_temp_bytes)");
+    assert(a->temp && "op needs scratch its table entry does not declare (its scratch items)");
+    assert(bytes <= a->ntemp && EXTENT_MSG);
+    (void)bytes;
     return a->temp;
 }
 
 /* parameter p (its layer's slice for stacked tensors) in fp32, as a GEMM
- * operand (the bf16 copy under bf16), and its gradient */
-static inline float *W(const remat_op_ctx *c, remat_param p, int layer)
+ * operand (the bf16 copy under bf16), and its gradient; a tied head's
+ * weight resolves to the token embedding */
+static inline size_t poff(const remat_op_ctx *c, int p, int layer)
 {
-    return c->params + c->poff[p] + (size_t)(layer < 0 ? 0 : layer) * c->player[p];
+    p = remat_param_resolve(c->cfg, p);
+    return c->ly.off[p] + (size_t)(layer < 0 ? 0 : layer) * c->ly.player[p];
 }
-static inline const void *WG(const remat_op_ctx *c, remat_param p, int layer)
+static inline float *W(const remat_op_ctx *c, int p, int layer)
 {
-    size_t off = c->poff[p] + (size_t)(layer < 0 ? 0 : layer) * c->player[p];
+    return p < 0 ? NULL : c->params + poff(c, p, layer);
+}
+static inline const void *WG(const remat_op_ctx *c, int p, int layer)
+{
     if (c->cfg->dtype == REMAT_DTYPE_BF16) {
         assert(c->params16 && "bf16 ops need the model's bf16 copy of the weights");
-        return c->params16 + off;
+        return c->params16 + poff(c, p, layer);
     }
-    return c->params + off;
+    return c->params + poff(c, p, layer);
 }
-static inline float *GW(const remat_op_ctx *c, remat_param p, int layer)
+static inline float *GW(const remat_op_ctx *c, int p, int layer)
 {
-    return c->grads + c->poff[p] + (size_t)(layer < 0 ? 0 : layer) * c->player[p];
+    return p < 0 ? NULL : c->grads + poff(c, p, layer);
 }
 
 /* the element type of tensor t under the context's config; RT_X: the
  * block input's (the block output's) */
-static inline int DT(const remat_op_ctx *c, int t) { return remat_tensor_dtype(c->cfg, t == RT_X ? RT_RES3 : t); }
+static inline int DT(const remat_op_ctx *c, int t) { return remat_tensor_dtype(c->cfg, t == RT_X ? c->tb->nblock - 1 : t); }
+static inline uint64_t ES(const remat_op_ctx *c, int t) { int d = DT(c, t); return d < 0 ? 1 : remat_dtype_bytes(d); }
 
 static remat_dropout drop_for(const remat_op_ctx *c, int layer, int site)
 {
@@ -108,16 +128,31 @@ static float dlogits_scale(const remat_op_ctx *c, int N)
     return c->loss_n ? 1.0f / (float)c->loss_n : 1.0f / (float)N;
 }
 
+/* An entry's sizes, as its kernels are called with them. */
+typedef struct op_dims {
+    int B, T, C, NH, KV, hs, F, N, Vp, dt;
+    uint64_t M, Nc, K;         /* a product's (M, N, K) */
+} op_dims;
+
+static void dims_of(const remat_op_ctx *c, int t, op_dims *d)
+{
+    const remat_config *cf = c->cfg;
+    d->B = cf->batch; d->T = cf->seq; d->C = cf->n_embd; d->NH = cf->n_head;
+    d->KV = remat_config_kv_heads(cf); d->hs = remat_config_head_dim(cf); d->F = remat_config_ffn_dim(cf);
+    d->N = d->B * d->T; d->Vp = remat_config_padded_vocab(cf); d->dt = cf->dtype;
+    remat_tensor_gemm(cf, t, &d->M, &d->Nc, &d->K);
+}
+
 /* The chunked LM head (config lmhead_chunk): for each chunk of rows,
- * logits (fp32, in scratch) = lnf @ wte^T, the loss, and -- when training
- * -- at once the gradient d(lnf) = dlogits @ wte (into out, which holds
- * d(lnf)) and dwte += dlogits^T lnf.  Computing the gradient in the same
+ * logits (fp32, in scratch) = lnf @ W^T, the loss, and -- when training --
+ * at once the gradient d(lnf) = dlogits @ W (into out, which holds
+ * d(lnf)) and dW += dlogits^T lnf.  Computing the gradient in the same
  * pass, instead of recomputing each chunk's logits in the backward, saves a
  * whole LM-head GEMM; it is valid because every schedule runs the head's
  * backward right after its forward and never recomputes it.
  * temp: rows x Vp fp32, then under bf16 rows x Vp bf16 for d(logits) as a
  * GEMM operand. */
-static void lmhead_rows(remat_op_ctx *c, void *out, const void *lnf, void *temp)
+static void lmhead_rows(remat_op_ctx *c, int w, void *out, const void *lnf, void *temp)
 {
     const remat_config *cf = c->cfg;
     int N = cf->batch * cf->seq, C = cf->n_embd, Vp = remat_config_padded_vocab(cf), dt = cf->dtype;
@@ -130,92 +165,91 @@ static void lmhead_rows(remat_op_ctx *c, void *out, const void *lnf, void *temp)
         int nr = N - r0 < rows ? N - r0 : rows;
         const void *x = (const char *)lnf + (size_t)r0 * C * es;
         remat_gemm_op g = { dt, REMAT_DTYPE_FP32, 0, 1, nr, Vp, C, 1.0f, 0.0f,
-                            x, C, WG(c, REMAT_PARAM_WTE, -1), C, chunk, Vp, NULL };
+                            x, C, WG(c, w, -1), C, chunk, Vp, NULL };
         remat_gemm(&g);
         if (c->have_targets)
             c->loss_sum += remat_crossentropy_forward(c->losses + r0, chunk, c->targets + r0, nr, cf->vocab, Vp, scale,
-                                                REMAT_DTYPE_FP32);
+                                                      REMAT_DTYPE_FP32);
         if (!c->training) continue;
         const void *dlog = chunk;
         if (dt == REMAT_DTYPE_BF16) {
             remat_bf16_from_f32(chunk16, chunk, (size_t)nr * Vp);
             dlog = chunk16;
         }
-        remat_linear_backward((char *)out + (size_t)r0 * C * es, GW(c, REMAT_PARAM_WTE, -1), NULL, dlog, x,
-                        WG(c, REMAT_PARAM_WTE, -1), nr, C, Vp, dt);
+        remat_linear_backward((char *)out + (size_t)r0 * C * es, GW(c, w, -1), NULL, dlog, x, WG(c, w, -1), nr, C, Vp,
+                              dt);
     }
 }
 
 void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
 {
     const remat_config *cf = c->cfg;
-    int B = cf->batch, T = cf->seq, C = cf->n_embd, NH = cf->n_head, N = B * T, dt = cf->dtype;
-    int Vp = remat_config_padded_vocab(cf);
-    int flash = cf->attention == REMAT_ATTENTION_FLASH;
-    void *out = A(a, t);
-    float *acc = dt == REMAT_DTYPE_BF16 ? a->temp : NULL;   /* attention's fp32 accumulator */
-    remat_dropout d;
-    switch (t) {
-    case RT_EMB:        /* emb = wte[inputs] + wpe */
-        remat_encoder_forward(out, c->inputs, W(c, REMAT_PARAM_WTE, -1), W(c, REMAT_PARAM_WPE, -1), B, T, C, DT(c, t));
+    const remat_tensor_def *e = &c->tb->defs[t];
+    const int8_t *in = e->fwd_in;
+    op_dims d;
+    dims_of(c, t, &d);
+    int dt = d.dt, N = d.N, C = d.C;
+    uint64_t out_b = remat_tensor_bytes(cf, t), nc = (uint64_t)N * C;
+    void *out = A(a, t, out_b);
+    int flash = remat_tensor_variant_on(cf, t);
+    remat_dropout drop;
+    switch (e->kernel) {
+    case RK_EMBED:      /* emb = wte[inputs] (+ wpe) */
+        remat_encoder_forward(out, c->inputs, W(c, e->w, -1), W(c, e->b, -1), d.B, d.T, C, DT(c, t));
         break;
-    case RT_LN1_STAT: remat_layernorm_stats(out, X(a), N, C, DT(c, RT_X)); break;
-    case RT_LN1:
-        remat_layernorm_apply(out, DT(c, t), X(a), DT(c, RT_X), F(a, RT_LN1_STAT), W(c, REMAT_PARAM_LN1W, l),
-                        W(c, REMAT_PARAM_LN1B, l), N, C);
+    case RK_LN_STATS:
+        remat_layernorm_stats(A(a, t, 2 * 4 * (uint64_t)N), IN(a, in, 0, nc * ES(c, in[0])), N, C, DT(c, in[0]));
         break;
-    case RT_QKV:
-        remat_linear_forward(out, DT(c, t), A(a, RT_LN1), WG(c, REMAT_PARAM_QKVW, l), W(c, REMAT_PARAM_QKVB, l), N, C, 3 * C,
-                       dt);
+    case RK_LN:
+        remat_layernorm_apply(A(a, t, nc * ES(c, t)), DT(c, t), IN(a, in, 0, nc * ES(c, in[0])), DT(c, in[0]),
+                              IN(a, in, 1, 8 * (uint64_t)N), W(c, e->w, l), W(c, e->b, l), N, C);
         break;
-    case RT_ATT:        /* naive: the (B,NH,T,T) probabilities; flash: the logsumexp */
-        if (flash) remat_flash_attention_stats(out, A(a, RT_QKV), B, T, C, NH, dt);
-        else remat_attention_scores_forward(out, A(a, RT_QKV), B, T, C, NH, dt);
+    case RK_LINEAR: {   /* out = in @ W^T + b; residual: out = in[1] + dropout(that) */
+        uint64_t M = d.M, Nc = d.Nc, K = d.K;
+        remat_linear_forward(A(a, t, M * Nc * ES(c, t)), DT(c, t), IN(a, in, 0, M * K * ES(c, in[0])),
+                             WG(c, e->w, l), W(c, e->b, l), (int)M, (int)K, (int)Nc, dt);
+        if (e->flags & RT_F_RESIDUAL) {
+            drop = drop_for(c, l, e->site);
+            remat_residual_forward(out, IN(a, in, 1, M * Nc * ES(c, in[1])), out, &drop, (size_t)(M * Nc), DT(c, t));
+        }
         break;
-    case RT_ATTY:
-        d = drop_for(c, l, REMAT_SITE_ATT);   /* acc: when the table declares it (remat_tensor_fwd_temp_bytes) */
-        if (flash) remat_flash_attention_values(out, F(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt, acc);
-        else remat_attention_values_forward(out, A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt, acc);
+    }
+    case RK_ATT_SCORES: {   /* naive: the (B,NH,T,T) probabilities; flash: the logsumexp */
+        const void *qkv = IN(a, in, 0, remat_tensor_bytes(cf, in[0]));
+        if (flash) remat_flash_attention_stats(out, qkv, d.B, d.T, C, d.NH, dt);
+        else remat_attention_scores_forward(out, qkv, d.B, d.T, C, d.NH, dt);
         break;
-    case RT_RES2:       /* res2 = x + dropout(atty @ Wproj^T + b): the residual stream */
-        remat_linear_forward(out, DT(c, t), A(a, RT_ATTY), WG(c, REMAT_PARAM_ATTPROJW, l), W(c, REMAT_PARAM_ATTPROJB, l), N,
-                       C, C, dt);
-        d = drop_for(c, l, REMAT_SITE_RES_ATTN);
-        remat_residual_forward(out, X(a), out, &d, (size_t)N * C, DT(c, t));
+    }
+    case RK_ATT_VALUES: {
+        float *acc = NULL;   /* when the table declares it (its scratch items) */
+        if (dt == REMAT_DTYPE_BF16 && (flash || cf->dropout > 0.0f)) acc = TEMP(a, 4 * nc);
+        drop = drop_for(c, l, e->site);
+        const void *att = IN(a, in, 0, remat_tensor_bytes(cf, in[0])), *qkv = IN(a, in, 1, remat_tensor_bytes(cf, in[1]));
+        if (flash) remat_flash_attention_values(out, att, qkv, &drop, d.B, d.T, C, d.NH, dt, acc);
+        else remat_attention_values_forward(out, att, qkv, &drop, d.B, d.T, C, d.NH, dt, acc);
         break;
-    case RT_LN2_STAT: remat_layernorm_stats(out, A(a, RT_RES2), N, C, DT(c, RT_RES2)); break;
-    case RT_LN2:
-        remat_layernorm_apply(out, DT(c, t), A(a, RT_RES2), DT(c, RT_RES2), F(a, RT_LN2_STAT), W(c, REMAT_PARAM_LN2W, l),
-                        W(c, REMAT_PARAM_LN2B, l), N, C);
+    }
+    case RK_GELU:
+        remat_gelu_forward(out, IN(a, in, 0, out_b), out_b / ES(c, t), dt);
         break;
-    case RT_FCH:
-        remat_linear_forward(out, DT(c, t), A(a, RT_LN2), WG(c, REMAT_PARAM_FCW, l), W(c, REMAT_PARAM_FCB, l), N, C, 4 * C,
-                       dt);
-        break;
-    case RT_FCH_GELU: remat_gelu_forward(out, A(a, RT_FCH), (size_t)N * 4 * C, dt); break;
-    case RT_RES3:       /* res3 = res2 + dropout(fch_gelu @ Wfcproj^T + b) */
-        remat_linear_forward(out, DT(c, t), A(a, RT_FCH_GELU), WG(c, REMAT_PARAM_FCPROJW, l), W(c, REMAT_PARAM_FCPROJB, l), N,
-                       4 * C, C, dt);
-        d = drop_for(c, l, REMAT_SITE_RES_MLP);
-        remat_residual_forward(out, A(a, RT_RES2), out, &d, (size_t)N * C, DT(c, t));
-        break;
-    case RT_LNF_STAT: remat_layernorm_stats(out, X(a), N, C, DT(c, RT_X)); break;
-    case RT_LNF:
-        remat_layernorm_apply(out, DT(c, t), X(a), DT(c, RT_X), F(a, RT_LNF_STAT), W(c, REMAT_PARAM_LNFW, -1),
-                        W(c, REMAT_PARAM_LNFB, -1), N, C);
-        break;
-    case RT_LOGITS:
-        if (cf->lmhead_chunk > 0) {   /* chunked: out holds d(lnf) */
-            lmhead_rows(c, out, A(a, RT_LNF), TEMP(a));
+    case RK_LMHEAD: {
+        const void *lnf = IN(a, in, 0, nc * ES(c, in[0]));
+        if (flash) {   /* chunked: out holds d(lnf) */
+            uint64_t rows = (uint64_t)remat_lmhead_rows(cf), vp = (uint64_t)d.Vp;
+            lmhead_rows(c, e->w, A(a, t, nc * ES(c, t)), lnf,
+                        TEMP(a, rows * vp * (4 + (dt == REMAT_DTYPE_BF16 ? 2 : 0))));
             break;
         }
-        remat_linear_forward(out, DT(c, t), A(a, RT_LNF), WG(c, REMAT_PARAM_WTE, -1), NULL, N, C, Vp, dt);
+        remat_linear_forward(A(a, t, (uint64_t)N * d.Vp * ES(c, t)), DT(c, t), lnf, WG(c, e->w, -1), NULL, N, C,
+                             d.Vp, dt);
         /* fused softmax + cross-entropy; training overwrites the logits
          * with d(logits) in place */
         if (!c->have_targets) c->loss_sum = 0.0;
-        else c->loss_sum = remat_crossentropy_forward(c->losses, out, c->targets, N, cf->vocab, Vp, dlogits_scale(c, N), dt);
+        else c->loss_sum = remat_crossentropy_forward(c->losses, out, c->targets, N, cf->vocab, d.Vp,
+                                                      dlogits_scale(c, N), dt);
         break;
-    default: assert(!"remat_op_forward: not an activation of the GPT-2 table");
+    }
+    default: assert(!"remat_op_forward: an entry whose kernel the dispatcher does not run"); break;
     }
 }
 
@@ -223,89 +257,78 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
  * has no d_branch (fp32, no dropout), or d_res masked by the branch's
  * regenerated mask and/or rounded to bf16 into d_branch.  (A backward runs
  * only in training, so the mask's p is the config's dropout.) */
-static const void *branch_grad(const remat_op_ctx *c, const remat_op_args *a, int l, int site, size_t n)
+static const void *branch_grad(const remat_op_ctx *c, const remat_op_args *a, const remat_tensor_def *e, int l,
+                               size_t n)
 {
-    if (!remat_tensor_exists(c->cfg, RT_D_BRANCH)) return A(a, RT_D_RES);
-    remat_dropout d = drop_for(c, l, site);
-    void *b = A(a, RT_D_BRANCH);
-    remat_residual_backward_branch(b, F(a, RT_D_RES), &d, n, c->cfg->dtype);
+    const float *dres = A(a, e->gout, 4 * (uint64_t)n);
+    int db = c->tb->d_branch;
+    if (db < 0 || !remat_tensor_exists(c->cfg, db)) return dres;
+    remat_dropout d = drop_for(c, l, e->site);
+    void *b = A(a, db, n * ES(c, db));
+    remat_residual_backward_branch(b, dres, &d, n, c->cfg->dtype);
     return b;
 }
 
 void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
 {
     const remat_config *cf = c->cfg;
-    int B = cf->batch, T = cf->seq, C = cf->n_embd, NH = cf->n_head, N = B * T, dt = cf->dtype;
-    int Vp = remat_config_padded_vocab(cf);
-    size_t n = (size_t)N * C;
-    float *acc = dt == REMAT_DTYPE_BF16 ? a->temp : NULL;
-    const void *src;
-    remat_dropout d;
-    switch (t) {
-    case RT_RES3:       /* d_fch = d_branch @ Wfcproj; dWfcproj += d_branch^T fch_gelu */
-        src = branch_grad(c, a, l, REMAT_SITE_RES_MLP, n);
-        remat_linear_backward(A(a, RT_D_FCH), GW(c, REMAT_PARAM_FCPROJW, l), GW(c, REMAT_PARAM_FCPROJB, l), src,
-                        A(a, RT_FCH_GELU), WG(c, REMAT_PARAM_FCPROJW, l), N, 4 * C, C, dt);
+    const remat_tensor_def *e = &c->tb->defs[t];
+    const int8_t *in = e->bwd_in;
+    op_dims d;
+    dims_of(c, t, &d);
+    int dt = d.dt, N = d.N, C = d.C;
+    uint64_t nc = (uint64_t)N * C;
+    int flash = remat_tensor_variant_on(cf, t);
+    remat_dropout drop;
+    switch (e->kernel) {
+    case RK_EMBED:
+        remat_encoder_backward(GW(c, e->w, -1), GW(c, e->b, -1), A(a, e->gout, 4 * nc), c->inputs, d.B, d.T, C);
         break;
-    case RT_FCH_GELU:   /* in place: d_fch = d_fch * gelu'(fch) */
-        remat_gelu_backward(A(a, RT_D_FCH), A(a, RT_FCH), A(a, RT_D_FCH), (size_t)N * 4 * C, dt);
+    case RK_LN:         /* d_res += layernorm'(d_ln) */
+        remat_layernorm_backward(A(a, e->gin, 4 * nc), GW(c, e->w, l), GW(c, e->b, l), A(a, e->gout, nc * ES(c, e->gout)),
+                                 DT(c, e->gout), IN(a, in, 0, nc * ES(c, in[0])), DT(c, in[0]),
+                                 IN(a, in, 1, 8 * (uint64_t)N), W(c, e->w, l), N, C);
         break;
-    case RT_FCH:
-        remat_linear_backward(A(a, RT_D_LN2), GW(c, REMAT_PARAM_FCW, l), GW(c, REMAT_PARAM_FCB, l), A(a, RT_D_FCH),
-                        A(a, RT_LN2), WG(c, REMAT_PARAM_FCW, l), N, C, 4 * C, dt);
+    case RK_LINEAR: {   /* din = dout @ W; dW += dout^T in; db += sum dout */
+        uint64_t M = d.M, Nc = d.Nc, K = d.K;
+        const void *src = (e->flags & RT_F_RESIDUAL) ? branch_grad(c, a, e, l, (size_t)(M * Nc))
+                                                     : A(a, e->gout, M * Nc * ES(c, e->gout));
+        remat_linear_backward(A(a, e->gin, M * K * ES(c, e->gin)), GW(c, e->w, l), GW(c, e->b, l), src,
+                              IN(a, in, 0, M * K * ES(c, in[0])), WG(c, e->w, l), (int)M, (int)K, (int)Nc, dt);
         break;
-    case RT_LN2:        /* d_res += layernorm'(d_ln2) */
-        remat_layernorm_backward(F(a, RT_D_RES), GW(c, REMAT_PARAM_LN2W, l), GW(c, REMAT_PARAM_LN2B, l), A(a, RT_D_LN2),
-                           DT(c, RT_D_LN2), A(a, RT_RES2), DT(c, RT_RES2), F(a, RT_LN2_STAT), W(c, REMAT_PARAM_LN2W, l),
-                           N, C);
+    }
+    case RK_GELU: {     /* in place: d = d * gelu'(in) */
+        uint64_t n = remat_tensor_bytes(cf, t) / ES(c, t);
+        remat_gelu_backward(A(a, e->gin, n * ES(c, e->gin)), IN(a, in, 0, n * ES(c, in[0])),
+                            A(a, e->gout, n * ES(c, e->gout)), (size_t)n, dt);
         break;
-    case RT_RES2:
-        src = branch_grad(c, a, l, REMAT_SITE_RES_ATTN, n);
-        remat_linear_backward(A(a, RT_D_ATTY), GW(c, REMAT_PARAM_ATTPROJW, l), GW(c, REMAT_PARAM_ATTPROJB, l), src,
-                        A(a, RT_ATTY), WG(c, REMAT_PARAM_ATTPROJW, l), N, C, C, dt);
+    }
+    case RK_ATT_VALUES: {   /* through values and scores at once: d_qkv */
+        float *acc = dt == REMAT_DTYPE_BF16 ? TEMP(a, 4 * (uint64_t)remat_tensor_bytes(cf, e->gin) / ES(c, e->gin))
+                                            : NULL;
+        drop = drop_for(c, l, e->site);
+        void *dqkv = A(a, e->gin, remat_tensor_bytes(cf, in[1]));
+        const void *dout = A(a, e->gout, nc * ES(c, e->gout));
+        const void *att = IN(a, in, 0, remat_tensor_bytes(cf, in[0])), *qkv = IN(a, in, 1, remat_tensor_bytes(cf, in[1]));
+        if (flash) remat_flash_attention_backward(dqkv, dout, att, qkv, &drop, d.B, d.T, C, d.NH, dt, acc);
+        else remat_attention_backward(dqkv, dout, att, qkv, &drop, d.B, d.T, C, d.NH, dt, acc);
         break;
-    case RT_ATTY:       /* through values and scores at once: d_qkv */
-        d = drop_for(c, l, REMAT_SITE_ATT);
-        if (dt == REMAT_DTYPE_BF16) (void)TEMP(a);
-        if (cf->attention == REMAT_ATTENTION_FLASH)
-            remat_flash_attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), F(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH,
-                                     dt, acc);
-        else
-            remat_attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt,
-                               acc);
+    }
+    case RK_LMHEAD:
+        if (flash)      /* chunked: computed in the forward pass already */
+            memcpy(A(a, e->gin, nc * ES(c, e->gin)), A(a, t, nc * ES(c, t)), nc * remat_dtype_bytes(dt));
+        else            /* logits hold d(logits) */
+            remat_linear_backward(A(a, e->gin, nc * ES(c, e->gin)), GW(c, e->w, -1), NULL,
+                                  A(a, t, (uint64_t)N * d.Vp * ES(c, t)), IN(a, in, 0, nc * ES(c, in[0])),
+                                  WG(c, e->w, -1), N, C, d.Vp, dt);
         break;
-    case RT_QKV:
-        remat_linear_backward(A(a, RT_D_LN1), GW(c, REMAT_PARAM_QKVW, l), GW(c, REMAT_PARAM_QKVB, l), A(a, RT_D_QKV),
-                        A(a, RT_LN1), WG(c, REMAT_PARAM_QKVW, l), N, C, 3 * C, dt);
-        break;
-    case RT_LN1:        /* d_res += layernorm'(d_ln1) */
-        remat_layernorm_backward(F(a, RT_D_RES), GW(c, REMAT_PARAM_LN1W, l), GW(c, REMAT_PARAM_LN1B, l), A(a, RT_D_LN1),
-                           DT(c, RT_D_LN1), X(a), DT(c, RT_X), F(a, RT_LN1_STAT), W(c, REMAT_PARAM_LN1W, l), N, C);
-        break;
-    case RT_LOGITS:
-        if (cf->lmhead_chunk > 0)   /* computed in the forward pass already */
-            memcpy(A(a, RT_D_LNF), A(a, RT_LOGITS), n * remat_dtype_bytes(dt));
-        else                        /* logits hold d(logits) */
-            remat_linear_backward(A(a, RT_D_LNF), GW(c, REMAT_PARAM_WTE, -1), NULL, A(a, RT_LOGITS), A(a, RT_LNF),
-                            WG(c, REMAT_PARAM_WTE, -1), N, C, Vp, dt);
-        break;
-    case RT_LNF:        /* d_res (allocated zeroed) += layernorm'(d_lnf) */
-        remat_layernorm_backward(F(a, RT_D_RES), GW(c, REMAT_PARAM_LNFW, -1), GW(c, REMAT_PARAM_LNFB, -1), A(a, RT_D_LNF),
-                           DT(c, RT_D_LNF), X(a), DT(c, RT_X), F(a, RT_LNF_STAT), W(c, REMAT_PARAM_LNFW, -1), N, C);
-        break;
-    case RT_EMB:
-        remat_encoder_backward(GW(c, REMAT_PARAM_WTE, -1), GW(c, REMAT_PARAM_WPE, -1), F(a, RT_D_RES), c->inputs, B, T, C);
-        break;
-    default: assert(!"remat_op_backward: no backward of its own");
+    default: assert(!"remat_op_backward: an entry without a backward of its own"); break;
     }
 }
 
 /* ---- the update --------------------------------------------------------------- */
 
-static size_t num_params(const remat_op_ctx *c)
-{
-    return c->poff[REMAT_PARAM_COUNT - 1] + c->pnum[REMAT_PARAM_COUNT - 1];
-}
+static size_t num_params(const remat_op_ctx *c) { return c->ly.total; }
 
 float remat_op_clip_scale(const remat_optim *o, double norm)
 {
@@ -319,24 +342,25 @@ float remat_op_clip_scale(const remat_optim *o, double norm)
 
 int remat_op_first_nonfinite(const remat_op_ctx *c, size_t lo, size_t hi)
 {
-    for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
-        size_t a = c->poff[i] > lo ? c->poff[i] : lo, b = c->poff[i] + c->pnum[i];
+    for (int i = 0; i < c->ly.count; i++) {
+        size_t a = c->ly.off[i] > lo ? c->ly.off[i] : lo, b = c->ly.off[i] + c->ly.numel[i];
         if (b > hi) b = hi;
         if (a < b && !isfinite(remat_sumsq(c->grads + a, b - a))) return i;
     }
-    return REMAT_PARAM_COUNT;
+    return c->ly.count;
 }
 
 void remat_op_adamw_range(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
                           size_t lo, size_t hi, float scale)
 {
-    for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
-        size_t a = c->poff[i] > lo ? c->poff[i] : lo, b = c->poff[i] + c->pnum[i];
+    const remat_param_table *pt = remat_params_of(c->cfg);
+    for (int i = 0; i < c->ly.count; i++) {
+        size_t a = c->ly.off[i] > lo ? c->ly.off[i] : lo, b = c->ly.off[i] + c->ly.numel[i];
         if (b > hi) b = hi;
         if (a < b)   /* and the bf16 copy, in the same pass */
             remat_adamw_update(c->params + a, c->grads + a, adam_m + (a - lo), adam_v + (a - lo),
-                         c->params16 ? c->params16 + a : NULL, b - a, o->lr, o->beta1, o->beta2, o->eps,
-                         o->weight_decay, remat_param_defs[i].decay, scale, t);
+                               c->params16 ? c->params16 + a : NULL, b - a, o->lr, o->beta1, o->beta2, o->eps,
+                               o->weight_decay, pt->defs[i].decay, scale, t);
     }
 }
 
@@ -349,9 +373,9 @@ remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v
     if (!isfinite(norm)) {
         /* name the first tensor with a non-finite gradient */
         int i = remat_op_first_nonfinite(c, 0, np);
-        if (i < REMAT_PARAM_COUNT)
+        if (i < c->ly.count)
             return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient in %s at step %llu",
-                              remat_param_defs[i].name, (unsigned long long)t);
+                              remat_params_of(c->cfg)->defs[i].name, (unsigned long long)t);
         return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient norm at step %llu", (unsigned long long)t);
     }
     remat_op_adamw_range(c, adam_m, adam_v, o, t, 0, np, remat_op_clip_scale(o, norm));
@@ -364,3 +388,15 @@ void remat_op_refresh16_range(const remat_op_ctx *c, size_t lo, size_t hi)
 }
 
 void remat_op_refresh16(const remat_op_ctx *c) { remat_op_refresh16_range(c, 0, num_params(c)); }
+
+size_t remat_op_rope_floats(const remat_config *cfg)
+{
+    (void)cfg;
+    return 0;
+}
+
+void remat_op_rope_fill(const remat_config *cfg, float *rope)
+{
+    (void)cfg;
+    (void)rope;
+}

@@ -1,6 +1,8 @@
 /*
- * ops.h -- the op dispatcher: which kernel runs for which tensor of remat's
- * GPT-2 table, on which buffers.
+ * ops.h -- the op dispatcher: an entry's kernel (tensors.h: enum
+ * remat_kernel) run on the buffers the entry declares, with its weights
+ * from the parameter table.  One dispatcher serves every architecture: it
+ * names kernels, never tensors.
  *
  * remat_op_forward / remat_op_backward run one instruction's op on the
  * buffers of one context.  The interpreter (engine/model.c) calls them for
@@ -27,11 +29,12 @@
 
 typedef struct remat_op_ctx {
     const remat_config *cfg;     /* shapes of the buffers (batch rows included) */
-    float *params, *grads;       /* flat vectors in remat_param_layout order */
+    const remat_table *tb;       /* cfg's tensor table */
+    float *params, *grads;       /* flat vectors in the parameter table's layout */
     remat_bf16 *params16;        /* bf16: the copy of params the GEMMs read (NULL under fp32) */
-    size_t poff[REMAT_PARAM_COUNT];
-    size_t pnum[REMAT_PARAM_COUNT];   /* elements of each tensor */
-    size_t player[REMAT_PARAM_COUNT]; /* elements of one layer's slice (stacked tensors) */
+    remat_param_layout ly;       /* where each parameter tensor lies */
+    const float *rope;           /* RK_ROPE: the (max_seq, hs/2) cos and sin table
+                                    (remat_rope_table_floats), or NULL */
     const int *inputs, *targets; /* (B*T) token ids of the batch */
     float *losses;               /* (B*T) per-position losses (written by the LM head) */
     uint64_t seed, step;         /* dropout keys: remat_rng_key(seed, step, layer, site) */
@@ -47,20 +50,32 @@ typedef struct remat_op_ctx {
 } remat_op_ctx;
 
 /* The operands of one instruction, by tensor id; NULL where the table does
- * not declare the tensor as an operand of this op. */
+ * not declare the tensor as an operand of this op.  Each comes with its
+ * extent in bytes: the dispatcher checks every read and write of a kernel
+ * against it, so an entry declared smaller than its kernel uses is an
+ * assertion failure, not a silent overrun. */
 typedef struct remat_op_args {
-    void *t[RT_COUNT];           /* in the tensor's element type (remat_tensor_dtype) */
+    void *t[RT_MAXT];            /* in the tensor's element type (remat_tensor_dtype) */
+    uint64_t n[RT_MAXT];         /* their extents (bytes) */
     void *x;                     /* the block input (RT_X), when declared */
+    uint64_t nx;
     void *temp;                  /* scratch of remat_tensor_fwd_temp_bytes / _bwd_temp_bytes */
+    uint64_t ntemp;
 } remat_op_args;
 
 /* Sets the parameter offsets for cfg's shape (params/grads may be NULL for
  * now and set later); everything else zero. */
 void remat_op_ctx_init(remat_op_ctx *c, const remat_config *cfg, float *params, float *grads);
 
-/* Fills a from the resolved operands o of an instruction (kind, tensor t)
- * and the buffers by slot. */
-void remat_op_bind(const remat_operands *o, int kind, int t, void *const *buf, void *temp, remat_op_args *a);
+/* Fills a from the resolved operands o of an instruction (kind, tensor t),
+ * the buffers by slot and their sizes by slot (bytes), and the scratch. */
+void remat_op_bind(const remat_operands *o, int kind, int t, void *const *buf, const uint64_t *bytes, void *temp,
+                   uint64_t temp_bytes, remat_op_args *a);
+
+/* The number of floats of cfg's RoPE table (0 for an architecture without
+ * one), and the table itself (remat_rope_table of kernels.h) into rope. */
+size_t remat_op_rope_floats(const remat_config *cfg);
+void remat_op_rope_fill(const remat_config *cfg, float *rope);
 
 /* Tensor t's forward op (layer: its block, -1 for globals) into a->t[t]. */
 void remat_op_forward(remat_op_ctx *c, int t, int layer, const remat_op_args *a);
@@ -81,7 +96,7 @@ remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v
  *   holding those elements only (m[0] is element lo), gradients scaled by
  *   scale (elementwise: the same bits as a whole-vector update);
  *   the first parameter tensor whose gradient has a non-finite element in
- *   [lo, hi), or REMAT_PARAM_COUNT. */
+ *   [lo, hi), or the table's count. */
 float remat_op_clip_scale(const remat_optim *o, double norm);
 void remat_op_adamw_range(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
                           size_t lo, size_t hi, float scale);

@@ -268,25 +268,26 @@ __attribute__((noipa)) static double time_pointwise(float *x, float *y, size_t n
 static void time_products(probe_buf *pb, const remat_config *c, remat_probe *out)
 {
     const remat_table *tb = remat_table_of(c);
-    int N = c->batch * c->seq, C = c->n_embd, Vp = remat_config_padded_vocab(c), rows = remat_lmhead_rows(c);
+    int rows = remat_lmhead_rows(c);
     for (int t = 0; t < tb->first_grad; t++) {
         const remat_tensor_def *d = &tb->defs[t];
-        if (!(d->flags & RT_F_GEMM) || (!d->wc && !d->wv)) continue;
+        if (d->opc != RO_LINEAR && d->opc != RO_LMHEAD) continue;
+        uint64_t M, N, K;
+        remat_tensor_gemm(c, t, &M, &N, &K);
         int out_dt = remat_tensor_dtype(c, t);
-        if (d->wv) {   /* the LM head: rows at a time, against the tied embedding */
-            double chunks = (double)N / rows;
-            if (c->lmhead_chunk > 0) {   /* forward, loss and gradient in one pass */
-                out->gemm_ms[t][0] = chunks * (time_gemm(pb, (int)c->dtype, REMAT_DTYPE_FP32, 0, 1, rows, Vp, C, 0.0f) +
-                                               time_linear(pb, c, rows, C, Vp, 0, 1));
+        if (d->opc == RO_LMHEAD) {   /* rows at a time, against the head's weight */
+            double chunks = (double)M / rows;
+            if (remat_tensor_variant_on(c, t)) {   /* chunked: forward, loss and gradient in one pass */
+                out->gemm_ms[t][0] = chunks * (time_gemm(pb, (int)c->dtype, REMAT_DTYPE_FP32, 0, 1, rows, (int)N, (int)K,
+                                                         0.0f) + time_linear(pb, c, rows, (int)K, (int)N, 0, 1));
             } else {
-                out->gemm_ms[t][0] = time_gemm(pb, (int)c->dtype, out_dt, 0, 1, N, Vp, C, 0.0f);
-                out->gemm_ms[t][1] = time_linear(pb, c, N, C, Vp, 0, 1);
+                out->gemm_ms[t][0] = time_gemm(pb, (int)c->dtype, out_dt, 0, 1, (int)M, (int)N, (int)K, 0.0f);
+                out->gemm_ms[t][1] = time_linear(pb, c, (int)M, (int)K, (int)N, 0, 1);
             }
             continue;
         }
-        int OC = d->shape.c * C, IC = (int)((int64_t)d->wc * C * C / OC);
-        out->gemm_ms[t][0] = time_layer(pb, c, N, IC, OC, out_dt, 0);
-        out->gemm_ms[t][1] = time_layer(pb, c, N, IC, OC, out_dt, 1);
+        out->gemm_ms[t][0] = time_layer(pb, c, (int)M, (int)K, (int)N, out_dt, 0);
+        out->gemm_ms[t][1] = time_layer(pb, c, (int)M, (int)K, (int)N, out_dt, 1);
     }
 }
 

@@ -46,11 +46,7 @@ void remat_profile_config_key(const remat_config *c, char *buf, size_t n)
 
 /* ---- the FLOP/byte model -------------------------------------------------- */
 
-static double weight_bytes(const remat_config *c, const remat_tensor_def *d)
-{
-    double C = c->n_embd;
-    return 4.0 * (d->wc * C * C + d->wv * C * remat_config_padded_vocab(c));
-}
+static double weight_bytes(const remat_config *c, int t) { return 4.0 * (double)remat_tensor_weight_elems(c, t); }
 
 double remat_input_bytes(const remat_config *c, const remat_table *tb, const int8_t *in)
 {
@@ -60,48 +56,40 @@ double remat_input_bytes(const remat_config *c, const remat_table *tb, const int
     return b;
 }
 
-/* FLOPs of the attention ops' tile products (the causal half; forward 0,
- * backward 1); the rest of their FLOPs is pointwise */
-static double tile_flops(const remat_config *c, int t, int bw)
-{
-    double tri = (double)c->batch * c->n_head * ((double)c->seq * (c->seq + 1) / 2.0), hs = (double)c->n_embd / c->n_head;
-    int flash = c->attention == REMAT_ATTENTION_FLASH;
-    /* bf16 scores: each row block's logsumexp first, then its tiles again */
-    if (t == RT_ATT) return bw ? 0 : (c->dtype == REMAT_DTYPE_BF16 && !flash ? 4 : 2) * hs * tri;
-    if (t == RT_ATTY) return (bw ? (flash ? 10 : 8) : (flash ? 4 : 2)) * hs * tri;
-    return 0;
-}
-
-/* With a GEMM probe (calibrate.c), the ops that are products: the probe's
- * time of their products at their own shapes (linear layers, LM head) or
- * their tile products at its tile rate (attention), plus their pointwise
- * FLOPs and the bytes that no product moves: a residual's input and
- * output, the bias gradient's read, the logits' and attention
+/* With a GEMM probe (calibrate.c), the ops that are products, by op class:
+ * the probe's time of their products at their own shapes (linear layers,
+ * the LM head) or their tile products at its tile rate (attention), plus
+ * their pointwise FLOPs and the bytes that no product moves: a residual's
+ * input and output, the bias gradient's read, the logits' and attention
  * probabilities' round trips through memory. */
 static void fill_probed_op(remat_profile *p, const remat_config *c, const remat_probe *pr, int t)
 {
-    const remat_tensor_def *d = &remat_table_of(c)->defs[t];
+    const remat_table *tb = remat_table_of(c);
+    const remat_tensor_def *d = &tb->defs[t];
+    const remat_cost *k = remat_tensor_cost(c, t);
     double other = p->other_gflops * 1e6, bw = p->gbps * 1e6, tile = pr->tile_gflops * 1e6;
     double out = (double)remat_tensor_bytes(c, t), fwd = remat_tensor_fwd_flops(c, t), bwd = remat_tensor_bwd_flops(c, t);
-    if (d->wv) {   /* the LM head: products, then the softmax cross-entropy over (rows, Vp) */
-        double N = (double)c->batch * c->seq, gemm = 2.0 * N * c->n_embd * remat_config_padded_vocab(c);
-        double xent = fwd - (c->lmhead_chunk > 0 ? 3 : 1) * gemm;
-        p->fwd_ms[t] = pr->gemm_ms[t][0] + xent / other + (c->lmhead_chunk > 0 ? 0 : 2 * out) / bw;
-        p->bwd_ms[t] = c->lmhead_chunk > 0 ? bwd / other : pr->gemm_ms[t][1];
-    } else if (d->wc) {   /* a linear layer; res2, res3 add the block's input */
-        int residual = d->fwd_in[1] == RT_X;
+    double prod = remat_tensor_prod_flops(c, t);
+    if (d->opc == RO_LMHEAD) {   /* products, then the softmax cross-entropy over (rows, Vp) */
+        double xent = fwd - k->fprod * prod;
+        int whole = k->bprod > 0;   /* the chunked head computes its gradient in the forward */
+        p->fwd_ms[t] = pr->gemm_ms[t][0] + xent / other + (whole ? 2 * out : 0) / bw;
+        p->bwd_ms[t] = whole ? pr->gemm_ms[t][1] : bwd / other;
+    } else if (d->opc == RO_LINEAR) {   /* a linear layer; a residual adds the block's input */
+        int residual = (d->flags & RT_F_RESIDUAL) != 0;
         p->fwd_ms[t] = pr->gemm_ms[t][0] + (residual ? 2 * out : 0) / bw;
         p->bwd_ms[t] = pr->gemm_ms[t][1] + out / bw;
     } else {   /* attention: tiles, a softmax, the probabilities through memory (naive) */
-        double probs = c->attention == REMAT_ATTENTION_FLASH ? 0 : (double)remat_tensor_bytes(c, RT_ATT);
-        double tf = tile_flops(c, t, 0), tb = tile_flops(c, t, 1);
-        /* bf16 scores exponentiate twice too (tile_flops) */
-        double pw = t == RT_ATT && c->dtype == REMAT_DTYPE_BF16 && !probs ? 0 : 1;
-        if (t == RT_ATT && c->dtype == REMAT_DTYPE_BF16 && probs) pw = 2;
-        double sf = t == RT_ATT ? pw * (fwd - 2 * (double)c->n_embd / c->n_head * ((double)c->batch * c->n_head *
-                                         ((double)c->seq * (c->seq + 1) / 2.0))) : fwd - tf;
-        p->fwd_ms[t] = tf / tile + sf / other + (t == RT_ATT ? 2 * probs : out) / bw;
-        if (d->has_bwd) p->bwd_ms[t] = tb / tile + (bwd - tb) / other + (probs + 2 * out) / bw;
+        double tf = k->fprod * prod, tb_ = k->bprod * prod;
+        /* the attention core's stored probabilities, when its scores entry keeps them: the
+         * scores entry (no backward of its own) writes them, the values entry reads them */
+        double probs = 0;
+        for (int u = 0; u < tb->nblock; u++)
+            if (tb->defs[u].kernel == RK_ATT_SCORES && !remat_tensor_variant_on(c, u))
+                probs = (double)remat_tensor_bytes(c, u);
+        int scores = d->kernel == RK_ATT_SCORES;
+        p->fwd_ms[t] = tf / tile + (fwd - tf) / other + (scores ? 2 * probs : out) / bw;
+        if (d->has_bwd) p->bwd_ms[t] = tb_ / tile + (bwd - tb_) / other + (probs + 2 * out) / bw;
     }
 }
 
@@ -127,10 +115,10 @@ static void fill(remat_profile *p, const remat_config *c, double gflops, double 
     p->threads = remat_get_threads();
     for (int t = 0; t < tb->first_grad; t++) {
         const remat_tensor_def *d = &tb->defs[t];
-        if (pr && (d->flags & RT_F_GEMM)) { fill_probed_op(p, c, pr, t); continue; }
+        if (pr && d->opc != RO_POINTWISE) { fill_probed_op(p, c, pr, t); continue; }
         double g = ((d->flags & RT_F_GEMM) ? p->gflops : p->other_gflops) * 1e6;   /* FLOPs per ms */
         double bw = p->gbps * 1e6;                                                  /* bytes per ms */
-        double out = (double)remat_tensor_bytes(c, t), w = weight_bytes(c, d);
+        double out = (double)remat_tensor_bytes(c, t), w = weight_bytes(c, t);
         p->fwd_ms[t] = roof(pr, remat_tensor_fwd_flops(c, t) / g, (out + remat_input_bytes(c, tb, d->fwd_in) + w) / bw);
         if (d->has_bwd)
             p->bwd_ms[t] = roof(pr, remat_tensor_bwd_flops(c, t) / g, (2 * out + remat_input_bytes(c, tb, d->bwd_in) + 3 * w) / bw);

@@ -59,6 +59,8 @@ typedef struct bench {
     float *params, *grads, *am, *av, *losses, *flush;
     void *temp;
     remat_bf16 *params16;
+    float *rope;                /* RoPE's table, or NULL */
+    size_t rope_n;
     int *inp, *tgt;
     size_t np;
     uint64_t temp_bytes;
@@ -71,6 +73,7 @@ static void bench_free(bench *b)
     size_t pb = b->np * sizeof(float), N = (size_t)b->c.batch * b->c.seq;
     remat_mem_free(&b->mem, REMAT_MEM_PARAMS, b->params, pb);
     remat_mem_free(&b->mem, REMAT_MEM_GRADS, b->grads, pb);
+    remat_mem_free(&b->mem, REMAT_MEM_WORKSPACE, b->rope, b->rope_n * sizeof(float));
     remat_mem_free(&b->mem, REMAT_MEM_OPTIM, b->am, pb);
     remat_mem_free(&b->mem, REMAT_MEM_OPTIM, b->av, pb);
     remat_mem_free(&b->mem, REMAT_MEM_WEIGHTS16, b->params16, b->np * sizeof(remat_bf16));
@@ -92,7 +95,8 @@ static remat_status bench_init(bench *b, const remat_config *c, int acts, int op
     memset(b, 0, sizeof *b);
     b->c = *c;
     b->tb = remat_table_of(c);
-    b->np = remat_param_layout(c, NULL, NULL);
+    remat_param_layout ly;
+    b->np = remat_param_layout_of(c, &ly);
     size_t pb = b->np * sizeof(float), N = (size_t)c->batch * c->seq;
     if (!(b->params = remat_mem_alloc(&b->mem, REMAT_MEM_PARAMS, pb)) ||
         !(b->grads = remat_mem_calloc(&b->mem, REMAT_MEM_GRADS, pb)) ||
@@ -106,13 +110,19 @@ static remat_status bench_init(bench *b, const remat_config *c, int acts, int op
     if (c->dtype == REMAT_DTYPE_BF16 &&
         !(b->params16 = remat_mem_alloc(&b->mem, REMAT_MEM_WEIGHTS16, b->np * sizeof(remat_bf16))))
         goto nomem;
+    if ((b->rope_n = remat_op_rope_floats(c)) &&
+        !(b->rope = remat_mem_alloc(&b->mem, REMAT_MEM_WORKSPACE, b->rope_n * sizeof(float))))
+        goto nomem;
+    if (b->rope) remat_op_rope_fill(c, b->rope);
     remat_op_ctx_init(&b->ctx, &b->c, b->params, b->grads);
     b->ctx.params16 = b->params16;
-    for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
-        float *w = b->params + b->ctx.poff[i];
-        size_t ne = b->ctx.pnum[i];
+    b->ctx.rope = b->rope;
+    const remat_param_table *pt = remat_params_of(c);
+    for (int i = 0; i < ly.count; i++) {
+        float *w = b->params + ly.off[i];
+        size_t ne = ly.numel[i];
         uint64_t key = remat_rng_key(7, 0, (uint32_t)i, 0);
-        int ones = remat_param_defs[i].init == REMAT_INIT_ONES;
+        int ones = pt->defs[i].init == REMAT_INIT_ONES;
         for (size_t k = 0; k < ne; k++) w[k] = ones ? 1.0f : 0.02f * (remat_rng_uniform(key, k) - 0.5f);
     }
     remat_op_refresh16(&b->ctx);
@@ -165,7 +175,7 @@ static void bench_op(bench *b, int t, int bw)
     int kind = bw ? REMAT_I_BACKWARD : REMAT_I_FORWARD;
     int layer = b->tb->defs[t].cls == RT_CLASS_BLOCK ? 0 : -1;
     remat_operands_of(&b->c, kind, layer, t, &o);
-    remat_op_bind(&o, kind, t, b->buf, b->temp, &a);
+    remat_op_bind(&o, kind, t, b->buf, b->bytes, b->temp, b->temp_bytes, &a);
     if (bw) remat_op_backward(&b->ctx, t, layer, &a);
     else remat_op_forward(&b->ctx, t, layer, &a);
 }

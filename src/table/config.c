@@ -2,9 +2,42 @@
  * config.c -- model/run configuration: defaults, validation, derived sizes,
  * and the public face of the activation table.
  */
+#include <math.h>
 #include <string.h>
 #include "tensors.h"
+#include "params.h"
 #include "../core/core.h"
+
+static const char *const arch_names[] = { [REMAT_ARCH_GPT2] = "gpt2", [REMAT_ARCH_LLAMA] = "llama" };
+#define NARCH ((int)(sizeof arch_names / sizeof arch_names[0]))
+
+const char *remat_arch_name(remat_arch a) { return (int)a >= 0 && (int)a < NARCH ? arch_names[a] : "?"; }
+
+remat_status remat_arch_parse(const char *name, remat_arch *out)
+{
+    for (int i = 0; name && i < NARCH; i++)
+        if (!strcmp(name, arch_names[i])) { *out = (remat_arch)i; return REMAT_OK; }
+    return remat_fail(REMAT_ERR_INVALID, "unknown architecture '%.64s' (known: gpt2, llama)", name ? name : "");
+}
+
+int remat_config_kv_heads(const remat_config *c) { return c->n_kv_head > 0 ? c->n_kv_head : c->n_head; }
+int remat_config_head_dim(const remat_config *c)
+{
+    return c->head_dim > 0 ? c->head_dim : c->n_head > 0 ? c->n_embd / c->n_head : 0;
+}
+/* Llama's default MLP width: Meta's rule, 2/3 of 4C rounded up to 256 */
+int remat_config_ffn_dim(const remat_config *c)
+{
+    if (c->ffn_dim > 0) return c->ffn_dim;
+    if (c->arch == REMAT_ARCH_LLAMA) return (int)((((int64_t)8 * c->n_embd / 3) + 255) / 256 * 256);
+    return 4 * c->n_embd;
+}
+double remat_config_rope_theta(const remat_config *c) { return c->rope_theta > 0 ? c->rope_theta : 10000.0; }
+double remat_config_norm_eps(const remat_config *c)
+{
+    return c->norm_eps > 0 ? c->norm_eps : c->arch == REMAT_ARCH_LLAMA ? 1e-6 : 1e-5;
+}
+int remat_config_tied(const remat_config *c) { return c->arch != REMAT_ARCH_LLAMA || c->tie_embeddings; }
 
 void remat_config_default(remat_config *c)
 {
@@ -29,25 +62,87 @@ int remat_config_padded_vocab(const remat_config *c)
     return (int)(((int64_t)c->vocab + m - 1) / m * m);
 }
 
+static int same_scaling(const remat_rope_scaling *a, const remat_rope_scaling *b)
+{
+    return a->type == b->type && (a->type == REMAT_ROPE_DEFAULT ||
+           (a->factor == b->factor && a->low_freq_factor == b->low_freq_factor &&
+            a->high_freq_factor == b->high_freq_factor && a->original_max_position == b->original_max_position));
+}
+
 int remat_config_same(const remat_config *a, const remat_config *b)
 {
     return a->n_layer == b->n_layer && a->n_embd == b->n_embd && a->n_head == b->n_head && a->vocab == b->vocab &&
            a->max_seq == b->max_seq && a->batch == b->batch && a->seq == b->seq && a->dropout == b->dropout &&
            a->attention == b->attention && a->lmhead_chunk == b->lmhead_chunk && a->dtype == b->dtype &&
            a->framework == b->framework && remat_config_tp(a) == remat_config_tp(b) && a->sp == b->sp &&
-           a->stage == b->stage;
+           a->stage == b->stage && a->arch == b->arch && remat_config_kv_heads(a) == remat_config_kv_heads(b) &&
+           remat_config_ffn_dim(a) == remat_config_ffn_dim(b) && remat_config_head_dim(a) == remat_config_head_dim(b) &&
+           remat_config_rope_theta(a) == remat_config_rope_theta(b) && remat_config_norm_eps(a) == remat_config_norm_eps(b) &&
+           remat_config_tied(a) == remat_config_tied(b) && same_scaling(&a->rope_scaling, &b->rope_scaling);
 }
 
 /* Limits keep every derived size (and int indexing of rows) in range. */
 #define MAX_DIM (1 << 24)
 
+/* The architecture's fields: GPT-2 has one value for each (its table's
+ * shapes are written for it); Llama takes them all. */
+static remat_status check_arch(const remat_config *c)
+{
+    if (c->arch != REMAT_ARCH_GPT2 && c->arch != REMAT_ARCH_LLAMA)
+        return remat_fail(REMAT_ERR_INVALID, "arch must be gpt2 (0) or llama (1), got %d", (int)c->arch);
+    if (c->n_kv_head < 0 || c->ffn_dim < 0 || c->head_dim < 0 || c->tie_embeddings < 0 || c->tie_embeddings > 1)
+        return remat_fail(REMAT_ERR_INVALID, "kv heads, ffn dim and head dim must be >= 0 (0: the architecture's "
+                          "default), tie_embeddings 0 or 1");
+    if (!(c->rope_theta >= 0 && c->rope_theta <= 1e12) || !(c->norm_eps >= 0 && c->norm_eps < 1))
+        return remat_fail(REMAT_ERR_INVALID, "rope theta must be in (0, 1e12] and the norm epsilon in (0, 1) (0: the "
+                          "architecture's default)");
+    if (c->arch == REMAT_ARCH_GPT2) {
+        if (c->n_embd % c->n_head)
+            return remat_fail(REMAT_ERR_INVALID, "dim %d is not divisible by heads %d; pick heads that divide dim",
+                              c->n_embd, c->n_head);
+        if ((c->n_kv_head && c->n_kv_head != c->n_head) || (c->ffn_dim && c->ffn_dim != 4 * c->n_embd) ||
+            (c->head_dim && c->head_dim != c->n_embd / c->n_head))
+            return remat_fail(REMAT_ERR_INVALID, "gpt2 has kv heads = heads, ffn dim = 4 dim and head dim = dim/heads; "
+                              "--kv-heads, --ffn-dim and --head-dim are for --arch llama");
+        if (c->rope_theta || c->rope_scaling.type || (c->norm_eps && c->norm_eps != 1e-5))
+            return remat_fail(REMAT_ERR_INVALID, "gpt2 has no rotary embedding and LayerNorm's eps 1e-5; --rope-theta, "
+                              "rope scaling and --norm-eps are for --arch llama");
+        return REMAT_OK;
+    }
+    int KV = remat_config_kv_heads(c), hs = remat_config_head_dim(c), F = remat_config_ffn_dim(c);
+    if (KV < 1 || KV > c->n_head || c->n_head % KV)
+        return remat_fail(REMAT_ERR_INVALID, "heads %d are not divisible by kv heads %d; each key/value head serves "
+                          "heads/kv-heads query heads", c->n_head, KV);
+    if (!c->head_dim && c->n_embd % c->n_head)
+        return remat_fail(REMAT_ERR_INVALID, "dim %d is not divisible by heads %d; pick heads that divide dim, or set "
+                          "the head dim", c->n_embd, c->n_head);
+    if (hs < 2 || hs > 65536 || hs % 2)
+        return remat_fail(REMAT_ERR_INVALID, "head dim must be even (RoPE rotates pairs) and in [2, 65536], got %d", hs);
+    if (F < 1 || F > 1 << 20) return remat_fail(REMAT_ERR_INVALID, "ffn dim must be in [1, 1048576], got %d", F);
+    const remat_rope_scaling *r = &c->rope_scaling;
+    if (r->type == REMAT_ROPE_LLAMA3) {
+        if (!(r->factor >= 1 && r->factor <= 1e6) || !(r->low_freq_factor > 0 && r->low_freq_factor <= 1e6) ||
+            !(r->high_freq_factor > r->low_freq_factor && r->high_freq_factor <= 1e6) ||
+            r->original_max_position < 1 || r->original_max_position > 1 << 24)
+            return remat_fail(REMAT_ERR_INVALID, "llama3 rope scaling needs factor >= 1, 0 < low_freq_factor < "
+                              "high_freq_factor, original_max_position_embeddings >= 1");
+    } else if (r->type != REMAT_ROPE_DEFAULT) {
+        return remat_fail(REMAT_ERR_INVALID, "rope scaling type must be default (0) or llama3 (1), got %d", (int)r->type);
+    }
+    if (c->framework != REMAT_FRAMEWORK_REMAT)
+        return remat_fail(REMAT_ERR_INVALID, "llama has no --framework megatron or pytorch table; plan it with remat's "
+                          "own table");
+    return REMAT_OK;
+}
+
 remat_status remat_config_check(const remat_config *c)
 {
+    remat_status st;
     if (!c) return remat_fail(REMAT_ERR_INVALID, "config is NULL");
     if (c->n_layer < 1 || c->n_layer > 4096) return remat_fail(REMAT_ERR_INVALID, "layers must be in [1, 4096], got %d", c->n_layer);
     if (c->n_embd < 1 || c->n_embd > 65536) return remat_fail(REMAT_ERR_INVALID, "dim must be in [1, 65536], got %d", c->n_embd);
     if (c->n_head < 1 || c->n_head > c->n_embd) return remat_fail(REMAT_ERR_INVALID, "heads must be in [1, dim=%d], got %d", c->n_embd, c->n_head);
-    if (c->n_embd % c->n_head) return remat_fail(REMAT_ERR_INVALID, "dim %d is not divisible by heads %d; pick heads that divide dim", c->n_embd, c->n_head);
+    if ((st = check_arch(c))) return st;
     if (c->vocab < 2 || c->vocab > MAX_DIM) return remat_fail(REMAT_ERR_INVALID, "vocab must be in [2, %d], got %d", MAX_DIM, c->vocab);
     if (c->seq < 1 || c->seq > 1 << 20) return remat_fail(REMAT_ERR_INVALID, "seq must be in [1, 1048576], got %d", c->seq);
     if (c->max_seq < c->seq || c->max_seq > 1 << 20) return remat_fail(REMAT_ERR_INVALID, "max_seq must be in [seq=%d, 1048576], got %d", c->seq, c->max_seq);
@@ -80,10 +175,16 @@ remat_status remat_config_check(const remat_config *c)
     int ok = 1;
     uint64_t N = remat_mul((uint64_t)c->batch, (uint64_t)c->seq, &ok);
     uint64_t Vp = (uint64_t)remat_config_padded_vocab(c), C = (uint64_t)c->n_embd;
-    uint64_t att = remat_mul(remat_mul(remat_mul((uint64_t)c->batch, (uint64_t)c->n_head, &ok), (uint64_t)c->seq, &ok), (uint64_t)c->seq, &ok);
+    uint64_t hs = (uint64_t)remat_config_head_dim(c), KV = (uint64_t)remat_config_kv_heads(c);
+    uint64_t F = (uint64_t)remat_config_ffn_dim(c), NH = (uint64_t)c->n_head;
+    uint64_t att = remat_mul(remat_mul(remat_mul((uint64_t)c->batch, NH, &ok), (uint64_t)c->seq, &ok), (uint64_t)c->seq, &ok);
     uint64_t logits = remat_mul(N, Vp, &ok);
-    uint64_t fc = remat_mul(N, 4 * C, &ok);
-    if (!ok || N > (uint64_t)MAX_DIM * 64 || att > (1ULL << 40) || logits > (1ULL << 40) || fc > (1ULL << 40))
+    uint64_t wide = 4 * C > 2 * F ? 4 * C : 2 * F;                  /* the widest activation row */
+    uint64_t qkv = remat_mul(NH + 2 * KV, hs, &ok);
+    if (qkv > wide) wide = qkv;
+    uint64_t fc = remat_mul(N, wide, &ok);
+    if (!ok || N > (uint64_t)MAX_DIM * 64 || att > (1ULL << 40) || logits > (1ULL << 40) || fc > (1ULL << 40) ||
+        wide > (1ULL << 24))
         return remat_fail(REMAT_ERR_RANGE, "sizes overflow: batch*seq=%llu rows is too large for this model; reduce batch or seq",
                           (unsigned long long)N);
     uint64_t params = remat_config_num_params(c);
@@ -92,19 +193,24 @@ remat_status remat_config_check(const remat_config *c)
     return REMAT_OK;
 }
 
+/* the parameter table's sizes, added with overflow checks (the config may
+ * not have been checked yet: 0 on overflow) */
 uint64_t remat_config_num_params(const remat_config *c)
 {
+    const remat_param_table *pt = remat_params_of(c);
     int ok = 1;
-    uint64_t C = (uint64_t)c->n_embd, L = (uint64_t)c->n_layer, Vp = (uint64_t)remat_config_padded_vocab(c);
-    uint64_t n = remat_mul(Vp, C, &ok);
-    n = remat_add(n, remat_mul((uint64_t)c->max_seq, C, &ok), &ok);
-    uint64_t per = 12 * C * C + 13 * C;   /* ln1 2C, qkv 3C^2+3C, proj C^2+C, ln2 2C, fc 4C^2+4C, fcproj 4C^2+C */
-    n = remat_add(n, remat_mul(L, per, &ok), &ok);
-    n = remat_add(n, 2 * C, &ok);
+    uint64_t n = 0;
+    for (int i = 0; i < pt->count; i++) {
+        const remat_param_def *d = &pt->defs[i];
+        if (d->untied && remat_config_tied(c)) continue;
+        uint64_t rows, cols;
+        remat_param_dims(c, i, &rows, &cols);
+        uint64_t e = remat_mul(rows, cols ? cols : 1, &ok);
+        if (d->per_layer) e = remat_mul(e, (uint64_t)c->n_layer, &ok);
+        n = remat_add(n, e, &ok);
+    }
     return ok ? n : 0;
 }
-
-int remat_tensor_count(void) { return remat_table_gpt2.count; }
 
 int remat_table_find(const remat_table *tb, const char *name)
 {
@@ -114,9 +220,16 @@ int remat_table_find(const remat_table *tb, const char *name)
     return -1;
 }
 
-int remat_tensor_find(const char *name) { return remat_table_find(&remat_table_gpt2, name); }
-int remat_config_tensor_count(const remat_config *cfg) { return remat_table_of(cfg)->count; }
-int remat_config_tensor_find(const remat_config *cfg, const char *name) { return remat_table_find(remat_table_of(cfg), name); }
+int remat_config_tensor_count(const remat_config *cfg)
+{
+    const remat_table *tb = cfg ? remat_table_of(cfg) : NULL;
+    return tb ? tb->count : 0;
+}
+int remat_config_tensor_find(const remat_config *cfg, const char *name)
+{
+    const remat_table *tb = cfg ? remat_table_of(cfg) : NULL;
+    return tb ? remat_table_find(tb, name) : -1;
+}
 
 remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out)
 {

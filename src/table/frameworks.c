@@ -61,18 +61,23 @@
 #define G(a, b) {a, b}
 #define NOG {N_, N_}
 #define NOR {N_, N_, N_}
-#define SH(c, v, k, t, t2, text) {c, v, k, t, t2, text, 0}
-#define NOVAR 0, SH(0, 0, 0, 0, 0, NULL), NULL
-#define NOTEMP SH(0, 0, 0, 0, 0, NULL), 0
-#define FL(cc, cv, c, att) {cc, cv, c, att}
-#define NOFL FL(0, 0, 0, 0)
+#define BT RD_B, RD_T
+#define BTC RD_B, RD_T, RD_C
+#define E1(k, ...) RX(RX_T(k, __VA_ARGS__))
+#define NOWB .w = -1, .b = -1, .site = 0, .gout = N_, .gin = N_
 
 /* per-block shapes */
-#define S_C   SH(1, 0, 0, 0, 0, "(B,T,C)")
-#define S_3C  SH(3, 0, 0, 0, 0, "(B,T,3C)")
-#define S_4C  SH(4, 0, 0, 0, 0, "(B,T,4C)")
-#define S_ATT SH(0, 0, 0, 0, 1, "(B,NH,T,T)")
-#define S_ST  SH(0, 0, 2, 0, 0, "(B,T,2)")
+#define S_C   .shape = E1(1, BTC), .shape_text = "(B,T,C)"
+#define S_3C  .shape = E1(3, BTC), .shape_text = "(B,T,3C)"
+#define S_4C  .shape = E1(4, BTC), .shape_text = "(B,T,4C)"
+#define S_ATT .shape = E1(1, RD_B, RD_NH, RD_T, RD_T), .shape_text = "(B,NH,T,T)"
+#define S_ST  .shape = E1(2, BT), .shape_text = "(B,T,2)"
+/* a linear layer's product out (B T, n) = in (B T, k) W^T: one forward, two
+ * backward (Appendix A: 2 and 4 FLOPs a weight and a token) */
+#define LIN(n_, k_) .opc = RO_LINEAR, .gemm = { E1(1, BT), n_, k_ }, .cost = { 1, 2, RX_0, RX_0 }
+/* the attention core's products as Appendix A counts them (the whole s^2, not
+ * the causal half): 2 b s^2 h forward, twice that backward */
+#define ATT_FL .cost = { 0, 0, E1(2, BT, RD_T, RD_C), E1(4, BT, RD_T, RD_C) }
 
 /* Both tables' ids: X_* with X = M (megatron) or P (pytorch), the same
  * names in the same order; pytorch adds the LayerNorm statistics. */
@@ -104,71 +109,72 @@ enum {
 
 /* the attention and the MLP, the same in both tables (but the ids) */
 #define SHARED_BLOCK(X)                                                                                          \
-    [X##_QKV] = { "qkv", "QKV linear (column-parallel): q, k, v", RT_CLASS_BLOCK, RT_F_COL | RT_F_TP | RT_F_GEMM,  \
-                  S_3C, NOVAR, 3, 0, R(X##_LN1, N_, N_), R(X##_LN1, N_, N_), 1,                                \
-                  G(X##_D_QKV, N_), G(X##_D_LN1, N_), G(X##_D_QKV, N_), RT_P_ACT, 0, NOTEMP,                   \
-                  FL(6, 0, 0, 0), FL(12, 0, 0, 0) },                                                           \
-    [X##_SCORES] = { "scores", "q k^T / sqrt(hs), causal mask", RT_CLASS_BLOCK,                                \
-                     RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT | RT_F_SELECTIVE,                                    \
-                     S_ATT, NOVAR, 0, 0, R(X##_QKV, N_, N_), R(X##_QKV, N_, N_), 1,                            \
-                     G(X##_D_ATT, X##_D_QKV), NOG, G(X##_D_ATT, N_), RT_P_ACT, 0, NOTEMP,                      \
-                     FL(0, 0, 0, 2), FL(0, 0, 0, 4) },                                                         \
-    [X##_ATT] = { "att", "softmax", RT_CLASS_BLOCK, RT_F_TP | RT_F_SELECTIVE,                                  \
-                  S_ATT, NOVAR, 0, 0, R(X##_SCORES, N_, N_), R(X##_ATT, N_, N_), 1,                            \
-                  G(X##_D_ATT, N_), NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },                               \
-    [X##_ATT_MASK] = { "att_mask", "attention dropout mask", RT_CLASS_BLOCK,                                   \
-                       RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT,                                                \
-                       S_ATT, NOVAR, 0, 0, R(X##_ATT, N_, N_), NOR, 0,                                         \
-                       NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },                                      \
-    [X##_ATT_DROP] = { "att_drop", "attention dropout", RT_CLASS_BLOCK,                                        \
-                       RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT,                                                \
-                       S_ATT, NOVAR, 0, 0, R(X##_ATT, X##_ATT_MASK, N_), R(X##_ATT_MASK, N_, N_), 1,           \
-                       G(X##_D_ATT, N_), NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },                          \
-    [X##_ATTY] = { "atty", "attention over values, heads merged: the projection input", RT_CLASS_BLOCK,        \
-                   RT_F_TP | RT_F_GEMM,                                                                        \
-                   S_C, NOVAR, 0, 0, R(X##_ATT_DROP, X##_QKV, N_), R(X##_ATT_DROP, X##_QKV, N_), 1,            \
-                   G(X##_D_ATTY, N_), G(X##_D_ATT, X##_D_QKV), G(X##_D_ATTY, N_), RT_P_ACT, 0, NOTEMP,         \
-                   FL(0, 0, 0, 2), FL(0, 0, 0, 4) },                                                           \
-    [X##_PROJ] = { "proj", "projection linear (row-parallel)", RT_CLASS_BLOCK,                                 \
-                   RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT,                                            \
-                   S_C, NOVAR, 1, 0, R(X##_ATTY, N_, N_), R(X##_ATTY, N_, N_), 1,                              \
-                   G(X##_D_BRANCH, X##_D_RES), G(X##_D_ATTY, N_), G(X##_D_BRANCH, N_), RT_P_ACT, 0, NOTEMP,    \
-                   FL(2, 0, 0, 0), FL(4, 0, 0, 0) },                                                           \
-    [X##_PROJ_MASK] = { "proj_mask", "dropout mask (attention output)", RT_CLASS_BLOCK, RT_F_SP | RT_F_DROPOUT, \
-                        S_C, NOVAR, 0, 0, R(X##_PROJ, N_, N_), NOR, 0,                                         \
-                        NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },                                     \
-    [X##_RES2] = { "res2", "x + dropout(projection): LayerNorm 2's input", RT_CLASS_BLOCK, RT_F_SP,            \
-                   S_C, NOVAR, 0, 0, R(X##_PROJ, X##_PROJ_MASK, RT_X), R(X##_PROJ_MASK, N_, N_), 1,            \
-                   G(X##_D_RES, N_), G(X##_D_BRANCH, N_), NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },              \
-    [X##_FCH] = { "fch", "fc1 linear (column-parallel): the GELU input", RT_CLASS_BLOCK,                       \
-                  RT_F_COL | RT_F_TP | RT_F_GEMM,                                                              \
-                  S_4C, NOVAR, 4, 0, R(X##_LN2, N_, N_), R(X##_LN2, N_, N_), 1,                                \
-                  G(X##_D_FCH, N_), G(X##_D_LN2, N_), G(X##_D_FCH, N_), RT_P_ACT, 0, NOTEMP,                   \
-                  FL(8, 0, 0, 0), FL(16, 0, 0, 0) },                                                           \
-    [X##_FCH_GELU] = { "fch_gelu", "GELU (tanh): the fc2 input", RT_CLASS_BLOCK, RT_F_TP | RT_F_POINTWISE,      \
-                       S_4C, NOVAR, 0, 0, R(X##_FCH, N_, N_), R(X##_FCH, N_, N_), 1,                           \
-                       G(X##_D_FCH, N_), NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },                          \
-    [X##_MLP] = { "mlp", "fc2 linear (row-parallel)", RT_CLASS_BLOCK,                                          \
-                  RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT,                                             \
-                  S_C, NOVAR, 4, 0, R(X##_FCH_GELU, N_, N_), R(X##_FCH_GELU, N_, N_), 1,                       \
-                  G(X##_D_BRANCH, X##_D_RES), G(X##_D_FCH, N_), G(X##_D_BRANCH, N_), RT_P_ACT, 0, NOTEMP,      \
-                  FL(8, 0, 0, 0), FL(16, 0, 0, 0) },                                                           \
-    [X##_MLP_MASK] = { "mlp_mask", "dropout mask (MLP output)", RT_CLASS_BLOCK, RT_F_SP | RT_F_DROPOUT,         \
-                       S_C, NOVAR, 0, 0, R(X##_MLP, N_, N_), NOR, 0,                                           \
-                       NOG, NOG, NOG, RT_P_BYTE, 0, NOTEMP, NOFL, NOFL },                                      \
-    [X##_RES3] = { "res3", "res2 + dropout(fc2): the block output", RT_CLASS_BLOCK, RT_F_SP,                   \
-                   S_C, NOVAR, 0, 0, R(X##_MLP, X##_MLP_MASK, X##_RES2), R(X##_MLP_MASK, N_, N_), 1,           \
-                   G(X##_D_RES, N_), G(X##_D_BRANCH, N_), NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL },              \
-    [X##_EMB] = { "emb", "embedding + dropout", RT_CLASS_GLOBAL, RT_F_SP,                                      \
-                  S_C, NOVAR, 0, 0, NOR, NOR, 1, G(X##_D_RES, N_), NOG, G(X##_D_RES, N_), RT_P_ACT, 0, NOTEMP, \
-                  NOFL, NOFL },                                                                                \
-    [X##_EMB_MASK] = { "emb_mask", "embedding dropout mask (held all step)", RT_CLASS_GLOBAL,                  \
-                       RT_F_SP | RT_F_DROPOUT, S_C, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_BYTE, 0,     \
-                       NOTEMP, NOFL, NOFL }
+    [X##_QKV] = { .name = "qkv", .op = "QKV linear (column-parallel): q, k, v", .cls = RT_CLASS_BLOCK,         \
+                  .flags = RT_F_COL | RT_F_TP | RT_F_GEMM, S_3C, .prec = RT_P_ACT, NOWB,                        \
+                  LIN(E1(3, RD_C), E1(1, RD_C)), .fwd_in = R(X##_LN1, N_, N_), .bwd_in = R(X##_LN1, N_, N_),    \
+                  .has_bwd = 1, .g_need = G(X##_D_QKV, N_), .g_alloc = G(X##_D_LN1, N_), .g_free = G(X##_D_QKV, N_) }, \
+    [X##_SCORES] = { .name = "scores", .op = "q k^T / sqrt(hs), causal mask", .cls = RT_CLASS_BLOCK,           \
+                     .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT | RT_F_SELECTIVE, S_ATT, .prec = RT_P_ACT,  \
+                     NOWB, .opc = RO_ATTENTION, ATT_FL, .fwd_in = R(X##_QKV, N_, N_), .bwd_in = R(X##_QKV, N_, N_), \
+                     .has_bwd = 1, .g_need = G(X##_D_ATT, X##_D_QKV), .g_alloc = NOG, .g_free = G(X##_D_ATT, N_) }, \
+    [X##_ATT] = { .name = "att", .op = "softmax", .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE,     \
+                  S_ATT, .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_SCORES, N_, N_), .bwd_in = R(X##_ATT, N_, N_), \
+                  .has_bwd = 1, .g_need = G(X##_D_ATT, N_), .g_alloc = NOG, .g_free = NOG },                   \
+    [X##_ATT_MASK] = { .name = "att_mask", .op = "attention dropout mask", .cls = RT_CLASS_BLOCK,              \
+                       .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT, .prec = RT_P_BYTE, NOWB,       \
+                       .fwd_in = R(X##_ATT, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG }, \
+    [X##_ATT_DROP] = { .name = "att_drop", .op = "attention dropout", .cls = RT_CLASS_BLOCK,                   \
+                       .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT, .prec = RT_P_ACT, NOWB,        \
+                       .fwd_in = R(X##_ATT, X##_ATT_MASK, N_), .bwd_in = R(X##_ATT_MASK, N_, N_), .has_bwd = 1,  \
+                       .g_need = G(X##_D_ATT, N_), .g_alloc = NOG, .g_free = NOG },                            \
+    [X##_ATTY] = { .name = "atty", .op = "attention over values, heads merged: the projection input",          \
+                   .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_GEMM, S_C, .prec = RT_P_ACT, NOWB,           \
+                   .opc = RO_ATTENTION, ATT_FL, .fwd_in = R(X##_ATT_DROP, X##_QKV, N_),                        \
+                   .bwd_in = R(X##_ATT_DROP, X##_QKV, N_), .has_bwd = 1, .g_need = G(X##_D_ATTY, N_),           \
+                   .g_alloc = G(X##_D_ATT, X##_D_QKV), .g_free = G(X##_D_ATTY, N_) },                          \
+    [X##_PROJ] = { .name = "proj", .op = "projection linear (row-parallel)", .cls = RT_CLASS_BLOCK,             \
+                   .flags = RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C, .prec = RT_P_ACT, NOWB,       \
+                   LIN(E1(1, RD_C), E1(1, RD_C)), .fwd_in = R(X##_ATTY, N_, N_), .bwd_in = R(X##_ATTY, N_, N_), \
+                   .has_bwd = 1, .g_need = G(X##_D_BRANCH, X##_D_RES), .g_alloc = G(X##_D_ATTY, N_),            \
+                   .g_free = G(X##_D_BRANCH, N_) },                                                            \
+    [X##_PROJ_MASK] = { .name = "proj_mask", .op = "dropout mask (attention output)", .cls = RT_CLASS_BLOCK,   \
+                        .flags = RT_F_SP | RT_F_DROPOUT, S_C, .prec = RT_P_BYTE, NOWB,                         \
+                        .fwd_in = R(X##_PROJ, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG }, \
+    [X##_RES2] = { .name = "res2", .op = "x + dropout(projection): LayerNorm 2's input", .cls = RT_CLASS_BLOCK, \
+                   .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_PROJ, X##_PROJ_MASK, RT_X),   \
+                   .bwd_in = R(X##_PROJ_MASK, N_, N_), .has_bwd = 1, .g_need = G(X##_D_RES, N_),                 \
+                   .g_alloc = G(X##_D_BRANCH, N_), .g_free = NOG },                                            \
+    [X##_FCH] = { .name = "fch", .op = "fc1 linear (column-parallel): the GELU input", .cls = RT_CLASS_BLOCK,   \
+                  .flags = RT_F_COL | RT_F_TP | RT_F_GEMM, S_4C, .prec = RT_P_ACT, NOWB,                        \
+                  LIN(E1(4, RD_C), E1(1, RD_C)), .fwd_in = R(X##_LN2, N_, N_), .bwd_in = R(X##_LN2, N_, N_),    \
+                  .has_bwd = 1, .g_need = G(X##_D_FCH, N_), .g_alloc = G(X##_D_LN2, N_), .g_free = G(X##_D_FCH, N_) }, \
+    [X##_FCH_GELU] = { .name = "fch_gelu", .op = "GELU (tanh): the fc2 input", .cls = RT_CLASS_BLOCK,          \
+                       .flags = RT_F_TP | RT_F_POINTWISE, S_4C, .prec = RT_P_ACT, NOWB,                        \
+                       .fwd_in = R(X##_FCH, N_, N_), .bwd_in = R(X##_FCH, N_, N_), .has_bwd = 1,               \
+                       .g_need = G(X##_D_FCH, N_), .g_alloc = NOG, .g_free = NOG },                            \
+    [X##_MLP] = { .name = "mlp", .op = "fc2 linear (row-parallel)", .cls = RT_CLASS_BLOCK,                     \
+                  .flags = RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C, .prec = RT_P_ACT, NOWB,        \
+                  LIN(E1(1, RD_C), E1(4, RD_C)), .fwd_in = R(X##_FCH_GELU, N_, N_),                            \
+                  .bwd_in = R(X##_FCH_GELU, N_, N_), .has_bwd = 1, .g_need = G(X##_D_BRANCH, X##_D_RES),        \
+                  .g_alloc = G(X##_D_FCH, N_), .g_free = G(X##_D_BRANCH, N_) },                                \
+    [X##_MLP_MASK] = { .name = "mlp_mask", .op = "dropout mask (MLP output)", .cls = RT_CLASS_BLOCK,           \
+                       .flags = RT_F_SP | RT_F_DROPOUT, S_C, .prec = RT_P_BYTE, NOWB,                          \
+                       .fwd_in = R(X##_MLP, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG }, \
+    [X##_RES3] = { .name = "res3", .op = "res2 + dropout(fc2): the block output", .cls = RT_CLASS_BLOCK,       \
+                   .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_MLP, X##_MLP_MASK, X##_RES2), \
+                   .bwd_in = R(X##_MLP_MASK, N_, N_), .has_bwd = 1, .g_need = G(X##_D_RES, N_),                 \
+                   .g_alloc = G(X##_D_BRANCH, N_), .g_free = NOG },                                            \
+    [X##_EMB] = { .name = "emb", .op = "embedding + dropout", .cls = RT_CLASS_GLOBAL, .flags = RT_F_SP, S_C,   \
+                  .prec = RT_P_ACT, NOWB, .fwd_in = NOR, .bwd_in = NOR, .has_bwd = 1, .g_need = G(X##_D_RES, N_), \
+                  .g_alloc = NOG, .g_free = G(X##_D_RES, N_) },                                                \
+    [X##_EMB_MASK] = { .name = "emb_mask", .op = "embedding dropout mask (held all step)",                    \
+                       .cls = RT_CLASS_GLOBAL, .flags = RT_F_SP | RT_F_DROPOUT, S_C, .prec = RT_P_BYTE, NOWB,  \
+                       .fwd_in = NOR, .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG }
 
 /* one activation-gradient buffer: its shape and flags */
-#define GRAD(id, name, what, flags, shape) \
-    [id] = { name, what, RT_CLASS_GRAD, flags, shape, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_ACT, 0, NOTEMP, NOFL, NOFL }
+#define GRAD(id, name_, what, flags_, shape_)                                                              \
+    [id] = { .name = name_, .op = what, .cls = RT_CLASS_GRAD, .flags = flags_, shape_, .prec = RT_P_ACT,   \
+             NOWB, .fwd_in = NOR, .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG }
 #define SHARED_GRADS(X)                                                                                     \
     GRAD(X##_D_RES, "d_res", "grad of residual stream", RT_F_SP | RT_F_ZERO, S_C),                          \
     GRAD(X##_D_BRANCH, "d_branch", "grad of a dropped-out branch (p>0)", RT_F_SP | RT_F_DROPOUT, S_C),      \
@@ -184,36 +190,45 @@ enum {
 #define BWD_ORDER(X) { X##_RES3, X##_MLP, X##_FCH_GELU, X##_FCH, X##_LN2, X##_RES2, X##_PROJ, X##_ATTY,       \
                        X##_ATT_DROP, X##_ATT, X##_SCORES, X##_QKV, X##_LN1 }
 
+/* the output layer's product: logits (B T, Vp) = lnf W^T */
+#define HEAD_LIN LIN(E1(1, RD_VP), E1(1, RD_C))
+
 /* ---- megatron: no LayerNorm statistics; the output layer keeps fp32 logits */
 
 static const remat_tensor_def megatron_defs[M_COUNT] = {
-    [M_LN1] = { "ln1", "layernorm (input_layernorm): the QKV input", RT_CLASS_BLOCK, RT_F_SP | RT_F_POINTWISE,
-                S_C, NOVAR, 0, 0, R(RT_X, N_, N_), R(RT_X, N_, N_), 1,
-                G(M_D_RES, M_D_LN1), NOG, G(M_D_LN1, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [M_LN2] = { "ln2", "layernorm (pre_mlp_layernorm): the fc1 input", RT_CLASS_BLOCK, RT_F_SP | RT_F_POINTWISE,
-                S_C, NOVAR, 0, 0, R(M_RES2, N_, N_), R(M_RES2, N_, N_), 1,
-                G(M_D_RES, M_D_LN2), NOG, G(M_D_LN2, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
+    [M_LN1] = { .name = "ln1", .op = "layernorm (input_layernorm): the QKV input", .cls = RT_CLASS_BLOCK,
+                .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(RT_X, N_, N_),
+                .bwd_in = R(RT_X, N_, N_), .has_bwd = 1, .g_need = G(M_D_RES, M_D_LN1), .g_alloc = NOG,
+                .g_free = G(M_D_LN1, N_) },
+    [M_LN2] = { .name = "ln2", .op = "layernorm (pre_mlp_layernorm): the fc1 input", .cls = RT_CLASS_BLOCK,
+                .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(M_RES2, N_, N_),
+                .bwd_in = R(M_RES2, N_, N_), .has_bwd = 1, .g_need = G(M_D_RES, M_D_LN2), .g_alloc = NOG,
+                .g_free = G(M_D_LN2, N_) },
     SHARED_BLOCK(M),
-    [M_LNF] = { "lnf", "final layernorm: the output layer's input", RT_CLASS_GLOBAL, RT_F_SP | RT_F_HEAD,
-                S_C, NOVAR, 0, 0, R(RT_X, N_, N_), R(RT_X, N_, N_), 1,
-                G(M_D_LNF, N_), G(M_D_RES, N_), G(M_D_LNF, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
+    [M_LNF] = { .name = "lnf", .op = "final layernorm: the output layer's input", .cls = RT_CLASS_GLOBAL,
+                .flags = RT_F_SP | RT_F_HEAD, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(RT_X, N_, N_),
+                .bwd_in = R(RT_X, N_, N_), .has_bwd = 1, .g_need = G(M_D_LNF, N_), .g_alloc = G(M_D_RES, N_),
+                .g_free = G(M_D_LNF, N_) },
     /* the output layer keeps the fp32 logits for the cross entropy (4sbv/t);
      * the 16-bit logits before the cast are its scratch */
-    [M_LOGITS] = { "logits", "output layer (vocab-parallel) + fp32 cross entropy", RT_CLASS_GLOBAL,
-                   RT_F_TP | RT_F_GEMM | RT_F_HEAD,
-                   SH(0, 1, 0, 0, 0, "(B,T,Vp) fp32"), NOVAR, 0, 1, R(M_LNF, N_, N_), R(M_LNF, M_LOGITS, N_), 1,
-                   NOG, G(M_D_LNF, N_), G(M_LOGITS, N_), RT_P_F32, 0, SH(0, 1, 0, 0, 0, "(B,T,Vp)"), RT_P_ACT,
-                   FL(0, 2, 0, 0), FL(0, 4, 0, 0) },
+    [M_LOGITS] = { .name = "logits", .op = "output layer (vocab-parallel) + fp32 cross entropy",
+                   .cls = RT_CLASS_GLOBAL, .flags = RT_F_TP | RT_F_GEMM | RT_F_HEAD,
+                   .shape = E1(1, BT, RD_VP), .shape_text = "(B,T,Vp) fp32", .prec = RT_P_F32, NOWB, HEAD_LIN,
+                   .fwd_in = R(M_LNF, N_, N_), .bwd_in = R(M_LNF, M_LOGITS, N_), .has_bwd = 1, .g_need = NOG,
+                   .g_alloc = G(M_D_LNF, N_), .g_free = G(M_LOGITS, N_),
+                   .scratch = { { E1(1, BT, RD_VP), RT_P_ACT, RW_ALWAYS } } },
     SHARED_GRADS(M),
 };
 
 const remat_table remat_table_megatron = {
     .name = "megatron",
+    .arch = REMAT_ARCH_GPT2,
     .count = M_COUNT,
     .nblock = M_NBLOCK,
     .first_grad = M_D_RES,
     .emb = M_EMB,
     .d_res = M_D_RES,
+    .d_branch = M_D_BRANCH,
     .nlmhead = 2, .lmhead = { M_LNF, M_LOGITS },
     .nlmhead_bwd = 2, .lmhead_bwd = { M_LOGITS, M_LNF },
     .nbwd = 13, .bwd = BWD_ORDER(M),
@@ -224,53 +239,64 @@ const remat_table remat_table_megatron = {
 /* ---- pytorch: F.layer_norm keeps its mean and rstd; cross entropy keeps the
  * fp32 log-softmax and the targets; the embeddings keep their ids */
 
+#define IDS(text_) .shape = E1(1, BT), .shape_text = text_, .prec = RT_P_I64
+
 static const remat_tensor_def pytorch_defs[P_COUNT] = {
-    [P_LN1_STAT] = { "ln1_stat", "F.layer_norm mean, rstd (ln_1)", RT_CLASS_BLOCK, 0,
-                     S_ST, NOVAR, 0, 0, R(RT_X, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0, NOTEMP, NOFL, NOFL },
-    [P_LN1] = { "ln1", "F.layer_norm (ln_1): c_attn's input", RT_CLASS_BLOCK, RT_F_SP | RT_F_POINTWISE,
-                S_C, NOVAR, 0, 0, R(RT_X, P_LN1_STAT, N_), R(RT_X, P_LN1_STAT, N_), 1,
-                G(P_D_RES, P_D_LN1), NOG, G(P_D_LN1, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
-    [P_LN2_STAT] = { "ln2_stat", "F.layer_norm mean, rstd (ln_2)", RT_CLASS_BLOCK, 0,
-                     S_ST, NOVAR, 0, 0, R(P_RES2, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0, NOTEMP, NOFL, NOFL },
-    [P_LN2] = { "ln2", "F.layer_norm (ln_2): c_fc's input", RT_CLASS_BLOCK, RT_F_SP | RT_F_POINTWISE,
-                S_C, NOVAR, 0, 0, R(P_RES2, P_LN2_STAT, N_), R(P_RES2, P_LN2_STAT, N_), 1,
-                G(P_D_RES, P_D_LN2), NOG, G(P_D_LN2, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
+    [P_LN1_STAT] = { .name = "ln1_stat", .op = "F.layer_norm mean, rstd (ln_1)", .cls = RT_CLASS_BLOCK, S_ST,
+                     .prec = RT_P_F32, NOWB, .fwd_in = R(RT_X, N_, N_), .bwd_in = NOR, .g_need = NOG,
+                     .g_alloc = NOG, .g_free = NOG },
+    [P_LN1] = { .name = "ln1", .op = "F.layer_norm (ln_1): c_attn's input", .cls = RT_CLASS_BLOCK,
+                .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(RT_X, P_LN1_STAT, N_),
+                .bwd_in = R(RT_X, P_LN1_STAT, N_), .has_bwd = 1, .g_need = G(P_D_RES, P_D_LN1), .g_alloc = NOG,
+                .g_free = G(P_D_LN1, N_) },
+    [P_LN2_STAT] = { .name = "ln2_stat", .op = "F.layer_norm mean, rstd (ln_2)", .cls = RT_CLASS_BLOCK, S_ST,
+                     .prec = RT_P_F32, NOWB, .fwd_in = R(P_RES2, N_, N_), .bwd_in = NOR, .g_need = NOG,
+                     .g_alloc = NOG, .g_free = NOG },
+    [P_LN2] = { .name = "ln2", .op = "F.layer_norm (ln_2): c_fc's input", .cls = RT_CLASS_BLOCK,
+                .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(P_RES2, P_LN2_STAT, N_),
+                .bwd_in = R(P_RES2, P_LN2_STAT, N_), .has_bwd = 1, .g_need = G(P_D_RES, P_D_LN2), .g_alloc = NOG,
+                .g_free = G(P_D_LN2, N_) },
     SHARED_BLOCK(P),
-    [P_LNF_STAT] = { "lnf_stat", "F.layer_norm mean, rstd (ln_f)", RT_CLASS_GLOBAL, RT_F_HEAD,
-                     S_ST, NOVAR, 0, 0, R(RT_X, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0, NOTEMP, NOFL, NOFL },
-    [P_LNF] = { "lnf", "F.layer_norm (ln_f): the LM head's input", RT_CLASS_GLOBAL, RT_F_SP | RT_F_HEAD,
-                S_C, NOVAR, 0, 0, R(RT_X, P_LNF_STAT, N_), R(RT_X, P_LNF_STAT, N_), 1,
-                G(P_D_LNF, N_), G(P_D_RES, N_), G(P_D_LNF, N_), RT_P_ACT, 0, NOTEMP, NOFL, NOFL },
+    [P_LNF_STAT] = { .name = "lnf_stat", .op = "F.layer_norm mean, rstd (ln_f)", .cls = RT_CLASS_GLOBAL,
+                     .flags = RT_F_HEAD, S_ST, .prec = RT_P_F32, NOWB, .fwd_in = R(RT_X, N_, N_), .bwd_in = NOR,
+                     .g_need = NOG, .g_alloc = NOG, .g_free = NOG },
+    [P_LNF] = { .name = "lnf", .op = "F.layer_norm (ln_f): the LM head's input", .cls = RT_CLASS_GLOBAL,
+                .flags = RT_F_SP | RT_F_HEAD, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(RT_X, P_LNF_STAT, N_),
+                .bwd_in = R(RT_X, P_LNF_STAT, N_), .has_bwd = 1, .g_need = G(P_D_LNF, N_), .g_alloc = G(P_D_RES, N_),
+                .g_free = G(P_D_LNF, N_) },
     /* lm_head (the logits, its scratch), then F.cross_entropy, which keeps
      * the fp32 log-softmax; its backward makes the logits' gradient, then
      * the head's input gradient */
-    [P_LOGP] = { "logp", "lm_head + F.cross_entropy: fp32 log-softmax", RT_CLASS_GLOBAL,
-                 RT_F_TP | RT_F_GEMM | RT_F_HEAD,
-                 SH(0, 1, 0, 0, 0, "(B,T,V) fp32"), NOVAR, 0, 1, R(P_LNF, N_, N_), R(P_LNF, P_LOGP, N_), 1,
-                 NOG, G(P_D_LOGITS, P_D_LNF), G(P_D_LOGITS, N_), RT_P_F32, 0, SH(0, 1, 0, 0, 0, "(B,T,V)"), RT_P_ACT,
-                 FL(0, 2, 0, 0), FL(0, 4, 0, 0) },
-    [P_TOKENS] = { "tokens", "token ids (nn.Embedding keeps them)", RT_CLASS_GLOBAL, 0,
-                   SH(0, 0, 1, 0, 0, "(B,T) int64"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_I64, 0, NOTEMP,
-                   NOFL, NOFL },
-    [P_TARGETS] = { "targets", "targets (F.cross_entropy keeps them)", RT_CLASS_GLOBAL, 0,
-                    SH(0, 0, 1, 0, 0, "(B,T) int64"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_I64, 0, NOTEMP,
-                    NOFL, NOFL },
-    [P_POS] = { "pos", "position ids (nn.Embedding keeps them)", RT_CLASS_GLOBAL, 0,
-                {0, 0, 0, 0, 0, "(T) int64", 1}, NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_I64, 0, NOTEMP,
-                NOFL, NOFL },
+    [P_LOGP] = { .name = "logp", .op = "lm_head + F.cross_entropy: fp32 log-softmax", .cls = RT_CLASS_GLOBAL,
+                 .flags = RT_F_TP | RT_F_GEMM | RT_F_HEAD, .shape = E1(1, BT, RD_VP), .shape_text = "(B,T,V) fp32",
+                 .prec = RT_P_F32, NOWB, HEAD_LIN, .fwd_in = R(P_LNF, N_, N_), .bwd_in = R(P_LNF, P_LOGP, N_),
+                 .has_bwd = 1, .g_need = NOG, .g_alloc = G(P_D_LOGITS, P_D_LNF), .g_free = G(P_D_LOGITS, N_),
+                 .scratch = { { E1(1, BT, RD_VP), RT_P_ACT, RW_ALWAYS } } },
+    [P_TOKENS] = { .name = "tokens", .op = "token ids (nn.Embedding keeps them)", .cls = RT_CLASS_GLOBAL,
+                   IDS("(B,T) int64"), NOWB, .fwd_in = NOR, .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG,
+                   .g_free = NOG },
+    [P_TARGETS] = { .name = "targets", .op = "targets (F.cross_entropy keeps them)", .cls = RT_CLASS_GLOBAL,
+                    IDS("(B,T) int64"), NOWB, .fwd_in = NOR, .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG,
+                    .g_free = NOG },
+    [P_POS] = { .name = "pos", .op = "position ids (nn.Embedding keeps them)", .cls = RT_CLASS_GLOBAL,
+                .shape = E1(1, RD_T), .shape_text = "(T) int64", .prec = RT_P_I64, NOWB, .fwd_in = NOR,
+                .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG },
     SHARED_GRADS(P),
-    [P_D_LOGITS] = { "d_logits", "grad of the logits", RT_CLASS_GRAD, RT_F_TP | RT_F_HEAD,
-                     SH(0, 1, 0, 0, 0, "(B,T,V) fp32"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_F32, 0, NOTEMP,
-                     NOFL, NOFL },
+    [P_D_LOGITS] = { .name = "d_logits", .op = "grad of the logits", .cls = RT_CLASS_GRAD,
+                     .flags = RT_F_TP | RT_F_HEAD, .shape = E1(1, BT, RD_VP), .shape_text = "(B,T,V) fp32",
+                     .prec = RT_P_F32, NOWB, .fwd_in = NOR, .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG,
+                     .g_free = NOG },
 };
 
 const remat_table remat_table_pytorch = {
     .name = "pytorch",
+    .arch = REMAT_ARCH_GPT2,
     .count = P_COUNT,
     .nblock = P_NBLOCK,
     .first_grad = P_D_RES,
     .emb = P_EMB,
     .d_res = P_D_RES,
+    .d_branch = P_D_BRANCH,
     .nlmhead = 3, .lmhead = { P_LNF_STAT, P_LNF, P_LOGP },
     .nlmhead_bwd = 2, .lmhead_bwd = { P_LOGP, P_LNF },
     .nbwd = 13, .bwd = BWD_ORDER(P),

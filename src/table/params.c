@@ -1,56 +1,166 @@
 /*
- * params.c -- the parameter table (see params.h).
+ * params.c -- the parameter tables (see params.h) and their layout.
+ *
+ * GPT-2 is llm.c's layout (train_gpt2.c: 16 tensors, each stacked over the
+ * layers), with Hugging Face's GPT2LMHeadModel names: Conv1D layers store
+ * their weights (in, out), the transpose of nn.Linear's (out, in).  Llama
+ * is Hugging Face's LlamaForCausalLM (transformers, models/llama): q_proj,
+ * k_proj and v_proj stacked into one QKV weight, gate_proj over up_proj into
+ * one (2F, C) weight, so that each runs as one product.
  */
+#include <stdio.h>
 #include <string.h>
 #include "params.h"
+#include "../core/core.h"
 
-const remat_param_def remat_param_defs[REMAT_PARAM_COUNT] = {
-    [REMAT_PARAM_WTE] = { "wte", 0, 1, REMAT_INIT_NORMAL },
-    [REMAT_PARAM_WPE] = { "wpe", 0, 1, REMAT_INIT_NORMAL },
-    [REMAT_PARAM_LN1W] = { "ln1w", 1, 0, REMAT_INIT_ONES },
-    [REMAT_PARAM_LN1B] = { "ln1b", 1, 0, REMAT_INIT_ZEROS },
-    [REMAT_PARAM_QKVW] = { "qkvw", 1, 1, REMAT_INIT_NORMAL },
-    [REMAT_PARAM_QKVB] = { "qkvb", 1, 0, REMAT_INIT_ZEROS },
-    [REMAT_PARAM_ATTPROJW] = { "attprojw", 1, 1, REMAT_INIT_NORMAL_PROJ },
-    [REMAT_PARAM_ATTPROJB] = { "attprojb", 1, 0, REMAT_INIT_ZEROS },
-    [REMAT_PARAM_LN2W] = { "ln2w", 1, 0, REMAT_INIT_ONES },
-    [REMAT_PARAM_LN2B] = { "ln2b", 1, 0, REMAT_INIT_ZEROS },
-    [REMAT_PARAM_FCW] = { "fcw", 1, 1, REMAT_INIT_NORMAL },
-    [REMAT_PARAM_FCB] = { "fcb", 1, 0, REMAT_INIT_ZEROS },
-    [REMAT_PARAM_FCPROJW] = { "fcprojw", 1, 1, REMAT_INIT_NORMAL_PROJ },
-    [REMAT_PARAM_FCPROJB] = { "fcprojb", 1, 0, REMAT_INIT_ZEROS },
-    [REMAT_PARAM_LNFW] = { "lnfw", 0, 0, REMAT_INIT_ONES },
-    [REMAT_PARAM_LNFB] = { "lnfb", 0, 0, REMAT_INIT_ZEROS },
+#define D1(a) RX(RX_T(1, a))
+#define DK(k, a) RX(RX_T(k, a))
+#define VEC RX_0
+#define NOPIECE 0, { { 0 } }
+/* one Hugging Face tensor for the whole parameter */
+#define HF1(n, tr) 1, { { n, RX_0, RX_0, tr } }
+
+static const remat_param_def gpt2_defs[GP_COUNT] = {
+    [GP_WTE] = { "wte", D1(RD_VP), D1(RD_C), 0, 1, REMAT_INIT_NORMAL, 0, 1, HF1("wte.weight", 0) },
+    [GP_WPE] = { "wpe", D1(RD_MAXT), D1(RD_C), 0, 1, REMAT_INIT_NORMAL, 0, 0, HF1("wpe.weight", 0) },
+    [GP_LN1W] = { "ln1w", D1(RD_C), VEC, 1, 0, REMAT_INIT_ONES, 0, 0, HF1("h.%d.ln_1.weight", 0) },
+    [GP_LN1B] = { "ln1b", D1(RD_C), VEC, 1, 0, REMAT_INIT_ZEROS, 0, 0, HF1("h.%d.ln_1.bias", 0) },
+    [GP_QKVW] = { "qkvw", DK(3, RD_C), D1(RD_C), 1, 1, REMAT_INIT_NORMAL, 0, 0, HF1("h.%d.attn.c_attn.weight", 1) },
+    [GP_QKVB] = { "qkvb", DK(3, RD_C), VEC, 1, 0, REMAT_INIT_ZEROS, 0, 0, HF1("h.%d.attn.c_attn.bias", 0) },
+    [GP_ATTPROJW] = { "attprojw", D1(RD_C), D1(RD_C), 1, 1, REMAT_INIT_NORMAL_PROJ, 0, 0,
+                      HF1("h.%d.attn.c_proj.weight", 1) },
+    [GP_ATTPROJB] = { "attprojb", D1(RD_C), VEC, 1, 0, REMAT_INIT_ZEROS, 0, 0, HF1("h.%d.attn.c_proj.bias", 0) },
+    [GP_LN2W] = { "ln2w", D1(RD_C), VEC, 1, 0, REMAT_INIT_ONES, 0, 0, HF1("h.%d.ln_2.weight", 0) },
+    [GP_LN2B] = { "ln2b", D1(RD_C), VEC, 1, 0, REMAT_INIT_ZEROS, 0, 0, HF1("h.%d.ln_2.bias", 0) },
+    [GP_FCW] = { "fcw", DK(4, RD_C), D1(RD_C), 1, 1, REMAT_INIT_NORMAL, 0, 0, HF1("h.%d.mlp.c_fc.weight", 1) },
+    [GP_FCB] = { "fcb", DK(4, RD_C), VEC, 1, 0, REMAT_INIT_ZEROS, 0, 0, HF1("h.%d.mlp.c_fc.bias", 0) },
+    [GP_FCPROJW] = { "fcprojw", D1(RD_C), DK(4, RD_C), 1, 1, REMAT_INIT_NORMAL_PROJ, 0, 0,
+                     HF1("h.%d.mlp.c_proj.weight", 1) },
+    [GP_FCPROJB] = { "fcprojb", D1(RD_C), VEC, 1, 0, REMAT_INIT_ZEROS, 0, 0, HF1("h.%d.mlp.c_proj.bias", 0) },
+    [GP_LNFW] = { "lnfw", D1(RD_C), VEC, 0, 0, REMAT_INIT_ONES, 0, 0, HF1("ln_f.weight", 0) },
+    [GP_LNFB] = { "lnfb", D1(RD_C), VEC, 0, 0, REMAT_INIT_ZEROS, 0, 0, HF1("ln_f.bias", 0) },
 };
 
-void remat_param_shapes(const remat_config *c, int shapes[REMAT_PARAM_COUNT][3])
+/* buffers of GPT2LMHeadModel's checkpoints, and its tied head */
+static const char *const gpt2_ignored[] = { "h.%d.attn.bias", "h.%d.attn.masked_bias", "lm_head.weight", NULL };
+
+const remat_param_table remat_params_gpt2 = {
+    .arch = REMAT_ARCH_GPT2, .count = GP_COUNT, .defs = gpt2_defs, .wte = GP_WTE,
+    .hf_prefix = "transformer.", .hf_ignored = gpt2_ignored,
+};
+
+/* rows of a slice: q (NH hs), k (KV hs), v (KV hs); gate (F), up (F) */
+#define Q_ROWS RX(RX_T(1, RD_NH, RD_HS))
+#define KV_ROWS RX(RX_T(1, RD_KV, RD_HS))
+#define K_ROW0 Q_ROWS
+#define V_ROW0 RX(RX_T(1, RD_NH, RD_HS), RX_T(1, RD_KV, RD_HS))
+
+static const remat_param_def llama_defs[LP_COUNT] = {
+    [LP_WTE] = { "wte", D1(RD_VP), D1(RD_C), 0, 1, REMAT_INIT_NORMAL, 0, 1, HF1("model.embed_tokens.weight", 0) },
+    [LP_LN1W] = { "ln1w", D1(RD_C), VEC, 1, 0, REMAT_INIT_ONES, 0, 0,
+                  HF1("model.layers.%d.input_layernorm.weight", 0) },
+    [LP_QKVW] = { "qkvw", RX(RX_T(1, RD_NH, RD_HS), RX_T(2, RD_KV, RD_HS)), D1(RD_C), 1, 1, REMAT_INIT_NORMAL, 0, 0,
+                  3, { { "model.layers.%d.self_attn.q_proj.weight", RX_0, Q_ROWS, 0 },
+                       { "model.layers.%d.self_attn.k_proj.weight", K_ROW0, KV_ROWS, 0 },
+                       { "model.layers.%d.self_attn.v_proj.weight", V_ROW0, KV_ROWS, 0 } } },
+    [LP_ATTPROJW] = { "attprojw", D1(RD_C), RX(RX_T(1, RD_NH, RD_HS)), 1, 1, REMAT_INIT_NORMAL, 0, 0,
+                      HF1("model.layers.%d.self_attn.o_proj.weight", 0) },
+    [LP_LN2W] = { "ln2w", D1(RD_C), VEC, 1, 0, REMAT_INIT_ONES, 0, 0,
+                  HF1("model.layers.%d.post_attention_layernorm.weight", 0) },
+    [LP_GATEUPW] = { "gateupw", DK(2, RD_F), D1(RD_C), 1, 1, REMAT_INIT_NORMAL, 0, 0,
+                     2, { { "model.layers.%d.mlp.gate_proj.weight", RX_0, D1(RD_F), 0 },
+                          { "model.layers.%d.mlp.up_proj.weight", D1(RD_F), D1(RD_F), 0 } } },
+    [LP_FCPROJW] = { "fcprojw", D1(RD_C), D1(RD_F), 1, 1, REMAT_INIT_NORMAL, 0, 0,
+                     HF1("model.layers.%d.mlp.down_proj.weight", 0) },
+    [LP_LNFW] = { "lnfw", D1(RD_C), VEC, 0, 0, REMAT_INIT_ONES, 0, 0, HF1("model.norm.weight", 0) },
+    [LP_LMHEADW] = { "lmheadw", D1(RD_VP), D1(RD_C), 0, 1, REMAT_INIT_NORMAL, 1, 1, HF1("lm_head.weight", 0) },
+};
+
+/* the rotary embedding's cached inverse frequencies (older checkpoints) */
+static const char *const llama_ignored[] = { "model.layers.%d.self_attn.rotary_emb.inv_freq", NULL };
+
+const remat_param_table remat_params_llama = {
+    .arch = REMAT_ARCH_LLAMA, .count = LP_COUNT, .defs = llama_defs, .wte = LP_WTE,
+    .hf_prefix = NULL, .hf_ignored = llama_ignored,
+};
+
+const remat_param_table *remat_params_of(const remat_config *c)
 {
-    int C = c->n_embd, L = c->n_layer, Vp = remat_config_padded_vocab(c);
-    int s[REMAT_PARAM_COUNT][3] = {
-        {Vp, C, 0}, {c->max_seq, C, 0}, {L, C, 0}, {L, C, 0}, {L, 3 * C, C}, {L, 3 * C, 0},
-        {L, C, C}, {L, C, 0}, {L, C, 0}, {L, C, 0}, {L, 4 * C, C}, {L, 4 * C, 0},
-        {L, C, 4 * C}, {L, C, 0}, {C, 0, 0}, {C, 0, 0}
-    };
-    memcpy(shapes, s, sizeof s);
+    return c->arch == REMAT_ARCH_LLAMA ? &remat_params_llama : &remat_params_gpt2;
 }
 
-size_t remat_param_numel(const int s[3])
+int remat_param_resolve(const remat_config *c, int p)
 {
-    size_t n = (size_t)s[0];
-    if (s[1]) n *= (size_t)s[1];
-    if (s[2]) n *= (size_t)s[2];
-    return n;
+    const remat_param_table *pt = remat_params_of(c);
+    return pt->defs[p].untied && remat_config_tied(c) ? pt->wte : p;
 }
 
-size_t remat_param_layout(const remat_config *c, int shapes[REMAT_PARAM_COUNT][3], size_t offsets[REMAT_PARAM_COUNT])
+void remat_param_dims(const remat_config *c, int p, uint64_t *rows, uint64_t *cols)
 {
-    int tmp[REMAT_PARAM_COUNT][3];
-    if (!shapes) shapes = tmp;
-    remat_param_shapes(c, shapes);
-    size_t total = 0;
-    for (int i = 0; i < REMAT_PARAM_COUNT; i++) {
-        if (offsets) offsets[i] = total;
-        total += remat_param_numel(shapes[i]);
+    const remat_param_def *d = &remat_params_of(c)->defs[p];
+    remat_dims dm;
+    remat_dims_of(c, &dm);
+    *rows = remat_expr_u64(&d->rows, &dm);
+    *cols = remat_expr_empty(&d->cols) ? 0 : remat_expr_u64(&d->cols, &dm);
+}
+
+size_t remat_param_layout_of(const remat_config *c, remat_param_layout *out)
+{
+    const remat_param_table *pt = remat_params_of(c);
+    memset(out, 0, sizeof *out);
+    int L = c->n_layer;
+    for (int i = 0; i < pt->count; i++) {
+        const remat_param_def *d = &pt->defs[i];
+        if (d->untied && remat_config_tied(c)) continue;
+        uint64_t rows, cols;
+        remat_param_dims(c, i, &rows, &cols);
+        size_t slice = (size_t)rows * (cols ? (size_t)cols : 1);
+        int *s = out->shape[i];
+        if (d->per_layer) { s[0] = L; s[1] = (int)rows; s[2] = (int)cols; }
+        else { s[0] = (int)rows; s[1] = (int)cols; }
+        out->off[i] = out->total;
+        out->player[i] = d->per_layer ? slice : 0;
+        out->numel[i] = d->per_layer ? slice * (size_t)L : slice;
+        out->total += out->numel[i];
+        out->count = i + 1;
     }
-    return total;
+    return out->total;
+}
+
+/* ---- the public face -------------------------------------------------------- */
+
+int remat_config_param_count(const remat_config *c)
+{
+    if (!c || remat_config_check(c)) return 0;
+    remat_param_layout ly;
+    remat_param_layout_of(c, &ly);
+    return ly.count;
+}
+
+remat_status remat_config_param_get(const remat_config *c, int i, remat_param_info *out)
+{
+    remat_status st;
+    if (!c || !out) return remat_fail(REMAT_ERR_INVALID, "remat_config_param_get: NULL argument");
+    if ((st = remat_config_check(c))) return st;
+    remat_param_layout ly;
+    remat_param_layout_of(c, &ly);
+    if (i < 0 || i >= ly.count) return remat_fail(REMAT_ERR_INVALID, "parameter tensor %d out of range [0, %d)", i, ly.count);
+    const remat_param_def *d = &remat_params_of(c)->defs[i];
+    out->name = d->name;
+    out->offset = ly.off[i];
+    out->numel = ly.numel[i];
+    memcpy(out->shape, ly.shape[i], sizeof out->shape);
+    out->per_layer = d->per_layer;
+    out->decay = d->decay;
+    return REMAT_OK;
+}
+
+int remat_config_param_find(const remat_config *c, const char *name)
+{
+    if (!c || !name) return -1;
+    int n = remat_config_param_count(c);
+    const remat_param_table *pt = remat_params_of(c);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(pt->defs[i].name, name)) return i;
+    return -1;
 }

@@ -1,130 +1,377 @@
 /*
- * tensors.c -- remat's GPT-2 tensor table (see tensors.h), the byte sizes
- * and the FLOP model of its ops.
+ * tensors.c -- remat's own tensor tables, GPT-2 and Llama (see tensors.h),
+ * and what every table's formulas evaluate to: byte sizes, FLOPs, scratch.
  *
- * FLOPs count multiply-adds as 2; matmuls dominate.  Attention counts only
- * the causal half (j <= i).  Pointwise ops carry small per-element constants;
- * they matter only for the cost model, not for correctness.
+ * FLOPs count multiply-adds as 2; matrix products dominate.  A product is
+ * an entry's (M, N, K) (linear layers, the LM head) or, for attention, one
+ * causal T x T x hs product per query head (only j <= i: the TRI
+ * dimension).  Pointwise ops carry small per-element constants; they matter
+ * only for the cost model, not for correctness.
  */
 #include <stddef.h>
 #include "tensors.h"
+#include "params.h"
 #include "../core/core.h"
+#include "../core/rng.h"
+
+/* ---- dimensions and formulas --------------------------------------------------- */
+
+void remat_dims_of(const remat_config *c, remat_dims *o)
+{
+    uint64_t T = (uint64_t)c->seq;
+    o->d[RD_1] = 1;
+    o->d[RD_B] = (uint64_t)c->batch;
+    o->d[RD_T] = T;
+    o->d[RD_C] = (uint64_t)c->n_embd;
+    o->d[RD_F] = (uint64_t)remat_config_ffn_dim(c);
+    o->d[RD_NH] = (uint64_t)c->n_head;
+    o->d[RD_KV] = (uint64_t)remat_config_kv_heads(c);
+    o->d[RD_HS] = (uint64_t)remat_config_head_dim(c);
+    o->d[RD_V] = (uint64_t)c->vocab;
+    o->d[RD_VP] = (uint64_t)remat_config_padded_vocab(c);
+    o->d[RD_TRI] = T * (T + 1) / 2;
+    o->d[RD_ROWS] = (uint64_t)remat_lmhead_rows(c);
+    o->d[RD_MAXT] = (uint64_t)c->max_seq;
+}
+
+uint64_t remat_expr_u64(const remat_expr *e, const remat_dims *dm)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < RX_TERMS; i++) {
+        if (!e->t[i].k) continue;
+        uint64_t p = (uint64_t)e->t[i].k;
+        for (int f = 0; f < RX_FACTORS && e->t[i].d[f]; f++) p *= dm->d[e->t[i].d[f]];
+        v += p;
+    }
+    return v;
+}
+
+double remat_expr_f64(const remat_expr *e, const remat_dims *dm)
+{
+    double v = 0;
+    for (int i = 0; i < RX_TERMS; i++) {
+        if (!e->t[i].k) continue;
+        double p = e->t[i].k;
+        for (int f = 0; f < RX_FACTORS && e->t[i].d[f]; f++) p *= (double)dm->d[e->t[i].d[f]];
+        v += p;
+    }
+    return v;
+}
+
+int remat_expr_empty(const remat_expr *e)
+{
+    for (int i = 0; i < RX_TERMS; i++)
+        if (e->t[i].k) return 0;
+    return 1;
+}
+
+/* ---- the tables ------------------------------------------------------------------ */
 
 #define N_ RT_NONE
 #define R(a, b, c) {a, b, c}
 #define G(a, b) {a, b}
 #define NOG {N_, N_}
 #define NOR {N_, N_, N_}
-#define SH(c, v, k, t, t2, text) {c, v, k, t, t2, text}
-#define NOVAR 0, SH(0, 0, 0, 0, 0, NULL), NULL
+#define BT RD_B, RD_T
+#define BTC RD_B, RD_T, RD_C
+#define E1(k, ...) RX(RX_T(k, __VA_ARGS__))
+/* an op's product counts and extra FLOPs */
+#define COST(fp, bp, f, b) { fp, bp, f, b }
+/* weights, bias, dropout site */
+#define WBS(w_, b_, s_) .w = (w_), .b = (b_), .site = (s_)
+#define NOWB WBS(-1, -1, 0)
+/* the backward's gradient roles */
+#define GR(o, i) .gout = (o), .gin = (i)
+#define NOGR GR(N_, N_)
+#define LINEAR_DIMS(m_, n_, k_) .gemm = { m_, n_, k_ }
 
-/* A block's tensors in forward order.  Gradient flow in one block's
+/* the fp32 accumulators of the bf16 attention kernels: the values' (of the
+ * flash kernel, and of the naive one with dropout), the gradients' */
+#define ATT_SCRATCH(out_, dqkv_)                                                                   \
+    .scratch = { { out_, RT_P_F32, RW_BF16 | RW_FLASH }, { out_, RT_P_F32, RW_BF16 | RW_NAIVE | RW_DROPOUT }, \
+                 { dqkv_, RT_P_F32, RW_BF16 | RW_BWD } }
+/* the chunked LM head: a chunk of fp32 logits and, under bf16, its d(logits)
+ * rounded to bf16 as a GEMM operand */
+#define HEAD_SCRATCH                                                                               \
+    .scratch = { { E1(1, RD_ROWS, RD_VP), RT_P_F32, RW_CHUNKED }, { E1(1, RD_ROWS, RD_VP), RT_P_ACT, RW_CHUNKED | RW_BF16 } }
+
+/* the LM head, the same in both tables but the ids: logits overwritten in
+ * place by d(logits) by the fused cross-entropy, so its backward consumes
+ * (frees) it; chunked, logits, loss and d(lnf) in one pass, and `logits`
+ * holds d(lnf) */
+#define LM_HEAD(X, w_, what)                                                                              \
+    { .name = "logits", .op = what " + softmax/xent", .cls = RT_CLASS_GLOBAL, .flags = RT_F_GEMM,         \
+      .shape = E1(1, BT, RD_VP), .shape_text = "(B,T,Vp)", .prec = RT_P_ACT,                             \
+      .kernel = RK_LMHEAD, .opc = RO_LMHEAD, WBS(w_, -1, 0), LINEAR_DIMS(E1(1, BT), E1(1, RD_VP), E1(1, RD_C)), \
+      .cost = COST(1, 2, E1(5, BT, RD_V), RX_0),                                                          \
+      .fwd_in = R(X##_LNF, N_, N_), .bwd_in = R(X##_LNF, X##_LOGITS, N_), .has_bwd = 1,                   \
+      .g_need = NOG, .g_alloc = G(X##_D_LNF, N_), .g_free = G(X##_LOGITS, N_), GR(X##_LOGITS, X##_D_LNF),  \
+      HEAD_SCRATCH, .variant = RT_VAR_CHUNKED, .vshape = E1(1, BTC), .vshape_text = "(B,T,C)",           \
+      .vop = "chunked lm head + xent; holds d(lnf)", .vprec = RT_P_ACT,                                   \
+      .vcost = COST(3, 0, E1(5, BT, RD_V), E1(1, BTC)) }
+
+/* an activation-gradient buffer */
+#define GRAD(name_, what, flags_, sh, text, prec_)                                                       \
+    { .name = name_, .op = what, .cls = RT_CLASS_GRAD, .flags = flags_, .shape = sh, .shape_text = text, \
+      .prec = prec_, NOWB, .fwd_in = NOR, .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG, NOGR }
+
+/* GPT-2: a block's tensors in forward order.  Gradient flow in one block's
  * backward (bwd order res3 .. ln1): d_res -> [res3] d_fch -> [fch_gelu]
  * d_fch -> [fch] d_ln2 -> [ln2] d_res += ; d_res -> [res2] d_atty ->
  * [atty] d_qkv -> [qkv] d_ln1 -> [ln1] d_res +=.  With dropout the
- * residual branches first mask d_res into d_branch. */
+ * residual branches first mask d_res into d_branch (and under bf16 round
+ * it there). */
 static const remat_tensor_def gpt2_defs[RT_COUNT] = {
-    [RT_LN1_STAT] = { "ln1_stat", "layernorm stats (ln_1)", RT_CLASS_BLOCK, 0,
-                      SH(0, 0, 2, 0, 0, "(B,T,2)"), NOVAR, 0, 0,
-                      R(RT_X, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0 },
-    [RT_LN1] = { "ln1", "layernorm apply (ln_1)", RT_CLASS_BLOCK, RT_F_POINTWISE,
-                 SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0,
-                 R(RT_X, RT_LN1_STAT, N_), R(RT_X, RT_LN1_STAT, N_), 1,
-                 G(RT_D_RES, RT_D_LN1), NOG, G(RT_D_LN1, N_) },
-    [RT_QKV] = { "qkv", "linear (c_attn)", RT_CLASS_BLOCK, RT_F_GEMM,
-                 SH(3, 0, 0, 0, 0, "(B,T,3C)"), NOVAR, 3, 0,
-                 R(RT_LN1, N_, N_), R(RT_LN1, N_, N_), 1,
-                 G(RT_D_QKV, N_), G(RT_D_LN1, N_), G(RT_D_QKV, N_) },
-    [RT_ATT] = { "att", "softmax(q k^T/sqrt(hs))", RT_CLASS_BLOCK, RT_F_GEMM | RT_F_SELECTIVE,
-                 SH(0, 0, 0, 0, 1, "(B,NH,T,T)"),
-                 RT_VAR_FLASH, SH(0, 0, 0, 1, 0, "(B,NH,T)"), "logsumexp of q k^T/sqrt(hs) (flash)", 0, 0,
-                 R(RT_QKV, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_ACT, RT_P_F32 },
-    [RT_ATTY] = { "atty", "attention values (att v)", RT_CLASS_BLOCK, RT_F_GEMM,
-                  SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0,
-                  R(RT_ATT, RT_QKV, N_), R(RT_ATT, RT_QKV, N_), 1,
-                  G(RT_D_ATTY, N_), G(RT_D_QKV, N_), G(RT_D_ATTY, N_) },
-    [RT_RES2] = { "res2", "linear (c_proj) + residual", RT_CLASS_BLOCK, RT_F_GEMM,
-                  SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 1, 0,
-                  R(RT_ATTY, RT_X, N_), R(RT_ATTY, N_, N_), 1,
-                  G(RT_D_RES, N_), G(RT_D_ATTY, RT_D_BRANCH), G(RT_D_BRANCH, N_), RT_P_F32, 0 },
-    [RT_LN2_STAT] = { "ln2_stat", "layernorm stats (ln_2)", RT_CLASS_BLOCK, 0,
-                      SH(0, 0, 2, 0, 0, "(B,T,2)"), NOVAR, 0, 0,
-                      R(RT_RES2, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0 },
-    [RT_LN2] = { "ln2", "layernorm apply (ln_2)", RT_CLASS_BLOCK, RT_F_POINTWISE,
-                 SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0,
-                 R(RT_RES2, RT_LN2_STAT, N_), R(RT_RES2, RT_LN2_STAT, N_), 1,
-                 G(RT_D_RES, RT_D_LN2), NOG, G(RT_D_LN2, N_) },
-    [RT_FCH] = { "fch", "linear (c_fc)", RT_CLASS_BLOCK, RT_F_GEMM,
-                 SH(4, 0, 0, 0, 0, "(B,T,4C)"), NOVAR, 4, 0,
-                 R(RT_LN2, N_, N_), R(RT_LN2, N_, N_), 1,
-                 G(RT_D_FCH, N_), G(RT_D_LN2, N_), G(RT_D_FCH, N_) },
-    [RT_FCH_GELU] = { "fch_gelu", "gelu (tanh)", RT_CLASS_BLOCK, RT_F_POINTWISE,
-                      SH(4, 0, 0, 0, 0, "(B,T,4C)"), NOVAR, 0, 0,
-                      R(RT_FCH, N_, N_), R(RT_FCH, N_, N_), 1,
-                      G(RT_D_FCH, N_), NOG, NOG },
-    [RT_RES3] = { "res3", "linear (mlp c_proj) + residual", RT_CLASS_BLOCK, RT_F_GEMM,
-                  SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 4, 0,
-                  R(RT_FCH_GELU, RT_RES2, N_), R(RT_FCH_GELU, N_, N_), 1,
-                  G(RT_D_RES, N_), G(RT_D_FCH, RT_D_BRANCH), G(RT_D_BRANCH, N_), RT_P_F32, 0 },
-    [RT_EMB] = { "emb", "embedding wte+wpe", RT_CLASS_GLOBAL, 0,
-                 SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0,
-                 NOR, NOR, 1, G(RT_D_RES, N_), NOG, G(RT_D_RES, N_), RT_P_F32, 0 },
-    [RT_LNF_STAT] = { "lnf_stat", "layernorm stats (ln_f)", RT_CLASS_GLOBAL, 0,
-                      SH(0, 0, 2, 0, 0, "(B,T,2)"), NOVAR, 0, 0,
-                      R(RT_X, N_, N_), NOR, 0, NOG, NOG, NOG, RT_P_F32, 0 },
-    [RT_LNF] = { "lnf", "layernorm apply (ln_f)", RT_CLASS_GLOBAL, 0,
-                 SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0,
-                 R(RT_X, RT_LNF_STAT, N_), R(RT_X, RT_LNF_STAT, N_), 1,
-                 G(RT_D_LNF, N_), G(RT_D_RES, N_), G(RT_D_LNF, N_) },
-    /* logits: overwritten in place by d(logits) by the fused cross-entropy,
-     * so its backward consumes (frees) it */
-    [RT_LOGITS] = { "logits", "lm head (wte^T) + softmax/xent", RT_CLASS_GLOBAL, RT_F_GEMM,
-                    SH(0, 1, 0, 0, 0, "(B,T,Vp)"),
-                    RT_VAR_CHUNKED, SH(1, 0, 0, 0, 0, "(B,T,C)"), "chunked lm head + xent; holds d(lnf)", 0, 1,
-                    R(RT_LNF, N_, N_), R(RT_LNF, RT_LOGITS, N_), 1,
-                    NOG, G(RT_D_LNF, N_), G(RT_LOGITS, N_) },
-    [RT_D_RES] = { "d_res", "grad of residual stream", RT_CLASS_GRAD, RT_F_ZERO,
-                   SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG, RT_P_F32, 0 },
-    [RT_D_LNF] = { "d_lnf", "grad of lnf", RT_CLASS_GRAD, 0,
-                   SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
-    [RT_D_FCH] = { "d_fch", "grad of fch_gelu, then fch", RT_CLASS_GRAD, 0,
-                   SH(4, 0, 0, 0, 0, "(B,T,4C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
-    [RT_D_LN2] = { "d_ln2", "grad of ln2", RT_CLASS_GRAD, 0,
-                   SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
-    [RT_D_ATTY] = { "d_atty", "grad of atty", RT_CLASS_GRAD, 0,
-                    SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
-    [RT_D_QKV] = { "d_qkv", "grad of qkv", RT_CLASS_GRAD, 0,
-                   SH(3, 0, 0, 0, 0, "(B,T,3C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
-    [RT_D_LN1] = { "d_ln1", "grad of ln1", RT_CLASS_GRAD, 0,
-                   SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
-    [RT_D_BRANCH] = { "d_branch", "grad of a residual branch (dropout or bf16)", RT_CLASS_GRAD, RT_F_BRANCH,
-                      SH(1, 0, 0, 0, 0, "(B,T,C)"), NOVAR, 0, 0, NOR, NOR, 0, NOG, NOG, NOG },
+    [RT_LN1_STAT] = { .name = "ln1_stat", .op = "layernorm stats (ln_1)", .cls = RT_CLASS_BLOCK,
+                      .shape = E1(2, BT), .shape_text = "(B,T,2)", .prec = RT_P_F32,
+                      .kernel = RK_LN_STATS, NOWB, .cost = COST(0, 0, E1(3, BTC), RX_0),
+                      .fwd_in = R(RT_X, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG, NOGR },
+    [RT_LN1] = { .name = "ln1", .op = "layernorm apply (ln_1)", .cls = RT_CLASS_BLOCK, .flags = RT_F_POINTWISE,
+                 .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_ACT,
+                 .kernel = RK_LN, WBS(GP_LN1W, GP_LN1B, 0), .cost = COST(0, 0, E1(4, BTC), E1(10, BTC)),
+                 .fwd_in = R(RT_X, RT_LN1_STAT, N_), .bwd_in = R(RT_X, RT_LN1_STAT, N_), .has_bwd = 1,
+                 .g_need = G(RT_D_RES, RT_D_LN1), .g_alloc = NOG, .g_free = G(RT_D_LN1, N_), GR(RT_D_LN1, RT_D_RES) },
+    [RT_QKV] = { .name = "qkv", .op = "linear (c_attn)", .cls = RT_CLASS_BLOCK, .flags = RT_F_GEMM,
+                 .shape = E1(3, BTC), .shape_text = "(B,T,3C)", .prec = RT_P_ACT,
+                 .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(GP_QKVW, GP_QKVB, 0),
+                 LINEAR_DIMS(E1(1, BT), E1(3, RD_C), E1(1, RD_C)), .cost = COST(1, 2, E1(3, BTC), E1(3, BTC)),
+                 .fwd_in = R(RT_LN1, N_, N_), .bwd_in = R(RT_LN1, N_, N_), .has_bwd = 1,
+                 .g_need = G(RT_D_QKV, N_), .g_alloc = G(RT_D_LN1, N_), .g_free = G(RT_D_QKV, N_), GR(RT_D_QKV, RT_D_LN1) },
+    [RT_ATT] = { .name = "att", .op = "softmax(q k^T/sqrt(hs))", .cls = RT_CLASS_BLOCK,
+                 .flags = RT_F_GEMM | RT_F_SELECTIVE, .shape = E1(1, RD_B, RD_NH, RD_T, RD_T),
+                 .shape_text = "(B,NH,T,T)", .prec = RT_P_ACT, .kernel = RK_ATT_SCORES, .opc = RO_ATTENTION, NOWB,
+                 .cost = COST(1, 0, E1(5, RD_B, RD_NH, RD_TRI), RX_0),
+                 .fwd_in = R(RT_QKV, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG, NOGR,
+                 .variant = RT_VAR_FLASH, .vshape = E1(1, RD_B, RD_NH, RD_T), .vshape_text = "(B,NH,T)",
+                 .vop = "logsumexp of q k^T/sqrt(hs) (flash)", .vprec = RT_P_F32,
+                 .vcost = COST(1, 0, E1(5, RD_B, RD_NH, RD_TRI), RX_0) },
+    /* the backward of the whole attention core; flash recomputes the scores
+     * in the values (2 products) and twice in the backward (7: S and dP in
+     * each of its two passes, then dq, dk, dv) */
+    [RT_ATTY] = { .name = "atty", .op = "attention values (att v)", .cls = RT_CLASS_BLOCK, .flags = RT_F_GEMM,
+                  .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_ACT,
+                  .kernel = RK_ATT_VALUES, .opc = RO_ATTENTION, WBS(-1, -1, REMAT_SITE_ATT),
+                  .cost = COST(1, 5, RX_0, E1(6, RD_B, RD_NH, RD_TRI)),
+                  .fwd_in = R(RT_ATT, RT_QKV, N_), .bwd_in = R(RT_ATT, RT_QKV, N_), .has_bwd = 1,
+                  .g_need = G(RT_D_ATTY, N_), .g_alloc = G(RT_D_QKV, N_), .g_free = G(RT_D_ATTY, N_),
+                  GR(RT_D_ATTY, RT_D_QKV), ATT_SCRATCH(E1(1, BTC), E1(3, BTC)),
+                  .variant = RT_VAR_FLASH, .vshape = E1(1, BTC), .vshape_text = "(B,T,C)",
+                  .vop = "attention values (flash)", .vprec = RT_P_ACT,
+                  .vcost = COST(2, 7, E1(3, RD_B, RD_NH, RD_TRI), E1(10, RD_B, RD_NH, RD_TRI)) },
+    [RT_RES2] = { .name = "res2", .op = "linear (c_proj) + residual", .cls = RT_CLASS_BLOCK,
+                  .flags = RT_F_GEMM | RT_F_RESIDUAL, .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_F32,
+                  .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(GP_ATTPROJW, GP_ATTPROJB, REMAT_SITE_RES_ATTN),
+                  LINEAR_DIMS(E1(1, BT), E1(1, RD_C), E1(1, RD_C)), .cost = COST(1, 2, E1(2, BTC), E1(1, BTC)),
+                  .fwd_in = R(RT_ATTY, RT_X, N_), .bwd_in = R(RT_ATTY, N_, N_), .has_bwd = 1,
+                  .g_need = G(RT_D_RES, N_), .g_alloc = G(RT_D_ATTY, RT_D_BRANCH), .g_free = G(RT_D_BRANCH, N_),
+                  GR(RT_D_RES, RT_D_ATTY) },
+    [RT_LN2_STAT] = { .name = "ln2_stat", .op = "layernorm stats (ln_2)", .cls = RT_CLASS_BLOCK,
+                      .shape = E1(2, BT), .shape_text = "(B,T,2)", .prec = RT_P_F32,
+                      .kernel = RK_LN_STATS, NOWB, .cost = COST(0, 0, E1(3, BTC), RX_0),
+                      .fwd_in = R(RT_RES2, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG, NOGR },
+    [RT_LN2] = { .name = "ln2", .op = "layernorm apply (ln_2)", .cls = RT_CLASS_BLOCK, .flags = RT_F_POINTWISE,
+                 .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_ACT,
+                 .kernel = RK_LN, WBS(GP_LN2W, GP_LN2B, 0), .cost = COST(0, 0, E1(4, BTC), E1(10, BTC)),
+                 .fwd_in = R(RT_RES2, RT_LN2_STAT, N_), .bwd_in = R(RT_RES2, RT_LN2_STAT, N_), .has_bwd = 1,
+                 .g_need = G(RT_D_RES, RT_D_LN2), .g_alloc = NOG, .g_free = G(RT_D_LN2, N_), GR(RT_D_LN2, RT_D_RES) },
+    [RT_FCH] = { .name = "fch", .op = "linear (c_fc)", .cls = RT_CLASS_BLOCK, .flags = RT_F_GEMM,
+                 .shape = E1(4, BTC), .shape_text = "(B,T,4C)", .prec = RT_P_ACT,
+                 .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(GP_FCW, GP_FCB, 0),
+                 LINEAR_DIMS(E1(1, BT), E1(4, RD_C), E1(1, RD_C)), .cost = COST(1, 2, E1(4, BTC), E1(4, BTC)),
+                 .fwd_in = R(RT_LN2, N_, N_), .bwd_in = R(RT_LN2, N_, N_), .has_bwd = 1,
+                 .g_need = G(RT_D_FCH, N_), .g_alloc = G(RT_D_LN2, N_), .g_free = G(RT_D_FCH, N_), GR(RT_D_FCH, RT_D_LN2) },
+    /* its backward works in place on d_fch */
+    [RT_FCH_GELU] = { .name = "fch_gelu", .op = "gelu (tanh)", .cls = RT_CLASS_BLOCK, .flags = RT_F_POINTWISE,
+                      .shape = E1(4, BTC), .shape_text = "(B,T,4C)", .prec = RT_P_ACT, .kernel = RK_GELU, NOWB,
+                      .cost = COST(0, 0, E1(32, BTC), E1(48, BTC)),
+                      .fwd_in = R(RT_FCH, N_, N_), .bwd_in = R(RT_FCH, N_, N_), .has_bwd = 1,
+                      .g_need = G(RT_D_FCH, N_), .g_alloc = NOG, .g_free = NOG, GR(RT_D_FCH, RT_D_FCH) },
+    [RT_RES3] = { .name = "res3", .op = "linear (mlp c_proj) + residual", .cls = RT_CLASS_BLOCK,
+                  .flags = RT_F_GEMM | RT_F_RESIDUAL, .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_F32,
+                  .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(GP_FCPROJW, GP_FCPROJB, REMAT_SITE_RES_MLP),
+                  LINEAR_DIMS(E1(1, BT), E1(1, RD_C), E1(4, RD_C)), .cost = COST(1, 2, E1(2, BTC), E1(1, BTC)),
+                  .fwd_in = R(RT_FCH_GELU, RT_RES2, N_), .bwd_in = R(RT_FCH_GELU, N_, N_), .has_bwd = 1,
+                  .g_need = G(RT_D_RES, N_), .g_alloc = G(RT_D_FCH, RT_D_BRANCH), .g_free = G(RT_D_BRANCH, N_),
+                  GR(RT_D_RES, RT_D_FCH) },
+    [RT_EMB] = { .name = "emb", .op = "embedding wte+wpe", .cls = RT_CLASS_GLOBAL, .shape = E1(1, BTC),
+                 .shape_text = "(B,T,C)", .prec = RT_P_F32, .kernel = RK_EMBED, WBS(GP_WTE, GP_WPE, 0),
+                 .cost = COST(0, 0, E1(1, BTC), E1(2, BTC)), .fwd_in = NOR, .bwd_in = NOR, .has_bwd = 1,
+                 .g_need = G(RT_D_RES, N_), .g_alloc = NOG, .g_free = G(RT_D_RES, N_), GR(RT_D_RES, N_) },
+    [RT_LNF_STAT] = { .name = "lnf_stat", .op = "layernorm stats (ln_f)", .cls = RT_CLASS_GLOBAL,
+                      .shape = E1(2, BT), .shape_text = "(B,T,2)", .prec = RT_P_F32,
+                      .kernel = RK_LN_STATS, NOWB, .cost = COST(0, 0, E1(3, BTC), RX_0),
+                      .fwd_in = R(RT_X, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG, NOGR },
+    [RT_LNF] = { .name = "lnf", .op = "layernorm apply (ln_f)", .cls = RT_CLASS_GLOBAL,
+                 .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_ACT,
+                 .kernel = RK_LN, WBS(GP_LNFW, GP_LNFB, 0), .cost = COST(0, 0, E1(4, BTC), E1(10, BTC)),
+                 .fwd_in = R(RT_X, RT_LNF_STAT, N_), .bwd_in = R(RT_X, RT_LNF_STAT, N_), .has_bwd = 1,
+                 .g_need = G(RT_D_LNF, N_), .g_alloc = G(RT_D_RES, N_), .g_free = G(RT_D_LNF, N_), GR(RT_D_LNF, RT_D_RES) },
+    [RT_LOGITS] = LM_HEAD(RT, GP_WTE, "lm head (wte^T)"),
+    [RT_D_RES] = GRAD("d_res", "grad of residual stream", RT_F_ZERO, E1(1, BTC), "(B,T,C)", RT_P_F32),
+    [RT_D_LNF] = GRAD("d_lnf", "grad of lnf", 0, E1(1, BTC), "(B,T,C)", RT_P_ACT),
+    [RT_D_FCH] = GRAD("d_fch", "grad of fch_gelu, then fch", 0, E1(4, BTC), "(B,T,4C)", RT_P_ACT),
+    [RT_D_LN2] = GRAD("d_ln2", "grad of ln2", 0, E1(1, BTC), "(B,T,C)", RT_P_ACT),
+    [RT_D_ATTY] = GRAD("d_atty", "grad of atty", 0, E1(1, BTC), "(B,T,C)", RT_P_ACT),
+    [RT_D_QKV] = GRAD("d_qkv", "grad of qkv", 0, E1(3, BTC), "(B,T,3C)", RT_P_ACT),
+    [RT_D_LN1] = GRAD("d_ln1", "grad of ln1", 0, E1(1, BTC), "(B,T,C)", RT_P_ACT),
+    [RT_D_BRANCH] = GRAD("d_branch", "grad of a residual branch (dropout or bf16)", RT_F_BRANCH, E1(1, BTC), "(B,T,C)",
+                         RT_P_ACT),
 };
-
-static double gpt2_fwd_flops(const remat_config *c, int t);
-static double gpt2_bwd_flops(const remat_config *c, int t);
-static uint64_t gpt2_temp_bytes(const remat_config *c, int t);
-static uint64_t gpt2_bwd_temp_bytes(const remat_config *c, int t);
 
 const remat_table remat_table_gpt2 = {
     .name = "remat",
+    .arch = REMAT_ARCH_GPT2,
     .count = RT_COUNT,
     .nblock = RT_NBLOCK,
-    .first_grad = RT_FIRST_GRAD,
+    .first_grad = RT_D_RES,
     .emb = RT_EMB,
     .d_res = RT_D_RES,
+    .d_branch = RT_D_BRANCH,
     .nlmhead = 3, .lmhead = { RT_LNF_STAT, RT_LNF, RT_LOGITS },
     .nlmhead_bwd = 2, .lmhead_bwd = { RT_LOGITS, RT_LNF },
     .nbwd = 8, .bwd = { RT_RES3, RT_FCH_GELU, RT_FCH, RT_LN2, RT_RES2, RT_ATTY, RT_QKV, RT_LN1 },
     .defs = gpt2_defs,
-    .fwd_flops = gpt2_fwd_flops,
-    .bwd_flops = gpt2_bwd_flops,
-    .temp_bytes = gpt2_temp_bytes,
-    .bwd_temp_bytes = gpt2_bwd_temp_bytes,
 };
 
+/* Llama (Hugging Face's LlamaDecoderLayer): a block's tensors in forward
+ * order.  q, k and v come from one product; RoPE rotates the q and k
+ * columns into qk_rope (the v columns are read from qkv in place, never
+ * copied), and grouped-query attention reads each of the KV heads' k and v
+ * for NH/KV query heads.  Gradient flow in one block's backward: d_res ->
+ * [res3] d_swiglu -> [swiglu] d_gate_up -> [gate_up] d_ln2 -> [ln2] d_res
+ * += ; d_res -> [res2] d_atty -> [atty] d_qkv (dq, dk after RoPE; dv) ->
+ * [qk_rope] d_qkv (dq, dk rotated back in place) -> [qkv] d_ln1 -> [ln1]
+ * d_res +=.  The naive values read only att and qkv's v; qk_rope is
+ * declared for the flash kernel, which recomputes the scores. */
+#define QKV_W RX(RX_T(1, RD_NH, RD_HS), RX_T(2, RD_KV, RD_HS))
+#define QKV_E RX(RX_T(1, BT, RD_NH, RD_HS), RX_T(2, BT, RD_KV, RD_HS))
+#define QK_E RX(RX_T(1, BT, RD_NH, RD_HS), RX_T(1, BT, RD_KV, RD_HS))
+#define ATTY_E E1(1, BT, RD_NH, RD_HS)
+#define BTF RD_B, RD_T, RD_F
+static const remat_tensor_def llama_defs[RL_COUNT] = {
+    [RL_LN1_RSTD] = { .name = "ln1_rstd", .op = "rmsnorm rstd (input_layernorm)", .cls = RT_CLASS_BLOCK,
+                      .shape = E1(1, BT), .shape_text = "(B,T,1)", .prec = RT_P_F32,
+                      .kernel = RK_RMS_STATS, NOWB, .cost = COST(0, 0, E1(2, BTC), RX_0),
+                      .fwd_in = R(RT_X, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG, NOGR },
+    [RL_LN1] = { .name = "ln1", .op = "rmsnorm apply (input_layernorm)", .cls = RT_CLASS_BLOCK,
+                 .flags = RT_F_POINTWISE, .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_ACT,
+                 .kernel = RK_RMS, WBS(LP_LN1W, -1, 0), .cost = COST(0, 0, E1(2, BTC), E1(8, BTC)),
+                 .fwd_in = R(RT_X, RL_LN1_RSTD, N_), .bwd_in = R(RT_X, RL_LN1_RSTD, N_), .has_bwd = 1,
+                 .g_need = G(RL_D_RES, RL_D_LN1), .g_alloc = NOG, .g_free = G(RL_D_LN1, N_), GR(RL_D_LN1, RL_D_RES) },
+    [RL_QKV] = { .name = "qkv", .op = "linear (q_proj, k_proj, v_proj)", .cls = RT_CLASS_BLOCK, .flags = RT_F_GEMM,
+                 .shape = QKV_E, .shape_text = "(B,T,(NH+2KV)hs)", .prec = RT_P_ACT,
+                 .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(LP_QKVW, -1, 0),
+                 LINEAR_DIMS(E1(1, BT), QKV_W, E1(1, RD_C)), .cost = COST(1, 2, RX_0, RX_0),
+                 .fwd_in = R(RL_LN1, N_, N_), .bwd_in = R(RL_LN1, N_, N_), .has_bwd = 1,
+                 .g_need = G(RL_D_QKV, N_), .g_alloc = G(RL_D_LN1, N_), .g_free = G(RL_D_QKV, N_), GR(RL_D_QKV, RL_D_LN1) },
+    /* its backward rotates d_qkv's q and k columns back, in place */
+    [RL_QK_ROPE] = { .name = "qk_rope", .op = "rotary embedding of q, k", .cls = RT_CLASS_BLOCK,
+                     .flags = RT_F_POINTWISE, .shape = QK_E, .shape_text = "(B,T,(NH+KV)hs)", .prec = RT_P_ACT,
+                     .kernel = RK_ROPE, NOWB,
+                     .cost = COST(0, 0, RX(RX_T(3, BT, RD_NH, RD_HS), RX_T(3, BT, RD_KV, RD_HS)),
+                                  RX(RX_T(3, BT, RD_NH, RD_HS), RX_T(3, BT, RD_KV, RD_HS))),
+                     .fwd_in = R(RL_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1,
+                     .g_need = G(RL_D_QKV, N_), .g_alloc = NOG, .g_free = NOG, GR(RL_D_QKV, RL_D_QKV) },
+    [RL_ATT] = { .name = "att", .op = "softmax(q k^T/sqrt(hs))", .cls = RT_CLASS_BLOCK,
+                 .flags = RT_F_GEMM | RT_F_SELECTIVE, .shape = E1(1, RD_B, RD_NH, RD_T, RD_T),
+                 .shape_text = "(B,NH,T,T)", .prec = RT_P_ACT, .kernel = RK_ATT_SCORES, .opc = RO_ATTENTION, NOWB,
+                 .cost = COST(1, 0, E1(5, RD_B, RD_NH, RD_TRI), RX_0),
+                 .fwd_in = R(RL_QK_ROPE, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG, NOGR,
+                 .variant = RT_VAR_FLASH, .vshape = E1(1, RD_B, RD_NH, RD_T), .vshape_text = "(B,NH,T)",
+                 .vop = "logsumexp of q k^T/sqrt(hs) (flash)", .vprec = RT_P_F32,
+                 .vcost = COST(1, 0, E1(5, RD_B, RD_NH, RD_TRI), RX_0) },
+    [RL_ATTY] = { .name = "atty", .op = "attention values (att v)", .cls = RT_CLASS_BLOCK, .flags = RT_F_GEMM,
+                  .shape = ATTY_E, .shape_text = "(B,T,NH hs)", .prec = RT_P_ACT,
+                  .kernel = RK_ATT_VALUES, .opc = RO_ATTENTION, WBS(-1, -1, REMAT_SITE_ATT),
+                  .cost = COST(1, 5, RX_0, E1(6, RD_B, RD_NH, RD_TRI)),
+                  .fwd_in = R(RL_ATT, RL_QK_ROPE, RL_QKV), .bwd_in = R(RL_ATT, RL_QK_ROPE, RL_QKV), .has_bwd = 1,
+                  .g_need = G(RL_D_ATTY, N_), .g_alloc = G(RL_D_QKV, N_), .g_free = G(RL_D_ATTY, N_),
+                  GR(RL_D_ATTY, RL_D_QKV), ATT_SCRATCH(ATTY_E, QKV_E),
+                  .variant = RT_VAR_FLASH, .vshape = ATTY_E, .vshape_text = "(B,T,NH hs)",
+                  .vop = "attention values (flash)", .vprec = RT_P_ACT,
+                  .vcost = COST(2, 7, E1(3, RD_B, RD_NH, RD_TRI), E1(10, RD_B, RD_NH, RD_TRI)) },
+    [RL_RES2] = { .name = "res2", .op = "linear (o_proj) + residual", .cls = RT_CLASS_BLOCK,
+                  .flags = RT_F_GEMM | RT_F_RESIDUAL, .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_F32,
+                  .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(LP_ATTPROJW, -1, REMAT_SITE_RES_ATTN),
+                  LINEAR_DIMS(E1(1, BT), E1(1, RD_C), E1(1, RD_NH, RD_HS)), .cost = COST(1, 2, E1(1, BTC), RX_0),
+                  .fwd_in = R(RL_ATTY, RT_X, N_), .bwd_in = R(RL_ATTY, N_, N_), .has_bwd = 1,
+                  .g_need = G(RL_D_RES, N_), .g_alloc = G(RL_D_ATTY, RL_D_BRANCH), .g_free = G(RL_D_BRANCH, N_),
+                  GR(RL_D_RES, RL_D_ATTY) },
+    [RL_LN2_RSTD] = { .name = "ln2_rstd", .op = "rmsnorm rstd (post_attention_layernorm)", .cls = RT_CLASS_BLOCK,
+                      .shape = E1(1, BT), .shape_text = "(B,T,1)", .prec = RT_P_F32,
+                      .kernel = RK_RMS_STATS, NOWB, .cost = COST(0, 0, E1(2, BTC), RX_0),
+                      .fwd_in = R(RL_RES2, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG, NOGR },
+    [RL_LN2] = { .name = "ln2", .op = "rmsnorm apply (post_attention_layernorm)", .cls = RT_CLASS_BLOCK,
+                 .flags = RT_F_POINTWISE, .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_ACT,
+                 .kernel = RK_RMS, WBS(LP_LN2W, -1, 0), .cost = COST(0, 0, E1(2, BTC), E1(8, BTC)),
+                 .fwd_in = R(RL_RES2, RL_LN2_RSTD, N_), .bwd_in = R(RL_RES2, RL_LN2_RSTD, N_), .has_bwd = 1,
+                 .g_need = G(RL_D_RES, RL_D_LN2), .g_alloc = NOG, .g_free = G(RL_D_LN2, N_), GR(RL_D_LN2, RL_D_RES) },
+    [RL_GATE_UP] = { .name = "gate_up", .op = "linear (gate_proj, up_proj)", .cls = RT_CLASS_BLOCK,
+                     .flags = RT_F_GEMM, .shape = E1(2, BTF), .shape_text = "(B,T,2F)", .prec = RT_P_ACT,
+                     .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(LP_GATEUPW, -1, 0),
+                     LINEAR_DIMS(E1(1, BT), E1(2, RD_F), E1(1, RD_C)), .cost = COST(1, 2, RX_0, RX_0),
+                     .fwd_in = R(RL_LN2, N_, N_), .bwd_in = R(RL_LN2, N_, N_), .has_bwd = 1,
+                     .g_need = G(RL_D_GATE_UP, N_), .g_alloc = G(RL_D_LN2, N_), .g_free = G(RL_D_GATE_UP, N_),
+                     GR(RL_D_GATE_UP, RL_D_LN2) },
+    [RL_SWIGLU] = { .name = "swiglu", .op = "silu(gate) * up", .cls = RT_CLASS_BLOCK, .flags = RT_F_POINTWISE,
+                    .shape = E1(1, BTF), .shape_text = "(B,T,F)", .prec = RT_P_ACT, .kernel = RK_SWIGLU, NOWB,
+                    .cost = COST(0, 0, E1(6, BTF), E1(10, BTF)),
+                    .fwd_in = R(RL_GATE_UP, N_, N_), .bwd_in = R(RL_GATE_UP, N_, N_), .has_bwd = 1,
+                    .g_need = G(RL_D_SWIGLU, N_), .g_alloc = G(RL_D_GATE_UP, N_), .g_free = G(RL_D_SWIGLU, N_),
+                    GR(RL_D_SWIGLU, RL_D_GATE_UP) },
+    [RL_RES3] = { .name = "res3", .op = "linear (down_proj) + residual", .cls = RT_CLASS_BLOCK,
+                  .flags = RT_F_GEMM | RT_F_RESIDUAL, .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_F32,
+                  .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(LP_FCPROJW, -1, REMAT_SITE_RES_MLP),
+                  LINEAR_DIMS(E1(1, BT), E1(1, RD_C), E1(1, RD_F)), .cost = COST(1, 2, E1(1, BTC), RX_0),
+                  .fwd_in = R(RL_SWIGLU, RL_RES2, N_), .bwd_in = R(RL_SWIGLU, N_, N_), .has_bwd = 1,
+                  .g_need = G(RL_D_RES, N_), .g_alloc = G(RL_D_SWIGLU, RL_D_BRANCH), .g_free = G(RL_D_BRANCH, N_),
+                  GR(RL_D_RES, RL_D_SWIGLU) },
+    [RL_EMB] = { .name = "emb", .op = "embedding (embed_tokens)", .cls = RT_CLASS_GLOBAL, .shape = E1(1, BTC),
+                 .shape_text = "(B,T,C)", .prec = RT_P_F32, .kernel = RK_EMBED, WBS(LP_WTE, -1, 0),
+                 .cost = COST(0, 0, RX_0, E1(1, BTC)), .fwd_in = NOR, .bwd_in = NOR, .has_bwd = 1,
+                 .g_need = G(RL_D_RES, N_), .g_alloc = NOG, .g_free = G(RL_D_RES, N_), GR(RL_D_RES, N_) },
+    [RL_LNF_RSTD] = { .name = "lnf_rstd", .op = "rmsnorm rstd (norm)", .cls = RT_CLASS_GLOBAL,
+                      .shape = E1(1, BT), .shape_text = "(B,T,1)", .prec = RT_P_F32,
+                      .kernel = RK_RMS_STATS, NOWB, .cost = COST(0, 0, E1(2, BTC), RX_0),
+                      .fwd_in = R(RT_X, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG, NOGR },
+    [RL_LNF] = { .name = "lnf", .op = "rmsnorm apply (norm)", .cls = RT_CLASS_GLOBAL,
+                 .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_ACT,
+                 .kernel = RK_RMS, WBS(LP_LNFW, -1, 0), .cost = COST(0, 0, E1(2, BTC), E1(8, BTC)),
+                 .fwd_in = R(RT_X, RL_LNF_RSTD, N_), .bwd_in = R(RT_X, RL_LNF_RSTD, N_), .has_bwd = 1,
+                 .g_need = G(RL_D_LNF, N_), .g_alloc = G(RL_D_RES, N_), .g_free = G(RL_D_LNF, N_), GR(RL_D_LNF, RL_D_RES) },
+    [RL_LOGITS] = LM_HEAD(RL, LP_LMHEADW, "lm head (lm_head)"),
+    [RL_D_RES] = GRAD("d_res", "grad of residual stream", RT_F_ZERO, E1(1, BTC), "(B,T,C)", RT_P_F32),
+    [RL_D_LNF] = GRAD("d_lnf", "grad of lnf", 0, E1(1, BTC), "(B,T,C)", RT_P_ACT),
+    [RL_D_SWIGLU] = GRAD("d_swiglu", "grad of swiglu", 0, E1(1, BTF), "(B,T,F)", RT_P_ACT),
+    [RL_D_GATE_UP] = GRAD("d_gate_up", "grad of gate_up", 0, E1(2, BTF), "(B,T,2F)", RT_P_ACT),
+    [RL_D_LN2] = GRAD("d_ln2", "grad of ln2", 0, E1(1, BTC), "(B,T,C)", RT_P_ACT),
+    [RL_D_ATTY] = GRAD("d_atty", "grad of atty", 0, ATTY_E, "(B,T,NH hs)", RT_P_ACT),
+    [RL_D_QKV] = GRAD("d_qkv", "grad of qkv (of q, k after RoPE, then before)", 0, QKV_E, "(B,T,(NH+2KV)hs)",
+                      RT_P_ACT),
+    [RL_D_LN1] = GRAD("d_ln1", "grad of ln1", 0, E1(1, BTC), "(B,T,C)", RT_P_ACT),
+    [RL_D_BRANCH] = GRAD("d_branch", "grad of a residual branch (dropout or bf16)", RT_F_BRANCH, E1(1, BTC), "(B,T,C)",
+                         RT_P_ACT),
+};
+
+const remat_table remat_table_llama = {
+    .name = "remat-llama",
+    .arch = REMAT_ARCH_LLAMA,
+    .count = RL_COUNT,
+    .nblock = RL_NBLOCK,
+    .first_grad = RL_D_RES,
+    .emb = RL_EMB,
+    .d_res = RL_D_RES,
+    .d_branch = RL_D_BRANCH,
+    .nlmhead = 3, .lmhead = { RL_LNF_RSTD, RL_LNF, RL_LOGITS },
+    .nlmhead_bwd = 2, .lmhead_bwd = { RL_LOGITS, RL_LNF },
+    .nbwd = 9, .bwd = { RL_RES3, RL_SWIGLU, RL_GATE_UP, RL_LN2, RL_RES2, RL_ATTY, RL_QK_ROPE, RL_QKV, RL_LN1 },
+    .defs = llama_defs,
+};
+
+/* (arch, framework) -> table; the framework tables are GPT-2's */
 const remat_table *remat_table_of(const remat_config *cfg)
 {
+    if (cfg->arch == REMAT_ARCH_LLAMA) return cfg->framework == REMAT_FRAMEWORK_REMAT ? &remat_table_llama : NULL;
     switch (cfg->framework) {
     case REMAT_FRAMEWORK_MEGATRON: return &remat_table_megatron;
     case REMAT_FRAMEWORK_PYTORCH: return &remat_table_pytorch;
@@ -139,6 +386,8 @@ uint32_t remat_keep_default(const remat_table *tb)
         if (!(tb->defs[t].flags & RT_F_TRANSIENT)) m |= 1u << t;
     return m;
 }
+
+/* ---- what an entry evaluates to under a config ------------------------------------ */
 
 /* 1 when tensor t exists under cfg but holds nothing: a dropout-only
  * activation without dropout, or the LM head on a first pipeline stage */
@@ -162,13 +411,7 @@ static int variant_on(const remat_config *c, const remat_tensor_def *d)
            (d->variant == RT_VAR_CHUNKED && c->lmhead_chunk > 0);
 }
 
-static uint64_t shape_elems(const remat_config *c, const remat_shape *s)
-{
-    uint64_t B = (uint64_t)c->batch, T = (uint64_t)c->seq, NH = (uint64_t)c->n_head;
-    uint64_t per_row = (uint64_t)s->c * (uint64_t)c->n_embd
-                     + (uint64_t)s->v * (uint64_t)remat_config_padded_vocab(c) + (uint64_t)s->k;
-    return B * T * per_row + (uint64_t)s->t * B * NH * T + (uint64_t)s->t2 * B * NH * T * T + (uint64_t)s->s * T;
-}
+int remat_tensor_variant_on(const remat_config *c, int t) { return variant_on(c, &remat_table_of(c)->defs[t]); }
 
 static uint64_t elem_bytes(const remat_config *c, int prec)
 {
@@ -186,12 +429,24 @@ int remat_tensor_dtype(const remat_config *c, int t)
     return p == RT_P_BYTE || p == RT_P_I64 ? -1 : p == RT_P_F32 ? REMAT_DTYPE_FP32 : (int)c->dtype;
 }
 
+static uint64_t elems_of(const remat_config *c, const remat_tensor_def *d)
+{
+    remat_dims dm;
+    remat_dims_of(c, &dm);
+    return remat_expr_u64(variant_on(c, d) ? &d->vshape : &d->shape, &dm);
+}
+
 uint64_t remat_tensor_bytes(const remat_config *c, int t)
 {
     const remat_table *tb = remat_table_of(c);
     const remat_tensor_def *d = &tb->defs[t];
     if (empty_under(c, tb, t)) return 0;
-    return elem_bytes(c, prec_of(c, d)) * shape_elems(c, variant_on(c, d) ? &d->vshape : &d->shape) / shards(c, d);
+    return elem_bytes(c, prec_of(c, d)) * elems_of(c, d) / shards(c, d);
+}
+
+uint64_t remat_tensor_row_elems(const remat_config *c, int t)
+{
+    return elems_of(c, &remat_table_of(c)->defs[t]) / ((uint64_t)c->batch * (uint64_t)c->seq);
 }
 
 uint64_t remat_table_resident_bytes(const remat_config *c)
@@ -205,7 +460,7 @@ uint64_t remat_table_resident_bytes(const remat_config *c)
 const char *remat_tensor_shape_text(const remat_config *c, int t)
 {
     const remat_tensor_def *d = &remat_table_of(c)->defs[t];
-    return variant_on(c, d) ? d->vshape.text : d->shape.text;
+    return variant_on(c, d) ? d->vshape_text : d->shape_text;
 }
 
 const char *remat_tensor_op_text(const remat_config *c, int t)
@@ -227,112 +482,101 @@ int remat_lmhead_rows(const remat_config *c)
     return c->lmhead_chunk > 0 && c->lmhead_chunk < N ? c->lmhead_chunk : N;
 }
 
-/* The scratch of the kernels (ops/ops.c), declared here so that the walker
- * allocates it and the simulator counts it:
- *   - the chunked LM head: one chunk of fp32 logits, and under bf16 its
- *     d(logits) rounded to bf16 as a GEMM operand;
- *   - attention under bf16: the fp32 accumulator of the value products
- *     (B,T,C) and, in the backward, of dqkv (B,T,3C). */
-static uint64_t gpt2_temp_bytes(const remat_config *c, int t)
+/* the RW_* conditions cfg meets */
+static unsigned conditions(const remat_config *c)
 {
-    uint64_t BT = (uint64_t)c->batch * (uint64_t)c->seq, C = (uint64_t)c->n_embd;
-    int bf = c->dtype == REMAT_DTYPE_BF16;
-    if (t == RT_LOGITS && c->lmhead_chunk > 0)
-        return (bf ? 6ULL : 4ULL) * (uint64_t)remat_lmhead_rows(c) * (uint64_t)remat_config_padded_vocab(c);
-    /* attention's fp32 accumulator: flash's values, and the naive values
-     * with dropout (without, one GEMM per row block writes out directly) */
-    if (t == RT_ATTY && bf && (c->attention == REMAT_ATTENTION_FLASH || c->dropout > 0.0f)) return 4 * BT * C;
-    return 0;
+    return (c->dtype == REMAT_DTYPE_BF16 ? RW_BF16 : 0) |
+           (c->attention == REMAT_ATTENTION_FLASH ? RW_FLASH : RW_NAIVE) |
+           (c->dropout > 0.0f ? RW_DROPOUT : 0) | (c->lmhead_chunk > 0 ? RW_CHUNKED : 0);
 }
 
-static uint64_t gpt2_bwd_temp_bytes(const remat_config *c, int t)
-{
-    if (t == RT_ATTY && c->dtype == REMAT_DTYPE_BF16) return 12ULL * c->batch * c->seq * c->n_embd;
-    return 0;
-}
-
-uint64_t remat_tensor_fwd_temp_bytes(const remat_config *c, int t)
-{
-    const remat_table *tb = remat_table_of(c);
-    if (tb->temp_bytes) return tb->temp_bytes(c, t);
-    const remat_tensor_def *d = &tb->defs[t];
-    if (empty_under(c, tb, t)) return 0;
-    return elem_bytes(c, d->tprec) * shape_elems(c, &d->temp) / shards(c, d);
-}
-
-uint64_t remat_tensor_bwd_temp_bytes(const remat_config *c, int t)
-{
-    const remat_table *tb = remat_table_of(c);
-    return tb->bwd_temp_bytes ? tb->bwd_temp_bytes(c, t) : 0;   /* framework tables declare none */
-}
-
-/* a framework entry's FLOP formula under cfg */
-static double formula_flops(const remat_config *c, int t, int backward)
+/* the scratch of an entry's kernels, forward (bwd 0) or backward (bwd 1),
+ * declared in the table so that the walker allocates it and the simulator
+ * counts it */
+static uint64_t scratch_bytes(const remat_config *c, int t, int bwd)
 {
     const remat_table *tb = remat_table_of(c);
     const remat_tensor_def *d = &tb->defs[t];
-    const remat_flops *f = backward ? &d->bfl : &d->ffl;
     if (empty_under(c, tb, t)) return 0;
-    double N = (double)c->batch * c->seq, C = c->n_embd, Vp = remat_config_padded_vocab(c);
-    double fl = N * (f->cc * C * C + f->cv * C * Vp + f->c * C) + f->att * (double)c->batch * c->seq * c->seq * C;
+    remat_dims dm;
+    remat_dims_of(c, &dm);
+    unsigned have = conditions(c) | (bwd ? RW_BWD : 0);
+    uint64_t b = 0;
+    for (int i = 0; i < RT_MAXSCRATCH; i++) {
+        const remat_scratch *s = &d->scratch[i];
+        if (remat_expr_empty(&s->elems) || (s->when & RW_BWD) != (bwd ? RW_BWD : 0) || (s->when & ~have)) continue;
+        b += elem_bytes(c, s->prec) * remat_expr_u64(&s->elems, &dm) / shards(c, d);
+    }
+    return b;
+}
+
+uint64_t remat_tensor_fwd_temp_bytes(const remat_config *c, int t) { return scratch_bytes(c, t, 0); }
+uint64_t remat_tensor_bwd_temp_bytes(const remat_config *c, int t) { return scratch_bytes(c, t, 1); }
+
+const remat_cost *remat_tensor_cost(const remat_config *c, int t)
+{
+    const remat_tensor_def *d = &remat_table_of(c)->defs[t];
+    return variant_on(c, d) ? &d->vcost : &d->cost;
+}
+
+void remat_tensor_gemm(const remat_config *c, int t, uint64_t *M, uint64_t *N, uint64_t *K)
+{
+    const remat_tensor_def *d = &remat_table_of(c)->defs[t];
+    *M = *N = *K = 0;
+    if (d->opc != RO_LINEAR && d->opc != RO_LMHEAD) return;
+    remat_dims dm;
+    remat_dims_of(c, &dm);
+    *M = remat_expr_u64(&d->gemm.m, &dm);
+    *N = remat_expr_u64(&d->gemm.n, &dm);
+    *K = remat_expr_u64(&d->gemm.k, &dm);
+}
+
+uint64_t remat_tensor_weight_elems(const remat_config *c, int t)
+{
+    uint64_t M, N, K;
+    remat_tensor_gemm(c, t, &M, &N, &K);
+    return N * K;
+}
+
+/* matrix-product FLOPs are sharded by tensor parallelism (Megatron shards
+ * every product of a layer) */
+static double tp_share(const remat_config *c, const remat_tensor_def *d, double fl)
+{
     return (d->flags & RT_F_GEMM) ? fl / remat_config_tp(c) : fl;
 }
 
-static double tri(const remat_config *c)   /* causal (i, j) pairs over all heads */
-{
-    return (double)c->batch * c->n_head * ((double)c->seq * (c->seq + 1) / 2.0);
-}
-
-double remat_tensor_fwd_flops(const remat_config *c, int t)
+double remat_tensor_prod_flops(const remat_config *c, int t)
 {
     const remat_table *tb = remat_table_of(c);
-    return tb->fwd_flops ? tb->fwd_flops(c, t) : formula_flops(c, t, 0);
+    const remat_tensor_def *d = &tb->defs[t];
+    remat_dims dm;
+    remat_dims_of(c, &dm);
+    double fl = 0;
+    if (d->opc == RO_ATTENTION) {
+        fl = 2.0 * (double)dm.d[RD_B] * (double)dm.d[RD_NH] * (double)dm.d[RD_TRI] * (double)dm.d[RD_HS];
+    } else if (d->opc == RO_LINEAR || d->opc == RO_LMHEAD) {
+        uint64_t M, N, K;
+        remat_tensor_gemm(c, t, &M, &N, &K);
+        fl = 2.0 * (double)M * (double)N * (double)K;
+    }
+    return tp_share(c, d, fl);
 }
 
-double remat_tensor_bwd_flops(const remat_config *c, int t)
+static double op_flops(const remat_config *c, int t, int backward)
 {
     const remat_table *tb = remat_table_of(c);
-    return tb->bwd_flops ? tb->bwd_flops(c, t) : formula_flops(c, t, 1);
+    const remat_tensor_def *d = &tb->defs[t];
+    if (empty_under(c, tb, t) || (backward && !d->has_bwd)) return 0;
+    const remat_cost *k = remat_tensor_cost(c, t);
+    remat_dims dm;
+    remat_dims_of(c, &dm);
+    double prods = backward ? k->bprod : k->fprod;
+    double extra = remat_expr_f64(backward ? &k->bfl : &k->ffl, &dm);
+    return (prods ? prods * remat_tensor_prod_flops(c, t) : 0) + tp_share(c, d, extra);
 }
 
-static double gpt2_fwd_flops(const remat_config *c, int t)
-{
-    double N = (double)c->batch * c->seq, C = c->n_embd, hs = (double)c->n_embd / c->n_head;
-    double Vp = remat_config_padded_vocab(c), V = c->vocab;
-    switch (t) {
-    case RT_LN1_STAT: case RT_LN2_STAT: case RT_LNF_STAT: return 3 * N * C;
-    case RT_LN1: case RT_LN2: case RT_LNF: return 4 * N * C;
-    case RT_QKV: return 2 * N * C * 3 * C + N * 3 * C;
-    case RT_ATT: return tri(c) * (2 * hs + 5);            /* flash: the same, online */
-    case RT_ATTY: return tri(c) * (c->attention == REMAT_ATTENTION_FLASH ? 4 * hs + 3 : 2 * hs);
-    case RT_RES2: return 2 * N * C * C + 2 * N * C;
-    case RT_FCH: return 2 * N * C * 4 * C + N * 4 * C;
-    case RT_FCH_GELU: return 8 * N * 4 * C;
-    case RT_RES3: return 2 * N * 4 * C * C + 2 * N * C;
-    case RT_EMB: return N * C;
-    case RT_LOGITS:   /* chunked: the backward GEMMs run in the same pass */
-        return (c->lmhead_chunk > 0 ? 6 : 2) * N * C * Vp + 5 * N * V;
-    default: return 0;
-    }
-}
-
-static double gpt2_bwd_flops(const remat_config *c, int t)
-{
-    double N = (double)c->batch * c->seq, C = c->n_embd, hs = (double)c->n_embd / c->n_head;
-    double Vp = remat_config_padded_vocab(c);
-    switch (t) {
-    case RT_LN1: case RT_LN2: case RT_LNF: return 10 * N * C;
-    case RT_QKV: return 4 * N * C * 3 * C + N * 3 * C;
-    case RT_ATTY: return tri(c) * (c->attention == REMAT_ATTENTION_FLASH ? 14 * hs + 10 : 10 * hs + 6);
-    case RT_RES2: return 4 * N * C * C + N * C;
-    case RT_FCH: return 4 * N * C * 4 * C + N * 4 * C;
-    case RT_FCH_GELU: return 12 * N * 4 * C;
-    case RT_RES3: return 4 * N * 4 * C * C + N * C;
-    case RT_EMB: return 2 * N * C;
-    case RT_LOGITS: return c->lmhead_chunk > 0 ? N * C : 4 * N * C * Vp;
-    default: return 0;
-    }
-}
+double remat_tensor_fwd_flops(const remat_config *c, int t) { return op_flops(c, t, 0); }
+double remat_tensor_bwd_flops(const remat_config *c, int t) { return op_flops(c, t, 1); }
 
 double remat_update_flops(const remat_config *c)
 {

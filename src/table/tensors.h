@@ -1,21 +1,29 @@
 /*
- * tensors.h -- the table of named tensors: the one place that says what
- * every op of a training step reads, writes, allocates and frees.
+ * tensors.h -- the tables of named tensors: the one place that says what
+ * every op of a training step reads, writes, allocates, frees and costs.
  *
  * Every schedule, plan, report and test speaks in these names.  Each entry
- * gives a tensor's shape formula, the op that produces it, the tensors that
- * op reads, what its backward reads, and which gradient buffers its backward
- * needs live, allocates and frees.  Nothing else in remat encodes those
- * facts: the compiler (schedule/compile.c) decides what to emit from them,
- * the walker (schedule/walk.c) applies them -- for the interpreter, the
- * simulator, the validator and the cost pass alike -- and the op dispatcher
- * (ops/ops.c) receives exactly the buffers an entry declares, no others.
+ * gives a tensor's shape, the op that produces it (its kernel, its op class
+ * and, for a matrix product, its (M, N, K)), the tensors that op reads,
+ * what its backward reads, which gradient buffers its backward needs live,
+ * allocates and frees, its FLOPs and its kernels' scratch.  Nothing else in
+ * remat encodes those facts: the compiler (schedule/compile.c) decides what
+ * to emit from them, the walker (schedule/walk.c) applies them -- for the
+ * interpreter, the simulator, the validator and the cost pass alike -- the
+ * op dispatcher (ops/ops.c) runs the entry's kernel on exactly the buffers
+ * it declares, the cost model and the GEMM probe price it by its op class,
+ * and the cluster planner multiplies it out.
  *
- * A table is data (struct remat_table): the generic parts of remat (policy
- * parser, compiler, walker, planner) read its structure -- how many
- * per-block tensors, which one is the block output, the backward order --
- * from the struct, never from the RT_* ids below, which name the entries of
- * remat's own GPT-2 table for the code that runs it (ops, engine).
+ * The architecture is data.  A table is selected by (architecture,
+ * framework) (remat_table_of): GPT-2 and Llama in remat's own engine
+ * (tensors.c), GPT-2 as Megatron-LM and PyTorch keep it (frameworks.c).
+ * Every size is a formula over the config's named dimensions (remat_dims:
+ * B, T, C, F, NH, KV, hs, V, Vp, ...), every kernel a value of enum
+ * remat_kernel, every weight an index into the architecture's parameter
+ * table (params.h).  The generic parts of remat (policy parser, compiler,
+ * walker, planner, cost model) read a table's structure from the struct and
+ * never name a tensor; the ids below (RT_*, RL_*) exist for the tables
+ * themselves and for tests.
  *
  * Slots: a (layer, tensor) pair is one slot in a flat array.  The input of
  * block l is RT_X, which resolves to the block output of block l-1, or to
@@ -23,7 +31,7 @@
  * gradient buffers) have one slot each, layer -1.
  *
  * This is the bottom layer with the config (config.c) and the parameter
- * layout (params.c): it includes nothing of remat but core/.
+ * tables (params.c): it includes nothing of remat but core/.
  */
 #ifndef REMAT_TENSORS_H
 #define REMAT_TENSORS_H
@@ -31,7 +39,84 @@
 #include <stdint.h>
 #include "remat.h"
 
-/* remat's GPT-2 table */
+/* ---- named dimensions and formulas over them ------------------------------- */
+
+/* The dimensions of a config that formulas are written in.  0 is "no
+ * factor", so an unused factor slot of a term is simply 0. */
+enum remat_dim {
+    RD_1 = 0,
+    RD_B,      /* batch rows of the buffers */
+    RD_T,      /* sequence length */
+    RD_C,      /* model width (hidden size) */
+    RD_F,      /* MLP width (GPT-2: 4C; Llama: intermediate_size) */
+    RD_NH,     /* query heads */
+    RD_KV,     /* key/value heads (NH without grouped-query attention) */
+    RD_HS,     /* head size */
+    RD_V,      /* vocabulary */
+    RD_VP,     /* padded vocabulary */
+    RD_TRI,    /* causal (query, key) pairs of one head: T (T + 1) / 2 */
+    RD_ROWS,   /* rows of one LM-head chunk (B T when the head runs whole) */
+    RD_MAXT,   /* the position embedding's length (max_seq) */
+    RD_COUNT
+};
+
+typedef struct remat_dims { uint64_t d[RD_COUNT]; } remat_dims;
+/* The dimensions of cfg (d[RD_1] = 1). */
+void remat_dims_of(const remat_config *cfg, remat_dims *out);
+
+/* k times the product of up to 5 dimensions; an expression is a sum of up
+ * to 4 terms (unused terms have k = 0).  Written with RX()/RX_T(). */
+#define RX_FACTORS 5
+#define RX_TERMS 4
+typedef struct remat_term { int32_t k; uint8_t d[RX_FACTORS]; } remat_term;
+typedef struct remat_expr { remat_term t[RX_TERMS]; } remat_expr;
+#define RX_T(k, ...) { (k), { __VA_ARGS__ } }
+#define RX(...) { { __VA_ARGS__ } }
+#define RX_0 { { { 0, { 0 } } } }
+
+/* The value of e: exact in 64 bits (remat_config_check bounds every size
+ * a table has), and as a double (FLOPs). */
+uint64_t remat_expr_u64(const remat_expr *e, const remat_dims *d);
+double remat_expr_f64(const remat_expr *e, const remat_dims *d);
+/* 1 when e has no term */
+int remat_expr_empty(const remat_expr *e);
+
+/* ---- kernels and op classes ------------------------------------------------- */
+
+/* Which kernel an entry's op runs (the dispatcher's switch, ops/ops.c).
+ * Each takes its operands by role from the entry: in[] its forward reads,
+ * w/b its parameters, gout/gin the gradients its backward reads and
+ * writes.  RK_NONE: a framework table's entry, planned, never run. */
+enum remat_kernel {
+    RK_NONE = 0,
+    RK_EMBED,        /* out = w[tokens] (+ b[positions]: a learned position embedding) */
+    RK_LN_STATS,     /* LayerNorm mean, rstd of in[0] */
+    RK_LN,           /* LayerNorm apply: in[0] with in[1]'s statistics, w, b */
+    RK_RMS_STATS,    /* RMSNorm rstd of in[0] */
+    RK_RMS,          /* RMSNorm apply: in[0] with in[1]'s rstd, w */
+    RK_LINEAR,       /* out (M,N) = in[0] (M,K) w^T + b; RT_F_RESIDUAL: out = in[1] + drop(that) */
+    RK_ROPE,         /* rotary embedding of the q, k columns of in[0] */
+    RK_ATT_SCORES,   /* causal softmax probabilities (naive) or row logsumexp (flash) */
+    RK_ATT_VALUES,   /* att v, heads merged; its backward is the whole attention core's */
+    RK_GELU,         /* tanh GELU */
+    RK_SWIGLU,       /* silu(gate) * up */
+    RK_LMHEAD,       /* logits = in[0] w^T, fused softmax cross-entropy (whole or chunked) */
+    RK_COUNT
+};
+
+/* How the cost model prices an op: the class says which rates apply. */
+enum remat_opclass {
+    RO_POINTWISE = 0,   /* its FLOPs at the pointwise rate, its bytes at the bandwidth (a roofline) */
+    RO_LINEAR,          /* products of (M, N, K) at the probed GEMM time, plus pointwise work */
+    RO_ATTENTION,       /* causal products of the attention tiles (B NH heads, T x T x hs)
+                           at the tile rate, plus pointwise work */
+    RO_LMHEAD,          /* products of (M, N, K) plus the softmax cross-entropy */
+    RO_COUNT
+};
+
+/* ---- entries --------------------------------------------------------------- */
+
+/* GPT-2's table (remat's engine) */
 enum remat_tid {
     /* per-block tensors, in forward order; the last is the block output */
     RT_LN1_STAT = 0, RT_LN1, RT_QKV, RT_ATT, RT_ATTY, RT_RES2,
@@ -46,17 +131,27 @@ enum remat_tid {
     RT_NONE = -1
 };
 
-#define RT_FIRST_GRAD RT_D_RES
+/* Llama's table (remat's engine) */
+enum remat_llama_tid {
+    RL_LN1_RSTD = 0, RL_LN1, RL_QKV, RL_QK_ROPE, RL_ATT, RL_ATTY, RL_RES2,
+    RL_LN2_RSTD, RL_LN2, RL_GATE_UP, RL_SWIGLU, RL_RES3,
+    RL_NBLOCK,
+    RL_EMB = RL_NBLOCK, RL_LNF_RSTD, RL_LNF, RL_LOGITS,
+    RL_D_RES, RL_D_LNF, RL_D_SWIGLU, RL_D_GATE_UP, RL_D_LN2, RL_D_ATTY, RL_D_QKV, RL_D_LN1, RL_D_BRANCH,
+    RL_COUNT
+};
+
 #define RT_MAXIO 3                   /* activations one op reads */
 #define RT_MAXG 2                    /* gradient buffers one backward needs / allocates / frees */
 #define RT_MAXT 48                   /* tensors in any table (per-block ones: at most 32, keep masks are 32-bit) */
+#define RT_MAXSCRATCH 3              /* scratch items of one entry */
 
 /* flags of a table entry */
 enum {
     RT_F_ZERO = 1,        /* allocated zero-filled (accumulated with +=) */
     RT_F_BRANCH = 2,      /* exists only when d_res must be masked (dropout > 0) or
                              rounded (bf16) before a residual branch's backward */
-    RT_F_GEMM = 4,        /* its ops are matrix products (the cost model's rate) */
+    RT_F_GEMM = 4,        /* framework tables: its FLOPs run at the matrix-product rate */
     RT_F_SELECTIVE = 8,   /* dropped by the 'selective' policy modifier */
     RT_F_POINTWISE = 16,  /* dropped by the 'pointwise' policy modifier */
     /* framework tables (Korthikanti et al. 2022, Section 4.2): */
@@ -73,55 +168,14 @@ enum {
                              input gradient all-reduced (or reduce-scattered, SP) in the backward */
     RT_F_ROW = 1024,      /* row-parallel: its output all-reduced (or reduce-scattered, SP) in the
                              forward, the output gradient all-gathered (SP) in the backward */
-    RT_F_DROPOUT = 2048   /* framework tables: exists only with dropout (masks, their outputs,
+    RT_F_DROPOUT = 2048,  /* framework tables: exists only with dropout (masks, their outputs,
                              the masked branch gradient); activations have no bytes without */
+    RT_F_RESIDUAL = 4096  /* RK_LINEAR: out = in[1] + dropout(product), on the residual stream;
+                             its backward masks d_res into d_branch (when that exists) */
 };
 
 /* tensor classes */
 enum { RT_CLASS_BLOCK = 0, RT_CLASS_GLOBAL = 1, RT_CLASS_GRAD = 2 };
-
-/* A shape formula: elements = B*T*(c*C + v*Vp + k) + t*B*NH*T + t2*B*NH*T*T + s*T,
- * then divided by the tensor-parallel size for RT_F_TP entries (and RT_F_SP
- * ones under sequence parallelism); the config's checks make that exact.
- * Dropout-only activations (RT_F_DROPOUT) have no bytes without dropout, and
- * the head's none on a first pipeline stage (REMAT_STAGE_FIRST). */
-typedef struct remat_shape {
-    int8_t c, v, k, t, t2;
-    const char *text;      /* e.g. "(B,T,3C)" */
-    int8_t s;              /* plus s*T elements (position ids) */
-} remat_shape;
-
-/* A FLOP formula (framework tables; remat's own table computes its FLOPs in
- * code): N*(cc*C*C + cv*C*Vp + c*C) + att*B*T*T*C with N = B*T, divided by
- * the tensor-parallel size for RT_F_GEMM entries (Megatron shards every
- * matrix product of a layer). */
-typedef struct remat_flops { int16_t cc, cv, c, att; } remat_flops;
-
-typedef struct remat_tensor_def {
-    const char *name;
-    const char *op;            /* the producing op, e.g. "linear (c_attn)" */
-    uint8_t cls;               /* RT_CLASS_* */
-    uint16_t flags;            /* RT_F_* */
-    remat_shape shape;
-    /* Kernel variants that store something else under the same name
-     * (flash attention: the logsumexp; the chunked LM head: d(lnf)).
-     * variant: 0 none, RT_VAR_FLASH, RT_VAR_CHUNKED. */
-    uint8_t variant;
-    remat_shape vshape;
-    const char *vop;
-    int8_t wc, wv;             /* weight elements the op reads: wc*C*C + wv*C*Vp (cost model) */
-    int8_t fwd_in[RT_MAXIO];   /* activations the forward reads (RT_NONE ends; RT_X: block input) */
-    int8_t bwd_in[RT_MAXIO];   /* activations the backward reads */
-    int8_t has_bwd;            /* 0: no backward of its own (statistics; att: fused into atty's) */
-    int8_t g_need[RT_MAXG];    /* buffers live when the backward starts: it reads or += them */
-    int8_t g_alloc[RT_MAXG];   /* allocated by the backward, before it runs (it writes them) */
-    int8_t g_free[RT_MAXG];    /* freed by the backward, after it runs (it consumed them) */
-    uint8_t prec, vprec;       /* element type of the tensor and of its variant (RT_P_*) */
-    /* framework tables only (remat's own computes these in code): */
-    remat_shape temp;          /* scratch its forward op needs while it runs */
-    uint8_t tprec;             /* the scratch's element type */
-    remat_flops ffl, bfl;      /* FLOPs of its forward op and of its backward op */
-} remat_tensor_def;
 
 /* Element types.  RT_P_ACT follows the run's activation dtype (bf16: 2
  * bytes, fp32: 4); RT_P_F32 is fp32 whatever the dtype (statistics and
@@ -129,15 +183,75 @@ typedef struct remat_tensor_def {
  * is one byte (masks). */
 enum { RT_P_ACT = 0, RT_P_F32 = 1, RT_P_BYTE = 2, RT_P_I64 = 3 /* token ids */ };
 
-enum { RT_VAR_FLASH = 1, RT_VAR_CHUNKED = 2 };   /* 0: no variant */
+/* Kernel variants that store something else under the same name (flash
+ * attention: the logsumexp; the chunked LM head: d(lnf)).  0: none. */
+enum { RT_VAR_FLASH = 1, RT_VAR_CHUNKED = 2 };
+
+/* When a scratch item exists: every bit set must hold (RW_ALWAYS: 0). */
+enum { RW_ALWAYS = 0, RW_BF16 = 1, RW_FLASH = 2, RW_NAIVE = 4, RW_DROPOUT = 8, RW_CHUNKED = 16, RW_BWD = 128 /* the
+       backward's scratch, not the forward's */ };
+
+typedef struct remat_scratch {
+    remat_expr elems;
+    uint8_t prec;              /* RT_P_* */
+    uint8_t when;              /* RW_* bits */
+} remat_scratch;
+
+/* The product of a linear layer or the LM head: out (M, N) = in (M, K) W^T,
+ * W (N, K) the weight; its backward is two such products (the input's
+ * gradient and the weight's). */
+typedef struct remat_gemm_dims { remat_expr m, n, k; } remat_gemm_dims;
+
+/* An entry's op, as it runs under one kernel choice: its FLOPs are
+ * prods products (of gemm for RO_LINEAR/RO_LMHEAD; for RO_ATTENTION, of one
+ * causal T x T x hs product per query head) plus extra pointwise FLOPs. */
+typedef struct remat_cost {
+    uint8_t fprod, bprod;      /* products of the forward and of the backward */
+    remat_expr ffl, bfl;       /* FLOPs beyond the products: forward, backward */
+} remat_cost;
+
+typedef struct remat_tensor_def {
+    const char *name;
+    const char *op;            /* the producing op, e.g. "linear (c_attn)" */
+    uint8_t cls;               /* RT_CLASS_* */
+    uint16_t flags;            /* RT_F_* */
+    remat_expr shape;          /* elements of one copy */
+    const char *shape_text;    /* e.g. "(B,T,3C)" */
+    uint8_t prec;              /* element type (RT_P_*) */
+    /* the op */
+    uint8_t kernel;            /* enum remat_kernel */
+    uint8_t opc;               /* enum remat_opclass */
+    int8_t w, b;               /* its weight and bias: parameter indices (params.h), -1 none */
+    int8_t site;               /* the dropout site of its output (REMAT_SITE_*), -1 none */
+    remat_gemm_dims gemm;      /* RO_LINEAR, RO_LMHEAD */
+    remat_cost cost;
+    int8_t fwd_in[RT_MAXIO];   /* activations the forward reads (RT_NONE ends; RT_X: block input) */
+    int8_t bwd_in[RT_MAXIO];   /* activations the backward reads */
+    int8_t has_bwd;            /* 0: no backward of its own (statistics; att: fused into atty's) */
+    int8_t g_need[RT_MAXG];    /* buffers live when the backward starts: it reads or += them */
+    int8_t g_alloc[RT_MAXG];   /* allocated by the backward, before it runs (it writes them) */
+    int8_t g_free[RT_MAXG];    /* freed by the backward, after it runs (it consumed them) */
+    int8_t gout;               /* the backward's roles: the gradient of this tensor it reads ... */
+    int8_t gin;                /* ... and the gradient it writes for its (first) input; RT_NONE */
+    remat_scratch scratch[RT_MAXSCRATCH];   /* its kernels' scratch, allocated around the op */
+    /* the variant (flash attention, the chunked LM head): what differs */
+    uint8_t variant;
+    remat_expr vshape;
+    const char *vshape_text;
+    const char *vop;
+    uint8_t vprec;
+    remat_cost vcost;
+} remat_tensor_def;
 
 typedef struct remat_table {
     const char *name;
+    remat_arch arch;
     int count;                 /* tensor ids [0, count) */
     int nblock;                /* per-block tensors [0, nblock), forward order; nblock-1: the output */
     int first_grad;            /* globals [nblock, first_grad); gradient buffers [first_grad, count) */
     int emb;                   /* the global tensor that is block 0's input */
     int d_res;                 /* the residual-stream gradient (the head allocates it) */
+    int d_branch;              /* the masked residual-branch gradient, or RT_NONE */
     int nlmhead;               /* the LM head's tensors: globals after the last block, forward order */
     int8_t lmhead[4];
     int nlmhead_bwd;           /* the LM head's backward order */
@@ -151,24 +265,19 @@ typedef struct remat_table {
      * of a step (remat_table_resident_bytes). */
     int nres;
     int8_t res[4];
-    /* remat's own table computes FLOPs and scratch in code; NULL: from the
-     * entries' formulas (ffl, bfl, temp) */
-    double (*fwd_flops)(const remat_config *cfg, int t);
-    double (*bwd_flops)(const remat_config *cfg, int t);
-    uint64_t (*temp_bytes)(const remat_config *cfg, int t);
-    uint64_t (*bwd_temp_bytes)(const remat_config *cfg, int t);   /* NULL: none */
 } remat_table;
 
-/* remat's own GPT-2 table (the one the engine runs) */
-extern const remat_table remat_table_gpt2;
+/* remat's own tables (the ones the engine runs) */
+extern const remat_table remat_table_gpt2, remat_table_llama;
 /* the framework tables (frameworks.c) */
 extern const remat_table remat_table_megatron, remat_table_pytorch;
 
-/* 1 when two configs are the same run shape (every field equal): what
- * profiles, traces and run times are keyed by. */
+/* 1 when two configs are the same run shape (every field equal, defaults
+ * resolved): what profiles, traces and run times are keyed by. */
 int remat_config_same(const remat_config *a, const remat_config *b);
 
-/* The table a config uses. */
+/* The table a config uses: by (arch, framework); NULL for a pair that has
+ * none (remat_config_check refuses it). */
 const remat_table *remat_table_of(const remat_config *cfg);
 /* The index of the tensor named name in tb, or -1 (names are unique in a
  * table; callers that want a per-block tensor check < nblock). */
@@ -176,6 +285,9 @@ int remat_table_find(const remat_table *tb, const char *name);
 
 /* bytes of one copy of tensor t (no overflow: config already checked) */
 uint64_t remat_tensor_bytes(const remat_config *cfg, int t);
+/* its elements per token row: bytes / (element size B T), for the
+ * kernels' row strides */
+uint64_t remat_tensor_row_elems(const remat_config *cfg, int t);
 /* its element type under cfg: REMAT_DTYPE_FP32 or REMAT_DTYPE_BF16
  * (RT_P_BYTE tensors: -1) */
 int remat_tensor_dtype(const remat_config *cfg, int t);
@@ -188,12 +300,24 @@ uint64_t remat_tensor_bwd_temp_bytes(const remat_config *cfg, int t);
 int remat_lmhead_rows(const remat_config *cfg);
 /* 1 when tensor t exists in this config (gradient buffers of dropout) */
 int remat_tensor_exists(const remat_config *cfg, int t);
+/* 1 when cfg's kernel choices select t's variant */
+int remat_tensor_variant_on(const remat_config *cfg, int t);
+/* the op as cfg's kernel choices run it */
+const remat_cost *remat_tensor_cost(const remat_config *cfg, int t);
 /* the shape text and op description under cfg's kernel choices */
 const char *remat_tensor_shape_text(const remat_config *cfg, int t);
 const char *remat_tensor_op_text(const remat_config *cfg, int t);
 /* FLOPs of tensor t's forward op, and of its backward op */
 double remat_tensor_fwd_flops(const remat_config *cfg, int t);
 double remat_tensor_bwd_flops(const remat_config *cfg, int t);
+/* FLOPs of one of t's products (RO_LINEAR, RO_LMHEAD: 2 M N K; RO_ATTENTION:
+ * 2 hs for every causal pair of every query head), 0 for other classes;
+ * divided by the tensor-parallel size where the table shards it */
+double remat_tensor_prod_flops(const remat_config *cfg, int t);
+/* t's product shape (M, N, K) under cfg (RO_LINEAR, RO_LMHEAD); 0 elsewhere */
+void remat_tensor_gemm(const remat_config *cfg, int t, uint64_t *M, uint64_t *N, uint64_t *K);
+/* elements of t's weight (N K of its product), 0 for ops without one */
+uint64_t remat_tensor_weight_elems(const remat_config *cfg, int t);
 double remat_update_flops(const remat_config *cfg);
 /* bytes of the table's resident globals (remat_table.res) under cfg */
 uint64_t remat_table_resident_bytes(const remat_config *cfg);
