@@ -229,7 +229,7 @@ remat_status remat_dp_step(remat_model *m, int do_update, float *loss)
         size_t lo = sliced ? l->own_lo : 0, hi = sliced ? l->own_hi : m->nparams;
         uint64_t first_bad = (uint64_t)remat_op_first_nonfinite(&c, lo, hi);
         if (d->comm && (st = remat_comm_allreduce_u64(d->comm, &first_bad, 1, REMAT_COMM_MIN))) return st;
-        if (first_bad < m->ly.count)
+        if (first_bad < (uint64_t)m->ly.count)
             return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient in %s at step %llu",
                               remat_params_of(&m->cfg)->defs[first_bad].name, (unsigned long long)step);
         return remat_fail(REMAT_ERR_NONFINITE, "non-finite gradient norm at step %llu", (unsigned long long)step);

@@ -367,17 +367,6 @@ remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster
 
 /* ---- the framework options ---------------------------------------------------- */
 
-/* mask of the named per-block tensors of the table */
-static uint32_t names_mask(const ctx *x, const char *const *names)
-{
-    uint32_t m = 0;
-    for (; *names; names++) {
-        int t = remat_table_find(x->tb, *names);
-        if (t >= 0 && t < x->tb->nblock) m |= 1u << t;
-    }
-    return m;
-}
-
 /* "save:A+B+..." keeping exactly mask (the block output is always kept) */
 static int save_policy(const ctx *x, uint32_t mask, char *buf, size_t n)
 {
@@ -392,18 +381,10 @@ static int save_policy(const ctx *x, uint32_t mask, char *buf, size_t n)
     return k < n;
 }
 
-/* Megatron's --recompute-modules (megatron/core/transformer/transformer_config.py)
- * that apply to a dense GPT layer, and what each drops from a layer */
-static const char *const core_attn_drop[] = { "att", "att_mask", "att_drop", NULL };
-static const char *const core_attn_region[] = { "scores", "att", "att_mask", "att_drop", "atty", NULL };
-static const char *const layernorm_drop[] = { "ln1", "ln2", NULL };
-static const char *const mlp_drop[] = { "fch", "fch_gelu", NULL };
-static const char *const mlp_region[] = { "fch", "fch_gelu", "mlp", NULL };
-/* torchtitan's SelectiveAC (torchtitan/distributed/activation_checkpoint.py)
- * saves the outputs of compute-intensive ops -- here the four linear layers
- * (addmm: with biases, none is the "every second mm" it recomputes) and the
- * two attention matmuls -- and recomputes the rest */
-static const char *const sac_saved[] = { "qkv", "scores", "atty", "proj", "fch", "mlp", NULL };
+/* Megatron's --recompute-modules and torchtitan's selective AC are data in
+ * the framework tables (RM_*: tensors.h): which tensors each module drops,
+ * which region it re-runs, which op outputs torchtitan's SelectiveAC
+ * (torchtitan/distributed/activation_checkpoint.py) saves. */
 
 typedef struct cand {
     char policy[512];
@@ -440,18 +421,17 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
     c.torchtitan = "none";
     if (add_cand(&v, n, &cap, &c)) goto nomem;
     /* selective: every non-empty set of modules */
-    static const char *const mod_names[3] = { "core_attn", "layernorm", "mlp" };
-    const char *const *drops[3] = { core_attn_drop, layernorm_drop, mlp_drop };
-    const char *const *regions[3] = { core_attn_region, layernorm_drop, mlp_region };
-    for (int set = 1; set < 8; set++) {
+    for (int set = 1; set < 1 << RM_NMODULES; set++) {
         memset(&c, 0, sizeof c);
         uint32_t drop = 0, region = 0;
         size_t k = (size_t)snprintf(c.megatron, sizeof c.megatron, "--recompute-granularity selective --recompute-modules");
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < RM_NMODULES; i++)
             if (set & (1 << i)) {
-                drop |= names_mask(x, drops[i]);
-                region |= names_mask(x, regions[i]);
-                k += (size_t)snprintf(c.megatron + k, sizeof c.megatron - k, " %s", mod_names[i]);
+                unsigned md, mr;
+                const char *name = remat_module_name(i, &md, &mr);
+                drop |= remat_table_mods_mask(x->tb, md);
+                region |= remat_table_mods_mask(x->tb, mr);
+                k += (size_t)snprintf(c.megatron + k, sizeof c.megatron - k, " %s", name);
             }
         if (!save_policy(x, keep & ~drop, c.policy, sizeof c.policy)) continue;
         c.rr.region = region;
@@ -481,7 +461,7 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
     }
     /* torchtitan's per-op selective checkpointing of every block */
     memset(&c, 0, sizeof c);
-    uint32_t saved = names_mask(x, sac_saved);
+    uint32_t saved = remat_table_mods_mask(x->tb, RM_SAC_SAVED);
     if (save_policy(x, saved, c.policy, sizeof c.policy)) {
         c.rr.region = all;           /* the whole block runs again, its saved ops from the cache */
         c.rr.cached = saved;

@@ -109,30 +109,30 @@ enum {
 
 /* the attention and the MLP, the same in both tables (but the ids) */
 #define SHARED_BLOCK(X)                                                                                          \
-    [X##_QKV] = { .name = "qkv", .op = "QKV linear (column-parallel): q, k, v", .cls = RT_CLASS_BLOCK,         \
+    [X##_QKV] = { .name = "qkv", .mods = RM_SAC_SAVED, .op = "QKV linear (column-parallel): q, k, v", .cls = RT_CLASS_BLOCK,         \
                   .flags = RT_F_COL | RT_F_TP | RT_F_GEMM, S_3C, .prec = RT_P_ACT, NOWB,                        \
                   LIN(E1(3, RD_C), E1(1, RD_C)), .fwd_in = R(X##_LN1, N_, N_), .bwd_in = R(X##_LN1, N_, N_),    \
                   .has_bwd = 1, .g_need = G(X##_D_QKV, N_), .g_alloc = G(X##_D_LN1, N_), .g_free = G(X##_D_QKV, N_) }, \
-    [X##_SCORES] = { .name = "scores", .op = "q k^T / sqrt(hs), causal mask", .cls = RT_CLASS_BLOCK,           \
+    [X##_SCORES] = { .name = "scores", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED, .op = "q k^T / sqrt(hs), causal mask", .cls = RT_CLASS_BLOCK,           \
                      .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT | RT_F_SELECTIVE, S_ATT, .prec = RT_P_ACT,  \
                      NOWB, .opc = RO_ATTENTION, ATT_FL, .fwd_in = R(X##_QKV, N_, N_), .bwd_in = R(X##_QKV, N_, N_), \
                      .has_bwd = 1, .g_need = G(X##_D_ATT, X##_D_QKV), .g_alloc = NOG, .g_free = G(X##_D_ATT, N_) }, \
-    [X##_ATT] = { .name = "att", .op = "softmax", .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE,     \
+    [X##_ATT] = { .name = "att", .mods = RM_CORE_ATTN, .op = "softmax", .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE,     \
                   S_ATT, .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_SCORES, N_, N_), .bwd_in = R(X##_ATT, N_, N_), \
                   .has_bwd = 1, .g_need = G(X##_D_ATT, N_), .g_alloc = NOG, .g_free = NOG },                   \
-    [X##_ATT_MASK] = { .name = "att_mask", .op = "attention dropout mask", .cls = RT_CLASS_BLOCK,              \
+    [X##_ATT_MASK] = { .name = "att_mask", .mods = RM_CORE_ATTN, .op = "attention dropout mask", .cls = RT_CLASS_BLOCK,              \
                        .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT, .prec = RT_P_BYTE, NOWB,       \
                        .fwd_in = R(X##_ATT, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG }, \
-    [X##_ATT_DROP] = { .name = "att_drop", .op = "attention dropout", .cls = RT_CLASS_BLOCK,                   \
+    [X##_ATT_DROP] = { .name = "att_drop", .mods = RM_CORE_ATTN, .op = "attention dropout", .cls = RT_CLASS_BLOCK,                   \
                        .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT, .prec = RT_P_ACT, NOWB,        \
                        .fwd_in = R(X##_ATT, X##_ATT_MASK, N_), .bwd_in = R(X##_ATT_MASK, N_, N_), .has_bwd = 1,  \
                        .g_need = G(X##_D_ATT, N_), .g_alloc = NOG, .g_free = NOG },                            \
-    [X##_ATTY] = { .name = "atty", .op = "attention over values, heads merged: the projection input",          \
+    [X##_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED, .op = "attention over values, heads merged: the projection input",          \
                    .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_GEMM, S_C, .prec = RT_P_ACT, NOWB,           \
                    .opc = RO_ATTENTION, ATT_FL, .fwd_in = R(X##_ATT_DROP, X##_QKV, N_),                        \
                    .bwd_in = R(X##_ATT_DROP, X##_QKV, N_), .has_bwd = 1, .g_need = G(X##_D_ATTY, N_),           \
                    .g_alloc = G(X##_D_ATT, X##_D_QKV), .g_free = G(X##_D_ATTY, N_) },                          \
-    [X##_PROJ] = { .name = "proj", .op = "projection linear (row-parallel)", .cls = RT_CLASS_BLOCK,             \
+    [X##_PROJ] = { .name = "proj", .mods = RM_SAC_SAVED, .op = "projection linear (row-parallel)", .cls = RT_CLASS_BLOCK,             \
                    .flags = RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C, .prec = RT_P_ACT, NOWB,       \
                    LIN(E1(1, RD_C), E1(1, RD_C)), .fwd_in = R(X##_ATTY, N_, N_), .bwd_in = R(X##_ATTY, N_, N_), \
                    .has_bwd = 1, .g_need = G(X##_D_BRANCH, X##_D_RES), .g_alloc = G(X##_D_ATTY, N_),            \
@@ -144,15 +144,15 @@ enum {
                    .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_PROJ, X##_PROJ_MASK, RT_X),   \
                    .bwd_in = R(X##_PROJ_MASK, N_, N_), .has_bwd = 1, .g_need = G(X##_D_RES, N_),                 \
                    .g_alloc = G(X##_D_BRANCH, N_), .g_free = NOG },                                            \
-    [X##_FCH] = { .name = "fch", .op = "fc1 linear (column-parallel): the GELU input", .cls = RT_CLASS_BLOCK,   \
+    [X##_FCH] = { .name = "fch", .mods = RM_MLP | RM_SAC_SAVED, .op = "fc1 linear (column-parallel): the GELU input", .cls = RT_CLASS_BLOCK,   \
                   .flags = RT_F_COL | RT_F_TP | RT_F_GEMM, S_4C, .prec = RT_P_ACT, NOWB,                        \
                   LIN(E1(4, RD_C), E1(1, RD_C)), .fwd_in = R(X##_LN2, N_, N_), .bwd_in = R(X##_LN2, N_, N_),    \
                   .has_bwd = 1, .g_need = G(X##_D_FCH, N_), .g_alloc = G(X##_D_LN2, N_), .g_free = G(X##_D_FCH, N_) }, \
-    [X##_FCH_GELU] = { .name = "fch_gelu", .op = "GELU (tanh): the fc2 input", .cls = RT_CLASS_BLOCK,          \
+    [X##_FCH_GELU] = { .name = "fch_gelu", .mods = RM_MLP, .op = "GELU (tanh): the fc2 input", .cls = RT_CLASS_BLOCK,          \
                        .flags = RT_F_TP | RT_F_POINTWISE, S_4C, .prec = RT_P_ACT, NOWB,                        \
                        .fwd_in = R(X##_FCH, N_, N_), .bwd_in = R(X##_FCH, N_, N_), .has_bwd = 1,               \
                        .g_need = G(X##_D_FCH, N_), .g_alloc = NOG, .g_free = NOG },                            \
-    [X##_MLP] = { .name = "mlp", .op = "fc2 linear (row-parallel)", .cls = RT_CLASS_BLOCK,                     \
+    [X##_MLP] = { .name = "mlp", .mods = RM_MLP_REGION | RM_SAC_SAVED, .op = "fc2 linear (row-parallel)", .cls = RT_CLASS_BLOCK,                     \
                   .flags = RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C, .prec = RT_P_ACT, NOWB,        \
                   LIN(E1(1, RD_C), E1(4, RD_C)), .fwd_in = R(X##_FCH_GELU, N_, N_),                            \
                   .bwd_in = R(X##_FCH_GELU, N_, N_), .has_bwd = 1, .g_need = G(X##_D_BRANCH, X##_D_RES),        \
@@ -196,11 +196,11 @@ enum {
 /* ---- megatron: no LayerNorm statistics; the output layer keeps fp32 logits */
 
 static const remat_tensor_def megatron_defs[M_COUNT] = {
-    [M_LN1] = { .name = "ln1", .op = "layernorm (input_layernorm): the QKV input", .cls = RT_CLASS_BLOCK,
+    [M_LN1] = { .name = "ln1", .mods = RM_LAYERNORM, .op = "layernorm (input_layernorm): the QKV input", .cls = RT_CLASS_BLOCK,
                 .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(RT_X, N_, N_),
                 .bwd_in = R(RT_X, N_, N_), .has_bwd = 1, .g_need = G(M_D_RES, M_D_LN1), .g_alloc = NOG,
                 .g_free = G(M_D_LN1, N_) },
-    [M_LN2] = { .name = "ln2", .op = "layernorm (pre_mlp_layernorm): the fc1 input", .cls = RT_CLASS_BLOCK,
+    [M_LN2] = { .name = "ln2", .mods = RM_LAYERNORM, .op = "layernorm (pre_mlp_layernorm): the fc1 input", .cls = RT_CLASS_BLOCK,
                 .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(M_RES2, N_, N_),
                 .bwd_in = R(M_RES2, N_, N_), .has_bwd = 1, .g_need = G(M_D_RES, M_D_LN2), .g_alloc = NOG,
                 .g_free = G(M_D_LN2, N_) },
@@ -245,14 +245,14 @@ static const remat_tensor_def pytorch_defs[P_COUNT] = {
     [P_LN1_STAT] = { .name = "ln1_stat", .op = "F.layer_norm mean, rstd (ln_1)", .cls = RT_CLASS_BLOCK, S_ST,
                      .prec = RT_P_F32, NOWB, .fwd_in = R(RT_X, N_, N_), .bwd_in = NOR, .g_need = NOG,
                      .g_alloc = NOG, .g_free = NOG },
-    [P_LN1] = { .name = "ln1", .op = "F.layer_norm (ln_1): c_attn's input", .cls = RT_CLASS_BLOCK,
+    [P_LN1] = { .name = "ln1", .mods = RM_LAYERNORM, .op = "F.layer_norm (ln_1): c_attn's input", .cls = RT_CLASS_BLOCK,
                 .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(RT_X, P_LN1_STAT, N_),
                 .bwd_in = R(RT_X, P_LN1_STAT, N_), .has_bwd = 1, .g_need = G(P_D_RES, P_D_LN1), .g_alloc = NOG,
                 .g_free = G(P_D_LN1, N_) },
     [P_LN2_STAT] = { .name = "ln2_stat", .op = "F.layer_norm mean, rstd (ln_2)", .cls = RT_CLASS_BLOCK, S_ST,
                      .prec = RT_P_F32, NOWB, .fwd_in = R(P_RES2, N_, N_), .bwd_in = NOR, .g_need = NOG,
                      .g_alloc = NOG, .g_free = NOG },
-    [P_LN2] = { .name = "ln2", .op = "F.layer_norm (ln_2): c_fc's input", .cls = RT_CLASS_BLOCK,
+    [P_LN2] = { .name = "ln2", .mods = RM_LAYERNORM, .op = "F.layer_norm (ln_2): c_fc's input", .cls = RT_CLASS_BLOCK,
                 .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(P_RES2, P_LN2_STAT, N_),
                 .bwd_in = R(P_RES2, P_LN2_STAT, N_), .has_bwd = 1, .g_need = G(P_D_RES, P_D_LN2), .g_alloc = NOG,
                 .g_free = G(P_D_LN2, N_) },

@@ -387,6 +387,27 @@ uint32_t remat_keep_default(const remat_table *tb)
     return m;
 }
 
+uint32_t remat_table_mods_mask(const remat_table *tb, unsigned m)
+{
+    uint32_t k = 0;
+    for (int t = 0; t < tb->nblock; t++)
+        if (tb->defs[t].mods & m) k |= 1u << t;
+    return k;
+}
+
+const char *remat_module_name(int i, unsigned *drop, unsigned *region)
+{
+    static const struct { const char *name; unsigned drop, region; } mods[RM_NMODULES] = {
+        { "core_attn", RM_CORE_ATTN, RM_CORE_ATTN | RM_CORE_ATTN_REGION },
+        { "layernorm", RM_LAYERNORM, RM_LAYERNORM },
+        { "mlp", RM_MLP, RM_MLP | RM_MLP_REGION },
+    };
+    if (i < 0 || i >= RM_NMODULES) return NULL;
+    *drop = mods[i].drop;
+    *region = mods[i].region;
+    return mods[i].name;
+}
+
 /* ---- what an entry evaluates to under a config ------------------------------------ */
 
 /* 1 when tensor t exists under cfg but holds nothing: a dropout-only

@@ -174,6 +174,22 @@ enum {
                              its backward masks d_res into d_branch (when that exists) */
 };
 
+/* What a framework's own recomputation options do with an entry (framework
+ * tables; the cluster planner turns them into the framework's flags):
+ * Megatron-LM's --recompute-modules (megatron/core/transformer/
+ * transformer_config.py) drop a module's saved tensors and re-run its
+ * region; torchtitan's selective AC saves the outputs of the ops its policy
+ * names. */
+enum {
+    RM_CORE_ATTN = 1,        /* core_attn drops it */
+    RM_CORE_ATTN_REGION = 2, /* core_attn's region re-runs it */
+    RM_LAYERNORM = 4,        /* layernorm drops it (and re-runs it) */
+    RM_MLP = 8,              /* mlp drops it */
+    RM_MLP_REGION = 16,      /* mlp's region re-runs it */
+    RM_SAC_SAVED = 32        /* torchtitan's per-op selective AC saves it */
+};
+#define RM_NMODULES 3        /* core_attn, layernorm, mlp */
+
 /* tensor classes */
 enum { RT_CLASS_BLOCK = 0, RT_CLASS_GLOBAL = 1, RT_CLASS_GRAD = 2 };
 
@@ -215,6 +231,7 @@ typedef struct remat_tensor_def {
     const char *op;            /* the producing op, e.g. "linear (c_attn)" */
     uint8_t cls;               /* RT_CLASS_* */
     uint16_t flags;            /* RT_F_* */
+    uint8_t mods;              /* RM_*: the framework's recomputation modules it is in */
     remat_expr shape;          /* elements of one copy */
     const char *shape_text;    /* e.g. "(B,T,3C)" */
     uint8_t prec;              /* element type (RT_P_*) */
@@ -324,6 +341,11 @@ uint64_t remat_table_resident_bytes(const remat_config *cfg);
 /* per-block tensors a policy keeps unless told otherwise: all but the
  * RT_F_TRANSIENT ones */
 uint32_t remat_keep_default(const remat_table *tb);
+/* the mask of per-block tensors whose RM_* bits meet m */
+uint32_t remat_table_mods_mask(const remat_table *tb, unsigned m);
+/* the name of Megatron's recompute module i (RM_NMODULES of them), and the
+ * RM_* bits of what it drops and of the region it re-runs */
+const char *remat_module_name(int i, unsigned *drop, unsigned *region);
 
 /* ---- slots ---------------------------------------------------------------- */
 static inline int remat_table_nslots(const remat_table *tb, int L) { return L * tb->nblock + (tb->count - tb->nblock); }
