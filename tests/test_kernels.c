@@ -135,6 +135,24 @@ static void test_encoder(void)
     enc_ctx cx = { B, T, C, inp, to_double(wte, Vp * C), to_double(wpe, maxT * C), R };
     fd_check("encoder_backward dwte", cx.wte, Vp * C, dwte, enc_loss, &cx, 1e-5);
     fd_check("encoder_backward dwpe", cx.wpe, maxT * C, dwpe, enc_loss, &cx, 1e-5);
+
+    /* no position embedding (wpe, dwpe NULL): the rows of wte, exactly, in
+     * both dtypes; dwte as above with wpe's term gone (zeroed in the
+     * reference), and nothing else written */
+    float out0[B * T * C], dwte0[Vp * C] = { 0 };
+    remat_bf16 out16[B * T * C];
+    remat_encoder_forward(out0, inp, wte, NULL, B, T, C, REMAT_DTYPE_FP32);
+    remat_encoder_forward(out16, inp, wte, NULL, B, T, C, REMAT_DTYPE_BF16);
+    int exact = 1;
+    for (int bt = 0; bt < B * T; bt++)
+        for (int k = 0; k < C; k++) {
+            exact &= out0[bt * C + k] == wte[inp[bt] * C + k];
+            exact &= out16[bt * C + k] == remat_bf16_round(wte[inp[bt] * C + k]);
+        }
+    CHECK(exact, "encoder_forward without wpe is not the wte rows (fp32, bf16 rounded once)");
+    remat_encoder_backward(dwte0, NULL, R, inp, B, T, C);
+    memset(cx.wpe, 0, maxT * C * sizeof(double));
+    fd_check("encoder_backward dwte (dwpe=NULL)", cx.wte, Vp * C, dwte0, enc_loss, &cx, 1e-5);
     free(cx.wte);
     free(cx.wpe);
 }

@@ -36,12 +36,13 @@
 #include "bf16.h"
 #include "gemm.h"
 
-/* ---- embedding: out[b,t,:] = wte[inp[b,t],:] + wpe[t,:] ---------------- */
+/* ---- embedding: out[b,t,:] = wte[inp[b,t],:] + wpe[t,:] ----------------
+ * wpe NULL: no position term, out[b,t,:] = wte[inp[b,t],:] (Llama). */
 void remat_encoder_forward(void *out /* B,T,C dt */, const int *inp /* B,T */,
-                     const float *wte /* Vp,C */, const float *wpe /* maxT,C */,
+                     const float *wte /* Vp,C */, const float *wpe /* maxT,C or NULL */,
                      int B, int T, int C, int dt);
-/* dwte[inp[b,t],:] += dout[b,t,:];  dwpe[t,:] += dout[b,t,:] */
-void remat_encoder_backward(float *dwte /* Vp,C */, float *dwpe /* maxT,C */,
+/* dwte[inp[b,t],:] += dout[b,t,:];  dwpe[t,:] += dout[b,t,:] (dwpe NULL: skipped) */
+void remat_encoder_backward(float *dwte /* Vp,C */, float *dwpe /* maxT,C or NULL */,
                       const float *dout /* B,T,C */, const int *inp /* B,T */,
                       int B, int T, int C);
 
