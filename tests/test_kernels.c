@@ -230,6 +230,117 @@ static void test_layernorm(void)
     free(cx.b);
 }
 
+/* ------------------------------------------------------------------ rmsnorm */
+
+typedef struct {
+    int N, C;
+    double eps;
+    double *x, *w;
+    const float *R;
+    double *out;   /* optional: the reference output */
+} rms_ctx;
+
+/* LlamaRMSNorm in double: out = w * (x / sqrt(mean(x^2) + eps)) */
+static double rms_loss(const void *p)
+{
+    const rms_ctx *c = p;
+    double L = 0.0;
+    for (int n = 0; n < c->N; n++) {
+        const double *x = c->x + (size_t)n * c->C;
+        double ms = 0.0;
+        for (int k = 0; k < c->C; k++) ms += x[k] * x[k];
+        double rstd = 1.0 / sqrt(ms / c->C + c->eps);
+        for (int k = 0; k < c->C; k++) {
+            double o = c->w[k] * (x[k] * rstd);
+            if (c->out) c->out[(size_t)n * c->C + k] = o;
+            L += o * c->R[(size_t)n * c->C + k];
+        }
+    }
+    return L;
+}
+
+/* RMSNorm: forward tol 1e-5, backward tol 1e-4 (as LayerNorm's; observed
+ * 2e-7 and 3e-7).  C = 27 leaves a tail after the 8 double lanes; eps 1e-6
+ * is Llama 2's, and a second eps (0.5) shows it is used.  bf16: the same
+ * float ops on the widened inputs, so the bf16 output is the fp32 one
+ * rounded once and dinp / dw equal the fp32 kernel's bit for bit; against
+ * the double reference, tol 2e-2 (observed 1.9e-3 relative). */
+static void test_rmsnorm(void)
+{
+    printf("rmsnorm\n");
+    enum { N = 6, C = 27 };
+    float x[N * C], w[C], R[N * C], rstd[N], out[N * C];
+    fill(x, N * C, 25, -1.0f, 1.6f);
+    fill(w, C, 26, 0.5f, 1.5f);
+    fill(R, N * C, 27, -1, 1);
+    const double epss[2] = { 1e-6, 0.5 };
+    for (int e = 0; e < 2; e++) {
+        double eps = epss[e], ref[N * C];
+        char what[64];
+        remat_rmsnorm_stats(rstd, x, N, C, REMAT_DTYPE_FP32, eps);
+        remat_rmsnorm_apply(out, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, rstd, w, N, C);
+        rms_ctx cx = { N, C, eps, to_double(x, N * C), to_double(w, C), R, ref };
+        rms_loss(&cx);
+        cx.out = NULL;
+        snprintf(what, sizeof what, "rmsnorm stats+apply out (eps %g)", eps);
+        check_close(what, out, ref, N * C, 1e-5);
+
+        float dx[N * C] = { 0 }, dw[C] = { 0 };
+        remat_rmsnorm_backward(dx, dw, R, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, rstd, w, N, C);
+        snprintf(what, sizeof what, "rmsnorm_backward dinp (eps %g)", eps);
+        fd_check(what, cx.x, N * C, dx, rms_loss, &cx, 1e-4);
+        snprintf(what, sizeof what, "rmsnorm_backward dw (eps %g)", eps);
+        fd_check(what, cx.w, C, dw, rms_loss, &cx, 1e-4);
+
+        /* dinp and dw accumulate */
+        float dx2[N * C], dw2[C];
+        memcpy(dx2, dx, sizeof dx);
+        memcpy(dw2, dw, sizeof dw);
+        remat_rmsnorm_backward(dx2, dw2, R, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, rstd, w, N, C);
+        double acc = 0.0;
+        for (int i = 0; i < N * C; i++) acc = fmax(acc, fabs(dx2[i] - 2.0 * dx[i]));
+        for (int i = 0; i < C; i++) acc = fmax(acc, fabs(dw2[i] - 2.0 * dw[i]));
+        CHECK(acc <= 1e-5, "rmsnorm_backward does not accumulate (+=): err %.3g", acc);
+        free(cx.x);
+        free(cx.w);
+    }
+
+    /* recomputation: apply from kept stats gives the same bits again */
+    float out2[N * C];
+    remat_rmsnorm_apply(out2, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, rstd, w, N, C);
+    CHECK(memcmp(out, out2, sizeof out) == 0, "rmsnorm_apply from kept stats is not bit-identical");
+
+    /* bf16 inputs and outputs against the fp32 kernel on the same (widened) values */
+    remat_bf16 x16[N * C], R16[N * C], o16[N * C];
+    float xw[N * C], Rw[N * C], rs32[N], rs16[N], o32[N * C];
+    remat_bf16_from_f32(x16, x, N * C);
+    remat_bf16_from_f32(R16, R, N * C);
+    remat_bf16_to_f32(xw, x16, N * C);
+    remat_bf16_to_f32(Rw, R16, N * C);
+    remat_rmsnorm_stats(rs32, xw, N, C, REMAT_DTYPE_FP32, 1e-6);
+    remat_rmsnorm_stats(rs16, x16, N, C, REMAT_DTYPE_BF16, 1e-6);
+    remat_rmsnorm_apply(o32, REMAT_DTYPE_FP32, xw, REMAT_DTYPE_FP32, rs32, w, N, C);
+    remat_rmsnorm_apply(o16, REMAT_DTYPE_BF16, x16, REMAT_DTYPE_BF16, rs16, w, N, C);
+    int same = memcmp(rs32, rs16, sizeof rs32) == 0;
+    for (int i = 0; i < N * C; i++) same &= o16[i] == remat_bf16_round(o32[i]);
+    CHECK(same, "rmsnorm bf16 forward is not the fp32 one rounded once");
+    float dx32[N * C] = { 0 }, dw32[C] = { 0 }, dx16[N * C] = { 0 }, dw16[C] = { 0 };
+    remat_rmsnorm_backward(dx32, dw32, Rw, REMAT_DTYPE_FP32, xw, REMAT_DTYPE_FP32, rs32, w, N, C);
+    remat_rmsnorm_backward(dx16, dw16, R16, REMAT_DTYPE_BF16, x16, REMAT_DTYPE_BF16, rs16, w, N, C);
+    CHECK(memcmp(dx32, dx16, sizeof dx32) == 0 && memcmp(dw32, dw16, sizeof dw32) == 0,
+          "rmsnorm bf16 backward differs from the fp32 one on the same values");
+    /* and the bf16 output against the double reference at bf16's precision
+     * (the rounding of the inputs and of the output, ~2^-9 each) */
+    double ref16[N * C];
+    float o16f[N * C];
+    rms_ctx c16 = { N, C, 1e-6, to_double(x, N * C), to_double(w, C), R, ref16 };
+    rms_loss(&c16);
+    remat_bf16_to_f32(o16f, o16, N * C);
+    check_close("rmsnorm bf16 out vs double", o16f, ref16, N * C, 2e-2);
+    free(c16.x);
+    free(c16.w);
+}
+
 /* ------------------------------------------------------------------- linear */
 
 typedef struct {
@@ -792,8 +903,8 @@ static void test_repeatable(void)
     free(x); free(w); free(b); free(qkv); free(R);
 }
 
-/* One thread vs two (vs four): layernorm backward, encoder backward and
- * sumsq give the same bits, because their reductions run in a fixed order. */
+/* One thread vs two (vs four): layernorm and rmsnorm backward, encoder
+ * backward and sumsq give the same bits, because their reductions run in a fixed order. */
 static void test_thread_independence(void)
 {
     printf("determinism: thread count\n");
@@ -811,14 +922,19 @@ static void test_thread_independence(void)
     remat_layernorm_stats(st, x, N, C, REMAT_DTYPE_FP32);
 
     const int threads[3] = { 1, 2, 4 };
-    float *dx[3], *dw[3], *db[3], *dwte[3], *dwpe[3];
+    float *dx[3], *dw[3], *db[3], *dwte[3], *dwpe[3], *rx[3], *rw[3];
+    float *rs = xcalloc(N, sizeof(float));
     double ss[3];
+    remat_rmsnorm_stats(rs, x, N, C, REMAT_DTYPE_FP32, 1e-5);
     for (int r = 0; r < 3; r++) {
         omp_set_num_threads(threads[r]);
         dx[r] = xcalloc(N * C, sizeof(float));
         dw[r] = xcalloc(C, sizeof(float));
         db[r] = xcalloc(C, sizeof(float));
         remat_layernorm_backward(dx[r], dw[r], db[r], d, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, st, w, N, C);
+        rx[r] = xcalloc(N * C, sizeof(float));
+        rw[r] = xcalloc(C, sizeof(float));
+        remat_rmsnorm_backward(rx[r], rw[r], d, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, rs, w, N, C);
         dwte[r] = xcalloc(Vp * C, sizeof(float));
         dwpe[r] = xcalloc(T * C, sizeof(float));
         remat_encoder_backward(dwte[r], dwpe[r], d, inp, B, T, C);
@@ -830,6 +946,8 @@ static void test_thread_independence(void)
               memcmp(dw[0], dw[r], C * sizeof(float)) == 0 &&
               memcmp(db[0], db[r], C * sizeof(float)) == 0,
               "layernorm_backward differs between 1 and %d threads", threads[r]);
+        CHECK(memcmp(rx[0], rx[r], N * C * sizeof(float)) == 0 && memcmp(rw[0], rw[r], C * sizeof(float)) == 0,
+              "rmsnorm_backward differs between 1 and %d threads", threads[r]);
         CHECK(memcmp(dwte[0], dwte[r], Vp * C * sizeof(float)) == 0 &&
               memcmp(dwpe[0], dwpe[r], T * C * sizeof(float)) == 0,
               "encoder_backward differs between 1 and %d threads", threads[r]);
@@ -844,14 +962,17 @@ static void test_thread_independence(void)
         err = fmax(err, fabs(s - dwte[0][3 * C + k]));
     }
     CHECK(err <= 1e-4, "encoder_backward scatter with repeated tokens: err %.3g", err);
-    for (int r = 0; r < 3; r++) { free(dx[r]); free(dw[r]); free(db[r]); free(dwte[r]); free(dwpe[r]); }
-    free(x); free(d); free(w); free(b); free(st);
+    for (int r = 0; r < 3; r++) {
+        free(dx[r]); free(dw[r]); free(db[r]); free(dwte[r]); free(dwpe[r]); free(rx[r]); free(rw[r]);
+    }
+    free(x); free(d); free(w); free(b); free(st); free(rs);
 }
 
 int main(void)
 {
     test_encoder();
     test_layernorm();
+    test_rmsnorm();
     test_linear();
     test_attention();
     test_gelu();

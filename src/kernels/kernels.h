@@ -66,6 +66,21 @@ void remat_layernorm_backward(float *dinp /* N,C, += */, float *dw /* C */, floa
                         const float *stat /* N,2 */, const float *w /* C */,
                         int N, int C);
 
+/* ---- RMSNorm (Zhang & Sennrich 2019), as Hugging Face's LlamaRMSNorm ----
+ * Split like LayerNorm, the statistic kept while the output is recomputed:
+ *   stats:  rstd = 1/sqrt(sum(x^2)/C + eps)   (in double from the input, stored fp32)
+ *   apply:  out  = w * (x * rstd)
+ * eps is the config's norm_eps (rms_norm_eps). */
+void remat_rmsnorm_stats(float *rstd /* N */, const void *inp /* N,C dt */, int N, int C, int dt, double eps);
+void remat_rmsnorm_apply(void *out /* N,C out_dt */, int out_dt, const void *inp /* N,C dt */, int dt,
+                         const float *rstd /* N */, const float *w /* C */, int N, int C);
+/* xhat = x*rstd, dxhat = dout*w
+ * dinp += rstd * (dxhat - xhat * mean(dxhat*xhat))   (+=, the residual stream)
+ * dw += sum_n dout*xhat */
+void remat_rmsnorm_backward(float *dinp /* N,C, += */, float *dw /* C */, const void *dout /* N,C ddt */, int ddt,
+                            const void *inp /* N,C dt */, int dt, const float *rstd /* N */, const float *w /* C */,
+                            int N, int C);
+
 /* ---- linear: out = inp @ w^T + b  (the GEMM seam, gemm.h) ---------------
  * w is the weight in dt (under bf16, the model's bf16 copy of it). */
 void remat_linear_forward(void *out /* N,OC out_dt */, int out_dt, const void *inp /* N,IC dt */,
