@@ -137,6 +137,15 @@ void remat_bf16_round_buf(remat_bf16 *dst, const float *src, size_t n);
 void remat_gelu_forward(void *out, const void *inp, size_t n, int dt);
 void remat_gelu_backward(void *dinp, const void *inp, const void *dout, size_t n, int dt);
 
+/* ---- SwiGLU (swiglu.c), the gated middle of a Llama MLP -----------------
+ * Each input row is [gate (F) | up (F)]:  out = silu(gate) * up,
+ * silu(x) = x * sigmoid(x).
+ * backward (din assigned; din may alias inp):
+ *   d_gate = dout * up * silu'(gate),  d_up = dout * silu(gate) */
+void remat_swiglu_forward(void *out /* N,F dt */, const void *inp /* N,2F dt */, int N, int F, int dt);
+void remat_swiglu_backward(void *din /* N,2F dt */, const void *dout /* N,F dt */, const void *inp /* N,2F dt */,
+                           int N, int F, int dt);
+
 /* ---- residual add with dropout on the branch ---------------------------
  *   out = res + drop(branch)   (element index = flat index into N*C)
  * out may alias branch (the projection is written there first). */
