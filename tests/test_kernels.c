@@ -341,6 +341,176 @@ static void test_rmsnorm(void)
     free(c16.w);
 }
 
+/* --------------------------------------------------------------------- rope */
+
+/* The frequencies of transformers' _compute_default_rope_parameters and
+ * _compute_llama3_parameters, in double, written the way they are written
+ * there (masks and a blend), independently of rope.c's if-chain. */
+static void rope_ref_freqs(double *f, int hs, double theta, const remat_rope_llama3 *sc)
+{
+    for (int i = 0; i < hs / 2; i++) {
+        double inv = exp(-log(theta) * (2.0 * i) / hs);
+        if (sc) {
+            double wl = 2.0 * 3.14159265358979323846 / inv;
+            double low_wl = sc->original_max_pos / sc->low_freq_factor;
+            double high_wl = sc->original_max_pos / sc->high_freq_factor;
+            double llama = wl > low_wl ? inv / sc->factor : inv;
+            double sm = (sc->original_max_pos / wl - sc->low_freq_factor) /
+                        (sc->high_freq_factor - sc->low_freq_factor);
+            double smoothed = (1.0 - sm) * llama / sc->factor + sm * llama;
+            int medium = !(wl < high_wl) && !(wl > low_wl);
+            inv = medium ? smoothed : llama;
+        }
+        f[i] = inv;
+    }
+}
+
+typedef struct {
+    int B, T, ld, nh, hs;
+    double *x;           /* B*T rows of ld */
+    const double *f;     /* hs/2 frequencies */
+    const float *R;      /* B,T,nh*hs */
+    double *out;
+} rope_ctx;
+
+static double rope_loss(const void *p)
+{
+    const rope_ctx *c = p;
+    int h = c->hs / 2, w = c->nh * c->hs;
+    double L = 0.0;
+    for (int bt = 0; bt < c->B * c->T; bt++) {
+        double t = bt % c->T;
+        for (int k = 0; k < c->nh; k++)
+            for (int i = 0; i < h; i++) {
+                const double *x = c->x + (size_t)bt * c->ld + k * c->hs;
+                double cs = cos(t * c->f[i]), sn = sin(t * c->f[i]);
+                double o1 = x[i] * cs - x[i + h] * sn, o2 = x[i + h] * cs + x[i] * sn;
+                size_t oi = (size_t)bt * w + k * c->hs + i;
+                if (c->out) { c->out[oi] = o1; c->out[oi + h] = o2; }
+                L += o1 * c->R[oi] + o2 * c->R[oi + h];
+            }
+    }
+    return L;
+}
+
+/* RoPE.
+ *  - The table against rope_ref_freqs at Llama 3.1's settings (theta 5e5,
+ *    hs 64, llama3 factor 8, low 1, high 4, original context 8192; all
+ *    three bands occur), t up to 4095: tol 1e-6 (one float rounding of
+ *    each entry; observed 3e-8).
+ *  - A few entries by hand (math.cos / math.sin of the angles worked out
+ *    in Python): hs 8, theta 1e4, f = 1, 0.1, 0.01, 0.001; with llama3
+ *    (factor 8, low 1, high 4, context 1024) f_2 = 0.01 (1 - a)/8 + 0.01 a,
+ *    a = (1024 / (200 pi) - 1) / 3, = 0.003086760967011274, and
+ *    f_3 = 0.001 / 8.  tol 3e-7 (the float rounding; observed 3e-8).
+ *  - Forward against the double rotation, tol 1e-5 (observed 9e-8);
+ *    backward (in place, v columns and padding untouched) against finite
+ *    differences, tol 1e-5 (observed 9e-8).  GQA shape: NH 3 + KV 1 heads
+ *    rotated of hs 6, rows of ld 32 > (NH + 2 KV) hs.
+ *  - bf16: the fp32 rotation on the widened inputs, rounded once (bitwise). */
+static void test_rope(void)
+{
+    printf("rope\n");
+    remat_rope_llama3 l31 = { 8.0, 1.0, 4.0, 8192.0 };
+    {
+        enum { maxT = 4096, hs = 64 };
+        float *tab = xcalloc((size_t)maxT * hs, sizeof(float));
+        double *ref = xcalloc((size_t)maxT * hs, sizeof(double)), f[hs / 2];
+        remat_rope_table(tab, maxT, hs, 500000.0, &l31);
+        rope_ref_freqs(f, hs, 500000.0, &l31);
+        int band[3] = { 0, 0, 0 };   /* unchanged, interpolated, divided */
+        for (int i = 0; i < hs / 2; i++) {
+            double f0 = exp(-log(500000.0) * (2.0 * i) / hs);
+            band[f[i] == f0 ? 0 : fabs(f[i] * 8.0 - f0) <= 1e-12 * f0 ? 2 : 1]++;
+        }
+        CHECK(band[0] && band[1] && band[2], "rope test: llama3 bands %d/%d/%d, want all three", band[0], band[1],
+              band[2]);
+        for (int t = 0; t < maxT; t++)
+            for (int i = 0; i < hs / 2; i++) {
+                ref[(size_t)t * hs + i] = cos(t * f[i]);
+                ref[(size_t)t * hs + hs / 2 + i] = sin(t * f[i]);
+            }
+        check_close("rope table llama3 (theta 5e5, hs 64, T 4096)", tab, ref, (size_t)maxT * hs, 1e-6);
+        remat_rope_table(tab, maxT, hs, 10000.0, NULL);
+        rope_ref_freqs(f, hs, 10000.0, NULL);
+        for (int t = 0; t < maxT; t++)
+            for (int i = 0; i < hs / 2; i++) {
+                ref[(size_t)t * hs + i] = cos(t * f[i]);
+                ref[(size_t)t * hs + hs / 2 + i] = sin(t * f[i]);
+            }
+        check_close("rope table default (theta 1e4, hs 64, T 4096)", tab, ref, (size_t)maxT * hs, 1e-6);
+        free(tab);
+        free(ref);
+    }
+    {
+        /* by hand: (table, t, i, cos, sin) */
+        float plain[16 * 8], l3[128 * 8];
+        remat_rope_llama3 sc = { 8.0, 1.0, 4.0, 1024.0 };
+        remat_rope_table(plain, 16, 8, 10000.0, NULL);
+        remat_rope_table(l3, 128, 8, 10000.0, &sc);
+        struct { const float *tab; int t, i; double c, s; } hv[] = {
+            { plain, 1, 0, 0.5403023058681398, 0.8414709848078965 },     /* cos 1, sin 1 */
+            { plain, 3, 1, 0.955336489125606, 0.29552020666133955 },     /* angle 0.3 */
+            { plain, 7, 3, 0.9999755001000415, 0.006999942833473391 },   /* angle 0.007 */
+            { plain, 0, 2, 1.0, 0.0 },
+            { l3, 37, 1, -0.848100031710408, -0.5298361409084934 },      /* unchanged: angle 3.7 */
+            { l3, 5, 2, 0.9998809011983192, 0.01543319211430424 },       /* interpolated */
+            { l3, 100, 2, 0.9527366033159734, 0.30379757191580964 },
+            { l3, 100, 3, 0.9999218760172474, 0.012499674481709789 },    /* divided: angle 0.0125 */
+        };
+        double err = 0.0;
+        for (size_t k = 0; k < sizeof hv / sizeof hv[0]; k++) {
+            err = fmax(err, fabs(hv[k].tab[hv[k].t * 8 + hv[k].i] - hv[k].c));
+            err = fmax(err, fabs(hv[k].tab[hv[k].t * 8 + 4 + hv[k].i] - hv[k].s));
+        }
+        printf("  %-44s max err %.2e (tol 3e-07)\n", "rope table, values by hand", err);
+        CHECK(err <= 3e-7, "rope table: a hand-computed value is off by %.3g", err);
+    }
+
+    enum { B = 2, T = 7, NH = 3, KV = 1, hs = 6, nh = NH + KV, ld = 32, W = nh * hs };
+    size_t nx = (size_t)B * T * ld, no = (size_t)B * T * W;
+    float tab[T * hs], x[B * T * ld], out[B * T * W], R[B * T * W], d[B * T * ld], g[B * T * ld];
+    double f[hs / 2], ref[B * T * W];
+    remat_rope_table(tab, T, hs, 10.0, NULL);   /* a small theta: large angles within T = 7 */
+    rope_ref_freqs(f, hs, 10.0, NULL);
+    fill(x, nx, 141, -1, 1);
+    fill(R, no, 142, -1, 1);
+    rope_ctx cx = { B, T, ld, nh, hs, to_double(x, nx), f, R, ref };
+    rope_loss(&cx);
+    cx.out = NULL;
+    remat_rope_forward(out, x, ld, tab, B, T, nh, hs, REMAT_DTYPE_FP32);
+    check_close("rope_forward out (NH 3, KV 1, hs 6, ld 32)", out, ref, no, 1e-5);
+
+    for (size_t i = 0; i < nx; i++) d[i] = 7.0f;   /* v columns and padding: must stay */
+    for (int bt = 0; bt < B * T; bt++) memcpy(d + (size_t)bt * ld, R + (size_t)bt * W, W * sizeof(float));
+    remat_rope_backward(d, ld, tab, B, T, nh, hs, REMAT_DTYPE_FP32);
+    int kept = 1;
+    for (size_t i = 0; i < nx; i++) {
+        int col = (int)(i % ld);
+        g[i] = col < W ? d[i] : 0.0f;
+        if (col >= W) kept &= d[i] == 7.0f;
+    }
+    CHECK(kept, "rope_backward wrote outside the first nh*hs columns");
+    fd_check("rope_backward d_qkv (in place)", cx.x, nx, g, rope_loss, &cx, 1e-5);
+    free(cx.x);
+
+    /* bf16 against the fp32 kernel on the widened values */
+    remat_bf16 x16[B * T * ld], o16[B * T * W], d16[B * T * ld];
+    float xw[B * T * ld], dw[B * T * ld], o32[B * T * W];
+    remat_bf16_from_f32(x16, x, nx);
+    remat_bf16_to_f32(xw, x16, nx);
+    remat_rope_forward(o32, xw, ld, tab, B, T, nh, hs, REMAT_DTYPE_FP32);
+    remat_rope_forward(o16, x16, ld, tab, B, T, nh, hs, REMAT_DTYPE_BF16);
+    memcpy(d16, x16, sizeof d16);
+    memcpy(dw, xw, sizeof dw);
+    remat_rope_backward(dw, ld, tab, B, T, nh, hs, REMAT_DTYPE_FP32);
+    remat_rope_backward(d16, ld, tab, B, T, nh, hs, REMAT_DTYPE_BF16);
+    size_t bad = 0;
+    for (size_t i = 0; i < no; i++) bad += o16[i] != remat_bf16_round(o32[i]);
+    for (size_t i = 0; i < nx; i++) bad += d16[i] != remat_bf16_round(dw[i]);
+    CHECK(bad == 0, "rope bf16: %zu elements are not the fp32 rotation rounded once", bad);
+}
+
 /* ------------------------------------------------------------------- linear */
 
 typedef struct {
@@ -1057,6 +1227,7 @@ int main(void)
     test_encoder();
     test_layernorm();
     test_rmsnorm();
+    test_rope();
     test_linear();
     test_attention();
     test_gelu();

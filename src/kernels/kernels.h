@@ -81,6 +81,29 @@ void remat_rmsnorm_backward(float *dinp /* N,C, += */, float *dw /* C */, const 
                             const void *inp /* N,C dt */, int dt, const float *rstd /* N */, const float *w /* C */,
                             int N, int C);
 
+/* ---- RoPE (rope.c), Hugging Face's convention: rotate_half over the two
+ * halves of each head, positions 0..T-1.  With h = hs/2, c = cos(t f_i),
+ * s = sin(t f_i), f_i = theta^(-2i/hs) (rescaled under llama3):
+ *   out[i] = x[i] c - x[i+h] s,   out[i+h] = x[i+h] c + x[i] s   (i < h)
+ * nh heads are rotated: NH query + KV key heads, the first nh*hs columns
+ * of the qkv rows (stride ld); v, behind them, is not.
+ * The table holds row t = [cos(t f_i), i < h | sin(t f_i), i < h], each
+ * computed in double and rounded once. */
+typedef struct remat_rope_llama3 {   /* rope_scaling {"rope_type": "llama3", ...} */
+    double factor;                   /* factor (8 in Llama 3.1) */
+    double low_freq_factor;          /* low_freq_factor (1) */
+    double high_freq_factor;         /* high_freq_factor (4), > low_freq_factor */
+    double original_max_pos;         /* original_max_position_embeddings (8192) */
+} remat_rope_llama3;
+/* scaling NULL: the plain frequencies.  hs even. */
+void remat_rope_table(float *tab /* maxT,hs */, int maxT, int hs, double theta, const remat_rope_llama3 *scaling);
+void remat_rope_forward(void *out /* B,T,nh*hs dt */, const void *qkv /* B*T rows of ld, dt */, int ld,
+                        const float *tab /* maxT,hs */, int B, int T, int nh, int hs, int dt);
+/* the transposed rotation, IN PLACE on the first nh*hs columns of d_qkv:
+ *   dx[i] = dy[i] c + dy[i+h] s,   dx[i+h] = dy[i+h] c - dy[i] s */
+void remat_rope_backward(void *dqkv /* B*T rows of ld, dt */, int ld, const float *tab /* maxT,hs */, int B, int T,
+                         int nh, int hs, int dt);
+
 /* ---- linear: out = inp @ w^T + b  (the GEMM seam, gemm.h) ---------------
  * w is the weight in dt (under bf16, the model's bf16 copy of it). */
 void remat_linear_forward(void *out /* N,OC out_dt */, int out_dt, const void *inp /* N,IC dt */,
