@@ -83,12 +83,13 @@ static void kernel_case(int B, int T, int C, int NH, float p)
     for (size_t i = 0; i < no; i++) dout[i] = frand(&seed);
     remat_dropout d = remat_dropout_make(p, 0x1234 + (uint64_t)T);
 
-    remat_attention_scores_forward(att, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
-    remat_attention_values_forward(o1, att, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-    remat_attention_backward(g1, dout, att, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-    remat_flash_attention_stats(lse, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
-    remat_flash_attention_values(o2, lse, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-    remat_flash_attention_backward(g2, dout, lse, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attn_layout al = remat_attn_layout_mha(qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+    remat_attention_scores_forward(att, &al);
+    remat_attention_values_forward(o1, att, &al, &d, NULL);
+    remat_attention_backward(g1, dout, att, &al, &d, NULL);
+    remat_flash_attention_stats(lse, &al);
+    remat_flash_attention_values(o2, lse, &al, &d, NULL);
+    remat_flash_attention_backward(g2, dout, lse, &al, &d, NULL);
 
     double ef = maxdiff(o1, o2, no), eb = maxdiff(g1, g2, nq);
     CHECK(ef <= 2e-5 * (1 + maxabs(o1, no)), "flash fwd vs naive B%d T%d C%d NH%d p%.1f: %.3g", B, T, C, NH, (double)p, ef);
@@ -97,9 +98,9 @@ static void kernel_case(int B, int T, int C, int NH, float p)
     /* bitwise reproducible, and independent of the thread count */
     int th = omp_get_max_threads();
     omp_set_num_threads(1);
-    remat_flash_attention_stats(lse, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
-    remat_flash_attention_values(o3, lse, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-    remat_flash_attention_backward(g3, dout, lse, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_flash_attention_stats(lse, &al);
+    remat_flash_attention_values(o3, lse, &al, &d, NULL);
+    remat_flash_attention_backward(g3, dout, lse, &al, &d, NULL);
     omp_set_num_threads(th);
     CHECK(!memcmp(o2, o3, no * 4) && !memcmp(g2, g3, nq * 4), "flash bitwise across thread counts (T%d)", T);
 

@@ -647,8 +647,9 @@ static void test_attention_case(int B, int T, int C, int NH, float p)
     fill(R, no, 42 + T, -1, 1);
     remat_dropout drop = remat_dropout_make(p, remat_rng_key(7, 3, 1, REMAT_SITE_ATT));
 
-    remat_attention_scores_forward(att, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
-    remat_attention_values_forward(out, att, qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attn_layout al = remat_attn_layout_mha(qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+    remat_attention_scores_forward(att, &al);
+    remat_attention_values_forward(out, att, &al, &drop, NULL);
 
     /* causal zeros are written, and each row is a distribution */
     int causal = 1;
@@ -673,7 +674,7 @@ static void test_attention_case(int B, int T, int C, int NH, float p)
     check_close(what, out, ref, no, 1e-5);
 
     for (size_t i = 0; i < nq; i++) dqkv[i] = NAN;   /* dqkv is assigned */
-    remat_attention_backward(dqkv, R, att, qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attention_backward(dqkv, R, att, &al, &drop, NULL);
     snprintf(what, sizeof what, "attention bwd dqkv B%d T%d C%d NH%d p%.1f", B, T, C, NH, p);
     fd_check(what, cx.qkv, nq, dqkv, att_loss, &cx, 1e-4);
 
@@ -919,8 +920,9 @@ static void test_dropout_mask(void)
     for (size_t r = 0; r < (size_t)B * NH * T; r++)
         for (int j = 0; j <= (int)(r % T); j++) att[r * T + j] = 1.0f;
     remat_dropout da = remat_dropout_make(p, remat_rng_key(9, 1, 0, REMAT_SITE_ATT));
-    remat_attention_values_forward(o1, att, qkv, &da, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-    remat_attention_values_forward(o2, att, qkv, &da, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attn_layout al = remat_attn_layout_mha(qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+    remat_attention_values_forward(o1, att, &al, &da, NULL);
+    remat_attention_values_forward(o2, att, &al, &da, NULL);
     size_t total = 0, dropped = 0, wrong = 0;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
@@ -1091,15 +1093,16 @@ static void test_repeatable(void)
     fill(qkv, N * 3 * C, 101, -2, 2);
     fill(R, N * C, 102, -1, 1);
     remat_dropout drop = remat_dropout_make(0.1f, 55);
+    remat_attn_layout al = remat_attn_layout_mha(qkv, B, T, C, NH, REMAT_DTYPE_FP32);
 
     float *att[2], *out[2], *dq[2];
     for (int r = 0; r < 2; r++) {
         att[r] = xcalloc((size_t)B * NH * T * T, sizeof(float));
         out[r] = xcalloc(N * C, sizeof(float));
         dq[r] = xcalloc(N * 3 * C, sizeof(float));
-        remat_attention_scores_forward(att[r], qkv, B, T, C, NH, REMAT_DTYPE_FP32);
-        remat_attention_values_forward(out[r], att[r], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-        remat_attention_backward(dq[r], R, att[r], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+        remat_attention_scores_forward(att[r], &al);
+        remat_attention_values_forward(out[r], att[r], &al, &drop, NULL);
+        remat_attention_backward(dq[r], R, att[r], &al, &drop, NULL);
     }
     CHECK(memcmp(att[0], att[1], (size_t)B * NH * T * T * sizeof(float)) == 0, "attention scores not repeatable");
     CHECK(memcmp(out[0], out[1], N * C * sizeof(float)) == 0, "attention values not repeatable");
@@ -1107,9 +1110,9 @@ static void test_repeatable(void)
 
     /* one thread vs two: attention backward too (disjoint (b,h) slices) */
     omp_set_num_threads(1);
-    remat_attention_backward(dq[1], R, att[0], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attention_backward(dq[1], R, att[0], &al, &drop, NULL);
     omp_set_num_threads(2);
-    remat_attention_backward(dq[0], R, att[0], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attention_backward(dq[0], R, att[0], &al, &drop, NULL);
     CHECK(memcmp(dq[0], dq[1], N * 3 * C * sizeof(float)) == 0, "attention backward depends on threads");
     for (int r = 0; r < 2; r++) { free(att[r]); free(out[r]); free(dq[r]); }
 

@@ -155,6 +155,7 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
     void *out = A(a, t);
     float *acc = dt == REMAT_DTYPE_BF16 ? a->temp : NULL;   /* attention's fp32 accumulator */
     remat_dropout d;
+    remat_attn_layout L;
     switch (t) {
     case RT_EMB:        /* emb = wte[inputs] + wpe */
         remat_encoder_forward(out, c->inputs, W(c, REMAT_PARAM_WTE, -1), W(c, REMAT_PARAM_WPE, -1), B, T, C, DT(c, t));
@@ -169,13 +170,15 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
                        dt);
         break;
     case RT_ATT:        /* naive: the (B,NH,T,T) probabilities; flash: the logsumexp */
-        if (flash) remat_flash_attention_stats(out, A(a, RT_QKV), B, T, C, NH, dt);
-        else remat_attention_scores_forward(out, A(a, RT_QKV), B, T, C, NH, dt);
+        L = remat_attn_layout_mha(A(a, RT_QKV), B, T, C, NH, dt);
+        if (flash) remat_flash_attention_stats(out, &L);
+        else remat_attention_scores_forward(out, &L);
         break;
     case RT_ATTY:
         d = drop_for(c, l, REMAT_SITE_ATT);   /* acc: when the table declares it (remat_tensor_fwd_temp_bytes) */
-        if (flash) remat_flash_attention_values(out, F(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt, acc);
-        else remat_attention_values_forward(out, A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt, acc);
+        L = remat_attn_layout_mha(A(a, RT_QKV), B, T, C, NH, dt);
+        if (flash) remat_flash_attention_values(out, F(a, RT_ATT), &L, &d, acc);
+        else remat_attention_values_forward(out, A(a, RT_ATT), &L, &d, acc);
         break;
     case RT_RES2:       /* res2 = x + dropout(atty @ Wproj^T + b): the residual stream */
         remat_linear_forward(out, DT(c, t), A(a, RT_ATTY), WG(c, REMAT_PARAM_ATTPROJW, l), W(c, REMAT_PARAM_ATTPROJB, l), N,
@@ -241,6 +244,7 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
     float *acc = dt == REMAT_DTYPE_BF16 ? a->temp : NULL;
     const void *src;
     remat_dropout d;
+    remat_attn_layout L;
     switch (t) {
     case RT_RES3:       /* d_fch = d_branch @ Wfcproj; dWfcproj += d_branch^T fch_gelu */
         src = branch_grad(c, a, l, REMAT_SITE_RES_MLP, n);
@@ -267,12 +271,11 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
     case RT_ATTY:       /* through values and scores at once: d_qkv */
         d = drop_for(c, l, REMAT_SITE_ATT);
         if (dt == REMAT_DTYPE_BF16) (void)TEMP(a);
+        L = remat_attn_layout_mha(A(a, RT_QKV), B, T, C, NH, dt);
         if (cf->attention == REMAT_ATTENTION_FLASH)
-            remat_flash_attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), F(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH,
-                                     dt, acc);
+            remat_flash_attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), F(a, RT_ATT), &L, &d, acc);
         else
-            remat_attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), A(a, RT_ATT), A(a, RT_QKV), &d, B, T, C, NH, dt,
-                               acc);
+            remat_attention_backward(A(a, RT_D_QKV), A(a, RT_D_ATTY), A(a, RT_ATT), &L, &d, acc);
         break;
     case RT_QKV:
         remat_linear_backward(A(a, RT_D_LN1), GW(c, REMAT_PARAM_QKVW, l), GW(c, REMAT_PARAM_QKVB, l), A(a, RT_D_QKV),
