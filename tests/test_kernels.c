@@ -69,12 +69,9 @@ static void check_close(const char *what, const float *a, const double *ref, siz
 
 typedef double (*loss_fn)(const void *ctx);
 
-/* Central differences of f with respect to x[0..n) against the analytic g. */
-static void fd_check(const char *what, double *x, size_t n, const float *g,
-                     loss_fn f, const void *ctx, double tol)
+/* Central differences of f with respect to x[0..n), into fd[0..n). */
+static void fd_grad(double *fd, double *x, size_t n, loss_fn f, const void *ctx)
 {
-    double err = 0.0, gmax = 0.0;
-    size_t worst = 0;
     for (size_t i = 0; i < n; i++) {
         double save = x[i];
         x[i] = save + FD_H;
@@ -82,14 +79,33 @@ static void fd_check(const char *what, double *x, size_t n, const float *g,
         x[i] = save - FD_H;
         double lm = f(ctx);
         x[i] = save;
-        double fd = (lp - lm) / (2.0 * FD_H);
-        double e = fabs(fd - g[i]);
+        fd[i] = (lp - lm) / (2.0 * FD_H);
+    }
+}
+
+/* the finite differences fd against the analytic g */
+static void fd_compare(const char *what, const double *fd, const float *g, size_t n, double tol)
+{
+    double err = 0.0, gmax = 0.0;
+    size_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs(fd[i] - g[i]);
         if (!(e <= err)) { err = e; worst = i; }
         if (fabs(g[i]) > gmax) gmax = fabs(g[i]);
     }
     printf("  %-44s max |fd-g| %.2e (max|g| %.2e, tol %.0e)\n", what, err, gmax, tol);
     CHECK(err <= tol * (1.0 + gmax), "%s: max |fd - g| %.3g at %zu (max|g| %.3g, tol %.3g)",
           what, err, worst, gmax, tol);
+}
+
+/* Central differences of f with respect to x[0..n) against the analytic g. */
+static void fd_check(const char *what, double *x, size_t n, const float *g,
+                     loss_fn f, const void *ctx, double tol)
+{
+    double *fd = xcalloc(n, sizeof(double));
+    fd_grad(fd, x, n, f, ctx);
+    fd_compare(what, fd, g, n, tol);
+    free(fd);
 }
 
 /* ------------------------------------------------------------------ encoder */
@@ -589,28 +605,44 @@ static void test_linear(void)
 
 /* ---------------------------------------------------------------- attention */
 
+/* The inputs of one attention call live in one fp32 buffer X (and its
+ * double copy x): q, k, v at element offsets oq, ok, ov with row strides
+ * ldq, ldk, ldv, as a remat_attn_layout into X describes them. */
 typedef struct {
-    int B, T, C, NH;
-    double *qkv;
-    const float *R;
+    int B, T, NH, KV, hs;
+    size_t oq, ok, ov;
+    int ldq, ldk, ldv;
+    double *x;
+    const float *R;              /* B,T,NH*hs: dout */
     const remat_dropout *drop;
-    double *out;
+    double *out;                 /* optional: the reference output */
 } att_ctx;
 
-/* Double reference of scores + values with the kernels' dropout mask. */
+static att_ctx att_ctx_of(const remat_attn_layout *L, const float *X, double *x, const float *R,
+                          const remat_dropout *drop, double *out)
+{
+    att_ctx c = { L->B, L->T, L->NH, L->KV, L->hs, (size_t)((const float *)L->q - X),
+                  (size_t)((const float *)L->k - X), (size_t)((const float *)L->v - X), L->ldq, L->ldk, L->ldv,
+                  x, R, drop, out };
+    return c;
+}
+
+/* Double reference of scores + values with the kernels' dropout mask:
+ * query head h reads kv head h / (NH/KV), L = sum(out * R). */
 static double att_loss(const void *p)
 {
     const att_ctx *c = p;
-    int B = c->B, T = c->T, C = c->C, NH = c->NH, hs = C / NH;
+    int B = c->B, T = c->T, NH = c->NH, hs = c->hs, grp = NH / c->KV, W = NH * hs;
     double scale = 1.0 / sqrt((double)hs), L = 0.0;
     double *s = xcalloc((size_t)T, sizeof(double));
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
+        for (int h = 0; h < NH; h++) {
+            int kvh = h / grp;
             for (int i = 0; i < T; i++) {
-                const double *q = c->qkv + ((size_t)b * T + i) * 3 * C + h * hs;
+                const double *q = c->x + c->oq + ((size_t)b * T + i) * c->ldq + h * hs;
                 double mx = -INFINITY, sum = 0.0;
                 for (int j = 0; j <= i; j++) {
-                    const double *k = c->qkv + ((size_t)b * T + j) * 3 * C + C + h * hs;
+                    const double *k = c->x + c->ok + ((size_t)b * T + j) * c->ldk + kvh * hs;
                     double d = 0.0;
                     for (int e = 0; e < hs; e++) d += q[e] * k[e];
                     s[j] = d * scale;
@@ -622,15 +654,31 @@ static double att_loss(const void *p)
                     for (int j = 0; j <= i; j++) {
                         uint64_t idx = (((uint64_t)b * NH + h) * T + i) * T + j;
                         double m = remat_dropout_mult(c->drop, idx);
-                        o += s[j] / sum * m * c->qkv[((size_t)b * T + j) * 3 * C + 2 * C + h * hs + e];
+                        o += s[j] / sum * m * c->x[c->ov + ((size_t)b * T + j) * c->ldv + kvh * hs + e];
                     }
-                    size_t oi = ((size_t)b * T + i) * C + h * hs + e;
+                    size_t oi = ((size_t)b * T + i) * W + h * hs + e;
                     if (c->out) c->out[oi] = o;
                     L += o * c->R[oi];
                 }
             }
+        }
     free(s);
     return L;
+}
+
+/* gx[e] = the kernel's gradient (in dqkv, by the layout's ldg, gq, gk, gv)
+ * for element e of X: dq, dk, dv where X holds q, k, v, 0 where no kernel
+ * reads X */
+static void att_grad_of_x(float *gx, size_t nx, const att_ctx *c, const remat_attn_layout *L, const float *dqkv)
+{
+    memset(gx, 0, nx * sizeof(float));
+    for (size_t r = 0; r < (size_t)c->B * c->T; r++) {
+        for (int e = 0; e < c->NH * c->hs; e++) gx[c->oq + r * c->ldq + e] = dqkv[r * L->ldg + L->gq + e];
+        for (int e = 0; e < c->KV * c->hs; e++) {
+            gx[c->ok + r * c->ldk + e] = dqkv[r * L->ldg + L->gk + e];
+            gx[c->ov + r * c->ldv + e] = dqkv[r * L->ldg + L->gv + e];
+        }
+    }
 }
 
 /* Attention: forward tol 1e-5; backward tol 1e-4 (softmax backward subtracts
@@ -667,7 +715,7 @@ static void test_attention_case(int B, int T, int C, int NH, float p)
     CHECK(causal, "attention_scores_forward: non-zero above the diagonal (B%d T%d NH%d)", B, T, NH);
     CHECK(rowerr <= 1e-5, "attention_scores_forward: rows do not sum to 1 (err %.3g)", rowerr);
 
-    att_ctx cx = { B, T, C, NH, to_double(qkv, nq), R, &drop, ref };
+    att_ctx cx = att_ctx_of(&al, qkv, to_double(qkv, nq), R, &drop, ref);
     att_loss(&cx);
     cx.out = NULL;
     snprintf(what, sizeof what, "attention fwd B%d T%d C%d NH%d p%.1f", B, T, C, NH, p);
@@ -676,10 +724,155 @@ static void test_attention_case(int B, int T, int C, int NH, float p)
     for (size_t i = 0; i < nq; i++) dqkv[i] = NAN;   /* dqkv is assigned */
     remat_attention_backward(dqkv, R, att, &al, &drop, NULL);
     snprintf(what, sizeof what, "attention bwd dqkv B%d T%d C%d NH%d p%.1f", B, T, C, NH, p);
-    fd_check(what, cx.qkv, nq, dqkv, att_loss, &cx, 1e-4);
+    fd_check(what, cx.x, nq, dqkv, att_loss, &cx, 1e-4);
 
-    free(cx.qkv);
+    free(cx.x);
     free(qkv); free(R); free(att); free(out); free(dqkv); free(ref);
+}
+
+/* Grouped-query attention, naive and flash, against the double reference:
+ * forward tol 1e-5, backward (finite differences over every element of X)
+ * tol 1e-4, as for multi-head attention (observed 3e-7 and 5e-7).  Two layouts:
+ *   llama:  X = [qk (B,T,(NH+KV)hs) | qkv (B,T,(NH+2KV)hs)], the layout of
+ *           remat_attn_layout_gqa: q, k read from qk, v from qkv's last
+ *           columns (qkv's q and k columns are not read: their gradient is
+ *           0), the gradient shaped like qkv;
+ *   custom: q, k, v in three regions of X with strides wider than their
+ *           heads and q at column 1; the gradient rows [dv | dk | 3 unused
+ *           | dq], whose unused columns must keep what they held.
+ * dq, dk, dv are assigned (the buffer starts as NaN). */
+static void test_gqa_case(int B, int T, int NH, int KV, int hs, float p, int custom)
+{
+    char what[112];
+    size_t BT = (size_t)B * T, W = (size_t)NH * hs, Wkv = (size_t)KV * hs;
+    size_t no = BT * W, na = (size_t)B * NH * T * T, nl = (size_t)B * NH * T, nx, ng;
+    remat_attn_layout al;
+    float *X;
+    if (!custom) {
+        nx = BT * (W + Wkv) + BT * (W + 2 * Wkv);
+        X = xcalloc(nx, sizeof(float));
+        al = remat_attn_layout_gqa(X, X + BT * (W + Wkv), B, T, NH, KV, hs, REMAT_DTYPE_FP32);
+    } else {
+        int ldq = (int)W + 1, ldk = (int)Wkv + 2, ldv = (int)Wkv + 3;
+        nx = BT * (size_t)(ldq + ldk + ldv);
+        X = xcalloc(nx, sizeof(float));
+        remat_attn_layout c = { B, T, NH, KV, hs, X + 1, X + BT * ldq + 2, X + BT * (ldq + ldk), ldq, ldk, ldv,
+                                (int)(2 * Wkv + 3 + W), (int)(2 * Wkv + 3), (int)Wkv, 0, REMAT_DTYPE_FP32 };
+        al = c;
+    }
+    ng = BT * (size_t)al.ldg;
+    float *R = xcalloc(no, sizeof(float)), *att = xcalloc(na, sizeof(float)), *lse = xcalloc(nl, sizeof(float));
+    float *out = xcalloc(no, sizeof(float)), *g = xcalloc(ng, sizeof(float)), *gx = xcalloc(nx, sizeof(float));
+    double *ref = xcalloc(no, sizeof(double)), *fd = xcalloc(nx, sizeof(double));
+    fill(X, nx, 43 + T + KV, -1.5f, 1.5f);
+    fill(R, no, 44 + T, -1, 1);
+    remat_dropout drop = remat_dropout_make(p, remat_rng_key(7, 3, 2, REMAT_SITE_ATT));
+    att_ctx cx = att_ctx_of(&al, X, to_double(X, nx), R, &drop, ref);
+    att_loss(&cx);
+    cx.out = NULL;
+    fd_grad(fd, cx.x, nx, att_loss, &cx);
+    const char *lay = custom ? "custom" : "llama";
+
+    for (int flash = 0; flash <= 1; flash++) {
+        const char *k = flash ? "flash" : "naive";
+        if (flash) {
+            remat_flash_attention_stats(lse, &al);
+            remat_flash_attention_values(out, lse, &al, &drop, NULL);
+        } else {
+            remat_attention_scores_forward(att, &al);
+            remat_attention_values_forward(out, att, &al, &drop, NULL);
+        }
+        snprintf(what, sizeof what, "gqa %s fwd T%d NH%d KV%d hs%d p%.1f %s", k, T, NH, KV, hs, p, lay);
+        check_close(what, out, ref, no, 1e-5);
+
+        for (size_t i = 0; i < ng; i++) g[i] = NAN;
+        if (custom)
+            for (size_t r = 0; r < BT; r++)
+                for (int e = 0; e < 3; e++) g[r * al.ldg + 2 * Wkv + e] = 7.0f;   /* unused columns */
+        if (flash) remat_flash_attention_backward(g, R, lse, &al, &drop, NULL);
+        else remat_attention_backward(g, R, att, &al, &drop, NULL);
+        int kept = 1;
+        if (custom)
+            for (size_t r = 0; r < BT; r++)
+                for (int e = 0; e < 3; e++) kept &= g[r * al.ldg + 2 * Wkv + e] == 7.0f;
+        CHECK(kept, "gqa %s bwd wrote a column of the gradient that is not dq, dk or dv", k);
+        att_grad_of_x(gx, nx, &cx, &al, g);
+        snprintf(what, sizeof what, "gqa %s bwd T%d NH%d KV%d hs%d p%.1f %s", k, T, NH, KV, hs, p, lay);
+        fd_compare(what, fd, gx, nx, 1e-4);
+    }
+    free(cx.x);
+    free(X); free(R); free(att); free(lse); free(out); free(g); free(gx); free(ref); free(fd);
+}
+
+/* GQA is MHA with each kv head's K and V repeated for its NH/KV query
+ * heads.  The same q and the repeated k, v in a GPT-2 qkv buffer: att,
+ * out and dq come out bit for bit the same (each query head runs the same
+ * operations on the same values); dk and dv of a kv head are the sums of
+ * the MHA heads' dk, dv, summed in another order: tol 1e-6 (observed
+ * ~1e-7).  Naive and flash, with dropout (the same element indices). */
+static void test_gqa_vs_repeated(void)
+{
+    enum { B = 2, T = 70, NH = 6, KV = 2, hs = 5, grp = NH / KV, W = NH * hs, Wkv = KV * hs, C = W };
+    size_t BT = (size_t)B * T;
+    float *qk = xcalloc(BT * (W + Wkv), sizeof(float)), *qkv = xcalloc(BT * (W + 2 * Wkv), sizeof(float));
+    float *mha = xcalloc(BT * 3 * C, sizeof(float)), *R = xcalloc(BT * W, sizeof(float));
+    fill(qk, BT * (W + Wkv), 121, -1.5f, 1.5f);
+    fill(qkv, BT * (W + 2 * Wkv), 122, -1.5f, 1.5f);
+    fill(R, BT * W, 123, -1, 1);
+    for (size_t r = 0; r < BT; r++)
+        for (int h = 0; h < NH; h++)
+            for (int e = 0; e < hs; e++) {
+                int kvh = h / grp;
+                mha[r * 3 * C + h * hs + e] = qk[r * (W + Wkv) + h * hs + e];
+                mha[r * 3 * C + C + h * hs + e] = qk[r * (W + Wkv) + W + kvh * hs + e];
+                mha[r * 3 * C + 2 * C + h * hs + e] = qkv[r * (W + 2 * Wkv) + W + Wkv + kvh * hs + e];
+            }
+    remat_attn_layout lg = remat_attn_layout_gqa(qk, qkv, B, T, NH, KV, hs, REMAT_DTYPE_FP32);
+    remat_attn_layout lm = remat_attn_layout_mha(mha, B, T, C, NH, REMAT_DTYPE_FP32);
+    remat_dropout drop = remat_dropout_make(0.2f, 77);
+    size_t na = (size_t)B * NH * T * T, nl = (size_t)B * NH * T;
+    float *ag = xcalloc(na, sizeof(float)), *am = xcalloc(na, sizeof(float));
+    float *og = xcalloc(BT * W, sizeof(float)), *om = xcalloc(BT * W, sizeof(float));
+    float *gg = xcalloc(BT * (W + 2 * Wkv), sizeof(float)), *gm = xcalloc(BT * 3 * C, sizeof(float));
+    for (int flash = 0; flash <= 1; flash++) {
+        if (flash) {
+            remat_flash_attention_stats(ag, &lg);
+            remat_flash_attention_stats(am, &lm);
+            remat_flash_attention_values(og, ag, &lg, &drop, NULL);
+            remat_flash_attention_values(om, am, &lm, &drop, NULL);
+            remat_flash_attention_backward(gg, R, ag, &lg, &drop, NULL);
+            remat_flash_attention_backward(gm, R, am, &lm, &drop, NULL);
+        } else {
+            remat_attention_scores_forward(ag, &lg);
+            remat_attention_scores_forward(am, &lm);
+            remat_attention_values_forward(og, ag, &lg, &drop, NULL);
+            remat_attention_values_forward(om, am, &lm, &drop, NULL);
+            remat_attention_backward(gg, R, ag, &lg, &drop, NULL);
+            remat_attention_backward(gm, R, am, &lm, &drop, NULL);
+        }
+        size_t nst = flash ? nl : na;
+        int same = memcmp(ag, am, nst * sizeof(float)) == 0 && memcmp(og, om, BT * W * sizeof(float)) == 0;
+        for (size_t r = 0; r < BT; r++)
+            same &= memcmp(gg + r * (W + 2 * Wkv), gm + r * 3 * C, W * sizeof(float)) == 0;   /* dq */
+        CHECK(same, "gqa %s: scores, values or dq differ from MHA on repeated K/V", flash ? "flash" : "naive");
+        /* dk, dv: the group's sum of MHA's, against GQA's */
+        double err = 0.0, m = 0.0;
+        for (size_t r = 0; r < BT; r++)
+            for (int part = 0; part < 2; part++)
+                for (int kvh = 0; kvh < KV; kvh++)
+                    for (int e = 0; e < hs; e++) {
+                        double sum = 0.0;
+                        for (int h = kvh * grp; h < (kvh + 1) * grp; h++) sum += gm[r * 3 * C + (1 + part) * C + h * hs + e];
+                        double v = gg[r * (W + 2 * Wkv) + W + part * Wkv + kvh * hs + e];
+                        err = fmax(err, fabs(v - sum));
+                        m = fmax(m, fabs(sum));
+                    }
+        printf("  %-44s max err %.2e (max|ref| %.2e, tol 1e-06)\n",
+               flash ? "gqa flash dk,dv vs MHA on repeated K/V" : "gqa naive dk,dv vs MHA on repeated K/V", err, m);
+        CHECK(err <= 1e-6 * (1 + m), "gqa %s: dk/dv differ from the group sums of MHA's by %.3g",
+              flash ? "flash" : "naive", err);
+    }
+    free(qk); free(qkv); free(mha); free(R); free(ag); free(am); free(og); free(om); free(gg); free(gm);
 }
 
 static void test_attention(void)
@@ -694,6 +887,17 @@ static void test_attention(void)
     test_attention_case(2, 5, 8, 2, 0.3f);
     test_attention_case(1, 17, 8, 1, 0.3f);
     test_attention_case(2, 17, 12, 3, 0.3f);
+    printf("grouped-query attention\n");
+    test_gqa_case(2, 5, 4, 1, 3, 0.0f, 0);    /* KV 1 */
+    test_gqa_case(2, 5, 4, 2, 3, 0.3f, 0);    /* KV 2 */
+    test_gqa_case(1, 17, 4, 4, 5, 0.0f, 0);   /* KV = NH, hs 5 */
+    test_gqa_case(1, 17, 4, 4, 5, 0.3f, 1);
+    test_gqa_case(1, 17, 6, 2, 3, 0.3f, 1);
+    test_gqa_case(1, 1, 2, 1, 4, 0.3f, 0);    /* T 1 */
+    test_gqa_case(1, 70, 2, 1, 4, 0.3f, 0);   /* two row blocks (T > 64) */
+    test_gqa_case(1, 70, 4, 2, 3, 0.0f, 1);
+    test_gqa_case(1, 130, 2, 1, 2, 0.2f, 0);  /* two key tiles (T > 128) */
+    test_gqa_vs_repeated();
 }
 
 /* --------------------------------------------------------------------- gelu */
