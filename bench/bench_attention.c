@@ -95,17 +95,18 @@ int main(int argc, char **argv)
             const void *q = bf ? (const void *)qkv16 : qkv, *go = bf ? (const void *)g16 : g;
             float *a = bf ? acc : NULL;
             remat_gemm_set(w->engine);
+            remat_attn_layout al = remat_attn_layout_mha(q, B, T, C, NH, dt);
             double t0 = bench_now_ms();
             if (w->kernel == 0) {
-                remat_attention_scores_forward(att, q, B, T, C, NH, dt);
-                remat_attention_values_forward(out, att, q, &d, B, T, C, NH, dt, a);
+                remat_attention_scores_forward(att, &al);
+                remat_attention_values_forward(out, att, &al, &d, a);
             } else {
-                remat_flash_attention_stats(lse, q, B, T, C, NH, dt);
-                remat_flash_attention_values(out, lse, q, &d, B, T, C, NH, dt, a);
+                remat_flash_attention_stats(lse, &al);
+                remat_flash_attention_values(out, lse, &al, &d, a);
             }
             double t1 = bench_now_ms();
-            if (w->kernel == 0) remat_attention_backward(dq, go, att, q, &d, B, T, C, NH, dt, a);
-            else remat_flash_attention_backward(dq, go, lse, q, &d, B, T, C, NH, dt, a);
+            if (w->kernel == 0) remat_attention_backward(dq, go, att, &al, &d, a);
+            else remat_flash_attention_backward(dq, go, lse, &al, &d, a);
             double t2 = bench_now_ms();
             if (r < 0) continue;
             t[(2 * i) * rounds + r] = t1 - t0;

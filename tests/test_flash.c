@@ -4,6 +4,8 @@
  *     and without dropout) and against finite differences of a double
  *     reference, for T from 1 to well beyond a tile, T not a multiple of the
  *     tile, H = 1 and H > 1; bitwise reproducible across runs and threads;
+ *   - the same for grouped-query attention (KV 1, 2, NH), its bf16 kernels
+ *     against the fp32 ones, and GQA against MHA on repeated K/V;
  *   - the chunked LM head against the full head, chunk sizes that do not
  *     divide B*T included;
  *   - with both on: every policy bitwise equal to none, predicted peak =
@@ -83,12 +85,13 @@ static void kernel_case(int B, int T, int C, int NH, float p)
     for (size_t i = 0; i < no; i++) dout[i] = frand(&seed);
     remat_dropout d = remat_dropout_make(p, 0x1234 + (uint64_t)T);
 
-    remat_attention_scores_forward(att, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
-    remat_attention_values_forward(o1, att, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-    remat_attention_backward(g1, dout, att, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-    remat_flash_attention_stats(lse, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
-    remat_flash_attention_values(o2, lse, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-    remat_flash_attention_backward(g2, dout, lse, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attn_layout al = remat_attn_layout_mha(qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+    remat_attention_scores_forward(att, &al);
+    remat_attention_values_forward(o1, att, &al, &d, NULL);
+    remat_attention_backward(g1, dout, att, &al, &d, NULL);
+    remat_flash_attention_stats(lse, &al);
+    remat_flash_attention_values(o2, lse, &al, &d, NULL);
+    remat_flash_attention_backward(g2, dout, lse, &al, &d, NULL);
 
     double ef = maxdiff(o1, o2, no), eb = maxdiff(g1, g2, nq);
     CHECK(ef <= 2e-5 * (1 + maxabs(o1, no)), "flash fwd vs naive B%d T%d C%d NH%d p%.1f: %.3g", B, T, C, NH, (double)p, ef);
@@ -97,9 +100,9 @@ static void kernel_case(int B, int T, int C, int NH, float p)
     /* bitwise reproducible, and independent of the thread count */
     int th = omp_get_max_threads();
     omp_set_num_threads(1);
-    remat_flash_attention_stats(lse, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
-    remat_flash_attention_values(o3, lse, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-    remat_flash_attention_backward(g3, dout, lse, qkv, &d, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_flash_attention_stats(lse, &al);
+    remat_flash_attention_values(o3, lse, &al, &d, NULL);
+    remat_flash_attention_backward(g3, dout, lse, &al, &d, NULL);
     omp_set_num_threads(th);
     CHECK(!memcmp(o2, o3, no * 4) && !memcmp(g2, g3, nq * 4), "flash bitwise across thread counts (T%d)", T);
 
@@ -119,6 +122,163 @@ static void kernel_case(int B, int T, int C, int NH, float p)
         free(qd);
     }
     free(qkv); free(att); free(lse); free(o1); free(o2); free(o3); free(dout); free(g1); free(g2); free(g3);
+}
+
+/* one kernel's forward (scores or stats, then values) and backward; st is
+ * att (naive, dt) or lse (flash, fp32) */
+static void attn_forward(int flash, void *st, void *out, const remat_attn_layout *L, const remat_dropout *d, float *acc)
+{
+    if (flash) {
+        remat_flash_attention_stats(st, L);
+        remat_flash_attention_values(out, st, L, d, acc);
+    } else {
+        remat_attention_scores_forward(st, L);
+        remat_attention_values_forward(out, st, L, d, acc);
+    }
+}
+
+static void attn_backward(int flash, void *g, const void *dout, const void *st, const remat_attn_layout *L,
+                          const remat_dropout *d, float *acc)
+{
+    if (flash) remat_flash_attention_backward(g, dout, st, L, d, acc);
+    else remat_attention_backward(g, dout, st, L, d, acc);
+}
+
+/* Grouped-query attention in Llama's layout (q, k from the RoPE output
+ * qk, v from qkv, the gradient shaped like qkv): flash against naive at
+ * 2e-5 as above (both against finite differences: test_kernels.c), and
+ * both backwards bitwise the same on 1 and 2 threads (one task per batch
+ * row and kv head, its query heads in a fixed order).
+ * bf16 (oneDNN only): the kernels on bf16 inputs against the fp32 kernels
+ * on the same values widened, tol 5e-2 * (1 + max|ref|) for out and
+ * dqkv (P, dS, the products' operands and the results are rounded to
+ * bf16, ~2^-9 each; observed up to 3.6e-3 * (1 + max|ref|), about one bf16
+ * ulp), and bitwise across thread counts. */
+static void gqa_case(int B, int T, int NH, int KV, int hs, float p)
+{
+    size_t BT = (size_t)B * T, W = (size_t)NH * hs, Wkv = (size_t)KV * hs;
+    size_t nqk = BT * (W + Wkv), nq = BT * (W + 2 * Wkv), no = BT * W;
+    size_t na = (size_t)B * NH * T * T, nl = (size_t)B * NH * T;
+    float *qk = malloc(nqk * 4), *qkv = malloc(nq * 4), *dout = malloc(no * 4), *att = malloc(na * 4);
+    float *lse = malloc(nl * 4), *o1 = malloc(no * 4), *o2 = malloc(no * 4), *g1 = malloc(nq * 4), *g2 = malloc(nq * 4);
+    float *g3 = malloc(nq * 4), *g4 = malloc(nq * 4);
+    uint32_t seed = (uint32_t)(T * 977 + NH * 31 + KV * 7 + (int)(p * 100));
+    for (size_t i = 0; i < nqk; i++) qk[i] = 1.5f * frand(&seed);
+    for (size_t i = 0; i < nq; i++) qkv[i] = 1.5f * frand(&seed);
+    for (size_t i = 0; i < no; i++) dout[i] = frand(&seed);
+    remat_dropout d = remat_dropout_make(p, 0x4321 + (uint64_t)T);
+    remat_attn_layout al = remat_attn_layout_gqa(qk, qkv, B, T, NH, KV, hs, REMAT_DTYPE_FP32);
+
+    attn_forward(0, att, o1, &al, &d, NULL);
+    attn_backward(0, g1, dout, att, &al, &d, NULL);
+    attn_forward(1, lse, o2, &al, &d, NULL);
+    attn_backward(1, g2, dout, lse, &al, &d, NULL);
+    double ef = maxdiff(o1, o2, no), eb = maxdiff(g1, g2, nq);
+    CHECK(ef <= 2e-5 * (1 + maxabs(o1, no)), "gqa flash fwd vs naive T%d NH%d KV%d hs%d p%.1f: %.3g", T, NH, KV, hs,
+          (double)p, ef);
+    CHECK(eb <= 2e-5 * (1 + maxabs(g1, nq)), "gqa flash bwd vs naive T%d NH%d KV%d hs%d p%.1f: %.3g", T, NH, KV, hs,
+          (double)p, eb);
+
+    int th = omp_get_max_threads();
+    omp_set_num_threads(1);
+    attn_backward(0, g3, dout, att, &al, &d, NULL);
+    attn_backward(1, g4, dout, lse, &al, &d, NULL);
+    omp_set_num_threads(th);
+    CHECK(!memcmp(g1, g3, nq * 4) && !memcmp(g2, g4, nq * 4), "gqa backward differs between 1 and %d threads (T%d KV%d)",
+          th, T, KV);
+
+    if (!remat_gemm_available(REMAT_GEMM_ONEDNN)) {
+        TEST_SKIP("gqa bf16 T%d KV%d: bf16 needs the oneDNN engine, not in this build (GEMM=cblas)", T, KV);
+    } else {
+        remat_bf16 *qk16 = malloc(nqk * 2), *qkv16 = malloc(nq * 2), *d16 = malloc(no * 2), *a16 = malloc(na * 2);
+        remat_bf16 *ob = malloc(no * 2), *gb = malloc(nq * 2), *gb1 = malloc(nq * 2);
+        float *acc = malloc(nq * 4), *of = malloc(no * 4), *gf = malloc(nq * 4);
+        remat_bf16_from_f32(qk16, qk, nqk);
+        remat_bf16_from_f32(qkv16, qkv, nq);
+        remat_bf16_from_f32(d16, dout, no);
+        remat_bf16_to_f32(qk, qk16, nqk);   /* the fp32 reference sees the same values */
+        remat_bf16_to_f32(qkv, qkv16, nq);
+        remat_bf16_to_f32(dout, d16, no);
+        remat_attn_layout a16l = remat_attn_layout_gqa(qk16, qkv16, B, T, NH, KV, hs, REMAT_DTYPE_BF16);
+        for (int flash = 0; flash <= 1; flash++) {
+            void *st = flash ? (void *)lse : att, *st16 = flash ? (void *)lse : a16;
+            attn_forward(flash, st, o1, &al, &d, NULL);
+            attn_backward(flash, g1, dout, st, &al, &d, NULL);
+            attn_forward(flash, st16, ob, &a16l, &d, acc);
+            attn_backward(flash, gb, d16, st16, &a16l, &d, acc);
+            omp_set_num_threads(1);
+            attn_backward(flash, gb1, d16, st16, &a16l, &d, acc);
+            omp_set_num_threads(th);
+            remat_bf16_to_f32(of, ob, no);
+            remat_bf16_to_f32(gf, gb, nq);
+            double e1 = maxdiff(of, o1, no), m1 = maxabs(o1, no), e2 = maxdiff(gf, g1, nq), m2 = maxabs(g1, nq);
+            printf("  gqa bf16 %s T%d NH%d KV%d hs%d p%.1f: out err %.2e (max %.2e), dqkv err %.2e (max %.2e)\n",
+                   flash ? "flash" : "naive", T, NH, KV, hs, (double)p, e1, m1, e2, m2);
+            CHECK(e1 <= 5e-2 * (1 + m1) && e2 <= 5e-2 * (1 + m2),
+                  "gqa bf16 %s vs fp32 T%d KV%d: out %.3g (max %.3g), dqkv %.3g (max %.3g)", flash ? "flash" : "naive",
+                  T, KV, e1, m1, e2, m2);
+            CHECK(!memcmp(gb, gb1, nq * 2), "gqa bf16 %s backward differs between 1 and %d threads",
+                  flash ? "flash" : "naive", th);
+        }
+        free(qk16); free(qkv16); free(d16); free(a16); free(ob); free(gb); free(gb1); free(acc); free(of); free(gf);
+    }
+    free(qk); free(qkv); free(dout); free(att); free(lse); free(o1); free(o2); free(g1); free(g2); free(g3); free(g4);
+}
+
+/* GQA is MHA with each kv head's K and V repeated for its NH/KV query
+ * heads.  The same q and the repeated k, v in a GPT-2 qkv buffer: att (or
+ * lse), out and dq come out bit for bit the same (each query head runs the
+ * same operations on the same values); dk and dv of a kv head are the sums
+ * of the MHA heads' dk, dv, summed in another order: tol 1e-6 * (1 +
+ * max|ref|) (observed 6e-8 of that).  Naive and flash, with dropout (the
+ * same element indices). */
+static void gqa_vs_repeated(void)
+{
+    enum { B = 2, T = 70, NH = 6, KV = 2, hs = 5, grp = NH / KV, W = NH * hs, Wkv = KV * hs, C = W };
+    size_t BT = (size_t)B * T, na = (size_t)B * NH * T * T, nl = (size_t)B * NH * T;
+    float *qk = malloc(BT * (W + Wkv) * 4), *qkv = malloc(BT * (W + 2 * Wkv) * 4);
+    float *mha = malloc(BT * 3 * C * 4), *R = malloc(BT * W * 4);
+    float *ag = malloc(na * 4), *am = malloc(na * 4), *og = malloc(BT * W * 4), *om = malloc(BT * W * 4);
+    float *gg = malloc(BT * (W + 2 * Wkv) * 4), *gm = malloc(BT * 3 * C * 4);
+    uint32_t seed = 4242;
+    for (size_t i = 0; i < BT * (W + Wkv); i++) qk[i] = 1.5f * frand(&seed);
+    for (size_t i = 0; i < BT * (W + 2 * Wkv); i++) qkv[i] = 1.5f * frand(&seed);
+    for (size_t i = 0; i < BT * W; i++) R[i] = frand(&seed);
+    for (size_t r = 0; r < BT; r++)
+        for (int h = 0; h < NH; h++)
+            for (int e = 0; e < hs; e++) {
+                int kvh = h / grp;
+                mha[r * 3 * C + h * hs + e] = qk[r * (W + Wkv) + h * hs + e];
+                mha[r * 3 * C + C + h * hs + e] = qk[r * (W + Wkv) + W + kvh * hs + e];
+                mha[r * 3 * C + 2 * C + h * hs + e] = qkv[r * (W + 2 * Wkv) + W + Wkv + kvh * hs + e];
+            }
+    remat_attn_layout lg = remat_attn_layout_gqa(qk, qkv, B, T, NH, KV, hs, REMAT_DTYPE_FP32);
+    remat_attn_layout lm = remat_attn_layout_mha(mha, B, T, C, NH, REMAT_DTYPE_FP32);
+    remat_dropout drop = remat_dropout_make(0.2f, 77);
+    for (int flash = 0; flash <= 1; flash++) {
+        const char *k = flash ? "flash" : "naive";
+        attn_forward(flash, ag, og, &lg, &drop, NULL);
+        attn_backward(flash, gg, R, ag, &lg, &drop, NULL);
+        attn_forward(flash, am, om, &lm, &drop, NULL);
+        attn_backward(flash, gm, R, am, &lm, &drop, NULL);
+        int same = !memcmp(ag, am, (flash ? nl : na) * 4) && !memcmp(og, om, BT * W * 4);
+        for (size_t r = 0; r < BT; r++) same &= !memcmp(gg + r * (W + 2 * Wkv), gm + r * 3 * C, W * 4);   /* dq */
+        CHECK(same, "gqa %s: scores, values or dq differ from MHA on repeated K/V", k);
+        double err = 0.0, m = 0.0;   /* dk, dv: the group's sum of MHA's, against GQA's */
+        for (size_t r = 0; r < BT; r++)
+            for (int part = 0; part < 2; part++)
+                for (int e = 0; e < (int)Wkv; e++) {
+                    int kvh = e / hs;
+                    double sum = 0.0;
+                    for (int h = kvh * grp; h < (kvh + 1) * grp; h++)
+                        sum += gm[r * 3 * C + (1 + part) * C + h * hs + e % hs];
+                    err = fmax(err, fabs(gg[r * (W + 2 * Wkv) + W + part * Wkv + e] - sum));
+                    m = fmax(m, fabs(sum));
+                }
+        printf("  gqa %s vs MHA on repeated K/V: dk, dv err %.2e (max %.2e)\n", k, err, m);
+        CHECK(err <= 1e-6 * (1 + m), "gqa %s: dk/dv differ from the group sums of MHA's by %.3g (max %.3g)", k, err, m);
+    }
+    free(qk); free(qkv); free(mha); free(R); free(ag); free(am); free(og); free(om); free(gg); free(gm);
 }
 
 static void make_batch(const remat_config *c, int *in, int *tg)
@@ -228,6 +388,13 @@ int main(void)
         kernel_case(2, Ts[k], 24, 3, 0.2f);
     }
     kernel_case(1, 200, 64, 4, 0.1f);
+    int Tg[] = { 1, 5, 64, 65, 130 };
+    for (size_t k = 0; k < sizeof Tg / sizeof Tg[0]; k++) {
+        gqa_case(2, Tg[k], 4, 1, 6, 0.0f);
+        gqa_case(2, Tg[k], 4, 2, 6, 0.2f);
+        gqa_case(1, Tg[k], 3, 3, 8, 0.2f);
+    }
+    gqa_vs_repeated();
     model_cases();
     return TEST_REPORT();
 }

@@ -69,12 +69,9 @@ static void check_close(const char *what, const float *a, const double *ref, siz
 
 typedef double (*loss_fn)(const void *ctx);
 
-/* Central differences of f with respect to x[0..n) against the analytic g. */
-static void fd_check(const char *what, double *x, size_t n, const float *g,
-                     loss_fn f, const void *ctx, double tol)
+/* Central differences of f with respect to x[0..n), into fd[0..n). */
+static void fd_grad(double *fd, double *x, size_t n, loss_fn f, const void *ctx)
 {
-    double err = 0.0, gmax = 0.0;
-    size_t worst = 0;
     for (size_t i = 0; i < n; i++) {
         double save = x[i];
         x[i] = save + FD_H;
@@ -82,14 +79,33 @@ static void fd_check(const char *what, double *x, size_t n, const float *g,
         x[i] = save - FD_H;
         double lm = f(ctx);
         x[i] = save;
-        double fd = (lp - lm) / (2.0 * FD_H);
-        double e = fabs(fd - g[i]);
+        fd[i] = (lp - lm) / (2.0 * FD_H);
+    }
+}
+
+/* the finite differences fd against the analytic g */
+static void fd_compare(const char *what, const double *fd, const float *g, size_t n, double tol)
+{
+    double err = 0.0, gmax = 0.0;
+    size_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs(fd[i] - g[i]);
         if (!(e <= err)) { err = e; worst = i; }
         if (fabs(g[i]) > gmax) gmax = fabs(g[i]);
     }
     printf("  %-44s max |fd-g| %.2e (max|g| %.2e, tol %.0e)\n", what, err, gmax, tol);
     CHECK(err <= tol * (1.0 + gmax), "%s: max |fd - g| %.3g at %zu (max|g| %.3g, tol %.3g)",
           what, err, worst, gmax, tol);
+}
+
+/* Central differences of f with respect to x[0..n) against the analytic g. */
+static void fd_check(const char *what, double *x, size_t n, const float *g,
+                     loss_fn f, const void *ctx, double tol)
+{
+    double *fd = xcalloc(n, sizeof(double));
+    fd_grad(fd, x, n, f, ctx);
+    fd_compare(what, fd, g, n, tol);
+    free(fd);
 }
 
 /* ------------------------------------------------------------------ encoder */
@@ -135,6 +151,24 @@ static void test_encoder(void)
     enc_ctx cx = { B, T, C, inp, to_double(wte, Vp * C), to_double(wpe, maxT * C), R };
     fd_check("encoder_backward dwte", cx.wte, Vp * C, dwte, enc_loss, &cx, 1e-5);
     fd_check("encoder_backward dwpe", cx.wpe, maxT * C, dwpe, enc_loss, &cx, 1e-5);
+
+    /* no position embedding (wpe, dwpe NULL): the rows of wte, exactly, in
+     * both dtypes; dwte as above with wpe's term gone (zeroed in the
+     * reference), and nothing else written */
+    float out0[B * T * C], dwte0[Vp * C] = { 0 };
+    remat_bf16 out16[B * T * C];
+    remat_encoder_forward(out0, inp, wte, NULL, B, T, C, REMAT_DTYPE_FP32);
+    remat_encoder_forward(out16, inp, wte, NULL, B, T, C, REMAT_DTYPE_BF16);
+    int exact = 1;
+    for (int bt = 0; bt < B * T; bt++)
+        for (int k = 0; k < C; k++) {
+            exact &= out0[bt * C + k] == wte[inp[bt] * C + k];
+            exact &= out16[bt * C + k] == remat_bf16_round(wte[inp[bt] * C + k]);
+        }
+    CHECK(exact, "encoder_forward without wpe is not the wte rows (fp32, bf16 rounded once)");
+    remat_encoder_backward(dwte0, NULL, R, inp, B, T, C);
+    memset(cx.wpe, 0, maxT * C * sizeof(double));
+    fd_check("encoder_backward dwte (dwpe=NULL)", cx.wte, Vp * C, dwte0, enc_loss, &cx, 1e-5);
     free(cx.wte);
     free(cx.wpe);
 }
@@ -210,6 +244,287 @@ static void test_layernorm(void)
     free(cx.x);
     free(cx.w);
     free(cx.b);
+}
+
+/* ------------------------------------------------------------------ rmsnorm */
+
+typedef struct {
+    int N, C;
+    double eps;
+    double *x, *w;
+    const float *R;
+    double *out;   /* optional: the reference output */
+} rms_ctx;
+
+/* LlamaRMSNorm in double: out = w * (x / sqrt(mean(x^2) + eps)) */
+static double rms_loss(const void *p)
+{
+    const rms_ctx *c = p;
+    double L = 0.0;
+    for (int n = 0; n < c->N; n++) {
+        const double *x = c->x + (size_t)n * c->C;
+        double ms = 0.0;
+        for (int k = 0; k < c->C; k++) ms += x[k] * x[k];
+        double rstd = 1.0 / sqrt(ms / c->C + c->eps);
+        for (int k = 0; k < c->C; k++) {
+            double o = c->w[k] * (x[k] * rstd);
+            if (c->out) c->out[(size_t)n * c->C + k] = o;
+            L += o * c->R[(size_t)n * c->C + k];
+        }
+    }
+    return L;
+}
+
+/* RMSNorm: forward tol 1e-5, backward tol 1e-4 (as LayerNorm's; observed
+ * 2e-7 and 3e-7).  C = 27 leaves a tail after the 8 double lanes; eps 1e-6
+ * is Llama 2's, and a second eps (0.5) shows it is used.  bf16: the same
+ * float ops on the widened inputs, so the bf16 output is the fp32 one
+ * rounded once and dinp / dw equal the fp32 kernel's bit for bit; against
+ * the double reference, tol 2e-2 (observed 1.9e-3 relative). */
+static void test_rmsnorm(void)
+{
+    printf("rmsnorm\n");
+    enum { N = 6, C = 27 };
+    float x[N * C], w[C], R[N * C], rstd[N], out[N * C];
+    fill(x, N * C, 25, -1.0f, 1.6f);
+    fill(w, C, 26, 0.5f, 1.5f);
+    fill(R, N * C, 27, -1, 1);
+    const double epss[2] = { 1e-6, 0.5 };
+    for (int e = 0; e < 2; e++) {
+        double eps = epss[e], ref[N * C];
+        char what[64];
+        remat_rmsnorm_stats(rstd, x, N, C, REMAT_DTYPE_FP32, eps);
+        remat_rmsnorm_apply(out, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, rstd, w, N, C);
+        rms_ctx cx = { N, C, eps, to_double(x, N * C), to_double(w, C), R, ref };
+        rms_loss(&cx);
+        cx.out = NULL;
+        snprintf(what, sizeof what, "rmsnorm stats+apply out (eps %g)", eps);
+        check_close(what, out, ref, N * C, 1e-5);
+
+        float dx[N * C] = { 0 }, dw[C] = { 0 };
+        remat_rmsnorm_backward(dx, dw, R, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, rstd, w, N, C);
+        snprintf(what, sizeof what, "rmsnorm_backward dinp (eps %g)", eps);
+        fd_check(what, cx.x, N * C, dx, rms_loss, &cx, 1e-4);
+        snprintf(what, sizeof what, "rmsnorm_backward dw (eps %g)", eps);
+        fd_check(what, cx.w, C, dw, rms_loss, &cx, 1e-4);
+
+        /* dinp and dw accumulate */
+        float dx2[N * C], dw2[C];
+        memcpy(dx2, dx, sizeof dx);
+        memcpy(dw2, dw, sizeof dw);
+        remat_rmsnorm_backward(dx2, dw2, R, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, rstd, w, N, C);
+        double acc = 0.0;
+        for (int i = 0; i < N * C; i++) acc = fmax(acc, fabs(dx2[i] - 2.0 * dx[i]));
+        for (int i = 0; i < C; i++) acc = fmax(acc, fabs(dw2[i] - 2.0 * dw[i]));
+        CHECK(acc <= 1e-5, "rmsnorm_backward does not accumulate (+=): err %.3g", acc);
+        free(cx.x);
+        free(cx.w);
+    }
+
+    /* recomputation: apply from kept stats gives the same bits again */
+    float out2[N * C];
+    remat_rmsnorm_apply(out2, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, rstd, w, N, C);
+    CHECK(memcmp(out, out2, sizeof out) == 0, "rmsnorm_apply from kept stats is not bit-identical");
+
+    /* bf16 inputs and outputs against the fp32 kernel on the same (widened) values */
+    remat_bf16 x16[N * C], R16[N * C], o16[N * C];
+    float xw[N * C], Rw[N * C], rs32[N], rs16[N], o32[N * C];
+    remat_bf16_from_f32(x16, x, N * C);
+    remat_bf16_from_f32(R16, R, N * C);
+    remat_bf16_to_f32(xw, x16, N * C);
+    remat_bf16_to_f32(Rw, R16, N * C);
+    remat_rmsnorm_stats(rs32, xw, N, C, REMAT_DTYPE_FP32, 1e-6);
+    remat_rmsnorm_stats(rs16, x16, N, C, REMAT_DTYPE_BF16, 1e-6);
+    remat_rmsnorm_apply(o32, REMAT_DTYPE_FP32, xw, REMAT_DTYPE_FP32, rs32, w, N, C);
+    remat_rmsnorm_apply(o16, REMAT_DTYPE_BF16, x16, REMAT_DTYPE_BF16, rs16, w, N, C);
+    int same = memcmp(rs32, rs16, sizeof rs32) == 0;
+    for (int i = 0; i < N * C; i++) same &= o16[i] == remat_bf16_round(o32[i]);
+    CHECK(same, "rmsnorm bf16 forward is not the fp32 one rounded once");
+    float dx32[N * C] = { 0 }, dw32[C] = { 0 }, dx16[N * C] = { 0 }, dw16[C] = { 0 };
+    remat_rmsnorm_backward(dx32, dw32, Rw, REMAT_DTYPE_FP32, xw, REMAT_DTYPE_FP32, rs32, w, N, C);
+    remat_rmsnorm_backward(dx16, dw16, R16, REMAT_DTYPE_BF16, x16, REMAT_DTYPE_BF16, rs16, w, N, C);
+    CHECK(memcmp(dx32, dx16, sizeof dx32) == 0 && memcmp(dw32, dw16, sizeof dw32) == 0,
+          "rmsnorm bf16 backward differs from the fp32 one on the same values");
+    /* and the bf16 output against the double reference at bf16's precision
+     * (the rounding of the inputs and of the output, ~2^-9 each) */
+    double ref16[N * C];
+    float o16f[N * C];
+    rms_ctx c16 = { N, C, 1e-6, to_double(x, N * C), to_double(w, C), R, ref16 };
+    rms_loss(&c16);
+    remat_bf16_to_f32(o16f, o16, N * C);
+    check_close("rmsnorm bf16 out vs double", o16f, ref16, N * C, 2e-2);
+    free(c16.x);
+    free(c16.w);
+}
+
+/* --------------------------------------------------------------------- rope */
+
+/* The frequencies of transformers' _compute_default_rope_parameters and
+ * _compute_llama3_parameters, in double, written the way they are written
+ * there (masks and a blend), independently of rope.c's if-chain. */
+static void rope_ref_freqs(double *f, int hs, double theta, const remat_rope_llama3 *sc)
+{
+    for (int i = 0; i < hs / 2; i++) {
+        double inv = exp(-log(theta) * (2.0 * i) / hs);
+        if (sc) {
+            double wl = 2.0 * 3.14159265358979323846 / inv;
+            double low_wl = sc->original_max_pos / sc->low_freq_factor;
+            double high_wl = sc->original_max_pos / sc->high_freq_factor;
+            double llama = wl > low_wl ? inv / sc->factor : inv;
+            double sm = (sc->original_max_pos / wl - sc->low_freq_factor) /
+                        (sc->high_freq_factor - sc->low_freq_factor);
+            double smoothed = (1.0 - sm) * llama / sc->factor + sm * llama;
+            int medium = !(wl < high_wl) && !(wl > low_wl);
+            inv = medium ? smoothed : llama;
+        }
+        f[i] = inv;
+    }
+}
+
+typedef struct {
+    int B, T, ld, nh, hs;
+    double *x;           /* B*T rows of ld */
+    const double *f;     /* hs/2 frequencies */
+    const float *R;      /* B,T,nh*hs */
+    double *out;
+} rope_ctx;
+
+static double rope_loss(const void *p)
+{
+    const rope_ctx *c = p;
+    int h = c->hs / 2, w = c->nh * c->hs;
+    double L = 0.0;
+    for (int bt = 0; bt < c->B * c->T; bt++) {
+        double t = bt % c->T;
+        for (int k = 0; k < c->nh; k++)
+            for (int i = 0; i < h; i++) {
+                const double *x = c->x + (size_t)bt * c->ld + k * c->hs;
+                double cs = cos(t * c->f[i]), sn = sin(t * c->f[i]);
+                double o1 = x[i] * cs - x[i + h] * sn, o2 = x[i + h] * cs + x[i] * sn;
+                size_t oi = (size_t)bt * w + k * c->hs + i;
+                if (c->out) { c->out[oi] = o1; c->out[oi + h] = o2; }
+                L += o1 * c->R[oi] + o2 * c->R[oi + h];
+            }
+    }
+    return L;
+}
+
+/* RoPE.
+ *  - The table against rope_ref_freqs at Llama 3.1's settings (theta 5e5,
+ *    hs 64, llama3 factor 8, low 1, high 4, original context 8192; all
+ *    three bands occur), t up to 4095: tol 1e-6 (one float rounding of
+ *    each entry; observed 3e-8).
+ *  - A few entries by hand (math.cos / math.sin of the angles worked out
+ *    in Python): hs 8, theta 1e4, f = 1, 0.1, 0.01, 0.001; with llama3
+ *    (factor 8, low 1, high 4, context 1024) f_2 = 0.01 (1 - a)/8 + 0.01 a,
+ *    a = (1024 / (200 pi) - 1) / 3, = 0.003086760967011274, and
+ *    f_3 = 0.001 / 8.  tol 3e-7 (the float rounding; observed 3e-8).
+ *  - Forward against the double rotation, tol 1e-5 (observed 9e-8);
+ *    backward (in place, v columns and padding untouched) against finite
+ *    differences, tol 1e-5 (observed 9e-8).  GQA shape: NH 3 + KV 1 heads
+ *    rotated of hs 6, rows of ld 32 > (NH + 2 KV) hs.
+ *  - bf16: the fp32 rotation on the widened inputs, rounded once (bitwise). */
+static void test_rope(void)
+{
+    printf("rope\n");
+    remat_rope_llama3 l31 = { 8.0, 1.0, 4.0, 8192.0 };
+    {
+        enum { maxT = 4096, hs = 64 };
+        float *tab = xcalloc((size_t)maxT * hs, sizeof(float));
+        double *ref = xcalloc((size_t)maxT * hs, sizeof(double)), f[hs / 2];
+        remat_rope_table(tab, maxT, hs, 500000.0, &l31);
+        rope_ref_freqs(f, hs, 500000.0, &l31);
+        int band[3] = { 0, 0, 0 };   /* unchanged, interpolated, divided */
+        for (int i = 0; i < hs / 2; i++) {
+            double f0 = exp(-log(500000.0) * (2.0 * i) / hs);
+            band[f[i] == f0 ? 0 : fabs(f[i] * 8.0 - f0) <= 1e-12 * f0 ? 2 : 1]++;
+        }
+        CHECK(band[0] && band[1] && band[2], "rope test: llama3 bands %d/%d/%d, want all three", band[0], band[1],
+              band[2]);
+        for (int t = 0; t < maxT; t++)
+            for (int i = 0; i < hs / 2; i++) {
+                ref[(size_t)t * hs + i] = cos(t * f[i]);
+                ref[(size_t)t * hs + hs / 2 + i] = sin(t * f[i]);
+            }
+        check_close("rope table llama3 (theta 5e5, hs 64, T 4096)", tab, ref, (size_t)maxT * hs, 1e-6);
+        remat_rope_table(tab, maxT, hs, 10000.0, NULL);
+        rope_ref_freqs(f, hs, 10000.0, NULL);
+        for (int t = 0; t < maxT; t++)
+            for (int i = 0; i < hs / 2; i++) {
+                ref[(size_t)t * hs + i] = cos(t * f[i]);
+                ref[(size_t)t * hs + hs / 2 + i] = sin(t * f[i]);
+            }
+        check_close("rope table default (theta 1e4, hs 64, T 4096)", tab, ref, (size_t)maxT * hs, 1e-6);
+        free(tab);
+        free(ref);
+    }
+    {
+        /* by hand: (table, t, i, cos, sin) */
+        float plain[16 * 8], l3[128 * 8];
+        remat_rope_llama3 sc = { 8.0, 1.0, 4.0, 1024.0 };
+        remat_rope_table(plain, 16, 8, 10000.0, NULL);
+        remat_rope_table(l3, 128, 8, 10000.0, &sc);
+        struct { const float *tab; int t, i; double c, s; } hv[] = {
+            { plain, 1, 0, 0.5403023058681398, 0.8414709848078965 },     /* cos 1, sin 1 */
+            { plain, 3, 1, 0.955336489125606, 0.29552020666133955 },     /* angle 0.3 */
+            { plain, 7, 3, 0.9999755001000415, 0.006999942833473391 },   /* angle 0.007 */
+            { plain, 0, 2, 1.0, 0.0 },
+            { l3, 37, 1, -0.848100031710408, -0.5298361409084934 },      /* unchanged: angle 3.7 */
+            { l3, 5, 2, 0.9998809011983192, 0.01543319211430424 },       /* interpolated */
+            { l3, 100, 2, 0.9527366033159734, 0.30379757191580964 },
+            { l3, 100, 3, 0.9999218760172474, 0.012499674481709789 },    /* divided: angle 0.0125 */
+        };
+        double err = 0.0;
+        for (size_t k = 0; k < sizeof hv / sizeof hv[0]; k++) {
+            err = fmax(err, fabs(hv[k].tab[hv[k].t * 8 + hv[k].i] - hv[k].c));
+            err = fmax(err, fabs(hv[k].tab[hv[k].t * 8 + 4 + hv[k].i] - hv[k].s));
+        }
+        printf("  %-44s max err %.2e (tol 3e-07)\n", "rope table, values by hand", err);
+        CHECK(err <= 3e-7, "rope table: a hand-computed value is off by %.3g", err);
+    }
+
+    enum { B = 2, T = 7, NH = 3, KV = 1, hs = 6, nh = NH + KV, ld = 32, W = nh * hs };
+    size_t nx = (size_t)B * T * ld, no = (size_t)B * T * W;
+    float tab[T * hs], x[B * T * ld], out[B * T * W], R[B * T * W], d[B * T * ld], g[B * T * ld];
+    double f[hs / 2], ref[B * T * W];
+    remat_rope_table(tab, T, hs, 10.0, NULL);   /* a small theta: large angles within T = 7 */
+    rope_ref_freqs(f, hs, 10.0, NULL);
+    fill(x, nx, 141, -1, 1);
+    fill(R, no, 142, -1, 1);
+    rope_ctx cx = { B, T, ld, nh, hs, to_double(x, nx), f, R, ref };
+    rope_loss(&cx);
+    cx.out = NULL;
+    remat_rope_forward(out, x, ld, tab, B, T, nh, hs, REMAT_DTYPE_FP32);
+    check_close("rope_forward out (NH 3, KV 1, hs 6, ld 32)", out, ref, no, 1e-5);
+
+    for (size_t i = 0; i < nx; i++) d[i] = 7.0f;   /* v columns and padding: must stay */
+    for (int bt = 0; bt < B * T; bt++) memcpy(d + (size_t)bt * ld, R + (size_t)bt * W, W * sizeof(float));
+    remat_rope_backward(d, ld, tab, B, T, nh, hs, REMAT_DTYPE_FP32);
+    int kept = 1;
+    for (size_t i = 0; i < nx; i++) {
+        int col = (int)(i % ld);
+        g[i] = col < W ? d[i] : 0.0f;
+        if (col >= W) kept &= d[i] == 7.0f;
+    }
+    CHECK(kept, "rope_backward wrote outside the first nh*hs columns");
+    fd_check("rope_backward d_qkv (in place)", cx.x, nx, g, rope_loss, &cx, 1e-5);
+    free(cx.x);
+
+    /* bf16 against the fp32 kernel on the widened values */
+    remat_bf16 x16[B * T * ld], o16[B * T * W], d16[B * T * ld];
+    float xw[B * T * ld], dw[B * T * ld], o32[B * T * W];
+    remat_bf16_from_f32(x16, x, nx);
+    remat_bf16_to_f32(xw, x16, nx);
+    remat_rope_forward(o32, xw, ld, tab, B, T, nh, hs, REMAT_DTYPE_FP32);
+    remat_rope_forward(o16, x16, ld, tab, B, T, nh, hs, REMAT_DTYPE_BF16);
+    memcpy(d16, x16, sizeof d16);
+    memcpy(dw, xw, sizeof dw);
+    remat_rope_backward(dw, ld, tab, B, T, nh, hs, REMAT_DTYPE_FP32);
+    remat_rope_backward(d16, ld, tab, B, T, nh, hs, REMAT_DTYPE_BF16);
+    size_t bad = 0;
+    for (size_t i = 0; i < no; i++) bad += o16[i] != remat_bf16_round(o32[i]);
+    for (size_t i = 0; i < nx; i++) bad += d16[i] != remat_bf16_round(dw[i]);
+    CHECK(bad == 0, "rope bf16: %zu elements are not the fp32 rotation rounded once", bad);
 }
 
 /* ------------------------------------------------------------------- linear */
@@ -290,28 +605,44 @@ static void test_linear(void)
 
 /* ---------------------------------------------------------------- attention */
 
+/* The inputs of one attention call live in one fp32 buffer X (and its
+ * double copy x): q, k, v at element offsets oq, ok, ov with row strides
+ * ldq, ldk, ldv, as a remat_attn_layout into X describes them. */
 typedef struct {
-    int B, T, C, NH;
-    double *qkv;
-    const float *R;
+    int B, T, NH, KV, hs;
+    size_t oq, ok, ov;
+    int ldq, ldk, ldv;
+    double *x;
+    const float *R;              /* B,T,NH*hs: dout */
     const remat_dropout *drop;
-    double *out;
+    double *out;                 /* optional: the reference output */
 } att_ctx;
 
-/* Double reference of scores + values with the kernels' dropout mask. */
+static att_ctx att_ctx_of(const remat_attn_layout *L, const float *X, double *x, const float *R,
+                          const remat_dropout *drop, double *out)
+{
+    att_ctx c = { L->B, L->T, L->NH, L->KV, L->hs, (size_t)((const float *)L->q - X),
+                  (size_t)((const float *)L->k - X), (size_t)((const float *)L->v - X), L->ldq, L->ldk, L->ldv,
+                  x, R, drop, out };
+    return c;
+}
+
+/* Double reference of scores + values with the kernels' dropout mask:
+ * query head h reads kv head h / (NH/KV), L = sum(out * R). */
 static double att_loss(const void *p)
 {
     const att_ctx *c = p;
-    int B = c->B, T = c->T, C = c->C, NH = c->NH, hs = C / NH;
+    int B = c->B, T = c->T, NH = c->NH, hs = c->hs, grp = NH / c->KV, W = NH * hs;
     double scale = 1.0 / sqrt((double)hs), L = 0.0;
     double *s = xcalloc((size_t)T, sizeof(double));
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
+        for (int h = 0; h < NH; h++) {
+            int kvh = h / grp;
             for (int i = 0; i < T; i++) {
-                const double *q = c->qkv + ((size_t)b * T + i) * 3 * C + h * hs;
+                const double *q = c->x + c->oq + ((size_t)b * T + i) * c->ldq + h * hs;
                 double mx = -INFINITY, sum = 0.0;
                 for (int j = 0; j <= i; j++) {
-                    const double *k = c->qkv + ((size_t)b * T + j) * 3 * C + C + h * hs;
+                    const double *k = c->x + c->ok + ((size_t)b * T + j) * c->ldk + kvh * hs;
                     double d = 0.0;
                     for (int e = 0; e < hs; e++) d += q[e] * k[e];
                     s[j] = d * scale;
@@ -323,15 +654,31 @@ static double att_loss(const void *p)
                     for (int j = 0; j <= i; j++) {
                         uint64_t idx = (((uint64_t)b * NH + h) * T + i) * T + j;
                         double m = remat_dropout_mult(c->drop, idx);
-                        o += s[j] / sum * m * c->qkv[((size_t)b * T + j) * 3 * C + 2 * C + h * hs + e];
+                        o += s[j] / sum * m * c->x[c->ov + ((size_t)b * T + j) * c->ldv + kvh * hs + e];
                     }
-                    size_t oi = ((size_t)b * T + i) * C + h * hs + e;
+                    size_t oi = ((size_t)b * T + i) * W + h * hs + e;
                     if (c->out) c->out[oi] = o;
                     L += o * c->R[oi];
                 }
             }
+        }
     free(s);
     return L;
+}
+
+/* gx[e] = the kernel's gradient (in dqkv, by the layout's ldg, gq, gk, gv)
+ * for element e of X: dq, dk, dv where X holds q, k, v, 0 where no kernel
+ * reads X */
+static void att_grad_of_x(float *gx, size_t nx, const att_ctx *c, const remat_attn_layout *L, const float *dqkv)
+{
+    memset(gx, 0, nx * sizeof(float));
+    for (size_t r = 0; r < (size_t)c->B * c->T; r++) {
+        for (int e = 0; e < c->NH * c->hs; e++) gx[c->oq + r * c->ldq + e] = dqkv[r * L->ldg + L->gq + e];
+        for (int e = 0; e < c->KV * c->hs; e++) {
+            gx[c->ok + r * c->ldk + e] = dqkv[r * L->ldg + L->gk + e];
+            gx[c->ov + r * c->ldv + e] = dqkv[r * L->ldg + L->gv + e];
+        }
+    }
 }
 
 /* Attention: forward tol 1e-5; backward tol 1e-4 (softmax backward subtracts
@@ -348,8 +695,9 @@ static void test_attention_case(int B, int T, int C, int NH, float p)
     fill(R, no, 42 + T, -1, 1);
     remat_dropout drop = remat_dropout_make(p, remat_rng_key(7, 3, 1, REMAT_SITE_ATT));
 
-    remat_attention_scores_forward(att, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
-    remat_attention_values_forward(out, att, qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attn_layout al = remat_attn_layout_mha(qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+    remat_attention_scores_forward(att, &al);
+    remat_attention_values_forward(out, att, &al, &drop, NULL);
 
     /* causal zeros are written, and each row is a distribution */
     int causal = 1;
@@ -367,19 +715,93 @@ static void test_attention_case(int B, int T, int C, int NH, float p)
     CHECK(causal, "attention_scores_forward: non-zero above the diagonal (B%d T%d NH%d)", B, T, NH);
     CHECK(rowerr <= 1e-5, "attention_scores_forward: rows do not sum to 1 (err %.3g)", rowerr);
 
-    att_ctx cx = { B, T, C, NH, to_double(qkv, nq), R, &drop, ref };
+    att_ctx cx = att_ctx_of(&al, qkv, to_double(qkv, nq), R, &drop, ref);
     att_loss(&cx);
     cx.out = NULL;
     snprintf(what, sizeof what, "attention fwd B%d T%d C%d NH%d p%.1f", B, T, C, NH, p);
     check_close(what, out, ref, no, 1e-5);
 
     for (size_t i = 0; i < nq; i++) dqkv[i] = NAN;   /* dqkv is assigned */
-    remat_attention_backward(dqkv, R, att, qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attention_backward(dqkv, R, att, &al, &drop, NULL);
     snprintf(what, sizeof what, "attention bwd dqkv B%d T%d C%d NH%d p%.1f", B, T, C, NH, p);
-    fd_check(what, cx.qkv, nq, dqkv, att_loss, &cx, 1e-4);
+    fd_check(what, cx.x, nq, dqkv, att_loss, &cx, 1e-4);
 
-    free(cx.qkv);
+    free(cx.x);
     free(qkv); free(R); free(att); free(out); free(dqkv); free(ref);
+}
+
+/* Grouped-query attention, naive and flash, against the double reference:
+ * forward tol 1e-5, backward (finite differences over every element of X)
+ * tol 1e-4, as for multi-head attention (observed 3e-7 and 5e-7).  Two layouts:
+ *   llama:  X = [qk (B,T,(NH+KV)hs) | qkv (B,T,(NH+2KV)hs)], the layout of
+ *           remat_attn_layout_gqa: q, k read from qk, v from qkv's last
+ *           columns (qkv's q and k columns are not read: their gradient is
+ *           0), the gradient shaped like qkv;
+ *   custom: q, k, v in three regions of X with strides wider than their
+ *           heads and q at column 1; the gradient rows [dv | dk | 3 unused
+ *           | dq], whose unused columns must keep what they held.
+ * dq, dk, dv are assigned (the buffer starts as NaN). */
+static void test_gqa_case(int B, int T, int NH, int KV, int hs, float p, int custom)
+{
+    char what[112];
+    size_t BT = (size_t)B * T, W = (size_t)NH * hs, Wkv = (size_t)KV * hs;
+    size_t no = BT * W, na = (size_t)B * NH * T * T, nl = (size_t)B * NH * T, nx, ng;
+    remat_attn_layout al;
+    float *X;
+    if (!custom) {
+        nx = BT * (W + Wkv) + BT * (W + 2 * Wkv);
+        X = xcalloc(nx, sizeof(float));
+        al = remat_attn_layout_gqa(X, X + BT * (W + Wkv), B, T, NH, KV, hs, REMAT_DTYPE_FP32);
+    } else {
+        int ldq = (int)W + 1, ldk = (int)Wkv + 2, ldv = (int)Wkv + 3;
+        nx = BT * (size_t)(ldq + ldk + ldv);
+        X = xcalloc(nx, sizeof(float));
+        remat_attn_layout c = { B, T, NH, KV, hs, X + 1, X + BT * ldq + 2, X + BT * (ldq + ldk), ldq, ldk, ldv,
+                                (int)(2 * Wkv + 3 + W), (int)(2 * Wkv + 3), (int)Wkv, 0, REMAT_DTYPE_FP32 };
+        al = c;
+    }
+    ng = BT * (size_t)al.ldg;
+    float *R = xcalloc(no, sizeof(float)), *att = xcalloc(na, sizeof(float)), *lse = xcalloc(nl, sizeof(float));
+    float *out = xcalloc(no, sizeof(float)), *g = xcalloc(ng, sizeof(float)), *gx = xcalloc(nx, sizeof(float));
+    double *ref = xcalloc(no, sizeof(double)), *fd = xcalloc(nx, sizeof(double));
+    fill(X, nx, 43 + T + KV, -1.5f, 1.5f);
+    fill(R, no, 44 + T, -1, 1);
+    remat_dropout drop = remat_dropout_make(p, remat_rng_key(7, 3, 2, REMAT_SITE_ATT));
+    att_ctx cx = att_ctx_of(&al, X, to_double(X, nx), R, &drop, ref);
+    att_loss(&cx);
+    cx.out = NULL;
+    fd_grad(fd, cx.x, nx, att_loss, &cx);
+    const char *lay = custom ? "custom" : "llama";
+
+    for (int flash = 0; flash <= 1; flash++) {
+        const char *k = flash ? "flash" : "naive";
+        if (flash) {
+            remat_flash_attention_stats(lse, &al);
+            remat_flash_attention_values(out, lse, &al, &drop, NULL);
+        } else {
+            remat_attention_scores_forward(att, &al);
+            remat_attention_values_forward(out, att, &al, &drop, NULL);
+        }
+        snprintf(what, sizeof what, "gqa %s fwd T%d NH%d KV%d hs%d p%.1f %s", k, T, NH, KV, hs, p, lay);
+        check_close(what, out, ref, no, 1e-5);
+
+        for (size_t i = 0; i < ng; i++) g[i] = NAN;
+        if (custom)
+            for (size_t r = 0; r < BT; r++)
+                for (int e = 0; e < 3; e++) g[r * al.ldg + 2 * Wkv + e] = 7.0f;   /* unused columns */
+        if (flash) remat_flash_attention_backward(g, R, lse, &al, &drop, NULL);
+        else remat_attention_backward(g, R, att, &al, &drop, NULL);
+        int kept = 1;
+        if (custom)
+            for (size_t r = 0; r < BT; r++)
+                for (int e = 0; e < 3; e++) kept &= g[r * al.ldg + 2 * Wkv + e] == 7.0f;
+        CHECK(kept, "gqa %s bwd wrote a column of the gradient that is not dq, dk or dv", k);
+        att_grad_of_x(gx, nx, &cx, &al, g);
+        snprintf(what, sizeof what, "gqa %s bwd T%d NH%d KV%d hs%d p%.1f %s", k, T, NH, KV, hs, p, lay);
+        fd_compare(what, fd, gx, nx, 1e-4);
+    }
+    free(cx.x);
+    free(X); free(R); free(att); free(lse); free(out); free(g); free(gx); free(ref); free(fd);
 }
 
 static void test_attention(void)
@@ -394,6 +816,16 @@ static void test_attention(void)
     test_attention_case(2, 5, 8, 2, 0.3f);
     test_attention_case(1, 17, 8, 1, 0.3f);
     test_attention_case(2, 17, 12, 3, 0.3f);
+    printf("grouped-query attention\n");
+    test_gqa_case(2, 5, 4, 1, 3, 0.0f, 0);    /* KV 1 */
+    test_gqa_case(2, 5, 4, 2, 3, 0.3f, 0);    /* KV 2 */
+    test_gqa_case(1, 17, 4, 4, 5, 0.0f, 0);   /* KV = NH, hs 5 */
+    test_gqa_case(1, 17, 4, 4, 5, 0.3f, 1);
+    test_gqa_case(1, 17, 6, 2, 3, 0.3f, 1);
+    test_gqa_case(1, 1, 2, 1, 4, 0.3f, 0);    /* T 1 */
+    test_gqa_case(1, 70, 2, 1, 4, 0.3f, 0);   /* two row blocks (T > 64) */
+    test_gqa_case(1, 70, 4, 2, 3, 0.0f, 1);
+    test_gqa_case(1, 130, 2, 1, 2, 0.2f, 0);  /* two key tiles (T > 128) */
 }
 
 /* --------------------------------------------------------------------- gelu */
@@ -444,6 +876,90 @@ static void test_gelu(void)
     remat_gelu_backward(d2, x, d2, n, REMAT_DTYPE_FP32);
     CHECK(memcmp(d2, dx, sizeof dx) == 0, "gelu_backward in place differs from out of place");
     free(cx.x);
+}
+
+/* ------------------------------------------------------------------- swiglu */
+
+typedef struct {
+    int N, F;
+    double *x;   /* N,2F: [gate | up] */
+    const float *R;
+    double *out;
+} swiglu_ctx;
+
+static double swiglu_loss(const void *p)
+{
+    const swiglu_ctx *c = p;
+    double L = 0.0;
+    for (int n = 0; n < c->N; n++)
+        for (int k = 0; k < c->F; k++) {
+            double g = c->x[(size_t)n * 2 * c->F + k], u = c->x[(size_t)n * 2 * c->F + c->F + k];
+            double o = g / (1.0 + exp(-g)) * u;
+            if (c->out) c->out[(size_t)n * c->F + k] = o;
+            L += o * c->R[(size_t)n * c->F + k];
+        }
+    return L;
+}
+
+/* SwiGLU: forward and backward tol 1e-5 (elementwise; observed 2.3e-6 at
+ * max|ref| 27, i.e. 8e-8 of the scale, and 3e-7).  F = 13 leaves a partial vector.  bf16: the fp32 code on the
+ * widened inputs, rounded once, so bit-equal to rounding the fp32 kernel's
+ * results; F = 1100 crosses a bf16 chunk (1024). */
+static void test_swiglu(void)
+{
+    printf("swiglu\n");
+    enum { N = 5, F = 13 };
+    float x[N * 2 * F], R[N * F], out[N * F], dx[N * 2 * F];
+    fill(x, N * 2 * F, 56, -6, 6);
+    fill(R, N * F, 57, -1, 1);
+    double ref[N * F];
+    swiglu_ctx cx = { N, F, to_double(x, N * 2 * F), R, ref };
+    swiglu_loss(&cx);
+    cx.out = NULL;
+    remat_swiglu_forward(out, x, N, F, REMAT_DTYPE_FP32);
+    check_close("swiglu_forward out", out, ref, N * F, 1e-5);
+    for (int i = 0; i < N * 2 * F; i++) dx[i] = NAN;   /* din is assigned */
+    remat_swiglu_backward(dx, R, x, N, F, REMAT_DTYPE_FP32);
+    fd_check("swiglu_backward din", cx.x, N * 2 * F, dx, swiglu_loss, &cx, 1e-5);
+    /* in place: din == inp gives the same bits */
+    float xi[N * 2 * F];
+    memcpy(xi, x, sizeof xi);
+    remat_swiglu_backward(xi, R, xi, N, F, REMAT_DTYPE_FP32);
+    CHECK(memcmp(xi, dx, sizeof dx) == 0, "swiglu_backward in place differs from out of place");
+    free(cx.x);
+
+    /* saturation: exp(-g) -> 0 gives silu = g, silu' = 1; exp(-g) clamped at
+     * exp(88) gives silu ~ -0, silu' ~ 0; g = 0 gives 0 and silu' = 1/2 */
+    float ge[2 * 8] = { 120, -120, 0, 90, -90, 3, -3, 1, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 2 };
+    float de[8] = { 1, 1, 1, 1, 1, 1, 1, 1 }, oe[8], dge[16];
+    remat_swiglu_forward(oe, ge, 1, 8, REMAT_DTYPE_FP32);
+    remat_swiglu_backward(dge, de, ge, 1, 8, REMAT_DTYPE_FP32);
+    CHECK(oe[0] == 60.0f && fabsf(oe[1]) < 1e-30f && oe[2] == 0.0f && oe[3] == 45.0f && dge[0] == 0.5f &&
+          fabsf(dge[1]) < 1e-30f && dge[2] == 0.25f && dge[8] == 120.0f && fabsf(dge[9]) < 1e-30f && dge[10] == 0.0f,
+          "swiglu saturation: out %g %g %g %g, d_gate %g %g %g, d_up %g %g %g", oe[0], oe[1], oe[2], oe[3], dge[0],
+          dge[1], dge[2], dge[8], dge[9], dge[10]);
+
+    enum { N2 = 3, F2 = 1100 };
+    float *y = xcalloc(N2 * 2 * F2, sizeof(float)), *yw = xcalloc(N2 * 2 * F2, sizeof(float));
+    float *d = xcalloc(N2 * F2, sizeof(float)), *dw = xcalloc(N2 * F2, sizeof(float));
+    float *o32 = xcalloc(N2 * F2, sizeof(float)), *g32 = xcalloc(N2 * 2 * F2, sizeof(float));
+    remat_bf16 *y16 = xcalloc(N2 * 2 * F2, 2), *d16 = xcalloc(N2 * F2, 2);
+    remat_bf16 *o16 = xcalloc(N2 * F2, 2), *g16 = xcalloc(N2 * 2 * F2, 2);
+    fill(y, N2 * 2 * F2, 58, -6, 6);
+    fill(d, N2 * F2, 59, -1, 1);
+    remat_bf16_from_f32(y16, y, N2 * 2 * F2);
+    remat_bf16_from_f32(d16, d, N2 * F2);
+    remat_bf16_to_f32(yw, y16, N2 * 2 * F2);
+    remat_bf16_to_f32(dw, d16, N2 * F2);
+    remat_swiglu_forward(o32, yw, N2, F2, REMAT_DTYPE_FP32);
+    remat_swiglu_forward(o16, y16, N2, F2, REMAT_DTYPE_BF16);
+    remat_swiglu_backward(g32, dw, yw, N2, F2, REMAT_DTYPE_FP32);
+    remat_swiglu_backward(g16, d16, y16, N2, F2, REMAT_DTYPE_BF16);
+    size_t bad = 0;
+    for (int i = 0; i < N2 * F2; i++) bad += o16[i] != remat_bf16_round(o32[i]);
+    for (int i = 0; i < N2 * 2 * F2; i++) bad += g16[i] != remat_bf16_round(g32[i]);
+    CHECK(bad == 0, "swiglu bf16: %zu elements are not the fp32 results rounded once", bad);
+    free(y); free(yw); free(d); free(dw); free(o32); free(g32); free(y16); free(d16); free(o16); free(g16);
 }
 
 /* ----------------------------------------------------------------- residual */
@@ -536,8 +1052,9 @@ static void test_dropout_mask(void)
     for (size_t r = 0; r < (size_t)B * NH * T; r++)
         for (int j = 0; j <= (int)(r % T); j++) att[r * T + j] = 1.0f;
     remat_dropout da = remat_dropout_make(p, remat_rng_key(9, 1, 0, REMAT_SITE_ATT));
-    remat_attention_values_forward(o1, att, qkv, &da, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-    remat_attention_values_forward(o2, att, qkv, &da, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attn_layout al = remat_attn_layout_mha(qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+    remat_attention_values_forward(o1, att, &al, &da, NULL);
+    remat_attention_values_forward(o2, att, &al, &da, NULL);
     size_t total = 0, dropped = 0, wrong = 0;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
@@ -708,15 +1225,16 @@ static void test_repeatable(void)
     fill(qkv, N * 3 * C, 101, -2, 2);
     fill(R, N * C, 102, -1, 1);
     remat_dropout drop = remat_dropout_make(0.1f, 55);
+    remat_attn_layout al = remat_attn_layout_mha(qkv, B, T, C, NH, REMAT_DTYPE_FP32);
 
     float *att[2], *out[2], *dq[2];
     for (int r = 0; r < 2; r++) {
         att[r] = xcalloc((size_t)B * NH * T * T, sizeof(float));
         out[r] = xcalloc(N * C, sizeof(float));
         dq[r] = xcalloc(N * 3 * C, sizeof(float));
-        remat_attention_scores_forward(att[r], qkv, B, T, C, NH, REMAT_DTYPE_FP32);
-        remat_attention_values_forward(out[r], att[r], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
-        remat_attention_backward(dq[r], R, att[r], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+        remat_attention_scores_forward(att[r], &al);
+        remat_attention_values_forward(out[r], att[r], &al, &drop, NULL);
+        remat_attention_backward(dq[r], R, att[r], &al, &drop, NULL);
     }
     CHECK(memcmp(att[0], att[1], (size_t)B * NH * T * T * sizeof(float)) == 0, "attention scores not repeatable");
     CHECK(memcmp(out[0], out[1], N * C * sizeof(float)) == 0, "attention values not repeatable");
@@ -724,9 +1242,9 @@ static void test_repeatable(void)
 
     /* one thread vs two: attention backward too (disjoint (b,h) slices) */
     omp_set_num_threads(1);
-    remat_attention_backward(dq[1], R, att[0], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attention_backward(dq[1], R, att[0], &al, &drop, NULL);
     omp_set_num_threads(2);
-    remat_attention_backward(dq[0], R, att[0], qkv, &drop, B, T, C, NH, REMAT_DTYPE_FP32, NULL);
+    remat_attention_backward(dq[0], R, att[0], &al, &drop, NULL);
     CHECK(memcmp(dq[0], dq[1], N * 3 * C * sizeof(float)) == 0, "attention backward depends on threads");
     for (int r = 0; r < 2; r++) { free(att[r]); free(out[r]); free(dq[r]); }
 
@@ -774,8 +1292,8 @@ static void test_repeatable(void)
     free(x); free(w); free(b); free(qkv); free(R);
 }
 
-/* One thread vs two (vs four): layernorm backward, encoder backward and
- * sumsq give the same bits, because their reductions run in a fixed order. */
+/* One thread vs two (vs four): layernorm and rmsnorm backward, encoder
+ * backward and sumsq give the same bits, because their reductions run in a fixed order. */
 static void test_thread_independence(void)
 {
     printf("determinism: thread count\n");
@@ -793,14 +1311,19 @@ static void test_thread_independence(void)
     remat_layernorm_stats(st, x, N, C, REMAT_DTYPE_FP32);
 
     const int threads[3] = { 1, 2, 4 };
-    float *dx[3], *dw[3], *db[3], *dwte[3], *dwpe[3];
+    float *dx[3], *dw[3], *db[3], *dwte[3], *dwpe[3], *rx[3], *rw[3];
+    float *rs = xcalloc(N, sizeof(float));
     double ss[3];
+    remat_rmsnorm_stats(rs, x, N, C, REMAT_DTYPE_FP32, 1e-5);
     for (int r = 0; r < 3; r++) {
         omp_set_num_threads(threads[r]);
         dx[r] = xcalloc(N * C, sizeof(float));
         dw[r] = xcalloc(C, sizeof(float));
         db[r] = xcalloc(C, sizeof(float));
         remat_layernorm_backward(dx[r], dw[r], db[r], d, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, st, w, N, C);
+        rx[r] = xcalloc(N * C, sizeof(float));
+        rw[r] = xcalloc(C, sizeof(float));
+        remat_rmsnorm_backward(rx[r], rw[r], d, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, rs, w, N, C);
         dwte[r] = xcalloc(Vp * C, sizeof(float));
         dwpe[r] = xcalloc(T * C, sizeof(float));
         remat_encoder_backward(dwte[r], dwpe[r], d, inp, B, T, C);
@@ -812,6 +1335,8 @@ static void test_thread_independence(void)
               memcmp(dw[0], dw[r], C * sizeof(float)) == 0 &&
               memcmp(db[0], db[r], C * sizeof(float)) == 0,
               "layernorm_backward differs between 1 and %d threads", threads[r]);
+        CHECK(memcmp(rx[0], rx[r], N * C * sizeof(float)) == 0 && memcmp(rw[0], rw[r], C * sizeof(float)) == 0,
+              "rmsnorm_backward differs between 1 and %d threads", threads[r]);
         CHECK(memcmp(dwte[0], dwte[r], Vp * C * sizeof(float)) == 0 &&
               memcmp(dwpe[0], dwpe[r], T * C * sizeof(float)) == 0,
               "encoder_backward differs between 1 and %d threads", threads[r]);
@@ -826,17 +1351,22 @@ static void test_thread_independence(void)
         err = fmax(err, fabs(s - dwte[0][3 * C + k]));
     }
     CHECK(err <= 1e-4, "encoder_backward scatter with repeated tokens: err %.3g", err);
-    for (int r = 0; r < 3; r++) { free(dx[r]); free(dw[r]); free(db[r]); free(dwte[r]); free(dwpe[r]); }
-    free(x); free(d); free(w); free(b); free(st);
+    for (int r = 0; r < 3; r++) {
+        free(dx[r]); free(dw[r]); free(db[r]); free(dwte[r]); free(dwpe[r]); free(rx[r]); free(rw[r]);
+    }
+    free(x); free(d); free(w); free(b); free(st); free(rs);
 }
 
 int main(void)
 {
     test_encoder();
     test_layernorm();
+    test_rmsnorm();
+    test_rope();
     test_linear();
     test_attention();
     test_gelu();
+    test_swiglu();
     test_residual();
     test_dropout_mask();
     test_crossentropy();

@@ -139,7 +139,8 @@ static void test_dropout_rows(void)
     float *qkv = malloc(3 * n * 4), *att = malloc(natt * 4);
     for (size_t i = 0; i < n; i++) { x[i] = (float)(i % 13) * 0.25f; atty[i] = (float)(i % 5) - 2.0f; }
     for (size_t i = 0; i < 3 * n; i++) qkv[i] = (float)((i * 7) % 11) * 0.125f - 0.5f;
-    remat_attention_scores_forward(att, qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+    remat_attn_layout al = remat_attn_layout_mha(qkv, B, T, C, NH, REMAT_DTYPE_FP32);
+    remat_attention_scores_forward(att, &al);
     size_t row = (size_t)T * C, arow = (size_t)NH * T * T;
     for (int t = 0; t < 2; t++) {
         int tid = t ? RT_ATTY : RT_RES2;

@@ -4,15 +4,17 @@
  * probabilities can be dropped and recomputed from qkv ("selective"
  * recomputation, Korthikanti et al. 2022).  Contract in kernels.h.
  *
- * Legend: B batch, T sequence length, C channels, NH heads, hs = C/NH,
- * R x BC a tile of (query rows) x (key columns).
- * qkv[b,t,:] = [q (C) | k (C) | v (C)]; head h owns channels h*hs..h*hs+hs-1
- * of each third.  att is (B,NH,T,T), row-major, with exact zeros above the
- * diagonal.  dqkv (the only gradient) is assigned (=).
+ * Legend: B batch, T sequence length, NH query heads, KV key/value heads,
+ * hs head size, R x BC a tile of (query rows) x (key columns).
+ * q, k, v are strided views (remat_attn_layout, kernels.h): GPT-2's thirds
+ * of qkv, or Llama's RoPE'd q|k and the v of qkv; query head h reads kv
+ * head h / (NH/KV).  att is (B,NH,T,T), row-major, with exact zeros above
+ * the diagonal.  The gradient (dq, dk, dv) is assigned (=).
  *
  * Every product over hs or over j is a GEMM (gemm.h) on a block of R query
- * rows (strided views into qkv, ld = 3C: nothing is copied); the softmax
- * and the dropout mask are applied row by row in between.  A row block i0
+ * rows (strided views into q, k, v: nothing is copied, no K/V repeated per
+ * query head); the softmax and the dropout mask are applied row by row in
+ * between.  A row block i0
  * only touches key columns j < i0 + R, so the work is the causal half of
  * T^2 plus at most one R x R triangle per block.
  *
@@ -20,9 +22,11 @@
  * regenerated from remat_dropout with element index ((b*NH+h)*T+i)*T+j, so
  * forward, recomputed forward and backward all see the same mask.
  *
- * Threads: one task per (b,h), which alone writes its slices of out and
- * dqkv in a fixed order; a GEMM inside a parallel region runs on the
- * calling thread.  The bits do not depend on the thread count.  Workspace:
+ * Threads: the forwards have one task per (b,h), which alone writes its
+ * slices of att and out; the backward one per (b, kv head), which alone
+ * writes dk, dv of that kv head and dq of its query heads, in a fixed
+ * order.  A GEMM inside a parallel region runs on the calling thread.  The
+ * bits do not depend on the thread count.  Workspace:
  * R x BC tiles per thread, on the stack; no T^2 gradient buffer.  The
  * backward is the one flash attention uses too (attn_tiles.c), reading P
  * from att.
@@ -43,17 +47,16 @@
 #define BC ATT_BC  /* key columns per tile (dropout) */
 
 /* att[b,h,i,j] = exp(s_ij - max_j s_ij) / sum_j exp(...) for j <= i, 0 for j > i
- * s_ij = q_i . k_j / sqrt(hs).   att (B,NH,T,T), qkv (B,T,3C).
+ * s_ij = q_i . k_j / sqrt(hs).   att (B,NH,T,T).
  * fp32, per block of R rows: S = scale * Q_blk K^T (one GEMM over the
  * causal columns, straight into att), then a softmax per row. */
 static void scores_f32(float *A, const attn_head *hd, int T)
 {
-    size_t C3 = 3 * (size_t)hd->C;
     for (int i0 = 0; i0 < T; i0 += R) {
         int nr = T - i0 < R ? T - i0 : R, ncol = i0 + nr;
         float *a0 = A + (size_t)i0 * T;
         remat_gemm_op g = { REMAT_DTYPE_FP32, REMAT_DTYPE_FP32, 0, 1, nr, ncol, hd->hs,
-                            hd->scale, 0.0f, (const float *)hd->Q + (size_t)i0 * C3, (int)C3, hd->K, (int)C3,
+                            hd->scale, 0.0f, (const float *)hd->Q + (size_t)i0 * hd->ldq, hd->ldq, hd->K, hd->ldk,
                             a0, T, NULL };
         remat_gemm(&g);
         for (int r = 0; r < nr; r++) {
@@ -86,44 +89,45 @@ static void scores_bf16(remat_bf16 *A, const attn_head *hd, int T)
     }
 }
 
-void remat_attention_scores_forward(void *att, const void *qkv, int B, int T, int C, int NH, int dt)
+void remat_attention_scores_forward(void *att, const remat_attn_layout *L)
 {
+    int B = L->B, T = L->T, NH = L->NH, dt = L->dt;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = remat_attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
+            attn_head hd = remat_attn_head_at(L, NULL, NULL, b, h);
             size_t off = ((size_t)b * NH + h) * T * T;
             if (dt == REMAT_DTYPE_BF16) scores_bf16((remat_bf16 *)att + off, &hd, T);
             else scores_f32((float *)att + off, &hd, T);
         }
 }
 
-/* out[b,i,h*hs+d] = sum_{j<=i} drop(att[b,h,i,j]) * v[b,j,h*hs+d]
- * out (B,T,C), att (B,NH,T,T), qkv (B,T,3C).
+/* out[b,i,h*hs+d] = sum_{j<=i} drop(att[b,h,i,j]) * v[b,j,kvh*hs+d],  kvh = h / (NH/KV)
+ * out (B,T,NH*hs), att (B,NH,T,T).
  * Without dropout: out_blk = P_blk V, one GEMM per row block (the zeros
  * above the diagonal add nothing), straight into out.  With dropout the
  * masked probabilities go through a tile, BC columns at a time, the
  * products adding up in out (fp32) or in acc (bf16). */
-void remat_attention_values_forward(void *out, const void *att, const void *qkv, const remat_dropout *drop, int B, int T,
-                              int C, int NH, int dt, float *acc)
+void remat_attention_values_forward(void *out, const void *att, const remat_attn_layout *L, const remat_dropout *drop,
+                                    float *acc)
 {
-    size_t C3 = 3 * (size_t)C;
-    int bf = dt == REMAT_DTYPE_BF16;
+    int B = L->B, T = L->T, NH = L->NH, dt = L->dt, bf = dt == REMAT_DTYPE_BF16;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            attn_head hd = remat_attn_head_at(qkv, NULL, NULL, b, h, T, C, NH, dt);
+            attn_head hd = remat_attn_head_at(L, NULL, NULL, b, h);
             const void *A = att_at(att, ((size_t)b * NH + h) * T * T, dt);
-            size_t o_off = (size_t)b * T * C + (size_t)h * hd.hs;
+            int ldo = hd.ldo;
+            size_t o_off = (size_t)b * T * ldo + (size_t)h * hd.hs;
             float pm[R * BC];
             remat_bf16 pb[bf ? R * BC : 1];
             for (int i0 = 0; i0 < T; i0 += R) {
                 int nr = T - i0 < R ? T - i0 : R, ncol = i0 + nr;
                 const void *a0 = att_at(A, (size_t)i0 * T, dt);
-                size_t o_blk = o_off + (size_t)i0 * C;
+                size_t o_blk = o_off + (size_t)i0 * ldo;
                 if (drop->p <= 0.0f) {
                     remat_gemm_op g = { dt, dt, 0, 0, nr, hd.hs, ncol, 1.0f, 0.0f,
-                                        a0, T, hd.V, (int)C3, (void *)att_at(out, o_blk, dt), C, NULL };
+                                        a0, T, hd.V, hd.ldv, (void *)att_at(out, o_blk, dt), ldo, NULL };
                     remat_gemm(&g);
                     continue;
                 }
@@ -138,27 +142,17 @@ void remat_attention_values_forward(void *out, const void *att, const void *qkv,
                             pm[r * BC + c] = p * remat_dropout_mult(drop, att_index(b, h, i0 + r, j0 + c, NH, T));
                         }
                     }
-                    remat_attn_pv(o, REMAT_DTYPE_FP32, C, pm, pb, &hd, nr, j0, nc, j0 ? 1.0f : 0.0f);
+                    remat_attn_pv(o, REMAT_DTYPE_FP32, ldo, pm, pb, &hd, nr, j0, nc, j0 ? 1.0f : 0.0f);
                 }
-                if (bf)
-                    for (int r = 0; r < nr; r++)
-                        remat_bf16_from_f32((remat_bf16 *)out + o_blk + (size_t)r * C, o + (size_t)r * C, (size_t)hd.hs);
+                if (bf) remat_attn_round_rows(out, acc, &hd, o_blk, nr);
             }
         }
 }
 
 /* The backward through values and scores (contract in kernels.h), one
- * task per (b,h): attn_head_backward with P read from att. */
-void remat_attention_backward(void *dqkv, const void *dout, const void *att, const void *qkv, const remat_dropout *drop,
-                        int B, int T, int C, int NH, int dt, float *acc)
+ * task per (b, kv head): attn_head_backward with P read from att. */
+void remat_attention_backward(void *dqkv, const void *dout, const void *att, const remat_attn_layout *L,
+                              const remat_dropout *drop, float *acc)
 {
-    float *g = dt == REMAT_DTYPE_BF16 ? acc : dqkv;
-    #pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            attn_head hd = remat_attn_head_at(qkv, dout, g, b, h, T, C, NH, dt);
-            hd.A = att_at(att, ((size_t)b * NH + h) * T * T, dt);
-            remat_attn_head_backward(&hd, drop);
-        }
-    if (dt == REMAT_DTYPE_BF16) remat_bf16_round_buf((remat_bf16 *)dqkv, acc, (size_t)B * T * 3 * C);
+    remat_attn_backward_heads(dqkv, dout, att, NULL, L, drop, acc);
 }

@@ -1,28 +1,49 @@
 /*
- * attn_tiles.c -- the tiles both attention kernels are built from, and the
- * backward they share.  Contract in attn_tiles.h.
+ * attn_tiles.c -- the tiles both attention kernels are built from, the
+ * backward they share, and the two layouts of q, k, v (GPT-2's, Llama's).
+ * Contract in attn_tiles.h and kernels.h.
  */
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 #include "attn_tiles.h"
 #include "vmath.h"
 
-attn_head remat_attn_head_at(const void *qkv, const void *dout, float *g, int b, int h, int T, int C, int NH, int dt)
+remat_attn_layout remat_attn_layout_mha(const void *qkv, int B, int T, int C, int NH, int dt)
 {
+    remat_attn_layout L = { B, T, NH, NH, C / NH, qkv, att_at(qkv, (size_t)C, dt), att_at(qkv, 2 * (size_t)C, dt),
+                            3 * C, 3 * C, 3 * C, 3 * C, 0, C, 2 * C, dt };
+    return L;
+}
+
+remat_attn_layout remat_attn_layout_gqa(const void *qk, const void *qkv, int B, int T, int NH, int KV, int hs, int dt)
+{
+    int nq = NH * hs, nkv = KV * hs;
+    remat_attn_layout L = { B, T, NH, KV, hs, qk, att_at(qk, (size_t)nq, dt), att_at(qkv, (size_t)(nq + nkv), dt),
+                            nq + nkv, nq + nkv, nq + 2 * nkv, nq + 2 * nkv, 0, nq, nq + nkv, dt };
+    return L;
+}
+
+attn_head remat_attn_head_at(const remat_attn_layout *L, const void *dout, float *g, int b, int h)
+{
+    assert(L->KV > 0 && L->NH % L->KV == 0 && "grouped-query attention needs KV to divide NH: check n_kv_head");
     attn_head hd;
     memset(&hd, 0, sizeof hd);
-    int hs = C / NH;
-    size_t C3 = 3 * (size_t)C, q = (size_t)b * T * C3 + (size_t)h * hs;
-    hd.Q = att_at(qkv, q, dt);
-    hd.K = att_at(qkv, q + C, dt);
-    hd.V = att_at(qkv, q + 2 * (size_t)C, dt);
-    if (dout) hd.G = att_at(dout, (size_t)b * T * C + (size_t)h * hs, dt);
+    int T = L->T, hs = L->hs, kvh = h / (L->NH / L->KV), dt = L->dt;
+    size_t row = (size_t)b * T;
+    hd.Q = att_at(L->q, row * L->ldq + (size_t)h * hs, dt);
+    hd.K = att_at(L->k, row * L->ldk + (size_t)kvh * hs, dt);
+    hd.V = att_at(L->v, row * L->ldv + (size_t)kvh * hs, dt);
+    hd.ldo = L->NH * hs;
+    if (dout) hd.G = att_at(dout, row * hd.ldo + (size_t)h * hs, dt);
     if (g) {
-        hd.dQ = g + q;
-        hd.dK = hd.dQ + C;
-        hd.dV = hd.dQ + 2 * (size_t)C;
+        float *g0 = g + row * L->ldg;
+        hd.dQ = g0 + L->gq + (size_t)h * hs;
+        hd.dK = g0 + L->gk + (size_t)kvh * hs;
+        hd.dV = g0 + L->gv + (size_t)kvh * hs;
     }
-    hd.b = b; hd.h = h; hd.NH = NH; hd.T = T; hd.hs = hs; hd.C = C; hd.dt = dt;
+    hd.b = b; hd.h = h; hd.NH = L->NH; hd.T = T; hd.hs = hs; hd.dt = dt;
+    hd.ldq = L->ldq; hd.ldk = L->ldk; hd.ldv = L->ldv; hd.ldg = L->ldg;
     hd.scale = 1.0f / sqrtf((float)hs);
     return hd;
 }
@@ -37,9 +58,8 @@ static void tile_gemm(int ta, int tb, int M, int N, int K, float alpha, const vo
 
 void remat_attn_score_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc)
 {
-    int C3 = 3 * hd->C;
-    tile_gemm(0, 1, nr, nc, hd->hs, hd->scale, att_at(hd->Q, (size_t)i0 * C3, hd->dt), C3,
-              att_at(hd->K, (size_t)j0 * C3, hd->dt), C3, 0.0f, s, REMAT_DTYPE_FP32, ATT_BC, hd->dt);
+    tile_gemm(0, 1, nr, nc, hd->hs, hd->scale, att_at(hd->Q, (size_t)i0 * hd->ldq, hd->dt), hd->ldq,
+              att_at(hd->K, (size_t)j0 * hd->ldk, hd->dt), hd->ldk, 0.0f, s, REMAT_DTYPE_FP32, ATT_BC, hd->dt);
 }
 
 void remat_attn_prob_tile(float *s, const float *l, const remat_dropout *drop, const attn_head *hd, int i0, int nr, int j0,
@@ -85,9 +105,16 @@ static const void *tile_operand(const float *p, void *pb, int dt, int nr, int nc
 void remat_attn_pv(void *o, int o_dt, int ldo, const float *p, void *pb, const attn_head *hd, int nr, int j0, int nc,
              float beta)
 {
-    int C3 = 3 * hd->C;
     tile_gemm(0, 0, nr, hd->hs, nc, 1.0f, tile_operand(p, pb, hd->dt, nr, nc), ATT_BC,
-              att_at(hd->V, (size_t)j0 * C3, hd->dt), C3, beta, o, o_dt, ldo, hd->dt);
+              att_at(hd->V, (size_t)j0 * hd->ldv, hd->dt), hd->ldv, beta, o, o_dt, ldo, hd->dt);
+}
+
+void remat_attn_round_rows(void *out, const float *acc, const attn_head *hd, size_t off, int nr)
+{
+    for (int r = 0; r < nr; r++) {
+        size_t o = off + (size_t)r * hd->ldo;
+        remat_bf16_from_f32((remat_bf16 *)out + o, acc + o, (size_t)hd->hs);
+    }
 }
 
 /* P of tile (i0, j0) into s: copied from the stored probabilities (zeros
@@ -108,24 +135,20 @@ static void p_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc
 
 void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop)
 {
-    int T = hd->T, hs = hd->hs, C = hd->C, C3 = 3 * C, dt = hd->dt;
+    int T = hd->T, hs = hd->hs, dt = hd->dt, ldq = hd->ldq, ldk = hd->ldk, ldo = hd->ldo, ldg = hd->ldg;
     float s[ATT_BR * ATT_BC], dp[ATT_BR * ATT_BC], D[ATT_BR];
     remat_bf16 sb[dt == REMAT_DTYPE_BF16 ? ATT_BR * ATT_BC : 1], dpb[dt == REMAT_DTYPE_BF16 ? ATT_BR * ATT_BC : 1];
-    for (int t = 0; t < T; t++) {
-        memset(hd->dQ + (size_t)t * C3, 0, (size_t)hs * sizeof(float));
-        memset(hd->dK + (size_t)t * C3, 0, (size_t)hs * sizeof(float));
-        memset(hd->dV + (size_t)t * C3, 0, (size_t)hs * sizeof(float));
-    }
+    for (int t = 0; t < T; t++) memset(hd->dQ + (size_t)t * ldg, 0, (size_t)hs * sizeof(float));
     for (int i0 = 0; i0 < T; i0 += ATT_BR) {
         int nr = T - i0 < ATT_BR ? T - i0 : ATT_BR;
-        const void *g = att_at(hd->G, (size_t)i0 * C, dt), *q = att_at(hd->Q, (size_t)i0 * C3, dt);
+        const void *g = att_at(hd->G, (size_t)i0 * ldo, dt), *q = att_at(hd->Q, (size_t)i0 * ldq, dt);
         for (int r = 0; r < nr; r++) D[r] = 0.0f;
         for (int pass = 1; pass <= 2; pass++)
             for (int j0 = 0; j0 < i0 + nr; j0 += ATT_BC) {
                 int nc = i0 + nr - j0 < ATT_BC ? i0 + nr - j0 : ATT_BC;
-                const void *k = att_at(hd->K, (size_t)j0 * C3, dt);
+                const void *k = att_at(hd->K, (size_t)j0 * ldk, dt);
                 p_tile(s, hd, i0, nr, j0, nc);                                              /* P, undropped */
-                tile_gemm(0, 1, nr, nc, hs, 1.0f, g, C, att_at(hd->V, (size_t)j0 * C3, dt), C3, 0.0f, dp,
+                tile_gemm(0, 1, nr, nc, hs, 1.0f, g, ldo, att_at(hd->V, (size_t)j0 * hd->ldv, dt), hd->ldv, 0.0f, dp,
                           REMAT_DTYPE_FP32, ATT_BC, dt);                                    /* dPd */
                 for (int r = 0; r < nr; r++) {
                     int i = i0 + r, n = causal_cols(i, j0, nc);
@@ -141,12 +164,48 @@ void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop)
                 if (pass == 1) continue;
                 /* s holds P m, dp holds dS (both 0 above the diagonal) */
                 const void *dS = tile_operand(dp, dpb, dt, nr, nc), *Pm = tile_operand(s, sb, dt, nr, nc);
-                tile_gemm(0, 0, nr, hs, nc, 1.0f, dS, ATT_BC, k, C3, 1.0f, hd->dQ + (size_t)i0 * C3,
-                          REMAT_DTYPE_FP32, C3, dt);
-                tile_gemm(1, 0, nc, hs, nr, 1.0f, dS, ATT_BC, q, C3, 1.0f, hd->dK + (size_t)j0 * C3,
-                          REMAT_DTYPE_FP32, C3, dt);
-                tile_gemm(1, 0, nc, hs, nr, 1.0f, Pm, ATT_BC, g, C, 1.0f, hd->dV + (size_t)j0 * C3,
-                          REMAT_DTYPE_FP32, C3, dt);
+                tile_gemm(0, 0, nr, hs, nc, 1.0f, dS, ATT_BC, k, ldk, 1.0f, hd->dQ + (size_t)i0 * ldg,
+                          REMAT_DTYPE_FP32, ldg, dt);
+                tile_gemm(1, 0, nc, hs, nr, 1.0f, dS, ATT_BC, q, ldq, 1.0f, hd->dK + (size_t)j0 * ldg,
+                          REMAT_DTYPE_FP32, ldg, dt);
+                tile_gemm(1, 0, nc, hs, nr, 1.0f, Pm, ATT_BC, g, ldo, 1.0f, hd->dV + (size_t)j0 * ldg,
+                          REMAT_DTYPE_FP32, ldg, dt);
             }
     }
+}
+
+/* dqkv (bf16) = acc rounded, on the columns the gradient has: dq, dk, dv
+ * of each row (elementwise, so any split gives the same bits) */
+static void round_grad(remat_bf16 *dqkv, const float *acc, const remat_attn_layout *L)
+{
+    size_t rows = (size_t)L->B * L->T, nq = (size_t)L->NH * L->hs, nkv = (size_t)L->KV * L->hs;
+    #pragma omp parallel for schedule(static) if (REMAT_PAR(rows * (nq + 2 * nkv)))
+    for (size_t r = 0; r < rows; r++) {
+        size_t o = r * L->ldg;
+        remat_bf16_from_f32(dqkv + o + L->gq, acc + o + L->gq, nq);
+        remat_bf16_from_f32(dqkv + o + L->gk, acc + o + L->gk, nkv);
+        remat_bf16_from_f32(dqkv + o + L->gv, acc + o + L->gv, nkv);
+    }
+}
+
+void remat_attn_backward_heads(void *dqkv, const void *dout, const void *att, const float *lse,
+                               const remat_attn_layout *L, const remat_dropout *drop, float *acc)
+{
+    int B = L->B, T = L->T, NH = L->NH, KV = L->KV, grp = NH / KV, dt = L->dt;
+    float *g = dt == REMAT_DTYPE_BF16 ? acc : dqkv;
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int kvh = 0; kvh < KV; kvh++)
+            for (int h = kvh * grp; h < (kvh + 1) * grp; h++) {
+                attn_head hd = remat_attn_head_at(L, dout, g, b, h);
+                if (h == kvh * grp)   /* the group's first head: its kv head's dk, dv start at 0 */
+                    for (int t = 0; t < T; t++) {
+                        memset(hd.dK + (size_t)t * hd.ldg, 0, (size_t)hd.hs * sizeof(float));
+                        memset(hd.dV + (size_t)t * hd.ldg, 0, (size_t)hd.hs * sizeof(float));
+                    }
+                if (att) hd.A = att_at(att, ((size_t)b * NH + h) * T * T, dt);
+                else hd.L = lse + ((size_t)b * NH + h) * T;
+                remat_attn_head_backward(&hd, drop);
+            }
+    if (dt == REMAT_DTYPE_BF16) round_grad((remat_bf16 *)dqkv, acc, L);
 }

@@ -4,16 +4,19 @@
  * the row logsumexp).  Internal header.
  *
  * Legend as in kernels.h; a tile is ATT_BR query rows x ATT_BC key columns.
- * One "head" is (b,h): Q, K, V point at its q, k and v channels of qkv
- * (row stride 3C), G at its slice of dout, dQ/dK/dV at its slices of the
- * gradient (row stride 3C); every product is a GEMM (gemm.h, the tile site)
- * on strided views, nothing is copied.
+ * One "head" is (b,h), h a query head: Q points at its q channels, K and V
+ * at those of its kv head h / (NH/KV) (each with its own row stride, from
+ * the remat_attn_layout), G at its slice of dout (row stride NH*hs), dQ at
+ * its slice of the fp32 gradient and dK/dV at its kv head's (row stride
+ * ldg); every product is a GEMM (gemm.h, the tile site) on strided views,
+ * nothing is copied, and no K/V is repeated per query head.
  *
  * dtype: under bf16, q, k, v, dout and the stored probabilities are bf16
  * and the GEMMs take bf16 operands; the score tiles, the softmax and the
  * gradient tiles are fp32, and a tile that feeds a GEMM is rounded to bf16
  * first (one rounding, as the forward's).  dQ, dK, dV always accumulate in
- * fp32 (dqkv itself, or a fp32 scratch that is rounded to bf16 at the end).
+ * fp32 (the gradient itself, or a fp32 scratch that is rounded to bf16 at
+ * the end).
  */
 #ifndef REMAT_ATTN_TILES_H
 #define REMAT_ATTN_TILES_H
@@ -43,16 +46,19 @@ static inline const void *att_at(const void *p, size_t i, int dt)
 }
 
 typedef struct attn_head {
-    const void *Q, *K, *V, *G;    /* q, k, v (ld 3C) and dout (ld C) of one (b,h), in dt */
-    float *dQ, *dK, *dV;          /* its slices of the fp32 gradient (ld 3C) */
+    const void *Q, *K, *V, *G;    /* q of (b,h), k and v of its kv head, dout of (b,h), in dt */
+    float *dQ, *dK, *dV;          /* the slices of the fp32 gradient (ld ldg) */
     const void *A;                /* naive: its probabilities (T x T, ld T, dt); NULL for flash */
     const float *L;               /* flash: its row logsumexp (T); NULL for naive */
-    int b, h, NH, T, hs, C, dt;
+    int b, h, NH, T, hs, dt;
+    int ldq, ldk, ldv, ldo, ldg;  /* row strides of Q, K, V, G (= NH*hs) and the gradient */
     float scale;                  /* 1/sqrt(hs) */
 } attn_head;
 
-/* the head's view of qkv, dout (dt) and the fp32 gradient g (A and L left NULL) */
-attn_head remat_attn_head_at(const void *qkv, const void *dout, float *g, int b, int h, int T, int C, int NH, int dt);
+/* the view of query head h of batch row b: q, k, v from the layout, dout
+ * (dt, or NULL) and the fp32 gradient g (layout's ldg, or NULL); A and L
+ * left NULL */
+attn_head remat_attn_head_at(const remat_attn_layout *L, const void *dout, float *g, int b, int h);
 
 /* s (nr x nc, ld ATT_BC, fp32) = scale * Q[i0..] K[j0..]^T */
 void remat_attn_score_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc);
@@ -75,10 +81,23 @@ void remat_attn_pv(void *o, int o_dt, int ldo, const float *p, void *pb, const a
 /* The backward of one head, from the undropped probabilities P (read from
  * hd->A, or recomputed from hd->Q, hd->K and hd->L) and the mask m:
  *   dPd = dout V^T,  D_i = sum_j P_ij m_ij dPd_ij,  dS = P (m dPd - D)
- *   dq += dS K scale,  dk += dS^T Q scale,  dv += (P m)^T dout
+ *   dq = dS K scale,  dk += dS^T Q scale,  dv += (P m)^T dout
  * over ATT_BR-row blocks in two passes over their causal tiles (the first
  * forms D, the second the rest), all in a fixed order: the bits do not
- * depend on which thread runs the head.  dQ, dK, dV are assigned. */
+ * depend on which thread runs the head.  dQ is assigned; dK and dV
+ * accumulate (their kv head's other query heads add to them too). */
 void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop);
+
+/* The whole backward of both kernels (att for the naive one, lse for
+ * flash; the other NULL): one task per (b, kv head), which zeroes its dk,
+ * dv and runs the backward of its NH/KV query heads in order, so every
+ * gradient element is summed in one fixed order whatever the thread count.
+ * Under bf16 the fp32 gradient goes to acc, rounded into dqkv at the end. */
+void remat_attn_backward_heads(void *dqkv, const void *dout, const void *att, const float *lse,
+                               const remat_attn_layout *L, const remat_dropout *drop, float *acc);
+
+/* the one rounding of the values' fp32 accumulator: nr rows of the head's
+ * hs channels (ld NH*hs) from element offset off of acc into out (bf16) */
+void remat_attn_round_rows(void *out, const float *acc, const attn_head *hd, size_t off, int nr);
 
 #endif

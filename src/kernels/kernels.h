@@ -1,17 +1,22 @@
 /*
- * kernels.h -- the CPU kernels of a GPT-2 block, as forward/backward pairs.
+ * kernels.h -- the CPU kernels of a GPT-2 or Llama block, as forward/backward
+ * pairs.
  *
  * Dimension legend (used in every shape comment below):
  *   B  batch size            T  sequence length        C  channels (n_embd)
- *   NH number of heads       hs head size = C / NH     N  rows = B*T
+ *   NH number of (query) heads                         N  rows = B*T
+ *   KV key/value heads (divides NH; = NH in GPT-2)     F  MLP width (SwiGLU)
+ *   hs head size (C / NH in GPT-2, head_dim in Llama)
  *   V  vocabulary            Vp padded vocabulary (multiple of 64, llm.c style)
  *   IC / OC  input / output channels of a linear layer
  *
  * Conventions, stated once:
- *   - Tensors are row-major and contiguous.  Activations are fp32 or bf16:
+ *   - Tensors are row-major and contiguous, except where a row stride (ld)
+ *     is given.  Activations are fp32 or bf16:
  *     an argument typed `void *` holds dtype `dt` (REMAT_DTYPE_FP32 or
  *     REMAT_DTYPE_BF16); `float *` arguments are fp32 whatever dt is
- *     (parameters, their gradients, LayerNorm statistics, d_res, scratch).
+ *     (parameters, their gradients, norm statistics, the RoPE table, d_res,
+ *     scratch).
  *     bf16 values are widened to fp32 for all arithmetic, and every
  *     reduction and GEMM accumulates in fp32 (or double): mixed precision as
  *     autocast does it.  Results are rounded to bf16 once, when stored.
@@ -36,12 +41,13 @@
 #include "bf16.h"
 #include "gemm.h"
 
-/* ---- embedding: out[b,t,:] = wte[inp[b,t],:] + wpe[t,:] ---------------- */
+/* ---- embedding: out[b,t,:] = wte[inp[b,t],:] + wpe[t,:] ----------------
+ * wpe NULL: no position term, out[b,t,:] = wte[inp[b,t],:] (Llama). */
 void remat_encoder_forward(void *out /* B,T,C dt */, const int *inp /* B,T */,
-                     const float *wte /* Vp,C */, const float *wpe /* maxT,C */,
+                     const float *wte /* Vp,C */, const float *wpe /* maxT,C or NULL */,
                      int B, int T, int C, int dt);
-/* dwte[inp[b,t],:] += dout[b,t,:];  dwpe[t,:] += dout[b,t,:] */
-void remat_encoder_backward(float *dwte /* Vp,C */, float *dwpe /* maxT,C */,
+/* dwte[inp[b,t],:] += dout[b,t,:];  dwpe[t,:] += dout[b,t,:] (dwpe NULL: skipped) */
+void remat_encoder_backward(float *dwte /* Vp,C */, float *dwpe /* maxT,C or NULL */,
                       const float *dout /* B,T,C */, const int *inp /* B,T */,
                       int B, int T, int C);
 
@@ -65,6 +71,44 @@ void remat_layernorm_backward(float *dinp /* N,C, += */, float *dw /* C */, floa
                         const float *stat /* N,2 */, const float *w /* C */,
                         int N, int C);
 
+/* ---- RMSNorm (Zhang & Sennrich 2019), as Hugging Face's LlamaRMSNorm ----
+ * Split like LayerNorm, the statistic kept while the output is recomputed:
+ *   stats:  rstd = 1/sqrt(sum(x^2)/C + eps)   (in double from the input, stored fp32)
+ *   apply:  out  = w * (x * rstd)
+ * eps is the config's norm_eps (rms_norm_eps). */
+void remat_rmsnorm_stats(float *rstd /* N */, const void *inp /* N,C dt */, int N, int C, int dt, double eps);
+void remat_rmsnorm_apply(void *out /* N,C out_dt */, int out_dt, const void *inp /* N,C dt */, int dt,
+                         const float *rstd /* N */, const float *w /* C */, int N, int C);
+/* xhat = x*rstd, dxhat = dout*w
+ * dinp += rstd * (dxhat - xhat * mean(dxhat*xhat))   (+=, the residual stream)
+ * dw += sum_n dout*xhat */
+void remat_rmsnorm_backward(float *dinp /* N,C, += */, float *dw /* C */, const void *dout /* N,C ddt */, int ddt,
+                            const void *inp /* N,C dt */, int dt, const float *rstd /* N */, const float *w /* C */,
+                            int N, int C);
+
+/* ---- RoPE (rope.c), Hugging Face's convention: rotate_half over the two
+ * halves of each head, positions 0..T-1.  With h = hs/2, c = cos(t f_i),
+ * s = sin(t f_i), f_i = theta^(-2i/hs) (rescaled under llama3):
+ *   out[i] = x[i] c - x[i+h] s,   out[i+h] = x[i+h] c + x[i] s   (i < h)
+ * nh heads are rotated: NH query + KV key heads, the first nh*hs columns
+ * of the qkv rows (stride ld); v, behind them, is not.
+ * The table holds row t = [cos(t f_i), i < h | sin(t f_i), i < h], each
+ * computed in double and rounded once. */
+typedef struct remat_rope_llama3 {   /* rope_scaling {"rope_type": "llama3", ...} */
+    double factor;                   /* factor (8 in Llama 3.1) */
+    double low_freq_factor;          /* low_freq_factor (1) */
+    double high_freq_factor;         /* high_freq_factor (4), > low_freq_factor */
+    double original_max_pos;         /* original_max_position_embeddings (8192) */
+} remat_rope_llama3;
+/* scaling NULL: the plain frequencies.  hs even. */
+void remat_rope_table(float *tab /* maxT,hs */, int maxT, int hs, double theta, const remat_rope_llama3 *scaling);
+void remat_rope_forward(void *out /* B,T,nh*hs dt */, const void *qkv /* B*T rows of ld, dt */, int ld,
+                        const float *tab /* maxT,hs */, int B, int T, int nh, int hs, int dt);
+/* the transposed rotation, IN PLACE on the first nh*hs columns of d_qkv:
+ *   dx[i] = dy[i] c + dy[i+h] s,   dx[i+h] = dy[i+h] c - dy[i] s */
+void remat_rope_backward(void *dqkv /* B*T rows of ld, dt */, int ld, const float *tab /* maxT,hs */, int B, int T,
+                         int nh, int hs, int dt);
+
 /* ---- linear: out = inp @ w^T + b  (the GEMM seam, gemm.h) ---------------
  * w is the weight in dt (under bf16, the model's bf16 copy of it). */
 void remat_linear_forward(void *out /* N,OC out_dt */, int out_dt, const void *inp /* N,IC dt */,
@@ -78,39 +122,64 @@ void remat_linear_backward(void *dinp /* N,IC dt or NULL */, float *dw /* OC,IC 
                      int N, int IC, int OC, int dt);
 
 /* ---- causal self-attention, split so the T^2 probabilities can be dropped
- * and recomputed from qkv (Korthikanti et al. 2022, "selective").
- * qkv[b,t,:] = [q (C) | k (C) | v (C)], head h uses channels h*hs..h*hs+hs-1.
+ * and recomputed from q and k (Korthikanti et al. 2022, "selective"), with
+ * grouped-query attention (Ainslie et al. 2023): NH query heads and KV
+ * key/value heads (KV divides NH), all of size hs; query head h reads kv
+ * head h / (NH/KV).  KV = NH is multi-head attention (GPT-2).
  *   scores:  att[b,h,i,j] = softmax_j<=i( q_i . k_j / sqrt(hs) ),  0 for j > i
  *   values:  out[b,i,h*hs+d] = sum_j<=i drop(att[b,h,i,j]) * v_j[d]
- * drop() is inverted dropout with element index ((b*NH+h)*T+i)*T+j. */
-void remat_attention_scores_forward(void *att /* B,NH,T,T dt */, const void *qkv /* B,T,3C dt */,
-                              int B, int T, int C, int NH, int dt);
-/* acc: bf16 only, (B,T,C) fp32 scratch the products accumulate in */
-void remat_attention_values_forward(void *out /* B,T,C dt */, const void *att /* B,NH,T,T dt */,
-                              const void *qkv /* B,T,3C dt */, const remat_dropout *drop,
-                              int B, int T, int C, int NH, int dt, float *acc);
+ * drop() is inverted dropout with element index ((b*NH+h)*T+i)*T+j (h the
+ * query head).  out and dout are (B,T,NH*hs); no repeated K/V is made.
+ *
+ * Where q, k, v live: element d of head h at row (b,t) of q is
+ *   q[(b*T+t)*ldq + h*hs + d]          (q points at head 0's first channel)
+ * and likewise k and v with their kv heads and strides.  The gradient goes
+ * to one buffer dqkv of B*T rows of ldg elements, dq at column gq, dk at
+ * gk, dv at gv; under bf16 the fp32 scratch acc of the backward has the
+ * same layout (B*T x ldg), and that of the values forward mirrors out. */
+typedef struct remat_attn_layout {
+    int B, T, NH, KV, hs;
+    const void *q, *k, *v;           /* dt */
+    int ldq, ldk, ldv;               /* row strides, in elements */
+    int ldg, gq, gk, gv;             /* the gradient's row stride and the columns of dq, dk, dv */
+    int dt;
+} remat_attn_layout;
+/* GPT-2: qkv[b,t,:] = [q (C) | k (C) | v (C)], NH heads of C/NH; the
+ * gradient d_qkv likewise (B,T,3C). */
+remat_attn_layout remat_attn_layout_mha(const void *qkv /* B,T,3C dt */, int B, int T, int C, int NH, int dt);
+/* Llama: q and k RoPE'd in qk[b,t,:] = [q (NH*hs) | k (KV*hs)], v the last
+ * KV*hs columns of qkv[b,t,:] = [q | k | v] ((NH+2KV)*hs); the gradient
+ * goes to d_qkv shaped like qkv (dq, dk, dv, with RoPE's backward still to
+ * run on dq and dk). */
+remat_attn_layout remat_attn_layout_gqa(const void *qk /* B,T,(NH+KV)hs dt */, const void *qkv /* B,T,(NH+2KV)hs dt */,
+                                        int B, int T, int NH, int KV, int hs, int dt);
+
+void remat_attention_scores_forward(void *att /* B,NH,T,T dt */, const remat_attn_layout *L);
+/* acc: bf16 only, (B,T,NH*hs) fp32 scratch the products accumulate in */
+void remat_attention_values_forward(void *out /* B,T,NH*hs dt */, const void *att /* B,NH,T,T dt */,
+                                    const remat_attn_layout *L, const remat_dropout *drop, float *acc);
 /* Backward through values and scores together (no T^2 gradient buffer):
  *   dPd = dout_i . v_j,  dP = dPd * mask/(1-p),  dS = P*(dP - sum_j P*dP)
  *   dq_i = sum_j dS_ij k_j / sqrt(hs),  dk_j = sum_i dS_ij q_i / sqrt(hs),
- *   dv_j = sum_i drop(P_ij) dout_i.   dqkv is assigned.
- * acc: bf16 only, (B,T,3C) fp32 scratch the gradients accumulate in. */
-void remat_attention_backward(void *dqkv /* B,T,3C dt */, const void *dout /* B,T,C dt */,
-                        const void *att /* B,NH,T,T dt */, const void *qkv /* B,T,3C dt */,
-                        const remat_dropout *drop, int B, int T, int C, int NH, int dt, float *acc);
+ *   dv_j = sum_i drop(P_ij) dout_i,
+ * dk and dv of a kv head summed over its query heads in order.  dq, dk, dv
+ * are assigned; other columns of dqkv are not touched.
+ * acc: bf16 only, (B*T, ldg) fp32 scratch the gradients accumulate in. */
+void remat_attention_backward(void *dqkv /* B*T rows of ldg, dt */, const void *dout /* B,T,NH*hs dt */,
+                              const void *att /* B,NH,T,T dt */, const remat_attn_layout *L,
+                              const remat_dropout *drop, float *acc);
 
 /* ---- flash attention (flash.c): the same attention without the T^2 matrix.
  * lse[b,h,i] = log sum_{j<=i} exp(q_i.k_j/sqrt(hs)) replaces att; the
- * values and the backward recompute the score tiles.  Same dropout indices
- * as above, so the two kernels agree up to summation order.  lse is fp32
- * in both dtypes; acc as above. */
-void remat_flash_attention_stats(float *lse /* B,NH,T */, const void *qkv /* B,T,3C dt */,
-                           int B, int T, int C, int NH, int dt);
-void remat_flash_attention_values(void *out /* B,T,C dt */, const float *lse /* B,NH,T */,
-                            const void *qkv /* B,T,3C dt */, const remat_dropout *drop,
-                            int B, int T, int C, int NH, int dt, float *acc);
-void remat_flash_attention_backward(void *dqkv /* B,T,3C dt, assigned */, const void *dout /* B,T,C dt */,
-                              const float *lse /* B,NH,T */, const void *qkv /* B,T,3C dt */,
-                              const remat_dropout *drop, int B, int T, int C, int NH, int dt, float *acc);
+ * values and the backward recompute the score tiles.  Same layouts and
+ * dropout indices as above, so the two kernels agree up to summation
+ * order.  lse is fp32 in both dtypes; acc as above. */
+void remat_flash_attention_stats(float *lse /* B,NH,T */, const remat_attn_layout *L);
+void remat_flash_attention_values(void *out /* B,T,NH*hs dt */, const float *lse /* B,NH,T */,
+                                  const remat_attn_layout *L, const remat_dropout *drop, float *acc);
+void remat_flash_attention_backward(void *dqkv /* B*T rows of ldg, dt */, const void *dout /* B,T,NH*hs dt */,
+                                    const float *lse /* B,NH,T */, const remat_attn_layout *L,
+                                    const remat_dropout *drop, float *acc);
 
 /* ---- fp32 -> bf16 (round to nearest even), elementwise, in parallel ---- */
 void remat_bf16_round_buf(remat_bf16 *dst, const float *src, size_t n);
@@ -120,6 +189,15 @@ void remat_bf16_round_buf(remat_bf16 *dst, const float *src, size_t n);
  * gelu_backward: dinp = dout * gelu'(inp); dinp may alias dout. */
 void remat_gelu_forward(void *out, const void *inp, size_t n, int dt);
 void remat_gelu_backward(void *dinp, const void *inp, const void *dout, size_t n, int dt);
+
+/* ---- SwiGLU (swiglu.c), the gated middle of a Llama MLP -----------------
+ * Each input row is [gate (F) | up (F)]:  out = silu(gate) * up,
+ * silu(x) = x * sigmoid(x).
+ * backward (din assigned; din may alias inp):
+ *   d_gate = dout * up * silu'(gate),  d_up = dout * silu(gate) */
+void remat_swiglu_forward(void *out /* N,F dt */, const void *inp /* N,2F dt */, int N, int F, int dt);
+void remat_swiglu_backward(void *din /* N,2F dt */, const void *dout /* N,F dt */, const void *inp /* N,2F dt */,
+                           int N, int F, int dt);
 
 /* ---- residual add with dropout on the branch ---------------------------
  *   out = res + drop(branch)   (element index = flat index into N*C)

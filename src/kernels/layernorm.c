@@ -1,8 +1,14 @@
 /*
- * layernorm.c -- LayerNorm over the channel axis (Ba et al. 2016, as
- * torch.nn.LayerNorm with eps = 1e-5 and the biased variance), split into
- * stats / apply so that the (mean, rstd) pair can be kept while the output
- * is dropped and recomputed.  Contract in kernels.h.
+ * layernorm.c -- the normalisations over the channel axis, each split into
+ * stats / apply so that the statistics can be kept while the output is
+ * dropped and recomputed:
+ *   LayerNorm (Ba et al. 2016, as torch.nn.LayerNorm with eps = 1e-5 and the
+ *     biased variance): stat = (mean, rstd);
+ *   RMSNorm (Zhang & Sennrich 2019, as Hugging Face's LlamaRMSNorm: the
+ *     statistic in fp32 from the input, eps a parameter): stat = rstd.
+ * RMSNorm is LayerNorm without the mean and the bias, so both run the same
+ * row functions with `rms` fixed at compile time; the LayerNorm code is
+ * what it was.  Contract in kernels.h.
  *
  * Legend: N rows (= B*T), C channels.
  * Parameter gradients (dw, db) accumulate (+=).  Unusually, dinp also
@@ -40,18 +46,22 @@ static inline double lanes_total(const double *l)
     return s;
 }
 
-/* stat[n] = (mean, rstd):  mean = sum_c x/C,  rstd = 1/sqrt(sum_c (x-mean)^2/C + eps)
- * stat (N,2), inp (N,C).  Sums run in double, per row, in the lane order above. */
-INLINE void stats_row(float *stat, const void *x, int C, int dt)
+/* LayerNorm: stat[n] = (mean, rstd), mean = sum_c x/C,  rstd = 1/sqrt(sum_c (x-mean)^2/C + eps)
+ * RMSNorm:   stat[n] = rstd,         rstd = 1/sqrt(sum_c x^2/C + eps)   (the mean taken as 0)
+ * stat (N,2) or (N,1), inp (N,C).  Sums run in double, per row, in the lane order above. */
+INLINE void stats_row(float *stat, const void *x, int C, int dt, int rms, double eps)
 {
-    double l[LN_LANES] = { 0 };
+    double mean = 0.0;
     int c = 0;
-    for (; c + LN_LANES <= C; c += LN_LANES) {
-        #pragma omp simd
-        for (int k = 0; k < LN_LANES; k++) l[k] += X(x, c + k);
+    if (!rms) {
+        double l[LN_LANES] = { 0 };
+        for (; c + LN_LANES <= C; c += LN_LANES) {
+            #pragma omp simd
+            for (int k = 0; k < LN_LANES; k++) l[k] += X(x, c + k);
+        }
+        for (; c < C; c++) l[c % LN_LANES] += X(x, c);
+        mean = lanes_total(l) / C;
     }
-    for (; c < C; c++) l[c % LN_LANES] += X(x, c);
-    double mean = lanes_total(l) / C;
     double q[LN_LANES] = { 0 };
     for (c = 0; c + LN_LANES <= C; c += LN_LANES) {
         #pragma omp simd
@@ -65,99 +75,139 @@ INLINE void stats_row(float *stat, const void *x, int C, int dt)
         q[c % LN_LANES] += d * d;
     }
     double v = lanes_total(q) / C;
-    stat[0] = (float)mean;
-    stat[1] = (float)(1.0 / sqrt(v + LN_EPS));
+    float rstd = (float)(1.0 / sqrt(v + eps));
+    if (rms) {
+        stat[0] = rstd;
+    } else {
+        stat[0] = (float)mean;
+        stat[1] = rstd;
+    }
+}
+
+INLINE void stats_rows(float *stat, const void *inp, int N, int C, int dt, int rms, double eps)
+{
+    size_t es = remat_dtype_bytes(dt);
+    int ns = rms ? 1 : 2;
+    #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * C))
+    for (int n = 0; n < N; n++) {
+        const char *x = (const char *)inp + (size_t)n * C * es;
+        if (dt == REMAT_DTYPE_BF16) stats_row(stat + ns * n, x, C, REMAT_DTYPE_BF16, rms, eps);
+        else stats_row(stat + ns * n, x, C, REMAT_DTYPE_FP32, rms, eps);
+    }
 }
 
 void remat_layernorm_stats(float *stat, const void *inp, int N, int C, int dt)
 {
-    size_t es = remat_dtype_bytes(dt);
-    #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * C))
-    for (int n = 0; n < N; n++) {
-        const char *x = (const char *)inp + (size_t)n * C * es;
-        if (dt == REMAT_DTYPE_BF16) stats_row(stat + 2 * n, x, C, REMAT_DTYPE_BF16);
-        else stats_row(stat + 2 * n, x, C, REMAT_DTYPE_FP32);
-    }
+    stats_rows(stat, inp, N, C, dt, 0, LN_EPS);
 }
 
-/* out[n,c] = (x[n,c] - mean[n]) * rstd[n] * w[c] + b[c]
- * out (N,C), inp (N,C), stat (N,2), w (C), b (C).
- * The backward recomputes xhat = (x - mean) * rstd with the same float ops.
+void remat_rmsnorm_stats(float *rstd, const void *inp, int N, int C, int dt, double eps)
+{
+    stats_rows(rstd, inp, N, C, dt, 1, eps);
+}
+
+/* the statistics of row n: LayerNorm's (mean, rstd) pairs, RMSNorm's rstd alone (mean 0) */
+INLINE float st_mean(const float *stat, int n, int rms) { return rms ? 0.0f : stat[2 * n]; }
+INLINE float st_rstd(const float *stat, int n, int rms) { return rms ? stat[n] : stat[2 * n + 1]; }
+
+/* xhat = (x - mean) * rstd (LayerNorm) or x * rstd (RMSNorm): the same float
+ * ops in the apply and in the backward, which recomputes it */
+INLINE float xhat_of(float x, float mean, float rstd, int rms) { return rms ? x * rstd : (x - mean) * rstd; }
+
+/* LayerNorm: out[n,c] = (x[n,c] - mean[n]) * rstd[n] * w[c] + b[c]
+ * RMSNorm:   out[n,c] = w[c] * (x[n,c] * rstd[n])   (LlamaRMSNorm's order)
+ * out (N,C), inp (N,C), stat (N,2) or (N,1), w (C), b (C; LayerNorm only).
  * Elementwise: vectorising does not change the bits. */
-void remat_layernorm_apply(void *out, int out_dt, const void *inp, int dt, const float *stat, const float *w,
-                     const float *b, int N, int C)
+INLINE void apply_rows(void *out, int out_dt, const void *inp, int dt, const float *stat, const float *w,
+                       const float *b, int N, int C, int rms)
 {
     size_t es = remat_dtype_bytes(dt);
     #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * C))
     for (int n = 0; n < N; n++) {
-        float mean = stat[2 * n], rstd = stat[2 * n + 1];
+        float mean = st_mean(stat, n, rms), rstd = st_rstd(stat, n, rms);
         const char *x = (const char *)inp + (size_t)n * C * es;
         if (out_dt == REMAT_DTYPE_BF16) {
             remat_bf16 *o = (remat_bf16 *)out + (size_t)n * C;
-            for (int c = 0; c < C; c++) o[c] = remat_bf16_round((X(x, c) - mean) * rstd * w[c] + b[c]);
+            for (int c = 0; c < C; c++)
+                o[c] = remat_bf16_round(rms ? w[c] * xhat_of(X(x, c), mean, rstd, 1)
+                                            : xhat_of(X(x, c), mean, rstd, 0) * w[c] + b[c]);
         } else {
             float *o = (float *)out + (size_t)n * C;
             #pragma omp simd
-            for (int c = 0; c < C; c++) o[c] = (X(x, c) - mean) * rstd * w[c] + b[c];
+            for (int c = 0; c < C; c++)
+                o[c] = rms ? w[c] * xhat_of(X(x, c), mean, rstd, 1) : xhat_of(X(x, c), mean, rstd, 0) * w[c] + b[c];
         }
     }
 }
 
-/* xhat = (x-mean)*rstd,  dxhat = dout*w
- * dinp[n,:] += rstd * (dxhat - mean_c(dxhat) - xhat * mean_c(dxhat*xhat))
- * dw[c] += sum_n dout[n,c]*xhat[n,c],   db[c] += sum_n dout[n,c]
- * dinp (N,C), dw (C), db (C), dout (N,C), inp (N,C), stat (N,2), w (C).
+void remat_layernorm_apply(void *out, int out_dt, const void *inp, int dt, const float *stat, const float *w,
+                     const float *b, int N, int C)
+{
+    apply_rows(out, out_dt, inp, dt, stat, w, b, N, C, 0);
+}
+
+void remat_rmsnorm_apply(void *out, int out_dt, const void *inp, int dt, const float *rstd, const float *w, int N,
+                         int C)
+{
+    apply_rows(out, out_dt, inp, dt, rstd, w, NULL, N, C, 1);
+}
+
+/* xhat as above,  dxhat = dout*w
+ * LayerNorm: dinp[n,:] += rstd * (dxhat - mean_c(dxhat) - xhat * mean_c(dxhat*xhat))
+ * RMSNorm:   dinp[n,:] += rstd * (dxhat - xhat * mean_c(dxhat*xhat))
+ * dw[c] += sum_n dout[n,c]*xhat[n,c],   db[c] += sum_n dout[n,c] (LayerNorm)
+ * dinp (N,C), dw (C), db (C), dout (N,C), inp (N,C), stat (N,2) or (N,1), w (C).
  *
  * Two loops in one parallel region so that every reduction has a fixed order:
- *  1. rows in parallel: each row's dinp depends only on that row (the two
- *     row means in double lanes, as in layernorm_stats);
+ *  1. rows in parallel: each row's dinp depends only on that row (the row
+ *     means in double lanes, as in the stats);
  *  2. channel blocks in parallel, rows in order inside: dw/db element c is
  *     summed over n = 0..N-1 sequentially whatever the thread count (the
  *     vectorised loop runs across channels, each its own sum). */
 #define LN_CBLOCK 64
 INLINE void backward_row(float *dx, const void *x, const void *d, float mean, float rstd, const float *w, int C,
-                         int dt, int ddt)
+                         int dt, int ddt, int rms)
 {
-    /* the two row means, in double: they are small differences of sums */
+    /* the row means, in double: they are small differences of sums */
     double l1[LN_LANES] = { 0 }, l2[LN_LANES] = { 0 };
     int c = 0;
     for (; c + LN_LANES <= C; c += LN_LANES) {
         #pragma omp simd
         for (int k = 0; k < LN_LANES; k++) {
-            float xhat = (X(x, c + k) - mean) * rstd;
+            float xhat = xhat_of(X(x, c + k), mean, rstd, rms);
             float dxhat = D(d, c + k) * w[c + k];
-            l1[k] += dxhat;
+            if (!rms) l1[k] += dxhat;
             l2[k] += (double)dxhat * xhat;
         }
     }
     for (; c < C; c++) {
-        float xhat = (X(x, c) - mean) * rstd;
+        float xhat = xhat_of(X(x, c), mean, rstd, rms);
         float dxhat = D(d, c) * w[c];
-        l1[c % LN_LANES] += dxhat;
+        if (!rms) l1[c % LN_LANES] += dxhat;
         l2[c % LN_LANES] += (double)dxhat * xhat;
     }
-    float m1 = (float)(lanes_total(l1) / C), m2 = (float)(lanes_total(l2) / C);
+    float m1 = rms ? 0.0f : (float)(lanes_total(l1) / C), m2 = (float)(lanes_total(l2) / C);
     #pragma omp simd
     for (c = 0; c < C; c++) {
-        float xhat = (X(x, c) - mean) * rstd;
+        float xhat = xhat_of(X(x, c), mean, rstd, rms);
         float dxhat = D(d, c) * w[c];
-        dx[c] += rstd * (dxhat - m1 - xhat * m2);
+        dx[c] += rms ? rstd * (dxhat - xhat * m2) : rstd * (dxhat - m1 - xhat * m2);
     }
 }
 
 INLINE void backward_cols(float *dw, float *db, const void *inp, const void *dout, const float *stat, int N, int C,
-                          int c0, int c1, int dt, int ddt)
+                          int c0, int c1, int dt, int ddt, int rms)
 {
     size_t es = remat_dtype_bytes(dt), des = remat_dtype_bytes(ddt);
     for (int n = 0; n < N; n++) {
         const char *x = (const char *)inp + (size_t)n * C * es;
         const char *d = (const char *)dout + (size_t)n * C * des;
-        float mean = stat[2 * n], rstd = stat[2 * n + 1];
+        float mean = st_mean(stat, n, rms), rstd = st_rstd(stat, n, rms);
         #pragma omp simd
         for (int c = c0; c < c1; c++) {
-            float xhat = (X(x, c) - mean) * rstd;
+            float xhat = xhat_of(X(x, c), mean, rstd, rms);
             dw[c] += D(d, c) * xhat;
-            db[c] += D(d, c);
+            if (!rms) db[c] += D(d, c);
         }
     }
 }
@@ -168,16 +218,17 @@ INLINE void backward_cols(float *dw, float *db, const void *inp, const void *dou
         _Pragma("omp for schedule(static)")                                                                   \
         for (int n = 0; n < N; n++)                                                                           \
             backward_row(dinp + (size_t)n * C, (const char *)inp + (size_t)n * C * es,                      \
-                         (const char *)dout + (size_t)n * C * des, stat[2 * n], stat[2 * n + 1], w, C, DT, DDT); \
+                         (const char *)dout + (size_t)n * C * des, st_mean(stat, n, rms), st_rstd(stat, n, rms), \
+                         w, C, DT, DDT, rms);                                                                 \
         _Pragma("omp for schedule(static)")                                                                   \
         for (int blk = 0; blk < nblk; blk++) {                                                               \
             int c0 = blk * LN_CBLOCK, c1 = c0 + LN_CBLOCK < C ? c0 + LN_CBLOCK : C;                          \
-            backward_cols(dw, db, inp, dout, stat, N, C, c0, c1, DT, DDT);                                    \
+            backward_cols(dw, db, inp, dout, stat, N, C, c0, c1, DT, DDT, rms);                               \
         }                                                                                                     \
     } while (0)
 
-void remat_layernorm_backward(float *dinp, float *dw, float *db, const void *dout, int ddt, const void *inp, int dt,
-                        const float *stat, const float *w, int N, int C)
+INLINE void backward_rows(float *dinp, float *dw, float *db, const void *dout, int ddt, const void *inp, int dt,
+                          const float *stat, const float *w, int N, int C, int rms)
 {
     int nblk = (C + LN_CBLOCK - 1) / LN_CBLOCK;
     size_t es = remat_dtype_bytes(dt), des = remat_dtype_bytes(ddt);
@@ -188,4 +239,16 @@ void remat_layernorm_backward(float *dinp, float *dw, float *db, const void *dou
         else if (ddt == REMAT_DTYPE_FP32) LN_BWD_CASE(REMAT_DTYPE_BF16, REMAT_DTYPE_FP32);
         else LN_BWD_CASE(REMAT_DTYPE_BF16, REMAT_DTYPE_BF16);
     }
+}
+
+void remat_layernorm_backward(float *dinp, float *dw, float *db, const void *dout, int ddt, const void *inp, int dt,
+                        const float *stat, const float *w, int N, int C)
+{
+    backward_rows(dinp, dw, db, dout, ddt, inp, dt, stat, w, N, C, 0);
+}
+
+void remat_rmsnorm_backward(float *dinp, float *dw, const void *dout, int ddt, const void *inp, int dt,
+                            const float *rstd, const float *w, int N, int C)
+{
+    backward_rows(dinp, dw, NULL, dout, ddt, inp, dt, rstd, w, N, C, 1);
 }

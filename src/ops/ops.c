@@ -143,6 +143,47 @@ static void dims_of(const remat_op_ctx *c, int t, op_dims *d)
     remat_tensor_gemm(cf, t, &d->M, &d->Nc, &d->K);
 }
 
+/* The attention core's operands, from the entry: its q and k are the first
+ * NH hs and the next KV hs columns of `qk`, its v the last KV hs columns
+ * of `v` (GPT-2: both qkv; Llama: the RoPE output and qkv), each with its
+ * tensor's row width as the stride; the gradient goes to the backward's
+ * d_qkv, shaped like qkv: dq, dk, dv one after another. */
+static remat_attn_layout attn_layout(const remat_op_ctx *c, const op_dims *d, int qk_t, const void *qk, int v_t,
+                                     const void *v, int g_t)
+{
+    const remat_config *cf = c->cfg;
+    remat_attn_layout L;
+    memset(&L, 0, sizeof L);
+    L.B = d->B; L.T = d->T; L.NH = d->NH; L.KV = d->KV; L.hs = d->hs; L.dt = d->dt;
+    size_t es = remat_dtype_bytes(d->dt);
+    L.ldq = L.ldk = (int)remat_tensor_row_elems(cf, qk_t);
+    L.q = qk;
+    L.k = (const char *)qk + (size_t)d->NH * d->hs * es;
+    if (v) {
+        L.ldv = (int)remat_tensor_row_elems(cf, v_t);
+        L.v = (const char *)v + (size_t)(L.ldv - d->KV * d->hs) * es;
+    }
+    if (g_t >= 0) {
+        L.ldg = (int)remat_tensor_row_elems(cf, g_t);
+        L.gq = 0;
+        L.gk = d->NH * d->hs;
+        L.gv = (d->NH + d->KV) * d->hs;
+    }
+    return L;
+}
+
+/* the bytes of the q/k and v tensors the attention kernels read: whole rows
+ * up to the last column they use */
+static uint64_t qk_bytes(const remat_op_ctx *c, const op_dims *d, int t)
+{
+    uint64_t ld = remat_tensor_row_elems(c->cfg, t);
+    return ((uint64_t)d->N - 1) * ld * ES(c, t) + (uint64_t)(d->NH + d->KV) * d->hs * ES(c, t);
+}
+static uint64_t v_bytes(const remat_op_ctx *c, const op_dims *d, int t)
+{
+    return (uint64_t)d->N * remat_tensor_row_elems(c->cfg, t) * ES(c, t);
+}
+
 /* The chunked LM head (config lmhead_chunk): for each chunk of rows,
  * logits (fp32, in scratch) = lnf @ W^T, the loss, and -- when training --
  * at once the gradient d(lnf) = dlogits @ W (into out, which holds
@@ -215,20 +256,44 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
         break;
     }
     case RK_ATT_SCORES: {   /* naive: the (B,NH,T,T) probabilities; flash: the logsumexp */
-        const void *qkv = IN(a, in, 0, remat_tensor_bytes(cf, in[0]));
-        if (flash) remat_flash_attention_stats(out, qkv, d.B, d.T, C, d.NH, dt);
-        else remat_attention_scores_forward(out, qkv, d.B, d.T, C, d.NH, dt);
+        remat_attn_layout L = attn_layout(c, &d, in[0], IN(a, in, 0, qk_bytes(c, &d, in[0])), -1, NULL, -1);
+        uint64_t n = (uint64_t)d.B * d.NH * d.T;
+        if (flash) remat_flash_attention_stats(A(a, t, 4 * n), &L);
+        else remat_attention_scores_forward(A(a, t, n * d.T * ES(c, t)), &L);
         break;
     }
-    case RK_ATT_VALUES: {
+    case RK_ATT_VALUES: {   /* in: the scores' output, the q/k tensor, the v tensor (the same one in GPT-2) */
+        uint64_t nout = (uint64_t)N * d.NH * d.hs;
         float *acc = NULL;   /* when the table declares it (its scratch items) */
-        if (dt == REMAT_DTYPE_BF16 && (flash || cf->dropout > 0.0f)) acc = TEMP(a, 4 * nc);
+        if (dt == REMAT_DTYPE_BF16 && (flash || cf->dropout > 0.0f)) acc = TEMP(a, 4 * nout);
         drop = drop_for(c, l, e->site);
-        const void *att = IN(a, in, 0, remat_tensor_bytes(cf, in[0])), *qkv = IN(a, in, 1, remat_tensor_bytes(cf, in[1]));
-        if (flash) remat_flash_attention_values(out, att, qkv, &drop, d.B, d.T, C, d.NH, dt, acc);
-        else remat_attention_values_forward(out, att, qkv, &drop, d.B, d.T, C, d.NH, dt, acc);
+        int vi = in[2] != RT_NONE ? 2 : 1;
+        remat_attn_layout L = attn_layout(c, &d, in[1], IN(a, in, 1, qk_bytes(c, &d, in[1])), in[vi],
+                                          IN(a, in, vi, v_bytes(c, &d, in[vi])), -1);
+        const void *att = IN(a, in, 0, remat_tensor_bytes(cf, in[0]));
+        if (flash) remat_flash_attention_values(A(a, t, nout * ES(c, t)), att, &L, &drop, acc);
+        else remat_attention_values_forward(A(a, t, nout * ES(c, t)), att, &L, &drop, acc);
         break;
     }
+    case RK_ROPE: {     /* the q and k columns of in[0], rotated */
+        int nh = d.NH + d.KV;
+        uint64_t ld = remat_tensor_row_elems(cf, in[0]);
+        remat_rope_forward(A(a, t, (uint64_t)N * nh * d.hs * ES(c, t)), IN(a, in, 0, (uint64_t)N * ld * ES(c, in[0])),
+                           (int)ld, c->rope, d.B, d.T, nh, d.hs, dt);
+        break;
+    }
+    case RK_RMS_STATS:
+        remat_rmsnorm_stats(A(a, t, 4 * (uint64_t)N), IN(a, in, 0, nc * ES(c, in[0])), N, C, DT(c, in[0]),
+                            remat_config_norm_eps(cf));
+        break;
+    case RK_RMS:
+        remat_rmsnorm_apply(A(a, t, nc * ES(c, t)), DT(c, t), IN(a, in, 0, nc * ES(c, in[0])), DT(c, in[0]),
+                            IN(a, in, 1, 4 * (uint64_t)N), W(c, e->w, l), N, C);
+        break;
+    case RK_SWIGLU:
+        remat_swiglu_forward(A(a, t, (uint64_t)N * d.F * ES(c, t)), IN(a, in, 0, 2 * (uint64_t)N * d.F * ES(c, in[0])),
+                             N, d.F, dt);
+        break;
     case RK_GELU:
         remat_gelu_forward(out, IN(a, in, 0, out_b), out_b / ES(c, t), dt);
         break;
@@ -303,15 +368,35 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
                             A(a, e->gout, n * ES(c, e->gout)), (size_t)n, dt);
         break;
     }
-    case RK_ATT_VALUES: {   /* through values and scores at once: d_qkv */
-        float *acc = dt == REMAT_DTYPE_BF16 ? TEMP(a, 4 * (uint64_t)remat_tensor_bytes(cf, e->gin) / ES(c, e->gin))
-                                            : NULL;
+    case RK_ATT_VALUES: {   /* through values and scores at once: d_qkv (dq, dk, dv) */
+        uint64_t ng = (uint64_t)N * remat_tensor_row_elems(cf, e->gin);
+        float *acc = dt == REMAT_DTYPE_BF16 ? TEMP(a, 4 * ng) : NULL;
         drop = drop_for(c, l, e->site);
-        void *dqkv = A(a, e->gin, remat_tensor_bytes(cf, in[1]));
-        const void *dout = A(a, e->gout, nc * ES(c, e->gout));
-        const void *att = IN(a, in, 0, remat_tensor_bytes(cf, in[0])), *qkv = IN(a, in, 1, remat_tensor_bytes(cf, in[1]));
-        if (flash) remat_flash_attention_backward(dqkv, dout, att, qkv, &drop, d.B, d.T, C, d.NH, dt, acc);
-        else remat_attention_backward(dqkv, dout, att, qkv, &drop, d.B, d.T, C, d.NH, dt, acc);
+        int vi = in[2] != RT_NONE ? 2 : 1;
+        remat_attn_layout L = attn_layout(c, &d, in[1], IN(a, in, 1, qk_bytes(c, &d, in[1])), in[vi],
+                                          IN(a, in, vi, v_bytes(c, &d, in[vi])), e->gin);
+        void *dqkv = A(a, e->gin, ng * ES(c, e->gin));
+        const void *dout = A(a, e->gout, (uint64_t)N * d.NH * d.hs * ES(c, e->gout));
+        const void *att = IN(a, in, 0, remat_tensor_bytes(cf, in[0]));
+        if (flash) remat_flash_attention_backward(dqkv, dout, att, &L, &drop, acc);
+        else remat_attention_backward(dqkv, dout, att, &L, &drop, acc);
+        break;
+    }
+    case RK_ROPE: {     /* in place: d_qkv's q and k columns rotated back */
+        uint64_t ld = remat_tensor_row_elems(cf, e->gin);
+        remat_rope_backward(A(a, e->gin, (uint64_t)N * ld * ES(c, e->gin)), (int)ld, c->rope, d.B, d.T, d.NH + d.KV,
+                            d.hs, dt);
+        break;
+    }
+    case RK_RMS:        /* d_res += rmsnorm'(d_ln) */
+        remat_rmsnorm_backward(A(a, e->gin, 4 * nc), GW(c, e->w, l), A(a, e->gout, nc * ES(c, e->gout)),
+                               DT(c, e->gout), IN(a, in, 0, nc * ES(c, in[0])), DT(c, in[0]),
+                               IN(a, in, 1, 4 * (uint64_t)N), W(c, e->w, l), N, C);
+        break;
+    case RK_SWIGLU: {
+        uint64_t n2 = 2 * (uint64_t)N * d.F;
+        remat_swiglu_backward(A(a, e->gin, n2 * ES(c, e->gin)), A(a, e->gout, (uint64_t)N * d.F * ES(c, e->gout)),
+                              IN(a, in, 0, n2 * ES(c, in[0])), N, d.F, dt);
         break;
     }
     case RK_LMHEAD:
@@ -389,14 +474,20 @@ void remat_op_refresh16_range(const remat_op_ctx *c, size_t lo, size_t hi)
 
 void remat_op_refresh16(const remat_op_ctx *c) { remat_op_refresh16_range(c, 0, num_params(c)); }
 
+/* the table has a row per position the config runs (0..seq-1): each row
+ * is computed on its own, so it is the same in every table that has it */
 size_t remat_op_rope_floats(const remat_config *cfg)
 {
-    (void)cfg;
-    return 0;
+    const remat_table *tb = remat_table_of(cfg);
+    int rope = 0;
+    for (int t = 0; tb && t < tb->count; t++) rope |= tb->defs[t].kernel == RK_ROPE;
+    return rope ? (size_t)cfg->seq * (size_t)remat_config_head_dim(cfg) : 0;
 }
 
 void remat_op_rope_fill(const remat_config *cfg, float *rope)
 {
-    (void)cfg;
-    (void)rope;
+    const remat_rope_scaling *r = &cfg->rope_scaling;
+    remat_rope_llama3 l3 = { r->factor, r->low_freq_factor, r->high_freq_factor, (double)r->original_max_position };
+    remat_rope_table(rope, cfg->seq, remat_config_head_dim(cfg), remat_config_rope_theta(cfg),
+                     r->type == REMAT_ROPE_LLAMA3 ? &l3 : NULL);
 }
