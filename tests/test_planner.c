@@ -526,21 +526,32 @@ static void test_profiles(void)
         CHECK(remat_profile_op_ms(p, t, 0) >= 0 && remat_profile_op_ms(p, t, 0) < 1e4, "fwd time of %d", t);
         if (remat_table_gpt2.defs[t].has_bwd) CHECK(remat_profile_op_ms(p, t, 1) >= 0, "bwd time of %d", t);
     }
+    /* run times with every bit significant: a save prints each time so that
+     * the load reads back the same double, measured or not */
+    p->run_ms[REMAT_I_FORWARD][RT_QKV] = 1.0 / 3;
+    p->run_n[REMAT_I_FORWARD][RT_QKV] = 2;
+    p->run_ms[REMAT_I_UPDATE][0] = 0.1 + 0.2;
+    p->run_n[REMAT_I_UPDATE][0] = 1;
+    p->run_overhead_ms = 2.0 / 7;
+    p->run_overhead_n = 3;
+    p->update_ms *= 1 + 1.0 / 3;
     CHECK(remat_profile_save(p, path) == REMAT_OK, "save: %s", remat_errmsg());
     st = remat_profile_load(&c, path, &q);
     CHECK(st == REMAT_OK, "load: %s", remat_errmsg());
     if (!st) {
         for (int t = 0; t < RT_FIRST_GRAD; t++)
-            CHECK(fabs(q->fwd_ms[t] - p->fwd_ms[t]) <= 1e-8 * p->fwd_ms[t] && fabs(q->bwd_ms[t] - p->bwd_ms[t]) <= 1e-8 * p->bwd_ms[t] &&
-                  fabs(q->fwd_hot_ms[t] - p->fwd_hot_ms[t]) <= 1e-8 * p->fwd_hot_ms[t] &&
-                  fabs(q->bwd_hot_ms[t] - p->bwd_hot_ms[t]) <= 1e-8 * p->bwd_hot_ms[t] &&
+            CHECK(q->fwd_ms[t] == p->fwd_ms[t] && q->bwd_ms[t] == p->bwd_ms[t] && q->fwd_hot_ms[t] == p->fwd_hot_ms[t] &&
+                  q->bwd_hot_ms[t] == p->bwd_hot_ms[t] &&
                   p->fwd_hot_ms[t] <= p->fwd_ms[t] && remat_profile_op_warm_ms(p, t, 1) <= remat_profile_op_ms(p, t, 1),
-                  "round trip of op %d", t);
+                  "round trip of op %d, to the bit", t);
+        CHECK(!memcmp(q->run_ms, p->run_ms, sizeof p->run_ms) && !memcmp(q->run_n, p->run_n, sizeof p->run_n) &&
+              q->run_overhead_ms == p->run_overhead_ms && q->run_overhead_n == p->run_overhead_n &&
+              q->update_ms == p->update_ms, "run and update times round trip to the bit");
         CHECK(q->cache_bytes == p->cache_bytes && p->cache_bytes > 0, "cache size round trip");
         remat_plan_row a, b;
         remat_plan_evaluate(&c, p, "full", 0, 0, &a);
         remat_plan_evaluate(&c, q, "full", 0, 0, &b);
-        CHECK(fabs(a.step_ms_pred - b.step_ms_pred) <= 1e-6 * a.step_ms_pred, "same prediction after a round trip");
+        CHECK(a.step_ms_pred == b.step_ms_pred, "the same prediction after a round trip");
         remat_plan_row o;
         CHECK(remat_plan_optimal(&c, q, 0, 0, &o) == REMAT_OK, "optimal with a measured profile");
         remat_plan_row_clear(&a);
