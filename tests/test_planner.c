@@ -15,7 +15,9 @@
  *   - thinned fronts (long chains) still give exact peaks within budget;
  *   - errors: a too-small budget names the minimum; profiles round-trip
  *     through files, and malformed or mismatched files are rejected;
- *   - maximize: the largest seq/batch fits and the next one does not.
+ *   - maximize: the largest seq/batch fits and the next one does not;
+ *   - the GEMM probe's memory and largest product stay small for a
+ *     175B-like config, as they are for S.
  */
 #include <math.h>
 #include <stdio.h>
@@ -658,6 +660,41 @@ static void test_maximize(void)
     CHECK(remat_plan_maximize(&c, NULL, REMAT_PLAN_SEQ, 10, 0, &best, NULL) == REMAT_ERR_BUDGET, "nothing fits");
 }
 
+/* ---- the GEMM probe's size ----------------------------------------------- */
+
+/* The probe times products past a size at a smaller shape and scales them
+ * by their FLOPs, so neither what it allocates nor what one of its timed
+ * calls does grows with the model: GPT-3 175B's shapes (L96 d12288 H96,
+ * T2048; its fc weight alone is 2.4 GB in fp32), the same on 8 tokens (too
+ * few rows to cut) and a wider, longer model probe within 128 MiB and
+ * 1.2 GFLOP a call, like S (53 MiB) and 124M (78 MiB).  The probe then runs
+ * (well under a second) and allocates what its sizing said. */
+static void test_probe_size(void)
+{
+    remat_config cs[4] = { cfg_small(6, 256, 8, 256, 8, 512), cfg_small(96, 12288, 96, 2048, 1, 50304),
+                           cfg_small(96, 12288, 96, 8, 1, 50304), cfg_small(4, 16384, 128, 8192, 1, 50304) };
+    const char *names[4] = { "S", "175B", "175B on 8 tokens", "d16384 T8192" };
+    cs[3].attention = REMAT_ATTENTION_FLASH;
+    for (int i = 0; i < 4; i++) {
+        remat_probe size, run;
+        CHECK(remat_config_check(&cs[i]) == REMAT_OK, "%s: %s", names[i], remat_errmsg());
+        remat_gemm_probe_size(&cs[i], &size);
+        int small = size.bytes > 0 && size.bytes <= (128u << 20) && size.max_flops > 0 && size.max_flops <= 1.2e9;
+        CHECK(small, "%s: the probe allocates %.1f MiB (at most 128) and times up to %.3g FLOPs a call (at most 1.2e9)",
+              names[i], size.bytes / 1048576.0, size.max_flops);
+        if (!small) continue;   /* the probe would take minutes and gigabytes */
+        CHECK(remat_gemm_probe(&cs[i], &run) == REMAT_OK, "%s: probe: %s", names[i], remat_errmsg());
+        CHECK(run.bytes == size.bytes && run.max_flops == size.max_flops, "%s: the probe allocated what it was sized at",
+              names[i]);
+        for (int t = 0; t < RT_FIRST_GRAD; t++)
+            if (run.gemm_ms[t][0] || run.gemm_ms[t][1])
+                CHECK(isfinite(run.gemm_ms[t][0]) && run.gemm_ms[t][0] > 0 && isfinite(run.gemm_ms[t][1]) &&
+                      run.gemm_ms[t][1] > 0, "%s: the products of tensor %d are timed", names[i], t);
+        CHECK(run.gemm_ms[RT_QKV][0] > 0 && run.gemm_ms[RT_LOGITS][0] > 0 && run.tile_gflops > 0 && run.gbps > 0 &&
+              run.other_gflops > 0, "%s: every probe ran", names[i]);
+    }
+}
+
 int main(void)
 {
     remat_set_threads(1);
@@ -686,5 +723,6 @@ int main(void)
     test_errors();
     test_profiles();
     test_maximize();
+    test_probe_size();
     return TEST_REPORT();
 }
