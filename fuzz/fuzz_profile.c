@@ -49,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(remat_profile_run_ops(q) == remat_profile_run_ops(p), "run times survive a round trip");
             for (int t = -1; t < remat_config_tensor_count(&c); t++)
                 for (int bw = 0; bw < 2; bw++)
-                    FUZZ_CHECK(remat_profile_op_ms(q, t, bw) == remat_profile_op_ms(p, t, bw), "op %d/%d", t, bw);
+                    FUZZ_CHECK(remat_profile_op_ms(q, t, bw) == remat_profile_op_ms(p, t, bw) &&
+                               remat_profile_op_warm_ms(q, t, bw) == remat_profile_op_warm_ms(p, t, bw), "op %d/%d", t, bw);
         }
         remat_profile_free(p);
         remat_profile_free(q);

@@ -15,7 +15,9 @@
  *   - thinned fronts (long chains) still give exact peaks within budget;
  *   - errors: a too-small budget names the minimum; profiles round-trip
  *     through files, and malformed or mismatched files are rejected;
- *   - maximize: the largest seq/batch fits and the next one does not.
+ *   - maximize: the largest seq/batch fits and the next one does not;
+ *   - the GEMM probe's memory and largest product stay small for a
+ *     175B-like config, as they are for S.
  */
 #include <math.h>
 #include <stdio.h>
@@ -526,21 +528,32 @@ static void test_profiles(void)
         CHECK(remat_profile_op_ms(p, t, 0) >= 0 && remat_profile_op_ms(p, t, 0) < 1e4, "fwd time of %d", t);
         if (remat_table_gpt2.defs[t].has_bwd) CHECK(remat_profile_op_ms(p, t, 1) >= 0, "bwd time of %d", t);
     }
+    /* run times with every bit significant: a save prints each time so that
+     * the load reads back the same double, measured or not */
+    p->run_ms[REMAT_I_FORWARD][RT_QKV] = 1.0 / 3;
+    p->run_n[REMAT_I_FORWARD][RT_QKV] = 2;
+    p->run_ms[REMAT_I_UPDATE][0] = 0.1 + 0.2;
+    p->run_n[REMAT_I_UPDATE][0] = 1;
+    p->run_overhead_ms = 2.0 / 7;
+    p->run_overhead_n = 3;
+    p->update_ms *= 1 + 1.0 / 3;
     CHECK(remat_profile_save(p, path) == REMAT_OK, "save: %s", remat_errmsg());
     st = remat_profile_load(&c, path, &q);
     CHECK(st == REMAT_OK, "load: %s", remat_errmsg());
     if (!st) {
         for (int t = 0; t < RT_D_RES; t++)
-            CHECK(fabs(q->fwd_ms[t] - p->fwd_ms[t]) <= 1e-8 * p->fwd_ms[t] && fabs(q->bwd_ms[t] - p->bwd_ms[t]) <= 1e-8 * p->bwd_ms[t] &&
-                  fabs(q->fwd_hot_ms[t] - p->fwd_hot_ms[t]) <= 1e-8 * p->fwd_hot_ms[t] &&
-                  fabs(q->bwd_hot_ms[t] - p->bwd_hot_ms[t]) <= 1e-8 * p->bwd_hot_ms[t] &&
+            CHECK(q->fwd_ms[t] == p->fwd_ms[t] && q->bwd_ms[t] == p->bwd_ms[t] && q->fwd_hot_ms[t] == p->fwd_hot_ms[t] &&
+                  q->bwd_hot_ms[t] == p->bwd_hot_ms[t] &&
                   p->fwd_hot_ms[t] <= p->fwd_ms[t] && remat_profile_op_warm_ms(p, t, 1) <= remat_profile_op_ms(p, t, 1),
-                  "round trip of op %d", t);
+                  "round trip of op %d, to the bit", t);
+        CHECK(!memcmp(q->run_ms, p->run_ms, sizeof p->run_ms) && !memcmp(q->run_n, p->run_n, sizeof p->run_n) &&
+              q->run_overhead_ms == p->run_overhead_ms && q->run_overhead_n == p->run_overhead_n &&
+              q->update_ms == p->update_ms, "run and update times round trip to the bit");
         CHECK(q->cache_bytes == p->cache_bytes && p->cache_bytes > 0, "cache size round trip");
         remat_plan_row a, b;
         remat_plan_evaluate(&c, p, "full", 0, 0, &a);
         remat_plan_evaluate(&c, q, "full", 0, 0, &b);
-        CHECK(fabs(a.step_ms_pred - b.step_ms_pred) <= 1e-6 * a.step_ms_pred, "same prediction after a round trip");
+        CHECK(a.step_ms_pred == b.step_ms_pred, "the same prediction after a round trip");
         remat_plan_row o;
         CHECK(remat_plan_optimal(&c, q, 0, 0, &o) == REMAT_OK, "optimal with a measured profile");
         remat_plan_row_clear(&a);
@@ -647,6 +660,41 @@ static void test_maximize(void)
     CHECK(remat_plan_maximize(&c, NULL, REMAT_PLAN_SEQ, 10, 0, &best, NULL) == REMAT_ERR_BUDGET, "nothing fits");
 }
 
+/* ---- the GEMM probe's size ----------------------------------------------- */
+
+/* The probe times products past a size at a smaller shape and scales them
+ * by their FLOPs, so neither what it allocates nor what one of its timed
+ * calls does grows with the model: GPT-3 175B's shapes (L96 d12288 H96,
+ * T2048; its fc weight alone is 2.4 GB in fp32), the same on 8 tokens (too
+ * few rows to cut) and a wider, longer model probe within 128 MiB and
+ * 1.2 GFLOP a call, like S (53 MiB) and 124M (78 MiB).  The probe then runs
+ * (well under a second) and allocates what its sizing said. */
+static void test_probe_size(void)
+{
+    remat_config cs[4] = { cfg_small(6, 256, 8, 256, 8, 512), cfg_small(96, 12288, 96, 2048, 1, 50304),
+                           cfg_small(96, 12288, 96, 8, 1, 50304), cfg_small(4, 16384, 128, 8192, 1, 50304) };
+    const char *names[4] = { "S", "175B", "175B on 8 tokens", "d16384 T8192" };
+    cs[3].attention = REMAT_ATTENTION_FLASH;
+    for (int i = 0; i < 4; i++) {
+        remat_probe size, run;
+        CHECK(remat_config_check(&cs[i]) == REMAT_OK, "%s: %s", names[i], remat_errmsg());
+        remat_gemm_probe_size(&cs[i], &size);
+        int small = size.bytes > 0 && size.bytes <= (128u << 20) && size.max_flops > 0 && size.max_flops <= 1.2e9;
+        CHECK(small, "%s: the probe allocates %.1f MiB (at most 128) and times up to %.3g FLOPs a call (at most 1.2e9)",
+              names[i], size.bytes / 1048576.0, size.max_flops);
+        if (!small) continue;   /* the probe would take minutes and gigabytes */
+        CHECK(remat_gemm_probe(&cs[i], &run) == REMAT_OK, "%s: probe: %s", names[i], remat_errmsg());
+        CHECK(run.bytes == size.bytes && run.max_flops == size.max_flops, "%s: the probe allocated what it was sized at",
+              names[i]);
+        for (int t = 0; t < RT_D_RES; t++)
+            if (run.gemm_ms[t][0] || run.gemm_ms[t][1])
+                CHECK(isfinite(run.gemm_ms[t][0]) && run.gemm_ms[t][0] > 0 && isfinite(run.gemm_ms[t][1]) &&
+                      run.gemm_ms[t][1] > 0, "%s: the products of tensor %d are timed", names[i], t);
+        CHECK(run.gemm_ms[RT_QKV][0] > 0 && run.gemm_ms[RT_LOGITS][0] > 0 && run.tile_gflops > 0 && run.gbps > 0 &&
+              run.other_gflops > 0, "%s: every probe ran", names[i]);
+    }
+}
+
 int main(void)
 {
     remat_set_threads(1);
@@ -675,5 +723,6 @@ int main(void)
     test_errors();
     test_profiles();
     test_maximize();
+    test_probe_size();
     return TEST_REPORT();
 }

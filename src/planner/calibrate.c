@@ -2,7 +2,7 @@
  * calibrate.c -- the cost model calibrated by measurement of this run's
  * own kind: a training run's instruction times (remat_profile_apply_run),
  * and, with neither a profile nor a run, a GEMM probe at the config's own
- * shapes for the FLOP model (remat_gemm_probe).
+ * shapes, cut down past a size, for the FLOP model (remat_gemm_probe).
  *
  * Why a run beats a profile for what it executed: `remat profile` times
  * each op alone, with its inputs flushed from cache or just computed, on
@@ -110,11 +110,28 @@ remat_status remat_profile_copy_run(remat_profile *dst, const remat_profile *src
  * views into a qkv buffer) run as the kernels run them, one (batch, head)
  * per OpenMP task; and two small probes for what is not a GEMM: a
  * streaming triad for memory bandwidth, and GELU on an in-cache buffer for
- * the rate of pointwise math.  A product larger than PROBE_FLOPS is timed
- * with its largest dimension cut down and scaled back by its FLOPs. */
+ * the rate of pointwise math.
+ *
+ * A product that does more than PROBE_FLOPS, or has an operand of more
+ * than PROBE_ELEMS elements, is timed at a smaller shape and its time
+ * scaled back by the ratio of the FLOPs (the traffic no product moves is
+ * priced by its bytes at the triad's bandwidth, in cost.c).  A linear layer
+ * loses rows first (halved, not below 64), which is all that S and 124M
+ * need (at 64 rows, a weight of up to PROBE_FLOPS / 128 = 4.7 M elements);
+ * a larger layer (175B's fc weight is 12288 x 49152, 2.4 GB in fp32 and
+ * 77 GFLOP at 64 rows) is cut as the other products are, from its whole
+ * shape: its largest dimension halved, not below 64, until it fits.  Near
+ * square, the cut product runs at about the rate of the whole, where 64
+ * rows of a wide layer run at half of it (README, "Traces": the probe).  The
+ * tiles run on at most 1024 rows and, past PROBE_QKV elements of qkv, on a
+ * view of only the heads their tasks read.  So the probe's memory and time
+ * do not grow with the model (remat_gemm_probe_size: what it allocates). */
 
 #define PROBE_FLOPS 6e8           /* the most one timed product does */
 #define PROBE_STREAM (4u << 20)   /* floats per triad array (16 MiB) */
+#define PROBE_ELEMS (4u << 20)    /* the most elements of one timed operand (16 MiB) */
+#define PROBE_QKV (16u << 20)     /* the most elements of the tiles' qkv (64 MiB) */
+#define PROBE_MIN 64              /* the least a cut dimension keeps */
 
 /* the clock of profile.c: one thread, its CPU time; several, the wall */
 static double probe_clock_ms(void) { return remat_clock_ms(remat_get_threads() == 1); }
@@ -122,23 +139,42 @@ static double probe_clock_ms(void) { return remat_clock_ms(remat_get_threads() =
 typedef struct probe_buf {
     void *a, *b, *c, *d, *e;
     size_t elems;                 /* of each (4 bytes per element: fp32 or 2 bf16) */
+    double max_flops;             /* the most one timed call of a product does */
 } probe_buf;
 
-/* Halves the largest dimension of a product until it does at most
- * PROBE_FLOPS; returns the factor its time is to be scaled by, and the
- * largest operand (elements) into *elems. */
+static int halve(int d) { return d / 2 > PROBE_MIN ? d / 2 : PROBE_MIN; }
+
+/* the largest operand of an M x K by K x N product, in elements */
+static size_t largest(int M, int N, int K)
+{
+    size_t a = (size_t)M * K, b = (size_t)K * N, c = (size_t)M * N;
+    return a > b ? (a > c ? a : c) : (b > c ? b : c);
+}
+
+static int too_big(int M, int N, int K) { return 2.0 * M * N * K > PROBE_FLOPS || largest(M, N, K) > PROBE_ELEMS; }
+
+/* Halves the largest dimension of a product (which is in its largest
+ * operand) until it does at most PROBE_FLOPS on operands of at most
+ * PROBE_ELEMS, or every dimension is down to PROBE_MIN; returns the factor
+ * its time is to be scaled by, and the largest operand into *elems. */
 static double cut_shape(int *M, int *N, int *K, size_t *elems)
 {
     double scale = 1;
-    while (2.0 * *M * *N * *K > PROBE_FLOPS && (*M > 64 || *N > 64 || *K > 64)) {
+    while (too_big(*M, *N, *K) && (*M > PROBE_MIN || *N > PROBE_MIN || *K > PROBE_MIN)) {
         int *big = *M >= *N && *M >= *K ? M : *N >= *K ? N : K;
-        int cut = *big / 2 > 64 ? *big / 2 : 64;
+        int cut = halve(*big);
         scale *= (double)*big / cut;
         *big = cut;
     }
-    size_t a = (size_t)*M * *K, b = (size_t)*K * *N, c = (size_t)*M * *N;
-    *elems = a > b ? (a > c ? a : c) : (b > c ? b : c);
+    *elems = largest(*M, *N, *K);
     return scale;
+}
+
+/* the sizing pass's record of one timed call: its operands, its FLOPs */
+static void probe_need(probe_buf *pb, size_t elems, double flops)
+{
+    if (elems > pb->elems) pb->elems = elems;
+    if (flops > pb->max_flops) pb->max_flops = flops;
 }
 
 /* ms of C (M x N) = op(A) op(B), A and B of dtype dt, C of cdt; beta 1
@@ -149,7 +185,7 @@ static double time_gemm(probe_buf *pb, int dt, int cdt, int ta, int tb, int M, i
 {
     size_t elems;
     double scale = cut_shape(&M, &N, &K, &elems);
-    if (elems > pb->elems) pb->elems = elems;
+    probe_need(pb, elems, 2.0 * M * N * K);
     if (!pb->a) return 0;
     remat_gemm_op g = { dt, cdt, ta, tb, M, N, K, 1.0f, beta,
                         pb->a, ta ? M : K, pb->b, tb ? K : N, pb->c, N, NULL };
@@ -173,35 +209,46 @@ static double time_linear(probe_buf *pb, const remat_config *c, int rows, int IC
 }
 
 /* ms of a linear layer as the ops run it (kernels/linear.c: its products
- * through the seam, the bias fused, the bias gradient's column sums), on
- * fewer rows when it is larger than PROBE_FLOPS (scaled back) */
+ * through the seam, the bias fused, the bias gradient's column sums), at a
+ * smaller shape when it is too big (scaled back by the FLOPs): fewer rows,
+ * or when 64 rows are still too big, the cut of cut_shape (the probe's
+ * header says why) */
 static double time_layer(probe_buf *pb, const remat_config *c, int rows, int IC, int OC, int out_dt, int bw)
 {
-    double scale = 1;
-    int n = rows;
-    while (2.0 * n * IC * OC > PROBE_FLOPS && n > 64) { n = n / 2 > 64 ? n / 2 : 64; }
-    scale = (double)rows / n;
-    size_t need = (size_t)n * (IC > OC ? IC : OC);
-    if ((size_t)IC * OC > need) need = (size_t)IC * OC;
-    if (need > pb->elems) pb->elems = need;
+    int n = rows, ic = IC, oc = OC;
+    size_t need;
+    while (too_big(n, OC, IC) && n > PROBE_MIN) n = halve(n);
+    if (too_big(n, OC, IC)) {
+        n = rows;
+        cut_shape(&n, &oc, &ic, &need);
+    }
+    /* IC / ic and OC / oc are exactly 1 when only the rows were cut, so such
+     * a layer is scaled as it always was */
+    double scale = (double)rows / n * ((double)IC / ic) * ((double)OC / oc);
+    probe_need(pb, largest(n, oc, ic), (bw ? 4.0 : 2.0) * n * ic * oc);
     if (!pb->a) return 0;
     int dt = (int)c->dtype;
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
         double t0 = probe_clock_ms();
-        if (bw) remat_linear_backward(pb->e, pb->d, pb->d, pb->c, pb->a, pb->b, n, IC, OC, dt);
-        else remat_linear_forward(pb->c, out_dt, pb->a, pb->b, pb->d, n, IC, OC, dt);
+        if (bw) remat_linear_backward(pb->e, pb->d, pb->d, pb->c, pb->a, pb->b, n, ic, oc, dt);
+        else remat_linear_forward(pb->c, out_dt, pb->a, pb->b, pb->d, n, ic, oc, dt);
         double ms = probe_clock_ms() - t0;
         if (r && ms < best) best = ms;
     }
     return best * scale;
 }
 
+/* the row of the tiles' q/k/v buffer: q, k and v of every query head, side
+ * by side (the kernels' strided views; a product's rate does not depend on
+ * which model's layout it reads) */
+static size_t tile_row(const remat_config *c) { return 3 * (size_t)c->n_head * (size_t)remat_config_head_dim(c); }
+
 /* GFLOP/s of the attention tiles: the score products of the causal row
  * blocks of a few (batch, head) pairs, one per task, views into qkv */
 static double time_tiles(const remat_config *c, void *qkv, float *att, int tasks)
 {
-    int T = c->seq, C = c->n_embd, hs = C / c->n_head, C3 = 3 * C, dt = (int)c->dtype;
+    int T = c->seq, hs = remat_config_head_dim(c), C = c->n_head * hs, C3 = (int)tile_row(c), dt = (int)c->dtype;
     size_t es = remat_dtype_bytes(dt);
     double f = 0;
     for (int i0 = 0; i0 < T; i0 += ATT_BR) {
@@ -291,28 +338,59 @@ static void time_products(probe_buf *pb, const remat_config *c, remat_probe *out
     }
 }
 
+/* The probe's plan for c, by a pass of time_products that times nothing:
+ * the operands' size (pb->elems), the config and tasks the tiles run on,
+ * and into out (zeroed) what the probe allocates and the most one timed
+ * product does. */
+static void probe_size(const remat_config *c, probe_buf *pb, remat_config *ct, int *tasks, remat_probe *out)
+{
+    memset(out, 0, sizeof *out);
+    memset(pb, 0, sizeof *pb);
+    *tasks = remat_get_threads() * 2;
+    if (*tasks > c->batch * c->n_head) *tasks = c->batch * c->n_head;
+    /* the tiles' rate does not need a long sequence (at most 1024 rows), nor
+     * the heads no task reads: past PROBE_QKV, qkv holds only those (and
+     * with heads wider than that, fewer rows) */
+    *ct = *c;
+    if (ct->seq > 1024) ct->seq = 1024;
+    if ((size_t)ct->seq * tile_row(ct) > PROBE_QKV && *tasks < c->n_head) {
+        ct->head_dim = remat_config_head_dim(c);
+        ct->n_embd = ct->head_dim * *tasks;
+        ct->n_head = *tasks;
+    }
+    while ((size_t)ct->seq * tile_row(ct) > PROBE_QKV && ct->seq > ATT_BR) ct->seq = (ct->seq + 1) / 2;
+    time_products(pb, c, out);
+    out->bytes = 4 * (5 * (uint64_t)pb->elems + (uint64_t)ct->seq * tile_row(ct) +
+                      (uint64_t)*tasks * ct->seq * ct->seq + 2 * (uint64_t)PROBE_STREAM);
+    out->max_flops = pb->max_flops;
+}
+
+void remat_gemm_probe_size(const remat_config *c, remat_probe *out)
+{
+    probe_buf pb;
+    remat_config ct;
+    int tasks;
+    probe_size(c, &pb, &ct, &tasks, out);
+}
+
 remat_status remat_gemm_probe(const remat_config *c, remat_probe *out)
 {
-    int C = c->n_embd, tasks = remat_get_threads() * 2;
     remat_status st = REMAT_OK;
     double t0 = probe_clock_ms();
-    probe_buf pb = { 0 };
+    probe_buf pb;
+    remat_config ct;
+    int tasks;
+    probe_size(c, &pb, &ct, &tasks, out);   /* sizes the operands */
+    int T = ct.seq;
+    size_t big = pb.elems, nqkv = (size_t)T * tile_row(&ct);
     void *qkv = NULL;
     float *att = NULL, *x = NULL, *y = NULL;
-    memset(out, 0, sizeof *out);
-    if (tasks > c->batch * c->n_head) tasks = c->batch * c->n_head;
-    /* the tiles' rate does not need a long sequence: at most 1024 rows */
-    remat_config ct = *c;
-    if (ct.seq > 1024) ct.seq = 1024;
-    int T = ct.seq;
-    time_products(&pb, c, out);   /* sizes the operands */
-    size_t big = pb.elems;
     pb.a = remat_calloc(big, 4);
     pb.b = remat_calloc(big, 4);
     pb.c = remat_calloc(big, 4);
     pb.d = remat_calloc(big, 4);
     pb.e = remat_calloc(big, 4);
-    qkv = remat_calloc((size_t)T * 3 * C, 4);
+    qkv = remat_calloc(nqkv, 4);
     att = remat_calloc((size_t)tasks * T * T, sizeof *att);
     x = remat_malloc(PROBE_STREAM * sizeof *x);
     y = remat_malloc(PROBE_STREAM * sizeof *y);
@@ -323,7 +401,7 @@ remat_status remat_gemm_probe(const remat_config *c, remat_probe *out)
     /* small values in both dtypes' bits: 0x3c003c00 is 2^-7 as each bf16
      * half, and 0.0078 as a float */
     for (size_t i = 0; i < big; i++) ((uint32_t *)pb.a)[i] = ((uint32_t *)pb.b)[i] = ((uint32_t *)pb.c)[i] = 0x3c003c00u;
-    for (size_t i = 0; i < (size_t)T * 3 * C; i++) ((uint32_t *)qkv)[i] = 0x3c003c00u;
+    for (size_t i = 0; i < nqkv; i++) ((uint32_t *)qkv)[i] = 0x3c003c00u;
     for (size_t i = 0; i < PROBE_STREAM; i++) { x[i] = 1e-3f * (float)(i & 255); y[i] = 0; }
     time_products(&pb, c, out);
     out->tile_gflops = time_tiles(&ct, qkv, att, tasks);

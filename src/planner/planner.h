@@ -65,12 +65,22 @@ typedef struct remat_probe {
     double gbps;                  /* streaming memory bandwidth */
     double other_gflops;          /* pointwise math in cache */
     double ms;                    /* what the probe took */
+    uint64_t bytes;               /* what it allocates: its operands, the tiles' qkv and
+                                     scores, the triad's arrays */
+    double max_flops;             /* the most one timed call of a product does (a
+                                     layer's backward is its two products) */
 } remat_probe;
 
-/* Times every product of cfg's ops at its own shape through the GEMM seam,
- * with the current thread count, and the bandwidth and pointwise probes
- * (well under a second).  REMAT_ERR_NOMEM. */
+/* Times every product of cfg's ops through the GEMM seam, at its own shape
+ * or, past a size, at a smaller one scaled back by its FLOPs (calibrate.c
+ * says how), with the current thread count, and the bandwidth and
+ * pointwise probes (well under a second, whatever the model's size).
+ * REMAT_ERR_NOMEM. */
 remat_status remat_gemm_probe(const remat_config *cfg, remat_probe *out);
+/* What remat_gemm_probe would allocate for cfg and the most one of its
+ * products would do (out->bytes, out->max_flops; the rest 0), without
+ * allocating or timing anything. */
+void remat_gemm_probe_size(const remat_config *cfg, remat_probe *out);
 /* The FLOP/byte model with the probe's speeds, filled into p. */
 void remat_profile_fill_probed(remat_profile *p, const remat_config *cfg, const remat_probe *pr);
 

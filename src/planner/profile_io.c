@@ -19,6 +19,11 @@
 #define PROFILE_VERSION 3       /* 3: "run" lines (version 2 files, without them, are still read) */
 #define PROFILE_MAX_BYTES 65536
 #define PROFILE_MAX_LINE 512
+/* A time as saved: 17 significant digits (C11's DBL_DECIMAL_DIG) print any
+ * double so that strtod reads back the same bits.  Fewer would round a
+ * measured or hand-written time, and a profile saved and loaded again
+ * would no longer plan as the one that was saved. */
+#define PROFILE_MS "%.17g"
 
 /* ---- save, load, cache path ------------------------------------------------ */
 
@@ -57,21 +62,21 @@ static int write_profile(FILE *f, const remat_profile *p)
     fprintf(f, "cpu %s\n", p->cpu[0] ? p->cpu : "unknown");
     fprintf(f, "threads %d\n", p->threads);
     fprintf(f, "config %s\n", key);
-    fprintf(f, "update %.9g\n", p->update_ms);
+    fprintf(f, "update " PROFILE_MS "\n", p->update_ms);
     fprintf(f, "cache %llu\n", (unsigned long long)p->cache_bytes);
     for (int t = 0; t < tb->first_grad; t++) {
         const char *nm = tb->defs[t].name;
-        fprintf(f, "fwd %s %.9g\nfwdhot %s %.9g\n", nm, p->fwd_ms[t], nm, p->fwd_hot_ms[t]);
-        if (tb->defs[t].has_bwd) fprintf(f, "bwd %s %.9g\nbwdhot %s %.9g\n", nm, p->bwd_ms[t], nm, p->bwd_hot_ms[t]);
+        fprintf(f, "fwd %s " PROFILE_MS "\nfwdhot %s " PROFILE_MS "\n", nm, p->fwd_ms[t], nm, p->fwd_hot_ms[t]);
+        if (tb->defs[t].has_bwd) fprintf(f, "bwd %s " PROFILE_MS "\nbwdhot %s " PROFILE_MS "\n", nm, p->bwd_ms[t], nm, p->bwd_hot_ms[t]);
     }
     /* a training run's times: run KIND TENSOR MS SAMPLES (the update and the
      * step's overhead have no tensor: '-') */
     for (int k = 0; k < REMAT_NKINDS; k++)
         for (int t = 0; t < RT_MAXT; t++)
             if (p->run_n[k][t])
-                fprintf(f, "run %s %s %.9g %u\n", run_kind(k), k == REMAT_I_UPDATE ? "-" : tb->defs[t].name,
+                fprintf(f, "run %s %s " PROFILE_MS " %u\n", run_kind(k), k == REMAT_I_UPDATE ? "-" : tb->defs[t].name,
                         p->run_ms[k][t], p->run_n[k][t]);
-    if (p->run_overhead_n) fprintf(f, "run overhead - %.9g %u\n", p->run_overhead_ms, p->run_overhead_n);
+    if (p->run_overhead_n) fprintf(f, "run overhead - " PROFILE_MS " %u\n", p->run_overhead_ms, p->run_overhead_n);
     return fprintf(f, "end\n") < 0 ? -1 : 0;
 }
 
