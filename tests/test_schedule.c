@@ -24,6 +24,13 @@ static const char *policies[] = {
     "revolve:3,pointwise", "every:2,save:ln1_stat+qkv+ln2_stat+fch", "selective,save:qkv+att",
 };
 #define NPOL ((int)(sizeof policies / sizeof policies[0]))
+/* Llama's table: the same structures, its own names in the save: lists */
+static const char *llama_policies[] = {
+    "none", "full", "every:2", "sqrt", "first:1", "selective", "pointwise", "save:qkv+gate_up", "save:res2",
+    "save:att+atty+swiglu", "save:qk_rope+att", "revolve:2", "revolve:3", "every:2,selective", "full,pointwise",
+    "selective,pointwise", "revolve:3,pointwise", "every:2,save:ln1_rstd+qkv+ln2_rstd+gate_up",
+};
+#define NLPOL ((int)(sizeof llama_policies / sizeof llama_policies[0]))
 
 typedef struct run_result {
     float loss[4];
@@ -76,6 +83,8 @@ out:
 
 static void check_config(const char *label0, remat_config c)
 {
+    const char *const *pols = c.arch == REMAT_ARCH_LLAMA ? llama_policies : policies;
+    int npol = c.arch == REMAT_ARCH_LLAMA ? NLPOL : NPOL;
     for (int k = 0; k < 4; k++) {
         int drop = k & 1;
         c.dtype = k < 2 ? REMAT_DTYPE_FP32 : REMAT_DTYPE_BF16;
@@ -90,18 +99,18 @@ static void check_config(const char *label0, remat_config c)
         CHECK(ref.st == REMAT_OK, "%s: none failed", label);
         CHECK(ref.peak == ref.peak_pred, "%s p=%.1f none: measured peak %llu != predicted %llu", label,
               (double)c.dropout, (unsigned long long)ref.peak, (unsigned long long)ref.peak_pred);
-        for (int i = 1; i < NPOL; i++) {
-            run_result r = run(&c, policies[i], 3, 1);
-            CHECK(r.st == REMAT_OK, "%s p=%.1f %s: failed (%s)", label, (double)c.dropout, policies[i], remat_errmsg());
+        for (int i = 1; i < npol; i++) {
+            run_result r = run(&c, pols[i], 3, 1);
+            CHECK(r.st == REMAT_OK, "%s p=%.1f %s: failed (%s)", label, (double)c.dropout, pols[i], remat_errmsg());
             if (r.st) continue;
             CHECK(!memcmp(r.loss, ref.loss, sizeof r.loss), "%s p=%.1f %s: losses differ from none "
-                  "(%.9g vs %.9g)", label, (double)c.dropout, policies[i], r.loss[2], ref.loss[2]);
-            CHECK(r.hash == ref.hash, "%s p=%.1f %s: params_hash differs from none", label, (double)c.dropout, policies[i]);
-            CHECK(r.grad_hash == ref.grad_hash, "%s p=%.1f %s: gradients differ from none", label, (double)c.dropout, policies[i]);
+                  "(%.9g vs %.9g)", label, (double)c.dropout, pols[i], r.loss[2], ref.loss[2]);
+            CHECK(r.hash == ref.hash, "%s p=%.1f %s: params_hash differs from none", label, (double)c.dropout, pols[i]);
+            CHECK(r.grad_hash == ref.grad_hash, "%s p=%.1f %s: gradients differ from none", label, (double)c.dropout, pols[i]);
             CHECK(r.peak == r.peak_pred, "%s p=%.1f %s: measured peak %llu != predicted %llu", label,
-                  (double)c.dropout, policies[i], (unsigned long long)r.peak, (unsigned long long)r.peak_pred);
+                  (double)c.dropout, pols[i], (unsigned long long)r.peak, (unsigned long long)r.peak_pred);
             CHECK(r.stored == r.stored_pred, "%s p=%.1f %s: measured stored %llu != predicted %llu", label,
-                  (double)c.dropout, policies[i], (unsigned long long)r.stored, (unsigned long long)r.stored_pred);
+                  (double)c.dropout, pols[i], (unsigned long long)r.stored, (unsigned long long)r.stored_pred);
         }
     }
 }
@@ -365,6 +374,23 @@ int main(void)
     check_config("odd C36 H1 T1 V101", c);
     c.n_layer = 5; c.n_embd = 24; c.n_head = 3; c.vocab = 50; c.seq = 9; c.max_seq = 12; c.batch = 3;
     check_config("L5 C24 T9", c);
+    /* Llama: grouped-query attention (KV < NH), RoPE, SwiGLU, RMSNorm; an
+     * untied head; then the odd shapes: head size != C/NH, KV = 1, T = 1,
+     * tied; and flash attention with the chunked head */
+    remat_config_default(&c);
+    c.arch = REMAT_ARCH_LLAMA;
+    c.n_layer = 4; c.n_embd = 32; c.n_head = 4; c.n_kv_head = 2; c.ffn_dim = 48; c.vocab = 64;
+    c.seq = 16; c.max_seq = 16; c.batch = 2;
+    check_config("llama L4 C32 NH4 KV2 F48", c);
+    c.n_layer = 3; c.n_embd = 36; c.n_head = 3; c.n_kv_head = 1; c.head_dim = 10; c.ffn_dim = 50; c.vocab = 101;
+    c.seq = 1; c.max_seq = 1; c.batch = 2; c.tie_embeddings = 1;
+    check_config("llama odd C36 NH3 KV1 hs10 T1 tied", c);
+    c.n_layer = 3; c.n_embd = 24; c.n_head = 6; c.n_kv_head = 3; c.head_dim = 0; c.ffn_dim = 40; c.vocab = 50;
+    c.seq = 70; c.max_seq = 70; c.batch = 2; c.tie_embeddings = 0; c.attention = REMAT_ATTENTION_FLASH;
+    c.lmhead_chunk = 9; c.rope_theta = 500000; c.rope_scaling.type = REMAT_ROPE_LLAMA3;
+    c.rope_scaling.factor = 8; c.rope_scaling.low_freq_factor = 1; c.rope_scaling.high_freq_factor = 4;
+    c.rope_scaling.original_max_position = 32;
+    check_config("llama flash chunk:9 T70 llama3 rope", c);
     sanity();
     validator();
     forward_only();
