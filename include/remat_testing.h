@@ -41,6 +41,14 @@ REMAT_API remat_status remat_schedule_from_instrs(const remat_config *cfg, size_
  * loss also without).  One-shot.  REMAT_ERR_INVALID for any other value. */
 REMAT_API remat_status remat_model_debug_poison(remat_model *m, int param);
 
+/* Testing hook for the extents the dispatcher checks (tests/test_schedule.c):
+ * from now on tensor `name` of cfg's table is declared `bytes` smaller than
+ * its formula says (name NULL: no tensor), so the walker allocates that much
+ * less for it; the kernel that reads or writes it must then stop the process
+ * with an assertion.  REMAT_ERR_INVALID for a name cfg's table lacks, or
+ * more bytes than the tensor has. */
+REMAT_API remat_status remat_debug_shrink_tensor(const remat_config *cfg, const char *name, uint64_t bytes);
+
 /* Testing hook for allocation failures (`remat train --debug-alloc-fail`):
  * the n-th allocation of the library from now fails (0: none), once. */
 REMAT_API void remat_debug_fail_alloc(uint64_t n);

@@ -11,8 +11,12 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "remat.h"
 #include "remat_testing.h"
 #include "harness.h"
@@ -363,8 +367,83 @@ static void forward_only(void)
     }
 }
 
-int main(void)
+/* Extents: every tensor of the table declared one byte smaller than its
+ * formula says (remat_debug_shrink_tensor) must stop a training step with
+ * the dispatcher's assertion -- the kernel that writes or reads it checks
+ * the buffer it is given -- instead of overrunning it.  Each case runs in a
+ * new process (this binary again, `--shrink K NAME`: OpenMP's threads do
+ * not survive a fork), its stderr to a file; the parent wants SIGABRT and
+ * the assertion's message. */
+#define NEXT_CFG 4
+static void extent_config(int k, remat_config *e)
 {
+    remat_config_default(e);   /* bf16 with dropout: every gradient buffer and scratch exists */
+    e->n_layer = 2; e->n_embd = 16; e->n_head = 2; e->vocab = 32; e->seq = e->max_seq = 8; e->batch = 2;
+    e->dropout = 0.1f;
+    e->dtype = remat_gemm_available(REMAT_GEMM_ONEDNN) ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32;
+    if (k & 1) { e->attention = REMAT_ATTENTION_FLASH; e->lmhead_chunk = 5; }
+    if (k & 2) { e->arch = REMAT_ARCH_LLAMA; e->n_head = 4; e->n_kv_head = 2; e->head_dim = 6; e->ffn_dim = 20; }
+}
+
+static int shrink_child(int k, const char *name)
+{
+    remat_config c;
+    extent_config(k, &c);
+    remat_model *m = NULL;
+    int in[64], tg[64];
+    make_batch(&c, 0, in, tg);
+    float loss;
+    if (remat_debug_shrink_tensor(&c, name, 1) || remat_model_create(&c, 42, &m) || remat_model_step(m, in, tg, 1, &loss))
+        return 4;   /* a status, not the assertion */
+    remat_model_free(m);
+    return 0;       /* ran to the end: the shrunk buffer was not caught */
+}
+
+static void extents(const char *self)
+{
+    static const char *const labels[NEXT_CFG] = { "gpt2", "gpt2 flash chunked", "llama", "llama flash chunked" };
+    char path[] = "/tmp/remat-extents-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0) return;
+    for (int k = 0; k < NEXT_CFG; k++) {
+        remat_config c;
+        extent_config(k, &c);
+        int n = remat_config_tensor_count(&c), tried = 0;
+        for (int t = 0; t < n; t++) {
+            remat_tensor_info ti;
+            if (remat_tensor_get(&c, t, &ti) || ti.bytes == 0) continue;
+            fflush(NULL);
+            pid_t pid = fork();
+            if (pid == 0) {
+                char ks[8];
+                snprintf(ks, sizeof ks, "%d", k);
+                dup2(fd, 2);
+                execl(self, self, "--shrink", ks, ti.name, (char *)NULL);
+                _exit(5);
+            }
+            int ws = 0;
+            CHECK(pid > 0 && waitpid(pid, &ws, 0) == pid, "fork/wait");
+            char msg[4096] = "";
+            ssize_t got = pread(fd, msg, sizeof msg - 1, 0);
+            msg[got > 0 ? got : 0] = 0;
+            if (ftruncate(fd, 0)) { /* the next child appends at its offset 0 anyway */ }
+            lseek(fd, 0, SEEK_SET);
+            int caught = WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT && strstr(msg, "table entry declares");
+            CHECK(caught, "%s: %s declared 1 byte short was not caught by the dispatcher (status %#x: %.200s)", labels[k],
+                  ti.name, ws, msg);
+            tried++;
+        }
+        CHECK(tried >= 20, "%s: only %d tensors tried", labels[k], tried);
+        printf("extents %s: %d tensors declared short, each caught\n", labels[k], tried);
+    }
+    close(fd);
+    remove(path);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && !strcmp(argv[1], "--shrink")) return shrink_child(atoi(argv[2]), argv[3]);
     remat_set_threads(2);
     remat_config c;
     remat_config_default(&c);
@@ -391,6 +470,7 @@ int main(void)
     c.rope_scaling.factor = 8; c.rope_scaling.low_freq_factor = 1; c.rope_scaling.high_freq_factor = 4;
     c.rope_scaling.original_max_position = 32;
     check_config("llama flash chunk:9 T70 llama3 rope", c);
+    extents("/proc/self/exe");
     sanity();
     validator();
     forward_only();

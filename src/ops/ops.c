@@ -54,11 +54,10 @@ void remat_op_bind(const remat_operands *o, int kind, int t, void *const *buf, c
  * A(a, t, bytes): operand t, of which the kernel touches `bytes`.  An
  * operand the table does not declare, or one smaller than the kernel's use
  * of it, is a table bug. */
-#define EXTENT_MSG "the kernel touches more bytes of an operand than its table entry declares (src/table/tensors.c)"
 static inline void *A(const remat_op_args *a, int t, uint64_t bytes)
 {
     assert(t >= 0 && a->t[t] && "op reads a tensor its table entry does not declare (src/table/tensors.c)");
-    assert(bytes <= a->n[t] && EXTENT_MSG);
+    assert(bytes <= a->n[t] && "the kernel touches more bytes of an operand than its table entry declares");
     (void)bytes;
     return a->t[t];
 }
@@ -68,13 +67,13 @@ static inline void *IN(const remat_op_args *a, const int8_t *list, int i, uint64
     int t = list[i];
     if (t != RT_X) return A(a, t, bytes);
     assert(a->x && "op reads the block input, which its table entry does not declare");
-    assert(bytes <= a->nx && EXTENT_MSG);
+    assert(bytes <= a->nx && "the kernel touches more bytes of the block input than its table entry declares");
     return a->x;
 }
 static inline void *TEMP(const remat_op_args *a, uint64_t bytes)
 {
     assert(a->temp && "op needs scratch its table entry does not declare (its scratch items)");
-    assert(bytes <= a->ntemp && EXTENT_MSG);
+    assert(bytes <= a->ntemp && "the kernel touches more scratch than its table entry declares");
     (void)bytes;
     return a->temp;
 }

@@ -21,6 +21,7 @@
 #include "planner.h"
 #include "../core/core.h"
 #include "../kernels/bf16.h"
+#include "../table/params.h"
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
@@ -127,11 +128,16 @@ remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster 
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_memory_of: out is NULL");
     memset(out, 0, sizeof *out);
     if ((st = remat_cluster_check(c, cl))) return st;
-    /* the first stage: (its transformer parameters + V h) / T, with a layer's
-     * 12h^2 + 13h (QKV, projection, MLP with biases, two LayerNorms) */
-    uint64_t h = (uint64_t)c->n_embd, T = (uint64_t)remat_config_tp(c);
+    /* the first stage: (its blocks' parameters + the embedding) / T, the
+     * architecture's parameter table read for both (GPT-2: a layer's 12h^2 +
+     * 13h -- QKV, projection, MLP with biases, two LayerNorms -- and V h) */
+    remat_param_layout ly;
+    remat_param_layout_of(c, &ly);
+    const remat_param_table *pt = remat_params_of(c);
+    uint64_t per_layer = 0, T = (uint64_t)remat_config_tp(c);
+    for (int i = 0; i < ly.count; i++) per_layer += ly.player[i];
     uint64_t layers = (uint64_t)(c->n_layer / cl->pp);
-    uint64_t n = (layers * (12 * h * h + 13 * h) + (uint64_t)remat_config_padded_vocab(c) * h) / T;
+    uint64_t n = (layers * per_layer + ly.numel[pt->wte]) / T;
     out->params = n;
     uint64_t D = (uint64_t)cl->dp;
     if (c->dtype == REMAT_DTYPE_BF16) {      /* bf16 weights, fp32 gradients, fp32 main weights + 2 moments */
