@@ -445,6 +445,15 @@ static const char *json_num(char buf[32], double x)
     return buf;
 }
 
+/* whether t holds a step that completed (calibration reads only those) */
+static int completed_steps(const remat_trace *t)
+{
+    remat_trace_step st;
+    for (size_t k = 0; k < remat_trace_steps(t); k++)
+        if (!remat_trace_step_get(t, k, &st) && st.ok) return 1;
+    return 0;
+}
+
 /* --trace FILE: the steps of --trace-steps; 0 on success, else 1 (reported) */
 static int write_trace(const train_opts *o, const remat_trace *t)
 {
@@ -457,8 +466,12 @@ static int write_trace(const train_opts *o, const remat_trace *t)
     return 0;
 }
 
-/* The per-step medians of a run's communication (data parallelism). */
-typedef struct dp_times { double *comm_ms, *reduce_ms; } dp_times;
+/* The times of the steps that completed, in order (a step skipped for a
+ * non-finite value has none: its medians are of the others). */
+typedef struct step_times {
+    double *ms, *comm_ms, *reduce_ms;
+    size_t n;
+} step_times;
 
 static int train(int argc, char **argv)
 {
@@ -472,8 +485,7 @@ static int train(int argc, char **argv)
     remat_data *data = NULL;
     remat_model *m = NULL;
     int *in = NULL, *tg = NULL;
-    double *ms = NULL;
-    dp_times dt = { NULL, NULL };
+    step_times dt = { NULL, NULL, NULL, 0 };
     remat_status st;
     remat_config *c = &o.cfg;
     remat_checkpoint_info *ci = NULL;
@@ -577,10 +589,10 @@ ready:
     in = malloc(N * sizeof *in);
     tg = malloc(N * sizeof *tg);
     size_t nsteps = (size_t)(o.steps > 0 ? o.steps : 1);
-    ms = malloc(sizeof(double) * nsteps);
+    dt.ms = malloc(sizeof(double) * nsteps);
     dt.comm_ms = malloc(sizeof(double) * nsteps);
     dt.reduce_ms = malloc(sizeof(double) * nsteps);
-    if (!in || !tg || !ms || !dt.comm_ms || !dt.reduce_ms) { cli_error("out of memory"); goto out; }
+    if (!in || !tg || !dt.ms || !dt.comm_ms || !dt.reduce_ms) { cli_error("out of memory"); goto out; }
 
     remat_sim sim;
     if ((st = remat_schedule_simulate(remat_model_schedule(m), &sim))) {
@@ -632,7 +644,7 @@ ready:
         remat_model_set_trace(m, timed ? trace : NULL, sn);
         double t0 = cli_now_ms();
         st = remat_model_step(m, in, tg, 1, &loss);
-        ms[s] = cli_now_ms() - t0;
+        double ms = cli_now_ms() - t0;
         if (o.fail_step == s + 1 && o.fail_rank == g_rank) remat_debug_fail_alloc(0);
         if (st == REMAT_ERR_NONFINITE && o.skip_nonfinite) {
             /* a global value: every rank skips this step alike */
@@ -658,26 +670,27 @@ ready:
             goto out;
         }
         if (st) { cli_error("step %ld: %s", s + 1, remat_model_error(m)); goto out; }
-        if (s == start) loss_first = loss;
+        if (!dt.n) loss_first = loss;   /* of the first step that completed */
         loss_last = loss;
         remat_stats stt;
         remat_model_stats(m, &stt);
-        dt.comm_ms[s] = stt.comm_ms;
-        dt.reduce_ms[s] = stt.reduce_ms;
+        dt.ms[dt.n] = ms;
+        dt.comm_ms[dt.n] = stt.comm_ms;
+        dt.reduce_ms[dt.n++] = stt.reduce_ms;
         int do_eval = (o.eval_every > 0 && (s + 1) % o.eval_every == 0) || s + 1 == o.steps;
         if (do_eval && (st = eval_val(m, data, c, o.eval_batches, in, tg, &val, why, sizeof why))) {
             cli_error("validation: %s", why); goto out;
         }
-        double tps = (double)N / (ms[s] / 1000.0);
+        double tps = (double)N / (ms / 1000.0);
         if (o.json) {
             printf("{\"type\":\"step\",\"step\":%ld,\"loss\":%.9g,\"ms\":%.3f,\"tokens_per_s\":%.1f,\"act_peak_bytes\":%llu",
-                   s + 1, (double)loss, ms[s], tps, (unsigned long long)stt.act_peak_bytes);
+                   s + 1, (double)loss, ms, tps, (unsigned long long)stt.act_peak_bytes);
             if (dp) printf(",\"comm_ms\":%.3f,\"reduce_ms\":%.3f", stt.comm_ms, stt.reduce_ms);
             if (do_eval) printf(",\"val_loss\":%.6f", val);
             printf("}\n");
         } else if (!o.quiet) {
             printf("step %5ld/%ld | loss %.4f | %8.1f ms | %8.0f tok/s | act peak %.2f MiB",
-                   s + 1, o.steps, (double)loss, ms[s], tps, stt.act_peak_bytes / 1048576.0);
+                   s + 1, o.steps, (double)loss, ms, tps, stt.act_peak_bytes / 1048576.0);
             if (do_eval) printf(" | val %.4f", val);
             printf("\n");
         }
@@ -690,7 +703,7 @@ ready:
     trace_done = 1;
     if (o.trace && lead && write_trace(&o, trace)) goto out;
     /* the run's instruction times into the cost model's cache */
-    if (calibrate) {
+    if (calibrate && completed_steps(trace)) {   /* none when every timed step was skipped */
         remat_profile *base = plan_prof;
         plan_prof = NULL;   /* taken over */
         if (cli_calibrate_cache(c, trace, NULL, base, &calib, calib_path, sizeof calib_path)) goto out;
@@ -699,17 +712,18 @@ ready:
 
     remat_stats stt;
     remat_model_stats(m, &stt);
-    size_t nrun = (size_t)(o.steps - start);
-    double med = remat_median(ms + start, nrun);
-    double comm_med = remat_median(dt.comm_ms + start, nrun), red_med = remat_median(dt.reduce_ms + start, nrun);
-    double tps = med > 0 ? (double)N / (med / 1000.0) : 0;
+    /* over the steps that completed; none (every step skipped, or none to
+     * run): null in JSON */
+    double med = dt.n ? remat_median(dt.ms, dt.n) : NAN;
+    double comm_med = dt.n ? remat_median(dt.comm_ms, dt.n) : NAN, red_med = dt.n ? remat_median(dt.reduce_ms, dt.n) : NAN;
+    double tps = med > 0 ? (double)N / (med / 1000.0) : dt.n ? 0 : NAN;
     char hash[32];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)remat_model_params_hash(m));
     double rpct = sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0;
     if (o.json) {
-        char j1[32], j2[32], j3[32];
+        char j1[32], j2[32], j3[32], j4[32], j5[32], j6[32], j7[32];
         printf("{\"type\":\"summary\",\"policy\":\"%s\",\"steps\":%ld,\"loss_first\":%s,\"loss_last\":%s,"
-               "\"val_loss\":%s,\"step_ms_median\":%.3f,\"tokens_per_s\":%.1f,"
+               "\"val_loss\":%s,\"step_ms_median\":%s,\"tokens_per_s\":%s,"
                "\"act_peak_bytes\":%llu,\"act_peak_pred_bytes\":%llu,\"act_stored_bytes\":%llu,"
                "\"act_stored_pred_bytes\":%llu,\"act_workset_bytes\":%llu,\"act_workset_pred_bytes\":%llu,"
                "\"params_bytes\":%llu,\"grads_bytes\":%llu,\"optim_bytes\":%llu,\"workspace_bytes\":%llu,"
@@ -717,8 +731,8 @@ ready:
                "\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"seq\":%d,\"batch\":%d,\"threads\":%d,"
                "\"dtype\":\"%s\",\"gemm\":\"%s\",\"weights16_bytes\":%llu,\"calibrated_ops\":%d,"
                "\"ranks\":%d,\"micro_batch\":%d,\"grad_accum\":%d,\"zero\":%d,\"reduce_bytes\":%llu,"
-               "\"comm_bytes_per_step\":%llu,\"comm_ms_median\":%.3f,\"reduce_ms_median\":%.3f}\n",
-               policy, o.steps, json_num(j1, loss_first), json_num(j2, loss_last), json_num(j3, val), med, tps,
+               "\"comm_bytes_per_step\":%llu,\"comm_ms_median\":%s,\"reduce_ms_median\":%s}\n",
+               policy, o.steps, json_num(j1, loss_first), json_num(j2, loss_last), json_num(j3, val), json_num(j4, med), json_num(j5, tps),
                (unsigned long long)stt.act_peak_bytes, (unsigned long long)sim.peak_bytes,
                (unsigned long long)stt.act_stored_bytes, (unsigned long long)sim.stored_bytes,
                (unsigned long long)stt.act_workset_bytes, (unsigned long long)sim.workset_bytes,
@@ -729,7 +743,7 @@ ready:
                cli_dtype_name(c->dtype), remat_gemm_name(remat_gemm_get()),
                (unsigned long long)stt.weights16_bytes, remat_profile_run_ops(calib), stt.ranks, stt.micro_batch,
                stt.grad_accum, stt.zero, (unsigned long long)stt.reduce_bytes, (unsigned long long)stt.comm_bytes,
-               comm_med, red_med);
+               json_num(j6, comm_med), json_num(j7, red_med));
     } else {
         printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s%s\n",
                (double)loss_first, (double)loss_last, val, med, tps,
@@ -789,7 +803,7 @@ out:
     if (!agreed) setup_agree(1);   /* this rank failed in its set-up */
     /* a run that stopped early still leaves the trace of what it ran */
     if (rc && !trace_done && o.trace && trace && lead && remat_trace_steps(trace)) write_trace(&o, trace);
-    free(in); free(tg); free(ms); free(ci); free(dt.comm_ms); free(dt.reduce_ms);
+    free(in); free(tg); free(dt.ms); free(ci); free(dt.comm_ms); free(dt.reduce_ms);
     remat_trace_free(trace);
     remat_profile_free(calib);
     remat_profile_free(plan_prof);
