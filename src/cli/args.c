@@ -238,17 +238,19 @@ int cli_dtype_parse(const char *s, size_t len, remat_dtype *out)
     return 0;
 }
 
-void cli_json_str(FILE *f, const char *s)
+remat_jsonw *cli_json_open(FILE *f, unsigned flags)
 {
-    if (!s) { fputs("null", f); return; }
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
+    remat_jsonw *w = NULL;
+    if (remat_jsonw_create(f, flags, &w)) cli_error("%s", remat_errmsg());
+    return w;
+}
+
+int cli_json_close(remat_jsonw *w)
+{
+    if (!w) return 1;
+    remat_status st = remat_jsonw_finish(w);
+    remat_jsonw_free(w);
+    return st ? cli_error("%s", remat_errmsg()) : 0;
 }
 
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t n)

@@ -88,7 +88,8 @@ int bench_run(const bench_opts *o, bench_result *r);
 void bench_result_free(bench_result *r);
 
 void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r);
-void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r);
+/* 0, or 1 (reported) */
+int bench_print_json(FILE *f, const bench_opts *o, const bench_result *r);
 void bench_print_csv(FILE *f, const bench_opts *o, const bench_result *r);
 
 /* The plots (bench_plots.c).  xml_decl: 1 for standalone files. 0 or an

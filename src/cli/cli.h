@@ -59,9 +59,13 @@ void cli_config_default_max_seq(remat_config *c);
 const char *cli_value(int argc, char **argv, int *i);
 
 void cli_config_print(FILE *f, const remat_config *c);
-/* s as a JSON string literal (", \ and control characters escaped), or
- * null when s is NULL */
-void cli_json_str(FILE *f, const char *s);
+/* The --json output of every command goes through one JSON writer
+ * (remat_jsonw, remat.h): a writer on f (flags as remat_jsonw_create's),
+ * or NULL (reported) when it cannot be made. */
+remat_jsonw *cli_json_open(FILE *f, unsigned flags);
+/* Finishes and frees w; 0, or 1 (reported) when what was written is not
+ * whole.  w NULL (cli_json_open failed, reported): 1. */
+int cli_json_close(remat_jsonw *w);
 /* "12.3 MiB" style formatting into buf */
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t n);
 double cli_now_ms(void);

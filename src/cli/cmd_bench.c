@@ -641,111 +641,127 @@ out:
 
 /* ---- output ---------------------------------------------------------------- */
 
-static void json_num(FILE *f, const char *key, double v, int known)
+/* v, or null when it is not known */
+static void json_num(remat_jsonw *w, const char *key, double v, int known) { remat_jsonw_num(w, key, known ? v : NAN); }
+
+static void json_u64(remat_jsonw *w, const char *key, uint64_t v, int known)
 {
-    if (known && isfinite(v)) fprintf(f, ",\"%s\":%.6g", key, v);
-    else fprintf(f, ",\"%s\":null", key);
+    if (known) remat_jsonw_uint(w, key, v);
+    else remat_jsonw_null(w, key);
 }
 
-static void json_u64(FILE *f, const char *key, uint64_t v, int known)
-{
-    if (known) fprintf(f, ",\"%s\":%llu", key, (unsigned long long)v);
-    else fprintf(f, ",\"%s\":null", key);
-}
+/* s, or null when it is empty */
+static void json_msg(remat_jsonw *w, const char *key, const char *s) { remat_jsonw_str(w, key, s[0] ? s : NULL); }
 
 /* one precision's probe, planner front and planner messages */
-static void json_slot(FILE *f, const bench_slot *sl)
+static void json_slot(remat_jsonw *w, const bench_slot *sl)
 {
-    json_num(f, "gemm_gflops", sl->gemm_gflops, sl->gemm_gflops > 0);
-    fputs(",\"front\":[", f);
+    json_num(w, "gemm_gflops", sl->gemm_gflops, sl->gemm_gflops > 0);
+    remat_jsonw_array(w, "front");
     for (size_t i = 0; i < sl->n_front; i++) {
-        fprintf(f, "%s{\"policy\":", i ? "," : "");
-        cli_json_str(f, sl->front[i].policy);
-        fprintf(f, ",\"peak_bytes\":%llu,\"step_ms_pred\":%.4f}", (unsigned long long)sl->front[i].peak_bytes,
-                sl->front[i].step_ms_pred);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_str(w, "policy", sl->front[i].policy);
+        remat_jsonw_uint(w, "peak_bytes", sl->front[i].peak_bytes);
+        remat_jsonw_num(w, "step_ms_pred", sl->front[i].step_ms_pred);
+        remat_jsonw_end(w);
     }
-    fputs("],\"planner_profile\":", f);
-    cli_json_str(f, sl->profile_desc);
-    fputs(",\"planner_error\":", f);
-    if (sl->planner_err[0]) cli_json_str(f, sl->planner_err); else fputs("null", f);
-    fputs(",\"optimal_error\":", f);
-    if (sl->optimal_err[0]) cli_json_str(f, sl->optimal_err); else fputs("null", f);
+    remat_jsonw_end(w);
+    remat_jsonw_str(w, "planner_profile", sl->profile_desc);
+    json_msg(w, "planner_error", sl->planner_err);
+    json_msg(w, "optimal_error", sl->optimal_err);
 }
 
-void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
+static void json_row(remat_jsonw *w, const bench_opts *o, const bench_result *r, const bench_row *b)
+{
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "policy", b->name);
+    remat_jsonw_str(w, "schedule", b->policy);
+    remat_jsonw_bool(w, "reference_only", b->implicit);
+    remat_jsonw_bool(w, "optimal", b->optimal);
+    remat_jsonw_num(w, "step_ms_median", b->ms_median);
+    remat_jsonw_num(w, "ratio_vs_none", b->ratio_vs_none);
+    remat_jsonw_num(w, "tokens_per_s", b->tokens_per_s);
+    remat_jsonw_uint(w, "act_peak_bytes", b->st.act_peak_bytes);
+    remat_jsonw_uint(w, "act_peak_pred_bytes", b->sim.peak_bytes);
+    remat_jsonw_uint(w, "act_stored_bytes", b->st.act_stored_bytes);
+    remat_jsonw_uint(w, "act_stored_pred_bytes", b->sim.stored_bytes);
+    remat_jsonw_uint(w, "act_workset_bytes", b->st.act_workset_bytes);
+    remat_jsonw_uint(w, "act_workset_pred_bytes", b->sim.workset_bytes);
+    remat_jsonw_uint(w, "step_peak_bytes", b->st.step_peak_bytes);
+    json_u64(w, "rss_peak_bytes", b->rss_peak, b->rss_peak > 0);
+    remat_jsonw_num(w, "gflops", b->gflops);
+    remat_jsonw_str(w, "dtype", cli_dtype_name(o->dts[b->slot]));
+    remat_jsonw_str(w, "gemm", remat_gemm_name(remat_gemm_get()));
+    json_num(w, "gemm_gflops", r->slot[b->slot].gemm_gflops, r->slot[b->slot].gemm_gflops > 0);
+    json_num(w, "gemm_frac", b->gemm_frac, r->slot[b->slot].gemm_gflops > 0);
+    remat_jsonw_num(w, "flops_per_step", b->st.flops);
+    remat_jsonw_num(w, "recompute_pct", b->st.flops > 0 ? 100.0 * b->st.recompute_flops / b->st.flops : 0);
+    json_num(w, "step_ms_pred", b->step_ms_pred, b->step_ms_pred >= 0);
+    remat_jsonw_bool(w, "fits", b->fits);
+    remat_jsonw_array(w, "step_ms");
+    for (long s = 0; s < o->steps; s++) remat_jsonw_num(w, NULL, b->ms[s]);
+    remat_jsonw_end(w);
+    remat_jsonw_end(w);
+}
+
+int bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
 {
     const remat_config *c = &o->cfg;
-    fputs("{\"rows\":[", f);
-    for (int i = 0; i < r->n; i++) {
-        const bench_row *w = &r->rows[i];
-        fprintf(f, "%s{\"policy\":", i ? "," : "");
-        cli_json_str(f, w->name);
-        fputs(",\"schedule\":", f);
-        cli_json_str(f, w->policy);
-        fprintf(f, ",\"reference_only\":%s,\"optimal\":%s", w->implicit ? "true" : "false", w->optimal ? "true" : "false");
-        fprintf(f, ",\"step_ms_median\":%.4f,\"ratio_vs_none\":%.4f,\"tokens_per_s\":%.1f", w->ms_median,
-                w->ratio_vs_none, w->tokens_per_s);
-        json_u64(f, "act_peak_bytes", w->st.act_peak_bytes, 1);
-        json_u64(f, "act_peak_pred_bytes", w->sim.peak_bytes, 1);
-        json_u64(f, "act_stored_bytes", w->st.act_stored_bytes, 1);
-        json_u64(f, "act_stored_pred_bytes", w->sim.stored_bytes, 1);
-        json_u64(f, "act_workset_bytes", w->st.act_workset_bytes, 1);
-        json_u64(f, "act_workset_pred_bytes", w->sim.workset_bytes, 1);
-        json_u64(f, "step_peak_bytes", w->st.step_peak_bytes, 1);
-        json_u64(f, "rss_peak_bytes", w->rss_peak, w->rss_peak > 0);
-        json_num(f, "gflops", w->gflops, 1);
-        fprintf(f, ",\"dtype\":\"%s\",\"gemm\":\"%s\"", cli_dtype_name(o->dts[w->slot]), remat_gemm_name(remat_gemm_get()));
-        json_num(f, "gemm_gflops", r->slot[w->slot].gemm_gflops, r->slot[w->slot].gemm_gflops > 0);
-        json_num(f, "gemm_frac", w->gemm_frac, r->slot[w->slot].gemm_gflops > 0);
-        json_num(f, "flops_per_step", w->st.flops, 1);
-        json_num(f, "recompute_pct", w->st.flops > 0 ? 100.0 * w->st.recompute_flops / w->st.flops : 0, 1);
-        json_num(f, "step_ms_pred", w->step_ms_pred, w->step_ms_pred >= 0);
-        fprintf(f, ",\"fits\":%s,\"step_ms\":[", w->fits ? "true" : "false");
-        for (long s = 0; s < o->steps; s++) fprintf(f, "%s%.4f", s ? "," : "", w->ms[s]);
-        fputs("]}", f);
-    }
+    remat_jsonw *w = cli_json_open(f, 0);
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_array(w, "rows");
+    for (int i = 0; i < r->n; i++) json_row(w, o, r, &r->rows[i]);
+    remat_jsonw_end(w);
     /* per precision; the first one's figures also at the top level */
-    fputs("],\"precisions\":[", f);
+    remat_jsonw_array(w, "precisions");
     for (int k = 0; k < r->nslot; k++) {
-        const bench_slot *sl = &r->slot[k];
-        fprintf(f, "%s{\"dtype\":\"%s\"", k ? "," : "", cli_dtype_name(o->dts[k]));
-        json_slot(f, sl);
-        fputs("}", f);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_str(w, "dtype", cli_dtype_name(o->dts[k]));
+        json_slot(w, &r->slot[k]);
+        remat_jsonw_end(w);
     }
-    fprintf(f, "],\"gemm\":\"%s\",\"gemm_n\":%ld", remat_gemm_name(remat_gemm_get()), o->sgemm_n);
-    json_slot(f, &r->slot[0]);
-    fputs(",\"timeline_policy\":", f);
-    cli_json_str(f, r->timeline_idx >= 0 ? r->rows[r->timeline_idx].name : "");
-    json_u64(f, "rss_base_bytes", r->rss_base, r->rss_base > 0);
-    json_u64(f, "process_rss_peak_bytes", r->rss_process, 1);
-    fprintf(f, ",\"elapsed_s\":%.2f", r->elapsed_s);
-    fprintf(f, ",\"config\":{\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"padded_vocab\":%d,"
-               "\"max_seq\":%d,\"seq\":%d,\"batch\":%d,\"dropout\":%g,\"params\":%llu,\"steps\":%ld,\"warmup\":%ld,"
-               "\"seed\":%llu",
-            c->n_layer, c->n_embd, c->n_head, c->vocab, remat_config_padded_vocab(c), c->max_seq, c->seq, c->batch,
-            (double)c->dropout, (unsigned long long)remat_config_num_params(c), o->steps, o->warmup,
-            (unsigned long long)o->seed);
-    json_u64(f, "budget_bytes", o->budget, o->budget > 0);
-    fprintf(f, ",\"activations_only\":%s}", o->act_only ? "true" : "false");
+    remat_jsonw_end(w);
+    remat_jsonw_str(w, "gemm", remat_gemm_name(remat_gemm_get()));
+    remat_jsonw_int(w, "gemm_n", o->sgemm_n);
+    json_slot(w, &r->slot[0]);
+    remat_jsonw_str(w, "timeline_policy", r->timeline_idx >= 0 ? r->rows[r->timeline_idx].name : "");
+    json_u64(w, "rss_base_bytes", r->rss_base, r->rss_base > 0);
+    remat_jsonw_uint(w, "process_rss_peak_bytes", r->rss_process);
+    remat_jsonw_num(w, "elapsed_s", r->elapsed_s);
+    remat_jsonw_object(w, "config");
+    remat_jsonw_int(w, "n_layer", c->n_layer);
+    remat_jsonw_int(w, "n_embd", c->n_embd);
+    remat_jsonw_int(w, "n_head", c->n_head);
+    remat_jsonw_int(w, "vocab", c->vocab);
+    remat_jsonw_int(w, "padded_vocab", remat_config_padded_vocab(c));
+    remat_jsonw_int(w, "max_seq", c->max_seq);
+    remat_jsonw_int(w, "seq", c->seq);
+    remat_jsonw_int(w, "batch", c->batch);
+    remat_jsonw_float(w, "dropout", c->dropout);
+    remat_jsonw_uint(w, "params", remat_config_num_params(c));
+    remat_jsonw_int(w, "steps", o->steps);
+    remat_jsonw_int(w, "warmup", o->warmup);
+    remat_jsonw_uint(w, "seed", o->seed);
+    json_u64(w, "budget_bytes", o->budget, o->budget > 0);
+    remat_jsonw_bool(w, "activations_only", o->act_only);
+    remat_jsonw_end(w);
     struct utsname u;
+    char os[300];
     int have_u = uname(&u) == 0;
-    fputs(",\"machine\":{\"cpu\":", f);
-    cli_json_str(f, r->cpu);
-    fprintf(f, ",\"cores\":%ld,\"threads\":%d,\"blas\":", sysconf(_SC_NPROCESSORS_ONLN), remat_get_threads());
-    cli_json_str(f, remat_blas_info());
-    fputs(",\"blas_core\":", f);
-    cli_json_str(f, remat_blas_core());
-    fputs(",\"os\":", f);
-    if (have_u) {
-        char os[300];
-        snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
-        cli_json_str(f, os);
-    } else fputs("null", f);
-    json_num(f, "load_avg_start", r->load_start, r->load_start >= 0);
-    json_num(f, "load_avg_end", r->load_end, r->load_end >= 0);
-    fputs(",\"remat\":", f);
-    cli_json_str(f, remat_version());
-    fputs("}}\n", f);
+    if (have_u) snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
+    remat_jsonw_object(w, "machine");
+    remat_jsonw_str(w, "cpu", r->cpu);
+    remat_jsonw_int(w, "cores", sysconf(_SC_NPROCESSORS_ONLN));
+    remat_jsonw_int(w, "threads", remat_get_threads());
+    remat_jsonw_str(w, "blas", remat_blas_info());
+    remat_jsonw_str(w, "blas_core", remat_blas_core());
+    remat_jsonw_str(w, "os", have_u ? os : NULL);
+    json_num(w, "load_avg_start", r->load_start, r->load_start >= 0);
+    json_num(w, "load_avg_end", r->load_end, r->load_end >= 0);
+    remat_jsonw_str(w, "remat", remat_version());
+    remat_jsonw_end(w);
+    remat_jsonw_end(w);
+    return cli_json_close(w);
 }
 
 static void csv_str(FILE *f, const char *s)
@@ -921,9 +937,9 @@ int cmd_bench(int argc, char **argv)
     if (bench_check_outputs(&o)) return 1;
     int rc = bench_run(&o, &r);
     if (rc) { bench_result_free(&r); return rc; }
-    if (o.json) bench_print_json(stdout, &o, &r);
-    else if (o.csv) bench_print_csv(stdout, &o, &r);
-    else bench_print_table(stdout, &o, &r);
+    if (o.json && (rc = bench_print_json(stdout, &o, &r))) goto out;
+    if (o.csv) bench_print_csv(stdout, &o, &r);
+    else if (!o.json) bench_print_table(stdout, &o, &r);
     fflush(stdout);
     if (o.svg_pareto && (rc = bench_write_svg(o.svg_pareto, bench_svg_pareto, &o, &r))) goto out;
     if (o.svg_timeline && (rc = bench_write_svg(o.svg_timeline, bench_svg_timeline, &o, &r))) goto out;

@@ -10,7 +10,7 @@
 static void help(void)
 {
     printf(
-"usage: remat export --resume DIR --out FILE [--format llmc|safetensors] [--dtype fp32|bf16]\n\n"
+"usage: remat export --resume DIR --out FILE [--format llmc|safetensors] [--dtype fp32|bf16] [--json]\n\n"
 "Writes the parameters of the newest valid training checkpoint in DIR (see\n"
 "'remat train --save') to FILE, atomically: FILE is either left as it was or\n"
 "holds the whole export.\n\n"
@@ -21,6 +21,8 @@ static void help(void)
 "                    Default: safetensors for *.safetensors, llmc for *.bin.\n"
 "  --dtype D         fp32 (default: F32 tensors) or bf16 (safetensors BF16, rounded\n"
 "                    to nearest even; the training state stays fp32)\n"
+"  --json            one JSON object: {\"checkpoint\", \"step\", \"out\", \"format\", \"dtype\",\n"
+"                    \"n_layer\", \"n_embd\", \"n_head\", \"vocab\", \"max_seq\"}\n"
 "Either file loads with 'remat train --init-from FILE'.\n");
 }
 
@@ -33,6 +35,7 @@ static int ends_with(const char *s, const char *suffix)
 int cmd_export(int argc, char **argv)
 {
     const char *dir = NULL, *out = NULL, *format = NULL, *dtype = "fp32";
+    int json = 0;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
@@ -40,6 +43,7 @@ int cmd_export(int argc, char **argv)
         else if (!strcmp(f, "--out")) { if (!(out = cli_value(argc, argv, &i))) return 2; }
         else if (!strcmp(f, "--format")) { if (!(format = cli_value(argc, argv, &i))) return 2; }
         else if (!strcmp(f, "--dtype")) { if (!(dtype = cli_value(argc, argv, &i))) return 2; }
+        else if (!strcmp(f, "--json")) json = 1;
         else return cli_usage_error("export", "unknown flag '%s'", f);
     }
     if (!dir || !out) return cli_usage_error("export", "needs --resume DIR and --out FILE");
@@ -66,6 +70,23 @@ int cmd_export(int argc, char **argv)
     if (ci->warning[0]) fprintf(stderr, "remat: warning: %s\n", ci->warning);
     if (remat_weights_save_as(m, out, fmt, dt)) { cli_error("%s", remat_errmsg()); goto done; }
     const remat_config *c = remat_model_config(m);
+    if (json) {
+        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_str(w, "checkpoint", ci->file);
+        remat_jsonw_uint(w, "step", ci->step);
+        remat_jsonw_str(w, "out", out);
+        remat_jsonw_str(w, "format", format);
+        remat_jsonw_str(w, "dtype", dtype);
+        remat_jsonw_int(w, "n_layer", c->n_layer);
+        remat_jsonw_int(w, "n_embd", c->n_embd);
+        remat_jsonw_int(w, "n_head", c->n_head);
+        remat_jsonw_int(w, "vocab", c->vocab);
+        remat_jsonw_int(w, "max_seq", c->max_seq);
+        remat_jsonw_end(w);
+        rc = cli_json_close(w);
+        goto done;
+    }
     printf("exported %s (step %llu: %d layers, dim %d, %d heads, vocab %d, max_seq %d) to %s (%s, %s)\n", ci->file,
            (unsigned long long)ci->step, c->n_layer, c->n_embd, c->n_head, c->vocab, c->max_seq, out, format, dtype);
     rc = 0;

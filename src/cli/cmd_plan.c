@@ -4,6 +4,7 @@
  * against time; the longest sequence (or largest batch) that fits.  Also
  * cli_plan_for_budget_parallel(), which `remat train --budget` uses.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -101,12 +102,17 @@ static int pick_profile(const remat_config *c, const char *path, int none, int c
     return 1;
 }
 
-static void row_json(const remat_plan_row *r)
+static void row_json(remat_jsonw *w, const remat_plan_row *r)
 {
-    printf("{\"policy\": \"%s\", \"peak_bytes\": %llu, \"stored_bytes\": %llu, \"workset_bytes\": %llu, "
-           "\"overhead_pct\": %.4f, \"step_ms_pred\": %.4f, \"fits\": %s}", r->policy,
-           (unsigned long long)r->peak_bytes, (unsigned long long)r->stored_bytes,
-           (unsigned long long)r->workset_bytes, r->overhead_pct, r->step_ms_pred, r->fits ? "true" : "false");
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "policy", r->policy);
+    remat_jsonw_uint(w, "peak_bytes", r->peak_bytes);
+    remat_jsonw_uint(w, "stored_bytes", r->stored_bytes);
+    remat_jsonw_uint(w, "workset_bytes", r->workset_bytes);
+    remat_jsonw_num(w, "overhead_pct", r->overhead_pct);
+    remat_jsonw_num(w, "step_ms_pred", r->step_ms_pred);
+    remat_jsonw_bool(w, "fits", r->fits);
+    remat_jsonw_end(w);
 }
 
 static void row_text(const char *label, const remat_plan_row *r)
@@ -142,19 +148,25 @@ static void dp_text(const plan_dp *d)
     printf("\n");
 }
 
-static void dp_json(const plan_dp *d)
+static void dp_json(remat_jsonw *w, const plan_dp *d)
 {
     const remat_parallel_memory *pm = &d->pm;
-    printf("\"parallel\": {\"ranks\": %d, \"micro_batch\": %d, \"grad_accum\": %d, \"zero\": %d, \"params_bytes\": %llu, "
-           "\"grads_bytes\": %llu, \"optim_bytes\": %llu, \"reduce_bytes\": %llu, \"workspace_bytes\": %llu, "
-           "\"static_bytes\": %llu, \"tree_buffers\": %d, \"comm_bytes_per_step\": %llu, \"messages_per_step\": %llu, "
-           "\"comm_ms_pred\": ", d->par.ranks, d->par.micro_batch, pm->grad_accum, d->par.zero,
-           (unsigned long long)pm->params_bytes, (unsigned long long)pm->grads_bytes, (unsigned long long)pm->optim_bytes,
-           (unsigned long long)pm->reduce_bytes, (unsigned long long)pm->workspace_bytes,
-           (unsigned long long)pm->static_bytes, pm->tree_buffers, (unsigned long long)pm->comm_bytes,
-           (unsigned long long)pm->messages);
-    if (d->comm_ms >= 0) printf("%.4f}, ", d->comm_ms);
-    else printf("null}, ");
+    remat_jsonw_object(w, "parallel");
+    remat_jsonw_int(w, "ranks", d->par.ranks);
+    remat_jsonw_int(w, "micro_batch", d->par.micro_batch);
+    remat_jsonw_int(w, "grad_accum", pm->grad_accum);
+    remat_jsonw_int(w, "zero", d->par.zero);
+    remat_jsonw_uint(w, "params_bytes", pm->params_bytes);
+    remat_jsonw_uint(w, "grads_bytes", pm->grads_bytes);
+    remat_jsonw_uint(w, "optim_bytes", pm->optim_bytes);
+    remat_jsonw_uint(w, "reduce_bytes", pm->reduce_bytes);
+    remat_jsonw_uint(w, "workspace_bytes", pm->workspace_bytes);
+    remat_jsonw_uint(w, "static_bytes", pm->static_bytes);
+    remat_jsonw_int(w, "tree_buffers", pm->tree_buffers);
+    remat_jsonw_uint(w, "comm_bytes_per_step", pm->comm_bytes);
+    remat_jsonw_uint(w, "messages_per_step", pm->messages);
+    remat_jsonw_num(w, "comm_ms_pred", d->comm_ms >= 0 ? d->comm_ms : NAN);   /* null without --net-bw */
+    remat_jsonw_end(w);
 }
 
 /* A row of a micro-batch config priced for a rank: its total is the
@@ -208,19 +220,24 @@ static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t 
     if (!st) dp_row(dp, budget, act, opt);
     if (st && st != REMAT_ERR_BUDGET) { rc = cli_error("%s", err); goto out; }
     if (json) {
-        printf("{\"budget_bytes\": %llu, ", (unsigned long long)budget);
-        if (dp) dp_json(dp);
-        printf("\"rows\": [");
-        int first = 1;
-        for (int i = 0; i < nn; i++) {
-            if (!ok[i]) continue;
-            printf("%s", first ? "" : ", ");
-            row_json(&rows[i]);
-            first = 0;
+        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_uint(w, "budget_bytes", budget);
+        if (dp) dp_json(w, dp);
+        remat_jsonw_array(w, "rows");
+        for (int i = 0; i < nn; i++)
+            if (ok[i]) row_json(w, &rows[i]);
+        remat_jsonw_end(w);
+        if (st) remat_jsonw_null(w, "optimal");
+        else {
+            remat_jsonw_object(w, "optimal");
+            remat_jsonw_str(w, "policy", opt->policy);
+            remat_jsonw_uint(w, "peak_bytes", opt->peak_bytes);
+            remat_jsonw_num(w, "step_ms_pred", opt->step_ms_pred);
+            remat_jsonw_end(w);
         }
-        if (st) printf("], \"optimal\": null}\n");
-        else printf("], \"optimal\": {\"policy\": \"%s\", \"peak_bytes\": %llu, \"step_ms_pred\": %.4f}}\n", opt->policy,
-                    (unsigned long long)opt->peak_bytes, opt->step_ms_pred);
+        remat_jsonw_end(w);
+        if (cli_json_close(w)) { rc = 1; goto out; }
     } else {
         char b1[32], b2[32];
         cli_config_print(stdout, c);
@@ -258,10 +275,15 @@ static int do_pareto(const remat_config *c, const remat_profile *prof, int json,
     remat_plan_row *rows = NULL;
     size_t n = 0;
     if (remat_plan_pareto(c, prof, &rows, &n)) return cli_error("%s", remat_errmsg());
+    int rc = 0;
     if (json) {
-        printf("{\"rows\": [");
-        for (size_t i = 0; i < n; i++) { printf("%s", i ? ", " : ""); row_json(&rows[i]); }
-        printf("]}\n");
+        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_array(w, "rows");
+        for (size_t i = 0; i < n; i++) row_json(w, &rows[i]);
+        remat_jsonw_end(w);
+        remat_jsonw_end(w);
+        rc = cli_json_close(w);
     } else if (csv) {
         printf("peak_bytes,stored_bytes,workset_bytes,total_bytes,overhead_pct,step_ms_pred,policy\n");
         for (size_t i = 0; i < n; i++)
@@ -279,7 +301,7 @@ static int do_pareto(const remat_config *c, const remat_profile *prof, int json,
                    rows[i].policy);
     }
     remat_plan_rows_free(rows, n);
-    return 0;
+    return rc;
 }
 
 static int do_maximize(const remat_config *c, remat_plan_dim dim, uint64_t budget, int act, int json)
@@ -290,33 +312,40 @@ static int do_maximize(const remat_config *c, remat_plan_dim dim, uint64_t budge
     remat_plan_row *r = calloc(1, sizeof *r);
     if (!r) return cli_error("out of memory");
     char b1[32], b2[32];
-    if (json) printf("{\"budget_bytes\": %llu, \"dim\": \"%s\", \"rows\": [", (unsigned long long)budget, what);
-    else {
+    remat_jsonw *w = NULL;
+    if (json) {
+        if (!(w = cli_json_open(stdout, REMAT_JSONW_SPACED))) { remat_plan_rows_free(r, 1); return 1; }
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_uint(w, "budget_bytes", budget);
+        remat_jsonw_str(w, "dim", what);
+        remat_jsonw_array(w, "rows");
+    } else {
         cli_config_print(stdout, c);
         printf("largest %s that fits %s%s (max-seq follows seq; other fields fixed)\n\n", what,
                cli_fmt_bytes(budget, b1, sizeof b1), act ? " of activations" : " in total");
         printf("%-22s %9s %11s %11s\n", "policy", what, "act. peak", "total");
     }
-    int first = 1, rc = 0;
+    int rc = 0;
     for (int i = 0; i <= nn; i++) {
         const char *pol = i < nn ? names[i] : NULL;
         int best = 0;
         remat_status st = remat_plan_maximize(c, pol, dim, budget, act, &best, r);
         if (st && st != REMAT_ERR_BUDGET) {
             if (!pol || ngiven) rc = cli_error("%s%s%s", pol ? pol : "", pol ? ": " : "", remat_errmsg());
-            continue;
+            if (pol || !json) continue;   /* JSON: "optimal": null, the reason reported */
         }
         if (json) {
-            if (pol) {
-                printf("%s{\"policy\": \"%s\", \"max\": %d, \"peak_bytes\": %llu, \"total_bytes\": %llu}", first ? "" : ", ",
-                       pol, best, (unsigned long long)(st ? 0 : r->peak_bytes), (unsigned long long)(st ? 0 : r->total_bytes));
-                first = 0;
-            } else if (st) {
-                printf("], \"optimal\": null}\n");
-            } else {
-                printf("], \"optimal\": {\"policy\": \"%s\", \"max\": %d, \"peak_bytes\": %llu, \"total_bytes\": %llu}}\n",
-                       r->policy, best, (unsigned long long)r->peak_bytes, (unsigned long long)r->total_bytes);
+            if (!pol) remat_jsonw_end(w);   /* the rows */
+            if (!pol && st) remat_jsonw_null(w, "optimal");
+            else {
+                remat_jsonw_object(w, pol ? NULL : "optimal");
+                remat_jsonw_str(w, "policy", pol ? pol : r->policy);
+                remat_jsonw_int(w, "max", best);
+                remat_jsonw_uint(w, "peak_bytes", st ? 0 : r->peak_bytes);
+                remat_jsonw_uint(w, "total_bytes", st ? 0 : r->total_bytes);
+                remat_jsonw_end(w);
             }
+            if (!pol) remat_jsonw_end(w);
         } else if (st) {
             printf("%-22.22s %9s %11s %11s\n", pol ? pol : "optimal", "none", "-", "-");
         } else {
@@ -327,6 +356,7 @@ static int do_maximize(const remat_config *c, remat_plan_dim dim, uint64_t budge
         remat_plan_row_clear(r);
     }
     remat_plan_rows_free(r, 1);
+    if (json && cli_json_close(w)) rc = 1;
     return rc;
 }
 

@@ -66,19 +66,32 @@ int cmd_profile(int argc, char **argv)
     remat_plan_evaluate(&c, p, "none", 0, 0, &none);
     remat_plan_evaluate(&c, p, "full", 0, 0, &full);
     int n = remat_tensor_count();
+    int rc = 0;
     if (json) {
-        printf("{\"path\": \"%s\", \"describe\": \"%s\", \"update_ms\": %.6f, \"ops\": [", out, remat_profile_describe(p),
-               remat_profile_op_ms(p, -1, 0));
-        int first = 1;
+        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_str(w, "path", out);
+        remat_jsonw_str(w, "describe", remat_profile_describe(p));
+        remat_jsonw_num(w, "update_ms", remat_profile_op_ms(p, -1, 0));
+        remat_jsonw_array(w, "ops");
         for (int t = 0; t < n; t++) {
             remat_tensor_info ti;
             if (remat_tensor_get(&c, t, &ti) || ti.is_grad) continue;
-            printf("%s{\"tensor\": \"%s\", \"fwd_ms\": %.6f, \"bwd_ms\": %.6f, \"fwd_warm_ms\": %.6f, "
-                   "\"bwd_warm_ms\": %.6f}", first ? "" : ", ", ti.name, remat_profile_op_ms(p, t, 0),
-                   remat_profile_op_ms(p, t, 1), remat_profile_op_warm_ms(p, t, 0), remat_profile_op_warm_ms(p, t, 1));
-            first = 0;
+            remat_jsonw_object(w, NULL);
+            remat_jsonw_str(w, "tensor", ti.name);
+            remat_jsonw_num(w, "fwd_ms", remat_profile_op_ms(p, t, 0));
+            remat_jsonw_num(w, "bwd_ms", remat_profile_op_ms(p, t, 1));
+            remat_jsonw_num(w, "fwd_warm_ms", remat_profile_op_warm_ms(p, t, 0));
+            remat_jsonw_num(w, "bwd_warm_ms", remat_profile_op_warm_ms(p, t, 1));
+            remat_jsonw_end(w);
         }
-        printf("], \"step_ms_pred\": {\"none\": %.4f, \"full\": %.4f}}\n", none.step_ms_pred, full.step_ms_pred);
+        remat_jsonw_end(w);
+        remat_jsonw_object(w, "step_ms_pred");
+        remat_jsonw_num(w, "none", none.step_ms_pred);
+        remat_jsonw_num(w, "full", full.step_ms_pred);
+        remat_jsonw_end(w);
+        remat_jsonw_end(w);
+        rc = cli_json_close(w);
     } else {
         cli_config_print(stdout, &c);
         printf("%s; measured in %.1f s\n(ms; cold: inputs out of cache, warm: inputs just computed)\n\n"
@@ -97,5 +110,5 @@ int cmd_profile(int argc, char **argv)
     remat_plan_row_clear(&none);
     remat_plan_row_clear(&full);
     remat_profile_free(p);
-    return 0;
+    return rc;
 }

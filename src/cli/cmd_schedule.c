@@ -48,20 +48,35 @@ int cmd_schedule(int argc, char **argv)
     }
     size_t n = remat_schedule_length(s);
     char b1[32], b2[32], b3[32];
+    int rc = 0;
     if (json) {
-        printf("{\"policy\":\"%s\",\"peak_bytes\":%llu,\"stored_bytes\":%llu,\"workset_bytes\":%llu,"
-               "\"peak_index\":%zu,\"flops\":%.0f,\"recompute_flops\":%.0f,\"max_checkpoints\":%d,\"instructions\":[",
-               remat_schedule_policy(s), (unsigned long long)sim.peak_bytes, (unsigned long long)sim.stored_bytes,
-               (unsigned long long)sim.workset_bytes, sim.peak_index, sim.flops, sim.recompute_flops,
-               sim.max_checkpoints);
+        remat_jsonw *w = cli_json_open(stdout, 0);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_str(w, "policy", remat_schedule_policy(s));
+        remat_jsonw_uint(w, "peak_bytes", sim.peak_bytes);
+        remat_jsonw_uint(w, "stored_bytes", sim.stored_bytes);
+        remat_jsonw_uint(w, "workset_bytes", sim.workset_bytes);
+        remat_jsonw_uint(w, "peak_index", sim.peak_index);
+        remat_jsonw_num(w, "flops", sim.flops);
+        remat_jsonw_num(w, "recompute_flops", sim.recompute_flops);
+        remat_jsonw_int(w, "max_checkpoints", sim.max_checkpoints);
+        remat_jsonw_array(w, "instructions");
         for (size_t i = 0; i < n && !summary; i++) {
             remat_instr_info in;
             remat_schedule_instr(s, i, &in);
-            printf("%s{\"i\":%zu,\"op\":\"%s\",\"layer\":%d,\"tensor\":\"%s\",\"live_bytes\":%llu,\"peak_bytes\":%llu,\"flops\":%.0f}",
-                   i ? "," : "", i, remat_instr_kind_name(in.kind), in.layer, in.tensor, (unsigned long long)in.live_bytes,
-                   (unsigned long long)in.peak_bytes, in.flops);
+            remat_jsonw_object(w, NULL);
+            remat_jsonw_uint(w, "i", i);
+            remat_jsonw_str(w, "op", remat_instr_kind_name(in.kind));
+            remat_jsonw_int(w, "layer", in.layer);
+            remat_jsonw_str(w, "tensor", in.tensor);
+            remat_jsonw_uint(w, "live_bytes", in.live_bytes);
+            remat_jsonw_uint(w, "peak_bytes", in.peak_bytes);
+            remat_jsonw_num(w, "flops", in.flops);
+            remat_jsonw_end(w);
         }
-        printf("]}\n");
+        remat_jsonw_end(w);
+        remat_jsonw_end(w);
+        rc = cli_json_close(w);
     } else {
         cli_config_print(stdout, &c);
         printf("policy: %s | %zu instructions\n", remat_schedule_policy(s), n);
@@ -82,5 +97,5 @@ int cmd_schedule(int argc, char **argv)
                sim.flops > 0 ? 100 * sim.recompute_flops / sim.flops : 0.0, sim.flops, sim.max_checkpoints);
     }
     remat_schedule_free(s);
-    return 0;
+    return rc;
 }

@@ -436,15 +436,6 @@ data_error:
     return st;
 }
 
-/* a number for JSON: 9 significant digits, or null when there is none
- * (e.g. no step was run) */
-static const char *json_num(char buf[32], double x)
-{
-    if (isfinite(x)) snprintf(buf, 32, "%.9g", x);
-    else snprintf(buf, 32, "null");
-    return buf;
-}
-
 /* whether t holds a step that completed (calibration reads only those) */
 static int completed_steps(const remat_trace *t)
 {
@@ -491,6 +482,7 @@ static int train(int argc, char **argv)
     remat_checkpoint_info *ci = NULL;
     long start = 0, last_saved = -1, n_skipped = 0;
     remat_trace *trace = NULL;
+    remat_jsonw *jw = NULL;             /* --json: the JSON Lines on stdout */
     remat_profile *calib = NULL, *plan_prof = NULL;   /* plan_prof: --budget's, calibrated after the run */
     char calib_path[4096] = "";
     int trace_done = 0;
@@ -585,6 +577,7 @@ ready:
     remat_stats st0;
     remat_model_stats(m, &st0);
     int dp = st0.ranks > 1 || st0.grad_accum > 1;
+    if (o.json && !(jw = cli_json_open(stdout, 0))) goto out;
     size_t N = (size_t)c->batch * c->seq;
     in = malloc(N * sizeof *in);
     tg = malloc(N * sizeof *tg);
@@ -651,7 +644,13 @@ ready:
             if (lead) fprintf(stderr, "remat: warning: step %ld: %s; step skipped, parameters not updated\n", s + 1,
                               remat_model_error(m));
             n_skipped++;
-            if (o.json) printf("{\"type\":\"step\",\"step\":%ld,\"skipped\":true}\n", s + 1);
+            if (jw) {
+                remat_jsonw_object(jw, NULL);
+                remat_jsonw_str(jw, "type", "step");
+                remat_jsonw_int(jw, "step", s + 1);
+                remat_jsonw_bool(jw, "skipped", 1);
+                remat_jsonw_end(jw);
+            }
             fflush(stdout);
             if (o.save && o.save_every > 0 && (s + 1) % o.save_every == 0 && !save_ckpt(&o, m, data, s + 1, &last_saved)) goto out;
             continue;
@@ -682,12 +681,20 @@ ready:
             cli_error("validation: %s", why); goto out;
         }
         double tps = (double)N / (ms / 1000.0);
-        if (o.json) {
-            printf("{\"type\":\"step\",\"step\":%ld,\"loss\":%.9g,\"ms\":%.3f,\"tokens_per_s\":%.1f,\"act_peak_bytes\":%llu",
-                   s + 1, (double)loss, ms, tps, (unsigned long long)stt.act_peak_bytes);
-            if (dp) printf(",\"comm_ms\":%.3f,\"reduce_ms\":%.3f", stt.comm_ms, stt.reduce_ms);
-            if (do_eval) printf(",\"val_loss\":%.6f", val);
-            printf("}\n");
+        if (jw) {
+            remat_jsonw_object(jw, NULL);
+            remat_jsonw_str(jw, "type", "step");
+            remat_jsonw_int(jw, "step", s + 1);
+            remat_jsonw_float(jw, "loss", loss);
+            remat_jsonw_num(jw, "ms", ms);
+            remat_jsonw_num(jw, "tokens_per_s", tps);
+            remat_jsonw_uint(jw, "act_peak_bytes", stt.act_peak_bytes);
+            if (dp) {
+                remat_jsonw_num(jw, "comm_ms", stt.comm_ms);
+                remat_jsonw_num(jw, "reduce_ms", stt.reduce_ms);
+            }
+            if (do_eval) remat_jsonw_num(jw, "val_loss", val);
+            remat_jsonw_end(jw);
         } else if (!o.quiet) {
             printf("step %5ld/%ld | loss %.4f | %8.1f ms | %8.0f tok/s | act peak %.2f MiB",
                    s + 1, o.steps, (double)loss, ms, tps, stt.act_peak_bytes / 1048576.0);
@@ -720,30 +727,52 @@ ready:
     char hash[32];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)remat_model_params_hash(m));
     double rpct = sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0;
-    if (o.json) {
-        char j1[32], j2[32], j3[32], j4[32], j5[32], j6[32], j7[32];
-        printf("{\"type\":\"summary\",\"policy\":\"%s\",\"steps\":%ld,\"loss_first\":%s,\"loss_last\":%s,"
-               "\"val_loss\":%s,\"step_ms_median\":%s,\"tokens_per_s\":%s,"
-               "\"act_peak_bytes\":%llu,\"act_peak_pred_bytes\":%llu,\"act_stored_bytes\":%llu,"
-               "\"act_stored_pred_bytes\":%llu,\"act_workset_bytes\":%llu,\"act_workset_pred_bytes\":%llu,"
-               "\"params_bytes\":%llu,\"grads_bytes\":%llu,\"optim_bytes\":%llu,\"workspace_bytes\":%llu,"
-               "\"step_peak_bytes\":%llu,\"flops_per_step\":%.0f,\"recompute_pct\":%.3f,\"params_hash\":\"%s\","
-               "\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"seq\":%d,\"batch\":%d,\"threads\":%d,"
-               "\"dtype\":\"%s\",\"gemm\":\"%s\",\"weights16_bytes\":%llu,\"calibrated_ops\":%d,"
-               "\"ranks\":%d,\"micro_batch\":%d,\"grad_accum\":%d,\"zero\":%d,\"reduce_bytes\":%llu,"
-               "\"comm_bytes_per_step\":%llu,\"comm_ms_median\":%s,\"reduce_ms_median\":%s}\n",
-               policy, o.steps, json_num(j1, loss_first), json_num(j2, loss_last), json_num(j3, val), json_num(j4, med), json_num(j5, tps),
-               (unsigned long long)stt.act_peak_bytes, (unsigned long long)sim.peak_bytes,
-               (unsigned long long)stt.act_stored_bytes, (unsigned long long)sim.stored_bytes,
-               (unsigned long long)stt.act_workset_bytes, (unsigned long long)sim.workset_bytes,
-               (unsigned long long)stt.params_bytes, (unsigned long long)stt.grads_bytes,
-               (unsigned long long)stt.optim_bytes, (unsigned long long)stt.workspace_bytes,
-               (unsigned long long)stt.step_peak_bytes, sim.flops * stt.grad_accum, rpct, hash,
-               c->n_layer, c->n_embd, c->n_head, c->vocab, c->seq, c->batch, remat_get_threads(),
-               cli_dtype_name(c->dtype), remat_gemm_name(remat_gemm_get()),
-               (unsigned long long)stt.weights16_bytes, remat_profile_run_ops(calib), stt.ranks, stt.micro_batch,
-               stt.grad_accum, stt.zero, (unsigned long long)stt.reduce_bytes, (unsigned long long)stt.comm_bytes,
-               json_num(j6, comm_med), json_num(j7, red_med));
+    if (jw) {
+        remat_jsonw_object(jw, NULL);
+        remat_jsonw_str(jw, "type", "summary");
+        remat_jsonw_str(jw, "policy", policy);
+        remat_jsonw_int(jw, "steps", o.steps);
+        remat_jsonw_float(jw, "loss_first", loss_first);
+        remat_jsonw_float(jw, "loss_last", loss_last);
+        remat_jsonw_num(jw, "val_loss", val);
+        remat_jsonw_num(jw, "step_ms_median", med);
+        remat_jsonw_num(jw, "tokens_per_s", tps);
+        remat_jsonw_uint(jw, "act_peak_bytes", stt.act_peak_bytes);
+        remat_jsonw_uint(jw, "act_peak_pred_bytes", sim.peak_bytes);
+        remat_jsonw_uint(jw, "act_stored_bytes", stt.act_stored_bytes);
+        remat_jsonw_uint(jw, "act_stored_pred_bytes", sim.stored_bytes);
+        remat_jsonw_uint(jw, "act_workset_bytes", stt.act_workset_bytes);
+        remat_jsonw_uint(jw, "act_workset_pred_bytes", sim.workset_bytes);
+        remat_jsonw_uint(jw, "params_bytes", stt.params_bytes);
+        remat_jsonw_uint(jw, "grads_bytes", stt.grads_bytes);
+        remat_jsonw_uint(jw, "optim_bytes", stt.optim_bytes);
+        remat_jsonw_uint(jw, "workspace_bytes", stt.workspace_bytes);
+        remat_jsonw_uint(jw, "step_peak_bytes", stt.step_peak_bytes);
+        remat_jsonw_num(jw, "flops_per_step", sim.flops * stt.grad_accum);
+        remat_jsonw_num(jw, "recompute_pct", rpct);
+        remat_jsonw_str(jw, "params_hash", hash);
+        remat_jsonw_int(jw, "n_layer", c->n_layer);
+        remat_jsonw_int(jw, "n_embd", c->n_embd);
+        remat_jsonw_int(jw, "n_head", c->n_head);
+        remat_jsonw_int(jw, "vocab", c->vocab);
+        remat_jsonw_int(jw, "seq", c->seq);
+        remat_jsonw_int(jw, "batch", c->batch);
+        remat_jsonw_int(jw, "threads", remat_get_threads());
+        remat_jsonw_str(jw, "dtype", cli_dtype_name(c->dtype));
+        remat_jsonw_str(jw, "gemm", remat_gemm_name(remat_gemm_get()));
+        remat_jsonw_uint(jw, "weights16_bytes", stt.weights16_bytes);
+        remat_jsonw_int(jw, "calibrated_ops", remat_profile_run_ops(calib));
+        remat_jsonw_int(jw, "ranks", stt.ranks);
+        remat_jsonw_int(jw, "micro_batch", stt.micro_batch);
+        remat_jsonw_int(jw, "grad_accum", stt.grad_accum);
+        remat_jsonw_int(jw, "zero", stt.zero);
+        remat_jsonw_uint(jw, "reduce_bytes", stt.reduce_bytes);
+        remat_jsonw_uint(jw, "comm_bytes_per_step", stt.comm_bytes);
+        remat_jsonw_num(jw, "comm_ms_median", comm_med);
+        remat_jsonw_num(jw, "reduce_ms_median", red_med);
+        remat_jsonw_end(jw);
+        if (cli_json_close(jw)) { jw = NULL; goto out; }
+        jw = NULL;
     } else {
         printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s%s\n",
                (double)loss_first, (double)loss_last, val, med, tps,
@@ -805,6 +834,7 @@ out:
     if (rc && !trace_done && o.trace && trace && lead && remat_trace_steps(trace)) write_trace(&o, trace);
     free(in); free(tg); free(dt.ms); free(ci); free(dt.comm_ms); free(dt.reduce_ms);
     remat_trace_free(trace);
+    remat_jsonw_free(jw);
     remat_profile_free(calib);
     remat_profile_free(plan_prof);
     remat_model_free(m);

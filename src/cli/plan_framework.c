@@ -56,33 +56,36 @@ static const char *fw_name(const remat_config *c)
 
 /* torchtitan's settings (torchtitan/distributed/activation_checkpoint.py,
  * torchtitan/trainer.py): the activation_checkpoint subcommand and its config class */
-static void torchtitan_json(const char *tt)
+static void torchtitan_json(remat_jsonw *w, const char *tt)
 {
-    if (!tt) { printf("null"); return; }
+    if (!tt) { remat_jsonw_null(w, "torchtitan"); return; }
     const char *cls = !strcmp(tt, "full") ? "FullAC.Config()" : !strcmp(tt, "selective") ? "SelectiveAC.Config()" : "None";
-    printf("{\"activation_checkpoint\": \"%s\", \"cli\": \"activation_checkpoint:%s\", \"config\": \"%s\"}", tt, tt, cls);
+    char cli[96];
+    snprintf(cli, sizeof cli, "activation_checkpoint:%s", tt);
+    remat_jsonw_object(w, "torchtitan");
+    remat_jsonw_str(w, "activation_checkpoint", tt);
+    remat_jsonw_str(w, "cli", cli);
+    remat_jsonw_str(w, "config", cls);
+    remat_jsonw_end(w);
 }
 
-static void row_json(const remat_cluster_row *r)
+/* a row of the answers, under key (NULL in the rows array); null when the
+ * answer does not exist */
+static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r)
 {
-    printf("{\"policy\": ");
-    cli_json_str(stdout, r->policy);
-    printf(", \"layer_stored_bytes\": %llu, \"stored_bytes\": %llu, \"peak_bytes\": %llu, \"total_bytes\": %llu, "
-           "\"hardware_flops\": %.6g, \"step_ms_pred\": %.4f, \"fits\": %s, \"megatron_flags\": ",
-           (unsigned long long)r->layer_stored_bytes, (unsigned long long)r->stored_bytes,
-           (unsigned long long)r->peak_bytes, (unsigned long long)r->total_bytes, r->hardware_flops, r->step_ms_pred,
-           r->fits ? "true" : "false");
-    cli_json_str(stdout, r->megatron_flags);
-    printf(", \"torchtitan\": ");
-    torchtitan_json(r->torchtitan);
-    printf("}");
-}
-
-static void answer_json(const char *key, const remat_cluster_row *r)
-{
-    printf(", \"%s\": ", key);
-    if (!r->policy) { printf("null"); return; }
-    row_json(r);
+    if (!r->policy) { remat_jsonw_null(w, key); return; }
+    remat_jsonw_object(w, key);
+    remat_jsonw_str(w, "policy", r->policy);
+    remat_jsonw_uint(w, "layer_stored_bytes", r->layer_stored_bytes);
+    remat_jsonw_uint(w, "stored_bytes", r->stored_bytes);
+    remat_jsonw_uint(w, "peak_bytes", r->peak_bytes);
+    remat_jsonw_uint(w, "total_bytes", r->total_bytes);
+    remat_jsonw_num(w, "hardware_flops", r->hardware_flops);
+    remat_jsonw_num(w, "step_ms_pred", r->step_ms_pred);
+    remat_jsonw_bool(w, "fits", r->fits);
+    remat_jsonw_str(w, "megatron_flags", r->megatron_flags);
+    torchtitan_json(w, r->torchtitan);
+    remat_jsonw_end(w);
 }
 
 static const char *fmt_s(double ms, char *buf, size_t n)
@@ -216,23 +219,37 @@ int cli_plan_framework(int argc, char **argv)
     remat_cluster_memory mm;
     remat_cluster_memory_of(&c, &cl, &mm);
     double model_flops = remat_cluster_model_flops(&c, &cl);
+    int rc = 1;
     if (json) {
-        printf("{\"framework\": \"%s\", \"memory\": {\"params\": %llu, \"params_bytes\": %llu, \"grads_bytes\": %llu, "
-               "\"optim_bytes\": %llu}, \"model_flops\": %.6g, \"device\": \"%s\", \"device_mem_bytes\": %llu", fw_name(&c),
-               (unsigned long long)mm.params, (unsigned long long)mm.params_bytes, (unsigned long long)mm.grads_bytes,
-               (unsigned long long)mm.optim_bytes, model_flops, cl.dev.name ? cl.dev.name : "",
-               (unsigned long long)cl.dev.mem_bytes);
-        if (maximize >= 0)
-            printf(", \"maximize\": {\"dim\": \"%s\", \"optimal\": %d, \"best_megatron\": %d, \"best_torchtitan\": %d}",
-                   maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch", best[0], best[1], best[2]);
-        answer_json("optimal", &a.optimal);
-        answer_json("best_megatron", &a.best_megatron);
-        answer_json("best_torchtitan", &a.best_torchtitan);
-        printf(", \"rows\": [");
-        int first = 1;
-        for (int i = 0; i < ngiven; i++) { printf("%s", first ? "" : ", "); row_json(&gr[i]); first = 0; }
-        for (size_t i = 0; i < a.nrows; i++) { printf("%s", first ? "" : ", "); row_json(&a.rows[i]); first = 0; }
-        printf("]}\n");
+        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_str(w, "framework", fw_name(&c));
+        remat_jsonw_object(w, "memory");
+        remat_jsonw_uint(w, "params", mm.params);
+        remat_jsonw_uint(w, "params_bytes", mm.params_bytes);
+        remat_jsonw_uint(w, "grads_bytes", mm.grads_bytes);
+        remat_jsonw_uint(w, "optim_bytes", mm.optim_bytes);
+        remat_jsonw_end(w);
+        remat_jsonw_num(w, "model_flops", model_flops);
+        remat_jsonw_str(w, "device", cl.dev.name ? cl.dev.name : "");
+        remat_jsonw_uint(w, "device_mem_bytes", cl.dev.mem_bytes);
+        if (maximize >= 0) {
+            remat_jsonw_object(w, "maximize");
+            remat_jsonw_str(w, "dim", maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch");
+            remat_jsonw_int(w, "optimal", best[0]);
+            remat_jsonw_int(w, "best_megatron", best[1]);
+            remat_jsonw_int(w, "best_torchtitan", best[2]);
+            remat_jsonw_end(w);
+        }
+        row_json(w, "optimal", &a.optimal);
+        row_json(w, "best_megatron", &a.best_megatron);
+        row_json(w, "best_torchtitan", &a.best_torchtitan);
+        remat_jsonw_array(w, "rows");
+        for (int i = 0; i < ngiven; i++) row_json(w, NULL, &gr[i]);
+        for (size_t i = 0; i < a.nrows; i++) row_json(w, NULL, &a.rows[i]);
+        remat_jsonw_end(w);
+        remat_jsonw_end(w);
+        if (cli_json_close(w)) goto out;
     } else {
         char b1[32], b2[32], b3[32], b4[32];
         long m = (cl.global_batch ? cl.global_batch : (long)c.batch * cl.dp) / ((long)c.batch * cl.dp);
@@ -273,10 +290,11 @@ int cli_plan_framework(int argc, char **argv)
                    a.best_torchtitan.policy ? (snprintf(b1, sizeof b1, "%.1f%%", 100 * (a.best_torchtitan.step_ms_pred /
                                                          a.optimal.step_ms_pred - 1)), b1) : "(nothing fits)");
     }
-    int rc = a.optimal.policy ? 0 : 1;
+    rc = a.optimal.policy ? 0 : 1;
     if (!a.optimal.policy)   /* with --json too: the answers are null there, the reason is here */
         cli_error("nothing fits in %s per GPU; add GPUs (--tp, --pp), shorten --seq or --micro-batch, or use "
                   "--distributed-optimizer", cli_fmt_bytes(cl.dev.mem_bytes, (char[32]){0}, 32));
+out:
     for (int i = 0; i < ngiven; i++) remat_cluster_row_clear(&gr[i]);
     free(gr);
     remat_cluster_answer_clear(&a);
