@@ -153,6 +153,17 @@ typedef struct remat_config {
     int stage;        /* REMAT_STAGE_WHOLE (default) or REMAT_STAGE_FIRST (framework tables) */
 } remat_config;
 
+/* The limits remat_config_check enforces, in one place: the check, the
+ * CLI's flags and the weights files' readers take their ranges from here.
+ * They keep every derived size (and int indexing of rows) in range. */
+#define REMAT_MAX_LAYERS 4096          /* n_layer in [1, REMAT_MAX_LAYERS] */
+#define REMAT_MAX_EMBD   65536         /* n_embd in [1, REMAT_MAX_EMBD]; n_head in [1, n_embd] */
+#define REMAT_MIN_VOCAB  2             /* vocab in [REMAT_MIN_VOCAB, REMAT_MAX_VOCAB] */
+#define REMAT_MAX_VOCAB  (1 << 24)
+#define REMAT_MAX_SEQ    (1 << 20)     /* seq in [1, max_seq], max_seq <= REMAT_MAX_SEQ */
+#define REMAT_MAX_BATCH  (1 << 20)     /* batch in [1, REMAT_MAX_BATCH] */
+#define REMAT_MAX_TP     1024          /* tp in [0, REMAT_MAX_TP] */
+
 /* The tensor-parallel size of a config: tp, or 1 when tp is 0. */
 REMAT_API int remat_config_tp(const remat_config *cfg);
 /* Fills a small default (4 layers, 128 wide, 4 heads, V 256, T 64, B 16). */

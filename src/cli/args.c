@@ -138,9 +138,10 @@ int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
     long x;
     double d;
     struct { const char *name; int *field; long lo, hi; } ints[] = {
-        {"--layers", &c->n_layer, 1, 4096}, {"--dim", &c->n_embd, 1, 65536}, {"--heads", &c->n_head, 1, 65536},
-        {"--vocab", &c->vocab, 2, 1 << 24}, {"--seq", &c->seq, 1, 1 << 20}, {"--max-seq", &c->max_seq, 1, 1 << 20},
-        {"--batch", &c->batch, 1, 1 << 20},
+        {"--layers", &c->n_layer, 1, REMAT_MAX_LAYERS}, {"--dim", &c->n_embd, 1, REMAT_MAX_EMBD},
+        {"--heads", &c->n_head, 1, REMAT_MAX_EMBD}, {"--vocab", &c->vocab, REMAT_MIN_VOCAB, REMAT_MAX_VOCAB},
+        {"--seq", &c->seq, 1, REMAT_MAX_SEQ}, {"--max-seq", &c->max_seq, 1, REMAT_MAX_SEQ},
+        {"--batch", &c->batch, 1, REMAT_MAX_BATCH},
     };
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
         if (!strcmp(f, ints[k].name)) {
@@ -188,7 +189,7 @@ int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
         return 1;
     }
     if (!strcmp(f, "--tp")) {
-        if (!(v = cli_value(argc, argv, i)) || !cli_int(f, v, 1, 1024, &x)) return -1;
+        if (!(v = cli_value(argc, argv, i)) || !cli_int(f, v, 1, REMAT_MAX_TP, &x)) return -1;
         c->tp = (int)x;
         return 1;
     }
