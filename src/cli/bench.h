@@ -28,10 +28,12 @@ typedef struct bench_opts {
     const char *policies;      /* --policies (NULL: "none,full,selective") */
     long steps, warmup, threads, sgemm_n;
     uint64_t seed;
-    uint64_t budget;           /* --budget, 0 = none */
+    uint64_t budget;           /* --budget or --budget-activations, 0 = none */
+    uint64_t budget_act;       /* --budget-activations as given (budget has it after parsing) */
     int act_only;              /* --budget-activations: the budget is for the activation peak */
     const char *profile;       /* --profile FILE; NULL: the cached profile, else the calibrated FLOP model */
     int json, csv, rss;        /* rss: per-policy peak RSS in forked children */
+    int no_rss;                /* --no-rss */
     const char *svg_pareto, *svg_timeline, *timeline_policy;
     const char *out_dir;       /* report only */
     const char *trace_dir;     /* --trace DIR: one trace file per policy */

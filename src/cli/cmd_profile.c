@@ -4,45 +4,53 @@
  * the CPU model and the thread count, for `remat plan` and
  * `remat train --budget`.
  */
+#include <stddef.h>
 #include <string.h>
 #include "cli.h"
 
-static void help(void)
-{
-    printf(
-"usage: remat profile [config flags] [--reps N] [--threads N] [--out FILE] [--json]\n\n"
-"Times the forward and backward op of every activation tensor of the config in\n"
-"isolation with the real kernels (one block's buffers, the embedding and the LM\n"
-"head; never the whole model), with its inputs out of cache and in cache: one\n"
-"warm-up round, then N timed rounds over all ops (default 5), median; with one\n"
-"thread the thread's CPU time, else the wall clock.  The profile is written atomically to FILE, by default to the cache\n"
-"($REMAT_CACHE, else ~/.cache/remat/), where 'remat plan' and\n"
-"'remat train --budget' find it for the same config, CPU and thread count (the\n"
-"run times 'remat train' stored there are kept).\n"
-"config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
-"              --attention naive|flash --lmhead full|chunked[:ROWS]\n");
-}
+typedef struct profile_opts {
+    long reps, threads;
+    int json;
+    const char *out;
+} profile_opts;
+
+#define O(field) offsetof(profile_opts, field)
+static const cli_flag flags[] = {
+    {"--reps", "N", CLI_FLAG_LONG, O(reps), 1, 1000, NULL, NULL, "timed rounds over all ops (default 5)"},
+    CLI_FLAG_THREADS(profile_opts, threads),
+    {"--out", "FILE", CLI_FLAG_STRING, O(out), 0, 0, NULL, NULL, "where the profile goes (default: the cache)"},
+    CLI_FLAG_JSON(profile_opts, json,
+                  "one JSON object: {\"path\", \"describe\", \"update_ms\", \"ops\": [{\"tensor\",\n"
+                  "\"fwd_ms\", \"bwd_ms\", \"fwd_warm_ms\", \"bwd_warm_ms\"}], \"step_ms_pred\":\n"
+                  "{\"none\", \"full\"}}"),
+};
+#undef O
 
 int cmd_profile(int argc, char **argv)
 {
     remat_config c;
-    remat_config_default(&c);
-    c.max_seq = 0;
-    long reps = 5, threads = 0;
-    int json = 0;
-    const char *out = NULL, *v;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        const char *f = argv[i];
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
-        if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
-        if (r) continue;
-        if (!strcmp(f, "--reps")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1000, &reps)) return 2; }
-        else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &threads)) return 2; }
-        else if (!strcmp(f, "--out")) { if (!(out = cli_value(argc, argv, &i))) return 2; }
-        else if (!strcmp(f, "--json")) json = 1;
-        else return cli_usage_error("profile", "unknown flag '%s'", f);
-    }
+    profile_opts o = { 5, 0, 0, NULL };
+    cli_config_start(&c);
+    cli_flag_group groups[] = { cli_config_group(&c), { "profile:", CLI_FLAGS(flags), &o } };
+    cli_command cmd = {
+        "profile",
+        "usage: remat profile [config flags] [--reps N] [--threads N] [--out FILE] [--json]\n\n"
+        "Times the forward and backward op of every activation tensor of the config in\n"
+        "isolation with the real kernels (one block's buffers, the embedding and the LM\n"
+        "head; never the whole model), with its inputs out of cache and in cache: one\n"
+        "warm-up round, then N timed rounds over all ops (default 5), median; with one\n"
+        "thread the thread's CPU time, else the wall clock.  The profile is written\n"
+        "atomically to FILE, by default to the cache ($REMAT_CACHE, else\n"
+        "~/.cache/remat/), where 'remat plan' and 'remat train --budget' find it for\n"
+        "the same config, CPU and thread count (the run times 'remat train' stored\n"
+        "there are kept).\n\n",
+        NULL, groups, 2, NULL, NULL, { 0 },
+    };
+    int r = cli_parse(&cmd, argc, argv);
+    if (r <= 0) return r < 0 ? 2 : 0;
+    long reps = o.reps, threads = o.threads;
+    int json = o.json;
+    const char *out = o.out;
     cli_config_default_max_seq(&c);
     remat_set_threads((int)threads);
     if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;

@@ -2,40 +2,45 @@
  * cmd_schedule.c -- `remat schedule`: print the schedule a policy compiles
  * to, with the live activation bytes after each instruction (dry run).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 
-static void help(void)
-{
-    printf(
-"usage: remat schedule [--recompute POLICY] [config flags] [--json]\n\n"
-"Compiles POLICY (default none) for the config and prints every instruction\n"
-"with the activation bytes live after it, predicted by the dry-run simulator.\n"
-"config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
-"  (defaults: the small model of 'remat train')\n"
-"  --json   one JSON object: {\"policy\", \"peak_bytes\", \"stored_bytes\", ...,\n"
-"           \"instructions\": [{\"i\", \"op\", \"layer\", \"tensor\", \"live_bytes\", \"peak_bytes\", \"flops\"}]}\n"
-"  --summary  only the totals\n");
-}
+typedef struct schedule_opts {
+    const char *policy;
+    int json, summary;
+} schedule_opts;
+
+#define O(field) offsetof(schedule_opts, field)
+static const cli_flag flags[] = {
+    {"--recompute", "POLICY", CLI_FLAG_STRING, O(policy), 0, 0, NULL, NULL, "the policy to compile (default none)"},
+    CLI_FLAG_JSON(schedule_opts, json,
+                  "one JSON object: {\"policy\", \"peak_bytes\", \"stored_bytes\", ...,\n"
+                  "\"instructions\": [{\"i\", \"op\", \"layer\", \"tensor\", \"live_bytes\",\n"
+                  "\"peak_bytes\", \"flops\"}]}"),
+    {"--summary", NULL, CLI_FLAG_SWITCH, O(summary), 0, 0, NULL, NULL, "only the totals"},
+};
+#undef O
 
 int cmd_schedule(int argc, char **argv)
 {
     remat_config c;
-    remat_config_default(&c);
-    c.max_seq = 0;
-    const char *policy = NULL;
-    int json = 0, summary = 0;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { help(); return 0; }
-        if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
-        if (r) continue;
-        if (!strcmp(argv[i], "--recompute")) { if (!(policy = cli_value(argc, argv, &i))) return 2; }
-        else if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--summary")) summary = 1;
-        else return cli_usage_error("schedule", "unknown flag '%s'", argv[i]);
-    }
+    schedule_opts o = { 0 };
+    cli_config_start(&c);
+    cli_flag_group groups[] = { cli_config_group(&c), { "schedule:", CLI_FLAGS(flags), &o } };
+    cli_command cmd = {
+        "schedule",
+        "usage: remat schedule [--recompute POLICY] [config flags] [--json]\n\n"
+        "Compiles POLICY (default none) for the config and prints every instruction\n"
+        "with the activation bytes live after it, predicted by the dry-run simulator.\n"
+        "Config defaults: the small model of 'remat train'.\n\n",
+        NULL, groups, 2, NULL, NULL, { 0 },
+    };
+    int r = cli_parse(&cmd, argc, argv);
+    if (r <= 0) return r < 0 ? 2 : 0;
+    const char *policy = o.policy;
+    int json = o.json, summary = o.summary;
     cli_config_default_max_seq(&c);
     remat_schedule *s = NULL;
     remat_status st = remat_schedule_create(&c, policy, &s);

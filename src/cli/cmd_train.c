@@ -5,6 +5,7 @@
 #define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include <math.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,83 +14,6 @@
 #include "remat_testing.h"   /* --debug-nan: remat_model_debug_poison */
 #include "progress.h"
 
-static void help(void)
-{
-    printf(
-"usage: remat train [flags]\n\n"
-"Trains a GPT-2-style model.  With no flags it trains a small model on the\n"
-"embedded arithmetic task (no files needed).\n\n"
-"model and step shape:\n"
-"  --layers N        blocks (default 4)            --dim C      width (default 128)\n"
-"  --heads H         attention heads (default 4)   --vocab V    vocabulary (default: from the data)\n"
-"  --seq T           sequence length (default 64)  --max-seq M  position table size (default T)\n"
-"  --batch B         sequences per step (default 16)\n"
-"  --dropout P       dropout on attention probabilities and residual branches (default 0)\n"
-"  --attention K     naive (stores the T x T probabilities) or flash (tiled, online softmax,\n"
-"                    stores only the logsumexp; default naive)\n"
-"  --lmhead K        full (B x T x V logits) or chunked[:ROWS] (logits, loss and gradient\n"
-"                    ROWS at a time; default ROWS 128)\n"
-"  --dtype D         fp32 (default) or bf16: mixed precision as autocast, bf16 activations\n"
-"                    and GEMM operands, fp32 weights, gradients, AdamW state and residual stream\n"
-"  --gemm E          GEMM engine: onednn (the default build's default) or cblas (fp32 only)\n"
-"  --init-from FILE  start from llm.c (.bin) or safetensors weights; the file sets\n"
-"                    layers, dim, vocab, max-seq (and heads, when it records them)\n"
-"training:\n"
-"  --steps N         optimizer steps (default 200)\n"
-"  --lr X            AdamW learning rate (default 1e-3)\n"
-"  --wd X            decoupled weight decay on 2-D weights (default 0.1)\n"
-"  --clip X          global gradient-norm clip, 0 disables (default 1.0)\n"
-"  --seed N          initialisation and dropout seed (default 1)\n"
-"  --threads N       threads for kernels and BLAS (default: all cores; under mpirun the\n"
-"                    cores divided among the ranks of each machine)\n"
-"  --data PATH       text file (bytes), llm.c .bin shard, or a quoted glob of shards read in\n"
-"                    sorted order as one stream, e.g. 'fineweb_train_*.bin' (default: the\n"
-"                    embedded task); without --val-data its last 10%% is the validation split\n"
-"  --val-data PATH   a separate validation set (a file or a glob, as --data); the training\n"
-"                    data is then not split\n"
-"  --eval-every N    validation loss every N steps, 0 only at the end (default 50)\n"
-"  --eval-batches N  batches per validation (default 4)\n"
-"  --sample N        sample N tokens at the end for byte-level data (default 48)\n"
-"data parallelism (mpirun -np R remat train ...; R a power of two):\n"
-"  --batch B is the global batch: sequences per optimizer step over all ranks\n"
-"  --micro-batch b   sequences per forward/backward on one rank (default B/R); each rank\n"
-"                    accumulates B/(b R) micro-batches; results are bitwise identical for\n"
-"                    any R that divides B/b (same --threads per rank)\n"
-"  --zero Z          1: shard the AdamW state over the ranks (ZeRO-1, the default for R > 1);\n"
-"                    0: every rank keeps all of it (the same bits either way)\n"
-"recomputation:\n"
-"  --recompute POLICY  none, full, every:K, sqrt, first:N, selective, pointwise,\n"
-"                      save:A+B, revolve:S, or combinations such as every:2,selective\n"
-"  --verify-recompute  check every recomputed tensor bit for bit against its first computation\n"
-"  --budget SIZE       run the fastest plan whose total memory fits SIZE (e.g. 2GiB; see\n"
-"                      'remat plan'); auto: the memory available to this process;\n"
-"                      --budget-activations SIZE limits the activations alone.  Without a\n"
-"                      budget a run whose predicted peak exceeds the available memory is\n"
-"                      refused before it allocates\n"
-"checkpoints and numerical faults:\n"
-"  --save DIR        write checkpoints to DIR (created if missing; keeps the last 2 good ones)\n"
-"  --save-every N    checkpoint every N steps (default 0: only at the end)\n"
-"  --resume DIR      continue the run in DIR from its newest valid checkpoint up to --steps;\n"
-"                    config, seed, optimizer and data come from the checkpoint (flags that\n"
-"                    contradict it are an error); saving continues in DIR unless --save\n"
-"  --on-nonfinite M  stop (default) or skip: on a NaN/Inf loss or gradient, stop with the\n"
-"                    last good state checkpointed, or skip that step's update and go on\n"
-"  --debug-nan S:T[:R] testing: make parameter T's gradient (e.g. qkvw) or the loss (T=loss)\n"
-"                    NaN at step S (on rank R, default 0)\n"
-"  --debug-alloc-fail S:N[:R] testing: the N-th allocation of step S fails (on rank R)\n"
-"time:\n"
-"  --trace FILE      write the steps as a Chrome trace (JSON for Perfetto or chrome://tracing):\n"
-"                    every instruction's time, kind, layer, tensor and FLOPs, and the live\n"
-"                    activation and step bytes as counter tracks\n"
-"  --trace-steps A:B only steps A to B (also A, or A: to the end; default all)\n"
-"  --no-calibrate    do not store the run's instruction times in the cost model's cache\n"
-"                    (by default steps 2-17 are timed, and 'remat plan' and --budget then\n"
-"                    price what this run executed at what it took)\n"
-"output:\n"
-"  --json            JSON Lines on stdout: one object per step, then a summary object\n"
-"  --quiet           only the summary\n");
-}
-
 typedef struct train_opts {
     remat_config cfg;
     remat_optim opt;
@@ -97,6 +21,7 @@ typedef struct train_opts {
     uint64_t seed;
     const char *data, *policy;
     int json, quiet, verify, vocab_set;
+    uint64_t budget_total, budget_acts; /* --budget, --budget-activations as given */
     const char *save, *resume;          /* checkpoint directories */
     long save_every, nan_step;
     int skip_nonfinite, seed_set, lr_set, wd_set, clip_set;
@@ -132,8 +57,9 @@ static int parse_ints(const char *v, long *a, long *b, long *c)
 }
 
 /* --debug-nan STEP:TENSOR[:RANK], TENSOR a parameter name or "loss". */
-static int parse_debug_nan(const char *v, train_opts *o)
+static int parse_debug_nan(const char *flag, const char *v, void *field)
 {
+    train_opts *o = field;
     char *end, name[64] = "";
     long step = strtol(v, &end, 10);
     int ok = end != v && *end == ':' && step >= 1;
@@ -329,74 +255,144 @@ static int save_ckpt(const train_opts *o, remat_model *m, remat_data *d, long st
     return 1;
 }
 
+/* --debug-alloc-fail STEP:N[:RANK] */
+static int parse_alloc_fail(const char *flag, const char *v, void *field)
+{
+    train_opts *o = field;
+    if (!parse_ints(v, &o->fail_step, &o->fail_n, &o->fail_rank) || o->fail_step < 1 || o->fail_n < 1 || o->fail_rank < 0) {
+        cli_usage_error("train", "%s expects STEP:N[:RANK] (whole numbers, STEP and N >= 1), got '%s'", flag, v);
+        return 0;
+    }
+    return 1;
+}
+
+static int parse_trace_steps(const char *flag, const char *v, void *field)
+{
+    train_opts *o = field;
+    return cli_trace_steps("train", v, &o->trace_first, &o->trace_last);
+}
+
+static const cli_choice nonfinite_choices[] = { {"stop", 0, 0}, {"skip", 1, 0}, {NULL, 0, 0} };
+
+#define O(field) offsetof(train_opts, field)
+static const cli_flag init_flags[] = {
+    {"--init-from", "FILE", CLI_FLAG_STRING, O(init_from), 0, 0, NULL, NULL,
+     "start from llm.c (.bin) or safetensors weights; the file sets\n"
+     "layers, dim, vocab, max-seq (and heads, when it records them)"},
+};
+static const cli_flag training_flags[] = {
+    {"--steps", "N", CLI_FLAG_LONG, O(steps), 0, 100000000, NULL, NULL, "optimizer steps (default 200)"},
+    {"--lr", "X", CLI_FLAG_FLOAT, O(opt.lr), 0, 10, NULL, NULL, "AdamW learning rate (default 1e-3)"},
+    {"--wd", "X", CLI_FLAG_FLOAT, O(opt.weight_decay), 0, 0.999, NULL, NULL,
+     "decoupled weight decay on 2-D weights (default 0.1)"},
+    {"--clip", "X", CLI_FLAG_FLOAT, O(opt.grad_clip), 0, 1e9, NULL, NULL,
+     "global gradient-norm clip, 0 disables (default 1.0)"},
+    CLI_FLAG_SEED(train_opts, seed),
+    CLI_FLAG_THREADS(train_opts, threads),
+    {"--data", "PATH", CLI_FLAG_STRING, O(data), 0, 0, NULL, NULL,
+     "text file (bytes), llm.c .bin shard, or a quoted glob of shards read in\n"
+     "sorted order as one stream, e.g. 'fineweb_train_*.bin' (default: the\n"
+     "embedded task); without --val-data its last 10% is the validation split"},
+    {"--val-data", "PATH", CLI_FLAG_STRING, O(val_data), 0, 0, NULL, NULL,
+     "a separate validation set (a file or a glob, as --data); the training\n"
+     "data is then not split"},
+    {"--eval-every", "N", CLI_FLAG_LONG, O(eval_every), 0, 100000000, NULL, NULL,
+     "validation loss every N steps, 0 only at the end (default 50)"},
+    {"--eval-batches", "N", CLI_FLAG_LONG, O(eval_batches), 1, 100000, NULL, NULL, "batches per validation (default 4)"},
+    {"--sample", "N", CLI_FLAG_LONG, O(sample), 0, 1 << 20, NULL, NULL,
+     "sample N tokens at the end for byte-level data (default 48)"},
+};
+static const cli_flag dp_flags[] = {
+    {"--micro-batch", "b", CLI_FLAG_LONG, O(micro_batch), 1, REMAT_MAX_BATCH, NULL, NULL,
+     "sequences per forward/backward on one rank (default B/R); each rank\n"
+     "accumulates B/(b R) micro-batches; results are bitwise identical for\n"
+     "any R that divides B/b (same --threads per rank)"},
+    {"--zero", "Z", CLI_FLAG_LONG, O(zero), 0, 1, NULL, NULL,
+     "1: shard the AdamW state over the ranks (ZeRO-1, the default for R > 1);\n"
+     "0: every rank keeps all of it (the same bits either way)"},
+};
+static const cli_flag recompute_flags[] = {
+    {"--recompute", "POLICY", CLI_FLAG_STRING, O(policy), 0, 0, NULL, NULL,
+     "none, full, every:K, sqrt, first:N, selective, pointwise,\n"
+     "save:A+B, revolve:S, or combinations such as every:2,selective"},
+    {"--verify-recompute", NULL, CLI_FLAG_SWITCH, O(verify), 0, 0, NULL, NULL,
+     "check every recomputed tensor bit for bit against its first computation"},
+    CLI_FLAG_BUDGETS(train_opts, budget_total, budget_acts),
+};
+static const cli_flag ckpt_flags[] = {
+    {"--save", "DIR", CLI_FLAG_STRING, O(save), 0, 0, NULL, NULL,
+     "write checkpoints to DIR (created if missing; keeps the last 2 good ones)"},
+    {"--save-every", "N", CLI_FLAG_LONG, O(save_every), 0, 100000000, NULL, NULL,
+     "checkpoint every N steps (default 0: only at the end)"},
+    {"--resume", "DIR", CLI_FLAG_STRING, O(resume), 0, 0, NULL, NULL,
+     "continue the run in DIR from its newest valid checkpoint up to --steps;\n"
+     "config, seed, optimizer and data come from the checkpoint (flags that\n"
+     "contradict it are an error); saving continues in DIR unless --save"},
+    {"--on-nonfinite", "M", CLI_FLAG_CHOICE, O(skip_nonfinite), 0, 0, nonfinite_choices, NULL,
+     "stop (default) or skip: on a NaN/Inf loss or gradient, stop with the\n"
+     "last good state checkpointed, or skip that step's update and go on"},
+    {"--debug-nan", "S:T[:R]", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_debug_nan,
+     "testing: make parameter T's gradient (e.g. qkvw) or the loss (T=loss)\n"
+     "NaN at step S (on rank R, default 0)"},
+    {"--debug-alloc-fail", "S:N[:R]", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_alloc_fail,
+     "testing: the N-th allocation of step S fails (on rank R)"},
+};
+static const cli_flag time_flags[] = {
+    {"--trace", "FILE", CLI_FLAG_STRING, O(trace), 0, 0, NULL, NULL,
+     "write the steps as a Chrome trace (JSON for Perfetto or chrome://tracing):\n"
+     "every instruction's time, kind, layer, tensor and FLOPs, and the live\n"
+     "activation and step bytes as counter tracks"},
+    {"--trace-steps", "A:B", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_trace_steps,
+     "only steps A to B (also A, or A: to the end; default all)"},
+    {"--no-calibrate", NULL, CLI_FLAG_SWITCH, O(no_calibrate), 0, 0, NULL, NULL,
+     "do not store the run's instruction times in the cost model's cache\n"
+     "(by default steps 2-17 are timed, and 'remat plan' and --budget then\n"
+     "price what this run executed at what it took)"},
+};
+static const cli_flag output_flags[] = {
+    CLI_FLAG_JSON(train_opts, json, "JSON Lines on stdout: one object per step, then a summary object"),
+    {"--quiet", NULL, CLI_FLAG_SWITCH, O(quiet), 0, 0, NULL, NULL, "only the summary"},
+};
+#undef O
+
+/* 1 to run, 0 after --help, -1 on a bad flag (reported) */
 static int parse(int argc, char **argv, train_opts *o)
 {
-    remat_config_default(&o->cfg);
-    o->cfg.max_seq = 0;
+    cli_config_start(&o->cfg);
     remat_optim_default(&o->opt);
     o->opt.lr = 1e-3f;
     o->steps = 200; o->eval_every = 50; o->eval_batches = 4; o->sample = 48; o->threads = 0;
     o->seed = 1;
     o->zero = -1;
+    cli_flag_group groups[] = {
+        cli_config_group(&o->cfg), { NULL, CLI_FLAGS(init_flags), o }, { "training:", CLI_FLAGS(training_flags), o },
+        { "data parallelism (mpirun -np R remat train ...; R a power of two; --batch B is the global\n"
+          "batch: sequences per optimizer step over all ranks):", CLI_FLAGS(dp_flags), o },
+        { "recomputation (--budget: run the fastest plan that fits, see 'remat plan'; without a budget\n"
+          "a run whose predicted peak exceeds the available memory is refused before it allocates):",
+          CLI_FLAGS(recompute_flags), o },
+        { "checkpoints and numerical faults:", CLI_FLAGS(ckpt_flags), o }, { "time:", CLI_FLAGS(time_flags), o },
+        { "output:", CLI_FLAGS(output_flags), o },
+    };
+    cli_command cmd = {
+        "train",
+        "usage: remat train [flags]\n\n"
+        "Trains a GPT-2-style model.  With no flags it trains a small model on the\n"
+        "embedded arithmetic task (no files needed).\n\n",
+        NULL, groups, (int)(sizeof groups / sizeof groups[0]), NULL, NULL, { 0 },
+    };
+    int r = cli_parse(&cmd, argc, argv);
+    if (r <= 0) return r;
+    /* the config flags given, for --resume and --init-from to check (-1: not given) */
     memset(&o->given, 0xff, sizeof o->given);
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v;
-        double d;
-        int r;
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
-        if (!strcmp(f, "--vocab")) o->vocab_set = 1;
-        int i0 = i;
-        if ((r = cli_config_flag(&o->cfg, argc, argv, &i)) < 0) return -1;
-        if (r) { cli_config_flag(&o->given, argc, argv, &i0); continue; }
-        if (!strcmp(f, "--steps")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 100000000, &o->steps)) return -1; }
-        else if (!strcmp(f, "--eval-every")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 100000000, &o->eval_every)) return -1; }
-        else if (!strcmp(f, "--eval-batches")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 100000, &o->eval_batches)) return -1; }
-        else if (!strcmp(f, "--sample")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1 << 20, &o->sample)) return -1; }
-        else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &o->threads)) return -1; }
-        else if (!strcmp(f, "--seed")) { if (!(v = cli_value(argc, argv, &i)) || !cli_u64(f, v, &o->seed)) return -1; o->seed_set = 1; }
-        else if (!strcmp(f, "--lr")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 10, &d)) return -1; o->opt.lr = (float)d; o->lr_set = 1; }
-        else if (!strcmp(f, "--wd")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 0.999, &d)) return -1; o->opt.weight_decay = (float)d; o->wd_set = 1; }
-        else if (!strcmp(f, "--clip")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 1e9, &d)) return -1; o->opt.grad_clip = (float)d; o->clip_set = 1; }
-        else if (!strcmp(f, "--save")) { if (!(o->save = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--save-every")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 100000000, &o->save_every)) return -1; }
-        else if (!strcmp(f, "--resume")) { if (!(o->resume = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--on-nonfinite")) {
-            if (!(v = cli_value(argc, argv, &i))) return -1;
-            if (strcmp(v, "stop") && strcmp(v, "skip")) { cli_usage_error("train", "--on-nonfinite expects stop or skip, got '%s'", v); return -1; }
-            o->skip_nonfinite = !strcmp(v, "skip");
-        }
-        else if (!strcmp(f, "--debug-nan")) { if (!(v = cli_value(argc, argv, &i)) || !parse_debug_nan(v, o)) return -1; }
-        else if (!strcmp(f, "--init-from")) { if (!(o->init_from = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--data")) { if (!(o->data = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--val-data")) { if (!(o->val_data = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--micro-batch")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1 << 20, &o->micro_batch)) return -1; }
-        else if (!strcmp(f, "--zero")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1, &o->zero)) return -1; }
-        else if (!strcmp(f, "--debug-alloc-fail")) {
-            if (!(v = cli_value(argc, argv, &i))) return -1;
-            if (!parse_ints(v, &o->fail_step, &o->fail_n, &o->fail_rank) || o->fail_step < 1 || o->fail_n < 1 ||
-                o->fail_rank < 0) {
-                cli_usage_error("train", "--debug-alloc-fail expects STEP:N[:RANK] (whole numbers, STEP and N >= 1), "
-                                "got '%s'", v);
-                return -1;
-            }
-        }
-        else if (!strcmp(f, "--recompute")) { if (!(o->policy = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--verify-recompute")) o->verify = 1;
-        else if (!strcmp(f, "--budget") || !strcmp(f, "--budget-activations")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_budget(f, v, &o->budget)) return -1;
-            if (!o->budget) { cli_error("%s must be positive", f); return -1; }
-            o->budget_act = !strcmp(f, "--budget-activations");
-        }
-        else if (!strcmp(f, "--trace")) { if (!(o->trace = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--trace-steps")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_trace_steps("train", v, &o->trace_first, &o->trace_last)) return -1;
-            o->trace_steps_set = 1;
-        }
-        else if (!strcmp(f, "--no-calibrate")) o->no_calibrate = 1;
-        else if (!strcmp(f, "--json")) o->json = 1;
-        else if (!strcmp(f, "--quiet")) o->quiet = 1;
-        else { cli_usage_error("train", "unknown flag '%s'", f); return -1; }
-    }
+    if (!cli_reapply(&cmd, 0, &o->given, argc, argv)) return -1;
+    o->vocab_set = cli_given(&cmd, "--vocab");
+    o->seed_set = cli_given(&cmd, "--seed");
+    o->lr_set = cli_given(&cmd, "--lr");
+    o->wd_set = cli_given(&cmd, "--wd");
+    o->clip_set = cli_given(&cmd, "--clip");
+    o->trace_steps_set = cli_given(&cmd, "--trace-steps");
+    if (!cli_budget_pick("train", o->budget_total, o->budget_acts, &o->budget, &o->budget_act)) return -1;
     if (o->trace_steps_set && !o->trace) { cli_usage_error("train", "--trace-steps needs --trace FILE"); return -1; }
     if (!o->trace_steps_set) { o->trace_first = 1; o->trace_last = UINT64_MAX; }
     return 1;

@@ -5,49 +5,10 @@
  * with its predicted memory per GPU and iteration time (remat.h, "cluster
  * planning"; README, "Cluster planning").
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-
-static void help(void)
-{
-    printf(
-"usage: remat plan --framework megatron|pytorch [--model NAME | config flags]\n"
-"                  [--tp T] [--sp] [--pp P] [--interleave V] [--dp D] [--distributed-optimizer]\n"
-"                  [--micro-batch b] [--global-batch G] [--device NAME] [--device-mem SIZE]\n"
-"                  [--reserve F] [--dtype bf16|fp32] [--recompute POLICY]... [--explain]\n"
-"                  [--maximize micro-batch|seq] [--json]\n\n"
-"Plans activation recomputation for a run of Megatron-LM or PyTorch on GPUs,\n"
-"without a GPU: the framework's saved tensors are a table that remat's simulator\n"
-"and planner run on.  Three answers, each with its memory per GPU and iteration\n"
-"time: the fastest plan that fits (any per-layer choice), the best that\n"
-"Megatron-LM's --recompute-* flags express, the best of torchtitan's\n"
-"activation_checkpoint settings.\n\n"
-"  --framework megatron   Megatron-LM's GPT layer as Korthikanti et al. 2022 count it\n"
-"                         (default --dtype bf16, --dropout 0.1: Megatron's defaults)\n"
-"  --framework pytorch    what autograd saves for a plain PyTorch GPT-2 block\n"
-"                         (default --dtype fp32, --dropout 0)\n"
-"  --model NAME           22b 175b 530b 1t (Korthikanti Table 3), gpt2 gpt2-medium\n"
-"                         gpt2-large gpt2-xl; later config flags override it\n"
-"  --tp T, --sp           tensor parallelism over T GPUs; sequence parallelism\n"
-"  --pp P, --interleave V pipeline stages; model chunks per stage (interleaved 1F1B)\n"
-"  --dp D                 data-parallel replicas; --distributed-optimizer shards the\n"
-"                         optimizer state over them\n"
-"  --micro-batch b        sequences per micro-batch (same as --batch; default 1)\n"
-"  --global-batch G       sequences per iteration (default b x D)\n"
-"  --device NAME          a100-40gb a100-80gb h100-80gb h200-141gb (default a100-80gb)\n"
-"  --device-mem SIZE      override the device's memory\n"
-"  --reserve F            share of the memory kept back for the allocator, workspace and\n"
-"                         communication buffers (default 0.05)\n"
-"  --efficiency E         share of the peak FLOP/s matrix products reach (default %.3f,\n"
-"                         fitted to Korthikanti et al.'s Table 5)\n"
-"  --recompute POLICY     also predict POLICY on every model chunk (repeatable)\n"
-"  --explain              what each answer does with each layer, as layer ranges\n"
-"  --maximize micro-batch|seq  the largest micro-batch or sequence at which each\n"
-"                         answer exists\n"
-"  --json                 {\"framework\", \"memory\", \"model_flops\", \"optimal\",\n"
-"                         \"best_megatron\", \"best_torchtitan\", \"rows\"} (README)\n", REMAT_CLUSTER_EFFICIENCY);
-}
 
 static const char *fw_name(const remat_config *c)
 {
@@ -111,74 +72,112 @@ static void answer_text(const char *label, const remat_cluster_row *r, const rem
     if (explain || (!r->megatron_flags && !r->torchtitan)) cli_explain(stdout, c, r->policy);
 }
 
-#define MAX_GIVEN 16
+/* the framework's own flags (besides the config group) */
+typedef struct fw_opts {
+    uint64_t mem;               /* --device-mem; 0: the device's */
+    cli_policies given;         /* --recompute */
+    int maximize, explain, json;
+} fw_opts;
+
+static int parse_device(const char *flag, const char *v, void *field)
+{
+    const remat_device *dv = remat_device_find(v);
+    if (!dv) {
+        char list[256];
+        cli_error("%s expects one of %s, got '%s' (or give --device-mem)", flag, cli_preset_names(1, list, sizeof list), v);
+        return 0;
+    }
+    *(remat_device *)field = *dv;
+    return 1;
+}
+
+static const cli_choice maximize_choices[] = {
+    {"micro-batch", REMAT_CLUSTER_MICROBATCH, 0}, {"batch", REMAT_CLUSTER_MICROBATCH, 1}, {"seq", REMAT_CLUSTER_SEQ, 0},
+    {NULL, 0, 0},
+};
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define CL(field) offsetof(remat_cluster, field)
+static const cli_flag cluster_flags[] = {
+    {"--pp", "P", CLI_FLAG_INT, CL(pp), 1, 1 << 24, NULL, NULL, "pipeline stages"},
+    {"--interleave", "V", CLI_FLAG_INT, CL(vpp), 1, 1 << 24, NULL, NULL, "model chunks per stage (interleaved 1F1B)"},
+    {"--dp", "D", CLI_FLAG_INT, CL(dp), 1, 1 << 24, NULL, NULL, "data-parallel replicas"},
+    {"--distributed-optimizer", NULL, CLI_FLAG_SWITCH, CL(dist_optim), 0, 0, NULL, NULL,
+     "shard the optimizer state over the replicas"},
+    {"--global-batch", "G", CLI_FLAG_INT, CL(global_batch), 1, 1 << 24, NULL, NULL, "sequences per iteration (default b x D)"},
+    {"--device", "NAME", CLI_FLAG_CUSTOM, CL(dev), 0, 0, NULL, parse_device,
+     "a100-40gb a100-80gb h100-80gb h200-141gb (default a100-80gb)"},
+    {"--reserve", "F", CLI_FLAG_DOUBLE, CL(reserve), 0, 0.99, NULL, NULL,
+     "share of the memory kept back for the allocator, workspace and\n"
+     "communication buffers (default 0.05)"},
+    {"--efficiency", "E", CLI_FLAG_DOUBLE, CL(efficiency), 0.001, 1, NULL, NULL,
+     "share of the peak FLOP/s matrix products reach (default " STR(REMAT_CLUSTER_EFFICIENCY) ",\n"
+     "fitted to Korthikanti et al.'s Table 5)"},
+};
+#undef CL
+static const cli_flag micro_batch_flag[] = {   /* into the config: Megatron's name for --batch */
+    {"--micro-batch", "b", CLI_FLAG_INT, offsetof(remat_config, batch), 1, REMAT_MAX_BATCH, NULL, NULL,
+     "sequences per micro-batch (the same as --batch; default 1)"},
+};
+#define O(field) offsetof(fw_opts, field)
+static const cli_flag fw_flags[] = {
+    {"--device-mem", "SIZE", CLI_FLAG_BYTES, O(mem), 0, 0, NULL, NULL, "override the device's memory"},
+    {"--recompute", "POLICY", CLI_FLAG_CUSTOM, O(given), 0, 0, NULL, cli_parse_policy,
+     "also predict POLICY on every model chunk (repeatable)"},
+    {"--explain", NULL, CLI_FLAG_SWITCH, O(explain), 0, 0, NULL, NULL, "what each answer does with each layer, as layer ranges"},
+    {"--maximize", "micro-batch|seq", CLI_FLAG_CHOICE, O(maximize), 0, 0, maximize_choices, NULL,
+     "the largest micro-batch or sequence at which each answer exists"},
+    CLI_FLAG_JSON(fw_opts, json, "{\"framework\", \"memory\", \"model_flops\", \"optimal\",\n"
+                                 "\"best_megatron\", \"best_torchtitan\", \"rows\"} (README)"),
+};
+#undef O
+
+static const char *unknown_flag(const char *flag)
+{
+    if (!strcmp(flag, "--budget") || !strcmp(flag, "--budget-activations"))
+        return "with --framework the budget is the GPU's memory: give --device or --device-mem";
+    return NULL;
+}
 
 int cli_plan_framework(int argc, char **argv)
 {
     remat_config c;
     remat_cluster cl;
-    remat_config_default(&c);
+    cli_config_start(&c);
     remat_cluster_default(&cl);
-    c.max_seq = 0;
-    int json = 0, explain = 0, maximize = -1, dtype_set = 0, dropout_set = 0, batch_set = 0, ngiven = 0;
-    const char *given[MAX_GIVEN], *v;
-    long x;
-    double d;
-    uint64_t mem = 0;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        const char *f = argv[i];
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
-        if (!strcmp(f, "--dtype")) dtype_set = 1;
-        if (!strcmp(f, "--dropout")) dropout_set = 1;
-        if (!strcmp(f, "--batch") || !strcmp(f, "--micro-batch")) batch_set = 1;
-        if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
-        if (r) continue;
-        if (!strcmp(f, "--micro-batch")) {     /* Megatron's name for --batch */
-            if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1 << 20, &x)) return 2;
-            c.batch = (int)x;
-        } else if (!strcmp(f, "--pp") || !strcmp(f, "--interleave") || !strcmp(f, "--dp") ||
-                   !strcmp(f, "--global-batch")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1 << 24, &x)) return 2;
-            if (!strcmp(f, "--pp")) cl.pp = (int)x;
-            else if (!strcmp(f, "--interleave")) cl.vpp = (int)x;
-            else if (!strcmp(f, "--dp")) cl.dp = (int)x;
-            else cl.global_batch = (int)x;
-        } else if (!strcmp(f, "--distributed-optimizer")) cl.dist_optim = 1;
-        else if (!strcmp(f, "--device")) {
-            if (!(v = cli_value(argc, argv, &i))) return 2;
-            const remat_device *dv = remat_device_find(v);
-            if (!dv) {
-                char list[256];
-                cli_error("--device expects one of %s, got '%s' (or give --device-mem)",
-                          cli_preset_names(1, list, sizeof list), v);
-                return 2;
-            }
-            cl.dev = *dv;
-        } else if (!strcmp(f, "--device-mem")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_bytes(f, v, &mem)) return 2;
-            if (!mem) { cli_error("--device-mem must be positive"); return 2; }
-        } else if (!strcmp(f, "--reserve")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 0.99, &d)) return 2;
-            cl.reserve = d;
-        } else if (!strcmp(f, "--efficiency")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0.001, 1, &d)) return 2;
-            cl.efficiency = d;
-        } else if (!strcmp(f, "--recompute")) {
-            if (!(v = cli_value(argc, argv, &i))) return 2;
-            if (ngiven == MAX_GIVEN) return cli_usage_error("plan", "at most %d --recompute policies", MAX_GIVEN);
-            given[ngiven++] = v;
-        } else if (!strcmp(f, "--maximize")) {
-            if (!(v = cli_value(argc, argv, &i))) return 2;
-            if (!strcmp(v, "micro-batch") || !strcmp(v, "batch")) maximize = REMAT_CLUSTER_MICROBATCH;
-            else if (!strcmp(v, "seq")) maximize = REMAT_CLUSTER_SEQ;
-            else { cli_error("--maximize expects micro-batch or seq, got '%s'", v); return 2; }
-        } else if (!strcmp(f, "--explain")) explain = 1;
-        else if (!strcmp(f, "--json")) json = 1;
-        else if (!strcmp(f, "--budget") || !strcmp(f, "--budget-activations"))
-            return cli_usage_error("plan", "with --framework the budget is the GPU's memory: give --device or --device-mem");
-        else return cli_usage_error("plan", "unknown flag '%s' in framework mode", f);
-    }
+    fw_opts o = { .maximize = -1 };
+    cli_flag_group groups[] = {
+        { "cluster:", CLI_FLAGS(cluster_flags), &cl }, { NULL, CLI_FLAGS(micro_batch_flag), &c },
+        { NULL, CLI_FLAGS(fw_flags), &o }, cli_config_group(&c),
+    };
+    cli_command cmd = {
+        "plan",
+        "usage: remat plan --framework megatron|pytorch [--model NAME | config flags]\n"
+        "                  [--tp T] [--sp] [--pp P] [--interleave V] [--dp D] [--distributed-optimizer]\n"
+        "                  [--micro-batch b] [--global-batch G] [--device NAME] [--device-mem SIZE]\n"
+        "                  [--reserve F] [--dtype bf16|fp32] [--recompute POLICY]... [--explain]\n"
+        "                  [--maximize micro-batch|seq] [--json]\n\n"
+        "Plans activation recomputation for a run of Megatron-LM or PyTorch on GPUs,\n"
+        "without a GPU: the framework's saved tensors are a table that remat's simulator\n"
+        "and planner run on.  Three answers, each with its memory per GPU and iteration\n"
+        "time: the fastest plan that fits (any per-layer choice), the best that\n"
+        "Megatron-LM's --recompute-* flags express, the best of torchtitan's\n"
+        "activation_checkpoint settings.\n\n"
+        "  --framework megatron   Megatron-LM's GPT layer as Korthikanti et al. 2022 count it\n"
+        "                         (default --dtype bf16, --dropout 0.1: Megatron's defaults)\n"
+        "  --framework pytorch    what autograd saves for a plain PyTorch GPT-2 block\n"
+        "                         (default --dtype fp32, --dropout 0)\n\n",
+        NULL, groups, 4, unknown_flag, " in framework mode", { 0 },
+    };
+    int r = cli_parse(&cmd, argc, argv);
+    if (r <= 0) return r < 0 ? 2 : 0;
+    int json = o.json, explain = o.explain, maximize = o.maximize, ngiven = o.given.n;
+    int dtype_set = cli_given(&cmd, "--dtype"), dropout_set = cli_given(&cmd, "--dropout");
+    int batch_set = cli_given(&cmd, "--batch") || cli_given(&cmd, "--micro-batch");
+    const char *const *given = o.given.v;
+    uint64_t mem = o.mem;
+    if (cli_given(&cmd, "--device-mem") && !mem) { cli_error("--device-mem must be positive"); return 2; }
     if (mem) cl.dev.mem_bytes = mem;
     if (!dtype_set) c.dtype = c.framework == REMAT_FRAMEWORK_MEGATRON ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32;
     if (!dropout_set && c.framework == REMAT_FRAMEWORK_MEGATRON) c.dropout = 0.1f;
