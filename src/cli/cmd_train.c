@@ -460,381 +460,492 @@ typedef struct step_times {
     size_t n;
 } step_times;
 
-static int train(int argc, char **argv)
-{
+/* A run, from its set-up to its summary. */
+typedef struct train_run {
     train_opts o;
-    memset(&o, 0, sizeof o);
-    int lead = g_rank == 0, agreed = g_ranks == 1;
-    int rc = 1;
-    if (!agreed) cli_defer_errors(1);
-    int r = parse(argc, argv, &o);
-    if (r == 0) { cli_defer_errors(0); return 0; }   /* --help */
-    remat_data *data = NULL;
-    remat_model *m = NULL;
-    int *in = NULL, *tg = NULL;
-    step_times dt = { NULL, NULL, NULL, 0 };
-    remat_status st;
-    remat_config *c = &o.cfg;
-    remat_checkpoint_info *ci = NULL;
-    long start = 0, last_saved = -1, n_skipped = 0;
-    remat_trace *trace = NULL;
-    remat_jsonw *jw = NULL;             /* --json: the JSON Lines on stdout */
-    remat_profile *calib = NULL, *plan_prof = NULL;   /* plan_prof: --budget's, calibrated after the run */
-    char calib_path[4096] = "";
-    int trace_done = 0;
-    if (r < 0) { rc = 2; goto out; }
+    remat_config *c;                    /* &o.cfg */
+    int lead;                           /* rank 0: prints, writes checkpoints and the trace */
+    remat_checkpoint_info *ci;          /* --resume: the checkpoint */
+    remat_data *data;
+    remat_model *m;
+    long start, last_saved, n_skipped;  /* steps before this run's first; the last saved; skipped ones */
+    remat_profile *plan_prof;           /* --budget's, calibrated after the run */
+    remat_profile *calib;               /* the cost model's cache entry this run wrote */
+    char calib_path[4096];
+    remat_trace *trace;                 /* --trace and calibration */
+    int calibrate, trace_done;
+    uint64_t cal_first, cal_last;       /* the steps timed for calibration */
+    remat_jsonw *jw;                    /* --json: the JSON Lines on stdout */
+    int dp;                             /* several ranks or micro-batches per step */
+    size_t N;                           /* tokens per step: B x T */
+    int *in, *tg;
+    step_times dt;
+    remat_sim sim;                      /* the schedule's prediction */
+    const char *policy;                 /* canonical */
+    float loss_first, loss_last;
+    double val;
+} train_run;
 
-    remat_set_threads(o.threads ? (int)o.threads : g_ranks > 1 ? default_threads() : 0);
-    if (o.resume && o.init_from) { rc = cli_usage_error("train", "--init-from starts a new run; --resume continues one: give one"); goto out; }
-    if (o.val_data && !o.data && !o.resume) {
-        rc = cli_usage_error("train", "--val-data needs --data: the embedded task has its own validation split");
-        goto out;
+/* --resume: model, data and config from the checkpoint; 0, or the exit
+ * status (reported). */
+static int setup_resume(train_run *t)
+{
+    train_opts *o = &t->o;
+    if (!(t->ci = malloc(sizeof *t->ci))) return cli_error("out of memory");
+    if (remat_checkpoint_load_parallel(o->resume, o->data, o->val_data, g_comm, (int)o->micro_batch, (int)o->zero,
+                                       &t->m, &t->data, t->ci))
+        return cli_error("cannot resume from '%s': %s", o->resume, remat_errmsg());
+    const remat_checkpoint_info *ci = t->ci;
+    if (ci->warning[0] && t->lead) fprintf(stderr, "remat: warning: %s\n", ci->warning);
+    if (!check_resume_flags(o, ci)) return 2;
+    *t->c = ci->cfg;
+    o->opt = ci->opt;
+    o->seed = ci->seed;
+    if (!o->data && ci->data[0]) o->data = ci->data;
+    if (!o->val_data && ci->val_data[0]) o->val_data = ci->val_data;
+    if (!o->save) o->save = o->resume;
+    t->start = t->last_saved = (long)ci->step;
+    if (o->budget) {
+        remat_stats s0;
+        remat_model_stats(t->m, &s0);
+        remat_parallel par = { s0.ranks, s0.micro_batch, s0.zero };
+        if (!cli_plan_for_budget_parallel(t->c, &par, o->budget, o->budget_act, o->json || o->quiet, &o->policy,
+                                          &t->plan_prof))
+            return 1;
     }
-    if (o.trace && lead && cli_check_output("--trace", o.trace)) goto out;   /* written after the steps */
-    if (o.resume) {
-        if (!(ci = malloc(sizeof *ci))) { cli_error("out of memory"); goto out; }
-        if ((st = remat_checkpoint_load_parallel(o.resume, o.data, o.val_data, g_comm, (int)o.micro_batch, (int)o.zero,
-                                                 &m, &data, ci))) {
-            cli_error("cannot resume from '%s': %s", o.resume, remat_errmsg()); goto out;
-        }
-        if (ci->warning[0] && lead) fprintf(stderr, "remat: warning: %s\n", ci->warning);
-        if (!check_resume_flags(&o, ci)) { rc = 2; goto out; }
-        *c = ci->cfg;
-        o.opt = ci->opt;
-        o.seed = ci->seed;
-        if (!o.data && ci->data[0]) o.data = ci->data;
-        if (!o.val_data && ci->val_data[0]) o.val_data = ci->val_data;
-        if (!o.save) o.save = o.resume;
-        start = last_saved = (long)ci->step;
-        if (o.budget) {
-            remat_stats s0;
-            remat_model_stats(m, &s0);
-            remat_parallel par = { s0.ranks, s0.micro_batch, s0.zero };
-            if (!cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy, &plan_prof))
-                goto out;
-        }
-        if (o.policy && (st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
-        goto ready;
+    if (o->policy && remat_model_set_policy(t->m, o->policy)) return cli_error("%s", remat_model_error(t->m)) + 1;
+    return 0;
+}
+
+/* A new run: the config (from the flags, or the shape of --init-from's
+ * file), the data, the model; 0, or the exit status (reported). */
+static int setup_new(train_run *t)
+{
+    train_opts *o = &t->o;
+    remat_config *c = t->c;
+    int rc;
+    if (o->init_from) {
+        if ((rc = cli_init_shape(o->init_from, &o->given, c))) return rc;
+        o->vocab_set = 1;   /* cli_init_shape set vocab and max_seq */
     }
-    if (o.init_from && (rc = cli_init_shape(o.init_from, &o.given, c))) goto out;
-    if (o.init_from) { rc = 1; o.vocab_set = 1; }   /* cli_init_shape set vocab and max_seq */
-    if (!o.vocab_set) c->vocab = remat_data_default_vocab(o.data);
+    if (!o->vocab_set) c->vocab = remat_data_default_vocab(o->data);
     cli_config_default_max_seq(c);
-    remat_parallel par = { g_ranks, (int)(o.micro_batch ? o.micro_batch : c->batch / g_ranks), (int)o.zero };
+    remat_parallel par = { g_ranks, (int)(o->micro_batch ? o->micro_batch : c->batch / g_ranks), (int)o->zero };
     if (par.micro_batch < 1) par.micro_batch = 1;
     if (par.zero < 0) par.zero = g_ranks > 1;
-    if ((st = remat_config_check(c)) || (st = remat_parallel_check(c, &par))) { rc = cli_error("%s", remat_errmsg()) + 1; goto out; }
-    if (o.budget && !cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy, &plan_prof))
-        goto out;
-    if (!fits_memory(c, &par, o.policy)) goto out;
-    if ((st = remat_data_open_val(o.data, o.val_data, c->vocab, &data))) { cli_error("%s", remat_errmsg()); goto out; }
-    if ((st = o.init_from ? remat_weights_load(o.init_from, c, o.seed, &m) : remat_model_create(c, o.seed, &m))) {
-        cli_error("%s", remat_errmsg()); goto out;
-    }
-    if ((st = remat_model_set_parallel(m, g_comm, par.micro_batch, par.zero))) { cli_error("%s", remat_model_error(m)); goto out; }
-    if ((st = remat_model_set_optim(m, &o.opt))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
-    if ((st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
-ready:
-    remat_model_set_verify(m, o.verify);
-    if (o.save_every > 0 && !o.save) { rc = cli_usage_error("train", "--save-every needs --save DIR (or --resume DIR)"); goto out; }
-    if (o.save && lead) {   /* rank 0 writes the checkpoints */
+    if (remat_config_check(c) || remat_parallel_check(c, &par)) return cli_error("%s", remat_errmsg()) + 1;
+    if (o->budget && !cli_plan_for_budget_parallel(c, &par, o->budget, o->budget_act, o->json || o->quiet, &o->policy,
+                                                   &t->plan_prof))
+        return 1;
+    if (!fits_memory(c, &par, o->policy)) return 1;
+    if (remat_data_open_val(o->data, o->val_data, c->vocab, &t->data)) return cli_error("%s", remat_errmsg());
+    if (o->init_from ? remat_weights_load(o->init_from, c, o->seed, &t->m) : remat_model_create(c, o->seed, &t->m))
+        return cli_error("%s", remat_errmsg());
+    if (remat_model_set_parallel(t->m, g_comm, par.micro_batch, par.zero)) return cli_error("%s", remat_model_error(t->m));
+    if (remat_model_set_optim(t->m, &o->opt)) return cli_error("%s", remat_model_error(t->m)) + 1;
+    if (remat_model_set_policy(t->m, o->policy)) return cli_error("%s", remat_model_error(t->m)) + 1;
+    return 0;
+}
+
+/* Everything a rank does before the ranks agree: flags that go together,
+ * the model (resumed or new), the checkpoint directory, the trace's steps.
+ * No exchange happens here (see g_collective).  0, or the exit status. */
+static int setup(train_run *t)
+{
+    train_opts *o = &t->o;
+    int rc;
+    remat_set_threads(o->threads ? (int)o->threads : g_ranks > 1 ? default_threads() : 0);
+    if (o->resume && o->init_from)
+        return cli_usage_error("train", "--init-from starts a new run; --resume continues one: give one");
+    if (o->val_data && !o->data && !o->resume)
+        return cli_usage_error("train", "--val-data needs --data: the embedded task has its own validation split");
+    if (o->trace && t->lead && cli_check_output("--trace", o->trace)) return 1;   /* written after the steps */
+    if ((rc = o->resume ? setup_resume(t) : setup_new(t))) return rc;
+    remat_model_set_verify(t->m, o->verify);
+    if (o->save_every > 0 && !o->save) return cli_usage_error("train", "--save-every needs --save DIR (or --resume DIR)");
+    if (o->save && t->lead) {   /* rank 0 writes the checkpoints */
         int count;
         uint64_t newest;
-        if ((st = remat_checkpoint_prepare(o.save, &count, &newest))) { cli_error("%s", remat_errmsg()); goto out; }
-        if (o.resume && !strcmp(o.save, o.resume) && (st = remat_checkpoint_tidy(o.save, ci))) {
-            cli_error("%s", remat_errmsg()); goto out;
-        }
-        if (!o.resume && count > 0) {
-            cli_error("'%s' already holds checkpoints (newest: step %llu); continue them with --resume %s, or save "
-                      "to an empty directory", o.save, (unsigned long long)newest, o.save);
-            rc = 2; goto out;
-        }
+        if (remat_checkpoint_prepare(o->save, &count, &newest)) return cli_error("%s", remat_errmsg());
+        if (o->resume && !strcmp(o->save, o->resume) && remat_checkpoint_tidy(o->save, t->ci))
+            return cli_error("%s", remat_errmsg());
+        if (!o->resume && count > 0)
+            return cli_error("'%s' already holds checkpoints (newest: step %llu); continue them with --resume %s, or "
+                             "save to an empty directory", o->save, (unsigned long long)newest, o->save) + 1;
     }
-    if (o.trace && (o.trace_first > (uint64_t)o.steps || o.trace_last <= (uint64_t)start)) {
-        rc = cli_usage_error("train", "--trace-steps %llu:%llu: this run has steps %ld to %ld",
-                             (unsigned long long)o.trace_first, (unsigned long long)o.trace_last, start + 1, o.steps);
-        goto out;
-    }
-    agreed = 1;
-    if (!setup_agree(0)) goto out;
-    g_collective = 0;
-    if (g_ranks > 1) {
-        /* every rank must read the same data (the model is compared by the first step) */
-        int same;
-        if ((st = remat_comm_same(g_comm, remat_data_hash(data), &same))) { cli_error("%s", remat_errmsg()); goto out; }
-        if (!same) {
-            g_collective = 1;
-            cli_error_tag = "";
-            if (lead) cli_error("the ranks read different data (other files or contents): every rank must read the same");
-            goto out;
-        }
-    }
+    if (o->trace && (o->trace_first > (uint64_t)o->steps || o->trace_last <= (uint64_t)t->start))
+        return cli_usage_error("train", "--trace-steps %llu:%llu: this run has steps %ld to %ld",
+                               (unsigned long long)o->trace_first, (unsigned long long)o->trace_last, t->start + 1,
+                               o->steps);
+    return 0;
+}
 
+/* After the set-up: every rank must read the same data (the model is
+ * compared by the first step).  1 when they do. */
+static int same_data(train_run *t)
+{
+    int same;
+    if (g_ranks == 1) return 1;
+    if (remat_comm_same(g_comm, remat_data_hash(t->data), &same)) { cli_error("%s", remat_errmsg()); return 0; }
+    if (!same) {
+        g_collective = 1;
+        cli_error_tag = "";
+        if (t->lead) cli_error("the ranks read different data (other files or contents): every rank must read the same");
+    }
+    return same;
+}
+
+/* The buffers of the steps, the schedule's prediction, the header lines,
+ * the trace (--trace, calibration).  0, or 1 (reported). */
+static int prepare_steps(train_run *t)
+{
+    const train_opts *o = &t->o;
+    const remat_config *c = t->c;
     remat_stats st0;
-    remat_model_stats(m, &st0);
-    int dp = st0.ranks > 1 || st0.grad_accum > 1;
-    if (o.json && !(jw = cli_json_open(stdout, 0))) goto out;
-    size_t N = (size_t)c->batch * c->seq;
-    in = malloc(N * sizeof *in);
-    tg = malloc(N * sizeof *tg);
-    size_t nsteps = (size_t)(o.steps > 0 ? o.steps : 1);
-    dt.ms = malloc(sizeof(double) * nsteps);
-    dt.comm_ms = malloc(sizeof(double) * nsteps);
-    dt.reduce_ms = malloc(sizeof(double) * nsteps);
-    if (!in || !tg || !dt.ms || !dt.comm_ms || !dt.reduce_ms) { cli_error("out of memory"); goto out; }
-
-    remat_sim sim;
-    if ((st = remat_schedule_simulate(remat_model_schedule(m), &sim))) {
-        cli_error("cannot simulate the schedule: %s", remat_errmsg()); goto out;
-    }
-    const char *policy = remat_schedule_policy(remat_model_schedule(m));
-    char b1[32], b2[32], b3[32], b4[32];
-    if (!o.json && !o.quiet) {
-        if (ci) printf("resumed from %s at step %ld\n", ci->file, start);
+    remat_model_stats(t->m, &st0);
+    t->dp = st0.ranks > 1 || st0.grad_accum > 1;
+    if (o->json && !(t->jw = cli_json_open(stdout, 0))) return 1;
+    t->N = (size_t)c->batch * c->seq;
+    t->in = malloc(t->N * sizeof *t->in);
+    t->tg = malloc(t->N * sizeof *t->tg);
+    size_t nsteps = (size_t)(o->steps > 0 ? o->steps : 1);
+    t->dt.ms = malloc(sizeof(double) * nsteps);
+    t->dt.comm_ms = malloc(sizeof(double) * nsteps);
+    t->dt.reduce_ms = malloc(sizeof(double) * nsteps);
+    if (!t->in || !t->tg || !t->dt.ms || !t->dt.comm_ms || !t->dt.reduce_ms) return cli_error("out of memory");
+    if (remat_schedule_simulate(remat_model_schedule(t->m), &t->sim))
+        return cli_error("cannot simulate the schedule: %s", remat_errmsg());
+    t->policy = remat_schedule_policy(remat_model_schedule(t->m));
+    if (!o->json && !o->quiet) {
+        char b1[32], b2[32], b3[32];
+        if (t->ci) printf("resumed from %s at step %ld\n", t->ci->file, t->start);
         cli_config_print(stdout, c);
         printf("data: %s (%zu train / %zu val tokens%s%s) | policy: %s | threads: %d | gemm: %s\n",
-               o.data ? o.data : "embedded arithmetic task", remat_data_tokens(data, REMAT_SPLIT_TRAIN),
-               remat_data_tokens(data, REMAT_SPLIT_VAL), o.val_data ? ", val from " : "", o.val_data ? o.val_data : "",
-               policy, remat_get_threads(), remat_gemm_name(remat_gemm_get()));
-        if (dp)
+               o->data ? o->data : "embedded arithmetic task", remat_data_tokens(t->data, REMAT_SPLIT_TRAIN),
+               remat_data_tokens(t->data, REMAT_SPLIT_VAL), o->val_data ? ", val from " : "",
+               o->val_data ? o->val_data : "", t->policy, remat_get_threads(), remat_gemm_name(remat_gemm_get()));
+        if (t->dp)
             printf("data parallel: %d rank%s x %d thread%s, micro-batch %d, %d micro-batch%s per rank per step, "
                    "ZeRO-%d\n", st0.ranks, st0.ranks > 1 ? "s" : "", remat_get_threads(),
                    remat_get_threads() > 1 ? "s" : "", st0.micro_batch, st0.grad_accum, st0.grad_accum > 1 ? "es" : "",
                    st0.zero);
         printf("predicted activations%s: stored %s, working set %s, peak %s; recompute %.1f%% of step FLOPs\n",
-               dp ? " (one micro-batch)" : "", cli_fmt_bytes(sim.stored_bytes, b1, sizeof b1),
-               cli_fmt_bytes(sim.workset_bytes, b2, sizeof b2), cli_fmt_bytes(sim.peak_bytes, b3, sizeof b3),
-               sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0.0);
+               t->dp ? " (one micro-batch)" : "", cli_fmt_bytes(t->sim.stored_bytes, b1, sizeof b1),
+               cli_fmt_bytes(t->sim.workset_bytes, b2, sizeof b2), cli_fmt_bytes(t->sim.peak_bytes, b3, sizeof b3),
+               t->sim.flops > 0 ? 100.0 * t->sim.recompute_flops / t->sim.flops : 0.0);
     }
-
     /* the steps timed: --trace's, and for the cost model steps 2 to 17 of this
      * process (the first pays for first touches; a run of one step gives it).
      * A data-parallel step is several schedule runs and exchanges, which the
      * cost model does not describe: no calibration then. */
-    int calibrate = !o.no_calibrate && o.steps > start && !dp;
-    uint64_t cal_first = o.steps - start > 1 ? (uint64_t)start + 2 : (uint64_t)start + 1, cal_last = cal_first + 15;
-    if ((o.trace || calibrate) && remat_trace_create(&trace)) { cli_error("%s", remat_errmsg()); goto out; }
+    t->calibrate = !o->no_calibrate && o->steps > t->start && !t->dp;
+    t->cal_first = o->steps - t->start > 1 ? (uint64_t)t->start + 2 : (uint64_t)t->start + 1;
+    t->cal_last = t->cal_first + 15;
+    if ((o->trace || t->calibrate) && remat_trace_create(&t->trace)) return cli_error("%s", remat_errmsg());
+    return 0;
+}
 
-    float loss_first = NAN, loss_last = NAN;
-    double val = NAN;
-    cli_progress pg;   /* stderr; not with --json, nor when step lines go to the same terminal */
-    cli_progress_init(&pg, lead && !o.json && (o.quiet || !cli_progress_stdout_is_tty()));
-    for (long s = start; s < o.steps; s++) {
-        float loss;
-        char what[160], why[512];
-        snprintf(what, sizeof what, "train (%.100s): step %ld/%ld", policy, s + 1, o.steps);
-        cli_progress_update(&pg, what, s - start, o.steps - start);
-        uint64_t pos0 = remat_data_position(data, REMAT_SPLIT_TRAIN);
-        if ((st = remat_data_next(data, REMAT_SPLIT_TRAIN, c->batch, c->seq, in, tg))) { cli_error("%s", remat_errmsg()); goto out; }
-        if (o.nan_step == s + 1 && o.nan_rank == g_rank) remat_model_debug_poison(m, o.nan_tensor);
-        if (o.fail_step == s + 1 && o.fail_rank == g_rank) remat_debug_fail_alloc((uint64_t)o.fail_n);
-        uint64_t sn = (uint64_t)s + 1;
-        int timed = (o.trace && sn >= o.trace_first && sn <= o.trace_last) || (calibrate && sn >= cal_first && sn <= cal_last);
-        remat_model_set_trace(m, timed ? trace : NULL, sn);
-        double t0 = cli_now_ms();
-        st = remat_model_step(m, in, tg, 1, &loss);
-        double ms = cli_now_ms() - t0;
-        if (o.fail_step == s + 1 && o.fail_rank == g_rank) remat_debug_fail_alloc(0);
-        if (st == REMAT_ERR_NONFINITE && o.skip_nonfinite) {
-            /* a global value: every rank skips this step alike */
-            if (lead) fprintf(stderr, "remat: warning: step %ld: %s; step skipped, parameters not updated\n", s + 1,
-                              remat_model_error(m));
-            n_skipped++;
-            if (jw) {
-                remat_jsonw_object(jw, NULL);
-                remat_jsonw_str(jw, "type", "step");
-                remat_jsonw_int(jw, "step", s + 1);
-                remat_jsonw_bool(jw, "skipped", 1);
-                remat_jsonw_end(jw);
-            }
-            fflush(stdout);
-            if (o.save && o.save_every > 0 && (s + 1) % o.save_every == 0 && !save_ckpt(&o, m, data, s + 1, &last_saved)) goto out;
-            continue;
+static void step_json(train_run *t, long s, float loss, double ms, double tps, const remat_stats *stt, int do_eval)
+{
+    remat_jsonw *w = t->jw;
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "type", "step");
+    remat_jsonw_int(w, "step", s + 1);
+    remat_jsonw_float(w, "loss", loss);
+    remat_jsonw_num(w, "ms", ms);
+    remat_jsonw_num(w, "tokens_per_s", tps);
+    remat_jsonw_uint(w, "act_peak_bytes", stt->act_peak_bytes);
+    if (t->dp) {
+        remat_jsonw_num(w, "comm_ms", stt->comm_ms);
+        remat_jsonw_num(w, "reduce_ms", stt->reduce_ms);
+    }
+    if (do_eval) remat_jsonw_num(w, "val_loss", t->val);
+    remat_jsonw_end(w);
+}
+
+/* A step whose loss or gradient is not finite (the parameters untouched):
+ * with --on-nonfinite skip the run goes on (1); else the last good state
+ * is checkpointed (the data rewound to before this batch, pos0) and the
+ * run stops (0, reported by rank 0: every rank meets it alike). */
+static int nonfinite(train_run *t, long s, uint64_t pos0)
+{
+    const train_opts *o = &t->o;
+    if (o->skip_nonfinite) {
+        if (t->lead) fprintf(stderr, "remat: warning: step %ld: %s; step skipped, parameters not updated\n", s + 1,
+                             remat_model_error(t->m));
+        t->n_skipped++;
+        if (t->jw) {
+            remat_jsonw_object(t->jw, NULL);
+            remat_jsonw_str(t->jw, "type", "step");
+            remat_jsonw_int(t->jw, "step", s + 1);
+            remat_jsonw_bool(t->jw, "skipped", 1);
+            remat_jsonw_end(t->jw);
         }
-        if (st == REMAT_ERR_NONFINITE) {
-            /* the parameters are untouched: checkpoint the last good state (data rewound to before this batch) */
-            char kept[200] = "";
-            g_collective = 1;
-            if (o.save && last_saved != s && !remat_data_seek(data, REMAT_SPLIT_TRAIN, pos0) &&
-                !remat_checkpoint_save(m, data, o.data, (uint64_t)s, o.save))
-                last_saved = s;
-            if (o.save && last_saved >= 0)
-                snprintf(kept, sizeof kept, "; the last good state (step %ld) is checkpointed in %.120s", last_saved, o.save);
-            cli_error_tag = "";
-            if (lead) cli_error("step %ld: %s; stopped (--on-nonfinite stop)%s", s + 1, remat_model_error(m), kept);
-            goto out;
-        }
-        if (st) { cli_error("step %ld: %s", s + 1, remat_model_error(m)); goto out; }
-        if (!dt.n) loss_first = loss;   /* of the first step that completed */
-        loss_last = loss;
+        return 1;
+    }
+    char kept[200] = "";
+    g_collective = 1;
+    if (o->save && t->last_saved != s && !remat_data_seek(t->data, REMAT_SPLIT_TRAIN, pos0) &&
+        !remat_checkpoint_save(t->m, t->data, o->data, (uint64_t)s, o->save))
+        t->last_saved = s;
+    if (o->save && t->last_saved >= 0)
+        snprintf(kept, sizeof kept, "; the last good state (step %ld) is checkpointed in %.120s", t->last_saved, o->save);
+    cli_error_tag = "";
+    if (t->lead) cli_error("step %ld: %s; stopped (--on-nonfinite stop)%s", s + 1, remat_model_error(t->m), kept);
+    return 0;
+}
+
+/* Step s (0-based): the batch, the step (timed, traced when asked), its
+ * line, the validation and the checkpoint due after it.  1 to go on, 0
+ * when the run stops (reported). */
+static int run_step(train_run *t, long s)
+{
+    const train_opts *o = &t->o;
+    const remat_config *c = t->c;
+    float loss;
+    char why[512];
+    uint64_t pos0 = remat_data_position(t->data, REMAT_SPLIT_TRAIN);
+    if (remat_data_next(t->data, REMAT_SPLIT_TRAIN, c->batch, c->seq, t->in, t->tg)) { cli_error("%s", remat_errmsg()); return 0; }
+    if (o->nan_step == s + 1 && o->nan_rank == g_rank) remat_model_debug_poison(t->m, o->nan_tensor);
+    if (o->fail_step == s + 1 && o->fail_rank == g_rank) remat_debug_fail_alloc((uint64_t)o->fail_n);
+    uint64_t sn = (uint64_t)s + 1;
+    int timed = (o->trace && sn >= o->trace_first && sn <= o->trace_last) ||
+                (t->calibrate && sn >= t->cal_first && sn <= t->cal_last);
+    remat_model_set_trace(t->m, timed ? t->trace : NULL, sn);
+    double t0 = cli_now_ms();
+    remat_status st = remat_model_step(t->m, t->in, t->tg, 1, &loss);
+    double ms = cli_now_ms() - t0;
+    if (o->fail_step == s + 1 && o->fail_rank == g_rank) remat_debug_fail_alloc(0);
+    if (st == REMAT_ERR_NONFINITE && !nonfinite(t, s, pos0)) return 0;
+    if (st && st != REMAT_ERR_NONFINITE) { cli_error("step %ld: %s", s + 1, remat_model_error(t->m)); return 0; }
+    if (!st) {
+        if (!t->dt.n) t->loss_first = loss;   /* of the first step that completed */
+        t->loss_last = loss;
         remat_stats stt;
-        remat_model_stats(m, &stt);
-        dt.ms[dt.n] = ms;
-        dt.comm_ms[dt.n] = stt.comm_ms;
-        dt.reduce_ms[dt.n++] = stt.reduce_ms;
-        int do_eval = (o.eval_every > 0 && (s + 1) % o.eval_every == 0) || s + 1 == o.steps;
-        if (do_eval && (st = eval_val(m, data, c, o.eval_batches, in, tg, &val, why, sizeof why))) {
-            cli_error("validation: %s", why); goto out;
+        remat_model_stats(t->m, &stt);
+        t->dt.ms[t->dt.n] = ms;
+        t->dt.comm_ms[t->dt.n] = stt.comm_ms;
+        t->dt.reduce_ms[t->dt.n++] = stt.reduce_ms;
+        int do_eval = (o->eval_every > 0 && (s + 1) % o->eval_every == 0) || s + 1 == o->steps;
+        if (do_eval && eval_val(t->m, t->data, c, o->eval_batches, t->in, t->tg, &t->val, why, sizeof why)) {
+            cli_error("validation: %s", why);
+            return 0;
         }
-        double tps = (double)N / (ms / 1000.0);
-        if (jw) {
-            remat_jsonw_object(jw, NULL);
-            remat_jsonw_str(jw, "type", "step");
-            remat_jsonw_int(jw, "step", s + 1);
-            remat_jsonw_float(jw, "loss", loss);
-            remat_jsonw_num(jw, "ms", ms);
-            remat_jsonw_num(jw, "tokens_per_s", tps);
-            remat_jsonw_uint(jw, "act_peak_bytes", stt.act_peak_bytes);
-            if (dp) {
-                remat_jsonw_num(jw, "comm_ms", stt.comm_ms);
-                remat_jsonw_num(jw, "reduce_ms", stt.reduce_ms);
-            }
-            if (do_eval) remat_jsonw_num(jw, "val_loss", val);
-            remat_jsonw_end(jw);
-        } else if (!o.quiet) {
-            printf("step %5ld/%ld | loss %.4f | %8.1f ms | %8.0f tok/s | act peak %.2f MiB",
-                   s + 1, o.steps, (double)loss, ms, tps, stt.act_peak_bytes / 1048576.0);
-            if (do_eval) printf(" | val %.4f", val);
+        double tps = (double)t->N / (ms / 1000.0);
+        if (t->jw) step_json(t, s, loss, ms, tps, &stt, do_eval);
+        else if (!o->quiet) {
+            printf("step %5ld/%ld | loss %.4f | %8.1f ms | %8.0f tok/s | act peak %.2f MiB", s + 1, o->steps,
+                   (double)loss, ms, tps, stt.act_peak_bytes / 1048576.0);
+            if (do_eval) printf(" | val %.4f", t->val);
             printf("\n");
         }
-        fflush(stdout);
-        if (o.save && o.save_every > 0 && (s + 1) % o.save_every == 0 && !save_ckpt(&o, m, data, s + 1, &last_saved)) goto out;
+    }
+    fflush(stdout);
+    return !(o->save && o->save_every > 0 && (s + 1) % o->save_every == 0 &&
+             !save_ckpt(o, t->m, t->data, s + 1, &t->last_saved));
+}
+
+/* The steps, then the last checkpoint, the trace and the run's times in
+ * the cost model's cache.  0, or 1 (reported). */
+static int run_steps(train_run *t)
+{
+    const train_opts *o = &t->o;
+    cli_progress pg;   /* stderr; not with --json, nor when step lines go to the same terminal */
+    cli_progress_init(&pg, t->lead && !o->json && (o->quiet || !cli_progress_stdout_is_tty()));
+    for (long s = t->start; s < o->steps; s++) {
+        char what[160];
+        snprintf(what, sizeof what, "train (%.100s): step %ld/%ld", t->policy, s + 1, o->steps);
+        cli_progress_update(&pg, what, s - t->start, o->steps - t->start);
+        if (!run_step(t, s)) { cli_progress_clear(&pg); return 1; }
     }
     cli_progress_clear(&pg);
-    remat_model_set_trace(m, NULL, 0);
-    if (o.save && last_saved != o.steps && !save_ckpt(&o, m, data, o.steps, &last_saved)) goto out;
-    trace_done = 1;
-    if (o.trace && lead && write_trace(&o, trace)) goto out;
-    /* the run's instruction times into the cost model's cache */
-    if (calibrate && completed_steps(trace)) {   /* none when every timed step was skipped */
-        remat_profile *base = plan_prof;
-        plan_prof = NULL;   /* taken over */
-        if (cli_calibrate_cache(c, trace, NULL, base, &calib, calib_path, sizeof calib_path)) goto out;
+    remat_model_set_trace(t->m, NULL, 0);
+    if (o->save && t->last_saved != o->steps && !save_ckpt(o, t->m, t->data, o->steps, &t->last_saved)) return 1;
+    t->trace_done = 1;
+    if (o->trace && t->lead && write_trace(o, t->trace)) return 1;
+    if (t->calibrate && completed_steps(t->trace)) {   /* none when every timed step was skipped */
+        remat_profile *base = t->plan_prof;
+        t->plan_prof = NULL;   /* taken over */
+        if (cli_calibrate_cache(t->c, t->trace, NULL, base, &t->calib, t->calib_path, sizeof t->calib_path)) return 1;
     }
-    if (n_skipped && !o.json && !o.quiet) printf("%ld step%s skipped (non-finite)\n", n_skipped, n_skipped > 1 ? "s" : "");
+    if (t->n_skipped && !o->json && !o->quiet)
+        printf("%ld step%s skipped (non-finite)\n", t->n_skipped, t->n_skipped > 1 ? "s" : "");
+    return 0;
+}
 
-    remat_stats stt;
-    remat_model_stats(m, &stt);
-    /* over the steps that completed; none (every step skipped, or none to
-     * run): null in JSON */
-    double med = dt.n ? remat_median(dt.ms, dt.n) : NAN;
-    double comm_med = dt.n ? remat_median(dt.comm_ms, dt.n) : NAN, red_med = dt.n ? remat_median(dt.reduce_ms, dt.n) : NAN;
-    double tps = med > 0 ? (double)N / (med / 1000.0) : dt.n ? 0 : NAN;
+/* The summary's figures (over the steps that completed; none: every step
+ * skipped, or none to run: NaN, null in JSON). */
+typedef struct run_summary {
+    remat_stats st;
+    double med, comm_med, red_med, tps, rpct;
     char hash[32];
-    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)remat_model_params_hash(m));
-    double rpct = sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0;
-    if (jw) {
-        remat_jsonw_object(jw, NULL);
-        remat_jsonw_str(jw, "type", "summary");
-        remat_jsonw_str(jw, "policy", policy);
-        remat_jsonw_int(jw, "steps", o.steps);
-        remat_jsonw_float(jw, "loss_first", loss_first);
-        remat_jsonw_float(jw, "loss_last", loss_last);
-        remat_jsonw_num(jw, "val_loss", val);
-        remat_jsonw_num(jw, "step_ms_median", med);
-        remat_jsonw_num(jw, "tokens_per_s", tps);
-        remat_jsonw_uint(jw, "act_peak_bytes", stt.act_peak_bytes);
-        remat_jsonw_uint(jw, "act_peak_pred_bytes", sim.peak_bytes);
-        remat_jsonw_uint(jw, "act_stored_bytes", stt.act_stored_bytes);
-        remat_jsonw_uint(jw, "act_stored_pred_bytes", sim.stored_bytes);
-        remat_jsonw_uint(jw, "act_workset_bytes", stt.act_workset_bytes);
-        remat_jsonw_uint(jw, "act_workset_pred_bytes", sim.workset_bytes);
-        remat_jsonw_uint(jw, "params_bytes", stt.params_bytes);
-        remat_jsonw_uint(jw, "grads_bytes", stt.grads_bytes);
-        remat_jsonw_uint(jw, "optim_bytes", stt.optim_bytes);
-        remat_jsonw_uint(jw, "workspace_bytes", stt.workspace_bytes);
-        remat_jsonw_uint(jw, "step_peak_bytes", stt.step_peak_bytes);
-        remat_jsonw_num(jw, "flops_per_step", sim.flops * stt.grad_accum);
-        remat_jsonw_num(jw, "recompute_pct", rpct);
-        remat_jsonw_str(jw, "params_hash", hash);
-        remat_jsonw_int(jw, "n_layer", c->n_layer);
-        remat_jsonw_int(jw, "n_embd", c->n_embd);
-        remat_jsonw_int(jw, "n_head", c->n_head);
-        remat_jsonw_int(jw, "vocab", c->vocab);
-        remat_jsonw_int(jw, "seq", c->seq);
-        remat_jsonw_int(jw, "batch", c->batch);
-        remat_jsonw_int(jw, "threads", remat_get_threads());
-        remat_jsonw_str(jw, "dtype", cli_dtype_name(c->dtype));
-        remat_jsonw_str(jw, "gemm", remat_gemm_name(remat_gemm_get()));
-        remat_jsonw_uint(jw, "weights16_bytes", stt.weights16_bytes);
-        remat_jsonw_int(jw, "calibrated_ops", remat_profile_run_ops(calib));
-        remat_jsonw_int(jw, "ranks", stt.ranks);
-        remat_jsonw_int(jw, "micro_batch", stt.micro_batch);
-        remat_jsonw_int(jw, "grad_accum", stt.grad_accum);
-        remat_jsonw_int(jw, "zero", stt.zero);
-        remat_jsonw_uint(jw, "reduce_bytes", stt.reduce_bytes);
-        remat_jsonw_uint(jw, "comm_bytes_per_step", stt.comm_bytes);
-        remat_jsonw_num(jw, "comm_ms_median", comm_med);
-        remat_jsonw_num(jw, "reduce_ms_median", red_med);
-        remat_jsonw_end(jw);
-        if (cli_json_close(jw)) { jw = NULL; goto out; }
-        jw = NULL;
-    } else {
-        printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s%s\n",
-               (double)loss_first, (double)loss_last, val, med, tps,
-               med > 0 ? sim.flops * stt.grad_accum / (med * 1e6) : 0.0, stt.ranks > 1 ? " per rank" : "");
-        printf("memory%s (bytes are exact, from the accounting allocator):\n", stt.ranks > 1 ? " of rank 0" : "");
-        printf("  parameters      %12s\n", cli_fmt_bytes(stt.params_bytes, b1, sizeof b1));
-        printf("  gradients       %12s\n", cli_fmt_bytes(stt.grads_bytes, b1, sizeof b1));
-        printf("  AdamW state     %12s%s\n", cli_fmt_bytes(stt.optim_bytes, b1, sizeof b1),
-               stt.zero && stt.ranks > 1 ? " (its slice: ZeRO-1)" : "");
-        printf("  workspace       %12s\n", cli_fmt_bytes(stt.workspace_bytes, b1, sizeof b1));
-        if (stt.weights16_bytes)
-            printf("  bf16 weights    %12s (the copy the GEMMs read)\n", cli_fmt_bytes(stt.weights16_bytes, b1, sizeof b1));
-        if (dp)
-            printf("  reduction       %12s (partial sums of the micro-batch tree, receive buffer, partials)\n",
-                   cli_fmt_bytes(stt.reduce_bytes, b1, sizeof b1));
-        printf("  activations     stored %s, working set %s, peak %s (predicted peak %s%s)\n",
-               cli_fmt_bytes(stt.act_stored_bytes, b1, sizeof b1), cli_fmt_bytes(stt.act_workset_bytes, b2, sizeof b2),
-               cli_fmt_bytes(stt.act_peak_bytes, b3, sizeof b3), cli_fmt_bytes(sim.peak_bytes, b4, sizeof b4),
-               stt.act_peak_bytes == sim.peak_bytes ? ", exact" : ", MISMATCH");
-        printf("  step peak       %12s (everything live at the worst moment)\n",
-               cli_fmt_bytes(stt.step_peak_bytes, b1, sizeof b1));
-        if (stt.ranks > 1)
-            printf("communication: %s sent per step, median %.1f ms in exchanges, %.1f ms adding gradients\n",
-                   cli_fmt_bytes(stt.comm_bytes, b1, sizeof b1), comm_med, red_med);
-        printf("  recompute       %.1f%% of step FLOPs | params_hash %.16s\n", rpct, hash);
-        if (calib) {
-            remat_plan_row pr = { 0 };
-            remat_plan_evaluate(c, calib, policy, 0, 0, &pr);
-            printf("cost model: the times of %d instruction kinds of this run, saved to %s (step %.1f ms as the "
-                   "planner now predicts it)\n", remat_profile_run_ops(calib), calib_path, pr.step_ms_pred);
-            remat_plan_row_clear(&pr);
-        }
-        if (o.trace) printf("trace: %s\n", o.trace);
+} run_summary;
+
+static void summary_json(train_run *t, const run_summary *u)
+{
+    remat_jsonw *w = t->jw;
+    const remat_config *c = t->c;
+    const remat_stats *st = &u->st;
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "type", "summary");
+    remat_jsonw_str(w, "policy", t->policy);
+    remat_jsonw_int(w, "steps", t->o.steps);
+    remat_jsonw_float(w, "loss_first", t->loss_first);
+    remat_jsonw_float(w, "loss_last", t->loss_last);
+    remat_jsonw_num(w, "val_loss", t->val);
+    remat_jsonw_num(w, "step_ms_median", u->med);
+    remat_jsonw_num(w, "tokens_per_s", u->tps);
+    remat_jsonw_uint(w, "act_peak_bytes", st->act_peak_bytes);
+    remat_jsonw_uint(w, "act_peak_pred_bytes", t->sim.peak_bytes);
+    remat_jsonw_uint(w, "act_stored_bytes", st->act_stored_bytes);
+    remat_jsonw_uint(w, "act_stored_pred_bytes", t->sim.stored_bytes);
+    remat_jsonw_uint(w, "act_workset_bytes", st->act_workset_bytes);
+    remat_jsonw_uint(w, "act_workset_pred_bytes", t->sim.workset_bytes);
+    remat_jsonw_uint(w, "params_bytes", st->params_bytes);
+    remat_jsonw_uint(w, "grads_bytes", st->grads_bytes);
+    remat_jsonw_uint(w, "optim_bytes", st->optim_bytes);
+    remat_jsonw_uint(w, "workspace_bytes", st->workspace_bytes);
+    remat_jsonw_uint(w, "step_peak_bytes", st->step_peak_bytes);
+    remat_jsonw_num(w, "flops_per_step", t->sim.flops * st->grad_accum);
+    remat_jsonw_num(w, "recompute_pct", u->rpct);
+    remat_jsonw_str(w, "params_hash", u->hash);
+    remat_jsonw_int(w, "n_layer", c->n_layer);
+    remat_jsonw_int(w, "n_embd", c->n_embd);
+    remat_jsonw_int(w, "n_head", c->n_head);
+    remat_jsonw_int(w, "vocab", c->vocab);
+    remat_jsonw_int(w, "seq", c->seq);
+    remat_jsonw_int(w, "batch", c->batch);
+    remat_jsonw_int(w, "threads", remat_get_threads());
+    remat_jsonw_str(w, "dtype", cli_dtype_name(c->dtype));
+    remat_jsonw_str(w, "gemm", remat_gemm_name(remat_gemm_get()));
+    remat_jsonw_uint(w, "weights16_bytes", st->weights16_bytes);
+    remat_jsonw_int(w, "calibrated_ops", remat_profile_run_ops(t->calib));
+    remat_jsonw_int(w, "ranks", st->ranks);
+    remat_jsonw_int(w, "micro_batch", st->micro_batch);
+    remat_jsonw_int(w, "grad_accum", st->grad_accum);
+    remat_jsonw_int(w, "zero", st->zero);
+    remat_jsonw_uint(w, "reduce_bytes", st->reduce_bytes);
+    remat_jsonw_uint(w, "comm_bytes_per_step", st->comm_bytes);
+    remat_jsonw_num(w, "comm_ms_median", u->comm_med);
+    remat_jsonw_num(w, "reduce_ms_median", u->red_med);
+    remat_jsonw_end(w);
+}
+
+static void summary_text(train_run *t, const run_summary *u)
+{
+    const remat_stats *st = &u->st;
+    char b1[32], b2[32], b3[32], b4[32];
+    printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s%s\n",
+           (double)t->loss_first, (double)t->loss_last, t->val, u->med, u->tps,
+           u->med > 0 ? t->sim.flops * st->grad_accum / (u->med * 1e6) : 0.0, st->ranks > 1 ? " per rank" : "");
+    printf("memory%s (bytes are exact, from the accounting allocator):\n", st->ranks > 1 ? " of rank 0" : "");
+    printf("  parameters      %12s\n", cli_fmt_bytes(st->params_bytes, b1, sizeof b1));
+    printf("  gradients       %12s\n", cli_fmt_bytes(st->grads_bytes, b1, sizeof b1));
+    printf("  AdamW state     %12s%s\n", cli_fmt_bytes(st->optim_bytes, b1, sizeof b1),
+           st->zero && st->ranks > 1 ? " (its slice: ZeRO-1)" : "");
+    printf("  workspace       %12s\n", cli_fmt_bytes(st->workspace_bytes, b1, sizeof b1));
+    if (st->weights16_bytes)
+        printf("  bf16 weights    %12s (the copy the GEMMs read)\n", cli_fmt_bytes(st->weights16_bytes, b1, sizeof b1));
+    if (t->dp)
+        printf("  reduction       %12s (partial sums of the micro-batch tree, receive buffer, partials)\n",
+               cli_fmt_bytes(st->reduce_bytes, b1, sizeof b1));
+    printf("  activations     stored %s, working set %s, peak %s (predicted peak %s%s)\n",
+           cli_fmt_bytes(st->act_stored_bytes, b1, sizeof b1), cli_fmt_bytes(st->act_workset_bytes, b2, sizeof b2),
+           cli_fmt_bytes(st->act_peak_bytes, b3, sizeof b3), cli_fmt_bytes(t->sim.peak_bytes, b4, sizeof b4),
+           st->act_peak_bytes == t->sim.peak_bytes ? ", exact" : ", MISMATCH");
+    printf("  step peak       %12s (everything live at the worst moment)\n",
+           cli_fmt_bytes(st->step_peak_bytes, b1, sizeof b1));
+    if (st->ranks > 1)
+        printf("communication: %s sent per step, median %.1f ms in exchanges, %.1f ms adding gradients\n",
+               cli_fmt_bytes(st->comm_bytes, b1, sizeof b1), u->comm_med, u->red_med);
+    printf("  recompute       %.1f%% of step FLOPs | params_hash %.16s\n", u->rpct, u->hash);
+    if (t->calib) {
+        remat_plan_row pr = { 0 };
+        remat_plan_evaluate(t->c, t->calib, t->policy, 0, 0, &pr);
+        printf("cost model: the times of %d instruction kinds of this run, saved to %s (step %.1f ms as the "
+               "planner now predicts it)\n", remat_profile_run_ops(t->calib), t->calib_path, pr.step_ms_pred);
+        remat_plan_row_clear(&pr);
     }
-    if (o.sample > 0 && remat_data_is_bytes(data) && !o.json && !o.quiet && lead) {
-        int T = c->seq, np = T / 4 > 0 ? (T / 4 < 16 ? T / 4 : 16) : 1;
-        int nn = (int)(o.sample < T - np ? o.sample : T - np);
-        if (nn > 0) {
-            int *gen = malloc(sizeof(int) * (size_t)nn);
-            if ((st = remat_data_seek(data, REMAT_SPLIT_VAL, 0)) ||
-                (st = remat_data_next(data, REMAT_SPLIT_VAL, c->batch, c->seq, in, tg))) {
-                free(gen); cli_error("%s", remat_errmsg()); goto out;
-            }
-            if (gen && !(st = remat_model_sample(m, in, np, nn, 0.5f, o.seed, gen))) {
-                printf("sample: \"");
-                print_escaped(stdout, in, np);
-                printf("\" -> \"");
-                print_escaped(stdout, gen, nn);
-                printf("\"\n");
-            }
-            free(gen);
-            if (st) { cli_error("sample: %s", remat_model_error(m)); goto out; }
-        }
+    if (t->o.trace) printf("trace: %s\n", t->o.trace);
+}
+
+/* The summary: JSON (closing the JSON Lines) or text.  0, or 1 (reported). */
+static int summary(train_run *t)
+{
+    run_summary u;
+    const step_times *dt = &t->dt;
+    remat_model_stats(t->m, &u.st);
+    u.med = dt->n ? remat_median(dt->ms, dt->n) : NAN;
+    u.comm_med = dt->n ? remat_median(dt->comm_ms, dt->n) : NAN;
+    u.red_med = dt->n ? remat_median(dt->reduce_ms, dt->n) : NAN;
+    u.tps = u.med > 0 ? (double)t->N / (u.med / 1000.0) : dt->n ? 0 : NAN;
+    u.rpct = t->sim.flops > 0 ? 100.0 * t->sim.recompute_flops / t->sim.flops : 0;
+    snprintf(u.hash, sizeof u.hash, "%016llx", (unsigned long long)remat_model_params_hash(t->m));
+    if (!t->jw) { summary_text(t, &u); return 0; }
+    summary_json(t, &u);
+    int rc = cli_json_close(t->jw);
+    t->jw = NULL;
+    return rc;
+}
+
+/* For byte-level data: a sample continuing the start of the validation
+ * split.  0, or 1 (reported). */
+static int sample(train_run *t)
+{
+    const train_opts *o = &t->o;
+    const remat_config *c = t->c;
+    if (o->sample <= 0 || !remat_data_is_bytes(t->data) || o->json || o->quiet || !t->lead) return 0;
+    int T = c->seq, np = T / 4 > 0 ? (T / 4 < 16 ? T / 4 : 16) : 1;
+    int nn = (int)(o->sample < T - np ? o->sample : T - np);
+    if (nn <= 0) return 0;
+    if (remat_data_seek(t->data, REMAT_SPLIT_VAL, 0) || remat_data_next(t->data, REMAT_SPLIT_VAL, c->batch, c->seq, t->in, t->tg))
+        return cli_error("%s", remat_errmsg());
+    int *gen = malloc(sizeof(int) * (size_t)nn);
+    remat_status st = REMAT_OK;
+    if (gen && !(st = remat_model_sample(t->m, t->in, np, nn, 0.5f, o->seed, gen))) {
+        printf("sample: \"");
+        print_escaped(stdout, t->in, np);
+        printf("\" -> \"");
+        print_escaped(stdout, gen, nn);
+        printf("\"\n");
     }
-    rc = 0;
-out:
-    if (!agreed) setup_agree(1);   /* this rank failed in its set-up */
+    free(gen);
+    return st ? cli_error("sample: %s", remat_model_error(t->m)) : 0;
+}
+
+static void run_free(train_run *t)
+{
+    free(t->in); free(t->tg); free(t->ci);
+    free(t->dt.ms); free(t->dt.comm_ms); free(t->dt.reduce_ms);
+    remat_trace_free(t->trace);
+    remat_jsonw_free(t->jw);
+    remat_profile_free(t->calib);
+    remat_profile_free(t->plan_prof);
+    remat_model_free(t->m);
+    remat_data_free(t->data);
+}
+
+static int train(int argc, char **argv)
+{
+    train_run t;
+    memset(&t, 0, sizeof t);
+    t.c = &t.o.cfg;
+    t.lead = g_rank == 0;
+    t.last_saved = -1;
+    t.loss_first = t.loss_last = NAN;
+    t.val = NAN;
+    if (g_ranks > 1) cli_defer_errors(1);
+    int r = parse(argc, argv, &t.o);
+    if (r == 0) { cli_defer_errors(0); return 0; }   /* --help */
+    int rc = r < 0 ? 2 : setup(&t);
+    if (!setup_agree(rc != 0) && !rc) rc = 1;   /* the ranks agree on who failed */
+    if (!rc) {
+        g_collective = 0;
+        rc = !same_data(&t) || prepare_steps(&t) || run_steps(&t) || summary(&t) || sample(&t);
+    }
     /* a run that stopped early still leaves the trace of what it ran */
-    if (rc && !trace_done && o.trace && trace && lead && remat_trace_steps(trace)) write_trace(&o, trace);
-    free(in); free(tg); free(dt.ms); free(ci); free(dt.comm_ms); free(dt.reduce_ms);
-    remat_trace_free(trace);
-    remat_jsonw_free(jw);
-    remat_profile_free(calib);
-    remat_profile_free(plan_prof);
-    remat_model_free(m);
-    remat_data_free(data);
+    if (rc && !t.trace_done && t.o.trace && t.trace && t.lead && remat_trace_steps(t.trace)) write_trace(&t.o, t.trace);
+    run_free(&t);
     return rc;
 }
 
