@@ -140,16 +140,23 @@ static const char *unknown_flag(const char *flag)
     return NULL;
 }
 
-int cli_plan_framework(int argc, char **argv)
+/* Micro-batches per replica per iteration: G / (b D). */
+static long micro_batches(const remat_config *c, const remat_cluster *cl)
 {
-    remat_config c;
-    remat_cluster cl;
-    cli_config_start(&c);
-    remat_cluster_default(&cl);
-    fw_opts o = { .maximize = -1 };
+    return (cl->global_batch ? cl->global_batch : (long)c->batch * cl->dp) / ((long)c->batch * cl->dp);
+}
+
+/* The flags into c, cl and o, with the framework's defaults for what was
+ * not given, checked.  1: run; 0: --help; else the exit status (reported). */
+static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, fw_opts *o)
+{
+    cli_config_start(c);
+    remat_cluster_default(cl);
+    memset(o, 0, sizeof *o);
+    o->maximize = -1;
     cli_flag_group groups[] = {
-        { "cluster:", CLI_FLAGS(cluster_flags), &cl }, { NULL, CLI_FLAGS(micro_batch_flag), &c },
-        { NULL, CLI_FLAGS(fw_flags), &o }, cli_config_group(&c),
+        { "cluster:", CLI_FLAGS(cluster_flags), cl }, { NULL, CLI_FLAGS(micro_batch_flag), c },
+        { NULL, CLI_FLAGS(fw_flags), o }, cli_config_group(c),
     };
     cli_command cmd = {
         "plan",
@@ -172,130 +179,159 @@ int cli_plan_framework(int argc, char **argv)
     };
     int r = cli_parse(&cmd, argc, argv);
     if (r <= 0) return r < 0 ? 2 : 0;
-    int json = o.json, explain = o.explain, maximize = o.maximize, ngiven = o.given.n;
-    int dtype_set = cli_given(&cmd, "--dtype"), dropout_set = cli_given(&cmd, "--dropout");
-    int batch_set = cli_given(&cmd, "--batch") || cli_given(&cmd, "--micro-batch");
-    const char *const *given = o.given.v;
-    uint64_t mem = o.mem;
-    if (cli_given(&cmd, "--device-mem") && !mem) { cli_error("--device-mem must be positive"); return 2; }
-    if (mem) cl.dev.mem_bytes = mem;
-    if (!dtype_set) c.dtype = c.framework == REMAT_FRAMEWORK_MEGATRON ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32;
-    if (!dropout_set && c.framework == REMAT_FRAMEWORK_MEGATRON) c.dropout = 0.1f;
-    if (!batch_set) c.batch = 1;
-    cli_config_default_max_seq(&c);
-    if (remat_cluster_check(&c, &cl)) return cli_error("%s", remat_errmsg()) + 1;
+    if (cli_given(&cmd, "--device-mem") && !o->mem) return cli_error("--device-mem must be positive") + 1;
+    if (o->mem) cl->dev.mem_bytes = o->mem;
+    if (!cli_given(&cmd, "--dtype")) c->dtype = c->framework == REMAT_FRAMEWORK_MEGATRON ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32;
+    if (!cli_given(&cmd, "--dropout") && c->framework == REMAT_FRAMEWORK_MEGATRON) c->dropout = 0.1f;
+    if (!cli_given(&cmd, "--batch") && !cli_given(&cmd, "--micro-batch")) c->batch = 1;
+    cli_config_default_max_seq(c);
+    if (remat_cluster_check(c, cl)) return cli_error("%s", remat_errmsg()) + 1;
+    return 1;
+}
 
+/* The three answers (at the largest micro-batch or seq with --maximize:
+ * best[] for each, c and cl moved to the optimum's), and the --recompute
+ * rows. */
+typedef struct fw_answers {
     remat_cluster_answer a;
-    remat_cluster_row *gr = calloc(ngiven ? (size_t)ngiven : 1, sizeof *gr);
-    if (!gr) return cli_error("out of memory");
-    int best[3] = { 0, 0, 0 };
-    remat_status st;
-    if (maximize >= 0) {
-        for (int w = 2; w >= 0; w--) {      /* the optimum last: its answer is the one shown */
-            if ((st = remat_cluster_maximize(&c, &cl, (remat_cluster_dim)maximize, (remat_cluster_which)w, &best[w],
-                                             w ? NULL : &a))) {
-                free(gr);
+    remat_cluster_row *gr;      /* one per --recompute */
+    int ngiven;
+    int best[3];                /* --maximize: optimal, best Megatron-LM, best torchtitan */
+} fw_answers;
+
+static void fw_answers_clear(fw_answers *an)
+{
+    for (int i = 0; i < an->ngiven; i++) remat_cluster_row_clear(&an->gr[i]);
+    free(an->gr);
+    remat_cluster_answer_clear(&an->a);
+}
+
+/* 0, or the exit status (reported) */
+static int fw_solve(remat_config *c, remat_cluster *cl, const fw_opts *o, fw_answers *an)
+{
+    memset(an, 0, sizeof *an);
+    if (!(an->gr = calloc(o->given.n ? (size_t)o->given.n : 1, sizeof *an->gr))) return cli_error("out of memory");
+    if (o->maximize >= 0) {
+        for (int w = 2; w >= 0; w--)        /* the optimum last: its answer is the one shown */
+            if (remat_cluster_maximize(c, cl, (remat_cluster_dim)o->maximize, (remat_cluster_which)w, &an->best[w],
+                                       w ? NULL : &an->a))
                 return cli_error("%s", remat_errmsg());
-            }
+        if (an->best[0] && o->maximize == REMAT_CLUSTER_SEQ) {
+            c->seq = an->best[0];
+            if (c->max_seq < c->seq) c->max_seq = c->seq;
+        } else if (an->best[0]) {
+            long m = micro_batches(c, cl);
+            c->batch = an->best[0];
+            cl->global_batch = (int)(m * c->batch * cl->dp);
         }
-        if (best[0]) {
-            if (maximize == REMAT_CLUSTER_SEQ) { c.seq = best[0]; if (c.max_seq < c.seq) c.max_seq = c.seq; }
-            else { long m = (cl.global_batch ? cl.global_batch : (long)c.batch * cl.dp) / ((long)c.batch * cl.dp);
-                   c.batch = best[0]; cl.global_batch = (int)(m * c.batch * cl.dp); }
-        }
-    } else if ((st = remat_cluster_plan(&c, &cl, &a))) {
-        free(gr);
+    } else if (remat_cluster_plan(c, cl, &an->a)) {
         return cli_error("%s", remat_errmsg());
     }
-    for (int i = 0; i < ngiven; i++)
-        if (remat_cluster_evaluate(&c, &cl, given[i], &gr[i])) {
-            int rc = cli_error("--recompute %s: %s", given[i], remat_errmsg()) + 1;
-            for (int j = 0; j < i; j++) remat_cluster_row_clear(&gr[j]);
-            free(gr);
-            remat_cluster_answer_clear(&a);
-            return rc;
-        }
+    for (; an->ngiven < o->given.n; an->ngiven++)
+        if (remat_cluster_evaluate(c, cl, o->given.v[an->ngiven], &an->gr[an->ngiven]))
+            return cli_error("--recompute %s: %s", o->given.v[an->ngiven], remat_errmsg()) + 1;
+    return 0;
+}
+
+/* 0, or 1 (reported) */
+static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts *o, const fw_answers *an,
+                   const remat_cluster_memory *mm)
+{
+    remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "framework", fw_name(c));
+    remat_jsonw_object(w, "memory");
+    remat_jsonw_uint(w, "params", mm->params);
+    remat_jsonw_uint(w, "params_bytes", mm->params_bytes);
+    remat_jsonw_uint(w, "grads_bytes", mm->grads_bytes);
+    remat_jsonw_uint(w, "optim_bytes", mm->optim_bytes);
+    remat_jsonw_end(w);
+    remat_jsonw_num(w, "model_flops", remat_cluster_model_flops(c, cl));
+    remat_jsonw_str(w, "device", cl->dev.name ? cl->dev.name : "");
+    remat_jsonw_uint(w, "device_mem_bytes", cl->dev.mem_bytes);
+    if (o->maximize >= 0) {
+        remat_jsonw_object(w, "maximize");
+        remat_jsonw_str(w, "dim", o->maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch");
+        remat_jsonw_int(w, "optimal", an->best[0]);
+        remat_jsonw_int(w, "best_megatron", an->best[1]);
+        remat_jsonw_int(w, "best_torchtitan", an->best[2]);
+        remat_jsonw_end(w);
+    }
+    row_json(w, "optimal", &an->a.optimal);
+    row_json(w, "best_megatron", &an->a.best_megatron);
+    row_json(w, "best_torchtitan", &an->a.best_torchtitan);
+    remat_jsonw_array(w, "rows");
+    for (int i = 0; i < an->ngiven; i++) row_json(w, NULL, &an->gr[i]);
+    for (size_t i = 0; i < an->a.nrows; i++) row_json(w, NULL, &an->a.rows[i]);
+    remat_jsonw_end(w);
+    remat_jsonw_end(w);
+    return cli_json_close(w);
+}
+
+static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opts *o, const fw_answers *an,
+                    const remat_cluster_memory *mm)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    const remat_cluster_answer *a = &an->a;
+    long m = micro_batches(c, cl);
+    cli_config_print(stdout, c);
+    printf("cluster: %s, %s per GPU (%.0f%% kept back), %.0f TFLOP/s x %.3f | pp %d%s, dp %d%s | "
+           "global batch %ld = micro-batch %d x %ld x dp %d\n",
+           cl->dev.name ? cl->dev.name : "device", cli_fmt_bytes(cl->dev.mem_bytes, b1, sizeof b1), 100 * cl->reserve,
+           cl->dev.flops / 1e12, cl->efficiency > 0 ? cl->efficiency : REMAT_CLUSTER_EFFICIENCY, cl->pp,
+           cl->vpp > 1 ? ", interleaved" : "", cl->dp, cl->dist_optim ? " (distributed optimizer)" : "",
+           m * c->batch * cl->dp, c->batch, m, cl->dp);
+    printf("per GPU: %llu parameters: weights %s, gradients %s, optimizer %s | model FLOPs per iteration %.4g\n",
+           (unsigned long long)mm->params, cli_fmt_bytes(mm->params_bytes, b2, sizeof b2),
+           cli_fmt_bytes(mm->grads_bytes, b3, sizeof b3), cli_fmt_bytes(mm->optim_bytes, b4, sizeof b4),
+           remat_cluster_model_flops(c, cl));
+    if (o->maximize >= 0) {
+        const char *what = o->maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch";
+        printf("largest %s: optimal %d, Megatron-LM %d, torchtitan %d (answers below at %s %d)\n", what, an->best[0],
+               an->best[1], an->best[2], what, an->best[0]);
+    }
+    /* plans are per model chunk: each pipeline stage's L/(P V) layers */
+    remat_config ch = *c;
+    ch.n_layer = c->n_layer / (cl->pp * cl->vpp);
+    if (cl->pp > 1) {
+        ch.stage = REMAT_STAGE_FIRST;
+        printf("plans are per model chunk of %d layers (%d stages x %d chunk(s) each)\n", ch.n_layer, cl->pp, cl->vpp);
+    }
+    printf("\n");
+    answer_text("optimal", &a->optimal, &ch, o->explain);
+    answer_text("best Megatron-LM", &a->best_megatron, &ch, o->explain);
+    answer_text("best torchtitan", &a->best_torchtitan, &ch, o->explain);
+    for (int i = 0; i < an->ngiven; i++) {
+        printf("\n");
+        answer_text(o->given.v[i], &an->gr[i], &ch, o->explain);
+    }
+    if (a->best_megatron.policy && a->optimal.policy && a->best_megatron.step_ms_pred > a->optimal.step_ms_pred) {
+        if (a->best_torchtitan.policy)
+            snprintf(b1, sizeof b1, "%.1f%%", 100 * (a->best_torchtitan.step_ms_pred / a->optimal.step_ms_pred - 1));
+        printf("\nMegatron-LM's flags cost %.1f%% over the optimum, torchtitan's %s\n\n",
+               100 * (a->best_megatron.step_ms_pred / a->optimal.step_ms_pred - 1),
+               a->best_torchtitan.policy ? b1 : "(nothing fits)");
+    }
+}
+
+int cli_plan_framework(int argc, char **argv)
+{
+    remat_config c;
+    remat_cluster cl;
+    fw_opts o;
+    fw_answers an;
+    int rc = fw_parse(argc, argv, &c, &cl, &o);
+    if (rc != 1) return rc;
+    if ((rc = fw_solve(&c, &cl, &o, &an))) { fw_answers_clear(&an); return rc; }
     remat_cluster_memory mm;
     remat_cluster_memory_of(&c, &cl, &mm);
-    double model_flops = remat_cluster_model_flops(&c, &cl);
-    int rc = 1;
-    if (json) {
-        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
-        remat_jsonw_object(w, NULL);
-        remat_jsonw_str(w, "framework", fw_name(&c));
-        remat_jsonw_object(w, "memory");
-        remat_jsonw_uint(w, "params", mm.params);
-        remat_jsonw_uint(w, "params_bytes", mm.params_bytes);
-        remat_jsonw_uint(w, "grads_bytes", mm.grads_bytes);
-        remat_jsonw_uint(w, "optim_bytes", mm.optim_bytes);
-        remat_jsonw_end(w);
-        remat_jsonw_num(w, "model_flops", model_flops);
-        remat_jsonw_str(w, "device", cl.dev.name ? cl.dev.name : "");
-        remat_jsonw_uint(w, "device_mem_bytes", cl.dev.mem_bytes);
-        if (maximize >= 0) {
-            remat_jsonw_object(w, "maximize");
-            remat_jsonw_str(w, "dim", maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch");
-            remat_jsonw_int(w, "optimal", best[0]);
-            remat_jsonw_int(w, "best_megatron", best[1]);
-            remat_jsonw_int(w, "best_torchtitan", best[2]);
-            remat_jsonw_end(w);
-        }
-        row_json(w, "optimal", &a.optimal);
-        row_json(w, "best_megatron", &a.best_megatron);
-        row_json(w, "best_torchtitan", &a.best_torchtitan);
-        remat_jsonw_array(w, "rows");
-        for (int i = 0; i < ngiven; i++) row_json(w, NULL, &gr[i]);
-        for (size_t i = 0; i < a.nrows; i++) row_json(w, NULL, &a.rows[i]);
-        remat_jsonw_end(w);
-        remat_jsonw_end(w);
-        if (cli_json_close(w)) goto out;
-    } else {
-        char b1[32], b2[32], b3[32], b4[32];
-        long m = (cl.global_batch ? cl.global_batch : (long)c.batch * cl.dp) / ((long)c.batch * cl.dp);
-        cli_config_print(stdout, &c);
-        printf("cluster: %s, %s per GPU (%.0f%% kept back), %.0f TFLOP/s x %.3f | pp %d%s, dp %d%s | "
-               "global batch %ld = micro-batch %d x %ld x dp %d\n",
-               cl.dev.name ? cl.dev.name : "device", cli_fmt_bytes(cl.dev.mem_bytes, b1, sizeof b1), 100 * cl.reserve,
-               cl.dev.flops / 1e12, cl.efficiency > 0 ? cl.efficiency : REMAT_CLUSTER_EFFICIENCY, cl.pp,
-               cl.vpp > 1 ? ", interleaved" : "", cl.dp, cl.dist_optim ? " (distributed optimizer)" : "",
-               m * c.batch * cl.dp, c.batch, m, cl.dp);
-        printf("per GPU: %llu parameters: weights %s, gradients %s, optimizer %s | model FLOPs per iteration %.4g\n",
-               (unsigned long long)mm.params, cli_fmt_bytes(mm.params_bytes, b2, sizeof b2),
-               cli_fmt_bytes(mm.grads_bytes, b3, sizeof b3), cli_fmt_bytes(mm.optim_bytes, b4, sizeof b4), model_flops);
-        if (maximize >= 0) {
-            const char *what = maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch";
-            printf("largest %s: optimal %d, Megatron-LM %d, torchtitan %d (answers below at %s %d)\n", what, best[0],
-                   best[1], best[2], what, best[0]);
-        }
-        /* plans are per model chunk: each pipeline stage's L/(P V) layers */
-        remat_config ch = c;
-        ch.n_layer = c.n_layer / (cl.pp * cl.vpp);
-        if (cl.pp > 1) {
-            ch.stage = REMAT_STAGE_FIRST;
-            printf("plans are per model chunk of %d layers (%d stages x %d chunk(s) each)\n", ch.n_layer, cl.pp,
-                   cl.vpp);
-        }
-        printf("\n");
-        answer_text("optimal", &a.optimal, &ch, explain);
-        answer_text("best Megatron-LM", &a.best_megatron, &ch, explain);
-        answer_text("best torchtitan", &a.best_torchtitan, &ch, explain);
-        for (int i = 0; i < ngiven; i++) {
-            printf("\n");
-            answer_text(given[i], &gr[i], &ch, explain);
-        }
-        if (a.best_megatron.policy && a.optimal.policy && a.best_megatron.step_ms_pred > a.optimal.step_ms_pred)
-            printf("\nMegatron-LM's flags cost %.1f%% over the optimum, torchtitan's %s\n\n",
-                   100 * (a.best_megatron.step_ms_pred / a.optimal.step_ms_pred - 1),
-                   a.best_torchtitan.policy ? (snprintf(b1, sizeof b1, "%.1f%%", 100 * (a.best_torchtitan.step_ms_pred /
-                                                         a.optimal.step_ms_pred - 1)), b1) : "(nothing fits)");
+    if (o.json) rc = fw_json(&c, &cl, &o, &an, &mm);
+    else fw_text(&c, &cl, &o, &an, &mm);
+    if (!rc && !an.a.optimal.policy) {   /* with --json too: the answers are null there, the reason is here */
+        char b[32];
+        rc = cli_error("nothing fits in %s per GPU; add GPUs (--tp, --pp), shorten --seq or --micro-batch, or use "
+                       "--distributed-optimizer", cli_fmt_bytes(cl.dev.mem_bytes, b, sizeof b));
     }
-    rc = a.optimal.policy ? 0 : 1;
-    if (!a.optimal.policy)   /* with --json too: the answers are null there, the reason is here */
-        cli_error("nothing fits in %s per GPU; add GPUs (--tp, --pp), shorten --seq or --micro-batch, or use "
-                  "--distributed-optimizer", cli_fmt_bytes(cl.dev.mem_bytes, (char[32]){0}, 32));
-out:
-    for (int i = 0; i < ngiven; i++) remat_cluster_row_clear(&gr[i]);
-    free(gr);
-    remat_cluster_answer_clear(&a);
+    fw_answers_clear(&an);
     return rc;
 }
