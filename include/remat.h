@@ -1166,8 +1166,8 @@ REMAT_API double remat_median(double *x, size_t n);
 REMAT_API remat_status remat_write_file_atomic(const char *path, const void *data, size_t len);
 
 /* ---- JSON output ---------------------------------------------------------
- * The one JSON writer of remat: trace files (remat_trace_save) and the
- * CLI's --json output are written with it.  It streams to a FILE as the
+ * The JSON writer of remat: trace files (remat_trace_save) and the CLI's
+ * --json output are written with it.  It streams to a FILE as the
  * values come (nothing is kept but the nesting), so a trace of any length
  * costs no memory:
  *

@@ -1,8 +1,9 @@
 /*
- * jsonw.c -- the JSON writer (remat.h, "JSON output"): every JSON text remat
- * writes, the trace files (engine/trace.c) and the CLI's --json output, goes
- * through these functions, so that numbers keep their full precision and
- * strings are escaped in one place.
+ * jsonw.c -- the JSON writer (remat.h, "JSON output"): the trace files
+ * (engine/trace.c) and the CLI's --json output go through these functions,
+ * so that numbers keep their full precision and strings are escaped in one
+ * place.  (The safetensors header, io/safetensors.c, is still printed by
+ * its own code: names, dtypes and integers only.)
  *
  * Jansson (which parses the trace files, io/tracefile.c) writes JSON too,
  * but from a tree built first: a trace of a long run would be held whole
