@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* REMAT_API marks the library's interface: every function declared here and
  * in remat_testing.h, and nothing else.  libremat is built with
@@ -207,6 +208,17 @@ REMAT_API double remat_config_rope_theta(const remat_config *cfg);
 REMAT_API double remat_config_norm_eps(const remat_config *cfg);
 /* 1 when the LM head is the token embedding (GPT-2 always) */
 REMAT_API int remat_config_tied(const remat_config *cfg);
+
+/* The limits remat_config_check enforces, in one place: the check, the
+ * CLI's flags and the weights files' readers take their ranges from here.
+ * They keep every derived size (and int indexing of rows) in range. */
+#define REMAT_MAX_LAYERS 4096          /* n_layer in [1, REMAT_MAX_LAYERS] */
+#define REMAT_MAX_EMBD   65536         /* n_embd in [1, REMAT_MAX_EMBD]; n_head in [1, n_embd] */
+#define REMAT_MIN_VOCAB  2             /* vocab in [REMAT_MIN_VOCAB, REMAT_MAX_VOCAB] */
+#define REMAT_MAX_VOCAB  (1 << 24)
+#define REMAT_MAX_SEQ    (1 << 20)     /* seq in [1, max_seq], max_seq <= REMAT_MAX_SEQ */
+#define REMAT_MAX_BATCH  (1 << 20)     /* batch in [1, REMAT_MAX_BATCH] */
+#define REMAT_MAX_TP     1024          /* tp in [0, REMAT_MAX_TP] */
 
 /* The tensor-parallel size of a config: tp, or 1 when tp is 0. */
 REMAT_API int remat_config_tp(const remat_config *cfg);
@@ -963,7 +975,8 @@ typedef struct remat_cluster_memory {
     uint64_t params_bytes, grads_bytes, optim_bytes;   /* per GPU */
 } remat_cluster_memory;
 REMAT_API remat_status remat_cluster_memory_of(const remat_config *cfg, const remat_cluster *cl, remat_cluster_memory *out);
-/* Model FLOPs per iteration (Appendix A): 72 G L s h^2 (1 + s/(6h) + V/(12 h L)). */
+/* Model FLOPs per iteration (Appendix A): 72 G L s h^2 (1 + s/(6h) + V/(12 h L)),
+ * V the padded vocabulary: the nearest double to the exact whole number. */
 REMAT_API double remat_cluster_model_flops(const remat_config *cfg, const remat_cluster *cl);
 
 typedef struct remat_cluster_row {
@@ -1215,6 +1228,72 @@ REMAT_API double remat_median(double *x, size_t n);
  * are deleted first.  REMAT_ERR_IO (message names path and the reason) leaves
  * path as it was and no temporary file behind. */
 REMAT_API remat_status remat_write_file_atomic(const char *path, const void *data, size_t len);
+
+/* ---- JSON output ---------------------------------------------------------
+ * The JSON writer of remat: trace files (remat_trace_save) and the CLI's
+ * --json output are written with it.  It streams to a FILE as the
+ * values come (nothing is kept but the nesting), so a trace of any length
+ * costs no memory:
+ *
+ *     remat_jsonw *w;
+ *     if (remat_jsonw_create(stdout, REMAT_JSONW_SPACED, &w)) ...;
+ *     remat_jsonw_object(w, NULL);              {
+ *     remat_jsonw_str(w, "policy", "full");       "policy": "full",
+ *     remat_jsonw_uint(w, "peak_bytes", peak);    "peak_bytes": 123456,
+ *     remat_jsonw_array(w, "ms");                 "ms": [
+ *     remat_jsonw_num(w, NULL, 0.1);                0.1
+ *     remat_jsonw_end(w);                         ]
+ *     remat_jsonw_end(w);                       }  and a newline
+ *     st = remat_jsonw_finish(w);
+ *     remat_jsonw_free(w);
+ *
+ * Values:
+ *   - doubles (remat_jsonw_num) in the shortest decimal form that reads
+ *     back as the same double (printf %.15g, else %.16g, else %.17g: the
+ *     first that strtod returns unchanged), floats (remat_jsonw_float) in
+ *     the shortest that reads back as the same float (%.6g to %.9g);
+ *     NaN and infinities, which JSON lacks, as null;
+ *   - integers exact (int64_t, uint64_t);
+ *   - strings (values and keys) escaped per RFC 8259: ", \ and the control
+ *     characters (\n, \t, ..., else \u00XX); valid UTF-8 is copied as it is;
+ *     a byte that is not part of a valid UTF-8 sequence (a file name need
+ *     not be UTF-8) is written as \u00XX, its Latin-1 reading, so that the
+ *     output is always valid JSON.  A NULL string is null.
+ * key: the member's name inside an object; NULL for an element of an array
+ * and for a top-level value.  Each completed top-level value is followed by
+ * a newline, and several may follow one another (JSON Lines).
+ * Misuse (a key missing or given where none belongs, end() with nothing
+ * open, nesting deeper than REMAT_JSONW_DEPTH, anything after a failure)
+ * writes nothing more; the first is kept and remat_jsonw_finish reports it. */
+typedef struct remat_jsonw remat_jsonw;
+
+/* flags: REMAT_JSONW_SPACED writes ", " and ": " between items (else ","
+ * and ":", the compact form). */
+#define REMAT_JSONW_SPACED 1u
+#define REMAT_JSONW_DEPTH 32
+
+/* A writer onto f (which stays the caller's: the writer neither flushes nor
+ * closes it).  REMAT_ERR_INVALID for a NULL f or out, REMAT_ERR_NOMEM. */
+REMAT_API remat_status remat_jsonw_create(FILE *f, unsigned flags, remat_jsonw **out);
+REMAT_API void remat_jsonw_free(remat_jsonw *w);
+/* Opens an object or an array; remat_jsonw_end closes the innermost one. */
+REMAT_API void remat_jsonw_object(remat_jsonw *w, const char *key);
+REMAT_API void remat_jsonw_array(remat_jsonw *w, const char *key);
+REMAT_API void remat_jsonw_end(remat_jsonw *w);
+REMAT_API void remat_jsonw_str(remat_jsonw *w, const char *key, const char *s);
+REMAT_API void remat_jsonw_num(remat_jsonw *w, const char *key, double x);
+REMAT_API void remat_jsonw_float(remat_jsonw *w, const char *key, float x);
+REMAT_API void remat_jsonw_int(remat_jsonw *w, const char *key, int64_t x);
+REMAT_API void remat_jsonw_uint(remat_jsonw *w, const char *key, uint64_t x);
+REMAT_API void remat_jsonw_bool(remat_jsonw *w, const char *key, int b);
+REMAT_API void remat_jsonw_null(remat_jsonw *w, const char *key);
+/* The next item (or the closing bracket) starts on a new line: for long
+ * arrays read a line at a time, such as a trace's events. */
+REMAT_API void remat_jsonw_newline(remat_jsonw *w);
+/* REMAT_OK when everything given was written: no misuse (REMAT_ERR_STATE,
+ * naming the first), every object and array closed (REMAT_ERR_STATE), and
+ * no error on f (ferror: REMAT_ERR_IO). */
+REMAT_API remat_status remat_jsonw_finish(remat_jsonw *w);
 
 /* The memory this process may still use: /proc/meminfo's MemAvailable, or
  * when lower its cgroup's limit less the cgroup's usage (v2 memory.max and

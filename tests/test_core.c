@@ -3,11 +3,13 @@
  * (endian.h), the content hash (remat_hash_bytes and its piecewise form),
  * the atomic writer and the sweeper of temporary files (files.c), the
  * median, the failure-injection counters under two threads, and the
- * caching allocator's free list (no cap, cached bytes exact, trim).
+ * caching allocator's free list (no cap, cached bytes exact, trim), and
+ * the JSON writer (jsonw.c).
  *
  * Files go to a fresh mkdtemp directory under /tmp, removed at the end.
  */
 #include <dirent.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -394,6 +396,110 @@ static void test_mem_cache(void)
     CHECK(m.cache == NULL && m.cache_cap == 0 && remat_mem_cached(&m) == 0, "release");
 }
 
+/* Writes with fn into a memory stream; returns the text (malloc'd) and
+ * remat_jsonw_finish's status in *st. */
+static char *jsonw_text(void (*fn)(remat_jsonw *), unsigned flags, remat_status *st)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    remat_jsonw *w = NULL;
+    *st = remat_jsonw_create(f, flags, &w);
+    if (!*st) {
+        fn(w);
+        *st = remat_jsonw_finish(w);
+    }
+    remat_jsonw_free(w);
+    fclose(f);
+    return buf;
+}
+
+static void jw_values(remat_jsonw *w)
+{
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "s", "q\"b\\n\nt\tc\001 \303\251 \377x \342\202 \355\240\200");
+    remat_jsonw_str(w, "null", NULL);
+    remat_jsonw_num(w, "tenth", 0.1);
+    remat_jsonw_num(w, "third", 1.0 / 3);
+    remat_jsonw_num(w, "big", 141091531099471872.0);
+    remat_jsonw_num(w, "nan", NAN);
+    remat_jsonw_float(w, "f", 0.1f);
+    remat_jsonw_int(w, "i", INT64_MIN);
+    remat_jsonw_uint(w, "u", UINT64_MAX);
+    remat_jsonw_array(w, "a");
+    remat_jsonw_bool(w, NULL, 1);
+    remat_jsonw_null(w, NULL);
+    remat_jsonw_newline(w);
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_end(w);
+    remat_jsonw_end(w);
+    remat_jsonw_end(w);
+    remat_jsonw_int(w, NULL, 7);   /* a second top-level value: JSON Lines */
+}
+
+static void jw_key_in_array(remat_jsonw *w) { remat_jsonw_array(w, NULL); remat_jsonw_int(w, "k", 1); remat_jsonw_end(w); }
+static void jw_no_key(remat_jsonw *w) { remat_jsonw_object(w, NULL); remat_jsonw_int(w, NULL, 1); remat_jsonw_end(w); }
+static void jw_open(remat_jsonw *w) { remat_jsonw_object(w, NULL); remat_jsonw_array(w, "a"); }
+static void jw_extra_end(remat_jsonw *w) { remat_jsonw_int(w, NULL, 1); remat_jsonw_end(w); }
+static void jw_deep(remat_jsonw *w)
+{
+    for (int k = 0; k <= REMAT_JSONW_DEPTH; k++) remat_jsonw_array(w, NULL);
+    for (int k = 0; k <= REMAT_JSONW_DEPTH; k++) remat_jsonw_end(w);
+}
+
+/* The JSON writer: exact numbers, escaped strings (invalid UTF-8 as
+ * \u00XX), the two spacings, JSON Lines, and misuse reported. */
+static void test_jsonw(void)
+{
+    remat_status st;
+    char *t = jsonw_text(jw_values, 0, &st);
+    const char *want =
+        "{\"s\":\"q\\\"b\\\\n\\nt\\tc\\u0001 \303\251 \\u00ffx \\u00e2\\u0082 \\u00ed\\u00a0\\u0080\","
+        "\"null\":null,\"tenth\":0.1,\"third\":0.3333333333333333,\"big\":1.4109153109947187e+17,\"nan\":null,"
+        "\"f\":0.1,\"i\":-9223372036854775808,\"u\":18446744073709551615,\"a\":[true,null,\n{}]}\n7\n";
+    CHECK(st == REMAT_OK && t && !strcmp(t, want), "jsonw values: %s\n  want: %s (%s)", t ? t : "(null)", want,
+          remat_errmsg());
+    free(t);
+    t = jsonw_text(jw_no_key, REMAT_JSONW_SPACED, &st);
+    CHECK(st == REMAT_ERR_STATE && t && !strcmp(t, "{"), "jsonw: a member without a key: %d '%s'", st, t ? t : "");
+    free(t);
+    t = jsonw_text(jw_key_in_array, REMAT_JSONW_SPACED, &st);
+    CHECK(st == REMAT_ERR_STATE && strstr(remat_errmsg(), "key outside"), "jsonw: a key in an array: %d %s", st,
+          remat_errmsg());
+    free(t);
+    t = jsonw_text(jw_open, 0, &st);
+    CHECK(st == REMAT_ERR_STATE && strstr(remat_errmsg(), "left open"), "jsonw: left open: %s", remat_errmsg());
+    free(t);
+    t = jsonw_text(jw_extra_end, 0, &st);
+    CHECK(st == REMAT_ERR_STATE && t && !strcmp(t, "1\n"), "jsonw: end() with nothing open: %d", st);
+    free(t);
+    t = jsonw_text(jw_deep, 0, &st);
+    CHECK(st == REMAT_ERR_STATE && strstr(remat_errmsg(), "deeper"), "jsonw: too deep: %s", remat_errmsg());
+    free(t);
+    /* every double reads back as itself, in at most 17 digits */
+    int bad = 0;
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (int k = 0; k < 20000; k++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        double d;
+        memcpy(&d, &x, sizeof d);
+        if (!isfinite(d)) continue;
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
+        remat_jsonw *w = NULL;
+        if (!remat_jsonw_create(f, 0, &w)) remat_jsonw_num(w, NULL, d);
+        remat_jsonw_free(w);
+        fclose(f);
+        if (!buf || strtod(buf, NULL) != d || strlen(buf) > 25) bad++;
+        free(buf);
+    }
+    CHECK(bad == 0, "jsonw: %d of 20000 doubles did not read back", bad);
+    remat_jsonw *w = NULL;
+    CHECK(remat_jsonw_create(NULL, 0, &w) == REMAT_ERR_INVALID && !w, "jsonw_create without a FILE");
+    remat_jsonw_free(NULL);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/remat-test-core-XXXXXX");
@@ -405,6 +511,7 @@ int main(void)
     test_median();
     test_alloc_counters_threads();
     test_mem_cache();
+    test_jsonw();
     rmdir(dir);
     return TEST_REPORT();
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -127,87 +128,286 @@ bad:
     return 0;
 }
 
+void cli_config_start(remat_config *c)
+{
+    remat_config_default(c);
+    c->max_seq = 0;   /* no flag gives 0: cli_config_default_max_seq sees whether --max-seq was given */
+}
+
 void cli_config_default_max_seq(remat_config *c)
 {
     if (!c->max_seq) c->max_seq = c->seq;
 }
 
-int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
+/* ---- flag tables ---------------------------------------------------------------- */
+
+/* CHOICE fields are enums and ints alike */
+_Static_assert(sizeof(remat_attention) == sizeof(int) && sizeof(remat_framework) == sizeof(int),
+               "CLI_FLAG_CHOICE stores an int into enum fields");
+
+/* "a, b or c": the choices a flag takes (aliases left out) */
+static const char *choice_list(const cli_choice *ch, char *buf, size_t n)
 {
-    const char *f = argv[*i], *v;
+    int count = 0, k = 0;
+    size_t len = 0;
+    buf[0] = 0;
+    for (const cli_choice *c = ch; c->name; c++) count += !c->alias;
+    for (const cli_choice *c = ch; c->name && len < n; c++) {
+        if (c->alias) continue;
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", k == 0 ? "" : k == count - 1 ? " or " : ", ", c->name);
+        k++;
+    }
+    return buf;
+}
+
+/* Parses v, the value of f, into field; 1, or 0 (reported). */
+static int apply(const cli_flag *f, const char *v, void *field)
+{
     long x;
     double d;
-    struct { const char *name; int *field; long lo, hi; } ints[] = {
-        {"--layers", &c->n_layer, 1, 4096}, {"--dim", &c->n_embd, 1, 65536}, {"--heads", &c->n_head, 1, 65536},
-        {"--vocab", &c->vocab, 2, 1 << 24}, {"--seq", &c->seq, 1, 1 << 20}, {"--max-seq", &c->max_seq, 1, 1 << 20},
-        {"--batch", &c->batch, 1, 1 << 20},
-    };
-    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
-        if (!strcmp(f, ints[k].name)) {
-            if (!(v = cli_value(argc, argv, i)) || !cli_int(f, v, ints[k].lo, ints[k].hi, &x)) return -1;
-            *ints[k].field = (int)x;
-            return 1;
+    char list[256];
+    switch (f->kind) {
+    case CLI_FLAG_SWITCH: *(int *)field = 1; return 1;
+    case CLI_FLAG_INT:
+        if (!cli_int(f->name, v, (long)f->lo, (long)f->hi, &x)) return 0;
+        *(int *)field = (int)x;
+        return 1;
+    case CLI_FLAG_LONG: return cli_int(f->name, v, (long)f->lo, (long)f->hi, (long *)field);
+    case CLI_FLAG_U64: return cli_u64(f->name, v, (uint64_t *)field);
+    case CLI_FLAG_FLOAT:
+        if (!cli_float(f->name, v, f->lo, f->hi, &d)) return 0;
+        *(float *)field = (float)d;
+        return 1;
+    case CLI_FLAG_DOUBLE: return cli_float(f->name, v, f->lo, f->hi, (double *)field);
+    case CLI_FLAG_BYTES: return cli_bytes(f->name, v, (uint64_t *)field);
+    case CLI_FLAG_BUDGET:
+        if (!cli_budget(f->name, v, (uint64_t *)field)) return 0;
+        if (!*(uint64_t *)field) { cli_error("%s must be positive", f->name); return 0; }
+        return 1;
+    case CLI_FLAG_STRING: *(const char **)field = v; return 1;
+    case CLI_FLAG_CHOICE:
+        for (const cli_choice *c = f->choices; c->name; c++)
+            if (!strcmp(v, c->name)) { *(int *)field = c->value; return 1; }
+        cli_error("%s expects %s, got '%s'", f->name, choice_list(f->choices, list, sizeof list), v);
+        return 0;
+    case CLI_FLAG_CUSTOM: return f->parse(f->name, v, field);
+    }
+    return 0;
+}
+
+/* the flag named name in cmd's groups (the first group that has it):
+ * *g its group; NULL when none has it */
+static const cli_flag *find(const cli_command *cmd, const char *name, int *g)
+{
+    for (int k = 0; k < cmd->ngroups; k++)
+        for (size_t j = 0; j < cmd->groups[k].n; j++)
+            if (!strcmp(cmd->groups[k].flags[j].name, name)) { *g = k; return &cmd->groups[k].flags[j]; }
+    return NULL;
+}
+
+static int unknown(const cli_command *cmd, const char *flag)
+{
+    const char *why = cmd->unknown ? cmd->unknown(flag) : NULL;
+    if (why) cli_usage_error(cmd->name, "%s", why);
+    else cli_usage_error(cmd->name, "unknown flag '%s'%s", flag, cmd->unknown_suffix ? cmd->unknown_suffix : "");
+    return -1;
+}
+
+int cli_parse(cli_command *cmd, int argc, char **argv)
+{
+    int g;
+    memset(cmd->given, 0, sizeof cmd->given);
+    /* the names first: an unknown flag is an error even beside --help */
+    int help = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { help = 1; continue; }
+        const cli_flag *f = find(cmd, argv[i], &g);
+        if (!f) return unknown(cmd, argv[i]);
+        if (f->arg) i++;   /* its value, whatever it looks like */
+    }
+    if (help) { cli_help(stdout, cmd); return 0; }
+    for (int i = 1; i < argc; i++) {
+        const cli_flag *f = find(cmd, argv[i], &g);
+        const char *v = NULL;
+        if (f->arg && !(v = cli_value(argc, argv, &i))) return -1;
+        if (!apply(f, v, (char *)cmd->groups[g].base + f->off)) return -1;
+        cmd->given[g] |= 1ULL << (f - cmd->groups[g].flags);
+    }
+    return 1;
+}
+
+int cli_given(const cli_command *cmd, const char *flag)
+{
+    int g;
+    const cli_flag *f = find(cmd, flag, &g);
+    return f && (cmd->given[g] >> (f - cmd->groups[g].flags) & 1);
+}
+
+int cli_reapply(const cli_command *cmd, int group, void *base, int argc, char **argv)
+{
+    int g;
+    for (int i = 1; i < argc; i++) {
+        const cli_flag *f = find(cmd, argv[i], &g);
+        if (!f) continue;
+        const char *v = f->arg ? argv[++i] : NULL;
+        if (g == group && !apply(f, v, (char *)base + f->off)) return 0;
+    }
+    return 1;
+}
+
+/* The help's flag column: "  --name ARG", then the text from column 26 (on
+ * the next line when the column is full); '\n' in a text starts a line at
+ * column 26. */
+#define HELP_COL 26
+
+void cli_help(FILE *out, const cli_command *cmd)
+{
+    int titles = 0;
+    fputs(cmd->usage, out);
+    for (int k = 0; k < cmd->ngroups; k++) {
+        const cli_flag_group *gr = &cmd->groups[k];
+        int shown = 0;
+        for (size_t j = 0; j < gr->n; j++) {
+            const cli_flag *f = &gr->flags[j];
+            int g;
+            if (find(cmd, f->name, &g) != f) continue;   /* an earlier group's flag of that name is the one */
+            if (!shown++ && gr->title) fprintf(out, "%s%s\n", titles++ ? "\n" : "", gr->title);
+            int w = fprintf(out, "  %s%s%s", f->name, f->arg ? " " : "", f->arg ? f->arg : "");
+            if (w >= HELP_COL - 1) { fputc('\n', out); w = 0; }
+            fprintf(out, "%*s", HELP_COL - w, "");
+            for (const char *p = f->help; *p; p++) {
+                fputc(*p, out);
+                if (*p == '\n' && p[1]) fprintf(out, "%*s", HELP_COL, "");
+            }
+            fputc('\n', out);
         }
-    if (!strcmp(f, "--attention")) {
-        if (!(v = cli_value(argc, argv, i))) return -1;
-        if (!strcmp(v, "naive")) c->attention = REMAT_ATTENTION_NAIVE;
-        else if (!strcmp(v, "flash")) c->attention = REMAT_ATTENTION_FLASH;
-        else { cli_error("--attention expects naive or flash, got '%s'", v); return -1; }
-        return 1;
     }
-    if (!strcmp(f, "--lmhead")) {
-        if (!(v = cli_value(argc, argv, i))) return -1;
-        if (!strcmp(v, "full")) c->lmhead_chunk = 0;
-        else if (!strcmp(v, "chunked")) c->lmhead_chunk = 128;
-        else if (!strncmp(v, "chunked:", 8)) {
-            if (!cli_int("--lmhead chunked:ROWS", v + 8, 1, 1 << 30, &x)) return -1;
-            c->lmhead_chunk = (int)x;
-        } else { cli_error("--lmhead expects full, chunked or chunked:ROWS, got '%s'", v); return -1; }
-        return 1;
+    if (cmd->notes) fputs(cmd->notes, out);
+}
+
+int cli_budget_pick(const char *cmd, uint64_t total, uint64_t act_budget, uint64_t *budget, int *act)
+{
+    if (total && act_budget) {
+        cli_usage_error(cmd, "give one of --budget and --budget-activations");
+        return 0;
     }
-    if (!strcmp(f, "--gemm")) {   /* the engine is process-wide: set at once */
-        if (!(v = cli_value(argc, argv, i))) return -1;
-        remat_gemm_engine e;
-        if (!strcmp(v, "onednn")) e = REMAT_GEMM_ONEDNN;
-        else if (!strcmp(v, "cblas")) e = REMAT_GEMM_CBLAS;
-        else { cli_error("--gemm expects onednn or cblas, got '%s'", v); return -1; }
-        if (remat_gemm_set(e)) { cli_error("--gemm %s: %s", v, remat_errmsg()); return -1; }
-        return 1;
+    *budget = total ? total : act_budget;
+    *act = act_budget != 0;
+    return 1;
+}
+
+/* ---- the flags shared by the commands ------------------------------------------------ */
+
+static int parse_lmhead(const char *flag, const char *v, void *field)
+{
+    long x;
+    int *chunk = field;
+    if (!strcmp(v, "full")) *chunk = 0;
+    else if (!strcmp(v, "chunked")) *chunk = 128;
+    else if (!strncmp(v, "chunked:", 8)) {
+        if (!cli_int("--lmhead chunked:ROWS", v + 8, 1, 1 << 30, &x)) return 0;
+        *chunk = (int)x;
+    } else { cli_error("%s expects full, chunked or chunked:ROWS, got '%s'", flag, v); return 0; }
+    return 1;
+}
+
+/* the GEMM engine is process-wide: set at once */
+static int parse_gemm(const char *flag, const char *v, void *field)
+{
+    remat_gemm_engine e;
+    if (!strcmp(v, "onednn")) e = REMAT_GEMM_ONEDNN;
+    else if (!strcmp(v, "cblas")) e = REMAT_GEMM_CBLAS;
+    else { cli_error("%s expects onednn or cblas, got '%s'", flag, v); return 0; }
+    if (remat_gemm_set(e)) { cli_error("%s %s: %s", flag, v, remat_errmsg()); return 0; }
+    return 1;
+}
+
+int cli_parse_dtype(const char *flag, const char *v, void *field)
+{
+    if (!cli_dtype_parse(v, strlen(v), field)) { cli_error("%s expects fp32 or bf16, got '%s'", flag, v); return 0; }
+    return 1;
+}
+
+static int parse_model(const char *flag, const char *v, void *field)
+{
+    remat_config *c = field;
+    const remat_model_preset *p = remat_model_preset_find(v);
+    if (!p) {
+        char list[256];
+        cli_error("%s expects one of %s, got '%s'", flag, cli_preset_names(0, list, sizeof list), v);
+        return 0;
     }
-    if (!strcmp(f, "--dtype")) {
-        if (!(v = cli_value(argc, argv, i))) return -1;
-        if (!cli_dtype_parse(v, strlen(v), &c->dtype)) { cli_error("--dtype expects fp32 or bf16, got '%s'", v); return -1; }
-        return 1;
-    }
-    if (!strcmp(f, "--framework")) {
-        if (!(v = cli_value(argc, argv, i))) return -1;
-        if (!strcmp(v, "remat")) c->framework = REMAT_FRAMEWORK_REMAT;
-        else if (!strcmp(v, "megatron")) c->framework = REMAT_FRAMEWORK_MEGATRON;
-        else if (!strcmp(v, "pytorch")) c->framework = REMAT_FRAMEWORK_PYTORCH;
-        else { cli_error("--framework expects remat, megatron or pytorch, got '%s'", v); return -1; }
-        return 1;
-    }
-    if (!strcmp(f, "--tp")) {
-        if (!(v = cli_value(argc, argv, i)) || !cli_int(f, v, 1, 1024, &x)) return -1;
-        c->tp = (int)x;
-        return 1;
-    }
-    if (!strcmp(f, "--sp")) { c->sp = 1; return 1; }
-    if (!strcmp(f, "--model")) {
-        if (!(v = cli_value(argc, argv, i))) return -1;
-        const remat_model_preset *p = remat_model_preset_find(v);
-        if (!p) {
-            char list[256];
-            cli_error("--model expects one of %s, got '%s'", cli_preset_names(0, list, sizeof list), v);
-            return -1;
-        }
-        c->n_layer = p->n_layer; c->n_embd = p->n_embd; c->n_head = p->n_head; c->vocab = p->vocab; c->seq = p->seq;
-        return 1;
-    }
-    if (!strcmp(f, "--dropout")) {
-        if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, 0.0, 0.999, &d)) return -1;
-        c->dropout = (float)d;
-        return 1;
+    c->n_layer = p->n_layer; c->n_embd = p->n_embd; c->n_head = p->n_head; c->vocab = p->vocab; c->seq = p->seq;
+    return 1;
+}
+
+int cli_parse_policy(const char *flag, const char *v, void *field)
+{
+    cli_policies *l = field;
+    if (l->n == CLI_MAX_POLICIES) { cli_error("at most %d %s policies", CLI_MAX_POLICIES, flag); return 0; }
+    l->v[l->n++] = v;
+    return 1;
+}
+
+static const cli_choice attention_choices[] = {
+    {"naive", REMAT_ATTENTION_NAIVE, 0}, {"flash", REMAT_ATTENTION_FLASH, 0}, {NULL, 0, 0},
+};
+static const cli_choice framework_choices[] = {
+    {"remat", REMAT_FRAMEWORK_REMAT, 0}, {"megatron", REMAT_FRAMEWORK_MEGATRON, 0},
+    {"pytorch", REMAT_FRAMEWORK_PYTORCH, 0}, {NULL, 0, 0},
+};
+
+#define CFG(field) offsetof(remat_config, field)
+static const cli_flag config_flags[] = {
+    {"--layers", "N", CLI_FLAG_INT, CFG(n_layer), 1, REMAT_MAX_LAYERS, NULL, NULL, "blocks (default 4)"},
+    {"--dim", "C", CLI_FLAG_INT, CFG(n_embd), 1, REMAT_MAX_EMBD, NULL, NULL, "width (default 128)"},
+    {"--heads", "H", CLI_FLAG_INT, CFG(n_head), 1, REMAT_MAX_EMBD, NULL, NULL, "attention heads (default 4)"},
+    {"--vocab", "V", CLI_FLAG_INT, CFG(vocab), REMAT_MIN_VOCAB, REMAT_MAX_VOCAB, NULL, NULL,
+     "vocabulary (default 256; remat train: from the data)"},
+    {"--seq", "T", CLI_FLAG_INT, CFG(seq), 1, REMAT_MAX_SEQ, NULL, NULL, "sequence length (default 64)"},
+    {"--max-seq", "M", CLI_FLAG_INT, CFG(max_seq), 1, REMAT_MAX_SEQ, NULL, NULL, "position table size (default T)"},
+    {"--batch", "B", CLI_FLAG_INT, CFG(batch), 1, REMAT_MAX_BATCH, NULL, NULL, "sequences per step (default 16)"},
+    {"--model", "NAME", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_model,
+     "a preset shape: 22b 175b 530b 1t (Korthikanti et al. 2022, Table 3),\n"
+     "gpt2 gpt2-medium gpt2-large gpt2-xl (layers, dim, heads, vocab, seq);\n"
+     "later config flags override it"},
+    {"--dropout", "P", CLI_FLAG_FLOAT, CFG(dropout), 0, 0.999, NULL, NULL,
+     "dropout on attention probabilities and residual branches (default 0)"},
+    {"--attention", "K", CLI_FLAG_CHOICE, CFG(attention), 0, 0, attention_choices, NULL,
+     "naive (stores the T x T probabilities) or flash (tiled, online softmax,\n"
+     "stores only the logsumexp; default naive)"},
+    {"--lmhead", "K", CLI_FLAG_CUSTOM, CFG(lmhead_chunk), 0, 0, NULL, parse_lmhead,
+     "full (B x T x V logits) or chunked[:ROWS] (logits, loss and gradient\n"
+     "ROWS at a time; default ROWS 128)"},
+    {"--dtype", "D", CLI_FLAG_CUSTOM, CFG(dtype), 0, 0, NULL, cli_parse_dtype,
+     "fp32 (default) or bf16: mixed precision as autocast, bf16 activations\n"
+     "and GEMM operands, fp32 weights, gradients, AdamW state and residual stream"},
+    {"--gemm", "E", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_gemm,
+     "GEMM engine: onednn (the default build's default) or cblas (fp32 only)"},
+    {"--framework", "F", CLI_FLAG_CHOICE, CFG(framework), 0, 0, framework_choices, NULL,
+     "the tensor table: remat (default), megatron or pytorch; 'remat plan\n"
+     "--framework megatron --help' plans a GPU cluster run (train, bench\n"
+     "and profile run remat's own table only)"},
+    {"--tp", "T", CLI_FLAG_INT, CFG(tp), 1, REMAT_MAX_TP, NULL, NULL, "tensor parallelism over T GPUs (with --framework)"},
+    {"--sp", NULL, CLI_FLAG_SWITCH, CFG(sp), 0, 0, NULL, NULL, "sequence parallelism (with --framework and --tp)"},
+};
+#undef CFG
+
+cli_flag_group cli_config_group(remat_config *c)
+{
+    cli_flag_group g = { "model and step shape (config flags):", config_flags, sizeof config_flags / sizeof config_flags[0], c };
+    return g;
+}
+
+int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
+{
+    cli_flag_group g = cli_config_group(c);
+    for (size_t k = 0; k < g.n; k++) {
+        const cli_flag *f = &g.flags[k];
+        if (strcmp(argv[*i], f->name)) continue;
+        const char *v = NULL;
+        if (f->arg && !(v = cli_value(argc, argv, i))) return -1;
+        return apply(f, v, (char *)c + f->off) ? 1 : -1;
     }
     return 0;
 }
@@ -238,17 +438,19 @@ int cli_dtype_parse(const char *s, size_t len, remat_dtype *out)
     return 0;
 }
 
-void cli_json_str(FILE *f, const char *s)
+remat_jsonw *cli_json_open(FILE *f, unsigned flags)
 {
-    if (!s) { fputs("null", f); return; }
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
+    remat_jsonw *w = NULL;
+    if (remat_jsonw_create(f, flags, &w)) cli_error("%s", remat_errmsg());
+    return w;
+}
+
+int cli_json_close(remat_jsonw *w)
+{
+    if (!w) return 1;
+    remat_status st = remat_jsonw_finish(w);
+    remat_jsonw_free(w);
+    return st ? cli_error("%s", remat_errmsg()) : 0;
 }
 
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t n)

@@ -28,10 +28,12 @@ typedef struct bench_opts {
     const char *policies;      /* --policies (NULL: "none,full,selective") */
     long steps, warmup, threads, sgemm_n;
     uint64_t seed;
-    uint64_t budget;           /* --budget, 0 = none */
+    uint64_t budget;           /* --budget or --budget-activations, 0 = none */
+    uint64_t budget_act;       /* --budget-activations as given (budget has it after parsing) */
     int act_only;              /* --budget-activations: the budget is for the activation peak */
     const char *profile;       /* --profile FILE; NULL: the cached profile, else the calibrated FLOP model */
     int json, csv, rss;        /* rss: per-policy peak RSS in forked children */
+    int no_rss;                /* --no-rss */
     const char *svg_pareto, *svg_timeline, *timeline_policy;
     const char *out_dir;       /* report only */
     const char *trace_dir;     /* --trace DIR: one trace file per policy */
@@ -88,7 +90,8 @@ int bench_run(const bench_opts *o, bench_result *r);
 void bench_result_free(bench_result *r);
 
 void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r);
-void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r);
+/* 0, or 1 (reported) */
+int bench_print_json(FILE *f, const bench_opts *o, const bench_result *r);
 void bench_print_csv(FILE *f, const bench_opts *o, const bench_result *r);
 
 /* The plots (bench_plots.c).  xml_decl: 1 for standalone files. 0 or an

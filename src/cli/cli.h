@@ -5,6 +5,7 @@
 #ifndef REMAT_CLI_H
 #define REMAT_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "remat.h"
@@ -45,23 +46,128 @@ const char *cli_dtype_name(remat_dtype d);
  * what it takes). */
 int cli_dtype_parse(const char *s, size_t len, remat_dtype *out);
 
-/* Flags shared by subcommands that take a model config:
- *   --layers --dim --heads --vocab --seq --max-seq --batch --dropout
- *   --attention naive|flash   --lmhead full|chunked[:ROWS]   --dtype fp32|bf16
- *   --framework remat|megatron|pytorch   --tp T   --sp   --model NAME (a preset shape)
- * Returns 1 if argv[*i] was one of them (consuming its value), 0 if not,
- * -1 on a bad value (already reported). */
-int cli_config_flag(remat_config *c, int argc, char **argv, int *i);
-/* After the flags: --max-seq defaults to --seq.  Start parsing from
- * max_seq = 0, which no flag can give (--max-seq takes 1 or more). */
+/* ---- flags (args.c) ---------------------------------------------------------
+ * Each command parses its flags from tables of cli_flag, in groups, and
+ * its --help is generated from the same tables: what a command accepts and
+ * what its help lists are one list.  A flag several commands take is
+ * declared once: the config group (cli_config_group: the model and step
+ * shape, GEMM engine and precision, the framework table), and the
+ * CLI_FLAG_* entries below.  A group's flags write into one struct (base),
+ * each into the field at its offset. */
+typedef enum cli_flag_kind {
+    CLI_FLAG_SWITCH,   /* no value: the int field becomes 1 */
+    CLI_FLAG_INT,      /* a whole number in [lo, hi] into an int field */
+    CLI_FLAG_LONG,     /* ... into a long field */
+    CLI_FLAG_U64,      /* a non-negative whole number into a uint64_t field */
+    CLI_FLAG_FLOAT,    /* a number in [lo, hi] into a float field */
+    CLI_FLAG_DOUBLE,   /* ... into a double field */
+    CLI_FLAG_BYTES,    /* a size with units (cli_bytes) into a uint64_t field */
+    CLI_FLAG_BUDGET,   /* a size or auto (cli_budget), more than 0, into a uint64_t field */
+    CLI_FLAG_STRING,   /* the value itself (it points into argv) into a const char * field */
+    CLI_FLAG_CHOICE,   /* one of choices: its value into an int (or enum) field */
+    CLI_FLAG_CUSTOM    /* parse(flag, value, field) */
+} cli_flag_kind;
+
+/* a CHOICE's name and value; an alias is accepted but not listed */
+typedef struct cli_choice { const char *name; int value, alias; } cli_choice;
+
+typedef struct cli_flag {
+    const char *name;            /* "--layers" */
+    const char *arg;             /* the value's name in the help ("N"); NULL: the flag takes none */
+    cli_flag_kind kind;
+    size_t off;                  /* the field's offset in the group's struct */
+    double lo, hi;               /* INT, LONG, FLOAT, DOUBLE: the range */
+    const cli_choice *choices;   /* CHOICE: ended by a NULL name */
+    /* CUSTOM: parses value into field (base + off); 1, or 0 (reported) */
+    int (*parse)(const char *flag, const char *value, void *field);
+    const char *help;            /* '\n' goes on at the help's column */
+} cli_flag;
+
+typedef struct cli_flag_group {
+    const char *title;           /* the help's heading ("training:"), or NULL */
+    const cli_flag *flags;
+    size_t n;
+    void *base;                  /* the struct the fields are in */
+} cli_flag_group;
+#define CLI_FLAGS(table) (table), (sizeof (table) / sizeof (table)[0])
+
+#define CLI_MAX_GROUPS 8
+typedef struct cli_command {
+    const char *name;            /* "train": errors say "(see 'remat train --help')" */
+    const char *usage;           /* the help before the flags */
+    const char *notes;           /* the help after them (NULL: none) */
+    cli_flag_group *groups;      /* a flag in two groups is the first group's */
+    int ngroups;
+    /* a flag no group has: a better message than "unknown flag", or NULL */
+    const char *(*unknown)(const char *flag);
+    const char *unknown_suffix;  /* added to "unknown flag 'F'" (NULL: nothing) */
+    uint64_t given[CLI_MAX_GROUPS];   /* out: bit k of given[g]: groups[g].flags[k] was given */
+} cli_command;
+
+/* Parses argv[1..argc) into the groups' fields, in order (a later flag
+ * wins).  1: run; 0: --help (or -h) was given and the help printed; -1: a
+ * bad flag or value (reported in one line; the command exits 2).  Every
+ * name is checked before --help is looked at: an unknown flag is an error
+ * even beside it, so `remat CMD --help FLAG` tells whether CMD takes FLAG. */
+int cli_parse(cli_command *cmd, int argc, char **argv);
+/* The usage, every flag of the groups under their titles, the notes. */
+void cli_help(FILE *f, const cli_command *cmd);
+/* Whether flag was given to the last cli_parse. */
+int cli_given(const cli_command *cmd, const char *flag);
+/* Applies the flags of group g that argv gives (argv as cli_parse took it)
+ * again, into base: a second struct of the group's type.  1, or 0 (reported). */
+int cli_reapply(const cli_command *cmd, int g, void *base, int argc, char **argv);
+
+/* The config group, into c.  Start c with cli_config_start (the library's
+ * defaults, max_seq 0, which no flag gives) and end with
+ * cli_config_default_max_seq (--max-seq defaults to --seq). */
+cli_flag_group cli_config_group(remat_config *c);
+void cli_config_start(remat_config *c);
 void cli_config_default_max_seq(remat_config *c);
+/* One config flag argv[*i] (consuming its value) into c: 1, 0 when it is
+ * none of them, -1 on a bad value (reported).  For the config fuzzer. */
+int cli_config_flag(remat_config *c, int argc, char **argv, int *i);
 /* The value of flag argv[*i], advancing *i; NULL (reported) if missing. */
 const char *cli_value(int argc, char **argv, int *i);
 
+/* CUSTOM parsers shared by several commands: a precision's name into a
+ * remat_dtype; a policy appended to a cli_policies (--recompute, repeatable) */
+int cli_parse_dtype(const char *flag, const char *value, void *field);
+#define CLI_MAX_POLICIES 16
+typedef struct cli_policies { const char *v[CLI_MAX_POLICIES]; int n; } cli_policies;
+int cli_parse_policy(const char *flag, const char *value, void *field);
+
+/* Entries of flags several commands take: declared once here, into a field
+ * of the command's own struct.  --budget and --budget-activations: a total
+ * and an activation budget (each > 0, or auto); cli_budget_pick chooses. */
+#define CLI_FLAG_THREADS(type, field)                                                                     \
+    {"--threads", "N", CLI_FLAG_LONG, offsetof(type, field), 0, 1024, NULL, NULL,                         \
+     "threads for the kernels and the BLAS (default: all cores; under mpirun\n"                          \
+     "remat train divides them among the ranks of each machine)"}
+#define CLI_FLAG_JSON(type, field, help) {"--json", NULL, CLI_FLAG_SWITCH, offsetof(type, field), 0, 0, NULL, NULL, help}
+#define CLI_FLAG_SEED(type, field)                                                                        \
+    {"--seed", "N", CLI_FLAG_U64, offsetof(type, field), 0, 0, NULL, NULL,                                \
+     "initialisation and dropout seed (default 1)"}
+#define CLI_FLAG_BUDGETS(type, total, act)                                                                \
+    {"--budget", "SIZE", CLI_FLAG_BUDGET, offsetof(type, total), 0, 0, NULL, NULL,                        \
+     "total memory: parameters + gradients + AdamW state + workspace +\n"                                \
+     "activations (units B KiB MiB GiB TiB KB MB GB TB, e.g. 2GiB); auto: the\n"                        \
+     "memory available to this process (MemAvailable, or the cgroup's\n"                                 \
+     "memory.max when lower)"},                                                                          \
+    {"--budget-activations", "SIZE", CLI_FLAG_BUDGET, offsetof(type, act), 0, 0, NULL, NULL,             \
+     "the activation peak alone (a size, or auto)"}
+/* The budget the two flags give: *budget (0: none) and *act (1: of the
+ * activations); 1, or 0 (reported, a usage error of cmd) when both were given. */
+int cli_budget_pick(const char *cmd, uint64_t total, uint64_t act_budget, uint64_t *budget, int *act);
+
 void cli_config_print(FILE *f, const remat_config *c);
-/* s as a JSON string literal (", \ and control characters escaped), or
- * null when s is NULL */
-void cli_json_str(FILE *f, const char *s);
+/* The --json output of every command goes through one JSON writer
+ * (remat_jsonw, remat.h): a writer on f (flags as remat_jsonw_create's),
+ * or NULL (reported) when it cannot be made. */
+remat_jsonw *cli_json_open(FILE *f, unsigned flags);
+/* Finishes and frees w; 0, or 1 (reported) when what was written is not
+ * whole.  w NULL (cli_json_open failed, reported): 1. */
+int cli_json_close(remat_jsonw *w);
 /* "12.3 MiB" style formatting into buf */
 const char *cli_fmt_bytes(uint64_t b, char *buf, size_t n);
 double cli_now_ms(void);

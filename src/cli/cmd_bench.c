@@ -32,11 +32,12 @@
  *     the binary and libraries (reported as rss_base_bytes: what the child
  *     held before creating the model).  --no-rss skips the children.
  *
- * Output: a table, or --json / --csv with the fields listed in help().
+ * Output: a table, or --json / --csv with the fields listed in --help.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -47,68 +48,6 @@
 #include <unistd.h>
 #include "bench.h"
 #include "progress.h"
-
-static void help(const char *cmd)
-{
-    int report = !strcmp(cmd, "report");
-    if (report)
-        printf("usage: remat report --out DIR [bench flags]\n\n"
-               "Runs 'remat bench' and writes DIR/report.html: one self-contained page with\n"
-               "the Pareto plot, the memory timeline, the table, the config and the machine.\n\n");
-    else
-        printf("usage: remat bench [config flags] [--policies LIST|all] [--steps N] [flags]\n\n"
-               "Runs recomputation policies interleaved (every round runs each policy for\n"
-               "one training step) and reports, per policy, the median step time, its\n"
-               "ratio to `none` from the same rounds, tokens/s, predicted and measured\n"
-               "activation bytes, peak RSS, and achieved GFLOP/s against a GEMM\n"
-               "measured in the same rounds.\n\n");
-    printf(
-"config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
-"  (defaults: the small model of 'remat train', vocab 256)\n"
-"policies:\n"
-"  --policies LIST   policies separated by ',' (or by ';' when LIST contains one,\n"
-"                    so that combinations fit: 'none;full;every:2,selective')\n"
-"                    (default none,full,selective).  'all' = none, full, every:2,\n"
-"                    sqrt, first:L/2, selective, pointwise, save:qkv+fch,\n"
-"                    revolve:3, every:2,selective, every:2,selective,pointwise.\n"
-"                    `none` is always measured: it is the reference of every ratio.\n"
-"  --policy P        add one policy (repeatable; P may contain ',')\n"
-"  --budget SIZE     add the planner's optimum for this memory budget, the whole\n"
-"                    step's memory (e.g. 2GiB); --budget-activations SIZE: the\n"
-"                    activation peak alone (as 'remat plan' and 'remat train')\n"
-"  --profile FILE    planner profile from 'remat profile' (default: the cached\n"
-"                    profile of this config and machine, else the FLOP model\n"
-"                    calibrated by a GEMM probe)\n"
-"measurement:\n"
-"  --steps N         timed rounds (default 10)      --warmup N  untimed rounds (default 2)\n"
-"  --threads N       threads (default: all cores)   --seed N    model seed (default 1)\n"
-"  --sgemm-n N       side of the GEMM probe run every round in each precision, best\n"
-"                    of 3 (default 1024)\n"
-"  --dtype LIST      fp32, bf16 or fp32,bf16: every policy in each precision (one\n"
-"                    model each, every (precision, policy) pair interleaved), each\n"
-"                    against its own none; rows carry dtype and gemm\n"
-"  --no-rss          skip the per-policy peak-RSS children\n"
-"  --trace DIR       write each policy's timed rounds as a Chrome trace (Perfetto,\n"
-"                    chrome://tracing): DIR/NN-POLICY.json, one step per round\n"
-"output:\n"
-"  --json            one JSON object: {\"rows\": [...], \"gemm_gflops\", \"front\",\n"
-"                    \"config\", \"machine\", ...}; each row has policy, schedule,\n"
-"                    step_ms_median, ratio_vs_none, tokens_per_s, act_peak_bytes,\n"
-"                    act_peak_pred_bytes, act_stored_bytes, act_stored_pred_bytes,\n"
-"                    act_workset_bytes, act_workset_pred_bytes, step_peak_bytes,\n"
-"                    rss_peak_bytes, gflops, dtype, gemm, gemm_gflops, gemm_frac,\n"
-"                    step_ms_pred, fits, step_ms; \"precisions\": per dtype its probe,\n"
-"                    front and planner messages (the first dtype's also at the top)\n"
-"  --csv             the same row fields as CSV (step_ms omitted)\n"
-"  (rss_peak_bytes: the peak RSS of a process of its own that creates the model\n"
-"   and runs one step of the policy; act_* bytes: measured, *_pred: dry run)\n"
-"  --svg-pareto FILE    plot activation peak vs step time, with the planner's front\n"
-"  --svg-timeline FILE  plot live activation bytes over one step, by tensor\n"
-"  --timeline-policy P  the policy of the timeline (default: the optimum with\n"
-"                       --budget, else the first policy other than none)\n");
-    if (report) printf("  --out DIR         where report.html goes (created if missing)\n");
-    printf("A progress line is shown on stderr when it is a terminal and --json is not set.\n");
-}
 
 /* ---- flags ------------------------------------------------------------- */
 
@@ -144,87 +83,147 @@ static void strlist_free(strlist *l)
 /* Extra --policy values, kept until bench_run reads them. */
 static strlist extra_policies;
 
-static int parse_flags(const char *cmd, int argc, char **argv, int allow_out, bench_opts *o);
+/* --policy P: appended to extra_policies */
+static int parse_policy(const char *flag, const char *v, void *field)
+{
+    if (!strlist_add(&extra_policies, v, strlen(v))) { cli_error("out of memory"); return 0; }
+    return 1;
+}
+
+/* --dtype LIST: each precision benched against its own none */
+static int parse_dtypes(const char *flag, const char *v, void *field)
+{
+    bench_opts *o = field;
+    o->ndt = 0;
+    for (const char *p = v; *p;) {
+        size_t len = strcspn(p, ",");
+        remat_dtype d;
+        if (!cli_dtype_parse(p, len, &d)) { cli_error("%s expects fp32, bf16 or fp32,bf16, got '%s'", flag, v); return 0; }
+        for (int k = 0; k < o->ndt; k++)
+            if (o->dts[k] == d) { cli_error("%s names %s twice", flag, cli_dtype_name(d)); return 0; }
+        if (o->ndt == BENCH_MAXDT) { cli_error("%s takes at most two precisions", flag); return 0; }
+        o->dts[o->ndt++] = d;
+        p += len;
+        if (*p == ',' && !*++p) { cli_error("%s: empty item in '%s'", flag, v); return 0; }
+    }
+    if (!o->ndt) { cli_error("%s needs a value", flag); return 0; }
+    o->cfg.dtype = o->dts[0];
+    return 1;
+}
+
+#define O(field) offsetof(bench_opts, field)
+static const cli_flag dtype_flag[] = {   /* before the config group's --dtype, which it replaces */
+    {"--dtype", "LIST", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_dtypes,
+     "fp32, bf16 or fp32,bf16: every policy in each precision (one\n"
+     "model each, every (precision, policy) pair interleaved), each\n"
+     "against its own none; rows carry dtype and gemm"},
+};
+static const cli_flag policy_flags[] = {
+    {"--policies", "LIST", CLI_FLAG_STRING, O(policies), 0, 0, NULL, NULL,
+     "policies separated by ',' (or by ';' when LIST contains one,\n"
+     "so that combinations fit: 'none;full;every:2,selective')\n"
+     "(default none,full,selective).  'all' = none, full, every:2,\n"
+     "sqrt, first:L/2, selective, pointwise, save:qkv+fch,\n"
+     "revolve:3, every:2,selective, every:2,selective,pointwise.\n"
+     "`none` is always measured: it is the reference of every ratio;\n"
+     "with --budget the planner's optimum is measured too (row 'optimal')."},
+    {"--policy", "P", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_policy, "add one policy (repeatable; P may contain ',')"},
+    CLI_FLAG_BUDGETS(bench_opts, budget, budget_act),
+    {"--profile", "FILE", CLI_FLAG_STRING, O(profile), 0, 0, NULL, NULL,
+     "planner profile from 'remat profile' (default: the cached\n"
+     "profile of this config and machine, else the FLOP model\n"
+     "calibrated by a GEMM probe)"},
+};
+static const cli_flag measure_flags[] = {
+    {"--steps", "N", CLI_FLAG_LONG, O(steps), 1, 1000000, NULL, NULL, "timed rounds (default 10)"},
+    {"--warmup", "N", CLI_FLAG_LONG, O(warmup), 0, 1000000, NULL, NULL, "untimed rounds (default 2)"},
+    CLI_FLAG_THREADS(bench_opts, threads),
+    CLI_FLAG_SEED(bench_opts, seed),
+    {"--sgemm-n", "N", CLI_FLAG_LONG, O(sgemm_n), 16, 8192, NULL, NULL,
+     "side of the GEMM probe run every round in each precision, best\n"
+     "of 3 (default 1024)"},
+    {"--no-rss", NULL, CLI_FLAG_SWITCH, O(no_rss), 0, 0, NULL, NULL, "skip the per-policy peak-RSS children"},
+    {"--trace", "DIR", CLI_FLAG_STRING, O(trace_dir), 0, 0, NULL, NULL,
+     "write each policy's timed rounds as a Chrome trace (Perfetto,\n"
+     "chrome://tracing): DIR/NN-POLICY.json, one step per round"},
+};
+static const cli_flag output_flags[] = {
+    CLI_FLAG_JSON(bench_opts, json,
+                  "one JSON object: {\"rows\": [...], \"gemm_gflops\", \"front\",\n"
+                  "\"config\", \"machine\", ...}; each row has policy, schedule,\n"
+                  "step_ms_median, ratio_vs_none, tokens_per_s, act_peak_bytes,\n"
+                  "act_peak_pred_bytes, act_stored_bytes, act_stored_pred_bytes,\n"
+                  "act_workset_bytes, act_workset_pred_bytes, step_peak_bytes,\n"
+                  "rss_peak_bytes, gflops, dtype, gemm, gemm_gflops, gemm_frac,\n"
+                  "step_ms_pred, fits, step_ms; \"precisions\": per dtype its probe,\n"
+                  "front and planner messages (the first dtype's also at the top)\n"
+                  "(rss_peak_bytes: the peak RSS of a process of its own that creates\n"
+                  "the model and runs one step of the policy; act_* bytes: measured,\n"
+                  "*_pred: dry run)"),
+    {"--csv", NULL, CLI_FLAG_SWITCH, O(csv), 0, 0, NULL, NULL, "the same row fields as CSV (step_ms omitted)"},
+    {"--svg-pareto", "FILE", CLI_FLAG_STRING, O(svg_pareto), 0, 0, NULL, NULL,
+     "plot activation peak vs step time, with the planner's front"},
+    {"--svg-timeline", "FILE", CLI_FLAG_STRING, O(svg_timeline), 0, 0, NULL, NULL,
+     "plot live activation bytes over one step, by tensor"},
+    {"--timeline-policy", "P", CLI_FLAG_STRING, O(timeline_policy), 0, 0, NULL, NULL,
+     "the policy of the timeline (default: the optimum with\n"
+     "--budget, else the first policy other than none)"},
+};
+static const cli_flag out_flag[] = {
+    {"--out", "DIR", CLI_FLAG_STRING, O(out_dir), 0, 0, NULL, NULL, "where report.html goes (created if missing)"},
+};
+#undef O
+
+static int parse_flags(const char *cmd, int argc, char **argv, int allow_out, bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    cli_config_start(&o->cfg);
+    o->steps = 10;
+    o->warmup = 2;
+    o->sgemm_n = 1024;
+    o->seed = 1;
+    o->argc = argc;
+    o->argv = argv;
+    strlist_free(&extra_policies);
+    cli_flag_group groups[] = {
+        { "policies:", CLI_FLAGS(policy_flags), o }, { "measurement:", CLI_FLAGS(measure_flags), o },
+        { NULL, CLI_FLAGS(dtype_flag), o }, { "output:", CLI_FLAGS(output_flags), o },
+        { NULL, CLI_FLAGS(out_flag), o }, cli_config_group(&o->cfg),
+    };
+    /* report: --out, and the bench's flags; bench: no --out */
+    if (!allow_out) memmove(&groups[4], &groups[5], sizeof groups[0]);
+    cli_command c = {
+        cmd,
+        allow_out ? "usage: remat report --out DIR [bench flags]\n\n"
+                    "Runs 'remat bench' and writes DIR/report.html: one self-contained page with\n"
+                    "the Pareto plot, the memory timeline, the table, the config and the machine.\n\n"
+                  : "usage: remat bench [config flags] [--policies LIST|all] [--steps N] [flags]\n\n"
+                    "Runs recomputation policies interleaved (every round runs each policy for\n"
+                    "one training step) and reports, per policy, the median step time, its\n"
+                    "ratio to `none` from the same rounds, tokens/s, predicted and measured\n"
+                    "activation bytes, peak RSS, and achieved GFLOP/s against a GEMM\n"
+                    "measured in the same rounds.  Config defaults: the small model of\n"
+                    "'remat train', vocab 256.\n\n",
+        "A progress line is shown on stderr when it is a terminal and --json is not set.\n",
+        groups, allow_out ? 6 : 5, NULL, NULL, { 0 },
+    };
+    int r = cli_parse(&c, argc, argv);
+    if (r <= 0) return r;
+    if (!cli_budget_pick(cmd, o->budget, o->budget_act, &o->budget, &o->act_only)) return -1;
+    if (o->json && o->csv) { cli_usage_error(cmd, "--json and --csv exclude each other"); return -1; }
+    if (allow_out && !o->out_dir) { cli_usage_error(cmd, "--out DIR is required"); return -1; }
+    if (!o->ndt) { o->ndt = 1; o->dts[0] = o->cfg.dtype; }
+    o->rss = !o->no_rss;
+    o->trace = o->trace_dir != NULL || allow_out;   /* the report summarises one step's trace */
+    cli_config_default_max_seq(&o->cfg);
+    return 1;
+}
 
 int bench_parse(const char *cmd, int argc, char **argv, int allow_out, bench_opts *o)
 {
     int r = parse_flags(cmd, argc, argv, allow_out, o);
     if (r <= 0) strlist_free(&extra_policies);   /* nothing will run: release the --policy values */
     return r;
-}
-
-static int parse_flags(const char *cmd, int argc, char **argv, int allow_out, bench_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    remat_config_default(&o->cfg);
-    o->cfg.max_seq = 0;
-    o->steps = 10;
-    o->warmup = 2;
-    o->sgemm_n = 1024;
-    o->seed = 1;
-    o->rss = 1;
-    o->argc = argc;
-    o->argv = argv;
-    strlist_free(&extra_policies);
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v;
-        int r;
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(cmd); return 0; }
-        if (!strcmp(f, "--dtype")) {   /* a list here: each precision benched against its own none */
-            if (!(v = cli_value(argc, argv, &i))) return -1;
-            o->ndt = 0;
-            for (const char *p = v; *p;) {
-                size_t len = strcspn(p, ",");
-                remat_dtype d;
-                if (!cli_dtype_parse(p, len, &d)) {
-                    cli_usage_error(cmd, "--dtype expects fp32, bf16 or fp32,bf16, got '%s'", v);
-                    return -1;
-                }
-                for (int k = 0; k < o->ndt; k++)
-                    if (o->dts[k] == d) { cli_usage_error(cmd, "--dtype names %s twice", cli_dtype_name(d)); return -1; }
-                if (o->ndt == BENCH_MAXDT) { cli_usage_error(cmd, "--dtype takes at most two precisions"); return -1; }
-                o->dts[o->ndt++] = d;
-                p += len;
-                if (*p == ',') { p++; if (!*p) { cli_usage_error(cmd, "--dtype: empty item in '%s'", v); return -1; } }
-            }
-            if (!o->ndt) { cli_usage_error(cmd, "--dtype needs a value"); return -1; }
-            o->cfg.dtype = o->dts[0];
-            continue;
-        }
-        if ((r = cli_config_flag(&o->cfg, argc, argv, &i)) < 0) return -1;
-        if (r) continue;
-        if (!strcmp(f, "--policies")) { if (!(o->policies = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--policy")) {
-            if (!(v = cli_value(argc, argv, &i))) return -1;
-            if (!strlist_add(&extra_policies, v, strlen(v))) { cli_error("out of memory"); return -1; }
-        }
-        else if (!strcmp(f, "--steps")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1000000, &o->steps)) return -1; }
-        else if (!strcmp(f, "--warmup")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1000000, &o->warmup)) return -1; }
-        else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &o->threads)) return -1; }
-        else if (!strcmp(f, "--sgemm-n")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 16, 8192, &o->sgemm_n)) return -1; }
-        else if (!strcmp(f, "--seed")) { if (!(v = cli_value(argc, argv, &i)) || !cli_u64(f, v, &o->seed)) return -1; }
-        else if (!strcmp(f, "--budget") || !strcmp(f, "--budget-activations")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_bytes(f, v, &o->budget)) return -1;
-            if (!o->budget) { cli_usage_error(cmd, "%s must be more than 0 bytes", f); return -1; }
-            o->act_only = !strcmp(f, "--budget-activations");
-        }
-        else if (!strcmp(f, "--profile")) { if (!(o->profile = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--no-rss")) o->rss = 0;
-        else if (!strcmp(f, "--json")) o->json = 1;
-        else if (!strcmp(f, "--csv")) o->csv = 1;
-        else if (!strcmp(f, "--svg-pareto")) { if (!(o->svg_pareto = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--svg-timeline")) { if (!(o->svg_timeline = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--timeline-policy")) { if (!(o->timeline_policy = cli_value(argc, argv, &i))) return -1; }
-        else if (allow_out && !strcmp(f, "--out")) { if (!(o->out_dir = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--trace")) { if (!(o->trace_dir = cli_value(argc, argv, &i))) return -1; o->trace = 1; }
-        else { cli_usage_error(cmd, "unknown flag '%s'", f); return -1; }
-    }
-    if (o->json && o->csv) { cli_usage_error(cmd, "--json and --csv exclude each other"); return -1; }
-    if (allow_out && !o->out_dir) { cli_usage_error(cmd, "--out DIR is required"); return -1; }
-    if (!o->ndt) { o->ndt = 1; o->dts[0] = o->cfg.dtype; }
-    if (allow_out) o->trace = 1;   /* the report summarises one step's trace */
-    cli_config_default_max_seq(&o->cfg);
-    return 1;
 }
 
 /* Splits the --policies value into names; expands `all`. */
@@ -641,111 +640,127 @@ out:
 
 /* ---- output ---------------------------------------------------------------- */
 
-static void json_num(FILE *f, const char *key, double v, int known)
+/* v, or null when it is not known */
+static void json_num(remat_jsonw *w, const char *key, double v, int known) { remat_jsonw_num(w, key, known ? v : NAN); }
+
+static void json_u64(remat_jsonw *w, const char *key, uint64_t v, int known)
 {
-    if (known && isfinite(v)) fprintf(f, ",\"%s\":%.6g", key, v);
-    else fprintf(f, ",\"%s\":null", key);
+    if (known) remat_jsonw_uint(w, key, v);
+    else remat_jsonw_null(w, key);
 }
 
-static void json_u64(FILE *f, const char *key, uint64_t v, int known)
-{
-    if (known) fprintf(f, ",\"%s\":%llu", key, (unsigned long long)v);
-    else fprintf(f, ",\"%s\":null", key);
-}
+/* s, or null when it is empty */
+static void json_msg(remat_jsonw *w, const char *key, const char *s) { remat_jsonw_str(w, key, s[0] ? s : NULL); }
 
 /* one precision's probe, planner front and planner messages */
-static void json_slot(FILE *f, const bench_slot *sl)
+static void json_slot(remat_jsonw *w, const bench_slot *sl)
 {
-    json_num(f, "gemm_gflops", sl->gemm_gflops, sl->gemm_gflops > 0);
-    fputs(",\"front\":[", f);
+    json_num(w, "gemm_gflops", sl->gemm_gflops, sl->gemm_gflops > 0);
+    remat_jsonw_array(w, "front");
     for (size_t i = 0; i < sl->n_front; i++) {
-        fprintf(f, "%s{\"policy\":", i ? "," : "");
-        cli_json_str(f, sl->front[i].policy);
-        fprintf(f, ",\"peak_bytes\":%llu,\"step_ms_pred\":%.4f}", (unsigned long long)sl->front[i].peak_bytes,
-                sl->front[i].step_ms_pred);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_str(w, "policy", sl->front[i].policy);
+        remat_jsonw_uint(w, "peak_bytes", sl->front[i].peak_bytes);
+        remat_jsonw_num(w, "step_ms_pred", sl->front[i].step_ms_pred);
+        remat_jsonw_end(w);
     }
-    fputs("],\"planner_profile\":", f);
-    cli_json_str(f, sl->profile_desc);
-    fputs(",\"planner_error\":", f);
-    if (sl->planner_err[0]) cli_json_str(f, sl->planner_err); else fputs("null", f);
-    fputs(",\"optimal_error\":", f);
-    if (sl->optimal_err[0]) cli_json_str(f, sl->optimal_err); else fputs("null", f);
+    remat_jsonw_end(w);
+    remat_jsonw_str(w, "planner_profile", sl->profile_desc);
+    json_msg(w, "planner_error", sl->planner_err);
+    json_msg(w, "optimal_error", sl->optimal_err);
 }
 
-void bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
+static void json_row(remat_jsonw *w, const bench_opts *o, const bench_result *r, const bench_row *b)
+{
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "policy", b->name);
+    remat_jsonw_str(w, "schedule", b->policy);
+    remat_jsonw_bool(w, "reference_only", b->implicit);
+    remat_jsonw_bool(w, "optimal", b->optimal);
+    remat_jsonw_num(w, "step_ms_median", b->ms_median);
+    remat_jsonw_num(w, "ratio_vs_none", b->ratio_vs_none);
+    remat_jsonw_num(w, "tokens_per_s", b->tokens_per_s);
+    remat_jsonw_uint(w, "act_peak_bytes", b->st.act_peak_bytes);
+    remat_jsonw_uint(w, "act_peak_pred_bytes", b->sim.peak_bytes);
+    remat_jsonw_uint(w, "act_stored_bytes", b->st.act_stored_bytes);
+    remat_jsonw_uint(w, "act_stored_pred_bytes", b->sim.stored_bytes);
+    remat_jsonw_uint(w, "act_workset_bytes", b->st.act_workset_bytes);
+    remat_jsonw_uint(w, "act_workset_pred_bytes", b->sim.workset_bytes);
+    remat_jsonw_uint(w, "step_peak_bytes", b->st.step_peak_bytes);
+    json_u64(w, "rss_peak_bytes", b->rss_peak, b->rss_peak > 0);
+    remat_jsonw_num(w, "gflops", b->gflops);
+    remat_jsonw_str(w, "dtype", cli_dtype_name(o->dts[b->slot]));
+    remat_jsonw_str(w, "gemm", remat_gemm_name(remat_gemm_get()));
+    json_num(w, "gemm_gflops", r->slot[b->slot].gemm_gflops, r->slot[b->slot].gemm_gflops > 0);
+    json_num(w, "gemm_frac", b->gemm_frac, r->slot[b->slot].gemm_gflops > 0);
+    remat_jsonw_num(w, "flops_per_step", b->st.flops);
+    remat_jsonw_num(w, "recompute_pct", b->st.flops > 0 ? 100.0 * b->st.recompute_flops / b->st.flops : 0);
+    json_num(w, "step_ms_pred", b->step_ms_pred, b->step_ms_pred >= 0);
+    remat_jsonw_bool(w, "fits", b->fits);
+    remat_jsonw_array(w, "step_ms");
+    for (long s = 0; s < o->steps; s++) remat_jsonw_num(w, NULL, b->ms[s]);
+    remat_jsonw_end(w);
+    remat_jsonw_end(w);
+}
+
+int bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
 {
     const remat_config *c = &o->cfg;
-    fputs("{\"rows\":[", f);
-    for (int i = 0; i < r->n; i++) {
-        const bench_row *w = &r->rows[i];
-        fprintf(f, "%s{\"policy\":", i ? "," : "");
-        cli_json_str(f, w->name);
-        fputs(",\"schedule\":", f);
-        cli_json_str(f, w->policy);
-        fprintf(f, ",\"reference_only\":%s,\"optimal\":%s", w->implicit ? "true" : "false", w->optimal ? "true" : "false");
-        fprintf(f, ",\"step_ms_median\":%.4f,\"ratio_vs_none\":%.4f,\"tokens_per_s\":%.1f", w->ms_median,
-                w->ratio_vs_none, w->tokens_per_s);
-        json_u64(f, "act_peak_bytes", w->st.act_peak_bytes, 1);
-        json_u64(f, "act_peak_pred_bytes", w->sim.peak_bytes, 1);
-        json_u64(f, "act_stored_bytes", w->st.act_stored_bytes, 1);
-        json_u64(f, "act_stored_pred_bytes", w->sim.stored_bytes, 1);
-        json_u64(f, "act_workset_bytes", w->st.act_workset_bytes, 1);
-        json_u64(f, "act_workset_pred_bytes", w->sim.workset_bytes, 1);
-        json_u64(f, "step_peak_bytes", w->st.step_peak_bytes, 1);
-        json_u64(f, "rss_peak_bytes", w->rss_peak, w->rss_peak > 0);
-        json_num(f, "gflops", w->gflops, 1);
-        fprintf(f, ",\"dtype\":\"%s\",\"gemm\":\"%s\"", cli_dtype_name(o->dts[w->slot]), remat_gemm_name(remat_gemm_get()));
-        json_num(f, "gemm_gflops", r->slot[w->slot].gemm_gflops, r->slot[w->slot].gemm_gflops > 0);
-        json_num(f, "gemm_frac", w->gemm_frac, r->slot[w->slot].gemm_gflops > 0);
-        json_num(f, "flops_per_step", w->st.flops, 1);
-        json_num(f, "recompute_pct", w->st.flops > 0 ? 100.0 * w->st.recompute_flops / w->st.flops : 0, 1);
-        json_num(f, "step_ms_pred", w->step_ms_pred, w->step_ms_pred >= 0);
-        fprintf(f, ",\"fits\":%s,\"step_ms\":[", w->fits ? "true" : "false");
-        for (long s = 0; s < o->steps; s++) fprintf(f, "%s%.4f", s ? "," : "", w->ms[s]);
-        fputs("]}", f);
-    }
+    remat_jsonw *w = cli_json_open(f, 0);
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_array(w, "rows");
+    for (int i = 0; i < r->n; i++) json_row(w, o, r, &r->rows[i]);
+    remat_jsonw_end(w);
     /* per precision; the first one's figures also at the top level */
-    fputs("],\"precisions\":[", f);
+    remat_jsonw_array(w, "precisions");
     for (int k = 0; k < r->nslot; k++) {
-        const bench_slot *sl = &r->slot[k];
-        fprintf(f, "%s{\"dtype\":\"%s\"", k ? "," : "", cli_dtype_name(o->dts[k]));
-        json_slot(f, sl);
-        fputs("}", f);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_str(w, "dtype", cli_dtype_name(o->dts[k]));
+        json_slot(w, &r->slot[k]);
+        remat_jsonw_end(w);
     }
-    fprintf(f, "],\"gemm\":\"%s\",\"gemm_n\":%ld", remat_gemm_name(remat_gemm_get()), o->sgemm_n);
-    json_slot(f, &r->slot[0]);
-    fputs(",\"timeline_policy\":", f);
-    cli_json_str(f, r->timeline_idx >= 0 ? r->rows[r->timeline_idx].name : "");
-    json_u64(f, "rss_base_bytes", r->rss_base, r->rss_base > 0);
-    json_u64(f, "process_rss_peak_bytes", r->rss_process, 1);
-    fprintf(f, ",\"elapsed_s\":%.2f", r->elapsed_s);
-    fprintf(f, ",\"config\":{\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"padded_vocab\":%d,"
-               "\"max_seq\":%d,\"seq\":%d,\"batch\":%d,\"dropout\":%g,\"params\":%llu,\"steps\":%ld,\"warmup\":%ld,"
-               "\"seed\":%llu",
-            c->n_layer, c->n_embd, c->n_head, c->vocab, remat_config_padded_vocab(c), c->max_seq, c->seq, c->batch,
-            (double)c->dropout, (unsigned long long)remat_config_num_params(c), o->steps, o->warmup,
-            (unsigned long long)o->seed);
-    json_u64(f, "budget_bytes", o->budget, o->budget > 0);
-    fprintf(f, ",\"activations_only\":%s}", o->act_only ? "true" : "false");
+    remat_jsonw_end(w);
+    remat_jsonw_str(w, "gemm", remat_gemm_name(remat_gemm_get()));
+    remat_jsonw_int(w, "gemm_n", o->sgemm_n);
+    json_slot(w, &r->slot[0]);
+    remat_jsonw_str(w, "timeline_policy", r->timeline_idx >= 0 ? r->rows[r->timeline_idx].name : "");
+    json_u64(w, "rss_base_bytes", r->rss_base, r->rss_base > 0);
+    remat_jsonw_uint(w, "process_rss_peak_bytes", r->rss_process);
+    remat_jsonw_num(w, "elapsed_s", r->elapsed_s);
+    remat_jsonw_object(w, "config");
+    remat_jsonw_int(w, "n_layer", c->n_layer);
+    remat_jsonw_int(w, "n_embd", c->n_embd);
+    remat_jsonw_int(w, "n_head", c->n_head);
+    remat_jsonw_int(w, "vocab", c->vocab);
+    remat_jsonw_int(w, "padded_vocab", remat_config_padded_vocab(c));
+    remat_jsonw_int(w, "max_seq", c->max_seq);
+    remat_jsonw_int(w, "seq", c->seq);
+    remat_jsonw_int(w, "batch", c->batch);
+    remat_jsonw_float(w, "dropout", c->dropout);
+    remat_jsonw_uint(w, "params", remat_config_num_params(c));
+    remat_jsonw_int(w, "steps", o->steps);
+    remat_jsonw_int(w, "warmup", o->warmup);
+    remat_jsonw_uint(w, "seed", o->seed);
+    json_u64(w, "budget_bytes", o->budget, o->budget > 0);
+    remat_jsonw_bool(w, "activations_only", o->act_only);
+    remat_jsonw_end(w);
     struct utsname u;
+    char os[300];
     int have_u = uname(&u) == 0;
-    fputs(",\"machine\":{\"cpu\":", f);
-    cli_json_str(f, r->cpu);
-    fprintf(f, ",\"cores\":%ld,\"threads\":%d,\"blas\":", sysconf(_SC_NPROCESSORS_ONLN), remat_get_threads());
-    cli_json_str(f, remat_blas_info());
-    fputs(",\"blas_core\":", f);
-    cli_json_str(f, remat_blas_core());
-    fputs(",\"os\":", f);
-    if (have_u) {
-        char os[300];
-        snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
-        cli_json_str(f, os);
-    } else fputs("null", f);
-    json_num(f, "load_avg_start", r->load_start, r->load_start >= 0);
-    json_num(f, "load_avg_end", r->load_end, r->load_end >= 0);
-    fputs(",\"remat\":", f);
-    cli_json_str(f, remat_version());
-    fputs("}}\n", f);
+    if (have_u) snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
+    remat_jsonw_object(w, "machine");
+    remat_jsonw_str(w, "cpu", r->cpu);
+    remat_jsonw_int(w, "cores", sysconf(_SC_NPROCESSORS_ONLN));
+    remat_jsonw_int(w, "threads", remat_get_threads());
+    remat_jsonw_str(w, "blas", remat_blas_info());
+    remat_jsonw_str(w, "blas_core", remat_blas_core());
+    remat_jsonw_str(w, "os", have_u ? os : NULL);
+    json_num(w, "load_avg_start", r->load_start, r->load_start >= 0);
+    json_num(w, "load_avg_end", r->load_end, r->load_end >= 0);
+    remat_jsonw_str(w, "remat", remat_version());
+    remat_jsonw_end(w);
+    remat_jsonw_end(w);
+    return cli_json_close(w);
 }
 
 static void csv_str(FILE *f, const char *s)
@@ -921,9 +936,9 @@ int cmd_bench(int argc, char **argv)
     if (bench_check_outputs(&o)) return 1;
     int rc = bench_run(&o, &r);
     if (rc) { bench_result_free(&r); return rc; }
-    if (o.json) bench_print_json(stdout, &o, &r);
-    else if (o.csv) bench_print_csv(stdout, &o, &r);
-    else bench_print_table(stdout, &o, &r);
+    if (o.json && (rc = bench_print_json(stdout, &o, &r))) goto out;
+    if (o.csv) bench_print_csv(stdout, &o, &r);
+    else if (!o.json) bench_print_table(stdout, &o, &r);
     fflush(stdout);
     if (o.svg_pareto && (rc = bench_write_svg(o.svg_pareto, bench_svg_pareto, &o, &r))) goto out;
     if (o.svg_timeline && (rc = bench_write_svg(o.svg_timeline, bench_svg_timeline, &o, &r))) goto out;

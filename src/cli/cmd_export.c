@@ -3,26 +3,38 @@
  * llm.c checkpoint or a safetensors file (remat_weights_save), and the shape
  * handling behind `remat train --init-from` (cli_init_shape).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 
-static void help(void)
-{
-    printf(
-"usage: remat export --resume DIR --out FILE [--format llmc|safetensors] [--dtype fp32|bf16]\n\n"
-"Writes the parameters of the newest valid training checkpoint in DIR (see\n"
-"'remat train --save') to FILE, atomically: FILE is either left as it was or\n"
-"holds the whole export.\n\n"
-"  --resume DIR      checkpoint directory\n"
-"  --out FILE        output file\n"
-"  --format F        llmc: llm.c's model checkpoint (train_gpt2.c, version 3);\n"
-"                    safetensors: Hugging Face GPT-2 names and layouts.\n"
-"                    Default: safetensors for *.safetensors, llmc for *.bin.\n"
-"  --dtype D         fp32 (default: F32 tensors) or bf16 (safetensors BF16, rounded\n"
-"                    to nearest even; the training state stays fp32)\n"
-"Either file loads with 'remat train --init-from FILE'.\n");
-}
+typedef struct export_opts {
+    const char *dir, *out;
+    int format;                 /* remat_weights_format; AUTO: from out's name */
+    remat_dtype dtype;
+    int json;
+} export_opts;
+
+static const cli_choice format_choices[] = {
+    {"llmc", REMAT_WEIGHTS_LLMC, 0}, {"safetensors", REMAT_WEIGHTS_SAFETENSORS, 0}, {NULL, 0, 0},
+};
+
+#define O(field) offsetof(export_opts, field)
+static const cli_flag flags[] = {
+    {"--resume", "DIR", CLI_FLAG_STRING, O(dir), 0, 0, NULL, NULL, "checkpoint directory"},
+    {"--out", "FILE", CLI_FLAG_STRING, O(out), 0, 0, NULL, NULL, "output file"},
+    {"--format", "F", CLI_FLAG_CHOICE, O(format), 0, 0, format_choices, NULL,
+     "llmc: llm.c's model checkpoint (train_gpt2.c, version 3);\n"
+     "safetensors: Hugging Face GPT-2 names and layouts.\n"
+     "Default: safetensors for *.safetensors, llmc for *.bin."},
+    {"--dtype", "D", CLI_FLAG_CUSTOM, O(dtype), 0, 0, NULL, cli_parse_dtype,
+     "fp32 (default: F32 tensors) or bf16 (safetensors BF16, rounded\n"
+     "to nearest even; the training state stays fp32)"},
+    CLI_FLAG_JSON(export_opts, json,
+                  "one JSON object: {\"checkpoint\", \"step\", \"out\", \"format\", \"dtype\",\n"
+                  "\"n_layer\", \"n_embd\", \"n_head\", \"vocab\", \"max_seq\"}"),
+};
+#undef O
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -32,26 +44,28 @@ static int ends_with(const char *s, const char *suffix)
 
 int cmd_export(int argc, char **argv)
 {
-    const char *dir = NULL, *out = NULL, *format = NULL, *dtype = "fp32";
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
-        if (!strcmp(f, "--resume")) { if (!(dir = cli_value(argc, argv, &i))) return 2; }
-        else if (!strcmp(f, "--out")) { if (!(out = cli_value(argc, argv, &i))) return 2; }
-        else if (!strcmp(f, "--format")) { if (!(format = cli_value(argc, argv, &i))) return 2; }
-        else if (!strcmp(f, "--dtype")) { if (!(dtype = cli_value(argc, argv, &i))) return 2; }
-        else return cli_usage_error("export", "unknown flag '%s'", f);
-    }
+    export_opts o = { NULL, NULL, REMAT_WEIGHTS_AUTO, REMAT_DTYPE_FP32, 0 };
+    cli_flag_group groups[] = { { NULL, CLI_FLAGS(flags), &o } };
+    cli_command cmd = {
+        "export",
+        "usage: remat export --resume DIR --out FILE [--format llmc|safetensors] [--dtype fp32|bf16] [--json]\n\n"
+        "Writes the parameters of the newest valid training checkpoint in DIR (see\n"
+        "'remat train --save') to FILE, atomically: FILE is either left as it was or\n"
+        "holds the whole export.\n\n",
+        "Either file loads with 'remat train --init-from FILE'.\n", groups, 1, NULL, NULL, { 0 },
+    };
+    int r = cli_parse(&cmd, argc, argv);
+    if (r <= 0) return r < 0 ? 2 : 0;
+    const char *dir = o.dir, *out = o.out;
     if (!dir || !out) return cli_usage_error("export", "needs --resume DIR and --out FILE");
-    remat_weights_format fmt;
-    if (!format) format = ends_with(out, ".safetensors") ? "safetensors" : ends_with(out, ".bin") ? "llmc" : NULL;
-    if (!format) return cli_usage_error("export", "--format llmc or safetensors is needed for '%s'", out);
-    if (!strcmp(format, "llmc")) fmt = REMAT_WEIGHTS_LLMC;
-    else if (!strcmp(format, "safetensors")) fmt = REMAT_WEIGHTS_SAFETENSORS;
-    else return cli_usage_error("export", "--format expects llmc or safetensors, got '%s'", format);
-    remat_dtype dt;
-    if (!cli_dtype_parse(dtype, strlen(dtype), &dt))
-        return cli_usage_error("export", "--dtype expects fp32 or bf16, got '%s'", dtype);
+    remat_weights_format fmt = (remat_weights_format)o.format;
+    if (fmt == REMAT_WEIGHTS_AUTO)
+        fmt = ends_with(out, ".safetensors") ? REMAT_WEIGHTS_SAFETENSORS : ends_with(out, ".bin") ? REMAT_WEIGHTS_LLMC
+                                                                                                : REMAT_WEIGHTS_AUTO;
+    if (fmt == REMAT_WEIGHTS_AUTO) return cli_usage_error("export", "--format llmc or safetensors is needed for '%s'", out);
+    const char *format = fmt == REMAT_WEIGHTS_LLMC ? "llmc" : "safetensors", *dtype = cli_dtype_name(o.dtype);
+    remat_dtype dt = o.dtype;
+    int json = o.json;
     if (dt == REMAT_DTYPE_BF16 && fmt == REMAT_WEIGHTS_LLMC)
         return cli_usage_error("export", "--dtype bf16 needs --format safetensors (llm.c files are written as float32)");
 
@@ -66,6 +80,23 @@ int cmd_export(int argc, char **argv)
     if (ci->warning[0]) fprintf(stderr, "remat: warning: %s\n", ci->warning);
     if (remat_weights_save_as(m, out, fmt, dt)) { cli_error("%s", remat_errmsg()); goto done; }
     const remat_config *c = remat_model_config(m);
+    if (json) {
+        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_str(w, "checkpoint", ci->file);
+        remat_jsonw_uint(w, "step", ci->step);
+        remat_jsonw_str(w, "out", out);
+        remat_jsonw_str(w, "format", format);
+        remat_jsonw_str(w, "dtype", dtype);
+        remat_jsonw_int(w, "n_layer", c->n_layer);
+        remat_jsonw_int(w, "n_embd", c->n_embd);
+        remat_jsonw_int(w, "n_head", c->n_head);
+        remat_jsonw_int(w, "vocab", c->vocab);
+        remat_jsonw_int(w, "max_seq", c->max_seq);
+        remat_jsonw_end(w);
+        rc = cli_json_close(w);
+        goto done;
+    }
     printf("exported %s (step %llu: %d layers, dim %d, %d heads, vocab %d, max_seq %d) to %s (%s, %s)\n", ci->file,
            (unsigned long long)ci->step, c->n_layer, c->n_embd, c->n_head, c->vocab, c->max_seq, out, format, dtype);
     rc = 0;

@@ -4,74 +4,24 @@
  * against time; the longest sequence (or largest batch) that fits.  Also
  * cli_plan_for_budget_parallel(), which `remat train --budget` uses.
  */
+#include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
 
-static void help(void)
-{
-    printf(
-"usage: remat plan [--budget SIZE | --budget-activations SIZE] [config flags] [--json]\n"
-"       remat plan --pareto [config flags] [--csv | --json]\n"
-"       remat plan --maximize seq|batch --budget SIZE [config flags] [--json]\n\n"
-"Predicts, without running anything, the activation peak, stored bytes, working\n"
-"set, recomputation overhead and step time of every named recomputation policy,\n"
-"and finds the fastest schedule that fits the budget (exact dynamic programming\n"
-"over checkpoint segmentations and per-block keep-sets).  Memory comes from the\n"
-"schedule simulator, to the byte; time from the cost model.  The optimal plan is\n"
-"a policy string that 'remat train --recompute' accepts.\n\n"
-"  --budget SIZE             total memory: parameters + gradients + AdamW state +\n"
-"                            workspace + activations (units B KiB MiB GiB KB MB GB);\n"
-"                            auto: the memory available to this process (MemAvailable,\n"
-"                            or the cgroup's memory.max when lower)\n"
-"  --budget-activations SIZE the activation peak alone\n"
-"  --recompute POLICY        predict POLICY instead of the named policies (repeatable)\n"
-"  --pareto                  the whole front of activation peak against time\n"
-"  --maximize seq|batch      the largest seq (max-seq follows) or batch that fits,\n"
-"                            per policy and for the optimal plan\n"
-"  --profile FILE            op times measured by 'remat profile' (default: the cached\n"
-"                            profile of this config and machine -- what 'remat profile'\n"
-"                            measured and what 'remat train' runs took -- else the FLOP\n"
-"                            model calibrated by a GEMM probe at this config's shapes)\n"
-"  --calibrate-from TRACE    price what the run of a trace ('remat train --trace') executed\n"
-"                            at what it took there, and keep those times in the cache\n"
-"  --no-profile              the FLOP/byte model with default speeds, nothing measured\n"
-"  --calibrate               the FLOP/byte model with its GEMM probe, even when a profile\n"
-"                            is cached\n"
-"  --threads N               thread count (part of a profile's key; default all cores)\n"
-"  --explain                 what each policy does with each layer, as layer ranges\n"
-"  --json, --csv             machine-readable output\n"
-"  --framework megatron|pytorch  plan a GPU cluster run of that framework instead\n"
-"                            (its own flags: 'remat plan --framework megatron --help')\n"
-"data parallelism (remat train under mpirun; --batch is then the global batch):\n"
-"  --ranks R                 plan one rank of R (a power of two): the activations of one\n"
-"                            micro-batch, and the rank's parameters, gradients, AdamW state\n"
-"                            and the reduction's buffers\n"
-"  --micro-batch b           sequences per forward/backward on a rank (default B/R)\n"
-"  --zero Z                  1: the AdamW state sharded over the ranks (default for R > 1)\n"
-"  --net-bw BYTES/s          with --net-latency S: predict the step's communication with an\n"
-"  --net-latency S           alpha-beta model (S + bytes/BW per exchange)\n"
-"config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
-"              --attention naive|flash --lmhead full|chunked[:ROWS]\n"
-"JSON (--budget): {\"budget_bytes\", \"rows\": [{\"policy\", \"peak_bytes\", \"stored_bytes\",\n"
-"  \"workset_bytes\", \"overhead_pct\", \"step_ms_pred\", \"fits\"}], \"optimal\": {\"policy\",\n"
-"  \"peak_bytes\", \"step_ms_pred\"}} (rows: the named policies; optimal: null when\n"
-"  nothing fits, with the reason on stderr and exit status 1)\n");
-}
-
-#define MAX_GIVEN 16
-static const char *given[MAX_GIVEN];    /* --recompute POLICY, in order */
-static int ngiven;
+#define MAX_GIVEN CLI_MAX_POLICIES
+static cli_policies given;    /* --recompute POLICY, in order */
 
 /* the policies to show: those given, else the named ones (first:N at half
  * depth); names[i] points into static storage or into argv */
 static int named_policies(const remat_config *c, const char **names, int max)
 {
     static char firstn[32];
-    if (ngiven) {
-        for (int i = 0; i < ngiven && i < max; i++) names[i] = given[i];
-        return ngiven < max ? ngiven : max;
+    if (given.n) {
+        for (int i = 0; i < given.n && i < max; i++) names[i] = given.v[i];
+        return given.n < max ? given.n : max;
     }
     static const char *fixed[] = { "none", "selective", "pointwise", "selective,pointwise", "full",
                                    "every:2", "every:2,selective", "sqrt", "revolve:3", "save:qkv+fch" };
@@ -101,12 +51,17 @@ static int pick_profile(const remat_config *c, const char *path, int none, int c
     return 1;
 }
 
-static void row_json(const remat_plan_row *r)
+static void row_json(remat_jsonw *w, const remat_plan_row *r)
 {
-    printf("{\"policy\": \"%s\", \"peak_bytes\": %llu, \"stored_bytes\": %llu, \"workset_bytes\": %llu, "
-           "\"overhead_pct\": %.4f, \"step_ms_pred\": %.4f, \"fits\": %s}", r->policy,
-           (unsigned long long)r->peak_bytes, (unsigned long long)r->stored_bytes,
-           (unsigned long long)r->workset_bytes, r->overhead_pct, r->step_ms_pred, r->fits ? "true" : "false");
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "policy", r->policy);
+    remat_jsonw_uint(w, "peak_bytes", r->peak_bytes);
+    remat_jsonw_uint(w, "stored_bytes", r->stored_bytes);
+    remat_jsonw_uint(w, "workset_bytes", r->workset_bytes);
+    remat_jsonw_num(w, "overhead_pct", r->overhead_pct);
+    remat_jsonw_num(w, "step_ms_pred", r->step_ms_pred);
+    remat_jsonw_bool(w, "fits", r->fits);
+    remat_jsonw_end(w);
 }
 
 static void row_text(const char *label, const remat_plan_row *r)
@@ -142,19 +97,25 @@ static void dp_text(const plan_dp *d)
     printf("\n");
 }
 
-static void dp_json(const plan_dp *d)
+static void dp_json(remat_jsonw *w, const plan_dp *d)
 {
     const remat_parallel_memory *pm = &d->pm;
-    printf("\"parallel\": {\"ranks\": %d, \"micro_batch\": %d, \"grad_accum\": %d, \"zero\": %d, \"params_bytes\": %llu, "
-           "\"grads_bytes\": %llu, \"optim_bytes\": %llu, \"reduce_bytes\": %llu, \"workspace_bytes\": %llu, "
-           "\"static_bytes\": %llu, \"tree_buffers\": %d, \"comm_bytes_per_step\": %llu, \"messages_per_step\": %llu, "
-           "\"comm_ms_pred\": ", d->par.ranks, d->par.micro_batch, pm->grad_accum, d->par.zero,
-           (unsigned long long)pm->params_bytes, (unsigned long long)pm->grads_bytes, (unsigned long long)pm->optim_bytes,
-           (unsigned long long)pm->reduce_bytes, (unsigned long long)pm->workspace_bytes,
-           (unsigned long long)pm->static_bytes, pm->tree_buffers, (unsigned long long)pm->comm_bytes,
-           (unsigned long long)pm->messages);
-    if (d->comm_ms >= 0) printf("%.4f}, ", d->comm_ms);
-    else printf("null}, ");
+    remat_jsonw_object(w, "parallel");
+    remat_jsonw_int(w, "ranks", d->par.ranks);
+    remat_jsonw_int(w, "micro_batch", d->par.micro_batch);
+    remat_jsonw_int(w, "grad_accum", pm->grad_accum);
+    remat_jsonw_int(w, "zero", d->par.zero);
+    remat_jsonw_uint(w, "params_bytes", pm->params_bytes);
+    remat_jsonw_uint(w, "grads_bytes", pm->grads_bytes);
+    remat_jsonw_uint(w, "optim_bytes", pm->optim_bytes);
+    remat_jsonw_uint(w, "reduce_bytes", pm->reduce_bytes);
+    remat_jsonw_uint(w, "workspace_bytes", pm->workspace_bytes);
+    remat_jsonw_uint(w, "static_bytes", pm->static_bytes);
+    remat_jsonw_int(w, "tree_buffers", pm->tree_buffers);
+    remat_jsonw_uint(w, "comm_bytes_per_step", pm->comm_bytes);
+    remat_jsonw_uint(w, "messages_per_step", pm->messages);
+    remat_jsonw_num(w, "comm_ms_pred", d->comm_ms >= 0 ? d->comm_ms : NAN);   /* null without --net-bw */
+    remat_jsonw_end(w);
 }
 
 /* A row of a micro-batch config priced for a rank: its total is the
@@ -200,7 +161,7 @@ static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t 
     if (!rows || !opt || !ok) { free(rows); free(opt); free(ok); return cli_error("out of memory"); }
     for (int i = 0; i < nn; i++) {
         ok[i] = remat_plan_evaluate(c, prof, names[i], budget, act, &rows[i]) == REMAT_OK;
-        if (!ok[i] && ngiven) { rc = cli_error("--recompute %s: %s", names[i], remat_errmsg()) + 1; goto out; }
+        if (!ok[i] && given.n) { rc = cli_error("--recompute %s: %s", names[i], remat_errmsg()) + 1; goto out; }
         dp_row(dp, budget, act, &rows[i]);
     }
     char err[600];
@@ -208,19 +169,24 @@ static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t 
     if (!st) dp_row(dp, budget, act, opt);
     if (st && st != REMAT_ERR_BUDGET) { rc = cli_error("%s", err); goto out; }
     if (json) {
-        printf("{\"budget_bytes\": %llu, ", (unsigned long long)budget);
-        if (dp) dp_json(dp);
-        printf("\"rows\": [");
-        int first = 1;
-        for (int i = 0; i < nn; i++) {
-            if (!ok[i]) continue;
-            printf("%s", first ? "" : ", ");
-            row_json(&rows[i]);
-            first = 0;
+        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_uint(w, "budget_bytes", budget);
+        if (dp) dp_json(w, dp);
+        remat_jsonw_array(w, "rows");
+        for (int i = 0; i < nn; i++)
+            if (ok[i]) row_json(w, &rows[i]);
+        remat_jsonw_end(w);
+        if (st) remat_jsonw_null(w, "optimal");
+        else {
+            remat_jsonw_object(w, "optimal");
+            remat_jsonw_str(w, "policy", opt->policy);
+            remat_jsonw_uint(w, "peak_bytes", opt->peak_bytes);
+            remat_jsonw_num(w, "step_ms_pred", opt->step_ms_pred);
+            remat_jsonw_end(w);
         }
-        if (st) printf("], \"optimal\": null}\n");
-        else printf("], \"optimal\": {\"policy\": \"%s\", \"peak_bytes\": %llu, \"step_ms_pred\": %.4f}}\n", opt->policy,
-                    (unsigned long long)opt->peak_bytes, opt->step_ms_pred);
+        remat_jsonw_end(w);
+        if (cli_json_close(w)) { rc = 1; goto out; }
     } else {
         char b1[32], b2[32];
         cli_config_print(stdout, c);
@@ -258,10 +224,15 @@ static int do_pareto(const remat_config *c, const remat_profile *prof, int json,
     remat_plan_row *rows = NULL;
     size_t n = 0;
     if (remat_plan_pareto(c, prof, &rows, &n)) return cli_error("%s", remat_errmsg());
+    int rc = 0;
     if (json) {
-        printf("{\"rows\": [");
-        for (size_t i = 0; i < n; i++) { printf("%s", i ? ", " : ""); row_json(&rows[i]); }
-        printf("]}\n");
+        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_array(w, "rows");
+        for (size_t i = 0; i < n; i++) row_json(w, &rows[i]);
+        remat_jsonw_end(w);
+        remat_jsonw_end(w);
+        rc = cli_json_close(w);
     } else if (csv) {
         printf("peak_bytes,stored_bytes,workset_bytes,total_bytes,overhead_pct,step_ms_pred,policy\n");
         for (size_t i = 0; i < n; i++)
@@ -279,7 +250,7 @@ static int do_pareto(const remat_config *c, const remat_profile *prof, int json,
                    rows[i].policy);
     }
     remat_plan_rows_free(rows, n);
-    return 0;
+    return rc;
 }
 
 static int do_maximize(const remat_config *c, remat_plan_dim dim, uint64_t budget, int act, int json)
@@ -290,33 +261,40 @@ static int do_maximize(const remat_config *c, remat_plan_dim dim, uint64_t budge
     remat_plan_row *r = calloc(1, sizeof *r);
     if (!r) return cli_error("out of memory");
     char b1[32], b2[32];
-    if (json) printf("{\"budget_bytes\": %llu, \"dim\": \"%s\", \"rows\": [", (unsigned long long)budget, what);
-    else {
+    remat_jsonw *w = NULL;
+    if (json) {
+        if (!(w = cli_json_open(stdout, REMAT_JSONW_SPACED))) { remat_plan_rows_free(r, 1); return 1; }
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_uint(w, "budget_bytes", budget);
+        remat_jsonw_str(w, "dim", what);
+        remat_jsonw_array(w, "rows");
+    } else {
         cli_config_print(stdout, c);
         printf("largest %s that fits %s%s (max-seq follows seq; other fields fixed)\n\n", what,
                cli_fmt_bytes(budget, b1, sizeof b1), act ? " of activations" : " in total");
         printf("%-22s %9s %11s %11s\n", "policy", what, "act. peak", "total");
     }
-    int first = 1, rc = 0;
+    int rc = 0;
     for (int i = 0; i <= nn; i++) {
         const char *pol = i < nn ? names[i] : NULL;
         int best = 0;
         remat_status st = remat_plan_maximize(c, pol, dim, budget, act, &best, r);
         if (st && st != REMAT_ERR_BUDGET) {
-            if (!pol || ngiven) rc = cli_error("%s%s%s", pol ? pol : "", pol ? ": " : "", remat_errmsg());
-            continue;
+            if (!pol || given.n) rc = cli_error("%s%s%s", pol ? pol : "", pol ? ": " : "", remat_errmsg());
+            if (pol || !json) continue;   /* JSON: "optimal": null, the reason reported */
         }
         if (json) {
-            if (pol) {
-                printf("%s{\"policy\": \"%s\", \"max\": %d, \"peak_bytes\": %llu, \"total_bytes\": %llu}", first ? "" : ", ",
-                       pol, best, (unsigned long long)(st ? 0 : r->peak_bytes), (unsigned long long)(st ? 0 : r->total_bytes));
-                first = 0;
-            } else if (st) {
-                printf("], \"optimal\": null}\n");
-            } else {
-                printf("], \"optimal\": {\"policy\": \"%s\", \"max\": %d, \"peak_bytes\": %llu, \"total_bytes\": %llu}}\n",
-                       r->policy, best, (unsigned long long)r->peak_bytes, (unsigned long long)r->total_bytes);
+            if (!pol) remat_jsonw_end(w);   /* the rows */
+            if (!pol && st) remat_jsonw_null(w, "optimal");
+            else {
+                remat_jsonw_object(w, pol ? NULL : "optimal");
+                remat_jsonw_str(w, "policy", pol ? pol : r->policy);
+                remat_jsonw_int(w, "max", best);
+                remat_jsonw_uint(w, "peak_bytes", st ? 0 : r->peak_bytes);
+                remat_jsonw_uint(w, "total_bytes", st ? 0 : r->total_bytes);
+                remat_jsonw_end(w);
             }
+            if (!pol) remat_jsonw_end(w);
         } else if (st) {
             printf("%-22.22s %9s %11s %11s\n", pol ? pol : "optimal", "none", "-", "-");
         } else {
@@ -327,59 +305,106 @@ static int do_maximize(const remat_config *c, remat_plan_dim dim, uint64_t budge
         remat_plan_row_clear(r);
     }
     remat_plan_rows_free(r, 1);
+    if (json && cli_json_close(w)) rc = 1;
     return rc;
 }
+
+typedef struct plan_opts {
+    uint64_t budget, budget_act;
+    int json, csv, pareto, maximize, no_profile, calibrate, explain;
+    long threads, ranks, micro, zero;
+    double bw, lat;
+    const char *profile, *calib_from;
+    cli_policies policies;   /* --recompute */
+} plan_opts;
+
+static const cli_choice maximize_choices[] = { {"seq", REMAT_PLAN_SEQ, 0}, {"batch", REMAT_PLAN_BATCH, 0}, {NULL, 0, 0} };
+
+#define O(field) offsetof(plan_opts, field)
+static const cli_flag flags[] = {
+    CLI_FLAG_BUDGETS(plan_opts, budget, budget_act),
+    {"--recompute", "POLICY", CLI_FLAG_CUSTOM, O(policies), 0, 0, NULL, cli_parse_policy,
+     "predict POLICY instead of the named policies (repeatable)"},
+    {"--pareto", NULL, CLI_FLAG_SWITCH, O(pareto), 0, 0, NULL, NULL, "the whole front of activation peak against time"},
+    {"--maximize", "seq|batch", CLI_FLAG_CHOICE, O(maximize), 0, 0, maximize_choices, NULL,
+     "the largest seq (max-seq follows) or batch that fits,\n"
+     "per policy and for the optimal plan"},
+    {"--profile", "FILE", CLI_FLAG_STRING, O(profile), 0, 0, NULL, NULL,
+     "op times measured by 'remat profile' (default: the cached\n"
+     "profile of this config and machine -- what 'remat profile'\n"
+     "measured and what 'remat train' runs took -- else the FLOP\n"
+     "model calibrated by a GEMM probe at this config's shapes)"},
+    {"--calibrate-from", "TRACE", CLI_FLAG_STRING, O(calib_from), 0, 0, NULL, NULL,
+     "price what the run of a trace ('remat train --trace') executed\n"
+     "at what it took there, and keep those times in the cache"},
+    {"--no-profile", NULL, CLI_FLAG_SWITCH, O(no_profile), 0, 0, NULL, NULL,
+     "the FLOP/byte model with default speeds, nothing measured"},
+    {"--calibrate", NULL, CLI_FLAG_SWITCH, O(calibrate), 0, 0, NULL, NULL,
+     "the FLOP/byte model with its GEMM probe, even when a profile\n"
+     "is cached"},
+    CLI_FLAG_THREADS(plan_opts, threads),
+    {"--explain", NULL, CLI_FLAG_SWITCH, O(explain), 0, 0, NULL, NULL, "what each policy does with each layer, as layer ranges"},
+    CLI_FLAG_JSON(plan_opts, json, "machine-readable output (below)"),
+    {"--csv", NULL, CLI_FLAG_SWITCH, O(csv), 0, 0, NULL, NULL, "the Pareto front as CSV (with --pareto)"},
+};
+static const cli_flag dp_flags[] = {
+    {"--ranks", "R", CLI_FLAG_LONG, O(ranks), 1, 1 << 20, NULL, NULL,
+     "plan one rank of R (a power of two): the activations of one\n"
+     "micro-batch, and the rank's parameters, gradients, AdamW state\n"
+     "and the reduction's buffers"},
+    {"--micro-batch", "b", CLI_FLAG_LONG, O(micro), 1, REMAT_MAX_BATCH, NULL, NULL,
+     "sequences per forward/backward on a rank (default B/R)"},
+    {"--zero", "Z", CLI_FLAG_LONG, O(zero), 0, 1, NULL, NULL, "1: the AdamW state sharded over the ranks (default for R > 1)"},
+    {"--net-bw", "BYTES/s", CLI_FLAG_DOUBLE, O(bw), 1, 1e15, NULL, NULL,
+     "with --net-latency S: predict the step's communication with an\n"
+     "alpha-beta model (S + bytes/BW per exchange)"},
+    {"--net-latency", "S", CLI_FLAG_DOUBLE, O(lat), 0, 10, NULL, NULL, "the exchanges' latency in seconds (with --net-bw)"},
+};
+#undef O
 
 int cmd_plan(int argc, char **argv)
 {
     for (int i = 1; i + 1 < argc; i++)     /* a framework's table: planning for a GPU cluster */
         if (!strcmp(argv[i], "--framework") && strcmp(argv[i + 1], "remat")) return cli_plan_framework(argc, argv);
     remat_config c;
-    remat_config_default(&c);
-    c.max_seq = 0;
-    uint64_t budget = 0;
-    int act = 0, json = 0, csv = 0, pareto = 0, maximize = -1, no_profile = 0, calibrate = 0, nb = 0, explain = 0;
-    long threads = 0, ranks = 0, micro = 0, zero = -1;
-    double bw = 0, lat = -1;
-    const char *profile = NULL, *calib_from = NULL, *v;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        const char *f = argv[i];
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
-        if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
-        if (r) continue;
-        if (!strcmp(f, "--budget") || !strcmp(f, "--budget-activations")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_budget(f, v, &budget)) return 2;
-            if (budget == 0) { cli_error("%s must be positive", f); return 2; }
-            act = !strcmp(f, "--budget-activations");
-            nb++;
-        } else if (!strcmp(f, "--recompute")) {
-            if (!(v = cli_value(argc, argv, &i))) return 2;
-            if (ngiven == MAX_GIVEN) return cli_usage_error("plan", "at most %d --recompute policies", MAX_GIVEN);
-            given[ngiven++] = v;
-        } else if (!strcmp(f, "--pareto")) pareto = 1;
-        else if (!strcmp(f, "--maximize")) {
-            if (!(v = cli_value(argc, argv, &i))) return 2;
-            if (!strcmp(v, "seq")) maximize = REMAT_PLAN_SEQ;
-            else if (!strcmp(v, "batch")) maximize = REMAT_PLAN_BATCH;
-            else { cli_error("--maximize expects seq or batch, got '%s'", v); return 2; }
-        } else if (!strcmp(f, "--profile")) { if (!(profile = cli_value(argc, argv, &i))) return 2; }
-        else if (!strcmp(f, "--no-profile")) no_profile = 1;
-        else if (!strcmp(f, "--calibrate-from")) { if (!(calib_from = cli_value(argc, argv, &i))) return 2; }
-        else if (!strcmp(f, "--calibrate")) calibrate = 1;
-        else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &threads)) return 2; }
-        else if (!strcmp(f, "--ranks")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1 << 20, &ranks)) return 2; }
-        else if (!strcmp(f, "--micro-batch")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1 << 20, &micro)) return 2; }
-        else if (!strcmp(f, "--zero")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1, &zero)) return 2; }
-        else if (!strcmp(f, "--net-bw")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 1, 1e15, &bw)) return 2; }
-        else if (!strcmp(f, "--net-latency")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 10, &lat)) return 2; }
-        else if (!strcmp(f, "--json")) json = 1;
-        else if (!strcmp(f, "--csv")) csv = 1;
-        else if (!strcmp(f, "--explain")) explain = 1;
-        else return cli_usage_error("plan", "unknown flag '%s'", f);
-    }
-    if (nb > 1) return cli_usage_error("plan", "give one of --budget and --budget-activations");
-    if (pareto && ngiven) return cli_usage_error("plan", "--pareto shows the planner's plans; drop --recompute");
+    cli_config_start(&c);
+    plan_opts o = { .maximize = -1, .zero = -1, .lat = -1 };
+    cli_flag_group groups[] = {
+        { "plan:", CLI_FLAGS(flags), &o },
+        { "data parallelism (remat train under mpirun; --batch is then the global batch):", CLI_FLAGS(dp_flags), &o },
+        cli_config_group(&c),
+    };
+    cli_command cmd = {
+        "plan",
+        "usage: remat plan [--budget SIZE | --budget-activations SIZE] [config flags] [--json]\n"
+        "       remat plan --pareto [config flags] [--csv | --json]\n"
+        "       remat plan --maximize seq|batch --budget SIZE [config flags] [--json]\n"
+        "       remat plan --framework megatron|pytorch ... (a GPU cluster run: its own flags,\n"
+        "                  'remat plan --framework megatron --help')\n\n"
+        "Predicts, without running anything, the activation peak, stored bytes, working\n"
+        "set, recomputation overhead and step time of every named recomputation policy,\n"
+        "and finds the fastest schedule that fits the budget (exact dynamic programming\n"
+        "over checkpoint segmentations and per-block keep-sets).  Memory comes from the\n"
+        "schedule simulator, to the byte; time from the cost model.  The optimal plan is\n"
+        "a policy string that 'remat train --recompute' accepts.\n\n",
+        "JSON (--budget): {\"budget_bytes\", \"rows\": [{\"policy\", \"peak_bytes\", \"stored_bytes\",\n"
+        "  \"workset_bytes\", \"overhead_pct\", \"step_ms_pred\", \"fits\"}], \"optimal\": {\"policy\",\n"
+        "  \"peak_bytes\", \"step_ms_pred\"}} (rows: the named policies; optimal: null when\n"
+        "  nothing fits, with the reason on stderr and exit status 1)\n",
+        groups, 3, NULL, NULL, { 0 },
+    };
+    int r = cli_parse(&cmd, argc, argv);
+    if (r <= 0) return r < 0 ? 2 : 0;
+    given = o.policies;
+    uint64_t budget;
+    int act;
+    if (!cli_budget_pick("plan", o.budget, o.budget_act, &budget, &act)) return 2;
+    int json = o.json, csv = o.csv, pareto = o.pareto, maximize = o.maximize, no_profile = o.no_profile;
+    int calibrate = o.calibrate, explain = o.explain;
+    long threads = o.threads, ranks = o.ranks, micro = o.micro, zero = o.zero;
+    double bw = o.bw, lat = o.lat;
+    const char *profile = o.profile, *calib_from = o.calib_from;
+    if (pareto && given.n) return cli_usage_error("plan", "--pareto shows the planner's plans; drop --recompute");
     if (pareto && maximize >= 0) return cli_usage_error("plan", "--pareto and --maximize are separate questions; give one");
     if (maximize >= 0 && !budget) return cli_usage_error("plan", "--maximize needs --budget or --budget-activations");
     if (csv && (json || !pareto)) return cli_usage_error("plan", "--csv goes with --pareto (and not with --json)");

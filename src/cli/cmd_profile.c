@@ -4,45 +4,53 @@
  * the CPU model and the thread count, for `remat plan` and
  * `remat train --budget`.
  */
+#include <stddef.h>
 #include <string.h>
 #include "cli.h"
 
-static void help(void)
-{
-    printf(
-"usage: remat profile [config flags] [--reps N] [--threads N] [--out FILE] [--json]\n\n"
-"Times the forward and backward op of every activation tensor of the config in\n"
-"isolation with the real kernels (one block's buffers, the embedding and the LM\n"
-"head; never the whole model), with its inputs out of cache and in cache: one\n"
-"warm-up round, then N timed rounds over all ops (default 5), median; with one\n"
-"thread the thread's CPU time, else the wall clock.  The profile is written atomically to FILE, by default to the cache\n"
-"($REMAT_CACHE, else ~/.cache/remat/), where 'remat plan' and\n"
-"'remat train --budget' find it for the same config, CPU and thread count (the\n"
-"run times 'remat train' stored there are kept).\n"
-"config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
-"              --attention naive|flash --lmhead full|chunked[:ROWS]\n");
-}
+typedef struct profile_opts {
+    long reps, threads;
+    int json;
+    const char *out;
+} profile_opts;
+
+#define O(field) offsetof(profile_opts, field)
+static const cli_flag flags[] = {
+    {"--reps", "N", CLI_FLAG_LONG, O(reps), 1, 1000, NULL, NULL, "timed rounds over all ops (default 5)"},
+    CLI_FLAG_THREADS(profile_opts, threads),
+    {"--out", "FILE", CLI_FLAG_STRING, O(out), 0, 0, NULL, NULL, "where the profile goes (default: the cache)"},
+    CLI_FLAG_JSON(profile_opts, json,
+                  "one JSON object: {\"path\", \"describe\", \"update_ms\", \"ops\": [{\"tensor\",\n"
+                  "\"fwd_ms\", \"bwd_ms\", \"fwd_warm_ms\", \"bwd_warm_ms\"}], \"step_ms_pred\":\n"
+                  "{\"none\", \"full\"}}"),
+};
+#undef O
 
 int cmd_profile(int argc, char **argv)
 {
     remat_config c;
-    remat_config_default(&c);
-    c.max_seq = 0;
-    long reps = 5, threads = 0;
-    int json = 0;
-    const char *out = NULL, *v;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        const char *f = argv[i];
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
-        if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
-        if (r) continue;
-        if (!strcmp(f, "--reps")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1000, &reps)) return 2; }
-        else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &threads)) return 2; }
-        else if (!strcmp(f, "--out")) { if (!(out = cli_value(argc, argv, &i))) return 2; }
-        else if (!strcmp(f, "--json")) json = 1;
-        else return cli_usage_error("profile", "unknown flag '%s'", f);
-    }
+    profile_opts o = { 5, 0, 0, NULL };
+    cli_config_start(&c);
+    cli_flag_group groups[] = { cli_config_group(&c), { "profile:", CLI_FLAGS(flags), &o } };
+    cli_command cmd = {
+        "profile",
+        "usage: remat profile [config flags] [--reps N] [--threads N] [--out FILE] [--json]\n\n"
+        "Times the forward and backward op of every activation tensor of the config in\n"
+        "isolation with the real kernels (one block's buffers, the embedding and the LM\n"
+        "head; never the whole model), with its inputs out of cache and in cache: one\n"
+        "warm-up round, then N timed rounds over all ops (default 5), median; with one\n"
+        "thread the thread's CPU time, else the wall clock.  The profile is written\n"
+        "atomically to FILE, by default to the cache ($REMAT_CACHE, else\n"
+        "~/.cache/remat/), where 'remat plan' and 'remat train --budget' find it for\n"
+        "the same config, CPU and thread count (the run times 'remat train' stored\n"
+        "there are kept).\n\n",
+        NULL, groups, 2, NULL, NULL, { 0 },
+    };
+    int r = cli_parse(&cmd, argc, argv);
+    if (r <= 0) return r < 0 ? 2 : 0;
+    long reps = o.reps, threads = o.threads;
+    int json = o.json;
+    const char *out = o.out;
     cli_config_default_max_seq(&c);
     remat_set_threads((int)threads);
     if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;
@@ -66,19 +74,32 @@ int cmd_profile(int argc, char **argv)
     remat_plan_evaluate(&c, p, "none", 0, 0, &none);
     remat_plan_evaluate(&c, p, "full", 0, 0, &full);
     int n = remat_config_tensor_count(&c);
+    int rc = 0;
     if (json) {
-        printf("{\"path\": \"%s\", \"describe\": \"%s\", \"update_ms\": %.6f, \"ops\": [", out, remat_profile_describe(p),
-               remat_profile_op_ms(p, -1, 0));
-        int first = 1;
+        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_str(w, "path", out);
+        remat_jsonw_str(w, "describe", remat_profile_describe(p));
+        remat_jsonw_num(w, "update_ms", remat_profile_op_ms(p, -1, 0));
+        remat_jsonw_array(w, "ops");
         for (int t = 0; t < n; t++) {
             remat_tensor_info ti;
             if (remat_tensor_get(&c, t, &ti) || ti.is_grad) continue;
-            printf("%s{\"tensor\": \"%s\", \"fwd_ms\": %.6f, \"bwd_ms\": %.6f, \"fwd_warm_ms\": %.6f, "
-                   "\"bwd_warm_ms\": %.6f}", first ? "" : ", ", ti.name, remat_profile_op_ms(p, t, 0),
-                   remat_profile_op_ms(p, t, 1), remat_profile_op_warm_ms(p, t, 0), remat_profile_op_warm_ms(p, t, 1));
-            first = 0;
+            remat_jsonw_object(w, NULL);
+            remat_jsonw_str(w, "tensor", ti.name);
+            remat_jsonw_num(w, "fwd_ms", remat_profile_op_ms(p, t, 0));
+            remat_jsonw_num(w, "bwd_ms", remat_profile_op_ms(p, t, 1));
+            remat_jsonw_num(w, "fwd_warm_ms", remat_profile_op_warm_ms(p, t, 0));
+            remat_jsonw_num(w, "bwd_warm_ms", remat_profile_op_warm_ms(p, t, 1));
+            remat_jsonw_end(w);
         }
-        printf("], \"step_ms_pred\": {\"none\": %.4f, \"full\": %.4f}}\n", none.step_ms_pred, full.step_ms_pred);
+        remat_jsonw_end(w);
+        remat_jsonw_object(w, "step_ms_pred");
+        remat_jsonw_num(w, "none", none.step_ms_pred);
+        remat_jsonw_num(w, "full", full.step_ms_pred);
+        remat_jsonw_end(w);
+        remat_jsonw_end(w);
+        rc = cli_json_close(w);
     } else {
         cli_config_print(stdout, &c);
         printf("%s; measured in %.1f s\n(ms; cold: inputs out of cache, warm: inputs just computed)\n\n"
@@ -97,5 +118,5 @@ int cmd_profile(int argc, char **argv)
     remat_plan_row_clear(&none);
     remat_plan_row_clear(&full);
     remat_profile_free(p);
-    return 0;
+    return rc;
 }

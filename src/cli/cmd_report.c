@@ -300,8 +300,7 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
 
 static int render_json(FILE *f, const bench_opts *o, const bench_result *r, int unused)
 {
-    bench_print_json(f, o, r);
-    return 0;
+    return bench_print_json(f, o, r);
 }
 
 int cmd_report(int argc, char **argv)

@@ -2,40 +2,45 @@
  * cmd_schedule.c -- `remat schedule`: print the schedule a policy compiles
  * to, with the live activation bytes after each instruction (dry run).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 
-static void help(void)
-{
-    printf(
-"usage: remat schedule [--recompute POLICY] [config flags] [--json]\n\n"
-"Compiles POLICY (default none) for the config and prints every instruction\n"
-"with the activation bytes live after it, predicted by the dry-run simulator.\n"
-"config flags: --layers --dim --heads --vocab --seq --max-seq --batch --dropout\n"
-"  (defaults: the small model of 'remat train')\n"
-"  --json   one JSON object: {\"policy\", \"peak_bytes\", \"stored_bytes\", ...,\n"
-"           \"instructions\": [{\"i\", \"op\", \"layer\", \"tensor\", \"live_bytes\", \"peak_bytes\", \"flops\"}]}\n"
-"  --summary  only the totals\n");
-}
+typedef struct schedule_opts {
+    const char *policy;
+    int json, summary;
+} schedule_opts;
+
+#define O(field) offsetof(schedule_opts, field)
+static const cli_flag flags[] = {
+    {"--recompute", "POLICY", CLI_FLAG_STRING, O(policy), 0, 0, NULL, NULL, "the policy to compile (default none)"},
+    CLI_FLAG_JSON(schedule_opts, json,
+                  "one JSON object: {\"policy\", \"peak_bytes\", \"stored_bytes\", ...,\n"
+                  "\"instructions\": [{\"i\", \"op\", \"layer\", \"tensor\", \"live_bytes\",\n"
+                  "\"peak_bytes\", \"flops\"}]}"),
+    {"--summary", NULL, CLI_FLAG_SWITCH, O(summary), 0, 0, NULL, NULL, "only the totals"},
+};
+#undef O
 
 int cmd_schedule(int argc, char **argv)
 {
     remat_config c;
-    remat_config_default(&c);
-    c.max_seq = 0;
-    const char *policy = NULL;
-    int json = 0, summary = 0;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { help(); return 0; }
-        if ((r = cli_config_flag(&c, argc, argv, &i)) < 0) return 2;
-        if (r) continue;
-        if (!strcmp(argv[i], "--recompute")) { if (!(policy = cli_value(argc, argv, &i))) return 2; }
-        else if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--summary")) summary = 1;
-        else return cli_usage_error("schedule", "unknown flag '%s'", argv[i]);
-    }
+    schedule_opts o = { 0 };
+    cli_config_start(&c);
+    cli_flag_group groups[] = { cli_config_group(&c), { "schedule:", CLI_FLAGS(flags), &o } };
+    cli_command cmd = {
+        "schedule",
+        "usage: remat schedule [--recompute POLICY] [config flags] [--json]\n\n"
+        "Compiles POLICY (default none) for the config and prints every instruction\n"
+        "with the activation bytes live after it, predicted by the dry-run simulator.\n"
+        "Config defaults: the small model of 'remat train'.\n\n",
+        NULL, groups, 2, NULL, NULL, { 0 },
+    };
+    int r = cli_parse(&cmd, argc, argv);
+    if (r <= 0) return r < 0 ? 2 : 0;
+    const char *policy = o.policy;
+    int json = o.json, summary = o.summary;
     cli_config_default_max_seq(&c);
     remat_schedule *s = NULL;
     remat_status st = remat_schedule_create(&c, policy, &s);
@@ -48,20 +53,35 @@ int cmd_schedule(int argc, char **argv)
     }
     size_t n = remat_schedule_length(s);
     char b1[32], b2[32], b3[32];
+    int rc = 0;
     if (json) {
-        printf("{\"policy\":\"%s\",\"peak_bytes\":%llu,\"stored_bytes\":%llu,\"workset_bytes\":%llu,"
-               "\"peak_index\":%zu,\"flops\":%.0f,\"recompute_flops\":%.0f,\"max_checkpoints\":%d,\"instructions\":[",
-               remat_schedule_policy(s), (unsigned long long)sim.peak_bytes, (unsigned long long)sim.stored_bytes,
-               (unsigned long long)sim.workset_bytes, sim.peak_index, sim.flops, sim.recompute_flops,
-               sim.max_checkpoints);
+        remat_jsonw *w = cli_json_open(stdout, 0);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_str(w, "policy", remat_schedule_policy(s));
+        remat_jsonw_uint(w, "peak_bytes", sim.peak_bytes);
+        remat_jsonw_uint(w, "stored_bytes", sim.stored_bytes);
+        remat_jsonw_uint(w, "workset_bytes", sim.workset_bytes);
+        remat_jsonw_uint(w, "peak_index", sim.peak_index);
+        remat_jsonw_num(w, "flops", sim.flops);
+        remat_jsonw_num(w, "recompute_flops", sim.recompute_flops);
+        remat_jsonw_int(w, "max_checkpoints", sim.max_checkpoints);
+        remat_jsonw_array(w, "instructions");
         for (size_t i = 0; i < n && !summary; i++) {
             remat_instr_info in;
             remat_schedule_instr(s, i, &in);
-            printf("%s{\"i\":%zu,\"op\":\"%s\",\"layer\":%d,\"tensor\":\"%s\",\"live_bytes\":%llu,\"peak_bytes\":%llu,\"flops\":%.0f}",
-                   i ? "," : "", i, remat_instr_kind_name(in.kind), in.layer, in.tensor, (unsigned long long)in.live_bytes,
-                   (unsigned long long)in.peak_bytes, in.flops);
+            remat_jsonw_object(w, NULL);
+            remat_jsonw_uint(w, "i", i);
+            remat_jsonw_str(w, "op", remat_instr_kind_name(in.kind));
+            remat_jsonw_int(w, "layer", in.layer);
+            remat_jsonw_str(w, "tensor", in.tensor);
+            remat_jsonw_uint(w, "live_bytes", in.live_bytes);
+            remat_jsonw_uint(w, "peak_bytes", in.peak_bytes);
+            remat_jsonw_num(w, "flops", in.flops);
+            remat_jsonw_end(w);
         }
-        printf("]}\n");
+        remat_jsonw_end(w);
+        remat_jsonw_end(w);
+        rc = cli_json_close(w);
     } else {
         cli_config_print(stdout, &c);
         printf("policy: %s | %zu instructions\n", remat_schedule_policy(s), n);
@@ -82,5 +102,5 @@ int cmd_schedule(int argc, char **argv)
                sim.flops > 0 ? 100 * sim.recompute_flops / sim.flops : 0.0, sim.flops, sim.max_checkpoints);
     }
     remat_schedule_free(s);
-    return 0;
+    return rc;
 }

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include <math.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,83 +14,6 @@
 #include "remat_testing.h"   /* --debug-nan: remat_model_debug_poison */
 #include "progress.h"
 
-static void help(void)
-{
-    printf(
-"usage: remat train [flags]\n\n"
-"Trains a GPT-2-style model.  With no flags it trains a small model on the\n"
-"embedded arithmetic task (no files needed).\n\n"
-"model and step shape:\n"
-"  --layers N        blocks (default 4)            --dim C      width (default 128)\n"
-"  --heads H         attention heads (default 4)   --vocab V    vocabulary (default: from the data)\n"
-"  --seq T           sequence length (default 64)  --max-seq M  position table size (default T)\n"
-"  --batch B         sequences per step (default 16)\n"
-"  --dropout P       dropout on attention probabilities and residual branches (default 0)\n"
-"  --attention K     naive (stores the T x T probabilities) or flash (tiled, online softmax,\n"
-"                    stores only the logsumexp; default naive)\n"
-"  --lmhead K        full (B x T x V logits) or chunked[:ROWS] (logits, loss and gradient\n"
-"                    ROWS at a time; default ROWS 128)\n"
-"  --dtype D         fp32 (default) or bf16: mixed precision as autocast, bf16 activations\n"
-"                    and GEMM operands, fp32 weights, gradients, AdamW state and residual stream\n"
-"  --gemm E          GEMM engine: onednn (the default build's default) or cblas (fp32 only)\n"
-"  --init-from FILE  start from llm.c (.bin) or safetensors weights; the file sets\n"
-"                    layers, dim, vocab, max-seq (and heads, when it records them)\n"
-"training:\n"
-"  --steps N         optimizer steps (default 200)\n"
-"  --lr X            AdamW learning rate (default 1e-3)\n"
-"  --wd X            decoupled weight decay on 2-D weights (default 0.1)\n"
-"  --clip X          global gradient-norm clip, 0 disables (default 1.0)\n"
-"  --seed N          initialisation and dropout seed (default 1)\n"
-"  --threads N       threads for kernels and BLAS (default: all cores; under mpirun the\n"
-"                    cores divided among the ranks of each machine)\n"
-"  --data PATH       text file (bytes), llm.c .bin shard, or a quoted glob of shards read in\n"
-"                    sorted order as one stream, e.g. 'fineweb_train_*.bin' (default: the\n"
-"                    embedded task); without --val-data its last 10%% is the validation split\n"
-"  --val-data PATH   a separate validation set (a file or a glob, as --data); the training\n"
-"                    data is then not split\n"
-"  --eval-every N    validation loss every N steps, 0 only at the end (default 50)\n"
-"  --eval-batches N  batches per validation (default 4)\n"
-"  --sample N        sample N tokens at the end for byte-level data (default 48)\n"
-"data parallelism (mpirun -np R remat train ...; R a power of two):\n"
-"  --batch B is the global batch: sequences per optimizer step over all ranks\n"
-"  --micro-batch b   sequences per forward/backward on one rank (default B/R); each rank\n"
-"                    accumulates B/(b R) micro-batches; results are bitwise identical for\n"
-"                    any R that divides B/b (same --threads per rank)\n"
-"  --zero Z          1: shard the AdamW state over the ranks (ZeRO-1, the default for R > 1);\n"
-"                    0: every rank keeps all of it (the same bits either way)\n"
-"recomputation:\n"
-"  --recompute POLICY  none, full, every:K, sqrt, first:N, selective, pointwise,\n"
-"                      save:A+B, revolve:S, or combinations such as every:2,selective\n"
-"  --verify-recompute  check every recomputed tensor bit for bit against its first computation\n"
-"  --budget SIZE       run the fastest plan whose total memory fits SIZE (e.g. 2GiB; see\n"
-"                      'remat plan'); auto: the memory available to this process;\n"
-"                      --budget-activations SIZE limits the activations alone.  Without a\n"
-"                      budget a run whose predicted peak exceeds the available memory is\n"
-"                      refused before it allocates\n"
-"checkpoints and numerical faults:\n"
-"  --save DIR        write checkpoints to DIR (created if missing; keeps the last 2 good ones)\n"
-"  --save-every N    checkpoint every N steps (default 0: only at the end)\n"
-"  --resume DIR      continue the run in DIR from its newest valid checkpoint up to --steps;\n"
-"                    config, seed, optimizer and data come from the checkpoint (flags that\n"
-"                    contradict it are an error); saving continues in DIR unless --save\n"
-"  --on-nonfinite M  stop (default) or skip: on a NaN/Inf loss or gradient, stop with the\n"
-"                    last good state checkpointed, or skip that step's update and go on\n"
-"  --debug-nan S:T[:R] testing: make parameter T's gradient (e.g. qkvw) or the loss (T=loss)\n"
-"                    NaN at step S (on rank R, default 0)\n"
-"  --debug-alloc-fail S:N[:R] testing: the N-th allocation of step S fails (on rank R)\n"
-"time:\n"
-"  --trace FILE      write the steps as a Chrome trace (JSON for Perfetto or chrome://tracing):\n"
-"                    every instruction's time, kind, layer, tensor and FLOPs, and the live\n"
-"                    activation and step bytes as counter tracks\n"
-"  --trace-steps A:B only steps A to B (also A, or A: to the end; default all)\n"
-"  --no-calibrate    do not store the run's instruction times in the cost model's cache\n"
-"                    (by default steps 2-17 are timed, and 'remat plan' and --budget then\n"
-"                    price what this run executed at what it took)\n"
-"output:\n"
-"  --json            JSON Lines on stdout: one object per step, then a summary object\n"
-"  --quiet           only the summary\n");
-}
-
 typedef struct train_opts {
     remat_config cfg;
     remat_optim opt;
@@ -97,6 +21,7 @@ typedef struct train_opts {
     uint64_t seed;
     const char *data, *policy;
     int json, quiet, verify, vocab_set;
+    uint64_t budget_total, budget_acts; /* --budget, --budget-activations as given */
     const char *save, *resume;          /* checkpoint directories */
     long save_every, nan_step;
     int skip_nonfinite, seed_set, lr_set, wd_set, clip_set;
@@ -132,8 +57,9 @@ static int parse_ints(const char *v, long *a, long *b, long *c)
 }
 
 /* --debug-nan STEP:TENSOR[:RANK], TENSOR a parameter name or "loss". */
-static int parse_debug_nan(const char *v, train_opts *o)
+static int parse_debug_nan(const char *flag, const char *v, void *field)
 {
+    train_opts *o = field;
     char *end, name[64] = "";
     long step = strtol(v, &end, 10);
     int ok = end != v && *end == ':' && step >= 1;
@@ -158,7 +84,6 @@ static int parse_debug_nan(const char *v, train_opts *o)
             remat_config c;
             remat_config_default(&c);
             c.arch = (remat_arch)a;
-            c.tie_embeddings = 0;
             if (remat_config_param_find(&c, name) >= 0) {
                 o->nan_step = step;
                 snprintf(o->nan_tensor, sizeof o->nan_tensor, "%s", name);
@@ -325,74 +250,144 @@ static int save_ckpt(const train_opts *o, remat_model *m, remat_data *d, long st
     return 1;
 }
 
+/* --debug-alloc-fail STEP:N[:RANK] */
+static int parse_alloc_fail(const char *flag, const char *v, void *field)
+{
+    train_opts *o = field;
+    if (!parse_ints(v, &o->fail_step, &o->fail_n, &o->fail_rank) || o->fail_step < 1 || o->fail_n < 1 || o->fail_rank < 0) {
+        cli_usage_error("train", "%s expects STEP:N[:RANK] (whole numbers, STEP and N >= 1), got '%s'", flag, v);
+        return 0;
+    }
+    return 1;
+}
+
+static int parse_trace_steps(const char *flag, const char *v, void *field)
+{
+    train_opts *o = field;
+    return cli_trace_steps("train", v, &o->trace_first, &o->trace_last);
+}
+
+static const cli_choice nonfinite_choices[] = { {"stop", 0, 0}, {"skip", 1, 0}, {NULL, 0, 0} };
+
+#define O(field) offsetof(train_opts, field)
+static const cli_flag init_flags[] = {
+    {"--init-from", "FILE", CLI_FLAG_STRING, O(init_from), 0, 0, NULL, NULL,
+     "start from llm.c (.bin) or safetensors weights; the file sets\n"
+     "layers, dim, vocab, max-seq (and heads, when it records them)"},
+};
+static const cli_flag training_flags[] = {
+    {"--steps", "N", CLI_FLAG_LONG, O(steps), 0, 100000000, NULL, NULL, "optimizer steps (default 200)"},
+    {"--lr", "X", CLI_FLAG_FLOAT, O(opt.lr), 0, 10, NULL, NULL, "AdamW learning rate (default 1e-3)"},
+    {"--wd", "X", CLI_FLAG_FLOAT, O(opt.weight_decay), 0, 0.999, NULL, NULL,
+     "decoupled weight decay on 2-D weights (default 0.1)"},
+    {"--clip", "X", CLI_FLAG_FLOAT, O(opt.grad_clip), 0, 1e9, NULL, NULL,
+     "global gradient-norm clip, 0 disables (default 1.0)"},
+    CLI_FLAG_SEED(train_opts, seed),
+    CLI_FLAG_THREADS(train_opts, threads),
+    {"--data", "PATH", CLI_FLAG_STRING, O(data), 0, 0, NULL, NULL,
+     "text file (bytes), llm.c .bin shard, or a quoted glob of shards read in\n"
+     "sorted order as one stream, e.g. 'fineweb_train_*.bin' (default: the\n"
+     "embedded task); without --val-data its last 10% is the validation split"},
+    {"--val-data", "PATH", CLI_FLAG_STRING, O(val_data), 0, 0, NULL, NULL,
+     "a separate validation set (a file or a glob, as --data); the training\n"
+     "data is then not split"},
+    {"--eval-every", "N", CLI_FLAG_LONG, O(eval_every), 0, 100000000, NULL, NULL,
+     "validation loss every N steps, 0 only at the end (default 50)"},
+    {"--eval-batches", "N", CLI_FLAG_LONG, O(eval_batches), 1, 100000, NULL, NULL, "batches per validation (default 4)"},
+    {"--sample", "N", CLI_FLAG_LONG, O(sample), 0, 1 << 20, NULL, NULL,
+     "sample N tokens at the end for byte-level data (default 48)"},
+};
+static const cli_flag dp_flags[] = {
+    {"--micro-batch", "b", CLI_FLAG_LONG, O(micro_batch), 1, REMAT_MAX_BATCH, NULL, NULL,
+     "sequences per forward/backward on one rank (default B/R); each rank\n"
+     "accumulates B/(b R) micro-batches; results are bitwise identical for\n"
+     "any R that divides B/b (same --threads per rank)"},
+    {"--zero", "Z", CLI_FLAG_LONG, O(zero), 0, 1, NULL, NULL,
+     "1: shard the AdamW state over the ranks (ZeRO-1, the default for R > 1);\n"
+     "0: every rank keeps all of it (the same bits either way)"},
+};
+static const cli_flag recompute_flags[] = {
+    {"--recompute", "POLICY", CLI_FLAG_STRING, O(policy), 0, 0, NULL, NULL,
+     "none, full, every:K, sqrt, first:N, selective, pointwise,\n"
+     "save:A+B, revolve:S, or combinations such as every:2,selective"},
+    {"--verify-recompute", NULL, CLI_FLAG_SWITCH, O(verify), 0, 0, NULL, NULL,
+     "check every recomputed tensor bit for bit against its first computation"},
+    CLI_FLAG_BUDGETS(train_opts, budget_total, budget_acts),
+};
+static const cli_flag ckpt_flags[] = {
+    {"--save", "DIR", CLI_FLAG_STRING, O(save), 0, 0, NULL, NULL,
+     "write checkpoints to DIR (created if missing; keeps the last 2 good ones)"},
+    {"--save-every", "N", CLI_FLAG_LONG, O(save_every), 0, 100000000, NULL, NULL,
+     "checkpoint every N steps (default 0: only at the end)"},
+    {"--resume", "DIR", CLI_FLAG_STRING, O(resume), 0, 0, NULL, NULL,
+     "continue the run in DIR from its newest valid checkpoint up to --steps;\n"
+     "config, seed, optimizer and data come from the checkpoint (flags that\n"
+     "contradict it are an error); saving continues in DIR unless --save"},
+    {"--on-nonfinite", "M", CLI_FLAG_CHOICE, O(skip_nonfinite), 0, 0, nonfinite_choices, NULL,
+     "stop (default) or skip: on a NaN/Inf loss or gradient, stop with the\n"
+     "last good state checkpointed, or skip that step's update and go on"},
+    {"--debug-nan", "S:T[:R]", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_debug_nan,
+     "testing: make parameter T's gradient (e.g. qkvw) or the loss (T=loss)\n"
+     "NaN at step S (on rank R, default 0)"},
+    {"--debug-alloc-fail", "S:N[:R]", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_alloc_fail,
+     "testing: the N-th allocation of step S fails (on rank R)"},
+};
+static const cli_flag time_flags[] = {
+    {"--trace", "FILE", CLI_FLAG_STRING, O(trace), 0, 0, NULL, NULL,
+     "write the steps as a Chrome trace (JSON for Perfetto or chrome://tracing):\n"
+     "every instruction's time, kind, layer, tensor and FLOPs, and the live\n"
+     "activation and step bytes as counter tracks"},
+    {"--trace-steps", "A:B", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_trace_steps,
+     "only steps A to B (also A, or A: to the end; default all)"},
+    {"--no-calibrate", NULL, CLI_FLAG_SWITCH, O(no_calibrate), 0, 0, NULL, NULL,
+     "do not store the run's instruction times in the cost model's cache\n"
+     "(by default steps 2-17 are timed, and 'remat plan' and --budget then\n"
+     "price what this run executed at what it took)"},
+};
+static const cli_flag output_flags[] = {
+    CLI_FLAG_JSON(train_opts, json, "JSON Lines on stdout: one object per step, then a summary object"),
+    {"--quiet", NULL, CLI_FLAG_SWITCH, O(quiet), 0, 0, NULL, NULL, "only the summary"},
+};
+#undef O
+
+/* 1 to run, 0 after --help, -1 on a bad flag (reported) */
 static int parse(int argc, char **argv, train_opts *o)
 {
-    remat_config_default(&o->cfg);
-    o->cfg.max_seq = 0;
+    cli_config_start(&o->cfg);
     remat_optim_default(&o->opt);
     o->opt.lr = 1e-3f;
     o->steps = 200; o->eval_every = 50; o->eval_batches = 4; o->sample = 48; o->threads = 0;
     o->seed = 1;
     o->zero = -1;
+    cli_flag_group groups[] = {
+        cli_config_group(&o->cfg), { NULL, CLI_FLAGS(init_flags), o }, { "training:", CLI_FLAGS(training_flags), o },
+        { "data parallelism (mpirun -np R remat train ...; R a power of two; --batch B is the global\n"
+          "batch: sequences per optimizer step over all ranks):", CLI_FLAGS(dp_flags), o },
+        { "recomputation (--budget: run the fastest plan that fits, see 'remat plan'; without a budget\n"
+          "a run whose predicted peak exceeds the available memory is refused before it allocates):",
+          CLI_FLAGS(recompute_flags), o },
+        { "checkpoints and numerical faults:", CLI_FLAGS(ckpt_flags), o }, { "time:", CLI_FLAGS(time_flags), o },
+        { "output:", CLI_FLAGS(output_flags), o },
+    };
+    cli_command cmd = {
+        "train",
+        "usage: remat train [flags]\n\n"
+        "Trains a GPT-2-style model.  With no flags it trains a small model on the\n"
+        "embedded arithmetic task (no files needed).\n\n",
+        NULL, groups, (int)(sizeof groups / sizeof groups[0]), NULL, NULL, { 0 },
+    };
+    int r = cli_parse(&cmd, argc, argv);
+    if (r <= 0) return r;
+    /* the config flags given, for --resume and --init-from to check (-1: not given) */
     memset(&o->given, 0xff, sizeof o->given);
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v;
-        double d;
-        int r;
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { help(); return 0; }
-        if (!strcmp(f, "--vocab")) o->vocab_set = 1;
-        int i0 = i;
-        if ((r = cli_config_flag(&o->cfg, argc, argv, &i)) < 0) return -1;
-        if (r) { cli_config_flag(&o->given, argc, argv, &i0); continue; }
-        if (!strcmp(f, "--steps")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 100000000, &o->steps)) return -1; }
-        else if (!strcmp(f, "--eval-every")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 100000000, &o->eval_every)) return -1; }
-        else if (!strcmp(f, "--eval-batches")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 100000, &o->eval_batches)) return -1; }
-        else if (!strcmp(f, "--sample")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1 << 20, &o->sample)) return -1; }
-        else if (!strcmp(f, "--threads")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1024, &o->threads)) return -1; }
-        else if (!strcmp(f, "--seed")) { if (!(v = cli_value(argc, argv, &i)) || !cli_u64(f, v, &o->seed)) return -1; o->seed_set = 1; }
-        else if (!strcmp(f, "--lr")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 10, &d)) return -1; o->opt.lr = (float)d; o->lr_set = 1; }
-        else if (!strcmp(f, "--wd")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 0.999, &d)) return -1; o->opt.weight_decay = (float)d; o->wd_set = 1; }
-        else if (!strcmp(f, "--clip")) { if (!(v = cli_value(argc, argv, &i)) || !cli_float(f, v, 0, 1e9, &d)) return -1; o->opt.grad_clip = (float)d; o->clip_set = 1; }
-        else if (!strcmp(f, "--save")) { if (!(o->save = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--save-every")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 100000000, &o->save_every)) return -1; }
-        else if (!strcmp(f, "--resume")) { if (!(o->resume = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--on-nonfinite")) {
-            if (!(v = cli_value(argc, argv, &i))) return -1;
-            if (strcmp(v, "stop") && strcmp(v, "skip")) { cli_usage_error("train", "--on-nonfinite expects stop or skip, got '%s'", v); return -1; }
-            o->skip_nonfinite = !strcmp(v, "skip");
-        }
-        else if (!strcmp(f, "--debug-nan")) { if (!(v = cli_value(argc, argv, &i)) || !parse_debug_nan(v, o)) return -1; }
-        else if (!strcmp(f, "--init-from")) { if (!(o->init_from = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--data")) { if (!(o->data = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--val-data")) { if (!(o->val_data = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--micro-batch")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 1, 1 << 20, &o->micro_batch)) return -1; }
-        else if (!strcmp(f, "--zero")) { if (!(v = cli_value(argc, argv, &i)) || !cli_int(f, v, 0, 1, &o->zero)) return -1; }
-        else if (!strcmp(f, "--debug-alloc-fail")) {
-            if (!(v = cli_value(argc, argv, &i))) return -1;
-            if (!parse_ints(v, &o->fail_step, &o->fail_n, &o->fail_rank) || o->fail_step < 1 || o->fail_n < 1 ||
-                o->fail_rank < 0) {
-                cli_usage_error("train", "--debug-alloc-fail expects STEP:N[:RANK] (whole numbers, STEP and N >= 1), "
-                                "got '%s'", v);
-                return -1;
-            }
-        }
-        else if (!strcmp(f, "--recompute")) { if (!(o->policy = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--verify-recompute")) o->verify = 1;
-        else if (!strcmp(f, "--budget") || !strcmp(f, "--budget-activations")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_budget(f, v, &o->budget)) return -1;
-            if (!o->budget) { cli_error("%s must be positive", f); return -1; }
-            o->budget_act = !strcmp(f, "--budget-activations");
-        }
-        else if (!strcmp(f, "--trace")) { if (!(o->trace = cli_value(argc, argv, &i))) return -1; }
-        else if (!strcmp(f, "--trace-steps")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_trace_steps("train", v, &o->trace_first, &o->trace_last)) return -1;
-            o->trace_steps_set = 1;
-        }
-        else if (!strcmp(f, "--no-calibrate")) o->no_calibrate = 1;
-        else if (!strcmp(f, "--json")) o->json = 1;
-        else if (!strcmp(f, "--quiet")) o->quiet = 1;
-        else { cli_usage_error("train", "unknown flag '%s'", f); return -1; }
-    }
+    if (!cli_reapply(&cmd, 0, &o->given, argc, argv)) return -1;
+    o->vocab_set = cli_given(&cmd, "--vocab");
+    o->seed_set = cli_given(&cmd, "--seed");
+    o->lr_set = cli_given(&cmd, "--lr");
+    o->wd_set = cli_given(&cmd, "--wd");
+    o->clip_set = cli_given(&cmd, "--clip");
+    o->trace_steps_set = cli_given(&cmd, "--trace-steps");
+    if (!cli_budget_pick("train", o->budget_total, o->budget_acts, &o->budget, &o->budget_act)) return -1;
     if (o->trace_steps_set && !o->trace) { cli_usage_error("train", "--trace-steps needs --trace FILE"); return -1; }
     if (!o->trace_steps_set) { o->trace_first = 1; o->trace_last = UINT64_MAX; }
     return 1;
@@ -432,13 +427,13 @@ data_error:
     return st;
 }
 
-/* a number for JSON: 9 significant digits, or null when there is none
- * (e.g. no step was run) */
-static const char *json_num(char buf[32], double x)
+/* whether t holds a step that completed (calibration reads only those) */
+static int completed_steps(const remat_trace *t)
 {
-    if (isfinite(x)) snprintf(buf, 32, "%.9g", x);
-    else snprintf(buf, 32, "null");
-    return buf;
+    remat_trace_step st;
+    for (size_t k = 0; k < remat_trace_steps(t); k++)
+        if (!remat_trace_step_get(t, k, &st) && st.ok) return 1;
+    return 0;
 }
 
 /* --trace FILE: the steps of --trace-steps; 0 on success, else 1 (reported) */
@@ -453,346 +448,501 @@ static int write_trace(const train_opts *o, const remat_trace *t)
     return 0;
 }
 
-/* The per-step medians of a run's communication (data parallelism). */
-typedef struct dp_times { double *comm_ms, *reduce_ms; } dp_times;
+/* The times of the steps that completed, in order (a step skipped for a
+ * non-finite value has none: its medians are of the others). */
+typedef struct step_times {
+    double *ms, *comm_ms, *reduce_ms;
+    size_t n;
+} step_times;
 
-static int train(int argc, char **argv)
-{
+/* A run, from its set-up to its summary. */
+typedef struct train_run {
     train_opts o;
-    memset(&o, 0, sizeof o);
-    int lead = g_rank == 0, agreed = g_ranks == 1;
-    int rc = 1;
-    if (!agreed) cli_defer_errors(1);
-    int r = parse(argc, argv, &o);
-    if (r == 0) { cli_defer_errors(0); return 0; }   /* --help */
-    remat_data *data = NULL;
-    remat_model *m = NULL;
-    int *in = NULL, *tg = NULL;
-    double *ms = NULL;
-    dp_times dt = { NULL, NULL };
-    remat_status st;
-    remat_config *c = &o.cfg;
-    remat_checkpoint_info *ci = NULL;
-    long start = 0, last_saved = -1, n_skipped = 0;
-    remat_trace *trace = NULL;
-    remat_profile *calib = NULL, *plan_prof = NULL;   /* plan_prof: --budget's, calibrated after the run */
-    char calib_path[4096] = "";
-    int trace_done = 0;
-    if (r < 0) { rc = 2; goto out; }
+    remat_config *c;                    /* &o.cfg */
+    int lead;                           /* rank 0: prints, writes checkpoints and the trace */
+    remat_checkpoint_info *ci;          /* --resume: the checkpoint */
+    remat_data *data;
+    remat_model *m;
+    long start, last_saved, n_skipped;  /* steps before this run's first; the last saved; skipped ones */
+    remat_profile *plan_prof;           /* --budget's, calibrated after the run */
+    remat_profile *calib;               /* the cost model's cache entry this run wrote */
+    char calib_path[4096];
+    remat_trace *trace;                 /* --trace and calibration */
+    int calibrate, trace_done;
+    uint64_t cal_first, cal_last;       /* the steps timed for calibration */
+    remat_jsonw *jw;                    /* --json: the JSON Lines on stdout */
+    int dp;                             /* several ranks or micro-batches per step */
+    size_t N;                           /* tokens per step: B x T */
+    int *in, *tg;
+    step_times dt;
+    remat_sim sim;                      /* the schedule's prediction */
+    const char *policy;                 /* canonical */
+    float loss_first, loss_last;
+    double val;
+} train_run;
 
-    remat_set_threads(o.threads ? (int)o.threads : g_ranks > 1 ? default_threads() : 0);
-    if (o.resume && o.init_from) { rc = cli_usage_error("train", "--init-from starts a new run; --resume continues one: give one"); goto out; }
-    if (o.val_data && !o.data && !o.resume) {
-        rc = cli_usage_error("train", "--val-data needs --data: the embedded task has its own validation split");
-        goto out;
+/* --resume: model, data and config from the checkpoint; 0, or the exit
+ * status (reported). */
+static int setup_resume(train_run *t)
+{
+    train_opts *o = &t->o;
+    if (!(t->ci = malloc(sizeof *t->ci))) return cli_error("out of memory");
+    if (remat_checkpoint_load_parallel(o->resume, o->data, o->val_data, g_comm, (int)o->micro_batch, (int)o->zero,
+                                       &t->m, &t->data, t->ci))
+        return cli_error("cannot resume from '%s': %s", o->resume, remat_errmsg());
+    const remat_checkpoint_info *ci = t->ci;
+    if (ci->warning[0] && t->lead) fprintf(stderr, "remat: warning: %s\n", ci->warning);
+    if (!check_resume_flags(o, ci)) return 2;
+    *t->c = ci->cfg;
+    o->opt = ci->opt;
+    o->seed = ci->seed;
+    if (!o->data && ci->data[0]) o->data = ci->data;
+    if (!o->val_data && ci->val_data[0]) o->val_data = ci->val_data;
+    if (!o->save) o->save = o->resume;
+    t->start = t->last_saved = (long)ci->step;
+    if (o->budget) {
+        remat_stats s0;
+        remat_model_stats(t->m, &s0);
+        remat_parallel par = { s0.ranks, s0.micro_batch, s0.zero };
+        if (!cli_plan_for_budget_parallel(t->c, &par, o->budget, o->budget_act, o->json || o->quiet, &o->policy,
+                                          &t->plan_prof))
+            return 1;
     }
-    if (o.trace && lead && cli_check_output("--trace", o.trace)) goto out;   /* written after the steps */
-    if (o.resume) {
-        if (!(ci = malloc(sizeof *ci))) { cli_error("out of memory"); goto out; }
-        if ((st = remat_checkpoint_load_parallel(o.resume, o.data, o.val_data, g_comm, (int)o.micro_batch, (int)o.zero,
-                                                 &m, &data, ci))) {
-            cli_error("cannot resume from '%s': %s", o.resume, remat_errmsg()); goto out;
-        }
-        if (ci->warning[0] && lead) fprintf(stderr, "remat: warning: %s\n", ci->warning);
-        if (!check_resume_flags(&o, ci)) { rc = 2; goto out; }
-        *c = ci->cfg;
-        o.opt = ci->opt;
-        o.seed = ci->seed;
-        if (!o.data && ci->data[0]) o.data = ci->data;
-        if (!o.val_data && ci->val_data[0]) o.val_data = ci->val_data;
-        if (!o.save) o.save = o.resume;
-        start = last_saved = (long)ci->step;
-        if (o.budget) {
-            remat_stats s0;
-            remat_model_stats(m, &s0);
-            remat_parallel par = { s0.ranks, s0.micro_batch, s0.zero };
-            if (!cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy, &plan_prof))
-                goto out;
-        }
-        if (o.policy && (st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
-        goto ready;
+    if (o->policy && remat_model_set_policy(t->m, o->policy)) return cli_error("%s", remat_model_error(t->m)) + 1;
+    return 0;
+}
+
+/* A new run: the config (from the flags, or the shape of --init-from's
+ * file), the data, the model; 0, or the exit status (reported). */
+static int setup_new(train_run *t)
+{
+    train_opts *o = &t->o;
+    remat_config *c = t->c;
+    int rc;
+    if (o->init_from) {
+        if ((rc = cli_init_shape(o->init_from, &o->given, c))) return rc;
+        o->vocab_set = 1;   /* cli_init_shape set vocab and max_seq */
     }
-    if (o.init_from && (rc = cli_init_shape(o.init_from, &o.given, c))) goto out;
-    if (o.init_from) { rc = 1; o.vocab_set = 1; }   /* cli_init_shape set vocab and max_seq */
-    if (!o.vocab_set) c->vocab = remat_data_default_vocab(o.data);
+    if (!o->vocab_set) c->vocab = remat_data_default_vocab(o->data);
     cli_config_default_max_seq(c);
-    remat_parallel par = { g_ranks, (int)(o.micro_batch ? o.micro_batch : c->batch / g_ranks), (int)o.zero };
+    remat_parallel par = { g_ranks, (int)(o->micro_batch ? o->micro_batch : c->batch / g_ranks), (int)o->zero };
     if (par.micro_batch < 1) par.micro_batch = 1;
     if (par.zero < 0) par.zero = g_ranks > 1;
-    if ((st = remat_config_check(c)) || (st = remat_parallel_check(c, &par))) { rc = cli_error("%s", remat_errmsg()) + 1; goto out; }
-    if (o.budget && !cli_plan_for_budget_parallel(c, &par, o.budget, o.budget_act, o.json || o.quiet, &o.policy, &plan_prof))
-        goto out;
-    if (!fits_memory(c, &par, o.policy)) goto out;
-    if ((st = remat_data_open_val(o.data, o.val_data, c->vocab, &data))) { cli_error("%s", remat_errmsg()); goto out; }
-    if ((st = o.init_from ? remat_weights_load(o.init_from, c, o.seed, &m) : remat_model_create(c, o.seed, &m))) {
-        cli_error("%s", remat_errmsg()); goto out;
-    }
-    if ((st = remat_model_set_parallel(m, g_comm, par.micro_batch, par.zero))) { cli_error("%s", remat_model_error(m)); goto out; }
-    if ((st = remat_model_set_optim(m, &o.opt))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
-    if ((st = remat_model_set_policy(m, o.policy))) { cli_error("%s", remat_model_error(m)); rc = 2; goto out; }
-ready:
-    remat_model_set_verify(m, o.verify);
-    if (o.save_every > 0 && !o.save) { rc = cli_usage_error("train", "--save-every needs --save DIR (or --resume DIR)"); goto out; }
-    if (o.save && lead) {   /* rank 0 writes the checkpoints */
+    if (remat_config_check(c) || remat_parallel_check(c, &par)) return cli_error("%s", remat_errmsg()) + 1;
+    if (o->budget && !cli_plan_for_budget_parallel(c, &par, o->budget, o->budget_act, o->json || o->quiet, &o->policy,
+                                                   &t->plan_prof))
+        return 1;
+    if (!fits_memory(c, &par, o->policy)) return 1;
+    if (remat_data_open_val(o->data, o->val_data, c->vocab, &t->data)) return cli_error("%s", remat_errmsg());
+    if (o->init_from ? remat_weights_load(o->init_from, c, o->seed, &t->m) : remat_model_create(c, o->seed, &t->m))
+        return cli_error("%s", remat_errmsg());
+    if (remat_model_set_parallel(t->m, g_comm, par.micro_batch, par.zero)) return cli_error("%s", remat_model_error(t->m));
+    if (remat_model_set_optim(t->m, &o->opt)) return cli_error("%s", remat_model_error(t->m)) + 1;
+    if (remat_model_set_policy(t->m, o->policy)) return cli_error("%s", remat_model_error(t->m)) + 1;
+    return 0;
+}
+
+/* Everything a rank does before the ranks agree: flags that go together,
+ * the model (resumed or new), the checkpoint directory, the trace's steps.
+ * No exchange happens here (see g_collective).  0, or the exit status. */
+static int setup(train_run *t)
+{
+    train_opts *o = &t->o;
+    int rc;
+    remat_set_threads(o->threads ? (int)o->threads : g_ranks > 1 ? default_threads() : 0);
+    if (o->resume && o->init_from)
+        return cli_usage_error("train", "--init-from starts a new run; --resume continues one: give one");
+    if (o->val_data && !o->data && !o->resume)
+        return cli_usage_error("train", "--val-data needs --data: the embedded task has its own validation split");
+    if (o->trace && t->lead && cli_check_output("--trace", o->trace)) return 1;   /* written after the steps */
+    if ((rc = o->resume ? setup_resume(t) : setup_new(t))) return rc;
+    remat_model_set_verify(t->m, o->verify);
+    if (o->save_every > 0 && !o->save) return cli_usage_error("train", "--save-every needs --save DIR (or --resume DIR)");
+    if (o->save && t->lead) {   /* rank 0 writes the checkpoints */
         int count;
         uint64_t newest;
-        if ((st = remat_checkpoint_prepare(o.save, &count, &newest))) { cli_error("%s", remat_errmsg()); goto out; }
-        if (o.resume && !strcmp(o.save, o.resume) && (st = remat_checkpoint_tidy(o.save, ci))) {
-            cli_error("%s", remat_errmsg()); goto out;
-        }
-        if (!o.resume && count > 0) {
-            cli_error("'%s' already holds checkpoints (newest: step %llu); continue them with --resume %s, or save "
-                      "to an empty directory", o.save, (unsigned long long)newest, o.save);
-            rc = 2; goto out;
-        }
+        if (remat_checkpoint_prepare(o->save, &count, &newest)) return cli_error("%s", remat_errmsg());
+        if (o->resume && !strcmp(o->save, o->resume) && remat_checkpoint_tidy(o->save, t->ci))
+            return cli_error("%s", remat_errmsg());
+        if (!o->resume && count > 0)
+            return cli_error("'%s' already holds checkpoints (newest: step %llu); continue them with --resume %s, or "
+                             "save to an empty directory", o->save, (unsigned long long)newest, o->save) + 1;
     }
-    if (o.trace && (o.trace_first > (uint64_t)o.steps || o.trace_last <= (uint64_t)start)) {
-        rc = cli_usage_error("train", "--trace-steps %llu:%llu: this run has steps %ld to %ld",
-                             (unsigned long long)o.trace_first, (unsigned long long)o.trace_last, start + 1, o.steps);
-        goto out;
-    }
-    agreed = 1;
-    if (!setup_agree(0)) goto out;
-    g_collective = 0;
-    if (g_ranks > 1) {
-        /* every rank must read the same data (the model is compared by the first step) */
-        int same;
-        if ((st = remat_comm_same(g_comm, remat_data_hash(data), &same))) { cli_error("%s", remat_errmsg()); goto out; }
-        if (!same) {
-            g_collective = 1;
-            cli_error_tag = "";
-            if (lead) cli_error("the ranks read different data (other files or contents): every rank must read the same");
-            goto out;
-        }
-    }
+    if (o->trace && (o->trace_first > (uint64_t)o->steps || o->trace_last <= (uint64_t)t->start))
+        return cli_usage_error("train", "--trace-steps %llu:%llu: this run has steps %ld to %ld",
+                               (unsigned long long)o->trace_first, (unsigned long long)o->trace_last, t->start + 1,
+                               o->steps);
+    return 0;
+}
 
+/* After the set-up: every rank must read the same data (the model is
+ * compared by the first step).  1 when they do. */
+static int same_data(train_run *t)
+{
+    int same;
+    if (g_ranks == 1) return 1;
+    if (remat_comm_same(g_comm, remat_data_hash(t->data), &same)) { cli_error("%s", remat_errmsg()); return 0; }
+    if (!same) {
+        g_collective = 1;
+        cli_error_tag = "";
+        if (t->lead) cli_error("the ranks read different data (other files or contents): every rank must read the same");
+    }
+    return same;
+}
+
+/* The buffers of the steps, the schedule's prediction, the header lines,
+ * the trace (--trace, calibration).  0, or 1 (reported). */
+static int prepare_steps(train_run *t)
+{
+    const train_opts *o = &t->o;
+    const remat_config *c = t->c;
     remat_stats st0;
-    remat_model_stats(m, &st0);
-    int dp = st0.ranks > 1 || st0.grad_accum > 1;
-    size_t N = (size_t)c->batch * c->seq;
-    in = malloc(N * sizeof *in);
-    tg = malloc(N * sizeof *tg);
-    size_t nsteps = (size_t)(o.steps > 0 ? o.steps : 1);
-    ms = malloc(sizeof(double) * nsteps);
-    dt.comm_ms = malloc(sizeof(double) * nsteps);
-    dt.reduce_ms = malloc(sizeof(double) * nsteps);
-    if (!in || !tg || !ms || !dt.comm_ms || !dt.reduce_ms) { cli_error("out of memory"); goto out; }
-
-    remat_sim sim;
-    if ((st = remat_schedule_simulate(remat_model_schedule(m), &sim))) {
-        cli_error("cannot simulate the schedule: %s", remat_errmsg()); goto out;
-    }
-    const char *policy = remat_schedule_policy(remat_model_schedule(m));
-    char b1[32], b2[32], b3[32], b4[32];
-    if (!o.json && !o.quiet) {
-        if (ci) printf("resumed from %s at step %ld\n", ci->file, start);
+    remat_model_stats(t->m, &st0);
+    t->dp = st0.ranks > 1 || st0.grad_accum > 1;
+    if (o->json && !(t->jw = cli_json_open(stdout, 0))) return 1;
+    t->N = (size_t)c->batch * c->seq;
+    t->in = malloc(t->N * sizeof *t->in);
+    t->tg = malloc(t->N * sizeof *t->tg);
+    size_t nsteps = (size_t)(o->steps > 0 ? o->steps : 1);
+    t->dt.ms = malloc(sizeof(double) * nsteps);
+    t->dt.comm_ms = malloc(sizeof(double) * nsteps);
+    t->dt.reduce_ms = malloc(sizeof(double) * nsteps);
+    if (!t->in || !t->tg || !t->dt.ms || !t->dt.comm_ms || !t->dt.reduce_ms) return cli_error("out of memory");
+    if (remat_schedule_simulate(remat_model_schedule(t->m), &t->sim))
+        return cli_error("cannot simulate the schedule: %s", remat_errmsg());
+    t->policy = remat_schedule_policy(remat_model_schedule(t->m));
+    if (!o->json && !o->quiet) {
+        char b1[32], b2[32], b3[32];
+        if (t->ci) printf("resumed from %s at step %ld\n", t->ci->file, t->start);
         cli_config_print(stdout, c);
         printf("data: %s (%zu train / %zu val tokens%s%s) | policy: %s | threads: %d | gemm: %s\n",
-               o.data ? o.data : "embedded arithmetic task", remat_data_tokens(data, REMAT_SPLIT_TRAIN),
-               remat_data_tokens(data, REMAT_SPLIT_VAL), o.val_data ? ", val from " : "", o.val_data ? o.val_data : "",
-               policy, remat_get_threads(), remat_gemm_name(remat_gemm_get()));
-        if (dp)
+               o->data ? o->data : "embedded arithmetic task", remat_data_tokens(t->data, REMAT_SPLIT_TRAIN),
+               remat_data_tokens(t->data, REMAT_SPLIT_VAL), o->val_data ? ", val from " : "",
+               o->val_data ? o->val_data : "", t->policy, remat_get_threads(), remat_gemm_name(remat_gemm_get()));
+        if (t->dp)
             printf("data parallel: %d rank%s x %d thread%s, micro-batch %d, %d micro-batch%s per rank per step, "
                    "ZeRO-%d\n", st0.ranks, st0.ranks > 1 ? "s" : "", remat_get_threads(),
                    remat_get_threads() > 1 ? "s" : "", st0.micro_batch, st0.grad_accum, st0.grad_accum > 1 ? "es" : "",
                    st0.zero);
         printf("predicted activations%s: stored %s, working set %s, peak %s; recompute %.1f%% of step FLOPs\n",
-               dp ? " (one micro-batch)" : "", cli_fmt_bytes(sim.stored_bytes, b1, sizeof b1),
-               cli_fmt_bytes(sim.workset_bytes, b2, sizeof b2), cli_fmt_bytes(sim.peak_bytes, b3, sizeof b3),
-               sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0.0);
+               t->dp ? " (one micro-batch)" : "", cli_fmt_bytes(t->sim.stored_bytes, b1, sizeof b1),
+               cli_fmt_bytes(t->sim.workset_bytes, b2, sizeof b2), cli_fmt_bytes(t->sim.peak_bytes, b3, sizeof b3),
+               t->sim.flops > 0 ? 100.0 * t->sim.recompute_flops / t->sim.flops : 0.0);
     }
-
     /* the steps timed: --trace's, and for the cost model steps 2 to 17 of this
      * process (the first pays for first touches; a run of one step gives it).
      * A data-parallel step is several schedule runs and exchanges, which the
      * cost model does not describe: no calibration then. */
-    int calibrate = !o.no_calibrate && o.steps > start && !dp;
-    uint64_t cal_first = o.steps - start > 1 ? (uint64_t)start + 2 : (uint64_t)start + 1, cal_last = cal_first + 15;
-    if ((o.trace || calibrate) && remat_trace_create(&trace)) { cli_error("%s", remat_errmsg()); goto out; }
+    t->calibrate = !o->no_calibrate && o->steps > t->start && !t->dp;
+    t->cal_first = o->steps - t->start > 1 ? (uint64_t)t->start + 2 : (uint64_t)t->start + 1;
+    t->cal_last = t->cal_first + 15;
+    if ((o->trace || t->calibrate) && remat_trace_create(&t->trace)) return cli_error("%s", remat_errmsg());
+    return 0;
+}
 
-    float loss_first = NAN, loss_last = NAN;
-    double val = NAN;
-    cli_progress pg;   /* stderr; not with --json, nor when step lines go to the same terminal */
-    cli_progress_init(&pg, lead && !o.json && (o.quiet || !cli_progress_stdout_is_tty()));
-    for (long s = start; s < o.steps; s++) {
-        float loss;
-        char what[160], why[512];
-        snprintf(what, sizeof what, "train (%.100s): step %ld/%ld", policy, s + 1, o.steps);
-        cli_progress_update(&pg, what, s - start, o.steps - start);
-        uint64_t pos0 = remat_data_position(data, REMAT_SPLIT_TRAIN);
-        if ((st = remat_data_next(data, REMAT_SPLIT_TRAIN, c->batch, c->seq, in, tg))) { cli_error("%s", remat_errmsg()); goto out; }
-        if (o.nan_step == s + 1 && o.nan_rank == g_rank)
-            remat_model_debug_poison(m, !strcmp(o.nan_tensor, "loss") ? REMAT_POISON_LOSS
-                                                                       : remat_config_param_find(remat_model_config(m), o.nan_tensor));
-        if (o.fail_step == s + 1 && o.fail_rank == g_rank) remat_debug_fail_alloc((uint64_t)o.fail_n);
-        uint64_t sn = (uint64_t)s + 1;
-        int timed = (o.trace && sn >= o.trace_first && sn <= o.trace_last) || (calibrate && sn >= cal_first && sn <= cal_last);
-        remat_model_set_trace(m, timed ? trace : NULL, sn);
-        double t0 = cli_now_ms();
-        st = remat_model_step(m, in, tg, 1, &loss);
-        ms[s] = cli_now_ms() - t0;
-        if (o.fail_step == s + 1 && o.fail_rank == g_rank) remat_debug_fail_alloc(0);
-        if (st == REMAT_ERR_NONFINITE && o.skip_nonfinite) {
-            /* a global value: every rank skips this step alike */
-            if (lead) fprintf(stderr, "remat: warning: step %ld: %s; step skipped, parameters not updated\n", s + 1,
-                              remat_model_error(m));
-            n_skipped++;
-            if (o.json) printf("{\"type\":\"step\",\"step\":%ld,\"skipped\":true}\n", s + 1);
-            fflush(stdout);
-            if (o.save && o.save_every > 0 && (s + 1) % o.save_every == 0 && !save_ckpt(&o, m, data, s + 1, &last_saved)) goto out;
-            continue;
+static void step_json(train_run *t, long s, float loss, double ms, double tps, const remat_stats *stt, int do_eval)
+{
+    remat_jsonw *w = t->jw;
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "type", "step");
+    remat_jsonw_int(w, "step", s + 1);
+    remat_jsonw_float(w, "loss", loss);
+    remat_jsonw_num(w, "ms", ms);
+    remat_jsonw_num(w, "tokens_per_s", tps);
+    remat_jsonw_uint(w, "act_peak_bytes", stt->act_peak_bytes);
+    if (t->dp) {
+        remat_jsonw_num(w, "comm_ms", stt->comm_ms);
+        remat_jsonw_num(w, "reduce_ms", stt->reduce_ms);
+    }
+    if (do_eval) remat_jsonw_num(w, "val_loss", t->val);
+    remat_jsonw_end(w);
+}
+
+/* A step whose loss or gradient is not finite (the parameters untouched):
+ * with --on-nonfinite skip the run goes on (1); else the last good state
+ * is checkpointed (the data rewound to before this batch, pos0) and the
+ * run stops (0, reported by rank 0: every rank meets it alike). */
+static int nonfinite(train_run *t, long s, uint64_t pos0)
+{
+    const train_opts *o = &t->o;
+    if (o->skip_nonfinite) {
+        if (t->lead) fprintf(stderr, "remat: warning: step %ld: %s; step skipped, parameters not updated\n", s + 1,
+                             remat_model_error(t->m));
+        t->n_skipped++;
+        if (t->jw) {
+            remat_jsonw_object(t->jw, NULL);
+            remat_jsonw_str(t->jw, "type", "step");
+            remat_jsonw_int(t->jw, "step", s + 1);
+            remat_jsonw_bool(t->jw, "skipped", 1);
+            remat_jsonw_end(t->jw);
         }
-        if (st == REMAT_ERR_NONFINITE) {
-            /* the parameters are untouched: checkpoint the last good state (data rewound to before this batch) */
-            char kept[200] = "";
-            g_collective = 1;
-            if (o.save && last_saved != s && !remat_data_seek(data, REMAT_SPLIT_TRAIN, pos0) &&
-                !remat_checkpoint_save(m, data, o.data, (uint64_t)s, o.save))
-                last_saved = s;
-            if (o.save && last_saved >= 0)
-                snprintf(kept, sizeof kept, "; the last good state (step %ld) is checkpointed in %.120s", last_saved, o.save);
-            cli_error_tag = "";
-            if (lead) cli_error("step %ld: %s; stopped (--on-nonfinite stop)%s", s + 1, remat_model_error(m), kept);
-            goto out;
-        }
-        if (st) { cli_error("step %ld: %s", s + 1, remat_model_error(m)); goto out; }
-        if (s == start) loss_first = loss;
-        loss_last = loss;
+        return 1;
+    }
+    char kept[200] = "";
+    g_collective = 1;
+    if (o->save && t->last_saved != s && !remat_data_seek(t->data, REMAT_SPLIT_TRAIN, pos0) &&
+        !remat_checkpoint_save(t->m, t->data, o->data, (uint64_t)s, o->save))
+        t->last_saved = s;
+    if (o->save && t->last_saved >= 0)
+        snprintf(kept, sizeof kept, "; the last good state (step %ld) is checkpointed in %.120s", t->last_saved, o->save);
+    cli_error_tag = "";
+    if (t->lead) cli_error("step %ld: %s; stopped (--on-nonfinite stop)%s", s + 1, remat_model_error(t->m), kept);
+    return 0;
+}
+
+/* Step s (0-based): the batch, the step (timed, traced when asked), its
+ * line, the validation and the checkpoint due after it.  1 to go on, 0
+ * when the run stops (reported). */
+static int run_step(train_run *t, long s)
+{
+    const train_opts *o = &t->o;
+    const remat_config *c = t->c;
+    float loss;
+    char why[512];
+    uint64_t pos0 = remat_data_position(t->data, REMAT_SPLIT_TRAIN);
+    if (remat_data_next(t->data, REMAT_SPLIT_TRAIN, c->batch, c->seq, t->in, t->tg)) { cli_error("%s", remat_errmsg()); return 0; }
+    if (o->nan_step == s + 1 && o->nan_rank == g_rank)
+        remat_model_debug_poison(t->m, !strcmp(o->nan_tensor, "loss") ? REMAT_POISON_LOSS
+                                       : remat_config_param_find(remat_model_config(t->m), o->nan_tensor));
+    if (o->fail_step == s + 1 && o->fail_rank == g_rank) remat_debug_fail_alloc((uint64_t)o->fail_n);
+    uint64_t sn = (uint64_t)s + 1;
+    int timed = (o->trace && sn >= o->trace_first && sn <= o->trace_last) ||
+                (t->calibrate && sn >= t->cal_first && sn <= t->cal_last);
+    remat_model_set_trace(t->m, timed ? t->trace : NULL, sn);
+    double t0 = cli_now_ms();
+    remat_status st = remat_model_step(t->m, t->in, t->tg, 1, &loss);
+    double ms = cli_now_ms() - t0;
+    if (o->fail_step == s + 1 && o->fail_rank == g_rank) remat_debug_fail_alloc(0);
+    if (st == REMAT_ERR_NONFINITE && !nonfinite(t, s, pos0)) return 0;
+    if (st && st != REMAT_ERR_NONFINITE) { cli_error("step %ld: %s", s + 1, remat_model_error(t->m)); return 0; }
+    if (!st) {
+        if (!t->dt.n) t->loss_first = loss;   /* of the first step that completed */
+        t->loss_last = loss;
         remat_stats stt;
-        remat_model_stats(m, &stt);
-        dt.comm_ms[s] = stt.comm_ms;
-        dt.reduce_ms[s] = stt.reduce_ms;
-        int do_eval = (o.eval_every > 0 && (s + 1) % o.eval_every == 0) || s + 1 == o.steps;
-        if (do_eval && (st = eval_val(m, data, c, o.eval_batches, in, tg, &val, why, sizeof why))) {
-            cli_error("validation: %s", why); goto out;
+        remat_model_stats(t->m, &stt);
+        t->dt.ms[t->dt.n] = ms;
+        t->dt.comm_ms[t->dt.n] = stt.comm_ms;
+        t->dt.reduce_ms[t->dt.n++] = stt.reduce_ms;
+        int do_eval = (o->eval_every > 0 && (s + 1) % o->eval_every == 0) || s + 1 == o->steps;
+        if (do_eval && eval_val(t->m, t->data, c, o->eval_batches, t->in, t->tg, &t->val, why, sizeof why)) {
+            cli_error("validation: %s", why);
+            return 0;
         }
-        double tps = (double)N / (ms[s] / 1000.0);
-        if (o.json) {
-            printf("{\"type\":\"step\",\"step\":%ld,\"loss\":%.9g,\"ms\":%.3f,\"tokens_per_s\":%.1f,\"act_peak_bytes\":%llu",
-                   s + 1, (double)loss, ms[s], tps, (unsigned long long)stt.act_peak_bytes);
-            if (dp) printf(",\"comm_ms\":%.3f,\"reduce_ms\":%.3f", stt.comm_ms, stt.reduce_ms);
-            if (do_eval) printf(",\"val_loss\":%.6f", val);
-            printf("}\n");
-        } else if (!o.quiet) {
-            printf("step %5ld/%ld | loss %.4f | %8.1f ms | %8.0f tok/s | act peak %.2f MiB",
-                   s + 1, o.steps, (double)loss, ms[s], tps, stt.act_peak_bytes / 1048576.0);
-            if (do_eval) printf(" | val %.4f", val);
+        double tps = (double)t->N / (ms / 1000.0);
+        if (t->jw) step_json(t, s, loss, ms, tps, &stt, do_eval);
+        else if (!o->quiet) {
+            printf("step %5ld/%ld | loss %.4f | %8.1f ms | %8.0f tok/s | act peak %.2f MiB", s + 1, o->steps,
+                   (double)loss, ms, tps, stt.act_peak_bytes / 1048576.0);
+            if (do_eval) printf(" | val %.4f", t->val);
             printf("\n");
         }
-        fflush(stdout);
-        if (o.save && o.save_every > 0 && (s + 1) % o.save_every == 0 && !save_ckpt(&o, m, data, s + 1, &last_saved)) goto out;
+    }
+    fflush(stdout);
+    return !(o->save && o->save_every > 0 && (s + 1) % o->save_every == 0 &&
+             !save_ckpt(o, t->m, t->data, s + 1, &t->last_saved));
+}
+
+/* The steps, then the last checkpoint, the trace and the run's times in
+ * the cost model's cache.  0, or 1 (reported). */
+static int run_steps(train_run *t)
+{
+    const train_opts *o = &t->o;
+    cli_progress pg;   /* stderr; not with --json, nor when step lines go to the same terminal */
+    cli_progress_init(&pg, t->lead && !o->json && (o->quiet || !cli_progress_stdout_is_tty()));
+    for (long s = t->start; s < o->steps; s++) {
+        char what[160];
+        snprintf(what, sizeof what, "train (%.100s): step %ld/%ld", t->policy, s + 1, o->steps);
+        cli_progress_update(&pg, what, s - t->start, o->steps - t->start);
+        if (!run_step(t, s)) { cli_progress_clear(&pg); return 1; }
     }
     cli_progress_clear(&pg);
-    remat_model_set_trace(m, NULL, 0);
-    if (o.save && last_saved != o.steps && !save_ckpt(&o, m, data, o.steps, &last_saved)) goto out;
-    trace_done = 1;
-    if (o.trace && lead && write_trace(&o, trace)) goto out;
-    /* the run's instruction times into the cost model's cache */
-    if (calibrate) {
-        remat_profile *base = plan_prof;
-        plan_prof = NULL;   /* taken over */
-        if (cli_calibrate_cache(c, trace, NULL, base, &calib, calib_path, sizeof calib_path)) goto out;
+    remat_model_set_trace(t->m, NULL, 0);
+    if (o->save && t->last_saved != o->steps && !save_ckpt(o, t->m, t->data, o->steps, &t->last_saved)) return 1;
+    t->trace_done = 1;
+    if (o->trace && t->lead && write_trace(o, t->trace)) return 1;
+    if (t->calibrate && completed_steps(t->trace)) {   /* none when every timed step was skipped */
+        remat_profile *base = t->plan_prof;
+        t->plan_prof = NULL;   /* taken over */
+        if (cli_calibrate_cache(t->c, t->trace, NULL, base, &t->calib, t->calib_path, sizeof t->calib_path)) return 1;
     }
-    if (n_skipped && !o.json && !o.quiet) printf("%ld step%s skipped (non-finite)\n", n_skipped, n_skipped > 1 ? "s" : "");
+    if (t->n_skipped && !o->json && !o->quiet)
+        printf("%ld step%s skipped (non-finite)\n", t->n_skipped, t->n_skipped > 1 ? "s" : "");
+    return 0;
+}
 
-    remat_stats stt;
-    remat_model_stats(m, &stt);
-    size_t nrun = (size_t)(o.steps - start);
-    double med = remat_median(ms + start, nrun);
-    double comm_med = remat_median(dt.comm_ms + start, nrun), red_med = remat_median(dt.reduce_ms + start, nrun);
-    double tps = med > 0 ? (double)N / (med / 1000.0) : 0;
+/* The summary's figures (over the steps that completed; none: every step
+ * skipped, or none to run: NaN, null in JSON). */
+typedef struct run_summary {
+    remat_stats st;
+    double med, comm_med, red_med, tps, rpct;
     char hash[32];
-    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)remat_model_params_hash(m));
-    double rpct = sim.flops > 0 ? 100.0 * sim.recompute_flops / sim.flops : 0;
-    if (o.json) {
-        char j1[32], j2[32], j3[32];
-        printf("{\"type\":\"summary\",\"policy\":\"%s\",\"steps\":%ld,\"loss_first\":%s,\"loss_last\":%s,"
-               "\"val_loss\":%s,\"step_ms_median\":%.3f,\"tokens_per_s\":%.1f,"
-               "\"act_peak_bytes\":%llu,\"act_peak_pred_bytes\":%llu,\"act_stored_bytes\":%llu,"
-               "\"act_stored_pred_bytes\":%llu,\"act_workset_bytes\":%llu,\"act_workset_pred_bytes\":%llu,"
-               "\"params_bytes\":%llu,\"grads_bytes\":%llu,\"optim_bytes\":%llu,\"workspace_bytes\":%llu,"
-               "\"step_peak_bytes\":%llu,\"flops_per_step\":%.0f,\"recompute_pct\":%.3f,\"params_hash\":\"%s\","
-               "\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"seq\":%d,\"batch\":%d,\"threads\":%d,"
-               "\"dtype\":\"%s\",\"gemm\":\"%s\",\"weights16_bytes\":%llu,\"calibrated_ops\":%d,"
-               "\"ranks\":%d,\"micro_batch\":%d,\"grad_accum\":%d,\"zero\":%d,\"reduce_bytes\":%llu,"
-               "\"comm_bytes_per_step\":%llu,\"comm_ms_median\":%.3f,\"reduce_ms_median\":%.3f}\n",
-               policy, o.steps, json_num(j1, loss_first), json_num(j2, loss_last), json_num(j3, val), med, tps,
-               (unsigned long long)stt.act_peak_bytes, (unsigned long long)sim.peak_bytes,
-               (unsigned long long)stt.act_stored_bytes, (unsigned long long)sim.stored_bytes,
-               (unsigned long long)stt.act_workset_bytes, (unsigned long long)sim.workset_bytes,
-               (unsigned long long)stt.params_bytes, (unsigned long long)stt.grads_bytes,
-               (unsigned long long)stt.optim_bytes, (unsigned long long)stt.workspace_bytes,
-               (unsigned long long)stt.step_peak_bytes, sim.flops * stt.grad_accum, rpct, hash,
-               c->n_layer, c->n_embd, c->n_head, c->vocab, c->seq, c->batch, remat_get_threads(),
-               cli_dtype_name(c->dtype), remat_gemm_name(remat_gemm_get()),
-               (unsigned long long)stt.weights16_bytes, remat_profile_run_ops(calib), stt.ranks, stt.micro_batch,
-               stt.grad_accum, stt.zero, (unsigned long long)stt.reduce_bytes, (unsigned long long)stt.comm_bytes,
-               comm_med, red_med);
-    } else {
-        printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s%s\n",
-               (double)loss_first, (double)loss_last, val, med, tps,
-               med > 0 ? sim.flops * stt.grad_accum / (med * 1e6) : 0.0, stt.ranks > 1 ? " per rank" : "");
-        printf("memory%s (bytes are exact, from the accounting allocator):\n", stt.ranks > 1 ? " of rank 0" : "");
-        printf("  parameters      %12s\n", cli_fmt_bytes(stt.params_bytes, b1, sizeof b1));
-        printf("  gradients       %12s\n", cli_fmt_bytes(stt.grads_bytes, b1, sizeof b1));
-        printf("  AdamW state     %12s%s\n", cli_fmt_bytes(stt.optim_bytes, b1, sizeof b1),
-               stt.zero && stt.ranks > 1 ? " (its slice: ZeRO-1)" : "");
-        printf("  workspace       %12s\n", cli_fmt_bytes(stt.workspace_bytes, b1, sizeof b1));
-        if (stt.weights16_bytes)
-            printf("  bf16 weights    %12s (the copy the GEMMs read)\n", cli_fmt_bytes(stt.weights16_bytes, b1, sizeof b1));
-        if (dp)
-            printf("  reduction       %12s (partial sums of the micro-batch tree, receive buffer, partials)\n",
-                   cli_fmt_bytes(stt.reduce_bytes, b1, sizeof b1));
-        printf("  activations     stored %s, working set %s, peak %s (predicted peak %s%s)\n",
-               cli_fmt_bytes(stt.act_stored_bytes, b1, sizeof b1), cli_fmt_bytes(stt.act_workset_bytes, b2, sizeof b2),
-               cli_fmt_bytes(stt.act_peak_bytes, b3, sizeof b3), cli_fmt_bytes(sim.peak_bytes, b4, sizeof b4),
-               stt.act_peak_bytes == sim.peak_bytes ? ", exact" : ", MISMATCH");
-        printf("  step peak       %12s (everything live at the worst moment)\n",
-               cli_fmt_bytes(stt.step_peak_bytes, b1, sizeof b1));
-        if (stt.ranks > 1)
-            printf("communication: %s sent per step, median %.1f ms in exchanges, %.1f ms adding gradients\n",
-                   cli_fmt_bytes(stt.comm_bytes, b1, sizeof b1), comm_med, red_med);
-        printf("  recompute       %.1f%% of step FLOPs | params_hash %.16s\n", rpct, hash);
-        if (calib) {
-            remat_plan_row pr = { 0 };
-            remat_plan_evaluate(c, calib, policy, 0, 0, &pr);
-            printf("cost model: the times of %d instruction kinds of this run, saved to %s (step %.1f ms as the "
-                   "planner now predicts it)\n", remat_profile_run_ops(calib), calib_path, pr.step_ms_pred);
-            remat_plan_row_clear(&pr);
-        }
-        if (o.trace) printf("trace: %s\n", o.trace);
+} run_summary;
+
+static void summary_json(train_run *t, const run_summary *u)
+{
+    remat_jsonw *w = t->jw;
+    const remat_config *c = t->c;
+    const remat_stats *st = &u->st;
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "type", "summary");
+    remat_jsonw_str(w, "policy", t->policy);
+    remat_jsonw_int(w, "steps", t->o.steps);
+    remat_jsonw_float(w, "loss_first", t->loss_first);
+    remat_jsonw_float(w, "loss_last", t->loss_last);
+    remat_jsonw_num(w, "val_loss", t->val);
+    remat_jsonw_num(w, "step_ms_median", u->med);
+    remat_jsonw_num(w, "tokens_per_s", u->tps);
+    remat_jsonw_uint(w, "act_peak_bytes", st->act_peak_bytes);
+    remat_jsonw_uint(w, "act_peak_pred_bytes", t->sim.peak_bytes);
+    remat_jsonw_uint(w, "act_stored_bytes", st->act_stored_bytes);
+    remat_jsonw_uint(w, "act_stored_pred_bytes", t->sim.stored_bytes);
+    remat_jsonw_uint(w, "act_workset_bytes", st->act_workset_bytes);
+    remat_jsonw_uint(w, "act_workset_pred_bytes", t->sim.workset_bytes);
+    remat_jsonw_uint(w, "params_bytes", st->params_bytes);
+    remat_jsonw_uint(w, "grads_bytes", st->grads_bytes);
+    remat_jsonw_uint(w, "optim_bytes", st->optim_bytes);
+    remat_jsonw_uint(w, "workspace_bytes", st->workspace_bytes);
+    remat_jsonw_uint(w, "step_peak_bytes", st->step_peak_bytes);
+    remat_jsonw_num(w, "flops_per_step", t->sim.flops * st->grad_accum);
+    remat_jsonw_num(w, "recompute_pct", u->rpct);
+    remat_jsonw_str(w, "params_hash", u->hash);
+    remat_jsonw_int(w, "n_layer", c->n_layer);
+    remat_jsonw_int(w, "n_embd", c->n_embd);
+    remat_jsonw_int(w, "n_head", c->n_head);
+    remat_jsonw_int(w, "vocab", c->vocab);
+    remat_jsonw_int(w, "seq", c->seq);
+    remat_jsonw_int(w, "batch", c->batch);
+    remat_jsonw_int(w, "threads", remat_get_threads());
+    remat_jsonw_str(w, "dtype", cli_dtype_name(c->dtype));
+    remat_jsonw_str(w, "gemm", remat_gemm_name(remat_gemm_get()));
+    remat_jsonw_uint(w, "weights16_bytes", st->weights16_bytes);
+    remat_jsonw_int(w, "calibrated_ops", remat_profile_run_ops(t->calib));
+    remat_jsonw_int(w, "ranks", st->ranks);
+    remat_jsonw_int(w, "micro_batch", st->micro_batch);
+    remat_jsonw_int(w, "grad_accum", st->grad_accum);
+    remat_jsonw_int(w, "zero", st->zero);
+    remat_jsonw_uint(w, "reduce_bytes", st->reduce_bytes);
+    remat_jsonw_uint(w, "comm_bytes_per_step", st->comm_bytes);
+    remat_jsonw_num(w, "comm_ms_median", u->comm_med);
+    remat_jsonw_num(w, "reduce_ms_median", u->red_med);
+    remat_jsonw_end(w);
+}
+
+static void summary_text(train_run *t, const run_summary *u)
+{
+    const remat_stats *st = &u->st;
+    char b1[32], b2[32], b3[32], b4[32];
+    printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s%s\n",
+           (double)t->loss_first, (double)t->loss_last, t->val, u->med, u->tps,
+           u->med > 0 ? t->sim.flops * st->grad_accum / (u->med * 1e6) : 0.0, st->ranks > 1 ? " per rank" : "");
+    printf("memory%s (bytes are exact, from the accounting allocator):\n", st->ranks > 1 ? " of rank 0" : "");
+    printf("  parameters      %12s\n", cli_fmt_bytes(st->params_bytes, b1, sizeof b1));
+    printf("  gradients       %12s\n", cli_fmt_bytes(st->grads_bytes, b1, sizeof b1));
+    printf("  AdamW state     %12s%s\n", cli_fmt_bytes(st->optim_bytes, b1, sizeof b1),
+           st->zero && st->ranks > 1 ? " (its slice: ZeRO-1)" : "");
+    printf("  workspace       %12s\n", cli_fmt_bytes(st->workspace_bytes, b1, sizeof b1));
+    if (st->weights16_bytes)
+        printf("  bf16 weights    %12s (the copy the GEMMs read)\n", cli_fmt_bytes(st->weights16_bytes, b1, sizeof b1));
+    if (t->dp)
+        printf("  reduction       %12s (partial sums of the micro-batch tree, receive buffer, partials)\n",
+               cli_fmt_bytes(st->reduce_bytes, b1, sizeof b1));
+    printf("  activations     stored %s, working set %s, peak %s (predicted peak %s%s)\n",
+           cli_fmt_bytes(st->act_stored_bytes, b1, sizeof b1), cli_fmt_bytes(st->act_workset_bytes, b2, sizeof b2),
+           cli_fmt_bytes(st->act_peak_bytes, b3, sizeof b3), cli_fmt_bytes(t->sim.peak_bytes, b4, sizeof b4),
+           st->act_peak_bytes == t->sim.peak_bytes ? ", exact" : ", MISMATCH");
+    printf("  step peak       %12s (everything live at the worst moment)\n",
+           cli_fmt_bytes(st->step_peak_bytes, b1, sizeof b1));
+    if (st->ranks > 1)
+        printf("communication: %s sent per step, median %.1f ms in exchanges, %.1f ms adding gradients\n",
+               cli_fmt_bytes(st->comm_bytes, b1, sizeof b1), u->comm_med, u->red_med);
+    printf("  recompute       %.1f%% of step FLOPs | params_hash %.16s\n", u->rpct, u->hash);
+    if (t->calib) {
+        remat_plan_row pr = { 0 };
+        remat_plan_evaluate(t->c, t->calib, t->policy, 0, 0, &pr);
+        printf("cost model: the times of %d instruction kinds of this run, saved to %s (step %.1f ms as the "
+               "planner now predicts it)\n", remat_profile_run_ops(t->calib), t->calib_path, pr.step_ms_pred);
+        remat_plan_row_clear(&pr);
     }
-    if (o.sample > 0 && remat_data_is_bytes(data) && !o.json && !o.quiet && lead) {
-        int T = c->seq, np = T / 4 > 0 ? (T / 4 < 16 ? T / 4 : 16) : 1;
-        int nn = (int)(o.sample < T - np ? o.sample : T - np);
-        if (nn > 0) {
-            int *gen = malloc(sizeof(int) * (size_t)nn);
-            if ((st = remat_data_seek(data, REMAT_SPLIT_VAL, 0)) ||
-                (st = remat_data_next(data, REMAT_SPLIT_VAL, c->batch, c->seq, in, tg))) {
-                free(gen); cli_error("%s", remat_errmsg()); goto out;
-            }
-            if (gen && !(st = remat_model_sample(m, in, np, nn, 0.5f, o.seed, gen))) {
-                printf("sample: \"");
-                print_escaped(stdout, in, np);
-                printf("\" -> \"");
-                print_escaped(stdout, gen, nn);
-                printf("\"\n");
-            }
-            free(gen);
-            if (st) { cli_error("sample: %s", remat_model_error(m)); goto out; }
-        }
+    if (t->o.trace) printf("trace: %s\n", t->o.trace);
+}
+
+/* The summary: JSON (closing the JSON Lines) or text.  0, or 1 (reported). */
+static int summary(train_run *t)
+{
+    run_summary u;
+    const step_times *dt = &t->dt;
+    remat_model_stats(t->m, &u.st);
+    u.med = dt->n ? remat_median(dt->ms, dt->n) : NAN;
+    u.comm_med = dt->n ? remat_median(dt->comm_ms, dt->n) : NAN;
+    u.red_med = dt->n ? remat_median(dt->reduce_ms, dt->n) : NAN;
+    u.tps = u.med > 0 ? (double)t->N / (u.med / 1000.0) : dt->n ? 0 : NAN;
+    u.rpct = t->sim.flops > 0 ? 100.0 * t->sim.recompute_flops / t->sim.flops : 0;
+    snprintf(u.hash, sizeof u.hash, "%016llx", (unsigned long long)remat_model_params_hash(t->m));
+    if (!t->jw) { summary_text(t, &u); return 0; }
+    summary_json(t, &u);
+    int rc = cli_json_close(t->jw);
+    t->jw = NULL;
+    return rc;
+}
+
+/* For byte-level data: a sample continuing the start of the validation
+ * split.  0, or 1 (reported). */
+static int sample(train_run *t)
+{
+    const train_opts *o = &t->o;
+    const remat_config *c = t->c;
+    if (o->sample <= 0 || !remat_data_is_bytes(t->data) || o->json || o->quiet || !t->lead) return 0;
+    int T = c->seq, np = T / 4 > 0 ? (T / 4 < 16 ? T / 4 : 16) : 1;
+    int nn = (int)(o->sample < T - np ? o->sample : T - np);
+    if (nn <= 0) return 0;
+    if (remat_data_seek(t->data, REMAT_SPLIT_VAL, 0) || remat_data_next(t->data, REMAT_SPLIT_VAL, c->batch, c->seq, t->in, t->tg))
+        return cli_error("%s", remat_errmsg());
+    int *gen = malloc(sizeof(int) * (size_t)nn);
+    remat_status st = REMAT_OK;
+    if (gen && !(st = remat_model_sample(t->m, t->in, np, nn, 0.5f, o->seed, gen))) {
+        printf("sample: \"");
+        print_escaped(stdout, t->in, np);
+        printf("\" -> \"");
+        print_escaped(stdout, gen, nn);
+        printf("\"\n");
     }
-    rc = 0;
-out:
-    if (!agreed) setup_agree(1);   /* this rank failed in its set-up */
+    free(gen);
+    return st ? cli_error("sample: %s", remat_model_error(t->m)) : 0;
+}
+
+static void run_free(train_run *t)
+{
+    free(t->in); free(t->tg); free(t->ci);
+    free(t->dt.ms); free(t->dt.comm_ms); free(t->dt.reduce_ms);
+    remat_trace_free(t->trace);
+    remat_jsonw_free(t->jw);
+    remat_profile_free(t->calib);
+    remat_profile_free(t->plan_prof);
+    remat_model_free(t->m);
+    remat_data_free(t->data);
+}
+
+static int train(int argc, char **argv)
+{
+    train_run t;
+    memset(&t, 0, sizeof t);
+    t.c = &t.o.cfg;
+    t.lead = g_rank == 0;
+    t.last_saved = -1;
+    t.loss_first = t.loss_last = NAN;
+    t.val = NAN;
+    if (g_ranks > 1) cli_defer_errors(1);
+    int r = parse(argc, argv, &t.o);
+    if (r == 0) { cli_defer_errors(0); return 0; }   /* --help */
+    int rc = r < 0 ? 2 : setup(&t);
+    if (!setup_agree(rc != 0) && !rc) rc = 1;   /* the ranks agree on who failed */
+    if (!rc) {
+        g_collective = 0;
+        rc = !same_data(&t) || prepare_steps(&t) || run_steps(&t) || summary(&t) || sample(&t);
+    }
     /* a run that stopped early still leaves the trace of what it ran */
-    if (rc && !trace_done && o.trace && trace && lead && remat_trace_steps(trace)) write_trace(&o, trace);
-    free(in); free(tg); free(ms); free(ci); free(dt.comm_ms); free(dt.reduce_ms);
-    remat_trace_free(trace);
-    remat_profile_free(calib);
-    remat_profile_free(plan_prof);
-    remat_model_free(m);
-    remat_data_free(data);
+    if (rc && !t.trace_done && t.o.trace && t.trace && t.lead && remat_trace_steps(t.trace)) write_trace(&t.o, t.trace);
+    run_free(&t);
     return rc;
 }
 

@@ -145,3 +145,59 @@ void svg_frame(FILE *f, const svg_axis *x, const svg_axis *y, const char *xtitle
     svg_text(f, x0 - 56, (y0 + y1) / 2, "middle", 14, -90, "class=\"axis-title\"", ytitle);
     fputs("</g>\n", f);
 }
+
+void svg_plot_axes(svg_plot *p, double xhi, int xticks, double yhi, int yticks)
+{
+    svg_axis_nice(&p->x, 0, xhi, xticks, p->L, p->R);
+    svg_axis_nice(&p->y, 0, yhi, yticks, p->B, p->T);
+}
+
+void svg_title(FILE *f, double x, double y, const char *text)
+{
+    svg_text(f, x, y, "start", 18, 0, "class=\"title\" font-weight=\"bold\"", text);
+}
+
+void svg_subtitle(FILE *f, double x, double y, const char *text)
+{
+    svg_text(f, x, y, "start", 12.5, 0, "class=\"subtitle\" fill=\"#555555\"", text);
+}
+
+void svg_diamond(FILE *f, double cx, double cy, const char *fill, const char *stroke)
+{
+    fprintf(f, "<path d=\"M%.1f %.1fl7 7l-7 7l-7 -7z\" fill=\"%s\" stroke=\"%s\"/>", cx, cy - 7, fill, stroke);
+}
+
+void svg_square(FILE *f, double cx, double cy, const char *fill, const char *stroke)
+{
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\" stroke=\"%s\"/>", cx - 5, cy - 5,
+            fill, stroke);
+}
+
+void svg_legend_begin(svg_legend *lg, FILE *f, double x, double y, double text_dx, double size, const char *title)
+{
+    lg->f = f;
+    lg->x = x;
+    lg->y = y;
+    lg->text_dx = text_dx;
+    lg->size = size;
+    fputs("<g class=\"legend\">\n", f);
+    svg_text(f, x, y, "start", 13, 0, "font-weight=\"bold\"", title);
+}
+
+void svg_legend_heading(svg_legend *lg, double gap, const char *title)
+{
+    lg->y += gap;
+    svg_text(lg->f, lg->x, lg->y, "start", 13, 0, "font-weight=\"bold\"", title);
+}
+
+double svg_legend_next(svg_legend *lg, double gap)
+{
+    return lg->y += gap;
+}
+
+void svg_legend_label(const svg_legend *lg, const char *text)
+{
+    svg_text(lg->f, lg->x + lg->text_dx, lg->y, "start", lg->size, 0, NULL, text);
+}
+
+void svg_legend_end(const svg_legend *lg) { fputs("</g>\n", lg->f); }

@@ -1,7 +1,7 @@
 /*
  * svg.h -- a tiny SVG writer for remat's plots: shapes, escaped text,
- * linear axes with "nice" ticks (1, 2, 5 x 10^k), and a plot frame with
- * grid, tick labels and axis titles.
+ * linear axes with "nice" ticks (1, 2, 5 x 10^k), a plot frame with grid,
+ * tick labels and axis titles, titles, markers and legends.
  *
  * Everything is written with fprintf to a FILE (a file, or a memory stream
  * for inline SVG in an HTML page).  Coordinates are SVG user units (pixels
@@ -40,6 +40,39 @@ void svg_circle(FILE *f, double cx, double cy, double r, const char *fill, const
 /* anchor: "start", "middle" or "end"; rotate: degrees about (x, y). */
 void svg_text(FILE *f, double x, double y, const char *anchor, double size, double rotate,
               const char *attrs, const char *text);
+
+/* A plot's area (pixels: left, right, top, bottom) and its two axes. */
+typedef struct svg_plot {
+    double L, R, T, B;
+    svg_axis x, y;
+} svg_plot;
+/* Both axes from 0: x to xhi over [L, R] with about xticks ticks, y to yhi
+ * over [B, T] (upwards) with about yticks (svg_axis_nice). */
+void svg_plot_axes(svg_plot *p, double xhi, int xticks, double yhi, int yticks);
+/* A plot's title (bold, 18 px) and a subtitle line (12.5 px, grey), their
+ * baselines at y. */
+void svg_title(FILE *f, double x, double y, const char *text);
+void svg_subtitle(FILE *f, double x, double y, const char *text);
+
+/* Markers centred on (cx, cy), 14 and 10 px across (no newline after). */
+void svg_diamond(FILE *f, double cx, double cy, const char *fill, const char *stroke);
+void svg_square(FILE *f, double cx, double cy, const char *fill, const char *stroke);
+
+/* A legend: a column of entries under a bold heading, in <g class="legend">.
+ * Each entry goes gap pixels below the previous line (svg_legend_next gives
+ * its baseline, for the caller's marker at x); its label starts text_dx
+ * right of x, size px high. */
+typedef struct svg_legend {
+    FILE *f;
+    double x, y;          /* the last line's baseline */
+    double text_dx, size;
+} svg_legend;
+void svg_legend_begin(svg_legend *lg, FILE *f, double x, double y, double text_dx, double size, const char *title);
+/* another heading, gap below the last line */
+void svg_legend_heading(svg_legend *lg, double gap, const char *title);
+double svg_legend_next(svg_legend *lg, double gap);
+void svg_legend_label(const svg_legend *lg, const char *text);
+void svg_legend_end(const svg_legend *lg);
 
 /* Grid, axis lines, ticks, tick labels and axis titles of a plot whose
  * area is the rectangle spanned by the two axes' pixel ranges.  The groups

@@ -350,81 +350,132 @@ remat_status remat_trace_run_times(const remat_trace *t, remat_run_times *out)
 
 /* ---- Chrome trace-event JSON ------------------------------------------------ */
 
-static void jstr(FILE *f, const char *s)
+/* a time in microseconds, from nanoseconds */
+static void us(remat_jsonw *w, const char *key, uint64_t ns) { remat_jsonw_num(w, key, (double)ns / 1e3); }
+
+static void counter(remat_jsonw *w, const char *name, uint64_t ns, uint64_t v)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c > 0x7e) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
+    remat_jsonw_newline(w);
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "name", name);
+    remat_jsonw_str(w, "ph", "C");
+    remat_jsonw_int(w, "pid", 1);
+    us(w, "ts", ns);
+    remat_jsonw_object(w, "args");
+    remat_jsonw_uint(w, "bytes", v);
+    remat_jsonw_end(w);
+    remat_jsonw_end(w);
 }
 
-/* microseconds, to the nanosecond */
-static void us(FILE *f, const char *key, uint64_t ns)
+/* the metadata event naming the process or its thread */
+static void meta(remat_jsonw *w, const char *name, const char *value)
 {
-    fprintf(f, ",\"%s\":%llu.%03u", key, (unsigned long long)(ns / 1000), (unsigned)(ns % 1000));
+    remat_jsonw_newline(w);
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "name", name);
+    remat_jsonw_str(w, "ph", "M");
+    remat_jsonw_int(w, "pid", 1);
+    remat_jsonw_int(w, "tid", 1);
+    remat_jsonw_object(w, "args");
+    remat_jsonw_str(w, "name", value);
+    remat_jsonw_end(w);
+    remat_jsonw_end(w);
 }
 
-static void counter(FILE *f, const char *name, uint64_t ns, uint64_t v)
+/* a complete event ("ph": "X") on the one thread track; its args are left
+ * open for the caller */
+static void complete(remat_jsonw *w, const remat_trace *t, const char *name, const char *cat, uint64_t t0,
+                     uint64_t t1, uint64_t cpu)
 {
-    fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"C\",\"pid\":1", name);
-    us(f, "ts", ns);
-    fprintf(f, ",\"args\":{\"bytes\":%llu}}", (unsigned long long)v);
+    remat_jsonw_newline(w);
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "name", name);
+    remat_jsonw_str(w, "cat", cat);
+    remat_jsonw_str(w, "ph", "X");
+    remat_jsonw_int(w, "pid", 1);
+    remat_jsonw_int(w, "tid", 1);
+    us(w, "ts", t0);
+    us(w, "dur", t1 - t0);
+    if (t->threads == 1) us(w, "tdur", cpu);
+    remat_jsonw_object(w, "args");
 }
 
-static void write_json(FILE *f, const remat_trace *t, uint64_t first, uint64_t last)
+static void write_json(remat_jsonw *w, const remat_trace *t, uint64_t first, uint64_t last)
 {
     const remat_config *c = &t->cfg;
     uint64_t t0 = UINT64_MAX;   /* times from the first step written */
     for (size_t k = 0; k < t->nst; k++)
         if (t->st[k].step >= first && t->st[k].step <= last && t->st[k].t0 < t0) t0 = t->st[k].t0;
-    const char *dt = c->dtype == REMAT_DTYPE_BF16 ? "bf16" : "fp32";
-    fputs("{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"format\":\"remat-trace\",\"version\":1,\"remat\":", f);
-    jstr(f, remat_version());
-    fprintf(f, ",\"config\":{\"n_layer\":%d,\"n_embd\":%d,\"n_head\":%d,\"vocab\":%d,\"max_seq\":%d,\"batch\":%d,"
-               "\"seq\":%d,\"dropout\":%.9g,\"attention\":\"%s\",\"lmhead_chunk\":%d,\"dtype\":\"%s\"},\"cpu\":",
-            c->n_layer, c->n_embd, c->n_head, c->vocab, c->max_seq, c->batch, c->seq, (double)c->dropout,
-            c->attention == REMAT_ATTENTION_FLASH ? "flash" : "naive", c->lmhead_chunk, dt);
-    jstr(f, t->cpu);
-    fprintf(f, ",\"threads\":%d,\"gemm\":\"%s\"},\n\"traceEvents\":[\n", t->threads, remat_gemm_name(t->gemm));
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "displayTimeUnit", "ms");
+    remat_jsonw_newline(w);
+    remat_jsonw_object(w, "otherData");
+    remat_jsonw_str(w, "format", "remat-trace");
+    remat_jsonw_int(w, "version", 1);
+    remat_jsonw_str(w, "remat", remat_version());
+    remat_jsonw_object(w, "config");
+    remat_jsonw_int(w, "n_layer", c->n_layer);
+    remat_jsonw_int(w, "n_embd", c->n_embd);
+    remat_jsonw_int(w, "n_head", c->n_head);
+    remat_jsonw_int(w, "vocab", c->vocab);
+    remat_jsonw_int(w, "max_seq", c->max_seq);
+    remat_jsonw_int(w, "batch", c->batch);
+    remat_jsonw_int(w, "seq", c->seq);
+    remat_jsonw_float(w, "dropout", c->dropout);
+    remat_jsonw_str(w, "attention", c->attention == REMAT_ATTENTION_FLASH ? "flash" : "naive");
+    remat_jsonw_int(w, "lmhead_chunk", c->lmhead_chunk);
+    remat_jsonw_str(w, "dtype", c->dtype == REMAT_DTYPE_BF16 ? "bf16" : "fp32");
+    remat_jsonw_end(w);
+    remat_jsonw_str(w, "cpu", t->cpu);
+    remat_jsonw_int(w, "threads", t->threads);
+    remat_jsonw_str(w, "gemm", remat_gemm_name(t->gemm));
+    remat_jsonw_end(w);
+    remat_jsonw_newline(w);
+    remat_jsonw_array(w, "traceEvents");
+    meta(w, "process_name", "remat");
+    meta(w, "thread_name", "schedule");
     /* with one thread, "tdur" is the thread's CPU time (Trace Event Format's
      * thread clock), which calibration prefers */
-    fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"remat\"}},\n"
-          "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"schedule\"}}", f);
     const remat_table *tb = remat_table_of(c);
     for (size_t k = 0; k < t->nst; k++) {
         const tstep *s = &t->st[k];
         if (s->step < first || s->step > last) continue;
-        fprintf(f, ",\n{\"name\":\"step %llu\",\"cat\":\"step\",\"ph\":\"X\",\"pid\":1,\"tid\":1",
-                (unsigned long long)s->step);
-        us(f, "ts", s->t0 - t0);
-        us(f, "dur", s->t1 - s->t0);
-        if (t->threads == 1) us(f, "tdur", s->c1 - s->c0);
-        fprintf(f, ",\"args\":{\"step\":%llu,\"policy\":", (unsigned long long)s->step);
-        jstr(f, t->pol[s->policy]);
-        fprintf(f, ",\"instructions\":%zu,\"ok\":%s}}", s->count, s->ok ? "true" : "false");
+        char name[160];
+        snprintf(name, sizeof name, "step %llu", (unsigned long long)s->step);
+        complete(w, t, name, "step", s->t0 - t0, s->t1 - t0, s->c1 - s->c0);
+        remat_jsonw_uint(w, "step", s->step);
+        remat_jsonw_str(w, "policy", t->pol[s->policy]);
+        remat_jsonw_uint(w, "instructions", s->count);
+        remat_jsonw_bool(w, "ok", s->ok);
+        remat_jsonw_end(w);
+        remat_jsonw_end(w);
         for (size_t j = s->first; j < s->first + s->count; j++) {
             const tev *e = &t->ev[j];
             const char *kn = remat_instr_kind_name((remat_instr_kind)e->kind), *tn = e->kind == REMAT_I_UPDATE ? "" : tb->defs[e->tid].name;
-            fprintf(f, ",\n{\"name\":\"%s%s%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":1", kn, *tn ? " " : "", tn, kn);
-            us(f, "ts", e->t0 - t0);
-            us(f, "dur", e->t1 - e->t0);
-            if (t->threads == 1) us(f, "tdur", e->cpu);
-            fprintf(f, ",\"args\":{\"step\":%llu,\"i\":%u,\"op\":\"%s\",\"tensor\":\"%s\",\"layer\":%d,\"flops\":%.17g,"
-                       "\"live_bytes\":%llu,\"peak_bytes\":%llu,\"step_bytes\":%llu,\"step_peak_bytes\":%llu}}",
-                    (unsigned long long)s->step, e->i, kn, tn, e->layer, e->flops, (unsigned long long)e->live,
-                    (unsigned long long)e->peak, (unsigned long long)e->total, (unsigned long long)e->total_peak);
+            snprintf(name, sizeof name, "%s%s%s", kn, *tn ? " " : "", tn);
+            complete(w, t, name, kn, e->t0 - t0, e->t1 - t0, e->cpu);
+            remat_jsonw_uint(w, "step", s->step);
+            remat_jsonw_uint(w, "i", e->i);
+            remat_jsonw_str(w, "op", kn);
+            remat_jsonw_str(w, "tensor", tn);
+            remat_jsonw_int(w, "layer", e->layer);
+            remat_jsonw_num(w, "flops", e->flops);
+            remat_jsonw_uint(w, "live_bytes", e->live);
+            remat_jsonw_uint(w, "peak_bytes", e->peak);
+            remat_jsonw_uint(w, "step_bytes", e->total);
+            remat_jsonw_uint(w, "step_peak_bytes", e->total_peak);
+            remat_jsonw_end(w);
+            remat_jsonw_end(w);
             /* memory: the peak while it runs, then what stays live */
-            counter(f, "activation bytes", e->t0 - t0, e->peak);
-            counter(f, "step bytes", e->t0 - t0, e->total_peak);
-            counter(f, "activation bytes", e->t1 - t0, e->live);
-            counter(f, "step bytes", e->t1 - t0, e->total);
+            counter(w, "activation bytes", e->t0 - t0, e->peak);
+            counter(w, "step bytes", e->t0 - t0, e->total_peak);
+            counter(w, "activation bytes", e->t1 - t0, e->live);
+            counter(w, "step bytes", e->t1 - t0, e->total);
         }
     }
-    fputs("\n]}\n", f);
+    remat_jsonw_newline(w);
+    remat_jsonw_end(w);
+    remat_jsonw_end(w);
 }
 
 remat_status remat_trace_save(const remat_trace *t, uint64_t first, uint64_t last, const char *path)
@@ -435,9 +486,16 @@ remat_status remat_trace_save(const remat_trace *t, uint64_t first, uint64_t las
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
     if (!f) return remat_fail(REMAT_ERR_NOMEM, "out of memory writing %s", path);
-    write_json(f, t, first, last);
-    if (fclose(f)) { free(buf); return remat_fail(REMAT_ERR_NOMEM, "out of memory writing %s", path); }
-    remat_status st = remat_write_file_atomic(path, buf, n);
+    remat_jsonw *w = NULL;
+    remat_status st = remat_jsonw_create(f, 0, &w);
+    if (!st) {
+        write_json(w, t, first, last);
+        st = remat_jsonw_finish(w);
+        remat_jsonw_free(w);
+    }
+    if (fclose(f) && !st) st = remat_fail(REMAT_ERR_NOMEM, "out of memory writing %s", path);
+    if (st) { free(buf); return st; }
+    st = remat_write_file_atomic(path, buf, n);
     free(buf);
     return st;
 }

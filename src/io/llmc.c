@@ -41,7 +41,7 @@ remat_status remat_llmc_layout(const remat_wsrc *s, remat_wlayout *ly)
         return remat_fail(REMAT_ERR_FORMAT, "%s: llm.c checkpoint version %d; only version 3 (float32, padded "
                           "vocabulary) is supported", s->name, (int)h[1]);
     int maxT = h[2], V = h[3], L = h[4], NH = h[5], C = h[6], Vpf = h[7];
-    if (maxT < 1 || V < 2 || L < 1 || NH < 1 || C < 1 || Vpf < V || Vpf > (1 << 24) + 64)
+    if (maxT < 1 || V < REMAT_MIN_VOCAB || L < 1 || NH < 1 || C < 1 || Vpf < V || Vpf > REMAT_MAX_VOCAB + 64)
         return remat_fail(REMAT_ERR_FORMAT, "%s: corrupt llm.c header: maxT %d, V %d, L %d, NH %d, C %d, "
                           "padded V %d", s->name, maxT, V, L, NH, C, Vpf);
     ly->format = REMAT_WEIGHTS_LLMC;

@@ -86,10 +86,10 @@ static remat_status st_meta(st_parser *j)
             char *end;
             errno = 0;
             long h = strtol(v, &end, 10);
-            if (!*v || *end || errno || h < 1 || h > 65536 || *v < '1' || *v > '9') {
+            if (!*v || *end || errno || h < 1 || h > REMAT_MAX_EMBD || *v < '1' || *v > '9') {
                 free(v);
-                return remat_fail(REMAT_ERR_FORMAT, "%s: __metadata__ n_head must be a whole number in [1, 65536]",
-                                  js->src);
+                return remat_fail(REMAT_ERR_FORMAT, "%s: __metadata__ n_head must be a whole number in [1, %d]",
+                                  js->src, REMAT_MAX_EMBD);
             }
             j->n_head = (int)h;
         }
@@ -349,9 +349,9 @@ static remat_status st_index(const remat_wsrc *s, st_parser *j, long gidx[G_N], 
         if (k == -1)
             return remat_fail(REMAT_ERR_FORMAT, "%s: unknown tensor '%.200s' (not part of a GPT-2 model)", s->name,
                               j->e[i].name);
-        if (k >= 0 && k < 100 && l >= 4096)
-            return remat_fail(REMAT_ERR_FORMAT, "%s: tensor %.200s: block index %ld is over remat's limit of 4096 "
-                              "layers", s->name, j->e[i].name, l);
+        if (k >= 0 && k < 100 && l >= REMAT_MAX_LAYERS)
+            return remat_fail(REMAT_ERR_FORMAT, "%s: tensor %.200s: block index %ld is over remat's limit of %d "
+                              "layers", s->name, j->e[i].name, l, REMAT_MAX_LAYERS);
         if (k >= 100) gidx[k - 100] = (long)i;
         if (k >= 0 && k < 100 && l > maxl) maxl = l;
     }
@@ -375,11 +375,12 @@ static remat_status st_model_shape(const remat_wsrc *s, const st_parser *j, cons
 {
     remat_status st;
     const st_entry *wte = &j->e[gidx[G_WTE]], *wpe = &j->e[gidx[G_WPE]];
-    if (wte->rank != 2 || wpe->rank != 2 || wte->shape[1] != wpe->shape[1] || wte->shape[0] < 2 ||
-        wte->shape[0] > (1 << 24) || wte->shape[1] < 1 || wte->shape[1] > 65536 || wpe->shape[0] < 1 ||
-        wpe->shape[0] > (1 << 20))
-        return remat_fail(REMAT_ERR_FORMAT, "%s: wte.weight must be [V, C] and wpe.weight [maxT, C] with V in "
-                          "[2, 2^24], C in [1, 65536], maxT in [1, 2^20]", s->name);
+    if (wte->rank != 2 || wpe->rank != 2 || wte->shape[1] != wpe->shape[1] || wte->shape[0] < REMAT_MIN_VOCAB ||
+        wte->shape[0] > REMAT_MAX_VOCAB || wte->shape[1] < 1 || wte->shape[1] > REMAT_MAX_EMBD || wpe->shape[0] < 1 ||
+        wpe->shape[0] > REMAT_MAX_SEQ)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: wte.weight must be [V, C] and wpe.weight [maxT, C] with V in [%d, %d], "
+                          "C in [1, %d], maxT in [1, %d]", s->name, REMAT_MIN_VOCAB, REMAT_MAX_VOCAB, REMAT_MAX_EMBD,
+                          REMAT_MAX_SEQ);
     uint64_t V = wte->shape[0], C = wte->shape[1], T = wpe->shape[0];
     if ((st = shape_is(s, wte, V, C, 2)) || (st = shape_is(s, wpe, T, C, 2)) ||
         (st = shape_is(s, &j->e[gidx[G_LNFW]], C, 0, 1)) || (st = shape_is(s, &j->e[gidx[G_LNFB]], C, 0, 1)))

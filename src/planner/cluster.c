@@ -152,11 +152,18 @@ remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster 
     return REMAT_OK;
 }
 
+/* The formula's three terms, 72 G L s h^2 + 12 G L s^2 h + 6 G s h V, are
+ * whole numbers: summed exactly in 128 bits (the config and cluster limits keep
+ * them below 2^115) and rounded once, so the figure is the nearest double to the
+ * exact count, "to the FLOP" wherever a double holds it. */
+__extension__ typedef unsigned __int128 flops128;
+
 double remat_cluster_model_flops(const remat_config *c, const remat_cluster *cl)
 {
-    double G = cl->global_batch ? cl->global_batch : (double)c->batch * cl->dp;
-    double L = c->n_layer, s = c->seq, h = c->n_embd, V = remat_config_padded_vocab(c);
-    return 72.0 * G * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L));
+    flops128 G = cl->global_batch ? (flops128)cl->global_batch : (flops128)c->batch * (flops128)cl->dp;
+    flops128 L = (flops128)c->n_layer, s = (flops128)c->seq, h = (flops128)c->n_embd;
+    flops128 V = (flops128)remat_config_padded_vocab(c);
+    return (double)(72 * G * L * s * h * h + 12 * G * L * s * s * h + 6 * G * s * h * V);
 }
 
 /* ---- the evaluation context ----------------------------------------------- */

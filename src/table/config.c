@@ -81,8 +81,9 @@ int remat_config_same(const remat_config *a, const remat_config *b)
            remat_config_tied(a) == remat_config_tied(b) && same_scaling(&a->rope_scaling, &b->rope_scaling);
 }
 
-/* Limits keep every derived size (and int indexing of rows) in range. */
-#define MAX_DIM (1 << 24)
+/* The limits are remat.h's (REMAT_MAX_LAYERS ...); rows of batch*seq are
+ * capped so that rows*cols stays in 31 bits for int-indexed kernels. */
+#define MAX_ROWS ((uint64_t)1 << 30)
 
 /* The architecture's fields: GPT-2 has one value for each (its table's
  * shapes are written for it); Llama takes them all. */
@@ -139,14 +140,20 @@ remat_status remat_config_check(const remat_config *c)
 {
     remat_status st;
     if (!c) return remat_fail(REMAT_ERR_INVALID, "config is NULL");
-    if (c->n_layer < 1 || c->n_layer > 4096) return remat_fail(REMAT_ERR_INVALID, "layers must be in [1, 4096], got %d", c->n_layer);
-    if (c->n_embd < 1 || c->n_embd > 65536) return remat_fail(REMAT_ERR_INVALID, "dim must be in [1, 65536], got %d", c->n_embd);
+    if (c->n_layer < 1 || c->n_layer > REMAT_MAX_LAYERS)
+        return remat_fail(REMAT_ERR_INVALID, "layers must be in [1, %d], got %d", REMAT_MAX_LAYERS, c->n_layer);
+    if (c->n_embd < 1 || c->n_embd > REMAT_MAX_EMBD)
+        return remat_fail(REMAT_ERR_INVALID, "dim must be in [1, %d], got %d", REMAT_MAX_EMBD, c->n_embd);
     if (c->n_head < 1 || c->n_head > c->n_embd) return remat_fail(REMAT_ERR_INVALID, "heads must be in [1, dim=%d], got %d", c->n_embd, c->n_head);
     if ((st = check_arch(c))) return st;
-    if (c->vocab < 2 || c->vocab > MAX_DIM) return remat_fail(REMAT_ERR_INVALID, "vocab must be in [2, %d], got %d", MAX_DIM, c->vocab);
-    if (c->seq < 1 || c->seq > 1 << 20) return remat_fail(REMAT_ERR_INVALID, "seq must be in [1, 1048576], got %d", c->seq);
-    if (c->max_seq < c->seq || c->max_seq > 1 << 20) return remat_fail(REMAT_ERR_INVALID, "max_seq must be in [seq=%d, 1048576], got %d", c->seq, c->max_seq);
-    if (c->batch < 1 || c->batch > 1 << 20) return remat_fail(REMAT_ERR_INVALID, "batch must be in [1, 1048576], got %d", c->batch);
+    if (c->vocab < REMAT_MIN_VOCAB || c->vocab > REMAT_MAX_VOCAB)
+        return remat_fail(REMAT_ERR_INVALID, "vocab must be in [%d, %d], got %d", REMAT_MIN_VOCAB, REMAT_MAX_VOCAB, c->vocab);
+    if (c->seq < 1 || c->seq > REMAT_MAX_SEQ)
+        return remat_fail(REMAT_ERR_INVALID, "seq must be in [1, %d], got %d", REMAT_MAX_SEQ, c->seq);
+    if (c->max_seq < c->seq || c->max_seq > REMAT_MAX_SEQ)
+        return remat_fail(REMAT_ERR_INVALID, "max_seq must be in [seq=%d, %d], got %d", c->seq, REMAT_MAX_SEQ, c->max_seq);
+    if (c->batch < 1 || c->batch > REMAT_MAX_BATCH)
+        return remat_fail(REMAT_ERR_INVALID, "batch must be in [1, %d], got %d", REMAT_MAX_BATCH, c->batch);
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) return remat_fail(REMAT_ERR_INVALID, "dropout must be in [0, 1), got %g", (double)c->dropout);
     if (c->attention != REMAT_ATTENTION_NAIVE && c->attention != REMAT_ATTENTION_FLASH)
         return remat_fail(REMAT_ERR_INVALID, "attention must be naive or flash");
@@ -156,7 +163,8 @@ remat_status remat_config_check(const remat_config *c)
     if (c->framework != REMAT_FRAMEWORK_REMAT && c->framework != REMAT_FRAMEWORK_MEGATRON &&
         c->framework != REMAT_FRAMEWORK_PYTORCH)
         return remat_fail(REMAT_ERR_INVALID, "framework must be remat, megatron or pytorch, got %d", (int)c->framework);
-    if (c->tp < 0 || c->tp > 1024) return remat_fail(REMAT_ERR_INVALID, "tensor-parallel size must be in [1, 1024], got %d", c->tp);
+    if (c->tp < 0 || c->tp > REMAT_MAX_TP)
+        return remat_fail(REMAT_ERR_INVALID, "tensor-parallel size must be in [1, %d], got %d", REMAT_MAX_TP, c->tp);
     int T = remat_config_tp(c);
     if (c->sp != 0 && c->sp != 1) return remat_fail(REMAT_ERR_INVALID, "sp must be 0 or 1, got %d", c->sp);
     if (c->stage != REMAT_STAGE_WHOLE && c->stage != REMAT_STAGE_FIRST)
@@ -183,7 +191,7 @@ remat_status remat_config_check(const remat_config *c)
     uint64_t qkv = remat_mul(NH + 2 * KV, hs, &ok);
     if (qkv > wide) wide = qkv;
     uint64_t fc = remat_mul(N, wide, &ok);
-    if (!ok || N > (uint64_t)MAX_DIM * 64 || att > (1ULL << 40) || logits > (1ULL << 40) || fc > (1ULL << 40) ||
+    if (!ok || N > MAX_ROWS || att > (1ULL << 40) || logits > (1ULL << 40) || fc > (1ULL << 40) ||
         wide > (1ULL << 24))
         return remat_fail(REMAT_ERR_RANGE, "sizes overflow: batch*seq=%llu rows is too large for this model; reduce batch or seq",
                           (unsigned long long)N);
