@@ -21,8 +21,9 @@ and each config a Config.  Every policy of a config runs remat once; the
 torch reference is computed once and every dump is compared with it (and
 with the first dump, which it must equal bit for bit).
 
-This module imports torch: import it after the test has reported a skip for
-a missing torch (tests/harness.py).
+A test imports this module, then calls require(its name), which skips it
+(tests/harness.py, exit 77) when torch or numpy is missing, before it
+imports torch itself.
 """
 import collections
 import math
@@ -33,12 +34,24 @@ import tempfile
 import time
 import traceback
 
-import numpy as np
-import torch
+from harness import report, skip
 
-from harness import report
+try:
+    import numpy as np
+    import torch
+    MISSING = None
+    torch.set_num_threads(2)
+except ImportError as e:
+    MISSING = e
 
-torch.set_num_threads(2)
+
+def require(name):
+    """skips the test called name when torch or numpy is missing"""
+    if MISSING is not None:
+        skip(name, "the PyTorch oracle did not run: python3-torch/numpy missing (%s); "
+             "install Debian's python3-torch and python3-numpy" % MISSING)
+
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # remat's optimizer as tests/tool_oracle.c sets it
@@ -177,10 +190,10 @@ def reference(model, d, steps):
     return ref
 
 
-def compare(model, cfg, d, ref, tol, check):
+def compare(model, d, ref, tol, check):
     """Checks one dump against the reference; returns its measurements
     {what: (error, where)}."""
-    V, Vp, STEPS = d["V"], d["Vp"], d["STEPS"]
+    V, STEPS = d["V"], d["STEPS"]
     meas = {}
     e = rel(d["logits"][..., :V], ref["logits"][..., :V])
     meas["logits_rel"] = (e, "")
@@ -305,7 +318,7 @@ def run_config(model, cfg, tol, tool, tmp):
                   % (policy, first[0], " (so its errors are those above)" if same else ""))
             if same:
                 continue
-        for k, v in compare(model, cfg, d, ref, tol, check).items():  # the worst over the policies
+        for k, v in compare(model, d, ref, tol, check).items():  # the worst over the policies
             if k not in meas or v[0] > meas[k][0]:
                 meas[k] = v
     return fails, meas

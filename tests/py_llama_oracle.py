@@ -51,17 +51,11 @@ under CI=true, since this test is marked REMAT_TEST_REQUIRED.
 import math
 import sys
 
-from harness import skip
-
-try:
-    import numpy as np  # noqa: F401 (oracle_lib needs it)
-    import torch
-    import torch.nn.functional as F
-except ImportError as e:
-    skip("py_llama_oracle", "the PyTorch oracle did not run: python3-torch/numpy missing (%s); "
-         "install Debian's python3-torch and python3-numpy" % e)
-
 import oracle_lib as ol
+
+ol.require("py_llama_oracle")
+import torch  # noqa: E402 (after the skip for a missing torch)
+import torch.nn.functional as F  # noqa: E402
 
 STEPS = 4
 
@@ -171,7 +165,7 @@ def inv_freq(d):
 
 def bands(d):
     """how many RoPE frequencies are kept, interpolated and divided (llama3)"""
-    w = 2 * math.pi / (d["rope_theta"] ** (-torch.arange(0, d["hs"], 2, dtype=torch.float64) / d["hs"]))
+    w = 2 * math.pi / inv_freq(dict(d, rope_type=0))
     L0 = float(d["rope_orig"])
     hi, lo = int((w < L0 / d["rope_high"]).sum()), int((w > L0 / d["rope_low"]).sum())
     return hi, len(w) - hi - lo, lo

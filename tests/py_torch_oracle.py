@@ -33,17 +33,11 @@ import math
 import os
 import sys
 
-from harness import skip
-
-try:
-    import numpy as np  # noqa: F401 (oracle_lib needs it)
-    import torch
-    import torch.nn.functional as F
-except ImportError as e:
-    skip("py_torch_oracle", "the PyTorch oracle did not run: python3-torch/numpy missing (%s); "
-         "install Debian's python3-torch and python3-numpy" % e)
-
 import oracle_lib as ol
+
+ol.require("py_torch_oracle")
+import torch  # noqa: E402 (after the skip for a missing torch)
+import torch.nn.functional as F  # noqa: E402
 
 CONFIGS = [
     ol.config("a: L2 C64 NH4 V256 T16 B3", 2, 64, 4, 256, 16, 3, 10),
