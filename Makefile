@@ -121,10 +121,10 @@ test: deps all
 SAN_OPT     = -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 SAN_LDFLAGS = -fopenmp -fsanitize=address,undefined
 # The other GEMM engine: a GEMM=cblas build (OpenBLAS alone, fp32 only)
-# runs the kernels' tests, the bitwise policy matrix and the PyTorch oracle
-# (fp32 configs: bf16 needs oneDNN; test_schedule reports its bf16 half as
-# skipped, exit 77, which is expected here), and tests/cblas_errors.sh: what
-# needs oneDNN is refused in one line.
+# runs the kernels' tests, the bitwise policy matrix and the PyTorch oracles
+# of GPT-2 and Llama (fp32 configs: bf16 needs oneDNN; test_schedule reports
+# its bf16 half as skipped, exit 77, which is expected here), and
+# tests/cblas_errors.sh: what needs oneDNN is refused in one line.
 test-cblas:
 	@$(MAKE) --no-print-directory GEMM=cblas BUILD=build-cblas build-cblas/tests/test_schedule \
 	    build-cblas/tests/test_kernels build-cblas/tests/test_flash build-cblas/tests/tool_oracle build-cblas/remat
@@ -134,8 +134,9 @@ test-cblas:
 	    build-cblas/tests/$$t > build-cblas/tests/$$t.log 2>&1; rc=$$?; \
 	    if [ $$rc = 0 ] || [ $$rc = 77 ]; then echo "ok    $$t (cblas)"; \
 	    else echo "FAIL  $$t (cblas)"; tail -n 20 build-cblas/tests/$$t.log; exit 1; fi; done
-	@BUILD=build-cblas REMAT_ORACLE_DTYPES=fp32 /usr/bin/python3 tests/py_torch_oracle.py > build-cblas/tests/oracle.log 2>&1 \
-	    && echo "ok    py_torch_oracle (cblas)" || { echo "FAIL  py_torch_oracle (cblas)"; tail -n 30 build-cblas/tests/oracle.log; exit 1; }
+	@for t in py_torch_oracle py_llama_oracle; do \
+	    BUILD=build-cblas REMAT_ORACLE_DTYPES=fp32 /usr/bin/python3 tests/$$t.py > build-cblas/tests/$$t.log 2>&1 \
+	    && echo "ok    $$t (cblas)" || { echo "FAIL  $$t (cblas)"; tail -n 30 build-cblas/tests/$$t.log; exit 1; }; done
 
 test-sanitize: deps
 	@$(MAKE) --no-print-directory BUILD=build-san OPT="$(SAN_OPT)" LDFLAGS="$(SAN_LDFLAGS)" all

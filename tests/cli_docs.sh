@@ -34,7 +34,8 @@ for pair in -ldnnl:oneDNN openblas:OpenBLAS -fopenmp:OpenMP -ljansson:Jansson -l
 done
 
 # ---- the oracle's configs ----------------------------------------------------------------
-n=$(awk '/^CONFIGS = \[/ { on = 1; next } on && /^]/ { exit } on && /^ *\("/ { n++ } END { print n + 0 }' \
+# (one entry a line: oracle_lib.config("name", ...))
+n=$(awk '/^CONFIGS = \[/ { on = 1; next } on && /^]/ { exit } on && /^ *ol\.config\("/ { n++ } END { print n + 0 }' \
     tests/py_torch_oracle.py)
 [ "$n" -gt 0 ] && ok || bad "no configs found in tests/py_torch_oracle.py's CONFIGS"
 # the README's bullet on the oracle, up to the next bullet
