@@ -349,6 +349,28 @@ int cli_parse_policy(const char *flag, const char *v, void *field)
     return 1;
 }
 
+/* --rope-scaling llama3:FACTOR:LOW:HIGH:ORIG (Hugging Face's rope_scaling of
+ * type "llama3": factor, low_freq_factor, high_freq_factor,
+ * original_max_position_embeddings), or none */
+static int parse_rope_scaling(const char *flag, const char *v, void *field)
+{
+    remat_rope_scaling *r = field;
+    memset(r, 0, sizeof *r);
+    if (!strcmp(v, "none")) return 1;
+    double f, lo, hi;
+    int orig, n = 0;
+    if (sscanf(v, "llama3:%lf:%lf:%lf:%d%n", &f, &lo, &hi, &orig, &n) == 4 && !v[n]) {
+        *r = (remat_rope_scaling){ REMAT_ROPE_LLAMA3, f, lo, hi, orig };
+        return 1;
+    }
+    cli_error("%s expects none or llama3:FACTOR:LOW_FREQ_FACTOR:HIGH_FREQ_FACTOR:ORIGINAL_MAX_POSITION "
+              "(e.g. llama3:8:1:4:8192), got '%s'", flag, v);
+    return 0;
+}
+
+static const cli_choice arch_choices[] = {
+    {"gpt2", REMAT_ARCH_GPT2, 0}, {"llama", REMAT_ARCH_LLAMA, 0}, {NULL, 0, 0},
+};
 static const cli_choice attention_choices[] = {
     {"naive", REMAT_ATTENTION_NAIVE, 0}, {"flash", REMAT_ATTENTION_FLASH, 0}, {NULL, 0, 0},
 };
@@ -389,6 +411,22 @@ static const cli_flag config_flags[] = {
      "--framework megatron --help' plans a GPU cluster run (train, bench\n"
      "and profile run remat's own table only)"},
     {"--tp", "T", CLI_FLAG_INT, CFG(tp), 1, REMAT_MAX_TP, NULL, NULL, "tensor parallelism over T GPUs (with --framework)"},
+    {"--arch", "A", CLI_FLAG_CHOICE, CFG(arch), 0, 0, arch_choices, NULL,
+     "the model family: gpt2 (default) or llama (RMSNorm, RoPE, SwiGLU,\n"
+     "grouped-query attention, no biases, the head tied or not)"},
+    {"--kv-heads", "KV", CLI_FLAG_INT, CFG(n_kv_head), 1, REMAT_MAX_EMBD, NULL, NULL,
+     "llama: key/value heads, dividing --heads (default: --heads)"},
+    {"--ffn-dim", "F", CLI_FLAG_INT, CFG(ffn_dim), 1, 1 << 20, NULL, NULL,
+     "llama: the MLP width (default 256 ceil(8C/3 / 256))"},
+    {"--head-dim", "HS", CLI_FLAG_INT, CFG(head_dim), 2, 65536, NULL, NULL, "llama: the head size, even (default C/H)"},
+    {"--rope-theta", "X", CLI_FLAG_DOUBLE, CFG(rope_theta), 1e-6, 1e12, NULL, NULL, "llama: the RoPE base (default 10000)"},
+    {"--rope-scaling", "S", CLI_FLAG_CUSTOM, CFG(rope_scaling), 0, 0, NULL, parse_rope_scaling,
+     "llama: none (default) or llama3:FACTOR:LOW:HIGH:ORIG, Llama 3.1's\n"
+     "frequency scaling (e.g. llama3:8:1:4:8192)"},
+    {"--norm-eps", "E", CLI_FLAG_DOUBLE, CFG(norm_eps), 1e-30, 0.5, NULL, NULL,
+     "the norm's epsilon (default 1e-5 gpt2, 1e-6 llama)"},
+    {"--tie-embeddings", NULL, CLI_FLAG_SWITCH, CFG(tie_embeddings), 0, 0, NULL, NULL,
+     "llama: the LM head is the token embedding (gpt2 always is)"},
     {"--sp", NULL, CLI_FLAG_SWITCH, CFG(sp), 0, 0, NULL, NULL, "sequence parallelism (with --framework and --tp)"},
 };
 #undef CFG
@@ -414,8 +452,13 @@ int cli_config_flag(remat_config *c, int argc, char **argv, int *i)
 
 void cli_config_print(FILE *f, const remat_config *c)
 {
-    fprintf(f, "model: %d layers, dim %d, %d heads, vocab %d (padded %d), %llu params | step: batch %d x seq %d, dropout %g",
-            c->n_layer, c->n_embd, c->n_head, c->vocab, remat_config_padded_vocab(c),
+    fprintf(f, "model: %s%d layers, dim %d, %d heads", c->arch == REMAT_ARCH_GPT2 ? "" : "llama, ", c->n_layer, c->n_embd,
+            c->n_head);
+    if (c->arch != REMAT_ARCH_GPT2)
+        fprintf(f, " (%d kv, head dim %d), ffn %d, %s", remat_config_kv_heads(c), remat_config_head_dim(c),
+                remat_config_ffn_dim(c), remat_config_tied(c) ? "tied" : "untied");
+    fprintf(f, ", vocab %d (padded %d), %llu params | step: batch %d x seq %d, dropout %g",
+            c->vocab, remat_config_padded_vocab(c),
             (unsigned long long)remat_config_num_params(c), c->batch, c->seq, (double)c->dropout);
     if (c->attention == REMAT_ATTENTION_FLASH) fprintf(f, ", flash attention");
     if (c->lmhead_chunk > 0) fprintf(f, ", lm head chunked by %d rows", c->lmhead_chunk);
@@ -424,6 +467,19 @@ void cli_config_print(FILE *f, const remat_config *c)
         fprintf(f, " | %s table, tp %d%s%s", c->framework == REMAT_FRAMEWORK_MEGATRON ? "megatron" : "pytorch", c->tp,
                 c->sp ? ", sequence parallel" : "", c->stage == REMAT_STAGE_FIRST ? ", first pipeline stage" : "");
     fputc('\n', f);
+}
+
+void cli_json_arch(remat_jsonw *w, const remat_config *c)
+{
+    remat_jsonw_str(w, "arch", remat_arch_name(c->arch));
+    remat_jsonw_int(w, "n_kv_head", remat_config_kv_heads(c));
+    remat_jsonw_int(w, "head_dim", remat_config_head_dim(c));
+    remat_jsonw_int(w, "ffn_dim", remat_config_ffn_dim(c));
+    remat_jsonw_int(w, "tie_embeddings", remat_config_tied(c));
+    if (c->arch != REMAT_ARCH_GPT2) {
+        remat_jsonw_num(w, "rope_theta", remat_config_rope_theta(c));
+        remat_jsonw_num(w, "norm_eps", remat_config_norm_eps(c));
+    }
 }
 
 const char *cli_dtype_name(remat_dtype d) { return d == REMAT_DTYPE_BF16 ? "bf16" : "fp32"; }

@@ -161,6 +161,9 @@ int cli_parse_policy(const char *flag, const char *value, void *field);
 int cli_budget_pick(const char *cmd, uint64_t total, uint64_t act_budget, uint64_t *budget, int *act);
 
 void cli_config_print(FILE *f, const remat_config *c);
+/* the architecture's fields of c into an open JSON object: arch, n_kv_head,
+ * head_dim, ffn_dim, tie_embeddings (and rope_theta, norm_eps for llama) */
+void cli_json_arch(remat_jsonw *w, const remat_config *c);
 /* The --json output of every command goes through one JSON writer
  * (remat_jsonw, remat.h): a writer on f (flags as remat_jsonw_create's),
  * or NULL (reported) when it cannot be made. */

@@ -731,6 +731,7 @@ int bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
     remat_jsonw_int(w, "n_layer", c->n_layer);
     remat_jsonw_int(w, "n_embd", c->n_embd);
     remat_jsonw_int(w, "n_head", c->n_head);
+    cli_json_arch(w, c);
     remat_jsonw_int(w, "vocab", c->vocab);
     remat_jsonw_int(w, "padded_vocab", remat_config_padded_vocab(c));
     remat_jsonw_int(w, "max_seq", c->max_seq);

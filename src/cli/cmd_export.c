@@ -91,6 +91,7 @@ int cmd_export(int argc, char **argv)
         remat_jsonw_int(w, "n_layer", c->n_layer);
         remat_jsonw_int(w, "n_embd", c->n_embd);
         remat_jsonw_int(w, "n_head", c->n_head);
+        cli_json_arch(w, c);
         remat_jsonw_int(w, "vocab", c->vocab);
         remat_jsonw_int(w, "max_seq", c->max_seq);
         remat_jsonw_end(w);

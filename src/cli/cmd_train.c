@@ -809,6 +809,7 @@ static void summary_json(train_run *t, const run_summary *u)
     remat_jsonw_int(w, "n_layer", c->n_layer);
     remat_jsonw_int(w, "n_embd", c->n_embd);
     remat_jsonw_int(w, "n_head", c->n_head);
+    cli_json_arch(w, c);
     remat_jsonw_int(w, "vocab", c->vocab);
     remat_jsonw_int(w, "seq", c->seq);
     remat_jsonw_int(w, "batch", c->batch);
