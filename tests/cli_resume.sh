@@ -131,6 +131,24 @@ $R train $small --resume "$T/c" > "$T/c.jsonl" 2> "$T/c.err" || bad "resume besi
 [ -e "$T/c/ckpt-00000009.99999999.tmp" ] && bad "stale .tmp (older name) not removed" || ok
 [ -e "$T/c/ckpt-00000009.bin.tmp.99999999" ] && bad "stale .tmp not removed" || ok
 
+# ---- Llama: the checkpoint records the architecture; resume is exact -------------------
+llama="--arch llama --layers 2 --dim 32 --heads 4 --kv-heads 2 --ffn-dim 48 --head-dim 6 --rope-theta 5e5 \
+--rope-scaling llama3:8:1:4:16 --norm-eps 1e-5 --seq 16 --batch 4 --threads 1 --eval-every 0 --sample 0 --json --steps 10"
+$R train $llama > "$T/l.jsonl" || bad "llama run failed"
+lref=$(hash_of "$T/l.jsonl")
+$R train $llama --steps 4 --save "$T/lck" > /dev/null || bad "llama run to step 4 failed"
+# the resume takes the architecture from the checkpoint: no architecture flag needed
+$R train --resume "$T/lck" --steps 10 --threads 1 --eval-every 0 --sample 0 --json > "$T/l2.jsonl" &&
+    [ "$(hash_of "$T/l2.jsonl")" = "$lref" ] && ok || bad "llama resume: params_hash $(hash_of "$T/l2.jsonl"), want $lref"
+$PY - "$T/l2.jsonl" <<'PY' && ok || bad "llama resume: the summary does not say the architecture"
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1])][-1]
+assert (s["arch"], s["n_kv_head"], s["head_dim"], s["ffn_dim"], s["tie_embeddings"]) == ("llama", 2, 6, 48, 0), s
+assert s["rope_theta"] == 5e5 and s["norm_eps"] == 1e-5, s
+PY
+expect_err 'train --resume lck --kv-heads 4' $R train --resume "$T/lck" --steps 10 --kv-heads 4
+expect_err 'train --resume lck --arch gpt2' $R train --resume "$T/lck" --steps 10 --arch gpt2
+
 # ---- refusals -------------------------------------------------------------------------
 expect_err 'train --resume base --dim 64' $R train $small --resume "$T/base" --dim 64
 expect_err 'train --resume base --seed 9' $R train $small --resume "$T/base" --seed 9

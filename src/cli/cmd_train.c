@@ -105,6 +105,10 @@ static int check_resume_flags(const train_opts *o, const remat_checkpoint_info *
         {"--vocab", g->vocab, c->vocab}, {"--seq", g->seq, c->seq}, {"--max-seq", g->max_seq, c->max_seq},
         {"--batch", g->batch, c->batch}, {"--attention (0 naive, 1 flash)", g->attention, c->attention},
         {"--lmhead (chunk rows)", g->lmhead_chunk, c->lmhead_chunk}, {"--dtype (0 fp32, 1 bf16)", (int)g->dtype, (int)c->dtype},
+        {"--arch (0 gpt2, 1 llama)", (int)g->arch, (int)c->arch},
+        {"--kv-heads", g->n_kv_head, remat_config_kv_heads(c)}, {"--ffn-dim", g->ffn_dim, remat_config_ffn_dim(c)},
+        {"--head-dim", g->head_dim, remat_config_head_dim(c)},
+        {"--tie-embeddings", g->tie_embeddings, g->tie_embeddings == -1 ? -1 : remat_config_tied(c)},
     };
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
         if (ints[k].given != -1 && ints[k].given != ints[k].have) {
@@ -123,6 +127,20 @@ static int check_resume_flags(const train_opts *o, const remat_checkpoint_info *
                       fl[k].flag, fl[k].given, ci->file, fl[k].have);
             return 0;
         }
+    /* the architecture's doubles, compared as the config resolves them */
+    struct { const char *flag; double given, have; } dl[] = {
+        {"--rope-theta", g->rope_theta, remat_config_rope_theta(c)}, {"--norm-eps", g->norm_eps, remat_config_norm_eps(c)},
+    };
+    for (size_t k = 0; k < sizeof dl / sizeof dl[0]; k++)
+        if (dl[k].given == dl[k].given && dl[k].given != dl[k].have) {   /* not given: NaN */
+            cli_error("%s %g contradicts the checkpoint %s (%g); it comes from the checkpoint, drop the flag",
+                      dl[k].flag, dl[k].given, ci->file, dl[k].have);
+            return 0;
+        }
+    if (g->rope_scaling.type != (remat_rope_type)-1 && memcmp(&g->rope_scaling, &c->rope_scaling, sizeof c->rope_scaling)) {
+        cli_error("--rope-scaling contradicts the checkpoint %s; it comes from the checkpoint, drop the flag", ci->file);
+        return 0;
+    }
     if (o->seed_set && o->seed != ci->seed) {
         cli_error("--seed %llu contradicts the checkpoint %s (seed %llu); drop the flag",
                   (unsigned long long)o->seed, ci->file, (unsigned long long)ci->seed);
