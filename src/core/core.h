@@ -169,6 +169,11 @@ void remat_atomic_abort(remat_atomic_file *a);
  * replace that message with its own advice. */
 remat_status remat_read_file(const char *path, size_t max, char **buf, size_t *n);
 
+/* mkdir -p: creates path (parent_only: the directory path is in) and its
+ * missing parents, mode 0755.  0, or -1 with errno set (ENOTDIR when it
+ * exists as something else). */
+int remat_mkdirs(const char *path, int parent_only);
+
 /* The one sweeper of temporary files: deletes every file of dir for which
  * tmp_pid(name, arg) gives a process id > 0 that is neither this process
  * nor a live one (a live writer's file is left alone).  Errors (an
