@@ -242,7 +242,7 @@ remat_status remat_st_read(const remat_wsrc *s, int src, remat_wlayout *ly)
         ly->nt++;
         if ((st = st_tensor(s, k, v, e))) goto out;
     }
-    st = st_check_ranges(s, ly->t + first, ly->nt - first, 8 + N, s->size - 8 - N);
+    st = st_check_ranges(s, ly->nt > first ? ly->t + first : NULL, ly->nt - first, 8 + N, s->size - 8 - N);
 out:
     json_decref(root);
     free(hdr);
