@@ -1223,6 +1223,23 @@ static void test_hf_dirs(void)
             }
         remat_model_free(m);
     }
+    /* a shard exactly full: ln_1's weight and bias (C = 32: 128 bytes each)
+     * share a 256-byte shard, as huggingface_hub fills one up to the limit */
+    {
+        remat_model *g = make_model(&cfgs[0]);
+        rm_tree(d1);
+        CHECK(g && remat_weights_save_hf(g, d1, REMAT_DTYPE_FP32, 256) == REMAT_OK && check_index(d1, 256) > 0,
+              "a 256-byte limit: %s", remat_errmsg());
+        json_t *ix = json_load_file(in_dir(d1, "model.safetensors.index.json"), 0, NULL);
+        json_t *map = json_object_get(ix, "weight_map");
+        const char *a = json_string_value(json_object_get(map, "h.0.ln_1.weight")),
+                   *b = json_string_value(json_object_get(map, "h.0.ln_1.bias")),
+                   *q = json_string_value(json_object_get(map, "h.0.attn.c_attn.bias"));
+        CHECK(a && b && q && !strcmp(a, b) && strcmp(a, q), "ln_1's weight and bias fill one shard exactly (%s, %s)",
+              a ? a : "-", b ? b : "-");
+        json_decref(ix);
+        remat_model_free(g);
+    }
     /* the default shard size is Hugging Face's 5 GB, decimal */
     CHECK(REMAT_HF_SHARD_BYTES == 5000000000ULL, "5 GB");
 
