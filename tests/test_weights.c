@@ -437,6 +437,24 @@ static unsigned char *st_edit(const unsigned char *f, size_t n, const char *find
     return o;
 }
 
+/* f with find replaced by repl is refused with FORMAT, no buffer, and a
+ * one-line message holding msg */
+static void expect_corrupt(const unsigned char *f, size_t n, const char *find, const char *repl, const char *msg,
+                           const char *what, size_t k)
+{
+    size_t en;
+    unsigned char *e = st_edit(f, n, find, repl, NULL, 0, &en);
+    CHECK(e != NULL, "%s %zu: the edit applies", what, k);
+    if (!e) return;
+    remat_config sh;
+    float *p = (float *)&en;
+    remat_status st = remat_safetensors_parse(e, en, 0, &sh, &p);
+    CHECK(st == REMAT_ERR_FORMAT && !p && strstr(remat_errmsg(), msg) && !strchr(remat_errmsg(), '\n'),
+          "%s %zu (%s -> %s): status %d, message '%s' (want '%s')", what, k, find, repl, (int)st, remat_errmsg(), msg);
+    free(p);
+    free(e);
+}
+
 static void test_safetensors_variants(void)
 {
     remat_config c;
@@ -533,20 +551,11 @@ static void test_safetensors_variants(void)
         {"\"format\"", "\"format", "':' expected"},
         {"}", "}}", "end of file expected"},
         {"\"data_offsets\":[0,", "\"data_offsets\":[0,1,", "too many elements"},
+        /* a name with a newline, quoted in the message: still one line */
+        {"\"h.1.ln_2.bias\"", "\"h.1.ln_2.bias\\n\"", "unknown tensor 'h.1.ln_2.bias?'"},
     };
-    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        size_t en;
-        unsigned char *e = st_edit(f, n, bad[k].find, bad[k].repl, NULL, 0, &en);
-        CHECK(e != NULL, "edit %zu applies", k);
-        if (!e) continue;
-        p = (float *)&en;
-        remat_status st = remat_safetensors_parse(e, en, 0, &sh, &p);
-        CHECK(st == REMAT_ERR_FORMAT && !p && strstr(remat_errmsg(), bad[k].msg) && !strchr(remat_errmsg(), '\n'),
-              "corrupt %zu (%s -> %s): status %d, message '%s' (want '%s')", k, bad[k].find, bad[k].repl, (int)st,
-              remat_errmsg(), bad[k].msg);
-        free(p);
-        free(e);
-    }
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        expect_corrupt(f, n, bad[k].find, bad[k].repl, bad[k].msg, "corrupt", k);
     /* offsets: overlap, gap, out of range, extra data */
     {
         size_t en;
@@ -1002,18 +1011,8 @@ static void test_llama_files(void)
                     {"\"model.norm.weight\"", "\"model.layers.2.input_layernorm.weight\"",
                      "missing tensor model.layers.2.self_attn.q_proj.weight"},
                 };
-                for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-                    size_t en;
-                    unsigned char *e = st_edit(f, n, bad[k].find, bad[k].repl, NULL, 0, &en);
-                    CHECK(e != NULL, "llama edit %zu applies", k);
-                    if (!e) continue;
-                    remat_config sh;
-                    float *q = (float *)&en;
-                    remat_status st = remat_safetensors_parse(e, en, 0, &sh, &q);
-                    CHECK(st == REMAT_ERR_FORMAT && !q && strstr(remat_errmsg(), bad[k].msg),
-                          "llama corrupt %zu: status %d, '%s' (want '%s')", k, (int)st, remat_errmsg(), bad[k].msg);
-                    free(e);
-                }
+                for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+                    expect_corrupt(f, n, bad[k].find, bad[k].repl, bad[k].msg, "llama corrupt", k);
                 /* the rotary buffer of older checkpoints is skipped */
                 size_t dsz = n - 8 - remat_get_le64(f), en;
                 char ins[200];
@@ -1344,6 +1343,21 @@ static void index_set(const char *dir, const char *tensor, const char *file)
     json_decref(o);
 }
 
+/* a key of config.json set to a JSON value (NULL: removed), and the refusal */
+typedef struct key_case { const char *key, *json, *msg; } key_case;
+
+/* each case on a fresh copy of dir src in d */
+static void config_cases(const char *src, const char *d, const key_case *kc, size_t n, const char *what)
+{
+    for (size_t k = 0; k < n; k++) {
+        copy_dir(src, d);
+        config_set(d, kc[k].key, kc[k].json ? json_loads(kc[k].json, JSON_DECODE_ANY, NULL) : NULL);
+        char w[128];
+        snprintf(w, sizeof w, "%s config.json %s = %s", what, kc[k].key, kc[k].json ? kc[k].json : "(absent)");
+        expect_refused(d, REMAT_ERR_FORMAT, kc[k].msg, w);
+    }
+}
+
 /* Every bad directory refused in one line that names the problem. */
 static void test_hf_refusals(void)
 {
@@ -1370,7 +1384,7 @@ static void test_hf_refusals(void)
     copy_dir(good, d);
     write_all(in_dir(d, "config.json"), "{\"model_type\": ", 15);
     expect_refused(d, REMAT_ERR_FORMAT, "config.json: malformed config.json", "config.json not JSON");
-    static const struct { const char *key, *json, *msg; } keys[] = {
+    static const key_case keys[] = {
         {"model_type", "\"mistral\"", "model_type 'mistral' is not one remat reads (gpt2, llama)"},
         {"model_type", NULL, "no model_type"},
         {"model_type", "3", "model_type must be a string, got 3"},
@@ -1392,6 +1406,7 @@ static void test_hf_refusals(void)
         {"attention_bias", "true", "attention_bias true is not supported"},
         {"mlp_bias", "true", "mlp_bias true is not supported"},
         {"hidden_act", "\"gelu\"", "hidden_act gelu is not supported"},
+        {"hidden_act", "\"gelu\\ntanh\"", "hidden_act gelu?tanh is not supported"},
         {"tie_word_embeddings", "1", "tie_word_embeddings must be true or false, got 1"},
         {"num_hidden_layers", "3", "missing tensor model.layers.2.input_layernorm.weight"},
         {"num_hidden_layers", "1", "is in block 1, but the model has 1 blocks"},
@@ -1402,19 +1417,13 @@ static void test_hf_refusals(void)
         {"vocab_size", "71", "has shape [70, 32], expected [71, 32]"},
         {"hidden_size", "30", "tensor model.embed_tokens.weight has shape [70, 32], expected [70, 30]"},
     };
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-        copy_dir(good, d);
-        config_set(d, keys[k].key, keys[k].json ? json_loads(keys[k].json, JSON_DECODE_ANY, NULL) : NULL);
-        char what[96];
-        snprintf(what, sizeof what, "config.json %s = %s", keys[k].key, keys[k].json ? keys[k].json : "(absent)");
-        expect_refused(d, REMAT_ERR_FORMAT, keys[k].msg, what);
-    }
+    config_cases(good, d, keys, sizeof keys / sizeof keys[0], "llama");
     copy_dir(good, d);
     config_set(d, "hidden_size", json_integer(30));
     config_set(d, "head_dim", NULL);
     expect_refused(d, REMAT_ERR_FORMAT, "hidden_size 30 is not divisible by num_attention_heads 4 and head_dim is not "
                    "given", "hidden_size 30, no head_dim");
-    static const struct { const char *key, *json, *msg; } gkeys[] = {
+    static const key_case gkeys[] = {
         {"n_inner", "160", "n_inner 160 is not supported"},
         {"activation_function", "\"relu\"", "activation_function relu is not supported"},
         {"layer_norm_epsilon", "1e-6", "layer_norm_epsilon 1e-06 is not supported"},
@@ -1423,13 +1432,7 @@ static void test_hf_refusals(void)
         {"n_positions", "17", "wpe.weight has shape [16, 32], expected [17, 32]"},
         {"n_head", "3", "dim 32 is not divisible by heads 3"},
     };
-    for (size_t k = 0; k < sizeof gkeys / sizeof gkeys[0]; k++) {
-        copy_dir(gpt, d);
-        config_set(d, gkeys[k].key, json_loads(gkeys[k].json, JSON_DECODE_ANY, NULL));
-        char what[96];
-        snprintf(what, sizeof what, "gpt2 config.json %s = %s", gkeys[k].key, gkeys[k].json);
-        expect_refused(d, REMAT_ERR_FORMAT, gkeys[k].msg, what);
-    }
+    config_cases(gpt, d, gkeys, sizeof gkeys / sizeof gkeys[0], "gpt2");
     /* transformers' defaults: an untied Llama unless told; a tied config
      * reads an untied directory as transformers does, lm_head ignored */
     copy_dir(good, d);

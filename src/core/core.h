@@ -12,7 +12,8 @@
 
 /* Records a printf-style message as the calling thread's last error and
  * returns st, so that `return remat_fail(REMAT_ERR_INVALID, "...")` reads
- * naturally. */
+ * naturally.  The message is one line: control characters (a newline in a
+ * name a file holds, say) become '?'. */
 remat_status remat_fail(remat_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void remat_clear_error(void);
