@@ -1500,6 +1500,19 @@ static void test_hf_refusals(void)
         free(e);
     }
     expect_refused(d, REMAT_ERR_FORMAT, "missing tensor h.1.mlp.c_fc.bias", "a missing tensor");
+    /* a hub cache snapshot: every file a symbolic link to a blob */
+    rm_tree(d);
+    mkdir(d, 0755);
+    DIR *gd = opendir(good);
+    struct dirent *ge;
+    while (gd && (ge = readdir(gd)))
+        if (ge->d_name[0] != '.') {
+            char target[512];
+            snprintf(target, sizeof target, "../hf-good/%s", ge->d_name);
+            CHECK(symlink(target, in_dir(d, ge->d_name)) == 0, "symlink %s", ge->d_name);
+        }
+    if (gd) closedir(gd);
+    CHECK(loads(d), "a directory of symbolic links (Hugging Face's cache) loads: %s", remat_errmsg());
     copy_dir(good, d);
     CHECK(loads(d), "the good one still loads");
     rm_tree(d);

@@ -18,12 +18,15 @@
 #define REMAT_SAFETENSORS_MAX_HEADER (100u << 20)
 
 /* Parse a whole llm.c checkpoint or safetensors file held in memory (n bytes,
- * untrusted).  On success *shape holds the file's n_layer, n_embd, n_head,
- * vocab and max_seq (batch = seq = 1, dropout 0), and *params, malloc'd (the
- * caller free()s it), holds remat_config_num_params(shape) floats in remat's
- * layout (padded vocabulary rows zero).  n_head for a safetensors file that
- * does not record it: n_head_hint when > 0, else C/64.  On failure *params
- * is NULL and the status is REMAT_ERR_FORMAT (or NOMEM) with a message. */
+ * untrusted).  On success *shape holds the file's architecture (arch,
+ * n_layer, n_embd, n_head, vocab, max_seq, and Llama's n_kv_head, head_dim,
+ * ffn_dim, tie_embeddings; batch = seq = 1, dropout 0), and *params,
+ * malloc'd (the caller free()s it), holds remat_config_num_params(shape)
+ * floats in remat's layout (padded vocabulary rows zero).  n_head for a
+ * safetensors file that does not record it: n_head_hint when > 0, else
+ * C/64; a Llama file's max_seq (no shape holds it) is 1.  On failure
+ * *params is NULL and the status is REMAT_ERR_FORMAT (or NOMEM, or INVALID
+ * when the heads cannot be guessed) with a message. */
 remat_status remat_llmc_parse(const void *buf, size_t n, remat_config *shape, float **params);
 remat_status remat_safetensors_parse(const void *buf, size_t n, int n_head_hint, remat_config *shape,
                                      float **params);
