@@ -41,7 +41,8 @@ ifeq ($(GEMM),onednn)
 CPPFLAGS += -DREMAT_ONEDNN
 LDLIBS  += -ldnnl
 endif
-# Jansson parses trace files (remat plan --calibrate-from, src/io/tracefile.c).
+# Jansson reads and writes every JSON file: safetensors headers, Hugging Face config.json
+# and indexes (src/io/), trace files (remat plan --calibrate-from, src/io/tracefile.c).
 LDLIBS  += -ljansson
 # MPI (OpenMPI from Debian) for data parallelism: only src/comm/comm.c sees
 # its headers.  MPI=0 builds without it (every run is one rank).

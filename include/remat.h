@@ -1155,62 +1155,127 @@ REMAT_API remat_status remat_checkpoint_load_parallel(const char *dir, const cha
                                                       remat_checkpoint_info *info);
 
 
-/* ---- weights: llm.c and safetensors files ---------------------------------
- * The parameters (not the optimizer state) in two interchange formats:
- *   REMAT_WEIGHTS_LLMC  llm.c's model checkpoint (train_gpt2.c): 256
- *     little-endian int32 -- magic 20240326, version 3 (float32, padded
- *     vocabulary), maxT, V, L, NH, C, Vp, the rest 0 -- then the 16 tensors
- *     in llm.c's order (remat_model_params) as float32, wte with Vp rows.
- *     remat writes Vp = V rounded up to 64; it reads any Vp >= V (llm.c's
- *     scripts round to 128) and keeps rows [0, V).
+/* ---- weights: llm.c and safetensors files, Hugging Face directories ------
+ * The parameters (not the optimizer state) in three interchange formats:
+ *   REMAT_WEIGHTS_LLMC  llm.c's model checkpoint (train_gpt2.c), GPT-2
+ *     only: 256 little-endian int32 -- magic 20240326, version 3 (float32,
+ *     padded vocabulary), maxT, V, L, NH, C, Vp, the rest 0 -- then the 16
+ *     tensors in llm.c's order (remat_model_params) as float32, wte with Vp
+ *     rows.  remat writes Vp = V rounded up to 64; it reads any Vp >= V
+ *     (llm.c's scripts round to 128) and keeps rows [0, V).
  *     llm.c's bfloat16 files (version 5) are refused with a message.
  *   REMAT_WEIGHTS_SAFETENSORS  an 8-byte little-endian header length N, N
- *     bytes of JSON, the raw data; Hugging Face GPT-2 names, F32 or BF16
- *     (read: each tensor either, widened exactly; written: F32, or BF16 with
- *     remat_weights_save_as):
+ *     bytes of JSON, the raw data; Hugging Face's names and layouts, F32 or
+ *     BF16 (read: each tensor either, widened exactly; written: F32, or
+ *     BF16 with remat_weights_save_as).  The architecture is the one whose
+ *     token embedding the file names.  GPT-2 (GPT2LMHeadModel):
  *       wte.weight (V, C) -- the unpadded vocabulary -- wpe.weight (maxT, C)
  *       h.{i}.ln_1.weight/.bias (C)    h.{i}.attn.c_attn.weight (C, 3C) .bias (3C)
  *       h.{i}.attn.c_proj.weight (C, C) .bias    h.{i}.ln_2.weight/.bias
  *       h.{i}.mlp.c_fc.weight (C, 4C) .bias (4C)
  *       h.{i}.mlp.c_proj.weight (4C, C) .bias    ln_f.weight/.bias
- *     The linear weights are Conv1D's (in, out): the transpose of remat's
- *     (out, in); they are converted both ways.  remat writes __metadata__
- *     {"format": "pt", "n_head": "NH"}.  Reading accepts the "transformer."
+ *     whose linear weights are Conv1D's (in, out), the transpose of remat's
+ *     (out, in), converted both ways; reading accepts the "transformer."
  *     prefix and skips h.{i}.attn.bias, h.{i}.attn.masked_bias and
- *     lm_head.weight (tied to wte); any other tensor is an error.
- * Files are untrusted: a truncated, malformed or inconsistent file gives
- * REMAT_ERR_FORMAT (REMAT_ERR_IO when it cannot be read) and a message that
- * says what is wrong.  Saving is atomic (a temporary file in the same
- * directory, fsync, rename, fsync of the directory): the final name holds
- * the old file or the whole new one, never a part. */
+ *     lm_head.weight (tied to wte).  Llama (LlamaForCausalLM):
+ *       model.embed_tokens.weight (V, C)
+ *       model.layers.{i}.input_layernorm.weight (C)
+ *       model.layers.{i}.self_attn.q_proj.weight (NH hs, C) .k_proj/.v_proj (KV hs, C)
+ *       model.layers.{i}.self_attn.o_proj.weight (C, NH hs)
+ *       model.layers.{i}.post_attention_layernorm.weight (C)
+ *       model.layers.{i}.mlp.gate_proj.weight/.up_proj (F, C) .down_proj (C, F)
+ *       model.norm.weight (C), and lm_head.weight (V, C) when untied
+ *     (q, k, v stacked into remat's qkvw, gate over up into gateupw);
+ *     reading skips model.layers.{i}.self_attn.rotary_emb.inv_freq, and a
+ *     file without lm_head.weight is tied.  Any other tensor is an error.
+ *     remat writes __metadata__ {"format": "pt", "n_head": "NH"}, and for
+ *     Llama "n_kv_head" and "head_dim" too.  The shapes fix L, C, V, maxT
+ *     (GPT-2), F, NH hs and KV hs; NH comes from the metadata, else from
+ *     the caller (remat_weights_load's base), else C/64.
+ *   REMAT_WEIGHTS_HF  a Hugging Face model directory, as transformers'
+ *     save_pretrained writes it: config.json (model_type gpt2 or llama and
+ *     the sizes, keys and defaults as transformers' GPT2Config and
+ *     LlamaConfig have them: hidden_size, intermediate_size,
+ *     num_hidden_layers, num_attention_heads, num_key_value_heads,
+ *     head_dim, vocab_size, rms_norm_eps, rope_theta, rope_scaling (none,
+ *     or rope_type "llama3"), tie_word_embeddings, max_position_embeddings;
+ *     GPT-2's n_embd, n_layer, n_head, n_positions, ...), and either
+ *     model.safetensors or model.safetensors.index.json, whose weight_map
+ *     names the shards (model-00001-of-00003.safetensors, ...) holding the
+ *     tensors above.  config.json fixes the whole architecture; every
+ *     tensor is checked against it.  What remat does not implement is
+ *     refused by name: another model_type or rope type, biases in Llama's
+ *     attention or MLP, an activation other than SiLU (Llama) or tanh GELU
+ *     (GPT-2).
+ * Sources are untrusted: a truncated, malformed or inconsistent file gives
+ * REMAT_ERR_FORMAT (REMAT_ERR_IO when it cannot be read or is missing) and
+ * a one-line message that says what is wrong.  Saving is atomic per file (a
+ * temporary file in the same directory, fsync, rename, fsync of the
+ * directory): each final name holds the old file or the whole new one,
+ * never a part. */
 typedef enum remat_weights_format {
     REMAT_WEIGHTS_AUTO = 0,          /* reading: told apart by the content */
     REMAT_WEIGHTS_LLMC = 1,
-    REMAT_WEIGHTS_SAFETENSORS = 2
+    REMAT_WEIGHTS_SAFETENSORS = 2,
+    REMAT_WEIGHTS_HF = 3             /* a Hugging Face model directory */
 } remat_weights_format;
 
-/* Reads only the model shape of a weights file into *shape: n_layer,
- * n_embd, vocab, max_seq and n_head (0 when the file does not record it:
- * safetensors without remat's metadata); the other fields are untouched.
- * *format (may be NULL) gets the format. */
+/* Reads only the architecture of a weights file or directory into *shape:
+ * arch, n_layer, n_embd, n_head, n_kv_head, ffn_dim, head_dim, vocab,
+ * max_seq and tie_embeddings; for a directory rope_theta, rope_scaling and
+ * norm_eps too (config.json's); the other fields are untouched.  A field a
+ * file does not fix is 0 (the architecture's default): n_head in
+ * safetensors without remat's metadata (and then Llama's n_kv_head and
+ * head_dim), max_seq in a Llama safetensors file.  Every tensor's name is
+ * checked, and its shape where the source fixes the sizes.  *format (may
+ * be NULL) gets the format. */
 REMAT_API remat_status remat_weights_probe(const char *path, remat_config *shape,
                                            remat_weights_format *format);
-/* Creates a model holding the file's parameters.  The shape (n_layer,
- * n_embd, vocab, max_seq) comes from the file, every other field (batch, seq
- * <= the file's max_seq, dropout, attention, ...) from base; n_head from the
- * file, else base->n_head when > 0, else C/64 (GPT-2's head size 64).
- * The optimizer state is fresh (step 0); seed keys dropout as in
- * remat_model_create.  On failure *out is NULL. */
+/* Creates a model holding the parameters of a file or a directory.  The
+ * architecture comes from it (remat_weights_probe's fields), every other
+ * field (batch, seq <= its max_seq, dropout, attention, dtype, ...) from
+ * base.  What a safetensors file does not fix comes from base: n_head
+ * (when > 0, else C/64), and for Llama max_seq and, when base->arch is
+ * llama, rope_theta, rope_scaling and norm_eps.  The optimizer state is
+ * fresh (step 0); seed keys dropout as in remat_model_create.  On failure
+ * *out is NULL. */
 REMAT_API remat_status remat_weights_load(const char *path, const remat_config *base, uint64_t seed,
                                           remat_model **out);
-/* Writes the model's parameters to path in format (LLMC or SAFETENSORS). */
+/* Writes the model's parameters to path in format (LLMC, SAFETENSORS, or
+ * HF: a directory, shards of the default size). */
 REMAT_API remat_status remat_weights_save(const remat_model *m, const char *path,
                                           remat_weights_format format);
 /* The same with the tensors' element type: REMAT_DTYPE_FP32 (F32) or
- * REMAT_DTYPE_BF16 (safetensors BF16, the parameters rounded to nearest
- * even; the llm.c format is float32 only: REMAT_ERR_INVALID). */
+ * REMAT_DTYPE_BF16 (BF16, the parameters rounded to nearest even; the llm.c
+ * format is float32 only: REMAT_ERR_INVALID). */
 REMAT_API remat_status remat_weights_save_as(const remat_model *m, const char *path, remat_weights_format format,
                                              remat_dtype dtype);
+
+/* Hugging Face's default shard size (save_pretrained's max_shard_size
+ * "5GB"): 5 * 10^9 bytes of tensor data. */
+#define REMAT_HF_SHARD_BYTES 5000000000ULL
+/* Writes model m as a Hugging Face model directory dir (created with its
+ * parents when missing) that transformers' from_pretrained loads:
+ * config.json (the keys remat_weights_probe reads, plus "architectures"
+ * and "torch_dtype"; every number exactly: reals with the fewest digits
+ * that read back as the same double), and the tensors (F32, or BF16
+ * rounded to nearest even) with remat_weights_save_as's safetensors names
+ * and shapes.  Tensors are grouped into shards in the model's order as
+ * save_pretrained does: a shard takes tensors while their bytes stay within
+ * shard_bytes (0: REMAT_HF_SHARD_BYTES; a tensor larger than that has a
+ * shard of its own).  One shard is written as model.safetensors; more as
+ * model-00001-of-0000N.safetensors ... with model.safetensors.index.json
+ * ({"metadata": {"total_size": bytes}, "weight_map": {tensor: shard}}).
+ * Each file is written atomically; the directory as a whole is not: the
+ * shards come first, then config.json, then the index, and what an earlier
+ * export left that would mislead a reader (the other layout's
+ * model.safetensors or index, shards of another count) is deleted.  Reading
+ * the directory back with remat_weights_load gives the same parameters,
+ * bit for bit in F32 (in BF16 for parameters that are bfloat16 values).
+ * REMAT_ERR_INVALID for a bad argument, REMAT_ERR_IO (the message names the
+ * file) when something cannot be written. */
+REMAT_API remat_status remat_weights_save_hf(const remat_model *m, const char *dir, remat_dtype dtype,
+                                             uint64_t shard_bytes);
 
 /* ---- utilities ---------------------------------------------------------- */
 /* 64-bit hash of a byte range (the one params_hash uses); the same value on

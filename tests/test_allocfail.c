@@ -18,6 +18,7 @@
  * injection.  (Not walked: remat_profile_measure, which times real kernels
  * for seconds, and stdio's own buffers, e.g. open_memstream's.)
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +258,29 @@ static void walk_simulate(const char *policy)
     remat_schedule_free(s);
 }
 
+/* Makes each allocation of remat_weights_load(path) fail in turn until the
+ * load makes no more (then it must give src's parameters); returns that
+ * count + 1, *bad the failures that were not a clean REMAT_ERR_NOMEM. */
+static int walk_load(const char *path, remat_config *c, remat_model *src, int *bad)
+{
+    int n;
+    *bad = 0;
+    for (n = 1; n < MAX_WALK; n++) {
+        remat_model *m = (remat_model *)c;
+        uint64_t before = remat_mem_alloc_count();
+        remat_mem_fail_at((uint64_t)n);
+        remat_status st = remat_weights_load(path, c, 1, &m);
+        remat_mem_fail_at(0);
+        if (remat_mem_alloc_count() - before < (uint64_t)n) {
+            CHECK(st == REMAT_OK && m && remat_model_params_hash(m) == remat_model_params_hash(src), "load %s", path);
+            remat_model_free(m);
+            break;
+        }
+        *bad += st != REMAT_ERR_NOMEM || m != NULL || !*remat_errmsg();
+    }
+    return n;
+}
+
 /* Walks remat_weights_load for both formats. */
 static void walk_weights(void)
 {
@@ -269,20 +293,7 @@ static void walk_weights(void)
     for (int k = 0; k < 2; k++) {
         snprintf(path[k], sizeof path[k], "/tmp/remat-allocfail-%ld-%d", (long)getpid(), k);
         if (remat_weights_save(src, path[k], fmt[k])) { CHECK(0, "save: %s", remat_errmsg()); continue; }
-        int n, bad = 0;
-        for (n = 1; n < MAX_WALK; n++) {
-            remat_model *m = (remat_model *)&c;
-            uint64_t before = remat_mem_alloc_count();
-            remat_mem_fail_at((uint64_t)n);
-            remat_status st = remat_weights_load(path[k], &c, 1, &m);
-            remat_mem_fail_at(0);
-            if (remat_mem_alloc_count() - before < (uint64_t)n) {
-                CHECK(st == REMAT_OK && m && remat_model_params_hash(m) == remat_model_params_hash(src), "load");
-                remat_model_free(m);
-                break;
-            }
-            bad += st != REMAT_ERR_NOMEM || m != NULL || !*remat_errmsg();
-        }
+        int bad, n = walk_load(path[k], &c, src, &bad);
         CHECK(bad == 0 && n > 5 && n < MAX_WALK, "weights load (format %d): %d of %d failures mishandled", (int)fmt[k],
               bad, n - 1);
         printf("weights load (format %d): %d allocations, each made to fail\n", (int)fmt[k], n - 1);
@@ -299,6 +310,49 @@ static void walk_weights(void)
                   "save, failing allocation %d: status %d", n, (int)st);
         }
         unlink(path[k]);
+    }
+    remat_model_free(src);
+}
+
+/* Walks remat_weights_load and remat_weights_save_hf over a Llama model as
+ * a Hugging Face directory in shards (config.json, the index, a header per
+ * shard): a failed save leaves a directory that still loads the model. */
+static void walk_hf(void)
+{
+    remat_config c;
+    config(&c, 0.0f);
+    c.arch = REMAT_ARCH_LLAMA;
+    c.n_kv_head = 1;
+    c.ffn_dim = 24;
+    remat_model *src = NULL;
+    if (remat_model_create(&c, 5, &src)) { CHECK(0, "create llama: %s", remat_errmsg()); return; }
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/remat-allocfail-%ld-hf", (long)getpid());
+    if (remat_weights_save_hf(src, dir, REMAT_DTYPE_FP32, 1000)) { CHECK(0, "save: %s", remat_errmsg()); goto out; }
+    int bad, n = walk_load(dir, &c, src, &bad);
+    CHECK(bad == 0 && n > 20 && n < MAX_WALK, "hf directory load: %d of %d failures mishandled", bad, n - 1);
+    printf("hf directory load: %d allocations, each made to fail\n", n - 1);
+    for (n = 1, bad = 0; n < MAX_WALK; n++) {
+        uint64_t before = remat_mem_alloc_count();
+        remat_mem_fail_at((uint64_t)n);
+        remat_status st = remat_weights_save_hf(src, dir, REMAT_DTYPE_FP32, 1000);
+        remat_mem_fail_at(0);
+        if (remat_mem_alloc_count() - before < (uint64_t)n) break;
+        remat_model *m = NULL;
+        bad += st != REMAT_ERR_NOMEM || remat_weights_load(dir, &c, 1, &m) != REMAT_OK ||
+               remat_model_params_hash(m) != remat_model_params_hash(src);
+        remat_model_free(m);
+    }
+    CHECK(bad == 0 && n > 5 && n < MAX_WALK, "hf directory save: %d of %d failures mishandled", bad, n - 1);
+    printf("hf directory save: %d allocations, each made to fail\n", n - 1);
+out: {
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        char p[64 + 256 + 2];
+        while (d && (de = readdir(d)))
+            if (de->d_name[0] != '.') { snprintf(p, sizeof p, "%s/%s", dir, de->d_name); unlink(p); }
+        if (d) closedir(d);
+        rmdir(dir);
     }
     remat_model_free(src);
 }
@@ -391,6 +445,7 @@ int main(void)
     walk_policy("first:2,save:qkv");
     walk_simulate("every:2,selective");
     walk_weights();
+    walk_hf();
     walk_planner();
     return TEST_REPORT();
 }

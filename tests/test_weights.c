@@ -1,6 +1,6 @@
 /*
  * test_weights.c -- llm.c checkpoints and safetensors (src/io/weights.c,
- * llmc.c, safetensors.c, and the JSON reader json.c on its own):
+ * llmc.c, safetensors.c, hfnames.c):
  * bitwise round trips through both formats, the llm.c header fields, the
  * Conv1D transposition element by element, foreign files (llm.c's 128-row
  * padding, Hugging Face's "transformer." prefix and mask buffers, no
@@ -18,8 +18,8 @@
 #include <unistd.h>
 #include "remat.h"
 #include "core/endian.h"
+#include <jansson.h>
 #include "io/io.h"
-#include "io/json.h"
 #include "harness.h"
 
 /* offset and shape of the model's parameter tensor `name` */
@@ -79,9 +79,14 @@ static remat_model *make_model(const remat_config *c)
         s = s * 1664525u + 1013904223u;
         p[i] = ((float)(s >> 8) / 16777216.0f - 0.5f) * 0.1f + (float)i * 1e-7f;
     }
-    int shape[3];
-    param_at(m, "wte", shape);
-    memset(p + (size_t)c->vocab * c->n_embd, 0, (size_t)(shape[0] - c->vocab) * c->n_embd * sizeof *p);
+    /* the padded vocabulary rows (of the head too, when untied) */
+    static const char *const vocab_params[] = { "wte", "lmheadw" };
+    for (int k = 0; k < 2; k++) {
+        int shape[3];
+        if (remat_config_param_find(c, vocab_params[k]) < 0) continue;
+        size_t off = param_at(m, vocab_params[k], shape);
+        memset(p + off + (size_t)c->vocab * c->n_embd, 0, (size_t)(shape[0] - c->vocab) * c->n_embd * sizeof *p);
+    }
     return m;
 }
 
@@ -432,6 +437,24 @@ static unsigned char *st_edit(const unsigned char *f, size_t n, const char *find
     return o;
 }
 
+/* f with find replaced by repl is refused with FORMAT, no buffer, and a
+ * one-line message holding msg */
+static void expect_corrupt(const unsigned char *f, size_t n, const char *find, const char *repl, const char *msg,
+                           const char *what, size_t k)
+{
+    size_t en;
+    unsigned char *e = st_edit(f, n, find, repl, NULL, 0, &en);
+    CHECK(e != NULL, "%s %zu: the edit applies", what, k);
+    if (!e) return;
+    remat_config sh;
+    float *p = (float *)&en;
+    remat_status st = remat_safetensors_parse(e, en, 0, &sh, &p);
+    CHECK(st == REMAT_ERR_FORMAT && !p && strstr(remat_errmsg(), msg) && !strchr(remat_errmsg(), '\n'),
+          "%s %zu (%s -> %s): status %d, message '%s' (want '%s')", what, k, find, repl, (int)st, remat_errmsg(), msg);
+    free(p);
+    free(e);
+}
+
 static void test_safetensors_variants(void)
 {
     remat_config c;
@@ -496,14 +519,14 @@ static void test_safetensors_variants(void)
         {"\"dtype\":\"F32\"", "\"dtype\":\"F16\"", "spans"},
         {"\"dtype\":\"F32\"", "\"dtype\":\"F99\"", "unknown dtype"},
         {"\"dtype\":\"F32\",\"shape\":[70,64]", "\"dtype\":\"I32\",\"shape\":[70,64]", "dtype I32"},
-        {"\"shape\":[70,64]", "\"shape\":[64,70]", "must be"},
-        {"\"shape\":[70,64]", "\"shape\":[70,64,1]", "wte.weight must be"},
-        {"\"shape\":[70,64]", "\"shape\":[070,64]", "leading zero"},
+        {"\"shape\":[70,64]", "\"shape\":[64,70]", "wpe.weight has shape [16, 64], expected [16, 70]"},
+        {"\"shape\":[70,64]", "\"shape\":[70,64,1]", "wte.weight has shape [70, 64, 1], expected a matrix"},
+        {"\"shape\":[70,64]", "\"shape\":[070,64]", "invalid token"},
         {"\"shape\":[70,64]", "\"shape\":[70.0,64]", "whole number"},
         {"\"shape\":[70,64]", "\"shape\":[-70,64]", "unsigned integer"},
-        {"\"shape\":[70,64]", "\"shape\":[99999999999999999999,64]", "too large"},
+        {"\"shape\":[70,64]", "\"shape\":[99999999999999999999,64]", "too big integer"},
         {"\"data_offsets\":[0,", "\"data_offsets\":[4,", "spans"},
-        {"\"h.0.ln_1.weight\"", "\"h.0.ln_1.bias\"", "twice"},
+        {"\"h.0.ln_1.weight\"", "\"h.0.ln_1.bias\"", "duplicate object key"},
         {"\"h.0.ln_1.weight\"", "\"transformer.h.0.ln_1.bias\"", "twice"},
         {"\"h.1.ln_2.bias\"", "\"h.1.ln_3.bias\"", "unknown tensor"},
         {"\"h.1.ln_2.bias\"", "\"h.01.ln_2.bias\"", "unknown tensor"},
@@ -513,34 +536,26 @@ static void test_safetensors_variants(void)
         {"\"n_head\":\"1\"", "\"n_head\":\"0\"", "n_head"},
         {"\"n_head\":\"1\"", "\"n_head\":\"3\"", "divisible"},
         {"\"n_head\":\"1\"", "\"n_head\":1", "must be strings"},
-        {"\"format\":\"pt\"", "\"n_head\":\"1\"", "duplicate __metadata__ key"},
-        {"\"__metadata__\"", "\"__metadata__\":{},\"__metadata__\"", "duplicate __metadata__"},
-        {"\"dtype\":\"F32\"", "\"dtype\":\"F32\",\"dtype\":\"F32\"", "duplicate field"},
+        {"\"format\":\"pt\"", "\"n_head\":\"1\"", "duplicate object key near '\"n_head\"'"},
+        {"\"__metadata__\"", "\"__metadata__\":{},\"__metadata__\"", "duplicate object key near '\"__metadata__\"'"},
+        {"\"dtype\":\"F32\"", "\"dtype\":\"F32\",\"dtype\":\"F32\"", "duplicate object key near '\"dtype\"'"},
         {"\"dtype\":\"F32\"", "\"dtype\":\"F32\",\"extra\":1", "unknown field"},
         {"\"dtype\":\"F32\",", "", "needs dtype"},
-        {"\"wte.weight\"", "\"wte\\u0000.weight\"", "NUL"},
-        {"\"wte.weight\"", "\"wte\\ud800.weight\"", "surrogate"},
-        {"\"wte.weight\"", "\"wte\\x.weight\"", "bad escape"},
-        {"\"wte.weight\"", "\"wte\xff.weight\"", "UTF-8"},
-        {"\"wte.weight\"", "\"wte\n.weight\"", "control character"},
-        {"{\"__metadata__\"", "[\"__metadata__\"", "expected '{'"},
-        {"\"format\"", "\"format", "expected ':'"},
-        {"}", "}}", "trailing"},
+        {"\"wte.weight\"", "\"wte\\u0000.weight\"", "NUL byte in object key"},
+        {"\"pt\"", "\"p\\u0000t\"", "JSON_ALLOW_NUL"},
+        {"\"wte.weight\"", "\"wte\\ud800.weight\"", "invalid Unicode"},
+        {"\"wte.weight\"", "\"wte\\x.weight\"", "invalid escape"},
+        {"\"wte.weight\"", "\"wte\xff.weight\"", "unable to decode byte 0xff"},
+        {"\"wte.weight\"", "\"wte\n.weight\"", "unexpected newline"},
+        {"{\"__metadata__\"", "[\"__metadata__\"", "']' expected"},
+        {"\"format\"", "\"format", "':' expected"},
+        {"}", "}}", "end of file expected"},
         {"\"data_offsets\":[0,", "\"data_offsets\":[0,1,", "too many elements"},
+        /* a name with a newline, quoted in the message: still one line */
+        {"\"h.1.ln_2.bias\"", "\"h.1.ln_2.bias\\n\"", "unknown tensor 'h.1.ln_2.bias?'"},
     };
-    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        size_t en;
-        unsigned char *e = st_edit(f, n, bad[k].find, bad[k].repl, NULL, 0, &en);
-        CHECK(e != NULL, "edit %zu applies", k);
-        if (!e) continue;
-        p = (float *)&en;
-        remat_status st = remat_safetensors_parse(e, en, 0, &sh, &p);
-        CHECK(st == REMAT_ERR_FORMAT && !p && strstr(remat_errmsg(), bad[k].msg),
-              "corrupt %zu (%s -> %s): status %d, message '%s' (want '%s')", k, bad[k].find, bad[k].repl, (int)st,
-              remat_errmsg(), bad[k].msg);
-        free(p);
-        free(e);
-    }
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        expect_corrupt(f, n, bad[k].find, bad[k].repl, bad[k].msg, "corrupt", k);
     /* offsets: overlap, gap, out of range, extra data */
     {
         size_t en;
@@ -802,72 +817,779 @@ static void test_param_enum(void)
     CHECK(!remat_config_param_get(&c, remat_config_param_find(&c, "ln1w"), &pi) && !pi.decay, "norm weights: no decay");
 }
 
-/* The JSON reader of the safetensors header, by itself: one string or
- * number or array per text, then the end; a refusal names the file, the
- * document and the byte. */
-static int json_string_is(const char *text, const char *want)
+/* ---- Llama files, Hugging Face directories ------------------------------------ */
+
+/* Llama's shapes worth testing: tied or not, KV key/value heads, head size
+ * hs (0: C/NH), F 40, on small_config's L2 C32 NH4 V70 maxT16 */
+static void llama_config(remat_config *c, int tied, int kv, int hs)
 {
-    remat_json j;
-    char *s = NULL;
-    remat_json_init(&j, text, strlen(text), "t.json", "test document");
-    remat_status st = remat_json_string(&j, &s);
-    int ok = want ? st == REMAT_OK && s && !strcmp(s, want) && remat_json_at_end(&j)
-                  : st == REMAT_ERR_FORMAT && !s && strstr(remat_errmsg(), "t.json: malformed test document: ");
-    if (!ok) fprintf(stderr, "json string %s: status %d, '%s', %s\n", text, (int)st, s ? s : "(null)", remat_errmsg());
-    free(s);
-    return ok;
+    small_config(c);
+    c->arch = REMAT_ARCH_LLAMA;
+    c->n_kv_head = kv;
+    c->head_dim = hs;
+    c->ffn_dim = 40;
+    c->tie_embeddings = tied;
 }
 
-static int json_uint_is(const char *text, int ok_expected, uint64_t want)
+/* the architecture's fields agree (defaults resolved) */
+static int same_arch(const remat_config *a, const remat_config *b)
 {
-    remat_json j;
-    uint64_t v = 0;
-    remat_json_init(&j, text, strlen(text), "t.json", "test document");
-    remat_status st = remat_json_uint(&j, &v);
-    return ok_expected ? st == REMAT_OK && v == want && remat_json_at_end(&j) : st == REMAT_ERR_FORMAT;
+    return a->arch == b->arch && a->n_layer == b->n_layer && a->n_embd == b->n_embd && a->n_head == b->n_head &&
+           a->vocab == b->vocab && a->max_seq == b->max_seq && remat_config_kv_heads(a) == remat_config_kv_heads(b) &&
+           remat_config_head_dim(a) == remat_config_head_dim(b) && remat_config_ffn_dim(a) == remat_config_ffn_dim(b) &&
+           remat_config_tied(a) == remat_config_tied(b) && remat_config_rope_theta(a) == remat_config_rope_theta(b) &&
+           remat_config_norm_eps(a) == remat_config_norm_eps(b) && a->rope_scaling.type == b->rope_scaling.type &&
+           a->rope_scaling.factor == b->rope_scaling.factor &&
+           a->rope_scaling.low_freq_factor == b->rope_scaling.low_freq_factor &&
+           a->rope_scaling.high_freq_factor == b->rope_scaling.high_freq_factor &&
+           a->rope_scaling.original_max_position == b->rope_scaling.original_max_position;
 }
 
-static void test_json_reader(void)
+/* every parameter of r is m's rounded to bf16 */
+static int params_are_bf16_of(remat_model *m, remat_model *r)
 {
-    CHECK(json_string_is("\"abc\"", "abc"), "plain string");
-    CHECK(json_string_is(" \t\"a\\\"b\\\\\\/\\b\\f\\n\\r\\t\" \n", "a\"b\\/\b\f\n\r\t"), "escapes");
-    CHECK(json_string_is("\"\\u00e9\\u20ac\\ud83d\\ude00\"", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"),
-          "\\u escapes, a surrogate pair");
-    CHECK(json_string_is("\"\xc3\xa9\"", "\xc3\xa9"), "raw UTF-8");
-    const char *bad[] = { "\"abc", "abc\"", "\"a\nb\"", "\"\\x\"", "\"\\ud83d\"", "\"\\ude00\"", "\"\\u0000\"",
-                          "\"\\u12\"", "\"\xc3\"", "\"\xed\xa0\x80\"", "\"\xc0\xaf\"", "" };
-    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) CHECK(json_string_is(bad[k], NULL), "refused: %s", bad[k]);
-    remat_json j;   /* the text need not end with a NUL: nothing past n is read */
-    char *s = NULL;
-    remat_json_init(&j, "\"abc\"", 4, "t.json", "test document");
-    CHECK(remat_json_string(&j, &s) == REMAT_ERR_FORMAT && !s && strstr(remat_errmsg(), "unterminated"),
-          "a string cut at n: %s", remat_errmsg());
-
-    CHECK(json_uint_is("0", 1, 0) && json_uint_is(" 42 ", 1, 42) && json_uint_is("9223372036854775807", 1, INT64_MAX),
-          "unsigned integers");
-    CHECK(!json_uint_is("01", 1, 1) && !json_uint_is("-1", 1, 0) && !json_uint_is("1.5", 1, 1) &&
-          !json_uint_is("1e3", 1, 1) && !json_uint_is("9223372036854775808", 1, 0) && !json_uint_is("", 1, 0),
-          "refused numbers");
-    CHECK(json_uint_is("9223372036854775808", 0, 0), "2^63 is refused with REMAT_ERR_FORMAT");
-
-    uint64_t v[3];
-    int n = -1;
-    remat_json_init(&j, "[ 1, 2 ,3 ]", 11, "t.json", "test document");
-    CHECK(remat_json_uint_array(&j, v, 3, &n) == REMAT_OK && n == 3 && v[0] == 1 && v[2] == 3 && remat_json_at_end(&j),
-          "array");
-    remat_json_init(&j, "[]", 2, "t.json", "test document");
-    CHECK(remat_json_uint_array(&j, v, 3, &n) == REMAT_OK && n == 0, "empty array");
-    const char *bad_arrays[] = { "[1,2,3,4]", "[1,]", "[1 2]", "1", "[1" };
-    for (size_t k = 0; k < sizeof bad_arrays / sizeof bad_arrays[0]; k++) {
-        remat_json_init(&j, bad_arrays[k], strlen(bad_arrays[k]), "t.json", "test document");
-        CHECK(remat_json_uint_array(&j, v, 3, &n) == REMAT_ERR_FORMAT, "refused array %s", bad_arrays[k]);
+    size_t n = remat_model_num_params(m), bad = 0;
+    const float *P = remat_model_params(m), *Q = remat_model_params(r);
+    if (n != remat_model_num_params(r)) return 0;
+    for (size_t i = 0; i < n; i++) {
+        float want = ref_bf16(P[i]);
+        bad += memcmp(&want, Q + i, 4) != 0;
     }
-    remat_json_init(&j, "{ }x", 4, "t.json", "test document");
-    CHECK(remat_json_eat(&j, '{') && !remat_json_eat(&j, ',') && remat_json_eat(&j, '}') && !remat_json_at_end(&j),
-          "eat and at_end");
-    CHECK(remat_json_error(&j, "oops") == REMAT_ERR_FORMAT &&
-          !strcmp(remat_errmsg(), "t.json: malformed test document: oops at byte 3 of the JSON"), "error: %s",
-          remat_errmsg());
+    return bad == 0;
+}
+
+/* Llama in a safetensors file: Hugging Face's names, each q/k/v and
+ * gate/up piece holding its rows of remat's fused weight, lm_head only when
+ * untied, the metadata; the probe; F32 and BF16 round trips; a file without
+ * metadata and the caller's config (--arch llama and sizes); Llama's own
+ * corruptions. */
+static void test_llama_files(void)
+{
+    static const struct { int tied, kv, hs; } var[] = { {0, 2, 6}, {1, 1, 10}, {0, 4, 0} };
+    for (size_t v = 0; v < sizeof var / sizeof var[0]; v++) {
+        remat_config c;
+        llama_config(&c, var[v].tied, var[v].kv, var[v].hs);
+        remat_model *m = make_model(&c), *r = NULL;
+        CHECK(m != NULL, "llama create: %s", remat_errmsg());
+        if (!m) continue;
+        int C = c.n_embd, NH = c.n_head, KV = remat_config_kv_heads(&c), hs = remat_config_head_dim(&c), F = 40,
+            V = c.vocab;
+        const char *ps = path_in("llama.safetensors");
+        CHECK(remat_weights_save(m, ps, REMAT_WEIGHTS_SAFETENSORS) == REMAT_OK, "save llama: %s", remat_errmsg());
+        size_t n = 0;
+        unsigned char *f = read_all(ps, &n);
+        const float *P = remat_model_params(m);
+        CHECK(f != NULL, "read back");
+        if (f) {
+            /* name, remat's parameter, the layer, the first row in its slice, rows, cols (0: a vector) */
+            const struct { const char *name, *param; int layer, row0, rows, cols; } t[] = {
+                {"model.embed_tokens.weight", "wte", -1, 0, V, C},
+                {"model.layers.1.input_layernorm.weight", "ln1w", 1, 0, C, 0},
+                {"model.layers.1.self_attn.q_proj.weight", "qkvw", 1, 0, NH * hs, C},
+                {"model.layers.1.self_attn.k_proj.weight", "qkvw", 1, NH * hs, KV * hs, C},
+                {"model.layers.0.self_attn.v_proj.weight", "qkvw", 0, (NH + KV) * hs, KV * hs, C},
+                {"model.layers.1.self_attn.o_proj.weight", "attprojw", 1, 0, C, NH * hs},
+                {"model.layers.0.post_attention_layernorm.weight", "ln2w", 0, 0, C, 0},
+                {"model.layers.1.mlp.gate_proj.weight", "gateupw", 1, 0, F, C},
+                {"model.layers.1.mlp.up_proj.weight", "gateupw", 1, F, F, C},
+                {"model.layers.0.mlp.down_proj.weight", "fcprojw", 0, 0, C, F},
+                {"model.norm.weight", "lnfw", -1, 0, C, 0},
+                {"lm_head.weight", "lmheadw", -1, 0, V, C},
+            };
+            for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
+                uint64_t b = 0, e = 0;
+                char shp[64] = "", want[64];
+                int present = st_find(f, t[k].name, &b, &e, shp, sizeof shp);
+                if (!strcmp(t[k].param, "lmheadw") && c.tie_embeddings) {
+                    CHECK(!present, "variant %zu: a tied model has no lm_head.weight", v);
+                    continue;
+                }
+                if (t[k].cols) snprintf(want, sizeof want, "%d,%d", t[k].rows, t[k].cols);
+                else snprintf(want, sizeof want, "%d", t[k].rows);
+                CHECK(present && !strcmp(shp, want), "variant %zu: %s has shape [%s], want [%s]", v, t[k].name, shp, want);
+                if (!present) continue;
+                int sh[3];
+                size_t off = param_at(m, t[k].param, sh), cols = t[k].cols ? (size_t)t[k].cols : 1;
+                if (t[k].layer >= 0) off += (size_t)t[k].layer * (size_t)sh[1] * (sh[2] ? (size_t)sh[2] : 1);
+                off += (size_t)t[k].row0 * cols;
+                CHECK(e - b == 4 * (uint64_t)t[k].rows * cols && !memcmp(f + b, P + off, e - b),
+                      "variant %zu: %s holds rows [%d, %d) of %s", v, t[k].name, t[k].row0, t[k].row0 + t[k].rows,
+                      t[k].param);
+            }
+            char meta[160];
+            snprintf(meta, sizeof meta, "{\"__metadata__\":{\"format\":\"pt\",\"n_head\":\"%d\",\"n_kv_head\":\"%d\","
+                     "\"head_dim\":\"%d\"},", NH, KV, hs);
+            CHECK(!strncmp((const char *)f + 8, meta, strlen(meta)), "variant %zu: metadata %s", v, meta);
+
+            /* the probe, the load */
+            remat_config shape, base;
+            remat_weights_format fmt = REMAT_WEIGHTS_AUTO;
+            memset(&shape, 0, sizeof shape);
+            CHECK(remat_weights_probe(ps, &shape, &fmt) == REMAT_OK && fmt == REMAT_WEIGHTS_SAFETENSORS &&
+                  shape.arch == REMAT_ARCH_LLAMA && shape.n_layer == 2 && shape.n_embd == C && shape.n_head == NH &&
+                  shape.n_kv_head == KV && shape.head_dim == hs && shape.ffn_dim == F && shape.vocab == V &&
+                  shape.max_seq == 0 && shape.tie_embeddings == c.tie_embeddings,
+                  "variant %zu: probe: %s", v, remat_errmsg());
+            remat_config_default(&base);
+            base.seq = 8;
+            CHECK(remat_weights_load(ps, &base, 1, &r) == REMAT_OK && r && same_params(m, r),
+                  "variant %zu: llama safetensors round trip is bitwise: %s", v, remat_errmsg());
+            if (r) {
+                remat_config want = c;
+                want.max_seq = base.max_seq;   /* a Llama file has no positions: the caller's */
+                CHECK(same_arch(remat_model_config(r), &want), "variant %zu: the loaded architecture", v);
+            }
+            remat_model_free(r);
+            r = NULL;
+            const char *p16 = path_in("llama16.safetensors");
+            CHECK(remat_weights_save_as(m, p16, REMAT_WEIGHTS_SAFETENSORS, REMAT_DTYPE_BF16) == REMAT_OK &&
+                  remat_weights_load(p16, &base, 1, &r) == REMAT_OK && params_are_bf16_of(m, r),
+                  "variant %zu: llama BF16: %s", v, remat_errmsg());
+            remat_model_free(r);
+            r = NULL;
+
+            /* without metadata, as Hugging Face writes it: the heads and
+             * the rest of the architecture from the caller */
+            size_t bn;
+            unsigned char *bare = st_edit(f, n, meta, "{", NULL, 0, &bn);
+            CHECK(bare != NULL, "strip the metadata");
+            if (bare) {
+                remat_config sh;
+                float *q = NULL;
+                CHECK(remat_safetensors_parse(bare, bn, NH, &sh, &q) == REMAT_OK && q &&
+                      !memcmp(q, P, remat_model_num_params(m) * 4) && remat_config_kv_heads(&sh) == KV &&
+                      remat_config_head_dim(&sh) == hs, "variant %zu: no metadata, heads given: %s", v, remat_errmsg());
+                free(q);
+                const char *pb = path_in("llama-bare.safetensors");
+                write_all(pb, bare, bn);
+                memset(&shape, 0, sizeof shape);
+                CHECK(remat_weights_probe(pb, &shape, NULL) == REMAT_OK && shape.arch == REMAT_ARCH_LLAMA &&
+                      shape.n_head == 0 && shape.n_kv_head == 0 && shape.head_dim == 0 && shape.ffn_dim == F &&
+                      shape.n_embd == C, "variant %zu: probe without metadata: %s", v, remat_errmsg());
+                remat_config lb;
+                remat_config_default(&lb);
+                lb.arch = REMAT_ARCH_LLAMA;
+                lb.n_head = NH;
+                lb.max_seq = 48;
+                lb.seq = 8;
+                lb.rope_theta = 500000.0;
+                lb.norm_eps = 1e-5;
+                lb.rope_scaling = (remat_rope_scaling){ REMAT_ROPE_LLAMA3, 8.0, 1.0, 4.0, 32 };
+                CHECK(remat_weights_load(pb, &lb, 1, &r) == REMAT_OK && r && same_params(m, r),
+                      "variant %zu: a bare Llama file with --arch llama and sizes: %s", v, remat_errmsg());
+                if (r) {
+                    remat_config want = c;
+                    want.max_seq = 48;
+                    want.rope_theta = lb.rope_theta;
+                    want.norm_eps = lb.norm_eps;
+                    want.rope_scaling = lb.rope_scaling;
+                    CHECK(same_arch(remat_model_config(r), &want), "variant %zu: the caller's rope and norm settings", v);
+                }
+                remat_model_free(r);
+                r = NULL;
+                lb.n_head = 0;   /* C = 32: no C/64 guess */
+                CHECK(remat_weights_load(pb, &lb, 1, &r) == REMAT_ERR_INVALID && !r &&
+                      strstr(remat_errmsg(), "number of heads"), "variant %zu: heads unknown: %s", v, remat_errmsg());
+                free(bare);
+            }
+            if (v == 0) {   /* KV 2, hs 6: k_proj (12, 32) */
+                static const struct { const char *find, *repl, *msg; } bad[] = {
+                    {"\"model.layers.0.mlp.up_proj.weight\"", "\"model.layers.0.mlp.upp_proj.weight\"",
+                     "unknown tensor 'model.layers.0.mlp.upp_proj.weight' (not part of a llama model)"},
+                    {"\"model.layers.1.mlp.up_proj.weight\"", "\"model.layers.1.self_attn.rotary_emb.inv_freq\"",
+                     "missing tensor model.layers.1.mlp.up_proj.weight"},
+                    {"\"model.layers.0.input_layernorm.weight\"", "\"model.layers.00.input_layernorm.weight\"",
+                     "unknown tensor"},
+                    {"\"model.layers.1.self_attn.k_proj.weight\":{\"dtype\":\"F32\",\"shape\":[12,32]",
+                     "\"model.layers.1.self_attn.k_proj.weight\":{\"dtype\":\"F32\",\"shape\":[6,64]",
+                     "tensor model.layers.1.self_attn.k_proj.weight has shape [6, 64], expected [12, 32]"},
+                    {"\"n_kv_head\":\"2\"", "\"n_kv_head\":\"1\"", "has shape [12, 32], expected [6, 32]"},
+                    {"\"model.layers.1.mlp.down_proj.weight\":{\"dtype\":\"F32\"",
+                     "\"model.layers.1.mlp.down_proj.weight\":{\"dtype\":\"I32\"", "dtype I32"},
+                    {"\"model.embed_tokens.weight\"", "\"transformer.wte.weight\"", "(not part of a gpt2 model)"},
+                    {"\"model.embed_tokens.weight\"", "\"model.embed_token.weight\"", "no token embedding"},
+                    {"\"model.norm.weight\"", "\"model.layers.2.input_layernorm.weight\"",
+                     "missing tensor model.layers.2.self_attn.q_proj.weight"},
+                };
+                for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+                    expect_corrupt(f, n, bad[k].find, bad[k].repl, bad[k].msg, "llama corrupt", k);
+                /* the rotary buffer of older checkpoints is skipped */
+                size_t dsz = n - 8 - remat_get_le64(f), en;
+                char ins[200];
+                snprintf(ins, sizeof ins, "{\"model.layers.1.self_attn.rotary_emb.inv_freq\":{\"dtype\":\"F32\","
+                         "\"shape\":[3],\"data_offsets\":[%llu,%llu]},", (unsigned long long)dsz,
+                         (unsigned long long)dsz + 12);
+                unsigned char z[12] = { 0 }, *e = st_edit(f, n, "{", ins, z, sizeof z, &en);
+                remat_config sh;
+                float *q = NULL;
+                CHECK(e && remat_safetensors_parse(e, en, 0, &sh, &q) == REMAT_OK && q &&
+                      !memcmp(q, P, remat_model_num_params(m) * 4), "inv_freq is skipped: %s", remat_errmsg());
+                free(q);
+                free(e);
+            }
+        }
+        free(f);
+        /* llm.c files are GPT-2's */
+        CHECK(remat_weights_save(m, path_in("llama.bin"), REMAT_WEIGHTS_LLMC) == REMAT_ERR_INVALID &&
+              strstr(remat_errmsg(), "GPT-2"), "llama as llm.c refused: %s", remat_errmsg());
+        remat_model_free(m);
+    }
+}
+
+static void rm_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", path, de->d_name);
+        struct stat sb;
+        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) rm_tree(p);
+        else unlink(p);
+    }
+    if (d) closedir(d);
+    rmdir(path);
+}
+
+static char *in_dir(const char *d, const char *name)
+{
+    static char buf[8][512];
+    static int k;
+    char *p = buf[k++ % 8];
+    snprintf(p, 512, "%s/%s", d, name);
+    return p;
+}
+
+/* the shard files model-*-of-*.safetensors of d */
+static int count_shards(const char *d)
+{
+    int n = 0;
+    DIR *dd = opendir(d);
+    struct dirent *de;
+    while (dd && (de = readdir(dd))) n += !strncmp(de->d_name, "model-", 6) && strstr(de->d_name, "-of-") != NULL;
+    if (dd) closedir(dd);
+    return n;
+}
+
+/* a safetensors file's header as JSON, and its data bytes */
+static json_t *st_header_json(const char *path, uint64_t *data)
+{
+    size_t n = 0;
+    unsigned char *f = read_all(path, &n);
+    json_t *h = NULL;
+    if (f && n >= 8) {
+        uint64_t N = remat_get_le64(f);
+        if (8 + N <= n) {
+            h = json_loadb((const char *)f + 8, N, 0, NULL);
+            *data = n - 8 - N;
+        }
+    }
+    free(f);
+    return h;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    size_t na = 0, nb = 0;
+    unsigned char *x = read_all(a, &na), *y = read_all(b, &nb);
+    int same = x && y && na == nb && !memcmp(x, y, na);
+    free(x);
+    free(y);
+    return same;
+}
+
+/* The index against the shards, independently of the reader: every tensor
+ * of every shard in weight_map, pointing at its shard; total_size the data
+ * bytes; a shard over the limit only when it holds a single tensor; each
+ * shard but the last full enough that the next one's first tensor would not
+ * have fit (save_pretrained's greedy split, without oversized tensors).
+ * Returns the number of tensors. */
+static size_t check_index(const char *d, uint64_t limit)
+{
+    json_t *ix = json_load_file(in_dir(d, "model.safetensors.index.json"), JSON_REJECT_DUPLICATES, NULL);
+    json_t *map = json_object_get(ix, "weight_map");
+    CHECK(json_is_object(map), "%s: the index has a weight_map", d);
+    int N = count_shards(d);
+    size_t tensors = 0;
+    uint64_t total = 0, prev = 0;
+    for (int k = 1; k <= N; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", k, N);
+        uint64_t data = 0;
+        json_t *h = st_header_json(in_dir(d, name), &data);
+        CHECK(h != NULL, "%s is a safetensors file", name);
+        if (!h) continue;
+        const char *key;
+        json_t *e;
+        size_t nt = 0;
+        uint64_t first = 0;
+        json_object_foreach(h, key, e) {
+            if (!strcmp(key, "__metadata__")) continue;
+            const char *in = json_string_value(json_object_get(map, key));
+            CHECK(in && !strcmp(in, name), "%s: %s is in %s, the index says %s", d, key, name, in ? in : "nothing");
+            json_t *off = json_object_get(e, "data_offsets");
+            if (!nt) first = (uint64_t)(json_integer_value(json_array_get(off, 1)) - json_integer_value(json_array_get(off, 0)));
+            nt++;
+        }
+        CHECK(data <= limit || nt == 1, "%s: %llu data bytes over the %llu limit in %zu tensors", name,
+              (unsigned long long)data, (unsigned long long)limit, nt);
+        if (k > 1) CHECK(prev + first > limit, "%s: its first tensor (%llu bytes) would have fit in the shard before "
+                         "(%llu)", name, (unsigned long long)first, (unsigned long long)prev);
+        prev = data;
+        tensors += nt;
+        total += data;
+        json_decref(h);
+    }
+    CHECK(json_object_size(map) == tensors, "%s: the index lists %zu tensors, the shards hold %zu", d,
+          json_object_size(map), tensors);
+    json_t *ts = json_object_get(json_object_get(ix, "metadata"), "total_size");
+    CHECK(json_is_integer(ts) && (uint64_t)json_integer_value(ts) == total, "%s: total_size %lld, the shards hold %llu",
+          d, (long long)json_integer_value(ts), (unsigned long long)total);
+    json_decref(ix);
+    return tensors;
+}
+
+/* Directories: GPT-2 and Llama (untied with KV < NH and hs != C/NH; tied
+ * with llama3 rope scaling), F32 and BF16, in one file and in 3+ shards;
+ * directory -> model -> directory -> model is bit for bit the same, file for
+ * file; an export replaces what an earlier one of the other layout left. */
+static void test_hf_dirs(void)
+{
+    remat_config cfgs[3];
+    small_config(&cfgs[0]);
+    llama_config(&cfgs[1], 0, 2, 6);
+    llama_config(&cfgs[2], 1, 1, 8);
+    cfgs[2].rope_theta = 500000.0;
+    cfgs[2].norm_eps = 1e-5;
+    cfgs[2].rope_scaling = (remat_rope_scaling){ REMAT_ROPE_LLAMA3, 8.0, 1.0, 4.0, 8 };
+    remat_config base;
+    remat_config_default(&base);
+    base.seq = 8;
+    const char *d1 = path_in("hf1"), *d2 = path_in("hf2");
+    for (int k = 0; k < 3; k++) {
+        remat_model *m = make_model(&cfgs[k]);
+        CHECK(m != NULL, "create %d: %s", k, remat_errmsg());
+        if (!m) continue;
+        for (int dt = 0; dt < 2; dt++)
+            for (int sharded = 0; sharded < 2; sharded++) {
+                remat_dtype dtype = dt ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32;
+                uint64_t limit = sharded ? 2500 >> dt : 0;   /* 2500 bytes: a few tensors a shard */
+                remat_model *r1 = NULL, *r2 = NULL;
+                rm_tree(d1);
+                rm_tree(d2);
+                remat_status st = remat_weights_save_hf(m, d1, dtype, limit);
+                CHECK(st == REMAT_OK, "model %d dtype %d sharded %d: save: %s", k, dt, sharded, remat_errmsg());
+                if (st) continue;
+                int N = count_shards(d1);
+                CHECK(sharded ? N >= 3 && !exists(in_dir(d1, "model.safetensors")) &&
+                                exists(in_dir(d1, "model.safetensors.index.json"))
+                              : N == 0 && exists(in_dir(d1, "model.safetensors")) &&
+                                !exists(in_dir(d1, "model.safetensors.index.json")),
+                      "model %d sharded %d: %d shards", k, sharded, N);
+                if (sharded) check_index(d1, limit);
+                size_t cn = 0;
+                unsigned char *cj = read_all(in_dir(d1, "config.json"), &cn);
+                remat_config cc;
+                CHECK(cj && remat_hf_config_parse(cj, cn, "config.json", &cc) == REMAT_OK && same_arch(&cc, &cfgs[k]),
+                      "model %d: config.json holds the architecture: %s", k, remat_errmsg());
+                CHECK(cj && strstr((char *)cj, dt ? "\"torch_dtype\": \"bfloat16\"" : "\"torch_dtype\": \"float32\"") &&
+                      cn && cj[cn - 1] == '\n', "model %d: torch_dtype, a final newline", k);
+                free(cj);
+                remat_config shape;
+                remat_weights_format fmt = REMAT_WEIGHTS_AUTO;
+                memset(&shape, 0, sizeof shape);
+                CHECK(remat_weights_probe(d1, &shape, &fmt) == REMAT_OK && fmt == REMAT_WEIGHTS_HF &&
+                      same_arch(&shape, &cfgs[k]), "model %d: probe: %s", k, remat_errmsg());
+                CHECK(remat_weights_load(d1, &base, 1, &r1) == REMAT_OK && r1 &&
+                      (dt ? params_are_bf16_of(m, r1) : same_params(m, r1)) &&
+                      same_arch(remat_model_config(r1), &cfgs[k]), "model %d dtype %d sharded %d: load: %s", k, dt,
+                      sharded, remat_errmsg());
+                if (!r1) continue;
+                CHECK(remat_weights_save_hf(r1, d2, dtype, limit) == REMAT_OK, "save again: %s", remat_errmsg());
+                int files = 0, same = 1;
+                DIR *dd = opendir(d1);
+                struct dirent *de;
+                while (dd && (de = readdir(dd)))
+                    if (de->d_name[0] != '.') { files++; same &= same_file(in_dir(d1, de->d_name), in_dir(d2, de->d_name)); }
+                if (dd) closedir(dd);
+                CHECK(same && files == (sharded ? N + 2 : 2), "model %d dtype %d sharded %d: the second export is the "
+                      "first, file for file (%d files)", k, dt, sharded, files);
+                CHECK(remat_weights_load(d2, &base, 1, &r2) == REMAT_OK && r2 && same_params(r1, r2),
+                      "directory -> model -> directory -> model: %s", remat_errmsg());
+                remat_model_free(r1);
+                remat_model_free(r2);
+            }
+        remat_model_free(m);
+    }
+    /* a shard exactly full: ln_1's weight and bias (C = 32: 128 bytes each)
+     * share a 256-byte shard, as huggingface_hub fills one up to the limit */
+    {
+        remat_model *g = make_model(&cfgs[0]);
+        rm_tree(d1);
+        CHECK(g && remat_weights_save_hf(g, d1, REMAT_DTYPE_FP32, 256) == REMAT_OK && check_index(d1, 256) > 0,
+              "a 256-byte limit: %s", remat_errmsg());
+        json_t *ix = json_load_file(in_dir(d1, "model.safetensors.index.json"), 0, NULL);
+        json_t *map = json_object_get(ix, "weight_map");
+        const char *a = json_string_value(json_object_get(map, "h.0.ln_1.weight")),
+                   *b = json_string_value(json_object_get(map, "h.0.ln_1.bias")),
+                   *q = json_string_value(json_object_get(map, "h.0.attn.c_attn.bias"));
+        CHECK(a && b && q && !strcmp(a, b) && strcmp(a, q), "ln_1's weight and bias fill one shard exactly (%s, %s)",
+              a ? a : "-", b ? b : "-");
+        json_decref(ix);
+        remat_model_free(g);
+    }
+    /* the default shard size is Hugging Face's 5 GB, decimal */
+    CHECK(REMAT_HF_SHARD_BYTES == 5000000000ULL, "5 GB");
+
+    /* exports over earlier ones */
+    remat_model *m = make_model(&cfgs[1]), *r = NULL;
+    if (!m) { CHECK(0, "create"); return; }
+    const char *d = path_in("hf-again");
+    rm_tree(d);
+    write_all(path_in("hf-again-parent-file"), "x", 1);
+    CHECK(remat_weights_save_hf(m, in_dir(path_in("hf-again-parent-file"), "d"), REMAT_DTYPE_FP32, 0) == REMAT_ERR_IO &&
+          !strchr(remat_errmsg(), '\n'), "a directory under a file: %s", remat_errmsg());
+    CHECK(remat_weights_save_hf(m, in_dir(d, "a/b"), REMAT_DTYPE_FP32, 0) == REMAT_OK &&
+          exists(in_dir(d, "a/b/config.json")), "missing parents are made: %s", remat_errmsg());
+    CHECK(remat_weights_save_hf(m, d, REMAT_DTYPE_FP32, 2500) == REMAT_OK, "sharded");
+    int N1 = count_shards(d);
+    write_all(in_dir(d, "README.md"), "mine", 4);
+    CHECK(remat_weights_save_hf(m, d, REMAT_DTYPE_FP32, 0) == REMAT_OK && count_shards(d) == 0 &&
+          !exists(in_dir(d, "model.safetensors.index.json")) && exists(in_dir(d, "model.safetensors")),
+          "one file replaces the shards and the index (%d shards left)", count_shards(d));
+    CHECK(remat_weights_save_hf(m, d, REMAT_DTYPE_FP32, 2500) == REMAT_OK && count_shards(d) == N1 &&
+          !exists(in_dir(d, "model.safetensors")), "shards replace the one file");
+    CHECK(remat_weights_save_hf(m, d, REMAT_DTYPE_FP32, 6000) == REMAT_OK && count_shards(d) < N1 &&
+          check_index(d, 6000) > 0, "fewer shards replace more (%d, %d before)", count_shards(d), N1);
+    CHECK(exists(in_dir(d, "README.md")), "other files stay");
+    CHECK(remat_weights_load(d, &base, 1, &r) == REMAT_OK && r && same_params(m, r), "and it loads: %s", remat_errmsg());
+    remat_model_free(r);
+    CHECK(remat_weights_save_hf(m, d, (remat_dtype)7, 0) == REMAT_ERR_INVALID && remat_weights_save_hf(NULL, d, 0, 0) &&
+          remat_weights_save_hf(m, NULL, 0, 0) == REMAT_ERR_INVALID, "bad arguments");
+    CHECK(remat_weights_save_hf(m, d, REMAT_DTYPE_FP32, 1) == REMAT_OK && check_index(d, 1) > 0,
+          "a 1-byte limit: a shard per tensor");
+    CHECK(remat_weights_save_as(m, d, REMAT_WEIGHTS_HF, REMAT_DTYPE_BF16) == REMAT_OK &&
+          exists(in_dir(d, "model.safetensors")) && count_shards(d) == 0, "remat_weights_save_as(HF)");
+    remat_model_free(m);
+    rm_tree(d);
+    rm_tree(d1);
+    rm_tree(d2);
+    unlink(path_in("hf-again-parent-file"));
+}
+
+/* dir/config.json with key set to v (NULL: removed) */
+static void config_set(const char *dir, const char *key, json_t *v)
+{
+    const char *p = in_dir(dir, "config.json");
+    json_t *o = json_load_file(p, 0, NULL);
+    if (v) json_object_set_new(o, key, v);
+    else json_object_del(o, key);
+    json_dump_file(o, p, JSON_INDENT(2));
+    json_decref(o);
+}
+
+static void copy_dir(const char *src, const char *dst)
+{
+    rm_tree(dst);
+    mkdir(dst, 0755);
+    DIR *dd = opendir(src);
+    struct dirent *de;
+    while (dd && (de = readdir(dd))) {
+        if (de->d_name[0] == '.') continue;
+        size_t n = 0;
+        unsigned char *b = read_all(in_dir(src, de->d_name), &n);
+        if (b) write_all(in_dir(dst, de->d_name), b, n);
+        free(b);
+    }
+    if (dd) closedir(dd);
+}
+
+/* dir is refused with status want, in one line holding msg, by the load
+ * and the probe alike */
+static void expect_refused(const char *dir, remat_status want, const char *msg, const char *what)
+{
+    remat_config base, sh;
+    remat_config_default(&base);
+    base.seq = 8;
+    remat_model *m = (remat_model *)&base;
+    remat_status st = remat_weights_load(dir, &base, 1, &m);
+    CHECK(st == want && !m && strstr(remat_errmsg(), msg) && !strchr(remat_errmsg(), '\n'),
+          "%s: status %d, '%s' (want %d, '%s')", what, (int)st, remat_errmsg(), (int)want, msg);
+    memset(&sh, 0, sizeof sh);
+    st = remat_weights_probe(dir, &sh, NULL);
+    CHECK(st == want && strstr(remat_errmsg(), msg), "%s: probe: status %d, '%s'", what, (int)st, remat_errmsg());
+}
+
+static int loads(const char *dir)
+{
+    remat_config base;
+    remat_config_default(&base);
+    base.seq = 8;
+    remat_model *m = NULL;
+    remat_status st = remat_weights_load(dir, &base, 1, &m);
+    remat_model_free(m);
+    return st == REMAT_OK;
+}
+
+/* dir's index with tensor moved to shard file (NULL: removed) */
+static void index_set(const char *dir, const char *tensor, const char *file)
+{
+    const char *p = in_dir(dir, "model.safetensors.index.json");
+    json_t *o = json_load_file(p, 0, NULL), *map = json_object_get(o, "weight_map");
+    if (file) json_object_set_new(map, tensor, json_string(file));
+    else json_object_del(map, tensor);
+    json_dump_file(o, p, JSON_INDENT(2));
+    json_decref(o);
+}
+
+/* a key of config.json set to a JSON value (NULL: removed), and the refusal */
+typedef struct key_case { const char *key, *json, *msg; } key_case;
+
+/* each case on a fresh copy of dir src in d */
+static void config_cases(const char *src, const char *d, const key_case *kc, size_t n, const char *what)
+{
+    for (size_t k = 0; k < n; k++) {
+        copy_dir(src, d);
+        config_set(d, kc[k].key, kc[k].json ? json_loads(kc[k].json, JSON_DECODE_ANY, NULL) : NULL);
+        char w[128];
+        snprintf(w, sizeof w, "%s config.json %s = %s", what, kc[k].key, kc[k].json ? kc[k].json : "(absent)");
+        expect_refused(d, REMAT_ERR_FORMAT, kc[k].msg, w);
+    }
+}
+
+/* Every bad directory refused in one line that names the problem. */
+static void test_hf_refusals(void)
+{
+    remat_config c, g;
+    llama_config(&c, 0, 2, 6);   /* untied, KV < NH */
+    small_config(&g);
+    remat_model *m = make_model(&c), *mg = make_model(&g);
+    const char *good = path_in("hf-good"), *gpt = path_in("hf-gpt2"), *d = path_in("hf-bad");
+    rm_tree(good);
+    rm_tree(gpt);
+    CHECK(m && mg && remat_weights_save_hf(m, good, REMAT_DTYPE_FP32, 2500) == REMAT_OK &&
+          remat_weights_save_hf(mg, gpt, REMAT_DTYPE_FP32, 0) == REMAT_OK && count_shards(good) >= 3 && loads(good) &&
+          loads(gpt), "fixtures: %s", remat_errmsg());
+    remat_model_free(m);
+    remat_model_free(mg);
+    char shard1[64], shard2[64];
+    snprintf(shard1, sizeof shard1, "model-00001-of-%05d.safetensors", count_shards(good));
+    snprintf(shard2, sizeof shard2, "model-00002-of-%05d.safetensors", count_shards(good));
+
+    /* config.json */
+    copy_dir(good, d);
+    unlink(in_dir(d, "config.json"));
+    expect_refused(d, REMAT_ERR_IO, "config.json", "no config.json");
+    copy_dir(good, d);
+    write_all(in_dir(d, "config.json"), "{\"model_type\": ", 15);
+    expect_refused(d, REMAT_ERR_FORMAT, "config.json: malformed config.json", "config.json not JSON");
+    static const key_case keys[] = {
+        {"model_type", "\"mistral\"", "model_type 'mistral' is not one remat reads (gpt2, llama)"},
+        {"model_type", NULL, "no model_type"},
+        {"model_type", "3", "model_type must be a string, got 3"},
+        {"rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 2.0}", "rope_scaling.rope_type linear is not supported"},
+        {"rope_scaling", "{\"rope_type\": \"dynamic\", \"factor\": 2.0}", "rope_type dynamic is not supported"},
+        {"rope_scaling", "{\"type\": \"yarn\", \"factor\": 4.0}", "rope_type yarn is not supported"},
+        {"rope_scaling", "{\"factor\": 4.0}", "rope_scaling.rope_type must be a string"},
+        {"rope_scaling", "{\"rope_type\": \"llama3\", \"factor\": 8.0, \"high_freq_factor\": 4.0, "
+                         "\"original_max_position_embeddings\": 8192}", "low_freq_factor must be given for llama3"},
+        {"rope_scaling", "{\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 4.0, \"high_freq_factor\": "
+                         "1.0, \"original_max_position_embeddings\": 8192}", "llama3 rope scaling needs"},
+        {"rope_scaling", "\"llama3\"", "rope_scaling must be an object or null"},
+        {"rope_parameters", "{\"rope_type\": \"longrope\", \"rope_theta\": 10000.0}",
+         "rope_parameters.rope_type longrope is not supported"},
+        {"num_key_value_heads", "3", "heads 4 are not divisible by kv heads 3"},
+        {"num_attention_heads", "\"4\"", "num_attention_heads must be a whole number in [1, 65536], got \"4\""},
+        {"num_hidden_layers", "5000", "num_hidden_layers must be a whole number in [1, 4096], got 5000"},
+        {"rms_norm_eps", "-1e-6", "rms_norm_eps must be a number in (0, 1]"},
+        {"attention_bias", "true", "attention_bias true is not supported"},
+        {"mlp_bias", "true", "mlp_bias true is not supported"},
+        {"hidden_act", "\"gelu\"", "hidden_act gelu is not supported"},
+        {"hidden_act", "\"gelu\\ntanh\"", "hidden_act gelu?tanh is not supported"},
+        {"tie_word_embeddings", "1", "tie_word_embeddings must be true or false, got 1"},
+        {"num_hidden_layers", "3", "missing tensor model.layers.2.input_layernorm.weight"},
+        {"num_hidden_layers", "1", "is in block 1, but the model has 1 blocks"},
+        {"intermediate_size", "41", "tensor model.layers.0.mlp.gate_proj.weight has shape [40, 32], expected [41, 32]"},
+        {"head_dim", "4", "__metadata__ (n_head 4, n_kv_head 2, head_dim 6) contradicts the model's 4 heads, 2 "
+                          "key/value heads and head size 4"},
+        {"head_dim", "null", "contradicts the model's 4 heads, 2 key/value heads and head size 8"},
+        {"vocab_size", "71", "has shape [70, 32], expected [71, 32]"},
+        {"hidden_size", "30", "tensor model.embed_tokens.weight has shape [70, 32], expected [70, 30]"},
+    };
+    config_cases(good, d, keys, sizeof keys / sizeof keys[0], "llama");
+    copy_dir(good, d);
+    config_set(d, "hidden_size", json_integer(30));
+    config_set(d, "head_dim", NULL);
+    expect_refused(d, REMAT_ERR_FORMAT, "hidden_size 30 is not divisible by num_attention_heads 4 and head_dim is not "
+                   "given", "hidden_size 30, no head_dim");
+    static const key_case gkeys[] = {
+        {"n_inner", "160", "n_inner 160 is not supported"},
+        {"activation_function", "\"relu\"", "activation_function relu is not supported"},
+        {"layer_norm_epsilon", "1e-6", "layer_norm_epsilon 1e-06 is not supported"},
+        {"tie_word_embeddings", "false", "tie_word_embeddings false is not supported"},
+        {"scale_attn_by_inverse_layer_idx", "true", "scale_attn_by_inverse_layer_idx true is not supported"},
+        {"n_positions", "17", "wpe.weight has shape [16, 32], expected [17, 32]"},
+        {"n_head", "3", "dim 32 is not divisible by heads 3"},
+    };
+    config_cases(gpt, d, gkeys, sizeof gkeys / sizeof gkeys[0], "gpt2");
+    /* transformers' defaults: an untied Llama unless told; a tied config
+     * reads an untied directory as transformers does, lm_head ignored */
+    copy_dir(good, d);
+    config_set(d, "tie_word_embeddings", NULL);
+    CHECK(loads(d), "tie_word_embeddings absent: false, as LlamaConfig");
+    config_set(d, "tie_word_embeddings", json_true());
+    CHECK(loads(d), "tied config, lm_head.weight present: ignored");
+    copy_dir(gpt, d);
+    config_set(d, "n_inner", NULL);
+    config_set(d, "activation_function", json_string("gelu_pytorch_tanh"));
+    CHECK(loads(d), "gpt2: n_inner absent, gelu_pytorch_tanh (the same tanh GELU)");
+
+    /* the weights files */
+    copy_dir(good, d);
+    unlink(in_dir(d, "model.safetensors.index.json"));
+    expect_refused(d, REMAT_ERR_IO, "holds neither model.safetensors nor model.safetensors.index.json", "no weights");
+    copy_dir(good, d);
+    unlink(in_dir(d, shard2));
+    expect_refused(d, REMAT_ERR_IO, "names shard model-00002-of-", "a shard missing");
+    copy_dir(good, d);
+    {   /* shard 1's tensors in shard 2 too */
+        size_t n = 0;
+        unsigned char *b = read_all(in_dir(d, shard1), &n);
+        write_all(in_dir(d, shard2), b, n);
+        free(b);
+    }
+    expect_refused(d, REMAT_ERR_FORMAT, "is in two files", "a tensor in two shards");
+    copy_dir(good, d);
+    write_all(in_dir(d, "model-00009-of-00099.safetensors"), "junk", 4);
+    CHECK(loads(d), "a file the index does not name is not read");
+    copy_dir(good, d);
+    index_set(d, "model.norm.weight", shard1);
+    expect_refused(d, REMAT_ERR_FORMAT, "tensor model.norm.weight is in", "the index puts a tensor in the wrong shard");
+    copy_dir(good, d);
+    index_set(d, "model.norm.weight", NULL);
+    expect_refused(d, REMAT_ERR_FORMAT, "tensor model.norm.weight of", "a tensor the index does not list");
+    copy_dir(good, d);
+    index_set(d, "model.layers.7.mlp.up_proj.weight", shard1);
+    expect_refused(d, REMAT_ERR_FORMAT, "missing tensor model.layers.7.mlp.up_proj.weight: the index puts it in",
+                   "the index lists a tensor no shard holds");
+    copy_dir(good, d);
+    index_set(d, "model.norm.weight", "../hf-good/model.safetensors");
+    expect_refused(d, REMAT_ERR_FORMAT, "a shard is named by a file name of the directory", "a shard outside");
+    copy_dir(good, d);
+    write_all(in_dir(d, "model.safetensors.index.json"), "{\"weight_map\": {}}", 18);
+    expect_refused(d, REMAT_ERR_FORMAT, "non-empty \"weight_map\"", "an empty index");
+    copy_dir(good, d);
+    write_all(in_dir(d, "model.safetensors.index.json"), "{\"weight_map\": ", 15);
+    expect_refused(d, REMAT_ERR_FORMAT, "malformed index", "an index that is not JSON");
+    copy_dir(good, d);
+    {
+        size_t n = 0;
+        unsigned char *b = read_all(in_dir(d, shard2), &n);
+        write_all(in_dir(d, shard2), b, n - 4);
+        free(b);
+    }
+    expect_refused(d, REMAT_ERR_FORMAT, shard2, "a truncated shard (named)");
+    copy_dir(gpt, d);
+    {   /* a missing tensor in the single file: rename it in the header */
+        size_t n = 0, en;
+        unsigned char *b = read_all(in_dir(d, "model.safetensors"), &n);
+        unsigned char *e = b ? st_edit(b, n, "\"h.1.mlp.c_fc.bias\"", "\"h.1.attn.bias\"", NULL, 0, &en) : NULL;
+        if (e) write_all(in_dir(d, "model.safetensors"), e, en);
+        free(b);
+        free(e);
+    }
+    expect_refused(d, REMAT_ERR_FORMAT, "missing tensor h.1.mlp.c_fc.bias", "a missing tensor");
+    /* a hub cache snapshot: every file a symbolic link to a blob */
+    rm_tree(d);
+    mkdir(d, 0755);
+    DIR *gd = opendir(good);
+    struct dirent *ge;
+    while (gd && (ge = readdir(gd)))
+        if (ge->d_name[0] != '.') {
+            char target[512];
+            snprintf(target, sizeof target, "../hf-good/%s", ge->d_name);
+            CHECK(symlink(target, in_dir(d, ge->d_name)) == 0, "symlink %s", ge->d_name);
+        }
+    if (gd) closedir(gd);
+    CHECK(loads(d), "a directory of symbolic links (Hugging Face's cache) loads: %s", remat_errmsg());
+    copy_dir(good, d);
+    CHECK(loads(d), "the good one still loads");
+    rm_tree(d);
+    rm_tree(good);
+    rm_tree(gpt);
+}
+
+/* config.json by itself: transformers' defaults, both rope spellings, and
+ * an exact round trip of every number. */
+static void test_hf_config(void)
+{
+    remat_config c;
+    const char *t = "{\"model_type\": \"llama\"}";
+    CHECK(remat_hf_config_parse(t, strlen(t), "c.json", &c) == REMAT_OK && c.arch == REMAT_ARCH_LLAMA &&
+          c.vocab == 32000 && c.n_embd == 4096 && c.ffn_dim == 11008 && c.n_layer == 32 && c.n_head == 32 &&
+          c.n_kv_head == 32 && c.head_dim == 128 && c.max_seq == 2048 && c.norm_eps == 1e-6 && c.rope_theta == 10000.0 &&
+          !c.rope_scaling.type && !remat_config_tied(&c), "LlamaConfig's defaults: %s", remat_errmsg());
+    t = "{\"model_type\": \"gpt2\"}";
+    CHECK(remat_hf_config_parse(t, strlen(t), "c.json", &c) == REMAT_OK && c.arch == REMAT_ARCH_GPT2 &&
+          c.vocab == 50257 && c.n_embd == 768 && c.n_layer == 12 && c.n_head == 12 && c.max_seq == 1024 &&
+          remat_config_tied(&c) && remat_config_ffn_dim(&c) == 3072, "GPT2Config's defaults: %s", remat_errmsg());
+    /* Llama 3.2 1B's config.json, as published */
+    t = "{\"architectures\": [\"LlamaForCausalLM\"], \"attention_bias\": false, \"attention_dropout\": 0.0, "
+        "\"bos_token_id\": 128000, \"eos_token_id\": 128001, \"head_dim\": 64, \"hidden_act\": \"silu\", "
+        "\"hidden_size\": 2048, \"initializer_range\": 0.02, \"intermediate_size\": 8192, "
+        "\"max_position_embeddings\": 131072, \"mlp_bias\": false, \"model_type\": \"llama\", "
+        "\"num_attention_heads\": 32, \"num_hidden_layers\": 16, \"num_key_value_heads\": 8, \"pretraining_tp\": 1, "
+        "\"rms_norm_eps\": 1e-05, \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, "
+        "\"low_freq_factor\": 1.0, \"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}, "
+        "\"rope_theta\": 500000.0, \"tie_word_embeddings\": true, \"torch_dtype\": \"bfloat16\", "
+        "\"transformers_version\": \"4.45.0.dev0\", \"use_cache\": true, \"vocab_size\": 128256}";
+    CHECK(remat_hf_config_parse(t, strlen(t), "c.json", &c) == REMAT_OK && c.n_kv_head == 8 && c.head_dim == 64 &&
+          c.max_seq == 131072 && c.rope_theta == 500000.0 && c.norm_eps == 1e-5 &&
+          c.rope_scaling.type == REMAT_ROPE_LLAMA3 && c.rope_scaling.factor == 32.0 &&
+          c.rope_scaling.low_freq_factor == 1.0 && c.rope_scaling.high_freq_factor == 4.0 &&
+          c.rope_scaling.original_max_position == 8192 && remat_config_tied(&c), "Llama 3.2 1B: %s", remat_errmsg());
+    /* the older "type", transformers 5's rope_parameters (with rope_theta), "default" */
+    t = "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 4, \"rope_scaling\": {\"type\": "
+        "\"llama3\", \"factor\": 8, \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
+        "\"original_max_position_embeddings\": 64}}";
+    CHECK(remat_hf_config_parse(t, strlen(t), "c.json", &c) == REMAT_OK && c.rope_scaling.type == REMAT_ROPE_LLAMA3 &&
+          c.head_dim == 16, "rope_scaling's older key 'type': %s", remat_errmsg());
+    t = "{\"model_type\": \"llama\", \"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 250000.0, "
+        "\"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}}";
+    CHECK(remat_hf_config_parse(t, strlen(t), "c.json", &c) == REMAT_OK && c.rope_scaling.type == REMAT_ROPE_LLAMA3 &&
+          c.rope_theta == 250000.0, "rope_parameters: %s", remat_errmsg());
+    t = "{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"default\"}, \"num_key_value_heads\": null, "
+        "\"head_dim\": null}";
+    CHECK(remat_hf_config_parse(t, strlen(t), "c.json", &c) == REMAT_OK && !c.rope_scaling.type && c.n_kv_head == 32 &&
+          c.head_dim == 128, "rope_type default, nulls: %s", remat_errmsg());
+    t = "{\"model_type\": \"llama\", \"model_type\": \"gpt2\"}";
+    CHECK(remat_hf_config_parse(t, strlen(t), "c.json", &c) == REMAT_ERR_FORMAT && strstr(remat_errmsg(), "duplicate"),
+          "duplicate keys: %s", remat_errmsg());
+    t = "[1]";
+    CHECK(remat_hf_config_parse(t, strlen(t), "c.json", &c) == REMAT_ERR_FORMAT, "not an object");
+
+    /* every number back exactly, with the fewest digits */
+    remat_config r[3];
+    llama_config(&r[0], 0, 2, 6);
+    r[0].rope_theta = 123456.789;
+    r[0].norm_eps = 0.1 + 0.2;   /* 0.30000000000000004: 17 digits */
+    r[0].rope_scaling = (remat_rope_scaling){ REMAT_ROPE_LLAMA3, 10.0 / 3.0, 1e-3, 4.000000000000001, 8192 };
+    llama_config(&r[1], 1, 1, 0);
+    r[1].norm_eps = 1e-5;
+    small_config(&r[2]);
+    for (int k = 0; k < 3; k++) {
+        char *txt = NULL;
+        remat_config back;
+        CHECK(remat_hf_config_dump(&r[k], REMAT_DTYPE_FP32, &txt) == REMAT_OK && txt &&
+              remat_hf_config_parse(txt, strlen(txt), "c.json", &back) == REMAT_OK && same_arch(&back, &r[k]),
+              "config %d: dump, parse: the same: %s", k, remat_errmsg());
+        if (k == 1) CHECK(txt && strstr(txt, "\"rms_norm_eps\": 1e-5,") && strstr(txt, "\"rope_theta\": 10000.0,") &&
+                          strstr(txt, "\"rope_scaling\": null"), "short numbers: %s", txt ? txt : "");
+        if (k == 2) CHECK(txt && strstr(txt, "\"n_inner\": null") && strstr(txt, "\"layer_norm_epsilon\": 1e-5") &&
+                          strstr(txt, "\"model_type\": \"gpt2\""), "gpt2 keys: %s", txt ? txt : "");
+        free(txt);
+    }
 }
 
 int main(void)
@@ -882,7 +1604,10 @@ int main(void)
     test_safetensors_variants();
     test_files();
     test_stale_tmps();
-    test_json_reader();
+    test_llama_files();
+    test_hf_config();
+    test_hf_dirs();
+    test_hf_refusals();
     DIR *d = opendir(dir);
     struct dirent *de;
     while (d && (de = readdir(d)))

@@ -55,6 +55,9 @@ remat_status remat_fail(remat_status st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    /* one line, whatever a message quotes (a file's names and values) */
+    for (char *c = last_error; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return st;
 }
 

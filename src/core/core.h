@@ -12,7 +12,8 @@
 
 /* Records a printf-style message as the calling thread's last error and
  * returns st, so that `return remat_fail(REMAT_ERR_INVALID, "...")` reads
- * naturally. */
+ * naturally.  The message is one line: control characters (a newline in a
+ * name a file holds, say) become '?'. */
 remat_status remat_fail(remat_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void remat_clear_error(void);
@@ -168,6 +169,11 @@ void remat_atomic_abort(remat_atomic_file *a);
  * REMAT_ERR_FORMAT only for a file over max bytes, so that a caller can
  * replace that message with its own advice. */
 remat_status remat_read_file(const char *path, size_t max, char **buf, size_t *n);
+
+/* mkdir -p: creates path (parent_only: the directory path is in) and its
+ * missing parents, mode 0755.  0, or -1 with errno set (ENOTDIR when it
+ * exists as something else). */
+int remat_mkdirs(const char *path, int parent_only);
 
 /* The one sweeper of temporary files: deletes every file of dir for which
  * tmp_pid(name, arg) gives a process id > 0 that is neither this process

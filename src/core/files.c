@@ -157,6 +157,29 @@ remat_status remat_write_file_atomic(const char *path, const void *data, size_t 
     return remat_atomic_commit(&a);
 }
 
+int remat_mkdirs(const char *path, int parent_only)
+{
+    char buf[4096];
+    if (strlen(path) >= sizeof buf) { errno = ENAMETOOLONG; return -1; }
+    strcpy(buf, path);
+    if (parent_only) {
+        char *slash = strrchr(buf, '/');
+        if (!slash || slash == buf) return 0;
+        *slash = 0;
+    }
+    for (char *c = buf + 1; *c; c++) {
+        if (*c != '/') continue;
+        *c = 0;
+        if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+        *c = '/';
+    }
+    if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+    struct stat sb;
+    if (stat(buf, &sb) != 0) return -1;
+    if (!S_ISDIR(sb.st_mode)) { errno = ENOTDIR; return -1; }
+    return 0;
+}
+
 remat_status remat_read_file(const char *path, size_t max, char **buf, size_t *n)
 {
     remat_status st = REMAT_OK;

@@ -18,12 +18,15 @@
 #define REMAT_SAFETENSORS_MAX_HEADER (100u << 20)
 
 /* Parse a whole llm.c checkpoint or safetensors file held in memory (n bytes,
- * untrusted).  On success *shape holds the file's n_layer, n_embd, n_head,
- * vocab and max_seq (batch = seq = 1, dropout 0), and *params, malloc'd (the
- * caller free()s it), holds remat_config_num_params(shape) floats in remat's
- * layout (padded vocabulary rows zero).  n_head for a safetensors file that
- * does not record it: n_head_hint when > 0, else C/64.  On failure *params
- * is NULL and the status is REMAT_ERR_FORMAT (or NOMEM) with a message. */
+ * untrusted).  On success *shape holds the file's architecture (arch,
+ * n_layer, n_embd, n_head, vocab, max_seq, and Llama's n_kv_head, head_dim,
+ * ffn_dim, tie_embeddings; batch = seq = 1, dropout 0), and *params,
+ * malloc'd (the caller free()s it), holds remat_config_num_params(shape)
+ * floats in remat's layout (padded vocabulary rows zero).  n_head for a
+ * safetensors file that does not record it: n_head_hint when > 0, else
+ * C/64; a Llama file's max_seq (no shape holds it) is 1.  On failure
+ * *params is NULL and the status is REMAT_ERR_FORMAT (or NOMEM, or INVALID
+ * when the heads cannot be guessed) with a message. */
 remat_status remat_llmc_parse(const void *buf, size_t n, remat_config *shape, float **params);
 remat_status remat_safetensors_parse(const void *buf, size_t n, int n_head_hint, remat_config *shape,
                                      float **params);
@@ -33,6 +36,39 @@ remat_status remat_safetensors_parse(const void *buf, size_t n, int n_head_hint,
  * REMAT_ERR_IO when a write fails. */
 remat_status remat_weights_write(FILE *f, const remat_config *shape, const float *params,
                                  remat_weights_format format, remat_dtype dtype);
+
+/* ---- Hugging Face directories: config.json and the index (hfdir.c) ------- */
+
+/* Parses a config.json held in memory (n bytes, untrusted) into *out: the
+ * architecture and every size (batch = seq = 1), transformers' defaults for
+ * absent keys, validated as a config.  REMAT_ERR_FORMAT (NOMEM) with a
+ * one-line message that starts with src. */
+remat_status remat_hf_config_parse(const void *buf, size_t n, const char *src, remat_config *out);
+/* config.json for config c with tensors of dtype dt: *text is malloc'd
+ * JSON (free() it) that remat_hf_config_parse reads back as c's
+ * architecture, every number exactly. */
+remat_status remat_hf_config_dump(const remat_config *c, remat_dtype dt, char **text);
+
+/* model.safetensors.index.json: its weight_map, tensor[i] in
+ * shard[in[i]]; shards (distinct file names) in name order, tensors by name
+ * within a shard; metadata.total_size when has_total. */
+typedef struct remat_hf_index {
+    char **shard;
+    int nshard;
+    char **tensor;
+    int *in;
+    size_t n;
+    int has_total;
+    uint64_t total_size;
+} remat_hf_index;
+/* Parses an index held in memory (untrusted): a non-empty weight_map of
+ * shard file names (no '/', not starting with '.'), duplicate keys refused.
+ * On failure *out holds nothing.  REMAT_ERR_FORMAT (NOMEM) with a message. */
+remat_status remat_hf_index_parse(const void *buf, size_t n, const char *src, remat_hf_index *out);
+/* The index as save_pretrained writes it (sorted keys, indent 2): *text
+ * malloc'd, free() it. */
+remat_status remat_hf_index_dump(const remat_hf_index *ix, char **text);
+void remat_hf_index_clear(remat_hf_index *ix);
 
 /* ---- training checkpoints (checkpoint.c) ------------------------------------ */
 

@@ -51,7 +51,7 @@ remat_status remat_llmc_layout(const remat_wsrc *s, remat_wlayout *ly)
     ly->shape.vocab = V;
     ly->shape.max_seq = maxT;
     remat_config c;
-    if ((st = remat_wlayout_config(ly, s->name, 0, &c))) return st;
+    if ((st = remat_wlayout_config(ly, s->name, NULL, &c))) return st;
     /* the file's parameter count, with its own padding */
     uint64_t np_remat = remat_config_num_params(&c);
     uint64_t Vp = (uint64_t)remat_config_padded_vocab(&c);
@@ -68,9 +68,9 @@ remat_status remat_llmc_layout(const remat_wsrc *s, remat_wlayout *ly)
     ly->np = 2;
     /* wte: the first V of the file's Vpf rows; then everything else, whose
      * layout is the same in both */
-    ly->p[0] = (remat_wpiece){ LLMC_HEADER_BYTES, 0, (size_t)V, (size_t)C, 0, 0 };
+    ly->p[0] = (remat_wpiece){ LLMC_HEADER_BYTES, 0, (size_t)V, (size_t)C, 0, 0, 0 };
     ly->p[1] = (remat_wpiece){ LLMC_HEADER_BYTES + (uint64_t)Vpf * C * 4, (size_t)(Vp * C), (size_t)(np_remat - Vp * C),
-                         1, 0, 0 };
+                         1, 0, 0, 0 };
     return REMAT_OK;
 }
 

@@ -1,19 +1,20 @@
 /*
  * weights.c -- model weights in and out (the "weights" section of remat.h):
- * what the two formats share, and the dispatch to them (llm.c checkpoints in
- * llmc.c, safetensors in safetensors.c, whose JSON reader is json.c).
+ * what the formats share, and the dispatch to them (llm.c checkpoints in
+ * llmc.c, safetensors files in safetensors.c with their names in
+ * hfnames.c, Hugging Face model directories in hfdir.c).
  *
- * Reading is two passes over an untrusted source (a file or, for the fuzz
- * targets, a memory buffer):
- *   1. parse the header into a *layout*: the model shape plus a list of
- *      pieces, each a (rows x cols) block of float32 at a byte offset of the
- *      source that lands at a float offset of remat's parameter array,
- *      possibly transposed (Conv1D weights);
+ * Reading is two passes over untrusted sources (a file, a directory's
+ * files, or, for the fuzz targets, a memory buffer):
+ *   1. parse the headers into a *layout*: the model shape plus a list of
+ *      pieces, each a (rows x cols) block of float32 or bfloat16 at a byte
+ *      offset of a source that lands at a float offset of remat's parameter
+ *      array, possibly transposed (Conv1D weights);
  *   2. fill the parameters by reading each piece.
- * Everything the header claims is checked before anything is allocated from
+ * Everything a header claims is checked before anything is allocated from
  * it: sizes with overflow-checked arithmetic, the file size exactly (llm.c),
  * every tensor's byte range (safetensors), every shape against the one the
- * model needs.  Allocation is therefore bounded by the file's size (plus
+ * model needs.  Allocation is therefore bounded by the sources' size (plus
  * < 64 padded vocabulary rows).
  *
  * Writes go through the library's atomic writer (remat_atomic_begin/commit,
@@ -30,6 +31,7 @@
 #include "../core/core.h"
 #include "../core/endian.h"
 #include "../engine/model.h"
+#include "../table/tensors.h"
 
 /* ---- sources: a file or a memory buffer ------------------------------------ */
 
@@ -51,24 +53,24 @@ remat_status remat_wsrc_read(const remat_wsrc *s, uint64_t off, void *dst, size_
 void remat_wlayout_clear(remat_wlayout *ly)
 {
     free(ly->p);
+    for (size_t i = 0; i < ly->nt; i++) free(ly->t[i].name);
+    free(ly->t);
+    for (int i = 0; i < ly->nsrc; i++) free(ly->srcs[i]);
+    free(ly->srcs);
+    free(ly->srcsize);
     memset(ly, 0, sizeof *ly);
 }
 
-/* Resolves n_head (file, else hint, else GPT-2's head size 64) and checks the
- * shape as a config.  Errors are REMAT_ERR_FORMAT: the file is at fault. */
-remat_status remat_wlayout_config(const remat_wlayout *ly, const char *name, int hint, remat_config *out)
+remat_status remat_wlayout_config(remat_wlayout *ly, const char *name, const remat_config *hint, remat_config *out)
 {
-    remat_config c = ly->shape;
+    if (ly->format != REMAT_WEIGHTS_LLMC) return remat_hf_bind(ly, name, hint, out);
+    remat_config c = ly->shape;   /* an llm.c header holds every size */
     c.batch = 1;
     c.seq = 1;
     c.dropout = 0.0f;
-    if (c.n_head <= 0) c.n_head = hint > 0 ? hint : (c.n_embd % 64 == 0 ? c.n_embd / 64 : 0);
-    if (c.n_head <= 0)
-        return remat_fail(REMAT_ERR_INVALID, "%s does not record the number of heads and its width %d is not a "
-                          "multiple of 64; give it (--heads)", name, c.n_embd);
     remat_status st = remat_config_check(&c);
     if (st) {
-        char msg[512];
+        char msg[400];
         snprintf(msg, sizeof msg, "%s", remat_errmsg());
         return remat_fail(REMAT_ERR_FORMAT, "%s: the model it describes is invalid: %s", name, msg);
     }
@@ -94,10 +96,11 @@ static remat_status read_elems(const remat_wsrc *s, uint64_t off, float *dst, si
     return REMAT_OK;
 }
 
-/* Reads every piece into params (remat_config_num_params(cfg) floats, the
- * padded vocabulary rows already zero), widening bf16 pieces exactly. */
+/* Reads every piece of source src into params (remat_config_num_params(cfg)
+ * floats, the padded vocabulary rows already zero), widening bf16 pieces
+ * exactly. */
 #define FILL_CHUNK ((size_t)1 << 16)
-static remat_status layout_fill(const remat_wsrc *s, const remat_wlayout *ly, float *params)
+static remat_status layout_fill(const remat_wsrc *s, int src, const remat_wlayout *ly, float *params)
 {
     remat_status st = REMAT_OK;
     float *row = NULL;
@@ -106,6 +109,7 @@ static remat_status layout_fill(const remat_wsrc *s, const remat_wlayout *ly, fl
     if (!(tmp = remat_malloc(FILL_CHUNK * sizeof *tmp))) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", s->name);
     for (size_t k = 0; k < ly->np && !st; k++) {
         const remat_wpiece *pc = &ly->p[k];
+        if (pc->src != src) continue;
         float *dst = params + pc->dst_off;
         size_t es = pc->bf16 ? 2 : 4;
         if (!pc->transpose) {
@@ -137,18 +141,22 @@ static remat_status layout_fill(const remat_wsrc *s, const remat_wlayout *ly, fl
     return st;
 }
 
-/* Whether weights can be written as format in dtype: llmc (fp32 only) or
- * safetensors (fp32 or bf16).  REMAT_ERR_INVALID otherwise. */
-static remat_status check_target(remat_weights_format format, remat_dtype dtype)
+/* Whether weights of shape can be written as format in dtype: llmc (GPT-2,
+ * fp32 only), safetensors or a Hugging Face directory (fp32 or bf16).
+ * REMAT_ERR_INVALID otherwise. */
+static remat_status check_target(const remat_config *shape, remat_weights_format format, remat_dtype dtype)
 {
-    if (format != REMAT_WEIGHTS_LLMC && format != REMAT_WEIGHTS_SAFETENSORS)
-        return remat_fail(REMAT_ERR_INVALID, "weights format %d is neither llmc (%d) nor safetensors (%d)",
-                          (int)format, REMAT_WEIGHTS_LLMC, REMAT_WEIGHTS_SAFETENSORS);
+    if (format != REMAT_WEIGHTS_LLMC && format != REMAT_WEIGHTS_SAFETENSORS && format != REMAT_WEIGHTS_HF)
+        return remat_fail(REMAT_ERR_INVALID, "weights format %d is neither llmc (%d), safetensors (%d) nor hf (%d)",
+                          (int)format, REMAT_WEIGHTS_LLMC, REMAT_WEIGHTS_SAFETENSORS, REMAT_WEIGHTS_HF);
     if (dtype != REMAT_DTYPE_FP32 && dtype != REMAT_DTYPE_BF16)
         return remat_fail(REMAT_ERR_INVALID, "weights dtype must be fp32 or bf16, got %d", (int)dtype);
     if (format == REMAT_WEIGHTS_LLMC && dtype != REMAT_DTYPE_FP32)
         return remat_fail(REMAT_ERR_INVALID, "llm.c model files are written as version 3 (float32); for bf16 "
                           "weights choose the safetensors format");
+    if (format == REMAT_WEIGHTS_LLMC && shape->arch != REMAT_ARCH_GPT2)
+        return remat_fail(REMAT_ERR_INVALID, "llm.c model files hold GPT-2 models; write a %s model as safetensors or "
+                          "as a Hugging Face directory", remat_arch_name(shape->arch));
     return REMAT_OK;
 }
 
@@ -157,7 +165,9 @@ remat_status remat_weights_write(FILE *f, const remat_config *shape, const float
 {
     remat_status st;
     if (!f || !shape || !params) return remat_fail(REMAT_ERR_INVALID, "remat_weights_write: NULL argument");
-    if ((st = remat_config_check(shape)) || (st = check_target(format, dtype))) return st;
+    if ((st = remat_config_check(shape)) || (st = check_target(shape, format, dtype))) return st;
+    if (format == REMAT_WEIGHTS_HF)
+        return remat_fail(REMAT_ERR_INVALID, "a Hugging Face model is a directory: write it with remat_weights_save_hf");
     if (format == REMAT_WEIGHTS_LLMC) st = remat_llmc_write(f, shape, params);
     else st = remat_safetensors_write(f, shape, params, dtype);
     if (st == REMAT_ERR_IO) return remat_fail(REMAT_ERR_IO, "write failed: %s", strerror(errno));
@@ -189,12 +199,14 @@ static remat_status parse_mem(const void *buf, size_t n, remat_weights_format fm
     *params = NULL;
     remat_wsrc s = { buf, NULL, n, "<memory>" };
     if ((st = any_layout(&s, fmt, &ly))) return st;
-    remat_config c;
-    if ((st = remat_wlayout_config(&ly, s.name, hint, &c))) goto out;
+    remat_config c, h;
+    memset(&h, 0, sizeof h);
+    h.n_head = hint;
+    if ((st = remat_wlayout_config(&ly, s.name, &h, &c))) goto out;
     float *p = remat_calloc((size_t)remat_config_num_params(&c), sizeof(float));
     if (!p) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory for %llu parameters",
                               (unsigned long long)remat_config_num_params(&c)); goto out; }
-    if ((st = layout_fill(&s, &ly, p))) { free(p); goto out; }
+    if ((st = layout_fill(&s, 0, &ly, p))) { free(p); goto out; }
     *shape = c;
     *params = p;
 out:
@@ -214,7 +226,7 @@ remat_status remat_safetensors_parse(const void *buf, size_t n, int n_head_hint,
 
 /* ---- files ------------------------------------------------------------------------------- */
 
-static remat_status open_src(const char *path, remat_wsrc *s)
+remat_status remat_wsrc_open(const char *path, remat_wsrc *s)
 {
     memset(s, 0, sizeof *s);
     s->name = path;
@@ -231,23 +243,86 @@ static remat_status open_src(const char *path, remat_wsrc *s)
     return REMAT_OK;
 }
 
+/* A file's layout, or a directory's: *s is the open file (s->f NULL for a
+ * directory, whose files are opened one at a time).  On failure nothing is
+ * left open or held. */
+static remat_status path_layout(const char *path, remat_wsrc *s, remat_wlayout *ly)
+{
+    struct stat sb;
+    remat_status st;
+    memset(ly, 0, sizeof *ly);
+    if (path && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        memset(s, 0, sizeof *s);
+        s->name = path;
+        return remat_hf_dir_layout(path, ly);
+    }
+    if ((st = remat_wsrc_open(path, s))) return st;
+    if ((st = any_layout(s, REMAT_WEIGHTS_AUTO, ly))) {
+        fclose(s->f);
+        s->f = NULL;
+    }
+    return st;
+}
+
+/* Reads every piece: from *s, or from each of a directory's files in turn
+ * (each still the size its header was read at). */
+static remat_status fill_all(const remat_wsrc *s, const remat_wlayout *ly, float *params)
+{
+    remat_status st = REMAT_OK;
+    if (!ly->nsrc) return layout_fill(s, 0, ly, params);
+    for (int i = 0; i < ly->nsrc && !st; i++) {
+        remat_wsrc f;
+        if ((st = remat_wsrc_open(ly->srcs[i], &f))) break;
+        if (f.size != ly->srcsize[i])
+            st = remat_fail(REMAT_ERR_IO, "'%s' changed size (%llu bytes, then %llu) while it was being read",
+                            ly->srcs[i], (unsigned long long)ly->srcsize[i], (unsigned long long)f.size);
+        else st = layout_fill(&f, i, ly, params);
+        fclose(f.f);
+    }
+    return st;
+}
+
+/* The architecture: every field a weights source can fix. */
+static void copy_arch(remat_config *dst, const remat_config *src)
+{
+    dst->arch = src->arch;
+    dst->n_layer = src->n_layer;
+    dst->n_embd = src->n_embd;
+    dst->n_head = src->n_head;
+    dst->vocab = src->vocab;
+    dst->max_seq = src->max_seq;
+    dst->n_kv_head = src->n_kv_head;
+    dst->ffn_dim = src->ffn_dim;
+    dst->head_dim = src->head_dim;
+    dst->tie_embeddings = src->tie_embeddings;
+}
+
 remat_status remat_weights_probe(const char *path, remat_config *shape, remat_weights_format *format)
 {
     remat_wsrc s;
     remat_wlayout ly;
     remat_status st;
     if (!shape) return remat_fail(REMAT_ERR_INVALID, "remat_weights_probe: shape is NULL");
-    if ((st = open_src(path, &s))) return st;
-    if (!(st = any_layout(&s, REMAT_WEIGHTS_AUTO, &ly))) {
-        shape->n_layer = ly.shape.n_layer;
-        shape->n_embd = ly.shape.n_embd;
-        shape->n_head = ly.shape.n_head;
-        shape->vocab = ly.shape.vocab;
-        shape->max_seq = ly.shape.max_seq;
+    if ((st = path_layout(path, &s, &ly))) return st;
+    /* every shape checked where the source fixes the sizes the shapes are
+     * written in: any number of heads does when the shapes do not name it */
+    remat_config one, c;
+    memset(&one, 0, sizeof one);
+    one.n_head = 1;
+    if (ly.format != REMAT_WEIGHTS_LLMC &&
+        (ly.shape.n_head > 0 || !(remat_hf_meta_dims(&ly.shape) & (1u << RD_NH))))
+        st = remat_wlayout_config(&ly, path, &one, &c);
+    if (!st) {
+        copy_arch(shape, &ly.shape);
+        if (ly.format == REMAT_WEIGHTS_HF) {   /* config.json holds these too */
+            shape->rope_theta = ly.shape.rope_theta;
+            shape->rope_scaling = ly.shape.rope_scaling;
+            shape->norm_eps = ly.shape.norm_eps;
+        }
         if (format) *format = ly.format;
-        remat_wlayout_clear(&ly);
     }
-    fclose(s.f);
+    remat_wlayout_clear(&ly);
+    if (s.f) fclose(s.f);
     return st;
 }
 
@@ -260,30 +335,27 @@ remat_status remat_weights_load(const char *path, const remat_config *base, uint
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_weights_load: out is NULL");
     *out = NULL;
     if (!base) return remat_fail(REMAT_ERR_INVALID, "remat_weights_load: base config is NULL");
-    if ((st = open_src(path, &s))) return st;
-    memset(&ly, 0, sizeof ly);
-    if ((st = any_layout(&s, REMAT_WEIGHTS_AUTO, &ly))) goto out;
+    if ((st = path_layout(path, &s, &ly))) return st;
     remat_config shape, c = *base;   /* the step's shape and options from base */
-    if ((st = remat_wlayout_config(&ly, path, base->n_head, &shape))) goto out;
+    if ((st = remat_wlayout_config(&ly, path, base, &shape))) goto out;
     if (base->seq > shape.max_seq) {
         st = remat_fail(REMAT_ERR_INVALID, "seq %d is longer than the %d positions of '%s'; use --seq %d or less",
                         base->seq, shape.max_seq, path, shape.max_seq);
         goto out;
     }
-    c.n_layer = shape.n_layer;
-    c.n_embd = shape.n_embd;
-    c.n_head = shape.n_head;
-    c.vocab = shape.vocab;
-    c.max_seq = shape.max_seq;
+    copy_arch(&c, &shape);
+    c.rope_theta = shape.rope_theta;
+    c.rope_scaling = shape.rope_scaling;
+    c.norm_eps = shape.norm_eps;
     if ((st = remat_model_create(&c, seed, &m))) goto out;
     /* padded vocabulary rows stay as remat_model_create left them: zero */
-    if ((st = layout_fill(&s, &ly, m->params))) goto out;
+    if ((st = fill_all(&s, &ly, m->params))) goto out;
     *out = m;
     m = NULL;
 out:
     remat_model_free(m);
     remat_wlayout_clear(&ly);
-    fclose(s.f);
+    if (s.f) fclose(s.f);
     return st;
 }
 
@@ -294,7 +366,8 @@ remat_status remat_weights_save_as(const remat_model *m, const char *path, remat
     remat_atomic_file a;
     remat_status st;
     /* checked before the temporary file is made */
-    if ((st = check_target(format, dtype))) return st;
+    if ((st = check_target(&m->cfg, format, dtype))) return st;
+    if (format == REMAT_WEIGHTS_HF) return remat_weights_save_hf(m, path, dtype, 0);
     if ((st = remat_atomic_begin(&a, path))) return st;
     if ((st = remat_weights_write(a.f, &m->cfg, m->params, format, dtype))) {
         char msg[512];

@@ -27,24 +27,6 @@
 
 /* ---- save, load, cache path ------------------------------------------------ */
 
-static int mkdirs(const char *path)   /* mkdir -p of path's parent; 0 on success */
-{
-    char buf[4096];
-    if (strlen(path) >= sizeof buf) return -1;
-    strcpy(buf, path);
-    char *slash = strrchr(buf, '/');
-    if (!slash || slash == buf) return 0;
-    *slash = 0;
-    for (char *c = buf + 1; *c; c++) {
-        if (*c != '/') continue;
-        *c = 0;
-        if (mkdir(buf, 0755) && errno != EEXIST) return -1;
-        *c = '/';
-    }
-    if (mkdir(buf, 0755) && errno != EEXIST) return -1;
-    return 0;
-}
-
 /* the instruction kind of a "run" line: remat_instr_kind's names, and
  * "overhead" (the step's time outside its instructions) after them */
 static const char *run_kind(int k)
@@ -85,7 +67,7 @@ remat_status remat_profile_save(const remat_profile *p, const char *path)
     if (!p || !path || !*path) return remat_fail(REMAT_ERR_INVALID, "remat_profile_save: NULL argument");
     size_t len = strlen(path);
     if (len > 4000) return remat_fail(REMAT_ERR_RANGE, "profile path too long");
-    if (mkdirs(path)) return remat_fail(REMAT_ERR_IO, "cannot create the directory of %s: %s", path, strerror(errno));
+    if (remat_mkdirs(path, 1)) return remat_fail(REMAT_ERR_IO, "cannot create the directory of %s: %s", path, strerror(errno));
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
