@@ -13,20 +13,27 @@ typedef struct export_opts {
     int format;                 /* remat_weights_format; AUTO: from out's name */
     remat_dtype dtype;
     int json;
+    uint64_t shard;             /* --shard-size: hf's largest shard (0: Hugging Face's 5 GB) */
 } export_opts;
 
 static const cli_choice format_choices[] = {
-    {"llmc", REMAT_WEIGHTS_LLMC, 0}, {"safetensors", REMAT_WEIGHTS_SAFETENSORS, 0}, {NULL, 0, 0},
+    {"llmc", REMAT_WEIGHTS_LLMC, 0}, {"safetensors", REMAT_WEIGHTS_SAFETENSORS, 0}, {"hf", REMAT_WEIGHTS_HF, 0},
+    {NULL, 0, 0},
 };
 
 #define O(field) offsetof(export_opts, field)
 static const cli_flag flags[] = {
     {"--resume", "DIR", CLI_FLAG_STRING, O(dir), 0, 0, NULL, NULL, "checkpoint directory"},
-    {"--out", "FILE", CLI_FLAG_STRING, O(out), 0, 0, NULL, NULL, "output file"},
+    {"--out", "PATH", CLI_FLAG_STRING, O(out), 0, 0, NULL, NULL, "output file (a directory for --format hf)"},
     {"--format", "F", CLI_FLAG_CHOICE, O(format), 0, 0, format_choices, NULL,
-     "llmc: llm.c's model checkpoint (train_gpt2.c, version 3);\n"
-     "safetensors: Hugging Face GPT-2 names and layouts.\n"
-     "Default: safetensors for *.safetensors, llmc for *.bin."},
+     "llmc: llm.c's model checkpoint (train_gpt2.c, version 3; GPT-2 only);\n"
+     "safetensors: one file, Hugging Face's names and layouts;\n"
+     "hf: a Hugging Face model directory (config.json, model.safetensors or\n"
+     "shards and model.safetensors.index.json), as save_pretrained writes it.\n"
+     "Default: safetensors for *.safetensors, llmc for *.bin, else hf."},
+    {"--shard-size", "SIZE", CLI_FLAG_BYTES, O(shard), 0, 0, NULL, NULL,
+     "hf: the largest shard (default 5GB, Hugging Face's: decimal units\n"
+     "KB MB GB or binary KiB MiB GiB)"},
     {"--dtype", "D", CLI_FLAG_CUSTOM, O(dtype), 0, 0, NULL, cli_parse_dtype,
      "fp32 (default: F32 tensors) or bf16 (safetensors BF16, rounded\n"
      "to nearest even; the training state stays fp32)"},
@@ -44,15 +51,15 @@ static int ends_with(const char *s, const char *suffix)
 
 int cmd_export(int argc, char **argv)
 {
-    export_opts o = { NULL, NULL, REMAT_WEIGHTS_AUTO, REMAT_DTYPE_FP32, 0 };
+    export_opts o = { NULL, NULL, REMAT_WEIGHTS_AUTO, REMAT_DTYPE_FP32, 0, 0 };
     cli_flag_group groups[] = { { NULL, CLI_FLAGS(flags), &o } };
     cli_command cmd = {
         "export",
-        "usage: remat export --resume DIR --out FILE [--format llmc|safetensors] [--dtype fp32|bf16] [--json]\n\n"
+        "usage: remat export --resume DIR --out PATH [--format llmc|safetensors|hf] [--dtype fp32|bf16] [--json]\n\n"
         "Writes the parameters of the newest valid training checkpoint in DIR (see\n"
-        "'remat train --save') to FILE, atomically: FILE is either left as it was or\n"
-        "holds the whole export.\n\n",
-        "Either file loads with 'remat train --init-from FILE'.\n", groups, 1, NULL, NULL, { 0 },
+        "'remat train --save') to PATH, atomically: a file is either left as it was or\n"
+        "holds the whole export (a directory's files each so).\n\n",
+        "Each loads with 'remat train --init-from PATH'.\n", groups, 1, NULL, NULL, { 0 },
     };
     int r = cli_parse(&cmd, argc, argv);
     if (r <= 0) return r < 0 ? 2 : 0;
@@ -61,9 +68,10 @@ int cmd_export(int argc, char **argv)
     remat_weights_format fmt = (remat_weights_format)o.format;
     if (fmt == REMAT_WEIGHTS_AUTO)
         fmt = ends_with(out, ".safetensors") ? REMAT_WEIGHTS_SAFETENSORS : ends_with(out, ".bin") ? REMAT_WEIGHTS_LLMC
-                                                                                                : REMAT_WEIGHTS_AUTO;
-    if (fmt == REMAT_WEIGHTS_AUTO) return cli_usage_error("export", "--format llmc or safetensors is needed for '%s'", out);
-    const char *format = fmt == REMAT_WEIGHTS_LLMC ? "llmc" : "safetensors", *dtype = cli_dtype_name(o.dtype);
+                                                                                                : REMAT_WEIGHTS_HF;
+    if (o.shard && fmt != REMAT_WEIGHTS_HF) return cli_usage_error("export", "--shard-size is for --format hf");
+    const char *format = fmt == REMAT_WEIGHTS_LLMC ? "llmc" : fmt == REMAT_WEIGHTS_HF ? "hf" : "safetensors";
+    const char *dtype = cli_dtype_name(o.dtype);
     remat_dtype dt = o.dtype;
     int json = o.json;
     if (dt == REMAT_DTYPE_BF16 && fmt == REMAT_WEIGHTS_LLMC)
@@ -78,7 +86,10 @@ int cmd_export(int argc, char **argv)
         goto done;
     }
     if (ci->warning[0]) fprintf(stderr, "remat: warning: %s\n", ci->warning);
-    if (remat_weights_save_as(m, out, fmt, dt)) { cli_error("%s", remat_errmsg()); goto done; }
+    if (fmt == REMAT_WEIGHTS_HF ? remat_weights_save_hf(m, out, dt, o.shard) : remat_weights_save_as(m, out, fmt, dt)) {
+        cli_error("%s", remat_errmsg());
+        goto done;
+    }
     const remat_config *c = remat_model_config(m);
     if (json) {
         remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
@@ -107,38 +118,79 @@ done:
     return rc;
 }
 
+/* The model's shape from a weights file or directory: what the file holds
+ * decides (a flag that contradicts it is refused), what it does not hold
+ * comes from the flags (a bare safetensors file has no heads unless remat
+ * wrote it; an llm.c file and GPT-2 safetensors no architecture fields). */
 int cli_init_shape(const char *path, const remat_config *given, remat_config *c)
 {
     remat_config f;
+    remat_weights_format fmt;
     memset(&f, 0, sizeof f);
-    if (remat_weights_probe(path, &f, NULL)) { cli_error("--init-from: %s", remat_errmsg()); return 1; }
-    struct { const char *flag; int given, have; } shape[] = {
-        {"--layers", given->n_layer, f.n_layer}, {"--dim", given->n_embd, f.n_embd},
-        {"--vocab", given->vocab, f.vocab}, {"--max-seq", given->max_seq, f.max_seq},
-        {"--heads", given->n_head, f.n_head ? f.n_head : given->n_head},
+    if (remat_weights_probe(path, &f, &fmt)) { cli_error("--init-from: %s", remat_errmsg()); return 1; }
+    int hf = fmt == REMAT_WEIGHTS_HF;
+    struct { const char *flag; int given, have; int *dst; } shape[] = {
+        {"--layers", given->n_layer, f.n_layer, &c->n_layer}, {"--dim", given->n_embd, f.n_embd, &c->n_embd},
+        {"--vocab", given->vocab, f.vocab, &c->vocab}, {"--max-seq", given->max_seq, f.max_seq, &c->max_seq},
+        {"--heads", given->n_head, f.n_head, &c->n_head}, {"--kv-heads", given->n_kv_head, f.n_kv_head, &c->n_kv_head},
+        {"--ffn-dim", given->ffn_dim, f.ffn_dim, &c->ffn_dim}, {"--head-dim", given->head_dim, f.head_dim, &c->head_dim},
     };
-    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++)
-        if (shape[k].given != -1 && shape[k].given != shape[k].have) {
-            cli_error("%s %d contradicts '%s' (%d); the model's shape comes from the weights file, drop the flag",
+    if (given->arch != (remat_arch)-1 && given->arch != f.arch) {
+        cli_error("--arch %s contradicts '%s' (%s); the architecture comes from the weights, drop the flag",
+                  remat_arch_name(given->arch), path, remat_arch_name(f.arch));
+        return 2;
+    }
+    c->arch = f.arch;
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++) {
+        if (shape[k].have && shape[k].given != -1 && shape[k].given != shape[k].have) {
+            cli_error("%s %d contradicts '%s' (%d); the model's shape comes from the weights, drop the flag",
                       shape[k].flag, shape[k].given, path, shape[k].have);
             return 2;
         }
-    c->n_layer = f.n_layer;
-    c->n_embd = f.n_embd;
-    c->vocab = f.vocab;
-    c->max_seq = f.max_seq;
-    c->n_head = f.n_head ? f.n_head : given->n_head != -1 ? given->n_head : f.n_embd % 64 == 0 ? f.n_embd / 64 : 0;
-    if (!c->n_head) {
-        cli_error("'%s' does not record the number of heads and its width %d is not a multiple of 64: give --heads",
-                  path, f.n_embd);
-        return 2;
+        if (shape[k].have) *shape[k].dst = shape[k].have;
     }
-    if (c->seq > f.max_seq) {
-        if (given->seq != -1) {
-            cli_error("--seq %d is longer than the %d positions of '%s'", c->seq, f.max_seq, path);
+    if (f.arch == REMAT_ARCH_LLAMA) {   /* the weights say whether the head is tied */
+        if (given->tie_embeddings == 1 && !f.tie_embeddings) {
+            cli_error("--tie-embeddings contradicts '%s', which has its own lm_head; drop the flag", path);
             return 2;
         }
-        c->seq = f.max_seq;
+        c->tie_embeddings = f.tie_embeddings;
+    }
+    if (hf) {   /* config.json's numbers decide too */
+        struct { const char *flag; double given, have; double *dst; } d[] = {
+            {"--rope-theta", given->rope_theta, f.rope_theta, &c->rope_theta},
+            {"--norm-eps", given->norm_eps, f.norm_eps, &c->norm_eps},
+        };
+        for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) {
+            if (d[k].given == d[k].given && d[k].have && d[k].given != d[k].have) {   /* not given: NaN */
+                cli_error("%s %g contradicts '%s' (%g); it comes from config.json, drop the flag", d[k].flag,
+                          d[k].given, path, d[k].have);
+                return 2;
+            }
+            *d[k].dst = d[k].have;
+        }
+        if (given->rope_scaling.type != (remat_rope_type)-1 &&
+            memcmp(&given->rope_scaling, &f.rope_scaling, sizeof f.rope_scaling)) {
+            cli_error("--rope-scaling contradicts '%s'; it comes from config.json, drop the flag", path);
+            return 2;
+        }
+        c->rope_scaling = f.rope_scaling;
+    }
+    if (!f.max_seq && given->max_seq == -1) c->max_seq = c->seq > c->max_seq ? c->seq : c->max_seq;
+    if (!f.n_head && given->n_head == -1) {
+        c->n_head = f.arch == REMAT_ARCH_GPT2 && f.n_embd % 64 == 0 ? f.n_embd / 64 : 0;
+        if (!c->n_head) {
+            cli_error("'%s' does not record the number of heads%s: give --heads", path,
+                      f.arch == REMAT_ARCH_GPT2 ? " and its width is not a multiple of 64" : "");
+            return 2;
+        }
+    }
+    if (c->seq > c->max_seq) {
+        if (given->seq != -1) {
+            cli_error("--seq %d is longer than the %d positions of '%s'", c->seq, c->max_seq, path);
+            return 2;
+        }
+        c->seq = c->max_seq;
     }
     return 0;
 }

@@ -27,7 +27,7 @@ typedef struct train_opts {
     int skip_nonfinite, seed_set, lr_set, wd_set, clip_set;
     char nan_tensor[32];                /* --debug-nan: a parameter's name, or "loss" */
     remat_config given;                 /* config flags given (-1: not given) */
-    const char *init_from;              /* --init-from: weights file */
+    const char *init_from;              /* --init-from: weights file or directory */
     uint64_t budget;                    /* --budget / --budget-activations (0: none) */
     int budget_act;
     const char *trace;                  /* --trace FILE */
@@ -289,9 +289,12 @@ static const cli_choice nonfinite_choices[] = { {"stop", 0, 0}, {"skip", 1, 0}, 
 
 #define O(field) offsetof(train_opts, field)
 static const cli_flag init_flags[] = {
-    {"--init-from", "FILE", CLI_FLAG_STRING, O(init_from), 0, 0, NULL, NULL,
-     "start from llm.c (.bin) or safetensors weights; the file sets\n"
-     "layers, dim, vocab, max-seq (and heads, when it records them)"},
+    {"--init-from", "PATH", CLI_FLAG_STRING, O(init_from), 0, 0, NULL, NULL,
+     "start from weights: an llm.c file (.bin), a safetensors file, or a\n"
+     "Hugging Face model directory (config.json + model.safetensors or its\n"
+     "index and shards; gpt2 or llama). The weights set the architecture and\n"
+     "every size they hold (a directory: all of config.json's); a flag that\n"
+     "contradicts them is refused"},
 };
 static const cli_flag training_flags[] = {
     {"--steps", "N", CLI_FLAG_LONG, O(steps), 0, 100000000, NULL, NULL, "optimizer steps (default 200)"},
