@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "cli.h"
 
 typedef struct export_opts {
@@ -30,7 +31,8 @@ static const cli_flag flags[] = {
      "safetensors: one file, Hugging Face's names and layouts;\n"
      "hf: a Hugging Face model directory (config.json, model.safetensors or\n"
      "shards and model.safetensors.index.json), as save_pretrained writes it.\n"
-     "Default: safetensors for *.safetensors, llmc for *.bin, else hf."},
+     "Default: safetensors for *.safetensors, llmc for *.bin, hf for a\n"
+     "directory (a name without '.', ending in '/', or one that exists)."},
     {"--shard-size", "SIZE", CLI_FLAG_BYTES, O(shard), 0, 0, NULL, NULL,
      "hf: the largest shard (default 5GB, Hugging Face's: decimal units\n"
      "KB MB GB or binary KiB MiB GiB)"},
@@ -47,6 +49,16 @@ static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* a directory's name: one that ends in '/', is a directory already, or has
+ * no '.' in its last component */
+static int looks_like_dir(const char *p)
+{
+    struct stat sb;
+    const char *base = strrchr(p, '/');
+    if (ends_with(p, "/") || (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode))) return 1;
+    return !strchr(base ? base + 1 : p, '.');
 }
 
 int cmd_export(int argc, char **argv)
@@ -68,7 +80,9 @@ int cmd_export(int argc, char **argv)
     remat_weights_format fmt = (remat_weights_format)o.format;
     if (fmt == REMAT_WEIGHTS_AUTO)
         fmt = ends_with(out, ".safetensors") ? REMAT_WEIGHTS_SAFETENSORS : ends_with(out, ".bin") ? REMAT_WEIGHTS_LLMC
-                                                                                                : REMAT_WEIGHTS_HF;
+              : looks_like_dir(out) ? REMAT_WEIGHTS_HF : REMAT_WEIGHTS_AUTO;
+    if (fmt == REMAT_WEIGHTS_AUTO)
+        return cli_usage_error("export", "--format llmc, safetensors or hf is needed for '%s'", out);
     if (o.shard && fmt != REMAT_WEIGHTS_HF) return cli_usage_error("export", "--shard-size is for --format hf");
     const char *format = fmt == REMAT_WEIGHTS_LLMC ? "llmc" : fmt == REMAT_WEIGHTS_HF ? "hf" : "safetensors";
     const char *dtype = cli_dtype_name(o.dtype);
