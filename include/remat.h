@@ -1226,9 +1226,12 @@ typedef enum remat_weights_format {
  * norm_eps too (config.json's); the other fields are untouched.  A field a
  * file does not fix is 0 (the architecture's default): n_head in
  * safetensors without remat's metadata (and then Llama's n_kv_head and
- * head_dim), max_seq in a Llama safetensors file.  Every tensor's name is
- * checked, and its shape where the source fixes the sizes.  *format (may
- * be NULL) gets the format. */
+ * head_dim), max_seq in a Llama safetensors file -- unless the caller sets
+ * shape->n_head > 0 beforehand: for a file that records no heads, that
+ * number is taken, and Llama's n_kv_head and head_dim are solved from the
+ * tensors' shapes with it (REMAT_ERR_FORMAT when they do not divide).
+ * Every tensor's name is checked, and its shape where the source fixes the
+ * sizes.  *format (may be NULL) gets the format. */
 REMAT_API remat_status remat_weights_probe(const char *path, remat_config *shape,
                                            remat_weights_format *format);
 /* Creates a model holding the parameters of a file or a directory.  The

@@ -55,6 +55,25 @@ expect_err 'init-from an index naming a missing shard' $R train --init-from badi
 sed 's/"llama"/"mistral"/' hf/config.json > broken/config.json
 expect_err 'init-from an unknown model_type' $R train --init-from broken --steps 1
 
+# a bare safetensors file with Llama's names and no metadata: the heads
+# from the flag, KV and hs solved from the shapes; a contradicting one refused
+$R export --resume ck --out l.safetensors > /dev/null || bad "export safetensors"
+/usr/bin/python3 - <<'PY' || bad "strip the metadata"
+import json, struct
+b = open("l.safetensors", "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n]); h.pop("__metadata__", None)
+s = json.dumps(h).encode(); s += b" " * ((8 - (8 + len(s)) % 8) % 8)
+open("bare.safetensors", "wb").write(struct.pack("<Q", len(s)) + s + b[8 + n:])
+PY
+expect_err 'init-from a bare file without --heads' $R train --init-from bare.safetensors --steps 1
+$R train --init-from bare.safetensors --heads 4 --rope-theta 5e5 --rope-scaling llama3:8:1:4:16 --norm-eps 1e-5 \
+    --seq 16 --batch 2 $quiet --steps 1 --lr 0 --save ck4 > /dev/null &&
+    $R export --resume ck4 --out hf4 --shard-size 50KB > /dev/null && cmp -s hf/config.json hf4/config.json &&
+    cmp -s hf/model-00003-of-00005.safetensors hf4/model-00003-of-00005.safetensors && ok ||
+    bad "a bare file with --heads: KV and hs solved from the shapes"
+expect_err 'init-from a bare file --kv-heads 1' $R train --init-from bare.safetensors --heads 4 --kv-heads 1 --steps 1
+
 # GPT-2 (tied, biases) the same way
 $R train --layers 2 --dim 32 --heads 2 --seq 16 --batch 2 $quiet --steps 2 --save g > /dev/null || bad "gpt2 run failed"
 $R export --resume g --out ghf --format hf > /dev/null && [ -f ghf/model.safetensors ] && ok || bad "gpt2 export hf"

@@ -695,9 +695,36 @@ static void test_probe_size(void)
     }
 }
 
+/* Profiles are keyed by the whole config: two Llama configs that differ in
+ * one architecture field alone (KV, F, hs, RoPE, eps, tie) have different
+ * cache files, and GPT-2's keys are as they were (no architecture words). */
+static void test_profile_keys(void)
+{
+    setenv("REMAT_CACHE", "/tmp/remat-keys", 1);
+    remat_config base;
+    remat_config_default(&base);
+    base.arch = REMAT_ARCH_LLAMA;
+    base.n_kv_head = 2;
+    char p0[1024], p1[1024];
+    CHECK(!remat_profile_default_path(&base, p0, sizeof p0), "path: %s", remat_errmsg());
+    for (int k = 0; k < 7; k++) {
+        remat_config c = base;
+        if (k == 0) c.n_kv_head = 4;
+        if (k == 1) c.ffn_dim = 256;
+        if (k == 2) c.head_dim = 16;
+        if (k == 3) c.rope_theta = 5e5;
+        if (k == 4) c.norm_eps = 1e-5;
+        if (k == 5) c.tie_embeddings = 1;
+        if (k == 6) { c.rope_scaling.type = REMAT_ROPE_LLAMA3; c.rope_scaling.factor = 8; c.rope_scaling.low_freq_factor = 1;
+                      c.rope_scaling.high_freq_factor = 4; c.rope_scaling.original_max_position = 32; }
+        CHECK(!remat_profile_default_path(&c, p1, sizeof p1) && strcmp(p0, p1), "field %d: the same cache file %s", k, p1);
+    }
+}
+
 int main(void)
 {
     remat_set_threads(1);
+    test_profile_keys();
     test_round_trip();
     test_predict_random();
     test_optimal_exhaustive("L=3, drop att/fch_gelu/ln1", cfg_small(3, 32, 4, 16, 2, 64),

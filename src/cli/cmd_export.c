@@ -141,6 +141,7 @@ int cli_init_shape(const char *path, const remat_config *given, remat_config *c)
     remat_config f;
     remat_weights_format fmt;
     memset(&f, 0, sizeof f);
+    f.n_head = given->n_head > 0 ? given->n_head : 0;   /* solves KV and hs where the file holds no heads */
     if (remat_weights_probe(path, &f, &fmt)) { cli_error("--init-from: %s", remat_errmsg()); return 1; }
     int hf = fmt == REMAT_WEIGHTS_HF;
     struct { const char *flag; int given, have; int *dst; } shape[] = {

@@ -305,15 +305,22 @@ remat_status remat_weights_probe(const char *path, remat_config *shape, remat_we
     if (!shape) return remat_fail(REMAT_ERR_INVALID, "remat_weights_probe: shape is NULL");
     if ((st = path_layout(path, &s, &ly))) return st;
     /* every shape checked where the source fixes the sizes the shapes are
-     * written in: any number of heads does when the shapes do not name it */
-    remat_config one, c;
-    memset(&one, 0, sizeof one);
-    one.n_head = 1;
+     * written in: any number of heads does when the shapes do not name it,
+     * and the caller's, when it gives one, solves the others */
+    int caller_heads = ly.shape.n_head > 0 ? 0 : shape->n_head > 0 ? shape->n_head : 0;
+    remat_config hint, c;
+    memset(&hint, 0, sizeof hint);
+    hint.n_head = caller_heads ? caller_heads : 1;
     if (ly.format != REMAT_WEIGHTS_LLMC &&
-        (ly.shape.n_head > 0 || !(remat_hf_meta_dims(&ly.shape) & (1u << RD_NH))))
-        st = remat_wlayout_config(&ly, path, &one, &c);
+        (ly.shape.n_head > 0 || caller_heads || !(remat_hf_meta_dims(&ly.shape) & (1u << RD_NH))))
+        st = remat_wlayout_config(&ly, path, &hint, &c);
     if (!st) {
         copy_arch(shape, &ly.shape);
+        if (caller_heads && ly.format != REMAT_WEIGHTS_LLMC) {   /* solved from the shapes with them */
+            shape->n_head = c.n_head;
+            shape->n_kv_head = remat_config_kv_heads(&c);
+            shape->head_dim = remat_config_head_dim(&c);
+        }
         if (ly.format == REMAT_WEIGHTS_HF) {   /* config.json holds these too */
             shape->rope_theta = ly.shape.rope_theta;
             shape->rope_scaling = ly.shape.rope_scaling;

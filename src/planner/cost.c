@@ -38,9 +38,18 @@ void remat_profile_config_key(const remat_config *c, char *buf, size_t n)
 {
     int k = snprintf(buf, n, "%d %d %d %d %d %d %d %.9g %d %d %d", c->n_layer, c->n_embd, c->n_head, c->vocab,
                      c->max_seq, c->batch, c->seq, (double)c->dropout, c->attention, c->lmhead_chunk, (int)c->dtype);
-    /* framework tables only (remat's keys, and so its cache files, stay as they were) */
+    /* framework tables and other architectures only (GPT-2's keys, and so
+     * its cache files, stay as they were) */
     if (c->framework != REMAT_FRAMEWORK_REMAT && k >= 0 && (size_t)k < n)
-        snprintf(buf + k, n - (size_t)k, " fw%d tp%d sp%d st%d", (int)c->framework, remat_config_tp(c), c->sp, c->stage);
+        k += snprintf(buf + k, n - (size_t)k, " fw%d tp%d sp%d st%d", (int)c->framework, remat_config_tp(c), c->sp,
+                      c->stage);
+    if (c->arch != REMAT_ARCH_GPT2 && k >= 0 && (size_t)k < n) {
+        const remat_rope_scaling *r = &c->rope_scaling;
+        snprintf(buf + k, n - (size_t)k, " %s kv%d f%d hs%d theta%.17g eps%.17g tie%d rope%d:%.17g:%.17g:%.17g:%d",
+                 remat_arch_name(c->arch), remat_config_kv_heads(c), remat_config_ffn_dim(c), remat_config_head_dim(c),
+                 remat_config_rope_theta(c), remat_config_norm_eps(c), remat_config_tied(c), (int)r->type, r->factor,
+                 r->low_freq_factor, r->high_freq_factor, r->original_max_position);
+    }
 }
 
 
