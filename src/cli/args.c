@@ -372,7 +372,9 @@ static const cli_choice arch_choices[] = {
     {"gpt2", REMAT_ARCH_GPT2, 0}, {"llama", REMAT_ARCH_LLAMA, 0}, {NULL, 0, 0},
 };
 static const cli_choice attention_choices[] = {
-    {"naive", REMAT_ATTENTION_NAIVE, 0}, {"flash", REMAT_ATTENTION_FLASH, 0}, {NULL, 0, 0},
+    {"naive", REMAT_ATTENTION_NAIVE, 0}, {"flash", REMAT_ATTENTION_FLASH, 0},
+    {"unfused", REMAT_ATTENTION_NAIVE, 1},   /* the framework tables' name for naive */
+    {NULL, 0, 0},
 };
 static const cli_choice framework_choices[] = {
     {"remat", REMAT_FRAMEWORK_REMAT, 0}, {"megatron", REMAT_FRAMEWORK_MEGATRON, 0},
@@ -396,8 +398,9 @@ static const cli_flag config_flags[] = {
     {"--dropout", "P", CLI_FLAG_FLOAT, CFG(dropout), 0, 0.999, NULL, NULL,
      "dropout on attention probabilities and residual branches (default 0)"},
     {"--attention", "K", CLI_FLAG_CHOICE, CFG(attention), 0, 0, attention_choices, NULL,
-     "naive (stores the T x T probabilities) or flash (tiled, online softmax,\n"
-     "stores only the logsumexp; default naive)"},
+     "naive (stores the T x T probabilities; 'unfused' too) or flash (tiled,\n"
+     "online softmax, stores only the logsumexp; default naive, flash for\n"
+     "--framework megatron --arch llama)"},
     {"--lmhead", "K", CLI_FLAG_CUSTOM, CFG(lmhead_chunk), 0, 0, NULL, parse_lmhead,
      "full (B x T x V logits) or chunked[:ROWS] (logits, loss and gradient\n"
      "ROWS at a time; default ROWS 128)"},

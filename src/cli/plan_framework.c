@@ -182,7 +182,14 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
     if (cli_given(&cmd, "--device-mem") && !o->mem) return cli_error("--device-mem must be positive") + 1;
     if (o->mem) cl->dev.mem_bytes = o->mem;
     if (!cli_given(&cmd, "--dtype")) c->dtype = c->framework == REMAT_FRAMEWORK_MEGATRON ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32;
-    if (!cli_given(&cmd, "--dropout") && c->framework == REMAT_FRAMEWORK_MEGATRON) c->dropout = 0.1f;
+    /* Megatron's defaults are dropout 0.1 and, for Llama, the fused attention
+     * backends; its Llama recipe sets --attention-dropout 0.0 --hidden-dropout 0.0
+     * (examples/llama/train_llama3_8b_h100_fp8.sh) */
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->arch == REMAT_ARCH_LLAMA) {
+        if (!cli_given(&cmd, "--attention")) c->attention = REMAT_ATTENTION_FLASH;
+    } else if (!cli_given(&cmd, "--dropout") && c->framework == REMAT_FRAMEWORK_MEGATRON) {
+        c->dropout = 0.1f;
+    }
     if (!cli_given(&cmd, "--batch") && !cli_given(&cmd, "--micro-batch")) c->batch = 1;
     cli_config_default_max_seq(c);
     if (remat_cluster_check(c, cl)) return cli_error("%s", remat_errmsg()) + 1;
