@@ -933,16 +933,26 @@ REMAT_API const remat_device *remat_device_get(int i);
 REMAT_API const remat_device *remat_device_find(const char *name);
 
 /* Model presets: the four models of Korthikanti's Table 3 (22b, 175b, 530b,
- * 1t: s 2048, V 51200) and the GPT-2 sizes (gpt2, gpt2-medium, gpt2-large,
- * gpt2-xl: s 1024, V 50257). */
+ * 1t: s 2048, V 51200), the GPT-2 sizes (gpt2, gpt2-medium, gpt2-large,
+ * gpt2-xl: s 1024, V 50257) and the Llama 3 family (llama3-8b, llama3-70b,
+ * llama3-405b, llama3.2-1b, llama3.2-3b: torchtitan's flavors and Hugging
+ * Face's config.json, s 8192, V 128256).  The architecture fields are
+ * remat_config's (0: the architecture's default). */
 typedef struct remat_model_preset {
     const char *name;
     int n_layer, n_embd, n_head, vocab, seq;
     const char *source;
+    remat_arch arch;
+    int n_kv_head, ffn_dim, head_dim, tie_embeddings;
+    double rope_theta, norm_eps;
+    remat_rope_scaling rope_scaling;
 } remat_model_preset;
 REMAT_API int remat_model_preset_count(void);
 REMAT_API const remat_model_preset *remat_model_preset_get(int i);
 REMAT_API const remat_model_preset *remat_model_preset_find(const char *name);
+/* Sets cfg's architecture (every field the preset has) and seq from p;
+ * the step's other fields are untouched. */
+REMAT_API void remat_model_preset_apply(const remat_model_preset *p, remat_config *cfg);
 
 typedef struct remat_cluster {
     int pp;                /* pipeline stages P >= 1; L divisible by P V */

@@ -337,7 +337,7 @@ static int parse_model(const char *flag, const char *v, void *field)
         cli_error("%s expects one of %s, got '%s'", flag, cli_preset_names(0, list, sizeof list), v);
         return 0;
     }
-    c->n_layer = p->n_layer; c->n_embd = p->n_embd; c->n_head = p->n_head; c->vocab = p->vocab; c->seq = p->seq;
+    remat_model_preset_apply(p, c);
     return 1;
 }
 
@@ -393,8 +393,9 @@ static const cli_flag config_flags[] = {
     {"--batch", "B", CLI_FLAG_INT, CFG(batch), 1, REMAT_MAX_BATCH, NULL, NULL, "sequences per step (default 16)"},
     {"--model", "NAME", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_model,
      "a preset shape: 22b 175b 530b 1t (Korthikanti et al. 2022, Table 3),\n"
-     "gpt2 gpt2-medium gpt2-large gpt2-xl (layers, dim, heads, vocab, seq);\n"
-     "later config flags override it"},
+     "gpt2 gpt2-medium gpt2-large gpt2-xl, llama3-8b llama3-70b llama3-405b\n"
+     "llama3.2-1b llama3.2-3b (the architecture and seq); later config flags\n"
+     "override it"},
     {"--dropout", "P", CLI_FLAG_FLOAT, CFG(dropout), 0, 0.999, NULL, NULL,
      "dropout on attention probabilities and residual branches (default 0)"},
     {"--attention", "K", CLI_FLAG_CHOICE, CFG(attention), 0, 0, attention_choices, NULL,

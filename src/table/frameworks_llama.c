@@ -208,7 +208,7 @@
 /* ---- megatron, flash: TE's FusedAttention (--attention-backend fused) -------- */
 
 enum {
-    MF_LN1_RSTD = 0, MF_LN1, MF_QKV, MF_QKV_ATT, MF_LSE, MF_ATTY, MF_PROJ, MF_PROJ_MASK, MF_RES2,
+    MF_LN1_RSTD = 0, MF_LN1, MF_QKV, MF_QKV_ATT, MF_ATTN, MF_LSE, MF_ATTY, MF_PROJ, MF_PROJ_MASK, MF_RES2,
     MF_LN2_RSTD, MF_LN2, MF_FC1, MF_SWIGLU, MF_MLP, MF_MLP_MASK, MF_RES3,
     MF_NBLOCK,
     MF_EMB = MF_NBLOCK, MF_LNF_RSTD, MF_LNF, MF_LOGITS, MF_CE_TGT, MF_TOKENS, MF_EMB_MASK,
@@ -222,16 +222,21 @@ static const remat_tensor_def megatron_flash_defs[MF_COUNT] = {
                      .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_QKV, .prec = RT_P_ACT, NOWB,
                      .fwd_in = R(MF_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1, .g_need = G(MF_D_QKVATT, N_),
                      .g_alloc = G(MF_D_QKV, N_), .g_free = G(MF_D_QKVATT, N_) },
-    /* the fused forward (QK^T, softmax, PV) runs here: recomputing the
-     * statistics (core_attn) re-runs it */
+    /* the fused kernel: one forward makes O and the statistics, so the
+     * product FLOPs sit on this entry of no bytes that neither output keeps
+     * (transient), and recomputing either runs it again */
+    [MF_ATTN] = { .name = "attn", .mods = RM_CORE_ATTN_REGION, .op = "FusedAttention forward (fused_attn_fwd): QK^T, softmax, PV",
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT, .shape = RX_0,
+                  .shape_text = "(none)", .prec = RT_P_ACT, NOWB, ATTN(2, 0), .fwd_in = R(MF_QKV_ATT, N_, N_),
+                  .bwd_in = NOR, NOGRAD },
     [MF_LSE] = { .name = "lse", .mods = RM_CORE_ATTN | RM_CORE_ATTN_REGION | RM_SAC_SAVED,
-                 .op = "FusedAttention forward: the softmaxStats (log-sum-exp) it saves", .cls = RT_CLASS_BLOCK,
-                 .flags = RT_F_TP | RT_F_GEMM | RT_F_SELECTIVE, S_LSE, .prec = RT_P_F32, NOWB, ATTN(2, 0),
-                 .fwd_in = R(MF_QKV_ATT, N_, N_), .bwd_in = NOR, NOGRAD },
+                 .op = "FusedAttention's softmaxStats (log-sum-exp), which it saves", .cls = RT_CLASS_BLOCK,
+                 .flags = RT_F_TP | RT_F_SELECTIVE, S_LSE, .prec = RT_P_F32, NOWB,
+                 .fwd_in = R(MF_ATTN, N_, N_), .bwd_in = NOR, NOGRAD },
     [MF_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED,
                   .op = "FusedAttention output O, heads merged: linear_proj's input", .cls = RT_CLASS_BLOCK,
                   .flags = RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB, ATTN(0, 4),
-                  .fwd_in = R(MF_LSE, MF_QKV_ATT, N_), .bwd_in = R(MF_QKV_ATT, MF_LSE, MF_ATTY), .has_bwd = 1,
+                  .fwd_in = R(MF_ATTN, MF_LSE, N_), .bwd_in = R(MF_QKV_ATT, MF_LSE, MF_ATTY), .has_bwd = 1,
                   .g_need = G(MF_D_ATTY, N_), .g_alloc = G(MF_D_QKVATT, N_), .g_free = G(MF_D_ATTY, N_) },
     M_PROJ_MLP(MF),
     M_GLOBALS(MF),
@@ -424,7 +429,7 @@ const remat_table remat_table_megatron_llama_unfused =
 /* ---- pytorch, flash: SDPA's flash backend (attn_implementation="sdpa") -------- */
 
 enum {
-    PF_LN1_X32 = 0, PF_LN1_STAT, PF_LN1, PF_QKV, PF_QKV_ATT, PF_LSE, PF_ATTY, PF_OPROJ, PF_RES2,
+    PF_LN1_X32 = 0, PF_LN1_STAT, PF_LN1, PF_QKV, PF_QKV_ATT, PF_ATTN, PF_LSE, PF_ATTY, PF_OPROJ, PF_RES2,
     PF_LN2_X32, PF_LN2_STAT, PF_LN2, PF_GATE_UP, PF_SILU, PF_SWIGLU, PF_DOWN, PF_RES3,
     PF_NBLOCK,
     PF_EMB = PF_NBLOCK, PF_LNF_X32, PF_LNF_STAT, PF_LNF, PF_LOGP, PF_TOKENS, PF_TARGETS, PF_ROPE,
@@ -440,14 +445,18 @@ static const remat_tensor_def pytorch_flash_defs[PF_COUNT] = {
                      .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_QKV, .prec = RT_P_ACT, NOWB,
                      .fwd_in = R(PF_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1, .g_need = G(PF_D_QKVATT, N_),
                      .g_alloc = G(PF_D_QKV, N_), .g_free = G(PF_D_QKVATT, N_) },
+    [PF_ATTN] = { .name = "attn", .mods = RM_CORE_ATTN_REGION,
+                  .op = "_scaled_dot_product_flash_attention (one kernel for the output and the logsumexp)",
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT, .shape = RX_0,
+                  .shape_text = "(none)", .prec = RT_P_ACT, NOWB, ATTN(2, 0), .fwd_in = R(PF_QKV_ATT, N_, N_),
+                  .bwd_in = NOR, NOGRAD },
     [PF_LSE] = { .name = "lse", .mods = RM_CORE_ATTN | RM_CORE_ATTN_REGION | RM_SAC_SAVED,
-                 .op = "_scaled_dot_product_flash_attention: the logsumexp it saves", .cls = RT_CLASS_BLOCK,
-                 .flags = RT_F_TP | RT_F_GEMM | RT_F_SELECTIVE, S_LSE, .prec = RT_P_F32, NOWB, ATTN(2, 0),
-                 .fwd_in = R(PF_QKV_ATT, N_, N_), .bwd_in = NOR, NOGRAD },
+                 .op = "the logsumexp flash saves", .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE, S_LSE,
+                 .prec = RT_P_F32, NOWB, .fwd_in = R(PF_ATTN, N_, N_), .bwd_in = NOR, NOGRAD },
     [PF_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED,
                   .op = "SDPA output, transposed: o_proj's input (the storage flash saves)", .cls = RT_CLASS_BLOCK,
                   .flags = RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB, ATTN(0, 4),
-                  .fwd_in = R(PF_LSE, PF_QKV_ATT, N_), .bwd_in = R(PF_QKV_ATT, PF_LSE, PF_ATTY), .has_bwd = 1,
+                  .fwd_in = R(PF_ATTN, PF_LSE, N_), .bwd_in = R(PF_QKV_ATT, PF_LSE, PF_ATTY), .has_bwd = 1,
                   .g_need = G(PF_D_ATTY, N_), .g_alloc = G(PF_D_QKVATT, N_), .g_free = G(PF_D_ATTY, N_) },
     P_MLP(PF),
     P_GLOBALS(PF),

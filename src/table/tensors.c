@@ -663,9 +663,7 @@ static remat_u128 op_flops128(const remat_config *c, const remat_dims *dm, int t
 
 remat_u128 remat_table_step_flops(const remat_config *cfg)
 {
-    remat_config c = *cfg;
-    c.tp = 1;
-    c.sp = 0;
+    remat_config c = *cfg;              /* tp stays: it pads the vocabulary */
     c.stage = REMAT_STAGE_WHOLE;
     const remat_table *tb = remat_table_of(&c);
     remat_dims dm;

@@ -352,7 +352,7 @@ uint64_t remat_tensor_weight_elems(const remat_config *cfg, int t);
 double remat_update_flops(const remat_config *cfg);
 /* The FLOPs of one training step of the whole model under cfg as the table
  * counts them -- every entry's forward and backward once, no recomputation,
- * tensor parallelism and pipeline stages ignored -- exactly, in 128 bits
+ * all tensor-parallel ranks and pipeline stages together -- exactly, in 128 bits
  * (the cluster planner's model FLOPs; GPT-2's framework tables give
  * Korthikanti et al.'s Appendix A, 72 B L s h^2 + 12 B L s^2 h + 6 B s h V). */
 __extension__ typedef unsigned __int128 remat_u128;
