@@ -1004,6 +1004,15 @@ typedef struct remat_cluster_row {
     char *megatron_flags;       /* the Megatron-LM flags that run it ("" none needed), or NULL (owned) */
     const char *torchtitan;     /* torchtitan's activation_checkpoint choice ("none", "full",
                                    "selective"), or NULL */
+    /* step_ms_pred in parts, milliseconds (they add up to it): */
+    double compute_ms;          /* the first stage's ops for all its micro-batches, but ... */
+    double tp_ms;               /* ... the tensor-parallel collectives inside them */
+    double cp_ms;               /* the context-parallel exchange (0: not modelled) */
+    double bubble_ms;           /* the pipeline bubble, (P-1)/V stage times */
+    double dp_ms;               /* the data-parallel reduction (and weight all-gather) */
+    double optimizer_ms;        /* the optimizer step */
+    double offload_ms;          /* activation offload the compute does not hide (0: not modelled) */
+    uint64_t host_bytes;        /* activations offloaded to host memory (0: not modelled) */
 } remat_cluster_row;
 REMAT_API void remat_cluster_row_clear(remat_cluster_row *r);
 
@@ -1230,7 +1239,9 @@ typedef enum remat_weights_format {
     REMAT_WEIGHTS_HF = 3             /* a Hugging Face model directory */
 } remat_weights_format;
 
-/* Reads only the architecture of a weights file or directory into *shape:
+/* Reads only the architecture of a weights file or directory, or of a
+ * Hugging Face config.json given by its path (a name ending in ".json":
+ * *format REMAT_WEIGHTS_HF, no tensor is read), into *shape:
  * arch, n_layer, n_embd, n_head, n_kv_head, ffn_dim, head_dim, vocab,
  * max_seq and tie_embeddings; for a directory rope_theta, rope_scaling and
  * norm_eps too (config.json's); the other fields are untouched.  A field a

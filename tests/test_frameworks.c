@@ -190,6 +190,86 @@ static void weight_bytes(int L, int h, int a, int t, int P, int D)
           "fp32: 16 bytes per parameter");
 }
 
+/* ---- Megatron-LM's own estimator ------------------------------------------------
+ * compute_weight_and_optimizer_memory (megatron/training/theoretical_memory_usage.py,
+ * Megatron-LM d98e8a6), re-implemented for the dense case (no MoE, MTP or
+ * MLA) in the estimator's own double arithmetic: per layer the attention's
+ * 2 h^2 (1 + groups/heads) (kv_channels heads / h), the MLP's 2 h F x 3/2
+ * (SwiGLU), 2 h of RMSNorm (norm_size 1); the most loaded shard holds
+ * ((L (attn + mlp))/P + h Vp)/T split over tensor parallelism and
+ * (2 h L + h)/P whole, plus h Vp/T for the untied output layer when P = 1;
+ * 18 bytes a parameter, 6 + 12/D with the distributed optimizer. */
+static double megatron_weights_optimizer(const remat_config *c, int P, int D, int dist)
+{
+    double h = c->n_embd, nh = c->n_head, ng = remat_config_kv_heads(c), kvc = remat_config_head_dim(c);
+    double F = remat_config_ffn_dim(c), L = c->n_layer, T = remat_config_tp(c), Vp = remat_config_padded_vocab(c);
+    double qps = kvc * nh, ratio = qps / h;
+    double attn = 2 * h * h * ((1 + ng / nh) * ratio), mlp = 2 * h * F * (3.0 / 2);
+    double norm = 2 * h * 1, final_norm = 1 * h, emb = h * Vp;
+    double sharded = (attn + mlp) * L, replicated = norm * L + final_norm;
+    double tp_most = (sharded / P + emb) / T, rep_most = replicated / P;
+    if (!remat_config_tied(c) && P == 1) tp_most += emb / T;
+    double per = dist ? 6 + 12.0 / D : 18;
+    return (tp_most + rep_most) * per;
+}
+
+static remat_config llama_megatron(const char *preset, int t)
+{
+    remat_config c = megatron(2, 1, 8, 64, 1, t, 1, 0.0f);
+    remat_model_preset_apply(remat_model_preset_find(preset), &c);
+    c.max_seq = c.seq;
+    c.attention = REMAT_ATTENTION_FLASH;
+    return c;
+}
+
+/* remat's weights, gradients and optimizer bytes per GPU against the
+ * estimator: to the byte with one stage (within the distributed
+ * optimizer's 12/D rounding, which remat rounds up to whole bytes); with
+ * P > 1 remat's first stage holds no final norm, where the estimator puts
+ * h/P of it on every stage (Megatron builds final_layernorm on the last
+ * stage only, megatron/core/transformer/transformer_block.py) */
+static void megatron_estimator_weights(const char *preset, int t, int P, int D)
+{
+    for (int dist = 0; dist < 2; dist++) {
+        remat_config c = llama_megatron(preset, t);
+        remat_cluster cl = cluster(P, 1, D, 0);
+        cl.dist_optim = dist;
+        remat_cluster_memory m;
+        if (remat_cluster_memory_of(&c, &cl, &m)) { CHECK(0, "%s: %s", preset, remat_errmsg()); return; }
+        double got = (double)(m.params_bytes + m.grads_bytes + m.optim_bytes);
+        double want = megatron_weights_optimizer(&c, P, D, dist);
+        double per = dist ? 6 + 12.0 / D : 18, smear = P > 1 ? c.n_embd / (double)P * per : 0;
+        double d = got - (want - smear);
+        CHECK(fabs(d) <= (dist ? 1.0 : 0.0) + 1e-12 * want, "%s TP %d PP %d DP %d%s: remat %.0f bytes, Megatron's "
+              "estimator %.3f (less %.3f of the final norm): %+.3f", preset, t, P, D, dist ? " distributed" : "", got,
+              want, smear, d);
+        if (P == 1 && !dist)
+            CHECK(got == want, "%s TP %d: %.0f, the estimator %.17g", preset, t, got, want);
+    }
+}
+
+/* Megatron's activation estimate (compute_activation_memory, the SP +
+ * selective case; Table 2's 34 sbh/t with 4F/h for the MLP) beside remat's
+ * flash table under --recompute-granularity selective, printed for the
+ * README; remat's figure is the first stage's stored bytes, all
+ * micro-batches in flight */
+static void megatron_estimator_activations(const char *preset, int t, int P, int s)
+{
+    remat_config c = llama_megatron(preset, t);
+    c.seq = c.max_seq = s;
+    remat_cluster cl = cluster(P, 1, 1, 8 * P);
+    double S = s, b = 1, h = c.n_embd, F = remat_config_ffn_dim(&c), L = c.n_layer, Vp = remat_config_padded_vocab(&c);
+    double est = S * b * h * (18 + 4 * (F / h)) * L + 8 * S * b * P + S * b * h * P;
+    if (P == 1) est += S * b * h * 4 * (1 + Vp / h);
+    est /= t;
+    remat_cluster_row r;
+    if (remat_cluster_evaluate(&c, &cl, "selective", &r)) { CHECK(0, "%s: %s", preset, remat_errmsg()); return; }
+    printf("  %-12s s %6d TP %d SP PP %2d: Megatron's estimator %8.2f GiB, remat (flash, selective) %8.2f GiB (%+.1f%%)\n",
+           preset, s, t, P, est / (1 << 30), r.stored_bytes / (double)(1 << 30), 100 * (r.stored_bytes / est - 1));
+    CHECK(r.stored_bytes > 0, "%s: stored bytes", preset);
+    remat_cluster_row_clear(&r);
+}
+
 static const remat_cluster_row *row_with_flags(const remat_cluster_answer *an, const char *flags)
 {
     for (size_t i = 0; i < an->nrows; i++)
@@ -383,5 +463,25 @@ int main(void)
         answers(fw, 8, 4, 1, 0.1);
     }
     bad_clusters();
+    /* Megatron's estimator: Llama 3 8B, 70B, 405B (and the tied 1B) at
+     * several TP / PP / DP, with and without the distributed optimizer */
+    megatron_estimator_weights("llama3-8b", 1, 1, 8);
+    megatron_estimator_weights("llama3-8b", 2, 1, 4);
+    megatron_estimator_weights("llama3-8b", 4, 2, 2);
+    megatron_estimator_weights("llama3-8b", 8, 4, 3);
+    megatron_estimator_weights("llama3-70b", 8, 1, 8);
+    megatron_estimator_weights("llama3-70b", 8, 4, 4);
+    megatron_estimator_weights("llama3-70b", 4, 10, 2);
+    megatron_estimator_weights("llama3-405b", 8, 9, 2);
+    megatron_estimator_weights("llama3-405b", 8, 14, 7);
+    megatron_estimator_weights("llama3-405b", 8, 1, 1);
+    megatron_estimator_weights("llama3.2-1b", 2, 1, 5);
+    megatron_estimator_weights("llama3.2-1b", 8, 2, 3);
+    printf("activations per GPU, first pipeline stage, micro-batch 1:\n");
+    megatron_estimator_activations("llama3-8b", 1, 1, 8192);
+    megatron_estimator_activations("llama3-8b", 4, 1, 8192);
+    megatron_estimator_activations("llama3-70b", 8, 4, 8192);
+    megatron_estimator_activations("llama3-70b", 8, 4, 32768);
+    megatron_estimator_activations("llama3-405b", 8, 9, 8192);
     return TEST_REPORT();
 }

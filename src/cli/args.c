@@ -341,6 +341,16 @@ static int parse_model(const char *flag, const char *v, void *field)
     return 1;
 }
 
+/* --model-config FILE: a Hugging Face config.json sets the architecture */
+static int parse_model_config(const char *flag, const char *v, void *field)
+{
+    if (remat_weights_probe(v, field, NULL)) {
+        cli_error("%s %s: %s", flag, v, remat_errmsg());
+        return 0;
+    }
+    return 1;
+}
+
 int cli_parse_policy(const char *flag, const char *v, void *field)
 {
     cli_policies *l = field;
@@ -396,6 +406,9 @@ static const cli_flag config_flags[] = {
      "gpt2 gpt2-medium gpt2-large gpt2-xl, llama3-8b llama3-70b llama3-405b\n"
      "llama3.2-1b llama3.2-3b (the architecture and seq); later config flags\n"
      "override it"},
+    {"--model-config", "FILE", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_model_config,
+     "a Hugging Face config.json: the architecture and every size it has\n"
+     "(model_type llama or gpt2); later config flags override it"},
     {"--dropout", "P", CLI_FLAG_FLOAT, CFG(dropout), 0, 0.999, NULL, NULL,
      "dropout on attention probabilities and residual branches (default 0)"},
     {"--attention", "K", CLI_FLAG_CHOICE, CFG(attention), 0, 0, attention_choices, NULL,

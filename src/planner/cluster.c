@@ -227,13 +227,16 @@ typedef struct ctx {
     uint64_t f;               /* chunk micro-batches in flight on the first stage */
     uint64_t res_inflight;    /* resident bytes of the micro-batches in flight */
     double head_ms, head_flops;   /* P > 1: the LM head, on the last stage */
-    double other_ms;          /* per iteration: data-parallel reduction and optimizer step */
+    double dp_ms, opt_ms;     /* per iteration: data-parallel reduction, optimizer step */
+    double tp_fwd[RT_MAXT], tp_bwd[RT_MAXT];   /* the tensor-parallel collectives in prof's op times */
     remat_cluster_memory mem;
     uint64_t usable;          /* device memory less the reserve */
 } ctx;
 
-/* Fills p with the device model's op times for config c (milliseconds). */
-static void fill_device_profile(remat_profile *p, const remat_config *c, const remat_cluster *cl, double eff)
+/* Fills p with the device model's op times for config c (milliseconds);
+ * tp_fwd, tp_bwd (may be NULL) get the tensor-parallel collectives' share. */
+static void fill_device_profile(remat_profile *p, const remat_config *c, const remat_cluster *cl, double eff,
+                                double *tp_fwd, double *tp_bwd)
 {
     const remat_table *tb = remat_table_of(c);
     memset(p, 0, sizeof *p);
@@ -257,8 +260,12 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
         /* matrix products are compute-bound; the rest streams its operands */
         p->fwd_ms[t] = remat_tensor_fwd_flops(c, t) / F + (gemm ? 0 : (out + in) / H);
         if (d->has_bwd) p->bwd_ms[t] = remat_tensor_bwd_flops(c, t) / F + (gemm ? 0 : (2 * out + bin) / H);
-        if (d->flags & RT_F_COL) { p->fwd_ms[t] += c->sp ? half : 0; p->bwd_ms[t] += c->sp ? half : ar; }
-        if (d->flags & RT_F_ROW) { p->fwd_ms[t] += c->sp ? half : ar; p->bwd_ms[t] += c->sp ? half : 0; }
+        double cf = 0, cb = 0;
+        if (d->flags & RT_F_COL) { cf = c->sp ? half : 0; cb = c->sp ? half : ar; }
+        if (d->flags & RT_F_ROW) { cf = c->sp ? half : ar; cb = c->sp ? half : 0; }
+        p->fwd_ms[t] += cf;
+        if (d->has_bwd) p->bwd_ms[t] += cb;
+        if (tp_fwd) { tp_fwd[t] = cf; tp_bwd[t] = d->has_bwd ? cb : 0; }
     }
     memcpy(p->fwd_hot_ms, p->fwd_ms, sizeof p->fwd_ms);
     memcpy(p->bwd_hot_ms, p->bwd_ms, sizeof p->bwd_ms);
@@ -284,7 +291,7 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
     if (x->P > 1) x->chunk.stage = REMAT_STAGE_FIRST;
     x->tb = remat_table_of(c);
     double eff = cl->efficiency > 0 ? cl->efficiency : REMAT_CLUSTER_EFFICIENCY;
-    fill_device_profile(&x->prof, &x->chunk, cl, eff);
+    fill_device_profile(&x->prof, &x->chunk, cl, eff, x->tp_fwd, x->tp_bwd);
     /* micro-batches in flight on the first stage (Korthikanti 4.2.4): 1F1B
      * holds P (fewer when there are fewer), the interleaved schedule
      * P (1 + (P-1)/(P V)), that is P V + P - 1 model chunks */
@@ -300,7 +307,7 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
         remat_config whole = x->chunk;
         whole.stage = REMAT_STAGE_WHOLE;
         remat_profile hp;
-        fill_device_profile(&hp, &whole, cl, eff);
+        fill_device_profile(&hp, &whole, cl, eff, NULL, NULL);
         for (int i = 0; i < x->tb->nlmhead; i++) {
             x->head_ms += hp.fwd_ms[x->tb->lmhead[i]];
             x->head_flops += remat_tensor_fwd_flops(&whole, x->tb->lmhead[i]);
@@ -316,10 +323,10 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
     double n = (double)x->mem.params, D = cl->dp;
     double wbytes = remat_dtype_bytes(c->dtype);
     if (cl->dp > 1)
-        x->other_ms += (cl->dist_optim ? (D - 1) / D * (4 * n + wbytes * n) : 2 * (D - 1) / D * 4 * n) /
+        x->dp_ms = (cl->dist_optim ? (D - 1) / D * (4 * n + wbytes * n) : 2 * (D - 1) / D * 4 * n) /
                        (cl->dev.net_bps / 1e3);
     double state = c->dtype == REMAT_DTYPE_BF16 ? 28 : 24;   /* fp32 main weights, moments: read and written; gradients read */
-    x->other_ms += (cl->dist_optim ? (state * n / D + wbytes * n) : (state + wbytes) * n) / (cl->dev.hbm_bps / 1e3);
+    x->opt_ms = (cl->dist_optim ? (state * n / D + wbytes * n) : (state + wbytes) * n) / (cl->dev.hbm_bps / 1e3);
     x->usable = (uint64_t)((double)cl->dev.mem_bytes * (1 - cl->reserve));
     return REMAT_OK;
 }
@@ -333,10 +340,11 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
  * checkpointing) are not re-run. */
 typedef struct rerun { uint32_t region, cached; } rerun;
 
-/* milliseconds and FLOPs the framework re-runs beyond the schedule's recomputation */
-static remat_status rerun_extra(const ctx *x, const remat_schedule *s, rerun rr, double *ms, double *fl)
+/* milliseconds (*tp of them the tensor-parallel collectives) and FLOPs the
+ * framework re-runs beyond the schedule's recomputation */
+static remat_status rerun_extra(const ctx *x, const remat_schedule *s, rerun rr, double *ms, double *tp, double *fl)
 {
-    *ms = *fl = 0;
+    *ms = *tp = *fl = 0;
     if (!rr.region) return REMAT_OK;
     uint32_t *rec = remat_calloc((size_t)x->Lc, sizeof *rec);
     if (!rec) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
@@ -349,6 +357,7 @@ static remat_status rerun_extra(const ctx *x, const remat_schedule *s, rerun rr,
         for (int t = 0; t < x->tb->nblock; t++)
             if (more & (1u << t)) {
                 *ms += x->prof.fwd_ms[t];
+                *tp += x->tp_fwd[t];
                 *fl += remat_tensor_fwd_flops(&x->chunk, t);
             }
     }
@@ -364,9 +373,22 @@ void remat_cluster_row_clear(remat_cluster_row *r)
     memset(r, 0, sizeof *r);
 }
 
+/* the tensor-parallel collectives of schedule s (in the cost pass's op times) */
+static double schedule_tp_ms(const ctx *x, const remat_schedule *s)
+{
+    double ms = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        int k = s->ins[i].kind, t = s->ins[i].tid;
+        if (k == REMAT_I_FORWARD || k == REMAT_I_RECOMPUTE) ms += x->tp_fwd[t];
+        else if (k == REMAT_I_BACKWARD) ms += x->tp_bwd[t];
+    }
+    return ms;
+}
+
 /* A row from schedule s of one chunk, costed at ms, plus what the
- * framework's re-running of whole regions adds (ems ms, efl FLOPs). */
-static remat_status fill_row(const ctx *x, const remat_schedule *s, double ms, double ems, double efl,
+ * framework's re-running of whole regions adds (ems ms, etp of them
+ * collectives, efl FLOPs). */
+static remat_status fill_row(const ctx *x, const remat_schedule *s, double ms, double ems, double etp, double efl,
                              remat_cluster_row *out)
 {
     memset(out, 0, sizeof *out);
@@ -382,8 +404,15 @@ static remat_status fill_row(const ctx *x, const remat_schedule *s, double ms, d
     out->peak_bytes = (x->f - 1) * held + s->sim.peak_bytes + x->res_inflight;
     out->total_bytes = out->peak_bytes + x->mem.params_bytes + x->mem.grads_bytes + x->mem.optim_bytes;
     out->fits = out->total_bytes <= x->usable;
-    double stage_ms = x->V * (ms + ems) + x->head_ms;
-    out->step_ms_pred = stage_ms * ((double)x->m + (double)(x->P - 1) / x->V) + x->other_ms;
+    /* the first stage's ops for every micro-batch, then the bubble, then the
+     * data-parallel reduction and the optimizer step: nothing overlaps */
+    double stage_ms = x->V * (ms + ems) + x->head_ms, tp = x->V * (schedule_tp_ms(x, s) + etp);
+    out->tp_ms = tp * (double)x->m;
+    out->compute_ms = (stage_ms - tp) * (double)x->m;
+    out->bubble_ms = stage_ms * (double)(x->P - 1) / x->V;
+    out->dp_ms = x->dp_ms;
+    out->optimizer_ms = x->opt_ms;
+    out->step_ms_pred = stage_ms * ((double)x->m + (double)(x->P - 1) / x->V) + (x->dp_ms + x->opt_ms);
     out->hardware_flops = x->T * (x->seqs / x->chunk.batch) *
                           ((double)x->P * x->V * (s->sim.flops + efl) + x->head_flops);
     if (!(out->policy = remat_strdup(remat_schedule_policy(s)))) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
@@ -398,14 +427,15 @@ static remat_status eval_row(const ctx *x, const char *policy, rerun rr, remat_c
 {
     remat_schedule *s = NULL;
     remat_status st;
-    double ems, efl;
+    double ems, etp, efl;
     memset(out, 0, sizeof *out);
     if (plain) memset(plain, 0, sizeof *plain);
     if ((st = remat_schedule_create(&x->chunk, policy, &s))) return st;
     double ms = remat_cost_schedule_ms(&x->prof, s, NULL);
     if (ms < 0) st = REMAT_ERR_NOMEM;
-    else if (!(st = rerun_extra(x, s, rr, &ems, &efl)) && !(st = fill_row(x, s, ms, ems, efl, out)) && plain)
-        st = fill_row(x, s, ms, 0, 0, plain);
+    else if (!(st = rerun_extra(x, s, rr, &ems, &etp, &efl)) && !(st = fill_row(x, s, ms, ems, etp, efl, out)) &&
+             plain)
+        st = fill_row(x, s, ms, 0, 0, 0, plain);
     remat_schedule_free(s);
     if (st) {
         remat_cluster_row_clear(out);
