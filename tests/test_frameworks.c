@@ -306,6 +306,93 @@ static void appendix_a(int L, int a, int h, int s, int b, int t, int sp, int P, 
     remat_cluster_answer_clear(&an);
 }
 
+/* ---- Llama's framework tables --------------------------------------------- */
+
+static remat_config llama_fw(int fw, int flash, int L, int a, int kv, int hs, int h, int F, int s, int b, int t, int sp,
+                             float dropout)
+{
+    remat_config c = megatron(L, a, h, s, b, t, sp, dropout);
+    c.framework = (remat_framework)fw;
+    c.arch = REMAT_ARCH_LLAMA;
+    c.n_kv_head = kv;
+    c.head_dim = hs;
+    c.ffn_dim = F;
+    c.attention = flash ? REMAT_ATTENTION_FLASH : REMAT_ATTENTION_NAIVE;
+    return c;
+}
+
+/* What a Megatron-core Llama layer keeps under Transformer Engine, per layer
+ * for one micro-batch, in bytes (bf16, 1-byte masks), with u = s b:
+ *   x, ln_out and rsigma twice (LayerNormLinear of linear_qkv and linear_fc1):
+ *     2 (4uh + 4u) (the input 2uh, ln_out 2uh, rsigma 4u), sharded by t under SP;
+ *   flash: q, k, v 2u (a + 2 kv) hs / t, O 2u a hs / t, softmaxStats 4 b a s / t;
+ *   unfused: q and the repeated k, v 6u a hs / t, O, the probabilities
+ *     2 a s^2 b / t, with dropout their mask a s^2 b / t and output 2 a s^2 b / t;
+ *   the SwiGLU's input 4uF / t and output 2uF / t;
+ *   with dropout the two residual masks uh, sharded under SP. */
+static void llama_megatron_layer(int flash, int a, int kv, int hs, int h, int F, int s, int b, int t, int sp, float p)
+{
+    remat_config c = llama_fw(1, flash, 3, a, kv, hs, h, F, s, b, t, sp, p);
+    uint64_t u = (uint64_t)s * b, T = (uint64_t)t, S = sp ? T : 1, as2b = (uint64_t)a * s * s * b;
+    uint64_t want = 2 * (4 * u * h + 4 * u) / S + 2 * u * a * hs / T + 6 * u * (uint64_t)F / T;
+    if (flash) want += 2 * u * (uint64_t)(a + 2 * kv) * hs / T + 4 * (uint64_t)b * a * s / T;
+    else want += 6 * u * (uint64_t)a * hs / T + 2 * as2b / T + (p > 0 ? 3 * as2b / T : 0);
+    if (p > 0) want += 2 * u * h / S;
+    uint64_t got = layer_bytes(&c, "none");
+    CHECK(got == want, "megatron llama %s a%d kv%d hs%d h%d F%d s%d b%d t%d sp%d p%g: %llu bytes a layer, want %llu",
+          flash ? "flash" : "unfused", a, kv, hs, h, F, s, b, t, sp, (double)p, (ull)got, (ull)want);
+    /* full recomputation keeps the layer input alone */
+    got = layer_bytes(&c, "full");
+    CHECK(got == 2 * u * h / S, "megatron llama full: %llu, want %llu", (ull)got, (ull)(2 * u * h / S));
+}
+
+/* every policy compiles, validates and simulates on the four Llama tables,
+ * with and without dropout, bf16 and fp32, whole and first stage */
+static void llama_schedules_validate(void)
+{
+    const char *pols[] = { "none", "full", "selective", "pointwise", "every:2", "sqrt", "first:2", "revolve:3",
+                           "save:qkv_att+atty", "save:qkv+attn+lse+atty+fc1+mlp", "every:2,selective" };
+    for (int fw = 1; fw <= 2; fw++)
+        for (int flash = 0; flash < 2; flash++)
+            for (int k = 0; k < 8; k++)
+                for (size_t i = 0; i < sizeof pols / sizeof pols[0]; i++) {
+                    remat_config c = llama_fw(fw, flash, 4, 6, 2, 10, 48, 72, 32, 2, 2, 1, (k & 1) ? 0.1f : 0.0f);
+                    c.dtype = (k & 2) ? REMAT_DTYPE_FP32 : REMAT_DTYPE_BF16;
+                    c.stage = (k & 4) ? REMAT_STAGE_FIRST : REMAT_STAGE_WHOLE;
+                    remat_schedule *sc = NULL;
+                    remat_sim sim;
+                    remat_status st = remat_schedule_create(&c, pols[i], &sc);
+                    /* save: lists name what the table has */
+                    if (st && strncmp(pols[i], "save:", 5) == 0 && strstr(remat_errmsg(), "not a per-block")) continue;
+                    CHECK(st == REMAT_OK, "llama fw %d flash %d k %d: %s: %s", fw, flash, k, pols[i], remat_errmsg());
+                    if (st) continue;
+                    CHECK(remat_schedule_simulate(sc, &sim) == REMAT_OK && sim.peak_bytes >= sim.stored_bytes,
+                          "simulate %s", pols[i]);
+                    remat_schedule_free(sc);
+                }
+}
+
+/* model FLOPs from the table: per sequence, each layer's linear products
+ * 6 s h ((a + 2 kv) hs + a hs + 3F) and attention's six products over the
+ * causal pairs 12 a hs s (s + 1)/2, the output layer 6 s h Vp */
+static void llama_flops(int flash, int L, int a, int kv, int hs, int h, int F, int s, int t)
+{
+    remat_config c = llama_fw(1, flash, L, a, kv, hs, h, F, s, 1, t, 1, 0.0f);
+    remat_cluster cl = cluster(1, 1, 2, 6);
+    double S = s, H = h, Vp = remat_config_padded_vocab(&c), tri = S * (S + 1) / 2;
+    double per = L * (6 * S * H * ((double)(a + 2 * kv) * hs + (double)a * hs + 3.0 * F) + 12.0 * a * hs * tri) +
+                 6 * S * H * Vp;
+    double got = remat_cluster_model_flops(&c, &cl);
+    CHECK(got == 6 * per, "llama model FLOPs %.17g, want %.17g", got, 6 * per);
+    remat_cluster_row r;
+    if (!stored_of(&c, &cl, "none", &r)) return;
+    CHECK(rel_close(r.hardware_flops, got, 1e-12), "llama none: hardware %.17g, model %.17g", r.hardware_flops, got);
+    double parts = r.compute_ms + r.tp_ms + r.cp_ms + r.bubble_ms + r.dp_ms + r.optimizer_ms + r.offload_ms;
+    CHECK(rel_close(parts, r.step_ms_pred, 1e-12) && r.tp_ms > 0 && r.dp_ms > 0, "time parts %.17g, step %.17g", parts,
+          r.step_ms_pred);
+    remat_cluster_row_clear(&r);
+}
+
 /* Table 5's MFU and HFU (22B, 175B, 530B, 1T) against Appendix A's formulas */
 static void appendix_a_ratios(void)
 {
@@ -463,6 +550,16 @@ int main(void)
         answers(fw, 8, 4, 1, 0.1);
     }
     bad_clusters();
+    for (int flash = 0; flash < 2; flash++) {
+        llama_megatron_layer(flash, 8, 2, 16, 128, 352, 64, 2, 2, 1, 0.0f);      /* GQA, TP + SP */
+        llama_megatron_layer(flash, 8, 2, 16, 128, 352, 64, 2, 2, 0, 0.0f);      /* TP, no SP */
+        llama_megatron_layer(flash, 6, 3, 10, 48, 90, 30, 3, 3, 1, 0.1f);        /* odd, hs != h/a, dropout */
+        llama_megatron_layer(flash, 4, 4, 16, 64, 176, 32, 1, 1, 0, 0.1f);       /* plain multi-head */
+        llama_megatron_layer(flash, 32, 8, 128, 4096, 14336, 8192, 1, 8, 1, 0.0f);   /* Llama 3 8B */
+        llama_flops(flash, 4, 8, 2, 16, 128, 352, 64, 2);
+        llama_flops(flash, 32, 32, 8, 128, 4096, 14336, 8192, 8);
+    }
+    llama_schedules_validate();
     /* Megatron's estimator: Llama 3 8B, 70B, 405B (and the tied 1B) at
      * several TP / PP / DP, with and without the distributed optimizer */
     megatron_estimator_weights("llama3-8b", 1, 1, 8);
