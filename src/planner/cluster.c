@@ -516,15 +516,17 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
         memset(&c, 0, sizeof c);
         uint32_t drop = 0, region = 0;
         size_t k = (size_t)snprintf(c.megatron, sizeof c.megatron, "--recompute-granularity selective --recompute-modules");
+        int noop = 0;             /* a module with nothing to drop here (TE fuses Llama's norms into the linears) */
         for (int i = 0; i < RM_NMODULES; i++)
             if (set & (1 << i)) {
                 unsigned md, mr;
                 const char *name = remat_module_name(i, &md, &mr);
+                noop |= !remat_table_mods_mask(x->tb, md);
                 drop |= remat_table_mods_mask(x->tb, md);
                 region |= remat_table_mods_mask(x->tb, mr);
                 k += (size_t)snprintf(c.megatron + k, sizeof c.megatron - k, " %s", name);
             }
-        if (!save_policy(x, keep & ~drop, c.policy, sizeof c.policy)) continue;
+        if (noop || !save_policy(x, keep & ~drop, c.policy, sizeof c.policy)) continue;
         c.rr.region = region;
         c.has_megatron = 1;
         if (add_cand(&v, n, &cap, &c)) goto nomem;
