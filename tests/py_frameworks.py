@@ -154,6 +154,30 @@ def step_peak(model, idx, tg, segment):
     return peak
 
 
+def policies_of(L):
+    """the policies checked, each with its checkpointing segment (0: none)"""
+    return [("none", 0), ("full", 1), ("every:2", 2), ("sqrt", math.ceil(math.sqrt(L)))]
+
+
+def predicted_rows(cmd, policies):
+    """remat plan's rows for cmd with one --recompute per policy, or None (reported)"""
+    cmd = cmd + ["--json"] + [a for pol, _ in policies for a in ("--recompute", pol)]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        print("FAIL: %s: %s" % (" ".join(cmd), out.stderr.strip()))
+        return None
+    return json.loads(out.stdout)["rows"]
+
+
+def compare(model, idx, tg, seg, row):
+    """the bytes autograd saves under segment seg against row's prediction:
+    (saved, predicted, relative error, within 1%)"""
+    got, _ = saved_bytes(model, idx, tg, seg)
+    pred = row["stored_bytes"]
+    err = (pred - got) / got
+    return got, pred, err, abs(err) <= 0.01
+
+
 # ---- Llama as Hugging Face runs it ------------------------------------------------
 
 
@@ -324,24 +348,17 @@ def llama_cases():
             model = Llama(L, C, nh, kv, hs, F_, V, p, flash, tied)
             idx = torch.randint(0, V, (B, T))
             tg = torch.randint(0, V, (B, T))
-            policies = [("none", 0), ("full", 1), ("every:2", 2), ("sqrt", math.ceil(math.sqrt(L)))]
-            cmd = [REMAT, "plan", "--framework", "pytorch", "--arch", "llama", "--layers", str(L), "--dim", str(C),
-                   "--heads", str(nh), "--kv-heads", str(kv), "--head-dim", str(hs), "--ffn-dim", str(F_),
-                   "--vocab", str(V), "--seq", str(T), "--batch", str(B), "--dropout", str(p),
-                   "--attention", "flash" if flash else "unfused", "--json"] + (["--tie-embeddings"] if tied else [])
-            for pol, _ in policies:
-                cmd += ["--recompute", pol]
-            out = subprocess.run(cmd, capture_output=True, text=True)
-            if out.returncode != 0:
-                print("FAIL: %s: %s" % (" ".join(cmd), out.stderr.strip()))
+            policies = policies_of(L)
+            rows = predicted_rows([REMAT, "plan", "--framework", "pytorch", "--arch", "llama", "--layers", str(L),
+                                   "--dim", str(C), "--heads", str(nh), "--kv-heads", str(kv), "--head-dim", str(hs),
+                                   "--ffn-dim", str(F_), "--vocab", str(V), "--seq", str(T), "--batch", str(B),
+                                   "--dropout", str(p), "--attention", "flash" if flash else "unfused"] +
+                                  (["--tie-embeddings"] if tied else []), policies)
+            if rows is None:
                 bad += 1
                 continue
-            rows = json.loads(out.stdout)["rows"]
             for k, (pol, seg) in enumerate(policies):
-                got, _ = saved_bytes(model, idx, tg, seg)
-                pred = rows[k]["stored_bytes"]
-                err = (pred - got) / got
-                ok = abs(err) <= 0.01
+                got, pred, err, ok = compare(model, idx, tg, seg, rows[k])
                 bad += not ok
                 good += ok
                 print("%s llama %-5s L%d C%d H%d KV%d hs%d F%d V%d T%d B%d p%g %s %-8s saved %8d predicted %8d "
@@ -364,22 +381,15 @@ def main():
         model = GPT(L, C, nh, V, T, p)
         idx = torch.randint(0, V, (B, T))
         tg = torch.randint(0, V, (B, T))
-        policies = [("none", 0), ("full", 1), ("every:2", 2), ("sqrt", math.ceil(math.sqrt(L)))]
-        cmd = [REMAT, "plan", "--framework", "pytorch", "--layers", str(L), "--dim", str(C), "--heads", str(nh),
-               "--vocab", str(V), "--seq", str(T), "--batch", str(B), "--dropout", str(p), "--json"]
-        for pol, _ in policies:
-            cmd += ["--recompute", pol]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode != 0:
-            print("FAIL: %s: %s" % (" ".join(cmd), out.stderr.strip()))
+        policies = policies_of(L)
+        rows = predicted_rows([REMAT, "plan", "--framework", "pytorch", "--layers", str(L), "--dim", str(C), "--heads",
+                               str(nh), "--vocab", str(V), "--seq", str(T), "--batch", str(B), "--dropout", str(p)],
+                              policies)
+        if rows is None:
             bad += 1
             continue
-        rows = json.loads(out.stdout)["rows"]
         for k, (pol, seg) in enumerate(policies):
-            got, _ = saved_bytes(model, idx, tg, seg)
-            pred = rows[k]["stored_bytes"]
-            err = (pred - got) / got
-            ok = abs(err) <= 0.01
+            got, pred, err, ok = compare(model, idx, tg, seg, rows[k])
             bad += not ok
             good += ok
             # torch's real peak: the activations remat predicts, plus the

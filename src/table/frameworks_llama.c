@@ -72,16 +72,8 @@
  * recomputation of S is not counted, like Megatron's num_floating_point_operations).
  */
 #include <stddef.h>
-#include "tensors.h"
+#include "tabledef.h"
 
-#define N_ RT_NONE
-#define R(a, b, c) {a, b, c}
-#define G(a, b) {a, b}
-#define NOG {N_, N_}
-#define NOR {N_, N_, N_}
-#define BT RD_B, RD_T
-#define BTC RD_B, RD_T, RD_C
-#define E1(k, ...) RX(RX_T(k, __VA_ARGS__))
 #define NOWB .w = -1, .b = -1, .site = 0, .gout = N_, .gin = N_
 #define NOGRAD .has_bwd = 0, .g_need = NOG, .g_alloc = NOG, .g_free = NOG
 
@@ -102,6 +94,22 @@
 #define O_K E1(1, RD_NH, RD_HS)
 /* attention products over the causal pairs: forward f, backward b */
 #define ATTN(f, b) .opc = RO_ATTENTION, .cost = { f, b, RX_0, RX_0 }
+
+/* A flash kernel (both frameworks): one forward makes O and the softmax
+ * statistics, so the product FLOPs sit on an entry of no bytes (attn) that
+ * neither output keeps (transient) and recomputing either runs it again;
+ * the statistics are what core_attn drops */
+#define FLASH_CORE(X, kernel_op, lse_op, o_op)                                                                  \
+    [X##_ATTN] = { .name = "attn", .mods = RM_CORE_ATTN_REGION, .op = kernel_op, .cls = RT_CLASS_BLOCK,        \
+                   .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT, .shape = RX_0, .shape_text = "(none)",         \
+                   .prec = RT_P_ACT, NOWB, ATTN(2, 0), .fwd_in = R(X##_QKV_ATT, N_, N_), .bwd_in = NOR, NOGRAD }, \
+    [X##_LSE] = { .name = "lse", .mods = RM_CORE_ATTN | RM_CORE_ATTN_REGION | RM_SAC_SAVED, .op = lse_op,     \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE, S_LSE, .prec = RT_P_F32, NOWB,       \
+                  .fwd_in = R(X##_ATTN, N_, N_), .bwd_in = NOR, NOGRAD },                                       \
+    [X##_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED, .op = o_op, .cls = RT_CLASS_BLOCK, \
+                   .flags = RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB, ATTN(0, 4),                       \
+                   .fwd_in = R(X##_ATTN, X##_LSE, N_), .bwd_in = R(X##_QKV_ATT, X##_LSE, X##_ATTY), .has_bwd = 1, \
+                   .g_need = G(X##_D_ATTY, N_), .g_alloc = G(X##_D_QKVATT, N_), .g_free = G(X##_D_ATTY, N_) }
 
 /* ---- the entries both backends share --------------------------------------- */
 
@@ -222,22 +230,9 @@ static const remat_tensor_def megatron_flash_defs[MF_COUNT] = {
                      .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_QKV, .prec = RT_P_ACT, NOWB,
                      .fwd_in = R(MF_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1, .g_need = G(MF_D_QKVATT, N_),
                      .g_alloc = G(MF_D_QKV, N_), .g_free = G(MF_D_QKVATT, N_) },
-    /* the fused kernel: one forward makes O and the statistics, so the
-     * product FLOPs sit on this entry of no bytes that neither output keeps
-     * (transient), and recomputing either runs it again */
-    [MF_ATTN] = { .name = "attn", .mods = RM_CORE_ATTN_REGION, .op = "FusedAttention forward (fused_attn_fwd): QK^T, softmax, PV",
-                  .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT, .shape = RX_0,
-                  .shape_text = "(none)", .prec = RT_P_ACT, NOWB, ATTN(2, 0), .fwd_in = R(MF_QKV_ATT, N_, N_),
-                  .bwd_in = NOR, NOGRAD },
-    [MF_LSE] = { .name = "lse", .mods = RM_CORE_ATTN | RM_CORE_ATTN_REGION | RM_SAC_SAVED,
-                 .op = "FusedAttention's softmaxStats (log-sum-exp), which it saves", .cls = RT_CLASS_BLOCK,
-                 .flags = RT_F_TP | RT_F_SELECTIVE, S_LSE, .prec = RT_P_F32, NOWB,
-                 .fwd_in = R(MF_ATTN, N_, N_), .bwd_in = NOR, NOGRAD },
-    [MF_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED,
-                  .op = "FusedAttention output O, heads merged: linear_proj's input", .cls = RT_CLASS_BLOCK,
-                  .flags = RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB, ATTN(0, 4),
-                  .fwd_in = R(MF_ATTN, MF_LSE, N_), .bwd_in = R(MF_QKV_ATT, MF_LSE, MF_ATTY), .has_bwd = 1,
-                  .g_need = G(MF_D_ATTY, N_), .g_alloc = G(MF_D_QKVATT, N_), .g_free = G(MF_D_ATTY, N_) },
+    FLASH_CORE(MF, "FusedAttention forward (fused_attn_fwd): QK^T, softmax, PV",
+               "FusedAttention's softmaxStats (log-sum-exp), which it saves",
+               "FusedAttention output O, heads merged: linear_proj's input"),
     M_PROJ_MLP(MF),
     M_GLOBALS(MF),
     M_GRADS(MF),
@@ -445,19 +440,8 @@ static const remat_tensor_def pytorch_flash_defs[PF_COUNT] = {
                      .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_QKV, .prec = RT_P_ACT, NOWB,
                      .fwd_in = R(PF_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1, .g_need = G(PF_D_QKVATT, N_),
                      .g_alloc = G(PF_D_QKV, N_), .g_free = G(PF_D_QKVATT, N_) },
-    [PF_ATTN] = { .name = "attn", .mods = RM_CORE_ATTN_REGION,
-                  .op = "_scaled_dot_product_flash_attention (one kernel for the output and the logsumexp)",
-                  .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT, .shape = RX_0,
-                  .shape_text = "(none)", .prec = RT_P_ACT, NOWB, ATTN(2, 0), .fwd_in = R(PF_QKV_ATT, N_, N_),
-                  .bwd_in = NOR, NOGRAD },
-    [PF_LSE] = { .name = "lse", .mods = RM_CORE_ATTN | RM_CORE_ATTN_REGION | RM_SAC_SAVED,
-                 .op = "the logsumexp flash saves", .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE, S_LSE,
-                 .prec = RT_P_F32, NOWB, .fwd_in = R(PF_ATTN, N_, N_), .bwd_in = NOR, NOGRAD },
-    [PF_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED,
-                  .op = "SDPA output, transposed: o_proj's input (the storage flash saves)", .cls = RT_CLASS_BLOCK,
-                  .flags = RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB, ATTN(0, 4),
-                  .fwd_in = R(PF_ATTN, PF_LSE, N_), .bwd_in = R(PF_QKV_ATT, PF_LSE, PF_ATTY), .has_bwd = 1,
-                  .g_need = G(PF_D_ATTY, N_), .g_alloc = G(PF_D_QKVATT, N_), .g_free = G(PF_D_ATTY, N_) },
+    FLASH_CORE(PF, "_scaled_dot_product_flash_attention (one kernel for the output and the logsumexp)",
+               "the logsumexp flash saves", "SDPA output, transposed: o_proj's input (the storage flash saves)"),
     P_MLP(PF),
     P_GLOBALS(PF),
     P_GRADS(PF),

@@ -9,7 +9,7 @@
  * only for the cost model, not for correctness.
  */
 #include <stddef.h>
-#include "tensors.h"
+#include "tabledef.h"
 #include "params.h"
 #include "../core/core.h"
 #include "../core/rng.h"
@@ -68,14 +68,6 @@ int remat_expr_empty(const remat_expr *e)
 
 /* ---- the tables ------------------------------------------------------------------ */
 
-#define N_ RT_NONE
-#define R(a, b, c) {a, b, c}
-#define G(a, b) {a, b}
-#define NOG {N_, N_}
-#define NOR {N_, N_, N_}
-#define BT RD_B, RD_T
-#define BTC RD_B, RD_T, RD_C
-#define E1(k, ...) RX(RX_T(k, __VA_ARGS__))
 /* an op's product counts and extra FLOPs */
 #define COST(fp, bp, f, b) { fp, bp, f, b }
 /* weights, bias, dropout site */
