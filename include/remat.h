@@ -124,12 +124,16 @@ typedef enum remat_attention {
  * planning runs of those frameworks (see "cluster planning" below). */
 typedef enum remat_framework {
     REMAT_FRAMEWORK_REMAT = 0,    /* remat's own engine */
-    REMAT_FRAMEWORK_MEGATRON = 1, /* Megatron-LM's GPT layer as Korthikanti et al. 2022 (arXiv
-                                     2205.05198) Section 4 count it: 2-byte activations (bf16),
-                                     1-byte dropout masks, LayerNorm statistics left out */
+    REMAT_FRAMEWORK_MEGATRON = 1, /* GPT-2: Megatron-LM's GPT layer as Korthikanti et al. 2022
+                                     (arXiv 2205.05198) Section 4 count it: 2-byte activations
+                                     (bf16), 1-byte dropout masks, LayerNorm statistics left out;
+                                     Llama: Megatron-core's layer under Transformer Engine, with
+                                     attention FLASH (TE's fused attention) or NAIVE (unfused) */
     REMAT_FRAMEWORK_PYTORCH = 2   /* what autograd saves for a plain PyTorch GPT-2 block
                                      (nn.Linear, F.layer_norm, explicit softmax attention,
-                                     F.gelu(approximate='tanh'), nn.Dropout as run on a GPU) */
+                                     F.gelu(approximate='tanh'), nn.Dropout as run on a GPU);
+                                     Llama: Hugging Face's LlamaForCausalLM, eager (NAIVE) or
+                                     SDPA's flash backend (FLASH) */
 } remat_framework;
 
 /* The model family: which tensor table and which parameter table a config
@@ -907,7 +911,10 @@ REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *
  *   - weights, gradients and optimizer state per GPU: bf16 18 bytes per
  *     parameter (2 + 4 fp32 gradient + 12 fp32 main weights and moments),
  *     6 + 12/D with the distributed optimizer; fp32 16 and 8 + 8/D; the
- *     first stage holds (its transformer parameters + V h) / T parameters.
+ *     first stage holds its blocks' parameters and the embedding (with one
+ *     stage, the final norm and an untied output layer too), divided by T
+ *     but for the norms Megatron keeps whole on every rank (Llama's; the
+ *     parameter table says which).
  * Time per iteration: each op's matrix-product FLOPs at the device's dense
  * bf16 FLOP/s times an efficiency (default calibrated to Table 5 of the
  * paper), its other bytes at the HBM bandwidth; Megatron's tensor-parallel
@@ -915,7 +922,8 @@ REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *
  * all-gather/reduce-scatter halves under sequence parallelism) at the link
  * bandwidth; the pipeline bubble (P-1)/(m V) for m micro-batches per
  * replica; the data-parallel gradient reduction at the network bandwidth;
- * the optimizer step at the HBM bandwidth.  Nothing overlaps. */
+ * the optimizer step at the HBM bandwidth.  Nothing overlaps; each row
+ * gives the iteration in these parts. */
 typedef struct remat_device {
     const char *name;      /* e.g. "h100-80gb" */
     uint64_t mem_bytes;    /* memory of one GPU */
@@ -933,16 +941,26 @@ REMAT_API const remat_device *remat_device_get(int i);
 REMAT_API const remat_device *remat_device_find(const char *name);
 
 /* Model presets: the four models of Korthikanti's Table 3 (22b, 175b, 530b,
- * 1t: s 2048, V 51200) and the GPT-2 sizes (gpt2, gpt2-medium, gpt2-large,
- * gpt2-xl: s 1024, V 50257). */
+ * 1t: s 2048, V 51200), the GPT-2 sizes (gpt2, gpt2-medium, gpt2-large,
+ * gpt2-xl: s 1024, V 50257) and the Llama 3 family (llama3-8b, llama3-70b,
+ * llama3-405b, llama3.2-1b, llama3.2-3b: torchtitan's flavors and Hugging
+ * Face's config.json, s 8192, V 128256).  The architecture fields are
+ * remat_config's (0: the architecture's default). */
 typedef struct remat_model_preset {
     const char *name;
     int n_layer, n_embd, n_head, vocab, seq;
     const char *source;
+    remat_arch arch;
+    int n_kv_head, ffn_dim, head_dim, tie_embeddings;
+    double rope_theta, norm_eps;
+    remat_rope_scaling rope_scaling;
 } remat_model_preset;
 REMAT_API int remat_model_preset_count(void);
 REMAT_API const remat_model_preset *remat_model_preset_get(int i);
 REMAT_API const remat_model_preset *remat_model_preset_find(const char *name);
+/* Sets cfg's architecture (every field the preset has) and seq from p;
+ * the step's other fields are untouched. */
+REMAT_API void remat_model_preset_apply(const remat_model_preset *p, remat_config *cfg);
 
 typedef struct remat_cluster {
     int pp;                /* pipeline stages P >= 1; L divisible by P V */
@@ -975,8 +993,11 @@ typedef struct remat_cluster_memory {
     uint64_t params_bytes, grads_bytes, optim_bytes;   /* per GPU */
 } remat_cluster_memory;
 REMAT_API remat_status remat_cluster_memory_of(const remat_config *cfg, const remat_cluster *cl, remat_cluster_memory *out);
-/* Model FLOPs per iteration (Appendix A): 72 G L s h^2 (1 + s/(6h) + V/(12 h L)),
- * V the padded vocabulary: the nearest double to the exact whole number. */
+/* Model FLOPs per iteration: the table's FLOPs of every op's forward and
+ * backward (no recomputation), the nearest double to the exact whole
+ * number.  GPT-2's tables give Appendix A's 72 G L s h^2 (1 + s/(6h) +
+ * V/(12 h L)), V the padded vocabulary; Llama's count attention over the
+ * causal pairs, as Megatron-LM's num_floating_point_operations does. */
 REMAT_API double remat_cluster_model_flops(const remat_config *cfg, const remat_cluster *cl);
 
 typedef struct remat_cluster_row {
@@ -994,6 +1015,15 @@ typedef struct remat_cluster_row {
     char *megatron_flags;       /* the Megatron-LM flags that run it ("" none needed), or NULL (owned) */
     const char *torchtitan;     /* torchtitan's activation_checkpoint choice ("none", "full",
                                    "selective"), or NULL */
+    /* step_ms_pred in parts, milliseconds (they add up to it): */
+    double compute_ms;          /* the first stage's ops for all its micro-batches, but ... */
+    double tp_ms;               /* ... the tensor-parallel collectives inside them */
+    double cp_ms;               /* the context-parallel exchange (0: not modelled) */
+    double bubble_ms;           /* the pipeline bubble, (P-1)/V stage times */
+    double dp_ms;               /* the data-parallel reduction (and weight all-gather) */
+    double optimizer_ms;        /* the optimizer step */
+    double offload_ms;          /* activation offload the compute does not hide (0: not modelled) */
+    uint64_t host_bytes;        /* activations offloaded to host memory (0: not modelled) */
 } remat_cluster_row;
 REMAT_API void remat_cluster_row_clear(remat_cluster_row *r);
 
@@ -1220,7 +1250,9 @@ typedef enum remat_weights_format {
     REMAT_WEIGHTS_HF = 3             /* a Hugging Face model directory */
 } remat_weights_format;
 
-/* Reads only the architecture of a weights file or directory into *shape:
+/* Reads only the architecture of a weights file or directory, or of a
+ * Hugging Face config.json given by its path (a name ending in ".json":
+ * *format REMAT_WEIGHTS_HF, no tensor is read), into *shape:
  * arch, n_layer, n_embd, n_head, n_kv_head, ffn_dim, head_dim, vocab,
  * max_seq and tie_embeddings; for a directory rope_theta, rope_scaling and
  * norm_eps too (config.json's); the other fields are untouched.  A field a

@@ -24,7 +24,7 @@ done
 
 # the names: every entry's .name in the tensor tables, every parameter's
 sed -n 's/.*\.name = "\([a-z_0-9]*\)".*/\1/p; s/.*GRAD(\(X##_[A-Z_]*, \)\{0,1\}"\([a-z_0-9]*\)".*/\2/p' \
-    src/table/tensors.c src/table/frameworks.c | sort -u > "$T/names"
+    src/table/tensors.c src/table/frameworks.c src/table/frameworks_llama.c | sort -u > "$T/names"
 sed -n 's/^ *\[[GL]P_[A-Z0-9]*\] = { "\([a-z_0-9]*\)".*/\1/p' src/table/params.c | sort -u >> "$T/names"
 for want in qkv att res3 swiglu qk_rope scores d_qkv wte qkvw gateupw lmheadw; do
     grep -qx "$want" "$T/names" && ok || bad "the table names were not all found (no '$want'): fix this test's patterns"

@@ -21,9 +21,15 @@ m = d["memory"]
 assert m["params_bytes"] + m["grads_bytes"] + m["optim_bytes"] == 18 * m["params"]
 assert abs(d["model_flops"] / 1.411e17 - 1) < 1e-3, d["model_flops"]
 keys = {"policy", "layer_stored_bytes", "stored_bytes", "peak_bytes", "total_bytes", "hardware_flops",
-        "step_ms_pred", "fits", "megatron_flags", "torchtitan"}
+        "step_ms_pred", "fits", "megatron_flags", "torchtitan", "memory", "time_ms"}
 for r in d["rows"]:
     assert set(r) == keys, set(r) ^ keys
+    mem, t = r["memory"], r["time_ms"]
+    assert mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"] == mem["total"] == r["total_bytes"]
+    assert mem["weights"] == m["params_bytes"] and mem["activations"] == r["peak_bytes"] and mem["host"] == 0
+    parts = t["compute"] + t["tp"] + t["cp"] + t["bubble"] + t["dp"] + t["optimizer"] + t["offload"]
+    assert abs(parts / t["total"] - 1) < 1e-12 and t["total"] == r["step_ms_pred"], (parts, t)
+    assert t["tp"] > 0 and t["bubble"] > 0 and t["cp"] == 0 and t["offload"] == 0
     assert r["megatron_flags"] is None or r["megatron_flags"] == "" or r["megatron_flags"].startswith("--recompute-granularity ")
     assert r["torchtitan"] is None or r["torchtitan"]["activation_checkpoint"] in ("none", "full", "selective")
 assert any(r["megatron_flags"] and "--recompute-method block --recompute-num-layers 3" in r["megatron_flags"] for r in d["rows"])
@@ -33,6 +39,58 @@ assert o["step_ms_pred"] <= mg["step_ms_pred"] and o["step_ms_pred"] <= tt["step
 assert mg["megatron_flags"] == "--recompute-granularity selective --recompute-modules core_attn", mg["megatron_flags"]
 assert tt["torchtitan"]["cli"].startswith("activation_checkpoint:")
 PY
+
+# Llama 3 on Megatron-LM: the presets carry the architecture, flash (TE's fused
+# attention) by default, the run's flags, the time in parts
+l405="--framework megatron --model llama3-405b --tp 8 --sp --pp 9 --global-batch 512 --dp 8 --distributed-optimizer --device h100-80gb"
+$R plan $l405 --json > "$T/l.json" 2> "$T/l.err" || bad "plan llama3-405b: $(cat "$T/l.err")"
+/usr/bin/python3 - "$T/l.json" <<'PY' && ok || bad "llama3-405b JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["table"] == "megatron-llama (TE FusedAttention)", d["table"]
+a = d["megatron_args"]
+for f in ["--num-layers 126", "--hidden-size 16384", "--ffn-hidden-size 53248", "--num-query-groups 8", "--swiglu",
+          "--normalization RMSNorm", "--untie-embeddings-and-output-weights", "--attention-backend fused",
+          "--tensor-model-parallel-size 8 --sequence-parallel --pipeline-model-parallel-size 9",
+          "--global-batch-size 512", "--use-distributed-optimizer", "--bf16"]:
+    assert f in a, (f, a)
+o = d["optimal"]
+assert o and o["fits"] and o["time_ms"]["bubble"] > 0 and o["time_ms"]["dp"] > 0
+# no s^2 term with flash: doubling seq at most doubles what a layer keeps (checked below)
+PY
+$R plan $l405 --seq 16384 --recompute none --json > "$T/l2.json" 2>/dev/null && $R plan $l405 --recompute none --json > "$T/l1.json" 2>/dev/null \
+    && /usr/bin/python3 -c "
+import json, sys
+a, b = (json.load(open(f))['rows'][0]['layer_stored_bytes'] for f in sys.argv[1:])
+assert b == 2 * a, (a, b)" "$T/l1.json" "$T/l2.json" && ok || bad "flash: a layer's bytes linear in seq"
+$R plan --framework megatron --model llama3-8b --tp 2 --sp --attention unfused --recompute none --json 2>/dev/null \
+    | /usr/bin/python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+assert d['table'].endswith('(TE unfused attention)') and '--attention-backend unfused' in d['megatron_args']
+assert d['rows'][0]['policy'] == 'none'" && ok || bad "--attention unfused"
+# a Hugging Face config.json plans as the preset does
+cat > "$T/config.json" <<'JSON'
+{"architectures": ["LlamaForCausalLM"], "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336,
+ "max_position_embeddings": 131072, "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32,
+ "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0,
+ "high_freq_factor": 4.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "rope_theta": 500000.0,
+ "tie_word_embeddings": false, "vocab_size": 128256}
+JSON
+$R plan --framework megatron --model-config "$T/config.json" --seq 8192 --tp 4 --sp --json > "$T/c1.json" 2>/dev/null &&
+    $R plan --framework megatron --model llama3-8b --tp 4 --sp --json > "$T/c2.json" 2>/dev/null &&
+    /usr/bin/python3 -c "
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a['memory'] == b['memory'] and a['optimal']['peak_bytes'] == b['optimal']['peak_bytes']" "$T/c1.json" "$T/c2.json" \
+    && ok || bad "--model-config config.json == --model llama3-8b"
+# an uneven pipeline split names the sizes that work
+expect_err --rc 2 "uneven pp" $R plan --framework megatron --model llama3-70b --tp 8 --pp 9
+grep -q "do not split.*1 2 4 5 8 10 16 20 40 80" "$T/stderr" && ok || bad "uneven pp: the valid sizes: $(cat "$T/stderr")"
+for args in "--model llama3-8b --tp 16" "--model llama3-8b --tp 8 --sp --model-config $T/none.json" \
+            "--model gpt2 --attention flash"; do
+    expect_err --rc 2 "plan $args" $R plan --framework megatron $args
+done
 
 # the text: three answers, the flags to paste, the layer ranges
 $R plan $m175 --explain > "$T/m.txt" 2>&1 || bad "plan --framework megatron: $(cat "$T/m.txt")"

@@ -190,6 +190,86 @@ static void weight_bytes(int L, int h, int a, int t, int P, int D)
           "fp32: 16 bytes per parameter");
 }
 
+/* ---- Megatron-LM's own estimator ------------------------------------------------
+ * compute_weight_and_optimizer_memory (megatron/training/theoretical_memory_usage.py,
+ * Megatron-LM d98e8a6), re-implemented for the dense case (no MoE, MTP or
+ * MLA) in the estimator's own double arithmetic: per layer the attention's
+ * 2 h^2 (1 + groups/heads) (kv_channels heads / h), the MLP's 2 h F x 3/2
+ * (SwiGLU), 2 h of RMSNorm (norm_size 1); the most loaded shard holds
+ * ((L (attn + mlp))/P + h Vp)/T split over tensor parallelism and
+ * (2 h L + h)/P whole, plus h Vp/T for the untied output layer when P = 1;
+ * 18 bytes a parameter, 6 + 12/D with the distributed optimizer. */
+static double megatron_weights_optimizer(const remat_config *c, int P, int D, int dist)
+{
+    double h = c->n_embd, nh = c->n_head, ng = remat_config_kv_heads(c), kvc = remat_config_head_dim(c);
+    double F = remat_config_ffn_dim(c), L = c->n_layer, T = remat_config_tp(c), Vp = remat_config_padded_vocab(c);
+    double qps = kvc * nh, ratio = qps / h;
+    double attn = 2 * h * h * ((1 + ng / nh) * ratio), mlp = 2 * h * F * (3.0 / 2);
+    double norm = 2 * h * 1, final_norm = 1 * h, emb = h * Vp;
+    double sharded = (attn + mlp) * L, replicated = norm * L + final_norm;
+    double tp_most = (sharded / P + emb) / T, rep_most = replicated / P;
+    if (!remat_config_tied(c) && P == 1) tp_most += emb / T;
+    double per = dist ? 6 + 12.0 / D : 18;
+    return (tp_most + rep_most) * per;
+}
+
+static remat_config llama_megatron(const char *preset, int t)
+{
+    remat_config c = megatron(2, 1, 8, 64, 1, t, 1, 0.0f);
+    remat_model_preset_apply(remat_model_preset_find(preset), &c);
+    c.max_seq = c.seq;
+    c.attention = REMAT_ATTENTION_FLASH;
+    return c;
+}
+
+/* remat's weights, gradients and optimizer bytes per GPU against the
+ * estimator: to the byte with one stage (within the distributed
+ * optimizer's 12/D rounding, which remat rounds up to whole bytes); with
+ * P > 1 remat's first stage holds no final norm, where the estimator puts
+ * h/P of it on every stage (Megatron builds final_layernorm on the last
+ * stage only, megatron/core/transformer/transformer_block.py) */
+static void megatron_estimator_weights(const char *preset, int t, int P, int D)
+{
+    for (int dist = 0; dist < 2; dist++) {
+        remat_config c = llama_megatron(preset, t);
+        remat_cluster cl = cluster(P, 1, D, 0);
+        cl.dist_optim = dist;
+        remat_cluster_memory m;
+        if (remat_cluster_memory_of(&c, &cl, &m)) { CHECK(0, "%s: %s", preset, remat_errmsg()); return; }
+        double got = (double)(m.params_bytes + m.grads_bytes + m.optim_bytes);
+        double want = megatron_weights_optimizer(&c, P, D, dist);
+        double per = dist ? 6 + 12.0 / D : 18, smear = P > 1 ? c.n_embd / (double)P * per : 0;
+        double d = got - (want - smear);
+        CHECK(fabs(d) <= (dist ? 1.0 : 0.0) + 1e-12 * want, "%s TP %d PP %d DP %d%s: remat %.0f bytes, Megatron's "
+              "estimator %.3f (less %.3f of the final norm): %+.3f", preset, t, P, D, dist ? " distributed" : "", got,
+              want, smear, d);
+        if (P == 1 && !dist)
+            CHECK(got == want, "%s TP %d: %.0f, the estimator %.17g", preset, t, got, want);
+    }
+}
+
+/* Megatron's activation estimate (compute_activation_memory, the SP +
+ * selective case; Table 2's 34 sbh/t with 4F/h for the MLP) beside remat's
+ * flash table under --recompute-granularity selective, printed for the
+ * README; remat's figure is the first stage's stored bytes, all
+ * micro-batches in flight */
+static void megatron_estimator_activations(const char *preset, int t, int P, int s)
+{
+    remat_config c = llama_megatron(preset, t);
+    c.seq = c.max_seq = s;
+    remat_cluster cl = cluster(P, 1, 1, 8 * P);
+    double S = s, b = 1, h = c.n_embd, F = remat_config_ffn_dim(&c), L = c.n_layer, Vp = remat_config_padded_vocab(&c);
+    double est = S * b * h * (18 + 4 * (F / h)) * L + 8 * S * b * P + S * b * h * P;
+    if (P == 1) est += S * b * h * 4 * (1 + Vp / h);
+    est /= t;
+    remat_cluster_row r;
+    if (remat_cluster_evaluate(&c, &cl, "selective", &r)) { CHECK(0, "%s: %s", preset, remat_errmsg()); return; }
+    printf("  %-12s s %6d TP %d SP PP %2d: Megatron's estimator %8.2f GiB, remat (flash, selective) %8.2f GiB (%+.1f%%)\n",
+           preset, s, t, P, est / (1 << 30), r.stored_bytes / (double)(1 << 30), 100 * (r.stored_bytes / est - 1));
+    CHECK(r.stored_bytes > 0, "%s: stored bytes", preset);
+    remat_cluster_row_clear(&r);
+}
+
 static const remat_cluster_row *row_with_flags(const remat_cluster_answer *an, const char *flags)
 {
     for (size_t i = 0; i < an->nrows; i++)
@@ -224,6 +304,93 @@ static void appendix_a(int L, int a, int h, int s, int b, int t, int sp, int P, 
     CHECK(sel && rel_close(sel->hardware_flops, model + 4 * G * L * S * S * Hh, 1e-12), "selective: %g FLOPs, want %g",
           sel ? sel->hardware_flops : 0, model + 4 * G * L * S * S * Hh);
     remat_cluster_answer_clear(&an);
+}
+
+/* ---- Llama's framework tables --------------------------------------------- */
+
+static remat_config llama_fw(int fw, int flash, int L, int a, int kv, int hs, int h, int F, int s, int b, int t, int sp,
+                             float dropout)
+{
+    remat_config c = megatron(L, a, h, s, b, t, sp, dropout);
+    c.framework = (remat_framework)fw;
+    c.arch = REMAT_ARCH_LLAMA;
+    c.n_kv_head = kv;
+    c.head_dim = hs;
+    c.ffn_dim = F;
+    c.attention = flash ? REMAT_ATTENTION_FLASH : REMAT_ATTENTION_NAIVE;
+    return c;
+}
+
+/* What a Megatron-core Llama layer keeps under Transformer Engine, per layer
+ * for one micro-batch, in bytes (bf16, 1-byte masks), with u = s b:
+ *   x, ln_out and rsigma twice (LayerNormLinear of linear_qkv and linear_fc1):
+ *     2 (4uh + 4u) (the input 2uh, ln_out 2uh, rsigma 4u), sharded by t under SP;
+ *   flash: q, k, v 2u (a + 2 kv) hs / t, O 2u a hs / t, softmaxStats 4 b a s / t;
+ *   unfused: q and the repeated k, v 6u a hs / t, O, the probabilities
+ *     2 a s^2 b / t, with dropout their mask a s^2 b / t and output 2 a s^2 b / t;
+ *   the SwiGLU's input 4uF / t and output 2uF / t;
+ *   with dropout the two residual masks uh, sharded under SP. */
+static void llama_megatron_layer(int flash, int a, int kv, int hs, int h, int F, int s, int b, int t, int sp, float p)
+{
+    remat_config c = llama_fw(1, flash, 3, a, kv, hs, h, F, s, b, t, sp, p);
+    uint64_t u = (uint64_t)s * b, T = (uint64_t)t, S = sp ? T : 1, as2b = (uint64_t)a * s * s * b;
+    uint64_t want = 2 * (4 * u * h + 4 * u) / S + 2 * u * a * hs / T + 6 * u * (uint64_t)F / T;
+    if (flash) want += 2 * u * (uint64_t)(a + 2 * kv) * hs / T + 4 * (uint64_t)b * a * s / T;
+    else want += 6 * u * (uint64_t)a * hs / T + 2 * as2b / T + (p > 0 ? 3 * as2b / T : 0);
+    if (p > 0) want += 2 * u * h / S;
+    uint64_t got = layer_bytes(&c, "none");
+    CHECK(got == want, "megatron llama %s a%d kv%d hs%d h%d F%d s%d b%d t%d sp%d p%g: %llu bytes a layer, want %llu",
+          flash ? "flash" : "unfused", a, kv, hs, h, F, s, b, t, sp, (double)p, (ull)got, (ull)want);
+    /* full recomputation keeps the layer input alone */
+    got = layer_bytes(&c, "full");
+    CHECK(got == 2 * u * h / S, "megatron llama full: %llu, want %llu", (ull)got, (ull)(2 * u * h / S));
+}
+
+/* every policy compiles, validates and simulates on the four Llama tables,
+ * with and without dropout, bf16 and fp32, whole and first stage */
+static void llama_schedules_validate(void)
+{
+    const char *pols[] = { "none", "full", "selective", "pointwise", "every:2", "sqrt", "first:2", "revolve:3",
+                           "save:qkv_att+atty", "save:qkv+attn+lse+atty+fc1+mlp", "every:2,selective" };
+    for (int fw = 1; fw <= 2; fw++)
+        for (int flash = 0; flash < 2; flash++)
+            for (int k = 0; k < 8; k++)
+                for (size_t i = 0; i < sizeof pols / sizeof pols[0]; i++) {
+                    remat_config c = llama_fw(fw, flash, 4, 6, 2, 10, 48, 72, 32, 2, 2, 1, (k & 1) ? 0.1f : 0.0f);
+                    c.dtype = (k & 2) ? REMAT_DTYPE_FP32 : REMAT_DTYPE_BF16;
+                    c.stage = (k & 4) ? REMAT_STAGE_FIRST : REMAT_STAGE_WHOLE;
+                    remat_schedule *sc = NULL;
+                    remat_sim sim;
+                    remat_status st = remat_schedule_create(&c, pols[i], &sc);
+                    /* save: lists name what the table has */
+                    if (st && strncmp(pols[i], "save:", 5) == 0 && strstr(remat_errmsg(), "not a per-block")) continue;
+                    CHECK(st == REMAT_OK, "llama fw %d flash %d k %d: %s: %s", fw, flash, k, pols[i], remat_errmsg());
+                    if (st) continue;
+                    CHECK(remat_schedule_simulate(sc, &sim) == REMAT_OK && sim.peak_bytes >= sim.stored_bytes,
+                          "simulate %s", pols[i]);
+                    remat_schedule_free(sc);
+                }
+}
+
+/* model FLOPs from the table: per sequence, each layer's linear products
+ * 6 s h ((a + 2 kv) hs + a hs + 3F) and attention's six products over the
+ * causal pairs 12 a hs s (s + 1)/2, the output layer 6 s h Vp */
+static void llama_flops(int flash, int L, int a, int kv, int hs, int h, int F, int s, int t)
+{
+    remat_config c = llama_fw(1, flash, L, a, kv, hs, h, F, s, 1, t, 1, 0.0f);
+    remat_cluster cl = cluster(1, 1, 2, 6);
+    double S = s, H = h, Vp = remat_config_padded_vocab(&c), tri = S * (S + 1) / 2;
+    double per = L * (6 * S * H * ((double)(a + 2 * kv) * hs + (double)a * hs + 3.0 * F) + 12.0 * a * hs * tri) +
+                 6 * S * H * Vp;
+    double got = remat_cluster_model_flops(&c, &cl);
+    CHECK(got == 6 * per, "llama model FLOPs %.17g, want %.17g", got, 6 * per);
+    remat_cluster_row r;
+    if (!stored_of(&c, &cl, "none", &r)) return;
+    CHECK(rel_close(r.hardware_flops, got, 1e-12), "llama none: hardware %.17g, model %.17g", r.hardware_flops, got);
+    double parts = r.compute_ms + r.tp_ms + r.cp_ms + r.bubble_ms + r.dp_ms + r.optimizer_ms + r.offload_ms;
+    CHECK(rel_close(parts, r.step_ms_pred, 1e-12) && r.tp_ms > 0 && r.dp_ms > 0, "time parts %.17g, step %.17g", parts,
+          r.step_ms_pred);
+    remat_cluster_row_clear(&r);
 }
 
 /* Table 5's MFU and HFU (22B, 175B, 530B, 1T) against Appendix A's formulas */
@@ -383,5 +550,35 @@ int main(void)
         answers(fw, 8, 4, 1, 0.1);
     }
     bad_clusters();
+    for (int flash = 0; flash < 2; flash++) {
+        llama_megatron_layer(flash, 8, 2, 16, 128, 352, 64, 2, 2, 1, 0.0f);      /* GQA, TP + SP */
+        llama_megatron_layer(flash, 8, 2, 16, 128, 352, 64, 2, 2, 0, 0.0f);      /* TP, no SP */
+        llama_megatron_layer(flash, 6, 3, 10, 48, 90, 30, 3, 3, 1, 0.1f);        /* odd, hs != h/a, dropout */
+        llama_megatron_layer(flash, 4, 4, 16, 64, 176, 32, 1, 1, 0, 0.1f);       /* plain multi-head */
+        llama_megatron_layer(flash, 32, 8, 128, 4096, 14336, 8192, 1, 8, 1, 0.0f);   /* Llama 3 8B */
+        llama_flops(flash, 4, 8, 2, 16, 128, 352, 64, 2);
+        llama_flops(flash, 32, 32, 8, 128, 4096, 14336, 8192, 8);
+    }
+    llama_schedules_validate();
+    /* Megatron's estimator: Llama 3 8B, 70B, 405B (and the tied 1B) at
+     * several TP / PP / DP, with and without the distributed optimizer */
+    megatron_estimator_weights("llama3-8b", 1, 1, 8);
+    megatron_estimator_weights("llama3-8b", 2, 1, 4);
+    megatron_estimator_weights("llama3-8b", 4, 2, 2);
+    megatron_estimator_weights("llama3-8b", 8, 4, 3);
+    megatron_estimator_weights("llama3-70b", 8, 1, 8);
+    megatron_estimator_weights("llama3-70b", 8, 4, 4);
+    megatron_estimator_weights("llama3-70b", 4, 10, 2);
+    megatron_estimator_weights("llama3-405b", 8, 9, 2);
+    megatron_estimator_weights("llama3-405b", 8, 14, 7);
+    megatron_estimator_weights("llama3-405b", 8, 1, 1);
+    megatron_estimator_weights("llama3.2-1b", 2, 1, 5);
+    megatron_estimator_weights("llama3.2-1b", 8, 2, 3);
+    printf("activations per GPU, first pipeline stage, micro-batch 1:\n");
+    megatron_estimator_activations("llama3-8b", 1, 1, 8192);
+    megatron_estimator_activations("llama3-8b", 4, 1, 8192);
+    megatron_estimator_activations("llama3-70b", 8, 4, 8192);
+    megatron_estimator_activations("llama3-70b", 8, 4, 32768);
+    megatron_estimator_activations("llama3-405b", 8, 9, 8192);
     return TEST_REPORT();
 }

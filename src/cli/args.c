@@ -337,7 +337,17 @@ static int parse_model(const char *flag, const char *v, void *field)
         cli_error("%s expects one of %s, got '%s'", flag, cli_preset_names(0, list, sizeof list), v);
         return 0;
     }
-    c->n_layer = p->n_layer; c->n_embd = p->n_embd; c->n_head = p->n_head; c->vocab = p->vocab; c->seq = p->seq;
+    remat_model_preset_apply(p, c);
+    return 1;
+}
+
+/* --model-config FILE: a Hugging Face config.json sets the architecture */
+static int parse_model_config(const char *flag, const char *v, void *field)
+{
+    if (remat_weights_probe(v, field, NULL)) {
+        cli_error("%s %s: %s", flag, v, remat_errmsg());
+        return 0;
+    }
     return 1;
 }
 
@@ -372,7 +382,9 @@ static const cli_choice arch_choices[] = {
     {"gpt2", REMAT_ARCH_GPT2, 0}, {"llama", REMAT_ARCH_LLAMA, 0}, {NULL, 0, 0},
 };
 static const cli_choice attention_choices[] = {
-    {"naive", REMAT_ATTENTION_NAIVE, 0}, {"flash", REMAT_ATTENTION_FLASH, 0}, {NULL, 0, 0},
+    {"naive", REMAT_ATTENTION_NAIVE, 0}, {"flash", REMAT_ATTENTION_FLASH, 0},
+    {"unfused", REMAT_ATTENTION_NAIVE, 1},   /* the framework tables' name for naive */
+    {NULL, 0, 0},
 };
 static const cli_choice framework_choices[] = {
     {"remat", REMAT_FRAMEWORK_REMAT, 0}, {"megatron", REMAT_FRAMEWORK_MEGATRON, 0},
@@ -391,13 +403,18 @@ static const cli_flag config_flags[] = {
     {"--batch", "B", CLI_FLAG_INT, CFG(batch), 1, REMAT_MAX_BATCH, NULL, NULL, "sequences per step (default 16)"},
     {"--model", "NAME", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_model,
      "a preset shape: 22b 175b 530b 1t (Korthikanti et al. 2022, Table 3),\n"
-     "gpt2 gpt2-medium gpt2-large gpt2-xl (layers, dim, heads, vocab, seq);\n"
-     "later config flags override it"},
+     "gpt2 gpt2-medium gpt2-large gpt2-xl, llama3-8b llama3-70b llama3-405b\n"
+     "llama3.2-1b llama3.2-3b (the architecture and seq); later config flags\n"
+     "override it"},
+    {"--model-config", "FILE", CLI_FLAG_CUSTOM, 0, 0, 0, NULL, parse_model_config,
+     "a Hugging Face config.json: the architecture and every size it has\n"
+     "(model_type llama or gpt2); later config flags override it"},
     {"--dropout", "P", CLI_FLAG_FLOAT, CFG(dropout), 0, 0.999, NULL, NULL,
      "dropout on attention probabilities and residual branches (default 0)"},
     {"--attention", "K", CLI_FLAG_CHOICE, CFG(attention), 0, 0, attention_choices, NULL,
-     "naive (stores the T x T probabilities) or flash (tiled, online softmax,\n"
-     "stores only the logsumexp; default naive)"},
+     "naive (stores the T x T probabilities; 'unfused' too) or flash (tiled,\n"
+     "online softmax, stores only the logsumexp; default naive, flash for\n"
+     "--framework megatron --arch llama)"},
     {"--lmhead", "K", CLI_FLAG_CUSTOM, CFG(lmhead_chunk), 0, 0, NULL, parse_lmhead,
      "full (B x T x V logits) or chunked[:ROWS] (logits, loss and gradient\n"
      "ROWS at a time; default ROWS 128)"},

@@ -42,7 +42,7 @@ static void describe(FILE *f, const remat_config *c, int a, int b, int step, con
 {
     uint32_t saved, outb, all = block_tensors(c, &saved, &outb);
     uint32_t kept = li->kept & ~outb & saved, inner = saved & ~outb;
-    uint32_t keptx = li->kept & ~saved & ~outb;      /* transient tensors a save: list keeps */
+    uint32_t keptx = li->kept & all & ~saved & ~outb;   /* transient tensors a save: list keeps */
     char buf[512], what[700];
     int own = (li->kept & outb) != 0;
     if (kept == inner) snprintf(what, sizeof what, "keep all");

@@ -15,6 +15,16 @@ static const char *fw_name(const remat_config *c)
     return c->framework == REMAT_FRAMEWORK_MEGATRON ? "megatron" : "pytorch";
 }
 
+/* which table the answers come from: by architecture and, for Llama, the
+ * attention backend */
+static const char *fw_table(const remat_config *c)
+{
+    if (c->arch != REMAT_ARCH_LLAMA) return fw_name(c);
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON)
+        return c->attention == REMAT_ATTENTION_FLASH ? "megatron-llama (TE FusedAttention)" : "megatron-llama (TE unfused attention)";
+    return c->attention == REMAT_ATTENTION_FLASH ? "pytorch-llama (SDPA flash)" : "pytorch-llama (eager attention)";
+}
+
 /* torchtitan's settings (torchtitan/distributed/activation_checkpoint.py,
  * torchtitan/trainer.py): the activation_checkpoint subcommand and its config class */
 static void torchtitan_json(remat_jsonw *w, const char *tt)
@@ -31,8 +41,9 @@ static void torchtitan_json(remat_jsonw *w, const char *tt)
 }
 
 /* a row of the answers, under key (NULL in the rows array); null when the
- * answer does not exist */
-static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r)
+ * answer does not exist.  mm: the parameter state per GPU, the same in
+ * every row. */
+static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r, const remat_cluster_memory *mm)
 {
     if (!r->policy) { remat_jsonw_null(w, key); return; }
     remat_jsonw_object(w, key);
@@ -46,7 +57,53 @@ static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r
     remat_jsonw_bool(w, "fits", r->fits);
     remat_jsonw_str(w, "megatron_flags", r->megatron_flags);
     torchtitan_json(w, r->torchtitan);
+    remat_jsonw_object(w, "memory");        /* per GPU: what total_bytes is made of */
+    remat_jsonw_uint(w, "weights", mm->params_bytes);
+    remat_jsonw_uint(w, "gradients", mm->grads_bytes);
+    remat_jsonw_uint(w, "optimizer", mm->optim_bytes);
+    remat_jsonw_uint(w, "activations", r->peak_bytes);
+    remat_jsonw_uint(w, "host", r->host_bytes);
+    remat_jsonw_uint(w, "total", r->total_bytes);
     remat_jsonw_end(w);
+    remat_jsonw_object(w, "time_ms");       /* step_ms_pred in parts */
+    remat_jsonw_num(w, "compute", r->compute_ms);
+    remat_jsonw_num(w, "tp", r->tp_ms);
+    remat_jsonw_num(w, "cp", r->cp_ms);
+    remat_jsonw_num(w, "bubble", r->bubble_ms);
+    remat_jsonw_num(w, "dp", r->dp_ms);
+    remat_jsonw_num(w, "optimizer", r->optimizer_ms);
+    remat_jsonw_num(w, "offload", r->offload_ms);
+    remat_jsonw_num(w, "total", r->step_ms_pred);
+    remat_jsonw_end(w);
+    remat_jsonw_end(w);
+}
+
+/* The Megatron-LM arguments of the run itself (besides the recompute flags
+ * of each answer): the model, the parallelism, the batch, precision and
+ * attention backend (megatron/training/arguments.py and the fields of
+ * TransformerConfig at d98e8a6; the Llama names as in
+ * examples/llama/train_llama3_8b_h100_fp8.sh). */
+static void megatron_args(const remat_config *c, const remat_cluster *cl, char *buf, size_t n)
+{
+    long G = cl->global_batch ? cl->global_batch : (long)c->batch * cl->dp;
+    size_t k = (size_t)snprintf(buf, n, "--num-layers %d --hidden-size %d --num-attention-heads %d --seq-length %d "
+                                "--max-position-embeddings %d", c->n_layer, c->n_embd, c->n_head, c->seq, c->max_seq);
+#define ADD(...) do { if (k < n) k += (size_t)snprintf(buf + k, n - k, __VA_ARGS__); } while (0)
+    if (c->arch == REMAT_ARCH_LLAMA) {
+        ADD(" --ffn-hidden-size %d --swiglu --normalization RMSNorm --position-embedding-type rope --disable-bias-linear",
+            remat_config_ffn_dim(c));
+        if (remat_config_kv_heads(c) != c->n_head) ADD(" --group-query-attention --num-query-groups %d", remat_config_kv_heads(c));
+        if (remat_config_head_dim(c) != c->n_embd / c->n_head) ADD(" --kv-channels %d", remat_config_head_dim(c));
+        if (!remat_config_tied(c)) ADD(" --untie-embeddings-and-output-weights");
+        ADD(" --attention-backend %s", c->attention == REMAT_ATTENTION_FLASH ? "fused" : "unfused");
+    }
+    ADD(" --attention-dropout %g --hidden-dropout %g", (double)c->dropout, (double)c->dropout);
+    ADD(" --tensor-model-parallel-size %d%s --pipeline-model-parallel-size %d", remat_config_tp(c),
+        c->sp ? " --sequence-parallel" : "", cl->pp);
+    if (cl->vpp > 1) ADD(" --num-layers-per-virtual-pipeline-stage %d", c->n_layer / (cl->pp * cl->vpp));
+    ADD(" --micro-batch-size %d --global-batch-size %ld%s%s", c->batch, G,
+        cl->dist_optim ? " --use-distributed-optimizer" : "", c->dtype == REMAT_DTYPE_BF16 ? " --bf16" : "");
+#undef ADD
 }
 
 static const char *fmt_s(double ms, char *buf, size_t n)
@@ -58,7 +115,7 @@ static const char *fmt_s(double ms, char *buf, size_t n)
 
 static void answer_text(const char *label, const remat_cluster_row *r, const remat_config *c, int explain)
 {
-    char b1[32], b2[32], b3[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
     if (!r->policy) {
         printf("%-18s nothing fits\n", label);
         return;
@@ -66,6 +123,9 @@ static void answer_text(const char *label, const remat_cluster_row *r, const rem
     printf("%-18s %10s  activations %10s  total %10s%s\n", label, fmt_s(r->step_ms_pred, b1, sizeof b1),
            cli_fmt_bytes(r->peak_bytes, b2, sizeof b2), cli_fmt_bytes(r->total_bytes, b3, sizeof b3),
            r->fits ? "" : "  (does not fit)");
+    printf("%18s time: compute %s, TP %s, bubble %s, DP %s, optimizer %s\n", "", fmt_s(r->compute_ms, b1, sizeof b1),
+           fmt_s(r->tp_ms, b2, sizeof b2), fmt_s(r->bubble_ms, b3, sizeof b3), fmt_s(r->dp_ms, b4, sizeof b4),
+           fmt_s(r->optimizer_ms, b5, sizeof b5));
     if (r->megatron_flags) printf("%18s Megatron-LM: %s\n", "", r->megatron_flags[0] ? r->megatron_flags : "(no --recompute flags)");
     if (r->torchtitan) printf("%18s torchtitan: activation_checkpoint:%s\n", "", r->torchtitan);
     if (!r->megatron_flags && !r->torchtitan) printf("%18s remat policy: %.200s%s\n", "", r->policy, strlen(r->policy) > 200 ? "..." : "");
@@ -182,7 +242,14 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
     if (cli_given(&cmd, "--device-mem") && !o->mem) return cli_error("--device-mem must be positive") + 1;
     if (o->mem) cl->dev.mem_bytes = o->mem;
     if (!cli_given(&cmd, "--dtype")) c->dtype = c->framework == REMAT_FRAMEWORK_MEGATRON ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32;
-    if (!cli_given(&cmd, "--dropout") && c->framework == REMAT_FRAMEWORK_MEGATRON) c->dropout = 0.1f;
+    /* Megatron's defaults are dropout 0.1 and, for Llama, the fused attention
+     * backends; its Llama recipe sets --attention-dropout 0.0 --hidden-dropout 0.0
+     * (examples/llama/train_llama3_8b_h100_fp8.sh) */
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->arch == REMAT_ARCH_LLAMA) {
+        if (!cli_given(&cmd, "--attention")) c->attention = REMAT_ATTENTION_FLASH;
+    } else if (!cli_given(&cmd, "--dropout") && c->framework == REMAT_FRAMEWORK_MEGATRON) {
+        c->dropout = 0.1f;
+    }
     if (!cli_given(&cmd, "--batch") && !cli_given(&cmd, "--micro-batch")) c->batch = 1;
     cli_config_default_max_seq(c);
     if (remat_cluster_check(c, cl)) return cli_error("%s", remat_errmsg()) + 1;
@@ -240,6 +307,12 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
     remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
     remat_jsonw_object(w, NULL);
     remat_jsonw_str(w, "framework", fw_name(c));
+    remat_jsonw_str(w, "table", fw_table(c));
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON) {
+        char args[1024];
+        megatron_args(c, cl, args, sizeof args);
+        remat_jsonw_str(w, "megatron_args", args);
+    }
     remat_jsonw_object(w, "memory");
     remat_jsonw_uint(w, "params", mm->params);
     remat_jsonw_uint(w, "params_bytes", mm->params_bytes);
@@ -257,12 +330,12 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
         remat_jsonw_int(w, "best_torchtitan", an->best[2]);
         remat_jsonw_end(w);
     }
-    row_json(w, "optimal", &an->a.optimal);
-    row_json(w, "best_megatron", &an->a.best_megatron);
-    row_json(w, "best_torchtitan", &an->a.best_torchtitan);
+    row_json(w, "optimal", &an->a.optimal, mm);
+    row_json(w, "best_megatron", &an->a.best_megatron, mm);
+    row_json(w, "best_torchtitan", &an->a.best_torchtitan, mm);
     remat_jsonw_array(w, "rows");
-    for (int i = 0; i < an->ngiven; i++) row_json(w, NULL, &an->gr[i]);
-    for (size_t i = 0; i < an->a.nrows; i++) row_json(w, NULL, &an->a.rows[i]);
+    for (int i = 0; i < an->ngiven; i++) row_json(w, NULL, &an->gr[i], mm);
+    for (size_t i = 0; i < an->a.nrows; i++) row_json(w, NULL, &an->a.rows[i], mm);
     remat_jsonw_end(w);
     remat_jsonw_end(w);
     return cli_json_close(w);
@@ -285,6 +358,12 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
            (unsigned long long)mm->params, cli_fmt_bytes(mm->params_bytes, b2, sizeof b2),
            cli_fmt_bytes(mm->grads_bytes, b3, sizeof b3), cli_fmt_bytes(mm->optim_bytes, b4, sizeof b4),
            remat_cluster_model_flops(c, cl));
+    if (c->arch == REMAT_ARCH_LLAMA) printf("table: %s\n", fw_table(c));
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->arch == REMAT_ARCH_LLAMA) {
+        char args[1024];
+        megatron_args(c, cl, args, sizeof args);
+        printf("Megatron-LM run: %s\n", args);
+    }
     if (o->maximize >= 0) {
         const char *what = o->maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch";
         printf("largest %s: optimal %d, Megatron-LM %d, torchtitan %d (answers below at %s %d)\n", what, an->best[0],

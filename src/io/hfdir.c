@@ -486,6 +486,16 @@ static remat_status read_json_file(const char *path, char **buf, size_t *n)
     return st;
 }
 
+remat_status remat_hf_config_read(const char *path, remat_config *out)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    remat_status st = read_json_file(path, &buf, &n);
+    if (!st) st = remat_hf_config_parse(buf, n, path, out);
+    free(buf);
+    return st;
+}
+
 static int is_file(const char *path)
 {
     struct stat sb;

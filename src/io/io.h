@@ -44,6 +44,8 @@ remat_status remat_weights_write(FILE *f, const remat_config *shape, const float
  * absent keys, validated as a config.  REMAT_ERR_FORMAT (NOMEM) with a
  * one-line message that starts with src. */
 remat_status remat_hf_config_parse(const void *buf, size_t n, const char *src, remat_config *out);
+/* The same from the file path (config.json itself, not its directory). */
+remat_status remat_hf_config_read(const char *path, remat_config *out);
 /* config.json for config c with tensors of dtype dt: *text is malloc'd
  * JSON (free() it) that remat_hf_config_parse reads back as c's
  * architecture, every number exactly. */

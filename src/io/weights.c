@@ -303,6 +303,18 @@ remat_status remat_weights_probe(const char *path, remat_config *shape, remat_we
     remat_wlayout ly;
     remat_status st;
     if (!shape) return remat_fail(REMAT_ERR_INVALID, "remat_weights_probe: shape is NULL");
+    size_t pn = path ? strlen(path) : 0;
+    struct stat sb;
+    if (pn > 5 && !strcmp(path + pn - 5, ".json") && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        remat_config c;                  /* a config.json alone: the architecture, no tensors */
+        if ((st = remat_hf_config_read(path, &c))) return st;
+        copy_arch(shape, &c);
+        shape->rope_theta = c.rope_theta;
+        shape->rope_scaling = c.rope_scaling;
+        shape->norm_eps = c.norm_eps;
+        if (format) *format = REMAT_WEIGHTS_HF;
+        return REMAT_OK;
+    }
     if ((st = path_layout(path, &s, &ly))) return st;
     /* every shape checked where the source fixes the sizes the shapes are
      * written in: any number of heads does when the shapes do not name it,

@@ -40,16 +40,53 @@ static const remat_device devices[] = {
       "NVIDIA H200 datasheet (SXM 141GB: 989 TFLOP/s bf16 dense, 4.8 TB/s, NVLink 900 GB/s); DGX H200 (8x NDR 400 Gb/s)" },
 };
 
+/* GPT-2 and Korthikanti's models, then Llama 3: dim, layers, heads and kv
+ * heads are torchtitan's flavors (torchtitan/models/llama3/__init__.py at
+ * b5bcd76: _1b .. _405b), the MLP width its compute_ffn_hidden_dim (2/3 of
+ * 4C, times ffn_dim_multiplier 1.5, 1.0, 1.3, 1.3, 1.2, rounded up to
+ * multiple_of 1024 or 4096), vocabulary 128256, 1B and 3B tied
+ * (enable_weight_tying); RoPE theta 500000 with Llama 3.1's rope_scaling
+ * (factor 8, or 32 for 3.2; 1, 4, 8192) and eps 1e-5 as Hugging Face's
+ * meta-llama config.json files have them; s 8192, torchtitan's and
+ * Megatron's Llama 3 recipes' training length. */
+#define LLAMA3(name_, L, C, NH, F, tied, factor, src)                                                         \
+    { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = 128256, .seq = 8192, .source = src,    \
+      .arch = REMAT_ARCH_LLAMA, .n_kv_head = 8, .ffn_dim = F, .tie_embeddings = tied, .rope_theta = 500000,   \
+      .norm_eps = 1e-5, .rope_scaling = { REMAT_ROPE_LLAMA3, factor, 1, 4, 8192 } }
+#define GPT(name_, L, C, NH, V, s, src)                                                                        \
+    { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = V, .seq = s, .source = src, .arch = REMAT_ARCH_GPT2 }
 static const remat_model_preset presets[] = {
-    { "22b", 48, 6144, 64, 51200, 2048, "Korthikanti et al. 2022, Table 3" },
-    { "175b", 96, 12288, 96, 51200, 2048, "Korthikanti et al. 2022, Table 3 (GPT-3)" },
-    { "530b", 105, 20480, 128, 51200, 2048, "Korthikanti et al. 2022, Table 3 (MT-NLG)" },
-    { "1t", 128, 25600, 160, 51200, 2048, "Korthikanti et al. 2022, Table 3" },
-    { "gpt2", 12, 768, 12, 50257, 1024, "GPT-2 124M (Radford et al. 2019)" },
-    { "gpt2-medium", 24, 1024, 16, 50257, 1024, "GPT-2 350M" },
-    { "gpt2-large", 36, 1280, 20, 50257, 1024, "GPT-2 774M" },
-    { "gpt2-xl", 48, 1600, 25, 50257, 1024, "GPT-2 1.5B" },
+    GPT("22b", 48, 6144, 64, 51200, 2048, "Korthikanti et al. 2022, Table 3"),
+    GPT("175b", 96, 12288, 96, 51200, 2048, "Korthikanti et al. 2022, Table 3 (GPT-3)"),
+    GPT("530b", 105, 20480, 128, 51200, 2048, "Korthikanti et al. 2022, Table 3 (MT-NLG)"),
+    GPT("1t", 128, 25600, 160, 51200, 2048, "Korthikanti et al. 2022, Table 3"),
+    GPT("gpt2", 12, 768, 12, 50257, 1024, "GPT-2 124M (Radford et al. 2019)"),
+    GPT("gpt2-medium", 24, 1024, 16, 50257, 1024, "GPT-2 350M"),
+    GPT("gpt2-large", 36, 1280, 20, 50257, 1024, "GPT-2 774M"),
+    GPT("gpt2-xl", 48, 1600, 25, 50257, 1024, "GPT-2 1.5B"),
+    LLAMA3("llama3-8b", 32, 4096, 32, 14336, 0, 8, "torchtitan llama3 8B; meta-llama/Llama-3.1-8B"),
+    LLAMA3("llama3-70b", 80, 8192, 64, 28672, 0, 8, "torchtitan llama3 70B; meta-llama/Llama-3.1-70B"),
+    LLAMA3("llama3-405b", 126, 16384, 128, 53248, 0, 8, "torchtitan llama3 405B; meta-llama/Llama-3.1-405B"),
+    LLAMA3("llama3.2-1b", 16, 2048, 32, 8192, 1, 32, "torchtitan llama3 1B; meta-llama/Llama-3.2-1B"),
+    LLAMA3("llama3.2-3b", 28, 3072, 24, 8192, 1, 32, "torchtitan llama3 3B; meta-llama/Llama-3.2-3B"),
 };
+
+void remat_model_preset_apply(const remat_model_preset *p, remat_config *c)
+{
+    c->n_layer = p->n_layer;
+    c->n_embd = p->n_embd;
+    c->n_head = p->n_head;
+    c->vocab = p->vocab;
+    c->seq = p->seq;
+    c->arch = p->arch;
+    c->n_kv_head = p->n_kv_head;
+    c->ffn_dim = p->ffn_dim;
+    c->head_dim = p->head_dim;
+    c->tie_embeddings = p->tie_embeddings;
+    c->rope_theta = p->rope_theta;
+    c->norm_eps = p->norm_eps;
+    c->rope_scaling = p->rope_scaling;
+}
 
 #define NDEV ((int)(sizeof devices / sizeof devices[0]))
 #define NPRESET ((int)(sizeof presets / sizeof presets[0]))
@@ -97,9 +134,18 @@ remat_status remat_cluster_check(const remat_config *c, const remat_cluster *cl)
     if (cl->pp < 1 || cl->pp > 4096) return remat_fail(REMAT_ERR_INVALID, "--pp must be in [1, 4096], got %d", cl->pp);
     if (cl->vpp < 1 || cl->vpp > 4096) return remat_fail(REMAT_ERR_INVALID, "--interleave must be in [1, 4096], got %d", cl->vpp);
     if (cl->dp < 1 || cl->dp > (1 << 20)) return remat_fail(REMAT_ERR_INVALID, "--dp must be in [1, 1048576], got %d", cl->dp);
-    if (c->n_layer % (cl->pp * cl->vpp))
+    if (c->n_layer % (cl->pp * cl->vpp)) {
+        /* Megatron's uneven splits (--decoder-first/last-pipeline-num-layers)
+         * are not modelled: every stage holds the same layers */
+        char list[200];
+        size_t k = 0;
+        list[0] = 0;
+        for (int p = 1; p <= c->n_layer && k < sizeof list - 8; p++)
+            if (c->n_layer % (p * cl->vpp) == 0) k += (size_t)snprintf(list + k, sizeof list - k, " %d", p);
         return remat_fail(REMAT_ERR_INVALID, "layers %d do not split into --pp %d x --interleave %d model chunks; pick "
-                          "sizes whose product divides the layers", c->n_layer, cl->pp, cl->vpp);
+                          "sizes whose product divides the layers (--pp with --interleave %d:%s)", c->n_layer, cl->pp,
+                          cl->vpp, cl->vpp, k ? list : " none");
+    }
     if (cl->vpp > 1 && cl->pp < 2)
         return remat_fail(REMAT_ERR_INVALID, "--interleave %d needs pipeline parallelism (--pp 2 or more)", cl->vpp);
     if (cl->global_batch < 0 || cl->global_batch % ((long)c->batch * cl->dp))
@@ -128,16 +174,22 @@ remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster 
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_memory_of: out is NULL");
     memset(out, 0, sizeof *out);
     if ((st = remat_cluster_check(c, cl))) return st;
-    /* the first stage: (its blocks' parameters + the embedding) / T, the
-     * architecture's parameter table read for both (GPT-2: a layer's 12h^2 +
-     * 13h -- QKV, projection, MLP with biases, two LayerNorms -- and V h) */
+    /* the first stage's GPU: its L/P blocks' parameters and the embedding
+     * (with one stage, the head's too), split by T but what the parameter
+     * table says every rank holds whole (params.c) */
     remat_param_layout ly;
     remat_param_layout_of(c, &ly);
     const remat_param_table *pt = remat_params_of(c);
-    uint64_t per_layer = 0, T = (uint64_t)remat_config_tp(c);
-    for (int i = 0; i < ly.count; i++) per_layer += ly.player[i];
+    uint64_t split = 0, whole = 0, T = (uint64_t)remat_config_tp(c);
     uint64_t layers = (uint64_t)(c->n_layer / cl->pp);
-    uint64_t n = (layers * per_layer + ly.numel[pt->wte]) / T;
+    for (int i = 0; i < ly.count; i++) {
+        const remat_param_def *d = &pt->defs[i];
+        if (!d->per_layer && (d->stage == RP_UNCOUNTED || (d->stage == RP_LAST && cl->pp > 1))) continue;
+        uint64_t e = d->per_layer ? layers * ly.player[i] : ly.numel[i];
+        if (d->replicated) whole += e;
+        else split += e;
+    }
+    uint64_t n = split / T + whole;
     out->params = n;
     uint64_t D = (uint64_t)cl->dp;
     if (c->dtype == REMAT_DTYPE_BF16) {      /* bf16 weights, fp32 gradients, fp32 main weights + 2 moments */
@@ -152,18 +204,14 @@ remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster 
     return REMAT_OK;
 }
 
-/* The formula's three terms, 72 G L s h^2 + 12 G L s^2 h + 6 G s h V, are
- * whole numbers: summed exactly in 128 bits (the config and cluster limits keep
- * them below 2^115) and rounded once, so the figure is the nearest double to the
- * exact count, "to the FLOP" wherever a double holds it. */
-__extension__ typedef unsigned __int128 flops128;
-
+/* The table's FLOPs of one micro-batch's step (remat_table_step_flops, exact
+ * in 128 bits) times the micro-batches of an iteration, rounded once: the
+ * nearest double to the exact count.  For GPT-2's framework tables that is
+ * Appendix A's 72 G L s h^2 + 12 G L s^2 h + 6 G s h V. */
 double remat_cluster_model_flops(const remat_config *c, const remat_cluster *cl)
 {
-    flops128 G = cl->global_batch ? (flops128)cl->global_batch : (flops128)c->batch * (flops128)cl->dp;
-    flops128 L = (flops128)c->n_layer, s = (flops128)c->seq, h = (flops128)c->n_embd;
-    flops128 V = (flops128)remat_config_padded_vocab(c);
-    return (double)(72 * G * L * s * h * h + 12 * G * L * s * s * h + 6 * G * s * h * V);
+    remat_u128 G = cl->global_batch ? (remat_u128)cl->global_batch : (remat_u128)c->batch * (remat_u128)cl->dp;
+    return (double)(G / (remat_u128)c->batch * remat_table_step_flops(c));
 }
 
 /* ---- the evaluation context ----------------------------------------------- */
@@ -179,13 +227,16 @@ typedef struct ctx {
     uint64_t f;               /* chunk micro-batches in flight on the first stage */
     uint64_t res_inflight;    /* resident bytes of the micro-batches in flight */
     double head_ms, head_flops;   /* P > 1: the LM head, on the last stage */
-    double other_ms;          /* per iteration: data-parallel reduction and optimizer step */
+    double dp_ms, opt_ms;     /* per iteration: data-parallel reduction, optimizer step */
+    double tp_fwd[RT_MAXT], tp_bwd[RT_MAXT];   /* the tensor-parallel collectives in prof's op times */
     remat_cluster_memory mem;
     uint64_t usable;          /* device memory less the reserve */
 } ctx;
 
-/* Fills p with the device model's op times for config c (milliseconds). */
-static void fill_device_profile(remat_profile *p, const remat_config *c, const remat_cluster *cl, double eff)
+/* Fills p with the device model's op times for config c (milliseconds);
+ * tp_fwd, tp_bwd (may be NULL) get the tensor-parallel collectives' share. */
+static void fill_device_profile(remat_profile *p, const remat_config *c, const remat_cluster *cl, double eff,
+                                double *tp_fwd, double *tp_bwd)
 {
     const remat_table *tb = remat_table_of(c);
     memset(p, 0, sizeof *p);
@@ -209,8 +260,12 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
         /* matrix products are compute-bound; the rest streams its operands */
         p->fwd_ms[t] = remat_tensor_fwd_flops(c, t) / F + (gemm ? 0 : (out + in) / H);
         if (d->has_bwd) p->bwd_ms[t] = remat_tensor_bwd_flops(c, t) / F + (gemm ? 0 : (2 * out + bin) / H);
-        if (d->flags & RT_F_COL) { p->fwd_ms[t] += c->sp ? half : 0; p->bwd_ms[t] += c->sp ? half : ar; }
-        if (d->flags & RT_F_ROW) { p->fwd_ms[t] += c->sp ? half : ar; p->bwd_ms[t] += c->sp ? half : 0; }
+        double cf = 0, cb = 0;
+        if (d->flags & RT_F_COL) { cf = c->sp ? half : 0; cb = c->sp ? half : ar; }
+        if (d->flags & RT_F_ROW) { cf = c->sp ? half : ar; cb = c->sp ? half : 0; }
+        p->fwd_ms[t] += cf;
+        if (d->has_bwd) p->bwd_ms[t] += cb;
+        if (tp_fwd) { tp_fwd[t] = cf; tp_bwd[t] = d->has_bwd ? cb : 0; }
     }
     memcpy(p->fwd_hot_ms, p->fwd_ms, sizeof p->fwd_ms);
     memcpy(p->bwd_hot_ms, p->bwd_ms, sizeof p->bwd_ms);
@@ -236,7 +291,7 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
     if (x->P > 1) x->chunk.stage = REMAT_STAGE_FIRST;
     x->tb = remat_table_of(c);
     double eff = cl->efficiency > 0 ? cl->efficiency : REMAT_CLUSTER_EFFICIENCY;
-    fill_device_profile(&x->prof, &x->chunk, cl, eff);
+    fill_device_profile(&x->prof, &x->chunk, cl, eff, x->tp_fwd, x->tp_bwd);
     /* micro-batches in flight on the first stage (Korthikanti 4.2.4): 1F1B
      * holds P (fewer when there are fewer), the interleaved schedule
      * P (1 + (P-1)/(P V)), that is P V + P - 1 model chunks */
@@ -252,7 +307,7 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
         remat_config whole = x->chunk;
         whole.stage = REMAT_STAGE_WHOLE;
         remat_profile hp;
-        fill_device_profile(&hp, &whole, cl, eff);
+        fill_device_profile(&hp, &whole, cl, eff, NULL, NULL);
         for (int i = 0; i < x->tb->nlmhead; i++) {
             x->head_ms += hp.fwd_ms[x->tb->lmhead[i]];
             x->head_flops += remat_tensor_fwd_flops(&whole, x->tb->lmhead[i]);
@@ -268,10 +323,10 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
     double n = (double)x->mem.params, D = cl->dp;
     double wbytes = remat_dtype_bytes(c->dtype);
     if (cl->dp > 1)
-        x->other_ms += (cl->dist_optim ? (D - 1) / D * (4 * n + wbytes * n) : 2 * (D - 1) / D * 4 * n) /
+        x->dp_ms = (cl->dist_optim ? (D - 1) / D * (4 * n + wbytes * n) : 2 * (D - 1) / D * 4 * n) /
                        (cl->dev.net_bps / 1e3);
     double state = c->dtype == REMAT_DTYPE_BF16 ? 28 : 24;   /* fp32 main weights, moments: read and written; gradients read */
-    x->other_ms += (cl->dist_optim ? (state * n / D + wbytes * n) : (state + wbytes) * n) / (cl->dev.hbm_bps / 1e3);
+    x->opt_ms = (cl->dist_optim ? (state * n / D + wbytes * n) : (state + wbytes) * n) / (cl->dev.hbm_bps / 1e3);
     x->usable = (uint64_t)((double)cl->dev.mem_bytes * (1 - cl->reserve));
     return REMAT_OK;
 }
@@ -285,10 +340,11 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
  * checkpointing) are not re-run. */
 typedef struct rerun { uint32_t region, cached; } rerun;
 
-/* milliseconds and FLOPs the framework re-runs beyond the schedule's recomputation */
-static remat_status rerun_extra(const ctx *x, const remat_schedule *s, rerun rr, double *ms, double *fl)
+/* milliseconds (*tp of them the tensor-parallel collectives) and FLOPs the
+ * framework re-runs beyond the schedule's recomputation */
+static remat_status rerun_extra(const ctx *x, const remat_schedule *s, rerun rr, double *ms, double *tp, double *fl)
 {
-    *ms = *fl = 0;
+    *ms = *tp = *fl = 0;
     if (!rr.region) return REMAT_OK;
     uint32_t *rec = remat_calloc((size_t)x->Lc, sizeof *rec);
     if (!rec) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
@@ -301,6 +357,7 @@ static remat_status rerun_extra(const ctx *x, const remat_schedule *s, rerun rr,
         for (int t = 0; t < x->tb->nblock; t++)
             if (more & (1u << t)) {
                 *ms += x->prof.fwd_ms[t];
+                *tp += x->tp_fwd[t];
                 *fl += remat_tensor_fwd_flops(&x->chunk, t);
             }
     }
@@ -316,9 +373,22 @@ void remat_cluster_row_clear(remat_cluster_row *r)
     memset(r, 0, sizeof *r);
 }
 
+/* the tensor-parallel collectives of schedule s (in the cost pass's op times) */
+static double schedule_tp_ms(const ctx *x, const remat_schedule *s)
+{
+    double ms = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        int k = s->ins[i].kind, t = s->ins[i].tid;
+        if (k == REMAT_I_FORWARD || k == REMAT_I_RECOMPUTE) ms += x->tp_fwd[t];
+        else if (k == REMAT_I_BACKWARD) ms += x->tp_bwd[t];
+    }
+    return ms;
+}
+
 /* A row from schedule s of one chunk, costed at ms, plus what the
- * framework's re-running of whole regions adds (ems ms, efl FLOPs). */
-static remat_status fill_row(const ctx *x, const remat_schedule *s, double ms, double ems, double efl,
+ * framework's re-running of whole regions adds (ems ms, etp of them
+ * collectives, efl FLOPs). */
+static remat_status fill_row(const ctx *x, const remat_schedule *s, double ms, double ems, double etp, double efl,
                              remat_cluster_row *out)
 {
     memset(out, 0, sizeof *out);
@@ -334,8 +404,15 @@ static remat_status fill_row(const ctx *x, const remat_schedule *s, double ms, d
     out->peak_bytes = (x->f - 1) * held + s->sim.peak_bytes + x->res_inflight;
     out->total_bytes = out->peak_bytes + x->mem.params_bytes + x->mem.grads_bytes + x->mem.optim_bytes;
     out->fits = out->total_bytes <= x->usable;
-    double stage_ms = x->V * (ms + ems) + x->head_ms;
-    out->step_ms_pred = stage_ms * ((double)x->m + (double)(x->P - 1) / x->V) + x->other_ms;
+    /* the first stage's ops for every micro-batch, then the bubble, then the
+     * data-parallel reduction and the optimizer step: nothing overlaps */
+    double stage_ms = x->V * (ms + ems) + x->head_ms, tp = x->V * (schedule_tp_ms(x, s) + etp);
+    out->tp_ms = tp * (double)x->m;
+    out->compute_ms = (stage_ms - tp) * (double)x->m;
+    out->bubble_ms = stage_ms * (double)(x->P - 1) / x->V;
+    out->dp_ms = x->dp_ms;
+    out->optimizer_ms = x->opt_ms;
+    out->step_ms_pred = stage_ms * ((double)x->m + (double)(x->P - 1) / x->V) + (x->dp_ms + x->opt_ms);
     out->hardware_flops = x->T * (x->seqs / x->chunk.batch) *
                           ((double)x->P * x->V * (s->sim.flops + efl) + x->head_flops);
     if (!(out->policy = remat_strdup(remat_schedule_policy(s)))) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
@@ -350,14 +427,15 @@ static remat_status eval_row(const ctx *x, const char *policy, rerun rr, remat_c
 {
     remat_schedule *s = NULL;
     remat_status st;
-    double ems, efl;
+    double ems, etp, efl;
     memset(out, 0, sizeof *out);
     if (plain) memset(plain, 0, sizeof *plain);
     if ((st = remat_schedule_create(&x->chunk, policy, &s))) return st;
     double ms = remat_cost_schedule_ms(&x->prof, s, NULL);
     if (ms < 0) st = REMAT_ERR_NOMEM;
-    else if (!(st = rerun_extra(x, s, rr, &ems, &efl)) && !(st = fill_row(x, s, ms, ems, efl, out)) && plain)
-        st = fill_row(x, s, ms, 0, 0, plain);
+    else if (!(st = rerun_extra(x, s, rr, &ems, &etp, &efl)) && !(st = fill_row(x, s, ms, ems, etp, efl, out)) &&
+             plain)
+        st = fill_row(x, s, ms, 0, 0, 0, plain);
     remat_schedule_free(s);
     if (st) {
         remat_cluster_row_clear(out);
@@ -438,15 +516,17 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
         memset(&c, 0, sizeof c);
         uint32_t drop = 0, region = 0;
         size_t k = (size_t)snprintf(c.megatron, sizeof c.megatron, "--recompute-granularity selective --recompute-modules");
+        int noop = 0;             /* a module with nothing to drop here (TE fuses Llama's norms into the linears) */
         for (int i = 0; i < RM_NMODULES; i++)
             if (set & (1 << i)) {
                 unsigned md, mr;
                 const char *name = remat_module_name(i, &md, &mr);
+                noop |= !remat_table_mods_mask(x->tb, md);
                 drop |= remat_table_mods_mask(x->tb, md);
                 region |= remat_table_mods_mask(x->tb, mr);
                 k += (size_t)snprintf(c.megatron + k, sizeof c.megatron - k, " %s", name);
             }
-        if (!save_policy(x, keep & ~drop, c.policy, sizeof c.policy)) continue;
+        if (noop || !save_policy(x, keep & ~drop, c.policy, sizeof c.policy)) continue;
         c.rr.region = region;
         c.has_megatron = 1;
         if (add_cand(&v, n, &cap, &c)) goto nomem;

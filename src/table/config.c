@@ -130,9 +130,29 @@ static remat_status check_arch(const remat_config *c)
     } else if (r->type != REMAT_ROPE_DEFAULT) {
         return remat_fail(REMAT_ERR_INVALID, "rope scaling type must be default (0) or llama3 (1), got %d", (int)r->type);
     }
-    if (c->framework != REMAT_FRAMEWORK_REMAT)
-        return remat_fail(REMAT_ERR_INVALID, "llama has no --framework megatron or pytorch table; plan it with remat's "
-                          "own table");
+    return REMAT_OK;
+}
+
+/* What a framework table can shard: Megatron splits the query heads, the
+ * key/value heads (query groups) and the MLP width over the T GPUs
+ * (megatron/core/transformer/attention.py replicates key/value heads when
+ * T exceeds them, which the tables do not model). */
+static remat_status check_framework(const remat_config *c)
+{
+    if (c->framework == REMAT_FRAMEWORK_REMAT) return REMAT_OK;
+    if (c->arch == REMAT_ARCH_GPT2) {
+        if (c->attention == REMAT_ATTENTION_FLASH)
+            return remat_fail(REMAT_ERR_INVALID, "the gpt2 framework tables are Korthikanti et al.'s (unfused "
+                              "attention); --attention flash is for --arch llama");
+        return REMAT_OK;
+    }
+    int T = remat_config_tp(c), KV = remat_config_kv_heads(c), F = remat_config_ffn_dim(c);
+    if (KV % T)
+        return remat_fail(REMAT_ERR_INVALID, "kv heads %d are not divisible by the tensor-parallel size %d; each GPU "
+                          "holds whole key/value heads (Megatron replicates them past --tp %d, which remat does not "
+                          "model)", KV, T, KV);
+    if (F % T)
+        return remat_fail(REMAT_ERR_INVALID, "ffn dim %d is not divisible by the tensor-parallel size %d", F, T);
     return REMAT_OK;
 }
 
@@ -175,6 +195,7 @@ remat_status remat_config_check(const remat_config *c)
     if (c->n_head % T)
         return remat_fail(REMAT_ERR_INVALID, "heads %d are not divisible by the tensor-parallel size %d; "
                           "each of the %d GPUs holds whole heads", c->n_head, T, T);
+    if ((st = check_framework(c))) return st;
     if (c->sp && c->seq % T)
         return remat_fail(REMAT_ERR_INVALID, "sequence parallelism splits seq %d across %d GPUs; pick a seq "
                           "divisible by the tensor-parallel size", c->seq, T);

@@ -54,16 +54,8 @@
  * 2Bshv forward.
  */
 #include <stddef.h>
-#include "tensors.h"
+#include "tabledef.h"
 
-#define N_ RT_NONE
-#define R(a, b, c) {a, b, c}
-#define G(a, b) {a, b}
-#define NOG {N_, N_}
-#define NOR {N_, N_, N_}
-#define BT RD_B, RD_T
-#define BTC RD_B, RD_T, RD_C
-#define E1(k, ...) RX(RX_T(k, __VA_ARGS__))
 #define NOWB .w = -1, .b = -1, .site = 0, .gout = N_, .gin = N_
 
 /* per-block shapes */

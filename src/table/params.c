@@ -7,6 +7,19 @@
  * is Hugging Face's LlamaForCausalLM (transformers, models/llama): q_proj,
  * k_proj and v_proj stacked into one QKV weight, gate_proj over up_proj into
  * one (2F, C) weight, so that each runs as one product.
+ *
+ * Placement (the cluster planner's parameters per GPU).  Llama's is
+ * Megatron-core's (megatron/core/models/gpt/gpt_model.py: the embedding on
+ * the first pipeline stage, the final norm and the output layer on the
+ * last; TE's norms are not split by tensor parallelism, every weight matrix
+ * and the vocabulary are), which compute_weight_and_optimizer_memory in
+ * megatron/training/theoretical_memory_usage.py (d98e8a6) counts the same
+ * way but for the final norm, whose h parameters it spreads over the
+ * stages.  GPT-2's reproduces the count the GPT-2 framework tests and the
+ * README's figures were written against, (L/P (12h^2 + 13h) + V h)/T:
+ * everything split by T, the position embedding and the final LayerNorm
+ * left out (Megatron keeps the LayerNorms and the row-parallel biases whole,
+ * 9h a layer, and wpe on the first stage: under 0.01% of any preset).
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +35,7 @@
 
 static const remat_param_def gpt2_defs[GP_COUNT] = {
     [GP_WTE] = { "wte", D1(RD_VP), D1(RD_C), 0, 1, REMAT_INIT_NORMAL, 0, 1, HF1("wte.weight", 0) },
-    [GP_WPE] = { "wpe", D1(RD_MAXT), D1(RD_C), 0, 1, REMAT_INIT_NORMAL, 0, 0, HF1("wpe.weight", 0) },
+    [GP_WPE] = { "wpe", D1(RD_MAXT), D1(RD_C), 0, 1, REMAT_INIT_NORMAL, 0, 0, HF1("wpe.weight", 0), .stage = RP_UNCOUNTED },
     [GP_LN1W] = { "ln1w", D1(RD_C), VEC, 1, 0, REMAT_INIT_ONES, 0, 0, HF1("h.%d.ln_1.weight", 0) },
     [GP_LN1B] = { "ln1b", D1(RD_C), VEC, 1, 0, REMAT_INIT_ZEROS, 0, 0, HF1("h.%d.ln_1.bias", 0) },
     [GP_QKVW] = { "qkvw", DK(3, RD_C), D1(RD_C), 1, 1, REMAT_INIT_NORMAL, 0, 0, HF1("h.%d.attn.c_attn.weight", 1) },
@@ -37,8 +50,8 @@ static const remat_param_def gpt2_defs[GP_COUNT] = {
     [GP_FCPROJW] = { "fcprojw", D1(RD_C), DK(4, RD_C), 1, 1, REMAT_INIT_NORMAL_PROJ, 0, 0,
                      HF1("h.%d.mlp.c_proj.weight", 1) },
     [GP_FCPROJB] = { "fcprojb", D1(RD_C), VEC, 1, 0, REMAT_INIT_ZEROS, 0, 0, HF1("h.%d.mlp.c_proj.bias", 0) },
-    [GP_LNFW] = { "lnfw", D1(RD_C), VEC, 0, 0, REMAT_INIT_ONES, 0, 0, HF1("ln_f.weight", 0) },
-    [GP_LNFB] = { "lnfb", D1(RD_C), VEC, 0, 0, REMAT_INIT_ZEROS, 0, 0, HF1("ln_f.bias", 0) },
+    [GP_LNFW] = { "lnfw", D1(RD_C), VEC, 0, 0, REMAT_INIT_ONES, 0, 0, HF1("ln_f.weight", 0), .stage = RP_UNCOUNTED },
+    [GP_LNFB] = { "lnfb", D1(RD_C), VEC, 0, 0, REMAT_INIT_ZEROS, 0, 0, HF1("ln_f.bias", 0), .stage = RP_UNCOUNTED },
 };
 
 /* buffers of GPT2LMHeadModel's checkpoints, and its tied head */
@@ -58,7 +71,7 @@ const remat_param_table remat_params_gpt2 = {
 static const remat_param_def llama_defs[LP_COUNT] = {
     [LP_WTE] = { "wte", D1(RD_VP), D1(RD_C), 0, 1, REMAT_INIT_NORMAL, 0, 1, HF1("model.embed_tokens.weight", 0) },
     [LP_LN1W] = { "ln1w", D1(RD_C), VEC, 1, 0, REMAT_INIT_ONES, 0, 0,
-                  HF1("model.layers.%d.input_layernorm.weight", 0) },
+                  HF1("model.layers.%d.input_layernorm.weight", 0), .replicated = 1 },
     [LP_QKVW] = { "qkvw", RX(RX_T(1, RD_NH, RD_HS), RX_T(2, RD_KV, RD_HS)), D1(RD_C), 1, 1, REMAT_INIT_NORMAL, 0, 0,
                   3, { { "model.layers.%d.self_attn.q_proj.weight", RX_0, Q_ROWS, 0 },
                        { "model.layers.%d.self_attn.k_proj.weight", K_ROW0, KV_ROWS, 0 },
@@ -66,14 +79,16 @@ static const remat_param_def llama_defs[LP_COUNT] = {
     [LP_ATTPROJW] = { "attprojw", D1(RD_C), RX(RX_T(1, RD_NH, RD_HS)), 1, 1, REMAT_INIT_NORMAL, 0, 0,
                       HF1("model.layers.%d.self_attn.o_proj.weight", 0) },
     [LP_LN2W] = { "ln2w", D1(RD_C), VEC, 1, 0, REMAT_INIT_ONES, 0, 0,
-                  HF1("model.layers.%d.post_attention_layernorm.weight", 0) },
+                  HF1("model.layers.%d.post_attention_layernorm.weight", 0), .replicated = 1 },
     [LP_GATEUPW] = { "gateupw", DK(2, RD_F), D1(RD_C), 1, 1, REMAT_INIT_NORMAL, 0, 0,
                      2, { { "model.layers.%d.mlp.gate_proj.weight", RX_0, D1(RD_F), 0 },
                           { "model.layers.%d.mlp.up_proj.weight", D1(RD_F), D1(RD_F), 0 } } },
     [LP_FCPROJW] = { "fcprojw", D1(RD_C), D1(RD_F), 1, 1, REMAT_INIT_NORMAL, 0, 0,
                      HF1("model.layers.%d.mlp.down_proj.weight", 0) },
-    [LP_LNFW] = { "lnfw", D1(RD_C), VEC, 0, 0, REMAT_INIT_ONES, 0, 0, HF1("model.norm.weight", 0) },
-    [LP_LMHEADW] = { "lmheadw", D1(RD_VP), D1(RD_C), 0, 1, REMAT_INIT_NORMAL, 1, 1, HF1("lm_head.weight", 0) },
+    [LP_LNFW] = { "lnfw", D1(RD_C), VEC, 0, 0, REMAT_INIT_ONES, 0, 0, HF1("model.norm.weight", 0), .stage = RP_LAST,
+                  .replicated = 1 },
+    [LP_LMHEADW] = { "lmheadw", D1(RD_VP), D1(RD_C), 0, 1, REMAT_INIT_NORMAL, 1, 1, HF1("lm_head.weight", 0),
+                     .stage = RP_LAST },
 };
 
 /* the rotary embedding's cached inverse frequencies (older checkpoints) */

@@ -38,7 +38,14 @@ typedef struct remat_param_def {
                               not in any file */
     int npiece;
     remat_hf_piece hf[RP_MAXPIECE];
+    /* Where a framework run keeps it (the cluster planner's count per GPU): */
+    uint8_t stage;         /* not per block: RP_FIRST (the embedding's pipeline stage), RP_LAST
+                              (the head's), RP_UNCOUNTED */
+    uint8_t replicated;    /* 1: every tensor-parallel rank holds it whole (Megatron's norms) */
 } remat_param_def;
+
+/* remat_param_def.stage */
+enum { RP_FIRST = 0, RP_LAST = 1, RP_UNCOUNTED = 2 };
 
 typedef struct remat_param_table {
     remat_arch arch;

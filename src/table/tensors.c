@@ -9,7 +9,7 @@
  * only for the cost model, not for correctness.
  */
 #include <stddef.h>
-#include "tensors.h"
+#include "tabledef.h"
 #include "params.h"
 #include "../core/core.h"
 #include "../core/rng.h"
@@ -68,14 +68,6 @@ int remat_expr_empty(const remat_expr *e)
 
 /* ---- the tables ------------------------------------------------------------------ */
 
-#define N_ RT_NONE
-#define R(a, b, c) {a, b, c}
-#define G(a, b) {a, b}
-#define NOG {N_, N_}
-#define NOR {N_, N_, N_}
-#define BT RD_B, RD_T
-#define BTC RD_B, RD_T, RD_C
-#define E1(k, ...) RX(RX_T(k, __VA_ARGS__))
 /* an op's product counts and extra FLOPs */
 #define COST(fp, bp, f, b) { fp, bp, f, b }
 /* weights, bias, dropout site */
@@ -369,10 +361,19 @@ const remat_table remat_table_llama = {
     .defs = llama_defs,
 };
 
-/* (arch, framework) -> table; the framework tables are GPT-2's */
+/* (arch, framework) -> table; Llama's framework tables come in one per
+ * attention backend (frameworks_llama.c) */
 const remat_table *remat_table_of(const remat_config *cfg)
 {
-    if (cfg->arch == REMAT_ARCH_LLAMA) return cfg->framework == REMAT_FRAMEWORK_REMAT ? &remat_table_llama : NULL;
+    int flash = cfg->attention == REMAT_ATTENTION_FLASH;
+    if (cfg->arch == REMAT_ARCH_LLAMA) {
+        switch (cfg->framework) {
+        case REMAT_FRAMEWORK_REMAT: return &remat_table_llama;
+        case REMAT_FRAMEWORK_MEGATRON: return flash ? &remat_table_megatron_llama : &remat_table_megatron_llama_unfused;
+        case REMAT_FRAMEWORK_PYTORCH: return flash ? &remat_table_pytorch_llama : &remat_table_pytorch_llama_eager;
+        default: return NULL;
+        }
+    }
     switch (cfg->framework) {
     case REMAT_FRAMEWORK_MEGATRON: return &remat_table_megatron;
     case REMAT_FRAMEWORK_PYTORCH: return &remat_table_pytorch;
@@ -412,11 +413,13 @@ const char *remat_module_name(int i, unsigned *drop, unsigned *region)
 /* ---- what an entry evaluates to under a config ------------------------------------ */
 
 /* 1 when tensor t exists under cfg but holds nothing: a dropout-only
- * activation without dropout, or the LM head on a first pipeline stage */
+ * activation without dropout, a bf16-only copy in fp32, or the LM head on
+ * a first pipeline stage */
 static int empty_under(const remat_config *c, const remat_table *tb, int t)
 {
     const remat_tensor_def *d = &tb->defs[t];
     if ((d->flags & RT_F_DROPOUT) && c->dropout == 0.0f && d->cls != RT_CLASS_GRAD) return 1;
+    if ((d->flags & RT_F_BF16) && c->dtype != REMAT_DTYPE_BF16) return 1;
     return c->stage == REMAT_STAGE_FIRST && (d->flags & RT_F_HEAD);
 }
 
@@ -517,7 +520,7 @@ const char *remat_tensor_op_text(const remat_config *c, int t)
 
 int remat_tensor_exists(const remat_config *c, int t)
 {
-    uint16_t f = remat_table_of(c)->defs[t].flags;
+    uint32_t f = remat_table_of(c)->defs[t].flags;
     return (!(f & RT_F_BRANCH) || c->dropout > 0.0f || c->dtype == REMAT_DTYPE_BF16) &&
            (!(f & RT_F_DROPOUT) || c->dropout > 0.0f);
 }
@@ -629,6 +632,41 @@ double remat_update_flops(const remat_config *c)
     /* framework tables: the optimizer is priced per iteration by the cluster
      * model, not per micro-batch */
     return c->framework == REMAT_FRAMEWORK_REMAT ? 12.0 * (double)remat_config_num_params(c) : 0;
+}
+
+/* One op's FLOPs, exactly: its products and its extra FLOPs (the same
+ * terms as op_flops, without the tensor-parallel share). */
+static remat_u128 op_flops128(const remat_config *c, const remat_dims *dm, int t, int backward)
+{
+    const remat_table *tb = remat_table_of(c);
+    const remat_tensor_def *d = &tb->defs[t];
+    if (empty_under(c, tb, t) || (backward && !d->has_bwd)) return 0;
+    const remat_cost *k = remat_tensor_cost(c, t);
+    remat_u128 prod = 0;
+    if (d->opc == RO_ATTENTION) {
+        prod = (remat_u128)2 * dm->d[RD_B] * dm->d[RD_NH] * dm->d[RD_TRI] * dm->d[RD_HS];
+    } else if (d->opc == RO_LINEAR || d->opc == RO_LMHEAD) {
+        uint64_t M, N, K;
+        remat_tensor_gemm(c, t, &M, &N, &K);
+        prod = (remat_u128)2 * M * N * K;
+    }
+    return (backward ? k->bprod : k->fprod) * prod + remat_expr_u64(backward ? &k->bfl : &k->ffl, dm);
+}
+
+remat_u128 remat_table_step_flops(const remat_config *cfg)
+{
+    remat_config c = *cfg;              /* tp stays: it pads the vocabulary */
+    c.stage = REMAT_STAGE_WHOLE;
+    const remat_table *tb = remat_table_of(&c);
+    remat_dims dm;
+    remat_dims_of(&c, &dm);
+    remat_u128 block = 0, glob = 0;
+    for (int t = 0; t < tb->first_grad; t++) {
+        remat_u128 f = op_flops128(&c, &dm, t, 0) + op_flops128(&c, &dm, t, 1);
+        if (t < tb->nblock) block += f;
+        else glob += f;
+    }
+    return (remat_u128)c.n_layer * block + glob;
 }
 
 /* ---- operands ----------------------------------------------------------------- */

@@ -170,8 +170,17 @@ enum {
                              forward, the output gradient all-gathered (SP) in the backward */
     RT_F_DROPOUT = 2048,  /* framework tables: exists only with dropout (masks, their outputs,
                              the masked branch gradient); activations have no bytes without */
-    RT_F_RESIDUAL = 4096  /* RK_LINEAR: out = in[1] + dropout(product), on the residual stream;
+    RT_F_RESIDUAL = 4096, /* RK_LINEAR: out = in[1] + dropout(product), on the residual stream;
                              its backward masks d_res into d_branch (when that exists) */
+    RT_F_BF16 = 8192      /* framework tables: exists only under bf16 (the fp32 copies a bf16
+                             model makes, e.g. RMSNorm's x.float()); no bytes in fp32, where
+                             the tensor is its input itself */
+    /* Bits 14-31 are free.  Context parallelism (Megatron's --context-parallel-size)
+     * belongs here as data: a flag for the entries whose sequence dimension CP
+     * divides (every activation with a T factor but the resident ids), and the
+     * K/V that attention's backward gathers as backward scratch (RW_BWD) over
+     * the KV heads; activation offload as a per-entry choice beside keep and
+     * recompute, sized by the same bytes. */
 };
 
 /* What a framework's own recomputation options do with an entry (framework
@@ -230,7 +239,7 @@ typedef struct remat_tensor_def {
     const char *name;
     const char *op;            /* the producing op, e.g. "linear (c_attn)" */
     uint8_t cls;               /* RT_CLASS_* */
-    uint16_t flags;            /* RT_F_* */
+    uint32_t flags;            /* RT_F_* */
     uint8_t mods;              /* RM_*: the framework's recomputation modules it is in */
     remat_expr shape;          /* elements of one copy */
     const char *shape_text;    /* e.g. "(B,T,3C)" */
@@ -286,15 +295,20 @@ typedef struct remat_table {
 
 /* remat's own tables (the ones the engine runs) */
 extern const remat_table remat_table_gpt2, remat_table_llama;
-/* the framework tables (frameworks.c) */
+/* the framework tables: GPT-2 (frameworks.c), Llama (frameworks_llama.c),
+ * one per attention backend: flash (the fused kernels: Q, K, V, O and the
+ * fp32 softmax statistics) and unfused (the T x T probabilities) */
 extern const remat_table remat_table_megatron, remat_table_pytorch;
+extern const remat_table remat_table_megatron_llama, remat_table_megatron_llama_unfused;
+extern const remat_table remat_table_pytorch_llama, remat_table_pytorch_llama_eager;
 
 /* 1 when two configs are the same run shape (every field equal, defaults
  * resolved): what profiles, traces and run times are keyed by. */
 int remat_config_same(const remat_config *a, const remat_config *b);
 
-/* The table a config uses: by (arch, framework); NULL for a pair that has
- * none (remat_config_check refuses it). */
+/* The table a config uses: by (arch, framework) and, for Llama's framework
+ * tables, the attention backend; NULL for a pair that has none
+ * (remat_config_check refuses it). */
 const remat_table *remat_table_of(const remat_config *cfg);
 /* The index of the tensor named name in tb, or -1 (names are unique in a
  * table; callers that want a per-block tensor check < nblock). */
@@ -336,6 +350,13 @@ void remat_tensor_gemm(const remat_config *cfg, int t, uint64_t *M, uint64_t *N,
 /* elements of t's weight (N K of its product), 0 for ops without one */
 uint64_t remat_tensor_weight_elems(const remat_config *cfg, int t);
 double remat_update_flops(const remat_config *cfg);
+/* The FLOPs of one training step of the whole model under cfg as the table
+ * counts them -- every entry's forward and backward once, no recomputation,
+ * all tensor-parallel ranks and pipeline stages together -- exactly, in 128 bits
+ * (the cluster planner's model FLOPs; GPT-2's framework tables give
+ * Korthikanti et al.'s Appendix A, 72 B L s h^2 + 12 B L s^2 h + 6 B s h V). */
+__extension__ typedef unsigned __int128 remat_u128;
+remat_u128 remat_table_step_flops(const remat_config *cfg);
 /* bytes of the table's resident globals (remat_table.res) under cfg */
 uint64_t remat_table_resident_bytes(const remat_config *cfg);
 /* per-block tensors a policy keeps unless told otherwise: all but the

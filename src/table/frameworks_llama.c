@@ -1,0 +1,511 @@
+/*
+ * frameworks_llama.c -- the tensor tables of the Llama family as two
+ * frameworks keep it for the backward pass, for planning their runs:
+ * Megatron-core's GPT model with the Llama options under Transformer Engine,
+ * and Hugging Face transformers' LlamaForCausalLM in PyTorch.  One table per
+ * attention backend (remat_table_of selects by cfg->attention): flash (the
+ * fused kernels, which keep Q, K, V, O and the fp32 softmax statistics and
+ * no T x T term) and unfused (the probabilities).  Data in the format of
+ * tensors.h, run by the same compiler, simulator and planner as every table.
+ *
+ * Dimension legend: B micro-batch, T sequence, C hidden, F the MLP width,
+ * NH query heads, KV key/value heads (query groups), HS head size, Vp the
+ * padded vocabulary; t the tensor-parallel size.
+ *
+ * megatron (Megatron-LM d98e8a6, TransformerEngine d0067d0; the README's
+ * table cites the file of every entry).  The layer spec
+ * (megatron/core/models/gpt/gpt_layer_specs.py,
+ * get_gpt_layer_with_transformer_engine_submodules) fuses each RMSNorm into
+ * the next column-parallel linear: input_layernorm and pre_mlp_layernorm are
+ * IdentityOp and TELayerNormColumnParallelLinear is TE's LayerNormLinear
+ * (transformer_engine/pytorch/module/layernorm_linear.py), whose forward
+ * saves its input, the norm's output ln_out (the local sequence shard under
+ * SP) and rsigma (fp32, one per row).  So the layer keeps, in bf16:
+ *   x and ln1 (linear_qkv's input and norm), ln1_rstd;
+ *   attention (megatron/core/transformer/attention.py): mixed_qkv is split
+ *     into views, q and k rotated by TE's fused RoPE (apply_rope_fusion,
+ *     on unless --no-rope-fusion; FusedRoPEFunc saves only the cached
+ *     frequencies) and TE's get_qkv_layout
+ *     (attention/dot_product_attention/utils.py) makes v contiguous, since
+ *     v's view of mixed_qkv has no supported layout beside the new q and k;
+ *     flash (FusedAttnFunc, backends.py) saves q, k, v, O and the cuDNN
+ *     softmaxStats (B, NH, T) fp32 (plus a 16-byte RNG state, left out);
+ *     unfused (UnfusedDotProductAttention) repeat_interleaves k and v to NH
+ *     heads when KV < NH, and saves q and the two copies (the batched
+ *     GEMMs' operands), the fused kernel's bf16 probabilities, the dropout
+ *     mask and output: Table 2's terms at GQA shapes;
+ *   O, linear_proj's input (TE Linear saves it); the dropout mask;
+ *   res2 and ln2 (linear_fc1's LayerNormLinear), ln2_rstd;
+ *   fc1's output, gate and up (B,T,2F), which the fused SwiGLU saves
+ *     (megatron/core/fusions/fused_bias_swiglu.py), and the SwiGLU output,
+ *     linear_fc2's input; the dropout mask.
+ * Dropout p = 0 (the Llama recipe, examples/llama/train_llama3_8b_h100_fp8.sh)
+ * makes no mask: F.dropout returns its input.  The head: the final RMSNorm
+ * (TENorm: its input and rsigma), the output layer's input, the fp32
+ * softmax and the target mask and masked target that the vocab-parallel
+ * cross entropy saves (megatron/core/tensor_parallel/cross_entropy.py); the
+ * embedding keeps the token ids (F.embedding) and its dropout mask.
+ *
+ * pytorch (transformers 5dd4a63, models/llama/modeling_llama.py;
+ * integrations/sdpa_attention.py; loss/loss_utils.py): what autograd saves,
+ * each storage once (tests/py_frameworks.py measures the eager table):
+ *   LlamaRMSNorm: x (itself in fp32; under bf16 its fp32 copy x.float()),
+ *     rsqrt(mean(x^2) + eps), x * that (which weight * it saves), and its
+ *     output, which the projections save;
+ *   q_proj/k_proj/v_proj: only their input; apply_rotary_pos_emb saves cos
+ *     and sin (computed once per forward for every layer: a resident);
+ *   eager: repeat_kv's copies of k and v (NH heads), q, the fp32 softmax
+ *     (softmax(dtype=float32)), under bf16 its bf16 copy, the dropout mask
+ *     and output (attention_dropout), attn_output's contiguous copy (o_proj's
+ *     input);
+ *   SDPA flash (sdpa_attention_forward with enable_gqa, torch >= 2.5, no
+ *     padding mask): q, k and v as given (KV heads), the output and the
+ *     logsumexp (B, NH, T) fp32; the output's transpose is o_proj's input;
+ *   LlamaMLP: gate (SiLU saves it), up and silu(gate) (the product saves
+ *     both), their product (down_proj's input);
+ *   the head: the final norm as above, lm_head's input, F.cross_entropy's
+ *     fp32 log-softmax and the shifted targets; the token ids.
+ * Llama has no residual dropout: --dropout is attention_dropout here.
+ *
+ * FLOPs count matrix products only, as Megatron does: attention over the
+ * causal pairs (TRI), forward QK^T and PV, backward four products (flash's
+ * recomputation of S is not counted, like Megatron's num_floating_point_operations).
+ */
+#include <stddef.h>
+#include "tabledef.h"
+
+#define NOWB .w = -1, .b = -1, .site = 0, .gout = N_, .gin = N_
+#define NOGRAD .has_bwd = 0, .g_need = NOG, .g_alloc = NOG, .g_free = NOG
+
+/* shapes */
+#define S_C    .shape = E1(1, BTC), .shape_text = "(B,T,C)"
+#define S_RSTD .shape = E1(1, BT), .shape_text = "(B,T) fp32"
+#define S_QKV  .shape = RX(RX_T(1, BT, RD_NH, RD_HS), RX_T(2, BT, RD_KV, RD_HS)), .shape_text = "(B,T,(NH+2KV)HS)"
+#define S_Q3   .shape = E1(3, BT, RD_NH, RD_HS), .shape_text = "(B,T,3 NH HS)"
+#define S_O    .shape = E1(1, BT, RD_NH, RD_HS), .shape_text = "(B,T,NH HS)"
+#define S_ATT  .shape = E1(1, RD_B, RD_NH, RD_T, RD_T), .shape_text = "(B,NH,T,T)"
+#define S_LSE  .shape = E1(1, RD_B, RD_NH, RD_T), .shape_text = "(B,NH,T) fp32"
+#define S_F    .shape = E1(1, BT, RD_F), .shape_text = "(B,T,F)"
+#define S_2F   .shape = E1(2, BT, RD_F), .shape_text = "(B,T,2F)"
+#define S_V    .shape = E1(1, BT, RD_VP), .shape_text = "(B,T,Vp) fp32"
+/* a linear layer out (B T, n) = in (B T, k) W^T: one product forward, two backward */
+#define LIN(n_, k_) .opc = RO_LINEAR, .gemm = { E1(1, BT), n_, k_ }, .cost = { 1, 2, RX_0, RX_0 }
+#define QKV_N RX(RX_T(1, RD_NH, RD_HS), RX_T(2, RD_KV, RD_HS))
+#define O_K E1(1, RD_NH, RD_HS)
+/* attention products over the causal pairs: forward f, backward b */
+#define ATTN(f, b) .opc = RO_ATTENTION, .cost = { f, b, RX_0, RX_0 }
+
+/* A flash kernel (both frameworks): one forward makes O and the softmax
+ * statistics, so the product FLOPs sit on an entry of no bytes (attn) that
+ * neither output keeps (transient) and recomputing either runs it again;
+ * the statistics are what core_attn drops */
+#define FLASH_CORE(X, kernel_op, lse_op, o_op)                                                                  \
+    [X##_ATTN] = { .name = "attn", .mods = RM_CORE_ATTN_REGION, .op = kernel_op, .cls = RT_CLASS_BLOCK,        \
+                   .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT, .shape = RX_0, .shape_text = "(none)",         \
+                   .prec = RT_P_ACT, NOWB, ATTN(2, 0), .fwd_in = R(X##_QKV_ATT, N_, N_), .bwd_in = NOR, NOGRAD }, \
+    [X##_LSE] = { .name = "lse", .mods = RM_CORE_ATTN | RM_CORE_ATTN_REGION | RM_SAC_SAVED, .op = lse_op,     \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE, S_LSE, .prec = RT_P_F32, NOWB,       \
+                  .fwd_in = R(X##_ATTN, N_, N_), .bwd_in = NOR, NOGRAD },                                       \
+    [X##_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED, .op = o_op, .cls = RT_CLASS_BLOCK, \
+                   .flags = RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB, ATTN(0, 4),                       \
+                   .fwd_in = R(X##_ATTN, X##_LSE, N_), .bwd_in = R(X##_QKV_ATT, X##_LSE, X##_ATTY), .has_bwd = 1, \
+                   .g_need = G(X##_D_ATTY, N_), .g_alloc = G(X##_D_QKVATT, N_), .g_free = G(X##_D_ATTY, N_) }
+
+/* ---- the entries both backends share --------------------------------------- */
+
+/* Megatron: the QKV input (LayerNormLinear's norm) and the projection */
+#define M_NORM_QKV(X)                                                                                            \
+    [X##_LN1_RSTD] = { .name = "ln1_rstd", .op = "input RMSNorm rsigma (LayerNormLinear of linear_qkv)",        \
+                       .cls = RT_CLASS_BLOCK, .flags = RT_F_SP, S_RSTD, .prec = RT_P_F32, NOWB,                 \
+                       .fwd_in = R(RT_X, N_, N_), .bwd_in = NOR, NOGRAD },                                      \
+    [X##_LN1] = { .name = "ln1", .op = "input RMSNorm ln_out (LayerNormLinear): the QKV GEMM's input",           \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB,         \
+                  .fwd_in = R(RT_X, X##_LN1_RSTD, N_), .bwd_in = R(RT_X, X##_LN1_RSTD, N_), .has_bwd = 1,        \
+                  .g_need = G(X##_D_RES, X##_D_LN1), .g_alloc = NOG, .g_free = G(X##_D_LN1, N_) },               \
+    [X##_QKV] = { .name = "qkv", .mods = RM_SAC_SAVED, .op = "linear_qkv (column-parallel): mixed_qkv, split into views", \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_COL | RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT, S_QKV,         \
+                  .prec = RT_P_ACT, NOWB, LIN(QKV_N, E1(1, RD_C)), .fwd_in = R(X##_LN1, N_, N_),                 \
+                  .bwd_in = R(X##_LN1, N_, N_), .has_bwd = 1, .g_need = G(X##_D_QKV, N_),                        \
+                  .g_alloc = G(X##_D_LN1, N_), .g_free = G(X##_D_QKV, N_) }
+
+/* the output projection, the residual and the MLP; resid: the residual
+ * adds' backward (Megatron's bias_dropout_add masks d_res into d_branch) */
+#define M_PROJ_MLP(X)                                                                                            \
+    [X##_PROJ] = { .name = "proj", .mods = RM_SAC_SAVED, .op = "linear_proj (row-parallel): its output",         \
+                   .cls = RT_CLASS_BLOCK, .flags = RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C,          \
+                   .prec = RT_P_ACT, NOWB, LIN(E1(1, RD_C), O_K), .fwd_in = R(X##_ATTY, N_, N_),                  \
+                   .bwd_in = R(X##_ATTY, N_, N_), .has_bwd = 1, .g_need = G(X##_D_BRANCH, X##_D_RES),             \
+                   .g_alloc = G(X##_D_ATTY, N_), .g_free = G(X##_D_BRANCH, N_) },                                 \
+    [X##_PROJ_MASK] = { .name = "proj_mask", .op = "dropout mask (self_attn_bda)", .cls = RT_CLASS_BLOCK,        \
+                        .flags = RT_F_SP | RT_F_DROPOUT, S_C, .prec = RT_P_BYTE, NOWB,                           \
+                        .fwd_in = R(X##_PROJ, N_, N_), .bwd_in = NOR, NOGRAD },                                  \
+    [X##_RES2] = { .name = "res2", .op = "x + dropout(proj): linear_fc1's LayerNormLinear input", .cls = RT_CLASS_BLOCK, \
+                   .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_PROJ, X##_PROJ_MASK, RT_X),     \
+                   .bwd_in = R(X##_PROJ_MASK, N_, N_), .has_bwd = 1, .g_need = G(X##_D_RES, N_),                   \
+                   .g_alloc = G(X##_D_BRANCH, N_), .g_free = NOG },                                              \
+    [X##_LN2_RSTD] = { .name = "ln2_rstd", .op = "pre-MLP RMSNorm rsigma (LayerNormLinear of linear_fc1)",       \
+                       .cls = RT_CLASS_BLOCK, .flags = RT_F_SP, S_RSTD, .prec = RT_P_F32, NOWB,                 \
+                       .fwd_in = R(X##_RES2, N_, N_), .bwd_in = NOR, NOGRAD },                                  \
+    [X##_LN2] = { .name = "ln2", .op = "pre-MLP RMSNorm ln_out (LayerNormLinear): fc1's input",                  \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB,         \
+                  .fwd_in = R(X##_RES2, X##_LN2_RSTD, N_), .bwd_in = R(X##_RES2, X##_LN2_RSTD, N_), .has_bwd = 1, \
+                  .g_need = G(X##_D_RES, X##_D_LN2), .g_alloc = NOG, .g_free = G(X##_D_LN2, N_) },               \
+    [X##_FC1] = { .name = "fc1", .mods = RM_MLP | RM_SAC_SAVED, .op = "linear_fc1 (column-parallel): gate and up, which the SwiGLU saves", \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_COL | RT_F_TP | RT_F_GEMM, S_2F, .prec = RT_P_ACT, NOWB,   \
+                  LIN(E1(2, RD_F), E1(1, RD_C)), .fwd_in = R(X##_LN2, N_, N_), .bwd_in = R(X##_LN2, N_, N_),     \
+                  .has_bwd = 1, .g_need = G(X##_D_FC1, N_), .g_alloc = G(X##_D_LN2, N_), .g_free = G(X##_D_FC1, N_) }, \
+    [X##_SWIGLU] = { .name = "swiglu", .mods = RM_MLP, .op = "bias_swiglu: silu(gate) * up, linear_fc2's input", \
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_F, .prec = RT_P_ACT, NOWB,       \
+                     .fwd_in = R(X##_FC1, N_, N_), .bwd_in = R(X##_FC1, N_, N_), .has_bwd = 1,                   \
+                     .g_need = G(X##_D_SWIGLU, N_), .g_alloc = G(X##_D_FC1, N_), .g_free = G(X##_D_SWIGLU, N_) }, \
+    [X##_MLP] = { .name = "mlp", .mods = RM_MLP_REGION | RM_SAC_SAVED, .op = "linear_fc2 (row-parallel): its output", \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C,           \
+                  .prec = RT_P_ACT, NOWB, LIN(E1(1, RD_C), E1(1, RD_F)), .fwd_in = R(X##_SWIGLU, N_, N_),        \
+                  .bwd_in = R(X##_SWIGLU, N_, N_), .has_bwd = 1, .g_need = G(X##_D_BRANCH, X##_D_RES),           \
+                  .g_alloc = G(X##_D_SWIGLU, N_), .g_free = G(X##_D_BRANCH, N_) },                               \
+    [X##_MLP_MASK] = { .name = "mlp_mask", .op = "dropout mask (mlp_bda)", .cls = RT_CLASS_BLOCK,                \
+                       .flags = RT_F_SP | RT_F_DROPOUT, S_C, .prec = RT_P_BYTE, NOWB,                            \
+                       .fwd_in = R(X##_MLP, N_, N_), .bwd_in = NOR, NOGRAD },                                    \
+    [X##_RES3] = { .name = "res3", .op = "res2 + dropout(fc2): the block output", .cls = RT_CLASS_BLOCK,         \
+                   .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_MLP, X##_MLP_MASK, X##_RES2),   \
+                   .bwd_in = R(X##_MLP_MASK, N_, N_), .has_bwd = 1, .g_need = G(X##_D_RES, N_),                   \
+                   .g_alloc = G(X##_D_BRANCH, N_), .g_free = NOG }
+
+/* the embedding, the final norm, the output layer and cross entropy */
+#define M_GLOBALS(X)                                                                                             \
+    [X##_EMB] = { .name = "emb", .op = "embedding (VocabParallelEmbedding) + dropout", .cls = RT_CLASS_GLOBAL,   \
+                  .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = NOR, .bwd_in = NOR, .has_bwd = 1,      \
+                  .g_need = G(X##_D_RES, N_), .g_alloc = NOG, .g_free = G(X##_D_RES, N_) },                      \
+    [X##_LNF_RSTD] = { .name = "lnf_rstd", .op = "final RMSNorm rsigma (TENorm)", .cls = RT_CLASS_GLOBAL,        \
+                       .flags = RT_F_SP | RT_F_HEAD, S_RSTD, .prec = RT_P_F32, NOWB, .fwd_in = R(RT_X, N_, N_),  \
+                       .bwd_in = NOR, NOGRAD },                                                                   \
+    [X##_LNF] = { .name = "lnf", .op = "final RMSNorm (TENorm): the output layer's input", .cls = RT_CLASS_GLOBAL, \
+                  .flags = RT_F_SP | RT_F_HEAD, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(RT_X, X##_LNF_RSTD, N_),  \
+                  .bwd_in = R(RT_X, X##_LNF_RSTD, N_), .has_bwd = 1, .g_need = G(X##_D_LNF, N_),                 \
+                  .g_alloc = G(X##_D_RES, N_), .g_free = G(X##_D_LNF, N_) },                                     \
+    [X##_LOGITS] = { .name = "logits", .op = "output layer (column-parallel) + vocab-parallel cross entropy: the fp32 softmax", \
+                     .cls = RT_CLASS_GLOBAL, .flags = RT_F_TP | RT_F_GEMM | RT_F_HEAD, S_V, .prec = RT_P_F32,     \
+                     NOWB, LIN(E1(1, RD_VP), E1(1, RD_C)), .fwd_in = R(X##_LNF, N_, N_),                         \
+                     .bwd_in = R(X##_LNF, X##_LOGITS, X##_CE_TGT), .has_bwd = 1, .g_need = NOG,                  \
+                     .g_alloc = G(X##_D_LNF, N_), .g_free = G(X##_LOGITS, N_),                                    \
+                     .scratch = { { E1(1, BT, RD_VP), RT_P_ACT, RW_ALWAYS } } },                                  \
+    [X##_CE_TGT] = { .name = "ce_targets", .op = "cross entropy's target mask (bool) and masked target (int64)",  \
+                     .cls = RT_CLASS_GLOBAL, .flags = RT_F_HEAD, .shape = E1(9, BT), .shape_text = "(B,T) 9 bytes", \
+                     .prec = RT_P_BYTE, NOWB, .fwd_in = R(X##_LOGITS, N_, N_), .bwd_in = NOR, NOGRAD },          \
+    [X##_TOKENS] = { .name = "tokens", .op = "token ids (F.embedding keeps them)", .cls = RT_CLASS_GLOBAL,        \
+                     .shape = E1(1, BT), .shape_text = "(B,T) int64", .prec = RT_P_I64, NOWB, .fwd_in = NOR,      \
+                     .bwd_in = NOR, NOGRAD },                                                                    \
+    [X##_EMB_MASK] = { .name = "emb_mask", .op = "embedding dropout mask (held all step)", .cls = RT_CLASS_GLOBAL, \
+                       .flags = RT_F_SP | RT_F_DROPOUT, S_C, .prec = RT_P_BYTE, NOWB, .fwd_in = NOR,             \
+                       .bwd_in = NOR, NOGRAD }
+
+#define GRAD(id, name_, what, flags_, shape_, prec_)                                                          \
+    [id] = { .name = name_, .op = what, .cls = RT_CLASS_GRAD, .flags = flags_, shape_, .prec = prec_, NOWB,   \
+             .fwd_in = NOR, .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG }
+#define M_GRADS(X)                                                                                              \
+    GRAD(X##_D_RES, "d_res", "grad of residual stream", RT_F_SP | RT_F_ZERO, S_C, RT_P_ACT),                    \
+    GRAD(X##_D_BRANCH, "d_branch", "grad of a dropped-out branch (p>0)", RT_F_SP | RT_F_DROPOUT, S_C, RT_P_ACT), \
+    GRAD(X##_D_SWIGLU, "d_swiglu", "grad of swiglu", RT_F_TP, S_F, RT_P_ACT),                                  \
+    GRAD(X##_D_FC1, "d_fc1", "grad of fc1", RT_F_TP, S_2F, RT_P_ACT),                                          \
+    GRAD(X##_D_LN2, "d_ln2", "grad of ln2", RT_F_SP, S_C, RT_P_ACT),                                            \
+    GRAD(X##_D_ATTY, "d_atty", "grad of atty (O)", RT_F_TP, S_O, RT_P_ACT),                                     \
+    GRAD(X##_D_QKV, "d_qkv", "grad of qkv", RT_F_TP, S_QKV, RT_P_ACT),                                          \
+    GRAD(X##_D_LN1, "d_ln1", "grad of ln1", RT_F_SP, S_C, RT_P_ACT),                                            \
+    GRAD(X##_D_LNF, "d_lnf", "grad of lnf", RT_F_SP | RT_F_HEAD, S_C, RT_P_ACT)
+
+/* ---- megatron, flash: TE's FusedAttention (--attention-backend fused) -------- */
+
+enum {
+    MF_LN1_RSTD = 0, MF_LN1, MF_QKV, MF_QKV_ATT, MF_ATTN, MF_LSE, MF_ATTY, MF_PROJ, MF_PROJ_MASK, MF_RES2,
+    MF_LN2_RSTD, MF_LN2, MF_FC1, MF_SWIGLU, MF_MLP, MF_MLP_MASK, MF_RES3,
+    MF_NBLOCK,
+    MF_EMB = MF_NBLOCK, MF_LNF_RSTD, MF_LNF, MF_LOGITS, MF_CE_TGT, MF_TOKENS, MF_EMB_MASK,
+    MF_D_RES, MF_D_BRANCH, MF_D_SWIGLU, MF_D_FC1, MF_D_LN2, MF_D_ATTY, MF_D_QKVATT, MF_D_QKV, MF_D_LN1, MF_D_LNF,
+    MF_COUNT
+};
+
+static const remat_tensor_def megatron_flash_defs[MF_COUNT] = {
+    M_NORM_QKV(MF),
+    [MF_QKV_ATT] = { .name = "qkv_att", .op = "q, k after TE's fused RoPE and v made contiguous: what FusedAttention saves",
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_QKV, .prec = RT_P_ACT, NOWB,
+                     .fwd_in = R(MF_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1, .g_need = G(MF_D_QKVATT, N_),
+                     .g_alloc = G(MF_D_QKV, N_), .g_free = G(MF_D_QKVATT, N_) },
+    FLASH_CORE(MF, "FusedAttention forward (fused_attn_fwd): QK^T, softmax, PV",
+               "FusedAttention's softmaxStats (log-sum-exp), which it saves",
+               "FusedAttention output O, heads merged: linear_proj's input"),
+    M_PROJ_MLP(MF),
+    M_GLOBALS(MF),
+    M_GRADS(MF),
+    GRAD(MF_D_QKVATT, "d_qkv_att", "grad of qkv_att", RT_F_TP, S_QKV, RT_P_ACT),
+};
+
+#define M_BWD_TAIL(X) X##_QKV, X##_LN1
+#define M_BWD_HEAD(X) X##_RES3, X##_MLP, X##_SWIGLU, X##_FC1, X##_LN2, X##_RES2, X##_PROJ, X##_ATTY
+
+#define M_TABLE(X, name_, defs_, nbwd_, ...)                                                                   \
+    { .name = name_, .arch = REMAT_ARCH_LLAMA, .count = X##_COUNT, .nblock = X##_NBLOCK, .first_grad = X##_D_RES, \
+      .emb = X##_EMB, .d_res = X##_D_RES, .d_branch = X##_D_BRANCH,                                         \
+      .nlmhead = 4, .lmhead = { X##_LNF_RSTD, X##_LNF, X##_LOGITS, X##_CE_TGT },                            \
+      .nlmhead_bwd = 2, .lmhead_bwd = { X##_LOGITS, X##_LNF }, .nbwd = nbwd_, .bwd = { __VA_ARGS__ },       \
+      .defs = defs_, .nres = 2, .res = { X##_TOKENS, X##_EMB_MASK } }
+
+const remat_table remat_table_megatron_llama = M_TABLE(MF, "megatron-llama", megatron_flash_defs, 11, M_BWD_HEAD(MF),
+                                                       MF_QKV_ATT, M_BWD_TAIL(MF));
+
+/* ---- megatron, unfused: TE's UnfusedDotProductAttention (--attention-backend unfused) */
+
+enum {
+    MU_LN1_RSTD = 0, MU_LN1, MU_QKV, MU_QKV_ATT, MU_SCORES, MU_ATT, MU_ATT_MASK, MU_ATT_DROP, MU_ATTY, MU_PROJ,
+    MU_PROJ_MASK, MU_RES2, MU_LN2_RSTD, MU_LN2, MU_FC1, MU_SWIGLU, MU_MLP, MU_MLP_MASK, MU_RES3,
+    MU_NBLOCK,
+    MU_EMB = MU_NBLOCK, MU_LNF_RSTD, MU_LNF, MU_LOGITS, MU_CE_TGT, MU_TOKENS, MU_EMB_MASK,
+    MU_D_RES, MU_D_BRANCH, MU_D_SWIGLU, MU_D_FC1, MU_D_LN2, MU_D_ATTY, MU_D_QKVATT, MU_D_QKV, MU_D_LN1, MU_D_LNF,
+    MU_D_ATT,
+    MU_COUNT
+};
+
+static const remat_tensor_def megatron_unfused_defs[MU_COUNT] = {
+    M_NORM_QKV(MU),
+    /* the un-repeated k and v live only inside the op (its scratch) */
+    [MU_QKV_ATT] = { .name = "qkv_att", .op = "q after TE's fused RoPE and k, v repeat_interleaved to NH heads: the batched GEMMs' operands",
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_Q3, .prec = RT_P_ACT, NOWB,
+                     .fwd_in = R(MU_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1, .g_need = G(MU_D_QKVATT, N_),
+                     .g_alloc = G(MU_D_QKV, N_), .g_free = G(MU_D_QKVATT, N_),
+                     .scratch = { { E1(2, BT, RD_KV, RD_HS), RT_P_ACT, RW_ALWAYS } } },
+    [MU_SCORES] = { .name = "scores", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED, .op = "baddbmm: q k^T / sqrt(hs)",
+                    .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT | RT_F_SELECTIVE, S_ATT,
+                    .prec = RT_P_ACT, NOWB, ATTN(1, 2), .fwd_in = R(MU_QKV_ATT, N_, N_),
+                    .bwd_in = R(MU_QKV_ATT, N_, N_), .has_bwd = 1, .g_need = G(MU_D_ATT, MU_D_QKVATT),
+                    .g_alloc = NOG, .g_free = G(MU_D_ATT, N_) },
+    [MU_ATT] = { .name = "att", .mods = RM_CORE_ATTN, .op = "FusedScaleMaskSoftmax (the fused kernel's bf16 output)",
+                 .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE, S_ATT, .prec = RT_P_ACT, NOWB,
+                 .fwd_in = R(MU_SCORES, N_, N_), .bwd_in = R(MU_ATT, N_, N_), .has_bwd = 1,
+                 .g_need = G(MU_D_ATT, N_), .g_alloc = NOG, .g_free = NOG },
+    [MU_ATT_MASK] = { .name = "att_mask", .mods = RM_CORE_ATTN, .op = "attention dropout mask", .cls = RT_CLASS_BLOCK,
+                      .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT, .prec = RT_P_BYTE, NOWB,
+                      .fwd_in = R(MU_ATT, N_, N_), .bwd_in = NOR, NOGRAD },
+    [MU_ATT_DROP] = { .name = "att_drop", .mods = RM_CORE_ATTN, .op = "attention dropout", .cls = RT_CLASS_BLOCK,
+                      .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT, .prec = RT_P_ACT, NOWB,
+                      .fwd_in = R(MU_ATT, MU_ATT_MASK, N_), .bwd_in = R(MU_ATT_MASK, N_, N_), .has_bwd = 1,
+                      .g_need = G(MU_D_ATT, N_), .g_alloc = NOG, .g_free = NOG },
+    [MU_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED,
+                  .op = "bmm(probabilities, v), heads merged: linear_proj's input", .cls = RT_CLASS_BLOCK,
+                  .flags = RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB, ATTN(1, 2),
+                  .fwd_in = R(MU_ATT_DROP, MU_QKV_ATT, N_), .bwd_in = R(MU_ATT_DROP, MU_QKV_ATT, N_), .has_bwd = 1,
+                  .g_need = G(MU_D_ATTY, N_), .g_alloc = G(MU_D_ATT, MU_D_QKVATT), .g_free = G(MU_D_ATTY, N_) },
+    M_PROJ_MLP(MU),
+    M_GLOBALS(MU),
+    M_GRADS(MU),
+    GRAD(MU_D_QKVATT, "d_qkv_att", "grad of qkv_att", RT_F_TP | RT_F_ZERO, S_Q3, RT_P_ACT),
+    GRAD(MU_D_ATT, "d_att", "grad of the probabilities, then the scores", RT_F_TP, S_ATT, RT_P_ACT),
+};
+
+const remat_table remat_table_megatron_llama_unfused =
+    M_TABLE(MU, "megatron-llama-unfused", megatron_unfused_defs, 14, M_BWD_HEAD(MU), MU_ATT_DROP, MU_ATT, MU_SCORES,
+            MU_QKV_ATT, M_BWD_TAIL(MU));
+
+/* ---- pytorch: Hugging Face's LlamaForCausalLM ----------------------------------
+ * Gradient flow in a block's backward: d_res -> [down] d_swiglu ->
+ * [swiglu] d_silu, d_gate_up (up) -> [silu] d_gate_up (gate) -> [gate_up]
+ * d_ln2 -> [ln2: the whole RMSNorm] d_res += ; d_res -> [o_proj] d_atty ->
+ * [attention] d_qkv_att -> [RoPE, repeat_kv] d_qkv -> [qkv] d_ln1 -> [ln1]
+ * d_res +=.  The residual adds have no backward of their own. */
+
+/* RMSNorm: x.float() (bf16 only), rsqrt(mean(x^2) + eps) and x * it (the
+ * rstd is fp32 in both dtypes; counted at the activation's precision, two
+ * bytes a row low under bf16), weight * that */
+#define P_NORM(X, N, nm, in, what)                                                                                   \
+    [X##_##N##_X32] = { .name = nm "_x32", .op = "x.to(float32) (" what "): the copy pow() and x * rstd save",   \
+                        .cls = RT_CLASS_BLOCK, .flags = RT_F_SP | RT_F_BF16, S_C, .prec = RT_P_F32, NOWB,        \
+                        .fwd_in = R(in, N_, N_), .bwd_in = NOR, NOGRAD },                                        \
+    [X##_##N##_STAT] = { .name = nm "_stat", .op = "rsqrt(mean(x^2) + eps) and x * it (" what ")",               \
+                         .cls = RT_CLASS_BLOCK, .flags = RT_F_SP, .shape = RX(RX_T(1, BT), RX_T(1, BTC)),        \
+                         .shape_text = "(B,T,1) + (B,T,C)", .prec = RT_P_ACT, NOWB,                              \
+                         .fwd_in = R(in, X##_##N##_X32, N_), .bwd_in = NOR, NOGRAD },                            \
+    [X##_##N] = { .name = nm, .op = "weight * x rstd (" what ")", .cls = RT_CLASS_BLOCK,                         \
+                  .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB,                                \
+                  .fwd_in = R(X##_##N##_STAT, N_, N_), .bwd_in = R(in, X##_##N##_X32, X##_##N##_STAT),          \
+                  .has_bwd = 1, .g_need = G(X##_D_RES, X##_D_##N), .g_alloc = NOG, .g_free = G(X##_D_##N, N_) }
+
+#define P_QKV(X)                                                                                                 \
+    [X##_QKV] = { .name = "qkv", .mods = RM_SAC_SAVED, .op = "q_proj, k_proj, v_proj (nn.Linear): views for RoPE", \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_COL | RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT, S_QKV,         \
+                  .prec = RT_P_ACT, NOWB, .opc = RO_LINEAR, .gemm = { E1(1, BT), QKV_N, E1(1, RD_C) },           \
+                  .cost = { 1, 2, RX_0, RX_0 }, .fwd_in = R(X##_LN1, N_, N_), .bwd_in = R(X##_LN1, N_, N_),      \
+                  .has_bwd = 1, .g_need = G(X##_D_QKV, N_), .g_alloc = G(X##_D_LN1, N_), .g_free = G(X##_D_QKV, N_) }
+
+#define P_MLP(X)                                                                                                 \
+    [X##_OPROJ] = { .name = "o_proj", .mods = RM_SAC_SAVED, .op = "o_proj (nn.Linear): its output",             \
+                    .cls = RT_CLASS_BLOCK, .flags = RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C,         \
+                    .prec = RT_P_ACT, NOWB, LIN(E1(1, RD_C), O_K), .fwd_in = R(X##_ATTY, N_, N_),                 \
+                    .bwd_in = R(X##_ATTY, N_, N_), .has_bwd = 1, .g_need = G(X##_D_RES, N_),                      \
+                    .g_alloc = G(X##_D_ATTY, N_), .g_free = NOG },                                               \
+    [X##_RES2] = { .name = "res2", .op = "residual + o_proj: post_attention_layernorm's input",                  \
+                   .cls = RT_CLASS_BLOCK, .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB,                         \
+                   .fwd_in = R(X##_OPROJ, RT_X, N_), .bwd_in = NOR, NOGRAD },                                    \
+    P_NORM(X, LN2, "ln2", X##_RES2, "post_attention_layernorm"),                                                        \
+    [X##_GATE_UP] = { .name = "gate_up", .mods = RM_MLP | RM_SAC_SAVED, .op = "gate_proj, up_proj (nn.Linear): SiLU saves gate, the product up", \
+                      .cls = RT_CLASS_BLOCK, .flags = RT_F_COL | RT_F_TP | RT_F_GEMM, S_2F, .prec = RT_P_ACT,     \
+                      NOWB, LIN(E1(2, RD_F), E1(1, RD_C)), .fwd_in = R(X##_LN2, N_, N_),                          \
+                      .bwd_in = R(X##_LN2, N_, N_), .has_bwd = 1, .g_need = G(X##_D_GATE_UP, N_),                 \
+                      .g_alloc = G(X##_D_LN2, N_), .g_free = G(X##_D_GATE_UP, N_) },                              \
+    [X##_SILU] = { .name = "silu", .mods = RM_MLP, .op = "act_fn(gate) (nn.SiLU): the product saves it",         \
+                   .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_F, .prec = RT_P_ACT, NOWB,         \
+                   .fwd_in = R(X##_GATE_UP, N_, N_), .bwd_in = R(X##_GATE_UP, N_, N_), .has_bwd = 1,              \
+                   .g_need = G(X##_D_SILU, X##_D_GATE_UP), .g_alloc = NOG, .g_free = G(X##_D_SILU, N_) },         \
+    [X##_SWIGLU] = { .name = "swiglu", .mods = RM_MLP, .op = "silu(gate) * up: down_proj's input",                \
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_F, .prec = RT_P_ACT, NOWB,       \
+                     .fwd_in = R(X##_SILU, X##_GATE_UP, N_), .bwd_in = R(X##_SILU, X##_GATE_UP, N_), .has_bwd = 1, \
+                     .g_need = G(X##_D_SWIGLU, N_), .g_alloc = G(X##_D_SILU, X##_D_GATE_UP),                     \
+                     .g_free = G(X##_D_SWIGLU, N_) },                                                            \
+    [X##_DOWN] = { .name = "down", .mods = RM_MLP_REGION | RM_SAC_SAVED, .op = "down_proj (nn.Linear): its output", \
+                   .cls = RT_CLASS_BLOCK, .flags = RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C,          \
+                   .prec = RT_P_ACT, NOWB, LIN(E1(1, RD_C), E1(1, RD_F)), .fwd_in = R(X##_SWIGLU, N_, N_),        \
+                   .bwd_in = R(X##_SWIGLU, N_, N_), .has_bwd = 1, .g_need = G(X##_D_RES, N_),                     \
+                   .g_alloc = G(X##_D_SWIGLU, N_), .g_free = NOG },                                              \
+    [X##_RES3] = { .name = "res3", .op = "res2 + down_proj: the block output (the next RMSNorm's input)",        \
+                   .cls = RT_CLASS_BLOCK, .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB,                         \
+                   .fwd_in = R(X##_DOWN, X##_RES2, N_), .bwd_in = NOR, NOGRAD }
+
+#define P_GLOBALS(X)                                                                                             \
+    [X##_EMB] = { .name = "emb", .op = "embed_tokens (nn.Embedding)", .cls = RT_CLASS_GLOBAL, .flags = RT_F_SP,  \
+                  S_C, .prec = RT_P_ACT, NOWB, .fwd_in = NOR, .bwd_in = NOR, .has_bwd = 1,                        \
+                  .g_need = G(X##_D_RES, N_), .g_alloc = NOG, .g_free = G(X##_D_RES, N_) },                      \
+    [X##_LNF_X32] = { .name = "lnf_x32", .op = "x.to(float32) (norm)", .cls = RT_CLASS_GLOBAL,                  \
+                      .flags = RT_F_SP | RT_F_BF16 | RT_F_HEAD, S_C, .prec = RT_P_F32, NOWB,                     \
+                      .fwd_in = R(RT_X, N_, N_), .bwd_in = NOR, NOGRAD },                                        \
+    [X##_LNF_STAT] = { .name = "lnf_stat", .op = "rsqrt(mean(x^2) + eps) and x * it (norm)", .cls = RT_CLASS_GLOBAL, \
+                       .flags = RT_F_SP | RT_F_HEAD, .shape = RX(RX_T(1, BT), RX_T(1, BTC)),                      \
+                       .shape_text = "(B,T,1) + (B,T,C)", .prec = RT_P_ACT, NOWB,                                \
+                       .fwd_in = R(RT_X, X##_LNF_X32, N_), .bwd_in = NOR, NOGRAD },                              \
+    [X##_LNF] = { .name = "lnf", .op = "weight * x rstd (norm): lm_head's input", .cls = RT_CLASS_GLOBAL,       \
+                  .flags = RT_F_SP | RT_F_HEAD, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_LNF_STAT, N_, N_),   \
+                  .bwd_in = R(RT_X, X##_LNF_X32, X##_LNF_STAT), .has_bwd = 1, .g_need = G(X##_D_LNF, N_),        \
+                  .g_alloc = G(X##_D_RES, N_), .g_free = G(X##_D_LNF, N_) },                                     \
+    /* lm_head's logits and, under bf16, logits.float() are scratch */                                        \
+    [X##_LOGP] = { .name = "logp", .op = "lm_head, logits.float(), F.cross_entropy: the fp32 log-softmax",      \
+                   .cls = RT_CLASS_GLOBAL, .flags = RT_F_TP | RT_F_GEMM | RT_F_HEAD, S_V, .prec = RT_P_F32,       \
+                   NOWB, LIN(E1(1, RD_VP), E1(1, RD_C)), .fwd_in = R(X##_LNF, N_, N_),                           \
+                   .bwd_in = R(X##_LNF, X##_LOGP, N_), .has_bwd = 1, .g_need = NOG,                               \
+                   .g_alloc = G(X##_D_LOGITS, X##_D_LNF), .g_free = G(X##_D_LOGITS, N_),                          \
+                   .scratch = { { E1(1, BT, RD_VP), RT_P_ACT, RW_ALWAYS }, { E1(1, BT, RD_VP), RT_P_F32, RW_BF16 } } }, \
+    [X##_TOKENS] = { .name = "tokens", .op = "input ids (nn.Embedding keeps them)", .cls = RT_CLASS_GLOBAL,      \
+                     .shape = E1(1, BT), .shape_text = "(B,T) int64", .prec = RT_P_I64, NOWB, .fwd_in = NOR,      \
+                     .bwd_in = NOR, NOGRAD },                                                                    \
+    [X##_TARGETS] = { .name = "targets", .op = "shift_labels (ForCausalLMLoss; nll_loss keeps them)",             \
+                      .cls = RT_CLASS_GLOBAL, .shape = E1(1, BT), .shape_text = "(B,T) int64", .prec = RT_P_I64,  \
+                      NOWB, .fwd_in = NOR, .bwd_in = NOR, NOGRAD },                                              \
+    [X##_ROPE] = { .name = "rope", .op = "cos, sin (LlamaRotaryEmbedding, once per forward): every layer's RoPE saves them", \
+                   .cls = RT_CLASS_GLOBAL, .shape = E1(2, RD_T, RD_HS), .shape_text = "2 x (1,T,HS)",             \
+                   .prec = RT_P_ACT, NOWB, .fwd_in = NOR, .bwd_in = NOR, NOGRAD }
+
+#define P_GRADS(X)                                                                                              \
+    GRAD(X##_D_RES, "d_res", "grad of residual stream", RT_F_SP | RT_F_ZERO, S_C, RT_P_ACT),                    \
+    GRAD(X##_D_SWIGLU, "d_swiglu", "grad of swiglu", RT_F_TP, S_F, RT_P_ACT),                                  \
+    GRAD(X##_D_SILU, "d_silu", "grad of silu", RT_F_TP, S_F, RT_P_ACT),                                        \
+    GRAD(X##_D_GATE_UP, "d_gate_up", "grad of gate_up", RT_F_TP, S_2F, RT_P_ACT),                              \
+    GRAD(X##_D_LN2, "d_ln2", "grad of ln2", RT_F_SP, S_C, RT_P_ACT),                                            \
+    GRAD(X##_D_ATTY, "d_atty", "grad of atty", RT_F_TP, S_O, RT_P_ACT),                                         \
+    GRAD(X##_D_QKV, "d_qkv", "grad of qkv", RT_F_TP, S_QKV, RT_P_ACT),                                          \
+    GRAD(X##_D_LN1, "d_ln1", "grad of ln1", RT_F_SP, S_C, RT_P_ACT),                                            \
+    GRAD(X##_D_LNF, "d_lnf", "grad of lnf", RT_F_SP | RT_F_HEAD, S_C, RT_P_ACT),                                \
+    GRAD(X##_D_LOGITS, "d_logits", "grad of the logits", RT_F_TP | RT_F_HEAD, S_V, RT_P_F32)
+
+#define P_BWD_HEAD(X) X##_DOWN, X##_SWIGLU, X##_SILU, X##_GATE_UP, X##_LN2, X##_OPROJ, X##_ATTY
+#define P_BWD_TAIL(X) X##_QKV_ATT, X##_QKV, X##_LN1
+
+#define P_TABLE(X, name_, defs_, nbwd_, ...)                                                                   \
+    { .name = name_, .arch = REMAT_ARCH_LLAMA, .count = X##_COUNT, .nblock = X##_NBLOCK, .first_grad = X##_D_RES, \
+      .emb = X##_EMB, .d_res = X##_D_RES, .d_branch = RT_NONE,                                              \
+      .nlmhead = 4, .lmhead = { X##_LNF_X32, X##_LNF_STAT, X##_LNF, X##_LOGP },                             \
+      .nlmhead_bwd = 2, .lmhead_bwd = { X##_LOGP, X##_LNF }, .nbwd = nbwd_, .bwd = { __VA_ARGS__ },         \
+      .defs = defs_, .nres = 3, .res = { X##_TOKENS, X##_TARGETS, X##_ROPE } }
+
+/* ---- pytorch, flash: SDPA's flash backend (attn_implementation="sdpa") -------- */
+
+enum {
+    PF_LN1_X32 = 0, PF_LN1_STAT, PF_LN1, PF_QKV, PF_QKV_ATT, PF_ATTN, PF_LSE, PF_ATTY, PF_OPROJ, PF_RES2,
+    PF_LN2_X32, PF_LN2_STAT, PF_LN2, PF_GATE_UP, PF_SILU, PF_SWIGLU, PF_DOWN, PF_RES3,
+    PF_NBLOCK,
+    PF_EMB = PF_NBLOCK, PF_LNF_X32, PF_LNF_STAT, PF_LNF, PF_LOGP, PF_TOKENS, PF_TARGETS, PF_ROPE,
+    PF_D_RES, PF_D_SWIGLU, PF_D_SILU, PF_D_GATE_UP, PF_D_LN2, PF_D_ATTY, PF_D_QKV, PF_D_LN1, PF_D_LNF, PF_D_LOGITS,
+    PF_D_QKVATT,
+    PF_COUNT
+};
+
+static const remat_tensor_def pytorch_flash_defs[PF_COUNT] = {
+    P_NORM(PF, LN1, "ln1", RT_X, "input_layernorm"),
+    P_QKV(PF),
+    [PF_QKV_ATT] = { .name = "qkv_att", .op = "q, k after apply_rotary_pos_emb and v: what SDPA's flash backend saves",
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_QKV, .prec = RT_P_ACT, NOWB,
+                     .fwd_in = R(PF_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1, .g_need = G(PF_D_QKVATT, N_),
+                     .g_alloc = G(PF_D_QKV, N_), .g_free = G(PF_D_QKVATT, N_) },
+    FLASH_CORE(PF, "_scaled_dot_product_flash_attention (one kernel for the output and the logsumexp)",
+               "the logsumexp flash saves", "SDPA output, transposed: o_proj's input (the storage flash saves)"),
+    P_MLP(PF),
+    P_GLOBALS(PF),
+    P_GRADS(PF),
+    GRAD(PF_D_QKVATT, "d_qkv_att", "grad of qkv_att", RT_F_TP, S_QKV, RT_P_ACT),
+};
+
+const remat_table remat_table_pytorch_llama = P_TABLE(PF, "pytorch-llama", pytorch_flash_defs, 10, P_BWD_HEAD(PF),
+                                                      P_BWD_TAIL(PF));
+
+/* ---- pytorch, eager: eager_attention_forward (attn_implementation="eager") ---- */
+
+enum {
+    PE_LN1_X32 = 0, PE_LN1_STAT, PE_LN1, PE_QKV, PE_QKV_ATT, PE_SCORES, PE_ATT, PE_ATT_BF16, PE_ATT_MASK, PE_ATT_DROP,
+    PE_ATTY, PE_OPROJ, PE_RES2, PE_LN2_X32, PE_LN2_STAT, PE_LN2, PE_GATE_UP, PE_SILU, PE_SWIGLU, PE_DOWN, PE_RES3,
+    PE_NBLOCK,
+    PE_EMB = PE_NBLOCK, PE_LNF_X32, PE_LNF_STAT, PE_LNF, PE_LOGP, PE_TOKENS, PE_TARGETS, PE_ROPE,
+    PE_D_RES, PE_D_SWIGLU, PE_D_SILU, PE_D_GATE_UP, PE_D_LN2, PE_D_ATTY, PE_D_QKV, PE_D_LN1, PE_D_LNF, PE_D_LOGITS,
+    PE_D_QKVATT, PE_D_ATT,
+    PE_COUNT
+};
+
+static const remat_tensor_def pytorch_eager_defs[PE_COUNT] = {
+    P_NORM(PE, LN1, "ln1", RT_X, "input_layernorm"),
+    P_QKV(PE),
+    /* RoPE'd k before repeat_kv, and v's view, live only inside the op */
+    [PE_QKV_ATT] = { .name = "qkv_att", .op = "q after apply_rotary_pos_emb, repeat_kv copies of k and v: the matmuls' operands",
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_Q3, .prec = RT_P_ACT, NOWB,
+                     .fwd_in = R(PE_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1, .g_need = G(PE_D_QKVATT, N_),
+                     .g_alloc = G(PE_D_QKV, N_), .g_free = G(PE_D_QKVATT, N_),
+                     .scratch = { { E1(1, BT, RD_KV, RD_HS), RT_P_ACT, RW_ALWAYS } } },
+    [PE_SCORES] = { .name = "scores", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED,
+                    .op = "matmul(q, k^T) * scaling + causal mask", .cls = RT_CLASS_BLOCK,
+                    .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT | RT_F_SELECTIVE, S_ATT, .prec = RT_P_ACT, NOWB,
+                    ATTN(1, 2), .fwd_in = R(PE_QKV_ATT, N_, N_), .bwd_in = R(PE_QKV_ATT, N_, N_), .has_bwd = 1,
+                    .g_need = G(PE_D_ATT, PE_D_QKVATT), .g_alloc = NOG, .g_free = G(PE_D_ATT, N_) },
+    [PE_ATT] = { .name = "att", .mods = RM_CORE_ATTN, .op = "softmax(dtype=float32): the fp32 probabilities",
+                 .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE, S_ATT, .prec = RT_P_F32, NOWB,
+                 .fwd_in = R(PE_SCORES, N_, N_), .bwd_in = R(PE_ATT, N_, N_), .has_bwd = 1,
+                 .g_need = G(PE_D_ATT, N_), .g_alloc = NOG, .g_free = NOG },
+    [PE_ATT_BF16] = { .name = "att_bf16", .mods = RM_CORE_ATTN, .op = "the probabilities .to(query.dtype) (bf16 only)",
+                      .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_BF16, S_ATT, .prec = RT_P_ACT,
+                      NOWB, .fwd_in = R(PE_ATT, N_, N_), .bwd_in = NOR, NOGRAD },
+    [PE_ATT_MASK] = { .name = "att_mask", .mods = RM_CORE_ATTN, .op = "attention dropout mask (native_dropout on a GPU: bool)",
+                      .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT,
+                      .prec = RT_P_BYTE, NOWB, .fwd_in = R(PE_ATT_BF16, N_, N_), .bwd_in = NOR, NOGRAD },
+    [PE_ATT_DROP] = { .name = "att_drop", .mods = RM_CORE_ATTN, .op = "attention dropout (attention_dropout)",
+                      .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT,
+                      .prec = RT_P_ACT, NOWB, .fwd_in = R(PE_ATT_BF16, PE_ATT_MASK, N_),
+                      .bwd_in = R(PE_ATT_MASK, N_, N_), .has_bwd = 1, .g_need = G(PE_D_ATT, N_), .g_alloc = NOG,
+                      .g_free = NOG },
+    /* the matmul's (B,NH,T,HS) output is copied by transpose(1, 2).contiguous() */
+    [PE_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED,
+                  .op = "matmul(probabilities, v), transposed contiguous: o_proj's input", .cls = RT_CLASS_BLOCK,
+                  .flags = RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB, ATTN(1, 2),
+                  .fwd_in = R(PE_ATT_DROP, PE_ATT_BF16, PE_QKV_ATT), .bwd_in = R(PE_ATT_DROP, PE_ATT_BF16, PE_QKV_ATT),
+                  .has_bwd = 1, .g_need = G(PE_D_ATTY, N_), .g_alloc = G(PE_D_ATT, PE_D_QKVATT),
+                  .g_free = G(PE_D_ATTY, N_), .scratch = { { E1(1, BT, RD_NH, RD_HS), RT_P_ACT, RW_ALWAYS } } },
+    P_MLP(PE),
+    P_GLOBALS(PE),
+    P_GRADS(PE),
+    GRAD(PE_D_QKVATT, "d_qkv_att", "grad of qkv_att", RT_F_TP | RT_F_ZERO, S_Q3, RT_P_ACT),
+    GRAD(PE_D_ATT, "d_att", "grad of the probabilities, then the scores", RT_F_TP, S_ATT, RT_P_F32),
+};
+
+const remat_table remat_table_pytorch_llama_eager = P_TABLE(PE, "pytorch-llama-eager", pytorch_eager_defs, 13,
+                                                            P_BWD_HEAD(PE), PE_ATT_DROP, PE_ATT, PE_SCORES,
+                                                            P_BWD_TAIL(PE));
