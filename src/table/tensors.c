@@ -369,9 +369,11 @@ const remat_table remat_table_llama = {
     .defs = llama_defs,
 };
 
-/* (arch, framework) -> table; the framework tables are GPT-2's */
+/* (arch, framework) -> table; the framework tables are GPT-2's; a table
+ * read from a file is found by its id (custom.c) */
 const remat_table *remat_table_of(const remat_config *cfg)
 {
+    if (cfg->framework == REMAT_FRAMEWORK_TABLE) return remat_table_custom(cfg->table);
     if (cfg->arch == REMAT_ARCH_LLAMA) return cfg->framework == REMAT_FRAMEWORK_REMAT ? &remat_table_llama : NULL;
     switch (cfg->framework) {
     case REMAT_FRAMEWORK_MEGATRON: return &remat_table_megatron;
