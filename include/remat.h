@@ -902,7 +902,8 @@ REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *
  *    "blocks": [{"saved": [{"bytes", "cheap"}, ...], "output_bytes",
  *                "forward_ms", "backward_ms", "cheap_forward_ms"}, ...],
  *    "head":   {"saved_bytes", "keeps_input", "forward_ms", "backward_ms"},
- *    "params_bytes", "grads_bytes", "optimizer_bytes", "optimizer_ms"}
+ *    "params_bytes", "grads_bytes", "optimizer_bytes", "optimizer_ms",
+ *    "checkpoint": {"context_bytes", "call_bytes"}}
  * Every block must be the same (the saved tensors' bytes and cheap flags,
  * the output): a file whose blocks differ is refused, naming the first
  * difference; their times are the median over the blocks.  The table (per
@@ -945,6 +946,13 @@ typedef struct remat_table_info {
     int64_t outside_bytes;     /* kept bytes = stored_bytes + this */
     uint64_t reserve_bytes;    /* simulated peak = kept bytes + this (more under segments) */
     uint64_t static_bytes;     /* parameters + gradients + optimizer state */
+    /* What the framework's checkpoint function itself holds, which the table
+     * does not model (the file's "checkpoint" object; remat_torch adds them
+     * to its predictions): */
+    uint64_t context_bytes;    /* once, when anything is checkpointed: the blocks' other arguments
+                                  (masks, position tables) when nothing else keeps them */
+    uint64_t call_bytes;       /* per checkpoint call: its stash (torch: the RNG state it
+                                  preserves, on the CPU) */
 } remat_table_info;
 /* What cfg's table is (REMAT_ERR_INVALID when cfg is not a loaded table's). */
 REMAT_API remat_status remat_table_get_info(const remat_config *cfg, remat_table_info *out);

@@ -121,7 +121,7 @@ typedef struct remat_tabfile {
     uint64_t head_saved;
     int head_keeps_input;
     double head_fwd, head_bwd;
-    uint64_t params_bytes, grads_bytes, optimizer_bytes;
+    uint64_t params_bytes, grads_bytes, optimizer_bytes, context_bytes, call_bytes;
     double optimizer_ms;
 } remat_tabfile;
 /* Parses a table held in memory (n bytes, untrusted; src names it in

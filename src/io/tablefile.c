@@ -166,7 +166,7 @@ static remat_status parse(const json_t *root, const char *src, remat_tabfile *t)
 {
     static const char *const keys[] = { "format", "version", "name", "source", "device", "selective", "input",
                                         "blocks", "head", "params_bytes", "grads_bytes", "optimizer_bytes",
-                                        "optimizer_ms", NULL };
+                                        "optimizer_ms", "checkpoint", NULL };
     static const char *const ikeys[] = { "bytes", "kept", "saved_bytes", "forward_ms", "backward_ms", NULL };
     static const char *const hkeys[] = { "saved_bytes", "keeps_input", "forward_ms", "backward_ms", NULL };
     remat_status st;
@@ -198,6 +198,14 @@ static remat_status parse(const json_t *root, const char *src, remat_tabfile *t)
         (st = remat_jobj_bool(&hd, "keeps_input", 1, &t->head_keeps_input)) || (st = ms_of(&hd, "forward_ms", &t->head_fwd)) ||
         (st = ms_of(&hd, "backward_ms", &t->head_bwd)))
         return st;
+    if (remat_jobj_val(&h, "checkpoint")) {
+        static const char *const ckeys[] = { "context_bytes", "call_bytes", NULL };
+        remat_jobj ck;
+        if ((st = object_of(&h, "checkpoint", "checkpoint.", &ck)) || (st = unknown_keys(&ck, ckeys)) ||
+            (st = bytes_of(&ck, "context_bytes", 0, 0, &t->context_bytes)) ||
+            (st = bytes_of(&ck, "call_bytes", 0, 0, &t->call_bytes)))
+            return st;
+    }
     const json_t *bl = remat_jobj_val(&h, "blocks");
     if (!json_is_array(bl) || json_array_size(bl) < 1 || json_array_size(bl) > REMAT_MAX_LAYERS) {
         char want[64];
@@ -291,6 +299,10 @@ remat_status remat_tabfile_dump(const remat_tabfile *t, char **text)
         tput(&w, o, "grads_bytes", json_integer((json_int_t)t->grads_bytes));
         tput(&w, o, "optimizer_bytes", json_integer((json_int_t)t->optimizer_bytes));
         tput(&w, o, "optimizer_ms", json_real(t->optimizer_ms));
+        json_t *ck = json_object();
+        tput(&w, ck, "context_bytes", json_integer((json_int_t)t->context_bytes));
+        tput(&w, ck, "call_bytes", json_integer((json_int_t)t->call_bytes));
+        tput(&w, o, "checkpoint", ck);
         tput(&w, o, "input", in);
         tput(&w, o, "blocks", bl);
         tput(&w, o, "head", hd);
@@ -339,6 +351,8 @@ remat_status remat_tabfile_spec(const remat_tabfile *t, remat_table_spec *s)
     s->outside = (int64_t)s->head - (int64_t)adj;
     s->static_bytes = t->params_bytes + t->grads_bytes + t->optimizer_bytes;
     s->blocks = t->nblock;
+    s->context = t->context_bytes;
+    s->call = t->call_bytes;
     s->block_fwd_ms = block_median(t, offsetof(remat_tabfile_block, forward_ms));
     s->block_bwd_ms = block_median(t, offsetof(remat_tabfile_block, backward_ms));
     s->cheap_fwd_ms = t->selective ? block_median(t, offsetof(remat_tabfile_block, cheap_forward_ms)) : 0;
@@ -417,6 +431,8 @@ remat_status remat_table_get_info(const remat_config *cfg, remat_table_info *out
     out->outside_bytes = s->outside;
     out->reserve_bytes = (uint64_t)((int64_t)s->head + (int64_t)s->reserve - s->outside);
     out->static_bytes = s->static_bytes;
+    out->context_bytes = s->context;
+    out->call_bytes = s->call;
     return REMAT_OK;
 }
 

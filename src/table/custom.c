@@ -142,6 +142,7 @@ static int same_spec(const remat_table_spec *a, const remat_table_spec *b)
     return a->selective == b->selective && a->expensive == b->expensive && a->cheap == b->cheap &&
            a->output == b->output && a->head == b->head && a->reserve == b->reserve &&
            a->static_bytes == b->static_bytes && a->blocks == b->blocks && a->outside == b->outside &&
+           a->context == b->context && a->call == b->call &&
            a->block_fwd_ms == b->block_fwd_ms && a->cheap_fwd_ms == b->cheap_fwd_ms &&
            a->block_bwd_ms == b->block_bwd_ms && a->input_fwd_ms == b->input_fwd_ms &&
            a->input_bwd_ms == b->input_bwd_ms && a->head_fwd_ms == b->head_fwd_ms &&

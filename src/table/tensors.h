@@ -320,6 +320,7 @@ typedef struct remat_table_spec {
     uint64_t static_bytes;     /* parameters + gradients + optimizer state */
     int blocks;                /* the file's chain length (for remat_table_get_info) */
     int64_t outside;           /* kept bytes - stored bytes, under every plan */
+    uint64_t context, call;    /* the file's checkpoint object (remat_table_info) */
     /* op times, ms: a block's forward (cheap_ms of it the cheap saved
      * tensors', selective) and backward; the chain input's ops and the
      * head's; the optimizer step */
