@@ -45,12 +45,15 @@ extern "C" {
 
 /* ---- version ------------------------------------------------------------ */
 /* 1.0.0: the architecture became data (remat_config.arch, the parameter
- * tables replaced enum remat_param): an ABI break, hence libremat.so.1. */
+ * tables replaced enum remat_param): an ABI break, hence libremat.so.1.
+ * 1.1.0: tables read from files (REMAT_FRAMEWORK_TABLE, remat_config.table
+ * in what was the struct's tail padding, remat_table_load ...) and
+ * remat_plan_explain: additions only. */
 #define REMAT_VERSION_MAJOR 1
-#define REMAT_VERSION_MINOR 0
+#define REMAT_VERSION_MINOR 1
 #define REMAT_VERSION_PATCH 0
-#define REMAT_VERSION_STRING "1.0.0"
-/* The version of the linked library, e.g. "1.0.0". */
+#define REMAT_VERSION_STRING "1.1.0"
+/* The version of the linked library, e.g. "1.1.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */

@@ -8,10 +8,10 @@ _lib.pyi types them.  The structures mirror remat.h's (remat_config,
 remat_plan_row, remat_layer_info, remat_table_info); load() checks the
 layout of remat_config against the library's defaults.
 
-The library: $REMAT_LIB when set (a path), else the build tree's
-build/libremat.so next to this package's python/ folder (make test runs it
-from the tree), else the one `make install` put in its LIBDIR (_paths.py,
-written at install), else the dynamic linker's libremat.so.1.
+The library: $REMAT_LIB when set (a path); else, installed, the one `make
+install` put in its LIBDIR (_paths.py, written at install); else, in the
+tree, build/libremat.so beside this package's python/ folder (make test
+runs it from there), else the dynamic linker's libremat.so.1.
 """
 import ctypes
 import ctypes.util
@@ -70,15 +70,14 @@ def _candidates():
     env = os.environ.get("REMAT_LIB")
     if env:
         return [env]
-    here = os.path.dirname(os.path.abspath(__file__))
-    out = [os.path.join(here, "..", "..", "build", "libremat.so")]
     try:
-        from . import _paths
-        out.append(os.path.join(_paths.LIBDIR, "libremat.so.%d" % SOMAJOR))
+        from . import _paths                     # installed: the library beside it
+        return [os.path.join(_paths.LIBDIR, "libremat.so.%d" % SOMAJOR)]
     except ImportError:
         pass
-    out.append(ctypes.util.find_library("remat") or "libremat.so.%d" % SOMAJOR)
-    return out
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [os.path.join(here, "..", "..", "build", "libremat.so"),
+            ctypes.util.find_library("remat") or "libremat.so.%d" % SOMAJOR]
 
 
 def _errcheck(status, func, args):
