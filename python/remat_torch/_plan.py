@@ -68,14 +68,11 @@ def fmt_bytes(b):
 # ---- plans as trees -----------------------------------------------------------
 
 def _keep_name(mask, selective):
-    full = 3 if selective else 1          # the planner's tokens leave the output's bit out
-    if mask == full:
-        return "all"
-    if mask == 0:
-        return "none"
-    if selective and mask in (1, 2):
-        return "expensive" if mask == 1 else "cheap"
-    raise RematError(6, "bad policy", "plan: keep mask %x names no block tensor of this table" % mask)
+    full = 3 if selective else 1          # the saved entries' bits; the output's is implied
+    if mask & ~(full | (full + 1)):
+        raise RematError(6, "bad policy", "plan: keep mask %x names no block tensor of this table" % mask)
+    mask &= full
+    return {full: "all", 0: "none", 1: "expensive", 2: "cheap"}[mask]
 
 
 def parse_plan(policy, L, selective=False):
