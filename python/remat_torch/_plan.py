@@ -72,7 +72,7 @@ def _keep_name(mask, selective):
     if mask & ~(full | (full + 1)):
         raise RematError(6, "bad policy", "plan: keep mask %x names no block tensor of this table" % mask)
     mask &= full
-    return {full: "all", 0: "none", 1: "expensive", 2: "cheap"}[mask]
+    return "all" if mask == full else "none" if mask == 0 else "expensive" if mask == 1 else "cheap"
 
 
 def parse_plan(policy, L, selective=False):
