@@ -285,8 +285,41 @@ def nested(check, model, inputs, table, base, seed=1):
         rt.unapply(model)
 
 
+def binding(check):
+    """the binding's declarations are remat.h's: every function declared there with as many
+    arguments; plans read as remat's compiler reads them"""
+    import re
+    head = open(os.path.join(HERE, "..", "include", "remat.h")).read()
+    for name, (args, _) in rt._lib._SIGNATURES.items():
+        m = re.search(r"REMAT_API [^;(]*\b%s\(([^)]*)\);" % name, head)
+        n = 0 if not m or m.group(1).strip() in ("", "void") else m.group(1).count(",") + 1
+        check(m is not None and n == len(args), "%s: remat.h declares %s, the binding %d arguments"
+              % (name, m.group(1) if m else "nothing", len(args)))
+    check(rt.parse_plan("plan:A1.C2.A1.A0", 3) == [("block", 0, "all"), ("segment", 1, 3, [("block", 1, "all"),
+                                                                                          ("leaf", 2)])],
+          "parse_plan: %r" % rt.parse_plan("plan:A1.C2.A1.A0", 3))
+    check(rt.parse_plan("plan:A1.A2.A0.A3", 4, selective=True) ==
+          [("block", 0, "expensive"), ("block", 1, "cheap"), ("block", 2, "none"), ("block", 3, "all")],
+          "parse_plan, selective: %r" % rt.parse_plan("plan:A1.A2.A0.A3", 4, selective=True))
+    check(rt.parse_size("1.5GiB") == 3 << 29 and rt.parse_size("512MB") == 512 * 10 ** 6 and rt.parse_size(4096) == 4096,
+          "parse_size")
+    for bad in ("plan:A1.C5.A0", "plan:A1.A1", "every:0", "save:qkv"):
+        try:
+            rt._plan.policy_tree(bad, 3)
+            check(False, "%s was read" % bad)
+        except rt.RematError as e:
+            check(e.status == 6 and "\n" not in e.message, "%s: %s" % (bad, e.message))
+    for bad in ("8 parsecs", -1, "0GiB"):
+        try:
+            rt.parse_size(bad)
+            check(False, "size %r was read" % (bad,))
+        except rt.RematError as e:
+            check(e.status == 1, "size %r: %s" % (bad, e.message))
+
+
 def main():
     check = Checks()
+    binding(check)
     torch.manual_seed(0)
     torch.set_num_threads(min(2, torch.get_num_threads()))
     V, T, B = 64, 32, 4
@@ -299,6 +332,18 @@ def main():
     mlp = ResidualMLP(8, 48, 64, 10)
     x, y = torch.randn(64, 48), torch.randint(0, 10, (64,))
     check_model("residual MLP L8 D64", mlp, (x, y), check)
+    # with an optimizer: its state after a step measured, the model and the optimizer left as they were
+    opt = torch.optim.AdamW(mlp.parameters(), lr=0.1)
+    before = [q.detach().clone() for q in mlp.parameters()]
+    t2 = rt.measure(mlp, (x, y), optimizer=opt)
+    nparam = sum(q.numel() for q in mlp.parameters())
+    d = t2.data    # AdamW: two moments, and a step count per tensor (a scalar tensor in torch 1.13)
+    check(d["params_bytes"] == d["grads_bytes"] == 4 * nparam and d["optimizer_bytes"] >= 2 * 4 * nparam and
+          d["optimizer_bytes"] <= 2 * 4 * nparam + 8 * len(before) and d["optimizer_ms"] > 0,
+          "optimizer: params %d grads %d state %d (%d parameters)" % (d["params_bytes"], d["grads_bytes"],
+                                                                       d["optimizer_bytes"], nparam))
+    check(not opt.state and all(torch.equal(a, q) for a, q in zip(before, mlp.parameters())),
+          "measure(optimizer=) changed the model or the optimizer")
     # dropout: the RNG state preserved, as torch.utils.checkpoint does it
     drop = GPT2(4, 32, 2, V, 16, p=0.1)
     idx2, tg2 = idx[:, :16].contiguous(), tg[:, :16].contiguous()
