@@ -899,7 +899,7 @@ REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *
  * A table can also be data in a file: what another framework's run of a
  * chain of identical blocks keeps and how long its ops take, as measured
  * (remat_torch.measure writes one for any torch.nn.Module).  JSON, version 1
- * (the README's "Using remat from PyTorch" has every key):
+ * (README, "Using remat from PyTorch", has every key):
  *   {"format": "remat-table", "version": 1, "name", "device", "selective",
  *    "input":  {"bytes", "kept", "saved_bytes", "forward_ms", "backward_ms"},
  *    "blocks": [{"saved": [{"bytes", "cheap"}, ...], "output_bytes",

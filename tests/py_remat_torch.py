@@ -20,7 +20,7 @@ torch.utils.checkpoint does), a plan with a checkpoint nested inside a
 segment, the explanation equal to `remat plan --table --explain`'s, a
 budget below the minimum refused with the minimum stated, measure() leaving
 the model as it was.  The table of predicted against measured kept bytes is
-printed (the README's "Using remat from PyTorch").
+printed (README, "Using remat from PyTorch").
 
 Without torch it skips (exit 77, tests/harness.py); CI installs it.
 """

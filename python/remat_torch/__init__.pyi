@@ -1,4 +1,4 @@
-# Typed stubs of remat_torch's public API (see __init__.py and the README's "Using remat from PyTorch").
+# Typed stubs of remat_torch's public API (see __init__.py and README, "Using remat from PyTorch").
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch

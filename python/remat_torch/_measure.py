@@ -117,7 +117,7 @@ def find_blocks(model, blocks=None):
 
 class Table:
     """A measured remat table: .data is its JSON (remat.h, "tables read from
-    files"; the README's "Using remat from PyTorch"), .blocks the modules of
+    files"; README, "The table format"), .blocks the modules of
     the chain, .chain their name in the model, .kept_bytes what the
     unwrapped model kept (measured)."""
 

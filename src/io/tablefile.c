@@ -1,6 +1,6 @@
 /*
  * tablefile.c -- tables read from files (remat.h, "tables read from
- * files"; the README's "Using remat from PyTorch" gives the format): JSON
+ * files"; README, "The table format", gives the format): JSON
  * through Jansson, checked, turned into a table of constant bytes
  * (src/table/custom.c) and a profile of the file's times.
  *
