@@ -357,6 +357,11 @@ def main():
           "dropout: predicted %d, hooks %d, profiler %d" % (p.kept_bytes, hooks, prof))
     check.rows.append(("gpt2 L4 C32 p0.1", 0.4, int(0.4 * tbl.kept_bytes), p.kept_bytes, hooks, prof,
                        max(rel(hooks, p.kept_bytes), rel(prof, p.kept_bytes)), p.overhead, p.policy))
+    try:
+        rt.measure(drop, (idx2, tg2))
+        check(False, "measure() of a model that runs a plan")
+    except rt.RematError as e:
+        check("unapply" in e.message, "measure() of a model that runs a plan: %s" % e.message)
     rt.unapply(drop)
     # the table round-trips the C reader: what remat plan --table reads
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

@@ -312,6 +312,9 @@ def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, pat
                          "(torch.utils.checkpoint.create_selective_checkpoint_contexts); this is torch %s"
                          % torch.__version__)
     chain, name = find_blocks(model, blocks)
+    if any(getattr(b.__dict__.get("forward"), "_remat_torch", False) for b in model.modules()):
+        raise RematError(-1, "invalid", "the model runs a plan (remat_torch.apply): measure it without, after "
+                         "remat_torch.unapply(model)")
     params = [p for p in model.parameters()]
     dev = (params[0].device if params else (first_tensor(args).device if first_tensor(args) is not None
                                               else torch.device("cpu")))
