@@ -325,7 +325,7 @@ typedef struct plan_opts {
     int json, csv, pareto, maximize, no_profile, calibrate, explain;
     long threads, ranks, micro, zero;
     double bw, lat;
-    const char *profile, *calib_from;
+    const char *profile, *calib_from, *table;
     cli_policies policies;   /* --recompute */
 } plan_opts;
 
@@ -357,6 +357,9 @@ static const cli_flag flags[] = {
     {"--explain", NULL, CLI_FLAG_SWITCH, O(explain), 0, 0, NULL, NULL, "what each policy does with each layer, as layer ranges"},
     CLI_FLAG_JSON(plan_opts, json, "machine-readable output (below)"),
     {"--csv", NULL, CLI_FLAG_SWITCH, O(csv), 0, 0, NULL, NULL, "the Pareto front as CSV (with --pareto)"},
+    {"--table", "FILE", CLI_FLAG_STRING, O(table), 0, 0, NULL, NULL,
+     "plan the chain of blocks a file describes instead (remat_torch.measure\n"
+     "writes one): its own flags, 'remat plan --table FILE --help'"},
 };
 static const cli_flag dp_flags[] = {
     {"--ranks", "R", CLI_FLAG_LONG, O(ranks), 1, 1 << 20, NULL, NULL,
