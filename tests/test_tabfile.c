@@ -205,6 +205,7 @@ planner:
     CHECK(remat_plan_explain(&c, "full", text, n + 1, NULL) == REMAT_OK &&
           strstr(text, "keep only its output; recompute the whole layer") != NULL, "explain full: %s", text);
     free(text);
+    remat_plan_row_clear(&none);
     remat_model *m = NULL;
     CHECK(remat_model_create(&c, 1, &m) != REMAT_OK && !m, "the engine runs a file's table");
     remat_profile_free(p);
