@@ -364,11 +364,12 @@ def main():
         check("unapply" in e.message, "measure() of a model that runs a plan: %s" % e.message)
     rt.unapply(drop)
     # the table round-trips the C reader: what remat plan --table reads
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        f.write(tbl.json())
-    out = subprocess.run([REMAT, "plan", "--table", f.name, "--json", "--recompute", "none"], capture_output=True,
-                         text=True)
-    os.unlink(f.name)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.json")
+        tbl.save(path)
+        check(rt.Table.load(path).data == tbl.data and os.listdir(tmp) == ["t.json"], "Table.save / Table.load")
+        out = subprocess.run([REMAT, "plan", "--table", path, "--json", "--recompute", "none"], capture_output=True,
+                             text=True)
     check(out.returncode == 0 and json.loads(out.stdout)["rows"][0]["kept_bytes"] == tbl.kept_bytes,
           "remat plan --table on the measured table: %s %s" % (out.stdout[:200], out.stderr.strip()))
     print("\n%-22s %6s %10s %10s %10s %10s %7s %8s  %s" % ("model", "budget", "bytes", "predicted", "hooks",

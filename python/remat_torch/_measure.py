@@ -21,6 +21,7 @@ What is measured (nothing here is estimated):
 The model is left as it was: gradients, parameters, optimizer state, the RNG.
 """
 import json
+import os
 import time
 import weakref
 
@@ -131,8 +132,17 @@ class Table:
         return json.dumps(self.data, indent=1)
 
     def save(self, path):
-        with open(path, "w") as f:
-            f.write(self.json())
+        """writes the JSON to path atomically (a temporary file beside it, then a rename)"""
+        tmp = "%s.tmp.%d" % (path, os.getpid())
+        try:
+            with open(tmp, "w") as f:
+                f.write(self.json())
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
 
     @classmethod
     def load(cls, path):
