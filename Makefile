@@ -169,18 +169,26 @@ fuzz:
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging dir]: bin/remat,
 # lib/libremat.a, lib/libremat.so.$(VERSION) with the links libremat.so.0
-# (the soname) and libremat.so, include/remat.h and remat_testing.h, and
-# lib/pkgconfig/remat.pc.  remat.pc's Libs.private lists what a static link
-# of libremat.a needs: the build's own LDFLAGS and LDLIBS (OpenMP, the BLAS,
-# libm, oneDNN, Jansson, MPI, as configured), so it follows GEMM= and MPI=
-# (tests/cli_example.sh checks it against libremat.so's NEEDED entries).
+# (the soname) and libremat.so, include/remat.h and remat_testing.h,
+# lib/pkgconfig/remat.pc, and the Python package remat_torch
+# (python/remat_torch/) in PYTHONDIR with _paths.py naming LIBDIR: it loads
+# the libremat.so.1 installed beside it.  remat.pc's Libs.private lists what
+# a static link of libremat.a needs: the build's own LDFLAGS and LDLIBS
+# (OpenMP, the BLAS, libm, oneDNN, Jansson, MPI, as configured), so it
+# follows GEMM= and MPI= (tests/cli_example.sh checks it against
+# libremat.so's NEEDED entries).
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PCDIR      ?= $(LIBDIR)/pkgconfig
+PYTHONDIR  ?= $(PREFIX)/lib/python3/dist-packages
+PY_SRC     := $(filter-out %/_paths.py,$(wildcard python/remat_torch/*.py python/remat_torch/*.pyi)) python/remat_torch/py.typed
 install: $(BUILD)/remat $(BUILD)/libremat.a $(BUILD)/libremat.so remat.pc.in
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PCDIR)
+	install -d $(DESTDIR)$(PYTHONDIR)/remat_torch
+	install -m 644 $(PY_SRC) $(DESTDIR)$(PYTHONDIR)/remat_torch
+	printf '# written by make install\nLIBDIR = "%s"\n' '$(LIBDIR)' > $(DESTDIR)$(PYTHONDIR)/remat_torch/_paths.py
 	install -m 755 $(BUILD)/remat $(DESTDIR)$(BINDIR)/remat
 	install -m 644 $(BUILD)/libremat.a $(DESTDIR)$(LIBDIR)/libremat.a
 	install -m 755 $(BUILD)/libremat.so $(DESTDIR)$(LIBDIR)/libremat.so.$(VERSION)

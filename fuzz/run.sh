@@ -16,7 +16,7 @@ for bin in "$B"/fuzz/lf_fuzz_*; do
     t=$(basename "$bin"); t=${t#lf_fuzz_}
     work=$B/fuzz-corpus/$t
     mkdir -p "$work"
-    case $t in shard|llmc|safetensors|checkpoint) maxlen=16384;; trace) maxlen=32768;; profile|hfconfig|hfindex) maxlen=4096;; *) maxlen=1024;; esac
+    case $t in shard|llmc|safetensors|checkpoint) maxlen=16384;; trace) maxlen=32768;; profile|hfconfig|hfindex|table) maxlen=4096;; *) maxlen=1024;; esac
     log=$B/fuzz-$t.log
     before=$(ls "$B/fuzz-artifacts" | grep -c "^$t-" || true)
     "$bin" -max_total_time="$S" -print_final_stats=1 -close_fd_mask=3 -timeout=10 -rss_limit_mb=4096 \

@@ -45,12 +45,15 @@ extern "C" {
 
 /* ---- version ------------------------------------------------------------ */
 /* 1.0.0: the architecture became data (remat_config.arch, the parameter
- * tables replaced enum remat_param): an ABI break, hence libremat.so.1. */
+ * tables replaced enum remat_param): an ABI break, hence libremat.so.1.
+ * 1.1.0: tables read from files (REMAT_FRAMEWORK_TABLE, remat_config.table
+ * in what was the struct's tail padding, remat_table_load ...) and
+ * remat_plan_explain: additions only. */
 #define REMAT_VERSION_MAJOR 1
-#define REMAT_VERSION_MINOR 0
+#define REMAT_VERSION_MINOR 1
 #define REMAT_VERSION_PATCH 0
-#define REMAT_VERSION_STRING "1.0.0"
-/* The version of the linked library, e.g. "1.0.0". */
+#define REMAT_VERSION_STRING "1.1.0"
+/* The version of the linked library, e.g. "1.1.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */
@@ -129,11 +132,14 @@ typedef enum remat_framework {
                                      (bf16), 1-byte dropout masks, LayerNorm statistics left out;
                                      Llama: Megatron-core's layer under Transformer Engine, with
                                      attention FLASH (TE's fused attention) or NAIVE (unfused) */
-    REMAT_FRAMEWORK_PYTORCH = 2   /* what autograd saves for a plain PyTorch GPT-2 block
+    REMAT_FRAMEWORK_PYTORCH = 2,  /* what autograd saves for a plain PyTorch GPT-2 block
                                      (nn.Linear, F.layer_norm, explicit softmax attention,
                                      F.gelu(approximate='tanh'), nn.Dropout as run on a GPU);
                                      Llama: Hugging Face's LlamaForCausalLM, eager (NAIVE) or
                                      SDPA's flash backend (FLASH) */
+    REMAT_FRAMEWORK_TABLE = 3     /* a table read from a file (remat_table_load): any model's
+                                     chain of identical blocks, as measured; remat_config.table
+                                     names it */
 } remat_framework;
 
 /* The model family: which tensor table and which parameter table a config
@@ -202,6 +208,8 @@ typedef struct remat_config {
                          it takes), 1e-6 for Llama's RMSNorm (Hugging Face's default) */
     int tie_embeddings; /* Llama: 1 ties the LM head to the token embedding
                            (tie_word_embeddings); GPT-2 is always tied (0 or 1) */
+    int table;        /* REMAT_FRAMEWORK_TABLE: the id of a loaded table (remat_table_load),
+                         valid in this process until remat_table_unload; 0 otherwise */
 } remat_config;
 
 /* The architecture's values of the fields that default to 0. */
@@ -890,6 +898,85 @@ typedef enum remat_plan_dim { REMAT_PLAN_SEQ = 0, REMAT_PLAN_BATCH = 1 } remat_p
 REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *policy, remat_plan_dim dim,
                                            uint64_t budget, int activations_only, int *best,
                                            remat_plan_row *out);
+
+/* ---- tables read from files: any framework's chain of blocks --------------------
+ * A table can also be data in a file: what another framework's run of a
+ * chain of identical blocks keeps and how long its ops take, as measured
+ * (remat_torch.measure writes one for any torch.nn.Module).  JSON, version 1
+ * (README, "Using remat from PyTorch", has every key):
+ *   {"format": "remat-table", "version": 1, "name", "device", "selective",
+ *    "input":  {"bytes", "kept", "saved_bytes", "forward_ms", "backward_ms"},
+ *    "blocks": [{"saved": [{"bytes", "cheap"}, ...], "output_bytes",
+ *                "forward_ms", "backward_ms", "cheap_forward_ms"}, ...],
+ *    "head":   {"saved_bytes", "keeps_input", "forward_ms", "backward_ms"},
+ *    "params_bytes", "grads_bytes", "optimizer_bytes", "optimizer_ms",
+ *    "checkpoint": {"context_bytes", "call_bytes"}}
+ * Every block must be the same (the saved tensors' bytes and cheap flags,
+ * the output): a file whose blocks differ is refused, naming the first
+ * difference; their times are the median over the blocks.  The table (per
+ * block "saved" -- or "expensive" and "cheap" with "selective": true -- and
+ * "output"; "input", "head", "d_output") plans with the planner, the
+ * simulator and the Pareto front like any other, with the times of the file
+ * as its profile.  Its keep-sets are what the framework can do: keep all
+ * (no checkpoint), keep only the output (torch.utils.checkpoint of the
+ * block, whose re-run the table prices as the whole block's forward), keep
+ * one of expensive and cheap (a selective checkpoint, "selective" only);
+ * plan:TOKENS segments are checkpoints of several blocks.  Planned, never
+ * run: remat_model_create refuses it.
+ *
+ * What it plans is kept bytes: the storages the framework holds for the
+ * backward when the forward ends (the simulator's stored_bytes plus
+ * outside_bytes, under every plan).  The end of the forward is made the
+ * highest moment of the step by reserving room there for one block's
+ * backward (its saved tensors recomputed, the gradients): a plan's
+ * simulated peak is its kept bytes plus reserve_bytes, or more when a
+ * segment of several blocks is re-run at once.  To plan for kept bytes K,
+ * give K + reserve_bytes as the activation budget. */
+
+/* Reads a table from path (remat_table_read). */
+REMAT_API remat_status remat_table_load(const char *path, remat_config *cfg, remat_profile **prof);
+/* Parses a table held in memory (n bytes, untrusted) and loads it: *cfg is
+ * a config of it (framework REMAT_FRAMEWORK_TABLE, n_layer its blocks, the
+ * table's id; every other field the defaults, which the table ignores) and
+ * *prof (may be NULL) the profile of its times, measured on the file's
+ * device (free it with remat_profile_free).  Loading the same bytes again
+ * gives the same id, counted: each load wants its remat_table_unload.
+ * REMAT_ERR_FORMAT with a one-line message for a malformed table,
+ * REMAT_ERR_NOMEM, REMAT_ERR_RANGE when too many are loaded. */
+REMAT_API remat_status remat_table_read(const void *json, size_t n, remat_config *cfg, remat_profile **prof);
+typedef struct remat_table_info {
+    const char *name;          /* the file's "name" (or "table"); valid while it is loaded */
+    int blocks;                /* the file's chain length */
+    int selective;             /* 1: keep-sets may keep one of expensive and cheap */
+    uint64_t block_saved_bytes;/* one block's saved tensors (expensive + cheap) */
+    uint64_t output_bytes;     /* a block's output, the chain's input */
+    int64_t outside_bytes;     /* kept bytes = stored_bytes + this */
+    uint64_t reserve_bytes;    /* simulated peak = kept bytes + this (more under segments) */
+    uint64_t static_bytes;     /* parameters + gradients + optimizer state */
+    /* What the framework's checkpoint function itself holds, which the table
+     * does not model (the file's "checkpoint" object; remat_torch adds them
+     * to its predictions): */
+    uint64_t context_bytes;    /* once, when anything is checkpointed: the blocks' other arguments
+                                  (masks, position tables) when nothing else keeps them */
+    uint64_t call_bytes;       /* per checkpoint call: its stash (torch: the RNG state it
+                                  preserves, on the CPU) */
+} remat_table_info;
+/* What cfg's table is (REMAT_ERR_INVALID when cfg is not a loaded table's). */
+REMAT_API remat_status remat_table_get_info(const remat_config *cfg, remat_table_info *out);
+/* Ends one load of cfg's table; the last ends the table, and configs of it
+ * are then refused.  Free what was made from them first (schedules, a
+ * profile may be kept: it holds no pointer to the table). */
+REMAT_API void remat_table_unload(const remat_config *cfg);
+
+/* What policy does with each layer of cfg, for people: layers treated
+ * alike as ranges ("layers 0-5: keep all (88.0 KiB kept per layer)",
+ * "layer 6: keep only its output; recompute the whole layer in the
+ * backward"), one line each, as `remat plan --explain` prints it.  Writes
+ * the text, NUL-terminated, into buf[n] (cut to fit; buf may be NULL with
+ * n 0) and its length into *len (may be NULL): call with n 0 for the size.
+ * REMAT_ERR_POLICY, REMAT_ERR_INVALID, REMAT_ERR_NOMEM. */
+REMAT_API remat_status remat_plan_explain(const remat_config *cfg, const char *policy, char *buf, size_t n,
+                                          size_t *len);
 
 /* ---- cluster planning: Megatron-LM and PyTorch runs on GPUs -------------------
  * The same simulator and planner, run on a framework's tensor table

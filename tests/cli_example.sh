@@ -3,7 +3,9 @@
 # examples/plan_and_train.c compiled against the installed tree through
 # pkg-config (the headers, remat.pc, libremat.so by its soname) and run; the
 # same program linked statically from libremat.a with remat.pc's
-# Libs.private; a DESTDIR install puts every file under the staging dir.
+# Libs.private; the Python package remat_torch imported from the install,
+# loading the installed library; a DESTDIR install puts every file under the
+# staging dir.
 # Compiled with the build's $CC and $OPT (the sanitizers under make
 # test-sanitize; the Makefile passes them).  Without pkg-config: skipped.
 # REMAT_TEST_REQUIRED: CI installs pkg-config; the installed library must be usable there
@@ -72,6 +74,20 @@ $CC -std=c11 $OPT -o "$T/example-static" examples/plan_and_train.c $sflags 2> "$
 objdump -p "$T/example-static" 2>/dev/null | grep -q 'NEEDED *libremat' && bad "the static example needs libremat.so"
 "$T/example-static" > "$T/static.out" 2>&1 && grep -q ': equal$' "$T/static.out" && ok ||
     bad "the static example failed: $(tail -n 3 "$T/static.out")"
+
+# ---- the Python package: installed beside the library, it loads that one --------
+py=$inst/lib/python3/dist-packages
+for f in __init__.py __init__.pyi _lib.py _lib.pyi _measure.py _plan.py _paths.py py.typed; do
+    [ -e "$py/remat_torch/$f" ] && ok || bad "make install did not install remat_torch/$f"
+done
+if /usr/bin/python3 -c "import torch" 2> /dev/null; then
+    got=$(cd "$T" && env -u REMAT_LIB PYTHONPATH="$py" /usr/bin/python3 -c \
+        "import remat_torch as r; print(r.library_version(), r._lib._candidates()[0])" 2>&1)
+    [ "$got" = "$(sed -n 's/^#define REMAT_VERSION_STRING "\(.*\)"/\1/p' include/remat.h) $inst/lib/libremat.so.1" ] &&
+        ok || bad "the installed remat_torch: $got"
+else
+    skip "torch is not installed for /usr/bin/python3: the installed remat_torch not imported"
+fi
 
 # ---- DESTDIR: everything under the staging directory, remat.pc names PREFIX ----
 mk install DESTDIR="$T/stage" PREFIX=/opt/remat > "$T/stage.log" 2>&1 && ok || bad "make install DESTDIR= failed"

@@ -12,7 +12,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-cmds="train|schedule|plan|plan --framework megatron|profile|bench|report|export"
+cmds="train|schedule|plan|plan --framework megatron|plan --table F|profile|bench|report|export"
 # the flags a help lists: its lines that start with "  --name"
 help_flags() { $R $1 --help 2>/dev/null | sed -n 's/^  \(--[a-z][a-z0-9-]*\).*/\1/p' | sort -u; }
 

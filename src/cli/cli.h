@@ -183,10 +183,12 @@ int cmd_schedule(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 /* Prints what `policy` does with each layer of c, as ranges of layers
- * treated alike (explain.c).  0, or 1 (reported) on a bad policy. */
+ * treated alike (remat_plan_explain).  0, or 1 (reported) on a bad policy. */
 int cli_explain(FILE *f, const remat_config *c, const char *policy);
 /* remat plan --framework megatron|pytorch (plan_framework.c) */
 int cli_plan_framework(int argc, char **argv);
+/* remat plan --table FILE.json (plan_table.c) */
+int cli_plan_table(int argc, char **argv);
 /* remat train --budget: the optimal plan for one rank of the run (par; c->batch
  * the global batch; one rank stepping the whole batch: for c as `remat plan
  * --budget` gives it, else as `remat plan --ranks --micro-batch --zero`

@@ -51,6 +51,17 @@ static int pick_profile(const remat_config *c, const char *path, int none, int c
     return 1;
 }
 
+int cli_explain(FILE *f, const remat_config *c, const char *policy)
+{
+    size_t n = 0;
+    if (remat_plan_explain(c, policy, NULL, 0, &n)) return cli_error("%s", remat_errmsg());
+    char *text = malloc(n + 1);
+    if (!text) return cli_error("out of memory");
+    int rc = remat_plan_explain(c, policy, text, n + 1, NULL) ? cli_error("%s", remat_errmsg()) : (fputs(text, f), 0);
+    free(text);
+    return rc;
+}
+
 static void row_json(remat_jsonw *w, const remat_plan_row *r)
 {
     remat_jsonw_object(w, NULL);
@@ -314,7 +325,7 @@ typedef struct plan_opts {
     int json, csv, pareto, maximize, no_profile, calibrate, explain;
     long threads, ranks, micro, zero;
     double bw, lat;
-    const char *profile, *calib_from;
+    const char *profile, *calib_from, *table;
     cli_policies policies;   /* --recompute */
 } plan_opts;
 
@@ -346,6 +357,9 @@ static const cli_flag flags[] = {
     {"--explain", NULL, CLI_FLAG_SWITCH, O(explain), 0, 0, NULL, NULL, "what each policy does with each layer, as layer ranges"},
     CLI_FLAG_JSON(plan_opts, json, "machine-readable output (below)"),
     {"--csv", NULL, CLI_FLAG_SWITCH, O(csv), 0, 0, NULL, NULL, "the Pareto front as CSV (with --pareto)"},
+    {"--table", "FILE", CLI_FLAG_STRING, O(table), 0, 0, NULL, NULL,
+     "plan the chain of blocks a file describes instead (remat_torch.measure\n"
+     "writes one): its own flags, 'remat plan --table FILE --help'"},
 };
 static const cli_flag dp_flags[] = {
     {"--ranks", "R", CLI_FLAG_LONG, O(ranks), 1, 1 << 20, NULL, NULL,
@@ -366,6 +380,8 @@ int cmd_plan(int argc, char **argv)
 {
     for (int i = 1; i + 1 < argc; i++)     /* a framework's table: planning for a GPU cluster */
         if (!strcmp(argv[i], "--framework") && strcmp(argv[i + 1], "remat")) return cli_plan_framework(argc, argv);
+    for (int i = 1; i < argc; i++)         /* a table read from a file */
+        if (!strcmp(argv[i], "--table")) return cli_plan_table(argc, argv);
     remat_config c;
     cli_config_start(&c);
     plan_opts o = { .maximize = -1, .zero = -1, .lat = -1 };
@@ -380,7 +396,9 @@ int cmd_plan(int argc, char **argv)
         "       remat plan --pareto [config flags] [--csv | --json]\n"
         "       remat plan --maximize seq|batch --budget SIZE [config flags] [--json]\n"
         "       remat plan --framework megatron|pytorch ... (a GPU cluster run: its own flags,\n"
-        "                  'remat plan --framework megatron --help')\n\n"
+        "                  'remat plan --framework megatron --help')\n"
+        "       remat plan --table FILE.json ... (a chain of blocks a file describes, such as\n"
+        "                  remat_torch.measure writes: 'remat plan --table F --help')\n\n"
         "Predicts, without running anything, the activation peak, stored bytes, working\n"
         "set, recomputation overhead and step time of every named recomputation policy,\n"
         "and finds the fastest schedule that fits the budget (exact dynamic programming\n"

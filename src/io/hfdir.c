@@ -51,99 +51,29 @@
 
 /* ---- config.json: reading ------------------------------------------------------ */
 
-/* A JSON object whose keys are read, with where it is for messages
- * ("rope_scaling." inside that object). */
-typedef struct hf_obj { const json_t *o; const char *src, *where; } hf_obj;
-
-/* the value of key: NULL when absent or null (transformers' default then) */
-static const json_t *hf_val(const hf_obj *h, const char *key)
-{
-    const json_t *v = json_object_get(h->o, key);
-    return json_is_null(v) ? NULL : v;
-}
-
-/* a value as JSON text for a message, one line, short */
-static void hf_show(const json_t *v, char *buf, size_t n)
-{
-    char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-    size_t i = 0;
-    for (; t && t[i] && i + 1 < n; i++) buf[i] = (unsigned char)t[i] < 0x20 || (unsigned char)t[i] >= 0x7f ? '?' : t[i];
-    buf[i] = 0;
-    if (t && strlen(t) >= n && n > 4) strcpy(buf + n - 4, "...");
-    free(t);
-}
-
-static remat_status hf_bad(const hf_obj *h, const char *key, const char *want, const json_t *v)
-{
-    char got[48] = "";
-    if (v) hf_show(v, got, sizeof got);
-    return remat_fail(REMAT_ERR_FORMAT, "%s: %s%s must be %s, got %s", h->src, h->where, key, want, v ? got : "nothing");
-}
-
-static remat_status hf_int(const hf_obj *h, const char *key, long long dflt, long long lo, long long hi, int *out)
-{
-    const json_t *v = hf_val(h, key);
-    char want[96];
-    if (!v) { *out = (int)dflt; return REMAT_OK; }
-    snprintf(want, sizeof want, "a whole number in [%lld, %lld]", lo, hi);
-    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) return hf_bad(h, key, want, v);
-    *out = (int)json_integer_value(v);
-    return REMAT_OK;
-}
-
-/* a number in (lo, hi] */
-static remat_status hf_num(const hf_obj *h, const char *key, double dflt, double lo, double hi, double *out)
-{
-    const json_t *v = hf_val(h, key);
-    char want[96];
-    if (!v) { *out = dflt; return REMAT_OK; }
-    snprintf(want, sizeof want, "a number in (%g, %g]", lo, hi);
-    if (!json_is_number(v) || !(json_number_value(v) > lo && json_number_value(v) <= hi)) return hf_bad(h, key, want, v);
-    *out = json_number_value(v);
-    return REMAT_OK;
-}
-
-static remat_status hf_bool(const hf_obj *h, const char *key, int dflt, int *out)
-{
-    const json_t *v = hf_val(h, key);
-    if (!v) { *out = dflt; return REMAT_OK; }
-    if (!json_is_boolean(v)) return hf_bad(h, key, "true or false", v);
-    *out = json_is_true(v);
-    return REMAT_OK;
-}
-
-static remat_status hf_str(const hf_obj *h, const char *key, const char *dflt, const char **out)
-{
-    const json_t *v = hf_val(h, key);
-    if (!v) { *out = dflt; return REMAT_OK; }
-    if (!json_is_string(v)) return hf_bad(h, key, "a string", v);
-    *out = json_string_value(v);
-    return REMAT_OK;
-}
-
 /* a setting remat computes one way only: refused by name otherwise */
-static remat_status hf_unsupported(const hf_obj *h, const char *key, const char *val, const char *why)
+static remat_status hf_unsupported(const remat_jobj *h, const char *key, const char *val, const char *why)
 {
     return remat_fail(REMAT_ERR_FORMAT, "%s: %s%s %s is not supported: %s", h->src, h->where, key, val, why);
 }
 
 /* GPT2Config: a tied head, tanh GELU, LayerNorm's 1e-5, 4C MLP */
-static remat_status gpt2_config(const hf_obj *h, remat_config *c)
+static remat_status gpt2_config(const remat_jobj *h, remat_config *c)
 {
     remat_status st;
     int tie, scale, inv, inner;
     double eps;
     const char *act;
-    if ((st = hf_int(h, "vocab_size", 50257, REMAT_MIN_VOCAB, REMAT_MAX_VOCAB, &c->vocab)) ||
-        (st = hf_int(h, "n_positions", 1024, 1, REMAT_MAX_SEQ, &c->max_seq)) ||
-        (st = hf_int(h, "n_embd", 768, 1, REMAT_MAX_EMBD, &c->n_embd)) ||
-        (st = hf_int(h, "n_layer", 12, 1, REMAT_MAX_LAYERS, &c->n_layer)) ||
-        (st = hf_int(h, "n_head", 12, 1, REMAT_MAX_EMBD, &c->n_head)) ||
-        (st = hf_int(h, "n_inner", 4LL * c->n_embd, 1, 1 << 24, &inner)) ||
-        (st = hf_str(h, "activation_function", "gelu_new", &act)) ||
-        (st = hf_num(h, "layer_norm_epsilon", 1e-5, 0, 1, &eps)) ||
-        (st = hf_bool(h, "tie_word_embeddings", 1, &tie)) || (st = hf_bool(h, "scale_attn_weights", 1, &scale)) ||
-        (st = hf_bool(h, "scale_attn_by_inverse_layer_idx", 0, &inv)))
+    if ((st = remat_jobj_int(h, "vocab_size", 50257, REMAT_MIN_VOCAB, REMAT_MAX_VOCAB, &c->vocab)) ||
+        (st = remat_jobj_int(h, "n_positions", 1024, 1, REMAT_MAX_SEQ, &c->max_seq)) ||
+        (st = remat_jobj_int(h, "n_embd", 768, 1, REMAT_MAX_EMBD, &c->n_embd)) ||
+        (st = remat_jobj_int(h, "n_layer", 12, 1, REMAT_MAX_LAYERS, &c->n_layer)) ||
+        (st = remat_jobj_int(h, "n_head", 12, 1, REMAT_MAX_EMBD, &c->n_head)) ||
+        (st = remat_jobj_int(h, "n_inner", 4LL * c->n_embd, 1, 1 << 24, &inner)) ||
+        (st = remat_jobj_str(h, "activation_function", "gelu_new", &act)) ||
+        (st = remat_jobj_num(h, "layer_norm_epsilon", 1e-5, 0, 1, &eps)) ||
+        (st = remat_jobj_bool(h, "tie_word_embeddings", 1, &tie)) || (st = remat_jobj_bool(h, "scale_attn_weights", 1, &scale)) ||
+        (st = remat_jobj_bool(h, "scale_attn_by_inverse_layer_idx", 0, &inv)))
         return st;
     char v[48];
     if (inner != 4 * c->n_embd) {
@@ -163,20 +93,20 @@ static remat_status gpt2_config(const hf_obj *h, remat_config *c)
 }
 
 /* rope_scaling (or rope_parameters): none, "default", or "llama3" */
-static remat_status rope_config(const hf_obj *top, remat_config *c)
+static remat_status rope_config(const remat_jobj *top, remat_config *c)
 {
     remat_status st;
-    const json_t *rp = hf_val(top, "rope_parameters"), *rs = rp ? rp : hf_val(top, "rope_scaling");
-    hf_obj h = { rs, top->src, rp ? "rope_parameters." : "rope_scaling." };
-    if ((st = hf_num(top, "rope_theta", 10000.0, 0, 1e12, &c->rope_theta))) return st;
+    const json_t *rp = remat_jobj_val(top, "rope_parameters"), *rs = rp ? rp : remat_jobj_val(top, "rope_scaling");
+    remat_jobj h = { rs, top->src, rp ? "rope_parameters." : "rope_scaling." };
+    if ((st = remat_jobj_num(top, "rope_theta", 10000.0, 0, 1e12, &c->rope_theta))) return st;
     c->rope_scaling.type = REMAT_ROPE_DEFAULT;
     if (!rs) return REMAT_OK;
-    if (!json_is_object(rs)) return hf_bad(top, rp ? "rope_parameters" : "rope_scaling", "an object or null", rs);
-    if (rp && (st = hf_num(&h, "rope_theta", c->rope_theta, 0, 1e12, &c->rope_theta))) return st;
+    if (!json_is_object(rs)) return remat_jobj_bad(top, rp ? "rope_parameters" : "rope_scaling", "an object or null", rs);
+    if (rp && (st = remat_jobj_num(&h, "rope_theta", c->rope_theta, 0, 1e12, &c->rope_theta))) return st;
     const char *type;
-    if ((st = hf_str(&h, "rope_type", NULL, &type))) return st;
-    if (!type && (st = hf_str(&h, "type", NULL, &type))) return st;   /* the key's older name */
-    if (!type) return hf_bad(&h, "rope_type", "a string", NULL);
+    if ((st = remat_jobj_str(&h, "rope_type", NULL, &type))) return st;
+    if (!type && (st = remat_jobj_str(&h, "type", NULL, &type))) return st;   /* the key's older name */
+    if (!type) return remat_jobj_bad(&h, "rope_type", "a string", NULL);
     if (!strcmp(type, "default")) return REMAT_OK;
     if (strcmp(type, "llama3"))
         return hf_unsupported(&h, "rope_type", type, "remat implements llama3 rope scaling (and none)");
@@ -185,33 +115,33 @@ static remat_status rope_config(const hf_obj *top, remat_config *c)
     static const char *const need[] = { "factor", "low_freq_factor", "high_freq_factor",
                                         "original_max_position_embeddings" };
     for (int i = 0; i < 4; i++)
-        if (!hf_val(&h, need[i])) return hf_bad(&h, need[i], "given for llama3 rope scaling", NULL);
-    if ((st = hf_num(&h, "factor", 0, 0, 1e6, &r->factor)) ||
-        (st = hf_num(&h, "low_freq_factor", 0, 0, 1e6, &r->low_freq_factor)) ||
-        (st = hf_num(&h, "high_freq_factor", 0, 0, 1e6, &r->high_freq_factor)) ||
-        (st = hf_int(&h, "original_max_position_embeddings", 0, 1, 1 << 24, &r->original_max_position)))
+        if (!remat_jobj_val(&h, need[i])) return remat_jobj_bad(&h, need[i], "given for llama3 rope scaling", NULL);
+    if ((st = remat_jobj_num(&h, "factor", 0, 0, 1e6, &r->factor)) ||
+        (st = remat_jobj_num(&h, "low_freq_factor", 0, 0, 1e6, &r->low_freq_factor)) ||
+        (st = remat_jobj_num(&h, "high_freq_factor", 0, 0, 1e6, &r->high_freq_factor)) ||
+        (st = remat_jobj_int(&h, "original_max_position_embeddings", 0, 1, 1 << 24, &r->original_max_position)))
         return st;
     return REMAT_OK;
 }
 
 /* LlamaConfig: SwiGLU with SiLU, no biases */
-static remat_status llama_config(const hf_obj *h, remat_config *c)
+static remat_status llama_config(const remat_jobj *h, remat_config *c)
 {
     remat_status st;
     int ab, mb;
     const char *act;
-    if ((st = hf_int(h, "vocab_size", 32000, REMAT_MIN_VOCAB, REMAT_MAX_VOCAB, &c->vocab)) ||
-        (st = hf_int(h, "hidden_size", 4096, 1, REMAT_MAX_EMBD, &c->n_embd)) ||
-        (st = hf_int(h, "intermediate_size", 11008, 1, 1 << 20, &c->ffn_dim)) ||
-        (st = hf_int(h, "num_hidden_layers", 32, 1, REMAT_MAX_LAYERS, &c->n_layer)) ||
-        (st = hf_int(h, "num_attention_heads", 32, 1, REMAT_MAX_EMBD, &c->n_head)) ||
-        (st = hf_int(h, "num_key_value_heads", c->n_head, 1, REMAT_MAX_EMBD, &c->n_kv_head)) ||
-        (st = hf_int(h, "head_dim", c->n_embd % c->n_head ? 0 : c->n_embd / c->n_head, 1, 65536, &c->head_dim)) ||
-        (st = hf_int(h, "max_position_embeddings", 2048, 1, REMAT_MAX_SEQ, &c->max_seq)) ||
-        (st = hf_num(h, "rms_norm_eps", 1e-6, 0, 1, &c->norm_eps)) ||
-        (st = hf_bool(h, "tie_word_embeddings", 0, &c->tie_embeddings)) ||
-        (st = hf_str(h, "hidden_act", "silu", &act)) || (st = hf_bool(h, "attention_bias", 0, &ab)) ||
-        (st = hf_bool(h, "mlp_bias", 0, &mb)) || (st = rope_config(h, c)))
+    if ((st = remat_jobj_int(h, "vocab_size", 32000, REMAT_MIN_VOCAB, REMAT_MAX_VOCAB, &c->vocab)) ||
+        (st = remat_jobj_int(h, "hidden_size", 4096, 1, REMAT_MAX_EMBD, &c->n_embd)) ||
+        (st = remat_jobj_int(h, "intermediate_size", 11008, 1, 1 << 20, &c->ffn_dim)) ||
+        (st = remat_jobj_int(h, "num_hidden_layers", 32, 1, REMAT_MAX_LAYERS, &c->n_layer)) ||
+        (st = remat_jobj_int(h, "num_attention_heads", 32, 1, REMAT_MAX_EMBD, &c->n_head)) ||
+        (st = remat_jobj_int(h, "num_key_value_heads", c->n_head, 1, REMAT_MAX_EMBD, &c->n_kv_head)) ||
+        (st = remat_jobj_int(h, "head_dim", c->n_embd % c->n_head ? 0 : c->n_embd / c->n_head, 1, 65536, &c->head_dim)) ||
+        (st = remat_jobj_int(h, "max_position_embeddings", 2048, 1, REMAT_MAX_SEQ, &c->max_seq)) ||
+        (st = remat_jobj_num(h, "rms_norm_eps", 1e-6, 0, 1, &c->norm_eps)) ||
+        (st = remat_jobj_bool(h, "tie_word_embeddings", 0, &c->tie_embeddings)) ||
+        (st = remat_jobj_str(h, "hidden_act", "silu", &act)) || (st = remat_jobj_bool(h, "attention_bias", 0, &ab)) ||
+        (st = remat_jobj_bool(h, "mlp_bias", 0, &mb)) || (st = rope_config(h, c)))
         return st;
     if (!c->head_dim)   /* transformers' default hidden_size // heads needs them to divide */
         return remat_fail(REMAT_ERR_FORMAT, "%s: hidden_size %d is not divisible by num_attention_heads %d and head_dim "
@@ -230,10 +160,10 @@ remat_status remat_hf_config_parse(const void *buf, size_t n, const char *src, r
     memset(&c, 0, sizeof c);
     json_t *root = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &je);
     if (!root) return remat_json_fail(src, "config.json", &je);
-    hf_obj h = { root, src, "" };
+    remat_jobj h = { root, src, "" };
     const char *mt = NULL;
     if (!json_is_object(root)) { st = remat_fail(REMAT_ERR_FORMAT, "%s: not a JSON object", src); goto out; }
-    if ((st = hf_str(&h, "model_type", NULL, &mt))) goto out;
+    if ((st = remat_jobj_str(&h, "model_type", NULL, &mt))) goto out;
     if (!mt) { st = remat_fail(REMAT_ERR_FORMAT, "%s: no model_type (remat reads gpt2 and llama)", src); goto out; }
     if (remat_arch_parse(mt, &c.arch)) {
         st = remat_fail(REMAT_ERR_FORMAT, "%s: model_type '%.64s' is not one remat reads (gpt2, llama)", src, mt);
@@ -409,7 +339,7 @@ remat_status remat_hf_index_parse(const void *buf, size_t n, const char *src, re
     json_object_foreach((json_t *)map, key, v) {
         if (!json_is_string(v) || !shard_name_ok(json_string_value(v))) {
             char got[48];
-            hf_show(v, got, sizeof got);
+            remat_jobj_show(v, got, sizeof got);
             st = remat_fail(REMAT_ERR_FORMAT, "%s: weight_map puts tensor %.200s in %s: a shard is named by a file "
                             "name of the directory", src, key, got);
             goto out;

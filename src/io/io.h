@@ -100,6 +100,43 @@ uint64_t remat_checkpoint_checksum(const void *buf, size_t n);
  * fuzz seeds can edit a field and still pass the checksum. */
 void remat_checkpoint_seal(void *buf, size_t n);
 
+/* ---- tables read from files (tablefile.c) ----------------------------------- */
+
+/* A table file as read: every key (absent optional ones as their defaults),
+ * checked: version 1, values in range, every block the same as block 0
+ * (times aside), the chain's input the size of a block's output. */
+typedef struct remat_tabfile_saved { uint64_t bytes; int cheap; } remat_tabfile_saved;
+typedef struct remat_tabfile_block {
+    remat_tabfile_saved *saved;
+    size_t nsaved;
+    uint64_t output_bytes;
+    double forward_ms, backward_ms, cheap_forward_ms;
+} remat_tabfile_block;
+typedef struct remat_tabfile {
+    char *name, *source, *device;   /* NULL when absent */
+    int selective;
+    uint64_t input_bytes, input_saved;
+    int input_kept;
+    double input_fwd, input_bwd;
+    remat_tabfile_block *block;
+    int nblock;
+    uint64_t head_saved;
+    int head_keeps_input;
+    double head_fwd, head_bwd;
+    uint64_t params_bytes, grads_bytes, optimizer_bytes, context_bytes, call_bytes;
+    double optimizer_ms;
+} remat_tabfile;
+/* Parses a table held in memory (n bytes, untrusted; src names it in
+ * messages).  REMAT_ERR_FORMAT (NOMEM) with a one-line message; *out then
+ * holds nothing. */
+remat_status remat_tabfile_parse(const void *buf, size_t n, const char *src, remat_tabfile *out);
+/* t as JSON that parses back to t, every number exactly: *text malloc'd. */
+remat_status remat_tabfile_dump(const remat_tabfile *t, char **text);
+void remat_tabfile_clear(remat_tabfile *t);
+/* The numbers of t's table (tablefile.c says what each becomes). */
+struct remat_table_spec;
+remat_status remat_tabfile_spec(const remat_tabfile *t, struct remat_table_spec *s);
+
 /* ---- trace files (tracefile.c) ---------------------------------------------- */
 
 struct remat_run_times;

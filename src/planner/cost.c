@@ -39,7 +39,8 @@ void remat_profile_config_key(const remat_config *c, char *buf, size_t n)
     int k = snprintf(buf, n, "%d %d %d %d %d %d %d %.9g %d %d %d", c->n_layer, c->n_embd, c->n_head, c->vocab,
                      c->max_seq, c->batch, c->seq, (double)c->dropout, c->attention, c->lmhead_chunk, (int)c->dtype);
     /* framework tables and other architectures only (GPT-2's keys, and so
-     * its cache files, stay as they were) */
+     * its cache files, stay as they were); a table read from a file by its
+     * content (its id is this process's) */
     if (c->framework != REMAT_FRAMEWORK_REMAT && k >= 0 && (size_t)k < n)
         k += snprintf(buf + k, n - (size_t)k, " fw%d tp%d sp%d st%d", (int)c->framework, remat_config_tp(c), c->sp,
                       c->stage);
@@ -50,6 +51,8 @@ void remat_profile_config_key(const remat_config *c, char *buf, size_t n)
                  remat_config_rope_theta(c), remat_config_norm_eps(c), remat_config_tied(c), (int)r->type, r->factor,
                  r->low_freq_factor, r->high_freq_factor, r->original_max_position);
     }
+    if (c->framework == REMAT_FRAMEWORK_TABLE && k >= 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, " table %016llx", (unsigned long long)remat_table_custom_key(c->table));
 }
 
 
@@ -145,6 +148,23 @@ void remat_profile_fill_model(remat_profile *p, const remat_config *c, double gf
     fill(p, c, g, g * MODEL_OTHER_RATIO, MODEL_GBPS, NULL);
     snprintf(p->desc, sizeof p->desc, "FLOP model: %.1f GFLOP/s GEMM, %.1f GFLOP/s other, %.1f GB/s%s",
              p->gflops, p->other_gflops, p->gbps, gflops > 0 ? " (GEMM calibrated by one SGEMM)" : " (defaults)");
+}
+
+void remat_profile_fill_times(remat_profile *p, const remat_config *c, const double *fwd, const double *bwd,
+                              double update_ms, const char *device)
+{
+    const remat_table *tb = remat_table_of(c);
+    memset(p, 0, sizeof *p);
+    p->cfg = *c;
+    p->measured = 1;
+    p->threads = remat_get_threads();
+    snprintf(p->cpu, sizeof p->cpu, "%s", device);
+    for (int t = 0; t < tb->first_grad; t++) {
+        p->fwd_ms[t] = p->fwd_hot_ms[t] = fwd[t];
+        p->bwd_ms[t] = p->bwd_hot_ms[t] = tb->defs[t].has_bwd ? bwd[t] : 0;
+    }
+    p->update_ms = update_ms;
+    snprintf(p->desc, sizeof p->desc, "measured on %s (the table's times)", device);
 }
 
 void remat_profile_fill_probed(remat_profile *p, const remat_config *c, const remat_probe *pr)

@@ -913,6 +913,8 @@ void remat_plan_rows_free(remat_plan_row *rows, size_t n)
 
 uint64_t remat_plan_static_bytes(const remat_config *cfg)
 {
+    const remat_table *tb = remat_table_of(cfg);
+    if (tb && tb->has_static) return tb->static_bytes;   /* a table read from a file states it */
     /* remat_model_create: params, grads, two AdamW moments (fp32 each),
      * under bf16 the bf16 copy of the weights (2 bytes each); workspace:
      * inputs and targets (int) and per-position losses (float) */
@@ -921,7 +923,7 @@ uint64_t remat_plan_static_bytes(const remat_config *cfg)
     return (cfg->dtype == REMAT_DTYPE_BF16 ? 18 : 16) * np + N * (2 * sizeof(int) + sizeof(float));
 }
 
-static const char *fmt_bytes(uint64_t b, char *buf, size_t n)
+const char *remat_fmt_bytes(uint64_t b, char *buf, size_t n)
 {
     if (b >= (1ULL << 30)) snprintf(buf, n, "%.2f GiB", b / 1073741824.0);
     else if (b >= (1ULL << 20)) snprintf(buf, n, "%.2f MiB", b / 1048576.0);
@@ -1033,13 +1035,13 @@ remat_status remat_plan_optimal(const remat_config *cfg, const remat_profile *pr
         char a[32], b[32], c[32], e[32];
         if (activations_only)
             st = remat_fail(REMAT_ERR_BUDGET, "minimum activations %s (the smallest peak of any schedule); "
-                            "activation budget %s is below it", fmt_bytes(minp, a, sizeof a),
-                            fmt_bytes(budget, b, sizeof b));
+                            "activation budget %s is below it", remat_fmt_bytes(minp, a, sizeof a),
+                            remat_fmt_bytes(budget, b, sizeof b));
         else
             st = remat_fail(REMAT_ERR_BUDGET, "parameters+optimizer %s; minimum activations %s; budget %s is "
-                            "below the minimum %s (%s dominates)", fmt_bytes(fixed, a, sizeof a),
-                            fmt_bytes(minp, b, sizeof b), fmt_bytes(budget, c, sizeof c),
-                            fmt_bytes(fixed + minp, e, sizeof e),
+                            "below the minimum %s (%s dominates)", remat_fmt_bytes(fixed, a, sizeof a),
+                            remat_fmt_bytes(minp, b, sizeof b), remat_fmt_bytes(budget, c, sizeof c),
+                            remat_fmt_bytes(fixed + minp, e, sizeof e),
                             fixed >= minp ? "parameters+gradients+AdamW state" : "activations");
         goto out;
     }

@@ -46,6 +46,12 @@ double remat_input_bytes(const remat_config *c, const remat_table *tb, const int
  * remat_config_same calls equal share it). */
 void remat_profile_config_key(const remat_config *c, char *buf, size_t n);
 
+/* A profile of given op times (a table read from a file, src/io/tablefile.c):
+ * fwd[t] and bwd[t] for the table's tensors t < first_grad, the update's
+ * time; measured on device.  No cache model: an op takes its time wherever
+ * it runs. */
+void remat_profile_fill_times(remat_profile *p, const remat_config *cfg, const double *fwd, const double *bwd,
+                              double update_ms, const char *device);
 /* The FLOP model with default throughputs, filled into p (no allocation). */
 void remat_profile_fill_model(remat_profile *p, const remat_config *cfg, double gflops);
 /* ---- calibration (calibrate.c) -------------------------------------------- */
@@ -145,6 +151,10 @@ remat_status remat_planner_predict(remat_planner *p, const remat_profile *prof, 
  * known to): doubling, then bisection.  The maximize searches use it. */
 typedef remat_status (*remat_fits_fn)(void *arg, int v, int *ok);
 remat_status remat_search_largest(int limit, remat_fits_fn fits, void *arg, int *best);
+
+/* "12.34 MiB" style (B, KiB, MiB, GiB) into buf: the planner's messages and
+ * remat_plan_explain */
+const char *remat_fmt_bytes(uint64_t b, char *buf, size_t n);
 
 /* Number of keep-sets left after Pareto pruning (for reports and tests). */
 int remat_planner_keepsets(const remat_planner *p);

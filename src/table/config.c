@@ -78,7 +78,8 @@ int remat_config_same(const remat_config *a, const remat_config *b)
            a->stage == b->stage && a->arch == b->arch && remat_config_kv_heads(a) == remat_config_kv_heads(b) &&
            remat_config_ffn_dim(a) == remat_config_ffn_dim(b) && remat_config_head_dim(a) == remat_config_head_dim(b) &&
            remat_config_rope_theta(a) == remat_config_rope_theta(b) && remat_config_norm_eps(a) == remat_config_norm_eps(b) &&
-           remat_config_tied(a) == remat_config_tied(b) && same_scaling(&a->rope_scaling, &b->rope_scaling);
+           remat_config_tied(a) == remat_config_tied(b) && same_scaling(&a->rope_scaling, &b->rope_scaling) &&
+           a->table == b->table;
 }
 
 /* The limits are remat.h's (REMAT_MAX_LAYERS ...); rows of batch*seq are
@@ -181,8 +182,12 @@ remat_status remat_config_check(const remat_config *c)
     if (c->dtype != REMAT_DTYPE_FP32 && c->dtype != REMAT_DTYPE_BF16)
         return remat_fail(REMAT_ERR_INVALID, "dtype must be fp32 or bf16, got %d", (int)c->dtype);
     if (c->framework != REMAT_FRAMEWORK_REMAT && c->framework != REMAT_FRAMEWORK_MEGATRON &&
-        c->framework != REMAT_FRAMEWORK_PYTORCH)
-        return remat_fail(REMAT_ERR_INVALID, "framework must be remat, megatron or pytorch, got %d", (int)c->framework);
+        c->framework != REMAT_FRAMEWORK_PYTORCH && c->framework != REMAT_FRAMEWORK_TABLE)
+        return remat_fail(REMAT_ERR_INVALID, "framework must be remat, megatron, pytorch or table, got %d", (int)c->framework);
+    if (c->framework == REMAT_FRAMEWORK_TABLE ? !remat_table_custom(c->table) : c->table != 0)
+        return remat_fail(REMAT_ERR_INVALID, c->framework == REMAT_FRAMEWORK_TABLE
+                          ? "no table %d is loaded (remat_table_load gives the id; remat_table_unload ends it)"
+                          : "table %d is set, but the framework is not table", c->table);
     if (c->tp < 0 || c->tp > REMAT_MAX_TP)
         return remat_fail(REMAT_ERR_INVALID, "tensor-parallel size must be in [1, %d], got %d", REMAT_MAX_TP, c->tp);
     int T = remat_config_tp(c);
@@ -192,6 +197,9 @@ remat_status remat_config_check(const remat_config *c)
     if (c->framework == REMAT_FRAMEWORK_REMAT && (T != 1 || c->sp || c->stage))
         return remat_fail(REMAT_ERR_INVALID, "tensor, sequence and pipeline parallelism are for planning "
                           "--framework megatron or pytorch; remat's own engine runs on one machine (tp 1)");
+    if (c->framework == REMAT_FRAMEWORK_TABLE && (T != 1 || c->sp || c->stage))
+        return remat_fail(REMAT_ERR_INVALID, "a table read from a file is one device's chain: no tensor, sequence "
+                          "or pipeline parallelism");
     if (c->n_head % T)
         return remat_fail(REMAT_ERR_INVALID, "heads %d are not divisible by the tensor-parallel size %d; "
                           "each of the %d GPUs holds whole heads", c->n_head, T, T);

@@ -362,9 +362,11 @@ const remat_table remat_table_llama = {
 };
 
 /* (arch, framework) -> table; Llama's framework tables come in one per
- * attention backend (frameworks_llama.c) */
+ * attention backend (frameworks_llama.c); a table read from a file is found
+ * by its id (custom.c) */
 const remat_table *remat_table_of(const remat_config *cfg)
 {
+    if (cfg->framework == REMAT_FRAMEWORK_TABLE) return remat_table_custom(cfg->table);
     int flash = cfg->attention == REMAT_ATTENTION_FLASH;
     if (cfg->arch == REMAT_ARCH_LLAMA) {
         switch (cfg->framework) {

@@ -65,10 +65,12 @@ typedef struct remat_dims { uint64_t d[RD_COUNT]; } remat_dims;
 void remat_dims_of(const remat_config *cfg, remat_dims *out);
 
 /* k times the product of up to 5 dimensions; an expression is a sum of up
- * to 4 terms (unused terms have k = 0).  Written with RX()/RX_T(). */
+ * to 4 terms (unused terms have k = 0).  Written with RX()/RX_T().  k is 64
+ * bits so that a constant term (no factor) holds any byte count: the tables
+ * read from files (custom.c) are constants. */
 #define RX_FACTORS 5
 #define RX_TERMS 4
-typedef struct remat_term { int32_t k; uint8_t d[RX_FACTORS]; } remat_term;
+typedef struct remat_term { int64_t k; uint8_t d[RX_FACTORS]; } remat_term;
 typedef struct remat_expr { remat_term t[RX_TERMS]; } remat_expr;
 #define RX_T(k, ...) { (k), { __VA_ARGS__ } }
 #define RX(...) { { __VA_ARGS__ } }
@@ -291,16 +293,70 @@ typedef struct remat_table {
      * of a step (remat_table_resident_bytes). */
     int nres;
     int8_t res[4];
+    /* A table read from a file (custom.c) states what the run holds besides
+     * activations -- parameters, gradients, optimizer state -- as a number
+     * (remat_plan_static_bytes); remat's own and the framework tables leave
+     * has_static 0 (the parameter table's formulas give it). */
+    int has_static;
+    uint64_t static_bytes;
 } remat_table;
 
 /* remat's own tables (the ones the engine runs) */
 extern const remat_table remat_table_gpt2, remat_table_llama;
 /* the framework tables: GPT-2 (frameworks.c), Llama (frameworks_llama.c),
  * one per attention backend: flash (the fused kernels: Q, K, V, O and the
- * fp32 softmax statistics) and unfused (the T x T probabilities) */
+ * fp32 softmax statistics) and unfused (the T x T probabilities); tables
+ * read from files: custom.c */
 extern const remat_table remat_table_megatron, remat_table_pytorch;
 extern const remat_table remat_table_megatron_llama, remat_table_megatron_llama_unfused;
 extern const remat_table remat_table_pytorch_llama, remat_table_pytorch_llama_eager;
+
+/* ---- tables built at run time from data (custom.c) --------------------------
+ * A chain of identical blocks described by numbers, not formulas: what one
+ * block keeps for its backward (its saved tensors split into the expensive
+ * ones, read from the block input, and the cheap ones, read from the
+ * expensive ones: recomputing them is nearly free), its output (the next
+ * block's input), and what lies outside the chain.  remat_table_read
+ * (src/io/tablefile.c) parses the file and registers the table; the config
+ * names it by id (framework REMAT_FRAMEWORK_TABLE, cfg->table) and
+ * remat_table_of finds it here, so that the compiler, the simulator and the
+ * planner run on it as on any table.  Entries, per block: "saved" (or
+ * "expensive" and "cheap" when selective), "output"; globals "input" (the
+ * chain's input), "head" (what the chain's ops outside keep, before and
+ * after it) and the gradient buffer "d_output". */
+typedef struct remat_table_spec {
+    const char *name;          /* for messages (copied) */
+    int selective;             /* two saved entries (keep-sets that keep one of them) */
+    uint64_t expensive, cheap; /* a block's saved bytes (selective 0: all in expensive) */
+    uint64_t output;           /* the block output, the chain's input, d_output */
+    uint64_t head;             /* kept outside the chain */
+    uint64_t reserve;          /* the head's scratch (tablefile.c says why) */
+    uint64_t static_bytes;     /* parameters + gradients + optimizer state */
+    int blocks;                /* the file's chain length (for remat_table_get_info) */
+    int64_t outside;           /* kept bytes - stored bytes, under every plan */
+    uint64_t context, call;    /* the file's checkpoint object (remat_table_info) */
+    /* op times, ms: a block's forward (cheap_ms of it the cheap saved
+     * tensors', selective) and backward; the chain input's ops and the
+     * head's; the optimizer step */
+    double block_fwd_ms, cheap_fwd_ms, block_bwd_ms, input_fwd_ms, input_bwd_ms, head_fwd_ms, head_bwd_ms, update_ms;
+} remat_table_spec;
+/* Registers the table of s under key (a hash of its source): the same key
+ * again returns the same id with one more reference.  REMAT_ERR_NOMEM, or
+ * REMAT_ERR_RANGE when REMAT_TABLES_MAX tables are loaded. */
+#define REMAT_TABLES_MAX 4096
+remat_status remat_table_custom_add(const remat_table_spec *s, uint64_t key, int *id);
+/* Drops one reference; the last frees the table (its id then names none). */
+void remat_table_custom_release(int id);
+/* The table of id and its spec, or NULL. */
+const remat_table *remat_table_custom(int id);
+const remat_table_spec *remat_table_custom_spec(int id);
+/* The key id was registered under (0 for none). */
+uint64_t remat_table_custom_key(int id);
+/* The spec's op times by tensor id (fwd[t], bwd[t] for t < first_grad): the
+ * block's forward on its saved entries -- all of it when they are
+ * recomputed, as a framework re-runs a checkpointed block -- and none on
+ * the output, whose backward is the block's. */
+void remat_table_custom_times(int id, double *fwd, double *bwd);
 
 /* 1 when two configs are the same run shape (every field equal, defaults
  * resolved): what profiles, traces and run times are keyed by. */

@@ -2,11 +2,41 @@
  * explain.c -- plans a person can read: what a policy does with each layer,
  * as ranges of layers that are treated alike ("layers 0-61: keep all but
  * att ...; recompute att ... in the backward"), from the compiled schedule
- * (remat_schedule_layers).
+ * (remat_schedule_layers).  `remat plan --explain` prints it, and so does
+ * remat_torch's Plan.explain(): one text, remat_plan_explain.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
+#include "planner.h"
+#include "../core/core.h"
+
+/* the text so far: malloc'd, grown as lines come; ok 0 once out of memory */
+typedef struct text { char *s; size_t len, cap; int ok; } text;
+
+static void add(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(text *t, const char *fmt, ...)
+{
+    va_list ap;
+    if (!t->ok) return;
+    va_start(ap, fmt);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) { t->ok = 0; return; }
+    if (t->len + (size_t)k + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (cap < t->len + (size_t)k + 1) cap *= 2;
+        char *p = remat_realloc(t->s, cap);
+        if (!p) { t->ok = 0; return; }
+        t->s = p;
+        t->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)k;
+}
 
 /* names of the tensors in mask that exist (have bytes) under c, joined by ", " */
 static void names(const remat_config *c, uint32_t mask, char *buf, size_t n)
@@ -38,7 +68,7 @@ static uint32_t block_tensors(const remat_config *c, uint32_t *saved, uint32_t *
 }
 
 /* one line for a layer range */
-static void describe(FILE *f, const remat_config *c, int a, int b, int step, const remat_layer_info *li)
+static void describe(text *f, const remat_config *c, int a, int b, int step, const remat_layer_info *li)
 {
     uint32_t saved, outb, all = block_tensors(c, &saved, &outb);
     uint32_t kept = li->kept & ~outb & saved, inner = saved & ~outb;
@@ -68,23 +98,24 @@ static void describe(FILE *f, const remat_config *c, int a, int b, int step, con
         snprintf(what + k, sizeof what - k, "; recompute %s in the backward", buf);
     }
     char kb[32];
-    if (a == b) fprintf(f, "  layer  %d", a);
-    else fprintf(f, "  layers %d-%d", a, b);
-    if (step > 1) fprintf(f, " (and every %d after)", step);
-    fprintf(f, ": %s (%s kept per layer)\n", what, cli_fmt_bytes(li->kept_bytes, kb, sizeof kb));
+    if (a == b) add(f, "  layer  %d", a);
+    else add(f, "  layers %d-%d", a, b);
+    if (step > 1) add(f, " (and every %d after)", step);
+    add(f, ": %s (%s kept per layer)\n", what, remat_fmt_bytes(li->kept_bytes, kb, sizeof kb));
 }
 
-int cli_explain(FILE *f, const remat_config *c, const char *policy)
+remat_status remat_plan_explain(const remat_config *c, const char *policy, char *buf, size_t n, size_t *len)
 {
     remat_schedule *s = NULL;
     remat_layer_info *li = NULL;
-    if (remat_schedule_create(c, policy, &s)) return cli_error("%s", remat_errmsg());
-    li = calloc((size_t)c->n_layer, sizeof *li);
-    if (!li || remat_schedule_layers(s, li)) {
-        remat_schedule_free(s);
-        free(li);
-        return cli_error("out of memory");
-    }
+    text f = { NULL, 0, 0, 1 };
+    remat_status st;
+    if (len) *len = 0;
+    if (n && buf) buf[0] = 0;
+    if (!c || (n && !buf)) return remat_fail(REMAT_ERR_INVALID, "remat_plan_explain: NULL argument");
+    if ((st = remat_schedule_create(c, policy, &s))) return st;
+    li = remat_calloc((size_t)c->n_layer, sizeof *li);
+    if (!li || remat_schedule_layers(s, li)) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory explaining a plan"); goto out; }
     int L = c->n_layer, a = 0, p = 1, nr = 1;
 #define SAME(i, j) (li[i].kept == li[j].kept && li[i].recomputed == li[j].recomputed)
     for (int l = 1; l < L; l++) nr += !SAME(l, l - 1);
@@ -95,15 +126,24 @@ int cli_explain(FILE *f, const remat_config *c, const char *policy)
             for (int l = q; l < L && rep; l++) rep = SAME(l, l - q);
             if (rep) p = q;
         }
-    if (p > 1) fprintf(f, "  a pattern of %d layers, repeated:\n", p);
+    if (p > 1) add(&f, "  a pattern of %d layers, repeated:\n", p);
     int end = p > 1 ? p : L;
     for (int l = 1; l <= end; l++)
         if (l == end || !SAME(l, a)) {
-            describe(f, c, a, l - 1, p, &li[a]);
+            describe(&f, c, a, l - 1, p, &li[a]);
             a = l;
         }
 #undef SAME
+    if (!f.ok) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory explaining a plan"); goto out; }
+    if (len) *len = f.len;
+    if (n) {
+        size_t k = f.len < n - 1 ? f.len : n - 1;
+        if (k) memcpy(buf, f.s, k);
+        buf[k] = 0;
+    }
+out:
     remat_schedule_free(s);
     free(li);
-    return 0;
+    free(f.s);
+    return st;
 }

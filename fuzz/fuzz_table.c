@@ -1,0 +1,73 @@
+/*
+ * fuzz_table.c -- tables read from files (src/io/tablefile.c: the JSON that
+ * remat plan --table and remat_table_read take).  A refused file says why
+ * in one line with FORMAT (or NOMEM) and leaves nothing loaded; an accepted
+ * one written back (remat_tabfile_dump) parses to the same dump (a fixed
+ * point), loads as a config the checks accept, simulates with its stored
+ * bytes plus outside_bytes equal to what its numbers keep under "none" and
+ * "full", its peak there the kept bytes plus reserve_bytes, and unloads.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "fuzz.h"
+#include "remat.h"
+#include "io/io.h"
+
+static uint64_t stored(const remat_config *c, const char *policy, uint64_t *peak)
+{
+    remat_schedule *s = NULL;
+    remat_sim sim;
+    FUZZ_CHECK(remat_schedule_create(c, policy, &s) == REMAT_OK && remat_schedule_simulate(s, &sim) == REMAT_OK,
+               "%s: %s", policy, remat_errmsg());
+    remat_schedule_free(s);
+    *peak = sim.peak_bytes;
+    return sim.stored_bytes;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    remat_tabfile t;
+    remat_status st = remat_tabfile_parse(data, size, "table", &t);
+    if (st) {
+        FUZZ_CHECK(*remat_errmsg() && !strchr(remat_errmsg(), '\n'), "a refusal says why in one line: '%s'",
+                   remat_errmsg());
+        FUZZ_CHECK(st == REMAT_ERR_FORMAT || st == REMAT_ERR_NOMEM, "status %d", (int)st);
+        FUZZ_CHECK(!t.block && !t.name, "a refused table holds nothing");
+        remat_config c;
+        FUZZ_CHECK(remat_table_read(data, size, &c, NULL) == st, "remat_table_read refuses it the same way");
+        return 0;
+    }
+    char *d1 = NULL, *d2 = NULL;
+    remat_tabfile u;
+    FUZZ_CHECK(remat_tabfile_dump(&t, &d1) == REMAT_OK, "dump: %s", remat_errmsg());
+    FUZZ_CHECK(remat_tabfile_parse(d1, strlen(d1), "dump", &u) == REMAT_OK, "reparse: %s", remat_errmsg());
+    FUZZ_CHECK(remat_tabfile_dump(&u, &d2) == REMAT_OK && !strcmp(d1, d2), "the dump is a fixed point");
+    remat_config c;
+    remat_profile *p = NULL;
+    remat_table_info info;
+    FUZZ_CHECK(remat_table_read(data, size, &c, &p) == REMAT_OK && p, "read: %s", remat_errmsg());
+    FUZZ_CHECK(remat_config_check(&c) == REMAT_OK && remat_table_get_info(&c, &info) == REMAT_OK, "the config");
+    /* what the numbers keep: every boundary, the saved tensors of every block kept whole, or none */
+    uint64_t x = t.block[0].output_bytes, e = 0, pk;
+    for (size_t k = 0; k < t.block[0].nsaved; k++) e += t.block[0].saved[k].bytes;
+    int64_t adj = (t.input_kept ? 0 : (int64_t)x) + (t.head_keeps_input ? 0 : (int64_t)x);
+    int64_t base = (int64_t)((uint64_t)(t.nblock + 1) * x + t.input_saved + t.head_saved) - adj;
+    uint64_t sn = stored(&c, "none", &pk);
+    FUZZ_CHECK((int64_t)sn + info.outside_bytes == base + (int64_t)((uint64_t)t.nblock * e), "none keeps");
+    FUZZ_CHECK(pk == (uint64_t)((int64_t)sn + info.outside_bytes) + info.reserve_bytes, "none's peak");
+    if (t.nblock <= 64) {
+        char pol[512] = "plan:";
+        for (int l = 0; l < t.nblock; l++) strcat(pol, l ? ".A0" : "A0");
+        uint64_t sf = stored(&c, pol, &pk);
+        FUZZ_CHECK((int64_t)sf + info.outside_bytes == base, "every block checkpointed keeps");
+        FUZZ_CHECK(pk == (uint64_t)base + info.reserve_bytes, "every block checkpointed: its peak");
+    }
+    remat_profile_free(p);
+    remat_table_unload(&c);
+    FUZZ_CHECK(remat_config_check(&c) != REMAT_OK, "unloaded");
+    remat_tabfile_clear(&t);
+    remat_tabfile_clear(&u);
+    free(d1);
+    free(d2);
+    return 0;
+}

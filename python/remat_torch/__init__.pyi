@@ -1,0 +1,57 @@
+# Typed stubs of remat_torch's public API (see __init__.py and README, "Using remat from PyTorch").
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+
+__version__: str
+
+class RematError(Exception):
+    status: int
+    name: str
+    message: str
+
+Size = Union[int, str]
+Tree = List[tuple]
+
+class Table:
+    data: Dict[str, Any]
+    blocks: Optional[List[torch.nn.Module]]
+    chain: Optional[str]
+    kept_bytes: Optional[int]
+    def __init__(self, data: Dict[str, Any], blocks: Optional[List[torch.nn.Module]] = ..., chain: Optional[str] = ...,
+                 kept_bytes: Optional[int] = ...) -> None: ...
+    def json(self) -> str: ...
+    def save(self, path: str) -> None: ...
+    @classmethod
+    def load(cls, path: str) -> "Table": ...
+
+class Plan:
+    policy: str
+    kept_bytes: int
+    peak_bytes: int
+    overhead: float
+    step_ms: float
+    checkpointed: List[int]
+    segments: List[Tuple[int, int]]
+    tree: Tree
+    budget: int
+    table: Table
+    def explain(self) -> str: ...
+    def evaluate(self, policy: str) -> Dict[str, float]: ...
+
+def measure(model: torch.nn.Module, sample_inputs: Any, loss_fn: Optional[Callable[[Any], torch.Tensor]] = ...,
+            blocks: Union[None, str, Sequence[torch.nn.Module]] = ..., optimizer: Optional[torch.optim.Optimizer] = ...,
+            path: Optional[str] = ..., reps: int = ..., selective: bool = ...) -> Table: ...
+def plan(model: torch.nn.Module, sample_inputs: Any, budget: Size = ...,
+         loss_fn: Optional[Callable[[Any], torch.Tensor]] = ..., blocks: Union[None, str, Sequence[torch.nn.Module]] = ...,
+         optimizer: Optional[torch.optim.Optimizer] = ..., table: Optional[Table] = ..., policy: Optional[str] = ...,
+         **measure_kw: Any) -> Plan: ...
+def apply(model: torch.nn.Module, plan: Plan) -> torch.nn.Module: ...
+def unapply(model: torch.nn.Module) -> torch.nn.Module: ...
+def kept_bytes(model: torch.nn.Module, sample_inputs: Any, loss_fn: Optional[Callable[[Any], torch.Tensor]] = ...,
+               method: str = ...) -> int: ...
+def find_blocks(model: torch.nn.Module, blocks: Union[None, str, Sequence[torch.nn.Module]] = ...
+                ) -> Tuple[List[torch.nn.Module], str]: ...
+def parse_plan(policy: str, L: int, selective: bool = ...) -> Tree: ...
+def parse_size(s: Size) -> int: ...
+def library_version() -> str: ...

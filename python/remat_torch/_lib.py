@@ -1,0 +1,150 @@
+"""_lib.py -- the ctypes binding over libremat.so that remat_torch plans with.
+
+One error channel: every function that returns a remat_status is declared
+with an errcheck that turns a non-zero status into RematError, carrying the
+status, its name (remat_status_str) and the library's one-line message
+(remat_errmsg).  The signatures below are the ones include/remat.h declares;
+_lib.pyi types them.  The structures mirror remat.h's (remat_config,
+remat_plan_row, remat_layer_info, remat_table_info); load() checks the
+layout of remat_config against the library's defaults.
+
+The library: $REMAT_LIB when set (a path); else, installed, the one `make
+install` put in its LIBDIR (_paths.py, written at install); else, in the
+tree, build/libremat.so beside this package's python/ folder (make test
+runs it from there), else the dynamic linker's libremat.so.1.
+"""
+import ctypes
+import ctypes.util
+import os
+from ctypes import (POINTER, Structure, byref, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_uint32,
+                    c_uint64, c_void_p)
+
+SOMAJOR = 1
+REMAT_FRAMEWORK_TABLE = 3
+
+
+class RematError(Exception):
+    """What libremat refused: .status (remat_status), .name ("budget", ...), .message (one line)."""
+
+    def __init__(self, status, name, message):
+        super().__init__(message)
+        self.status = status
+        self.name = name
+        self.message = message
+
+
+class RopeScaling(Structure):
+    _fields_ = [("type", c_int), ("factor", c_double), ("low_freq_factor", c_double),
+                ("high_freq_factor", c_double), ("original_max_position", c_int)]
+
+
+class Config(Structure):
+    _fields_ = [("n_layer", c_int), ("n_embd", c_int), ("n_head", c_int), ("vocab", c_int), ("max_seq", c_int),
+                ("batch", c_int), ("seq", c_int), ("dropout", c_float), ("attention", c_int),
+                ("lmhead_chunk", c_int), ("dtype", c_int), ("framework", c_int), ("tp", c_int), ("sp", c_int),
+                ("stage", c_int), ("arch", c_int), ("n_kv_head", c_int), ("ffn_dim", c_int), ("head_dim", c_int),
+                ("rope_theta", c_double), ("rope_scaling", RopeScaling), ("norm_eps", c_double),
+                ("tie_embeddings", c_int), ("table", c_int)]
+
+
+class PlanRow(Structure):
+    _fields_ = [("policy", c_void_p), ("peak_bytes", c_uint64), ("stored_bytes", c_uint64),
+                ("workset_bytes", c_uint64), ("total_bytes", c_uint64), ("overhead_pct", c_double),
+                ("step_ms_pred", c_double), ("fits", c_int)]
+
+
+class LayerInfo(Structure):
+    _fields_ = [("kept", c_uint32), ("recomputed", c_uint32), ("kept_bytes", c_uint64)]
+
+
+class TableInfo(Structure):
+    _fields_ = [("name", c_char_p), ("blocks", c_int), ("selective", c_int), ("block_saved_bytes", c_uint64),
+                ("output_bytes", c_uint64), ("outside_bytes", c_int64), ("reserve_bytes", c_uint64),
+                ("static_bytes", c_uint64), ("context_bytes", c_uint64), ("call_bytes", c_uint64)]
+
+
+_lib = None
+
+
+def _candidates():
+    env = os.environ.get("REMAT_LIB")
+    if env:
+        return [env]
+    try:
+        from . import _paths                     # installed: the library beside it
+        return [os.path.join(_paths.LIBDIR, "libremat.so.%d" % SOMAJOR)]
+    except ImportError:
+        pass
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [os.path.join(here, "..", "..", "build", "libremat.so"),
+            ctypes.util.find_library("remat") or "libremat.so.%d" % SOMAJOR]
+
+
+def _errcheck(status, func, args):
+    if status:
+        raise RematError(status, _lib.remat_status_str(status).decode(), _lib.remat_errmsg().decode())
+    return status
+
+
+# name: (argtypes, restype); restype "status" gets the error channel
+_SIGNATURES = {
+    "remat_version": ([], c_char_p),
+    "remat_status_str": ([c_int], c_char_p),
+    "remat_errmsg": ([], c_char_p),
+    "remat_config_default": ([POINTER(Config)], None),
+    "remat_table_read": ([c_char_p, c_size_t, POINTER(Config), POINTER(c_void_p)], "status"),
+    "remat_table_get_info": ([POINTER(Config), POINTER(TableInfo)], "status"),
+    "remat_table_unload": ([POINTER(Config)], None),
+    "remat_profile_free": ([c_void_p], None),
+    "remat_plan_optimal": ([POINTER(Config), c_void_p, c_uint64, c_int, POINTER(PlanRow)], "status"),
+    "remat_plan_evaluate": ([POINTER(Config), c_void_p, c_char_p, c_uint64, c_int, POINTER(PlanRow)], "status"),
+    "remat_plan_min_peak": ([POINTER(Config), POINTER(c_uint64)], "status"),
+    "remat_plan_row_clear": ([POINTER(PlanRow)], None),
+    "remat_plan_explain": ([POINTER(Config), c_char_p, c_char_p, c_size_t, POINTER(c_size_t)], "status"),
+    "remat_schedule_create": ([POINTER(Config), c_char_p, POINTER(c_void_p)], "status"),
+    "remat_schedule_layers": ([c_void_p, POINTER(LayerInfo)], "status"),
+    "remat_schedule_free": ([c_void_p], None),
+}
+
+
+def load():
+    """The library, loaded once, every signature declared; RematError when none loads."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    tried = []
+    for path in _candidates():
+        try:
+            lib = ctypes.CDLL(path)
+            break
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+    else:
+        raise RematError(-1, "io", "cannot load libremat: tried " + "; ".join(tried) +
+                         " (build it with make, or set REMAT_LIB to its path)")
+    for name, (args, res) in _SIGNATURES.items():
+        f = getattr(lib, name)
+        f.argtypes = args
+        if res == "status":
+            f.restype = c_int
+            f.errcheck = _errcheck
+        else:
+            f.restype = res
+    _lib = lib
+    c = Config()
+    lib.remat_config_default(byref(c))
+    if (c.n_layer, c.n_embd, c.n_head, c.vocab, c.max_seq, c.batch, c.seq, c.tp, c.table) != \
+            (4, 128, 4, 256, 64, 16, 64, 1, 0):
+        _lib = None
+        raise RematError(-1, "invalid", "libremat's remat_config does not have the layout this binding declares "
+                         "(a library of another version?)")
+    return lib
+
+
+def version():
+    return load().remat_version().decode()
+
+
+def row_policy(row):
+    """a remat_plan_row's policy string"""
+    return ctypes.string_at(row.policy).decode() if row.policy else None

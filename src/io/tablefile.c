@@ -1,0 +1,442 @@
+/*
+ * tablefile.c -- tables read from files (remat.h, "tables read from
+ * files"; README, "The table format", gives the format): JSON
+ * through Jansson, checked, turned into a table of constant bytes
+ * (src/table/custom.c) and a profile of the file's times.
+ *
+ * What the numbers become.  With x a block's output (the chain's input, the
+ * gradient between blocks), E and C its expensive and cheap saved bytes,
+ * P and H what the ops before and after the chain keep:
+ *   - the head entry holds P + H: kept outside the chain, it is live when
+ *     the forward ends, as the framework holds it;
+ *   - kept bytes = stored + P + H - (x if the chain's input is not among
+ *     the kept bytes, "kept": false: a sample input, allocated before the
+ *     step) - (x if the head does not keep the last block's output): the
+ *     simulator keeps both, whatever the plan, so it is one constant
+ *     (outside_bytes);
+ *   - the head's scratch R = E + C + 2x is more than any moment of a
+ *     block's forward or backward adds to what the end of the forward
+ *     holds (a block's saved tensors, recomputed, with its input, output and
+ *     gradient), so that moment is the highest of a step and the simulated
+ *     peak is kept bytes + R + those two x's (reserve_bytes) -- unless a
+ *     segment of blocks re-run together holds more, which the simulator then
+ *     counts as it does any peak.  A budget on kept bytes is a budget on
+ *     activations of that much more.
+ * Times: a block's forward on its saved entries (custom.c), its backward on
+ * its output's; the median of the blocks' (their structure must agree; their
+ * times are measurements, and differ).
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../core/core.h"
+#include "../table/tensors.h"
+#include "../planner/planner.h"
+#include "io.h"
+#include "weights.h"
+
+#define TF_MAX_JSON ((size_t)256 << 20)
+#define TF_MAX_BYTES (1ULL << 48)      /* one number of bytes, and one block's sum (256 TiB) */
+#define TF_MAX_MS 1e9
+#define TF_MAX_SAVED 1000000           /* saved tensors of one block */
+
+/* keys of an object that are not among known[] */
+static remat_status unknown_keys(const remat_jobj *h, const char *const *known)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)h->o, key, v) {
+        int ok = 0;
+        for (int i = 0; known[i] && !ok; i++) ok = !strcmp(key, known[i]);
+        if (!ok) return remat_fail(REMAT_ERR_FORMAT, "%s: unknown key '%s%.64s'", h->src, h->where, key);
+    }
+    return REMAT_OK;
+}
+
+static remat_status bytes_of(const remat_jobj *h, const char *key, int required, long long dflt, uint64_t *out)
+{
+    long long v;
+    if (required && !remat_jobj_val(h, key)) return remat_jobj_bad(h, key, "given (a number of bytes)", NULL);
+    remat_status st = remat_jobj_ll(h, key, dflt, 0, (long long)TF_MAX_BYTES, &v);
+    if (!st) *out = (uint64_t)v;
+    return st;
+}
+
+static remat_status ms_of(const remat_jobj *h, const char *key, double *out)
+{
+    return remat_jobj_range(h, key, 0, 0, TF_MAX_MS, out);
+}
+
+/* a string of at most 255 bytes, copied (NULL when absent) */
+static remat_status str_of(const remat_jobj *h, const char *key, char **out)
+{
+    const char *v;
+    remat_status st = remat_jobj_str(h, key, NULL, &v);
+    if (st || !v) return st;
+    if (strlen(v) > 255) return remat_jobj_bad(h, key, "a string of at most 255 bytes", remat_jobj_val(h, key));
+    if (!(*out = remat_strdup(v))) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", h->src);
+    return REMAT_OK;
+}
+
+/* the object at key (required), as h */
+static remat_status object_of(const remat_jobj *top, const char *key, const char *where, remat_jobj *h)
+{
+    const json_t *v = remat_jobj_val(top, key);
+    if (!json_is_object(v)) return remat_jobj_bad(top, key, "an object", v);
+    *h = (remat_jobj){ v, top->src, where };
+    return REMAT_OK;
+}
+
+static remat_status block_of(const remat_jobj *top, const json_t *v, int i, char *where, size_t wn,
+                             remat_tabfile_block *b)
+{
+    static const char *const keys[] = { "saved", "output_bytes", "forward_ms", "backward_ms", "cheap_forward_ms",
+                                        NULL };
+    remat_status st;
+    snprintf(where, wn, "blocks[%d].", i);
+    if (!json_is_object(v)) return remat_fail(REMAT_ERR_FORMAT, "%s: blocks[%d] must be an object", top->src, i);
+    remat_jobj h = { v, top->src, where };
+    if ((st = unknown_keys(&h, keys)) || (st = bytes_of(&h, "output_bytes", 1, 0, &b->output_bytes)) ||
+        (st = ms_of(&h, "forward_ms", &b->forward_ms)) || (st = ms_of(&h, "backward_ms", &b->backward_ms)) ||
+        (st = ms_of(&h, "cheap_forward_ms", &b->cheap_forward_ms)))
+        return st;
+    if (!b->output_bytes) return remat_jobj_bad(&h, "output_bytes", "at least 1", remat_jobj_val(&h, "output_bytes"));
+    if (b->cheap_forward_ms > b->forward_ms)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: %scheap_forward_ms %g is more than its forward_ms %g", top->src, where,
+                          b->cheap_forward_ms, b->forward_ms);
+    const json_t *sv = remat_jobj_val(&h, "saved");
+    if (!json_is_array(sv)) return remat_jobj_bad(&h, "saved", "an array of {\"bytes\", \"cheap\"}", sv);
+    size_t n = json_array_size(sv);
+    if (n > TF_MAX_SAVED) return remat_fail(REMAT_ERR_FORMAT, "%s: %ssaved has %zu tensors (at most %d)", top->src,
+                                            where, n, TF_MAX_SAVED);
+    if (n && !(b->saved = remat_calloc(n, sizeof *b->saved)))
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", top->src);
+    b->nsaved = n;
+    uint64_t sum = 0;
+    for (size_t k = 0; k < n; k++) {
+        static const char *const skeys[] = { "bytes", "cheap", NULL };
+        char w2[64];
+        snprintf(w2, sizeof w2, "%ssaved[%zu].", where, k);
+        const json_t *e = json_array_get(sv, k);
+        if (!json_is_object(e)) return remat_fail(REMAT_ERR_FORMAT, "%s: %ssaved[%zu] must be an object", top->src, where, k);
+        remat_jobj eh = { e, top->src, w2 };
+        if ((st = unknown_keys(&eh, skeys)) || (st = bytes_of(&eh, "bytes", 1, 0, &b->saved[k].bytes)) ||
+            (st = remat_jobj_bool(&eh, "cheap", 0, &b->saved[k].cheap)))
+            return st;
+        sum += b->saved[k].bytes;
+        if (sum > TF_MAX_BYTES)
+            return remat_fail(REMAT_ERR_FORMAT, "%s: %ssaved holds more than %llu bytes", top->src, where,
+                              (unsigned long long)TF_MAX_BYTES);
+    }
+    return REMAT_OK;
+}
+
+/* The first way block b differs from block a (0): "" when it does not. */
+static void block_diff(const remat_tabfile_block *a, const remat_tabfile_block *b, char *why, size_t n)
+{
+    why[0] = 0;
+    if (a->output_bytes != b->output_bytes)
+        snprintf(why, n, "its output has %llu bytes, block 0's %llu", (unsigned long long)b->output_bytes,
+                 (unsigned long long)a->output_bytes);
+    else if (a->nsaved != b->nsaved)
+        snprintf(why, n, "it saves %zu tensors, block 0 %zu", b->nsaved, a->nsaved);
+    else
+        for (size_t k = 0; k < a->nsaved && !why[0]; k++)
+            if (a->saved[k].bytes != b->saved[k].bytes || a->saved[k].cheap != b->saved[k].cheap)
+                snprintf(why, n, "its saved tensor %zu has %llu bytes%s, block 0's %llu%s", k,
+                         (unsigned long long)b->saved[k].bytes, b->saved[k].cheap ? " (cheap)" : "",
+                         (unsigned long long)a->saved[k].bytes, a->saved[k].cheap ? " (cheap)" : "");
+}
+
+void remat_tabfile_clear(remat_tabfile *t)
+{
+    if (!t) return;
+    for (int i = 0; t->block && i < t->nblock; i++) free(t->block[i].saved);
+    free(t->block);
+    free(t->name);
+    free(t->source);
+    free(t->device);
+    memset(t, 0, sizeof *t);
+}
+
+static remat_status parse(const json_t *root, const char *src, remat_tabfile *t)
+{
+    static const char *const keys[] = { "format", "version", "name", "source", "device", "selective", "input",
+                                        "blocks", "head", "params_bytes", "grads_bytes", "optimizer_bytes",
+                                        "optimizer_ms", "checkpoint", NULL };
+    static const char *const ikeys[] = { "bytes", "kept", "saved_bytes", "forward_ms", "backward_ms", NULL };
+    static const char *const hkeys[] = { "saved_bytes", "keeps_input", "forward_ms", "backward_ms", NULL };
+    remat_status st;
+    if (!json_is_object(root)) return remat_fail(REMAT_ERR_FORMAT, "%s: not a JSON object", src);
+    remat_jobj h = { root, src, "" }, in, hd;
+    const char *fmt;
+    int version;
+    if ((st = remat_jobj_str(&h, "format", NULL, &fmt))) return st;
+    if (!fmt || strcmp(fmt, "remat-table"))
+        return remat_fail(REMAT_ERR_FORMAT, "%s: not a remat table (\"format\": \"remat-table\" is missing)", src);
+    if (!remat_jobj_val(&h, "version")) return remat_jobj_bad(&h, "version", "given", NULL);
+    if ((st = remat_jobj_int(&h, "version", 0, 0, INT32_MAX, &version))) return st;
+    if (version != 1)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: table format version %d; this remat reads version 1", src, version);
+    if ((st = unknown_keys(&h, keys)) || (st = str_of(&h, "name", &t->name)) || (st = str_of(&h, "source", &t->source)) ||
+        (st = str_of(&h, "device", &t->device)) || (st = remat_jobj_bool(&h, "selective", 0, &t->selective)) ||
+        (st = bytes_of(&h, "params_bytes", 0, 0, &t->params_bytes)) ||
+        (st = bytes_of(&h, "grads_bytes", 0, 0, &t->grads_bytes)) ||
+        (st = bytes_of(&h, "optimizer_bytes", 0, 0, &t->optimizer_bytes)) ||
+        (st = ms_of(&h, "optimizer_ms", &t->optimizer_ms)))
+        return st;
+    if ((st = object_of(&h, "input", "input.", &in)) || (st = unknown_keys(&in, ikeys)) ||
+        (st = bytes_of(&in, "bytes", 1, 0, &t->input_bytes)) || (st = remat_jobj_bool(&in, "kept", 1, &t->input_kept)) ||
+        (st = bytes_of(&in, "saved_bytes", 0, 0, &t->input_saved)) || (st = ms_of(&in, "forward_ms", &t->input_fwd)) ||
+        (st = ms_of(&in, "backward_ms", &t->input_bwd)))
+        return st;
+    if ((st = object_of(&h, "head", "head.", &hd)) || (st = unknown_keys(&hd, hkeys)) ||
+        (st = bytes_of(&hd, "saved_bytes", 0, 0, &t->head_saved)) ||
+        (st = remat_jobj_bool(&hd, "keeps_input", 1, &t->head_keeps_input)) || (st = ms_of(&hd, "forward_ms", &t->head_fwd)) ||
+        (st = ms_of(&hd, "backward_ms", &t->head_bwd)))
+        return st;
+    if (remat_jobj_val(&h, "checkpoint")) {
+        static const char *const ckeys[] = { "context_bytes", "call_bytes", NULL };
+        remat_jobj ck;
+        if ((st = object_of(&h, "checkpoint", "checkpoint.", &ck)) || (st = unknown_keys(&ck, ckeys)) ||
+            (st = bytes_of(&ck, "context_bytes", 0, 0, &t->context_bytes)) ||
+            (st = bytes_of(&ck, "call_bytes", 0, 0, &t->call_bytes)))
+            return st;
+    }
+    const json_t *bl = remat_jobj_val(&h, "blocks");
+    if (!json_is_array(bl) || json_array_size(bl) < 1 || json_array_size(bl) > REMAT_MAX_LAYERS) {
+        char want[64];
+        snprintf(want, sizeof want, "an array of 1 to %d blocks", REMAT_MAX_LAYERS);
+        return remat_jobj_bad(&h, "blocks", want, bl);
+    }
+    int nb = (int)json_array_size(bl);
+    if (!(t->block = remat_calloc((size_t)nb, sizeof *t->block)))
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", src);
+    t->nblock = nb;
+    char where[32], why[160];
+    for (int i = 0; i < nb; i++) {
+        if ((st = block_of(&h, json_array_get(bl, (size_t)i), i, where, sizeof where, &t->block[i]))) return st;
+        block_diff(&t->block[0], &t->block[i], why, sizeof why);
+        if (why[0])
+            return remat_fail(REMAT_ERR_FORMAT, "%s: block %d differs from block 0: %s (remat's tables are chains of "
+                              "identical blocks; name the blocks that repeat)", src, i, why);
+    }
+    if (t->input_bytes != t->block[0].output_bytes)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: the chain's input has %llu bytes, a block's output %llu (each block's "
+                          "input is the one before's output)", src, (unsigned long long)t->input_bytes,
+                          (unsigned long long)t->block[0].output_bytes);
+    if (t->input_saved + t->head_saved > TF_MAX_BYTES || t->params_bytes + t->grads_bytes + t->optimizer_bytes > 3 * TF_MAX_BYTES)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: more than %llu bytes outside the chain", src,
+                          (unsigned long long)TF_MAX_BYTES);
+    return REMAT_OK;
+}
+
+remat_status remat_tabfile_parse(const void *buf, size_t n, const char *src, remat_tabfile *out)
+{
+    json_error_t je;
+    memset(out, 0, sizeof *out);
+    json_t *root = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &je);
+    if (!root) return remat_json_fail(src, "table", &je);
+    remat_status st = parse(root, src, out);
+    json_decref(root);
+    if (st) remat_tabfile_clear(out);
+    return st;
+}
+
+/* ---- writing (the fuzz target's round trip) --------------------------------------- */
+
+/* o[key] = v, taking v (released when an earlier step failed) */
+typedef struct tw { int ok; } tw;
+static void tput(tw *w, json_t *o, const char *key, json_t *v)
+{
+    if (!w->ok) { json_decref(v); return; }
+    w->ok = v && !json_object_set_new(o, key, v);
+}
+
+remat_status remat_tabfile_dump(const remat_tabfile *t, char **text)
+{
+    tw w = { 1 };
+    *text = NULL;
+    json_t *o = json_object(), *in = json_object(), *hd = json_object(), *bl = json_array();
+    if (!o || !in || !hd || !bl) w.ok = 0;
+    if (w.ok) {
+        tput(&w, o, "format", json_string("remat-table"));
+        tput(&w, o, "version", json_integer(1));
+        if (t->name) tput(&w, o, "name", json_string(t->name));
+        if (t->source) tput(&w, o, "source", json_string(t->source));
+        if (t->device) tput(&w, o, "device", json_string(t->device));
+        tput(&w, o, "selective", json_boolean(t->selective));
+        tput(&w, in, "bytes", json_integer((json_int_t)t->input_bytes));
+        tput(&w, in, "kept", json_boolean(t->input_kept));
+        tput(&w, in, "saved_bytes", json_integer((json_int_t)t->input_saved));
+        tput(&w, in, "forward_ms", json_real(t->input_fwd));
+        tput(&w, in, "backward_ms", json_real(t->input_bwd));
+        for (int i = 0; i < t->nblock && w.ok; i++) {
+            const remat_tabfile_block *b = &t->block[i];
+            json_t *bo = json_object(), *sv = json_array();
+            if (!bo || !sv) { json_decref(bo); json_decref(sv); w.ok = 0; break; }
+            if (json_array_append_new(bl, bo)) { json_decref(sv); w.ok = 0; break; }
+            for (size_t k = 0; k < b->nsaved && w.ok; k++) {
+                json_t *e = json_object();
+                w.ok = e && !json_array_append_new(sv, e);
+                tput(&w, e, "bytes", json_integer((json_int_t)b->saved[k].bytes));
+                tput(&w, e, "cheap", json_boolean(b->saved[k].cheap));
+            }
+            tput(&w, bo, "saved", sv);
+            tput(&w, bo, "output_bytes", json_integer((json_int_t)b->output_bytes));
+            tput(&w, bo, "forward_ms", json_real(b->forward_ms));
+            tput(&w, bo, "backward_ms", json_real(b->backward_ms));
+            tput(&w, bo, "cheap_forward_ms", json_real(b->cheap_forward_ms));
+        }
+        tput(&w, hd, "saved_bytes", json_integer((json_int_t)t->head_saved));
+        tput(&w, hd, "keeps_input", json_boolean(t->head_keeps_input));
+        tput(&w, hd, "forward_ms", json_real(t->head_fwd));
+        tput(&w, hd, "backward_ms", json_real(t->head_bwd));
+        tput(&w, o, "params_bytes", json_integer((json_int_t)t->params_bytes));
+        tput(&w, o, "grads_bytes", json_integer((json_int_t)t->grads_bytes));
+        tput(&w, o, "optimizer_bytes", json_integer((json_int_t)t->optimizer_bytes));
+        tput(&w, o, "optimizer_ms", json_real(t->optimizer_ms));
+        json_t *ck = json_object();
+        tput(&w, ck, "context_bytes", json_integer((json_int_t)t->context_bytes));
+        tput(&w, ck, "call_bytes", json_integer((json_int_t)t->call_bytes));
+        tput(&w, o, "checkpoint", ck);
+        tput(&w, o, "input", in);
+        tput(&w, o, "blocks", bl);
+        tput(&w, o, "head", hd);
+        in = hd = bl = NULL;    /* o owns them now (or they were released on failure) */
+    }
+    /* every double at the precision that reads it back */
+    char *s = w.ok ? json_dumps(o, JSON_INDENT(1) | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(o);
+    json_decref(in);
+    json_decref(hd);
+    json_decref(bl);
+    if (!s) return remat_fail(REMAT_ERR_NOMEM, "out of memory writing a table");
+    *text = remat_strdup(s);
+    free(s);
+    return *text ? REMAT_OK : remat_fail(REMAT_ERR_NOMEM, "out of memory writing a table");
+}
+
+/* ---- the table ------------------------------------------------------------------ */
+
+/* the median over the blocks of the field at off of remat_tabfile_block; NAN when out of memory */
+static double block_median(const remat_tabfile *t, size_t off)
+{
+    double *v = remat_malloc(sizeof(double) * (size_t)t->nblock);
+    if (!v) return NAN;
+    for (int i = 0; i < t->nblock; i++) v[i] = *(const double *)((const char *)&t->block[i] + off);
+    double m = remat_median(v, (size_t)t->nblock);
+    free(v);
+    return m;
+}
+
+remat_status remat_tabfile_spec(const remat_tabfile *t, remat_table_spec *s)
+{
+    const remat_tabfile_block *b = &t->block[0];
+    memset(s, 0, sizeof *s);
+    s->name = t->name ? t->name : "table";
+    s->selective = t->selective;
+    for (size_t k = 0; k < b->nsaved; k++) {
+        if (t->selective && b->saved[k].cheap) s->cheap += b->saved[k].bytes;
+        else s->expensive += b->saved[k].bytes;
+    }
+    uint64_t x = b->output_bytes;
+    uint64_t adj = (t->input_kept ? 0 : x) + (t->head_keeps_input ? 0 : x);
+    s->output = x;
+    s->head = t->input_saved + t->head_saved;
+    s->reserve = s->expensive + s->cheap + 2 * x;
+    s->outside = (int64_t)s->head - (int64_t)adj;
+    s->static_bytes = t->params_bytes + t->grads_bytes + t->optimizer_bytes;
+    s->blocks = t->nblock;
+    s->context = t->context_bytes;
+    s->call = t->call_bytes;
+    s->block_fwd_ms = block_median(t, offsetof(remat_tabfile_block, forward_ms));
+    s->block_bwd_ms = block_median(t, offsetof(remat_tabfile_block, backward_ms));
+    s->cheap_fwd_ms = t->selective ? block_median(t, offsetof(remat_tabfile_block, cheap_forward_ms)) : 0;
+    if (isnan(s->block_fwd_ms) || isnan(s->block_bwd_ms) || isnan(s->cheap_fwd_ms))
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table");
+    if (s->cheap_fwd_ms > s->block_fwd_ms) s->cheap_fwd_ms = s->block_fwd_ms;   /* medians of two lists */
+    s->input_fwd_ms = t->input_fwd;
+    s->input_bwd_ms = t->input_bwd;
+    s->head_fwd_ms = t->head_fwd;
+    s->head_bwd_ms = t->head_bwd;
+    s->update_ms = t->optimizer_ms;
+    return REMAT_OK;
+}
+
+/* ---- the public face --------------------------------------------------------------- */
+
+static remat_status read_table(const void *json, size_t n, const char *src, remat_config *cfg, remat_profile **prof)
+{
+    remat_tabfile t;
+    remat_table_spec s;
+    remat_config c;
+    remat_profile *p = NULL;
+    int id = 0;
+    if (prof) *prof = NULL;
+    if (!cfg || (!json && n)) return remat_fail(REMAT_ERR_INVALID, "remat_table_read: NULL argument");
+    remat_status st = remat_tabfile_parse(json, n, src, &t);
+    if (st) return st;
+    if ((st = remat_tabfile_spec(&t, &s)) || (st = remat_table_custom_add(&s, remat_hash_bytes(json, n), &id))) goto out;
+    remat_config_default(&c);
+    c.n_layer = t.nblock;
+    c.framework = REMAT_FRAMEWORK_TABLE;
+    c.table = id;
+    if ((st = remat_config_check(&c))) goto out;
+    if (prof) {
+        double fwd[RT_MAXT], bwd[RT_MAXT];
+        if (!(p = remat_malloc(sizeof *p))) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table"); goto out; }
+        remat_table_custom_times(id, fwd, bwd);
+        remat_profile_fill_times(p, &c, fwd, bwd, s.update_ms, t.device ? t.device : "an unnamed device");
+        *prof = p;
+    }
+    *cfg = c;
+out:
+    if (st) remat_table_custom_release(id);
+    remat_tabfile_clear(&t);
+    return st;
+}
+
+remat_status remat_table_read(const void *json, size_t n, remat_config *cfg, remat_profile **prof)
+{
+    return read_table(json, n, "table", cfg, prof);
+}
+
+remat_status remat_table_load(const char *path, remat_config *cfg, remat_profile **prof)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    if (prof) *prof = NULL;
+    if (!path || !cfg) return remat_fail(REMAT_ERR_INVALID, "remat_table_load: NULL argument");
+    remat_status st = remat_read_file(path, TF_MAX_JSON, &buf, &n);
+    if (!st) st = read_table(buf, n, path, cfg, prof);
+    free(buf);
+    return st;
+}
+
+remat_status remat_table_get_info(const remat_config *cfg, remat_table_info *out)
+{
+    if (!cfg || !out) return remat_fail(REMAT_ERR_INVALID, "remat_table_get_info: NULL argument");
+    memset(out, 0, sizeof *out);
+    const remat_table_spec *s = cfg->framework == REMAT_FRAMEWORK_TABLE ? remat_table_custom_spec(cfg->table) : NULL;
+    if (!s) return remat_fail(REMAT_ERR_INVALID, "the config is not of a loaded table (framework table, id %d)", cfg->table);
+    out->name = s->name;
+    out->blocks = s->blocks;
+    out->selective = s->selective;
+    out->block_saved_bytes = s->expensive + s->cheap;
+    out->output_bytes = s->output;
+    out->outside_bytes = s->outside;
+    out->reserve_bytes = (uint64_t)((int64_t)s->head + (int64_t)s->reserve - s->outside);
+    out->static_bytes = s->static_bytes;
+    out->context_bytes = s->context;
+    out->call_bytes = s->call;
+    return REMAT_OK;
+}
+
+void remat_table_unload(const remat_config *cfg)
+{
+    if (cfg && cfg->framework == REMAT_FRAMEWORK_TABLE) remat_table_custom_release(cfg->table);
+}

@@ -1,0 +1,235 @@
+/*
+ * custom.c -- tensor tables built at run time from numbers (tensors.h,
+ * "tables built at run time"): the tables of files that describe another
+ * framework's chain of blocks (src/io/tablefile.c reads them), registered
+ * under an id that a config names.
+ *
+ * Such a table is the same data as remat's own (tensors.c) with constant
+ * shapes -- every entry's elements a constant term in bytes (RT_P_BYTE) --
+ * and no kernels (RK_NONE): it is planned, never run.  Its op times are not
+ * in it: they come with the profile the reader builds from the file.  One
+ * block is
+ *   saved      (selective: expensive, then cheap, read from expensive)  read from the block input
+ *   output     the next block's input, read from the saved tensors; its backward is the
+ *              block's whole backward, reading what the block saved
+ * so that keeping all of them is no checkpoint, keeping none is
+ * torch.utils.checkpoint of the block (whose re-run recomputes both saved
+ * entries: the whole block, as the framework re-runs it), and keeping only
+ * expensive (or only cheap) is a selective checkpoint.  The chain's input,
+ * the head (what the ops before and after the chain keep, and scratch that
+ * keeps the end of the forward the highest moment of a step: see
+ * tablefile.c) and the gradient between blocks are the globals.
+ *
+ * Tables live in REMAT_TABLES_MAX slots of an array read without a lock (a
+ * lookup is on every tensor's byte count); adding and releasing take one.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tensors.h"
+#include "../core/core.h"
+
+typedef struct custom {
+    remat_table tb;
+    remat_tensor_def defs[6];
+    remat_table_spec spec;
+    char name[64];
+    uint64_t key;
+    int refs;
+    int id;
+} custom;
+
+static custom *slots[REMAT_TABLES_MAX];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* An id is its slot + 1 + REMAT_TABLES_MAX times a count of loads, so that
+ * the id of an unloaded table names nothing, even once its slot is reused. */
+static int loads;
+#define SLOT(id) (((id) - 1) % REMAT_TABLES_MAX)
+
+#define N_ RT_NONE
+#define K(b) RX(RX_T((int64_t)(b)))
+
+/* an entry of constant bytes, no op of remat's */
+static remat_tensor_def entry(const char *name, const char *op, int cls, uint64_t bytes)
+{
+    remat_tensor_def d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.op = op;
+    d.cls = (uint8_t)cls;
+    d.shape = (remat_expr)K(bytes);
+    d.shape_text = "(bytes)";
+    d.prec = RT_P_BYTE;
+    d.kernel = RK_NONE;
+    d.opc = RO_POINTWISE;
+    d.w = d.b = -1;
+    d.gout = d.gin = N_;
+    memset(d.fwd_in, N_, sizeof d.fwd_in);
+    memset(d.bwd_in, N_, sizeof d.bwd_in);
+    memset(d.g_need, N_, sizeof d.g_need);
+    memset(d.g_alloc, N_, sizeof d.g_alloc);
+    memset(d.g_free, N_, sizeof d.g_free);
+    return d;
+}
+
+/* the table of s into c */
+static void build(custom *c, const remat_table_spec *s)
+{
+    int nb = s->selective ? 3 : 2;             /* per-block entries */
+    int out = nb - 1, in = nb, head = nb + 1, dres = nb + 2;
+    remat_tensor_def *d = c->defs;
+    if (s->selective) {
+        d[0] = entry("expensive", "the block's saved tensors that are costly to recompute", RT_CLASS_BLOCK, s->expensive);
+        d[0].fwd_in[0] = RT_X;
+        d[1] = entry("cheap", "the block's saved tensors that are cheap to recompute", RT_CLASS_BLOCK, s->cheap);
+        d[1].fwd_in[0] = 0;
+    } else {
+        d[0] = entry("saved", "what the block saves for its backward", RT_CLASS_BLOCK, s->expensive);
+        d[0].fwd_in[0] = RT_X;
+    }
+    d[out] = entry("output", "the block output (the next block's input); its backward is the block's", RT_CLASS_BLOCK,
+                   s->output);
+    d[out].fwd_in[0] = (int8_t)(out - 1);
+    for (int t = 0; t < out; t++) d[out].bwd_in[t] = (int8_t)t;
+    d[out].has_bwd = 1;
+    d[out].g_need[0] = (int8_t)dres;
+    d[out].gout = d[out].gin = (int8_t)dres;
+    d[in] = entry("input", "the chain's input", RT_CLASS_GLOBAL, s->output);
+    d[in].has_bwd = 1;
+    d[in].g_need[0] = d[in].g_free[0] = (int8_t)dres;
+    d[in].gout = (int8_t)dres;
+    d[head] = entry("head", "what the ops outside the chain keep (before and after it)", RT_CLASS_GLOBAL, s->head);
+    d[head].fwd_in[0] = RT_X;
+    d[head].bwd_in[0] = RT_X;
+    d[head].bwd_in[1] = (int8_t)head;
+    d[head].has_bwd = 1;
+    d[head].g_alloc[0] = (int8_t)dres;
+    d[head].g_free[0] = (int8_t)head;
+    d[head].gout = (int8_t)head;
+    d[head].gin = (int8_t)dres;
+    d[head].scratch[0] = (remat_scratch){ K(s->reserve), RT_P_BYTE, RW_ALWAYS };
+    d[dres] = entry("d_output", "the gradient of a block output", RT_CLASS_GRAD, s->output);
+
+    remat_table *tb = &c->tb;
+    memset(tb, 0, sizeof *tb);
+    snprintf(c->name, sizeof c->name, "%s", s->name ? s->name : "table");
+    tb->name = c->name;
+    tb->arch = REMAT_ARCH_GPT2;
+    tb->count = nb + 3;
+    tb->nblock = nb;
+    tb->first_grad = dres;
+    tb->emb = in;
+    tb->d_res = dres;
+    tb->d_branch = N_;
+    tb->nlmhead = 1;
+    tb->lmhead[0] = (int8_t)head;
+    tb->nlmhead_bwd = 1;
+    tb->lmhead_bwd[0] = (int8_t)head;
+    tb->nbwd = 1;
+    tb->bwd[0] = (int8_t)out;
+    tb->defs = c->defs;
+    tb->has_static = 1;
+    tb->static_bytes = s->static_bytes;
+    c->spec = *s;
+    c->spec.name = c->name;
+}
+
+/* the numbers of two specs (names aside) */
+static int same_spec(const remat_table_spec *a, const remat_table_spec *b)
+{
+    return a->selective == b->selective && a->expensive == b->expensive && a->cheap == b->cheap &&
+           a->output == b->output && a->head == b->head && a->reserve == b->reserve &&
+           a->static_bytes == b->static_bytes && a->blocks == b->blocks && a->outside == b->outside &&
+           a->context == b->context && a->call == b->call &&
+           a->block_fwd_ms == b->block_fwd_ms && a->cheap_fwd_ms == b->cheap_fwd_ms &&
+           a->block_bwd_ms == b->block_bwd_ms && a->input_fwd_ms == b->input_fwd_ms &&
+           a->input_bwd_ms == b->input_bwd_ms && a->head_fwd_ms == b->head_fwd_ms &&
+           a->head_bwd_ms == b->head_bwd_ms && a->update_ms == b->update_ms;
+}
+
+remat_status remat_table_custom_add(const remat_table_spec *s, uint64_t key, int *id)
+{
+    remat_status st = REMAT_OK;
+    *id = 0;
+    pthread_mutex_lock(&lock);
+    int freeslot = -1;
+    for (int i = 0; i < REMAT_TABLES_MAX; i++) {
+        if (slots[i] && slots[i]->key == key && same_spec(&slots[i]->spec, s)) { slots[i]->refs++; *id = slots[i]->id; goto out; }
+        if (!slots[i] && freeslot < 0) freeslot = i;
+    }
+    if (freeslot < 0) {
+        st = remat_fail(REMAT_ERR_RANGE, "%d tables are loaded; unload one first (remat_table_unload)", REMAT_TABLES_MAX);
+        goto out;
+    }
+    custom *c = remat_calloc(1, sizeof *c);
+    if (!c) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory loading a table"); goto out; }
+    build(c, s);
+    c->key = key;
+    c->refs = 1;
+    loads = (loads + 1) % (INT32_MAX / REMAT_TABLES_MAX - 1);
+    c->id = freeslot + 1 + REMAT_TABLES_MAX * loads;
+    __atomic_store_n(&slots[freeslot], c, __ATOMIC_RELEASE);
+    *id = c->id;
+out:
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+void remat_table_custom_release(int id)
+{
+    if (id < 1) return;
+    pthread_mutex_lock(&lock);
+    custom *c = slots[SLOT(id)];
+    if (c && c->id == id && --c->refs == 0) {
+        __atomic_store_n(&slots[SLOT(id)], NULL, __ATOMIC_RELEASE);
+        free(c);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static custom *lookup(int id)
+{
+    if (id < 1) return NULL;
+    custom *c = __atomic_load_n(&slots[SLOT(id)], __ATOMIC_ACQUIRE);
+    return c && c->id == id ? c : NULL;
+}
+
+const remat_table *remat_table_custom(int id)
+{
+    custom *c = lookup(id);
+    return c ? &c->tb : NULL;
+}
+
+const remat_table_spec *remat_table_custom_spec(int id)
+{
+    custom *c = lookup(id);
+    return c ? &c->spec : NULL;
+}
+
+uint64_t remat_table_custom_key(int id)
+{
+    custom *c = lookup(id);
+    return c ? c->key : 0;
+}
+
+void remat_table_custom_times(int id, double *fwd, double *bwd)
+{
+    custom *c = lookup(id);
+    if (!c) return;
+    const remat_table_spec *s = &c->spec;
+    int nb = c->tb.nblock, out = nb - 1;
+    for (int t = 0; t < c->tb.first_grad; t++) fwd[t] = bwd[t] = 0;
+    if (s->selective) {
+        fwd[0] = s->block_fwd_ms - s->cheap_fwd_ms;
+        fwd[1] = s->cheap_fwd_ms;
+    } else {
+        fwd[0] = s->block_fwd_ms;
+    }
+    bwd[out] = s->block_bwd_ms;
+    fwd[c->tb.emb] = s->input_fwd_ms;
+    bwd[c->tb.emb] = s->input_bwd_ms;
+    fwd[c->tb.lmhead[0]] = s->head_fwd_ms;
+    bwd[c->tb.lmhead[0]] = s->head_bwd_ms;
+}

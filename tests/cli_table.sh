@@ -1,0 +1,66 @@
+#!/bin/sh
+# remat plan --table FILE.json: a chain of blocks a file describes (remat.h,
+# "tables read from files"), planned on kept bytes.  The seed corpus of
+# fuzz_table holds the files: a toy chain (selective too) and two that
+# remat_torch.measure wrote.  Checks: the rows' kept bytes are the file's
+# numbers, the optimal plan keeps at most the budget and is no slower than
+# the named policies that keep no more, --budget counts the file's
+# parameters, gradients and optimizer state, --pareto and --explain, and
+# each bad file, bad budget and bad flag refused in one line (exit status 2
+# for what was given, 1 when nothing fits).
+set -u
+. "$(dirname "$0")/lib.sh"
+C=fuzz/corpus/table
+
+$R plan --table $C/toy.json --budget-activations 600KiB > "$T/toy.txt" && ok || bad "toy table: $(cat "$T/toy.txt")"
+grep -q "^table: toy ($C/toy.json): 6 blocks, each saving 208.0 KiB, output 16.0 KiB" "$T/toy.txt" && ok ||
+    bad "the header: $(head -n 1 "$T/toy.txt")"
+grep -q "^optimal plan: plan:" "$T/toy.txt" && grep -q "^  layer" "$T/toy.txt" && ok || bad "no optimal plan explained"
+for f in toy toy-selective remat-torch-mlp remat-torch-gpt2; do
+    $R plan --table $C/$f.json --budget-activations 400KiB --json > "$T/$f.json" 2> "$T/$f.err"
+    /usr/bin/python3 - "$C/$f.json" "$T/$f.json" <<'PY' && ok || bad "$f: $(cat "$T/$f.err")"
+import json, sys
+t, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+x, L = t["blocks"][0]["output_bytes"], len(t["blocks"])
+e = sum(s["bytes"] for s in t["blocks"][0]["saved"])
+outside = t["input"].get("saved_bytes", 0) + t["head"]["saved_bytes"] - (0 if t["input"].get("kept", True) else x) \
+    - (0 if t["head"].get("keeps_input", True) else x)
+rows = {r["policy"]: r for r in d["rows"]}
+assert rows["none"]["kept_bytes"] == (L + 1) * x + L * e + outside, (rows["none"], (L + 1) * x + L * e + outside)
+assert rows["full"]["kept_bytes"] == (L + 1) * x + outside
+for r in d["rows"]:
+    assert r["kept_bytes"] == r["stored_bytes"] + d["outside_bytes"]
+opt = d["optimal"]
+if opt is not None:
+    assert opt["kept_bytes"] <= 400 * 1024
+    for r in d["rows"]:
+        if r["peak_bytes"] <= 400 * 1024 + d["reserve_bytes"]:
+            assert opt["step_ms_pred"] <= r["step_ms_pred"] * (1 + 1e-12), (opt, r)
+PY
+done
+# --budget: kept bytes + parameters, gradients and optimizer state (4 MB in toy.json)
+$R plan --table $C/toy.json --budget 4600KiB --json > "$T/total.json" && /usr/bin/python3 - "$T/total.json" <<'PY' && ok || bad "--budget"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["static_bytes"] == 4000000 and not d["budget_total"] is False
+assert d["optimal"]["kept_bytes"] + d["static_bytes"] <= 4600 * 1024
+PY
+$R plan --table $C/toy.json --pareto > "$T/p.txt" && grep -q "^Pareto front: [0-9]* plans" "$T/p.txt" && ok || bad "--pareto"
+$R plan --table $C/toy.json --recompute every:3 --explain | grep -q "^every:3:" && ok || bad "--explain"
+$R plan --table $C/toy-selective.json --recompute plan:A1.A2.A3.A0.A1.A3 --explain > "$T/sel.txt" &&
+    grep -q "keep all but cheap; recompute cheap in the backward" "$T/sel.txt" &&
+    grep -q "keep all but expensive; recompute expensive in the backward" "$T/sel.txt" &&
+    ok || bad "selective keep-sets: $(cat "$T/sel.txt")"
+
+# refusals, one line each
+for f in $C/bad-*.json; do expect_err --rc 2 "$(basename "$f")" $R plan --table "$f" --budget-activations 1MiB; done
+expect_err --rc 1 "budget below the minimum" $R plan --table $C/toy.json --budget-activations 20KiB
+grep -q "below the minimum" "$T/stderr" && ok || bad "the minimum is not stated: $(cat "$T/stderr")"
+expect_err --rc 2 "missing file" $R plan --table "$T/none.json"
+expect_err --rc 2 "a config flag" $R plan --table $C/toy.json --layers 4
+expect_err --rc 2 "no file" $R plan --table
+expect_err --rc 2 "both budgets" $R plan --table $C/toy.json --budget 1GiB --budget-activations 1MiB
+expect_err --rc 2 "--pareto with a budget" $R plan --table $C/toy.json --pareto --budget 1GiB
+expect_err --rc 2 "a policy the table has no tensor for" $R plan --table $C/toy.json --recompute save:qkv
+expect_err --rc 2 "a keep mask of no tensor" $R plan --table $C/toy.json --recompute plan:A1.A1.A1.A1.A1.A4
+finish cli_table

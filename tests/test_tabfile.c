@@ -1,0 +1,364 @@
+/*
+ * test_tabfile.c -- tables read from files (remat.h, "tables read from
+ * files"; src/io/tablefile.c, src/table/custom.c): what the planner, the
+ * simulator and the cost model make of one, and every refusal.
+ *
+ *   - the simulator's stored bytes, plus outside_bytes, are the kept bytes
+ *     the numbers say, under no checkpoint, per-block checkpoints and
+ *     segments; a per-block plan's peak is its kept bytes + reserve_bytes,
+ *     a segment's re-run at least that;
+ *   - a checkpointed block costs its whole forward again (the framework
+ *     re-runs it), a selective keep-set only the other saved entry's;
+ *   - the planner's plan for kept bytes K (K + reserve) keeps at most K and
+ *     is no slower than every named policy that keeps no more; the minimum;
+ *   - times are the median of the blocks'; the static bytes are the file's;
+ *   - the same bytes load as the same id, counted; an unloaded id names
+ *     nothing, even when its slot is reused; the engine refuses the config;
+ *   - a parsed file written back parses to the same table;
+ *   - 20 malformed files, each refused with REMAT_ERR_FORMAT in one line
+ *     that says what is wrong.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+#include "remat.h"
+#include "io/io.h"
+
+typedef unsigned long long ull;
+
+/* a table: L blocks, each saving e[0..n) (cheap[k]) with output x */
+typedef struct spec {
+    int L, n, selective, input_kept, keeps_input;
+    ull e[8], x, before, after, params;
+    int cheap[8];
+    double fwd, bwd, cheap_fwd;
+} spec;
+
+static char *table_json(const spec *s, const char *block_extra, const char *top_extra)
+{
+    size_t cap = 4096 + (size_t)s->L * 512;
+    char *b = malloc(cap);
+    size_t k = (size_t)snprintf(b, cap, "{\"format\": \"remat-table\", \"version\": 1, \"name\": \"t\", \"device\": \"test\", "
+                                "\"selective\": %s, \"input\": {\"bytes\": %llu, \"kept\": %s, \"saved_bytes\": %llu, "
+                                "\"forward_ms\": 0.25, \"backward_ms\": 0.5}, \"blocks\": [",
+                                s->selective ? "true" : "false", s->x, s->input_kept ? "true" : "false", s->before);
+    for (int l = 0; l < s->L; l++) {
+        k += (size_t)snprintf(b + k, cap - k, "%s{\"saved\": [", l ? ", " : "");
+        for (int i = 0; i < s->n; i++)
+            k += (size_t)snprintf(b + k, cap - k, "%s{\"bytes\": %llu, \"cheap\": %s}", i ? ", " : "", s->e[i],
+                                  s->cheap[i] ? "true" : "false");
+        k += (size_t)snprintf(b + k, cap - k, "], \"output_bytes\": %llu, \"forward_ms\": %.17g, \"backward_ms\": %.17g, "
+                              "\"cheap_forward_ms\": %.17g%s}", s->x, s->fwd + 0.001 * (l % 3), s->bwd, s->cheap_fwd,
+                              block_extra && l == s->L - 1 ? block_extra : "");
+    }
+    snprintf(b + k, cap - k, "], \"head\": {\"saved_bytes\": %llu, \"keeps_input\": %s, \"forward_ms\": 1, "
+             "\"backward_ms\": 2}, \"params_bytes\": %llu, \"grads_bytes\": %llu, \"optimizer_bytes\": %llu, "
+             "\"optimizer_ms\": 3%s}", s->after, s->keeps_input ? "true" : "false", s->params, s->params, 2 * s->params,
+             top_extra ? top_extra : "");
+    return b;
+}
+
+static const spec BASE = { 6, 3, 0, 1, 1, { 65536, 16384, 131072 }, 16384, 512, 40000, 1000000, { 0, 1, 0 }, 1.0, 2.0, 0.25 };
+
+static ull saved_sum(const spec *s, int cheap)
+{
+    ull t = 0;
+    for (int i = 0; i < s->n; i++)
+        if (!s->selective || s->cheap[i] == cheap) t += s->e[i];
+    return t;
+}
+
+/* kept bytes the numbers say for a plan whose blocks keep kept_blocks of their saved bytes in all
+ * and whose boundaries kept are nx (the chain's input and every block output kept) */
+static ull kept_of(const spec *s, ull saved_kept, int nx)
+{
+    return (ull)nx * s->x + saved_kept + s->before + s->after -
+           (s->input_kept ? 0 : s->x) - (s->keeps_input ? 0 : s->x);
+}
+
+static int load(const spec *s, remat_config *c, remat_profile **p, remat_table_info *info)
+{
+    char *j = table_json(s, NULL, NULL);
+    remat_status st = remat_table_read(j, strlen(j), c, p);
+    free(j);
+    CHECK(st == REMAT_OK, "a valid table: %s", remat_errmsg());
+    if (st) return 0;
+    CHECK(remat_table_get_info(c, info) == REMAT_OK, "info: %s", remat_errmsg());
+    return 1;
+}
+
+static remat_plan_row eval(const remat_config *c, const remat_profile *p, const char *pol)
+{
+    remat_plan_row r;
+    remat_status st = remat_plan_evaluate(c, p, pol, 0, 1, &r);
+    CHECK(st == REMAT_OK, "%s: %s", pol, remat_errmsg());
+    return r;
+}
+
+/* stored + outside, peak and times of plans, for one spec */
+static void plans(const spec *s)
+{
+    remat_config c;
+    remat_profile *p = NULL;
+    remat_table_info info;
+    if (!load(s, &c, &p, &info)) return;
+    int L = s->L;
+    double med = s->fwd + 0.001 * (L >= 3 ? 1 : L == 2 ? 0.5 : 0);   /* the blocks' median forward */
+    ull E = saved_sum(s, 0), C = s->selective ? saved_sum(s, 1) : 0, full = s->selective ? 3 : 1;
+    CHECK(c.framework == REMAT_FRAMEWORK_TABLE && c.n_layer == L && c.table > 0, "config: framework %d, %d layers",
+          (int)c.framework, c.n_layer);
+    CHECK(info.blocks == L && info.block_saved_bytes == E + C && info.output_bytes == s->x, "info: %d blocks, %llu, %llu",
+          info.blocks, (ull)info.block_saved_bytes, (ull)info.output_bytes);
+    CHECK(remat_plan_static_bytes(&c) == 4 * s->params, "static bytes %llu", (ull)remat_plan_static_bytes(&c));
+    remat_plan_row none = eval(&c, p, "none");
+    ull want = kept_of(s, (ull)L * (E + C), L + 1);
+    CHECK(none.stored_bytes + (ull)info.outside_bytes == want, "none: stored %llu + outside %lld, want %llu kept",
+          (ull)none.stored_bytes, (long long)info.outside_bytes, want);
+    CHECK(none.peak_bytes == want + info.reserve_bytes, "none: peak %llu, want kept %llu + reserve %llu",
+          (ull)none.peak_bytes, want, (ull)info.reserve_bytes);
+    /* every per-block plan of keep-all / keep-nothing */
+    srand(7);
+    for (int trial = 0; trial < 40; trial++) {
+        char pol[512] = "plan:";
+        int nck = 0;
+        for (int l = 0; l < L; l++) {
+            int ck = rand() % 2;
+            nck += ck;
+            snprintf(pol + strlen(pol), sizeof pol - strlen(pol), "%sA%llx", l ? "." : "", ck ? 0ULL : full);
+        }
+        remat_plan_row r = eval(&c, p, pol);
+        ull k = kept_of(s, (ull)(L - nck) * (E + C), L + 1);
+        CHECK(r.stored_bytes + (ull)info.outside_bytes == k, "%s: kept %llu, want %llu", pol,
+              (ull)(r.stored_bytes + info.outside_bytes), k);
+        CHECK(r.peak_bytes == k + info.reserve_bytes, "%s: peak %llu, want kept + reserve %llu", pol, (ull)r.peak_bytes,
+              k + info.reserve_bytes);
+        /* a checkpointed block is re-run whole: its forward again */
+        CHECK(fabs(r.step_ms_pred - none.step_ms_pred - nck * med) < 1e-9 * (1 + nck) + 1e-12,
+              "%s: %.6f ms, none %.6f, %d blocks re-run", pol, r.step_ms_pred, none.step_ms_pred, nck);
+        remat_plan_row_clear(&r);
+    }
+    /* a segment of three blocks keeps only its input and output; its re-run holds all three */
+    char pol[256] = "plan:C3";
+    if (L < 4) goto planner;
+    for (int l = 3; l < L; l++) strcat(pol, s->selective ? ".A3" : ".A1");
+    strcat(pol, s->selective ? ".A3.A3.A0" : ".A1.A1.A0");
+    remat_plan_row r = eval(&c, p, pol);
+    ull k = kept_of(s, (ull)(L - 3) * (E + C), L + 1 - 2);
+    CHECK(r.stored_bytes + (ull)info.outside_bytes == k && r.peak_bytes >= k + info.reserve_bytes,
+          "%s: kept %llu (want %llu), peak %llu", pol, (ull)(r.stored_bytes + info.outside_bytes), k, (ull)r.peak_bytes);
+    remat_plan_row_clear(&r);
+planner:
+    if (s->selective) {   /* keep expensive: re-run the cheap part; keep cheap: the rest */
+        char pe[256] = "plan:", pc[256] = "plan:";
+        for (int l = 0; l < L; l++) {
+            strcat(pe, l ? ".A1" : "A1");
+            strcat(pc, l ? ".A2" : "A2");
+        }
+        remat_plan_row re = eval(&c, p, pe), rc = eval(&c, p, pc);
+        CHECK(fabs(re.step_ms_pred - none.step_ms_pred - L * s->cheap_fwd) < 1e-9, "keep expensive: %.6f vs %.6f",
+              re.step_ms_pred, none.step_ms_pred);
+        CHECK(fabs(rc.step_ms_pred - none.step_ms_pred - L * (med - s->cheap_fwd)) < 1e-9,
+              "keep cheap: %.6f vs %.6f", rc.step_ms_pred, none.step_ms_pred);
+        CHECK(re.stored_bytes + (ull)info.outside_bytes == kept_of(s, (ull)L * E, L + 1), "keep expensive: kept %llu",
+              (ull)(re.stored_bytes + info.outside_bytes));
+        remat_plan_row_clear(&re);
+        remat_plan_row_clear(&rc);
+    }
+    /* the planner, on kept bytes: no slower than the named policies that keep no more */
+    uint64_t minp;
+    CHECK(remat_plan_min_peak(&c, &minp) == REMAT_OK, "min peak: %s", remat_errmsg());
+    for (int pct = 20; pct <= 100; pct += 20) {
+        uint64_t K = want * (uint64_t)pct / 100;
+        remat_plan_row opt;
+        remat_status st = remat_plan_optimal(&c, p, K + info.reserve_bytes, 1, &opt);
+        if (K + info.reserve_bytes < minp) {
+            CHECK(st == REMAT_ERR_BUDGET, "%d%%: below the minimum, yet %d", pct, (int)st);
+            continue;
+        }
+        CHECK(st == REMAT_OK, "%d%%: %s", pct, remat_errmsg());
+        if (st) continue;
+        CHECK(opt.stored_bytes + (ull)info.outside_bytes <= K, "%d%%: the plan keeps %llu > %llu", pct,
+              (ull)(opt.stored_bytes + info.outside_bytes), (ull)K);
+        static const char *named[] = { "none", "full", "every:2", "every:3", "sqrt" };
+        for (int i = 0; i < 5; i++) {
+            remat_plan_row q = eval(&c, p, named[i]);
+            if (q.peak_bytes <= K + info.reserve_bytes)
+                CHECK(opt.step_ms_pred <= q.step_ms_pred * (1 + 1e-12), "%d%%: %s is faster (%.4f < %.4f)", pct,
+                      named[i], q.step_ms_pred, opt.step_ms_pred);
+            remat_plan_row_clear(&q);
+        }
+        remat_plan_row_clear(&opt);
+    }
+    /* the profile: the blocks' median forward, the file's other times */
+    int out = s->selective ? 2 : 1;
+    double got = remat_profile_op_ms(p, 0, 0) + (s->selective ? remat_profile_op_ms(p, 1, 0) : 0);
+    CHECK(fabs(got - med) < 1e-12 && remat_profile_op_ms(p, out, 1) == s->bwd && remat_profile_op_ms(p, -1, 0) == 3,
+          "profile: block forward %.6f (want the median %.6f), backward %.3f, update %.3f", got, med,
+          remat_profile_op_ms(p, out, 1), remat_profile_op_ms(p, -1, 0));
+    CHECK(strstr(remat_profile_describe(p), "test") != NULL, "profile: %s", remat_profile_describe(p));
+    /* what a person reads */
+    size_t n = 0;
+    CHECK(remat_plan_explain(&c, "full", NULL, 0, &n) == REMAT_OK && n > 0, "explain: %s", remat_errmsg());
+    char *text = malloc(n + 1);
+    CHECK(remat_plan_explain(&c, "full", text, n + 1, NULL) == REMAT_OK &&
+          strstr(text, "keep only its output; recompute the whole layer") != NULL, "explain full: %s", text);
+    free(text);
+    remat_plan_row_clear(&none);
+    remat_model *m = NULL;
+    CHECK(remat_model_create(&c, 1, &m) != REMAT_OK && !m, "the engine runs a file's table");
+    remat_profile_free(p);
+    remat_table_unload(&c);
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID, "an unloaded table's config is accepted");
+}
+
+static void ids(void)
+{
+    char *j = table_json(&BASE, NULL, NULL);
+    remat_config a, b, c;
+    CHECK(remat_table_read(j, strlen(j), &a, NULL) == REMAT_OK && remat_table_read(j, strlen(j), &b, NULL) == REMAT_OK,
+          "load twice: %s", remat_errmsg());
+    CHECK(a.table == b.table, "the same bytes: ids %d and %d", a.table, b.table);
+    remat_table_unload(&a);
+    CHECK(remat_config_check(&b) == REMAT_OK, "the second load ended with the first unload");
+    remat_table_unload(&b);
+    CHECK(remat_config_check(&b) == REMAT_ERR_INVALID, "the last unload did not end it");
+    CHECK(remat_table_read(j, strlen(j), &c, NULL) == REMAT_OK && c.table != b.table && remat_config_check(&b),
+          "a reloaded table reuses the old id %d (now %d)", b.table, c.table);
+    remat_table_info info;
+    CHECK(remat_table_get_info(&b, &info) == REMAT_ERR_INVALID, "info of an unloaded table");
+    remat_table_unload(&c);
+    remat_config d;
+    remat_config_default(&d);
+    d.table = 3;
+    CHECK(remat_config_check(&d) == REMAT_ERR_INVALID, "a table id without the framework");
+    free(j);
+}
+
+static void round_trip(void)
+{
+    char *j = table_json(&BASE, NULL, ", \"checkpoint\": {\"context_bytes\": 4, \"call_bytes\": 5056}");
+    remat_tabfile t, u;
+    char *d1 = NULL, *d2 = NULL;
+    CHECK(remat_tabfile_parse(j, strlen(j), "t", &t) == REMAT_OK, "parse: %s", remat_errmsg());
+    CHECK(remat_tabfile_dump(&t, &d1) == REMAT_OK && remat_tabfile_parse(d1, strlen(d1), "d", &u) == REMAT_OK &&
+          remat_tabfile_dump(&u, &d2) == REMAT_OK && !strcmp(d1, d2), "the dump is not a fixed point");
+    CHECK(u.nblock == t.nblock && u.block[2].forward_ms == t.block[2].forward_ms && u.context_bytes == 4 &&
+          u.call_bytes == 5056 && u.input_saved == t.input_saved, "the round trip changes the table");
+    remat_config c;
+    remat_table_info info;
+    CHECK(remat_table_read(j, strlen(j), &c, NULL) == REMAT_OK && remat_table_get_info(&c, &info) == REMAT_OK &&
+          info.context_bytes == 4 && info.call_bytes == 5056, "the checkpoint object: %s", remat_errmsg());
+    remat_table_unload(&c);
+    remat_tabfile_clear(&t);
+    remat_tabfile_clear(&u);
+    free(d1);
+    free(d2);
+    free(j);
+}
+
+/* a malformed file: FORMAT, one line, saying want */
+static void refused(const char *json, const char *want)
+{
+    remat_config c;
+    remat_profile *p = (remat_profile *)1;
+    remat_status st = remat_table_read(json, strlen(json), &c, &p);
+    const char *m = remat_errmsg();
+    CHECK(st == REMAT_ERR_FORMAT && !p && !strchr(m, '\n') && strstr(m, want), "refusal: status %d, '%s' (want '%s')",
+          (int)st, m, want);
+    if (!st) remat_table_unload(&c);
+}
+
+static void refusals(void)
+{
+    spec s = BASE;
+    char *j;
+    refused("{\"format\": \"remat-table\"", "malformed table");
+    refused("[1]", "not a JSON object");
+    refused("{\"version\": 1}", "not a remat table");
+    refused("{\"format\": \"remat-table\", \"version\": 2}", "version 2");
+    refused("{\"format\": \"remat-table\"}", "version must be given");
+    j = table_json(&s, ", \"extra\": 1", NULL);
+    refused(j, "unknown key 'blocks[5].extra'");
+    free(j);
+    j = table_json(&s, NULL, ", \"colour\": 1");
+    refused(j, "unknown key 'colour'");
+    free(j);
+    j = table_json(&s, NULL, ", \"checkpoint\": {\"call\": 1}");
+    refused(j, "unknown key 'checkpoint.call'");
+    free(j);
+    j = table_json(&s, NULL, ", \"checkpoint\": 7");
+    refused(j, "checkpoint must be an object");
+    free(j);
+    j = table_json(&s, NULL, NULL);
+    char *at = strstr(j, "\"bytes\": 16384, \"cheap\"");
+    memcpy(at, "\"bytes\": -1638", strlen("\"bytes\": -1638"));
+    refused(j, "blocks[0].saved[1].bytes must be a whole number in [0, 281474976710656], got -1638");
+    free(j);
+    s.cheap_fwd = 5;
+    j = table_json(&s, NULL, NULL);
+    refused(j, "cheap_forward_ms 5 is more than its forward_ms");
+    free(j);
+    s = BASE;
+    s.L = 0;
+    j = table_json(&s, NULL, NULL);
+    refused(j, "blocks must be an array of 1 to");
+    free(j);
+    s = BASE;
+    s.x = 0;
+    j = table_json(&s, NULL, NULL);
+    refused(j, "output_bytes must be at least 1");
+    free(j);
+    /* blocks that differ: named, with the first difference */
+    s = BASE;
+    j = table_json(&s, NULL, NULL);
+    at = strstr(strstr(j, "\"blocks\"") + 200, "\"bytes\": 16384");    /* a later block's tensor */
+    memcpy(at, "\"bytes\": 16385", strlen("\"bytes\": 16385"));
+    refused(j, "differs from block 0: its saved tensor 1 has 16385 bytes (cheap), block 0's 16384 (cheap)");
+    free(j);
+    j = table_json(&s, NULL, NULL);
+    at = strstr(strstr(j, "\"blocks\"") + 300, "\"output_bytes\": 16384");
+    memcpy(at, "\"output_bytes\": 16388", strlen("\"output_bytes\": 16388"));
+    refused(j, "its output has 16388 bytes, block 0's 16384");
+    free(j);
+    j = table_json(&s, NULL, NULL);
+    at = strstr(j, "\"input\": {\"bytes\": 16384");
+    memcpy(at, "\"input\": {\"bytes\": 16383", strlen("\"input\": {\"bytes\": 16383"));
+    refused(j, "the chain's input has 16383 bytes, a block's output 16384");
+    free(j);
+    j = table_json(&s, NULL, NULL);
+    at = strstr(j, "\"forward_ms\": 0.25");
+    memcpy(at, "\"forward_ms\": -1.0", strlen("\"forward_ms\": -1.0"));
+    refused(j, "input.forward_ms must be a number in [0,");
+    free(j);
+    j = table_json(&s, NULL, ", \"name\": 3");
+    refused(j, "malformed table");           /* a duplicate key */
+    free(j);
+    refused("{\"format\": \"remat-table\", \"version\": 1, \"input\": {\"bytes\": 1}, \"head\": {}, \"blocks\": "
+            "[{\"saved\": 3, \"output_bytes\": 1}]}", "blocks[0].saved must be an array");
+    refused("{\"format\": \"remat-table\", \"version\": 1, \"input\": {\"bytes\": 1}, \"blocks\": []}",
+            "head must be an object");
+    remat_config c;
+    CHECK(remat_table_load("/nonexistent/t.json", &c, NULL) == REMAT_ERR_IO, "a missing file: %s", remat_errmsg());
+}
+
+int main(void)
+{
+    spec s = BASE;
+    plans(&s);
+    s.selective = 1;
+    plans(&s);
+    s = BASE;
+    s.input_kept = 0;        /* the chain's input is a sample input; the head drops the last output */
+    s.keeps_input = 0;
+    s.L = 5;
+    plans(&s);
+    s = BASE;
+    s.L = 1;
+    plans(&s);
+    ids();
+    round_trip();
+    refusals();
+    return TEST_REPORT();
+}
