@@ -81,7 +81,7 @@ for f in __init__.py __init__.pyi _lib.py _lib.pyi _measure.py _plan.py _paths.p
     [ -e "$py/remat_torch/$f" ] && ok || bad "make install did not install remat_torch/$f"
 done
 if /usr/bin/python3 -c "import torch" 2> /dev/null; then
-    got=$(cd "$T" && env -u REMAT_LIB PYTHONPATH="$py" /usr/bin/python3 -c \
+    got=$(here=$(pwd) && cd "$T" && env -u REMAT_LIB PYTHONPATH="$py" sh "$here/tests/python_in_process.sh" -c \
         "import remat_torch as r; print(r.library_version(), r._lib._candidates()[0])" 2>&1)
     [ "$got" = "$(sed -n 's/^#define REMAT_VERSION_STRING "\(.*\)"/\1/p' include/remat.h) $inst/lib/libremat.so.1" ] &&
         ok || bad "the installed remat_torch: $got"

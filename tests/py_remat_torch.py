@@ -25,6 +25,7 @@ printed (README, "Using remat from PyTorch").
 Without torch it skips (exit 77, tests/harness.py); CI installs it.
 """
 # REMAT_TEST_REQUIRED: CI installs python3-torch; remat_torch's predictions must be checked against torch there
+# REMAT_TEST_IN_PROCESS: it loads libremat.so into the interpreter (tests/python_in_process.sh)
 import json
 import math
 import os

@@ -81,7 +81,12 @@ for src in "$@"; do
         # a test that was not built fails; it is never left out silently
         run "$name" "$src" sh -c '[ -x "$1" ] || { echo "FAIL: $1 is not built (make BUILD=$BUILD all)"; exit 1; }; exec "$1"' \
             sh "$BUILD/tests/$name";;
-    *.py) run "$(basename "$src" .py)" "$src" /usr/bin/python3 "$src";;
+    *.py)   # one that loads libremat.so in the interpreter says so (REMAT_TEST_IN_PROCESS)
+        if grep -q '^# REMAT_TEST_IN_PROCESS' "$src"; then
+            run "$(basename "$src" .py)" "$src" sh tests/python_in_process.sh "$src"
+        else
+            run "$(basename "$src" .py)" "$src" /usr/bin/python3 "$src"
+        fi;;
     *.sh) run "$(basename "$src" .sh)" "$src" sh "$src";;
     *) fail=$((fail+1)); failed="$failed $src"; echo "FAIL  $src (not a test: .c, .py or .sh)";;
     esac
