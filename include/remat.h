@@ -1066,7 +1066,8 @@ typedef struct remat_cluster {
 
 /* The default efficiency: the one value that fits the four "present work"
  * iteration times of Korthikanti's Table 5 best (least squares of the
- * relative error; tests/test_frameworks.c recomputes the fit; README). */
+ * relative error; tests/test_frameworks.c recomputes the fit; docs/cluster.md,
+ * "Iteration times against the paper's Table 5"). */
 #define REMAT_CLUSTER_EFFICIENCY 0.695
 
 /* P = V = D = 1, a100-80gb, reserve 0.05. */

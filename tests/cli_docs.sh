@@ -3,6 +3,11 @@
 #   - every README section that a source file cites (README, "Name") is a
 #     heading: a section (##) whose title starts with the name, or a
 #     subsection (###) whose title is the name;
+#   - every section of a page in docs/ that a source file cites
+#     (docs/PAGE.md, "Name") is a heading of that page (## or ###) whose
+#     title is the name;
+#   - every relative link in README.md and docs/*.md names a file that
+#     exists and, after a #, a heading of it;
 #   - the README's opening names each library the Makefile links;
 #   - a count of the PyTorch oracle's configs in the README, if it states
 #     one, is the length of tests/py_torch_oracle.py's CONFIGS;
@@ -14,15 +19,58 @@ set -u
 # ---- README citations resolve ------------------------------------------------------
 # the headings: their level (2 or 3), a space, the title without backticks
 sed -n -e 's/^## /2 /p' -e 's/^### /3 /p' README.md | tr -d '`' > "$T/headings"
-grep -rhoE 'README,? "[^"]+"' src include tests examples bench fuzz Makefile scripts 2>/dev/null | grep -v '"Name"$' |
+grep -rhoE 'README,? "[^"]+"' src include tests examples bench fuzz python Makefile scripts 2>/dev/null | grep -v '"Name"$' |
     sed 's/^README,\{0,1\} "\(.*\)"$/\1/' | sort -u > "$T/cited"
 [ -s "$T/cited" ] && ok || bad "no README citation found in the sources (the pattern is wrong?)"
 while IFS= read -r sec; do
     if awk -v s="$sec" '{ t = substr($0, 3) } ($1 == 2 && index(t, s) == 1) || t == s { found = 1 }
                         END { exit !found }' "$T/headings"; then ok; else
-        bad "a source cites README, \"$sec\": no such section ($(grep -rlF "\"$sec\"" src include tests examples bench fuzz 2>/dev/null | grep -v cli_docs | head -n 3 | tr '\n' ' '))"
+        bad "a source cites README, \"$sec\": no such section ($(grep -rlF "\"$sec\"" src include tests examples bench fuzz python 2>/dev/null | grep -v cli_docs | head -n 3 | tr '\n' ' '))"
     fi
 done < "$T/cited"
+
+# ---- docs/ citations resolve ---------------------------------------------------------
+# (a citation may break its line inside the name: sources are read with
+# their comment leaders and line breaks folded into spaces)
+for f in $(grep -rlE 'docs/[a-z0-9-]+\.md' src include tests examples bench fuzz python Makefile scripts 2>/dev/null); do
+    sed -e 's/^[[:space:]]*\(\*\|#\|\/\/\)[[:space:]]\{0,1\}//' "$f" | tr '\n' ' ' |
+        grep -oE 'docs/[a-z0-9-]+\.md,? "[^"]+"' | grep -v '"Name"$'
+done | sed 's/  */ /g' | sort -u > "$T/dcited"
+n_dcited=0
+while IFS= read -r c; do
+    n_dcited=$((n_dcited + 1))
+    page=${c%%.md*}.md
+    sec=$(echo "$c" | sed 's/^[^"]*"\(.*\)"$/\1/')
+    if [ ! -f "$page" ]; then bad "a source cites $page, which does not exist"; continue; fi
+    sed -n -e 's/^##\{1,2\} //p' "$page" | tr -d '`' | grep -qxF "$sec" && ok ||
+        bad "a source cites $page, \"$sec\": no such heading there"
+done < "$T/dcited"
+[ "$n_dcited" -gt 0 ] && ok || bad "no docs/ citation found in the sources (the pattern is wrong?)"
+
+# ---- links resolve -------------------------------------------------------------------
+# a heading's anchor as GitHub makes it: lower case, backticks and
+# punctuation but - and _ dropped, spaces turned into -
+anchors() {
+    awk '/^```/ { code = !code; next } !code && /^#+ / {
+             t = tolower($0); sub(/^#+ /, "", t); gsub(/[^a-z0-9 _-]/, "", t); gsub(/ /, "-", t); print t }' "$1"
+}
+for doc in README.md docs/*.md; do
+    dir=$(dirname "$doc")
+    awk '/^```/ { code = !code; next } !code' "$doc" | grep -oE '\]\([^)]+\)' |
+        sed 's/^](\(.*\))$/\1/' | grep -vE '^(https?|mailto):' > "$T/links"
+    while IFS= read -r link; do
+        file=${link%%#*}; anchor=
+        case $link in *'#'*) anchor=${link#*#};; esac
+        if [ -n "$file" ]; then target=$dir/$file; else target=$doc; fi
+        if [ ! -f "$target" ]; then bad "$doc links to $link: no file $target"; continue; fi
+        if [ -n "$anchor" ]; then
+            case $target in *.md) ;; *) bad "$doc links to $link: an anchor into a file that is not Markdown"; continue;; esac
+            anchors "$target" | grep -qxF "$anchor" && ok || bad "$doc links to $link: $target has no heading with that anchor"
+        else
+            ok
+        fi
+    done < "$T/links"
+done
 
 # ---- the opening names the libraries -----------------------------------------------
 # the text before the first section; each library the Makefile links

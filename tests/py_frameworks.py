@@ -12,7 +12,8 @@ blocks and of ceil(sqrt(L)) blocks, on four shapes (one odd, one with
 dropout).  `remat plan --framework pytorch ... --json` must predict every
 case within 1% (its rows' stored_bytes).  The step's real peak (forward and
 backward, from the profiler's allocation events) is printed beside remat's
-predicted activation peak; the README explains the gap.
+predicted activation peak; docs/cluster.md, "GPT-2: checked against
+PyTorch's own memory", explains the gap.
 
 Then the same for Llama (remat's pytorch tables for --arch llama): a model
 written op for op as Hugging Face transformers' LlamaForCausalLM runs it

@@ -250,8 +250,8 @@ static void megatron_estimator_weights(const char *preset, int t, int P, int D)
 
 /* Megatron's activation estimate (compute_activation_memory, the SP +
  * selective case; Table 2's 34 sbh/t with 4F/h for the MLP) beside remat's
- * flash table under --recompute-granularity selective, printed for the
- * README; remat's figure is the first stage's stored bytes, all
+ * flash table under --recompute-granularity selective, printed for
+ * docs/cluster.md, "Llama 3: against Megatron's estimator"; remat's figure is the first stage's stored bytes, all
  * micro-batches in flight */
 static void megatron_estimator_activations(const char *preset, int t, int P, int s)
 {

@@ -15,7 +15,8 @@
  *     cblas_sgemm, fp32 only (Debian's OpenBLAS has no bf16 GEMM).
  * Both engines run every call site: the linear layers' large products and
  * the attention kernels' small tiles inside OpenMP regions.  Measured
- * (build/bench/bench_attention --gemm onednn,cblas, README "GEMM engines"),
+ * (build/bench/bench_attention --gemm onednn,cblas, docs/performance.md,
+ * "oneDNN against CBLAS on the tiles"),
  * oneDNN's per-call cost does not lose on the tiles: it is 10-17% faster at
  * T=2048, even at S, and at most 5-10% slower on the 124M shape's 64-row
  * tiles (attention there is about 2% of a step), so no site picks another

@@ -122,7 +122,8 @@ remat_status remat_profile_copy_run(remat_profile *dst, const remat_profile *src
  * 77 GFLOP at 64 rows) is cut as the other products are, from its whole
  * shape: its largest dimension halved, not below 64, until it fits.  Near
  * square, the cut product runs at about the rate of the whole, where 64
- * rows of a wide layer run at half of it (README, "Traces": the probe).  The
+ * rows of a wide layer run at half of it (README, "Calibration"; measured in
+ * docs/planner.md, "The GEMM probe at GPT-3 175B's shapes").  The
  * tiles run on at most 1024 rows and, past PROBE_QKV elements of qkv, on a
  * view of only the heads their tasks read.  So the probe's memory and time
  * do not grow with the model (remat_gemm_probe_size: what it allocates). */

@@ -5,8 +5,8 @@
  * the three answers of `remat plan --framework ...` (the unconstrained
  * optimum, the best Megatron-LM flags, the best torchtitan setting).  The
  * model is stated in remat.h ("cluster planning"); the README has the
- * formulas, the device sources and the comparison with Korthikanti et al.
- * 2022's Table 5.
+ * formulas and the device sources, and docs/cluster.md, "Iteration times
+ * against the paper's Table 5", the comparison with Korthikanti et al. 2022.
  *
  * Memory comes from the simulator on the framework's tensor table
  * (table/frameworks.c), run on one model chunk for one micro-batch; this

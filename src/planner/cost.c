@@ -30,7 +30,7 @@
  * parameters); LayerNorm, GELU and the softmaxes are counted at a tenth of
  * the GEMM rate. */
 #define MODEL_GFLOPS 150.0
-#define MODEL_GFLOPS_BF16 300.0   /* oneDNN's bf16 matmul: about twice fp32 (README, "GEMM engines") */
+#define MODEL_GFLOPS_BF16 300.0   /* oneDNN's bf16 matmul: about twice fp32 (docs/performance.md, "The step: engines and precisions") */
 #define MODEL_OTHER_RATIO 0.1
 #define MODEL_GBPS 25.0
 

@@ -16,10 +16,11 @@
  * megatron/training/theoretical_memory_usage.py (d98e8a6) counts the same
  * way but for the final norm, whose h parameters it spreads over the
  * stages.  GPT-2's reproduces the count the GPT-2 framework tests and the
- * README's figures were written against, (L/P (12h^2 + 13h) + V h)/T:
- * everything split by T, the position embedding and the final LayerNorm
- * left out (Megatron keeps the LayerNorms and the row-parallel biases whole,
- * 9h a layer, and wpe on the first stage: under 0.01% of any preset).
+ * README's and docs/cluster.md's figures were written against,
+ * (L/P (12h^2 + 13h) + V h)/T: everything split by T, the position
+ * embedding and the final LayerNorm left out (Megatron keeps the
+ * LayerNorms and the row-parallel biases whole, 9h a layer, and wpe on the
+ * first stage: under 0.01% of any preset).
  */
 #include <stdio.h>
 #include <string.h>
