@@ -48,12 +48,17 @@ extern "C" {
  * tables replaced enum remat_param): an ABI break, hence libremat.so.1.
  * 1.1.0: tables read from files (REMAT_FRAMEWORK_TABLE, remat_config.table
  * in what was the struct's tail padding, remat_table_load ...) and
- * remat_plan_explain: additions only. */
-#define REMAT_VERSION_MAJOR 1
-#define REMAT_VERSION_MINOR 1
+ * remat_plan_explain: additions only.
+ * 2.0.0: context parallelism and activation offload (remat_config.cp,
+ * the instruction kinds REMAT_I_OFFLOAD and REMAT_I_RELOAD, the host's
+ * bytes in remat_sim, remat_instr_info and remat_layer_info, the host link
+ * in remat_device, remat_cluster.host_mem): structs grew, an ABI break,
+ * hence libremat.so.2. */
+#define REMAT_VERSION_MAJOR 2
+#define REMAT_VERSION_MINOR 0
 #define REMAT_VERSION_PATCH 0
-#define REMAT_VERSION_STRING "1.1.0"
-/* The version of the linked library, e.g. "1.1.0". */
+#define REMAT_VERSION_STRING "2.0.0"
+/* The version of the linked library, e.g. "2.0.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */
@@ -210,6 +215,12 @@ typedef struct remat_config {
                            (tie_word_embeddings); GPT-2 is always tied (0 or 1) */
     int table;        /* REMAT_FRAMEWORK_TABLE: the id of a loaded table (remat_table_load),
                          valid in this process until remat_table_unload; 0 otherwise */
+    int cp;           /* context-parallel size (Megatron's --context-parallel-size; 0 and 1 both
+                         mean none): the sequence is split over cp GPUs, two chunks each
+                         (Megatron's load-balanced causal split: seq divisible by 2 cp), and the
+                         attention exchanges K/V around the ring (Transformer Engine's
+                         AttnFuncWithCPAndKVP2P).  Framework tables that model it only: Llama on
+                         Megatron-LM with flash attention */
 } remat_config;
 
 /* The architecture's values of the fields that default to 0. */
@@ -231,9 +242,12 @@ REMAT_API int remat_config_tied(const remat_config *cfg);
 #define REMAT_MAX_SEQ    (1 << 20)     /* seq in [1, max_seq], max_seq <= REMAT_MAX_SEQ */
 #define REMAT_MAX_BATCH  (1 << 20)     /* batch in [1, REMAT_MAX_BATCH] */
 #define REMAT_MAX_TP     1024          /* tp in [0, REMAT_MAX_TP] */
+#define REMAT_MAX_CP     1024          /* cp in [0, REMAT_MAX_CP] */
 
 /* The tensor-parallel size of a config: tp, or 1 when tp is 0. */
 REMAT_API int remat_config_tp(const remat_config *cfg);
+/* The context-parallel size: cp, or 1 when cp is 0. */
+REMAT_API int remat_config_cp(const remat_config *cfg);
 /* Fills a small default (4 layers, 128 wide, 4 heads, V 256, T 64, B 16). */
 REMAT_API void remat_config_default(remat_config *cfg);
 /* Checks every field and that all sizes fit in 64 bits.  On failure writes a
@@ -302,6 +316,19 @@ REMAT_API remat_status remat_tensor_get(const remat_config *cfg, int id, remat_t
  *                   inputs and statistics (llm.c -r 2)
  *     save:A+B+...  keep only the named per-block tensors (JAX
  *                   save_only_these_names); the block input is always kept
+ *   offload (for planning GPU runs: a device with a host link; remat's own
+ *   engine refuses it):
+ *     offload:N     blocks 0..N-1, where the first forward sweep keeps their
+ *                   tensors (an ALL move of the chain that ends at the head),
+ *                   move what they keep, and their input, to host memory
+ *                   right after their forward, and back at the start of their
+ *                   backward (Megatron --cpu-offloading-num-layers N, TE's CPU
+ *                   offloading; instructions REMAT_I_OFFLOAD, REMAT_I_RELOAD)
+ *     offload:N:A+B only the named per-block tensors of those blocks ("input":
+ *                   the block input)
+ * A plan's tokens, in preorder of the compiler's recursion (schedule.h): A<hex>
+ * keeps that mask, C<j> checkpoints j blocks, O<hex> keeps that mask and
+ * offloads all of it and the block input.
  */
 typedef struct remat_schedule remat_schedule;
 
@@ -314,11 +341,13 @@ typedef enum remat_instr_kind {
     REMAT_I_FORWARD = 0,   /* compute a tensor for the first time this step */
     REMAT_I_RECOMPUTE = 1, /* compute it again (during backward) */
     REMAT_I_BACKWARD = 2,  /* backward of the op that produced the tensor */
-    REMAT_I_FREE = 3,      /* release a tensor */
-    REMAT_I_UPDATE = 4     /* AdamW parameter update */
+    REMAT_I_FREE = 3,      /* release a tensor (on the device, or its copy on the host) */
+    REMAT_I_UPDATE = 4,    /* AdamW parameter update */
+    REMAT_I_OFFLOAD = 5,   /* move a live tensor to host memory: its device bytes are released */
+    REMAT_I_RELOAD = 6     /* bring an offloaded tensor back: its device bytes return */
 } remat_instr_kind;
-/* "forward", "recompute", "backward", "free", "update" (the names traces,
- * profiles and `remat schedule` use); "?" for anything else */
+/* "forward", "recompute", "backward", "free", "update", "offload", "reload"
+ * (the names traces, profiles and `remat schedule` use); "?" for anything else */
 REMAT_API const char *remat_instr_kind_name(remat_instr_kind k);
 
 typedef struct remat_instr_info {
@@ -328,6 +357,7 @@ typedef struct remat_instr_info {
     uint64_t live_bytes;   /* activation bytes live after this instruction */
     uint64_t peak_bytes;   /* activation bytes live at the worst moment inside it */
     double flops;          /* floating-point operations of this instruction */
+    uint64_t host_bytes;   /* activation bytes offloaded to the host after it */
 } remat_instr_info;
 
 typedef struct remat_sim {
@@ -339,6 +369,9 @@ typedef struct remat_sim {
     double recompute_flops;   /* of which recomputation */
     int max_checkpoints;      /* most block inputs (emb, res3) live at once */
     int recomputed_blocks;    /* block forwards re-run (counted by res3/att/...)*/
+    uint64_t host_peak_bytes; /* most activation bytes on the host at once (offload:) */
+    uint64_t host_stored_bytes; /* on the host when the block forward ends */
+    uint64_t transfer_bytes;  /* moved over the host link: offloads and reloads */
 } remat_sim;
 
 /* Compiles `policy` (NULL means "none") for the config.  Errors:
@@ -383,11 +416,14 @@ REMAT_API remat_status remat_schedule_validate(const remat_schedule *s);
 /* What a schedule does with each layer, for people: layer l's per-block
  * tensors (bit = tensor id, remat_tensor_get) held for the backward when the
  * block forward sweep ends -- its own output counts, its input is the layer
- * before's -- and those recomputed during the backward. */
+ * before's -- of them those held on the host (offloaded), and those
+ * recomputed during the backward; kept_bytes counts the device's. */
 typedef struct remat_layer_info {
     uint32_t kept;
     uint32_t recomputed;
     uint64_t kept_bytes;
+    uint32_t offloaded;
+    uint64_t host_bytes;
 } remat_layer_info;
 /* out: the config's n_layer entries. */
 REMAT_API remat_status remat_schedule_layers(const remat_schedule *s, remat_layer_info *out);

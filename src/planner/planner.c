@@ -948,7 +948,7 @@ static remat_status evaluate(const remat_config *cfg, const remat_profile *prof,
         if (none_ms < 0) return REMAT_ERR_NOMEM;
     }
     if ((st = remat_schedule_create(cfg, policy, &s))) return st;
-    if ((st = remat_schedule_simulate(s, &sim))) goto out;
+    if ((st = remat_profile_check_offload(prof, s)) || (st = remat_schedule_simulate(s, &sim))) goto out;
     double rec;
     out->step_ms_pred = remat_cost_schedule_ms(prof, s, &rec);
     if (out->step_ms_pred < 0) { st = REMAT_ERR_NOMEM; goto out; }
