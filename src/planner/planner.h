@@ -167,5 +167,17 @@ const char *remat_fmt_bytes(uint64_t b, char *buf, size_t n);
 
 /* Number of keep-sets left after Pareto pruning (for reports and tests). */
 int remat_planner_keepsets(const remat_planner *p);
+/* With a host link (the profile's host_bps): the keep-sets that may also be
+ * offloaded (OFF moves; 0 without one). */
+int remat_planner_offload_sets(const remat_planner *p);
+/* Bounds what the plans put on the host to host_bytes: the first sweep's
+ * blocks [0, n) may offload, n as many as fit when each puts the most any
+ * offloaded keep-set does (conservative).  Call before
+ * remat_planner_build_fronts (it drops fronts already built). */
+void remat_planner_set_host(remat_planner *p, uint64_t host_bytes);
+/* The most bytes one offloaded block puts on the host (over the offloaded
+ * keep-sets), and, for tests, the offloading blocks set directly: [0, n). */
+uint64_t remat_planner_offload_host(const remat_planner *p);
+void remat_planner_set_offload_blocks(remat_planner *p, int n);
 
 #endif
