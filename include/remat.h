@@ -1017,8 +1017,9 @@ REMAT_API remat_status remat_plan_explain(const remat_config *cfg, const char *p
 /* ---- cluster planning: Megatron-LM and PyTorch runs on GPUs -------------------
  * The same simulator and planner, run on a framework's tensor table
  * (cfg->framework MEGATRON or PYTORCH), with tensor and sequence parallelism
- * in the config (cfg->tp, cfg->sp), cfg->batch the micro-batch, and pipeline
- * and data parallelism, precision, batch and device here.  Nothing runs:
+ * in the config (cfg->tp, cfg->sp), context parallelism too (cfg->cp),
+ * cfg->batch the micro-batch, and pipeline and data parallelism, precision,
+ * batch and device here: the world is T x CP x P x D GPUs.  Nothing runs:
  * every figure is per GPU and predicted.
  *
  * Memory (Korthikanti et al. 2022, arXiv 2205.05198, Sections 4.2-4.3; the
@@ -1033,20 +1034,29 @@ REMAT_API remat_status remat_plan_explain(const remat_config *cfg, const char *p
  *     activations peak at (in flight - 1) x stored + the chunk's own peak;
  *   - weights, gradients and optimizer state per GPU: bf16 18 bytes per
  *     parameter (2 + 4 fp32 gradient + 12 fp32 main weights and moments),
- *     6 + 12/D with the distributed optimizer; fp32 16 and 8 + 8/D; the
- *     first stage holds its blocks' parameters and the embedding (with one
+ *     6 + 12/(D CP) with the distributed optimizer (Megatron shards it over
+ *     the data- and context-parallel ranks together); fp32 16 and 8 + 8/(D CP);
+ *     the first stage holds its blocks' parameters and the embedding (with one
  *     stage, the final norm and an untied output layer too), divided by T
  *     but for the norms Megatron keeps whole on every rank (Llama's; the
- *     parameter table says which).
+ *     parameter table says which);
+ *   - offloaded activations sit in host memory (host_bytes, all in-flight
+ *     micro-batches), bounded by remat_cluster.host_mem.
  * Time per iteration: each op's matrix-product FLOPs at the device's dense
  * bf16 FLOP/s times an efficiency (default calibrated to Table 5 of the
  * paper), its other bytes at the HBM bandwidth; Megatron's tensor-parallel
  * collectives (per layer 2 all-reduces forward and 2 backward, or their
  * all-gather/reduce-scatter halves under sequence parallelism) at the link
  * bandwidth; the pipeline bubble (P-1)/(m V) for m micro-batches per
- * replica; the data-parallel gradient reduction at the network bandwidth;
- * the optimizer step at the HBM bandwidth.  Nothing overlaps; each row
- * gives the iteration in these parts. */
+ * replica; the data-parallel gradient reduction at the network bandwidth
+ * (over D CP ranks); the optimizer step at the HBM bandwidth.  Two things
+ * overlap the compute, and only what they do not hide is counted: context
+ * parallelism's ring (each of its steps sends a K/V chunk, in the backward
+ * with its gradient, while the step's attention runs; over NVLink when T CP
+ * GPUs fit a node, else the network), and offload and reload over the host
+ * link (a block's offload hides behind one block's forward, its reload
+ * behind one block's backward).  Each row gives the iteration in these
+ * parts. */
 typedef struct remat_device {
     const char *name;      /* e.g. "h100-80gb" */
     uint64_t mem_bytes;    /* memory of one GPU */
@@ -1055,6 +1065,10 @@ typedef struct remat_device {
     double link_bps;       /* intra-node link (NVLink), per GPU and direction, bytes/s */
     double net_bps;        /* inter-node network per GPU, bytes/s (data-parallel reduction) */
     const char *source;    /* where the figures come from */
+    double host_bps;       /* the host link (PCIe, NVLink-C2C) per GPU and direction, bytes/s:
+                              activation offload and reload */
+    uint64_t host_mem_bytes; /* host memory per GPU (the node's, shared by its GPUs) */
+    int node_gpus;         /* GPUs a node's NVLink joins; groups beyond it talk over the network */
 } remat_device;
 
 /* The presets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, ...): i in
@@ -1098,6 +1112,8 @@ typedef struct remat_cluster {
                               calibrated to Table 5 (REMAT_CLUSTER_EFFICIENCY) */
     double reserve;        /* share of dev.mem_bytes kept back for the allocator, workspace
                               and communication buffers, in [0, 1) */
+    uint64_t host_mem;     /* host memory per GPU that offloaded activations may take; 0: the
+                              device's host_mem_bytes */
 } remat_cluster;
 
 /* The default efficiency: the one value that fits the four "present work"
@@ -1167,6 +1183,18 @@ typedef struct remat_cluster_answer {
  * torch.utils.checkpoint), not just what the backward needs. */
 REMAT_API remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl, remat_cluster_answer *out);
 REMAT_API void remat_cluster_answer_clear(remat_cluster_answer *a);
+
+/* The planner's front for one model chunk -- activation peak against
+ * time, over every per-layer choice of keep, recompute and offload -- each
+ * point priced per GPU as remat_cluster_evaluate prices its plan:TOKENS
+ * policy, with the micro-batches in flight: rows sorted by peak_bytes, time
+ * strictly falling (points that the in-flight micro-batches make worse than
+ * a smaller one are left out; whether they fit is each row's fits).
+ * Release with remat_cluster_rows_free. */
+REMAT_API remat_status remat_cluster_pareto(const remat_config *cfg, const remat_cluster *cl, remat_cluster_row **rows,
+                                            size_t *n);
+/* Releases n rows and the array (NULL is fine). */
+REMAT_API void remat_cluster_rows_free(remat_cluster_row *rows, size_t n);
 
 typedef enum remat_cluster_dim { REMAT_CLUSTER_MICROBATCH = 0, REMAT_CLUSTER_SEQ = 1 } remat_cluster_dim;
 typedef enum remat_cluster_which {
