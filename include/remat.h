@@ -1202,7 +1202,8 @@ typedef enum remat_cluster_which {
 } remat_cluster_which;
 /* The largest micro-batch (the micro-batches per replica fixed: G grows
  * with it) or seq (max_seq follows; a multiple of T under sequence
- * parallelism) at which the answer `which` exists (a plan that fits; for
+ * parallelism, of 2 CP under context parallelism and then s/CP of T under
+ * both) at which the answer `which` exists (a plan that fits; for
  * MEGATRON and TORCHTITAN one that framework expresses).  *best is 0 when
  * nothing fits even at the smallest size.  out (may be NULL) gets the whole
  * answer at *best. */

@@ -342,6 +342,15 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
     remat_jsonw_num(w, "model_flops", remat_cluster_model_flops(c, cl));
     remat_jsonw_str(w, "device", cl->dev.name ? cl->dev.name : "");
     remat_jsonw_uint(w, "device_mem_bytes", cl->dev.mem_bytes);
+    remat_jsonw_uint(w, "host_mem_bytes", cl->host_mem ? cl->host_mem : cl->dev.host_mem_bytes);
+    remat_jsonw_num(w, "host_link_bps", cl->dev.host_bps);
+    remat_jsonw_object(w, "world");          /* Megatron's: tp x cp x pp x dp */
+    remat_jsonw_int(w, "gpus", (int64_t)remat_config_tp(c) * remat_config_cp(c) * cl->pp * cl->dp);
+    remat_jsonw_int(w, "tp", remat_config_tp(c));
+    remat_jsonw_int(w, "cp", remat_config_cp(c));
+    remat_jsonw_int(w, "pp", cl->pp);
+    remat_jsonw_int(w, "dp", cl->dp);
+    remat_jsonw_end(w);
     if (o->maximize >= 0) {
         remat_jsonw_object(w, "maximize");
         remat_jsonw_str(w, "dim", o->maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch");

@@ -1028,8 +1028,14 @@ remat_status remat_cluster_maximize(const remat_config *cfg, const remat_cluster
         return remat_fail(REMAT_ERR_INVALID, "maximize: dimension must be micro-batch or seq");
     if (which < REMAT_CLUSTER_OPTIMAL || which > REMAT_CLUSTER_TORCHTITAN)
         return remat_fail(REMAT_ERR_INVALID, "maximize: which must be optimal, megatron or torchtitan");
-    /* seq moves in steps of T under sequence parallelism (it must divide) */
-    int step = dim == REMAT_CLUSTER_SEQ && cfg->sp ? remat_config_tp(cfg) : 1;
+    /* seq moves in steps that keep it divisible: by T under sequence
+     * parallelism, by 2 CP under context parallelism (two chunks a GPU), and
+     * then each GPU's s/CP by T */
+    int T = remat_config_tp(cfg), CP = remat_config_cp(cfg), step = 1;
+    if (dim == REMAT_CLUSTER_SEQ) {
+        int per = cfg->sp ? (T % 2 ? 2 * T : T) : 2;       /* what s/CP must be a multiple of */
+        step = CP > 1 ? CP * per : cfg->sp ? T : 1;
+    }
     const int limit = 1 << 20;
     int ok;
     set_dim(&c, &k, cfg, cl, dim, step);

@@ -250,6 +250,11 @@ remat_status remat_config_check(const remat_config *c)
     uint64_t hs = (uint64_t)remat_config_head_dim(c), KV = (uint64_t)remat_config_kv_heads(c);
     uint64_t F = (uint64_t)remat_config_ffn_dim(c), NH = (uint64_t)c->n_head;
     uint64_t att = remat_mul(remat_mul(remat_mul((uint64_t)c->batch, NH, &ok), (uint64_t)c->seq, &ok), (uint64_t)c->seq, &ok);
+    /* a framework table is planned, never run: what must stay small is one
+     * GPU's (B, NH/T, T/CP, T) share, the formula's product staying in 64
+     * bits (2^40 x T x CP elements) */
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON || c->framework == REMAT_FRAMEWORK_PYTORCH)
+        att /= (uint64_t)T * (uint64_t)remat_config_cp(c);
     uint64_t logits = remat_mul(N, Vp, &ok);
     uint64_t wide = 4 * C > 2 * F ? 4 * C : 2 * F;                  /* the widest activation row */
     uint64_t qkv = remat_mul(NH + 2 * KV, hs, &ok);
