@@ -253,10 +253,11 @@ static void megatron_estimator_weights(const char *preset, int t, int P, int D)
  * flash table under --recompute-granularity selective, printed for the
  * README; remat's figure is the first stage's stored bytes, all
  * micro-batches in flight */
-static void megatron_estimator_activations(const char *preset, int t, int P, int s)
+static void megatron_estimator_activations(const char *preset, int t, int P, int s, int cp)
 {
     remat_config c = llama_megatron(preset, t);
     c.seq = c.max_seq = s;
+    c.cp = cp;               /* the estimator has no context parallelism: its figure is the same */
     remat_cluster cl = cluster(P, 1, 1, 8 * P);
     double S = s, b = 1, h = c.n_embd, F = remat_config_ffn_dim(&c), L = c.n_layer, Vp = remat_config_padded_vocab(&c);
     double est = S * b * h * (18 + 4 * (F / h)) * L + 8 * S * b * P + S * b * h * P;
@@ -264,8 +265,9 @@ static void megatron_estimator_activations(const char *preset, int t, int P, int
     est /= t;
     remat_cluster_row r;
     if (remat_cluster_evaluate(&c, &cl, "selective", &r)) { CHECK(0, "%s: %s", preset, remat_errmsg()); return; }
-    printf("  %-12s s %6d TP %d SP PP %2d: Megatron's estimator %8.2f GiB, remat (flash, selective) %8.2f GiB (%+.1f%%)\n",
-           preset, s, t, P, est / (1 << 30), r.stored_bytes / (double)(1 << 30), 100 * (r.stored_bytes / est - 1));
+    printf("  %-12s s %6d TP %d SP CP %d PP %2d: Megatron's estimator %8.2f GiB, remat (flash, selective) %8.2f GiB "
+           "(%+.1f%%)\n", preset, s, t, cp, P, est / (1 << 30), r.stored_bytes / (double)(1 << 30),
+           100 * (r.stored_bytes / est - 1));
     CHECK(r.stored_bytes > 0, "%s: stored bytes", preset);
     remat_cluster_row_clear(&r);
 }
@@ -815,10 +817,11 @@ int main(void)
     megatron_estimator_weights("llama3.2-1b", 2, 1, 5);
     megatron_estimator_weights("llama3.2-1b", 8, 2, 3);
     printf("activations per GPU, first pipeline stage, micro-batch 1:\n");
-    megatron_estimator_activations("llama3-8b", 1, 1, 8192);
-    megatron_estimator_activations("llama3-8b", 4, 1, 8192);
-    megatron_estimator_activations("llama3-70b", 8, 4, 8192);
-    megatron_estimator_activations("llama3-70b", 8, 4, 32768);
-    megatron_estimator_activations("llama3-405b", 8, 9, 8192);
+    megatron_estimator_activations("llama3-8b", 1, 1, 8192, 1);
+    megatron_estimator_activations("llama3-8b", 4, 1, 8192, 1);
+    megatron_estimator_activations("llama3-70b", 8, 4, 8192, 1);
+    megatron_estimator_activations("llama3-70b", 8, 4, 32768, 1);
+    megatron_estimator_activations("llama3-70b", 8, 4, 32768, 4);
+    megatron_estimator_activations("llama3-405b", 8, 9, 8192, 1);
     return TEST_REPORT();
 }

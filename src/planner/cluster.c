@@ -784,12 +784,14 @@ static remat_status row_copy(remat_cluster_row *dst, const remat_cluster_row *sr
     return REMAT_OK;
 }
 
-/* a faster fitting row than best (ties: less memory) */
+/* a faster fitting row than best (ties: less on the host -- offload that
+ * buys no time is not worth its link and host memory -- then less memory) */
 static int better(const remat_cluster_row *r, const remat_cluster_row *best)
 {
     if (!r->fits) return 0;
     if (!best->policy) return 1;
     if (r->step_ms_pred != best->step_ms_pred) return r->step_ms_pred < best->step_ms_pred;
+    if (r->host_bytes != best->host_bytes) return r->host_bytes < best->host_bytes;
     return r->total_bytes < best->total_bytes;
 }
 
