@@ -574,6 +574,18 @@ static void llama_offload_options(void)
         CHECK(fine > 0, "P %d: fine-grained offload offered (%d)", P, fine);
         remat_cluster_answer_clear(&an);
     }
+    /* everything fits: offload buys no time, and no answer takes it */
+    {
+        remat_cluster big = cluster(1, 1, 1, 4);
+        remat_cluster_answer all;
+        if (remat_cluster_plan(&c, &big, &all) == REMAT_OK) {
+            CHECK(all.optimal.policy && !all.optimal.host_bytes && all.best_megatron.policy &&
+                  !all.best_megatron.host_bytes && !strcmp(all.best_megatron.megatron_flags, ""),
+                  "everything fits: no offload (optimal %s, Megatron '%s')", all.optimal.policy,
+                  all.best_megatron.megatron_flags);
+            remat_cluster_answer_clear(&all);
+        }
+    }
     /* the host bound: a host that cannot take one layer's offload gives no
      * fitting offload, and the optimum puts nothing there */
     remat_cluster cl = cluster(1, 1, 1, 4);
