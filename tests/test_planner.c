@@ -179,9 +179,43 @@ static void rand_plan(char *s, size_t n, int type, int len)
     }
 }
 
+/* 60 random plans of c (rand_off: with O tokens) predicted by the program
+ * p against the simulator and the cost pass: mispredictions into *bad (the
+ * first few reported), plans into *n; with hid, also each plan without its
+ * offloads, which is never slower nor keeps less when the forward ends --
+ * equal (*hid) or faster (*exp) */
+static void predict_plans(const remat_config *c, const remat_profile *prof, remat_planner *p, const char *what,
+                          int *bad, int *n, int *hid, int *exp)
+{
+    for (int it = 0; it < 60; it++) {
+        char plan[4096] = "plan:";
+        rand_plan(plan, sizeof plan, 1, c->n_layer);
+        remat_plan_row r, keep;
+        uint64_t pk;
+        double ms;
+        remat_status st = remat_plan_evaluate(c, prof, plan, 0, 0, &r);
+        remat_status st2 = remat_planner_predict(p, prof, plan, &pk, &ms);
+        (*n)++;
+        if (st || st2 || r.peak_bytes != pk || !close_ms(ms, r.step_ms_pred)) {
+            if ((*bad)++ < 5)
+                CHECK(0, "L=%d %s %s: simulated %llu B %.6f ms, predicted %llu B %.6f ms (%s)", c->n_layer, what, plan,
+                      (unsigned long long)r.peak_bytes, r.step_ms_pred, (unsigned long long)pk, ms,
+                      st || st2 ? remat_errmsg() : "");
+        }
+        for (char *q = plan; hid && *q; q++) if (*q == 'O') *q = 'A';
+        if (hid && !st && !remat_plan_evaluate(c, prof, plan, 0, 0, &keep)) {
+            CHECK(keep.step_ms_pred <= r.step_ms_pred * (1 + 1e-12) && keep.stored_bytes >= r.stored_bytes,
+                  "%s: offloading made it faster or kept more", plan);
+            *hid += keep.step_ms_pred == r.step_ms_pred;
+            *exp += keep.step_ms_pred < r.step_ms_pred;
+            remat_plan_row_clear(&keep);
+        }
+        remat_plan_row_clear(&r);
+    }
+}
+
 /* offload: the program's OFF moves against the simulator and the cost
  * pass, and host bytes bounded by remat_planner_set_host */
-static void test_predict_random(void);
 static void test_offload(void)
 {
     rand_off = 1;
@@ -198,32 +232,7 @@ static void test_offload(void)
             CHECK(st == REMAT_OK && remat_planner_offload_sets(p) > 0, "planner_create with a host link: %s",
                   remat_errmsg());
             if (st) continue;
-            for (int it = 0; it < 60; it++) {
-                char plan[4096] = "plan:";
-                rand_plan(plan, sizeof plan, 1, c.n_layer);
-                remat_plan_row r, keep;
-                uint64_t pk;
-                double ms;
-                st = remat_plan_evaluate(&c, &prof, plan, 0, 0, &r);
-                remat_status st2 = remat_planner_predict(p, &prof, plan, &pk, &ms);
-                n++;
-                if (st || st2 || r.peak_bytes != pk || !close_ms(ms, r.step_ms_pred)) {
-                    if (bad++ < 5)
-                        CHECK(0, "L=%d %s: simulated %llu B %.6f ms, predicted %llu B %.6f ms (%s)", c.n_layer, plan,
-                              (unsigned long long)r.peak_bytes, r.step_ms_pred, (unsigned long long)pk, ms,
-                              st || st2 ? remat_errmsg() : "");
-                }
-                /* the same plan without offload: never faster, never less on the device when it ends */
-                for (char *q = plan; *q; q++) if (*q == 'O') *q = 'A';
-                if (!st && !remat_plan_evaluate(&c, &prof, plan, 0, 0, &keep)) {
-                    CHECK(keep.step_ms_pred <= r.step_ms_pred * (1 + 1e-12) && keep.stored_bytes >= r.stored_bytes,
-                          "%s: offloading made it faster or kept more", plan);
-                    hidden += keep.step_ms_pred == r.step_ms_pred;
-                    exposed += keep.step_ms_pred < r.step_ms_pred;
-                    remat_plan_row_clear(&keep);
-                }
-                remat_plan_row_clear(&r);
-            }
+            predict_plans(&c, &prof, p, "offloading", &bad, &n, &hidden, &exposed);
             /* a host of room for 2 offloaded blocks: the optimum puts no more there */
             uint64_t most = remat_planner_offload_host(p), H = 2 * most + most / 2;
             remat_planner_set_host(p, H);
@@ -264,23 +273,7 @@ static void test_predict_random(void)
             remat_status st = remat_planner_create(&c, &prof, 0x3ff, &p);
             CHECK(st == REMAT_OK, "planner_create: %s", remat_errmsg());
             if (st) continue;
-            for (int it = 0; it < 60; it++) {
-                char plan[4096] = "plan:";
-                rand_plan(plan, sizeof plan, 1, c.n_layer);
-                remat_plan_row r;
-                uint64_t pk;
-                double ms;
-                st = remat_plan_evaluate(&c, &prof, plan, 0, 0, &r);
-                remat_status st2 = remat_planner_predict(p, &prof, plan, &pk, &ms);
-                n++;
-                if (st || st2 || r.peak_bytes != pk || !close_ms(ms, r.step_ms_pred)) {
-                    if (bad++ < 5)
-                        CHECK(0, "L=%d dropout=%d %s: simulated %llu B %.6f ms, predicted %llu B %.6f ms (%s)",
-                              c.n_layer, drop, plan, (unsigned long long)r.peak_bytes, r.step_ms_pred,
-                              (unsigned long long)pk, ms, st || st2 ? remat_errmsg() : "");
-                }
-                remat_plan_row_clear(&r);
-            }
+            predict_plans(&c, &prof, p, drop ? "dropout" : "", &bad, &n, NULL, NULL);
             remat_planner_free(p);
         }
     CHECK(bad == 0 && n >= 400, "%d of %d random plans mispredicted", bad, n);
