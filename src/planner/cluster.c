@@ -650,8 +650,8 @@ static int offload_options(const ctx *x, cand **v, size_t *n, size_t *cap)
         int core_rec = 0;                            /* core_attn among the recompute modules */
         for (int i = 0; i < RM_NMODULES; i++) {
             unsigned md, mr;
-            const char *name = remat_module_name(i, &md, &mr);
-            if ((base->set & (1 << i)) && !strcmp(name, "core_attn")) core_rec = 1;
+            remat_module_name(i, &md, &mr);
+            if ((base->set & (1 << i)) && (md & RM_CORE_ATTN)) core_rec = 1;
         }
         for (int set = 1; set < 1 << RF_NMODULES; set++) {
             unsigned mods = 0, bit;
