@@ -172,7 +172,7 @@ fuzz:
 # (the soname) and libremat.so, include/remat.h and remat_testing.h,
 # lib/pkgconfig/remat.pc, and the Python package remat_torch
 # (python/remat_torch/) in PYTHONDIR with _paths.py naming LIBDIR: it loads
-# the libremat.so.1 installed beside it.  remat.pc's Libs.private lists what
+# the libremat.so.$(SOMAJOR) installed beside it.  remat.pc's Libs.private lists what
 # a static link of libremat.a needs: the build's own LDFLAGS and LDLIBS
 # (OpenMP, the BLAS, libm, oneDNN, Jansson, MPI, as configured), so it
 # follows GEMM= and MPI= (tests/cli_example.sh checks it against

@@ -48,12 +48,17 @@ extern "C" {
  * tables replaced enum remat_param): an ABI break, hence libremat.so.1.
  * 1.1.0: tables read from files (REMAT_FRAMEWORK_TABLE, remat_config.table
  * in what was the struct's tail padding, remat_table_load ...) and
- * remat_plan_explain: additions only. */
-#define REMAT_VERSION_MAJOR 1
-#define REMAT_VERSION_MINOR 1
+ * remat_plan_explain: additions only.
+ * 2.0.0: context parallelism and activation offload (remat_config.cp,
+ * the instruction kinds REMAT_I_OFFLOAD and REMAT_I_RELOAD, the host's
+ * bytes in remat_sim, remat_instr_info and remat_layer_info, the host link
+ * in remat_device, remat_cluster.host_mem): structs grew, an ABI break,
+ * hence libremat.so.2. */
+#define REMAT_VERSION_MAJOR 2
+#define REMAT_VERSION_MINOR 0
 #define REMAT_VERSION_PATCH 0
-#define REMAT_VERSION_STRING "1.1.0"
-/* The version of the linked library, e.g. "1.1.0". */
+#define REMAT_VERSION_STRING "2.0.0"
+/* The version of the linked library, e.g. "2.0.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */
@@ -210,6 +215,12 @@ typedef struct remat_config {
                            (tie_word_embeddings); GPT-2 is always tied (0 or 1) */
     int table;        /* REMAT_FRAMEWORK_TABLE: the id of a loaded table (remat_table_load),
                          valid in this process until remat_table_unload; 0 otherwise */
+    int cp;           /* context-parallel size (Megatron's --context-parallel-size; 0 and 1 both
+                         mean none): the sequence is split over cp GPUs, two chunks each
+                         (Megatron's load-balanced causal split: seq divisible by 2 cp), and the
+                         attention exchanges K/V around the ring (Transformer Engine's
+                         AttnFuncWithCPAndKVP2P).  Framework tables that model it only: Llama on
+                         Megatron-LM with flash attention */
 } remat_config;
 
 /* The architecture's values of the fields that default to 0. */
@@ -231,9 +242,12 @@ REMAT_API int remat_config_tied(const remat_config *cfg);
 #define REMAT_MAX_SEQ    (1 << 20)     /* seq in [1, max_seq], max_seq <= REMAT_MAX_SEQ */
 #define REMAT_MAX_BATCH  (1 << 20)     /* batch in [1, REMAT_MAX_BATCH] */
 #define REMAT_MAX_TP     1024          /* tp in [0, REMAT_MAX_TP] */
+#define REMAT_MAX_CP     1024          /* cp in [0, REMAT_MAX_CP] */
 
 /* The tensor-parallel size of a config: tp, or 1 when tp is 0. */
 REMAT_API int remat_config_tp(const remat_config *cfg);
+/* The context-parallel size: cp, or 1 when cp is 0. */
+REMAT_API int remat_config_cp(const remat_config *cfg);
 /* Fills a small default (4 layers, 128 wide, 4 heads, V 256, T 64, B 16). */
 REMAT_API void remat_config_default(remat_config *cfg);
 /* Checks every field and that all sizes fit in 64 bits.  On failure writes a
@@ -302,6 +316,19 @@ REMAT_API remat_status remat_tensor_get(const remat_config *cfg, int id, remat_t
  *                   inputs and statistics (llm.c -r 2)
  *     save:A+B+...  keep only the named per-block tensors (JAX
  *                   save_only_these_names); the block input is always kept
+ *   offload (for planning GPU runs: a device with a host link; remat's own
+ *   engine refuses it):
+ *     offload:N     blocks 0..N-1, where the first forward sweep keeps their
+ *                   tensors (an ALL move of the chain that ends at the head),
+ *                   move what they keep, and their input, to host memory
+ *                   right after their forward, and back at the start of their
+ *                   backward (Megatron --cpu-offloading-num-layers N, TE's CPU
+ *                   offloading; instructions REMAT_I_OFFLOAD, REMAT_I_RELOAD)
+ *     offload:N:A+B only the named per-block tensors of those blocks ("input":
+ *                   the block input)
+ * A plan's tokens, in preorder of the compiler's recursion (schedule.h): A<hex>
+ * keeps that mask, C<j> checkpoints j blocks, O<hex> keeps that mask and
+ * offloads all of it and the block input.
  */
 typedef struct remat_schedule remat_schedule;
 
@@ -314,11 +341,13 @@ typedef enum remat_instr_kind {
     REMAT_I_FORWARD = 0,   /* compute a tensor for the first time this step */
     REMAT_I_RECOMPUTE = 1, /* compute it again (during backward) */
     REMAT_I_BACKWARD = 2,  /* backward of the op that produced the tensor */
-    REMAT_I_FREE = 3,      /* release a tensor */
-    REMAT_I_UPDATE = 4     /* AdamW parameter update */
+    REMAT_I_FREE = 3,      /* release a tensor (on the device, or its copy on the host) */
+    REMAT_I_UPDATE = 4,    /* AdamW parameter update */
+    REMAT_I_OFFLOAD = 5,   /* move a live tensor to host memory: its device bytes are released */
+    REMAT_I_RELOAD = 6     /* bring an offloaded tensor back: its device bytes return */
 } remat_instr_kind;
-/* "forward", "recompute", "backward", "free", "update" (the names traces,
- * profiles and `remat schedule` use); "?" for anything else */
+/* "forward", "recompute", "backward", "free", "update", "offload", "reload"
+ * (the names traces, profiles and `remat schedule` use); "?" for anything else */
 REMAT_API const char *remat_instr_kind_name(remat_instr_kind k);
 
 typedef struct remat_instr_info {
@@ -328,6 +357,7 @@ typedef struct remat_instr_info {
     uint64_t live_bytes;   /* activation bytes live after this instruction */
     uint64_t peak_bytes;   /* activation bytes live at the worst moment inside it */
     double flops;          /* floating-point operations of this instruction */
+    uint64_t host_bytes;   /* activation bytes offloaded to the host after it */
 } remat_instr_info;
 
 typedef struct remat_sim {
@@ -339,6 +369,9 @@ typedef struct remat_sim {
     double recompute_flops;   /* of which recomputation */
     int max_checkpoints;      /* most block inputs (emb, res3) live at once */
     int recomputed_blocks;    /* block forwards re-run (counted by res3/att/...)*/
+    uint64_t host_peak_bytes; /* most activation bytes on the host at once (offload:) */
+    uint64_t host_stored_bytes; /* on the host when the block forward ends */
+    uint64_t transfer_bytes;  /* moved over the host link: offloads and reloads */
 } remat_sim;
 
 /* Compiles `policy` (NULL means "none") for the config.  Errors:
@@ -383,11 +416,14 @@ REMAT_API remat_status remat_schedule_validate(const remat_schedule *s);
 /* What a schedule does with each layer, for people: layer l's per-block
  * tensors (bit = tensor id, remat_tensor_get) held for the backward when the
  * block forward sweep ends -- its own output counts, its input is the layer
- * before's -- and those recomputed during the backward. */
+ * before's -- of them those held on the host (offloaded), and those
+ * recomputed during the backward; kept_bytes counts the device's. */
 typedef struct remat_layer_info {
     uint32_t kept;
     uint32_t recomputed;
     uint64_t kept_bytes;
+    uint32_t offloaded;
+    uint64_t host_bytes;
 } remat_layer_info;
 /* out: the config's n_layer entries. */
 REMAT_API remat_status remat_schedule_layers(const remat_schedule *s, remat_layer_info *out);
@@ -981,8 +1017,9 @@ REMAT_API remat_status remat_plan_explain(const remat_config *cfg, const char *p
 /* ---- cluster planning: Megatron-LM and PyTorch runs on GPUs -------------------
  * The same simulator and planner, run on a framework's tensor table
  * (cfg->framework MEGATRON or PYTORCH), with tensor and sequence parallelism
- * in the config (cfg->tp, cfg->sp), cfg->batch the micro-batch, and pipeline
- * and data parallelism, precision, batch and device here.  Nothing runs:
+ * in the config (cfg->tp, cfg->sp), context parallelism too (cfg->cp),
+ * cfg->batch the micro-batch, and pipeline and data parallelism, precision,
+ * batch and device here: the world is T x CP x P x D GPUs.  Nothing runs:
  * every figure is per GPU and predicted.
  *
  * Memory (Korthikanti et al. 2022, arXiv 2205.05198, Sections 4.2-4.3; the
@@ -997,20 +1034,29 @@ REMAT_API remat_status remat_plan_explain(const remat_config *cfg, const char *p
  *     activations peak at (in flight - 1) x stored + the chunk's own peak;
  *   - weights, gradients and optimizer state per GPU: bf16 18 bytes per
  *     parameter (2 + 4 fp32 gradient + 12 fp32 main weights and moments),
- *     6 + 12/D with the distributed optimizer; fp32 16 and 8 + 8/D; the
- *     first stage holds its blocks' parameters and the embedding (with one
+ *     6 + 12/(D CP) with the distributed optimizer (Megatron shards it over
+ *     the data- and context-parallel ranks together); fp32 16 and 8 + 8/(D CP);
+ *     the first stage holds its blocks' parameters and the embedding (with one
  *     stage, the final norm and an untied output layer too), divided by T
  *     but for the norms Megatron keeps whole on every rank (Llama's; the
- *     parameter table says which).
+ *     parameter table says which);
+ *   - offloaded activations sit in host memory (host_bytes, all in-flight
+ *     micro-batches), bounded by remat_cluster.host_mem.
  * Time per iteration: each op's matrix-product FLOPs at the device's dense
  * bf16 FLOP/s times an efficiency (default calibrated to Table 5 of the
  * paper), its other bytes at the HBM bandwidth; Megatron's tensor-parallel
  * collectives (per layer 2 all-reduces forward and 2 backward, or their
  * all-gather/reduce-scatter halves under sequence parallelism) at the link
  * bandwidth; the pipeline bubble (P-1)/(m V) for m micro-batches per
- * replica; the data-parallel gradient reduction at the network bandwidth;
- * the optimizer step at the HBM bandwidth.  Nothing overlaps; each row
- * gives the iteration in these parts. */
+ * replica; the data-parallel gradient reduction at the network bandwidth
+ * (over D CP ranks); the optimizer step at the HBM bandwidth.  Two things
+ * overlap the compute, and only what they do not hide is counted: context
+ * parallelism's ring (each of its steps sends a K/V chunk, in the backward
+ * with its gradient, while the step's attention runs; over NVLink when T CP
+ * GPUs fit a node, else the network), and offload and reload over the host
+ * link (a block's offload hides behind one block's forward, its reload
+ * behind one block's backward).  Each row gives the iteration in these
+ * parts. */
 typedef struct remat_device {
     const char *name;      /* e.g. "h100-80gb" */
     uint64_t mem_bytes;    /* memory of one GPU */
@@ -1019,6 +1065,10 @@ typedef struct remat_device {
     double link_bps;       /* intra-node link (NVLink), per GPU and direction, bytes/s */
     double net_bps;        /* inter-node network per GPU, bytes/s (data-parallel reduction) */
     const char *source;    /* where the figures come from */
+    double host_bps;       /* the host link (PCIe, NVLink-C2C) per GPU and direction, bytes/s:
+                              activation offload and reload */
+    uint64_t host_mem_bytes; /* host memory per GPU (the node's, shared by its GPUs) */
+    int node_gpus;         /* GPUs a node's NVLink joins; groups beyond it talk over the network */
 } remat_device;
 
 /* The presets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, ...): i in
@@ -1062,6 +1112,8 @@ typedef struct remat_cluster {
                               calibrated to Table 5 (REMAT_CLUSTER_EFFICIENCY) */
     double reserve;        /* share of dev.mem_bytes kept back for the allocator, workspace
                               and communication buffers, in [0, 1) */
+    uint64_t host_mem;     /* host memory per GPU that offloaded activations may take; 0: the
+                              device's host_mem_bytes */
 } remat_cluster;
 
 /* The default efficiency: the one value that fits the four "present work"
@@ -1133,13 +1185,26 @@ typedef struct remat_cluster_answer {
 REMAT_API remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl, remat_cluster_answer *out);
 REMAT_API void remat_cluster_answer_clear(remat_cluster_answer *a);
 
+/* The planner's front for one model chunk -- activation peak against
+ * time, over every per-layer choice of keep, recompute and offload -- each
+ * point priced per GPU as remat_cluster_evaluate prices its plan:TOKENS
+ * policy, with the micro-batches in flight: rows sorted by peak_bytes, time
+ * strictly falling (points that the in-flight micro-batches make worse than
+ * a smaller one are left out; whether they fit is each row's fits).
+ * Release with remat_cluster_rows_free. */
+REMAT_API remat_status remat_cluster_pareto(const remat_config *cfg, const remat_cluster *cl, remat_cluster_row **rows,
+                                            size_t *n);
+/* Releases n rows and the array (NULL is fine). */
+REMAT_API void remat_cluster_rows_free(remat_cluster_row *rows, size_t n);
+
 typedef enum remat_cluster_dim { REMAT_CLUSTER_MICROBATCH = 0, REMAT_CLUSTER_SEQ = 1 } remat_cluster_dim;
 typedef enum remat_cluster_which {
     REMAT_CLUSTER_OPTIMAL = 0, REMAT_CLUSTER_MEGATRON = 1, REMAT_CLUSTER_TORCHTITAN = 2
 } remat_cluster_which;
 /* The largest micro-batch (the micro-batches per replica fixed: G grows
  * with it) or seq (max_seq follows; a multiple of T under sequence
- * parallelism) at which the answer `which` exists (a plan that fits; for
+ * parallelism, of 2 CP under context parallelism and then s/CP of T under
+ * both) at which the answer `which` exists (a plan that fits; for
  * MEGATRON and TORCHTITAN one that framework expresses).  *best is 0 when
  * nothing fits even at the smallest size.  out (may be NULL) gets the whole
  * answer at *best. */

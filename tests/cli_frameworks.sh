@@ -92,6 +92,89 @@ for args in "--model llama3-8b --tp 16" "--model llama3-8b --tp 8 --sp --model-c
     expect_err --rc 2 "plan $args" $R plan --framework megatron $args
 done
 
+# context parallelism: Megatron's --context-parallel-size, the world T x CP x P x D,
+# a layer's bytes split over the CP GPUs, the ring's time in its own part
+l70="--framework megatron --model llama3-70b --tp 8 --sp --pp 4 --dp 2 --distributed-optimizer --global-batch 64 --device h100-80gb --seq 32768"
+$R plan $l70 --cp 2 --recompute none --json > "$T/cp2.json" 2> "$T/cp.err" && $R plan $l70 --recompute none --json > "$T/cp1.json" 2>> "$T/cp.err" \
+    || bad "plan --cp 2: $(cat "$T/cp.err")"
+/usr/bin/python3 - "$T/cp1.json" "$T/cp2.json" <<'PY' && ok || bad "--cp 2 JSON"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert "--context-parallel-size 2" in b["megatron_args"] and "--context-parallel-size" not in a["megatron_args"]
+assert b["world"] == {"gpus": 128, "tp": 8, "cp": 2, "pp": 4, "dp": 2} and a["world"]["gpus"] == 64, b["world"]
+n1, n2 = a["rows"][0], b["rows"][0]
+assert n1["policy"] == n2["policy"] == "none" and n2["layer_stored_bytes"] * 2 == n1["layer_stored_bytes"]
+assert b["memory"]["optim_bytes"] * 2 <= a["memory"]["optim_bytes"] + 1    # the distributed optimizer over D x CP
+assert a["memory"]["params"] == b["memory"]["params"] and a["model_flops"] == b["model_flops"]
+for r in b["rows"]:
+    t = r["time_ms"]
+    assert abs(sum(t[k] for k in ("compute", "tp", "cp", "bubble", "dp", "optimizer", "offload")) / t["total"] - 1) < 1e-12
+PY
+$R plan $l70 --cp 2 > "$T/cp.txt" 2>&1 && grep -q "^world: 128 GPUs = tp 8 x cp 2 x pp 4 x dp 2" "$T/cp.txt" \
+    && grep -q "time: compute .*, CP " "$T/cp.txt" && ok || bad "--cp 2 text: $(head -5 "$T/cp.txt")"
+# refused, one line: a sequence not divisible by 2 x CP, the tables without a ring, the engine
+for args in "--model llama3-8b --tp 8 --sp --cp 3" "--model llama3-8b --tp 2 --cp 2 --attention unfused" \
+            "--model llama3-8b --cp 2 --seq 8190" "--model gpt2 --tp 2 --cp 2" "--model llama3-8b --cp 0" \
+            "--model llama3-8b --tp 8 --sp --cp 2 --seq 8200"; do
+    expect_err --rc 2 "plan $args" $R plan --framework megatron $args
+done
+grep -q "seq 8200 is not\|seq/cp = 4100" "$T/stderr" && ok || bad "cp and sp: $(cat "$T/stderr")"
+expect_err --rc 2 "plan pytorch --cp 2" $R plan --framework pytorch --model llama3.2-1b --cp 2
+grep -q "not for --framework pytorch" "$T/stderr" && ok || bad "pytorch --cp: $(cat "$T/stderr")"
+expect_err "train --cp 2" $R train --steps 1 --cp 2
+
+# offload: Megatron's flags where transformer_config.py allows them, the host's bytes
+# in the rows, bounded by --host-mem; the front shows keep, recompute and offload
+l8="--framework megatron --model llama3-8b --tp 2 --sp --device h100-80gb --layers 8"
+$R plan $l8 --json > "$T/o1.json" 2> "$T/o.err" && $R plan $l8 --pp 2 --global-batch 4 --json > "$T/o2.json" 2>> "$T/o.err" \
+    || bad "plan offload: $(cat "$T/o.err")"
+/usr/bin/python3 - "$T/o1.json" "$T/o2.json" <<'PY' && ok || bad "offload rows"
+import json, sys
+one, two = (json.load(open(f)) for f in sys.argv[1:])
+assert one["host_link_bps"] == 64e9 and one["host_mem_bytes"] == 250e9
+for d, P in ((one, 1), (two, 2)):
+    lv = [r for r in d["rows"] if r["megatron_flags"] and "--cpu-offloading-num-layers" in r["megatron_flags"]]
+    fg = [r for r in d["rows"] if r["megatron_flags"] and "--fine-grained-activation-offloading" in r["megatron_flags"]]
+    assert len(lv) == (6 if P == 1 else 0), (P, len(lv))      # N in [1, L - 2], never with a pipeline
+    assert fg, P
+    for r in lv:
+        assert "--recompute" not in r["megatron_flags"] and r["memory"]["host"] > 0 and r["torchtitan"] is None
+    for r in fg:
+        f = r["megatron_flags"]
+        assert "--recompute-granularity full" not in f and ("attn_proj" not in f or "core_attn" in f), f
+        assert r["memory"]["host"] > 0 and "offload:" in r["policy"]
+    for r in d["rows"]:
+        m = r["memory"]
+        assert m["weights"] + m["gradients"] + m["optimizer"] + m["activations"] == m["total"]
+        if "offload" not in r["policy"]:
+            assert m["host"] == 0 and r["time_ms"]["offload"] == 0
+PY
+$R plan $l8 --host-mem 1 --json 2>/dev/null | /usr/bin/python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+assert d['host_mem_bytes'] == 1 and d['optimal']['memory']['host'] == 0
+assert not [r for r in d['rows'] if r['memory']['host'] and r['fits']]" && ok || bad "--host-mem 1: nothing offloads"
+$R plan $l8 --device-mem 30GiB --pareto --json > "$T/p.json" 2> "$T/p.err" || bad "--pareto: $(cat "$T/p.err")"
+/usr/bin/python3 - "$T/p.json" <<'PY' && ok || bad "--pareto JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = d["pareto"]
+assert len(f) > 1 and any(r["memory"]["host"] > 0 for r in f)
+assert all(a["peak_bytes"] < b["peak_bytes"] and a["step_ms_pred"] > b["step_ms_pred"] for a, b in zip(f, f[1:]))
+o = d["optimal"]
+assert o["fits"] and "O" in o["policy"] and o["memory"]["host"] > 0, o["policy"]
+PY
+$R plan $l8 --device-mem 30GiB --pareto --explain > "$T/p.txt" 2>&1 && grep -q "^the front of one model chunk's plans" "$T/p.txt" \
+    && grep -q "on the host (offloaded after the forward)" "$T/p.txt" && ok || bad "--pareto text: $(tail -5 "$T/p.txt")"
+expect_err --rc 2 "plan --host-mem 1XB" $R plan $l8 --host-mem 1XB
+# offload is schedule data: `remat schedule` shows the host, remat's own planner and engine refuse it
+$R schedule --layers 3 --recompute offload:2 > "$T/s.txt" 2>&1 && grep -q "host after" "$T/s.txt" && grep -q "^host: " "$T/s.txt" \
+    && grep -q "  offload       0  qkv" "$T/s.txt" && grep -q "  reload        0  qkv" "$T/s.txt" && ok || bad "schedule offload: $(tail -3 "$T/s.txt")"
+expect_err --rc 2 "plan offload on the CPU" $R plan --layers 3 --recompute offload:2
+grep -q "no host link" "$T/stderr" && ok || bad "plan offload on the CPU: $(cat "$T/stderr")"
+expect_err "train offload" $R train --steps 1 --layers 3 --recompute offload:2
+grep -q "no host link" "$T/stderr" && ok || bad "train offload: $(cat "$T/stderr")"
+
 # the text: three answers, the flags to paste, the layer ranges
 $R plan $m175 --explain > "$T/m.txt" 2>&1 || bad "plan --framework megatron: $(cat "$T/m.txt")"
 grep -q "^optimal " "$T/m.txt" && grep -q "^best Megatron-LM " "$T/m.txt" && grep -q "^best torchtitan " "$T/m.txt" \

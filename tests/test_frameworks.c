@@ -253,10 +253,11 @@ static void megatron_estimator_weights(const char *preset, int t, int P, int D)
  * flash table under --recompute-granularity selective, printed for
  * docs/cluster.md, "Llama 3: against Megatron's estimator"; remat's figure is the first stage's stored bytes, all
  * micro-batches in flight */
-static void megatron_estimator_activations(const char *preset, int t, int P, int s)
+static void megatron_estimator_activations(const char *preset, int t, int P, int s, int cp)
 {
     remat_config c = llama_megatron(preset, t);
     c.seq = c.max_seq = s;
+    c.cp = cp;               /* the estimator has no context parallelism: its figure is the same */
     remat_cluster cl = cluster(P, 1, 1, 8 * P);
     double S = s, b = 1, h = c.n_embd, F = remat_config_ffn_dim(&c), L = c.n_layer, Vp = remat_config_padded_vocab(&c);
     double est = S * b * h * (18 + 4 * (F / h)) * L + 8 * S * b * P + S * b * h * P;
@@ -264,8 +265,9 @@ static void megatron_estimator_activations(const char *preset, int t, int P, int
     est /= t;
     remat_cluster_row r;
     if (remat_cluster_evaluate(&c, &cl, "selective", &r)) { CHECK(0, "%s: %s", preset, remat_errmsg()); return; }
-    printf("  %-12s s %6d TP %d SP PP %2d: Megatron's estimator %8.2f GiB, remat (flash, selective) %8.2f GiB (%+.1f%%)\n",
-           preset, s, t, P, est / (1 << 30), r.stored_bytes / (double)(1 << 30), 100 * (r.stored_bytes / est - 1));
+    printf("  %-12s s %6d TP %d SP CP %d PP %2d: Megatron's estimator %8.2f GiB, remat (flash, selective) %8.2f GiB "
+           "(%+.1f%%)\n", preset, s, t, cp, P, est / (1 << 30), r.stored_bytes / (double)(1 << 30),
+           100 * (r.stored_bytes / est - 1));
     CHECK(r.stored_bytes > 0, "%s: stored bytes", preset);
     remat_cluster_row_clear(&r);
 }
@@ -391,6 +393,252 @@ static void llama_flops(int flash, int L, int a, int kv, int hs, int h, int F, i
     CHECK(rel_close(parts, r.step_ms_pred, 1e-12) && r.tp_ms > 0 && r.dp_ms > 0, "time parts %.17g, step %.17g", parts,
           r.step_ms_pred);
     remat_cluster_row_clear(&r);
+}
+
+/* ---- context parallelism ----------------------------------------------------
+ * Megatron's --context-parallel-size CP on the Llama flash table: every
+ * per-token entry holds the GPU's own s/cp tokens, so a layer keeps the
+ * bytes of the formula above with u = s b / cp; Transformer Engine's ring
+ * (AttnFuncWithCPAndKVP2P) holds, inside attention's forward, every step's
+ * K/V buffer -- cp chunks of 2 K1, the whole sequence's K and V -- every
+ * step's output (cp Q1, bf16) and statistics (fp32), and inside its
+ * backward two (2, 2K1) buffers of K/V and their gradient and one step's
+ * dq_, dk_, dv_ (Q1 + 2K1), with K1 = b (s/cp) (KV/t) hs, Q1 = b (s/cp)
+ * (NH/t) hs. */
+static void llama_cp_layer(int a, int kv, int hs, int h, int F, int s, int b, int t, int sp, int cp)
+{
+    remat_config c = llama_fw(1, 1, 3, a, kv, hs, h, F, s, b, t, sp, 0.0f);
+    c.cp = cp;
+    uint64_t u = (uint64_t)s * b / (uint64_t)cp, T = (uint64_t)t, S = sp ? T : 1;
+    uint64_t want = 2 * (4 * u * h + 4 * u) / S + 2 * u * a * hs / T + 6 * u * (uint64_t)F / T +
+                    2 * u * (uint64_t)(a + 2 * kv) * hs / T + 4 * (uint64_t)b * a * s / (T * (uint64_t)cp);
+    uint64_t got = layer_bytes(&c, "none");
+    CHECK(got == want, "cp %d a%d kv%d hs%d h%d F%d s%d b%d t%d sp%d: %llu bytes a layer, want %llu", cp, a, kv, hs, h, F,
+          s, b, t, sp, (ull)got, (ull)want);
+    got = layer_bytes(&c, "full");
+    CHECK(got == 2 * u * h / S, "cp %d full: %llu, want %llu", cp, (ull)got, (ull)(2 * u * h / S));
+    /* the ring's buffers, from the simulator: what attention's forward and
+     * backward instructions hold beyond what lives before and what they make */
+    uint64_t K1 = u * (uint64_t)kv / T * hs, Q1 = u * (uint64_t)a / T * hs;
+    uint64_t fwd = 2 * ((uint64_t)cp * 2 * K1) + 2 * ((uint64_t)cp * Q1) + 4 * (uint64_t)cp * (Q1 / hs);
+    uint64_t bwd = 2 * (Q1 + 10 * K1);
+    remat_schedule *sc = NULL;
+    if (remat_schedule_create(&c, "none", &sc)) { CHECK(0, "schedule: %s", remat_errmsg()); return; }
+    int seen = 0;
+    for (size_t i = 1; i < remat_schedule_length(sc); i++) {
+        remat_instr_info in, prev;
+        remat_schedule_instr(sc, i, &in);
+        remat_schedule_instr(sc, i - 1, &prev);
+        if (in.layer != 1) continue;
+        if (in.kind == REMAT_I_FORWARD && !strcmp(in.tensor, "attn")) {
+            seen++;
+            CHECK(in.peak_bytes - prev.live_bytes == fwd, "cp %d: the forward's ring %llu, want %llu", cp,
+                  (ull)(in.peak_bytes - prev.live_bytes), (ull)fwd);
+        }
+        if (in.kind == REMAT_I_BACKWARD && !strcmp(in.tensor, "atty")) {    /* it allocates d_qkv_att */
+            seen++;
+            CHECK(in.peak_bytes - prev.live_bytes - bytes_of(&c, "d_qkv_att") == bwd,
+                  "cp %d: the backward's ring %llu, want %llu", cp,
+                  (ull)(in.peak_bytes - prev.live_bytes - bytes_of(&c, "d_qkv_att")), (ull)bwd);
+        }
+    }
+    CHECK(seen == 2, "cp %d: attention's forward and backward found (%d)", cp, seen);
+    remat_schedule_free(sc);
+    /* without CP there is no ring */
+    c.cp = 1;
+    if (!remat_schedule_create(&c, "none", &sc)) {
+        for (size_t i = 1; i < remat_schedule_length(sc); i++) {
+            remat_instr_info in, prev;
+            remat_schedule_instr(sc, i, &in);
+            remat_schedule_instr(sc, i - 1, &prev);
+            if (in.layer == 1 && in.kind == REMAT_I_FORWARD && !strcmp(in.tensor, "attn"))
+                CHECK(in.peak_bytes == prev.live_bytes, "cp 1: no scratch around attention's forward");
+        }
+        remat_schedule_free(sc);
+    }
+}
+
+/* CP in the cluster: the world, the optimizer sharded over D CP, the
+ * FLOPs, the ring's time hidden or not, and what is refused */
+static void llama_cp_cluster(void)
+{
+    remat_config c = llama_megatron("llama3-8b", 4);
+    c.seq = c.max_seq = 32768;
+    c.cp = 4;
+    remat_cluster cl = cluster(2, 1, 2, 16);
+    cl.dist_optim = 1;
+    remat_cluster_memory m1, m4;
+    CHECK(remat_cluster_memory_of(&c, &cl, &m4) == REMAT_OK, "memory: %s", remat_errmsg());
+    remat_config c1 = c;
+    c1.cp = 1;
+    CHECK(remat_cluster_memory_of(&c1, &cl, &m1) == REMAT_OK && m4.params == m1.params &&
+          m4.optim_bytes == (12 * m4.params + 7) / 8 && m1.optim_bytes == (12 * m1.params + 1) / 2,
+          "the distributed optimizer shards over D x CP = 8 ranks: %llu of %llu", (ull)m4.optim_bytes, (ull)m4.params);
+    remat_cluster_row r4, r1;
+    if (!stored_of(&c, &cl, "none", &r4) || !stored_of(&c1, &cl, "none", &r1)) return;
+    double model = remat_cluster_model_flops(&c, &cl);
+    CHECK(model == remat_cluster_model_flops(&c1, &cl), "model FLOPs do not depend on CP");
+    CHECK(rel_close(r4.hardware_flops, model, 1e-12), "cp 4: hardware FLOPs %.17g, model %.17g", r4.hardware_flops, model);
+    CHECK(r4.layer_stored_bytes * 4 == r1.layer_stored_bytes, "cp 4: a quarter of a layer's bytes (%llu, %llu)",
+          (ull)r4.layer_stored_bytes, (ull)r1.layer_stored_bytes);
+    double parts = r4.compute_ms + r4.tp_ms + r4.cp_ms + r4.bubble_ms + r4.dp_ms + r4.optimizer_ms + r4.offload_ms;
+    CHECK(rel_close(parts, r4.step_ms_pred, 1e-12) && r1.cp_ms == 0, "time parts %.17g, step %.17g", parts, r4.step_ms_pred);
+    /* a long sequence: the ring hides behind attention; a short one over a
+     * slow network does not (t 4 x cp 4 = 16 GPUs: the network) */
+    CHECK(r4.cp_ms == 0, "s 32768: the ring hides (%g ms)", r4.cp_ms);
+    remat_cluster_row_clear(&r4);
+    c.seq = c.max_seq = 1024;
+    cl.dev.net_bps = 1e9;
+    if (!stored_of(&c, &cl, "none", &r4)) return;
+    CHECK(r4.cp_ms > 0, "s 1024 over 1 GB/s: the ring's time %g ms", r4.cp_ms);
+    parts = r4.compute_ms + r4.tp_ms + r4.cp_ms + r4.bubble_ms + r4.dp_ms + r4.optimizer_ms + r4.offload_ms;
+    CHECK(rel_close(parts, r4.step_ms_pred, 1e-12), "time parts with the ring");
+    /* the same over NVLink: t 2 x cp 4 fit a node of 8 */
+    remat_cluster_row r2;
+    c.tp = 2;
+    if (stored_of(&c, &cl, "none", &r2)) {
+        CHECK(r2.cp_ms < r4.cp_ms, "cp within a node: the link's %g ms, not the network's %g", r2.cp_ms, r4.cp_ms);
+        remat_cluster_row_clear(&r2);
+    }
+    remat_cluster_row_clear(&r4);
+    remat_cluster_row_clear(&r1);
+    /* refused: seq not a multiple of 2 cp, SP not splitting s/cp, no ring in the table */
+    c = llama_megatron("llama3-8b", 4);
+    c.cp = 3;
+    c.seq = c.max_seq = 8188;
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "2 x cp = 6"), "seq %% 2cp: %s",
+          remat_errmsg());
+    c.seq = c.max_seq = 6 * 1001;
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "seq/cp = 2002"), "sp: %s", remat_errmsg());
+    c.seq = c.max_seq = 8 * 3 * 64;
+    CHECK(remat_config_check(&c) == REMAT_OK, "cp 3 with seq %d: %s", c.seq, remat_errmsg());
+    c.attention = REMAT_ATTENTION_NAIVE;
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "unfused"), "unfused: %s", remat_errmsg());
+    c.attention = REMAT_ATTENTION_FLASH;
+    c.framework = REMAT_FRAMEWORK_PYTORCH;
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "pytorch"), "pytorch: %s", remat_errmsg());
+    remat_config g = megatron(4, 8, 256, 128, 2, 2, 1, 0.1f);
+    g.cp = 2;
+    CHECK(remat_config_check(&g) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "gpt2"), "gpt2: %s", remat_errmsg());
+    remat_config r;
+    remat_config_default(&r);
+    r.cp = 2;
+    remat_model *mm = NULL;
+    CHECK(remat_model_create(&r, 1, &mm) != REMAT_OK && !mm && strstr(remat_errmsg(), "one machine"), "the engine refuses cp");
+    r.cp = REMAT_MAX_CP + 1;
+    CHECK(remat_config_check(&r) == REMAT_ERR_INVALID, "cp out of range");
+}
+
+/* ---- activation offload --------------------------------------------------------
+ * Megatron's two offloads as the framework options, within their documented
+ * constraints, and the host memory bound */
+static int has(const char *s, const char *w) { return s && strstr(s, w) != NULL; }
+
+static void llama_offload_options(void)
+{
+    remat_config c = llama_megatron("llama3-8b", 2);    /* 8 of its layers */
+    c.n_layer = 8;
+    for (int P = 1; P <= 2; P++) {
+        remat_cluster cl = cluster(P, 1, 1, 4);
+        remat_cluster_answer an;
+        if (remat_cluster_plan(&c, &cl, &an)) { CHECK(0, "plan: %s", remat_errmsg()); return; }
+        int layer = 0, fine = 0, bad = 0;
+        for (size_t i = 0; i < an.nrows; i++) {
+            const remat_cluster_row *r = &an.rows[i];
+            const char *f = r->megatron_flags;
+            int lv = has(f, "--cpu-offloading-num-layers"), fg = has(f, "--fine-grained-activation-offloading");
+            layer += lv;
+            fine += fg;
+            /* transformer_config.py's refusals */
+            bad += lv && (P > 1 || has(f, "--recompute") || fg);
+            bad += fg && (has(f, "--recompute-granularity full") || (has(f, "attn_proj") && !has(f, "core_attn")));
+            bad += (lv || fg) && (!r->host_bytes || r->torchtitan != NULL || !strstr(r->policy, "offload:"));
+            bad += !lv && !fg && (r->host_bytes || r->offload_ms != 0);
+            if (lv) {
+                int N = atoi(strstr(f, "layers ") + 7);
+                bad += N < 1 || N > c.n_layer - 2;
+                /* the first N layers' kept tensors and inputs, one micro-batch in flight */
+                remat_cluster_row none;
+                if (stored_of(&c, &cl, "none", &none)) {
+                    CHECK(r->stored_bytes + r->host_bytes == none.stored_bytes, "N %d: the device's and the host's "
+                          "bytes add up to none's (%llu + %llu, %llu)", N, (ull)r->stored_bytes, (ull)r->host_bytes,
+                          (ull)none.stored_bytes);
+                    remat_cluster_row_clear(&none);
+                }
+            }
+            double parts = r->compute_ms + r->tp_ms + r->cp_ms + r->bubble_ms + r->dp_ms + r->optimizer_ms + r->offload_ms;
+            bad += !rel_close(parts, r->step_ms_pred, 1e-12);
+        }
+        CHECK(!bad, "P %d: %d rows break Megatron's offload constraints or add up wrong", P, bad);
+        CHECK(P == 1 ? layer == c.n_layer - 2 : layer == 0, "P %d: %d --cpu-offloading-num-layers options", P, layer);
+        CHECK(fine > 0, "P %d: fine-grained offload offered (%d)", P, fine);
+        remat_cluster_answer_clear(&an);
+    }
+    /* everything fits: offload buys no time, and no answer takes it */
+    {
+        remat_cluster big = cluster(1, 1, 1, 4);
+        remat_cluster_answer all;
+        if (remat_cluster_plan(&c, &big, &all) == REMAT_OK) {
+            CHECK(all.optimal.policy && !all.optimal.host_bytes && all.best_megatron.policy &&
+                  !all.best_megatron.host_bytes && !strcmp(all.best_megatron.megatron_flags, ""),
+                  "everything fits: no offload (optimal %s, Megatron '%s')", all.optimal.policy,
+                  all.best_megatron.megatron_flags);
+            remat_cluster_answer_clear(&all);
+        }
+    }
+    /* the host bound: a host that cannot take one layer's offload gives no
+     * fitting offload, and the optimum puts nothing there */
+    remat_cluster cl = cluster(1, 1, 1, 4);
+    cl.host_mem = 1;
+    remat_cluster_answer an;
+    if (remat_cluster_plan(&c, &cl, &an) == REMAT_OK) {
+        int fits = 0;
+        for (size_t i = 0; i < an.nrows; i++) fits += an.rows[i].host_bytes && an.rows[i].fits;
+        CHECK(!fits && an.optimal.policy && an.optimal.host_bytes == 0, "host 1 byte: no offload fits (%d), optimum "
+              "host %llu", fits, (ull)(an.optimal.policy ? an.optimal.host_bytes : 0));
+        remat_cluster_answer_clear(&an);
+    }
+    /* no host link: nothing offloads */
+    cl = cluster(1, 1, 1, 4);
+    cl.dev.host_bps = 0;
+    if (remat_cluster_plan(&c, &cl, &an) == REMAT_OK) {
+        int off = 0;
+        for (size_t i = 0; i < an.nrows; i++) off += an.rows[i].host_bytes != 0;
+        CHECK(!off && an.optimal.host_bytes == 0, "no host link: %d offload rows", off);
+        remat_cluster_answer_clear(&an);
+    }
+    /* a tight device: the optimum offloads, and is what the simulator says;
+     * the front has points that offload and points that do not */
+    cl = cluster(1, 1, 1, 4);
+    remat_cluster_row none, full;
+    if (!stored_of(&c, &cl, "none", &none) || !stored_of(&c, &cl, "full", &full)) return;
+    cl.dev.mem_bytes = (uint64_t)(((double)full.total_bytes + 0.3 * (double)(none.total_bytes - full.total_bytes)) / (1 - cl.reserve));
+    remat_cluster_row_clear(&none);
+    remat_cluster_row_clear(&full);
+    if (remat_cluster_plan(&c, &cl, &an)) { CHECK(0, "tight plan: %s", remat_errmsg()); return; }
+    CHECK(an.optimal.policy && an.optimal.fits && an.optimal.host_bytes > 0 && strchr(an.optimal.policy, 'O'),
+          "tight: the optimum offloads: %s", an.optimal.policy ? an.optimal.policy : "(none)");
+    if (an.optimal.policy) {
+        remat_cluster_row again;
+        CHECK(remat_cluster_evaluate(&c, &cl, an.optimal.policy, &again) == REMAT_OK &&
+              again.peak_bytes == an.optimal.peak_bytes && again.host_bytes == an.optimal.host_bytes &&
+              again.step_ms_pred == an.optimal.step_ms_pred, "the offloading optimum re-evaluated");
+        remat_cluster_row_clear(&again);
+        if (an.best_megatron.policy)
+            CHECK(an.optimal.step_ms_pred <= an.best_megatron.step_ms_pred * (1 + 1e-12), "optimum no slower");
+    }
+    remat_cluster_answer_clear(&an);
+    remat_cluster_row *front = NULL;
+    size_t nf = 0;
+    CHECK(remat_cluster_pareto(&c, &cl, &front, &nf) == REMAT_OK && nf > 1, "pareto: %s", remat_errmsg());
+    int off = 0, plain = 0, mono = 1;
+    for (size_t i = 0; i < nf; i++) {
+        off += front[i].host_bytes > 0;
+        plain += front[i].host_bytes == 0;
+        if (i) mono &= front[i].peak_bytes > front[i - 1].peak_bytes && front[i].step_ms_pred < front[i - 1].step_ms_pred;
+    }
+    CHECK(off > 0 && mono, "the front: %zu points, %d offload, %d do not, peaks rising and times falling", nf, off, plain);
+    remat_cluster_rows_free(front, nf);
 }
 
 /* Table 5's MFU and HFU (22B, 175B, 530B, 1T) against Appendix A's formulas */
@@ -560,6 +808,12 @@ int main(void)
         llama_flops(flash, 32, 32, 8, 128, 4096, 14336, 8192, 8);
     }
     llama_schedules_validate();
+    llama_cp_layer(8, 2, 16, 128, 352, 64, 2, 2, 1, 2);          /* GQA, TP + SP */
+    llama_cp_layer(8, 2, 16, 128, 352, 96, 2, 2, 0, 3);          /* no SP, cp 3 */
+    llama_cp_layer(6, 3, 10, 48, 90, 120, 1, 3, 1, 4);           /* odd, hs != h/a */
+    llama_cp_layer(32, 8, 128, 4096, 14336, 8192, 1, 8, 1, 2);   /* Llama 3 8B */
+    llama_cp_cluster();
+    llama_offload_options();
     /* Megatron's estimator: Llama 3 8B, 70B, 405B (and the tied 1B) at
      * several TP / PP / DP, with and without the distributed optimizer */
     megatron_estimator_weights("llama3-8b", 1, 1, 8);
@@ -575,10 +829,11 @@ int main(void)
     megatron_estimator_weights("llama3.2-1b", 2, 1, 5);
     megatron_estimator_weights("llama3.2-1b", 8, 2, 3);
     printf("activations per GPU, first pipeline stage, micro-batch 1:\n");
-    megatron_estimator_activations("llama3-8b", 1, 1, 8192);
-    megatron_estimator_activations("llama3-8b", 4, 1, 8192);
-    megatron_estimator_activations("llama3-70b", 8, 4, 8192);
-    megatron_estimator_activations("llama3-70b", 8, 4, 32768);
-    megatron_estimator_activations("llama3-405b", 8, 9, 8192);
+    megatron_estimator_activations("llama3-8b", 1, 1, 8192, 1);
+    megatron_estimator_activations("llama3-8b", 4, 1, 8192, 1);
+    megatron_estimator_activations("llama3-70b", 8, 4, 8192, 1);
+    megatron_estimator_activations("llama3-70b", 8, 4, 32768, 1);
+    megatron_estimator_activations("llama3-70b", 8, 4, 32768, 4);
+    megatron_estimator_activations("llama3-405b", 8, 9, 8192, 1);
     return TEST_REPORT();
 }

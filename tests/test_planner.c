@@ -150,6 +150,15 @@ static void test_round_trip(void)
 static uint32_t rng = 12345;
 static uint32_t rnd(uint32_t n) { rng = rng * 1664525u + 1013904223u; return (rng >> 8) % n; }
 
+/* A host link at which one block input takes `ms_per_x` ms: offload and
+ * reload then take about as long as a block's ops, hidden or not by turns. */
+static void with_host_link(remat_profile *p, const remat_config *c, double ms_per_x)
+{
+    p->host_bps = (double)remat_tensor_bytes(c, RT_RES3) / (ms_per_x * 1e-3);
+}
+
+static int rand_off;    /* 1: the first sweep's ALL moves offload by turns (O tokens) */
+
 static void rand_plan(char *s, size_t n, int type, int len)
 {
     if (type == 1 && len == 0) return;
@@ -165,9 +174,88 @@ static void rand_plan(char *s, size_t n, int type, int len)
     } else {
         /* bias toward realistic masks: keep most, drop a few */
         uint32_t m = rnd(2) ? rnd(0x400) : (0x3ff & ~(1u << rnd(10)) & ~(1u << rnd(10)));
-        snprintf(s + k, n - k, "%sA%x", dot, m);
+        snprintf(s + k, n - k, "%s%c%x", dot, rand_off && type == 1 && rnd(2) ? 'O' : 'A', m);
         rand_plan(s, n, type, len - 1);
     }
+}
+
+/* 60 random plans of c (rand_off: with O tokens) predicted by the program
+ * p against the simulator and the cost pass: mispredictions into *bad (the
+ * first few reported), plans into *n; with hid, also each plan without its
+ * offloads, which is never slower nor keeps less when the forward ends --
+ * equal (*hid) or faster (*exp) */
+static void predict_plans(const remat_config *c, const remat_profile *prof, remat_planner *p, const char *what,
+                          int *bad, int *n, int *hid, int *exp)
+{
+    for (int it = 0; it < 60; it++) {
+        char plan[4096] = "plan:";
+        rand_plan(plan, sizeof plan, 1, c->n_layer);
+        remat_plan_row r, keep;
+        uint64_t pk;
+        double ms;
+        remat_status st = remat_plan_evaluate(c, prof, plan, 0, 0, &r);
+        remat_status st2 = remat_planner_predict(p, prof, plan, &pk, &ms);
+        (*n)++;
+        if (st || st2 || r.peak_bytes != pk || !close_ms(ms, r.step_ms_pred)) {
+            if ((*bad)++ < 5)
+                CHECK(0, "L=%d %s %s: simulated %llu B %.6f ms, predicted %llu B %.6f ms (%s)", c->n_layer, what, plan,
+                      (unsigned long long)r.peak_bytes, r.step_ms_pred, (unsigned long long)pk, ms,
+                      st || st2 ? remat_errmsg() : "");
+        }
+        for (char *q = plan; hid && *q; q++) if (*q == 'O') *q = 'A';
+        if (hid && !st && !remat_plan_evaluate(c, prof, plan, 0, 0, &keep)) {
+            CHECK(keep.step_ms_pred <= r.step_ms_pred * (1 + 1e-12) && keep.stored_bytes >= r.stored_bytes,
+                  "%s: offloading made it faster or kept more", plan);
+            *hid += keep.step_ms_pred == r.step_ms_pred;
+            *exp += keep.step_ms_pred < r.step_ms_pred;
+            remat_plan_row_clear(&keep);
+        }
+        remat_plan_row_clear(&r);
+    }
+}
+
+/* offload: the program's OFF moves against the simulator and the cost
+ * pass, and host bytes bounded by remat_planner_set_host */
+static void test_offload(void)
+{
+    rand_off = 1;
+    remat_config cs[] = { cfg_small(1, 32, 4, 16, 2, 64), cfg_small(4, 24, 2, 8, 3, 50), cfg_small(7, 16, 4, 12, 2, 100) };
+    int bad = 0, n = 0, hidden = 0, exposed = 0;
+    for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++)
+        for (int speed = 1; speed <= 4; speed *= 4) {
+            remat_config c = cs[ci];
+            remat_profile prof;
+            random_profile(&prof, &c, (uint32_t)ci + 11);
+            with_host_link(&prof, &c, 0.4 * speed);
+            remat_planner *p = NULL;
+            remat_status st = remat_planner_create(&c, &prof, 0x3ff, &p);
+            CHECK(st == REMAT_OK && remat_planner_offload_sets(p) > 0, "planner_create with a host link: %s",
+                  remat_errmsg());
+            if (st) continue;
+            predict_plans(&c, &prof, p, "offloading", &bad, &n, &hidden, &exposed);
+            /* a host of room for 2 offloaded blocks: the optimum puts no more there */
+            uint64_t most = remat_planner_offload_host(p), H = 2 * most + most / 2;
+            remat_planner_set_host(p, H);
+            char plan[REMAT_POLICY_MAX];
+            if (!remat_planner_build_fronts(p, 0) && !remat_planner_best(p, UINT64_MAX / 2, plan, sizeof plan, NULL, NULL)) {
+                remat_schedule *s = NULL;
+                remat_sim sim;
+                CHECK(remat_schedule_create(&c, plan, &s) == REMAT_OK && remat_schedule_simulate(s, &sim) == REMAT_OK &&
+                      sim.host_peak_bytes <= H, "host bound %llu: %s puts %llu there", (unsigned long long)H, plan,
+                      (unsigned long long)sim.host_peak_bytes);
+                int offs = 0;
+                for (char *q = plan; *q; q++) offs += *q == 'O';
+                CHECK(offs <= 2, "host room for 2 blocks: %s offloads %d", plan, offs);
+                remat_schedule_free(s);
+            } else {
+                CHECK(0, "the optimum with a host bound: %s", remat_errmsg());
+            }
+            remat_planner_free(p);
+        }
+    CHECK(bad == 0 && n >= 300, "%d of %d random offloading plans mispredicted", bad, n);
+    CHECK(hidden > 0 && exposed > 0, "offloads both hidden (%d) and not (%d)", hidden, exposed);
+    rand_off = 0;
+    printf("  offload: %d random plans predicted, %d hidden, %d with transfers exposed\n", n, hidden, exposed);
 }
 
 static void test_predict_random(void)
@@ -185,23 +273,7 @@ static void test_predict_random(void)
             remat_status st = remat_planner_create(&c, &prof, 0x3ff, &p);
             CHECK(st == REMAT_OK, "planner_create: %s", remat_errmsg());
             if (st) continue;
-            for (int it = 0; it < 60; it++) {
-                char plan[4096] = "plan:";
-                rand_plan(plan, sizeof plan, 1, c.n_layer);
-                remat_plan_row r;
-                uint64_t pk;
-                double ms;
-                st = remat_plan_evaluate(&c, &prof, plan, 0, 0, &r);
-                remat_status st2 = remat_planner_predict(p, &prof, plan, &pk, &ms);
-                n++;
-                if (st || st2 || r.peak_bytes != pk || !close_ms(ms, r.step_ms_pred)) {
-                    if (bad++ < 5)
-                        CHECK(0, "L=%d dropout=%d %s: simulated %llu B %.6f ms, predicted %llu B %.6f ms (%s)",
-                              c.n_layer, drop, plan, (unsigned long long)r.peak_bytes, r.step_ms_pred,
-                              (unsigned long long)pk, ms, st || st2 ? remat_errmsg() : "");
-                }
-                remat_plan_row_clear(&r);
-            }
+            predict_plans(&c, &prof, p, drop ? "dropout" : "", &bad, &n, NULL, NULL);
             remat_planner_free(p);
         }
     CHECK(bad == 0 && n >= 400, "%d of %d random plans mispredicted", bad, n);
@@ -224,6 +296,10 @@ static void plans_add(plans *ps, const char *s)
  * completed by the continuation `rest` (a list of pending sub-problems) */
 typedef struct pend { int type, n; } pendsp;
 
+/* with enum_off, the first sweep's ALL moves (sub-problems F(n), at block
+ * enum_L - n) of the blocks before enum_cap may offload: O tokens too */
+static int enum_off, enum_L, enum_cap;
+
 static void enum_rec(plans *out, char *buf, size_t len, const pendsp *cont, int sp, const uint32_t *masks, int nm)
 {
     if (sp == 0) { buf[len] = 0; plans_add(out, buf); return; }
@@ -238,11 +314,12 @@ static void enum_rec(plans *out, char *buf, size_t len, const pendsp *cont, int 
         enum_rec(out, buf, len + (size_t)k, stack, sp, masks, nm);
         return;
     }
-    for (int m = 0; m < nm; m++) {
-        int k = sprintf(buf + len, "%sA%x", dot, masks[m]);
-        stack[sp] = (pendsp){ top.type, top.n - 1 };
-        enum_rec(out, buf, len + (size_t)k, stack, sp + 1, masks, nm);
-    }
+    for (int o = 0; o < (enum_off && top.type == 1 && enum_L - top.n < enum_cap ? 2 : 1); o++)
+        for (int m = 0; m < nm; m++) {
+            int k = sprintf(buf + len, "%s%c%x", dot, o ? 'O' : 'A', masks[m]);
+            stack[sp] = (pendsp){ top.type, top.n - 1 };
+            enum_rec(out, buf, len + (size_t)k, stack, sp + 1, masks, nm);
+        }
     int jmax = top.type ? top.n : top.n - 1;
     for (int j = 1; j <= jmax; j++) {
         int k = sprintf(buf + len, "%sC%d", dot, j);
@@ -253,10 +330,17 @@ static void enum_rec(plans *out, char *buf, size_t len, const pendsp *cont, int 
     }
 }
 
-static void test_optimal_exhaustive(const char *label, remat_config c, uint32_t droppable, uint32_t seed)
+/* host: 0 no host link; > 0 with one, and offload allowed for the first
+ * `cap` blocks (cap 0: all) */
+static void test_optimal_exhaustive_host(const char *label, remat_config c, uint32_t droppable, uint32_t seed, int host,
+                                         int cap)
 {
     remat_profile prof;
     random_profile(&prof, &c, seed);
+    if (host) with_host_link(&prof, &c, 0.4 * host);
+    enum_off = host > 0;
+    enum_L = c.n_layer;
+    enum_cap = cap ? cap : c.n_layer;
     uint32_t masks[1024];
     int nm = 0;
     for (uint32_t sub = droppable;; sub = (sub - 1) & droppable) {
@@ -284,6 +368,7 @@ static void test_optimal_exhaustive(const char *label, remat_config c, uint32_t 
     }
     remat_planner *p = NULL;
     remat_status st = remat_planner_create(&c, &prof, droppable, &p);
+    if (!st && host && cap) remat_planner_set_offload_blocks(p, cap);
     if (!st) st = remat_planner_build_fronts_unit(p, 0, 1);
     CHECK(st == REMAT_OK, "%s: planner: %s", label, remat_errmsg());
     if (st) goto out;
@@ -317,14 +402,19 @@ static void test_optimal_exhaustive(const char *label, remat_config c, uint32_t 
         remat_plan_row_clear(&r);
     }
     CHECK(bad == 0, "%s: %d of %d budgets differ from exhaustive enumeration (%zu plans)", label, bad, nb, ps.n);
-    printf("  %s: %zu plans enumerated, %d budgets, %d keep-sets after pruning\n", label, ps.n, nb,
-           remat_planner_keepsets(p));
+    printf("  %s: %zu plans enumerated, %d budgets, %d keep-sets after pruning (%d offloaded)\n", label, ps.n, nb,
+           remat_planner_keepsets(p), remat_planner_offload_sets(p));
 out:
     remat_planner_free(p);
     for (size_t i = 0; i < ps.n; i++) free(ps.s[i]);
     free(ps.s);
     free(peak);
     free(ms);
+}
+
+static void test_optimal_exhaustive(const char *label, remat_config c, uint32_t droppable, uint32_t seed)
+{
+    test_optimal_exhaustive_host(label, c, droppable, seed, 0, 0);
 }
 
 /* ---- dominance, monotonicity, feasibility --------------------------------- */
@@ -727,6 +817,13 @@ int main(void)
     test_profile_keys();
     test_round_trip();
     test_predict_random();
+    test_offload();
+    test_optimal_exhaustive_host("L=3 offload, drop att/fch_gelu/ln1", cfg_small(3, 32, 4, 16, 2, 64),
+                                 (1u << RT_ATT) | (1u << RT_FCH_GELU) | (1u << RT_LN1), 1, 1, 0);
+    test_optimal_exhaustive_host("L=3 slow host link, drop qkv/fch/ln2_stat", cfg_small(3, 16, 2, 24, 2, 40),
+                                 (1u << RT_QKV) | (1u << RT_FCH) | (1u << RT_LN2_STAT), 2, 4, 0);
+    test_optimal_exhaustive_host("L=4 offload of block 0 only, drop att/ln2", cfg_small(4, 24, 3, 12, 3, 70),
+                                 (1u << RT_ATT) | (1u << RT_LN2), 3, 2, 1);
     test_optimal_exhaustive("L=3, drop att/fch_gelu/ln1", cfg_small(3, 32, 4, 16, 2, 64),
                             (1u << RT_ATT) | (1u << RT_FCH_GELU) | (1u << RT_LN1), 1);
     test_optimal_exhaustive("L=4, drop qkv/fch/ln2_stat", cfg_small(4, 16, 2, 24, 2, 40),

@@ -441,6 +441,184 @@ static void extents(const char *self)
     remove(path);
 }
 
+/* ---- offload and reload ------------------------------------------------------
+ * The schedules are the same for every table; remat's own engine refuses to
+ * run them (it has no host link), so these are simulated only. */
+
+static uint64_t tbytes(const remat_config *c, const char *name)
+{
+    remat_tensor_info ti;
+    int id = remat_config_tensor_find(c, name);
+    return id >= 0 && remat_tensor_get(c, id, &ti) == REMAT_OK ? ti.bytes : 0;
+}
+
+static void offload_schedules(void)
+{
+    remat_config c;
+    remat_config_default(&c);
+    c.n_layer = 4; c.n_embd = 16; c.n_head = 2; c.vocab = 32; c.seq = 8; c.max_seq = 8; c.batch = 2;
+    int nb = 0;
+    uint64_t inner = 0, x = tbytes(&c, "emb");     /* a block's kept bytes but its output, and x */
+    for (int t = 0; t < remat_config_tensor_count(&c); t++) {
+        remat_tensor_info ti;
+        remat_tensor_get(&c, t, &ti);
+        if (!ti.per_layer) break;
+        nb++;
+        if (strcmp(ti.name, "res3")) inner += ti.bytes;
+    }
+    remat_sim none = sim_of(&c, "none");
+    for (int N = 1; N <= 4; N++) {
+        char pol[32];
+        snprintf(pol, sizeof pol, "offload:%d", N);
+        remat_schedule *s = NULL;
+        remat_sim sim;
+        CHECK(remat_schedule_create(&c, pol, &s) == REMAT_OK && remat_schedule_simulate(s, &sim) == REMAT_OK,
+              "%s: %s", pol, remat_errmsg());
+        if (!s) continue;
+        CHECK(remat_schedule_validate(s) == REMAT_OK && !strcmp(remat_schedule_policy(s), pol), "%s validates", pol);
+        /* blocks 0..N-1 move their kept tensors and their inputs: emb and the
+         * outputs of blocks 0..N-2 */
+        uint64_t host = (uint64_t)N * (inner + x);
+        CHECK(sim.host_stored_bytes == host && sim.host_peak_bytes == host, "%s: %llu on the host, want %llu", pol,
+              (unsigned long long)sim.host_stored_bytes, (unsigned long long)host);
+        CHECK(sim.stored_bytes == none.stored_bytes - host, "%s: %llu stored on the device, want %llu", pol,
+              (unsigned long long)sim.stored_bytes, (unsigned long long)(none.stored_bytes - host));
+        CHECK(sim.transfer_bytes == 2 * host, "%s: every byte offloaded is reloaded", pol);
+        CHECK(sim.flops == none.flops && sim.recompute_flops == 0, "%s: nothing recomputed", pol);
+        /* per instruction: what is on the host, and nothing at the end */
+        size_t n = remat_schedule_length(s), off = 0, rel = 0;
+        uint64_t h = 0;
+        int ok = 1;
+        for (size_t i = 0; i < n; i++) {
+            remat_instr_info in;
+            remat_schedule_instr(s, i, &in);
+            if (in.kind == REMAT_I_OFFLOAD) { off++; h += tbytes(&c, in.tensor); }
+            if (in.kind == REMAT_I_RELOAD) { rel++; h -= tbytes(&c, in.tensor); }
+            ok &= in.host_bytes == h;
+        }
+        CHECK(ok && h == 0 && off == rel && off == (size_t)N * (size_t)nb, "%s: %zu offloads, %zu reloads, host bytes "
+              "per instruction", pol, off, rel);
+        remat_layer_info li[4];
+        CHECK(remat_schedule_layers(s, li) == REMAT_OK, "layers");
+        for (int l = 0; l < 4; l++) {
+            uint32_t outb = 1u << (nb - 1), want = l < N - 1 ? li[l].kept : l == N - 1 ? li[l].kept & ~outb : 0;
+            CHECK(li[l].offloaded == want, "%s layer %d: offloaded %x, want %x", pol, l, li[l].offloaded, want);
+        }
+        remat_schedule_free(s);
+    }
+    /* an offloading plan token is the same schedule */
+    char plan[64];
+    snprintf(plan, sizeof plan, "plan:O%x.O%x.A%x.A%x", (1u << (nb - 1)) - 1, (1u << (nb - 1)) - 1,
+             (1u << (nb - 1)) - 1, (1u << (nb - 1)) - 1);
+    remat_schedule *a = NULL, *b = NULL;
+    CHECK(remat_schedule_create(&c, plan, &a) == REMAT_OK && remat_schedule_create(&c, "offload:2", &b) == REMAT_OK,
+          "%s: %s", plan, remat_errmsg());
+    if (a && b) {
+        int same = remat_schedule_length(a) == remat_schedule_length(b);
+        for (size_t i = 0; same && i < remat_schedule_length(a); i++) {
+            remat_instr_info p, q;
+            remat_schedule_instr(a, i, &p);
+            remat_schedule_instr(b, i, &q);
+            same = p.kind == q.kind && p.layer == q.layer && !strcmp(p.tensor, q.tensor);
+        }
+        CHECK(same, "%s is offload:2 instruction for instruction", plan);
+    }
+    remat_schedule_free(a);
+    remat_schedule_free(b);
+    /* only what is named: the kept qkv of block 0 and its input */
+    remat_sim sim = sim_of(&c, "offload:1:qkv+input");
+    CHECK(sim.host_stored_bytes == tbytes(&c, "qkv") + x, "offload:1:qkv+input: %llu on the host",
+          (unsigned long long)sim.host_stored_bytes);
+    /* offload moves what an ALL move keeps: full recomputation checkpoints
+     * every block instead, and keeps its inputs on the device */
+    sim = sim_of(&c, "full,offload:4");
+    remat_sim full = sim_of(&c, "full");
+    CHECK(sim.host_peak_bytes == 0 && sim.peak_bytes == full.peak_bytes, "full,offload:4 is full (%llu on the host)",
+          (unsigned long long)sim.host_peak_bytes);
+    /* the canonical string, and what is refused */
+    remat_schedule *s = NULL;
+    CHECK(remat_schedule_create(&c, "offload:3:input+ln1,selective", &s) == REMAT_OK &&
+          !strcmp(remat_schedule_policy(s), "selective,offload:3:ln1+input"), "canonical: %s",
+          s ? remat_schedule_policy(s) : remat_errmsg());
+    remat_schedule_free(s);
+    const char *bad[] = { "offload:0", "offload:x", "offload:", "offload:2:", "offload:2:bogus", "offload:2:res3",
+                          "offload:2:qkv+", "offload:5", "plan:O3ff.Z" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        s = NULL;
+        remat_status st = remat_schedule_create(&c, bad[i], &s);
+        CHECK(st == REMAT_ERR_POLICY && !s, "'%s' refused (got %d: %s)", bad[i], (int)st, remat_errmsg());
+    }
+    /* remat's engine has no host link: it refuses to run them, and its
+     * planner to price them */
+    remat_model *m = NULL;
+    CHECK(remat_model_create(&c, 1, &m) == REMAT_OK, "model");
+    CHECK(remat_model_set_policy(m, "offload:1") == REMAT_ERR_INVALID && strstr(remat_errmsg(), "no host link") &&
+          !strcmp(remat_schedule_policy(remat_model_schedule(m)), "none"), "the engine refuses offload: %s",
+          remat_errmsg());
+    remat_model_free(m);
+    remat_plan_row r;
+    CHECK(remat_plan_evaluate(&c, NULL, "offload:1", 0, 0, &r) == REMAT_ERR_INVALID &&
+          strstr(remat_errmsg(), "host link"), "remat plan refuses offload on the CPU: %s", remat_errmsg());
+}
+
+/* The validator on hand-made schedules that move tensors to the host and back */
+static void offload_validator(void)
+{
+    remat_config c;
+    remat_config_default(&c);
+    c.n_layer = 1; c.n_embd = 8; c.n_head = 2; c.vocab = 16; c.seq = 4; c.max_seq = 4; c.batch = 1;
+    const remat_instr_kind F = REMAT_I_FORWARD, B = REMAT_I_BACKWARD, X = REMAT_I_FREE, U = REMAT_I_UPDATE,
+                           O = REMAT_I_OFFLOAD, R = REMAT_I_RELOAD;
+    const char *blk[] = { "ln1_stat", "ln1", "qkv", "att", "atty", "res2", "ln2_stat", "ln2", "fch", "fch_gelu", "res3" };
+    const char *bw[] = { "res3", "fch_gelu", "fch", "ln2", "res2", "atty", "qkv", "ln1" };
+    /* variant v: 0 valid (qkv offloaded after the forward, reloaded before
+     * the backward), 1 a read while offloaded, 2 a reload of a tensor on the
+     * device, 3 an offload of a freed tensor, 4 left on the host, 5
+     * offloaded twice, 6 a free of its host copy instead of a reload (the
+     * backward then reads it) */
+    static const char *msg[] = { NULL, "forward of att (layer 0) reads qkv, which is on the host (reload it first)",
+                                 "reload of ln1 (layer 0), which is on the device, not the host",
+                                 "offload of ln1_stat (layer 0), which is not live",
+                                 "leak: fch_gelu (layer 0) is still on the host at the end",
+                                 "offload of qkv (layer 0), which is already on the host",
+                                 "backward of atty (layer 0) reads qkv, which is not materialised" };
+    for (int v = 0; v < 7; v++) {
+        remat_instr_kind k[80]; int l[80], t[80]; size_t n = 0;
+#define I(kind, layer, name) (k[n] = (kind), l[n] = (layer), t[n] = remat_config_tensor_find(&c, name), n++)
+        I(F, -1, "emb");
+        for (int i = 0; i < 11; i++) {
+            I(F, 0, blk[i]);
+            if (v == 3 && i == 1) { I(X, 0, "ln1_stat"); I(O, 0, "ln1_stat"); }
+            if (v == 1 && i == 2) I(O, 0, "qkv");
+        }
+        if (v != 1) I(O, 0, "qkv");
+        if (v == 5) I(O, 0, "qkv");
+        I(F, -1, "lnf_stat"); I(F, -1, "lnf"); I(F, -1, "logits");
+        I(B, -1, "logits"); I(X, -1, "lnf"); I(B, -1, "lnf"); I(X, -1, "lnf_stat"); I(X, 0, "res3");
+        if (v == 2) I(R, 0, "ln1");
+        if (v == 6) I(X, 0, "qkv");
+        else I(R, 0, "qkv");
+        for (int i = 0; i < 8; i++) I(B, 0, bw[i]);
+        for (int i = 0; i < 10; i++)
+            if (v == 4 && i == 9) I(O, 0, blk[i]);
+            else if (!(v == 3 && i == 0) && !(v == 6 && i == 2)) I(X, 0, blk[i]);
+        I(X, -1, "emb"); I(B, -1, "emb"); I(U, -1, "emb");
+#undef I
+        remat_schedule *s = NULL;
+        remat_status st = remat_schedule_from_instrs(&c, n, k, l, t, &s);
+        if (!msg[v]) {
+            remat_sim sim;
+            CHECK(st == REMAT_OK && remat_schedule_simulate(s, &sim) == REMAT_OK &&
+                  sim.host_peak_bytes == tbytes(&c, "qkv") && sim.transfer_bytes == 2 * tbytes(&c, "qkv"),
+                  "the valid offloading schedule: %s", remat_errmsg());
+        } else {
+            CHECK(st == REMAT_ERR_SCHEDULE && !s && strstr(remat_errmsg(), msg[v]), "variant %d rejected with '%s': "
+                  "got %d '%s'", v, msg[v], (int)st, remat_errmsg());
+        }
+        remat_schedule_free(s);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--shrink")) return shrink_child(atoi(argv[2]), argv[3]);
@@ -474,5 +652,7 @@ int main(int argc, char **argv)
     sanity();
     validator();
     forward_only();
+    offload_schedules();
+    offload_validator();
     return TEST_REPORT();
 }

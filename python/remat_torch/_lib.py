@@ -11,7 +11,7 @@ layout of remat_config against the library's defaults.
 The library: $REMAT_LIB when set (a path); else, installed, the one `make
 install` put in its LIBDIR (_paths.py, written at install); else, in the
 tree, build/libremat.so beside this package's python/ folder (make test
-runs it from there), else the dynamic linker's libremat.so.1.
+runs it from there), else the dynamic linker's libremat.so.2.
 """
 import ctypes
 import ctypes.util
@@ -19,7 +19,7 @@ import os
 from ctypes import (POINTER, Structure, byref, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_uint32,
                     c_uint64, c_void_p)
 
-SOMAJOR = 1
+SOMAJOR = 2
 REMAT_FRAMEWORK_TABLE = 3
 
 
@@ -44,7 +44,7 @@ class Config(Structure):
                 ("lmhead_chunk", c_int), ("dtype", c_int), ("framework", c_int), ("tp", c_int), ("sp", c_int),
                 ("stage", c_int), ("arch", c_int), ("n_kv_head", c_int), ("ffn_dim", c_int), ("head_dim", c_int),
                 ("rope_theta", c_double), ("rope_scaling", RopeScaling), ("norm_eps", c_double),
-                ("tie_embeddings", c_int), ("table", c_int)]
+                ("tie_embeddings", c_int), ("table", c_int), ("cp", c_int)]
 
 
 class PlanRow(Structure):
@@ -54,7 +54,8 @@ class PlanRow(Structure):
 
 
 class LayerInfo(Structure):
-    _fields_ = [("kept", c_uint32), ("recomputed", c_uint32), ("kept_bytes", c_uint64)]
+    _fields_ = [("kept", c_uint32), ("recomputed", c_uint32), ("kept_bytes", c_uint64), ("offloaded", c_uint32),
+                ("host_bytes", c_uint64)]
 
 
 class TableInfo(Structure):

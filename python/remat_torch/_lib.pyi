@@ -44,6 +44,7 @@ class Config(Structure):
     norm_eps: float
     tie_embeddings: int
     table: int
+    cp: int
 
 class PlanRow(Structure):
     policy: Optional[int]
@@ -59,6 +60,8 @@ class LayerInfo(Structure):
     kept: int
     recomputed: int
     kept_bytes: int
+    offloaded: int
+    host_bytes: int
 
 class TableInfo(Structure):
     name: bytes

@@ -445,6 +445,9 @@ static const cli_flag config_flags[] = {
     {"--tie-embeddings", NULL, CLI_FLAG_SWITCH, CFG(tie_embeddings), 0, 0, NULL, NULL,
      "llama: the LM head is the token embedding (gpt2 always is)"},
     {"--sp", NULL, CLI_FLAG_SWITCH, CFG(sp), 0, 0, NULL, NULL, "sequence parallelism (with --framework and --tp)"},
+    {"--cp", "CP", CLI_FLAG_INT, CFG(cp), 1, REMAT_MAX_CP, NULL, NULL,
+     "context parallelism over CP GPUs (--framework megatron, llama, flash:\n"
+     "Megatron's --context-parallel-size; seq divisible by 2 CP)"},
 };
 #undef CFG
 
@@ -480,9 +483,12 @@ void cli_config_print(FILE *f, const remat_config *c)
     if (c->attention == REMAT_ATTENTION_FLASH) fprintf(f, ", flash attention");
     if (c->lmhead_chunk > 0) fprintf(f, ", lm head chunked by %d rows", c->lmhead_chunk);
     if (c->dtype == REMAT_DTYPE_BF16) fprintf(f, ", bf16 mixed precision");
-    if (c->framework != REMAT_FRAMEWORK_REMAT)
-        fprintf(f, " | %s table, tp %d%s%s", c->framework == REMAT_FRAMEWORK_MEGATRON ? "megatron" : "pytorch", c->tp,
-                c->sp ? ", sequence parallel" : "", c->stage == REMAT_STAGE_FIRST ? ", first pipeline stage" : "");
+    if (c->framework != REMAT_FRAMEWORK_REMAT) {
+        char cp[32] = "";
+        if (remat_config_cp(c) > 1) snprintf(cp, sizeof cp, ", context parallel %d", remat_config_cp(c));
+        fprintf(f, " | %s table, tp %d%s%s%s", c->framework == REMAT_FRAMEWORK_MEGATRON ? "megatron" : "pytorch", c->tp,
+                c->sp ? ", sequence parallel" : "", cp, c->stage == REMAT_STAGE_FIRST ? ", first pipeline stage" : "");
+    }
     fputc('\n', f);
 }
 

@@ -65,6 +65,8 @@ int cmd_schedule(int argc, char **argv)
         remat_jsonw_num(w, "flops", sim.flops);
         remat_jsonw_num(w, "recompute_flops", sim.recompute_flops);
         remat_jsonw_int(w, "max_checkpoints", sim.max_checkpoints);
+        remat_jsonw_uint(w, "host_peak_bytes", sim.host_peak_bytes);
+        remat_jsonw_uint(w, "transfer_bytes", sim.transfer_bytes);
         remat_jsonw_array(w, "instructions");
         for (size_t i = 0; i < n && !summary; i++) {
             remat_instr_info in;
@@ -77,6 +79,7 @@ int cmd_schedule(int argc, char **argv)
             remat_jsonw_uint(w, "live_bytes", in.live_bytes);
             remat_jsonw_uint(w, "peak_bytes", in.peak_bytes);
             remat_jsonw_num(w, "flops", in.flops);
+            remat_jsonw_uint(w, "host_bytes", in.host_bytes);
             remat_jsonw_end(w);
         }
         remat_jsonw_end(w);
@@ -85,21 +88,27 @@ int cmd_schedule(int argc, char **argv)
     } else {
         cli_config_print(stdout, &c);
         printf("policy: %s | %zu instructions\n", remat_schedule_policy(s), n);
+        int host = sim.host_peak_bytes > 0;   /* a column for the host only when something goes there */
         if (!summary) {
-            printf("%6s  %-9s %5s  %-9s %14s\n", "#", "op", "layer", "tensor", "live after");
+            printf("%6s  %-9s %5s  %-9s %14s%s\n", "#", "op", "layer", "tensor", "live after", host ? "    host after" : "");
             for (size_t i = 0; i < n; i++) {
                 remat_instr_info in;
                 remat_schedule_instr(s, i, &in);
                 char lay[16];
                 if (in.layer < 0) snprintf(lay, sizeof lay, "-"); else snprintf(lay, sizeof lay, "%d", in.layer);
-                printf("%6zu  %-9s %5s  %-9s %14s%s\n", i, remat_instr_kind_name(in.kind), lay, in.tensor,
-                       cli_fmt_bytes(in.live_bytes, b1, sizeof b1), i == sim.peak_index ? "   <- peak" : "");
+                char hb[40] = "";
+                if (host) snprintf(hb, sizeof hb, " %13s", cli_fmt_bytes(in.host_bytes, b2, sizeof b2));
+                printf("%6zu  %-9s %5s  %-9s %14s%s%s\n", i, remat_instr_kind_name(in.kind), lay, in.tensor,
+                       cli_fmt_bytes(in.live_bytes, b1, sizeof b1), hb, i == sim.peak_index ? "   <- peak" : "");
             }
         }
         printf("peak %s (instruction %zu) | stored %s | working set %s | recompute %.1f%% of %.3g FLOPs | "
                "max checkpoints %d\n", cli_fmt_bytes(sim.peak_bytes, b1, sizeof b1), sim.peak_index,
                cli_fmt_bytes(sim.stored_bytes, b2, sizeof b2), cli_fmt_bytes(sim.workset_bytes, b3, sizeof b3),
                sim.flops > 0 ? 100 * sim.recompute_flops / sim.flops : 0.0, sim.flops, sim.max_checkpoints);
+        if (host)
+            printf("host: %s at most, %s over the link (offloaded and reloaded)\n",
+                   cli_fmt_bytes(sim.host_peak_bytes, b1, sizeof b1), cli_fmt_bytes(sim.transfer_bytes, b2, sizeof b2));
     }
     remat_schedule_free(s);
     return rc;

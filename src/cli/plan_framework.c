@@ -100,6 +100,7 @@ static void megatron_args(const remat_config *c, const remat_cluster *cl, char *
     ADD(" --attention-dropout %g --hidden-dropout %g", (double)c->dropout, (double)c->dropout);
     ADD(" --tensor-model-parallel-size %d%s --pipeline-model-parallel-size %d", remat_config_tp(c),
         c->sp ? " --sequence-parallel" : "", cl->pp);
+    if (remat_config_cp(c) > 1) ADD(" --context-parallel-size %d", remat_config_cp(c));
     if (cl->vpp > 1) ADD(" --num-layers-per-virtual-pipeline-stage %d", c->n_layer / (cl->pp * cl->vpp));
     ADD(" --micro-batch-size %d --global-batch-size %ld%s%s", c->batch, G,
         cl->dist_optim ? " --use-distributed-optimizer" : "", c->dtype == REMAT_DTYPE_BF16 ? " --bf16" : "");
@@ -115,18 +116,25 @@ static const char *fmt_s(double ms, char *buf, size_t n)
 
 static void answer_text(const char *label, const remat_cluster_row *r, const remat_config *c, int explain)
 {
-    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32], host[64] = "", more[96] = "";
     if (!r->policy) {
         printf("%-18s nothing fits\n", label);
         return;
     }
-    printf("%-18s %10s  activations %10s  total %10s%s\n", label, fmt_s(r->step_ms_pred, b1, sizeof b1),
-           cli_fmt_bytes(r->peak_bytes, b2, sizeof b2), cli_fmt_bytes(r->total_bytes, b3, sizeof b3),
+    if (r->host_bytes) snprintf(host, sizeof host, "  host %s", cli_fmt_bytes(r->host_bytes, b1, sizeof b1));
+    printf("%-18s %10s  activations %10s  total %10s%s%s\n", label, fmt_s(r->step_ms_pred, b1, sizeof b1),
+           cli_fmt_bytes(r->peak_bytes, b2, sizeof b2), cli_fmt_bytes(r->total_bytes, b3, sizeof b3), host,
            r->fits ? "" : "  (does not fit)");
-    printf("%18s time: compute %s, TP %s, bubble %s, DP %s, optimizer %s\n", "", fmt_s(r->compute_ms, b1, sizeof b1),
-           fmt_s(r->tp_ms, b2, sizeof b2), fmt_s(r->bubble_ms, b3, sizeof b3), fmt_s(r->dp_ms, b4, sizeof b4),
+    /* the parts that are not always there: the ring of context parallelism, offload not hidden */
+    size_t k = 0;
+    if (remat_config_cp(c) > 1) k += (size_t)snprintf(more + k, sizeof more - k, ", CP %s", fmt_s(r->cp_ms, b1, sizeof b1));
+    if (r->host_bytes) snprintf(more + k, sizeof more - k, ", offload %s", fmt_s(r->offload_ms, b1, sizeof b1));
+    printf("%18s time: compute %s, TP %s%s, bubble %s, DP %s, optimizer %s\n", "", fmt_s(r->compute_ms, b1, sizeof b1),
+           fmt_s(r->tp_ms, b2, sizeof b2), more, fmt_s(r->bubble_ms, b3, sizeof b3), fmt_s(r->dp_ms, b4, sizeof b4),
            fmt_s(r->optimizer_ms, b5, sizeof b5));
     if (r->megatron_flags) printf("%18s Megatron-LM: %s\n", "", r->megatron_flags[0] ? r->megatron_flags : "(no --recompute flags)");
+    if (r->megatron_flags && strstr(r->megatron_flags, "--fine-grained-activation-offloading"))
+        printf("%18s (with TE >= 2.10 also NVTE_CPU_OFFLOAD_V1=1 in the environment: megatron/training/arguments.py)\n", "");
     if (r->torchtitan) printf("%18s torchtitan: activation_checkpoint:%s\n", "", r->torchtitan);
     if (!r->megatron_flags && !r->torchtitan) printf("%18s remat policy: %.200s%s\n", "", r->policy, strlen(r->policy) > 200 ? "..." : "");
     if (explain || (!r->megatron_flags && !r->torchtitan)) cli_explain(stdout, c, r->policy);
@@ -136,7 +144,7 @@ static void answer_text(const char *label, const remat_cluster_row *r, const rem
 typedef struct fw_opts {
     uint64_t mem;               /* --device-mem; 0: the device's */
     cli_policies given;         /* --recompute */
-    int maximize, explain, json;
+    int maximize, explain, json, pareto;
 } fw_opts;
 
 static int parse_device(const char *flag, const char *v, void *field)
@@ -174,6 +182,9 @@ static const cli_flag cluster_flags[] = {
     {"--efficiency", "E", CLI_FLAG_DOUBLE, CL(efficiency), 0.001, 1, NULL, NULL,
      "share of the peak FLOP/s matrix products reach (default " STR(REMAT_CLUSTER_EFFICIENCY) ",\n"
      "fitted to Korthikanti et al.'s Table 5)"},
+    {"--host-mem", "SIZE", CLI_FLAG_BYTES, CL(host_mem), 0, 0, NULL, NULL,
+     "host memory per GPU that offloaded activations may take (default the\n"
+     "device's: a DGX's system memory over its 8 GPUs, GH200's LPDDR5X)"},
 };
 #undef CL
 static const cli_flag micro_batch_flag[] = {   /* into the config: Megatron's name for --batch */
@@ -186,6 +197,9 @@ static const cli_flag fw_flags[] = {
     {"--recompute", "POLICY", CLI_FLAG_CUSTOM, O(given), 0, 0, NULL, cli_parse_policy,
      "also predict POLICY on every model chunk (repeatable)"},
     {"--explain", NULL, CLI_FLAG_SWITCH, O(explain), 0, 0, NULL, NULL, "what each answer does with each layer, as layer ranges"},
+    {"--pareto", NULL, CLI_FLAG_SWITCH, O(pareto), 0, 0, NULL, NULL,
+     "the front of one model chunk's plans (keep, recompute or offload each\n"
+     "layer), each priced per GPU: activations against iteration time"},
     {"--maximize", "micro-batch|seq", CLI_FLAG_CHOICE, O(maximize), 0, 0, maximize_choices, NULL,
      "the largest micro-batch or sequence at which each answer exists"},
     CLI_FLAG_JSON(fw_opts, json, "{\"framework\", \"memory\", \"model_flops\", \"optimal\",\n"
@@ -221,16 +235,18 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
     cli_command cmd = {
         "plan",
         "usage: remat plan --framework megatron|pytorch [--model NAME | config flags]\n"
-        "                  [--tp T] [--sp] [--pp P] [--interleave V] [--dp D] [--distributed-optimizer]\n"
-        "                  [--micro-batch b] [--global-batch G] [--device NAME] [--device-mem SIZE]\n"
-        "                  [--reserve F] [--dtype bf16|fp32] [--recompute POLICY]... [--explain]\n"
-        "                  [--maximize micro-batch|seq] [--json]\n\n"
+        "                  [--tp T] [--sp] [--cp CP] [--pp P] [--interleave V] [--dp D]\n"
+        "                  [--distributed-optimizer] [--micro-batch b] [--global-batch G] [--device NAME]\n"
+        "                  [--device-mem SIZE] [--host-mem SIZE] [--reserve F] [--dtype bf16|fp32]\n"
+        "                  [--recompute POLICY]... [--explain] [--maximize micro-batch|seq] [--pareto]\n"
+        "                  [--json]\n\n"
         "Plans activation recomputation for a run of Megatron-LM or PyTorch on GPUs,\n"
         "without a GPU: the framework's saved tensors are a table that remat's simulator\n"
         "and planner run on.  Three answers, each with its memory per GPU and iteration\n"
         "time: the fastest plan that fits (any per-layer choice), the best that\n"
         "Megatron-LM's --recompute-* flags express, the best of torchtitan's\n"
-        "activation_checkpoint settings.\n\n"
+        "activation_checkpoint settings.  The world is tp x cp x pp x dp GPUs; a plan\n"
+        "may also offload what a layer keeps to host memory (--host-mem bounds it).\n\n"
         "  --framework megatron   Megatron-LM's GPT layer as Korthikanti et al. 2022 count it\n"
         "                         (default --dtype bf16, --dropout 0.1: Megatron's defaults)\n"
         "  --framework pytorch    what autograd saves for a plain PyTorch GPT-2 block\n"
@@ -263,6 +279,8 @@ typedef struct fw_answers {
     remat_cluster_answer a;
     remat_cluster_row *gr;      /* one per --recompute */
     int ngiven;
+    remat_cluster_row *front;   /* --pareto */
+    size_t nfront;
     int best[3];                /* --maximize: optimal, best Megatron-LM, best torchtitan */
 } fw_answers;
 
@@ -270,6 +288,7 @@ static void fw_answers_clear(fw_answers *an)
 {
     for (int i = 0; i < an->ngiven; i++) remat_cluster_row_clear(&an->gr[i]);
     free(an->gr);
+    remat_cluster_rows_free(an->front, an->nfront);
     remat_cluster_answer_clear(&an->a);
 }
 
@@ -297,6 +316,7 @@ static int fw_solve(remat_config *c, remat_cluster *cl, const fw_opts *o, fw_ans
     for (; an->ngiven < o->given.n; an->ngiven++)
         if (remat_cluster_evaluate(c, cl, o->given.v[an->ngiven], &an->gr[an->ngiven]))
             return cli_error("--recompute %s: %s", o->given.v[an->ngiven], remat_errmsg()) + 1;
+    if (o->pareto && remat_cluster_pareto(c, cl, &an->front, &an->nfront)) return cli_error("%s", remat_errmsg());
     return 0;
 }
 
@@ -322,6 +342,15 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
     remat_jsonw_num(w, "model_flops", remat_cluster_model_flops(c, cl));
     remat_jsonw_str(w, "device", cl->dev.name ? cl->dev.name : "");
     remat_jsonw_uint(w, "device_mem_bytes", cl->dev.mem_bytes);
+    remat_jsonw_uint(w, "host_mem_bytes", cl->host_mem ? cl->host_mem : cl->dev.host_mem_bytes);
+    remat_jsonw_num(w, "host_link_bps", cl->dev.host_bps);
+    remat_jsonw_object(w, "world");          /* Megatron's: tp x cp x pp x dp */
+    remat_jsonw_int(w, "gpus", (int64_t)remat_config_tp(c) * remat_config_cp(c) * cl->pp * cl->dp);
+    remat_jsonw_int(w, "tp", remat_config_tp(c));
+    remat_jsonw_int(w, "cp", remat_config_cp(c));
+    remat_jsonw_int(w, "pp", cl->pp);
+    remat_jsonw_int(w, "dp", cl->dp);
+    remat_jsonw_end(w);
     if (o->maximize >= 0) {
         remat_jsonw_object(w, "maximize");
         remat_jsonw_str(w, "dim", o->maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch");
@@ -337,8 +366,39 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
     for (int i = 0; i < an->ngiven; i++) row_json(w, NULL, &an->gr[i], mm);
     for (size_t i = 0; i < an->a.nrows; i++) row_json(w, NULL, &an->a.rows[i], mm);
     remat_jsonw_end(w);
+    if (o->pareto) {
+        remat_jsonw_array(w, "pareto");
+        for (size_t i = 0; i < an->nfront; i++) row_json(w, NULL, &an->front[i], mm);
+        remat_jsonw_end(w);
+    }
     remat_jsonw_end(w);
     return cli_json_close(w);
+}
+
+/* --pareto: each point's memory and time per GPU, and what its plan does
+ * with the chunk's layers */
+static void front_text(const remat_config *ch, const fw_answers *an)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    printf("\nthe front of one model chunk's plans (%zu points), per GPU:\n", an->nfront);
+    printf("%11s %11s %11s %11s  %s\n", "time", "activations", "total", "host", "layers kept / recomputed / offloaded");
+    remat_layer_info *li = calloc((size_t)ch->n_layer, sizeof *li);
+    for (size_t i = 0; i < an->nfront && li; i++) {
+        const remat_cluster_row *r = &an->front[i];
+        remat_schedule *s = NULL;
+        int kept = 0, rec = 0, off = 0;
+        if (!remat_schedule_create(ch, r->policy, &s) && !remat_schedule_layers(s, li))
+            for (int l = 0; l < ch->n_layer; l++) {
+                rec += li[l].recomputed != 0;
+                off += li[l].offloaded != 0;
+                kept += !li[l].recomputed && !li[l].offloaded;
+            }
+        remat_schedule_free(s);
+        printf("%11s %11s %11s %11s  %d / %d / %d%s\n", fmt_s(r->step_ms_pred, b1, sizeof b1),
+               cli_fmt_bytes(r->peak_bytes, b2, sizeof b2), cli_fmt_bytes(r->total_bytes, b3, sizeof b3),
+               cli_fmt_bytes(r->host_bytes, b4, sizeof b4), kept, rec, off, r->fits ? "" : "  (does not fit)");
+    }
+    free(li);
 }
 
 static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opts *o, const fw_answers *an,
@@ -354,6 +414,9 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
            cl->dev.flops / 1e12, cl->efficiency > 0 ? cl->efficiency : REMAT_CLUSTER_EFFICIENCY, cl->pp,
            cl->vpp > 1 ? ", interleaved" : "", cl->dp, cl->dist_optim ? " (distributed optimizer)" : "",
            m * c->batch * cl->dp, c->batch, m, cl->dp);
+    printf("world: %ld GPUs = tp %d x cp %d x pp %d x dp %d | host link %.0f GB/s, host memory %s per GPU\n",
+           (long)remat_config_tp(c) * remat_config_cp(c) * cl->pp * cl->dp, remat_config_tp(c), remat_config_cp(c), cl->pp,
+           cl->dp, cl->dev.host_bps / 1e9, cli_fmt_bytes(cl->host_mem ? cl->host_mem : cl->dev.host_mem_bytes, b2, sizeof b2));
     printf("per GPU: %llu parameters: weights %s, gradients %s, optimizer %s | model FLOPs per iteration %.4g\n",
            (unsigned long long)mm->params, cli_fmt_bytes(mm->params_bytes, b2, sizeof b2),
            cli_fmt_bytes(mm->grads_bytes, b3, sizeof b3), cli_fmt_bytes(mm->optim_bytes, b4, sizeof b4),
@@ -391,6 +454,7 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
                100 * (a->best_megatron.step_ms_pred / a->optimal.step_ms_pred - 1),
                a->best_torchtitan.policy ? b1 : "(nothing fits)");
     }
+    if (o->pareto) front_text(&ch, an);
 }
 
 int cli_plan_framework(int argc, char **argv)

@@ -190,6 +190,11 @@ remat_status remat_model_set_policy(remat_model *m, const char *policy)
     if (!m) return remat_fail(REMAT_ERR_INVALID, "model is NULL");
     remat_status st = remat_schedule_create(&m->mcfg, policy, &s);
     if (st) return model_fail(m, st);
+    if (s->noffload) {   /* the activations already live in host memory: there is nowhere to offload to */
+        remat_schedule_free(s);
+        return model_fail(m, remat_fail(REMAT_ERR_INVALID, "remat's CPU engine has no host link to offload over; "
+                                        "offload: plans are for planning GPU runs (remat plan --framework)"));
+    }
     remat_schedule_free(m->sched);
     m->sched = s;
     return REMAT_OK;
@@ -373,6 +378,9 @@ static remat_status hk_exec(void *arg, size_t i, const remat_instr *in, const re
     case REMAT_I_FREE:
         if (r->s->forward_only && t == r->s->tb->lmhead[r->s->tb->nlmhead - 1]) consume_logits(r, m->buf[o->out]);
         return REMAT_OK;
+    case REMAT_I_OFFLOAD: case REMAT_I_RELOAD:    /* remat_model_set_policy refuses such schedules */
+        return remat_fail(REMAT_ERR_INVALID, "remat's CPU engine cannot run instruction %zu (%s)", i,
+                          remat_instr_kind_name((remat_instr_kind)in->kind));
     case REMAT_I_BACKWARD:
         remat_op_bind(o, in->kind, t, m->buf, m->bufbytes, m->temp, m->temp ? m->temp_bytes : 0, &a);
         remat_op_backward(&r->ctx, t, l, &a);

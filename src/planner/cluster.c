@@ -14,6 +14,7 @@
  * the paper) and adds the parameter state.  Time comes from the cost pass
  * (cost.c) with per-op times from the device profile filled here.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,18 +27,29 @@
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
 /* Dense (no sparsity) bf16 tensor-core FLOP/s, HBM bandwidth, NVLink per
- * GPU and direction (half the bidirectional figure NVIDIA quotes), and the
+ * GPU and direction (half the bidirectional figure NVIDIA quotes), the
  * network per GPU of NVIDIA's DGX systems (one HDR 200 Gb/s or NDR 400 Gb/s
- * adapter per GPU). */
+ * adapter per GPU), the host link per direction (half the datasheet's
+ * bidirectional PCIe Gen4 x16 64 GB/s, Gen5 x16 128 GB/s, NVLink-C2C 900
+ * GB/s) and the host memory per GPU (a DGX's system memory over its 8 GPUs;
+ * GH200's own LPDDR5X), and the GPUs that NVLink joins in a node. */
 static const remat_device devices[] = {
     { "a100-40gb", (uint64_t)(40 * GiB), 312e12, 1555e9, 300e9, 25e9,
-      "NVIDIA A100 datasheet (SXM4 40GB: 312 TFLOP/s bf16 dense, 1,555 GB/s, NVLink 600 GB/s); DGX A100 (8x HDR 200 Gb/s)" },
+      "NVIDIA A100 datasheet (SXM4 40GB: 312 TFLOP/s bf16 dense, 1,555 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s); "
+      "DGX A100 (8x HDR 200 Gb/s, 1 TB system memory)", 32e9, (uint64_t)125e9, 8 },
     { "a100-80gb", (uint64_t)(80 * GiB), 312e12, 2039e9, 300e9, 25e9,
-      "NVIDIA A100 datasheet (SXM4 80GB: 312 TFLOP/s bf16 dense, 2,039 GB/s, NVLink 600 GB/s); DGX A100 (8x HDR 200 Gb/s)" },
+      "NVIDIA A100 datasheet (SXM4 80GB: 312 TFLOP/s bf16 dense, 2,039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s); "
+      "DGX A100 640GB (8x HDR 200 Gb/s, 2 TB system memory)", 32e9, (uint64_t)250e9, 8 },
     { "h100-80gb", (uint64_t)(80 * GiB), 989e12, 3350e9, 450e9, 50e9,
-      "NVIDIA H100 datasheet (SXM5 80GB: 989 TFLOP/s bf16 dense, 3.35 TB/s, NVLink 900 GB/s); DGX H100 (8x NDR 400 Gb/s)" },
+      "NVIDIA H100 datasheet (SXM5 80GB: 989 TFLOP/s bf16 dense, 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s); "
+      "DGX H100 (8x NDR 400 Gb/s, 2 TB system memory)", 64e9, (uint64_t)250e9, 8 },
     { "h200-141gb", (uint64_t)141e9, 989e12, 4800e9, 450e9, 50e9,
-      "NVIDIA H200 datasheet (SXM 141GB: 989 TFLOP/s bf16 dense, 4.8 TB/s, NVLink 900 GB/s); DGX H200 (8x NDR 400 Gb/s)" },
+      "NVIDIA H200 datasheet (SXM 141GB: 989 TFLOP/s bf16 dense, 4.8 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s); "
+      "DGX H200 (8x NDR 400 Gb/s, 2 TB system memory)", 64e9, (uint64_t)250e9, 8 },
+    { "gh200-96gb", (uint64_t)96e9, 989e12, 4000e9, 450e9, 50e9,
+      "NVIDIA GH200 Grace Hopper Superchip datasheet (96GB HBM3: 4 TB/s, Hopper's 989 TFLOP/s bf16 dense, NVLink "
+      "900 GB/s, NVLink-C2C 900 GB/s to 480 GB LPDDR5X); 4 superchips a node (HPE Cray EX254n), NDR 400 Gb/s each",
+      450e9, (uint64_t)480e9, 4 },
 };
 
 /* GPT-2 and Korthikanti's models, then Llama 3: dim, layers, heads and kv
@@ -159,6 +171,9 @@ remat_status remat_cluster_check(const remat_config *c, const remat_cluster *cl)
     if (!d->mem_bytes || !(d->flops > 0) || !(d->hbm_bps > 0) || !(d->link_bps > 0) || !(d->net_bps > 0) ||
         !isfinite(d->flops) || !isfinite(d->hbm_bps) || !isfinite(d->link_bps) || !isfinite(d->net_bps))
         return remat_fail(REMAT_ERR_INVALID, "the device's memory, FLOP/s and bandwidths must be positive");
+    if (!(d->host_bps >= 0) || !isfinite(d->host_bps) || d->node_gpus < 1)
+        return remat_fail(REMAT_ERR_INVALID, "the device's host link must be >= 0 bytes/s (0: none, no offload) and "
+                          "its node at least 1 GPU");
     if (!(cl->efficiency >= 0 && cl->efficiency <= 1))
         return remat_fail(REMAT_ERR_INVALID, "efficiency must be in (0, 1], got %g", cl->efficiency);
     if (!(cl->reserve >= 0 && cl->reserve < 1))
@@ -191,7 +206,9 @@ remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster 
     }
     uint64_t n = split / T + whole;
     out->params = n;
-    uint64_t D = (uint64_t)cl->dp;
+    /* the distributed optimizer shards over the data- and context-parallel
+     * ranks together (Megatron's dp_cp group, param_and_grad_buffer.py) */
+    uint64_t D = (uint64_t)cl->dp * (uint64_t)remat_config_cp(c);
     if (c->dtype == REMAT_DTYPE_BF16) {      /* bf16 weights, fp32 gradients, fp32 main weights + 2 moments */
         out->params_bytes = 2 * n;
         out->grads_bytes = 4 * n;
@@ -221,22 +238,52 @@ typedef struct ctx {
     remat_cluster cl;
     remat_profile prof;       /* the device's op times for chunk */
     const remat_table *tb;
-    int P, V, T, Lc;
+    int P, V, T, CP, Lc;
     long m;                   /* micro-batches per replica per iteration */
     double seqs;              /* G: sequences per iteration */
     uint64_t f;               /* chunk micro-batches in flight on the first stage */
     uint64_t res_inflight;    /* resident bytes of the micro-batches in flight */
     double head_ms, head_flops;   /* P > 1: the LM head, on the last stage */
     double dp_ms, opt_ms;     /* per iteration: data-parallel reduction, optimizer step */
-    double tp_fwd[RT_MAXT], tp_bwd[RT_MAXT];   /* the tensor-parallel collectives in prof's op times */
+    /* in prof's op times: the tensor-parallel collectives, the context-parallel
+     * ring's exposed time */
+    double tp_fwd[RT_MAXT], tp_bwd[RT_MAXT], cp_fwd[RT_MAXT], cp_bwd[RT_MAXT];
     remat_cluster_memory mem;
     uint64_t usable;          /* device memory less the reserve */
+    uint64_t host;            /* host memory per GPU for offloaded activations */
 } ctx;
 
+/* What context parallelism's ring adds to an attention op of entry d (its
+ * compute ms fwd, bwd) that does not hide behind it: TE's
+ * AttnFuncWithCPAndKVP2P runs cp steps, each computing the GPU's queries
+ * against one K/V chunk while the next chunk comes from the ring neighbour
+ * (forward: cp - 1 transfers of one chunk; backward: the chunk, then the
+ * chunk with its gradient, cp - 2 times, then the last gradient alone);
+ * over NVLink when the T x CP GPUs of a group fit one node, else the
+ * network. */
+static void cp_ring(const remat_config *c, const remat_cluster *cl, int t, double fwd, double bwd, double *cf,
+                    double *cb)
+{
+    const remat_tensor_def *d = &remat_table_of(c)->defs[t];
+    int CP = remat_config_cp(c), T = remat_config_tp(c);
+    *cf = *cb = 0;
+    if (CP < 2 || d->opc != RO_ATTENTION || !(d->flags & RT_F_CP)) return;
+    remat_dims dm;
+    remat_dims_of(c, &dm);
+    double chunk = 2.0 * (double)dm.d[RD_B] * (double)dm.d[RD_T] / CP * (double)dm.d[RD_KV] / T *
+                   (double)dm.d[RD_HS] * remat_dtype_bytes(c->dtype);
+    double bw = (T * CP <= cl->dev.node_gpus ? cl->dev.link_bps : cl->dev.net_bps) / 1e3;   /* per ms */
+    double sf = fwd / CP, sb = bwd / CP, t1 = chunk / bw;
+    if (remat_tensor_cost(c, t)->fprod) *cf = (CP - 1) * (t1 > sf ? t1 - sf : 0);
+    if (remat_tensor_cost(c, t)->bprod)
+        *cb = 2 * (t1 > sb ? t1 - sb : 0) + (CP - 2) * (2 * t1 > sb ? 2 * t1 - sb : 0);
+}
+
 /* Fills p with the device model's op times for config c (milliseconds);
- * tp_fwd, tp_bwd (may be NULL) get the tensor-parallel collectives' share. */
+ * tp_fwd, tp_bwd, cp_fwd, cp_bwd (may be NULL) get the tensor-parallel
+ * collectives' and the context-parallel ring's share. */
 static void fill_device_profile(remat_profile *p, const remat_config *c, const remat_cluster *cl, double eff,
-                                double *tp_fwd, double *tp_bwd)
+                                double *tp_fwd, double *tp_bwd, double *cp_fwd, double *cp_bwd)
 {
     const remat_table *tb = remat_table_of(c);
     memset(p, 0, sizeof *p);
@@ -248,9 +295,11 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
     p->threads = 1;
     double F = cl->dev.flops * eff / 1e3, H = cl->dev.hbm_bps / 1e3, K = cl->dev.link_bps / 1e3;  /* per ms */
     int T = remat_config_tp(c);
-    /* a collective moves the full (unsharded) s b h activation: ring all-reduce
-     * 2(T-1)/T of it per GPU, all-gather and reduce-scatter (T-1)/T each */
-    double vol = (double)c->batch * c->seq * c->n_embd * remat_dtype_bytes(c->dtype);
+    p->host_bps = cl->dev.host_bps;
+    /* a collective moves the full (unsharded) s b h activation of the GPU's
+     * own tokens (s / cp of them): ring all-reduce 2(T-1)/T of it per GPU,
+     * all-gather and reduce-scatter (T-1)/T each */
+    double vol = (double)c->batch * c->seq / remat_config_cp(c) * c->n_embd * remat_dtype_bytes(c->dtype);
     double ar = T > 1 ? 2.0 * (T - 1) / T * vol / K : 0, half = ar / 2;
     for (int t = 0; t < tb->first_grad; t++) {
         const remat_tensor_def *d = &tb->defs[t];
@@ -260,12 +309,15 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
         /* matrix products are compute-bound; the rest streams its operands */
         p->fwd_ms[t] = remat_tensor_fwd_flops(c, t) / F + (gemm ? 0 : (out + in) / H);
         if (d->has_bwd) p->bwd_ms[t] = remat_tensor_bwd_flops(c, t) / F + (gemm ? 0 : (2 * out + bin) / H);
-        double cf = 0, cb = 0;
+        double cf = 0, cb = 0, rf, rb;
+        cp_ring(c, cl, t, p->fwd_ms[t], p->bwd_ms[t], &rf, &rb);
         if (d->flags & RT_F_COL) { cf = c->sp ? half : 0; cb = c->sp ? half : ar; }
         if (d->flags & RT_F_ROW) { cf = c->sp ? half : ar; cb = c->sp ? half : 0; }
-        p->fwd_ms[t] += cf;
-        if (d->has_bwd) p->bwd_ms[t] += cb;
-        if (tp_fwd) { tp_fwd[t] = cf; tp_bwd[t] = d->has_bwd ? cb : 0; }
+        if (!d->has_bwd) cb = rb = 0;
+        p->fwd_ms[t] += cf + rf;
+        p->bwd_ms[t] += cb + rb;
+        if (tp_fwd) { tp_fwd[t] = cf; tp_bwd[t] = cb; }
+        if (cp_fwd) { cp_fwd[t] = rf; cp_bwd[t] = rb; }
     }
     memcpy(p->fwd_hot_ms, p->fwd_ms, sizeof p->fwd_ms);
     memcpy(p->bwd_hot_ms, p->bwd_ms, sizeof p->bwd_ms);
@@ -291,7 +343,8 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
     if (x->P > 1) x->chunk.stage = REMAT_STAGE_FIRST;
     x->tb = remat_table_of(c);
     double eff = cl->efficiency > 0 ? cl->efficiency : REMAT_CLUSTER_EFFICIENCY;
-    fill_device_profile(&x->prof, &x->chunk, cl, eff, x->tp_fwd, x->tp_bwd);
+    x->CP = remat_config_cp(c);
+    fill_device_profile(&x->prof, &x->chunk, cl, eff, x->tp_fwd, x->tp_bwd, x->cp_fwd, x->cp_bwd);
     /* micro-batches in flight on the first stage (Korthikanti 4.2.4): 1F1B
      * holds P (fewer when there are fewer), the interleaved schedule
      * P (1 + (P-1)/(P V)), that is P V + P - 1 model chunks */
@@ -307,7 +360,7 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
         remat_config whole = x->chunk;
         whole.stage = REMAT_STAGE_WHOLE;
         remat_profile hp;
-        fill_device_profile(&hp, &whole, cl, eff, NULL, NULL);
+        fill_device_profile(&hp, &whole, cl, eff, NULL, NULL, NULL, NULL);
         for (int i = 0; i < x->tb->nlmhead; i++) {
             x->head_ms += hp.fwd_ms[x->tb->lmhead[i]];
             x->head_flops += remat_tensor_fwd_flops(&whole, x->tb->lmhead[i]);
@@ -319,15 +372,17 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
     }
     /* data parallelism: fp32 gradients all-reduced (2(D-1)/D of them per GPU),
      * or reduce-scattered and the bf16 weights all-gathered with the
-     * distributed optimizer; the optimizer streams its state once */
-    double n = (double)x->mem.params, D = cl->dp;
+     * distributed optimizer; the optimizer streams its state once.  Under
+     * context parallelism the D CP ranks of a stage's shard reduce together */
+    double n = (double)x->mem.params, D = (double)cl->dp * x->CP;
     double wbytes = remat_dtype_bytes(c->dtype);
-    if (cl->dp > 1)
+    if (D > 1)
         x->dp_ms = (cl->dist_optim ? (D - 1) / D * (4 * n + wbytes * n) : 2 * (D - 1) / D * 4 * n) /
                        (cl->dev.net_bps / 1e3);
     double state = c->dtype == REMAT_DTYPE_BF16 ? 28 : 24;   /* fp32 main weights, moments: read and written; gradients read */
     x->opt_ms = (cl->dist_optim ? (state * n / D + wbytes * n) : (state + wbytes) * n) / (cl->dev.hbm_bps / 1e3);
     x->usable = (uint64_t)((double)cl->dev.mem_bytes * (1 - cl->reserve));
+    x->host = cl->host_mem ? cl->host_mem : cl->dev.host_mem_bytes;
     return REMAT_OK;
 }
 
@@ -340,11 +395,15 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
  * checkpointing) are not re-run. */
 typedef struct rerun { uint32_t region, cached; } rerun;
 
-/* milliseconds (*tp of them the tensor-parallel collectives) and FLOPs the
- * framework re-runs beyond the schedule's recomputation */
-static remat_status rerun_extra(const ctx *x, const remat_schedule *s, rerun rr, double *ms, double *tp, double *fl)
+/* One chunk's time in the parts a row reports: the whole, and of it the
+ * tensor-parallel collectives, the context-parallel ring and the offload
+ * not hidden; FLOPs */
+typedef struct parts { double ms, tp, cp, off, fl; } parts;
+
+/* what the framework re-runs beyond the schedule's recomputation */
+static remat_status rerun_extra(const ctx *x, const remat_schedule *s, rerun rr, parts *e)
 {
-    *ms = *tp = *fl = 0;
+    memset(e, 0, sizeof *e);
     if (!rr.region) return REMAT_OK;
     uint32_t *rec = remat_calloc((size_t)x->Lc, sizeof *rec);
     if (!rec) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
@@ -356,9 +415,10 @@ static remat_status rerun_extra(const ctx *x, const remat_schedule *s, rerun rr,
         uint32_t more = rr.region & ~rec[l] & ~rr.cached;
         for (int t = 0; t < x->tb->nblock; t++)
             if (more & (1u << t)) {
-                *ms += x->prof.fwd_ms[t];
-                *tp += x->tp_fwd[t];
-                *fl += remat_tensor_fwd_flops(&x->chunk, t);
+                e->ms += x->prof.fwd_ms[t];
+                e->tp += x->tp_fwd[t];
+                e->cp += x->cp_fwd[t];
+                e->fl += remat_tensor_fwd_flops(&x->chunk, t);
             }
     }
     free(rec);
@@ -373,22 +433,29 @@ void remat_cluster_row_clear(remat_cluster_row *r)
     memset(r, 0, sizeof *r);
 }
 
-/* the tensor-parallel collectives of schedule s (in the cost pass's op times) */
-static double schedule_tp_ms(const ctx *x, const remat_schedule *s)
+/* schedule s costed (the cost pass's time of every instruction) and split */
+static remat_status schedule_parts(const ctx *x, const remat_schedule *s, parts *out)
 {
-    double ms = 0;
-    for (size_t i = 0; i < s->n; i++) {
+    memset(out, 0, sizeof *out);
+    double *ms = remat_malloc((s->n ? s->n : 1) * sizeof *ms);
+    if (!ms) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
+    remat_status st = remat_profile_check_offload(&x->prof, s);
+    if (!st && (out->ms = remat_cost_schedule_times(&x->prof, s, ms, NULL)) < 0)
+        st = remat_fail(REMAT_ERR_NOMEM, "out of memory costing a schedule");
+    for (size_t i = 0; i < s->n && !st; i++) {
         int k = s->ins[i].kind, t = s->ins[i].tid;
-        if (k == REMAT_I_FORWARD || k == REMAT_I_RECOMPUTE) ms += x->tp_fwd[t];
-        else if (k == REMAT_I_BACKWARD) ms += x->tp_bwd[t];
+        if (k == REMAT_I_FORWARD || k == REMAT_I_RECOMPUTE) { out->tp += x->tp_fwd[t]; out->cp += x->cp_fwd[t]; }
+        else if (k == REMAT_I_BACKWARD) { out->tp += x->tp_bwd[t]; out->cp += x->cp_bwd[t]; }
+        else if (k == REMAT_I_OFFLOAD || k == REMAT_I_RELOAD) out->off += ms[i];
     }
-    return ms;
+    out->fl = s->sim.flops;
+    free(ms);
+    return st;
 }
 
-/* A row from schedule s of one chunk, costed at ms, plus what the
- * framework's re-running of whole regions adds (ems ms, etp of them
- * collectives, efl FLOPs). */
-static remat_status fill_row(const ctx *x, const remat_schedule *s, double ms, double ems, double etp, double efl,
+/* A row from schedule s of one chunk, costed as b, plus what the
+ * framework's re-running of whole regions adds (e). */
+static remat_status fill_row(const ctx *x, const remat_schedule *s, const parts *b, const parts *e,
                              remat_cluster_row *out)
 {
     memset(out, 0, sizeof *out);
@@ -403,18 +470,23 @@ static remat_status fill_row(const ctx *x, const remat_schedule *s, double ms, d
     out->stored_bytes = x->f * held + x->res_inflight;
     out->peak_bytes = (x->f - 1) * held + s->sim.peak_bytes + x->res_inflight;
     out->total_bytes = out->peak_bytes + x->mem.params_bytes + x->mem.grads_bytes + x->mem.optim_bytes;
-    out->fits = out->total_bytes <= x->usable;
+    /* on the host: every micro-batch in flight has its forward's offloads there */
+    out->host_bytes = x->f * s->sim.host_peak_bytes;
+    out->fits = out->total_bytes <= x->usable && out->host_bytes <= x->host;
     /* the first stage's ops for every micro-batch, then the bubble, then the
-     * data-parallel reduction and the optimizer step: nothing overlaps */
-    double stage_ms = x->V * (ms + ems) + x->head_ms, tp = x->V * (schedule_tp_ms(x, s) + etp);
+     * data-parallel reduction and the optimizer step */
+    double stage_ms = x->V * (b->ms + e->ms) + x->head_ms, tp = x->V * (b->tp + e->tp), cp = x->V * (b->cp + e->cp);
+    double off = x->V * b->off;
     out->tp_ms = tp * (double)x->m;
-    out->compute_ms = (stage_ms - tp) * (double)x->m;
+    out->cp_ms = cp * (double)x->m;
+    out->offload_ms = off * (double)x->m;
+    out->compute_ms = (stage_ms - tp - cp - off) * (double)x->m;
     out->bubble_ms = stage_ms * (double)(x->P - 1) / x->V;
     out->dp_ms = x->dp_ms;
     out->optimizer_ms = x->opt_ms;
     out->step_ms_pred = stage_ms * ((double)x->m + (double)(x->P - 1) / x->V) + (x->dp_ms + x->opt_ms);
-    out->hardware_flops = x->T * (x->seqs / x->chunk.batch) *
-                          ((double)x->P * x->V * (s->sim.flops + efl) + x->head_flops);
+    out->hardware_flops = (double)x->T * x->CP * (x->seqs / x->chunk.batch) *
+                          ((double)x->P * x->V * (b->fl + e->fl) + x->head_flops);
     if (!(out->policy = remat_strdup(remat_schedule_policy(s)))) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
     return REMAT_OK;
 }
@@ -427,15 +499,14 @@ static remat_status eval_row(const ctx *x, const char *policy, rerun rr, remat_c
 {
     remat_schedule *s = NULL;
     remat_status st;
-    double ems, etp, efl;
+    parts b, e, none;
     memset(out, 0, sizeof *out);
+    memset(&none, 0, sizeof none);
     if (plain) memset(plain, 0, sizeof *plain);
     if ((st = remat_schedule_create(&x->chunk, policy, &s))) return st;
-    double ms = remat_cost_schedule_ms(&x->prof, s, NULL);
-    if (ms < 0) st = REMAT_ERR_NOMEM;
-    else if (!(st = rerun_extra(x, s, rr, &ems, &etp, &efl)) && !(st = fill_row(x, s, ms, ems, etp, efl, out)) &&
-             plain)
-        st = fill_row(x, s, ms, 0, 0, 0, plain);
+    if (!(st = schedule_parts(x, s, &b)) && !(st = rerun_extra(x, s, rr, &e)) && !(st = fill_row(x, s, &b, &e, out)) &&
+        plain)
+        st = fill_row(x, s, &b, &none, plain);
     remat_schedule_free(s);
     if (st) {
         remat_cluster_row_clear(out);
@@ -483,6 +554,10 @@ typedef struct cand {
     char megatron[200];        /* "" none needed */
     int has_megatron;
     const char *torchtitan;
+    int selective;             /* 0: no recomputation flags; 1: --recompute-granularity selective
+                                  (the modules `set`); -1: others (fine-grained offload not combined) */
+    int set;
+    uint32_t keep;             /* what it keeps (none, selective) */
 } cand;
 
 static int add_cand(cand **v, size_t *n, size_t *cap, const cand *c)
@@ -498,6 +573,115 @@ static int add_cand(cand **v, size_t *n, size_t *cap, const cand *c)
     return 0;
 }
 
+/* elements of tensor t (its bytes over its element size): what the
+ * frameworks' offload thresholds count */
+static uint64_t tensor_elems(const remat_config *c, int t)
+{
+    int dt = remat_tensor_dtype(c, t);
+    return remat_tensor_bytes(c, t) / (dt == REMAT_DTYPE_BF16 ? 2 : dt == REMAT_DTYPE_FP32 ? 4 : 1);
+}
+
+/* OFF_ALL: every tensor kept, whatever module saves it */
+#define OFF_ALL UINT_MAX
+
+/* ",offload:N:A+B(+input)": of keep, the tensors with an RF_* bit of mods
+ * (OFF_ALL: all of them) of at least min elements, and the block input when
+ * in_ok and it is that large; 0 when nothing would move */
+static int offload_term(const ctx *x, uint32_t keep, unsigned mods, int in_ok, uint64_t min, int N, char *buf, size_t n)
+{
+    size_t k = strlen(buf);
+    int any = 0;
+    k += (size_t)snprintf(buf + k, n > k ? n - k : 0, ",offload:%d:", N);
+    for (int t = 0; t < x->tb->nblock - 1 && k < n; t++)
+        if ((keep & (1u << t)) && (mods == OFF_ALL || (x->tb->defs[t].omods & mods)) && remat_tensor_bytes(&x->chunk, t) &&
+            tensor_elems(&x->chunk, t) >= min) {
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", any ? "+" : "", x->tb->defs[t].name);
+            any = 1;
+        }
+    if (in_ok && tensor_elems(&x->chunk, x->tb->nblock - 1) >= min && k < n) {
+        k += (size_t)snprintf(buf + k, n - k, "%sinput", any ? "+" : "");
+        any = 1;
+    }
+    return any && k < n;
+}
+
+/* Megatron-LM's activation offload, for the tables that say which of its
+ * modules save what (RF_*: Megatron-core under Transformer Engine), with a
+ * host link; its documented constraints (transformer_config.py at d98e8a6)
+ * are the options' bounds, so no flag Megatron refuses is offered:
+ *   - --cpu-offloading-num-layers N (TE's CPU offloading of the first N
+ *     layers, what they save of at least 256 Ki elements, cpu_offload.py):
+ *     N < num_layers, no pipeline parallelism, no recomputation
+ *     (__post_init__: "Currently there is no support for Pipeline
+ *     parallelism with CPU offloading", "CPU offloading does not work when
+ *     activation recomputation is enabled"); N at most L - 2, as TE warns
+ *     that L - 1 cannot overlap;
+ *   - --fine-grained-activation-offloading --offload-modules: what each
+ *     module's context saves of at least min_offloaded_tensor_size (1 Mi
+ *     elements), every layer but, with one stage, the last, whose groups
+ *     the backward needs at once (fine_grained_activation_offload.py,
+ *     should_bulk_offload); attn_proj only with core_attn; not with
+ *     cpu_offloading; with no recomputation or with selective modules
+ *     (core_attn recomputed leaves core_attn's tensors to its checkpoint,
+ *     outside the offload context: attention.py); attn_norm and mlp_norm
+ *     are IdentityOp under TE's fused norms and have nothing to move. */
+static int offload_options(const ctx *x, cand **v, size_t *n, size_t *cap)
+{
+    int any = x->tb->x_omods != 0;
+    for (int t = 0; t < x->tb->nblock; t++) any |= x->tb->defs[t].omods != 0;
+    if (!any || !(x->prof.host_bps > 0)) return 0;
+    uint32_t keep = remat_keep_default(x->tb);
+    cand c;
+    for (int N = 1; x->P == 1 && N <= x->Lc - 2; N++) {
+        memset(&c, 0, sizeof c);
+        snprintf(c.policy, sizeof c.policy, "none");
+        if (!offload_term(x, keep, OFF_ALL, 1, 256 * 1024, N, c.policy, sizeof c.policy)) break;
+        snprintf(c.megatron, sizeof c.megatron, "--cpu-offloading-num-layers %d", N);
+        c.has_megatron = 1;
+        c.selective = -1;
+        if (add_cand(v, n, cap, &c)) return -1;
+    }
+    int N = x->P == 1 ? x->Lc - 1 : x->Lc;
+    size_t nbase = *n;
+    for (size_t b = 0; N >= 1 && b < nbase; b++) {
+        cand basec = (*v)[b];          /* a copy: adding candidates moves the array */
+        const cand *base = &basec;
+        if (base->selective < 0 || !base->has_megatron) continue;
+        int core_rec = 0;                            /* core_attn among the recompute modules */
+        for (int i = 0; i < RM_NMODULES; i++) {
+            unsigned md, mr;
+            remat_module_name(i, &md, &mr);
+            if ((base->set & (1 << i)) && (md & RM_CORE_ATTN)) core_rec = 1;
+        }
+        for (int set = 1; set < 1 << RF_NMODULES; set++) {
+            unsigned mods = 0, bit;
+            char names[120];
+            size_t k = 0;
+            names[0] = 0;
+            for (int i = 0; i < RF_NMODULES; i++)
+                if (set & (1 << i)) {
+                    const char *name = remat_offload_module_name(i, &bit);
+                    mods |= bit;
+                    k += (size_t)snprintf(names + k, sizeof names - k, " %s", name);
+                }
+            if ((mods & RF_ATTN_PROJ) && !(mods & RF_CORE_ATTN)) continue;
+            /* recomputed, core_attn moves nothing: the same as the set without it */
+            if (core_rec && (mods & RF_CORE_ATTN) && !(mods & RF_ATTN_PROJ)) continue;
+            unsigned moving = core_rec ? mods & ~(unsigned)RF_CORE_ATTN : mods;
+            c = *base;
+            if (!offload_term(x, base->keep, moving, (x->tb->x_omods & moving) != 0, 1024 * 1024, N, c.policy,
+                              sizeof c.policy))
+                continue;                            /* nothing of that size to move */
+            snprintf(c.megatron + strlen(c.megatron), sizeof c.megatron - strlen(c.megatron),
+                     "%s--fine-grained-activation-offloading --offload-modules%s", c.megatron[0] ? " " : "", names);
+            c.torchtitan = NULL;
+            c.selective = -1;
+            if (add_cand(v, n, cap, &c)) return -1;
+        }
+    }
+    return 0;
+}
+
 /* Every option of the two frameworks, as policies on one model chunk. */
 static remat_status framework_options(const ctx *x, cand **out, size_t *n)
 {
@@ -510,6 +694,7 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
     snprintf(c.policy, sizeof c.policy, "none");
     c.has_megatron = 1;
     c.torchtitan = "none";
+    c.keep = keep;
     if (add_cand(&v, n, &cap, &c)) goto nomem;
     /* selective: every non-empty set of modules */
     for (int set = 1; set < 1 << RM_NMODULES; set++) {
@@ -529,6 +714,9 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
         if (noop || !save_policy(x, keep & ~drop, c.policy, sizeof c.policy)) continue;
         c.rr.region = region;
         c.has_megatron = 1;
+        c.selective = 1;
+        c.set = set;
+        c.keep = keep & ~drop;
         if (add_cand(&v, n, &cap, &c)) goto nomem;
     }
     /* full, uniform: chunks of N layers; N = 1 is also torchtitan's FullAC */
@@ -539,6 +727,7 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
                  "--recompute-granularity full --recompute-method uniform --recompute-num-layers %d", N);
         c.has_megatron = 1;
         c.rr.region = all;
+        c.selective = -1;
         if (N == 1) c.torchtitan = "full";
         if (add_cand(&v, n, &cap, &c)) goto nomem;
     }
@@ -550,6 +739,7 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
                  "--recompute-granularity full --recompute-method block --recompute-num-layers %d", N);
         c.has_megatron = 1;
         c.rr.region = all;
+        c.selective = -1;
         if (add_cand(&v, n, &cap, &c)) goto nomem;
     }
     /* torchtitan's per-op selective checkpointing of every block */
@@ -559,8 +749,10 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
         c.rr.region = all;           /* the whole block runs again, its saved ops from the cache */
         c.rr.cached = saved;
         c.torchtitan = "selective";
+        c.selective = -1;
         if (add_cand(&v, n, &cap, &c)) goto nomem;
     }
+    if (offload_options(x, &v, n, &cap)) goto nomem;
     *out = v;
     return REMAT_OK;
 nomem:
@@ -592,12 +784,14 @@ static remat_status row_copy(remat_cluster_row *dst, const remat_cluster_row *sr
     return REMAT_OK;
 }
 
-/* a faster fitting row than best (ties: less memory) */
+/* a faster fitting row than best (ties: less on the host -- offload that
+ * buys no time is not worth its link and host memory -- then less memory) */
 static int better(const remat_cluster_row *r, const remat_cluster_row *best)
 {
     if (!r->fits) return 0;
     if (!best->policy) return 1;
     if (r->step_ms_pred != best->step_ms_pred) return r->step_ms_pred < best->step_ms_pred;
+    if (r->host_bytes != best->host_bytes) return r->host_bytes < best->host_bytes;
     return r->total_bytes < best->total_bytes;
 }
 
@@ -614,6 +808,7 @@ static remat_status best_plan(const ctx *x, remat_cluster_row *best)
     rerun none = { 0, 0 };
     if (!pol) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
     if ((st = remat_planner_create(&x->chunk, &x->prof, UINT32_MAX, &pl))) goto out;
+    remat_planner_set_host(pl, x->host / x->f);    /* every micro-batch in flight has its offloads there */
     uint64_t fixed = x->mem.params_bytes + x->mem.grads_bytes + x->mem.optim_bytes + x->res_inflight;
     if (x->f == 1) {
         if (fixed >= x->usable) goto out;
@@ -686,6 +881,67 @@ remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl
 out:
     free(cs);
     if (st) remat_cluster_answer_clear(out);
+    return st;
+}
+
+/* ---- the front ---------------------------------------------------------------------- */
+
+void remat_cluster_rows_free(remat_cluster_row *rows, size_t n)
+{
+    if (!rows) return;
+    for (size_t i = 0; i < n; i++) remat_cluster_row_clear(&rows[i]);
+    free(rows);
+}
+
+static int cmp_cluster_row(const void *a, const void *b)
+{
+    const remat_cluster_row *x = a, *y = b;
+    if (x->peak_bytes != y->peak_bytes) return x->peak_bytes < y->peak_bytes ? -1 : 1;
+    return (x->step_ms_pred > y->step_ms_pred) - (x->step_ms_pred < y->step_ms_pred);
+}
+
+remat_status remat_cluster_pareto(const remat_config *cfg, const remat_cluster *cl, remat_cluster_row **rows, size_t *n)
+{
+    ctx x;
+    remat_planner *pl = NULL;
+    remat_cluster_row *r = NULL;
+    char *pol = NULL;
+    size_t m = 0, k = 0;
+    remat_status st;
+    rerun none = { 0, 0 };
+    if (!rows || !n) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_pareto: NULL argument");
+    *rows = NULL;
+    *n = 0;
+    if ((st = ctx_init(&x, cfg, cl))) return st;
+    if (!(pol = remat_malloc(REMAT_POLICY_MAX))) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
+    if ((st = remat_planner_create(&x.chunk, &x.prof, UINT32_MAX, &pl))) goto out;
+    remat_planner_set_host(pl, x.host / x.f);
+    if ((st = remat_planner_build_fronts(pl, 0))) goto out;
+    size_t np = remat_planner_front_size(pl);
+    if (!(r = remat_calloc(np ? np : 1, sizeof *r))) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
+    for (; m < np; m++) {
+        uint64_t pk;
+        remat_planner_front_point(pl, m, &pk, NULL);
+        if ((st = remat_planner_best(pl, pk, pol, REMAT_POLICY_MAX, NULL, NULL)) ||
+            (st = eval_row(&x, pol, none, &r[m], NULL)))
+            goto out;
+    }
+    qsort(r, m, sizeof *r, cmp_cluster_row);
+    for (size_t i = 0; i < m; i++)
+        if (!k || (r[i].peak_bytes > r[k - 1].peak_bytes && r[i].step_ms_pred < r[k - 1].step_ms_pred)) {
+            if (k != i) { r[k] = r[i]; memset(&r[i], 0, sizeof r[i]); }
+            k++;
+        } else {
+            remat_cluster_row_clear(&r[i]);
+        }
+    *rows = r;
+    *n = k;
+    r = NULL;
+    m = 0;
+out:
+    remat_cluster_rows_free(r, m);
+    remat_planner_free(pl);
+    free(pol);
     return st;
 }
 
@@ -774,8 +1030,14 @@ remat_status remat_cluster_maximize(const remat_config *cfg, const remat_cluster
         return remat_fail(REMAT_ERR_INVALID, "maximize: dimension must be micro-batch or seq");
     if (which < REMAT_CLUSTER_OPTIMAL || which > REMAT_CLUSTER_TORCHTITAN)
         return remat_fail(REMAT_ERR_INVALID, "maximize: which must be optimal, megatron or torchtitan");
-    /* seq moves in steps of T under sequence parallelism (it must divide) */
-    int step = dim == REMAT_CLUSTER_SEQ && cfg->sp ? remat_config_tp(cfg) : 1;
+    /* seq moves in steps that keep it divisible: by T under sequence
+     * parallelism, by 2 CP under context parallelism (two chunks a GPU), and
+     * then each GPU's s/CP by T */
+    int T = remat_config_tp(cfg), CP = remat_config_cp(cfg), step = 1;
+    if (dim == REMAT_CLUSTER_SEQ) {
+        int per = cfg->sp ? (T % 2 ? 2 * T : T) : 2;       /* what s/CP must be a multiple of */
+        step = CP > 1 ? CP * per : cfg->sp ? T : 1;
+    }
     const int limit = 1 << 20;
     int ok;
     set_dim(&c, &k, cfg, cl, dim, step);

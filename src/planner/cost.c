@@ -11,7 +11,12 @@
  *     the other loops at different throughputs.
  * A schedule's time is the sum of its instructions' op times (frees cost
  * nothing) plus the per-step optimizer update; the costing pass is a walk
- * of the one walker (schedule/walk.c).  A profile calibrated by a training
+ * of the one walker (schedule/walk.c).  Offload and reload (a GPU's host
+ * link: a profile with host_bps) run on their own copy stream beside the
+ * compute: a run of consecutive offloads hides behind one block's forward
+ * (TE starts a layer's offload as the next layer's forward runs), a run of
+ * reloads behind one block's backward (the reload of a layer runs while the
+ * layer after it goes backward); only what exceeds that is counted.  A profile calibrated by a training
  * run (calibrate.c) prices each instruction the run executed at what it
  * took there instead.  Memory is never estimated here: it comes from the
  * simulator.
@@ -44,6 +49,8 @@ void remat_profile_config_key(const remat_config *c, char *buf, size_t n)
     if (c->framework != REMAT_FRAMEWORK_REMAT && k >= 0 && (size_t)k < n)
         k += snprintf(buf + k, n - (size_t)k, " fw%d tp%d sp%d st%d", (int)c->framework, remat_config_tp(c), c->sp,
                       c->stage);
+    if (remat_config_cp(c) > 1 && k >= 0 && (size_t)k < n)
+        k += snprintf(buf + k, n - (size_t)k, " cp%d", remat_config_cp(c));
     if (c->arch != REMAT_ARCH_GPT2 && k >= 0 && (size_t)k < n) {
         const remat_rope_scaling *r = &c->rope_scaling;
         snprintf(buf + k, n - (size_t)k, " %s kv%d f%d hs%d theta%.17g eps%.17g tie%d rope%d:%.17g:%.17g:%.17g:%d",
@@ -244,7 +251,19 @@ typedef struct costw {
     size_t b1, b2;             /* latest backward; latest of another block than b1's */
     int l1;
     double total, rec, *ms;
+    double hide_f, hide_b;     /* what a run of offloads, of reloads, hides behind (ms) */
+    double run;                /* transfer ms of the current run of offloads or reloads */
+    int prev;                  /* the kind of the instruction before */
 } costw;
+
+/* ms that the transfer of `bytes` adds to a run of transfers that hides
+ * behind `hide` ms and has taken *run ms so far */
+static double transfer_ms(const remat_profile *p, uint64_t bytes, double hide, double *run)
+{
+    double before = *run > hide ? *run - hide : 0;
+    *run += (double)bytes / p->host_bps * 1e3;
+    return (*run > hide ? *run - hide : 0) - before;
+}
 
 static remat_status cost_exec(void *arg, size_t i, const remat_instr *in, const remat_operands *o)
 {
@@ -254,7 +273,14 @@ static remat_status cost_exec(void *arg, size_t i, const remat_instr *in, const 
     double x;
     if (k == REMAT_I_UPDATE) x = p->update_ms;
     else if (k == REMAT_I_FREE) x = 0;
-    else {
+    else if (k == REMAT_I_OFFLOAD || k == REMAT_I_RELOAD) {
+        if (!(p->host_bps > 0))
+            return remat_fail(REMAT_ERR_INVALID, "instruction %zu offloads, but the profile has no host link (remat's "
+                              "CPU engine keeps activations in host memory): offload is for GPU runs, remat plan "
+                              "--framework", i);
+        if (w->prev != k) w->run = 0;
+        x = transfer_ms(p, remat_tensor_bytes(w->c, t), k == REMAT_I_OFFLOAD ? w->hide_f : w->hide_b, &w->run);
+    } else {
         int bw = k == REMAT_I_BACKWARD;
         double cold = bw ? p->bwd_ms[t] : p->fwd_ms[t], hot = bw ? p->bwd_hot_ms[t] : p->fwd_hot_ms[t];
         double f = 1;
@@ -291,6 +317,7 @@ static remat_status cost_exec(void *arg, size_t i, const remat_instr *in, const 
     if (run >= 0) x = run;
     if (k == REMAT_I_UPDATE) x += p->run_overhead_ms;
     if (w->ms) w->ms[i] = x;
+    w->prev = k;
     w->total += x;
     if (k == REMAT_I_RECOMPUTE) w->rec += x;
     return REMAT_OK;
@@ -308,6 +335,11 @@ double remat_cost_schedule_times(const remat_profile *p, const remat_schedule *s
     w.model = p->cache_bytes == 0;
     w.b1 = w.b2 = SIZE_MAX;
     w.l1 = -3;
+    w.prev = -1;
+    for (int t = 0; t < s->tb->nblock; t++) {
+        w.hide_f += p->fwd_ms[t];
+        w.hide_b += p->bwd_ms[t];
+    }
     w.pidx = remat_malloc(sizeof(size_t) * (size_t)nslots);
     w.pclk = remat_malloc(sizeof(uint64_t) * (size_t)nslots);
     if (!w.pidx || !w.pclk) {
@@ -329,4 +361,12 @@ double remat_cost_schedule_times(const remat_profile *p, const remat_schedule *s
 double remat_cost_schedule_ms(const remat_profile *p, const remat_schedule *s, double *recompute_ms)
 {
     return remat_cost_schedule_times(p, s, NULL, recompute_ms);
+}
+
+remat_status remat_profile_check_offload(const remat_profile *p, const remat_schedule *s)
+{
+    if (!s->noffload || p->host_bps > 0) return REMAT_OK;
+    return remat_fail(REMAT_ERR_INVALID, "policy '%.200s' offloads to the host, but remat's CPU engine keeps "
+                      "activations in host memory (no host link): offload plans are for GPU runs (remat plan "
+                      "--framework megatron ...)", remat_schedule_policy(s));
 }

@@ -90,6 +90,15 @@ static void describe(text *f, const remat_config *c, int a, int b, int step, con
         k += (size_t)snprintf(what + k, sizeof what - k, " (and %s)", buf);
     }
     if (!own && (kept || keptx)) k += (size_t)snprintf(what + k, sizeof what - k, ", not its output");
+    uint32_t host = li->offloaded & li->kept & all;
+    if (host && host == (li->kept & all))
+        k += (size_t)snprintf(what + k, sizeof what - k, ", all of it on the host (offloaded after the forward)");
+    else if (host && host == (li->kept & all & ~outb))
+        k += (size_t)snprintf(what + k, sizeof what - k, ", all but its output on the host (offloaded after the forward)");
+    else if (host) {
+        names(c, host, buf, sizeof buf);
+        k += (size_t)snprintf(what + k, sizeof what - k, ", %s on the host (offloaded after the forward)", buf);
+    }
     uint32_t rec = li->recomputed & all;
     if (inner && (rec & inner) == inner)
         snprintf(what + k, sizeof what - k, "; recompute the whole layer in the backward");
@@ -101,7 +110,13 @@ static void describe(text *f, const remat_config *c, int a, int b, int step, con
     if (a == b) add(f, "  layer  %d", a);
     else add(f, "  layers %d-%d", a, b);
     if (step > 1) add(f, " (and every %d after)", step);
-    add(f, ": %s (%s kept per layer)\n", what, remat_fmt_bytes(li->kept_bytes, kb, sizeof kb));
+    if (li->host_bytes) {
+        char hb[32];
+        add(f, ": %s (%s kept per layer on the device, %s on the host)\n", what,
+            remat_fmt_bytes(li->kept_bytes, kb, sizeof kb), remat_fmt_bytes(li->host_bytes, hb, sizeof hb));
+    } else {
+        add(f, ": %s (%s kept per layer)\n", what, remat_fmt_bytes(li->kept_bytes, kb, sizeof kb));
+    }
 }
 
 remat_status remat_plan_explain(const remat_config *c, const char *policy, char *buf, size_t n, size_t *len)
@@ -117,7 +132,7 @@ remat_status remat_plan_explain(const remat_config *c, const char *policy, char 
     li = remat_calloc((size_t)c->n_layer, sizeof *li);
     if (!li || remat_schedule_layers(s, li)) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory explaining a plan"); goto out; }
     int L = c->n_layer, a = 0, p = 1, nr = 1;
-#define SAME(i, j) (li[i].kept == li[j].kept && li[i].recomputed == li[j].recomputed)
+#define SAME(i, j) (li[i].kept == li[j].kept && li[i].recomputed == li[j].recomputed && li[i].offloaded == li[j].offloaded)
     for (int l = 1; l < L; l++) nr += !SAME(l, l - 1);
     /* many ranges: the plan may repeat a pattern of p layers (every:K, revolve) */
     if (nr > 8)

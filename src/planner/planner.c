@@ -19,9 +19,18 @@
  *   ALL(k)      max(x + Fpk(k), x + K(k) + P(n-1), x [+ d in F] + Bpk(k))
  *   CK(j)       max(x + CKF(j), x + P(n-j), [d in F +] P_B(j))
  *   head F(0)   the head's peak
+ *   OFF(k)      max(x + Fpk(k), P(n-1), x [+ d in F] + Bpk(k))
  * with x the block input, d the d_res buffer, Fpk/K/Bpk a keep-set's forward
  * peak, stored bytes and backward peak, and CKF the peak of forwarding j
- * blocks keeping only their outputs.  Times add.  These constants are not
+ * blocks keeping only their outputs.  Times add.  OFF(k) is ALL(k) with what
+ * the block keeps and its input offloaded to the host after its forward and
+ * reloaded when its backward starts (an O token): the block holds nothing on
+ * the device while the rest is solved, and its time is ALL(k)'s plus what
+ * the transfers do not hide (cost.c).  It is a move of the first forward
+ * sweep only -- F(n) -- for every keep-set (pruned among themselves),
+ * offered when the profile has a host link, and, to bound the host's bytes,
+ * only for the first blocks (remat_planner_set_host: the ones TE and
+ * Megatron offload, which have the longest to hide their transfers).  These constants are not
  * derived from a second model of memory: they are read off schedules that
  * the real compiler emits for 1- and 2-block chains, as walked by the
  * simulator (remat_schedule_trace).  The plan returned is then simulated
@@ -62,10 +71,14 @@
 typedef struct keepc {
     uint32_t mask;       /* keep mask (res3 implied) */
     uint64_t fpk;        /* block-forward peak above the live bytes at its start */
-    uint64_t kept;       /* stored after the forward, res3 excluded */
+    uint64_t kept;       /* stored after the forward, res3 excluded (on the device) */
     uint64_t bpk;        /* block-backward peak above (everything else + x_a + d_res) */
     double bwd_ms;       /* the block's backward: recomputation and backward ops (their
-                          * times depend on what was kept: recomputed inputs are warm) */
+                          * times depend on what was kept: recomputed inputs are warm);
+                          * offloaded, also what its offload adds to the forward */
+    int off;             /* 1: offloaded (OFF(k), an O token) */
+    uint64_t so;         /* device bytes it holds while the rest is solved: x + kept, 0 offloaded */
+    uint64_t host;       /* bytes it moves to the host (offloaded: x + what it keeps) */
 } keepc;
 
 typedef struct fpt {
@@ -90,7 +103,9 @@ struct remat_planner {
     uint64_t head_pk, leaf_bpk;
     double tf, th, te, leaf_ms;  /* block forward, head, emb + update, leaf */
     keepc *ks;
-    int nks;
+    int nks;                   /* ALL keep-sets [0, nall), then the offloaded ones */
+    int nall;
+    int cap;                   /* blocks [0, cap) of the first sweep may offload */
     uint64_t u;                /* bucket width of the fronts (1: exact) */
     front *fb, *ff;            /* fb[1..L], ff[0..L] */
     uint64_t *mb, *mf;         /* minimum peaks of B(n), F(n), bytes, exact */
@@ -181,24 +196,32 @@ static double seg_ms(const trace *t, size_t a, size_t b)
     return s;
 }
 
-/* keep-set k of one block, from the 1-block schedule "plan:A<k>" */
+/* keep-set k of one block, from the 1-block schedule "plan:A<k>" (off:
+ * "plan:O<k>", after the first, which gives p->tf) */
 static remat_status measure_keep(remat_planner *p, const remat_config *c1, const remat_profile *prof,
-                                 uint32_t mask, keepc *out, int first)
+                                 uint32_t mask, keepc *out, int first, int off)
 {
     char pol[32];
     trace t;
     size_t h, bs, e;
-    snprintf(pol, sizeof pol, "plan:A%x", mask & ~RES3_BIT(p));
+    snprintf(pol, sizeof pol, "plan:%c%x", off ? 'O' : 'A', mask & ~RES3_BIT(p));
     remat_status st = trace_policy(c1, prof, pol, &t);
     if (st) return st;
     if ((st = segments(p->tb, &t, 1, &h, &bs, &e))) goto out;
     uint64_t x = p->x;
+    memset(out, 0, sizeof *out);
     out->mask = mask | RES3_BIT(p);
+    out->off = off;
     out->fpk = seg_max(&t, 1, h) - before(&t, 1);
-    out->kept = before(&t, h) - before(&t, 1) - x;
+    /* offloaded, the output alone is on the device when the head starts,
+     * and the block's bytes come back inside its backward segment */
+    out->kept = off ? before(&t, h) - x : before(&t, h) - before(&t, 1) - x;
+    out->so = off ? 0 : x + out->kept;
+    out->host = t.s->sim.host_stored_bytes;
     out->bpk = seg_max(&t, bs, e) - (x + p->d);
-    out->bwd_ms = seg_ms(&t, bs, e);
-    if (before(&t, 1) != x || before(&t, bs) != x + p->d + out->kept || t.s->live_after[e - 1] != p->d) {
+    out->bwd_ms = seg_ms(&t, bs, e) + (off ? seg_ms(&t, 1, h) - p->tf : 0);
+    if (before(&t, 1) != x || before(&t, bs) != (off ? p->d : x + p->d + out->kept) ||
+        t.s->live_after[e - 1] != p->d || (off && out->kept)) {
         st = remat_fail(REMAT_ERR_STATE, "planner: live bytes around block 0 of '%s' are not as modelled; "
                         "compile.c and planner.c disagree", pol);
         goto out;
@@ -243,6 +266,19 @@ static int dominates(const keepc *a, const keepc *b)
 {
     return a->fpk <= b->fpk && a->kept <= b->kept && a->bpk <= b->bpk &&
            a->bwd_ms <= b->bwd_ms * (1 + TIME_EPS) + 1e-15;
+}
+
+/* Pareto-prunes all[0..na) into p->ks from index p->nks on (ties: keep the first) */
+static void prune_into(remat_planner *p, const keepc *all, int na)
+{
+    for (int i = 0; i < na; i++) {
+        int dom = 0;
+        for (int j = 0; j < na && !dom; j++) {
+            if (j == i || !dominates(&all[j], &all[i])) continue;
+            dom = !dominates(&all[i], &all[j]) || j < i;
+        }
+        if (!dom) p->ks[p->nks++] = all[i];
+    }
 }
 
 /* ---- fronts ------------------------------------------------------------------
@@ -455,18 +491,20 @@ static int useless(const front *acc, uint64_t p0, double fastest)
     return i >= 0 && acc->p[i].ms <= fastest;
 }
 
-/* keep-set k is useful for sub-problem type `type` unless another is at
- * least as good in (lowest peak of the move, stored bytes, recompute) */
-static int keep_useful(const remat_planner *p, int type, int k)
+/* keep-set k is useful for sub-problem type `type` unless another of the
+ * first n (the ALL keep-sets, or also the offloaded ones) is at least as
+ * good in (lowest peak of the move, bytes held while the rest is solved,
+ * time) */
+static int keep_useful(const remat_planner *p, int type, int k, int n)
 {
     const keepc *a = &p->ks[k];
     uint64_t dd = type ? p->d : 0;
     uint64_t la = a->fpk > dd + a->bpk ? a->fpk : dd + a->bpk;
-    for (int j = 0; j < p->nks; j++) {
+    for (int j = 0; j < n; j++) {
         const keepc *b = &p->ks[j];
         uint64_t lb = b->fpk > dd + b->bpk ? b->fpk : dd + b->bpk;
-        if (j == k || lb > la || b->kept > a->kept || b->bwd_ms > a->bwd_ms * (1 + TIME_EPS) + 1e-15) continue;
-        int same = lb == la && b->kept == a->kept && b->bwd_ms >= a->bwd_ms * (1 - TIME_EPS) - 1e-15;
+        if (j == k || lb > la || b->so > a->so || b->bwd_ms > a->bwd_ms * (1 + TIME_EPS) + 1e-15) continue;
+        int same = lb == la && b->so == a->so && b->bwd_ms >= a->bwd_ms * (1 - TIME_EPS) - 1e-15;
         if (!same || j < k) return 0;
     }
     return 1;
@@ -482,39 +520,42 @@ static remat_status run_fronts(remat_planner *p, uint64_t u, uint64_t limit, dou
     remat_status st = REMAT_OK;
     double work = 0;
     fctx c = { u, limit, &work };
-    int *use[2] = { NULL, NULL }, nuse[2] = { 0, 0 };
-    uint64_t *thr[2] = { NULL, NULL };
+    /* the moves' keep-sets by kind: 0 B(n), 1 F(n) without offload, 2 F(n)
+     * where the block may offload */
+    int *use[3] = { NULL, NULL, NULL }, nuse[3] = { 0, 0, 0 };
+    uint64_t *thr[3] = { NULL, NULL, NULL };
     fronts_free(p);
     p->u = u;
     p->fb = remat_calloc((size_t)L + 1, sizeof(front));
     p->ff = remat_calloc((size_t)L + 1, sizeof(front));
-    use[0] = remat_malloc(sizeof(int) * (size_t)p->nks);
-    use[1] = remat_malloc(sizeof(int) * (size_t)p->nks);
-    if (!p->fb || !p->ff || !use[0] || !use[1]) goto nomem;
-    for (int type = 0; type < 2; type++)
-        for (int k = 0; k < p->nks; k++)
-            if (keep_useful(p, type, k)) use[type][nuse[type]++] = k;
-    for (int type = 0; type < 2; type++)          /* by stored bytes, for spreading the merged ones */
-        for (int a = 1; a < nuse[type]; a++)
-            for (int b = a; b > 0 && p->ks[use[type][b]].kept < p->ks[use[type][b - 1]].kept; b--) {
-                int t = use[type][b]; use[type][b] = use[type][b - 1]; use[type][b - 1] = t;
+    for (int kind = 0; kind < 3; kind++) use[kind] = remat_malloc(sizeof(int) * (size_t)p->nks);
+    if (!p->fb || !p->ff || !use[0] || !use[1] || !use[2]) goto nomem;
+    for (int kind = 0; kind < 3; kind++) {
+        int n = kind == 2 ? p->nks : p->nall;
+        for (int k = 0; k < n; k++)
+            if (keep_useful(p, kind > 0, k, n)) use[kind][nuse[kind]++] = k;
+    }
+    for (int kind = 0; kind < 3; kind++)          /* by the bytes they hold, for spreading the merged ones */
+        for (int a = 1; a < nuse[kind]; a++)
+            for (int b = a; b > 0 && p->ks[use[kind][b]].so < p->ks[use[kind][b - 1]].so; b--) {
+                int t = use[kind][b]; use[kind][b] = use[kind][b - 1]; use[kind][b - 1] = t;
             }
-    /* Keep-set a is dominated in (stored bytes, recompute time) by b with a
-     * higher lowest peak lo_b: then every point of ALL(a) at or above lo_b
-     * is matched by the same point of ALL(b) (max(lo_b, x + K_b + p) is no
-     * higher, the time no longer), so ALL(a) only matters below lo_b. */
-    for (int type = 0; type < 2; type++) {
-        thr[type] = remat_malloc(sizeof(uint64_t) * (size_t)(nuse[type] ? nuse[type] : 1));
-        if (!thr[type]) goto nomem;
-        for (int a = 0; a < nuse[type]; a++) {
-            const keepc *ka = &p->ks[use[type][a]];
-            thr[type][a] = UINT64_MAX;
-            for (int b = 0; b < nuse[type]; b++) {
-                const keepc *kb = &p->ks[use[type][b]];
-                if (b == a || kb->kept > ka->kept || kb->bwd_ms > ka->bwd_ms) continue;
-                if (kb->kept == ka->kept && kb->bwd_ms == ka->bwd_ms && b > a) continue;
-                uint64_t lob = max3(p->x + kb->fpk, p->x + (type ? p->d : 0) + kb->bpk, 0);
-                if (lob < thr[type][a]) thr[type][a] = lob;
+    /* Keep-set a is dominated in (bytes held, time) by b with a higher
+     * lowest peak lo_b: then every point of ALL(a) at or above lo_b is
+     * matched by the same point of ALL(b) (max(lo_b, so_b + p) is no higher,
+     * the time no longer), so ALL(a) only matters below lo_b. */
+    for (int kind = 0; kind < 3; kind++) {
+        thr[kind] = remat_malloc(sizeof(uint64_t) * (size_t)(nuse[kind] ? nuse[kind] : 1));
+        if (!thr[kind]) goto nomem;
+        for (int a = 0; a < nuse[kind]; a++) {
+            const keepc *ka = &p->ks[use[kind][a]];
+            thr[kind][a] = UINT64_MAX;
+            for (int b = 0; b < nuse[kind]; b++) {
+                const keepc *kb = &p->ks[use[kind][b]];
+                if (b == a || kb->so > ka->so || kb->bwd_ms > ka->bwd_ms) continue;
+                if (kb->so == ka->so && kb->bwd_ms == ka->bwd_ms && b > a) continue;
+                uint64_t lob = max3(p->x + kb->fpk, p->x + (kind ? p->d : 0) + kb->bpk, 0);
+                if (lob < thr[kind][a]) thr[kind][a] = lob;
             }
         }
     }
@@ -529,19 +570,20 @@ static remat_status run_fronts(remat_planner *p, uint64_t u, uint64_t limit, dou
                 if (front_push(&c, &acc, p->head_pk, p->th, 0)) goto nomem;
             } else {
                 const front *sub = &fr[n - 1];
+                int kind = type == 0 ? 0 : L - n < p->cap ? 2 : 1;   /* F(n) starts at block L - n */
                 pend.n = 0;
-                for (int kk = 0; kk < nuse[type]; kk++) {
-                    int k = use[type][kk];
+                for (int kk = 0; kk < nuse[kind]; kk++) {
+                    int k = use[kind][kk];
                     const keepc *kc = &p->ks[k];
                     uint64_t lo = max3(x + kc->fpk, x + (type ? d : 0) + kc->bpk, 0);
                     double add = p->tf + kc->bwd_ms;
-                    if (!sub->n || useless(&acc, max3(lo, x + kc->kept + sub->p[0].peak, 0), sub->p[sub->n - 1].ms + add))
+                    if (!sub->n || useless(&acc, max3(lo, kc->so + sub->p[0].peak, 0), sub->p[sub->n - 1].ms + add))
                         continue;
                     /* points at or above thr are matched by a keep-set with less of
                      * both; at or above the cut, acc is already as fast */
                     uint64_t cut = cut_peak(&acc, sub->p[sub->n - 1].ms + add);
-                    uint64_t top = thr[type][kk] < cut ? thr[type][kk] : cut;
-                    if (merge_all(&c, &tmp, &acc, sub, lo, x + kc->kept, add, k, top == UINT64_MAX ? top : top - 1, cut))
+                    uint64_t top = thr[kind][kk] < cut ? thr[kind][kk] : cut;
+                    if (merge_all(&c, &tmp, &acc, sub, lo, kc->so, add, k, top == UINT64_MAX ? top : top - 1, cut))
                         goto nomem;
                     front sw = acc; acc = tmp; tmp = sw;
                 }
@@ -578,7 +620,7 @@ nomem:
     st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
 out:
     free(acc.p); free(tmp.p); free(pend.p);
-    free(use[0]); free(use[1]); free(thr[0]); free(thr[1]);
+    for (int kind = 0; kind < 3; kind++) { free(use[kind]); free(thr[kind]); }
     if (st) fronts_free(p);
     return st;
 }
@@ -598,9 +640,10 @@ static void run_min_peaks(remat_planner *p)
             if (type == 0 && n == 1) best = x + p->leaf_bpk;
             else if (type == 1 && n == 0) best = p->head_pk;
             else {
-                for (int k = 0; k < p->nks; k++) {
+                int nk = type && L - n < p->cap ? p->nks : p->nall;    /* offloading: F(n) of the first blocks */
+                for (int k = 0; k < nk; k++) {
                     const keepc *kc = &p->ks[k];
-                    uint64_t v = max3(x + kc->fpk, x + kc->kept + m[n - 1], x + (type ? d : 0) + kc->bpk);
+                    uint64_t v = max3(x + kc->fpk, kc->so + m[n - 1], x + (type ? d : 0) + kc->bpk);
                     if (v < best) { best = v; bm = k; }
                 }
                 int jmax = type ? n : n - 1;
@@ -658,28 +701,29 @@ remat_status remat_planner_create(const remat_config *cfg, const remat_profile *
     /* the block, head and leaf constants come with "keep only res3"; then
      * every keep-set that drops a subset of the droppable tensors */
     keepc leaf;
-    if ((st = measure_keep(p, &c1, prof, 0, &leaf, 1))) goto out;
+    if ((st = measure_keep(p, &c1, prof, 0, &leaf, 1, 0))) goto out;
     int na = 0;
     for (uint32_t sub = droppable;; sub = (sub - 1) & droppable) {
         uint32_t keep = DROPPABLE_ALL(p) & ~sub;
         if (keep == 0) all[na++] = leaf;
-        else if ((st = measure_keep(p, &c1, prof, keep, &all[na++], 0))) goto out;
+        else if ((st = measure_keep(p, &c1, prof, keep, &all[na++], 0, 0))) goto out;
         if (!sub) break;
     }
     if (p->L >= 2 && (st = measure_ck(p, &c2, prof))) goto out;
     if (p->L < 2) p->ckf2 = p->ckf1;
 
-    /* Pareto-prune the keep-sets (ties: keep the first) */
-    p->ks = remat_malloc(sizeof(keepc) * (size_t)na);
+    /* Pareto-prune the keep-sets (ties: keep the first); then, with a host
+     * link, the same keep-sets offloaded, pruned among themselves */
+    p->ks = remat_malloc(sizeof(keepc) * (size_t)na * 2);
     if (!p->ks) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning"); goto out; }
-    for (int i = 0; i < na; i++) {
-        int dom = 0;
-        for (int j = 0; j < na && !dom; j++) {
-            if (j == i || !dominates(&all[j], &all[i])) continue;
-            dom = !dominates(&all[i], &all[j]) || j < i;
-        }
-        if (!dom) p->ks[p->nks++] = all[i];
+    prune_into(p, all, na);
+    p->nall = p->nks;
+    if (prof->host_bps > 0) {
+        for (int i = 0; i < na; i++)
+            if ((st = measure_keep(p, &c1, prof, all[i].mask, &all[i], 0, 1))) goto out;
+        prune_into(p, all, na);
     }
+    p->cap = p->L;
     run_min_peaks(p);
     *out = p;
     p = NULL;
@@ -728,6 +772,30 @@ static uint64_t top_peak(const remat_planner *p, uint64_t peak)
 }
 
 uint64_t remat_planner_min_peak(const remat_planner *p) { return top_peak(p, p->mf[p->L]); }
+
+uint64_t remat_planner_offload_host(const remat_planner *p)
+{
+    uint64_t most = 0;
+    for (int k = p->nall; k < p->nks; k++)
+        if (p->ks[k].host > most) most = p->ks[k].host;
+    return most;
+}
+
+void remat_planner_set_offload_blocks(remat_planner *p, int n)
+{
+    p->cap = n < 0 ? 0 : n > p->L ? p->L : n;
+    fronts_free(p);
+    run_min_peaks(p);
+}
+
+void remat_planner_set_host(remat_planner *p, uint64_t host_bytes)
+{
+    /* every block offloaded puts at most `most` bytes on the host */
+    uint64_t most = remat_planner_offload_host(p);
+    remat_planner_set_offload_blocks(p, !most || host_bytes / most >= (uint64_t)p->L ? p->L : (int)(host_bytes / most));
+}
+
+int remat_planner_offload_sets(const remat_planner *p) { return p->nks - p->nall; }
 int remat_planner_keepsets(const remat_planner *p) { return p->nks; }
 size_t remat_planner_front_size(const remat_planner *p) { return p->ff ? p->ff[p->L].n : 0; }
 uint64_t remat_planner_unit(const remat_planner *p) { return p->ff ? p->u : 1; }
@@ -766,8 +834,8 @@ static void emit_plan(const remat_planner *p, int type, int n, uint64_t budget, 
     int32_t mv = f->p[i].move;
     if (mv >= 0) {
         const keepc *kc = &p->ks[mv];
-        put(b, "A%x", kc->mask & ~RES3_BIT(p));
-        emit_plan(p, type, n - 1, budget - p->x - kc->kept, b);
+        put(b, kc->off ? "O%x" : "A%x", kc->mask & ~RES3_BIT(p));
+        emit_plan(p, type, n - 1, budget - kc->so, b);
     } else {
         int j = -mv;
         put(b, "C%u", (unsigned)j);
@@ -783,7 +851,7 @@ static void emit_min(const remat_planner *p, int type, int n, sbuf *b)
     if (type == 0 && n == 1) { put(b, "A%x", 0); return; }
     int32_t mv = (type ? p->mvf : p->mvb)[n];
     if (mv >= 0) {
-        put(b, "A%x", p->ks[mv].mask & ~RES3_BIT(p));
+        put(b, p->ks[mv].off ? "O%x" : "A%x", p->ks[mv].mask & ~RES3_BIT(p));
         emit_min(p, type, n - 1, b);
     } else {
         put(b, "C%u", (unsigned)-mv);
@@ -826,9 +894,9 @@ typedef struct pred { const char *cur; remat_status st; const remat_profile *pro
 static int next_tok(pred *r, char *kind, unsigned *v)
 {
     const char *c = r->cur;
-    if (*c != 'A' && *c != 'C') return 0;
+    if (*c != 'A' && *c != 'C' && *c != 'O') return 0;
     char *end;
-    unsigned long x = strtoul(c + 1, &end, *c == 'A' ? 16 : 10);
+    unsigned long x = strtoul(c + 1, &end, *c == 'C' ? 10 : 16);
     if (end == c + 1 || (*end && *end != '.')) return 0;
     *kind = *c;
     *v = (unsigned)x;
@@ -853,11 +921,12 @@ static void predict_rec(remat_planner *p, pred *r, int type, int n, uint64_t *pe
     }
     uint64_t d = type ? p->d : 0, sp, sp2;
     double sm, sm2;
-    if (k == 'A') {
+    if (k == 'A' || k == 'O') {
         keepc kc;
-        if ((r->st = measure_keep(p, &r->c1, r->prof, v & remat_keep_all(p->tb), &kc, 0))) return;
+        if (k == 'O' && type == 0) { r->st = remat_fail(REMAT_ERR_POLICY, "predict: an O token in a recomputation pass"); return; }
+        if ((r->st = measure_keep(p, &r->c1, r->prof, v & remat_keep_all(p->tb), &kc, 0, k == 'O'))) return;
         predict_rec(p, r, type, n - 1, &sp, &sm);
-        *peak = max3(p->x + kc.fpk, p->x + kc.kept + sp, p->x + d + kc.bpk);
+        *peak = max3(p->x + kc.fpk, kc.so + sp, p->x + d + kc.bpk);
         *ms = p->tf + kc.bwd_ms + sm;
     } else {
         int j = (int)v;
@@ -948,7 +1017,7 @@ static remat_status evaluate(const remat_config *cfg, const remat_profile *prof,
         if (none_ms < 0) return REMAT_ERR_NOMEM;
     }
     if ((st = remat_schedule_create(cfg, policy, &s))) return st;
-    if ((st = remat_schedule_simulate(s, &sim))) goto out;
+    if ((st = remat_profile_check_offload(prof, s)) || (st = remat_schedule_simulate(s, &sim))) goto out;
     double rec;
     out->step_ms_pred = remat_cost_schedule_ms(prof, s, &rec);
     if (out->step_ms_pred < 0) { st = REMAT_ERR_NOMEM; goto out; }

@@ -26,6 +26,8 @@ struct remat_profile {
     double bwd_ms[RT_MAXT];   /* its backward op (0 where none), inputs cold */
     double fwd_hot_ms[RT_MAXT], bwd_hot_ms[RT_MAXT];     /* the same, inputs in cache */
     uint64_t cache_bytes;     /* last-level cache: what counts as "just produced" */
+    double host_bps;          /* the host link, bytes/s each way (a GPU's PCIe or C2C), for offload
+                                 and reload; 0: none (remat's CPU engine: offload is refused) */
     double update_ms;         /* zero grads + global norm + AdamW, per step */
     char desc[256];
     /* A training run's times (calibrate.c): the median ms of instruction
@@ -100,9 +102,16 @@ void remat_profile_fill_probed(remat_profile *p, const remat_config *cfg, const 
  * block's times a function of its own keep-set only, which the planner's
  * recurrences rely on.  Returns the total; the recompute part into
  * *recompute_ms when not NULL.  ms may be NULL. */
-/* -1 (REMAT_ERR_NOMEM in remat_errmsg) when out of memory */
+/* Offload and reload are priced at p->host_bps, a run of consecutive ones
+ * hiding behind one block's forward (offloads) or backward (reloads) as the
+ * profile times them (cost.c).
+ * -1 when out of memory (REMAT_ERR_NOMEM in remat_errmsg) or when s offloads
+ * and p has no host link (REMAT_ERR_INVALID; remat_profile_check_offload
+ * says it first) */
 double remat_cost_schedule_times(const remat_profile *p, const remat_schedule *s, double *ms, double *recompute_ms);
 double remat_cost_schedule_ms(const remat_profile *p, const remat_schedule *s, double *recompute_ms);
+/* REMAT_ERR_INVALID (with the message) when s offloads and p has no host link */
+remat_status remat_profile_check_offload(const remat_profile *p, const remat_schedule *s);
 /* The profile to use: prof itself (after checking that it is for cfg), or
  * the default model written into *tmp.  NULL (message set) on mismatch. */
 const remat_profile *remat_profile_resolve(const remat_config *cfg, const remat_profile *prof,
@@ -158,5 +167,17 @@ const char *remat_fmt_bytes(uint64_t b, char *buf, size_t n);
 
 /* Number of keep-sets left after Pareto pruning (for reports and tests). */
 int remat_planner_keepsets(const remat_planner *p);
+/* With a host link (the profile's host_bps): the keep-sets that may also be
+ * offloaded (OFF moves; 0 without one). */
+int remat_planner_offload_sets(const remat_planner *p);
+/* Bounds what the plans put on the host to host_bytes: the first sweep's
+ * blocks [0, n) may offload, n as many as fit when each puts the most any
+ * offloaded keep-set does (conservative).  Call before
+ * remat_planner_build_fronts (it drops fronts already built). */
+void remat_planner_set_host(remat_planner *p, uint64_t host_bytes);
+/* The most bytes one offloaded block puts on the host (over the offloaded
+ * keep-sets), and, for tests, the offloading blocks set directly: [0, n). */
+uint64_t remat_planner_offload_host(const remat_planner *p);
+void remat_planner_set_offload_blocks(remat_planner *p, int n);
 
 #endif

@@ -12,6 +12,11 @@
  *   3. After every backward instruction, each tensor of the block (and the
  *      block input) that no remaining backward of the block can need,
  *      directly or to recompute something, is freed at once.
+ *   4. An offloading ALL move offloads, right after the block's forward, what
+ *      the block keeps (of the names asked for) and then its input; the
+ *      block's backward first frees what it will not need (rule 3, on the
+ *      host too) and then reloads the rest, all before its first backward
+ *      instruction: the framework's bulk reload of a layer.
  * Gradient buffers are allocated and freed by the backward instructions
  * themselves (tensors.c: g_alloc / g_free).
  */
@@ -73,7 +78,9 @@ static void emit(gen *g, int kind, int layer, int t)
 
 static void ensure(gen *g, int layer, int t)
 {
-    if (g->st || live(g, layer, t)) return;
+    if (g->st) return;
+    if (live(g, layer, t) == WALK_HOST) { emit(g, REMAT_I_RELOAD, layer, t); return; }
+    if (live(g, layer, t)) return;
     if (t == RT_X) {
         g->st = remat_fail(REMAT_ERR_SCHEDULE, "internal: input of block %d is not live when needed", layer);
         return;
@@ -143,9 +150,24 @@ static void free_unneeded(gen *g, int layer, const int8_t *order, int n, int nex
     if (live(g, layer, RT_X) && !g->need[tb->count]) emit(g, REMAT_I_FREE, layer, RT_X);
 }
 
+/* rule 4: block a's kept tensors named in mask, then its input (the output's
+ * bit), to the host */
+static void block_offload(gen *g, int a, uint32_t mask)
+{
+    int nb = g->tb->nblock;
+    for (int t = 0; t < nb - 1; t++)
+        if ((mask & (1u << t)) && live(g, a, t) == WALK_DEVICE) emit(g, REMAT_I_OFFLOAD, a, t);
+    if ((mask & remat_out_bit(g->tb)) && live(g, a, RT_X) == WALK_DEVICE) emit(g, REMAT_I_OFFLOAD, a, RT_X);
+}
+
 static void block_backward(gen *g, int layer, const int8_t *order, int n)
 {
     free_unneeded(g, layer, order, n, 0);
+    if (layer >= 0)             /* rule 4: what is on the host and needed comes back at once */
+        for (int c = 0; c <= g->tb->nblock; c++) {
+            int t = c == g->tb->nblock ? RT_X : c, k = c == g->tb->nblock ? g->tb->count : c;
+            if (g->need[k] && live(g, layer, t) == WALK_HOST) emit(g, REMAT_I_RELOAD, layer, t);
+        }
     for (int j = 0; j < n && !g->st; j++) {
         const remat_tensor_def *d = &g->tb->defs[order[j]];
         for (int i = 0; i < RT_MAXIO && d->bwd_in[i] != RT_NONE; i++) ensure(g, layer, d->bwd_in[i]);
@@ -156,16 +178,16 @@ static void block_backward(gen *g, int layer, const int8_t *order, int n)
 
 /* ---- decisions -------------------------------------------------------------- */
 
-enum { MOVE_ALL = 0, MOVE_CK = 1 };
+enum { MOVE_ALL = 0, MOVE_CK = 1, MOVE_OFF = 2 /* a plan token: ALL, offloaded */ };
 
 static int next_token(gen *g, int *kind, uint32_t *arg)
 {
     const char *c = g->cursor;
     if (!c || !*c) return 0;
-    if (*c != 'A' && *c != 'C') return 0;
-    *kind = *c == 'A' ? MOVE_ALL : MOVE_CK;
+    if (*c != 'A' && *c != 'C' && *c != 'O') return 0;
+    *kind = *c == 'A' ? MOVE_ALL : *c == 'O' ? MOVE_OFF : MOVE_CK;
     char *end;
-    unsigned long v = strtoul(c + 1, &end, *kind == MOVE_ALL ? 16 : 10);
+    unsigned long v = strtoul(c + 1, &end, *kind == MOVE_CK ? 10 : 16);
     if (end == c + 1 || v > 0xffffffUL) return 0;
     *arg = (uint32_t)v;
     g->cursor = *end == '.' ? end + 1 : end;
@@ -173,12 +195,15 @@ static int next_token(gen *g, int *kind, uint32_t *arg)
     return 1;
 }
 
-static void decide(gen *g, int a, int b, int slots, int *move, int *m, uint32_t *keep)
+/* The move for [a, b): ALL (keeping *keep; *off: what of it goes to the
+ * host, 0 nothing) or CK(*m). */
+static void decide(gen *g, int a, int b, int slots, int *move, int *m, uint32_t *keep, uint32_t *off)
 {
     const remat_policy *p = g->pol;
     int L = g->L, top = (b == L + 1);
     *move = MOVE_ALL;
     *keep = p->keep;
+    *off = 0;
     switch (p->structure) {
     case RS_NONE: break;
     case RS_EVERY:
@@ -202,7 +227,8 @@ static void decide(gen *g, int a, int b, int slots, int *move, int *m, uint32_t 
             g->st = remat_fail(REMAT_ERR_POLICY, "plan: malformed or too few tokens at block %d", a);
             return;
         }
-        *move = kind;
+        *move = kind == MOVE_OFF ? MOVE_ALL : kind;
+        if (kind == MOVE_OFF) *off = UINT32_MAX;
         if (kind == MOVE_CK) {
             if (arg < 1 || (int)arg >= b - a) {
                 g->st = remat_fail(REMAT_ERR_POLICY, "plan: split C%u out of range for blocks [%d,%d)", arg, a, b);
@@ -219,6 +245,8 @@ static void decide(gen *g, int a, int b, int slots, int *move, int *m, uint32_t 
         break;
     }
     }
+    /* offload:N -- the first sweep's ALL moves of blocks [0, N) */
+    if (*move == MOVE_ALL && top && a < p->offload_n) *off |= p->offload_mask;
 }
 
 static void solve(gen *g, int a, int b, int slots)
@@ -231,12 +259,13 @@ static void solve(gen *g, int a, int b, int slots)
         return;
     }
     int move, m = a + 1;
-    uint32_t keep;
-    decide(g, a, b, slots, &move, &m, &keep);
+    uint32_t keep, off;
+    decide(g, a, b, slots, &move, &m, &keep, &off);
     if (g->st) return;
     if (move == MOVE_ALL) {
         if (a + 1 < b) {
             block_forward(g, a, keep | remat_out_bit(g->tb), 0);
+            if (off) block_offload(g, a, off);
             solve(g, a + 1, b, slots - 1);
         }
         block_backward(g, a, g->tb->bwd, g->tb->nbwd);
@@ -314,6 +343,10 @@ remat_status remat_compile(remat_schedule *s, const remat_policy *pol)
     if ((g.st = gen_init(&g, s))) goto out;
     g.pol = &p;
     if (p.is_sqrt) p.arg = (int)ceil(sqrt((double)g.L));
+    if (p.offload_n > g.L) {
+        g.st = remat_fail(REMAT_ERR_POLICY, "offload:%d names more blocks than the %d there are", p.offload_n, g.L);
+        goto out;
+    }
     if (p.structure == RS_REVOLVE) {
         g.S = p.arg > g.L + 1 ? g.L + 1 : p.arg;
         if ((g.st = revolve_table(g.L + 1, g.S, &g.rev_cost, &g.rev_split))) goto out;

@@ -23,30 +23,39 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 1;
 }
 
-/* mask of per-block tensor names joined by '+' */
-static remat_status parse_names(const remat_table *tb, const char *s, uint32_t *mask)
+/* The name an offload: list gives the block input: its bit is the block
+ * output's, which a block never offloads itself (the next block reads it). */
+#define INPUT_NAME "input"
+
+/* mask of per-block tensor names joined by '+' (term: "save" or "offload";
+ * offload: lists may name the block input) */
+static remat_status parse_names(const remat_table *tb, const char *term, const char *s, uint32_t *mask)
 {
+    int input = !strcmp(term, "offload");
     *mask = 0;
     char buf[64];
     while (*s) {
         size_t n = strcspn(s, "+");
         if (n == 0 || n >= sizeof buf)
-            return remat_fail(REMAT_ERR_POLICY, "save: expects names joined by '+', e.g. save:qkv+fch");
+            return remat_fail(REMAT_ERR_POLICY, "%s: expects names joined by '+', e.g. %s", term,
+                              input ? "offload:4:qkv+input" : "save:qkv+fch");
         memcpy(buf, s, n);
         buf[n] = 0;
-        int id = remat_table_find(tb, buf);
-        if (id < 0 || id >= tb->nblock) {
+        int id = input && !strcmp(buf, INPUT_NAME) ? tb->nblock - 1 : remat_table_find(tb, buf);
+        if (id < 0 || id >= tb->nblock || (input && id == tb->nblock - 1 && strcmp(buf, INPUT_NAME))) {
             char names[512];
             size_t k = 0;
-            for (int t = 0; t < tb->nblock && k < sizeof names; t++)
+            for (int t = 0; t < tb->nblock - input && k < sizeof names; t++)
                 k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", t ? " " : "", tb->defs[t].name);
-            return remat_fail(REMAT_ERR_POLICY, "save: '%s' is not a per-block tensor (%s)", buf, names);
+            if (input && k < sizeof names) snprintf(names + k, sizeof names - k, " " INPUT_NAME);
+            return remat_fail(REMAT_ERR_POLICY, "%s: '%s' is not a per-block tensor%s (%s)", term, buf,
+                              input ? " that a block can offload" : "", names);
         }
         *mask |= 1u << id;
         s += n;
         if (*s == '+') {
             s++;
-            if (!*s) return remat_fail(REMAT_ERR_POLICY, "save: trailing '+'");
+            if (!*s) return remat_fail(REMAT_ERR_POLICY, "%s: trailing '+'", term);
         }
     }
     return REMAT_OK;
@@ -113,12 +122,26 @@ remat_status remat_policy_parse(const remat_table *tb, const char *str, remat_po
             if (!strcmp(term, "selective")) out->selective = 1;
             else if (!strcmp(term, "pointwise")) out->pointwise = 1;
             else if (!strncmp(term, "save:", 5)) {
-                if ((st = parse_names(tb, term + 5, &out->save_mask)) != REMAT_OK) goto out;
+                if ((st = parse_names(tb, "save", term + 5, &out->save_mask)) != REMAT_OK) goto out;
                 if (!out->save_mask) { st = remat_fail(REMAT_ERR_POLICY, "save: needs at least one name"); goto out; }
+            } else if (!strncmp(term, "offload:", 8)) {
+                char num[16];
+                const char *colon = strchr(term + 8, ':');
+                size_t nl = colon ? (size_t)(colon - (term + 8)) : strlen(term + 8);
+                if (nl >= sizeof num) nl = sizeof num - 1;
+                memcpy(num, term + 8, nl);
+                num[nl] = 0;
+                if (!parse_int(num, 1, 1 << 20, &out->offload_n)) {
+                    st = remat_fail(REMAT_ERR_POLICY, "offload:N needs a whole number of blocks N >= 1, got '%s'", term);
+                    goto out;
+                }
+                out->offload_mask = UINT32_MAX;
+                if (colon && (st = parse_names(tb, "offload", colon + 1, &out->offload_mask)) != REMAT_OK) goto out;
+                if (!out->offload_mask) { st = remat_fail(REMAT_ERR_POLICY, "offload:N: needs at least one name"); goto out; }
             } else {
                 st = remat_fail(REMAT_ERR_POLICY,
                                 "unknown policy term '%s' (expected none, full, every:K, sqrt, first:N, "
-                                "revolve:S, selective, pointwise, save:A+B, plan:...)", term);
+                                "revolve:S, selective, pointwise, save:A+B, offload:N, plan:...)", term);
                 goto out;
             }
         }
@@ -154,7 +177,7 @@ out:
 
 char *remat_policy_string(const remat_table *tb, const remat_policy *p)
 {
-    size_t cap = 128 + 16 * RT_MAXT + (p->plan ? strlen(p->plan) : 0);   /* names are < 16 bytes */
+    size_t cap = 128 + 32 * RT_MAXT + (p->plan ? strlen(p->plan) : 0);   /* names are < 16 bytes, in two lists */
     char *s = remat_malloc(cap);
     if (!s) return NULL;
     size_t n = 0;
@@ -181,6 +204,17 @@ char *remat_policy_string(const remat_table *tb, const remat_policy *p)
     }
     if (p->selective) n += snprintf(s + n, cap - n, ",selective");
     if (p->pointwise) n += snprintf(s + n, cap - n, ",pointwise");
+    if (p->offload_n) {
+        n += snprintf(s + n, cap - n, ",offload:%d", p->offload_n);
+        if (p->offload_mask != UINT32_MAX) {
+            int first = 1;
+            for (int t = 0; t < tb->nblock; t++)
+                if (p->offload_mask & (1u << t)) {
+                    n += snprintf(s + n, cap - n, "%s%s", first ? ":" : "+", t == tb->nblock - 1 ? INPUT_NAME : tb->defs[t].name);
+                    first = 0;
+                }
+        }
+    }
     if (p->structure == RS_NONE && n > 5 && !strncmp(s, "none,", 5)) memmove(s, s + 5, strlen(s + 5) + 1);
     return s;
 }

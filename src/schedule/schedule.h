@@ -10,7 +10,11 @@
  *              checkpoint), solve [m, b), then solve [a, m) again from x_a.
  * The chain has L blocks plus the head (lnf + logits + loss) as element L.
  * Compiling a policy is a recursion over these moves that emits forward,
- * recompute, backward and free instructions (compile.c).
+ * recompute, backward and free instructions (compile.c).  An ALL move may
+ * also offload: after block a's forward, what it keeps (or the named part of
+ * it) and its input x_a go to host memory, so that the block holds no device
+ * bytes while [a+1, b) is solved, and come back at the start of its
+ * backward (offload and reload instructions).
  *
  * The walker (walk.c) is the one function that applies a schedule's
  * allocation rules, instruction by instruction.  The compiler keeps its
@@ -38,6 +42,9 @@ typedef struct remat_policy {
     int selective, pointwise;
     uint32_t save_mask;     /* nonzero when save: was given */
     char *plan;             /* tokens after "plan:" (owned) */
+    int offload_n;          /* offload:N -- blocks [0, N) offload (first sweep) */
+    uint32_t offload_mask;  /* what they offload: per-block tensors, the output's bit
+                               standing for the block input; all bits: everything */
 } remat_policy;
 
 /* Parses a policy string (NULL or "" means "none") against table tb.  On
@@ -69,6 +76,8 @@ struct remat_schedule {
     remat_sim sim;
     uint64_t *live_after, *peak_in;   /* per instruction */
     double *flops_of;
+    uint64_t *host_after;             /* per instruction: bytes on the host after it */
+    size_t noffload;                  /* offload instructions (0: the host is never used) */
 };
 
 remat_status remat_schedule_push(remat_schedule *s, int kind, int layer, int tid);
@@ -100,15 +109,21 @@ double remat_revolve_cost(int n, int s, int *split);
  *   backward             allocate the gradient buffers the table lists,
  *                        allocate the op's scratch, run the op, release
  *                        the scratch, free the buffers it consumed;
- *   free                 release the tensor;
- *   update               run the optimizer.
+ *   free                 release the tensor (or its copy on the host);
+ *   update               run the optimizer;
+ *   offload              the tensor's device bytes leave for the host;
+ *   reload               they come back (no op runs: the bytes are copied).
  * The peak inside an instruction is therefore the live bytes before it plus
  * everything it allocates.  With check set, the walker validates as it
  * goes: every read the table declares is live, every freed buffer is live,
  * no tensor is computed over a live one, no gradient is computed twice, no
  * backward runs before the gradient buffers it needs exist; and at the end,
  * nothing leaks, every gradient was computed and the update comes last.
- * Hooks may be NULL (a dry run). */
+ * Offload and reload: only a live tensor is offloaded and only an offloaded
+ * one reloaded; an offloaded tensor is not readable until reloaded, and none
+ * may be on the host at the end.  The release and alloc hooks see an
+ * offload and a reload as the device bytes going and coming (the exec hook
+ * sees both instructions too).  Hooks may be NULL (a dry run). */
 typedef struct remat_walk_hooks {
     void *arg;
     /* before instruction i has any effect */
@@ -123,6 +138,8 @@ typedef struct remat_walk_hooks {
     remat_status (*exec)(void *arg, size_t i, const remat_instr *in, const remat_operands *o);
     /* after: live activation bytes, the peak inside, the op's FLOPs */
     void (*end)(void *arg, size_t i, const remat_instr *in, uint64_t live, uint64_t peak, double flops);
+    /* after, too: the activation bytes on the host */
+    void (*host)(void *arg, size_t i, uint64_t host_bytes);
 } remat_walk_hooks;
 
 typedef struct remat_walker {
@@ -130,13 +147,17 @@ typedef struct remat_walker {
     const remat_table *tb;
     int L, nslots, check, forward_only;
     const remat_walk_hooks *h;
-    uint8_t *live;          /* per slot */
+    uint8_t *live;          /* per slot: 0 dead, 1 on the device, 2 on the host (WALK_HOST) */
     uint8_t *done;          /* per slot: its backward ran */
-    uint64_t cur;           /* live activation bytes */
+    uint64_t cur;           /* live activation bytes (on the device) */
+    uint64_t host;          /* activation bytes on the host */
     int ckpts, last_rec_layer;
     size_t fwd_end;
     remat_sim sim;
 } remat_walker;
+
+/* a slot's state in remat_walker.live */
+enum { WALK_DEAD = 0, WALK_DEVICE = 1, WALK_HOST = 2 };
 
 remat_status remat_walker_init(remat_walker *w, const remat_config *cfg, int forward_only, int check,
                                const remat_walk_hooks *h, size_t fwd_end);

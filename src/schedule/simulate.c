@@ -38,6 +38,12 @@ static void rec_end(void *arg, size_t i, const remat_instr *in, uint64_t live, u
     s->peak_in[i] = peak;
     s->flops_of[i] = flops;
 }
+static void rec_host(void *arg, size_t i, uint64_t host)
+{
+    remat_schedule *s = ((rec *)arg)->s;
+    s->host_after[i] = host;
+    if (s->ins[i].kind == REMAT_I_OFFLOAD) s->noffload++;
+}
 
 /* Validates s and records the simulator's view of it. */
 static remat_status sched_finish(remat_schedule *s)
@@ -46,10 +52,12 @@ static remat_status sched_finish(remat_schedule *s)
     s->live_after = remat_malloc(n * sizeof *s->live_after);
     s->peak_in = remat_malloc(n * sizeof *s->peak_in);
     s->flops_of = remat_malloc(n * sizeof *s->flops_of);
-    if (!s->live_after || !s->peak_in || !s->flops_of)
+    s->host_after = remat_malloc(n * sizeof *s->host_after);
+    if (!s->live_after || !s->peak_in || !s->flops_of || !s->host_after)
         return remat_fail(REMAT_ERR_NOMEM, "out of memory recording a schedule");
     rec r = { s };
-    remat_walk_hooks h = { .arg = &r, .end = rec_end };
+    s->noffload = 0;
+    remat_walk_hooks h = { .arg = &r, .end = rec_end, .host = rec_host };
     return remat_walk(s, 1, &h, &s->sim);
 }
 
@@ -108,7 +116,7 @@ remat_status remat_schedule_from_instrs(const remat_config *cfg, size_t n, const
     for (size_t i = 0; i < n; i++) {
         int t = tensors[i], k = kinds[i], l = layers[i];
         /* the table's ids must fit an instruction; the walker checks the rest */
-        if (k < 0 || k > REMAT_I_UPDATE) { st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: bad kind %d", i, k); goto out; }
+        if (k < 0 || k > REMAT_I_RELOAD) { st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: bad kind %d", i, k); goto out; }
         if (k != REMAT_I_UPDATE && (t < 0 || t >= tb->first_grad)) {
             st = remat_fail(REMAT_ERR_SCHEDULE, "instruction %zu: bad tensor id %d", i, t);
             goto out;
@@ -133,6 +141,7 @@ void remat_schedule_free(remat_schedule *s)
     free(s->live_after);
     free(s->peak_in);
     free(s->flops_of);
+    free(s->host_after);
     free(s);
 }
 
@@ -171,6 +180,7 @@ remat_status remat_schedule_instr(const remat_schedule *s, size_t i, remat_instr
     out->live_bytes = s->live_after[i];
     out->peak_bytes = s->peak_in[i];
     out->flops = s->flops_of[i];
+    out->host_bytes = s->host_after[i];
     return REMAT_OK;
 }
 
@@ -237,12 +247,17 @@ remat_status remat_schedule_layers(const remat_schedule *s, remat_layer_info *ou
         if (i < s->fwd_end) {
             if (in->kind == REMAT_I_FORWARD || in->kind == REMAT_I_RECOMPUTE) out[in->layer].kept |= bit;
             else if (in->kind == REMAT_I_FREE) out[in->layer].kept &= ~bit;
+            if (in->kind == REMAT_I_OFFLOAD) out[in->layer].offloaded |= bit;
+            else if (in->kind != REMAT_I_BACKWARD) out[in->layer].offloaded &= ~bit;   /* computed, freed or reloaded */
         } else if (in->kind == REMAT_I_RECOMPUTE) {
             out[in->layer].recomputed |= bit;
         }
     }
     for (int l = 0; l < L; l++)
-        for (int t = 0; t < s->tb->nblock; t++)
-            if (out[l].kept & (1u << t)) out[l].kept_bytes += remat_tensor_bytes(&s->cfg, t);
+        for (int t = 0; t < s->tb->nblock; t++) {
+            uint32_t bit = 1u << t;
+            if (out[l].offloaded & bit) out[l].host_bytes += remat_tensor_bytes(&s->cfg, t);
+            else if (out[l].kept & bit) out[l].kept_bytes += remat_tensor_bytes(&s->cfg, t);
+        }
     return REMAT_OK;
 }

@@ -11,8 +11,8 @@
 
 const char *remat_instr_kind_name(remat_instr_kind k)
 {
-    static const char *n[] = { "forward", "recompute", "backward", "free", "update" };
-    return (unsigned)k <= REMAT_I_UPDATE ? n[k] : "?";
+    static const char *n[] = { "forward", "recompute", "backward", "free", "update", "offload", "reload" };
+    return (unsigned)k <= REMAT_I_RELOAD ? n[k] : "?";
 }
 #define iname(k) remat_instr_kind_name((remat_instr_kind)(k))
 
@@ -58,19 +58,21 @@ static remat_status born(remat_walker *w, int slot, int t, int zero)
         remat_status st = w->h->alloc(w->h->arg, slot, t, b, zero);
         if (st) return st;
     }
-    w->live[slot] = 1;
+    w->live[slot] = WALK_DEVICE;
     w->cur += b;
     if (remat_table_slot_is_checkpoint(w->tb, w->L, slot)) w->ckpts++;
     return REMAT_OK;
 }
 
-static void dies(remat_walker *w, int slot)
+/* its device bytes go: freed (to WALK_DEAD) or offloaded (to WALK_HOST) */
+static void dies(remat_walker *w, int slot, int to)
 {
     int t = remat_table_slot_tid(w->tb, w->L, slot);
     uint64_t b = remat_tensor_bytes(w->cfg, t);
     if (w->h && w->h->release) w->h->release(w->h->arg, slot, t, b);
-    w->live[slot] = 0;
+    w->live[slot] = (uint8_t)to;
     w->cur -= b;
+    if (to == WALK_HOST) w->host += b;
     if (remat_table_slot_is_checkpoint(w->tb, w->L, slot)) w->ckpts--;
 }
 
@@ -80,11 +82,11 @@ static remat_status check_reads(const remat_walker *w, size_t i, const remat_ins
 {
     const char *nm = w->tb->defs[in->tid].name;
     for (int k = 0; k < o->nin; k++)
-        if (!w->live[o->in[k]])
-            FAIL("instruction %zu: %s of %s (layer %d) reads %s, which is not materialised", i, iname(in->kind), nm,
-                 in->layer, sname(w, o->in[k]));
+        if (w->live[o->in[k]] != WALK_DEVICE)
+            FAIL("instruction %zu: %s of %s (layer %d) reads %s, which is %s", i, iname(in->kind), nm, in->layer,
+                 sname(w, o->in[k]), w->live[o->in[k]] ? "on the host (reload it first)" : "not materialised");
     for (int k = 0; k < o->nneed; k++)
-        if (!w->live[o->need[k]])
+        if (w->live[o->need[k]] != WALK_DEVICE)
             FAIL("instruction %zu: backward of %s (layer %d) runs before %s exists (out of order)", i, nm, in->layer,
                  sname(w, o->need[k]));
     return REMAT_OK;
@@ -108,18 +110,18 @@ remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
     remat_operands o;
     uint64_t peak = w->cur;
     double fl = 0;
-    if (i == w->fwd_end) w->sim.stored_bytes = w->cur;
+    if (i == w->fwd_end) { w->sim.stored_bytes = w->cur; w->sim.host_stored_bytes = w->host; }
     if (h && h->begin && (st = h->begin(h->arg, i, in))) return st;
     int k = in->kind, t = in->tid;
     if (w->check) {
-        if (k > REMAT_I_UPDATE) FAIL("instruction %zu: bad kind %d", i, k);
+        if (k > REMAT_I_RELOAD) FAIL("instruction %zu: bad kind %d", i, k);
         if (k != REMAT_I_UPDATE) {
             if (t < 0 || t >= w->tb->first_grad) FAIL("instruction %zu: bad tensor id %d", i, t);
             const remat_tensor_def *d = &w->tb->defs[t];
             if (d->cls == RT_CLASS_BLOCK ? (in->layer < 0 || in->layer >= w->L) : in->layer != -1)
                 FAIL("instruction %zu: layer %d out of range for %s", i, in->layer, d->name);
         }
-        if (w->forward_only && (k == REMAT_I_BACKWARD || k == REMAT_I_UPDATE))
+        if (w->forward_only && k != REMAT_I_FORWARD && k != REMAT_I_FREE)
             FAIL("instruction %zu: %s in a forward-only schedule", i, iname(k));
     }
     remat_operands_of(w->cfg, k, in->layer, t, &o);
@@ -147,7 +149,28 @@ remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
         if (w->check && !w->live[o.out])
             FAIL("instruction %zu: free of %s (layer %d), which is not live", i, w->tb->defs[t].name, in->layer);
         if (h && h->exec && (st = h->exec(h->arg, i, in, &o))) return st;
-        dies(w, o.out);
+        if (w->live[o.out] == WALK_HOST) {     /* its copy on the host: the device is untouched */
+            w->host -= remat_tensor_bytes(w->cfg, t);
+            w->live[o.out] = WALK_DEAD;
+        } else {
+            dies(w, o.out, WALK_DEAD);
+        }
+    } else if (k == REMAT_I_OFFLOAD || k == REMAT_I_RELOAD) {
+        int want = k == REMAT_I_OFFLOAD ? WALK_DEVICE : WALK_HOST;
+        if (w->check && w->live[o.out] != want)
+            FAIL("instruction %zu: %s of %s (layer %d), which is %s", i, iname(k), w->tb->defs[t].name, in->layer,
+                 w->live[o.out] == WALK_HOST ? "already on the host"
+                 : w->live[o.out] ? "on the device, not the host" : "not live");
+        if (h && h->exec && (st = h->exec(h->arg, i, in, &o))) return st;
+        uint64_t b = remat_tensor_bytes(w->cfg, t);
+        w->sim.transfer_bytes += b;
+        if (k == REMAT_I_OFFLOAD) {
+            dies(w, o.out, WALK_HOST);
+        } else {
+            w->host -= b;
+            if ((st = born(w, o.out, t, 0))) return st;
+            peak = w->cur;
+        }
     } else {   /* backward */
         const remat_tensor_def *d = &w->tb->defs[t];
         if (w->check) {
@@ -163,17 +186,19 @@ remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
         peak = w->cur + o.temp_bytes;
         if ((st = run_op(w, i, in, &o))) return st;
         for (int q = 0; q < o.nfree; q++) {
-            if (w->check && !w->live[o.freed[q]])
+            if (w->check && w->live[o.freed[q]] != WALK_DEVICE)
                 FAIL("instruction %zu: backward of %s (layer %d) frees %s, which is not live", i, d->name, in->layer,
                      sname(w, o.freed[q]));
-            dies(w, o.freed[q]);
+            dies(w, o.freed[q], WALK_DEAD);
         }
         fl = remat_tensor_bwd_flops(w->cfg, t);
     }
     if (peak > w->sim.peak_bytes) { w->sim.peak_bytes = peak; w->sim.peak_index = i; }
+    if (w->host > w->sim.host_peak_bytes) w->sim.host_peak_bytes = w->host;
     if (w->ckpts > w->sim.max_checkpoints) w->sim.max_checkpoints = w->ckpts;
     w->sim.flops += fl;
     if (h && h->end) h->end(h->arg, i, in, w->cur, peak, fl);
+    if (h && h->host) h->host(h->arg, i, w->host);
     return REMAT_OK;
 }
 
@@ -182,6 +207,7 @@ remat_status remat_walker_finish(remat_walker *w)
     if (w->check) {
         for (int sl = 0; sl < w->nslots; sl++) {
             int t = remat_table_slot_tid(w->tb, w->L, sl), l = remat_table_slot_layer(w->tb, w->L, sl);
+            if (w->live[sl] == WALK_HOST) FAIL("leak: %s (layer %d) is still on the host at the end", w->tb->defs[t].name, l);
             if (w->live[sl]) FAIL("leak: %s (layer %d) is never freed", w->tb->defs[t].name, l);
         }
         if (!w->forward_only)

@@ -54,6 +54,7 @@ void remat_config_default(remat_config *c)
 }
 
 int remat_config_tp(const remat_config *c) { return c->tp > 1 ? c->tp : 1; }
+int remat_config_cp(const remat_config *c) { return c->cp > 1 ? c->cp : 1; }
 
 int remat_config_padded_vocab(const remat_config *c)
 {
@@ -79,7 +80,7 @@ int remat_config_same(const remat_config *a, const remat_config *b)
            remat_config_ffn_dim(a) == remat_config_ffn_dim(b) && remat_config_head_dim(a) == remat_config_head_dim(b) &&
            remat_config_rope_theta(a) == remat_config_rope_theta(b) && remat_config_norm_eps(a) == remat_config_norm_eps(b) &&
            remat_config_tied(a) == remat_config_tied(b) && same_scaling(&a->rope_scaling, &b->rope_scaling) &&
-           a->table == b->table;
+           a->table == b->table && remat_config_cp(a) == remat_config_cp(b);
 }
 
 /* The limits are remat.h's (REMAT_MAX_LAYERS ...); rows of batch*seq are
@@ -157,6 +158,36 @@ static remat_status check_framework(const remat_config *c)
     return REMAT_OK;
 }
 
+/* Context parallelism, where a table models it (remat_table.cp: Megatron-core
+ * under Transformer Engine with its fused attention, whose ring exchange
+ * AttnFuncWithCPAndKVP2P is; TE's UnfusedDotProductAttention has none,
+ * dot_product_attention/utils.py).  Megatron splits the sequence into 2 cp
+ * chunks, two per GPU (the load-balanced causal split): it asserts seq %
+ * (2 cp) == 0 (megatron/training/arguments.py). */
+static remat_status check_cp(const remat_config *c)
+{
+    if (c->cp < 0 || c->cp > REMAT_MAX_CP)
+        return remat_fail(REMAT_ERR_INVALID, "context-parallel size must be in [1, %d], got %d", REMAT_MAX_CP, c->cp);
+    int CP = remat_config_cp(c);
+    if (CP == 1) return REMAT_OK;
+    const remat_table *tb = remat_table_of(c);
+    if (c->framework == REMAT_FRAMEWORK_REMAT || c->framework == REMAT_FRAMEWORK_TABLE)
+        return remat_fail(REMAT_ERR_INVALID, "context parallelism is for planning --framework megatron runs; %s",
+                          c->framework == REMAT_FRAMEWORK_REMAT ? "remat's own engine runs on one machine"
+                          : "a table read from a file is one device's chain");
+    if (!tb || !tb->cp)
+        return remat_fail(REMAT_ERR_INVALID, "context parallelism (--cp %d) is modelled for Llama on Megatron-LM with "
+                          "flash attention (Transformer Engine's ring attention, AttnFuncWithCPAndKVP2P): %s", CP,
+                          c->framework == REMAT_FRAMEWORK_PYTORCH ? "not for --framework pytorch"
+                          : c->arch == REMAT_ARCH_LLAMA ? "TE's unfused attention has none (use --attention flash)"
+                          : "not for the gpt2 table (Korthikanti's unfused attention); use --arch llama");
+    if (c->seq % (2 * CP))
+        return remat_fail(REMAT_ERR_INVALID, "context parallelism gives each of the %d GPUs two chunks of the "
+                          "sequence (Megatron's load-balanced causal split): seq %d is not divisible by 2 x cp = %d",
+                          CP, c->seq, 2 * CP);
+    return REMAT_OK;
+}
+
 remat_status remat_config_check(const remat_config *c)
 {
     remat_status st;
@@ -204,9 +235,13 @@ remat_status remat_config_check(const remat_config *c)
         return remat_fail(REMAT_ERR_INVALID, "heads %d are not divisible by the tensor-parallel size %d; "
                           "each of the %d GPUs holds whole heads", c->n_head, T, T);
     if ((st = check_framework(c))) return st;
-    if (c->sp && c->seq % T)
-        return remat_fail(REMAT_ERR_INVALID, "sequence parallelism splits seq %d across %d GPUs; pick a seq "
-                          "divisible by the tensor-parallel size", c->seq, T);
+    if ((st = check_cp(c))) return st;
+    int CP = remat_config_cp(c);
+    if (c->sp && (c->seq / CP) % T)
+        return remat_fail(REMAT_ERR_INVALID, CP > 1 ? "sequence parallelism splits each GPU's seq/cp = %d across %d "
+                          "GPUs; pick a seq divisible by 2 x cp x the tensor-parallel size"
+                          : "sequence parallelism splits seq %d across %d GPUs; pick a seq divisible by the "
+                          "tensor-parallel size", c->seq / CP, T);
     /* every derived size must fit: rows*cols in 31 bits for int-indexed
      * kernels (cblas takes int), bytes in 63 bits */
     int ok = 1;
@@ -215,6 +250,11 @@ remat_status remat_config_check(const remat_config *c)
     uint64_t hs = (uint64_t)remat_config_head_dim(c), KV = (uint64_t)remat_config_kv_heads(c);
     uint64_t F = (uint64_t)remat_config_ffn_dim(c), NH = (uint64_t)c->n_head;
     uint64_t att = remat_mul(remat_mul(remat_mul((uint64_t)c->batch, NH, &ok), (uint64_t)c->seq, &ok), (uint64_t)c->seq, &ok);
+    /* a framework table is planned, never run: what must stay small is one
+     * GPU's (B, NH/T, T/CP, T) share, the formula's product staying in 64
+     * bits (2^40 x T x CP elements) */
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON || c->framework == REMAT_FRAMEWORK_PYTORCH)
+        att /= (uint64_t)T * (uint64_t)remat_config_cp(c);
     uint64_t logits = remat_mul(N, Vp, &ok);
     uint64_t wide = 4 * C > 2 * F ? 4 * C : 2 * F;                  /* the widest activation row */
     uint64_t qkv = remat_mul(NH + 2 * KV, hs, &ok);

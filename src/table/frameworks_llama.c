@@ -98,32 +98,57 @@
 /* A flash kernel (both frameworks): one forward makes O and the softmax
  * statistics, so the product FLOPs sit on an entry of no bytes (attn) that
  * neither output keeps (transient) and recomputing either runs it again;
- * the statistics are what core_attn drops */
-#define FLASH_CORE(X, kernel_op, lse_op, o_op)                                                                  \
+ * the statistics are what core_attn drops.  cpf: RT_F_CP where the table
+ * models context parallelism, and then ring_f, ring_b the ring's buffers
+ * (scratch of the forward kernel and of the backward); om_lse, om_o: the
+ * offload modules that save the statistics and O */
+#define FLASH_CORE(X, cpf, om_lse, om_o, ring_f, ring_b, kernel_op, lse_op, o_op)                               \
     [X##_ATTN] = { .name = "attn", .mods = RM_CORE_ATTN_REGION, .op = kernel_op, .cls = RT_CLASS_BLOCK,        \
-                   .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT, .shape = RX_0, .shape_text = "(none)",         \
-                   .prec = RT_P_ACT, NOWB, ATTN(2, 0), .fwd_in = R(X##_QKV_ATT, N_, N_), .bwd_in = NOR, NOGRAD }, \
-    [X##_LSE] = { .name = "lse", .mods = RM_CORE_ATTN | RM_CORE_ATTN_REGION | RM_SAC_SAVED, .op = lse_op,     \
-                  .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE, S_LSE, .prec = RT_P_F32, NOWB,       \
-                  .fwd_in = R(X##_ATTN, N_, N_), .bwd_in = NOR, NOGRAD },                                       \
-    [X##_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED, .op = o_op, .cls = RT_CLASS_BLOCK, \
-                   .flags = RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB, ATTN(0, 4),                       \
-                   .fwd_in = R(X##_ATTN, X##_LSE, N_), .bwd_in = R(X##_QKV_ATT, X##_LSE, X##_ATTY), .has_bwd = 1, \
-                   .g_need = G(X##_D_ATTY, N_), .g_alloc = G(X##_D_QKVATT, N_), .g_free = G(X##_D_ATTY, N_) }
+                   .flags = cpf | RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT, .shape = RX_0, .shape_text = "(none)",   \
+                   .prec = RT_P_ACT, NOWB, ATTN(2, 0), .fwd_in = R(X##_QKV_ATT, N_, N_), .bwd_in = NOR, NOGRAD,  \
+                   ring_f },                                                                                    \
+    [X##_LSE] = { .name = "lse", .mods = RM_CORE_ATTN | RM_CORE_ATTN_REGION | RM_SAC_SAVED, .omods = om_lse,  \
+                  .op = lse_op, .cls = RT_CLASS_BLOCK, .flags = cpf | RT_F_TP | RT_F_SELECTIVE, S_LSE,          \
+                  .prec = RT_P_F32, NOWB, .fwd_in = R(X##_ATTN, N_, N_), .bwd_in = NOR, NOGRAD },               \
+    [X##_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED, .omods = om_o, .op = o_op,     \
+                   .cls = RT_CLASS_BLOCK, .flags = cpf | RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB,       \
+                   ATTN(0, 4), .fwd_in = R(X##_ATTN, X##_LSE, N_), .bwd_in = R(X##_QKV_ATT, X##_LSE, X##_ATTY),  \
+                   .has_bwd = 1, .g_need = G(X##_D_ATTY, N_), .g_alloc = G(X##_D_QKVATT, N_),                   \
+                   .g_free = G(X##_D_ATTY, N_), ring_b }
+
+/* Context parallelism's ring (Transformer Engine d0067d0, attention/
+ * dot_product_attention/context_parallel.py, AttnFuncWithCPAndKVP2P, the
+ * path Megatron's default --cp-comm-type p2p takes).  K1 = b (s/cp) (KV/t) hs,
+ * one chunk's k (or v); Q1 = b (s/cp) (NH/t) hs.  The forward keeps every
+ * step's buffer in p2p_comm_buffers until it returns: its own k, v
+ * concatenated and the cp - 1 chunks received, cp x 2K1 -- the whole
+ * sequence's K and V -- and every step's output (out_per_step, bf16, all of
+ * Q1 on the last rank, whose steps are all diagonal or lower-triangle) and
+ * softmax statistics (fp32) until the corrections merge them.  It saves q,
+ * the last chunk received and O (as many bytes as q, k, v and O without
+ * CP).  The backward sends K/V around again with their gradients: two
+ * buffers of (2, 2K1) (kv and dkv), whose last dkv it returns, beside dq
+ * (d_qkv_att's), and each step's dq_, dk_, dv_ (Q1 + 2K1) from the kernel. */
+#define MF_RING_F                                                                                                \
+    .scratch = { { E1(2, RD_B, RD_T, RD_KV, RD_HS, RD_CP), RT_P_ACT, RW_CP },                                  \
+                 { E1(1, RD_B, RD_T, RD_NH, RD_HS, RD_CP), RT_P_ACT, RW_CP },                                  \
+                 { E1(1, RD_B, RD_T, RD_NH, RD_CP), RT_P_F32, RW_CP } }
+#define MF_RING_B                                                                                                \
+    .scratch = { { RX(RX_T(1, BT, RD_NH, RD_HS), RX_T(10, BT, RD_KV, RD_HS)), RT_P_ACT, RW_CP | RW_BWD } }
 
 /* ---- the entries both backends share --------------------------------------- */
 
 /* Megatron: the QKV input (LayerNormLinear's norm) and the projection */
 #define M_NORM_QKV(X)                                                                                            \
-    [X##_LN1_RSTD] = { .name = "ln1_rstd", .op = "input RMSNorm rsigma (LayerNormLinear of linear_qkv)",        \
-                       .cls = RT_CLASS_BLOCK, .flags = RT_F_SP, S_RSTD, .prec = RT_P_F32, NOWB,                 \
+    [X##_LN1_RSTD] = { .name = "ln1_rstd", .omods = RF_QKV_LINEAR, .op = "input RMSNorm rsigma (LayerNormLinear of linear_qkv)",        \
+                       .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_SP, S_RSTD, .prec = RT_P_F32, NOWB,                 \
                        .fwd_in = R(RT_X, N_, N_), .bwd_in = NOR, NOGRAD },                                      \
-    [X##_LN1] = { .name = "ln1", .op = "input RMSNorm ln_out (LayerNormLinear): the QKV GEMM's input",           \
-                  .cls = RT_CLASS_BLOCK, .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB,         \
+    [X##_LN1] = { .name = "ln1", .omods = RF_QKV_LINEAR, .op = "input RMSNorm ln_out (LayerNormLinear): the QKV GEMM's input",           \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB,         \
                   .fwd_in = R(RT_X, X##_LN1_RSTD, N_), .bwd_in = R(RT_X, X##_LN1_RSTD, N_), .has_bwd = 1,        \
                   .g_need = G(X##_D_RES, X##_D_LN1), .g_alloc = NOG, .g_free = G(X##_D_LN1, N_) },               \
     [X##_QKV] = { .name = "qkv", .mods = RM_SAC_SAVED, .op = "linear_qkv (column-parallel): mixed_qkv, split into views", \
-                  .cls = RT_CLASS_BLOCK, .flags = RT_F_COL | RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT, S_QKV,         \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_COL | RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT, S_QKV,         \
                   .prec = RT_P_ACT, NOWB, LIN(QKV_N, E1(1, RD_C)), .fwd_in = R(X##_LN1, N_, N_),                 \
                   .bwd_in = R(X##_LN1, N_, N_), .has_bwd = 1, .g_need = G(X##_D_QKV, N_),                        \
                   .g_alloc = G(X##_D_LN1, N_), .g_free = G(X##_D_QKV, N_) }
@@ -132,86 +157,86 @@
  * adds' backward (Megatron's bias_dropout_add masks d_res into d_branch) */
 #define M_PROJ_MLP(X)                                                                                            \
     [X##_PROJ] = { .name = "proj", .mods = RM_SAC_SAVED, .op = "linear_proj (row-parallel): its output",         \
-                   .cls = RT_CLASS_BLOCK, .flags = RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C,          \
+                   .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C,          \
                    .prec = RT_P_ACT, NOWB, LIN(E1(1, RD_C), O_K), .fwd_in = R(X##_ATTY, N_, N_),                  \
                    .bwd_in = R(X##_ATTY, N_, N_), .has_bwd = 1, .g_need = G(X##_D_BRANCH, X##_D_RES),             \
                    .g_alloc = G(X##_D_ATTY, N_), .g_free = G(X##_D_BRANCH, N_) },                                 \
     [X##_PROJ_MASK] = { .name = "proj_mask", .op = "dropout mask (self_attn_bda)", .cls = RT_CLASS_BLOCK,        \
-                        .flags = RT_F_SP | RT_F_DROPOUT, S_C, .prec = RT_P_BYTE, NOWB,                           \
+                        .flags = RT_F_CP | RT_F_SP | RT_F_DROPOUT, S_C, .prec = RT_P_BYTE, NOWB,                           \
                         .fwd_in = R(X##_PROJ, N_, N_), .bwd_in = NOR, NOGRAD },                                  \
     [X##_RES2] = { .name = "res2", .op = "x + dropout(proj): linear_fc1's LayerNormLinear input", .cls = RT_CLASS_BLOCK, \
-                   .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_PROJ, X##_PROJ_MASK, RT_X),     \
+                   .flags = RT_F_CP | RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_PROJ, X##_PROJ_MASK, RT_X),     \
                    .bwd_in = R(X##_PROJ_MASK, N_, N_), .has_bwd = 1, .g_need = G(X##_D_RES, N_),                   \
                    .g_alloc = G(X##_D_BRANCH, N_), .g_free = NOG },                                              \
     [X##_LN2_RSTD] = { .name = "ln2_rstd", .op = "pre-MLP RMSNorm rsigma (LayerNormLinear of linear_fc1)",       \
-                       .cls = RT_CLASS_BLOCK, .flags = RT_F_SP, S_RSTD, .prec = RT_P_F32, NOWB,                 \
+                       .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_SP, S_RSTD, .prec = RT_P_F32, NOWB,                 \
                        .fwd_in = R(X##_RES2, N_, N_), .bwd_in = NOR, NOGRAD },                                  \
     [X##_LN2] = { .name = "ln2", .op = "pre-MLP RMSNorm ln_out (LayerNormLinear): fc1's input",                  \
-                  .cls = RT_CLASS_BLOCK, .flags = RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB,         \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_SP | RT_F_POINTWISE, S_C, .prec = RT_P_ACT, NOWB,         \
                   .fwd_in = R(X##_RES2, X##_LN2_RSTD, N_), .bwd_in = R(X##_RES2, X##_LN2_RSTD, N_), .has_bwd = 1, \
                   .g_need = G(X##_D_RES, X##_D_LN2), .g_alloc = NOG, .g_free = G(X##_D_LN2, N_) },               \
     [X##_FC1] = { .name = "fc1", .mods = RM_MLP | RM_SAC_SAVED, .op = "linear_fc1 (column-parallel): gate and up, which the SwiGLU saves", \
-                  .cls = RT_CLASS_BLOCK, .flags = RT_F_COL | RT_F_TP | RT_F_GEMM, S_2F, .prec = RT_P_ACT, NOWB,   \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_COL | RT_F_TP | RT_F_GEMM, S_2F, .prec = RT_P_ACT, NOWB,   \
                   LIN(E1(2, RD_F), E1(1, RD_C)), .fwd_in = R(X##_LN2, N_, N_), .bwd_in = R(X##_LN2, N_, N_),     \
                   .has_bwd = 1, .g_need = G(X##_D_FC1, N_), .g_alloc = G(X##_D_LN2, N_), .g_free = G(X##_D_FC1, N_) }, \
     [X##_SWIGLU] = { .name = "swiglu", .mods = RM_MLP, .op = "bias_swiglu: silu(gate) * up, linear_fc2's input", \
-                     .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_F, .prec = RT_P_ACT, NOWB,       \
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_TP | RT_F_POINTWISE, S_F, .prec = RT_P_ACT, NOWB,       \
                      .fwd_in = R(X##_FC1, N_, N_), .bwd_in = R(X##_FC1, N_, N_), .has_bwd = 1,                   \
                      .g_need = G(X##_D_SWIGLU, N_), .g_alloc = G(X##_D_FC1, N_), .g_free = G(X##_D_SWIGLU, N_) }, \
     [X##_MLP] = { .name = "mlp", .mods = RM_MLP_REGION | RM_SAC_SAVED, .op = "linear_fc2 (row-parallel): its output", \
-                  .cls = RT_CLASS_BLOCK, .flags = RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C,           \
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C,           \
                   .prec = RT_P_ACT, NOWB, LIN(E1(1, RD_C), E1(1, RD_F)), .fwd_in = R(X##_SWIGLU, N_, N_),        \
                   .bwd_in = R(X##_SWIGLU, N_, N_), .has_bwd = 1, .g_need = G(X##_D_BRANCH, X##_D_RES),           \
                   .g_alloc = G(X##_D_SWIGLU, N_), .g_free = G(X##_D_BRANCH, N_) },                               \
     [X##_MLP_MASK] = { .name = "mlp_mask", .op = "dropout mask (mlp_bda)", .cls = RT_CLASS_BLOCK,                \
-                       .flags = RT_F_SP | RT_F_DROPOUT, S_C, .prec = RT_P_BYTE, NOWB,                            \
+                       .flags = RT_F_CP | RT_F_SP | RT_F_DROPOUT, S_C, .prec = RT_P_BYTE, NOWB,                            \
                        .fwd_in = R(X##_MLP, N_, N_), .bwd_in = NOR, NOGRAD },                                    \
     [X##_RES3] = { .name = "res3", .op = "res2 + dropout(fc2): the block output", .cls = RT_CLASS_BLOCK,         \
-                   .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_MLP, X##_MLP_MASK, X##_RES2),   \
+                   .flags = RT_F_CP | RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_MLP, X##_MLP_MASK, X##_RES2),   \
                    .bwd_in = R(X##_MLP_MASK, N_, N_), .has_bwd = 1, .g_need = G(X##_D_RES, N_),                   \
                    .g_alloc = G(X##_D_BRANCH, N_), .g_free = NOG }
 
 /* the embedding, the final norm, the output layer and cross entropy */
 #define M_GLOBALS(X)                                                                                             \
     [X##_EMB] = { .name = "emb", .op = "embedding (VocabParallelEmbedding) + dropout", .cls = RT_CLASS_GLOBAL,   \
-                  .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = NOR, .bwd_in = NOR, .has_bwd = 1,      \
+                  .flags = RT_F_CP | RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = NOR, .bwd_in = NOR, .has_bwd = 1,      \
                   .g_need = G(X##_D_RES, N_), .g_alloc = NOG, .g_free = G(X##_D_RES, N_) },                      \
     [X##_LNF_RSTD] = { .name = "lnf_rstd", .op = "final RMSNorm rsigma (TENorm)", .cls = RT_CLASS_GLOBAL,        \
-                       .flags = RT_F_SP | RT_F_HEAD, S_RSTD, .prec = RT_P_F32, NOWB, .fwd_in = R(RT_X, N_, N_),  \
+                       .flags = RT_F_CP | RT_F_SP | RT_F_HEAD, S_RSTD, .prec = RT_P_F32, NOWB, .fwd_in = R(RT_X, N_, N_),  \
                        .bwd_in = NOR, NOGRAD },                                                                   \
     [X##_LNF] = { .name = "lnf", .op = "final RMSNorm (TENorm): the output layer's input", .cls = RT_CLASS_GLOBAL, \
-                  .flags = RT_F_SP | RT_F_HEAD, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(RT_X, X##_LNF_RSTD, N_),  \
+                  .flags = RT_F_CP | RT_F_SP | RT_F_HEAD, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(RT_X, X##_LNF_RSTD, N_),  \
                   .bwd_in = R(RT_X, X##_LNF_RSTD, N_), .has_bwd = 1, .g_need = G(X##_D_LNF, N_),                 \
                   .g_alloc = G(X##_D_RES, N_), .g_free = G(X##_D_LNF, N_) },                                     \
     [X##_LOGITS] = { .name = "logits", .op = "output layer (column-parallel) + vocab-parallel cross entropy: the fp32 softmax", \
-                     .cls = RT_CLASS_GLOBAL, .flags = RT_F_TP | RT_F_GEMM | RT_F_HEAD, S_V, .prec = RT_P_F32,     \
+                     .cls = RT_CLASS_GLOBAL, .flags = RT_F_CP | RT_F_TP | RT_F_GEMM | RT_F_HEAD, S_V, .prec = RT_P_F32,     \
                      NOWB, LIN(E1(1, RD_VP), E1(1, RD_C)), .fwd_in = R(X##_LNF, N_, N_),                         \
                      .bwd_in = R(X##_LNF, X##_LOGITS, X##_CE_TGT), .has_bwd = 1, .g_need = NOG,                  \
                      .g_alloc = G(X##_D_LNF, N_), .g_free = G(X##_LOGITS, N_),                                    \
                      .scratch = { { E1(1, BT, RD_VP), RT_P_ACT, RW_ALWAYS } } },                                  \
     [X##_CE_TGT] = { .name = "ce_targets", .op = "cross entropy's target mask (bool) and masked target (int64)",  \
-                     .cls = RT_CLASS_GLOBAL, .flags = RT_F_HEAD, .shape = E1(9, BT), .shape_text = "(B,T) 9 bytes", \
+                     .cls = RT_CLASS_GLOBAL, .flags = RT_F_CP | RT_F_HEAD, .shape = E1(9, BT), .shape_text = "(B,T) 9 bytes", \
                      .prec = RT_P_BYTE, NOWB, .fwd_in = R(X##_LOGITS, N_, N_), .bwd_in = NOR, NOGRAD },          \
     [X##_TOKENS] = { .name = "tokens", .op = "token ids (F.embedding keeps them)", .cls = RT_CLASS_GLOBAL,        \
-                     .shape = E1(1, BT), .shape_text = "(B,T) int64", .prec = RT_P_I64, NOWB, .fwd_in = NOR,      \
+                     .flags = RT_F_CP, .shape = E1(1, BT), .shape_text = "(B,T) int64", .prec = RT_P_I64, NOWB, .fwd_in = NOR,      \
                      .bwd_in = NOR, NOGRAD },                                                                    \
     [X##_EMB_MASK] = { .name = "emb_mask", .op = "embedding dropout mask (held all step)", .cls = RT_CLASS_GLOBAL, \
-                       .flags = RT_F_SP | RT_F_DROPOUT, S_C, .prec = RT_P_BYTE, NOWB, .fwd_in = NOR,             \
+                       .flags = RT_F_CP | RT_F_SP | RT_F_DROPOUT, S_C, .prec = RT_P_BYTE, NOWB, .fwd_in = NOR,             \
                        .bwd_in = NOR, NOGRAD }
 
 #define GRAD(id, name_, what, flags_, shape_, prec_)                                                          \
     [id] = { .name = name_, .op = what, .cls = RT_CLASS_GRAD, .flags = flags_, shape_, .prec = prec_, NOWB,   \
              .fwd_in = NOR, .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG }
 #define M_GRADS(X)                                                                                              \
-    GRAD(X##_D_RES, "d_res", "grad of residual stream", RT_F_SP | RT_F_ZERO, S_C, RT_P_ACT),                    \
-    GRAD(X##_D_BRANCH, "d_branch", "grad of a dropped-out branch (p>0)", RT_F_SP | RT_F_DROPOUT, S_C, RT_P_ACT), \
-    GRAD(X##_D_SWIGLU, "d_swiglu", "grad of swiglu", RT_F_TP, S_F, RT_P_ACT),                                  \
-    GRAD(X##_D_FC1, "d_fc1", "grad of fc1", RT_F_TP, S_2F, RT_P_ACT),                                          \
-    GRAD(X##_D_LN2, "d_ln2", "grad of ln2", RT_F_SP, S_C, RT_P_ACT),                                            \
-    GRAD(X##_D_ATTY, "d_atty", "grad of atty (O)", RT_F_TP, S_O, RT_P_ACT),                                     \
-    GRAD(X##_D_QKV, "d_qkv", "grad of qkv", RT_F_TP, S_QKV, RT_P_ACT),                                          \
-    GRAD(X##_D_LN1, "d_ln1", "grad of ln1", RT_F_SP, S_C, RT_P_ACT),                                            \
-    GRAD(X##_D_LNF, "d_lnf", "grad of lnf", RT_F_SP | RT_F_HEAD, S_C, RT_P_ACT)
+    GRAD(X##_D_RES, "d_res", "grad of residual stream", RT_F_CP | RT_F_SP | RT_F_ZERO, S_C, RT_P_ACT),                    \
+    GRAD(X##_D_BRANCH, "d_branch", "grad of a dropped-out branch (p>0)", RT_F_CP | RT_F_SP | RT_F_DROPOUT, S_C, RT_P_ACT), \
+    GRAD(X##_D_SWIGLU, "d_swiglu", "grad of swiglu", RT_F_CP | RT_F_TP, S_F, RT_P_ACT),                                  \
+    GRAD(X##_D_FC1, "d_fc1", "grad of fc1", RT_F_CP | RT_F_TP, S_2F, RT_P_ACT),                                          \
+    GRAD(X##_D_LN2, "d_ln2", "grad of ln2", RT_F_CP | RT_F_SP, S_C, RT_P_ACT),                                            \
+    GRAD(X##_D_ATTY, "d_atty", "grad of atty (O)", RT_F_CP | RT_F_TP, S_O, RT_P_ACT),                                     \
+    GRAD(X##_D_QKV, "d_qkv", "grad of qkv", RT_F_CP | RT_F_TP, S_QKV, RT_P_ACT),                                          \
+    GRAD(X##_D_LN1, "d_ln1", "grad of ln1", RT_F_CP | RT_F_SP, S_C, RT_P_ACT),                                            \
+    GRAD(X##_D_LNF, "d_lnf", "grad of lnf", RT_F_CP | RT_F_SP | RT_F_HEAD, S_C, RT_P_ACT)
 
 /* ---- megatron, flash: TE's FusedAttention (--attention-backend fused) -------- */
 
@@ -226,30 +251,33 @@ enum {
 
 static const remat_tensor_def megatron_flash_defs[MF_COUNT] = {
     M_NORM_QKV(MF),
-    [MF_QKV_ATT] = { .name = "qkv_att", .op = "q, k after TE's fused RoPE and v made contiguous: what FusedAttention saves",
-                     .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_QKV, .prec = RT_P_ACT, NOWB,
+    [MF_QKV_ATT] = { .name = "qkv_att", .omods = RF_CORE_ATTN,
+                     .op = "q, k after TE's fused RoPE and v made contiguous: what FusedAttention saves",
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_TP | RT_F_POINTWISE, S_QKV, .prec = RT_P_ACT, NOWB,
                      .fwd_in = R(MF_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1, .g_need = G(MF_D_QKVATT, N_),
                      .g_alloc = G(MF_D_QKV, N_), .g_free = G(MF_D_QKVATT, N_) },
-    FLASH_CORE(MF, "FusedAttention forward (fused_attn_fwd): QK^T, softmax, PV",
+    FLASH_CORE(MF, RT_F_CP, RF_CORE_ATTN, RF_ATTN_PROJ, MF_RING_F, MF_RING_B,
+               "FusedAttention forward (fused_attn_fwd): QK^T, softmax, PV; with --cp the ring of K/V",
                "FusedAttention's softmaxStats (log-sum-exp), which it saves",
                "FusedAttention output O, heads merged: linear_proj's input"),
     M_PROJ_MLP(MF),
     M_GLOBALS(MF),
     M_GRADS(MF),
-    GRAD(MF_D_QKVATT, "d_qkv_att", "grad of qkv_att", RT_F_TP, S_QKV, RT_P_ACT),
+    GRAD(MF_D_QKVATT, "d_qkv_att", "grad of qkv_att", RT_F_CP | RT_F_TP, S_QKV, RT_P_ACT),
 };
 
 #define M_BWD_TAIL(X) X##_QKV, X##_LN1
 #define M_BWD_HEAD(X) X##_RES3, X##_MLP, X##_SWIGLU, X##_FC1, X##_LN2, X##_RES2, X##_PROJ, X##_ATTY
 
-#define M_TABLE(X, name_, defs_, nbwd_, ...)                                                                   \
+#define M_TABLE(X, name_, defs_, cp_, nbwd_, ...)                                                              \
     { .name = name_, .arch = REMAT_ARCH_LLAMA, .count = X##_COUNT, .nblock = X##_NBLOCK, .first_grad = X##_D_RES, \
+      .cp = cp_, .x_omods = RF_QKV_LINEAR,                                                                  \
       .emb = X##_EMB, .d_res = X##_D_RES, .d_branch = X##_D_BRANCH,                                         \
       .nlmhead = 4, .lmhead = { X##_LNF_RSTD, X##_LNF, X##_LOGITS, X##_CE_TGT },                            \
       .nlmhead_bwd = 2, .lmhead_bwd = { X##_LOGITS, X##_LNF }, .nbwd = nbwd_, .bwd = { __VA_ARGS__ },       \
       .defs = defs_, .nres = 2, .res = { X##_TOKENS, X##_EMB_MASK } }
 
-const remat_table remat_table_megatron_llama = M_TABLE(MF, "megatron-llama", megatron_flash_defs, 11, M_BWD_HEAD(MF),
+const remat_table remat_table_megatron_llama = M_TABLE(MF, "megatron-llama", megatron_flash_defs, 1, 11, M_BWD_HEAD(MF),
                                                        MF_QKV_ATT, M_BWD_TAIL(MF));
 
 /* ---- megatron, unfused: TE's UnfusedDotProductAttention (--attention-backend unfused) */
@@ -267,41 +295,43 @@ enum {
 static const remat_tensor_def megatron_unfused_defs[MU_COUNT] = {
     M_NORM_QKV(MU),
     /* the un-repeated k and v live only inside the op (its scratch) */
-    [MU_QKV_ATT] = { .name = "qkv_att", .op = "q after TE's fused RoPE and k, v repeat_interleaved to NH heads: the batched GEMMs' operands",
-                     .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_Q3, .prec = RT_P_ACT, NOWB,
+    [MU_QKV_ATT] = { .name = "qkv_att", .omods = RF_CORE_ATTN,
+                     .op = "q after TE's fused RoPE and k, v repeat_interleaved to NH heads: the batched GEMMs' operands",
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_TP | RT_F_POINTWISE, S_Q3, .prec = RT_P_ACT, NOWB,
                      .fwd_in = R(MU_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1, .g_need = G(MU_D_QKVATT, N_),
                      .g_alloc = G(MU_D_QKV, N_), .g_free = G(MU_D_QKVATT, N_),
                      .scratch = { { E1(2, BT, RD_KV, RD_HS), RT_P_ACT, RW_ALWAYS } } },
     [MU_SCORES] = { .name = "scores", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED, .op = "baddbmm: q k^T / sqrt(hs)",
-                    .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT | RT_F_SELECTIVE, S_ATT,
-                    .prec = RT_P_ACT, NOWB, ATTN(1, 2), .fwd_in = R(MU_QKV_ATT, N_, N_),
+                    .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT | RT_F_SELECTIVE,
+                    S_ATT, .prec = RT_P_ACT, NOWB, ATTN(1, 2), .fwd_in = R(MU_QKV_ATT, N_, N_),
                     .bwd_in = R(MU_QKV_ATT, N_, N_), .has_bwd = 1, .g_need = G(MU_D_ATT, MU_D_QKVATT),
                     .g_alloc = NOG, .g_free = G(MU_D_ATT, N_) },
-    [MU_ATT] = { .name = "att", .mods = RM_CORE_ATTN, .op = "FusedScaleMaskSoftmax (the fused kernel's bf16 output)",
-                 .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE, S_ATT, .prec = RT_P_ACT, NOWB,
+    [MU_ATT] = { .name = "att", .mods = RM_CORE_ATTN, .omods = RF_CORE_ATTN,
+                 .op = "FusedScaleMaskSoftmax (the fused kernel's bf16 output)",
+                 .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_TP | RT_F_SELECTIVE, S_ATT, .prec = RT_P_ACT, NOWB,
                  .fwd_in = R(MU_SCORES, N_, N_), .bwd_in = R(MU_ATT, N_, N_), .has_bwd = 1,
                  .g_need = G(MU_D_ATT, N_), .g_alloc = NOG, .g_free = NOG },
-    [MU_ATT_MASK] = { .name = "att_mask", .mods = RM_CORE_ATTN, .op = "attention dropout mask", .cls = RT_CLASS_BLOCK,
-                      .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT, .prec = RT_P_BYTE, NOWB,
+    [MU_ATT_MASK] = { .name = "att_mask", .mods = RM_CORE_ATTN, .omods = RF_CORE_ATTN, .op = "attention dropout mask",
+                      .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT, .prec = RT_P_BYTE, NOWB,
                       .fwd_in = R(MU_ATT, N_, N_), .bwd_in = NOR, NOGRAD },
-    [MU_ATT_DROP] = { .name = "att_drop", .mods = RM_CORE_ATTN, .op = "attention dropout", .cls = RT_CLASS_BLOCK,
-                      .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT, .prec = RT_P_ACT, NOWB,
+    [MU_ATT_DROP] = { .name = "att_drop", .mods = RM_CORE_ATTN, .omods = RF_CORE_ATTN, .op = "attention dropout",
+                      .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT, .prec = RT_P_ACT, NOWB,
                       .fwd_in = R(MU_ATT, MU_ATT_MASK, N_), .bwd_in = R(MU_ATT_MASK, N_, N_), .has_bwd = 1,
                       .g_need = G(MU_D_ATT, N_), .g_alloc = NOG, .g_free = NOG },
-    [MU_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED,
+    [MU_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED, .omods = RF_ATTN_PROJ,
                   .op = "bmm(probabilities, v), heads merged: linear_proj's input", .cls = RT_CLASS_BLOCK,
-                  .flags = RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB, ATTN(1, 2),
+                  .flags = RT_F_CP | RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB, ATTN(1, 2),
                   .fwd_in = R(MU_ATT_DROP, MU_QKV_ATT, N_), .bwd_in = R(MU_ATT_DROP, MU_QKV_ATT, N_), .has_bwd = 1,
                   .g_need = G(MU_D_ATTY, N_), .g_alloc = G(MU_D_ATT, MU_D_QKVATT), .g_free = G(MU_D_ATTY, N_) },
     M_PROJ_MLP(MU),
     M_GLOBALS(MU),
     M_GRADS(MU),
-    GRAD(MU_D_QKVATT, "d_qkv_att", "grad of qkv_att", RT_F_TP | RT_F_ZERO, S_Q3, RT_P_ACT),
-    GRAD(MU_D_ATT, "d_att", "grad of the probabilities, then the scores", RT_F_TP, S_ATT, RT_P_ACT),
+    GRAD(MU_D_QKVATT, "d_qkv_att", "grad of qkv_att", RT_F_CP | RT_F_TP | RT_F_ZERO, S_Q3, RT_P_ACT),
+    GRAD(MU_D_ATT, "d_att", "grad of the probabilities, then the scores", RT_F_CP | RT_F_TP, S_ATT, RT_P_ACT),
 };
 
 const remat_table remat_table_megatron_llama_unfused =
-    M_TABLE(MU, "megatron-llama-unfused", megatron_unfused_defs, 14, M_BWD_HEAD(MU), MU_ATT_DROP, MU_ATT, MU_SCORES,
+    M_TABLE(MU, "megatron-llama-unfused", megatron_unfused_defs, 0, 14, M_BWD_HEAD(MU), MU_ATT_DROP, MU_ATT, MU_SCORES,
             MU_QKV_ATT, M_BWD_TAIL(MU));
 
 /* ---- pytorch: Hugging Face's LlamaForCausalLM ----------------------------------
@@ -440,7 +470,7 @@ static const remat_tensor_def pytorch_flash_defs[PF_COUNT] = {
                      .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_QKV, .prec = RT_P_ACT, NOWB,
                      .fwd_in = R(PF_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1, .g_need = G(PF_D_QKVATT, N_),
                      .g_alloc = G(PF_D_QKV, N_), .g_free = G(PF_D_QKVATT, N_) },
-    FLASH_CORE(PF, "_scaled_dot_product_flash_attention (one kernel for the output and the logsumexp)",
+    FLASH_CORE(PF, 0, 0, 0, , , "_scaled_dot_product_flash_attention (one kernel for the output and the logsumexp)",
                "the logsumexp flash saves", "SDPA output, transposed: o_proj's input (the storage flash saves)"),
     P_MLP(PF),
     P_GLOBALS(PF),

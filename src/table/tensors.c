@@ -33,6 +33,7 @@ void remat_dims_of(const remat_config *c, remat_dims *o)
     o->d[RD_TRI] = T * (T + 1) / 2;
     o->d[RD_ROWS] = (uint64_t)remat_lmhead_rows(c);
     o->d[RD_MAXT] = (uint64_t)c->max_seq;
+    o->d[RD_CP] = (uint64_t)remat_config_cp(c);
 }
 
 uint64_t remat_expr_u64(const remat_expr *e, const remat_dims *dm)
@@ -399,6 +400,16 @@ uint32_t remat_table_mods_mask(const remat_table *tb, unsigned m)
     return k;
 }
 
+const char *remat_offload_module_name(int i, unsigned *bit)
+{
+    static const struct { const char *name; unsigned bit; } mods[RF_NMODULES] = {
+        { "qkv_linear", RF_QKV_LINEAR }, { "core_attn", RF_CORE_ATTN }, { "attn_proj", RF_ATTN_PROJ },
+    };
+    if (i < 0 || i >= RF_NMODULES) return NULL;
+    *bit = mods[i].bit;
+    return mods[i].name;
+}
+
 const char *remat_module_name(int i, unsigned *drop, unsigned *region)
 {
     static const struct { const char *name; unsigned drop, region; } mods[RM_NMODULES] = {
@@ -425,10 +436,13 @@ static int empty_under(const remat_config *c, const remat_table *tb, int t)
     return c->stage == REMAT_STAGE_FIRST && (d->flags & RT_F_HEAD);
 }
 
-/* the divisor of an entry's bytes: the tensor-parallel size where it is sharded */
+/* the divisor of an entry's bytes: the tensor-parallel size where it is
+ * sharded, times the context-parallel size where its rows are the GPU's own
+ * tokens */
 static uint64_t shards(const remat_config *c, const remat_tensor_def *d)
 {
-    return (d->flags & RT_F_TP) || ((d->flags & RT_F_SP) && c->sp) ? (uint64_t)remat_config_tp(c) : 1;
+    uint64_t t = (d->flags & RT_F_TP) || ((d->flags & RT_F_SP) && c->sp) ? (uint64_t)remat_config_tp(c) : 1;
+    return d->flags & RT_F_CP ? t * (uint64_t)remat_config_cp(c) : t;
 }
 
 /* the variant of an entry a config selects */
@@ -538,7 +552,8 @@ static unsigned conditions(const remat_config *c)
 {
     return (c->dtype == REMAT_DTYPE_BF16 ? RW_BF16 : 0) |
            (c->attention == REMAT_ATTENTION_FLASH ? RW_FLASH : RW_NAIVE) |
-           (c->dropout > 0.0f ? RW_DROPOUT : 0) | (c->lmhead_chunk > 0 ? RW_CHUNKED : 0);
+           (c->dropout > 0.0f ? RW_DROPOUT : 0) | (c->lmhead_chunk > 0 ? RW_CHUNKED : 0) |
+           (remat_config_cp(c) > 1 ? RW_CP : 0);
 }
 
 /* the scratch of an entry's kernels, forward (bwd 0) or backward (bwd 1),
@@ -589,11 +604,14 @@ uint64_t remat_tensor_weight_elems(const remat_config *c, int t)
     return N * K;
 }
 
-/* matrix-product FLOPs are sharded by tensor parallelism (Megatron shards
- * every product of a layer) */
+/* one GPU's share of an op's FLOPs: matrix products are sharded by tensor
+ * parallelism (Megatron shards every product of a layer), and an op on the
+ * GPU's own tokens does 1/cp of the work under context parallelism (its
+ * load-balanced split gives every GPU the same causal pairs) */
 static double tp_share(const remat_config *c, const remat_tensor_def *d, double fl)
 {
-    return (d->flags & RT_F_GEMM) ? fl / remat_config_tp(c) : fl;
+    if (d->flags & RT_F_GEMM) fl /= remat_config_tp(c);
+    return d->flags & RT_F_CP ? fl / remat_config_cp(c) : fl;
 }
 
 double remat_tensor_prod_flops(const remat_config *c, int t)

@@ -57,6 +57,7 @@ enum remat_dim {
     RD_TRI,    /* causal (query, key) pairs of one head: T (T + 1) / 2 */
     RD_ROWS,   /* rows of one LM-head chunk (B T when the head runs whole) */
     RD_MAXT,   /* the position embedding's length (max_seq) */
+    RD_CP,     /* the context-parallel size (1 without) */
     RD_COUNT
 };
 
@@ -174,15 +175,14 @@ enum {
                              the masked branch gradient); activations have no bytes without */
     RT_F_RESIDUAL = 4096, /* RK_LINEAR: out = in[1] + dropout(product), on the residual stream;
                              its backward masks d_res into d_branch (when that exists) */
-    RT_F_BF16 = 8192      /* framework tables: exists only under bf16 (the fp32 copies a bf16
+    RT_F_BF16 = 8192,     /* framework tables: exists only under bf16 (the fp32 copies a bf16
                              model makes, e.g. RMSNorm's x.float()); no bytes in fp32, where
                              the tensor is its input itself */
-    /* Bits 14-31 are free.  Context parallelism (Megatron's --context-parallel-size)
-     * belongs here as data: a flag for the entries whose sequence dimension CP
-     * divides (every activation with a T factor but the resident ids), and the
-     * K/V that attention's backward gathers as backward scratch (RW_BWD) over
-     * the KV heads; activation offload as a per-entry choice beside keep and
-     * recompute, sized by the same bytes. */
+    RT_F_CP = 16384       /* framework tables that model context parallelism (remat_table.cp):
+                             its rows are the GPU's own tokens, seq / cp of them -- bytes, scratch
+                             and FLOPs divided by cfg->cp (attention: its own queries against
+                             every key, the causal pairs balanced over the GPUs) */
+    /* Bits 15-31 are free. */
 };
 
 /* What a framework's own recomputation options do with an entry (framework
@@ -201,6 +201,21 @@ enum {
 };
 #define RM_NMODULES 3        /* core_attn, layernorm, mlp */
 
+/* Megatron-LM's fine-grained activation offloading (--fine-grained-activation-
+ * offloading --offload-modules, megatron/core/transformer/transformer_config.py
+ * and attention.py): each module's forward runs inside an offload context
+ * that moves what it saves for the backward to the host (tensors of at least
+ * min_offloaded_tensor_size elements).  An entry's omods bits name the modules
+ * whose context saves it; remat_table.x_omods those that save the block input. */
+enum {
+    RF_QKV_LINEAR = 1,       /* qkv_linear: linear_qkv (with TE its fused norm: x, ln_out, rsigma) */
+    RF_CORE_ATTN = 2,        /* core_attn: what the attention kernel saves (q, k, v, O, statistics) */
+    RF_ATTN_PROJ = 4         /* attn_proj: linear_proj's input (O); only with core_attn, whose O it is */
+};
+#define RF_NMODULES 3
+/* the name of offload module i, and its RF_* bit */
+const char *remat_offload_module_name(int i, unsigned *bit);
+
 /* tensor classes */
 enum { RT_CLASS_BLOCK = 0, RT_CLASS_GLOBAL = 1, RT_CLASS_GRAD = 2 };
 
@@ -215,8 +230,8 @@ enum { RT_P_ACT = 0, RT_P_F32 = 1, RT_P_BYTE = 2, RT_P_I64 = 3 /* token ids */ }
 enum { RT_VAR_FLASH = 1, RT_VAR_CHUNKED = 2 };
 
 /* When a scratch item exists: every bit set must hold (RW_ALWAYS: 0). */
-enum { RW_ALWAYS = 0, RW_BF16 = 1, RW_FLASH = 2, RW_NAIVE = 4, RW_DROPOUT = 8, RW_CHUNKED = 16, RW_BWD = 128 /* the
-       backward's scratch, not the forward's */ };
+enum { RW_ALWAYS = 0, RW_BF16 = 1, RW_FLASH = 2, RW_NAIVE = 4, RW_DROPOUT = 8, RW_CHUNKED = 16,
+       RW_CP = 32 /* under context parallelism (cp > 1) */, RW_BWD = 128 /* the backward's scratch, not the forward's */ };
 
 typedef struct remat_scratch {
     remat_expr elems;
@@ -243,6 +258,7 @@ typedef struct remat_tensor_def {
     uint8_t cls;               /* RT_CLASS_* */
     uint32_t flags;            /* RT_F_* */
     uint8_t mods;              /* RM_*: the framework's recomputation modules it is in */
+    uint8_t omods;             /* RF_*: the framework's offload modules that save it */
     remat_expr shape;          /* elements of one copy */
     const char *shape_text;    /* e.g. "(B,T,3C)" */
     uint8_t prec;              /* element type (RT_P_*) */
@@ -299,6 +315,10 @@ typedef struct remat_table {
      * has_static 0 (the parameter table's formulas give it). */
     int has_static;
     uint64_t static_bytes;
+    /* 1: the table models context parallelism (its per-token entries RT_F_CP,
+     * the ring's buffers as RW_CP scratch); 0: cfg->cp > 1 is refused */
+    int cp;
+    uint8_t x_omods;           /* RF_*: the offload modules whose context saves the block input */
 } remat_table;
 
 /* remat's own tables (the ones the engine runs) */
