@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/vmath.h"
 #include "core/rng.h"
 #include "harness.h"
 
@@ -106,6 +107,48 @@ static void fd_check(const char *what, double *x, size_t n, const float *g,
     fd_grad(fd, x, n, f, ctx);
     fd_compare(what, fd, g, n, tol);
     free(fd);
+}
+
+/* ------------------------------------------------------------ bf16, exp */
+
+/* The vector paths of bf16.h and vmath.h against their scalar twins, bit
+ * for bit: every float with any of 2^16 upper halves and one of 8 lower
+ * halves (0, 1, the ties 0x7fff/0x8000/0x8001, 0xffff and two others) --
+ * all exponents, both signs, denormals (where VCVTNEPS2BF16 would flush),
+ * infinities, quiet and signalling NaNs, values that round up to the next
+ * binade or to infinity -- through remat_bf16_from_f32 (16, 8 and 1 lanes:
+ * the buffer's length leaves a tail of each) and, for exp, remat_row_expsum
+ * (whose outputs are exactly remat_expf's). */
+static void test_vector_twins(void)
+{
+    printf("bf16 rounding and exp: vector paths against the scalar ones\n");
+    static const uint32_t lows[8] = { 0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xffff, 0x1234, 0xc000 };
+    size_t n = (size_t)8 << 16;
+    float *x = xcalloc(n + 7, sizeof(float)), *y = xcalloc(n + 7, sizeof(float));
+    remat_bf16 *h = xcalloc(n + 7, sizeof(remat_bf16));
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)(i >> 3) << 16 | lows[i & 7];
+        memcpy(&x[i], &u, 4);
+    }
+    size_t len = n + 7 - 8;   /* n - 1: ends in a tail of 15 lanes */
+    remat_bf16_from_f32(h, x, len);
+    size_t bad = 0, badx = 0;
+    for (size_t i = 0; i < len; i++) bad += h[i] != remat_bf16_round(x[i]);
+    CHECK(!bad, "remat_bf16_from_f32: %zu of %zu elements differ from remat_bf16_round", bad, len);
+    float scale = 0.75f;
+    remat_bf16_from_f32_scaled(h, x, len, scale);
+    for (size_t i = 0; i < len; i++) bad += h[i] != remat_bf16_round(x[i] * scale);
+    CHECK(!bad, "remat_bf16_from_f32_scaled: %zu elements differ from the scalar rounding", bad);
+    /* exp on every 64th of them, in rows of 1001 (tails of 8 lanes and of 1) */
+    for (size_t i = 0; i < n / 64; i++) x[i] = x[i * 64];
+    for (size_t r = 0; r + 1001 <= n / 64; r += 1001) remat_row_expsum(y + r, x + r, 1001, 0.0f);
+    for (size_t i = 0; i < n / 64 / 1001 * 1001; i++) {
+        float e = remat_expf(x[i]);
+        badx += memcmp(&e, &y[i], 4) != 0;
+    }
+    printf("  %zu roundings, %zu exponentials compared\n", 2 * len, n / 64 / 1001 * 1001);
+    CHECK(!badx, "remat_row_expsum: %zu exponentials differ from remat_expf", badx);
+    free(x); free(y); free(h);
 }
 
 /* ------------------------------------------------------------------ encoder */
@@ -1359,6 +1402,7 @@ static void test_thread_independence(void)
 
 int main(void)
 {
+    test_vector_twins();
     test_encoder();
     test_layernorm();
     test_rmsnorm();
