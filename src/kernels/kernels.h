@@ -154,6 +154,10 @@ remat_attn_layout remat_attn_layout_mha(const void *qkv /* B,T,3C dt */, int B, 
 remat_attn_layout remat_attn_layout_gqa(const void *qk /* B,T,(NH+KV)hs dt */, const void *qkv /* B,T,(NH+2KV)hs dt */,
                                         int B, int T, int NH, int KV, int hs, int dt);
 
+/* bf16: one pass per row block with online softmax statistics; where a
+ * row's causal columns span more than one key tile of 256 (T > 256), the
+ * probabilities left of the last tile are rounded to bf16 twice (made,
+ * then normalised): the one exception to "rounded once" above. */
 void remat_attention_scores_forward(void *att /* B,NH,T,T dt */, const remat_attn_layout *L);
 /* acc: bf16 only, (B,T,NH*hs) fp32 scratch the products accumulate in */
 void remat_attention_values_forward(void *out /* B,T,NH*hs dt */, const void *att /* B,NH,T,T dt */,
