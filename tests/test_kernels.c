@@ -618,7 +618,7 @@ static void test_linear(void)
         float dx[N * IC], dw[OC * IC] = { 0 }, db[OC] = { 0 };
         for (int i = 0; i < N * IC; i++) dx[i] = NAN;     /* dinp is assigned */
         if (with_bias) {
-            remat_linear_backward(dx, dw, db, R, x, w, N, IC, OC, REMAT_DTYPE_FP32);
+            remat_linear_backward(dx, dw, db, R, x, w, N, IC, OC, REMAT_DTYPE_FP32, 1);
             fd_check("linear_backward dinp", cx.x, N * IC, dx, lin_loss, &cx, 1e-5);
             fd_check("linear_backward dw", cx.w, OC * IC, dw, lin_loss, &cx, 1e-5);
             fd_check("linear_backward db", cx.b, OC, db, lin_loss, &cx, 1e-5);
@@ -626,14 +626,14 @@ static void test_linear(void)
             float dw2[OC * IC], db2[OC];
             memcpy(dw2, dw, sizeof dw);
             memcpy(db2, db, sizeof db);
-            remat_linear_backward(dx, dw2, db2, R, x, w, N, IC, OC, REMAT_DTYPE_FP32);
+            remat_linear_backward(dx, dw2, db2, R, x, w, N, IC, OC, REMAT_DTYPE_FP32, 1);
             double acc = 0.0;
             for (int i = 0; i < OC * IC; i++) acc = fmax(acc, fabs(dw2[i] - 2.0 * dw[i]));
             for (int i = 0; i < OC; i++) acc = fmax(acc, fabs(db2[i] - 2.0 * db[i]));
             CHECK(acc <= 1e-5, "linear_backward dw/db do not accumulate: err %.3g", acc);
         } else {
             /* dinp == NULL and db == NULL: only dw is touched */
-            remat_linear_backward(NULL, dw, NULL, R, x, w, N, IC, OC, REMAT_DTYPE_FP32);
+            remat_linear_backward(NULL, dw, NULL, R, x, w, N, IC, OC, REMAT_DTYPE_FP32, 1);
             fd_check("linear_backward dw (dinp=NULL, db=NULL)", cx.w, OC * IC, dw, lin_loss, &cx, 1e-5);
             int untouched = 1;
             for (int i = 0; i < N * IC; i++) untouched &= isnan(dx[i]);
@@ -1313,7 +1313,7 @@ static void test_repeatable(void)
         ldw[r] = xcalloc(OC * C, sizeof(float));
         ldb[r] = xcalloc(OC, sizeof(float));
         remat_linear_forward(li[r], REMAT_DTYPE_FP32, x, w, b, N, C, OC, REMAT_DTYPE_FP32);
-        remat_linear_backward(ldx[r], ldw[r], ldb[r], li[r], x, w, N, C, OC, REMAT_DTYPE_FP32);
+        remat_linear_backward(ldx[r], ldw[r], ldb[r], li[r], x, w, N, C, OC, REMAT_DTYPE_FP32, 1);
         ce[r] = xcalloc(N * Vp, sizeof(float));
         cl[r] = xcalloc(N, sizeof(float));
         fill(ce[r], N * Vp, 106, -5, 5);

@@ -20,7 +20,10 @@
  *     bf16 values are widened to fp32 for all arithmetic, and every
  *     reduction and GEMM accumulates in fp32 (or double): mixed precision as
  *     autocast does it.  Results are rounded to bf16 once, when stored.
- *   - Parameter gradients ACCUMULATE (+=): the caller zeroes them once per step.
+ *   - Parameter gradients ACCUMULATE (+=): the caller zeroes them once per
+ *     step, or, where a kernel takes `acc`, passes acc = 0 on a gradient's
+ *     first write of the step and the kernel ASSIGNS it (=) without reading
+ *     the old value (the same bits as += on zeros).
  *   - Activation gradients are ASSIGNED (=), except where a comment says "+="
  *     (the residual stream, where several branches meet).
  *   - Kernels are pure functions of their arguments: no globals, no hidden
@@ -115,11 +118,12 @@ void remat_linear_forward(void *out /* N,OC out_dt */, int out_dt, const void *i
                     const void *w /* OC,IC dt */, const float *b /* OC or NULL */,
                     int N, int IC, int OC, int dt);
 /* dinp = dout @ w (assigned; skipped when dinp is NULL)
- * dw  += dout^T @ inp,   db += sum_n dout (skipped when db is NULL) */
+ * dw  += dout^T @ inp,   db += sum_n dout (skipped when db is NULL);
+ * acc = 0: dw = ..., db = ... instead (the GEMM's beta 0: dw is not read) */
 void remat_linear_backward(void *dinp /* N,IC dt or NULL */, float *dw /* OC,IC */,
                      float *db /* OC or NULL */, const void *dout /* N,OC dt */,
                      const void *inp /* N,IC dt */, const void *w /* OC,IC dt */,
-                     int N, int IC, int OC, int dt);
+                     int N, int IC, int OC, int dt, int acc);
 
 /* ---- causal self-attention, split so the T^2 probabilities can be dropped
  * and recomputed from q and k (Korthikanti et al. 2022, "selective"), with
