@@ -1237,6 +1237,42 @@ static void test_adamw(void)
         }
 }
 
+/* AdamW over several spans at once (remat_adamw_update_spans: one
+ * parallel region, spans of ragged lengths starting anywhere, the bf16
+ * copy streamed where aligned) against the scalar operations of its
+ * contract, bit for bit: the vector lanes, the masked last vector and the
+ * streaming stores change no bits.  The moments start at an offset (a
+ * ZeRO-1 slice's). */
+static void test_adamw_spans(void)
+{
+    enum { n = 70001, mv0 = 1000 };
+    float *p = xcalloc(n, 4), *g = xcalloc(n, 4), *m = xcalloc(n - mv0, 4), *v = xcalloc(n - mv0, 4);
+    float *pr = xcalloc(n, 4), *mr = xcalloc(n - mv0, 4), *vr = xcalloc(n - mv0, 4);
+    remat_bf16 *p16 = xcalloc(n, 2);
+    fill(p, n, 91, -1, 1); fill(g, n, 92, -1, 1); fill(m, n - mv0, 93, -0.1f, 0.1f); fill(v, n - mv0, 94, 0, 0.01f);
+    memcpy(pr, p, n * 4); memcpy(mr, m, (n - mv0) * 4); memcpy(vr, v, (n - mv0) * 4);
+    remat_adamw_span sp[4] = { { mv0, 17, 1 }, { mv0 + 17, 8192 * 3 + 5, 0 }, { mv0 + 17 + 8192 * 3 + 5, 1, 1 },
+                               { mv0 + 17 + 8192 * 3 + 6, n - (mv0 + 17 + 8192 * 3 + 6), 1 } };
+    const float lr = 3e-3f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f, gs = 0.7f;
+    const uint64_t t = 5;
+    remat_adamw_update_spans(p, g, m, v, p16, mv0, sp, 4, lr, b1, b2, eps, wd, gs, t);
+    float step = (float)((double)lr / (1.0 - pow(b1, (double)t))), bc2 = (float)sqrt(1.0 - pow(b2, (double)t));
+    float keep1 = (float)(1.0 - (double)lr * (double)wd), c1 = 1.0f - b1, c2 = 1.0f - b2;
+    size_t bad = 0, bad16 = 0;
+    for (int k = 0; k < 4; k++)
+        for (size_t i = sp[k].at; i < sp[k].at + sp[k].n; i++) {
+            float gi = g[i] * gs, pi = pr[i] * (sp[k].decay ? keep1 : 1.0f);
+            float mi = b1 * mr[i - mv0] + c1 * gi, vi = b2 * vr[i - mv0] + c2 * gi * gi;
+            pi = pi - step * (mi / (sqrtf(vi) / bc2 + eps));
+            bad += memcmp(&pi, &p[i], 4) || memcmp(&mi, &m[i - mv0], 4) || memcmp(&vi, &v[i - mv0], 4);
+            bad16 += p16[i] != remat_bf16_round(pi);
+        }
+    for (size_t i = 0; i < mv0; i++) bad += p[i] != pr[i] || p16[i] != 0;   /* outside every span: untouched */
+    CHECK(!bad && !bad16, "adamw spans: %zu parameters or moments and %zu bf16 copies differ from the scalar "
+          "operations", bad, bad16);
+    free(p); free(g); free(m); free(v); free(pr); free(mr); free(vr); free(p16);
+}
+
 /* ---------------------------------------------------------------- sumsq */
 
 static void test_sumsq(void)
@@ -1415,6 +1451,7 @@ int main(void)
     test_dropout_mask();
     test_crossentropy();
     test_adamw();
+    test_adamw_spans();
     test_sumsq();
     test_repeatable();
     test_thread_independence();

@@ -240,6 +240,13 @@ double remat_crossentropy_forward(float *losses /* N */, void *logits /* N,Vp dt
 void remat_adamw_update(float *p, const float *g, float *m, float *v, remat_bf16 *p16 /* n or NULL */, size_t n,
                   float lr, float b1, float b2, float eps, float wd, int decay,
                   float grad_scale, uint64_t t);
+/* The same over several spans of flat vectors at once (one parallel
+ * region for all of them: a model's tensors, each with its decay flag):
+ * span k updates p, g, p16 at [at, at + n) and m, v at [at - mv0, ...). */
+typedef struct remat_adamw_span { size_t at, n; int decay; } remat_adamw_span;
+void remat_adamw_update_spans(float *p, const float *g, float *m, float *v, remat_bf16 *p16 /* or NULL */,
+                              size_t mv0, const remat_adamw_span *spans, int nspans, float lr, float b1, float b2,
+                              float eps, float wd, float grad_scale, uint64_t t);
 /* sum of g^2 in double, fixed order independent of the thread count */
 double remat_sumsq(const float *g, size_t n);
 /* sumsq in pieces, for a norm whose vector is split over ranks:

@@ -499,14 +499,16 @@ void remat_op_adamw_range(const remat_op_ctx *c, float *adam_m, float *adam_v, c
                           size_t lo, size_t hi, float scale)
 {
     const remat_param_table *pt = remat_params_of(c->cfg);
+    remat_adamw_span spans[RP_MAX];
+    int ns = 0;
     for (int i = 0; i < c->ly.count; i++) {
         size_t a = c->ly.off[i] > lo ? c->ly.off[i] : lo, b = c->ly.off[i] + c->ly.numel[i];
         if (b > hi) b = hi;
-        if (a < b)   /* and the bf16 copy, in the same pass */
-            remat_adamw_update(c->params + a, c->grads + a, adam_m + (a - lo), adam_v + (a - lo),
-                               c->params16 ? c->params16 + a : NULL, b - a, o->lr, o->beta1, o->beta2, o->eps,
-                               o->weight_decay, pt->defs[i].decay, scale, t);
+        if (a < b) spans[ns++] = (remat_adamw_span){ a, b - a, pt->defs[i].decay };
     }
+    /* every tensor in one pass, and the bf16 copy in the same one */
+    remat_adamw_update_spans(c->params, c->grads, adam_m, adam_v, c->params16, lo, spans, ns, o->lr, o->beta1,
+                             o->beta2, o->eps, o->weight_decay, scale, t);
 }
 
 remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
