@@ -133,9 +133,35 @@ static void p_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc
     remat_attn_prob_tile(s, hd->L + i0, NULL, hd, i0, nr, j0, nc);
 }
 
+/* sum_c p[c] x[c] m_c over c < n of a tile row (m_c the dropout mask of
+ * column j0 + c of row i; 1 without dropout, and x * 1 is x), in D_LANES
+ * lanes: element c to lane c mod D_LANES, each lane summed in order, the
+ * lanes added in lane order, so the order is fixed by n alone.  (It used to
+ * be one sequential sum, a latency-bound chain of one add per score.) */
+#define D_LANES 16
+static float row_pdp(const float *p, const float *x, int n, const attn_head *hd, const remat_dropout *drop, int i, int j0)
+{
+    float l[D_LANES] = { 0 };
+    int c = 0;
+    if (drop->p <= 0.0f) {
+        for (; c + D_LANES <= n; c += D_LANES) {
+            #pragma omp simd
+            for (int k = 0; k < D_LANES; k++) l[k] += p[c + k] * x[c + k];
+        }
+        for (; c < n; c++) l[c % D_LANES] += p[c] * x[c];
+    } else {
+        for (; c < n; c++)
+            l[c % D_LANES] += p[c] * (x[c] * remat_dropout_mult(drop, att_index(hd->b, hd->h, i, j0 + c, hd->NH, hd->T)));
+    }
+    float s = 0.0f;
+    for (int k = 0; k < D_LANES; k++) s += l[k];
+    return s;
+}
+
 void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop)
 {
     int T = hd->T, hs = hd->hs, dt = hd->dt, ldq = hd->ldq, ldk = hd->ldk, ldo = hd->ldo, ldg = hd->ldg;
+    int nodrop = drop->p <= 0.0f;
     float s[ATT_BR * ATT_BC], dp[ATT_BR * ATT_BC], D[ATT_BR];
     remat_bf16 sb[dt == REMAT_DTYPE_BF16 ? ATT_BR * ATT_BC : 1], dpb[dt == REMAT_DTYPE_BF16 ? ATT_BR * ATT_BC : 1];
     for (int t = 0; t < T; t++) memset(hd->dQ + (size_t)t * ldg, 0, (size_t)hs * sizeof(float));
@@ -152,14 +178,23 @@ void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop)
                           REMAT_DTYPE_FP32, ATT_BC, dt);                                    /* dPd */
                 for (int r = 0; r < nr; r++) {
                     int i = i0 + r, n = causal_cols(i, j0, nc);
-                    float *p = s + r * ATT_BC, *x = dp + r * ATT_BC, acc = 0.0f;
-                    for (int c = 0; c < n; c++) {
-                        float m = remat_dropout_mult(drop, att_index(hd->b, hd->h, i, j0 + c, hd->NH, T));
-                        if (pass == 1) acc += p[c] * (x[c] * m);                              /* P dP */
-                        else { float ds = p[c] * (x[c] * m - D[r]) * hd->scale; p[c] *= m; x[c] = ds; }
+                    float *p = s + r * ATT_BC, *x = dp + r * ATT_BC, Dr = D[r], sc = hd->scale;
+                    if (pass == 1) {                                                        /* D += P m dPd */
+                        D[r] += row_pdp(p, x, n, hd, drop, i, j0);
+                        continue;
                     }
-                    if (pass == 1) D[r] += acc;
-                    else memset(x + n, 0, (size_t)(nc - n) * sizeof(float));
+                    if (nodrop) {   /* m = 1: x * 1 and p * 1 are x and p, the bits of the loop below */
+                        #pragma omp simd
+                        for (int c = 0; c < n; c++) x[c] = p[c] * (x[c] - Dr) * sc;
+                    } else {
+                        for (int c = 0; c < n; c++) {
+                            float m = remat_dropout_mult(drop, att_index(hd->b, hd->h, i, j0 + c, hd->NH, T));
+                            float ds = p[c] * (x[c] * m - Dr) * sc;
+                            p[c] *= m;
+                            x[c] = ds;
+                        }
+                    }
+                    memset(x + n, 0, (size_t)(nc - n) * sizeof(float));
                 }
                 if (pass == 1) continue;
                 /* s holds P m, dp holds dS (both 0 above the diagonal) */
