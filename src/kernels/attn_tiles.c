@@ -209,17 +209,20 @@ void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop)
     }
 }
 
-/* dqkv (bf16) = acc rounded, on the columns the gradient has: dq, dk, dv
- * of each row (elementwise, so any split gives the same bits) */
-static void round_grad(remat_bf16 *dqkv, const float *acc, const remat_attn_layout *L)
+/* dqkv (bf16) = acc rounded for one (b, kv head) task's columns, once its
+ * query heads are done: the dq of each of them, the kv head's dk and dv,
+ * over the T rows of batch row b (elementwise, so the bits of any split;
+ * in the task itself, while its accumulators are in cache, rather than in
+ * a parallel region of its own after all of them) */
+static void round_task(remat_bf16 *dqkv, const float *acc, const remat_attn_layout *L, int b, int kvh)
 {
-    size_t rows = (size_t)L->B * L->T, nq = (size_t)L->NH * L->hs, nkv = (size_t)L->KV * L->hs;
-    #pragma omp parallel for schedule(static) if (REMAT_PAR(rows * (nq + 2 * nkv)))
-    for (size_t r = 0; r < rows; r++) {
-        size_t o = r * L->ldg;
-        remat_bf16_from_f32(dqkv + o + L->gq, acc + o + L->gq, nq);
-        remat_bf16_from_f32(dqkv + o + L->gk, acc + o + L->gk, nkv);
-        remat_bf16_from_f32(dqkv + o + L->gv, acc + o + L->gv, nkv);
+    int hs = L->hs, grp = L->NH / L->KV;
+    for (int t = 0; t < L->T; t++) {
+        size_t o = ((size_t)b * L->T + t) * L->ldg;
+        size_t q = o + L->gq + (size_t)kvh * grp * hs, k = o + L->gk + (size_t)kvh * hs, v = o + L->gv + (size_t)kvh * hs;
+        remat_bf16_from_f32(dqkv + q, acc + q, (size_t)grp * hs);
+        remat_bf16_from_f32(dqkv + k, acc + k, (size_t)hs);
+        remat_bf16_from_f32(dqkv + v, acc + v, (size_t)hs);
     }
 }
 
@@ -230,7 +233,7 @@ void remat_attn_backward_heads(void *dqkv, const void *dout, const void *att, co
     float *g = dt == REMAT_DTYPE_BF16 ? acc : dqkv;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
-        for (int kvh = 0; kvh < KV; kvh++)
+        for (int kvh = 0; kvh < KV; kvh++) {
             for (int h = kvh * grp; h < (kvh + 1) * grp; h++) {
                 attn_head hd = remat_attn_head_at(L, dout, g, b, h);
                 if (h == kvh * grp)   /* the group's first head: its kv head's dk, dv start at 0 */
@@ -242,5 +245,6 @@ void remat_attn_backward_heads(void *dqkv, const void *dout, const void *att, co
                 else hd.L = lse + ((size_t)b * NH + h) * T;
                 remat_attn_head_backward(&hd, drop);
             }
-    if (dt == REMAT_DTYPE_BF16) round_grad((remat_bf16 *)dqkv, acc, L);
+            if (dt == REMAT_DTYPE_BF16) round_task((remat_bf16 *)dqkv, acc, L, b, kvh);
+        }
 }
