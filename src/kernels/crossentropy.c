@@ -31,6 +31,13 @@
  *      At the target, p - 1 is formed in double (it would cancel in float).
  * x[target] is read before sweep 2 overwrites it. */
 #ifdef REMAT_HAVE_AVX2
+/* 8 floats into the two 4-wide double accumulators of the row sums */
+static inline void add8(__m256d *s0, __m256d *s1, __m256 e)
+{
+    *s0 = _mm256_add_pd(*s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    *s1 = _mm256_add_pd(*s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+}
+
 static double ce_row(float *x, int tgt, int V, int Vp, float scale, float *loss)
 {
     /* 1. max: four accumulators; vmaxps(acc, x) keeps a NaN in x as acc */
@@ -64,18 +71,14 @@ static double ce_row(float *x, int tgt, int V, int Vp, float scale, float *loss)
     for (; v + 16 <= V; v += 16) {
         __m512 e = remat_exp16(_mm512_sub_ps(_mm512_loadu_ps(x + v), _mm512_set1_ps(maxv)));
         if (store) _mm512_storeu_ps(x + v, e);
-        __m256 lo = _mm512_castps512_ps256(e), hi = _mm512_extractf32x8_ps(e, 1);
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(lo)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(lo, 1)));
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(hi)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(hi, 1)));
+        add8(&s0, &s1, _mm512_castps512_ps256(e));
+        add8(&s0, &s1, _mm512_extractf32x8_ps(e, 1));
     }
 #endif
     for (; v + 8 <= V; v += 8) {
         __m256 e = remat_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + v), mx));
         if (store) _mm256_storeu_ps(x + v, e);
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        add8(&s0, &s1, e);
     }
     if (v < V) {
         __m256i msk = remat_mask8(V - v);
@@ -83,8 +86,7 @@ static double ce_row(float *x, int tgt, int V, int Vp, float scale, float *loss)
         __m256 e = _mm256_and_ps(remat_exp8(_mm256_sub_ps(_mm256_maskload_ps(x + v, msk), mx)),
                                  _mm256_castsi256_ps(msk));
         if (store) _mm256_maskstore_ps(x + v, msk, e);
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        add8(&s0, &s1, e);
     }
     double dl[8];
     _mm256_storeu_pd(dl, s0);
@@ -169,17 +171,13 @@ static double ce_row16(remat_bf16 *x, int tgt, int V, int Vp, float scale, float
 #ifdef REMAT_HAVE_AVX512
     for (; v + 16 <= V; v += 16) {   /* as ce_row: two 8-lane halves, in order */
         __m512 e = remat_exp16(_mm512_sub_ps(remat_bf16_load16(x + v), _mm512_set1_ps(maxv)));
-        __m256 lo = _mm512_castps512_ps256(e), hi = _mm512_extractf32x8_ps(e, 1);
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(lo)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(lo, 1)));
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(hi)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(hi, 1)));
+        add8(&s0, &s1, _mm512_castps512_ps256(e));
+        add8(&s0, &s1, _mm512_extractf32x8_ps(e, 1));
     }
 #endif
     for (; v + 8 <= V; v += 8) {
         __m256 e = remat_exp8(_mm256_sub_ps(remat_bf16_load8(x + v), mx));
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        add8(&s0, &s1, e);
     }
     _mm256_storeu_pd(dl, s0);
     _mm256_storeu_pd(dl + 4, s1);
