@@ -1,7 +1,9 @@
 /*
  * bench_attention.c -- the attention core alone: forward (scores + values,
  * or flash stats + values) and backward of the naive and the flash kernel,
- * interleaved (naive, flash, naive, flash, ...), medians over rounds.
+ * interleaved (naive, flash, naive, flash, ...), medians over rounds.  The
+ * forward's first op (the naive scores, or the flash statistics) is also
+ * timed alone: it is what `selective` recomputes.
  *
  *   build/bench/bench_attention [--shape B,T,C,NH] [--rounds N] [--dropout P] [--kernel naive|flash|both]
  *                               [--gemm onednn,cblas] [--dtype fp32,bf16]
@@ -77,7 +79,7 @@ int main(int argc, char **argv)
     remat_bf16 *qkv16 = malloc(nq * 2), *g16 = malloc(no * 2);
     float *acc = malloc(nq * 4);
     float *lse = malloc((size_t)B * NH * T * 4), *att = use[0] ? malloc((size_t)B * NH * T * T * 4) : NULL;
-    double *t = malloc(sizeof(double) * 2 * rounds * nv);
+    double *t = malloc(sizeof(double) * 3 * rounds * nv);
     if (!qkv || !dq || !out || !g || !qkv16 || !g16 || !acc || !lse || (use[0] && !att) || !t) {
         fprintf(stderr, "bench_attention: out of memory\n");
         return 1;
@@ -97,29 +99,29 @@ int main(int argc, char **argv)
             remat_gemm_set(w->engine);
             remat_attn_layout al = remat_attn_layout_mha(q, B, T, C, NH, dt);
             double t0 = bench_now_ms();
-            if (w->kernel == 0) {
-                remat_attention_scores_forward(att, &al);
-                remat_attention_values_forward(out, att, &al, &d, a);
-            } else {
-                remat_flash_attention_stats(lse, &al);
-                remat_flash_attention_values(out, lse, &al, &d, a);
-            }
+            if (w->kernel == 0) remat_attention_scores_forward(att, &al);
+            else remat_flash_attention_stats(lse, &al);
+            double ts = bench_now_ms();
+            if (w->kernel == 0) remat_attention_values_forward(out, att, &al, &d, a);
+            else remat_flash_attention_values(out, lse, &al, &d, a);
             double t1 = bench_now_ms();
             if (w->kernel == 0) remat_attention_backward(dq, go, att, &al, &d, a);
             else remat_flash_attention_backward(dq, go, lse, &al, &d, a);
             double t2 = bench_now_ms();
             if (r < 0) continue;
-            t[(2 * i) * rounds + r] = t1 - t0;
-            t[(2 * i + 1) * rounds + r] = t2 - t1;
+            t[(3 * i) * rounds + r] = t1 - t0;
+            t[(3 * i + 1) * rounds + r] = t2 - t1;
+            t[(3 * i + 2) * rounds + r] = ts - t0;
             if (r == 0)
                 for (size_t j = 0; j < nq; j++)
                     w->sum += bf ? remat_bf16_to_float(((const remat_bf16 *)dq)[j]) : dq[j];
         }
     printf("attention B%d T%d C%d NH%d dropout %.2f, %d rounds (medians, interleaved)\n", B, T, C, NH, (double)p, rounds);
     for (int i = 0; i < nv; i++)
-        printf("%-6s %-7s %-5s forward %9.2f ms  backward %9.2f ms  (dqkv checksum %.6g)\n", v[i].kernel ? "flash" : "naive",
-               remat_gemm_name(v[i].engine), bench_dtype_name(v[i].dtype),
-               remat_median(t + 2 * i * rounds, (size_t)rounds), remat_median(t + (2 * i + 1) * rounds, (size_t)rounds),
+        printf("%-6s %-7s %-5s forward %9.2f ms (%s %8.2f)  backward %9.2f ms  (dqkv checksum %.6g)\n",
+               v[i].kernel ? "flash" : "naive", remat_gemm_name(v[i].engine), bench_dtype_name(v[i].dtype),
+               remat_median(t + 3 * i * rounds, (size_t)rounds), v[i].kernel ? "stats " : "scores",
+               remat_median(t + (3 * i + 2) * rounds, (size_t)rounds), remat_median(t + (3 * i + 1) * rounds, (size_t)rounds),
                v[i].sum);
     free(qkv); free(dq); free(out); free(g); free(qkv16); free(g16); free(acc); free(lse); free(att); free(t);
     return 0;

@@ -6,6 +6,9 @@
  *     tile, H = 1 and H > 1; bitwise reproducible across runs and threads;
  *   - the same for grouped-query attention (KV 1, 2, NH), its bf16 kernels
  *     against the fp32 ones, and GQA against MHA on repeated K/V;
+ *   - the naive kernel's one-pass bf16 scores against the probabilities in
+ *     double, over three key tiles, with scores that jump by more than its
+ *     reference slack from one tile to the next;
  *   - the chunked LM head against the full head, chunk sizes that do not
  *     divide B*T included;
  *   - with both on: every policy bitwise equal to none, predicted peak =
@@ -225,6 +228,77 @@ static void gqa_case(int B, int T, int NH, int KV, int hs, float p)
     free(qk); free(qkv); free(dout); free(att); free(lse); free(o1); free(o2); free(g1); free(g2); free(g3); free(g4);
 }
 
+/* The bf16 probabilities of the naive kernel (one pass per row block,
+ * online statistics, attention.c) against softmax in double on the same
+ * bf16 q and k, T = 700 (its key tiles of 256: 0-255, 256-511, 512-699).
+ * jump > 0 raises every score against keys 256.. by about jump and against
+ * keys 512.. by about 2 jump, so that the rows' reference moves twice
+ * (past the kernel's slack of 64).  P is rounded to bf16 once in the last
+ * tile, twice left of it and once more per move of the reference, each
+ * within 2^-8 relative: tol 4 * 2^-8 (observed 7.2e-3 = 1.8 * 2^-8 without
+ * the jump, 1.6 * 2^-8 with it); rows sum to 1 within the same; exact
+ * zeros right of the diagonal; the same bits on a second call and on 1
+ * thread. */
+static void bf16_scores_case(float jump)
+{
+    enum { B = 1, T = 700, NH = 2, hs = 8, C = NH * hs };
+    if (!remat_gemm_available(REMAT_GEMM_ONEDNN)) {
+        TEST_SKIP("bf16 scores: bf16 needs the oneDNN engine, not in this build (GEMM=cblas)");
+        return;
+    }
+    size_t nq = (size_t)B * T * 3 * C, na = (size_t)B * NH * T * T;
+    remat_bf16 *q16 = malloc(nq * 2), *a1 = malloc(na * 2), *a2 = malloc(na * 2);
+    uint32_t seed = 99 + (uint32_t)jump;
+    /* the bump b on every k channel: q . (k + b) = q . k + b sum(q); q's channels are 1 + noise */
+    float bump = jump / ((float)hs / sqrtf((float)hs));
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < 3 * C; c++) {
+            float v = frand(&seed);
+            if (c < C) v = 1.0f + 0.25f * v;                             /* q */
+            else if (c < 2 * C) v += t >= 512 ? 2 * bump : t >= 256 ? bump : 0.0f;   /* k */
+            q16[(size_t)t * 3 * C + c] = remat_bf16_round(v);
+        }
+    remat_attn_layout al = remat_attn_layout_mha(q16, B, T, C, NH, REMAT_DTYPE_BF16);
+    remat_attention_scores_forward(a1, &al);
+    remat_attention_scores_forward(a2, &al);
+    CHECK(!memcmp(a1, a2, na * 2), "bf16 scores (jump %g): a second call differs", (double)jump);
+    int th = omp_get_max_threads();
+    omp_set_num_threads(1);
+    remat_attention_scores_forward(a2, &al);
+    omp_set_num_threads(th);
+    CHECK(!memcmp(a1, a2, na * 2), "bf16 scores (jump %g): 1 and %d threads differ", (double)jump, th);
+    double worst = 0, worst_sum = 0;
+    int nonzero = 0;
+    for (int h = 0; h < NH; h++)
+        for (int i = 0; i < T; i++) {
+            double s[T], mx = -INFINITY, sum = 0, got = 0;
+            for (int j = 0; j <= i; j++) {
+                double d = 0;
+                for (int c = 0; c < hs; c++)
+                    d += (double)remat_bf16_to_float(q16[(size_t)i * 3 * C + h * hs + c]) *
+                         remat_bf16_to_float(q16[(size_t)j * 3 * C + C + h * hs + c]);
+                s[j] = d / sqrt((double)hs);
+                mx = fmax(mx, s[j]);
+            }
+            for (int j = 0; j <= i; j++) sum += exp(s[j] - mx);
+            const remat_bf16 *row = a1 + ((size_t)h * T + i) * T;
+            for (int j = 0; j < T; j++) {
+                double p = remat_bf16_to_float(row[j]);
+                if (j > i) { nonzero += row[j] != 0; continue; }
+                double ref = exp(s[j] - mx) / sum;
+                worst = fmax(worst, fabs(p - ref) / (ref + 1e-30));
+                got += p;
+            }
+            worst_sum = fmax(worst_sum, fabs(got - 1.0));
+        }
+    printf("  bf16 scores T%d jump %g: max relative error %.3g, row sums within %.3g of 1\n", T, (double)jump, worst,
+           worst_sum);
+    CHECK(worst <= 4 * 0x1p-8, "bf16 scores (jump %g): relative error %.3g > 4 * 2^-8", (double)jump, worst);
+    CHECK(worst_sum <= 4 * 0x1p-8, "bf16 scores (jump %g): a row sums to 1 +- %.3g", (double)jump, worst_sum);
+    CHECK(!nonzero, "bf16 scores (jump %g): %d non-zero elements right of the diagonal", (double)jump, nonzero);
+    free(q16); free(a1); free(a2);
+}
+
 /* GQA is MHA with each kv head's K and V repeated for its NH/KV query
  * heads.  The same q and the repeated k, v in a GPT-2 qkv buffer: att (or
  * lse), out and dq come out bit for bit the same (each query head runs the
@@ -395,6 +469,8 @@ int main(void)
         gqa_case(1, Tg[k], 3, 3, 8, 0.2f);
     }
     gqa_vs_repeated();
+    bf16_scores_case(0.0f);
+    bf16_scores_case(70.0f);
     model_cases();
     return TEST_REPORT();
 }

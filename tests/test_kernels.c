@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/vmath.h"
 #include "core/rng.h"
 #include "harness.h"
 
@@ -106,6 +107,48 @@ static void fd_check(const char *what, double *x, size_t n, const float *g,
     fd_grad(fd, x, n, f, ctx);
     fd_compare(what, fd, g, n, tol);
     free(fd);
+}
+
+/* ------------------------------------------------------------ bf16, exp */
+
+/* The vector paths of bf16.h and vmath.h against their scalar twins, bit
+ * for bit: every float with any of 2^16 upper halves and one of 8 lower
+ * halves (0, 1, the ties 0x7fff/0x8000/0x8001, 0xffff and two others) --
+ * all exponents, both signs, denormals (where VCVTNEPS2BF16 would flush),
+ * infinities, quiet and signalling NaNs, values that round up to the next
+ * binade or to infinity -- through remat_bf16_from_f32 (16, 8 and 1 lanes:
+ * the buffer's length leaves a tail of each) and, for exp, remat_row_expsum
+ * (whose outputs are exactly remat_expf's). */
+static void test_vector_twins(void)
+{
+    printf("bf16 rounding and exp: vector paths against the scalar ones\n");
+    static const uint32_t lows[8] = { 0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xffff, 0x1234, 0xc000 };
+    size_t n = (size_t)8 << 16;
+    float *x = xcalloc(n + 7, sizeof(float)), *y = xcalloc(n + 7, sizeof(float));
+    remat_bf16 *h = xcalloc(n + 7, sizeof(remat_bf16));
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)(i >> 3) << 16 | lows[i & 7];
+        memcpy(&x[i], &u, 4);
+    }
+    size_t len = n + 7 - 8;   /* n - 1: ends in a tail of 15 lanes */
+    remat_bf16_from_f32(h, x, len);
+    size_t bad = 0, badx = 0;
+    for (size_t i = 0; i < len; i++) bad += h[i] != remat_bf16_round(x[i]);
+    CHECK(!bad, "remat_bf16_from_f32: %zu of %zu elements differ from remat_bf16_round", bad, len);
+    float scale = 0.75f;
+    remat_bf16_from_f32_scaled(h, x, len, scale);
+    for (size_t i = 0; i < len; i++) bad += h[i] != remat_bf16_round(x[i] * scale);
+    CHECK(!bad, "remat_bf16_from_f32_scaled: %zu elements differ from the scalar rounding", bad);
+    /* exp on every 64th of them, in rows of 1001 (tails of 8 lanes and of 1) */
+    for (size_t i = 0; i < n / 64; i++) x[i] = x[i * 64];
+    for (size_t r = 0; r + 1001 <= n / 64; r += 1001) remat_row_expsum(y + r, x + r, 1001, 0.0f);
+    for (size_t i = 0; i < n / 64 / 1001 * 1001; i++) {
+        float e = remat_expf(x[i]);
+        badx += memcmp(&e, &y[i], 4) != 0;
+    }
+    printf("  %zu roundings, %zu exponentials compared\n", 2 * len, n / 64 / 1001 * 1001);
+    CHECK(!badx, "remat_row_expsum: %zu exponentials differ from remat_expf", badx);
+    free(x); free(y); free(h);
 }
 
 /* ------------------------------------------------------------------ encoder */
@@ -575,7 +618,7 @@ static void test_linear(void)
         float dx[N * IC], dw[OC * IC] = { 0 }, db[OC] = { 0 };
         for (int i = 0; i < N * IC; i++) dx[i] = NAN;     /* dinp is assigned */
         if (with_bias) {
-            remat_linear_backward(dx, dw, db, R, x, w, N, IC, OC, REMAT_DTYPE_FP32);
+            remat_linear_backward(dx, dw, db, R, x, w, N, IC, OC, REMAT_DTYPE_FP32, 1);
             fd_check("linear_backward dinp", cx.x, N * IC, dx, lin_loss, &cx, 1e-5);
             fd_check("linear_backward dw", cx.w, OC * IC, dw, lin_loss, &cx, 1e-5);
             fd_check("linear_backward db", cx.b, OC, db, lin_loss, &cx, 1e-5);
@@ -583,14 +626,14 @@ static void test_linear(void)
             float dw2[OC * IC], db2[OC];
             memcpy(dw2, dw, sizeof dw);
             memcpy(db2, db, sizeof db);
-            remat_linear_backward(dx, dw2, db2, R, x, w, N, IC, OC, REMAT_DTYPE_FP32);
+            remat_linear_backward(dx, dw2, db2, R, x, w, N, IC, OC, REMAT_DTYPE_FP32, 1);
             double acc = 0.0;
             for (int i = 0; i < OC * IC; i++) acc = fmax(acc, fabs(dw2[i] - 2.0 * dw[i]));
             for (int i = 0; i < OC; i++) acc = fmax(acc, fabs(db2[i] - 2.0 * db[i]));
             CHECK(acc <= 1e-5, "linear_backward dw/db do not accumulate: err %.3g", acc);
         } else {
             /* dinp == NULL and db == NULL: only dw is touched */
-            remat_linear_backward(NULL, dw, NULL, R, x, w, N, IC, OC, REMAT_DTYPE_FP32);
+            remat_linear_backward(NULL, dw, NULL, R, x, w, N, IC, OC, REMAT_DTYPE_FP32, 1);
             fd_check("linear_backward dw (dinp=NULL, db=NULL)", cx.w, OC * IC, dw, lin_loss, &cx, 1e-5);
             int untouched = 1;
             for (int i = 0; i < N * IC; i++) untouched &= isnan(dx[i]);
@@ -1194,6 +1237,42 @@ static void test_adamw(void)
         }
 }
 
+/* AdamW over several spans at once (remat_adamw_update_spans: one
+ * parallel region, spans of ragged lengths starting anywhere, the bf16
+ * copy streamed where aligned) against the scalar operations of its
+ * contract, bit for bit: the vector lanes, the masked last vector and the
+ * streaming stores change no bits.  The moments start at an offset (a
+ * ZeRO-1 slice's). */
+static void test_adamw_spans(void)
+{
+    enum { n = 70001, mv0 = 1000 };
+    float *p = xcalloc(n, 4), *g = xcalloc(n, 4), *m = xcalloc(n - mv0, 4), *v = xcalloc(n - mv0, 4);
+    float *pr = xcalloc(n, 4), *mr = xcalloc(n - mv0, 4), *vr = xcalloc(n - mv0, 4);
+    remat_bf16 *p16 = xcalloc(n, 2);
+    fill(p, n, 91, -1, 1); fill(g, n, 92, -1, 1); fill(m, n - mv0, 93, -0.1f, 0.1f); fill(v, n - mv0, 94, 0, 0.01f);
+    memcpy(pr, p, n * 4); memcpy(mr, m, (n - mv0) * 4); memcpy(vr, v, (n - mv0) * 4);
+    remat_adamw_span sp[4] = { { mv0, 17, 1 }, { mv0 + 17, 8192 * 3 + 5, 0 }, { mv0 + 17 + 8192 * 3 + 5, 1, 1 },
+                               { mv0 + 17 + 8192 * 3 + 6, n - (mv0 + 17 + 8192 * 3 + 6), 1 } };
+    const float lr = 3e-3f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f, gs = 0.7f;
+    const uint64_t t = 5;
+    remat_adamw_update_spans(p, g, m, v, p16, mv0, sp, 4, lr, b1, b2, eps, wd, gs, t);
+    float step = (float)((double)lr / (1.0 - pow(b1, (double)t))), bc2 = (float)sqrt(1.0 - pow(b2, (double)t));
+    float keep1 = (float)(1.0 - (double)lr * (double)wd), c1 = 1.0f - b1, c2 = 1.0f - b2;
+    size_t bad = 0, bad16 = 0;
+    for (int k = 0; k < 4; k++)
+        for (size_t i = sp[k].at; i < sp[k].at + sp[k].n; i++) {
+            float gi = g[i] * gs, pi = pr[i] * (sp[k].decay ? keep1 : 1.0f);
+            float mi = b1 * mr[i - mv0] + c1 * gi, vi = b2 * vr[i - mv0] + c2 * gi * gi;
+            pi = pi - step * (mi / (sqrtf(vi) / bc2 + eps));
+            bad += memcmp(&pi, &p[i], 4) || memcmp(&mi, &m[i - mv0], 4) || memcmp(&vi, &v[i - mv0], 4);
+            bad16 += p16[i] != remat_bf16_round(pi);
+        }
+    for (size_t i = 0; i < mv0; i++) bad += p[i] != pr[i] || p16[i] != 0;   /* outside every span: untouched */
+    CHECK(!bad && !bad16, "adamw spans: %zu parameters or moments and %zu bf16 copies differ from the scalar "
+          "operations", bad, bad16);
+    free(p); free(g); free(m); free(v); free(pr); free(mr); free(vr); free(p16);
+}
+
 /* ---------------------------------------------------------------- sumsq */
 
 static void test_sumsq(void)
@@ -1270,7 +1349,7 @@ static void test_repeatable(void)
         ldw[r] = xcalloc(OC * C, sizeof(float));
         ldb[r] = xcalloc(OC, sizeof(float));
         remat_linear_forward(li[r], REMAT_DTYPE_FP32, x, w, b, N, C, OC, REMAT_DTYPE_FP32);
-        remat_linear_backward(ldx[r], ldw[r], ldb[r], li[r], x, w, N, C, OC, REMAT_DTYPE_FP32);
+        remat_linear_backward(ldx[r], ldw[r], ldb[r], li[r], x, w, N, C, OC, REMAT_DTYPE_FP32, 1);
         ce[r] = xcalloc(N * Vp, sizeof(float));
         cl[r] = xcalloc(N, sizeof(float));
         fill(ce[r], N * Vp, 106, -5, 5);
@@ -1359,6 +1438,7 @@ static void test_thread_independence(void)
 
 int main(void)
 {
+    test_vector_twins();
     test_encoder();
     test_layernorm();
     test_rmsnorm();
@@ -1371,6 +1451,7 @@ int main(void)
     test_dropout_mask();
     test_crossentropy();
     test_adamw();
+    test_adamw_spans();
     test_sumsq();
     test_repeatable();
     test_thread_independence();

@@ -6,6 +6,8 @@
  *   - --verify-recompute finds no mismatch;
  *   - sanity: full < every:2 < none; selective never holds att across the
  *     forward; revolve:S holds at most S checkpoints; sqrt grows like sqrt(L);
+ *   - a step's gradients do not depend on what the gradient buffer held
+ *     (each run writes them: no zeroing pass);
  *   - the validator rejects hand-made broken schedules;
  *   - bad policy strings are rejected.
  */
@@ -619,6 +621,70 @@ static void offload_validator(void)
     }
 }
 
+/* A step writes its gradients without a zeroing pass (ops.h: the first
+ * write of a slice assigns, slices no op writes are zeroed at the end of
+ * the run).  So a step on a gradient buffer full of NaN, or right after
+ * another step whose update was skipped, gives the gradients of a step on
+ * a zeroed one, bit for bit: GPT-2 with position rows the run never
+ * touches (max_seq > seq) and its head tied to wte, Llama untied (a
+ * scattered token embedding) and with flash attention and the chunked
+ * head (wte's gradient written in the forward), each in fp32 and bf16, and
+ * under gradient accumulation (micro-batches summed into buffers of their
+ * own). */
+static void stale_gradients(void)
+{
+    remat_config cs[4];
+    remat_config_default(&cs[0]);
+    cs[0].n_layer = 2; cs[0].n_embd = 24; cs[0].n_head = 3; cs[0].vocab = 50; cs[0].seq = 9; cs[0].max_seq = 12;
+    cs[0].batch = 4;
+    remat_config_default(&cs[1]);
+    cs[1].arch = REMAT_ARCH_LLAMA;
+    cs[1].n_layer = 2; cs[1].n_embd = 32; cs[1].n_head = 4; cs[1].n_kv_head = 2; cs[1].ffn_dim = 48; cs[1].vocab = 64;
+    cs[1].seq = 16; cs[1].max_seq = 16; cs[1].batch = 4;
+    cs[2] = cs[1];
+    cs[2].attention = REMAT_ATTENTION_FLASH; cs[2].lmhead_chunk = 9;
+    cs[3] = cs[0];
+    for (int k = 0; k < 8; k++) {
+        remat_config c = cs[k % 4];
+        c.dtype = k < 4 ? REMAT_DTYPE_FP32 : REMAT_DTYPE_BF16;
+        int accum = k % 4 == 3;
+        const char *what = k % 4 == 0 ? "gpt2 T9 of 12" : k % 4 == 1 ? "llama untied" : k % 4 == 2 ? "llama flash chunked"
+                                                                                         : "gpt2 4 micro-batches";
+        if (c.dtype == REMAT_DTYPE_BF16 && !remat_gemm_available(REMAT_GEMM_ONEDNN)) {
+            TEST_SKIP("stale gradients %s bf16: bf16 needs the oneDNN engine, not in this build (GEMM=cblas)", what);
+            continue;
+        }
+        int n = c.batch * c.seq, *in = malloc(sizeof(int) * n), *tg = malloc(sizeof(int) * n);
+        make_batch(&c, 0, in, tg);
+        uint64_t h[3] = { 0, 0, 0 };
+        remat_status st = REMAT_OK;
+        for (int v = 0; v < 2 && !st; v++) {
+            remat_model *m = NULL;
+            if ((st = remat_model_create(&c, 42, &m)) || (accum && (st = remat_model_set_parallel(m, NULL, 1, 0)))) {
+                remat_model_free(m);
+                break;
+            }
+            size_t np = remat_model_num_params(m);
+            float *g = (float *)remat_model_grads(m);   /* test only: what a previous run could have left */
+            if (v) for (size_t i = 0; i < np; i++) g[i] = NAN;
+            float loss;
+            for (int s2 = 0; s2 < (v ? 1 : 2) && !st; s2++) {
+                st = remat_model_step(m, in, tg, 0, &loss);
+                h[v ? 2 : s2] = remat_hash_bytes(remat_model_grads(m), np * sizeof(float));
+            }
+            remat_model_free(m);
+        }
+        CHECK(st == REMAT_OK, "stale gradients %s %s: a step failed (%s)", what, k < 4 ? "fp32" : "bf16",
+              remat_errmsg());
+        CHECK(h[1] == h[0], "stale gradients %s %s: a second step without an update changed the gradients", what,
+              k < 4 ? "fp32" : "bf16");
+        CHECK(h[2] == h[0], "stale gradients %s %s: a gradient buffer of NaN changed the step's gradients", what,
+              k < 4 ? "fp32" : "bf16");
+        free(in);
+        free(tg);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--shrink")) return shrink_child(atoi(argv[2]), argv[3]);
@@ -649,6 +715,7 @@ int main(int argc, char **argv)
     c.rope_scaling.original_max_position = 32;
     check_config("llama flash chunk:9 T70 llama3 rope", c);
     extents("/proc/self/exe");
+    stale_gradients();
     sanity();
     validator();
     forward_only();

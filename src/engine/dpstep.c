@@ -120,8 +120,7 @@ static remat_status tree(remat_model *m, int lo, int n, int *out, double *losses
     remat_status st;
     if (n == 1) {
         int k = d->free_idx[--d->nfree];   /* there is one: the pool has remat_dp_tree_live buffers */
-        memset(d->pool[k], 0, m->nparams * sizeof(float));
-        *out = k;
+        *out = k;   /* the run writes all of it (no zeroing: ops.h's remat_op_grads_begin) */
         return remat_model_run_rows(m, 1, (uint64_t)lo * (uint64_t)d->l.b, d->pool[k], &losses[lo - first]);
     }
     int h = remat_dp_split(n), a, b;

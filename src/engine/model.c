@@ -120,8 +120,9 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     m->buf = remat_calloc((size_t)m->nslots, sizeof *m->buf);
     m->bufbytes = remat_calloc((size_t)m->nslots, sizeof *m->bufbytes);
     m->hash = remat_calloc((size_t)m->nslots, sizeof *m->hash);
+    m->fresh = remat_calloc(remat_op_fresh_bytes(cfg), 1);
     if (!m->params || !m->grads || !m->adam_m || !m->adam_v || !m->inputs || !m->targets || !m->losses ||
-        !m->buf || !m->bufbytes || !m->hash || (cfg->dtype == REMAT_DTYPE_BF16 && !m->params16) ||
+        !m->buf || !m->bufbytes || !m->hash || !m->fresh || (cfg->dtype == REMAT_DTYPE_BF16 && !m->params16) ||
         (m->rope_n && !m->rope)) {
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory allocating %zu parameters (%.1f MiB each for params, "
                         "grads, and two AdamW moments)", total, bytes / 1048576.0);
@@ -168,6 +169,7 @@ void remat_model_free(remat_model *m)
     free(m->buf);
     free(m->bufbytes);
     free(m->hash);
+    free(m->fresh);
     remat_schedule_free(m->sched);
     for (int i = 0; i < FWD_COUNT; i++) remat_schedule_free(m->fwd[i]);
     free(m);
@@ -417,6 +419,10 @@ static remat_status run_schedule(remat_model *m, const remat_schedule *s, run *r
     r->m = m;
     r->s = s;
     remat_op_ctx_init(&r->ctx, &s->cfg, m->params, r->grads ? r->grads : m->grads);
+    if (training) {   /* the run's gradients are written, not added to zeros (ops.h) */
+        r->ctx.fresh = m->fresh;
+        remat_op_grads_begin(&r->ctx);
+    }
     r->ctx.params16 = m->params16;
     r->ctx.rope = m->rope;
     if (m->params16 && m->params16_stale) {
@@ -440,6 +446,7 @@ static remat_status run_schedule(remat_model *m, const remat_schedule *s, run *r
                            .temp_alloc = hk_temp_alloc, .temp_release = hk_temp_release,
                            .exec = hk_exec, .end = hk_end };
     remat_status st = remat_walk(s, 0, tr ? remat_trace_wrap(tr, &h, &m->mem, r->act0) : &h, NULL);
+    if (training) remat_op_grads_end(&r->ctx);
     free_acts(m);
     return st;
 }
@@ -454,15 +461,15 @@ static remat_status check_tokens(const remat_model *m, const int *tok, size_t n,
 }
 
 /* One training pass of the schedule over m->inputs / m->targets, traced
- * when the model has a trace (zero: gradients zeroed first, inside the
- * traced step); its measured peaks and FLOPs are added to the step's,
- * which the caller resets when a step begins. */
-static remat_status training_run(remat_model *m, run *r, float *zero)
+ * when the model has a trace; it writes the run's parameter gradients
+ * (over whatever r->grads or m->grads held: no zeroing pass, ops.h's
+ * remat_op_grads_begin); its measured peaks and FLOPs are added to the
+ * step's, which the caller resets when a step begins. */
+static remat_status training_run(remat_model *m, run *r)
 {
     remat_trace_run tr;
     remat_status st;
     if (m->trace && (st = remat_trace_step_begin(&tr, m->trace, m->trace_step, m->sched))) return st;
-    if (zero) memset(zero, 0, m->nparams * sizeof(float));
     st = run_schedule(m, m->sched, r, 1, 1, m->trace ? &tr : NULL);
     if (m->trace) remat_trace_step_end(&tr, st == REMAT_OK);
     uint64_t peak = m->mem.peak[REMAT_MEM_ACTS] - r->act0;
@@ -498,7 +505,7 @@ remat_status remat_model_step(remat_model *m, const int *inputs, const int *targ
     r.sample_row = -1;
     m->meas_peak = m->meas_total_peak = 0;
     m->step_flops = m->step_recompute_flops = 0;
-    if ((st = training_run(m, &r, m->grads))) return model_fail(m, st);
+    if ((st = training_run(m, &r))) return model_fail(m, st);
     if (do_update) m->t++;
     return REMAT_OK;
 }
@@ -596,7 +603,7 @@ remat_status remat_model_run_rows(remat_model *m, int training, uint64_t row0, f
     }
     r.accumulate = 1;
     r.grads = grads;
-    st = training_run(m, &r, NULL);
+    st = training_run(m, &r);
     *loss_sum = r.ctx.loss_sum;
     return st;
 }

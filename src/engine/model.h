@@ -61,6 +61,7 @@ struct remat_model {
     void *temp;                 /* the running op's scratch */
     uint64_t temp_bytes;
     uint64_t *hash;             /* --verify-recompute: first-computation hashes */
+    uint8_t *fresh;             /* a training run's unwritten gradient slices (ops.h) */
     remat_schedule *sched;      /* the training schedule */
     remat_schedule *fwd[FWD_COUNT];
     int verify;
@@ -77,8 +78,8 @@ struct remat_model {
 /* One run of a schedule on rows of the step's batch (engine/dpstep.c's
  * micro-batches): the training schedule (training 1) or the forward-only
  * evaluation one, on the mcfg.batch rows starting at global row row0 of
- * m->inputs / m->targets, parameter gradients into grads (training), d(logits)
- * scaled by 1 / (B T).  *loss_sum gets the rows' summed loss.  Traced when a
+ * m->inputs / m->targets, parameter gradients written into grads (training;
+ * what grads held is not read), d(logits) scaled by 1 / (B T).  *loss_sum gets the rows' summed loss.  Traced when a
  * trace is set.  Activation peaks are kept in m (the highest of the step). */
 remat_status remat_model_run_rows(remat_model *m, int training, uint64_t row0, float *grads, double *loss_sum);
 

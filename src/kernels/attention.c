@@ -32,9 +32,9 @@
  * from att.
  *
  * bf16: att holds the probabilities rounded to bf16.  The scores of a row
- * block then come tile by tile (the row's logsumexp first, by the online
- * softmax of attn_row_lse, then P = exp(s - lse) per tile): a row block's
- * fp32 scores never exist whole.  Values accumulate in a fp32 scratch
+ * block then come tile by tile, in one pass with online softmax statistics
+ * (scores_bf16): a row block's fp32 scores never exist whole, and each
+ * score tile is one GEMM, as in fp32.  Values accumulate in a fp32 scratch
  * (acc) when there is more than one product per row block (dropout), and
  * gradients always do (attn_tiles.h).
  */
@@ -63,29 +63,83 @@ static void scores_f32(float *A, const attn_head *hd, int T)
             float *a = a0 + (size_t)r * T;
             int n = i0 + r + 1;   /* j <= i */
             float sum = remat_row_expsum(a, a, n, remat_row_max(a, n));
-            float inv = 1.0f / sum;   /* sum >= 1: the max term is exp(0) */
-            for (int j = 0; j < n; j++) a[j] *= inv;
+            remat_row_scale(a, n, 1.0f / sum);   /* sum >= 1: the max term is exp(0) */
             memset(a + n, 0, (size_t)(T - n) * sizeof(float));
         }
     }
 }
 
-/* bf16: per row block the logsumexp, then each tile's P rounded into att */
+/* bf16: one pass per row block over its key tiles (SBC columns, twice the
+ * other kernels' tile: fewer GEMMs, and more rows whose tiles are one),
+ * each score tile one GEMM, with online softmax statistics per row
+ * (Milakov & Gimelshein 2018, as flash attention keeps them): a reference
+ * ref (the first tile's row max) and the running sum of exp(s - ref).  A
+ * tile's e = exp(s - ref) is rounded into att as soon as it is made, and
+ * when the row's sum is final the row is normalised in place,
+ * P = bf16(e) / sum, rounded again; the last tile (the diagonal's) is
+ * still fp32 then and is rounded once, P = e / sum.  So a row block's
+ * fp32 scores never exist whole, and no score is computed twice.  A row
+ * block whose causal columns fit one tile (T <= SBC: every one at 124M,
+ * S and Llama-S) is rounded once (relative error <= 2^-8, bf16's unit
+ * roundoff); to the left of the last tile P is rounded twice (<= 2^-7).
+ * ref stays put while the row's max is at most REF_SLACK above it (e <=
+ * e^64: the sum of 2^20 of them stays finite in fp32, and every e keeps
+ * fp32's relative precision); past that the stored part of the row and
+ * the sum are rescaled to the new max (rescale_row: one more rounding, for
+ * scores that jump by more than 64 from one tile to the next). */
+#define SBC (2 * ATT_BC)
+#define REF_SLACK 64.0f
+
+/* a[j] = bf16(e_j exp(d)) for j < n, d = ref - max < -REF_SLACK.  exp(d)
+ * underflows below d = -87.3 while e_j exp(d) need not (e_j <= e^64), so
+ * it is applied as exp(d/2) twice in fp32, then rounded once: exact to
+ * fp32 rounding for every e_j exp(d) above fp32's smallest normal.  Rare
+ * (a row's scores jumping by more than 64), so plain scalar code. */
+static void rescale_row(remat_bf16 *a, int n, float d)
+{
+    float h = remat_expf(0.5f * d);
+    for (int j = 0; j < n; j++) a[j] = remat_bf16_round(remat_bf16_to_float(a[j]) * h * h);
+}
 static void scores_bf16(remat_bf16 *A, const attn_head *hd, int T)
 {
-    float s[R * BC], l[R];
+    float s[R * SBC], ref[R], sum[R];
     for (int i0 = 0; i0 < T; i0 += R) {
-        int nr = T - i0 < R ? T - i0 : R;
-        remat_attn_row_lse(l, s, hd, i0, nr);
-        for (int j0 = 0; j0 < i0 + nr; j0 += BC) {
-            int nc = i0 + nr - j0 < BC ? i0 + nr - j0 : BC;
-            remat_attn_score_tile(s, hd, i0, nr, j0, nc);
-            remat_attn_prob_tile(s, l, NULL, hd, i0, nr, j0, nc);
-            for (int r = 0; r < nr; r++)
-                remat_bf16_from_f32(A + (size_t)(i0 + r) * T + j0, s + r * BC, (size_t)nc);
+        /* jl: the last tile; SBC is a multiple of R, so jl <= i0 and the tiles before it are all causal */
+        int nr = T - i0 < R ? T - i0 : R, ncol = i0 + nr, jl = (ncol - 1) / SBC * SBC;
+        remat_bf16 *a0 = A + (size_t)i0 * T;
+        for (int j0 = 0; j0 < ncol; j0 += SBC) {
+            int nc = ncol - j0 < SBC ? ncol - j0 : SBC;
+            remat_gemm_op g = { REMAT_DTYPE_BF16, REMAT_DTYPE_FP32, 0, 1, nr, nc, hd->hs, hd->scale, 0.0f,
+                                att_at(hd->Q, (size_t)i0 * hd->ldq, hd->dt), hd->ldq,
+                                att_at(hd->K, (size_t)j0 * hd->ldk, hd->dt), hd->ldk, s, SBC, NULL };
+            remat_gemm(&g);
+            for (int r = 0; r < nr; r++) {
+                float *x = s + r * SBC;
+                remat_bf16 *a = a0 + (size_t)r * T;
+                int n = causal_cols(i0 + r, j0, nc);   /* >= 1 in the first tile */
+                if (n) {
+                    float t = remat_row_max(x, n);
+                    if (!j0) { ref[r] = t; sum[r] = 0.0f; }
+                    else if (t > ref[r] + REF_SLACK) {
+                        float h = remat_expf(0.5f * (ref[r] - t));
+                        rescale_row(a, j0, ref[r] - t);
+                        sum[r] = sum[r] * h * h;
+                        ref[r] = t;
+                    }
+                    sum[r] += remat_row_expsum(x, x, n, ref[r]);
+                }
+                if (j0 < jl) remat_bf16_from_f32(a + j0, x, (size_t)nc);   /* n == nc: left of the diagonal */
+            }
         }
-        for (int r = 0; r < nr; r++)
-            memset(A + (size_t)(i0 + r) * T + i0 + nr, 0, (size_t)(T - i0 - nr) * sizeof(remat_bf16));
+        int nl = ncol - jl;
+        for (int r = 0; r < nr; r++) {
+            remat_bf16 *a = a0 + (size_t)r * T;
+            float inv = 1.0f / sum[r];   /* sum >= 1: the first tile's max term is exp(0) */
+            int n = causal_cols(i0 + r, jl, nl);
+            remat_bf16_scale(a, a, (size_t)jl, inv);
+            remat_bf16_from_f32_scaled(a + jl, s + r * SBC, (size_t)n, inv);
+            memset(a + jl + n, 0, (size_t)(T - jl - n) * sizeof(remat_bf16));
+        }
     }
 }
 

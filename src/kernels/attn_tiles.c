@@ -133,9 +133,35 @@ static void p_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc
     remat_attn_prob_tile(s, hd->L + i0, NULL, hd, i0, nr, j0, nc);
 }
 
+/* sum_c p[c] x[c] m_c over c < n of a tile row (m_c the dropout mask of
+ * column j0 + c of row i; 1 without dropout, and x * 1 is x), in D_LANES
+ * lanes: element c to lane c mod D_LANES, each lane summed in order, the
+ * lanes added in lane order, so the order is fixed by n alone.  (It used to
+ * be one sequential sum, a latency-bound chain of one add per score.) */
+#define D_LANES 16
+static float row_pdp(const float *p, const float *x, int n, const attn_head *hd, const remat_dropout *drop, int i, int j0)
+{
+    float l[D_LANES] = { 0 };
+    int c = 0;
+    if (drop->p <= 0.0f) {
+        for (; c + D_LANES <= n; c += D_LANES) {
+            #pragma omp simd
+            for (int k = 0; k < D_LANES; k++) l[k] += p[c + k] * x[c + k];
+        }
+        for (; c < n; c++) l[c % D_LANES] += p[c] * x[c];
+    } else {
+        for (; c < n; c++)
+            l[c % D_LANES] += p[c] * (x[c] * remat_dropout_mult(drop, att_index(hd->b, hd->h, i, j0 + c, hd->NH, hd->T)));
+    }
+    float s = 0.0f;
+    for (int k = 0; k < D_LANES; k++) s += l[k];
+    return s;
+}
+
 void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop)
 {
     int T = hd->T, hs = hd->hs, dt = hd->dt, ldq = hd->ldq, ldk = hd->ldk, ldo = hd->ldo, ldg = hd->ldg;
+    int nodrop = drop->p <= 0.0f;
     float s[ATT_BR * ATT_BC], dp[ATT_BR * ATT_BC], D[ATT_BR];
     remat_bf16 sb[dt == REMAT_DTYPE_BF16 ? ATT_BR * ATT_BC : 1], dpb[dt == REMAT_DTYPE_BF16 ? ATT_BR * ATT_BC : 1];
     for (int t = 0; t < T; t++) memset(hd->dQ + (size_t)t * ldg, 0, (size_t)hs * sizeof(float));
@@ -152,14 +178,23 @@ void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop)
                           REMAT_DTYPE_FP32, ATT_BC, dt);                                    /* dPd */
                 for (int r = 0; r < nr; r++) {
                     int i = i0 + r, n = causal_cols(i, j0, nc);
-                    float *p = s + r * ATT_BC, *x = dp + r * ATT_BC, acc = 0.0f;
-                    for (int c = 0; c < n; c++) {
-                        float m = remat_dropout_mult(drop, att_index(hd->b, hd->h, i, j0 + c, hd->NH, T));
-                        if (pass == 1) acc += p[c] * (x[c] * m);                              /* P dP */
-                        else { float ds = p[c] * (x[c] * m - D[r]) * hd->scale; p[c] *= m; x[c] = ds; }
+                    float *p = s + r * ATT_BC, *x = dp + r * ATT_BC, Dr = D[r], sc = hd->scale;
+                    if (pass == 1) {                                                        /* D += P m dPd */
+                        D[r] += row_pdp(p, x, n, hd, drop, i, j0);
+                        continue;
                     }
-                    if (pass == 1) D[r] += acc;
-                    else memset(x + n, 0, (size_t)(nc - n) * sizeof(float));
+                    if (nodrop) {   /* m = 1: x * 1 and p * 1 are x and p, the bits of the loop below */
+                        #pragma omp simd
+                        for (int c = 0; c < n; c++) x[c] = p[c] * (x[c] - Dr) * sc;
+                    } else {
+                        for (int c = 0; c < n; c++) {
+                            float m = remat_dropout_mult(drop, att_index(hd->b, hd->h, i, j0 + c, hd->NH, T));
+                            float ds = p[c] * (x[c] * m - Dr) * sc;
+                            p[c] *= m;
+                            x[c] = ds;
+                        }
+                    }
+                    memset(x + n, 0, (size_t)(nc - n) * sizeof(float));
                 }
                 if (pass == 1) continue;
                 /* s holds P m, dp holds dS (both 0 above the diagonal) */
@@ -174,17 +209,20 @@ void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop)
     }
 }
 
-/* dqkv (bf16) = acc rounded, on the columns the gradient has: dq, dk, dv
- * of each row (elementwise, so any split gives the same bits) */
-static void round_grad(remat_bf16 *dqkv, const float *acc, const remat_attn_layout *L)
+/* dqkv (bf16) = acc rounded for one (b, kv head) task's columns, once its
+ * query heads are done: the dq of each of them, the kv head's dk and dv,
+ * over the T rows of batch row b (elementwise, so the bits of any split;
+ * in the task itself, while its accumulators are in cache, rather than in
+ * a parallel region of its own after all of them) */
+static void round_task(remat_bf16 *dqkv, const float *acc, const remat_attn_layout *L, int b, int kvh)
 {
-    size_t rows = (size_t)L->B * L->T, nq = (size_t)L->NH * L->hs, nkv = (size_t)L->KV * L->hs;
-    #pragma omp parallel for schedule(static) if (REMAT_PAR(rows * (nq + 2 * nkv)))
-    for (size_t r = 0; r < rows; r++) {
-        size_t o = r * L->ldg;
-        remat_bf16_from_f32(dqkv + o + L->gq, acc + o + L->gq, nq);
-        remat_bf16_from_f32(dqkv + o + L->gk, acc + o + L->gk, nkv);
-        remat_bf16_from_f32(dqkv + o + L->gv, acc + o + L->gv, nkv);
+    int hs = L->hs, grp = L->NH / L->KV;
+    for (int t = 0; t < L->T; t++) {
+        size_t o = ((size_t)b * L->T + t) * L->ldg;
+        size_t q = o + L->gq + (size_t)kvh * grp * hs, k = o + L->gk + (size_t)kvh * hs, v = o + L->gv + (size_t)kvh * hs;
+        remat_bf16_from_f32(dqkv + q, acc + q, (size_t)grp * hs);
+        remat_bf16_from_f32(dqkv + k, acc + k, (size_t)hs);
+        remat_bf16_from_f32(dqkv + v, acc + v, (size_t)hs);
     }
 }
 
@@ -195,7 +233,7 @@ void remat_attn_backward_heads(void *dqkv, const void *dout, const void *att, co
     float *g = dt == REMAT_DTYPE_BF16 ? acc : dqkv;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
-        for (int kvh = 0; kvh < KV; kvh++)
+        for (int kvh = 0; kvh < KV; kvh++) {
             for (int h = kvh * grp; h < (kvh + 1) * grp; h++) {
                 attn_head hd = remat_attn_head_at(L, dout, g, b, h);
                 if (h == kvh * grp)   /* the group's first head: its kv head's dk, dv start at 0 */
@@ -207,5 +245,6 @@ void remat_attn_backward_heads(void *dqkv, const void *dout, const void *att, co
                 else hd.L = lse + ((size_t)b * NH + h) * T;
                 remat_attn_head_backward(&hd, drop);
             }
-    if (dt == REMAT_DTYPE_BF16) round_grad((remat_bf16 *)dqkv, acc, L);
+            if (dt == REMAT_DTYPE_BF16) round_task((remat_bf16 *)dqkv, acc, L, b, kvh);
+        }
 }

@@ -4,10 +4,14 @@
  *
  * A bf16 is the upper 16 bits of an IEEE float (8-bit exponent, 7-bit
  * mantissa).  Rounding is to nearest, ties to even, as PyTorch's and
- * oneDNN's conversions do; a NaN stays a (quiet) NaN.  The vector and the
- * scalar paths do the same integer operations, so an element gets the same
- * bits whichever converts it (no AVX512-BF16 instruction is used for it:
- * VCVTNEPS2BF16 flushes denormals, which the scalar path would not).
+ * oneDNN's conversions do; a NaN stays a (quiet) NaN.  Every path gives
+ * an element the same bits: the scalar and the AVX2 ones do the same
+ * integer operations, and the AVX-512 one (16 lanes) uses AVX512-BF16's
+ * VCVTNEPS2BF16 where the CPU has it, which rounds the same way (nearest
+ * even, NaN quieted by the same bit) except that it flushes denormal
+ * inputs to zero: a vector with a denormal lane (rare: |x| < 2^-126) takes
+ * the integer operations instead.  Without AVX512-BF16 the 16 lanes run
+ * the integer operations.
  */
 #ifndef REMAT_BF16_H
 #define REMAT_BF16_H
@@ -18,6 +22,9 @@
 #include "remat.h"
 #if defined(__AVX2__)
 #include <immintrin.h>
+#endif
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__)
+#define REMAT_HAVE_AVX512 1
 #endif
 
 typedef uint16_t remat_bf16;
@@ -65,20 +72,93 @@ static inline __m256 remat_bf16_load8(const remat_bf16 *p)
 }
 #endif
 
+#ifdef REMAT_HAVE_AVX512
+/* 16 floats to 16 bf16 by remat_bf16_round's integer operations */
+static inline __m256i remat_bf16_round16_int(__m512 x)
+{
+    __m512i u = _mm512_castps_si512(x);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    __m512i hi = _mm512_srli_epi32(u, 16);
+    __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+    r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+/* 16 floats to 16 bf16, the bits of remat_bf16_round */
+static inline __m256i remat_bf16_round16(__m512 x)
+{
+#if defined(__AVX512BF16__)
+    if (__builtin_expect(_mm512_fpclass_ps_mask(x, 0x20) != 0, 0)) return remat_bf16_round16_int(x);   /* a denormal */
+    return (__m256i)_mm512_cvtneps_pbh(x);
+#else
+    return remat_bf16_round16_int(x);
+#endif
+}
+
+static inline __m512 remat_bf16_load16(const remat_bf16 *p)
+{
+    __m256i h = _mm256_loadu_si256((const __m256i *)p);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static inline void remat_bf16_store16(remat_bf16 *p, __m512 x)
+{
+    _mm256_storeu_si256((__m256i *)p, remat_bf16_round16(x));
+}
+#endif
+
 /* dst[i] = bf16(src[i]) for i < n */
 static inline void remat_bf16_from_f32(remat_bf16 *dst, const float *src, size_t n)
 {
     size_t i = 0;
+#ifdef REMAT_HAVE_AVX512
+    for (; i + 16 <= n; i += 16) remat_bf16_store16(dst + i, _mm512_loadu_ps(src + i));
+#endif
 #if defined(__AVX2__)
     for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(dst + i), remat_bf16_round8(_mm256_loadu_ps(src + i)));
 #endif
     for (; i < n; i++) dst[i] = remat_bf16_round(src[i]);
 }
 
+/* dst[i] = bf16(src[i] * f) for i < n (the product in fp32, rounded once) */
+static inline void remat_bf16_from_f32_scaled(remat_bf16 *dst, const float *src, size_t n, float f)
+{
+    size_t i = 0;
+#ifdef REMAT_HAVE_AVX512
+    for (; i + 16 <= n; i += 16) remat_bf16_store16(dst + i, _mm512_mul_ps(_mm512_loadu_ps(src + i), _mm512_set1_ps(f)));
+#endif
+#if defined(__AVX2__)
+    const __m256 vf = _mm256_set1_ps(f);
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i), remat_bf16_round8(_mm256_mul_ps(_mm256_loadu_ps(src + i), vf)));
+#endif
+    for (; i < n; i++) dst[i] = remat_bf16_round(src[i] * f);
+}
+
+/* dst[i] = bf16(float(src[i]) * f) for i < n (dst may alias src) */
+static inline void remat_bf16_scale(remat_bf16 *dst, const remat_bf16 *src, size_t n, float f)
+{
+    size_t i = 0;
+#ifdef REMAT_HAVE_AVX512
+    for (; i + 16 <= n; i += 16) remat_bf16_store16(dst + i, _mm512_mul_ps(remat_bf16_load16(src + i), _mm512_set1_ps(f)));
+#endif
+#if defined(__AVX2__)
+    const __m256 vf = _mm256_set1_ps(f);
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i), remat_bf16_round8(_mm256_mul_ps(remat_bf16_load8(src + i), vf)));
+#endif
+    for (; i < n; i++) dst[i] = remat_bf16_round(remat_bf16_to_float(src[i]) * f);
+}
+
 /* dst[i] = float(src[i]) for i < n (exact) */
 static inline void remat_bf16_to_f32(float *dst, const remat_bf16 *src, size_t n)
 {
     size_t i = 0;
+#ifdef REMAT_HAVE_AVX512
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, remat_bf16_load16(src + i));
+#endif
 #if defined(__AVX2__)
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, remat_bf16_load8(src + i));
 #endif

@@ -23,12 +23,21 @@
  *   1. the max (exact in any order);
  *   2. e_v = exp(x_v - max) with the vectorised exp of vmath.h (< 1 ulp),
  *      summed in double in a fixed lane order (8 float lanes widened into
- *      two 4-wide double accumulators, combined in lane order at the end);
+ *      two 4-wide double accumulators, combined in lane order at the end;
+ *      AVX-512 makes 16 at a time and adds them as two 8-lane halves, the
+ *      same sums in the same order);
  *      when a gradient is wanted e_v is stored over x_v, so that
  *   3. the gradient is one multiply, e_v * (scale/sum), with no second exp.
  *      At the target, p - 1 is formed in double (it would cancel in float).
  * x[target] is read before sweep 2 overwrites it. */
 #ifdef REMAT_HAVE_AVX2
+/* 8 floats into the two 4-wide double accumulators of the row sums */
+static inline void add8(__m256d *s0, __m256d *s1, __m256 e)
+{
+    *s0 = _mm256_add_pd(*s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    *s1 = _mm256_add_pd(*s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+}
+
 static double ce_row(float *x, int tgt, int V, int Vp, float scale, float *loss)
 {
     /* 1. max: four accumulators; vmaxps(acc, x) keeps a NaN in x as acc */
@@ -57,11 +66,19 @@ static double ce_row(float *x, int tgt, int V, int Vp, float scale, float *loss)
     const __m256 mx = _mm256_set1_ps(maxv);
     __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
     int store = scale != 0.0f;
-    for (v = 0; v + 8 <= V; v += 8) {
+    v = 0;
+#ifdef REMAT_HAVE_AVX512
+    for (; v + 16 <= V; v += 16) {
+        __m512 e = remat_exp16(_mm512_sub_ps(_mm512_loadu_ps(x + v), _mm512_set1_ps(maxv)));
+        if (store) _mm512_storeu_ps(x + v, e);
+        add8(&s0, &s1, _mm512_castps512_ps256(e));
+        add8(&s0, &s1, _mm512_extractf32x8_ps(e, 1));
+    }
+#endif
+    for (; v + 8 <= V; v += 8) {
         __m256 e = remat_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + v), mx));
         if (store) _mm256_storeu_ps(x + v, e);
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        add8(&s0, &s1, e);
     }
     if (v < V) {
         __m256i msk = remat_mask8(V - v);
@@ -69,8 +86,7 @@ static double ce_row(float *x, int tgt, int V, int Vp, float scale, float *loss)
         __m256 e = _mm256_and_ps(remat_exp8(_mm256_sub_ps(_mm256_maskload_ps(x + v, msk), mx)),
                                  _mm256_castsi256_ps(msk));
         if (store) _mm256_maskstore_ps(x + v, msk, e);
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        add8(&s0, &s1, e);
     }
     double dl[8];
     _mm256_storeu_pd(dl, s0);
@@ -84,7 +100,11 @@ static double ce_row(float *x, int tgt, int V, int Vp, float scale, float *loss)
     double inv = 1.0 / sum;
     const __m256 c = _mm256_set1_ps((float)(inv * scale));
     double pt = (double)x[tgt] * inv;               /* before the sweep overwrites it */
-    for (v = 0; v + 8 <= V; v += 8) _mm256_storeu_ps(x + v, _mm256_mul_ps(_mm256_loadu_ps(x + v), c));
+    v = 0;
+#ifdef REMAT_HAVE_AVX512
+    for (; v + 16 <= V; v += 16) _mm512_storeu_ps(x + v, _mm512_mul_ps(_mm512_loadu_ps(x + v), _mm512_set1_ps((float)(inv * scale))));
+#endif
+    for (; v + 8 <= V; v += 8) _mm256_storeu_ps(x + v, _mm256_mul_ps(_mm256_loadu_ps(x + v), c));
     if (v < V) {
         __m256i msk = remat_mask8(V - v);
         _mm256_maskstore_ps(x + v, msk, _mm256_mul_ps(_mm256_maskload_ps(x + v, msk), c));
@@ -148,10 +168,16 @@ static double ce_row16(remat_bf16 *x, int tgt, int V, int Vp, float scale, float
 #ifdef REMAT_HAVE_AVX2
     const __m256 mx = _mm256_set1_ps(maxv);
     __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+#ifdef REMAT_HAVE_AVX512
+    for (; v + 16 <= V; v += 16) {   /* as ce_row: two 8-lane halves, in order */
+        __m512 e = remat_exp16(_mm512_sub_ps(remat_bf16_load16(x + v), _mm512_set1_ps(maxv)));
+        add8(&s0, &s1, _mm512_castps512_ps256(e));
+        add8(&s0, &s1, _mm512_extractf32x8_ps(e, 1));
+    }
+#endif
     for (; v + 8 <= V; v += 8) {
         __m256 e = remat_exp8(_mm256_sub_ps(remat_bf16_load8(x + v), mx));
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        add8(&s0, &s1, e);
     }
     _mm256_storeu_pd(dl, s0);
     _mm256_storeu_pd(dl + 4, s1);
@@ -167,6 +193,11 @@ static double ce_row16(remat_bf16 *x, int tgt, int V, int Vp, float scale, float
     v = 0;
 #ifdef REMAT_HAVE_AVX2
     const __m256 vc = _mm256_set1_ps(c);
+#ifdef REMAT_HAVE_AVX512
+    for (; v + 16 <= V; v += 16)
+        remat_bf16_store16(x + v, _mm512_mul_ps(remat_exp16(_mm512_sub_ps(remat_bf16_load16(x + v), _mm512_set1_ps(maxv))),
+                                                _mm512_set1_ps(c)));
+#endif
     for (; v + 8 <= V; v += 8)
         _mm_storeu_si128((__m128i *)(x + v),
                          remat_bf16_round8(_mm256_mul_ps(remat_exp8(_mm256_sub_ps(remat_bf16_load8(x + v), mx)), vc)));

@@ -69,9 +69,37 @@ static inline __m256 gelu_grad8(__m256 x)
 }
 #endif
 
+#ifdef REMAT_HAVE_AVX512
+/* gelu_u8, gelu_fwd8 and gelu_grad8 on 16 lanes, operation for operation */
+static inline __m512 gelu_u16(__m512 x)
+{
+    __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(GELU_A), x), x), x);
+    return _mm512_mul_ps(_mm512_set1_ps(GELU_K), _mm512_add_ps(x, x3));
+}
+
+static inline __m512 gelu_fwd16(__m512 x)
+{
+    __m512 e = remat_exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f), gelu_u16(x)));
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+static inline __m512 gelu_grad16(__m512 x)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    __m512 e = remat_exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f), gelu_u16(x)));
+    __m512 s = _mm512_div_ps(one, _mm512_add_ps(one, e));
+    __m512 t = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(2.0f * GELU_K), x), _mm512_mul_ps(e, s));
+    __m512 q = _mm512_add_ps(one, _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(3.0f * GELU_A), x), x));
+    return _mm512_mul_ps(s, _mm512_add_ps(one, _mm512_mul_ps(t, q)));
+}
+#endif
+
 /* the fp32 spans [i, hi) of the two GELU passes; out may alias inp, dinp dout */
 static void gelu_fwd_span(float *out, const float *inp, size_t i, size_t hi)
 {
+#ifdef REMAT_HAVE_AVX512
+    for (; i + 16 <= hi; i += 16) _mm512_storeu_ps(out + i, gelu_fwd16(_mm512_loadu_ps(inp + i)));
+#endif
 #ifdef REMAT_HAVE_AVX2
     for (; i + 8 <= hi; i += 8)
         _mm256_storeu_ps(out + i, gelu_fwd8(_mm256_loadu_ps(inp + i)));
@@ -86,6 +114,10 @@ static void gelu_fwd_span(float *out, const float *inp, size_t i, size_t hi)
 
 static void gelu_bwd_span(float *dinp, const float *inp, const float *dout, size_t i, size_t hi)
 {
+#ifdef REMAT_HAVE_AVX512
+    for (; i + 16 <= hi; i += 16)
+        _mm512_storeu_ps(dinp + i, _mm512_mul_ps(_mm512_loadu_ps(dout + i), gelu_grad16(_mm512_loadu_ps(inp + i))));
+#endif
 #ifdef REMAT_HAVE_AVX2
     for (; i + 8 <= hi; i += 8)
         _mm256_storeu_ps(dinp + i, _mm256_mul_ps(_mm256_loadu_ps(dout + i), gelu_grad8(_mm256_loadu_ps(inp + i))));

@@ -200,6 +200,61 @@ static mm_entry *mm_get(const mm_key *k, mm_entry *local)
     return found;
 }
 
+/* Each thread's last few primitives with their memory objects, so that a
+ * call of a shape the thread ran before only points the objects at its
+ * operands (dnnl_memory_set_data_handle): no lock, no lookup in the shared
+ * table, no memory object made and destroyed per call (the attention
+ * tiles are thousands of small products a step; making and destroying the
+ * objects was about a fifth of a score tile's time).  Direct-mapped by the
+ * key's hash; a slot taken by another shape destroys its objects.  Kept
+ * for the thread's life, like the scratchpad. */
+#define MM_TLS 64
+typedef struct mm_tls {
+    mm_key key;
+    mm_entry *e;          /* NULL: empty; a local (uncached) primitive is never kept here */
+    dnnl_memory_t m[5];   /* src, weights, dst, bias (or NULL), scratchpad (or NULL) */
+} mm_tls;
+static _Thread_local mm_tls mm_thread[MM_TLS];
+
+static void tls_drop(mm_tls *t)
+{
+    for (int i = 0; i < 5; i++)
+        if (t->m[i]) dnnl_memory_destroy(t->m[i]);
+    memset(t, 0, sizeof *t);
+}
+
+/* the memory objects of e for this thread, made on NULL handles; 0 on success */
+static int tls_fill(mm_tls *t, const mm_key *k, mm_entry *e)
+{
+    tls_drop(t);
+    if (dnnl_memory_create(&t->m[0], &e->a, dnnl_eng, DNNL_MEMORY_NONE) ||
+        dnnl_memory_create(&t->m[1], &e->b, dnnl_eng, DNNL_MEMORY_NONE) ||
+        dnnl_memory_create(&t->m[2], &e->cmd, dnnl_eng, DNNL_MEMORY_NONE) ||
+        (k->bias && dnnl_memory_create(&t->m[3], &e->bmd, dnnl_eng, DNNL_MEMORY_NONE)) ||
+        (e->sbytes && dnnl_memory_create(&t->m[4], &e->smd, dnnl_eng, DNNL_MEMORY_NONE))) {
+        tls_drop(t);
+        return 1;
+    }
+    t->key = *k;
+    t->e = e;
+    return 0;
+}
+
+/* runs entry e on g's operands with the memory objects m (5, as mm_tls);
+ * 0 on success */
+static int mm_exec(const mm_entry *e, dnnl_memory_t *m, const remat_gemm_op *g)
+{
+    if (dnnl_memory_set_data_handle(m[0], (void *)g->A) || dnnl_memory_set_data_handle(m[1], (void *)g->B) ||
+        dnnl_memory_set_data_handle(m[2], g->C) || (g->bias && dnnl_memory_set_data_handle(m[3], (void *)g->bias)) ||
+        (e->sbytes && dnnl_memory_set_data_handle(m[4], scratch)))
+        return 1;
+    dnnl_exec_arg_t args[5] = { { DNNL_ARG_SRC, m[0] }, { DNNL_ARG_WEIGHTS, m[1] }, { DNNL_ARG_DST, m[2] } };
+    int na = 3;
+    if (g->bias) args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, m[3] };
+    if (e->sbytes) args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, m[4] };
+    return dnnl_primitive_execute(e->prim, dnnl_strm, na, args) || dnnl_stream_wait(dnnl_strm);
+}
+
 static void dnnl_run(const remat_gemm_op *g)
 {
     pthread_once(&dnnl_once, dnnl_init);
@@ -216,37 +271,30 @@ static void dnnl_run(const remat_gemm_op *g)
     memset(&k, 0, sizeof k);   /* the padding too: keys are compared as bytes */
     k.ab = g->ab; k.c = g->c; k.ta = g->ta; k.tb = g->tb; k.M = g->M; k.N = g->N; k.K = g->K;
     k.lda = g->lda; k.ldb = g->ldb; k.ldc = g->ldc; k.bias = g->bias != NULL; k.alpha = g->alpha; k.beta = g->beta;
-    mm_entry local, *e = mm_get(&k, &local);
-    if (!e) { atomic_store(&gemm_failed, REMAT_ERR_NOMEM); return; }
     if (!dnnl_strm && dnnl_stream_create(&dnnl_strm, dnnl_eng, dnnl_stream_default_flags) != dnnl_success) {
         dnnl_strm = NULL;
         atomic_store(&gemm_failed, REMAT_ERR_NOMEM);
         return;
     }
+    mm_tls *t = &mm_thread[key_hash(&k) % MM_TLS];
+    mm_entry local, *e = t->e && !memcmp(&t->key, &k, sizeof k) ? t->e : mm_get(&k, &local);
+    if (!e) { atomic_store(&gemm_failed, REMAT_ERR_NOMEM); return; }
     if (e->sbytes > scratch_bytes) {
         void *p = realloc(scratch, e->sbytes);
         if (!p) { atomic_store(&gemm_failed, REMAT_ERR_NOMEM); return; }
         scratch = p;
         scratch_bytes = e->sbytes;
     }
-    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, mbias = NULL, ms = NULL;
-    int bad = dnnl_memory_create(&ma, &e->a, dnnl_eng, (void *)g->A) ||
-              dnnl_memory_create(&mb, &e->b, dnnl_eng, (void *)g->B) ||
-              dnnl_memory_create(&mc, &e->cmd, dnnl_eng, g->C) ||
-              (g->bias && dnnl_memory_create(&mbias, &e->bmd, dnnl_eng, (void *)g->bias)) ||
-              (e->sbytes && dnnl_memory_create(&ms, &e->smd, dnnl_eng, scratch));
-    if (!bad) {
-        dnnl_exec_arg_t args[5] = { { DNNL_ARG_SRC, ma }, { DNNL_ARG_WEIGHTS, mb }, { DNNL_ARG_DST, mc } };
-        int na = 3;
-        if (g->bias) args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, mbias };
-        if (e->sbytes) args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, ms };
-        bad = dnnl_primitive_execute(e->prim, dnnl_strm, na, args) || dnnl_stream_wait(dnnl_strm);
+    int bad;
+    if (e != &local) {   /* a cached primitive: its objects stay with the thread */
+        bad = (t->e != e && tls_fill(t, &k, e)) || mm_exec(e, t->m, g);
+    } else {             /* the table is full: everything made for this call goes */
+        mm_tls once;
+        memset(&once, 0, sizeof once);
+        bad = tls_fill(&once, &k, e) || mm_exec(e, once.m, g);
+        tls_drop(&once);
+        dnnl_primitive_destroy(local.prim);
     }
-    if (ma) dnnl_memory_destroy(ma);
-    if (mb) dnnl_memory_destroy(mb);
-    if (mc) dnnl_memory_destroy(mc);
-    if (mbias) dnnl_memory_destroy(mbias);
-    if (ms) dnnl_memory_destroy(ms);
     if (bad) atomic_store(&gemm_failed, REMAT_ERR_NOMEM);
 }
 #endif

@@ -20,7 +20,10 @@
  *     bf16 values are widened to fp32 for all arithmetic, and every
  *     reduction and GEMM accumulates in fp32 (or double): mixed precision as
  *     autocast does it.  Results are rounded to bf16 once, when stored.
- *   - Parameter gradients ACCUMULATE (+=): the caller zeroes them once per step.
+ *   - Parameter gradients ACCUMULATE (+=): the caller zeroes them once per
+ *     step, or, where a kernel takes `acc`, passes acc = 0 on a gradient's
+ *     first write of the step and the kernel ASSIGNS it (=) without reading
+ *     the old value (the same bits as += on zeros).
  *   - Activation gradients are ASSIGNED (=), except where a comment says "+="
  *     (the residual stream, where several branches meet).
  *   - Kernels are pure functions of their arguments: no globals, no hidden
@@ -115,11 +118,12 @@ void remat_linear_forward(void *out /* N,OC out_dt */, int out_dt, const void *i
                     const void *w /* OC,IC dt */, const float *b /* OC or NULL */,
                     int N, int IC, int OC, int dt);
 /* dinp = dout @ w (assigned; skipped when dinp is NULL)
- * dw  += dout^T @ inp,   db += sum_n dout (skipped when db is NULL) */
+ * dw  += dout^T @ inp,   db += sum_n dout (skipped when db is NULL);
+ * acc = 0: dw = ..., db = ... instead (the GEMM's beta 0: dw is not read) */
 void remat_linear_backward(void *dinp /* N,IC dt or NULL */, float *dw /* OC,IC */,
                      float *db /* OC or NULL */, const void *dout /* N,OC dt */,
                      const void *inp /* N,IC dt */, const void *w /* OC,IC dt */,
-                     int N, int IC, int OC, int dt);
+                     int N, int IC, int OC, int dt, int acc);
 
 /* ---- causal self-attention, split so the T^2 probabilities can be dropped
  * and recomputed from q and k (Korthikanti et al. 2022, "selective"), with
@@ -154,6 +158,10 @@ remat_attn_layout remat_attn_layout_mha(const void *qkv /* B,T,3C dt */, int B, 
 remat_attn_layout remat_attn_layout_gqa(const void *qk /* B,T,(NH+KV)hs dt */, const void *qkv /* B,T,(NH+2KV)hs dt */,
                                         int B, int T, int NH, int KV, int hs, int dt);
 
+/* bf16: one pass per row block with online softmax statistics; where a
+ * row's causal columns span more than one key tile of 256 (T > 256), the
+ * probabilities left of the last tile are rounded to bf16 twice (made,
+ * then normalised): the one exception to "rounded once" above. */
 void remat_attention_scores_forward(void *att /* B,NH,T,T dt */, const remat_attn_layout *L);
 /* acc: bf16 only, (B,T,NH*hs) fp32 scratch the products accumulate in */
 void remat_attention_values_forward(void *out /* B,T,NH*hs dt */, const void *att /* B,NH,T,T dt */,
@@ -232,6 +240,13 @@ double remat_crossentropy_forward(float *losses /* N */, void *logits /* N,Vp dt
 void remat_adamw_update(float *p, const float *g, float *m, float *v, remat_bf16 *p16 /* n or NULL */, size_t n,
                   float lr, float b1, float b2, float eps, float wd, int decay,
                   float grad_scale, uint64_t t);
+/* The same over several spans of flat vectors at once (one parallel
+ * region for all of them: a model's tensors, each with its decay flag):
+ * span k updates p, g, p16 at [at, at + n) and m, v at [at - mv0, ...). */
+typedef struct remat_adamw_span { size_t at, n; int decay; } remat_adamw_span;
+void remat_adamw_update_spans(float *p, const float *g, float *m, float *v, remat_bf16 *p16 /* or NULL */,
+                              size_t mv0, const remat_adamw_span *spans, int nspans, float lr, float b1, float b2,
+                              float eps, float wd, float grad_scale, uint64_t t);
 /* sum of g^2 in double, fixed order independent of the thread count */
 double remat_sumsq(const float *g, size_t n);
 /* sumsq in pieces, for a norm whose vector is split over ranks:

@@ -87,12 +87,16 @@ INLINE void stats_row(float *stat, const void *x, int C, int dt, int rms, double
 INLINE void stats_rows(float *stat, const void *inp, int N, int C, int dt, int rms, double eps)
 {
     size_t es = remat_dtype_bytes(dt);
-    int ns = rms ? 1 : 2;
     #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * C))
     for (int n = 0; n < N; n++) {
         const char *x = (const char *)inp + (size_t)n * C * es;
-        if (dt == REMAT_DTYPE_BF16) stats_row(stat + ns * n, x, C, REMAT_DTYPE_BF16, rms, eps);
-        else stats_row(stat + ns * n, x, C, REMAT_DTYPE_FP32, rms, eps);
+        if (rms) {   /* rms fixed as well: in the outlined parallel body it is not a constant */
+            if (dt == REMAT_DTYPE_BF16) stats_row(stat + n, x, C, REMAT_DTYPE_BF16, 1, eps);
+            else stats_row(stat + n, x, C, REMAT_DTYPE_FP32, 1, eps);
+        } else {
+            if (dt == REMAT_DTYPE_BF16) stats_row(stat + 2 * n, x, C, REMAT_DTYPE_BF16, 0, eps);
+            else stats_row(stat + 2 * n, x, C, REMAT_DTYPE_FP32, 0, eps);
+        }
     }
 }
 
@@ -114,29 +118,60 @@ INLINE float st_rstd(const float *stat, int n, int rms) { return rms ? stat[n] :
  * ops in the apply and in the backward, which recomputes it */
 INLINE float xhat_of(float x, float mean, float rstd, int rms) { return rms ? x * rstd : (x - mean) * rstd; }
 
+#define LN_APPLY_CHUNK 256   /* channels per fp32 chunk of a bf16 output row */
+
 /* LayerNorm: out[n,c] = (x[n,c] - mean[n]) * rstd[n] * w[c] + b[c]
  * RMSNorm:   out[n,c] = w[c] * (x[n,c] * rstd[n])   (LlamaRMSNorm's order)
  * out (N,C), inp (N,C), stat (N,2) or (N,1), w (C), b (C; LayerNorm only).
  * Elementwise: vectorising does not change the bits. */
+INLINE void apply_row(void *out, int out_dt, const void *x, int dt, float mean, float rstd, const float *w,
+                      const float *b, int C, int rms)
+{
+    if (out_dt == REMAT_DTYPE_BF16) {   /* fp32 a chunk at a time, then one vector rounding */
+        remat_bf16 *o = out;
+        float y[LN_APPLY_CHUNK];
+        for (int c0 = 0; c0 < C; c0 += LN_APPLY_CHUNK) {
+            int m = C - c0 < LN_APPLY_CHUNK ? C - c0 : LN_APPLY_CHUNK;
+            #pragma omp simd
+            for (int c = 0; c < m; c++)
+                y[c] = rms ? w[c0 + c] * xhat_of(X(x, c0 + c), mean, rstd, 1)
+                           : xhat_of(X(x, c0 + c), mean, rstd, 0) * w[c0 + c] + b[c0 + c];
+            remat_bf16_from_f32(o + c0, y, (size_t)m);
+        }
+    } else {
+        float *o = out;
+        #pragma omp simd
+        for (int c = 0; c < C; c++)
+            o[c] = rms ? w[c] * xhat_of(X(x, c), mean, rstd, 1) : xhat_of(X(x, c), mean, rstd, 0) * w[c] + b[c];
+    }
+}
+
+/* the row function with both dtypes and rms fixed, once per combination
+ * (inside the parallel region's outlined body rms is not a constant; a
+ * loop on it ran masked, reading LayerNorm's b through RMSNorm's NULL) */
+#define LN_APPLY_CASES(RMS)                                                                                 \
+    do {                                                                                                    \
+        if (dt == REMAT_DTYPE_FP32 && out_dt == REMAT_DTYPE_FP32)                                            \
+            apply_row(o, REMAT_DTYPE_FP32, x, REMAT_DTYPE_FP32, mean, rstd, w, b, C, RMS);                  \
+        else if (dt == REMAT_DTYPE_FP32)                                                                     \
+            apply_row(o, REMAT_DTYPE_BF16, x, REMAT_DTYPE_FP32, mean, rstd, w, b, C, RMS);                  \
+        else if (out_dt == REMAT_DTYPE_FP32)                                                                 \
+            apply_row(o, REMAT_DTYPE_FP32, x, REMAT_DTYPE_BF16, mean, rstd, w, b, C, RMS);                  \
+        else                                                                                                \
+            apply_row(o, REMAT_DTYPE_BF16, x, REMAT_DTYPE_BF16, mean, rstd, w, b, C, RMS);                  \
+    } while (0)
+
 INLINE void apply_rows(void *out, int out_dt, const void *inp, int dt, const float *stat, const float *w,
                        const float *b, int N, int C, int rms)
 {
-    size_t es = remat_dtype_bytes(dt);
+    size_t es = remat_dtype_bytes(dt), oes = remat_dtype_bytes(out_dt);
     #pragma omp parallel for schedule(static) if (REMAT_PAR((size_t)N * C))
     for (int n = 0; n < N; n++) {
         float mean = st_mean(stat, n, rms), rstd = st_rstd(stat, n, rms);
         const char *x = (const char *)inp + (size_t)n * C * es;
-        if (out_dt == REMAT_DTYPE_BF16) {
-            remat_bf16 *o = (remat_bf16 *)out + (size_t)n * C;
-            for (int c = 0; c < C; c++)
-                o[c] = remat_bf16_round(rms ? w[c] * xhat_of(X(x, c), mean, rstd, 1)
-                                            : xhat_of(X(x, c), mean, rstd, 0) * w[c] + b[c]);
-        } else {
-            float *o = (float *)out + (size_t)n * C;
-            #pragma omp simd
-            for (int c = 0; c < C; c++)
-                o[c] = rms ? w[c] * xhat_of(X(x, c), mean, rstd, 1) : xhat_of(X(x, c), mean, rstd, 0) * w[c] + b[c];
-        }
+        char *o = (char *)out + (size_t)n * C * oes;
+        if (rms) LN_APPLY_CASES(1);
+        else LN_APPLY_CASES(0);
     }
 }
 
@@ -212,19 +247,28 @@ INLINE void backward_cols(float *dw, float *db, const void *inp, const void *dou
     }
 }
 
-/* the row and column passes with both dtypes fixed, once per combination */
-#define LN_BWD_CASE(DT, DDT)                                                                                  \
+/* the row and column passes with both dtypes and rms fixed, once per
+ * combination (rms too: in the parallel region's outlined body it is not a
+ * constant otherwise) */
+#define LN_BWD_CASE(DT, DDT, RMS)                                                                             \
     do {                                                                                                      \
         _Pragma("omp for schedule(static)")                                                                   \
         for (int n = 0; n < N; n++)                                                                           \
             backward_row(dinp + (size_t)n * C, (const char *)inp + (size_t)n * C * es,                      \
-                         (const char *)dout + (size_t)n * C * des, st_mean(stat, n, rms), st_rstd(stat, n, rms), \
-                         w, C, DT, DDT, rms);                                                                 \
+                         (const char *)dout + (size_t)n * C * des, st_mean(stat, n, RMS), st_rstd(stat, n, RMS), \
+                         w, C, DT, DDT, RMS);                                                                 \
         _Pragma("omp for schedule(static)")                                                                   \
         for (int blk = 0; blk < nblk; blk++) {                                                               \
             int c0 = blk * LN_CBLOCK, c1 = c0 + LN_CBLOCK < C ? c0 + LN_CBLOCK : C;                          \
-            backward_cols(dw, db, inp, dout, stat, N, C, c0, c1, DT, DDT, rms);                               \
+            backward_cols(dw, db, inp, dout, stat, N, C, c0, c1, DT, DDT, RMS);                               \
         }                                                                                                     \
+    } while (0)
+#define LN_BWD_DTYPES(RMS)                                                                                    \
+    do {                                                                                                      \
+        if (dt == REMAT_DTYPE_FP32 && ddt == REMAT_DTYPE_FP32) LN_BWD_CASE(REMAT_DTYPE_FP32, REMAT_DTYPE_FP32, RMS); \
+        else if (dt == REMAT_DTYPE_FP32) LN_BWD_CASE(REMAT_DTYPE_FP32, REMAT_DTYPE_BF16, RMS);               \
+        else if (ddt == REMAT_DTYPE_FP32) LN_BWD_CASE(REMAT_DTYPE_BF16, REMAT_DTYPE_FP32, RMS);              \
+        else LN_BWD_CASE(REMAT_DTYPE_BF16, REMAT_DTYPE_BF16, RMS);                                           \
     } while (0)
 
 INLINE void backward_rows(float *dinp, float *dw, float *db, const void *dout, int ddt, const void *inp, int dt,
@@ -234,10 +278,8 @@ INLINE void backward_rows(float *dinp, float *dw, float *db, const void *dout, i
     size_t es = remat_dtype_bytes(dt), des = remat_dtype_bytes(ddt);
     #pragma omp parallel if (REMAT_PAR((size_t)N * C))
     {
-        if (dt == REMAT_DTYPE_FP32 && ddt == REMAT_DTYPE_FP32) LN_BWD_CASE(REMAT_DTYPE_FP32, REMAT_DTYPE_FP32);
-        else if (dt == REMAT_DTYPE_FP32) LN_BWD_CASE(REMAT_DTYPE_FP32, REMAT_DTYPE_BF16);
-        else if (ddt == REMAT_DTYPE_FP32) LN_BWD_CASE(REMAT_DTYPE_BF16, REMAT_DTYPE_FP32);
-        else LN_BWD_CASE(REMAT_DTYPE_BF16, REMAT_DTYPE_BF16);
+        if (rms) LN_BWD_DTYPES(1);
+        else LN_BWD_DTYPES(0);
     }
 }
 

@@ -25,6 +25,7 @@
  */
 #include <assert.h>
 #include <math.h>
+#include <string.h>
 #include "kernels.h"
 #include "vmath.h"
 
@@ -69,28 +70,35 @@ void remat_rope_table(float *tab, int maxT, int hs, double theta, const remat_ro
 
 /* one row: nh heads of x (dt) rotated into o (o_dt); sign +1 forward, -1
  * backward (the transpose).  o may be x (each pair is read before it is
- * written). */
+ * written).  ROPE_CHUNK pairs at a time: the rotations in fp32 vectors,
+ * then (bf16) one vector rounding per half; elementwise, so the bits of one
+ * pair at a time. */
+#define ROPE_CHUNK 64
 INLINE void rope_row(void *o, int o_dt, const void *x, int dt, const float *cs, int nh, int hs, int sign)
 {
     int h = hs / 2;
     const float *sn = cs + h;
     for (int k = 0; k < nh; k++)
-        for (int i = 0; i < h; i++) {
-            int c1 = k * hs + i, c2 = c1 + h;
-            float x1 = LD(x, c1, dt), x2 = LD(x, c2, dt), y1, y2;
-            if (sign > 0) {
-                y1 = x1 * cs[i] - x2 * sn[i];
-                y2 = x2 * cs[i] + x1 * sn[i];
-            } else {
-                y1 = x1 * cs[i] + x2 * sn[i];
-                y2 = x2 * cs[i] - x1 * sn[i];
+        for (int i0 = 0; i0 < h; i0 += ROPE_CHUNK) {
+            int m = h - i0 < ROPE_CHUNK ? h - i0 : ROPE_CHUNK, c1 = k * hs + i0, c2 = c1 + h;
+            float y1[ROPE_CHUNK], y2[ROPE_CHUNK];
+            #pragma omp simd
+            for (int i = 0; i < m; i++) {
+                float x1 = LD(x, c1 + i, dt), x2 = LD(x, c2 + i, dt), c = cs[i0 + i], s = sn[i0 + i];
+                if (sign > 0) {
+                    y1[i] = x1 * c - x2 * s;
+                    y2[i] = x2 * c + x1 * s;
+                } else {
+                    y1[i] = x1 * c + x2 * s;
+                    y2[i] = x2 * c - x1 * s;
+                }
             }
             if (o_dt == REMAT_DTYPE_BF16) {
-                ((remat_bf16 *)o)[c1] = remat_bf16_round(y1);
-                ((remat_bf16 *)o)[c2] = remat_bf16_round(y2);
+                remat_bf16_from_f32((remat_bf16 *)o + c1, y1, (size_t)m);
+                remat_bf16_from_f32((remat_bf16 *)o + c2, y2, (size_t)m);
             } else {
-                ((float *)o)[c1] = y1;
-                ((float *)o)[c2] = y2;
+                memcpy((float *)o + c1, y1, (size_t)m * sizeof(float));
+                memcpy((float *)o + c2, y2, (size_t)m * sizeof(float));
             }
         }
 }

@@ -62,10 +62,35 @@ static inline void swiglu_grad8(__m256 *dg, __m256 *du, __m256 g, __m256 u, __m2
 }
 #endif
 
+#ifdef REMAT_HAVE_AVX512
+/* silu8 and swiglu_grad8 on 16 lanes, operation for operation */
+static inline __m512 silu16(__m512 g)
+{
+    __m512 e = remat_exp16(_mm512_xor_ps(g, _mm512_set1_ps(-0.0f)));
+    return _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+static inline void swiglu_grad16(__m512 *dg, __m512 *du, __m512 g, __m512 u, __m512 d)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    __m512 e = remat_exp16(_mm512_xor_ps(g, _mm512_set1_ps(-0.0f)));
+    __m512 ope = _mm512_add_ps(one, e);
+    __m512 s = _mm512_div_ps(one, ope);
+    __m512 si = _mm512_div_ps(g, ope);
+    __m512 ds = _mm512_mul_ps(s, _mm512_add_ps(one, _mm512_mul_ps(g, _mm512_mul_ps(e, s))));
+    *dg = _mm512_mul_ps(_mm512_mul_ps(d, u), ds);
+    *du = _mm512_mul_ps(d, si);
+}
+#endif
+
 /* out[c] = silu(g[c]) * u[c] for c < n (fp32 spans) */
 static void fwd_span(float *out, const float *g, const float *u, int n)
 {
     int c = 0;
+#ifdef REMAT_HAVE_AVX512
+    for (; c + 16 <= n; c += 16)
+        _mm512_storeu_ps(out + c, _mm512_mul_ps(silu16(_mm512_loadu_ps(g + c)), _mm512_loadu_ps(u + c)));
+#endif
 #ifdef REMAT_HAVE_AVX2
     for (; c + 8 <= n; c += 8)
         _mm256_storeu_ps(out + c, _mm256_mul_ps(silu8(_mm256_loadu_ps(g + c)), _mm256_loadu_ps(u + c)));
@@ -84,6 +109,14 @@ static void fwd_span(float *out, const float *g, const float *u, int n)
 static void bwd_span(float *dg, float *du, const float *g, const float *u, const float *d, int n)
 {
     int c = 0;
+#ifdef REMAT_HAVE_AVX512
+    for (; c + 16 <= n; c += 16) {
+        __m512 a, b;
+        swiglu_grad16(&a, &b, _mm512_loadu_ps(g + c), _mm512_loadu_ps(u + c), _mm512_loadu_ps(d + c));
+        _mm512_storeu_ps(dg + c, a);
+        _mm512_storeu_ps(du + c, b);
+    }
+#endif
 #ifdef REMAT_HAVE_AVX2
     for (; c + 8 <= n; c += 8) {
         __m256 a, b;

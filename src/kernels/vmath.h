@@ -2,10 +2,11 @@
  * vmath.h -- a fast vectorised exp for the elementwise kernels (GELU,
  * cross-entropy), shared by the kernels that need one.  Internal header.
  *
- * remat_exp8 (AVX2 + FMA, 8 lanes) and remat_expf (its scalar twin) run the
- * SAME sequence of correctly rounded operations (max, min, mul, round to
- * nearest even, fused multiply-adds, integer exponent build, mul), so an
- * element gets the same bits whichever of the two computes it.  Cephes'
+ * remat_exp8 (AVX2 + FMA, 8 lanes), remat_exp16 (AVX-512, 16 lanes) and
+ * remat_expf (their scalar twin) run the SAME sequence of correctly rounded
+ * operations (max, min, mul, round to nearest even, fused multiply-adds,
+ * integer exponent build, mul), so an element gets the same bits whichever
+ * of them computes it.  Cephes'
  * expf scheme (Moshier):
  *   n = rint(x log2 e),  r = x - n ln2 (ln2 split in two, FMA),
  *   exp(r) = 1 + r + r^2 P(r)   (degree-5 P),   exp(x) = 2^n exp(r).
@@ -22,6 +23,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "bf16.h"   /* REMAT_HAVE_AVX512 */
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -102,6 +105,32 @@ static inline __m256 remat_exp8(__m256 x)
     return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);
 }
 
+#ifdef REMAT_HAVE_AVX512
+/* remat_exp8 on 16 lanes, operation for operation */
+static inline __m512 remat_exp16(__m512 x)
+{
+    const __m512 lo = _mm512_set1_ps(REMAT_EXP_LO);
+    __m512 xc = _mm512_max_ps(lo, x);
+    xc = _mm512_min_ps(_mm512_set1_ps(REMAT_EXP_HI), xc);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(REMAT_EXP_LOG2E)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(REMAT_EXP_C1), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(REMAT_EXP_C2), r);
+    __m512 r2 = _mm512_mul_ps(r, r);
+    __m512 p = _mm512_set1_ps(REMAT_EXP_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(REMAT_EXP_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(REMAT_EXP_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(REMAT_EXP_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(REMAT_EXP_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(REMAT_EXP_P5));
+    p = _mm512_fmadd_ps(p, r2, r);
+    p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), y);   /* 0 where x < lo */
+}
+#endif
+
 /* lanes 0..k-1 set (k in 0..8): the mask of a partial last vector */
 static inline __m256i remat_mask8(int k)
 {
@@ -114,12 +143,19 @@ static inline __m256i remat_mask8(int k)
  * lane order, then the tail), so the same row gives the same bits wherever
  * it is computed. */
 
-/* max of x[0..n-1]; -INFINITY when n <= 0 */
+/* max of x[0..n-1]; -INFINITY when n <= 0 (the max of the same elements:
+ * any grouping of them gives the same value) */
 static inline float remat_row_max(const float *x, int n)
 {
     float m = -INFINITY;
     int j = 0;
-#ifdef REMAT_HAVE_AVX2
+#if defined(REMAT_HAVE_AVX512)
+    if (n >= 16) {
+        __m512 v = _mm512_loadu_ps(x);
+        for (j = 16; j + 16 <= n; j += 16) v = _mm512_max_ps(v, _mm512_loadu_ps(x + j));
+        m = _mm512_reduce_max_ps(v);
+    }
+#elif defined(REMAT_HAVE_AVX2)
     if (n >= 8) {
         __m256 v = _mm256_loadu_ps(x);
         for (j = 8; j + 8 <= n; j += 8) v = _mm256_max_ps(v, _mm256_loadu_ps(x + j));
@@ -132,7 +168,17 @@ static inline float remat_row_max(const float *x, int n)
     return m;
 }
 
-/* y[j] = exp(x[j] - sub) for j < n (y may alias x); returns their sum */
+/* x[j] *= f for j < n (elementwise: any vector width gives the same bits) */
+static inline void remat_row_scale(float *x, int n, float f)
+{
+    #pragma omp simd
+    for (int j = 0; j < n; j++) x[j] *= f;
+}
+
+/* y[j] = exp(x[j] - sub) for j < n (y may alias x); returns their sum,
+ * in 8 lanes (element j to lane j mod 8, each lane in order) added in lane
+ * order, then the tail.  AVX-512 makes 16 exponentials at a time and adds
+ * them to the 8 lanes as two halves, the same sums in the same order. */
 static inline float remat_row_expsum(float *y, const float *x, int n, float sub)
 {
     float s = 0.0f;
@@ -141,6 +187,14 @@ static inline float remat_row_expsum(float *y, const float *x, int n, float sub)
     if (n >= 8) {
         const __m256 vs = _mm256_set1_ps(sub);
         __m256 acc = _mm256_setzero_ps();
+#ifdef REMAT_HAVE_AVX512
+        for (; j + 16 <= n; j += 16) {
+            __m512 e = remat_exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j), _mm512_set1_ps(sub)));
+            _mm512_storeu_ps(y + j, e);
+            acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
+            acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(e, 1));
+        }
+#endif
         for (; j + 8 <= n; j += 8) {
             __m256 e = remat_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), vs));
             _mm256_storeu_ps(y + j, e);

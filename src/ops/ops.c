@@ -7,7 +7,8 @@
  *
  * Dimension legend: B batch rows of the buffers, T sequence, C channels,
  * NH query heads, KV key/value heads, hs head size, F MLP width, N = B*T
- * rows, Vp padded vocabulary.  Parameter gradients accumulate (+=);
+ * rows, Vp padded vocabulary.  Parameter gradients accumulate (+=), the
+ * first write of a run assigning (c->fresh, remat_op_grads_begin);
  * activation gradients are assigned, except d_res, which the residual
  * branches += into (it is allocated zeroed: RT_F_ZERO).
  *
@@ -98,9 +99,62 @@ static inline const void *WG(const remat_op_ctx *c, int p, int layer)
     }
     return c->params + poff(c, p, layer);
 }
+/* the gradient slice of parameter p (layer's, or the whole tensor for a
+ * global one): its elements, and its byte of c->fresh */
+static inline size_t slice_numel(const remat_op_ctx *c, int p)
+{
+    p = remat_param_resolve(c->cfg, p);
+    return c->ly.player[p] ? c->ly.player[p] : c->ly.numel[p];
+}
+static inline uint8_t *fresh_of(const remat_op_ctx *c, int p, int layer)
+{
+    p = remat_param_resolve(c->cfg, p);
+    return c->fresh + (size_t)p * (size_t)(c->cfg->n_layer + 1) + (size_t)(layer + 1);
+}
+/* a kernel's `acc` for the gradient of p: 0 on the run's first write of
+ * it (the kernel assigns), 1 after (it adds) or without fresh tracking */
+static int grad_acc(const remat_op_ctx *c, int p, int layer)
+{
+    if (p < 0 || !c->fresh) return 1;
+    uint8_t *f = fresh_of(c, p, layer);
+    int acc = !*f;
+    *f = 0;
+    return acc;
+}
+/* the gradient of p for a kernel that only accumulates: zeroed first on
+ * the run's first write of it */
 static inline float *GW(const remat_op_ctx *c, int p, int layer)
 {
+    if (p < 0) return NULL;
+    float *g = c->grads + poff(c, p, layer);
+    if (!grad_acc(c, p, layer)) memset(g, 0, slice_numel(c, p) * sizeof(float));
+    return g;
+}
+/* the gradient of p for a kernel that takes acc (*acc set) */
+static inline float *GWA(const remat_op_ctx *c, int p, int layer, int *acc)
+{
+    *acc = grad_acc(c, p, layer);
     return p < 0 ? NULL : c->grads + poff(c, p, layer);
+}
+
+size_t remat_op_fresh_bytes(const remat_config *cfg)
+{
+    remat_param_layout ly;
+    remat_param_layout_of(cfg, &ly);
+    return (size_t)ly.count * (size_t)(cfg->n_layer + 1);
+}
+
+void remat_op_grads_begin(remat_op_ctx *c)
+{
+    if (c->fresh) memset(c->fresh, 1, remat_op_fresh_bytes(c->cfg));
+}
+
+void remat_op_grads_end(remat_op_ctx *c)
+{
+    if (!c->fresh) return;
+    for (int p = 0; p < c->ly.count; p++)
+        for (int l = c->ly.player[p] ? 0 : -1; l < (c->ly.player[p] ? c->cfg->n_layer : 0); l++)
+            if (*fresh_of(c, p, l)) memset(c->grads + poff(c, p, l), 0, slice_numel(c, p) * sizeof(float));
 }
 
 /* the element type of tensor t under the context's config; RT_X: the
@@ -216,8 +270,9 @@ static void lmhead_rows(remat_op_ctx *c, int w, void *out, const void *lnf, void
             remat_bf16_from_f32(chunk16, chunk, (size_t)nr * Vp);
             dlog = chunk16;
         }
-        remat_linear_backward((char *)out + (size_t)r0 * C * es, GW(c, w, -1), NULL, dlog, x, WG(c, w, -1), nr, C, Vp,
-                              dt);
+        int acc;
+        float *dw = GWA(c, w, -1, &acc);
+        remat_linear_backward((char *)out + (size_t)r0 * C * es, dw, NULL, dlog, x, WG(c, w, -1), nr, C, Vp, dt, acc);
     }
 }
 
@@ -357,8 +412,12 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
         uint64_t M = d.M, Nc = d.Nc, K = d.K;
         const void *src = (e->flags & RT_F_RESIDUAL) ? branch_grad(c, a, e, l, (size_t)(M * Nc))
                                                      : A(a, e->gout, M * Nc * ES(c, e->gout));
-        remat_linear_backward(A(a, e->gin, M * K * ES(c, e->gin)), GW(c, e->w, l), GW(c, e->b, l), src,
-                              IN(a, in, 0, M * K * ES(c, in[0])), WG(c, e->w, l), (int)M, (int)K, (int)Nc, dt);
+        /* w and b are written by this op alone, together: one acc serves both */
+        int acc, bacc;
+        float *dw = GWA(c, e->w, l, &acc), *db = GWA(c, e->b, l, &bacc);
+        assert((e->b < 0 || acc == bacc) && "a linear layer's bias gradient written apart from its weight's");
+        remat_linear_backward(A(a, e->gin, M * K * ES(c, e->gin)), dw, db, src, IN(a, in, 0, M * K * ES(c, in[0])),
+                              WG(c, e->w, l), (int)M, (int)K, (int)Nc, dt, acc);
         break;
     }
     case RK_GELU: {     /* in place: d = d * gelu'(in) */
@@ -399,12 +458,14 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
         break;
     }
     case RK_LMHEAD:
-        if (flash)      /* chunked: computed in the forward pass already */
+        if (flash) {    /* chunked: computed in the forward pass already */
             memcpy(A(a, e->gin, nc * ES(c, e->gin)), A(a, t, nc * ES(c, t)), nc * remat_dtype_bytes(dt));
-        else            /* logits hold d(logits) */
-            remat_linear_backward(A(a, e->gin, nc * ES(c, e->gin)), GW(c, e->w, -1), NULL,
-                                  A(a, t, (uint64_t)N * d.Vp * ES(c, t)), IN(a, in, 0, nc * ES(c, in[0])),
-                                  WG(c, e->w, -1), N, C, d.Vp, dt);
+        } else {        /* logits hold d(logits) */
+            int acc;
+            float *dw = GWA(c, e->w, -1, &acc);
+            remat_linear_backward(A(a, e->gin, nc * ES(c, e->gin)), dw, NULL, A(a, t, (uint64_t)N * d.Vp * ES(c, t)),
+                                  IN(a, in, 0, nc * ES(c, in[0])), WG(c, e->w, -1), N, C, d.Vp, dt, acc);
+        }
         break;
     default: assert(!"remat_op_backward: an entry without a backward of its own"); break;
     }
@@ -438,14 +499,16 @@ void remat_op_adamw_range(const remat_op_ctx *c, float *adam_m, float *adam_v, c
                           size_t lo, size_t hi, float scale)
 {
     const remat_param_table *pt = remat_params_of(c->cfg);
+    remat_adamw_span spans[RP_MAX];
+    int ns = 0;
     for (int i = 0; i < c->ly.count; i++) {
         size_t a = c->ly.off[i] > lo ? c->ly.off[i] : lo, b = c->ly.off[i] + c->ly.numel[i];
         if (b > hi) b = hi;
-        if (a < b)   /* and the bf16 copy, in the same pass */
-            remat_adamw_update(c->params + a, c->grads + a, adam_m + (a - lo), adam_v + (a - lo),
-                               c->params16 ? c->params16 + a : NULL, b - a, o->lr, o->beta1, o->beta2, o->eps,
-                               o->weight_decay, pt->defs[i].decay, scale, t);
+        if (a < b) spans[ns++] = (remat_adamw_span){ a, b - a, pt->defs[i].decay };
     }
+    /* every tensor in one pass, and the bf16 copy in the same one */
+    remat_adamw_update_spans(c->params, c->grads, adam_m, adam_v, c->params16, lo, spans, ns, o->lr, o->beta1,
+                             o->beta2, o->eps, o->weight_decay, scale, t);
 }
 
 remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,

@@ -31,6 +31,9 @@ typedef struct remat_op_ctx {
     const remat_config *cfg;     /* shapes of the buffers (batch rows included) */
     const remat_table *tb;       /* cfg's tensor table */
     float *params, *grads;       /* flat vectors in the parameter table's layout */
+    uint8_t *fresh;              /* training: per (parameter, layer) slice, 1 while this run
+                                    has not written its gradient (remat_op_grads_begin), or
+                                    NULL: every gradient write accumulates */
     remat_bf16 *params16;        /* bf16: the copy of params the GEMMs read (NULL under fp32) */
     remat_param_layout ly;       /* where each parameter tensor lies */
     const float *rope;           /* RK_ROPE: the (max_seq, hs/2) cos and sin table
@@ -76,6 +79,17 @@ void remat_op_bind(const remat_operands *o, int kind, int t, void *const *buf, c
  * one), and the table itself (remat_rope_table of kernels.h) into rope. */
 size_t remat_op_rope_floats(const remat_config *cfg);
 void remat_op_rope_fill(const remat_config *cfg, float *rope);
+
+/* A run's parameter gradients without a zeroing pass: with c->fresh set
+ * (remat_op_fresh_bytes of them), grads_begin marks every slice unwritten;
+ * the first op to write a slice's gradient assigns it (a weight gradient's
+ * GEMM then runs with beta 0 and never reads the old gradient), later ones
+ * add to it; grads_end zeroes the slices no op wrote.  So c->grads ends a
+ * run holding exactly the run's gradient, whatever it held before, with
+ * the bits of zeroing first and accumulating. */
+size_t remat_op_fresh_bytes(const remat_config *cfg);
+void remat_op_grads_begin(remat_op_ctx *c);
+void remat_op_grads_end(remat_op_ctx *c);
 
 /* Tensor t's forward op (layer: its block, -1 for globals) into a->t[t]. */
 void remat_op_forward(remat_op_ctx *c, int t, int layer, const remat_op_args *a);

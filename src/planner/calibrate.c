@@ -232,7 +232,7 @@ static double time_layer(probe_buf *pb, const remat_config *c, int rows, int IC,
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
         double t0 = probe_clock_ms();
-        if (bw) remat_linear_backward(pb->e, pb->d, pb->d, pb->c, pb->a, pb->b, n, ic, oc, dt);
+        if (bw) remat_linear_backward(pb->e, pb->d, pb->d, pb->c, pb->a, pb->b, n, ic, oc, dt, 0);   /* as a step: assigned */
         else remat_linear_forward(pb->c, out_dt, pb->a, pb->b, pb->d, n, ic, oc, dt);
         double ms = probe_clock_ms() - t0;
         if (r && ms < best) best = ms;
