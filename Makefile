@@ -168,7 +168,7 @@ fuzz:
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh build-fuzz
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging dir]: bin/remat,
-# lib/libremat.a, lib/libremat.so.$(VERSION) with the links libremat.so.0
+# lib/libremat.a, lib/libremat.so.$(VERSION) with the links libremat.so.$(SOMAJOR)
 # (the soname) and libremat.so, include/remat.h and remat_testing.h,
 # lib/pkgconfig/remat.pc, and the Python package remat_torch
 # (python/remat_torch/) in PYTHONDIR with _paths.py naming LIBDIR: it loads
