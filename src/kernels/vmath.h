@@ -74,7 +74,11 @@ static inline float remat_expf(float x)
     p = fmaf(p, r, REMAT_EXP_P5);
     p = fmaf(p, r2, r);
     p = p + 1.0f;
-    int32_t e = ((int32_t)n + 127) * (1 << 23);
+    /* cvtps2dq's integer: n itself in [-126, 127], INT32_MIN for NaN (a C
+     * cast of NaN is undefined); the exponent field built in unsigned
+     * arithmetic, wrapping as the vector add and shift do */
+    int32_t ni = n == n ? (int32_t)n : INT32_MIN;
+    uint32_t e = ((uint32_t)ni + 127u) << 23;
     float s;
     memcpy(&s, &e, sizeof s);
     float y = p * s;
