@@ -273,11 +273,7 @@ static remat_status cost_exec(void *arg, size_t i, const remat_instr *in, const 
     double x;
     if (k == REMAT_I_UPDATE) x = p->update_ms;
     else if (k == REMAT_I_FREE) x = 0;
-    else if (k == REMAT_I_OFFLOAD || k == REMAT_I_RELOAD) {
-        if (!(p->host_bps > 0))
-            return remat_fail(REMAT_ERR_INVALID, "instruction %zu offloads, but the profile has no host link (remat's "
-                              "CPU engine keeps activations in host memory): offload is for GPU runs, remat plan "
-                              "--framework", i);
+    else if (k == REMAT_I_OFFLOAD || k == REMAT_I_RELOAD) {   /* p has a host link: remat_cost_schedule_times */
         if (w->prev != k) w->run = 0;
         x = transfer_ms(p, remat_tensor_bytes(w->c, t), k == REMAT_I_OFFLOAD ? w->hide_f : w->hide_b, &w->run);
     } else {
@@ -327,6 +323,7 @@ double remat_cost_schedule_times(const remat_profile *p, const remat_schedule *s
 {
     const remat_config *c = &s->cfg;
     int nslots = remat_table_nslots(s->tb, c->n_layer);
+    if (remat_profile_check_offload(p, s)) return -1;   /* offloads without a host link */
     costw w;
     memset(&w, 0, sizeof w);
     w.p = p;
