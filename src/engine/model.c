@@ -265,10 +265,10 @@ typedef struct run {
     remat_op_ctx ctx;
     uint64_t act0;              /* activation bytes live before the run */
     int do_update;
-    int accumulate;             /* a micro-batch of a longer step: the update instruction
+    int micro_batch;            /* a micro-batch of a longer step: the update instruction
                                    only ends the run (engine/dpstep.c updates) */
     uint64_t row0;              /* the step's batch row of the run's row 0 */
-    float *grads;               /* where parameter gradients accumulate (NULL: m->grads) */
+    float *grads;               /* where the run writes its parameter gradients (NULL: m->grads) */
     float *loss;
     double flops, rflops;
     /* forward-only runs read the logits at their free */
@@ -327,7 +327,7 @@ static remat_status run_update(run *r)
 {
     remat_model *m = r->m;
     size_t N = (size_t)m->cfg.batch * m->cfg.seq;
-    if (r->accumulate) return REMAT_OK;   /* a micro-batch: the data-parallel step updates (and poisons) */
+    if (r->micro_batch) return REMAT_OK;   /* a micro-batch: the data-parallel step updates (and poisons) */
     if (m->poison == 1) r->ctx.loss_sum = NAN;
     else if (m->poison > 1) m->grads[m->ly.off[m->poison - 2]] = NAN;
     m->poison = 0;
@@ -601,7 +601,7 @@ remat_status remat_model_run_rows(remat_model *m, int training, uint64_t row0, f
         *loss_sum = r.ctx.loss_sum;
         return st;
     }
-    r.accumulate = 1;
+    r.micro_batch = 1;
     r.grads = grads;
     st = training_run(m, &r);
     *loss_sum = r.ctx.loss_sum;
