@@ -1,7 +1,8 @@
 # remat -- activation recomputation for GPT training, in C11.
 #
 #   make run     install missing Debian packages (as root), build, train on the embedded task
-#   make test    build and run every test (prints "N passed, N failed, N skipped")
+#   make test    build and run every test (prints "N passed, N failed, N skipped"),
+#                the Python ones under Debian's torch 1.13 and under torch 2.13 (make venv)
 #   make install PREFIX=/usr/local DESTDIR=   the CLI, both libraries, the
 #                headers and remat.pc (pkg-config)
 #
@@ -72,7 +73,7 @@ VERSION := $(shell sed -n 's/^\#define REMAT_VERSION_STRING "\(.*\)"/\1/p' inclu
 SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 SONAME  := libremat.so.$(SOMAJOR)
 
-.PHONY: all deps run test test-sanitize test-cblas bench clean fuzz install
+.PHONY: all deps venv run test test-sanitize test-cblas bench clean fuzz install
 all: $(BUILD)/remat $(BUILD)/libremat.a $(BUILD)/libremat.so $(TEST_BIN) $(BENCH_BIN) $(FUZZ_BIN)
 
 deps:
@@ -105,14 +106,25 @@ $(BUILD)/bench/%: bench/%.c bench/bench_util.h $(BUILD)/libremat.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Isrc -o $@ $< $(BUILD)/libremat.a $(LDFLAGS) $(LDLIBS)
 
+# The Python binding (python/remat_torch) loads libremat.so: built here too,
+# so that remat_torch works after the README's first command.
 run: deps
-	@$(MAKE) --no-print-directory $(BUILD)/remat
+	@$(MAKE) --no-print-directory $(BUILD)/remat $(BUILD)/libremat.so
 	$(BUILD)/remat train
+
+# torch 2.13 and transformers from PyPI (python/requirements-test.txt), in a
+# virtual environment over Debian's python3 (VENV, default .venv): the
+# Python tests run under it and under Debian's torch 1.13 (tests/run_tests.sh).
+# Made once; without a network it says so and the torch 2 runs are skipped
+# (a failure under CI=true).
+VENV ?= .venv
+venv:
+	@sh scripts/venv.sh $(VENV)
 
 # The tests see the build's compiler flags: tests/cli_example.sh installs
 # the build and compiles examples/ against it with the same ones.
-test: deps all
-	@BUILD=$(BUILD) CC="$(CC)" OPT="$(OPT)" sh tests/run_tests.sh
+test: deps venv all
+	@BUILD=$(BUILD) CC="$(CC)" OPT="$(OPT)" REMAT_VENV=$(VENV) sh tests/run_tests.sh
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (and
 # LeakSanitizer): every test, the fuzz corpora replayed, the CLI tests.
@@ -139,9 +151,9 @@ test-cblas:
 	    BUILD=build-cblas REMAT_ORACLE_DTYPES=fp32 /usr/bin/python3 tests/$$t.py > build-cblas/tests/$$t.log 2>&1 \
 	    && echo "ok    $$t (cblas)" || { echo "FAIL  $$t (cblas)"; tail -n 30 build-cblas/tests/$$t.log; exit 1; }; done
 
-test-sanitize: deps
+test-sanitize: deps venv
 	@$(MAKE) --no-print-directory BUILD=build-san OPT="$(SAN_OPT)" LDFLAGS="$(SAN_LDFLAGS)" all
-	@BUILD=build-san CC="$(CC)" OPT="$(SAN_OPT)" LDFLAGS="$(SAN_LDFLAGS)" REMAT_SANITIZE=1 \
+	@BUILD=build-san CC="$(CC)" OPT="$(SAN_OPT)" LDFLAGS="$(SAN_LDFLAGS)" REMAT_SANITIZE=1 REMAT_VENV=$(VENV) \
 	    REMAT_TEST_TIMEOUT=$${REMAT_TEST_TIMEOUT:-1800} \
 	    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 OMP_WAIT_POLICY=passive sh tests/run_tests.sh
 

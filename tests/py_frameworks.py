@@ -146,8 +146,9 @@ def step_peak(model, idx, tg, segment):
         p.grad = None
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         model(idx, tg, segment).backward()
-    ev = sorted((e.start_us(), i, e.nbytes()) for i, e in enumerate(prof.profiler.kineto_results.events())
-                if e.name() == "[memory]")
+    # torch 2 names the start in ns (start_ns), torch 1.13 in us (start_us): only the order matters
+    ev = sorted(((e.start_ns() if hasattr(e, "start_ns") else e.start_us()), i, e.nbytes())
+                for i, e in enumerate(prof.profiler.kineto_results.events()) if e.name() == "[memory]")
     cur = peak = 0
     for _, _, n in ev:
         cur += n

@@ -1,5 +1,6 @@
 #!/bin/sh
-# tests/python_in_process.sh SCRIPT ARGS...: /usr/bin/python3 for a script
+# tests/python_in_process.sh SCRIPT ARGS...: $REMAT_PYTHON (default /usr/bin/python3,
+# Debian's torch; tests/run_tests.sh sets it to each torch's interpreter) for a script
 # that loads libremat.so into the interpreter itself (ctypes: remat_torch).
 # In the sanitizer build (REMAT_SANITIZE=1) the library is instrumented, and
 # AddressSanitizer's runtime must come first in the process: it and UBSan's
@@ -8,6 +9,6 @@
 if [ "${REMAT_SANITIZE:-0}" = 1 ]; then
     cc=${CC:-cc}
     LD_PRELOAD="$($cc -print-file-name=libasan.so) $($cc -print-file-name=libubsan.so)" \
-    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" exec /usr/bin/python3 "$@"
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" exec "${REMAT_PYTHON:-/usr/bin/python3}" "$@"
 fi
-exec /usr/bin/python3 "$@"
+exec "${REMAT_PYTHON:-/usr/bin/python3}" "$@"

@@ -66,6 +66,41 @@ run() {
     fi
 }
 
+# The Python tests run under every torch there is: Debian's python3-torch
+# (/usr/bin/python3, torch 1.13, the oldest supported) and the virtual
+# environment that make venv makes (REMAT_VENV, default .venv: torch 2.13 and
+# transformers, python/requirements-test.txt).  Each run is its own test,
+# named NAME@torch1.13 or NAME@torch2.13.  A test whose source has a line
+# "# REMAT_TEST_TORCH: 2" runs under torch 2 only (transformers 5 needs it).
+# Without the environment the torch 2 runs are skipped, and under CI=true a
+# required test's skip is a failure, as any other.
+venv=${REMAT_VENV:-.venv}
+case $venv in /*) ;; *) venv=$(pwd)/$venv;; esac
+torch_of() { "$1" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null; }
+t1=$(torch_of /usr/bin/python3); t2=
+[ -x "$venv/bin/python" ] && t2=$(torch_of "$venv/bin/python")
+echo "python tests: /usr/bin/python3 (torch ${t1:-not installed}), $venv/bin/python (torch ${t2:-not installed: make venv})"
+# short name of a torch version: 1.13.0a0 -> 1.13
+short() { echo "$1" | sed 's/^\([0-9]*\.[0-9]*\).*/\1/'; }
+# py_run NAME SRC PYTHON: one run of a Python test (REMAT_PYTHON: its interpreter)
+py_run() {
+    if grep -q '^# REMAT_TEST_IN_PROCESS' "$2"; then
+        run "$1" "$2" env REMAT_PYTHON="$3" sh tests/python_in_process.sh "$2"
+    else
+        run "$1" "$2" env REMAT_PYTHON="$3" "$3" "$2"
+    fi
+}
+py_tests() {
+    base=$(basename "$1" .py)
+    only=$(sed -n 's/^# REMAT_TEST_TORCH: *\([0-9]\).*/\1/p' "$1" | head -n 1)
+    [ "$only" = 2 ] || py_run "$base@torch$(short "${t1:-1}")" "$1" /usr/bin/python3
+    if [ -n "$t2" ]; then
+        py_run "$base@torch$(short "$t2")" "$1" "$venv/bin/python"
+    else
+        run "$base@torch2" "$1" sh -c 'echo "SKIP: no torch 2 environment at $1 (make venv)"; exit 77' sh "$venv"
+    fi
+}
+
 all=0
 [ $# -gt 0 ] || { all=1; set -- tests/test_*.c tests/py_*.py tests/cli_*.sh; }
 for src in "$@"; do
@@ -81,12 +116,9 @@ for src in "$@"; do
         # a test that was not built fails; it is never left out silently
         run "$name" "$src" sh -c '[ -x "$1" ] || { echo "FAIL: $1 is not built (make BUILD=$BUILD all)"; exit 1; }; exec "$1"' \
             sh "$BUILD/tests/$name";;
-    *.py)   # one that loads libremat.so in the interpreter says so (REMAT_TEST_IN_PROCESS)
-        if grep -q '^# REMAT_TEST_IN_PROCESS' "$src"; then
-            run "$(basename "$src" .py)" "$src" sh tests/python_in_process.sh "$src"
-        else
-            run "$(basename "$src" .py)" "$src" /usr/bin/python3 "$src"
-        fi;;
+    *.py)   # under each torch (py_tests); one that loads libremat.so in the
+            # interpreter says so (REMAT_TEST_IN_PROCESS)
+        py_tests "$src";;
     *.sh) run "$(basename "$src" .sh)" "$src" sh "$src";;
     *) fail=$((fail+1)); failed="$failed $src"; echo "FAIL  $src (not a test: .c, .py or .sh)";;
     esac
