@@ -111,7 +111,7 @@ int cmd_profile(int argc, char **argv)
             printf("%-10s %-32.32s %10.4f %10.4f %10.4f %10.4f\n", ti.name, ti.op, remat_profile_op_ms(p, t, 0),
                    remat_profile_op_warm_ms(p, t, 0), remat_profile_op_ms(p, t, 1), remat_profile_op_warm_ms(p, t, 1));
         }
-        printf("%-10s %-34s %11.4f\n", "update", "zero grads, global norm, AdamW", remat_profile_op_ms(p, -1, 0));
+        printf("%-10s %-34s %11.4f\n", "update", "global norm, clipping, AdamW", remat_profile_op_ms(p, -1, 0));
         printf("\npredicted step: %.2f ms with none, %.2f ms with full (per-block ops x %d layers)\nsaved to %s\n",
                none.step_ms_pred, full.step_ms_pred, c.n_layer, out);
     }

@@ -94,8 +94,8 @@ static void trace_summary(FILE *f, const bench_opts *o, const bench_result *r)
                 top[k].dur_ms > 0 ? top[k].flops / (top[k].dur_ms * 1e6) : 0.0);
     }
     fputs("</tbody>\n</table>\n<p class=\"meta\">", f);
-    snprintf(b, sizeof b, "The instructions account for %.1f ms of the step; the rest is zeroing the gradients, copying "
-             "the batch in and releasing buffers. %s", inside,
+    snprintf(b, sizeof b, "The instructions account for %.1f ms of the step; the rest is copying the batch in, releasing "
+             "buffers and the time between instructions. %s", inside,
              o->trace_dir ? "Every round of every policy is in the traces written by --trace (Chrome trace-event JSON: "
                             "Perfetto, chrome://tracing, or docs/trace-view.html)." :
                             "Add --trace DIR to keep every round of every policy as Chrome trace-event JSON.");
