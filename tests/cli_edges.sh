@@ -52,4 +52,59 @@ $R train $tiny --steps 3 --eval-every 0 --recompute full --verify-recompute --js
 $R train $tiny --steps 1 --eval-every 0 --json 2>/dev/null | tail -n 1 | grep -q '"verified_recomputes":null' && ok ||
     bad "without --verify-recompute: verified_recomputes is not null"
 
+# ---- the cluster planner (issue 28, item 6; issue 30, item 0) -------------------------------------
+expect_err --rc 2 "plan --framework: --batch beside --micro-batch" $R plan --framework megatron --batch 4 --micro-batch 2
+grep -q -- "--batch and --micro-batch" "$T/stderr" && ok || bad "--batch with --micro-batch: $(cat "$T/stderr")"
+# --host-mem 0: no host memory, so nothing that fits offloads (0 was read as "the device's")
+l8="--framework megatron --model llama3-8b --tp 2 --sp --device h100-80gb --layers 8 --device-mem 30GiB"
+$R plan $l8 --json 2>/dev/null | /usr/bin/python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+assert d['optimal']['memory']['host'] > 0, 'the fixture offloads'" && ok || bad "fixture: the optimum at 30GiB offloads"
+$R plan $l8 --host-mem 0 --json 2>/dev/null | /usr/bin/python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+assert d['host_mem_bytes'] == 0 and d['optimal']['memory']['host'] == 0, (d['host_mem_bytes'], d['optimal'])
+assert not [r for r in d['rows'] if r['memory']['host'] and r['fits']]" && ok || bad "--host-mem 0 still offloads"
+# "...or use --distributed-optimizer" only where it is off
+m175="--framework megatron --model 175b --tp 8 --sp --pp 8 --device-mem 40GiB"
+expect_err --rc 1 "nothing fits" $R plan $m175
+grep -q -- "--distributed-optimizer" "$T/stderr" && ok || bad "nothing fits: no word of --distributed-optimizer: $(cat "$T/stderr")"
+expect_err --rc 1 "nothing fits, distributed optimizer on" $R plan $m175 --device-mem 20GiB --distributed-optimizer --dp 2
+grep -q -- "--distributed-optimizer" "$T/stderr" && bad "suggests --distributed-optimizer when it is on: $(cat "$T/stderr")" || ok
+# --help: every device, both tables' architectures, the framework's own defaults
+$R plan --framework megatron --help > "$T/fh.txt"
+$R plan --framework megatron --device nosuch 2>&1 | sed -n 's/.*expects one of \(.*\), got.*/\1/p' | tr -d ',' | tr ' ' '\n' > "$T/devs"
+[ "$(wc -l < "$T/devs")" -ge 5 ] && ok || bad "the device list: $(cat "$T/devs")"
+for d in $(cat "$T/devs"); do
+    grep -q -- "--device NAME .*$d" "$T/fh.txt" && ok || bad "plan --framework --help leaves out --device $d"
+done
+grep -q "plain PyTorch GPT-2 block$" "$T/fh.txt" && bad "--help: the pytorch table is GPT-2 only" || ok
+[ "$(grep -c "Llama" "$T/fh.txt")" -ge 2 ] && ok || bad "--help does not name Llama for both tables"
+grep -A1 -- "^  --batch B" "$T/fh.txt" | grep -q "default 16" && bad "--help: --batch default 16 (the CPU trainer's)" || ok
+grep -- "^  --dtype D" "$T/fh.txt" | grep -q "bf16 for megatron" && ok || bad "--help: --dtype's default is not Megatron's"
+# one unit per column; whole policies
+$R plan --framework megatron --model 175b --tp 8 --sp --pp 8 --global-batch 64 --recompute full > "$T/u.txt" 2>&1
+grep -E "^(optimal|best|full) " "$T/u.txt" > "$T/ans"
+[ "$(wc -l < "$T/ans")" -eq 4 ] && ok || bad "the answers: $(cat "$T/ans")"
+grep -qE "[0-9] s( |,|$)" "$T/u.txt" && bad "times in seconds beside milliseconds: $(grep -E '[0-9] s( |,|$)' "$T/u.txt" | head -n 2)" || ok
+[ "$(grep -oE '[0-9] (MiB|GiB)' "$T/ans" | cut -c3- | sort -u | wc -l)" -eq 1 ] && ok || bad "bytes in two units: $(cat "$T/ans")"
+long="--framework megatron --model llama3-8b --tp 1 --device h100-80gb --seq 8192 --distributed-optimizer --dp 8 --layers 40"
+pol=$($R plan $long --json 2>/dev/null | /usr/bin/python3 -c "import json, sys; print(json.load(sys.stdin)['optimal']['policy'])")
+[ "${#pol}" -gt 200 ] && ok || bad "fixture: a policy over 200 characters (${#pol})"
+$R plan $long 2>/dev/null | grep -qxF "                   remat policy: $pol" && ok || bad "the text cuts the optimal policy"
+# --explain: what Megatron's full recompute keeps is each layer's input
+$R plan --framework megatron --model llama3-8b --tp 4 --sp --recompute full --explain 2>/dev/null > "$T/x.txt"
+grep -q "keep only its input; recompute the whole layer" "$T/x.txt" && ok || bad "--explain full: $(grep 'recompute the whole' "$T/x.txt" | head -n 1)"
+grep -q "keep only its output" "$T/x.txt" && bad "--explain says Megatron keeps a layer's output" || ok
+# --framework pytorch answers in PyTorch's terms
+p1="--framework pytorch --model llama3.2-1b --device h100-80gb"
+$R plan $p1 --tp 2 --sp --recompute full --recompute first:3 --recompute every:2 > "$T/pt.txt" 2>&1 || bad "pytorch: $(tail -n 2 "$T/pt.txt")"
+grep -q "Megatron" "$T/pt.txt" && bad "--framework pytorch speaks Megatron: $(grep Megatron "$T/pt.txt" | head -n 2)" || ok
+grep -q "^PyTorch: tp 2: torch.distributed.tensor.parallel .*SequenceParallel" "$T/pt.txt" && ok || bad "pytorch --tp --sp unexplained"
+grep -A3 "^full " "$T/pt.txt" | grep -q 'PyTorch: every block in torch.utils.checkpoint: .*gradient_checkpointing_enable' && ok ||
+    bad "pytorch full: no gradient_checkpointing_enable"
+grep -A3 "^first:3 " "$T/pt.txt" | grep -q 'PyTorch: torch.utils.checkpoint .* on blocks 0-2$' && ok || bad "pytorch first:3: the blocks to wrap"
+grep -A3 "^every:2 " "$T/pt.txt" | grep -q 'on the segments of blocks 0-1, 2-3,' && ok || bad "pytorch every:2: the segments"
+
 finish cli_edges
