@@ -107,4 +107,63 @@ grep -A3 "^full " "$T/pt.txt" | grep -q 'PyTorch: every block in torch.utils.che
 grep -A3 "^first:3 " "$T/pt.txt" | grep -q 'PyTorch: torch.utils.checkpoint .* on blocks 0-2$' && ok || bad "pytorch first:3: the blocks to wrap"
 grep -A3 "^every:2 " "$T/pt.txt" | grep -q 'on the segments of blocks 0-1, 2-3,' && ok || bad "pytorch every:2: the segments"
 
+# ---- a size that overflows names the longest seq ------------------------------------------------
+big="--layers 2 --dim 64 --heads 4 --batch 1 --seq 600000"
+for cmd in plan schedule train profile bench; do
+    expect_err --rc 2 "$cmd at seq 600000" $R $cmd $big
+    lim=$(sed -n 's/.*the longest seq these sizes allow is \([0-9]*\)).*/\1/p' "$T/stderr")
+    [ -n "$lim" ] && [ "$lim" -lt 600000 ] && ok || bad "$cmd --seq 600000: the limit is not named: $(cat "$T/stderr")"
+done
+$R plan --layers 2 --dim 64 --heads 4 --batch 1 --seq "$lim" --no-profile > /dev/null 2>&1 && ok || bad "plan at the named limit $lim fails"
+expect_err --rc 2 "plan one past the limit" $R plan --layers 2 --dim 64 --heads 4 --batch 1 --seq $((lim + 1)) --no-profile
+expect_err --rc 2 "framework at seq 600000" $R plan --framework megatron --model llama3-8b --tp 8 --sp --seq 600000
+grep -q "the longest seq these sizes allow is" "$T/stderr" && ok || bad "framework: the limit is not named: $(cat "$T/stderr")"
+
+# ---- exit status: 2 for what was given, 1 for a run that fails (README, "Exit status") --------------
+for cmd in train schedule plan profile bench report export; do
+    expect_err --rc 2 "$cmd: unknown flag" $R $cmd --frobnicate
+    expect_err --rc 2 "$cmd: a flag without its value" $R $cmd --layers
+    expect_err --rc 2 "$cmd: a bad value" $R $cmd --layers x
+done
+for cmd in train schedule plan profile bench; do
+    expect_err --rc 2 "$cmd: a shape that cannot be" $R $cmd --dim 32 --heads 3
+done
+expect_err --rc 2 "unknown command" $R frobnicate
+expect_err --rc 2 "train: --budget with --recompute" $R train $tiny --budget 1MiB --recompute full --steps 1
+expect_err --rc 2 "train: a missing --data" $R train $tiny --data "$T/none.txt" --steps 1
+expect_err --rc 2 "train: a missing --resume" $R train $tiny --resume "$T/none" --steps 1
+expect_err --rc 2 "train: a missing --init-from" $R train --init-from "$T/none.bin" --steps 1
+expect_err --rc 2 "export: a missing --resume" $R export --resume "$T/none" --out "$T/x.safetensors"
+expect_err --rc 2 "plan: a missing --profile" $R plan $tiny --profile "$T/none.txt"
+expect_err --rc 2 "plan: a missing --calibrate-from" $R plan $tiny --calibrate-from "$T/none.json"
+expect_err --rc 2 "plan: a missing --model-config" $R plan --model-config "$T/none.json"
+expect_err --rc 1 "train: a budget nothing fits" $R train $tiny --budget 1KiB --steps 1
+expect_err --rc 1 "plan: a budget nothing fits" $R plan $tiny --budget 1KiB --no-profile
+expect_err --rc 1 "bench: an unwritable output" $R bench $tiny --policies none --no-rss --steps 1 --warmup 0 --svg-pareto "$T/none/p.svg"
+: > "$T/file"
+expect_err --rc 1 "train: an unwritable --save" $R train $tiny --steps 1 --save "$T/file/ck"
+
+# ---- Hugging Face edges ---------------------------------------------------------------------------
+lt="--arch llama --layers 2 --dim 32 --heads 2 --batch 2 --threads 1 --steps 1 --quiet"
+$R train $lt --seq 16 --max-seq 48 --save "$T/ll" > /dev/null 2>&1 && $R export --resume "$T/ll" --format hf --out "$T/llhf" > /dev/null \
+    && grep -q '"max_position_embeddings": 48,' "$T/llhf/config.json" && ok || bad "export hf: max_position_embeddings is not the configured 48"
+# RoPE has no position table: a longer run goes ahead, with a note, and exports its own maximum
+$R train --init-from "$T/llhf" --seq 64 --batch 2 --threads 1 --steps 1 --quiet --save "$T/ll2" > /dev/null 2> "$T/l.err" && ok ||
+    bad "llama --init-from at seq 64 > 48 positions refused: $(cat "$T/l.err")"
+grep -q "^remat: note: --seq 64 is past the 48 positions" "$T/l.err" && ok || bad "no note for the longer run: $(cat "$T/l.err")"
+$R train --init-from "$T/llhf" --seq 16 --max-seq 96 --batch 2 --threads 1 --steps 1 --quiet > /dev/null 2> "$T/l2.err" && ok ||
+    bad "llama --init-from --max-seq 96 refused: $(cat "$T/l2.err")"
+$R export --resume "$T/ll2" --format hf --out "$T/ll2hf" > /dev/null && grep -q '"max_position_embeddings": 64,' "$T/ll2hf/config.json" \
+    && ok || bad "the longer run's export: $(grep max_position "$T/ll2hf/config.json")"
+# GPT-2's wpe has that many rows: still refused
+$R train $tiny --max-seq 16 --steps 1 --quiet --save "$T/g" > /dev/null 2>&1 && $R export --resume "$T/g" --out "$T/g.safetensors" > /dev/null
+expect_err --rc 2 "gpt2 --init-from past its positions" $R train --init-from "$T/g.safetensors" --seq 32 --batch 2 --steps 1
+# the weights' vocabulary cannot hold the data: no advice to change --vocab
+$R train $tiny --vocab 64 --steps 1 --quiet --save "$T/v" > /dev/null 2>&1 && $R export --resume "$T/v" --out "$T/v.safetensors" > /dev/null
+i=0; while [ $i -lt 100 ]; do echo "hello world, some text"; i=$((i + 1)); done > "$T/text.txt"
+expect_err --rc 2 "--init-from: a vocabulary that cannot hold the data" $R train --init-from "$T/v.safetensors" --data "$T/text.txt" --steps 1
+grep -q "the weights of '$T/v.safetensors' have a vocabulary of 64, which cannot hold this data" "$T/stderr" && ok ||
+    bad "the vocabulary error: $(cat "$T/stderr")"
+grep -q -- "--vocab" "$T/stderr" && bad "the vocabulary error suggests --vocab, which --init-from refuses" || ok
+
 finish cli_edges

@@ -13,6 +13,12 @@
 /* Prints "remat: error: ..." (one line) to stderr and returns 1/2. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The exit status (README, "Exit status"): 2 when what was given cannot be
+ * used -- a flag, a value, or a file a flag names (missing, unreadable,
+ * malformed) -- and 1 when a run fails.  Prints like cli_error for a
+ * failure to read an input whose status is st: 2 for a bad argument, file
+ * or value (INVALID, IO, FORMAT, RANGE, POLICY), else 1 (out of memory, ...). */
+int cli_input_error(remat_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Called first by both (NULL when unset): a progress line on stderr uses it
  * to blank itself, so that the error starts on a clean line. */
 extern void (*cli_error_hook)(void);
@@ -160,6 +166,9 @@ int cli_parse_policy(const char *flag, const char *value, void *field);
  * activations); 1, or 0 (reported, a usage error of cmd) when both were given. */
 int cli_budget_pick(const char *cmd, uint64_t total, uint64_t act_budget, uint64_t *budget, int *act);
 
+/* remat_config_check(c): 0, or 2 (reported: a size that overflows names the
+ * longest seq the sizes allow at c's batch). */
+int cli_config_check(const remat_config *c);
 void cli_config_print(FILE *f, const remat_config *c);
 /* the architecture's fields of c into an open JSON object: arch, n_kv_head,
  * head_dim, ffn_dim, tie_embeddings (and rope_theta, norm_eps for llama) */
@@ -248,7 +257,8 @@ int cli_cached_profile(const remat_config *c, remat_profile **out, char *path, s
  * profile: base when not NULL (taken over; c's profile as read from the
  * cache, else made, a moment ago: no second GEMM probe), else the cached
  * one, else the FLOP model with its GEMM probe.  *out gets it.  0 on
- * success, else 1 (reported). */
+ * success, else the exit status (reported: 2 for a trace file that cannot
+ * be read or is malformed, cli_input_error). */
 int cli_calibrate_cache(const remat_config *c, const remat_trace *t, const char *file, remat_profile *base,
                         remat_profile **out, char *path, size_t n);
 /* outputs written at a command's end, prepared before it runs (outputs.c):

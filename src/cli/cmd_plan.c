@@ -332,7 +332,7 @@ int cmd_plan(int argc, char **argv)
                                "or --maximize");
     cli_config_default_max_seq(&c);
     remat_set_threads((int)threads);
-    if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;
+    if (cli_config_check(&c)) return 2;
     if (maximize >= 0) return do_maximize(&c, maximize, budget, act, json);
     plan_dp dp;
     memset(&dp, 0, sizeof dp);
@@ -349,7 +349,8 @@ int cmd_plan(int argc, char **argv)
     remat_profile *prof = NULL;
     char cache[4096];
     if (calib_from) {
-        if (cli_calibrate_cache(&c, NULL, calib_from, NULL, &prof, cache, sizeof cache)) return 1;
+        int crc = cli_calibrate_cache(&c, NULL, calib_from, NULL, &prof, cache, sizeof cache);
+        if (crc) return crc;
         fprintf(stderr, "remat: the run times of %s are kept in %s\n", calib_from, cache);
     } else if (!pick_profile(&c, profile, no_profile, calibrate, &prof)) return 2;
     const char *names[MAX_GIVEN];

@@ -53,7 +53,7 @@ int cmd_profile(int argc, char **argv)
     const char *out = o.out;
     cli_config_default_max_seq(&c);
     remat_set_threads((int)threads);
-    if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;
+    if (cli_config_check(&c)) return 2;
     char path[4096];
     if (!out) {
         if (remat_profile_default_path(&c, path, sizeof path)) return cli_error("%s; give --out FILE", remat_errmsg());

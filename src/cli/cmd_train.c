@@ -410,6 +410,10 @@ static int parse(int argc, char **argv, train_opts *o)
     o->clip_set = cli_given(&cmd, "--clip");
     o->trace_steps_set = cli_given(&cmd, "--trace-steps");
     if (!cli_budget_pick("train", o->budget_total, o->budget_acts, &o->budget, &o->budget_act)) return -1;
+    if (o->budget && o->policy) {
+        cli_usage_error("train", "--budget chooses the policy; drop --recompute (or the budget)");
+        return -1;
+    }
     if (o->trace_steps_set && !o->trace) { cli_usage_error("train", "--trace-steps needs --trace FILE"); return -1; }
     if (!o->trace_steps_set) { o->trace_first = 1; o->trace_last = UINT64_MAX; }
     return 1;
@@ -509,9 +513,9 @@ static int setup_resume(train_run *t)
 {
     train_opts *o = &t->o;
     if (!(t->ci = malloc(sizeof *t->ci))) return cli_error("out of memory");
-    if (remat_checkpoint_load_parallel(o->resume, o->data, o->val_data, g_comm, (int)o->micro_batch, (int)o->zero,
-                                       &t->m, &t->data, t->ci))
-        return cli_error("cannot resume from '%s': %s", o->resume, remat_errmsg());
+    remat_status st = remat_checkpoint_load_parallel(o->resume, o->data, o->val_data, g_comm, (int)o->micro_batch,
+                                                     (int)o->zero, &t->m, &t->data, t->ci);
+    if (st) return cli_input_error(st, "cannot resume from '%s': %s", o->resume, remat_errmsg());
     const remat_checkpoint_info *ci = t->ci;
     if (ci->warning[0] && t->lead) fprintf(stderr, "remat: warning: %s\n", ci->warning);
     if (!check_resume_flags(o, ci)) return 2;
@@ -550,14 +554,23 @@ static int setup_new(train_run *t)
     remat_parallel par = { g_ranks, (int)(o->micro_batch ? o->micro_batch : c->batch / g_ranks), (int)o->zero };
     if (par.micro_batch < 1) par.micro_batch = 1;
     if (par.zero < 0) par.zero = g_ranks > 1;
-    if (remat_config_check(c) || remat_parallel_check(c, &par)) return cli_error("%s", remat_errmsg()) + 1;
+    if (cli_config_check(c)) return 2;
+    if (remat_parallel_check(c, &par)) return cli_error("%s", remat_errmsg()) + 1;
     if (o->budget && !cli_plan_for_budget_parallel(c, &par, o->budget, o->budget_act, o->json || o->quiet, &o->policy,
                                                    &t->plan_prof))
         return 1;
     if (!fits_memory(c, &par, o->policy)) return 1;
-    if (remat_data_open_val(o->data, o->val_data, c->vocab, &t->data)) return cli_error("%s", remat_errmsg());
-    if (o->init_from ? remat_weights_load(o->init_from, c, o->seed, &t->m) : remat_model_create(c, o->seed, &t->m))
-        return cli_error("%s", remat_errmsg());
+    remat_status st = remat_data_open_val(o->data, o->val_data, c->vocab, &t->data);
+    if (st == REMAT_ERR_FORMAT && o->init_from && strstr(remat_errmsg(), "not below the model vocabulary")) {
+        /* the library's advice (--vocab N) is no choice here: the vocabulary is the weights' */
+        const char *m = remat_errmsg(), *cut = strstr(m, "; ");
+        return cli_input_error(st, "%.*s: the weights of '%s' have a vocabulary of %d, which cannot hold this data "
+                               "(the vocabulary comes from the weights): use data tokenized for them",
+                               cut ? (int)(cut - m) : (int)strlen(m), m, o->init_from, c->vocab);
+    }
+    if (st) return cli_input_error(st, "%s", remat_errmsg());
+    if ((st = o->init_from ? remat_weights_load(o->init_from, c, o->seed, &t->m) : remat_model_create(c, o->seed, &t->m)))
+        return cli_input_error(st, "%s", remat_errmsg());
     if (remat_model_set_parallel(t->m, g_comm, par.micro_batch, par.zero)) return cli_error("%s", remat_model_error(t->m));
     if (remat_model_set_optim(t->m, &o->opt)) return cli_error("%s", remat_model_error(t->m)) + 1;
     if (remat_model_set_policy(t->m, o->policy)) return cli_error("%s", remat_model_error(t->m)) + 1;

@@ -400,6 +400,7 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
     }
     if (!cli_given(&cmd, "--batch") && !cli_given(&cmd, "--micro-batch")) c->batch = 1;
     cli_config_default_max_seq(c);
+    if (cli_config_check(c)) return 2;
     if (remat_cluster_check(c, cl)) return cli_error("%s", remat_errmsg()) + 1;
     return 1;
 }
