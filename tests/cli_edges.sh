@@ -153,6 +153,10 @@ $R train --init-from "$T/llhf" --seq 64 --batch 2 --threads 1 --steps 1 --quiet 
 grep -q "^remat: note: --seq 64 is past the 48 positions" "$T/l.err" && ok || bad "no note for the longer run: $(cat "$T/l.err")"
 $R train --init-from "$T/llhf" --seq 16 --max-seq 96 --batch 2 --threads 1 --steps 1 --quiet > /dev/null 2> "$T/l2.err" && ok ||
     bad "llama --init-from --max-seq 96 refused: $(cat "$T/l2.err")"
+grep -q "^remat: note: a Llama has no position table (RoPE): --max-seq 96" "$T/l2.err" && ok || bad "no note for --max-seq 96"
+$R train --init-from "$T/llhf" --seq 64 --max-seq 80 --batch 2 --threads 1 --steps 1 --quiet --save "$T/ll3" > /dev/null 2>&1 &&
+    $R export --resume "$T/ll3" --format hf --out "$T/ll3hf" > /dev/null && grep -q '"max_position_embeddings": 80,' "$T/ll3hf/config.json" \
+    && ok || bad "--seq 64 --max-seq 80: the export's max_position_embeddings is not 80"
 $R export --resume "$T/ll2" --format hf --out "$T/ll2hf" > /dev/null && grep -q '"max_position_embeddings": 64,' "$T/ll2hf/config.json" \
     && ok || bad "the longer run's export: $(grep max_position "$T/ll2hf/config.json")"
 # GPT-2's wpe has that many rows: still refused

@@ -165,9 +165,11 @@ int cli_init_shape(const char *path, const remat_config *given, remat_config *c)
     int rope = f.arch == REMAT_ARCH_LLAMA;
     for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++) {
         if (rope && shape[k].dst == &c->max_seq && shape[k].given > shape[k].have) {
-            fprintf(stderr, "remat: note: --max-seq %d is past the %d positions '%s' was configured for; a Llama has "
-                    "no position table (RoPE), so the run goes ahead\n", shape[k].given, shape[k].have, path);
-            *shape[k].dst = shape[k].given;
+            if (given->seq == -1 || given->seq <= shape[k].have)   /* else the --seq note below says it */
+                fprintf(stderr, "remat: note: a Llama has no position table (RoPE): --max-seq %d is not needed for a "
+                        "--seq past the %d positions '%s' was configured for, and changes nothing at --seq %d\n",
+                        shape[k].given, shape[k].have, path, given->seq == -1 ? c->seq : given->seq);
+            *shape[k].dst = shape[k].have;   /* the run's seq raises it where it passes (below) */
             continue;
         }
         if (shape[k].have && shape[k].given != -1 && shape[k].given != shape[k].have) {
@@ -216,7 +218,7 @@ int cli_init_shape(const char *path, const remat_config *given, remat_config *c)
     if (c->seq > c->max_seq && rope && given->seq != -1) {
         fprintf(stderr, "remat: note: --seq %d is past the %d positions '%s' was configured for; a Llama has no "
                 "position table (RoPE), so the run goes ahead\n", c->seq, c->max_seq, path);
-        c->max_seq = c->seq;
+        c->max_seq = given->max_seq > c->seq ? given->max_seq : c->seq;
     }
     if (c->seq > c->max_seq) {
         if (given->seq != -1) {
