@@ -106,6 +106,15 @@ grep -A3 "^full " "$T/pt.txt" | grep -q 'PyTorch: every block in torch.utils.che
     bad "pytorch full: no gradient_checkpointing_enable"
 grep -A3 "^first:3 " "$T/pt.txt" | grep -q 'PyTorch: torch.utils.checkpoint .* on blocks 0-2$' && ok || bad "pytorch first:3: the blocks to wrap"
 grep -A3 "^every:2 " "$T/pt.txt" | grep -q 'on the segments of blocks 0-1, 2-3,' && ok || bad "pytorch every:2: the segments"
+$R plan $p1 --recompute full --recompute first:3 --json 2>/dev/null | /usr/bin/python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+assert d['best_megatron'] is None, 'best_megatron in pytorch mode'
+assert all(isinstance(r.get('pytorch'), str) and r['pytorch'] for r in d['rows'] + [d['optimal']]), 'a row without pytorch'
+full, first = d['rows'][0], d['rows'][1]
+assert full['policy'] == 'full' and 'gradient_checkpointing_enable' in full['pytorch'], full['pytorch']
+assert first['pytorch'].endswith('on blocks 0-2'), first['pytorch']" && ok || bad "pytorch --json: not in PyTorch's terms"
+$R plan --framework megatron --model llama3-8b --tp 4 --sp --json 2>/dev/null | grep -q '"pytorch"' && bad "megatron --json has pytorch rows" || ok
 
 # ---- a size that overflows names the longest seq ------------------------------------------------
 big="--layers 2 --dim 64 --heads 4 --batch 1 --seq 600000"

@@ -43,7 +43,11 @@ static void torchtitan_json(remat_jsonw *w, const char *tt)
 /* a row of the answers, under key (NULL in the rows array); null when the
  * answer does not exist.  mm: the parameter state per GPU, the same in
  * every row. */
-static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r, const remat_cluster_memory *mm)
+static char *pytorch_str(const remat_config *c, const char *policy);
+
+/* ... pt: --framework pytorch's model chunk (its "pytorch" sentence), else NULL */
+static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r, const remat_cluster_memory *mm,
+                     const remat_config *pt)
 {
     if (!r->policy) { remat_jsonw_null(w, key); return; }
     remat_jsonw_object(w, key);
@@ -57,6 +61,11 @@ static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r
     remat_jsonw_bool(w, "fits", r->fits);
     remat_jsonw_str(w, "megatron_flags", r->megatron_flags);
     torchtitan_json(w, r->torchtitan);
+    if (pt) {
+        char *t = pytorch_str(pt, r->policy);
+        remat_jsonw_str(w, "pytorch", t ? t : "");
+        free(t);
+    }
     remat_jsonw_object(w, "memory");        /* per GPU: what total_bytes is made of */
     remat_jsonw_uint(w, "weights", mm->params_bytes);
     remat_jsonw_uint(w, "gradients", mm->grads_bytes);
@@ -133,13 +142,13 @@ static const char *fmt_b(const fw_units *u, uint64_t b, char *buf, size_t n)
 
 /* blocks l in [0, L) with kind[l] in set, as ranges ("0-3, 6"); a range
  * is cut after each block in cut (a segment's last) */
-static void print_ranges(const char *kind, int L, const char *set, const char *cut)
+static void print_ranges(FILE *f, const char *kind, int L, const char *set, const char *cut)
 {
     for (int l = 0, sep = 0; l < L; l++) {
         if (!strchr(set, kind[l])) continue;
         int e = l;
         while (!strchr(cut, kind[e]) && e + 1 < L && strchr(set, kind[e + 1])) e++;
-        printf(e > l ? "%s%d-%d" : "%s%d", sep++ ? ", " : "", l, e);
+        fprintf(f, e > l ? "%s%d-%d" : "%s%d", sep++ ? ", " : "", l, e);
         l = e;
     }
 }
@@ -147,8 +156,9 @@ static void print_ranges(const char *kind, int L, const char *set, const char *c
 /* PyTorch's own terms for a plan of one model chunk: the blocks (or
  * segments of blocks) to wrap in torch.utils.checkpoint, those that keep
  * part of their tensors (a selective checkpoint: remat_torch applies such
- * plans), those whose tensors go to the host (torch.autograd.graph.save_on_cpu) */
-static void pytorch_text(const remat_config *c, const char *policy)
+ * plans), those whose tensors go to the host (torch.autograd.graph.save_on_cpu),
+ * as one sentence into f (nothing when the policy cannot be compiled) */
+static void pytorch_wrap(FILE *f, const remat_config *c, const char *policy)
 {
     int L = c->n_layer, nt = remat_config_tensor_count(c);
     uint32_t outb = 0;
@@ -176,29 +186,39 @@ static void pytorch_text(const remat_config *c, const char *policy)
     }
     kind[L] = 0;
     free(li);
-    printf("%18s PyTorch: ", "");
-    if (nk == L) printf("no checkpointing");
+    if (nk == L) fprintf(f, "no checkpointing");
     else if (nw == L)
-        printf("every block in torch.utils.checkpoint: Hugging Face's model.gradient_checkpointing_enable("
+        fprintf(f, "every block in torch.utils.checkpoint: Hugging Face's model.gradient_checkpointing_enable("
                "gradient_checkpointing_kwargs={\"use_reentrant\": False})");
     else {
         const char *sep = "";
-        if (nw && !ns) printf("torch.utils.checkpoint (use_reentrant=False; checkpoint_wrapper) on blocks ");
-        if (ns) printf("torch.utils.checkpoint (use_reentrant=False) on the segments of blocks ");
-        if (nw || ns) { print_ranges(kind, L, ns ? "ws" : "w", ns ? "w" : ""); sep = "; "; }
+        if (nw && !ns) fprintf(f, "torch.utils.checkpoint (use_reentrant=False; checkpoint_wrapper) on blocks ");
+        if (ns) fprintf(f, "torch.utils.checkpoint (use_reentrant=False) on the segments of blocks ");
+        if (nw || ns) { print_ranges(f, kind, L, ns ? "ws" : "w", ns ? "w" : ""); sep = "; "; }
         if (np) {
-            printf("%sa selective checkpoint (create_selective_checkpoint_contexts; remat_torch.plan and .apply) "
+            fprintf(f, "%sa selective checkpoint (create_selective_checkpoint_contexts; remat_torch.plan and .apply) "
                    "on blocks ", sep);
-            print_ranges(kind, L, "p", "");
+            print_ranges(f, kind, L, "p", "");
             sep = "; ";
         }
         if (no) {
-            printf("%storch.autograd.graph.save_on_cpu(pin_memory=True) around blocks ", sep);
-            print_ranges(kind, L, "o", "");
+            fprintf(f, "%storch.autograd.graph.save_on_cpu(pin_memory=True) around blocks ", sep);
+            print_ranges(f, kind, L, "o", "");
         }
     }
-    printf("\n");
     free(kind);
+}
+
+/* pytorch_wrap's sentence, malloc'd (NULL when out of memory) */
+static char *pytorch_str(const remat_config *c, const char *policy)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return NULL;
+    pytorch_wrap(f, c, policy);
+    if (fclose(f)) { free(buf); return NULL; }
+    return buf;
 }
 
 static void answer_text(const char *label, const remat_cluster_row *r, const remat_config *c, int explain,
@@ -226,7 +246,11 @@ static void answer_text(const char *label, const remat_cluster_row *r, const rem
     if (r->megatron_flags && !pt && strstr(r->megatron_flags, "--fine-grained-activation-offloading"))
         printf("%18s (with TE >= 2.10 also NVTE_CPU_OFFLOAD_V1=1 in the environment: megatron/training/arguments.py)\n", "");
     if (r->torchtitan) printf("%18s torchtitan: activation_checkpoint:%s\n", "", r->torchtitan);
-    if (pt) pytorch_text(c, r->policy);
+    if (pt) {
+        printf("%18s PyTorch: ", "");
+        pytorch_wrap(stdout, c, r->policy);
+        printf("\n");
+    }
     int mine = !r->torchtitan && (pt || !r->megatron_flags);   /* no framework flag says it: the plan itself */
     if (mine) printf("%18s remat policy: %s\n", "", r->policy);
     if (explain || mine) cli_explain(stdout, c, r->policy);
@@ -453,6 +477,16 @@ static int fw_solve(remat_config *c, remat_cluster *cl, const fw_opts *o, fw_ans
     return 0;
 }
 
+/* plans are per model chunk: each pipeline stage's L/(P V) layers (the
+ * first stage's, with a pipeline) */
+static remat_config chunk_of(const remat_config *c, const remat_cluster *cl)
+{
+    remat_config ch = *c;
+    ch.n_layer = c->n_layer / (cl->pp * cl->vpp);
+    if (cl->pp > 1) ch.stage = REMAT_STAGE_FIRST;
+    return ch;
+}
+
 /* 0, or 1 (reported) */
 static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts *o, const fw_answers *an,
                    const remat_cluster_memory *mm)
@@ -492,16 +526,19 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
         remat_jsonw_int(w, "best_torchtitan", an->best[2]);
         remat_jsonw_end(w);
     }
-    row_json(w, "optimal", &an->a.optimal, mm);
-    row_json(w, "best_megatron", &an->a.best_megatron, mm);
-    row_json(w, "best_torchtitan", &an->a.best_torchtitan, mm);
+    remat_config ch = chunk_of(c, cl);
+    const remat_config *pt = c->framework == REMAT_FRAMEWORK_PYTORCH ? &ch : NULL;
+    row_json(w, "optimal", &an->a.optimal, mm, pt);
+    if (pt) remat_jsonw_null(w, "best_megatron");   /* PyTorch has no Megatron-LM flags */
+    else row_json(w, "best_megatron", &an->a.best_megatron, mm, pt);
+    row_json(w, "best_torchtitan", &an->a.best_torchtitan, mm, pt);
     remat_jsonw_array(w, "rows");
-    for (int i = 0; i < an->ngiven; i++) row_json(w, NULL, &an->gr[i], mm);
-    for (size_t i = 0; i < an->a.nrows; i++) row_json(w, NULL, &an->a.rows[i], mm);
+    for (int i = 0; i < an->ngiven; i++) row_json(w, NULL, &an->gr[i], mm, pt);
+    for (size_t i = 0; i < an->a.nrows; i++) row_json(w, NULL, &an->a.rows[i], mm, pt);
     remat_jsonw_end(w);
     if (o->pareto) {
         remat_jsonw_array(w, "pareto");
-        for (size_t i = 0; i < an->nfront; i++) row_json(w, NULL, &an->front[i], mm);
+        for (size_t i = 0; i < an->nfront; i++) row_json(w, NULL, &an->front[i], mm, pt);
         remat_jsonw_end(w);
     }
     remat_jsonw_end(w);
@@ -595,11 +632,8 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
         printf("largest %s: optimal %d, Megatron-LM %d, torchtitan %d (answers below at %s %d)\n", what, an->best[0],
                an->best[1], an->best[2], what, an->best[0]);
     }
-    /* plans are per model chunk: each pipeline stage's L/(P V) layers */
-    remat_config ch = *c;
-    ch.n_layer = c->n_layer / (cl->pp * cl->vpp);
+    remat_config ch = chunk_of(c, cl);
     if (cl->pp > 1) {
-        ch.stage = REMAT_STAGE_FIRST;
         printf("plans are per model chunk of %d layers (%d stages x %d chunk(s) each)\n", ch.n_layer, cl->pp, cl->vpp);
     }
     printf("\n");
