@@ -924,7 +924,7 @@ static void summary_text(train_run *t, const run_summary *u)
                cli_fmt_bytes(st->comm_bytes, b1, sizeof b1), u->comm_med, u->red_med);
     printf("  recompute       %.1f%% of step FLOPs | params_hash %.16s\n", u->rpct, u->hash);
     if (t->o.verify && !u->rec_per_micro)
-        printf("verify-recompute: nothing to check: policy %.200s recomputes no tensor\n", t->policy);
+        printf("verify-recompute: nothing to check: policy %s recomputes no tensor\n", t->policy);
     else if (t->o.verify)
         printf("verify-recompute: %llu recomputed tensors (%llu per micro-batch x %d per step x %zu steps), each bit "
                "for bit equal to its first computation\n", (unsigned long long)u->verified,
