@@ -354,7 +354,8 @@ static const char *const fw_help[][2] = {
  * flags and of --device (devices: the presets' names) replaced */
 static cli_flag_group fw_group(cli_flag_group g, cli_flag *buf, size_t max, const char *devices)
 {
-    size_t n = g.n < max ? g.n : max;
+    size_t n = g.n;
+    if (n > max) return g;   /* every flag still parses; only its help is the trainer's (grow buf) */
     for (size_t i = 0; i < n; i++) {
         buf[i] = g.flags[i];
         for (size_t j = 0; j < sizeof fw_help / sizeof fw_help[0]; j++)
@@ -374,7 +375,7 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
     remat_cluster_default(cl);
     memset(o, 0, sizeof *o);
     o->maximize = -1;
-    static cli_flag cbuf[64], kbuf[64];
+    static cli_flag cbuf[128], kbuf[64];
     static char devices[256];
     char names[200];
     snprintf(devices, sizeof devices, "a GPU: %s (default %s)", cli_preset_names(1, names, sizeof names), cl->dev.name);
