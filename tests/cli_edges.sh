@@ -7,7 +7,15 @@
 #   - train --steps 0 evaluates the weights and stops (no NaN, no MISMATCH);
 #   - --verify-recompute says how many recomputations it checked;
 #   - flags that contradict each other are refused, not resolved by order;
-#   - usage errors exit 2 and run-time failures 1, in every command.
+#   - the cluster planner: --host-mem 0, its advice, --help's devices and
+#     defaults, one unit per column, whole policies, what --explain says
+#     Megatron keeps, and --framework pytorch in PyTorch's terms;
+#   - a size that overflows names the longest seq;
+#   - usage errors exit 2 and run-time failures 1, in every command
+#     (README, "Exit status");
+#   - Hugging Face edges: max_position_embeddings is the configured maximum,
+#     a Llama runs past it with a note, a vocabulary that cannot hold the
+#     data is said so.
 set -u
 . "$(dirname "$0")/lib.sh"
 tiny="--layers 2 --dim 32 --heads 2 --seq 16 --batch 2 --threads 1"
