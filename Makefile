@@ -86,6 +86,15 @@ $(BUILD)/%.o: %.c
 # say) are rebuilt when the Makefile changes.
 $(LIB_OBJ) $(CLI_OBJ): Makefile
 
+# The page `remat report` fills in (src/cli/report.html) is compiled in as
+# one C string, report_html[], a literal per line: sed quotes each line.
+$(BUILD)/gen/report_html.h: src/cli/report.html
+	@mkdir -p $(dir $@)
+	{ echo '/* made from src/cli/report.html by the Makefile: do not edit */'; echo 'static const char report_html[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/src/cli/cmd_report.o: $(BUILD)/gen/report_html.h
+$(BUILD)/src/cli/cmd_report.o: CPPFLAGS += -I$(BUILD)/gen
+
 $(BUILD)/libremat.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -1422,7 +1422,9 @@ REMAT_API remat_status remat_weights_probe(const char *path, remat_config *shape
 /* Creates a model holding the parameters of a file or a directory.  The
  * architecture comes from it (remat_weights_probe's fields), every other
  * field (batch, seq <= its max_seq, dropout, attention, dtype, ...) from
- * base.  What a safetensors file does not fix comes from base: n_head
+ * base; for Llama, which has no position table, seq may pass the file's
+ * max_seq, which then becomes base's (at least seq).  What a safetensors file does
+ * not fix comes from base: n_head
  * (when > 0, else C/64), and for Llama max_seq and, when base->arch is
  * llama, rope_theta, rope_scaling and norm_eps.  The optimizer state is
  * fresh (step 0); seed keys dropout as in remat_model_create.  On failure

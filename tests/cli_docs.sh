@@ -12,7 +12,10 @@
 #   - a count of the PyTorch oracle's configs in the README, if it states
 #     one, is the length of tests/py_torch_oracle.py's CONFIGS;
 #   - a size of a policy string stated in examples/ or include/ is
-#     REMAT_POLICY_MAX's.
+#     REMAT_POLICY_MAX's;
+#   - the README quotes no run's measured losses or times: they go stale
+#     with every change of bits or machine, so they live in docs/ with
+#     their machine and date (issue 30).
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -106,5 +109,10 @@ while IFS= read -r line; do
     k=$(echo "$line" | grep -oiE '[0-9]+ ?KiB' | head -n 1 | tr -dc 0-9)
     [ "$((k * 1024))" = "$max" ] && ok || bad "REMAT_POLICY_MAX is $max bytes, not $k KiB: $line"
 done < "$T/kib"
+
+# ---- no measured run in the README -----------------------------------------------------------
+if grep -nE '^step +[0-9]+/[0-9]+ \| loss|loss \*\*[0-9]|loss [0-9.]+ -> [0-9.]+ \(val|median step [0-9]' README.md > "$T/runs"; then
+    bad "README.md quotes a run's measured figures (put them in docs/ with the machine and date): $(head -n 2 "$T/runs")"
+else ok; fi
 
 finish cli_docs

@@ -158,11 +158,12 @@ $R train $small --steps 3 --no-calibrate --trace "$T/ct.json" --eval-every 0 --s
 $R plan $small --calibrate-from "$T/ct.json" --recompute none --json > "$T/cf.json" 2> "$T/cf.err" || bad "--calibrate-from failed: $(cat "$T/cf.err")"
 grep -q "run times of $T/ct.json are kept in" "$T/cf.err" && ls "$REMAT_CACHE"/profile-*.txt > /dev/null 2>&1 \
     && grep -q '^run forward qkv ' "$REMAT_CACHE"/profile-*.txt && ok || bad "--calibrate-from stores the times"
-# bad traces: one line, exit 1, the cache untouched
+# bad traces: one line, exit 2 (a file a flag names that cannot be used:
+# README, "Exit status"), the cache untouched
 cp "$REMAT_CACHE"/profile-*.txt "$T/cache-before.txt"
 calib_bad() {   # calib_bad WHY FILE [CONFIG FLAGS]
     why=$1; file=$2; shift 2
-    expect_err --rc 1 "$why" $R plan "${@:-}" --calibrate-from "$file" --recompute none --json
+    expect_err --rc 2 "$why" $R plan "${@:-}" --calibrate-from "$file" --recompute none --json
     [ ! -s "$T/stdout" ] && cmp -s "$T/cache-before.txt" "$REMAT_CACHE"/profile-*.txt && ok \
         || bad "$why: output on stdout, or the cache changed: $(head -3 "$T/stdout")"
 }

@@ -61,6 +61,16 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return 2;
 }
 
+int cli_input_error(remat_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_line("", fmt, ap);
+    va_end(ap);
+    return st == REMAT_ERR_INVALID || st == REMAT_ERR_IO || st == REMAT_ERR_FORMAT || st == REMAT_ERR_RANGE ||
+           st == REMAT_ERR_POLICY ? 2 : 1;
+}
+
 const char *cli_value(int argc, char **argv, int *i)
 {
     if (*i + 1 >= argc) { cli_error("%s needs a value", argv[*i]); return NULL; }
@@ -586,4 +596,33 @@ const char *cli_preset_names(int devices, char *buf, size_t n)
         k += (size_t)snprintf(buf + k, n - k, "%s%s", j ? ", " : "",
                               devices ? remat_device_get(j)->name : remat_model_preset_get(j)->name);
     return buf;
+}
+
+/* The longest seq at which c's sizes stay within what remat_config_check
+ * takes (its REMAT_ERR_RANGE bounds, asked of the check itself: the limit
+ * is its own), max_seq following seq unless it was larger; 0: none. */
+static int longest_seq(const remat_config *c)
+{
+    remat_config t = *c;
+    int lo = 0, hi = c->seq;    /* lo passes (0: none yet), hi overflows */
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        t.seq = mid;
+        t.max_seq = c->max_seq > c->seq ? c->max_seq : mid;
+        if (remat_config_check(&t) == REMAT_ERR_RANGE) hi = mid;
+        else lo = mid;
+    }
+    return lo;
+}
+
+int cli_config_check(const remat_config *c)
+{
+    remat_status st = remat_config_check(c);
+    if (!st) return 0;
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s", remat_errmsg());
+    int best = st == REMAT_ERR_RANGE && c->seq > 1 ? longest_seq(c) : 0;
+    if (best > 0 && best < c->seq)
+        return cli_error("%s (at batch %d the longest seq these sizes allow is %d)", msg, c->batch, best) + 1;
+    return cli_error("%s", msg) + 1;
 }

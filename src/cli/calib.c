@@ -63,7 +63,7 @@ int cli_calibrate_cache(const remat_config *c, const remat_trace *t, const char 
     remat_status st = t ? remat_profile_calibrate(p, t) : remat_profile_calibrate_file(p, file);
     if (st) {
         remat_profile_free(p);
-        return cli_error("%s", remat_errmsg());
+        return t ? cli_error("%s", remat_errmsg()) : cli_input_error(st, "%s", remat_errmsg());   /* file: a flag's */
     }
     if (remat_profile_save(p, path)) {
         remat_profile_free(p);

@@ -13,6 +13,12 @@
 /* Prints "remat: error: ..." (one line) to stderr and returns 1/2. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The exit status (README, "Exit status"): 2 when what was given cannot be
+ * used -- a flag, a value, or a file a flag names (missing, unreadable,
+ * malformed) -- and 1 when a run fails.  Prints like cli_error for a
+ * failure to read an input whose status is st: 2 for a bad argument, file
+ * or value (INVALID, IO, FORMAT, RANGE, POLICY), else 1 (out of memory, ...). */
+int cli_input_error(remat_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Called first by both (NULL when unset): a progress line on stderr uses it
  * to blank itself, so that the error starts on a clean line. */
 extern void (*cli_error_hook)(void);
@@ -160,6 +166,9 @@ int cli_parse_policy(const char *flag, const char *value, void *field);
  * activations); 1, or 0 (reported, a usage error of cmd) when both were given. */
 int cli_budget_pick(const char *cmd, uint64_t total, uint64_t act_budget, uint64_t *budget, int *act);
 
+/* remat_config_check(c): 0, or 2 (reported: a size that overflows names the
+ * longest seq the sizes allow at c's batch). */
+int cli_config_check(const remat_config *c);
 void cli_config_print(FILE *f, const remat_config *c);
 /* the architecture's fields of c into an open JSON object: arch, n_kv_head,
  * head_dim, ffn_dim, tie_embeddings (and rope_theta, norm_eps for llama) */
@@ -182,9 +191,44 @@ int cmd_schedule(int argc, char **argv);
 /* planner commands */
 int cmd_plan(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
-/* Prints what `policy` does with each layer of c, as ranges of layers
- * treated alike (remat_plan_explain).  0, or 1 (reported) on a bad policy. */
+/* ---- the plan printer (plan_print.c) ----------------------------------------
+ * `remat plan` (a model) and `remat plan --table` (a chain a file describes)
+ * ask the planner the same questions and print the answers through one
+ * printer.  Prints what `policy` does with each layer of c, as ranges of
+ * layers treated alike (remat_plan_explain).  0, or 1 (reported) on a bad
+ * policy. */
 int cli_explain(FILE *f, const remat_config *c, const char *policy);
+/* A question to the planner: c priced with prof, at budget. */
+typedef struct cli_plan_q cli_plan_q;
+struct cli_plan_q {
+    const remat_config *c;
+    const remat_profile *prof;
+    uint64_t budget;                /* the planner's (remat_plan_evaluate's); 0: none */
+    int act;                        /* 1: budget is of the activations alone */
+    const char *const *names;       /* the policies to show, nn of them */
+    int nn;
+    int given;                      /* names are --recompute's: one the planner refuses is an error, else left out */
+    /* NULL: a model's rows (peak, stored, working set, total; step ms to
+     * 0.01).  A table's chain: its kept bytes (stored + outside_bytes) and
+     * peak, step ms to 0.001, and the optimum's whole row in JSON. */
+    const remat_table_info *table;
+    /* The command's header: w NULL, the text before the budget rows
+     * (without the last newline; pareto: before the front, with it); else
+     * members of the JSON object before "rows" (budget only). */
+    void (*head)(const cli_plan_q *q, remat_jsonw *w, int pareto);
+    /* The fastest plan that fits: REMAT_OK, REMAT_ERR_BUDGET when nothing
+     * does, another status on error; err gets the message of either. */
+    remat_status (*optimal)(const cli_plan_q *q, remat_plan_row *opt, char *err, size_t n);
+    void (*adjust)(const cli_plan_q *q, remat_plan_row *r);   /* each row after it is priced, or NULL */
+    const void *ctx;                /* the command's own, for the callbacks */
+};
+/* The rows of q's policies and the optimal plan for its budget, with each
+ * policy's layers when explain; 0, 1 when nothing fits or on error, 2 for a
+ * --recompute the planner refuses (reported). */
+int cli_plan_budget(const cli_plan_q *q, int json, int explain);
+/* The planner's front of activation peak against step time (csv: as CSV;
+ * models only).  0, or 1 (reported). */
+int cli_plan_pareto(const cli_plan_q *q, int json, int csv);
 /* remat plan --framework megatron|pytorch (plan_framework.c) */
 int cli_plan_framework(int argc, char **argv);
 /* remat plan --table FILE.json (plan_table.c) */
@@ -213,7 +257,8 @@ int cli_cached_profile(const remat_config *c, remat_profile **out, char *path, s
  * profile: base when not NULL (taken over; c's profile as read from the
  * cache, else made, a moment ago: no second GEMM probe), else the cached
  * one, else the FLOP model with its GEMM probe.  *out gets it.  0 on
- * success, else 1 (reported). */
+ * success, else the exit status (reported: 2 for a trace file that cannot
+ * be read or is malformed, cli_input_error). */
 int cli_calibrate_cache(const remat_config *c, const remat_trace *t, const char *file, remat_profile *base,
                         remat_profile **out, char *path, size_t n);
 /* outputs written at a command's end, prepared before it runs (outputs.c):

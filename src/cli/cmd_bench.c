@@ -524,7 +524,7 @@ int bench_run(const bench_opts *o, bench_result *r)
     r->load_start = load_avg();
     remat_set_threads((int)o->threads);
     cli_progress_init(&pg, !o->json);
-    if ((st = remat_config_check(c))) { cli_error("%s", remat_errmsg()); rc = 2; goto out; }
+    if ((rc = cli_config_check(c))) goto out;
     if (!policy_names(o, &names)) { cli_error("out of memory"); goto out; }
     r->nslot = o->ndt;
     for (int k = 0; k < r->nslot; k++) {

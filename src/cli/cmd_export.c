@@ -95,8 +95,9 @@ int cmd_export(int argc, char **argv)
     remat_checkpoint_info *ci = calloc(1, sizeof *ci);
     int rc = 1;
     if (!ci) { cli_error("out of memory"); goto done; }
-    if (remat_checkpoint_load(dir, NULL, &m, NULL, ci)) {
-        cli_error("cannot export from '%s': %s", dir, remat_errmsg());
+    remat_status st = remat_checkpoint_load(dir, NULL, &m, NULL, ci);
+    if (st) {
+        rc = cli_input_error(st, "cannot export from '%s': %s", dir, remat_errmsg());
         goto done;
     }
     if (ci->warning[0]) fprintf(stderr, "remat: warning: %s\n", ci->warning);
@@ -142,7 +143,8 @@ int cli_init_shape(const char *path, const remat_config *given, remat_config *c)
     remat_weights_format fmt;
     memset(&f, 0, sizeof f);
     f.n_head = given->n_head > 0 ? given->n_head : 0;   /* solves KV and hs where the file holds no heads */
-    if (remat_weights_probe(path, &f, &fmt)) { cli_error("--init-from: %s", remat_errmsg()); return 1; }
+    remat_status st = remat_weights_probe(path, &f, &fmt);
+    if (st) return cli_input_error(st, "--init-from: %s", remat_errmsg());
     int hf = fmt == REMAT_WEIGHTS_HF;
     struct { const char *flag; int given, have; int *dst; } shape[] = {
         {"--layers", given->n_layer, f.n_layer, &c->n_layer}, {"--dim", given->n_embd, f.n_embd, &c->n_embd},
@@ -156,7 +158,20 @@ int cli_init_shape(const char *path, const remat_config *given, remat_config *c)
         return 2;
     }
     c->arch = f.arch;
+    /* Llama has no position table (RoPE): the positions the weights were
+     * configured for (max_position_embeddings) bound nothing the weights
+     * hold, so a longer run goes ahead, with a note; GPT-2's wpe has that
+     * many rows */
+    int rope = f.arch == REMAT_ARCH_LLAMA;
     for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++) {
+        if (rope && shape[k].dst == &c->max_seq && shape[k].given > shape[k].have) {
+            if (given->seq == -1 || given->seq <= shape[k].have)   /* else the --seq note below says it */
+                fprintf(stderr, "remat: note: a Llama has no position table (RoPE): --max-seq %d is not needed for a "
+                        "--seq past the %d positions '%s' was configured for, and changes nothing at --seq %d\n",
+                        shape[k].given, shape[k].have, path, given->seq == -1 ? c->seq : given->seq);
+            *shape[k].dst = shape[k].have;   /* the run's seq raises it where it passes (below) */
+            continue;
+        }
         if (shape[k].have && shape[k].given != -1 && shape[k].given != shape[k].have) {
             cli_error("%s %d contradicts '%s' (%d); the model's shape comes from the weights, drop the flag",
                       shape[k].flag, shape[k].given, path, shape[k].have);
@@ -199,6 +214,11 @@ int cli_init_shape(const char *path, const remat_config *given, remat_config *c)
                       f.arch == REMAT_ARCH_GPT2 ? " and its width is not a multiple of 64" : "");
             return 2;
         }
+    }
+    if (c->seq > c->max_seq && rope && given->seq != -1) {
+        fprintf(stderr, "remat: note: --seq %d is past the %d positions '%s' was configured for; a Llama has no "
+                "position table (RoPE), so the run goes ahead\n", c->seq, c->max_seq, path);
+        c->max_seq = given->max_seq > c->seq ? given->max_seq : c->seq;
     }
     if (c->seq > c->max_seq) {
         if (given->seq != -1) {

@@ -51,38 +51,6 @@ static int pick_profile(const remat_config *c, const char *path, int none, int c
     return 1;
 }
 
-int cli_explain(FILE *f, const remat_config *c, const char *policy)
-{
-    size_t n = 0;
-    if (remat_plan_explain(c, policy, NULL, 0, &n)) return cli_error("%s", remat_errmsg());
-    char *text = malloc(n + 1);
-    if (!text) return cli_error("out of memory");
-    int rc = remat_plan_explain(c, policy, text, n + 1, NULL) ? cli_error("%s", remat_errmsg()) : (fputs(text, f), 0);
-    free(text);
-    return rc;
-}
-
-static void row_json(remat_jsonw *w, const remat_plan_row *r)
-{
-    remat_jsonw_object(w, NULL);
-    remat_jsonw_str(w, "policy", r->policy);
-    remat_jsonw_uint(w, "peak_bytes", r->peak_bytes);
-    remat_jsonw_uint(w, "stored_bytes", r->stored_bytes);
-    remat_jsonw_uint(w, "workset_bytes", r->workset_bytes);
-    remat_jsonw_num(w, "overhead_pct", r->overhead_pct);
-    remat_jsonw_num(w, "step_ms_pred", r->step_ms_pred);
-    remat_jsonw_bool(w, "fits", r->fits);
-    remat_jsonw_end(w);
-}
-
-static void row_text(const char *label, const remat_plan_row *r)
-{
-    char b1[32], b2[32], b3[32], b4[32];
-    printf("%-22.22s %11s %11s %11s %11s %9.1f%% %11.2f  %s\n", label, cli_fmt_bytes(r->peak_bytes, b1, sizeof b1),
-           cli_fmt_bytes(r->stored_bytes, b2, sizeof b2), cli_fmt_bytes(r->workset_bytes, b3, sizeof b3),
-           cli_fmt_bytes(r->total_bytes, b4, sizeof b4), r->overhead_pct, r->step_ms_pred, r->fits ? "yes" : "no");
-}
-
 /* The data-parallel side of a plan (NULL: one rank, one micro-batch): the
  * rank's bytes besides activations, and the communication prediction. */
 typedef struct plan_dp {
@@ -162,106 +130,35 @@ static remat_status optimal_plan(const remat_config *c, const remat_profile *pro
     return st;
 }
 
-static int do_budget(const remat_config *c, const remat_profile *prof, uint64_t budget, int act, int json, int explain,
-                     const plan_dp *dp)
+/* cli_plan_q's callbacks for a model: q->ctx is the plan_dp (NULL: one rank) */
+static void plan_head(const cli_plan_q *q, remat_jsonw *w, int pareto)
 {
-    const char *names[MAX_GIVEN];
-    int nn = named_policies(c, names, MAX_GIVEN), rc = 0;
-    remat_plan_row *rows = calloc((size_t)nn, sizeof *rows), *opt = calloc(1, sizeof *opt);
-    int *ok = calloc((size_t)nn, sizeof *ok);
-    if (!rows || !opt || !ok) { free(rows); free(opt); free(ok); return cli_error("out of memory"); }
-    for (int i = 0; i < nn; i++) {
-        ok[i] = remat_plan_evaluate(c, prof, names[i], budget, act, &rows[i]) == REMAT_OK;
-        if (!ok[i] && given.n) { rc = cli_error("--recompute %s: %s", names[i], remat_errmsg()) + 1; goto out; }
-        dp_row(dp, budget, act, &rows[i]);
-    }
-    char err[600];
-    remat_status st = optimal_plan(c, prof, budget, act, dp ? &dp->pm : NULL, opt, err, sizeof err);
-    if (!st) dp_row(dp, budget, act, opt);
-    if (st && st != REMAT_ERR_BUDGET) { rc = cli_error("%s", err); goto out; }
-    if (json) {
-        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
-        remat_jsonw_object(w, NULL);
-        remat_jsonw_uint(w, "budget_bytes", budget);
+    const plan_dp *dp = q->ctx;
+    char b1[32], b2[32];
+    if (w) {
+        remat_jsonw_uint(w, "budget_bytes", q->budget);
         if (dp) dp_json(w, dp);
-        remat_jsonw_array(w, "rows");
-        for (int i = 0; i < nn; i++)
-            if (ok[i]) row_json(w, &rows[i]);
-        remat_jsonw_end(w);
-        if (st) remat_jsonw_null(w, "optimal");
-        else {
-            remat_jsonw_object(w, "optimal");
-            remat_jsonw_str(w, "policy", opt->policy);
-            remat_jsonw_uint(w, "peak_bytes", opt->peak_bytes);
-            remat_jsonw_num(w, "step_ms_pred", opt->step_ms_pred);
-            remat_jsonw_end(w);
-        }
-        remat_jsonw_end(w);
-        if (cli_json_close(w)) { rc = 1; goto out; }
-    } else {
-        char b1[32], b2[32];
-        cli_config_print(stdout, c);
-        printf("cost model: %s\n", prof ? remat_profile_describe(prof) : "FLOP/byte model with default throughputs "
-                                                                          "(run 'remat profile' to measure this machine)");
-        if (dp) dp_text(dp);
-        printf("parameters + gradients + AdamW state + workspace%s: %s", dp ? " + reduction (per rank)" : "",
-               cli_fmt_bytes(dp ? dp->pm.static_bytes : remat_plan_static_bytes(c), b1, sizeof b1));
-        if (budget) printf(" | budget: %s%s", cli_fmt_bytes(budget, b2, sizeof b2), act ? " of activations" : " in total");
-        printf("\n\n%-22s %11s %11s %11s %11s %10s %11s  %s\n", "policy", "act. peak", "stored", "working set",
-               "total", "overhead", "step ms", "fits");
-        for (int i = 0; i < nn; i++)
-            if (ok[i]) row_text(names[i], &rows[i]);
-        if (!st) {
-            row_text("optimal (plan below)", opt);
-            printf("\noptimal plan: %s\n", opt->policy);
-            cli_explain(stdout, c, opt->policy);
-        }
-        for (int i = 0; explain && i < nn; i++)
-            if (ok[i]) {
-                printf("\n%s:\n", names[i]);
-                cli_explain(stdout, c, names[i]);
-            }
+        return;
     }
-    if (st) rc = cli_error("%s", err);
-out:
-    remat_plan_rows_free(rows, (size_t)nn);
-    remat_plan_rows_free(opt, 1);
-    free(ok);
-    return rc;
+    cli_config_print(stdout, q->c);
+    if (pareto) return;
+    printf("cost model: %s\n", q->prof ? remat_profile_describe(q->prof) : "FLOP/byte model with default throughputs "
+                                                                          "(run 'remat profile' to measure this machine)");
+    if (dp) dp_text(dp);
+    printf("parameters + gradients + AdamW state + workspace%s: %s", dp ? " + reduction (per rank)" : "",
+           cli_fmt_bytes(dp ? dp->pm.static_bytes : remat_plan_static_bytes(q->c), b1, sizeof b1));
+    if (q->budget) printf(" | budget: %s%s", cli_fmt_bytes(q->budget, b2, sizeof b2), q->act ? " of activations" : " in total");
 }
 
-static int do_pareto(const remat_config *c, const remat_profile *prof, int json, int csv)
+static remat_status plan_optimal(const cli_plan_q *q, remat_plan_row *opt, char *err, size_t n)
 {
-    remat_plan_row *rows = NULL;
-    size_t n = 0;
-    if (remat_plan_pareto(c, prof, &rows, &n)) return cli_error("%s", remat_errmsg());
-    int rc = 0;
-    if (json) {
-        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
-        remat_jsonw_object(w, NULL);
-        remat_jsonw_array(w, "rows");
-        for (size_t i = 0; i < n; i++) row_json(w, &rows[i]);
-        remat_jsonw_end(w);
-        remat_jsonw_end(w);
-        rc = cli_json_close(w);
-    } else if (csv) {
-        printf("peak_bytes,stored_bytes,workset_bytes,total_bytes,overhead_pct,step_ms_pred,policy\n");
-        for (size_t i = 0; i < n; i++)
-            printf("%llu,%llu,%llu,%llu,%.4f,%.4f,%s\n", (unsigned long long)rows[i].peak_bytes,
-                   (unsigned long long)rows[i].stored_bytes, (unsigned long long)rows[i].workset_bytes,
-                   (unsigned long long)rows[i].total_bytes, rows[i].overhead_pct, rows[i].step_ms_pred, rows[i].policy);
-    } else {
-        char b1[32], b2[32];
-        cli_config_print(stdout, c);
-        printf("Pareto front: %zu plans, activation peak against predicted step time\n\n", n);
-        printf("%11s %11s %10s %11s  %s\n", "act. peak", "total", "overhead", "step ms", "plan");
-        for (size_t i = 0; i < n; i++)
-            printf("%11s %11s %9.1f%% %11.2f  %s\n", cli_fmt_bytes(rows[i].peak_bytes, b1, sizeof b1),
-                   cli_fmt_bytes(rows[i].total_bytes, b2, sizeof b2), rows[i].overhead_pct, rows[i].step_ms_pred,
-                   rows[i].policy);
-    }
-    remat_plan_rows_free(rows, n);
-    return rc;
+    const plan_dp *dp = q->ctx;
+    return optimal_plan(q->c, q->prof, q->budget, q->act, dp ? &dp->pm : NULL, opt, err, n);
+}
+
+static void plan_adjust(const cli_plan_q *q, remat_plan_row *r)
+{
+    dp_row(q->ctx, q->budget, q->act, r);
 }
 
 static int do_maximize(const remat_config *c, remat_plan_dim dim, uint64_t budget, int act, int json)
@@ -435,7 +332,7 @@ int cmd_plan(int argc, char **argv)
                                "or --maximize");
     cli_config_default_max_seq(&c);
     remat_set_threads((int)threads);
-    if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;
+    if (cli_config_check(&c)) return 2;
     if (maximize >= 0) return do_maximize(&c, maximize, budget, act, json);
     plan_dp dp;
     memset(&dp, 0, sizeof dp);
@@ -452,10 +349,14 @@ int cmd_plan(int argc, char **argv)
     remat_profile *prof = NULL;
     char cache[4096];
     if (calib_from) {
-        if (cli_calibrate_cache(&c, NULL, calib_from, NULL, &prof, cache, sizeof cache)) return 1;
+        int crc = cli_calibrate_cache(&c, NULL, calib_from, NULL, &prof, cache, sizeof cache);
+        if (crc) return crc;
         fprintf(stderr, "remat: the run times of %s are kept in %s\n", calib_from, cache);
     } else if (!pick_profile(&c, profile, no_profile, calibrate, &prof)) return 2;
-    int rc = pareto ? do_pareto(&c, prof, json, csv) : do_budget(&c, prof, budget, act, json, explain, dpmode ? &dp : NULL);
+    const char *names[MAX_GIVEN];
+    cli_plan_q q = { &c, prof, budget, act, names, named_policies(&c, names, MAX_GIVEN), given.n > 0, NULL,
+                     plan_head, plan_optimal, dpmode ? plan_adjust : NULL, dpmode ? &dp : NULL };
+    int rc = pareto ? cli_plan_pareto(&q, json, csv) : cli_plan_budget(&q, json, explain);
     remat_profile_free(prof);
     return rc;
 }

@@ -53,7 +53,7 @@ int cmd_profile(int argc, char **argv)
     const char *out = o.out;
     cli_config_default_max_seq(&c);
     remat_set_threads((int)threads);
-    if (remat_config_check(&c)) return cli_error("%s", remat_errmsg()) + 1;
+    if (cli_config_check(&c)) return 2;
     char path[4096];
     if (!out) {
         if (remat_profile_default_path(&c, path, sizeof path)) return cli_error("%s; give --out FILE", remat_errmsg());
@@ -111,7 +111,7 @@ int cmd_profile(int argc, char **argv)
             printf("%-10s %-32.32s %10.4f %10.4f %10.4f %10.4f\n", ti.name, ti.op, remat_profile_op_ms(p, t, 0),
                    remat_profile_op_warm_ms(p, t, 0), remat_profile_op_ms(p, t, 1), remat_profile_op_warm_ms(p, t, 1));
         }
-        printf("%-10s %-34s %11.4f\n", "update", "zero grads, global norm, AdamW", remat_profile_op_ms(p, -1, 0));
+        printf("%-10s %-34s %11.4f\n", "update", "global norm, clipping, AdamW", remat_profile_op_ms(p, -1, 0));
         printf("\npredicted step: %.2f ms with none, %.2f ms with full (per-block ops x %d layers)\nsaved to %s\n",
                none.step_ms_pred, full.step_ms_pred, c.n_layer, out);
     }

@@ -4,6 +4,8 @@
  * design review: the two plots inline as SVG, the table, the config, the
  * machine (CPU model, threads, BLAS and the core type it chose), the method,
  * the planner's front and the raw JSON.  No scripts, no external files.
+ * The page's fixed text is src/cli/report.html, compiled in (report_html[]:
+ * the Makefile quotes it); its "@@name@@" slots are filled here.
  *
  * The page is well-formed XML as well as HTML (every element closed, only
  * numeric character references), so tests can parse it with any XML parser.
@@ -14,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bench.h"
+#include "report_html.h"   /* report_html[]: src/cli/report.html, made by the Makefile */
 
 static void esc(FILE *f, const char *s)
 {
@@ -91,8 +94,8 @@ static void trace_summary(FILE *f, const bench_opts *o, const bench_result *r)
                 top[k].dur_ms > 0 ? top[k].flops / (top[k].dur_ms * 1e6) : 0.0);
     }
     fputs("</tbody>\n</table>\n<p class=\"meta\">", f);
-    snprintf(b, sizeof b, "The instructions account for %.1f ms of the step; the rest is zeroing the gradients, copying "
-             "the batch in and releasing buffers. %s", inside,
+    snprintf(b, sizeof b, "The instructions account for %.1f ms of the step; the rest is copying the batch in, releasing "
+             "buffers and the time between instructions. %s", inside,
              o->trace_dir ? "Every round of every policy is in the traces written by --trace (Chrome trace-event JSON: "
                             "Perfetto, chrome://tracing, or docs/trace-view.html)." :
                             "Add --trace DIR to keep every round of every policy as Chrome trace-event JSON.");
@@ -100,49 +103,40 @@ static void trace_summary(FILE *f, const bench_opts *o, const bench_result *r)
     fputs("</p>\n", f);
 }
 
-static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const char *pareto, const char *timeline,
-                      const char *json)
+/* What the page's slots are filled from (report.html, "@@name@@") */
+typedef struct page {
+    const bench_opts *o;
+    const bench_result *r;
+    const char *pareto, *timeline, *json;   /* the two plots as SVG, the bench's JSON */
+} page;
+
+static void fill_title(FILE *f, const page *p)
 {
-    const remat_config *c = &o->cfg;
-    char b[1024], b2[64], b3[64];
+    const remat_config *c = &p->o->cfg;
+    char b[256];
+    snprintf(b, sizeof b, "remat report: %d layers, dim %d, batch %d x seq %d", c->n_layer, c->n_embd, c->batch, c->seq);
+    esc(f, b);
+}
+
+static void fill_generated(FILE *f, const page *p)
+{
+    char b[1024], when[64];
     time_t now = time(NULL);
     struct tm tmv;
     localtime_r(&now, &tmv);
-    char when[64];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tmv);
-
-    fputs("<!DOCTYPE html>\n<html lang=\"en\" xmlns=\"http://www.w3.org/1999/xhtml\">\n<head>\n"
-          "<meta charset=\"utf-8\"/>\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n", f);
-    snprintf(b, sizeof b, "remat report: %d layers, dim %d, batch %d x seq %d", c->n_layer, c->n_embd, c->batch, c->seq);
-    fputs("<title>", f);
-    esc(f, b);
-    fputs("</title>\n<style>\n"
-          "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;margin:24px auto;max-width:1060px;color:#222;padding:0 12px}\n"
-          "h1{font-size:24px;margin-bottom:4px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd;padding-bottom:4px}\n"
-          ".meta{color:#666;font-size:13px}\n"
-          "table{border-collapse:collapse;font-size:13px;margin:8px 0}\n"
-          "th,td{border:1px solid #ddd;padding:4px 8px;text-align:right;white-space:nowrap}\n"
-          ".scroll{overflow-x:auto}table.results{font-size:12px}table.results th,table.results td{padding:3px 5px}\n"
-          "table.results td.l{white-space:normal;max-width:230px;word-break:break-all}\n"
-          "th{background:#f4f4f4}td.l,th.l{text-align:left}\n"
-          "table.kv th{text-align:left;width:160px}table.kv td{text-align:left;white-space:normal}\n"
-          "tr.opt td{background:#eef8ee}tr.ref td{color:#666}\n"
-          "svg{max-width:100%;height:auto;border:1px solid #eee}\n"
-          "pre{background:#f8f8f8;padding:8px;overflow:auto;font-size:12px;max-height:400px}\n"
-          "code{font-size:12px}\n"
-          "</style>\n</head>\n<body>\n", f);
-    fputs("<h1>remat report</h1>\n<p class=\"meta\">", f);
-    snprintf(b, sizeof b, "Generated %s by remat %s in %.1f s. Command: ", when, remat_version(), r->elapsed_s);
+    snprintf(b, sizeof b, "Generated %s by remat %s in %.1f s. Command: ", when, remat_version(), p->r->elapsed_s);
     esc(f, b);
     fputs("<code>remat", f);
-    for (int i = 0; i < o->argc; i++) { fputc(' ', f); esc(f, o->argv[i]); }
-    fputs("</code></p>\n", f);
+    for (int i = 0; i < p->o->argc; i++) { fputc(' ', f); esc(f, p->o->argv[i]); }
+    fputs("</code>", f);
+}
 
-    /* results */
-    fputs("<h2>Results</h2>\n<div class=\"scroll\"><table class=\"results\">\n<thead><tr><th class=\"l\">policy</th><th>ms/step<br/>(median)</th>"
-          "<th>× none</th><th>tokens/s</th><th>act peak<br/>MiB</th><th>predicted<br/>MiB</th><th>stored<br/>MiB</th>"
-          "<th>working set<br/>MiB</th><th>RSS peak<br/>MiB</th><th>GFLOP/s</th><th>% GEMM</th><th>planner<br/>ms</th>"
-          "<th>time<br/>error</th></tr></thead>\n<tbody>\n", f);
+/* one row of the results table per policy run */
+static void fill_results(FILE *f, const page *p)
+{
+    const bench_opts *o = p->o;
+    const bench_result *r = p->r;
     for (int i = 0; i < r->n; i++) {
         const bench_row *w = &r->rows[i];
         fprintf(f, "<tr%s data-policy=\"", w->optimal ? " class=\"opt\"" : w->implicit ? " class=\"ref\"" : "");
@@ -168,7 +162,14 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
                 mib(w->st.act_stored_bytes, mb[2], 32), mib(w->st.act_workset_bytes, mb[3], 32), rss, w->gflops,
                 100.0 * w->gemm_frac, pred, err);
     }
-    fputs("</tbody>\n</table></div>\n<p class=\"meta\">", f);
+}
+
+/* how the results were measured and what the planner said */
+static void fill_results_notes(FILE *f, const page *p)
+{
+    const bench_opts *o = p->o;
+    const bench_result *r = p->r;
+    char b[1024], b2[64], b3[64];
     snprintf(b, sizeof b, "Times are medians over %ld interleaved rounds (after %ld warm-up rounds); × none is the "
              "median of per-round ratios. Activation bytes are exact (accounting allocator); predicted is the dry "
              "run of the schedule. ", o->steps, o->warmup);
@@ -207,16 +208,19 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
             esc(f, b);
         }
     }
-    fputs("</p>\n", f);
+}
 
-    trace_summary(f, o, r);
+static void fill_trace(FILE *f, const page *p) { trace_summary(f, p->o, p->r); }
+static void fill_pareto(FILE *f, const page *p) { fputs(p->pareto, f); }
+static void fill_timeline(FILE *f, const page *p) { fputs(p->timeline, f); }
+static void fill_json(FILE *f, const page *p) { esc(f, p->json); }
 
-    fputs("<h2>Activation memory vs step time</h2>\n", f);
-    fputs(pareto, f);
-    fputs("<h2>Memory timeline</h2>\n", f);
-    fputs(timeline, f);
-
-    fputs("<h2>Configuration</h2>\n<table class=\"kv\">\n", f);
+static void fill_config(FILE *f, const page *p)
+{
+    const bench_opts *o = p->o;
+    const remat_config *c = &o->cfg;
+    const bench_row *r0 = &p->r->rows[0];
+    char b[1024], b2[64], p1[32], p2[32], p3[32];
     snprintf(b, sizeof b, "%d", c->n_layer); kv(f, "layers", b);
     snprintf(b, sizeof b, "%d", c->n_embd); kv(f, "width (dim)", b);
     snprintf(b, sizeof b, "%d", c->n_head); kv(f, "heads", b);
@@ -224,12 +228,8 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
     snprintf(b, sizeof b, "%d x %d (max seq %d)", c->batch, c->seq, c->max_seq); kv(f, "batch x seq", b);
     snprintf(b, sizeof b, "%g", (double)c->dropout); kv(f, "dropout", b);
     snprintf(b, sizeof b, "%llu", (unsigned long long)remat_config_num_params(c)); kv(f, "parameters", b);
-    const bench_row *r0 = &r->rows[0];
-    {
-        char p1[32], p2[32], p3[32];
-        snprintf(b, sizeof b, "params %s MiB, grads %s MiB, AdamW %s MiB", mib(r0->st.params_bytes, p1, 32),
-                 mib(r0->st.grads_bytes, p2, 32), mib(r0->st.optim_bytes, p3, 32));
-    }
+    snprintf(b, sizeof b, "params %s MiB, grads %s MiB, AdamW %s MiB", mib(r0->st.params_bytes, p1, 32),
+             mib(r0->st.grads_bytes, p2, 32), mib(r0->st.optim_bytes, p3, 32));
     kv(f, "fixed memory", b);
     snprintf(b, sizeof b, "%ld timed rounds, %ld warm-up, seed %llu", o->steps, o->warmup, (unsigned long long)o->seed);
     kv(f, "measurement", b);
@@ -238,14 +238,18 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
         snprintf(b, sizeof b, "%s%s", b2, o->act_only ? " (activation peak only)" : " (whole step)");
         kv(f, "budget", b);
     }
-    kv(f, "planner profile", r->slot[0].profile_desc);
-    if (r->nslot > 1)
+    kv(f, "planner profile", p->r->slot[0].profile_desc);
+    if (p->r->nslot > 1)
         snprintf(b, sizeof b, "%s and %s (each against its own none)", cli_dtype_name(o->dts[0]), cli_dtype_name(o->dts[1]));
     else snprintf(b, sizeof b, "%s%s", cli_dtype_name(o->dts[0]), o->dts[0] == REMAT_DTYPE_BF16 ? " (mixed precision)" : "");
     kv(f, "precisions", b);
-    fputs("</table>\n", f);
+}
 
-    fputs("<h2>Machine</h2>\n<table class=\"kv\">\n", f);
+static void fill_machine(FILE *f, const page *p)
+{
+    const bench_opts *o = p->o;
+    const bench_result *r = p->r;
+    char b[1024], b2[64];
     kv(f, "CPU", r->cpu);
     snprintf(b, sizeof b, "%ld online, %d used", sysconf(_SC_NPROCESSORS_ONLN), remat_get_threads());
     kv(f, "cores / threads", b);
@@ -263,16 +267,14 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
         kv(f, "load", b);
     }
     kv(f, "remat", remat_version());
-    fputs("</table>\n", f);
+}
 
-    fputs("<h2>Method</h2>\n<p>", f);
-    esc(f, "These machines change speed by about 2x for minutes at a time, so the policies run interleaved: every round "
-           "runs each policy for one training step (forward, recomputation, backward and AdamW update) on one model, "
-           "starting one policy later each round, plus one SGEMM probe. Only medians over rounds and per-round ratios "
-           "are reported. The timeline is the step's schedule walked without computing: it predicts the live bytes "
-           "after every instruction, and its peak equals the measured peak to the byte.");
-    fputs("</p>\n", f);
-
+/* the planner's front of each precision, folded */
+static void fill_fronts(FILE *f, const page *p)
+{
+    const bench_opts *o = p->o;
+    const bench_result *r = p->r;
+    char b2[64];
     for (int q = 0; q < r->nslot; q++) {
         const bench_slot *sl = &r->slot[q];
         if (!sl->n_front) continue;
@@ -292,9 +294,28 @@ static int write_html(FILE *f, const bench_opts *o, const bench_result *r, const
         }
         fputs("</tbody>\n</table>\n</details>\n", f);
     }
-    fputs("<details><summary>Raw JSON (remat bench --json)</summary>\n<pre>", f);
-    esc(f, json);
-    fputs("</pre>\n</details>\n</body>\n</html>\n", f);
+}
+
+/* The page: report.html (the Makefile compiles it in as report_html[])
+ * with each "@@name@@" replaced by what its filler writes.  0, or 1
+ * (reported) for a slot no filler has. */
+static int write_html(FILE *f, const page *p)
+{
+    static const struct { const char *name; void (*fill)(FILE *, const page *); } slots[] = {
+        {"title", fill_title}, {"generated", fill_generated}, {"results", fill_results},
+        {"results_notes", fill_results_notes}, {"trace", fill_trace}, {"pareto", fill_pareto},
+        {"timeline", fill_timeline}, {"config", fill_config}, {"machine", fill_machine}, {"fronts", fill_fronts},
+        {"json", fill_json},
+    };
+    const char *s = report_html, *at, *end;
+    for (; (at = strstr(s, "@@")) && (end = strstr(at + 2, "@@")); s = end + 2) {
+        fwrite(s, 1, (size_t)(at - s), f);
+        size_t k = 0, len = (size_t)(end - at - 2);
+        while (k < sizeof slots / sizeof slots[0] && (strlen(slots[k].name) != len || memcmp(slots[k].name, at + 2, len))) k++;
+        if (k == sizeof slots / sizeof slots[0]) return cli_error("report.html: no filler for slot '%.*s'", (int)len, at + 2);
+        slots[k].fill(f, p);
+    }
+    fputs(s, f);
     return 0;
 }
 
@@ -319,8 +340,10 @@ int cmd_report(int argc, char **argv)
     if ((rc = bench_render(render_json, &o, &r, 0, &json, &n3))) goto out;
     FILE *f = open_memstream(&html, &n4);
     if (!f) { rc = cli_error("out of memory"); goto out; }
-    write_html(f, &o, &r, pareto, timeline, json);
+    page pg = { &o, &r, pareto, timeline, json };
+    int hrc = write_html(f, &pg);
     if (fclose(f)) { rc = cli_error("out of memory"); goto out; }
+    if ((rc = hrc)) goto out;
     if (snprintf(path, sizeof path, "%s/report.html", o.out_dir) >= (int)sizeof path) { rc = cli_error("--out: path too long"); goto out; }
     if ((rc = cli_write_atomic(path, html, n4))) goto out;
     if (o.svg_pareto && (rc = bench_write_svg(o.svg_pareto, bench_svg_pareto, &o, &r))) goto out;

@@ -42,6 +42,7 @@ int cmd_schedule(int argc, char **argv)
     const char *policy = o.policy;
     int json = o.json, summary = o.summary;
     cli_config_default_max_seq(&c);
+    if (cli_config_check(&c)) return 2;
     remat_schedule *s = NULL;
     remat_status st = remat_schedule_create(&c, policy, &s);
     if (st) return cli_error("%s", remat_errmsg()) + (st == REMAT_ERR_POLICY || st == REMAT_ERR_INVALID);

@@ -297,7 +297,8 @@ static const cli_flag init_flags[] = {
      "contradicts them is refused"},
 };
 static const cli_flag training_flags[] = {
-    {"--steps", "N", CLI_FLAG_LONG, O(steps), 0, 100000000, NULL, NULL, "optimizer steps (default 200)"},
+    {"--steps", "N", CLI_FLAG_LONG, O(steps), 0, 100000000, NULL, NULL, "optimizer steps (default 200; 0: none, the weights evaluated\n"
+     "on the validation split as they are)"},
     {"--lr", "X", CLI_FLAG_FLOAT, O(opt.lr), 0, 10, NULL, NULL, "AdamW learning rate (default 1e-3)"},
     {"--wd", "X", CLI_FLAG_FLOAT, O(opt.weight_decay), 0, 0.999, NULL, NULL,
      "decoupled weight decay on 2-D weights (default 0.1)"},
@@ -393,8 +394,8 @@ static int parse(int argc, char **argv, train_opts *o)
     cli_command cmd = {
         "train",
         "usage: remat train [flags]\n\n"
-        "Trains a GPT-2-style model.  With no flags it trains a small model on the\n"
-        "embedded arithmetic task (no files needed).\n\n",
+        "Trains a GPT-2 or Llama model (--arch) under a memory budget.  With no flags\n"
+        "it trains a small GPT-2 on the embedded arithmetic task (no files needed).\n\n",
         NULL, groups, (int)(sizeof groups / sizeof groups[0]), NULL, NULL, { 0 },
     };
     int r = cli_parse(&cmd, argc, argv);
@@ -409,6 +410,10 @@ static int parse(int argc, char **argv, train_opts *o)
     o->clip_set = cli_given(&cmd, "--clip");
     o->trace_steps_set = cli_given(&cmd, "--trace-steps");
     if (!cli_budget_pick("train", o->budget_total, o->budget_acts, &o->budget, &o->budget_act)) return -1;
+    if (o->budget && o->policy) {
+        cli_usage_error("train", "--budget chooses the policy; drop --recompute (or the budget)");
+        return -1;
+    }
     if (o->trace_steps_set && !o->trace) { cli_usage_error("train", "--trace-steps needs --trace FILE"); return -1; }
     if (!o->trace_steps_set) { o->trace_first = 1; o->trace_last = UINT64_MAX; }
     return 1;
@@ -508,9 +513,9 @@ static int setup_resume(train_run *t)
 {
     train_opts *o = &t->o;
     if (!(t->ci = malloc(sizeof *t->ci))) return cli_error("out of memory");
-    if (remat_checkpoint_load_parallel(o->resume, o->data, o->val_data, g_comm, (int)o->micro_batch, (int)o->zero,
-                                       &t->m, &t->data, t->ci))
-        return cli_error("cannot resume from '%s': %s", o->resume, remat_errmsg());
+    remat_status st = remat_checkpoint_load_parallel(o->resume, o->data, o->val_data, g_comm, (int)o->micro_batch,
+                                                     (int)o->zero, &t->m, &t->data, t->ci);
+    if (st) return cli_input_error(st, "cannot resume from '%s': %s", o->resume, remat_errmsg());
     const remat_checkpoint_info *ci = t->ci;
     if (ci->warning[0] && t->lead) fprintf(stderr, "remat: warning: %s\n", ci->warning);
     if (!check_resume_flags(o, ci)) return 2;
@@ -549,14 +554,23 @@ static int setup_new(train_run *t)
     remat_parallel par = { g_ranks, (int)(o->micro_batch ? o->micro_batch : c->batch / g_ranks), (int)o->zero };
     if (par.micro_batch < 1) par.micro_batch = 1;
     if (par.zero < 0) par.zero = g_ranks > 1;
-    if (remat_config_check(c) || remat_parallel_check(c, &par)) return cli_error("%s", remat_errmsg()) + 1;
+    if (cli_config_check(c)) return 2;
+    if (remat_parallel_check(c, &par)) return cli_error("%s", remat_errmsg()) + 1;
     if (o->budget && !cli_plan_for_budget_parallel(c, &par, o->budget, o->budget_act, o->json || o->quiet, &o->policy,
                                                    &t->plan_prof))
         return 1;
     if (!fits_memory(c, &par, o->policy)) return 1;
-    if (remat_data_open_val(o->data, o->val_data, c->vocab, &t->data)) return cli_error("%s", remat_errmsg());
-    if (o->init_from ? remat_weights_load(o->init_from, c, o->seed, &t->m) : remat_model_create(c, o->seed, &t->m))
-        return cli_error("%s", remat_errmsg());
+    remat_status st = remat_data_open_val(o->data, o->val_data, c->vocab, &t->data);
+    if (st == REMAT_ERR_FORMAT && o->init_from && strstr(remat_errmsg(), "not below the model vocabulary")) {
+        /* the library's advice (--vocab N) is no choice here: the vocabulary is the weights' */
+        const char *m = remat_errmsg(), *cut = strstr(m, "; ");
+        return cli_input_error(st, "%.*s: the weights of '%s' have a vocabulary of %d, which cannot hold this data "
+                               "(the vocabulary comes from the weights): use data tokenized for them",
+                               cut ? (int)(cut - m) : (int)strlen(m), m, o->init_from, c->vocab);
+    }
+    if (st) return cli_input_error(st, "%s", remat_errmsg());
+    if ((st = o->init_from ? remat_weights_load(o->init_from, c, o->seed, &t->m) : remat_model_create(c, o->seed, &t->m)))
+        return cli_input_error(st, "%s", remat_errmsg());
     if (remat_model_set_parallel(t->m, g_comm, par.micro_batch, par.zero)) return cli_error("%s", remat_model_error(t->m));
     if (remat_model_set_optim(t->m, &o->opt)) return cli_error("%s", remat_model_error(t->m)) + 1;
     if (remat_model_set_policy(t->m, o->policy)) return cli_error("%s", remat_model_error(t->m)) + 1;
@@ -778,6 +792,11 @@ static int run_steps(train_run *t)
     }
     cli_progress_clear(&pg);
     remat_model_set_trace(t->m, NULL, 0);
+    if (t->start >= o->steps) {   /* no step to run (--steps 0): the weights as loaded, evaluated */
+        char why[512];
+        if (eval_val(t->m, t->data, t->c, o->eval_batches, t->in, t->tg, &t->val, why, sizeof why))
+            return cli_error("validation: %s", why);
+    }
     if (o->save && t->last_saved != o->steps && !save_ckpt(o, t->m, t->data, o->steps, &t->last_saved)) return 1;
     t->trace_done = 1;
     if (o->trace && t->lead && write_trace(o, t->trace)) return 1;
@@ -797,7 +816,21 @@ typedef struct run_summary {
     remat_stats st;
     double med, comm_med, red_med, tps, rpct;
     char hash[32];
+    /* --verify-recompute: the recomputed tensors of one micro-batch's
+     * schedule, and how many the steps that completed checked bit for bit
+     * against their first computation (the engine stops the run at the
+     * first that differs) */
+    uint64_t rec_per_micro, verified;
 } run_summary;
+
+static uint64_t recomputes_of(const remat_schedule *s)
+{
+    uint64_t n = 0;
+    remat_instr_info in;
+    for (size_t i = 0; i < remat_schedule_length(s); i++)
+        n += !remat_schedule_instr(s, i, &in) && in.kind == REMAT_I_RECOMPUTE;
+    return n;
+}
 
 static void summary_json(train_run *t, const run_summary *u)
 {
@@ -827,6 +860,8 @@ static void summary_json(train_run *t, const run_summary *u)
     remat_jsonw_num(w, "flops_per_step", t->sim.flops * st->grad_accum);
     remat_jsonw_num(w, "recompute_pct", u->rpct);
     remat_jsonw_str(w, "params_hash", u->hash);
+    if (t->o.verify) remat_jsonw_uint(w, "verified_recomputes", u->verified);
+    else remat_jsonw_null(w, "verified_recomputes");
     remat_jsonw_int(w, "n_layer", c->n_layer);
     remat_jsonw_int(w, "n_embd", c->n_embd);
     remat_jsonw_int(w, "n_head", c->n_head);
@@ -854,9 +889,14 @@ static void summary_text(train_run *t, const run_summary *u)
 {
     const remat_stats *st = &u->st;
     char b1[32], b2[32], b3[32], b4[32];
-    printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s%s\n",
-           (double)t->loss_first, (double)t->loss_last, t->val, u->med, u->tps,
-           u->med > 0 ? t->sim.flops * st->grad_accum / (u->med * 1e6) : 0.0, st->ranks > 1 ? " per rank" : "");
+    int ran = t->start < t->o.steps;   /* else evaluated only (run_steps) */
+    if (ran)
+        printf("\nloss %.4f -> %.4f (val %.4f) | median step %.1f ms, %.0f tok/s, %.2f GFLOP/s%s\n",
+               (double)t->loss_first, (double)t->loss_last, t->val, u->med, u->tps,
+               u->med > 0 ? t->sim.flops * st->grad_accum / (u->med * 1e6) : 0.0, st->ranks > 1 ? " per rank" : "");
+    else
+        printf("\nno step to run (--steps %ld): validation loss %.4f of the weights as they are (%ld batch%s)\n",
+               t->o.steps, t->val, t->o.eval_batches, t->o.eval_batches == 1 ? "" : "es");
     printf("memory%s (bytes are exact, from the accounting allocator):\n", st->ranks > 1 ? " of rank 0" : "");
     printf("  parameters      %12s\n", cli_fmt_bytes(st->params_bytes, b1, sizeof b1));
     printf("  gradients       %12s\n", cli_fmt_bytes(st->grads_bytes, b1, sizeof b1));
@@ -868,16 +908,27 @@ static void summary_text(train_run *t, const run_summary *u)
     if (t->dp)
         printf("  reduction       %12s (partial sums of the micro-batch tree, receive buffer, partials)\n",
                cli_fmt_bytes(st->reduce_bytes, b1, sizeof b1));
-    printf("  activations     stored %s, working set %s, peak %s (predicted peak %s%s)\n",
-           cli_fmt_bytes(st->act_stored_bytes, b1, sizeof b1), cli_fmt_bytes(st->act_workset_bytes, b2, sizeof b2),
-           cli_fmt_bytes(st->act_peak_bytes, b3, sizeof b3), cli_fmt_bytes(t->sim.peak_bytes, b4, sizeof b4),
-           st->act_peak_bytes == t->sim.peak_bytes ? ", exact" : ", MISMATCH");
-    printf("  step peak       %12s (everything live at the worst moment)\n",
-           cli_fmt_bytes(st->step_peak_bytes, b1, sizeof b1));
+    if (!ran)
+        printf("  activations     none measured: no step ran (predicted peak of a step %s)\n",
+               cli_fmt_bytes(t->sim.peak_bytes, b4, sizeof b4));
+    else
+        printf("  activations     stored %s, working set %s, peak %s (predicted peak %s%s)\n",
+               cli_fmt_bytes(st->act_stored_bytes, b1, sizeof b1), cli_fmt_bytes(st->act_workset_bytes, b2, sizeof b2),
+               cli_fmt_bytes(st->act_peak_bytes, b3, sizeof b3), cli_fmt_bytes(t->sim.peak_bytes, b4, sizeof b4),
+               st->act_peak_bytes == t->sim.peak_bytes ? ", exact" : ", MISMATCH");
+    if (ran)
+        printf("  step peak       %12s (everything live at the worst moment)\n",
+               cli_fmt_bytes(st->step_peak_bytes, b1, sizeof b1));
     if (st->ranks > 1)
         printf("communication: %s sent per step, median %.1f ms in exchanges, %.1f ms adding gradients\n",
                cli_fmt_bytes(st->comm_bytes, b1, sizeof b1), u->comm_med, u->red_med);
     printf("  recompute       %.1f%% of step FLOPs | params_hash %.16s\n", u->rpct, u->hash);
+    if (t->o.verify && !u->rec_per_micro)
+        printf("verify-recompute: nothing to check: policy %s recomputes no tensor\n", t->policy);
+    else if (t->o.verify)
+        printf("verify-recompute: %llu recomputed tensors (%llu per micro-batch x %d per step x %zu steps), each bit "
+               "for bit equal to its first computation\n", (unsigned long long)u->verified,
+               (unsigned long long)u->rec_per_micro, st->grad_accum, t->dt.n);
     if (t->calib) {
         remat_plan_row pr = { 0 };
         remat_plan_evaluate(t->c, t->calib, t->policy, 0, 0, &pr);
@@ -900,6 +951,8 @@ static int summary(train_run *t)
     u.tps = u.med > 0 ? (double)t->N / (u.med / 1000.0) : dt->n ? 0 : NAN;
     u.rpct = t->sim.flops > 0 ? 100.0 * t->sim.recompute_flops / t->sim.flops : 0;
     snprintf(u.hash, sizeof u.hash, "%016llx", (unsigned long long)remat_model_params_hash(t->m));
+    u.rec_per_micro = recomputes_of(remat_model_schedule(t->m));
+    u.verified = u.rec_per_micro * (uint64_t)(u.st.grad_accum > 0 ? u.st.grad_accum : 1) * dt->n;
     if (!t->jw) { summary_text(t, &u); return 0; }
     summary_json(t, &u);
     int rc = cli_json_close(t->jw);

@@ -20,12 +20,12 @@ static const struct {
     {"bench", cmd_bench, "run recomputation policies side by side: time, memory, GFLOP/s, plots"},
     {"report", cmd_report, "run a bench and write a self-contained HTML report"},
     /* checkpoint and weight commands */
-    {"export", cmd_export, "write a training checkpoint's weights as llm.c or safetensors"},
+    {"export", cmd_export, "write a training checkpoint's weights: llm.c, safetensors or a Hugging Face directory"},
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f, "remat %s -- GPT training with activation recomputation\n\n"
+    fprintf(f, "remat %s -- GPT-2 and Llama training with activation recomputation\n\n"
                "usage: remat <command> [flags]\n\ncommands:\n", remat_version());
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);

@@ -43,7 +43,11 @@ static void torchtitan_json(remat_jsonw *w, const char *tt)
 /* a row of the answers, under key (NULL in the rows array); null when the
  * answer does not exist.  mm: the parameter state per GPU, the same in
  * every row. */
-static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r, const remat_cluster_memory *mm)
+static char *pytorch_str(const remat_config *c, const char *policy);
+
+/* ... pt: --framework pytorch's model chunk (its "pytorch" sentence), else NULL */
+static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r, const remat_cluster_memory *mm,
+                     const remat_config *pt)
 {
     if (!r->policy) { remat_jsonw_null(w, key); return; }
     remat_jsonw_object(w, key);
@@ -57,6 +61,11 @@ static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r
     remat_jsonw_bool(w, "fits", r->fits);
     remat_jsonw_str(w, "megatron_flags", r->megatron_flags);
     torchtitan_json(w, r->torchtitan);
+    if (pt) {
+        char *t = pytorch_str(pt, r->policy);
+        remat_jsonw_str(w, "pytorch", t ? t : "");
+        free(t);
+    }
     remat_jsonw_object(w, "memory");        /* per GPU: what total_bytes is made of */
     remat_jsonw_uint(w, "weights", mm->params_bytes);
     remat_jsonw_uint(w, "gradients", mm->grads_bytes);
@@ -107,37 +116,144 @@ static void megatron_args(const remat_config *c, const remat_cluster *cl, char *
 #undef ADD
 }
 
-static const char *fmt_s(double ms, char *buf, size_t n)
+/* One unit per column of the text answers: times in milliseconds (to 0.1:
+ * the parts of a step of seconds keep their size); bytes in GiB when the
+ * largest total or host share shown is one, else MiB (the JSON has bytes
+ * and ms). */
+typedef struct fw_units { int gib; } fw_units;
+
+static void units_add(fw_units *u, const remat_cluster_row *r)
 {
-    if (ms >= 1000) snprintf(buf, n, "%.3f s", ms / 1000);
-    else snprintf(buf, n, "%.2f ms", ms);
+    if (r->policy) u->gib |= r->total_bytes >= (1ULL << 30) || r->host_bytes >= (1ULL << 30);
+}
+
+static const char *fmt_t(const fw_units *u, double ms, char *buf, size_t n)
+{
+    (void)u;
+    snprintf(buf, n, "%.1f ms", ms);
     return buf;
 }
 
-static void answer_text(const char *label, const remat_cluster_row *r, const remat_config *c, int explain)
+static const char *fmt_b(const fw_units *u, uint64_t b, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.2f %s", (double)b / (u->gib ? 1073741824.0 : 1048576.0), u->gib ? "GiB" : "MiB");
+    return buf;
+}
+
+/* blocks l in [0, L) with kind[l] in set, as ranges ("0-3, 6"); a range
+ * is cut after each block in cut (a segment's last) */
+static void print_ranges(FILE *f, const char *kind, int L, const char *set, const char *cut)
+{
+    for (int l = 0, sep = 0; l < L; l++) {
+        if (!strchr(set, kind[l])) continue;
+        int e = l;
+        while (!strchr(cut, kind[e]) && e + 1 < L && strchr(set, kind[e + 1])) e++;
+        fprintf(f, e > l ? "%s%d-%d" : "%s%d", sep++ ? ", " : "", l, e);
+        l = e;
+    }
+}
+
+/* PyTorch's own terms for a plan of one model chunk: the blocks (or
+ * segments of blocks) to wrap in torch.utils.checkpoint, those that keep
+ * part of their tensors (a selective checkpoint: remat_torch applies such
+ * plans), those whose tensors go to the host (torch.autograd.graph.save_on_cpu),
+ * as one sentence into f (nothing when the policy cannot be compiled) */
+static void pytorch_wrap(FILE *f, const remat_config *c, const char *policy)
+{
+    int L = c->n_layer, nt = remat_config_tensor_count(c);
+    uint32_t outb = 0;
+    remat_tensor_info ti;
+    for (int t = 0; t < nt && t < 32 && !remat_tensor_get(c, t, &ti) && ti.per_layer; t++)
+        if (ti.bytes) outb = 1u << t;    /* a block's last tensor: its output, the next block's input */
+    remat_layer_info *li = calloc((size_t)L, sizeof *li);
+    char *kind = malloc((size_t)L + 1);
+    remat_schedule *s = NULL;
+    if (!li || !kind || remat_schedule_create(c, policy, &s) || remat_schedule_layers(s, li)) {
+        remat_schedule_free(s);
+        free(li);
+        free(kind);
+        return;
+    }
+    remat_schedule_free(s);
+    /* per layer: 'k' kept, 'w' re-run whole keeping only its output (a
+     * segment's last block), 's' re-run keeping nothing (inside a segment),
+     * 'p' part kept, 'o' on the host */
+    int nk = 0, nw = 0, ns = 0, np = 0, no = 0;
+    for (int l = 0; l < L; l++) {
+        const remat_layer_info *x = &li[l];
+        kind[l] = x->offloaded ? 'o' : !x->recomputed ? 'k' : (x->kept & ~outb) ? 'p' : x->kept ? 'w' : 's';
+        nk += kind[l] == 'k'; nw += kind[l] == 'w'; ns += kind[l] == 's'; np += kind[l] == 'p'; no += kind[l] == 'o';
+    }
+    kind[L] = 0;
+    free(li);
+    if (nk == L) fprintf(f, "no checkpointing");
+    else if (nw == L)
+        fprintf(f, "every block in torch.utils.checkpoint: Hugging Face's model.gradient_checkpointing_enable("
+               "gradient_checkpointing_kwargs={\"use_reentrant\": False})");
+    else {
+        const char *sep = "";
+        if (nw && !ns) fprintf(f, "torch.utils.checkpoint (use_reentrant=False; checkpoint_wrapper) on blocks ");
+        if (ns) fprintf(f, "torch.utils.checkpoint (use_reentrant=False) on the segments of blocks ");
+        if (nw || ns) { print_ranges(f, kind, L, ns ? "ws" : "w", ns ? "w" : ""); sep = "; "; }
+        if (np) {
+            fprintf(f, "%sa selective checkpoint (create_selective_checkpoint_contexts; remat_torch.plan and .apply) "
+                   "on blocks ", sep);
+            print_ranges(f, kind, L, "p", "");
+            sep = "; ";
+        }
+        if (no) {
+            fprintf(f, "%storch.autograd.graph.save_on_cpu(pin_memory=True) around blocks ", sep);
+            print_ranges(f, kind, L, "o", "");
+        }
+    }
+    free(kind);
+}
+
+/* pytorch_wrap's sentence, malloc'd (NULL when out of memory) */
+static char *pytorch_str(const remat_config *c, const char *policy)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return NULL;
+    pytorch_wrap(f, c, policy);
+    if (fclose(f)) { free(buf); return NULL; }
+    return buf;
+}
+
+static void answer_text(const char *label, const remat_cluster_row *r, const remat_config *c, int explain,
+                        const fw_units *u)
 {
     char b1[32], b2[32], b3[32], b4[32], b5[32], host[64] = "", more[96] = "";
+    int pt = c->framework == REMAT_FRAMEWORK_PYTORCH;
     if (!r->policy) {
         printf("%-18s nothing fits\n", label);
         return;
     }
-    if (r->host_bytes) snprintf(host, sizeof host, "  host %s", cli_fmt_bytes(r->host_bytes, b1, sizeof b1));
-    printf("%-18s %10s  activations %10s  total %10s%s%s\n", label, fmt_s(r->step_ms_pred, b1, sizeof b1),
-           cli_fmt_bytes(r->peak_bytes, b2, sizeof b2), cli_fmt_bytes(r->total_bytes, b3, sizeof b3), host,
+    if (r->host_bytes) snprintf(host, sizeof host, "  host %s", fmt_b(u, r->host_bytes, b1, sizeof b1));
+    printf("%-18s %10s  activations %10s  total %10s%s%s\n", label, fmt_t(u, r->step_ms_pred, b1, sizeof b1),
+           fmt_b(u, r->peak_bytes, b2, sizeof b2), fmt_b(u, r->total_bytes, b3, sizeof b3), host,
            r->fits ? "" : "  (does not fit)");
     /* the parts that are not always there: the ring of context parallelism, offload not hidden */
     size_t k = 0;
-    if (remat_config_cp(c) > 1) k += (size_t)snprintf(more + k, sizeof more - k, ", CP %s", fmt_s(r->cp_ms, b1, sizeof b1));
-    if (r->host_bytes) snprintf(more + k, sizeof more - k, ", offload %s", fmt_s(r->offload_ms, b1, sizeof b1));
-    printf("%18s time: compute %s, TP %s%s, bubble %s, DP %s, optimizer %s\n", "", fmt_s(r->compute_ms, b1, sizeof b1),
-           fmt_s(r->tp_ms, b2, sizeof b2), more, fmt_s(r->bubble_ms, b3, sizeof b3), fmt_s(r->dp_ms, b4, sizeof b4),
-           fmt_s(r->optimizer_ms, b5, sizeof b5));
-    if (r->megatron_flags) printf("%18s Megatron-LM: %s\n", "", r->megatron_flags[0] ? r->megatron_flags : "(no --recompute flags)");
-    if (r->megatron_flags && strstr(r->megatron_flags, "--fine-grained-activation-offloading"))
+    if (remat_config_cp(c) > 1) k += (size_t)snprintf(more + k, sizeof more - k, ", CP %s", fmt_t(u, r->cp_ms, b1, sizeof b1));
+    if (r->host_bytes) snprintf(more + k, sizeof more - k, ", offload %s", fmt_t(u, r->offload_ms, b1, sizeof b1));
+    printf("%18s time: compute %s, TP %s%s, bubble %s, DP %s, optimizer %s\n", "", fmt_t(u, r->compute_ms, b1, sizeof b1),
+           fmt_t(u, r->tp_ms, b2, sizeof b2), more, fmt_t(u, r->bubble_ms, b3, sizeof b3), fmt_t(u, r->dp_ms, b4, sizeof b4),
+           fmt_t(u, r->optimizer_ms, b5, sizeof b5));
+    if (r->megatron_flags && !pt)
+        printf("%18s Megatron-LM: %s\n", "", r->megatron_flags[0] ? r->megatron_flags : "(no --recompute flags)");
+    if (r->megatron_flags && !pt && strstr(r->megatron_flags, "--fine-grained-activation-offloading"))
         printf("%18s (with TE >= 2.10 also NVTE_CPU_OFFLOAD_V1=1 in the environment: megatron/training/arguments.py)\n", "");
     if (r->torchtitan) printf("%18s torchtitan: activation_checkpoint:%s\n", "", r->torchtitan);
-    if (!r->megatron_flags && !r->torchtitan) printf("%18s remat policy: %.200s%s\n", "", r->policy, strlen(r->policy) > 200 ? "..." : "");
-    if (explain || (!r->megatron_flags && !r->torchtitan)) cli_explain(stdout, c, r->policy);
+    if (pt) {
+        printf("%18s PyTorch: ", "");
+        pytorch_wrap(stdout, c, r->policy);
+        printf("\n");
+    }
+    int mine = !r->torchtitan && (pt || !r->megatron_flags);   /* no framework flag says it: the plan itself */
+    if (mine) printf("%18s remat policy: %s\n", "", r->policy);
+    if (explain || mine) cli_explain(stdout, c, r->policy);
 }
 
 /* the framework's own flags (besides the config group) */
@@ -175,7 +291,7 @@ static const cli_flag cluster_flags[] = {
      "shard the optimizer state over the replicas"},
     {"--global-batch", "G", CLI_FLAG_INT, CL(global_batch), 1, 1 << 24, NULL, NULL, "sequences per iteration (default b x D)"},
     {"--device", "NAME", CLI_FLAG_CUSTOM, CL(dev), 0, 0, NULL, parse_device,
-     "a100-40gb a100-80gb h100-80gb h200-141gb (default a100-80gb)"},
+     "a GPU: the presets' names (fw_parse lists them; default a100-80gb)"},
     {"--reserve", "F", CLI_FLAG_DOUBLE, CL(reserve), 0, 0.99, NULL, NULL,
      "share of the memory kept back for the allocator, workspace and\n"
      "communication buffers (default 0.05)"},
@@ -220,6 +336,37 @@ static long micro_batches(const remat_config *c, const remat_cluster *cl)
     return (cl->global_batch ? cl->global_batch : (long)c->batch * cl->dp) / ((long)c->batch * cl->dp);
 }
 
+/* The help of flags whose meaning or default differs here from the CPU
+ * trainer's (the config group's own help is remat train's) */
+static const char *const fw_help[][2] = {
+    {"--batch", "sequences per micro-batch (the same as --micro-batch; default 1)"},
+    {"--dtype", "bf16 or fp32 (default bf16 for megatron, its --bf16; fp32 for pytorch)"},
+    {"--dropout", "dropout on attention probabilities and residual branches (default 0.1\n"
+                  "for megatron GPT-2, Megatron's default; 0 for megatron Llama, as its\n"
+                  "Llama recipes set, and for pytorch)"},
+    {"--attention", "naive ('unfused': the T x T probabilities stored) or flash (only the\n"
+                    "logsumexp; default flash for megatron Llama, TE's fused attention; naive\n"
+                    "otherwise: eager PyTorch)"},
+    {"--gemm", "not used here: nothing runs (the CPU trainer's GEMM engine)"},
+};
+
+/* group g's flags into buf (max entries), with the help of fw_help's
+ * flags and of --device (devices: the presets' names) replaced */
+static cli_flag_group fw_group(cli_flag_group g, cli_flag *buf, size_t max, const char *devices)
+{
+    size_t n = g.n;
+    if (n > max) return g;   /* every flag still parses; only its help is the trainer's (grow buf) */
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = g.flags[i];
+        for (size_t j = 0; j < sizeof fw_help / sizeof fw_help[0]; j++)
+            if (!strcmp(buf[i].name, fw_help[j][0])) buf[i].help = fw_help[j][1];
+        if (!strcmp(buf[i].name, "--device")) buf[i].help = devices;
+    }
+    g.flags = buf;
+    g.n = n;
+    return g;
+}
+
 /* The flags into c, cl and o, with the framework's defaults for what was
  * not given, checked.  1: run; 0: --help; else the exit status (reported). */
 static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, fw_opts *o)
@@ -228,9 +375,14 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
     remat_cluster_default(cl);
     memset(o, 0, sizeof *o);
     o->maximize = -1;
+    static cli_flag cbuf[128], kbuf[64];
+    static char devices[256];
+    char names[200];
+    snprintf(devices, sizeof devices, "a GPU: %s (default %s)", cli_preset_names(1, names, sizeof names), cl->dev.name);
+    cli_flag_group cfg = cli_config_group(c), clu = { "cluster:", CLI_FLAGS(cluster_flags), cl };
     cli_flag_group groups[] = {
-        { "cluster:", CLI_FLAGS(cluster_flags), cl }, { NULL, CLI_FLAGS(micro_batch_flag), c },
-        { NULL, CLI_FLAGS(fw_flags), o }, cli_config_group(c),
+        fw_group(clu, kbuf, sizeof kbuf / sizeof kbuf[0], devices), { NULL, CLI_FLAGS(micro_batch_flag), c },
+        { NULL, CLI_FLAGS(fw_flags), o }, fw_group(cfg, cbuf, sizeof cbuf / sizeof cbuf[0], devices),
     };
     cli_command cmd = {
         "plan",
@@ -247,16 +399,21 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
         "Megatron-LM's --recompute-* flags express, the best of torchtitan's\n"
         "activation_checkpoint settings.  The world is tp x cp x pp x dp GPUs; a plan\n"
         "may also offload what a layer keeps to host memory (--host-mem bounds it).\n\n"
-        "  --framework megatron   Megatron-LM's GPT layer as Korthikanti et al. 2022 count it\n"
-        "                         (default --dtype bf16, --dropout 0.1: Megatron's defaults)\n"
-        "  --framework pytorch    what autograd saves for a plain PyTorch GPT-2 block\n"
-        "                         (default --dtype fp32, --dropout 0)\n\n",
+        "  --framework megatron   Megatron-LM's layer: GPT-2's as Korthikanti et al. 2022 count it,\n"
+        "                         Llama's with Transformer Engine (default --dtype bf16; dropout\n"
+        "                         0.1 for GPT-2, 0 for Llama: Megatron's defaults and recipes)\n"
+        "  --framework pytorch    what autograd saves for a plain PyTorch GPT-2 block or Llama\n"
+        "                         decoder layer (default --dtype fp32, --dropout 0); the answers\n"
+        "                         say which blocks to wrap in torch.utils.checkpoint\n\n",
         NULL, groups, 4, unknown_flag, " in framework mode", { 0 },
     };
     int r = cli_parse(&cmd, argc, argv);
     if (r <= 0) return r < 0 ? 2 : 0;
     if (cli_given(&cmd, "--device-mem") && !o->mem) return cli_error("--device-mem must be positive") + 1;
     if (o->mem) cl->dev.mem_bytes = o->mem;
+    if (cli_given(&cmd, "--batch") && cli_given(&cmd, "--micro-batch"))
+        return cli_usage_error("plan", "--batch and --micro-batch are one setting here (the micro-batch); give one");
+    if (cli_given(&cmd, "--host-mem") && !cl->host_mem) cl->dev.host_mem_bytes = 0;   /* none: 0 is not "the device's" */
     if (!cli_given(&cmd, "--dtype")) c->dtype = c->framework == REMAT_FRAMEWORK_MEGATRON ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32;
     /* Megatron's defaults are dropout 0.1 and, for Llama, the fused attention
      * backends; its Llama recipe sets --attention-dropout 0.0 --hidden-dropout 0.0
@@ -268,6 +425,7 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
     }
     if (!cli_given(&cmd, "--batch") && !cli_given(&cmd, "--micro-batch")) c->batch = 1;
     cli_config_default_max_seq(c);
+    if (cli_config_check(c)) return 2;
     if (remat_cluster_check(c, cl)) return cli_error("%s", remat_errmsg()) + 1;
     return 1;
 }
@@ -320,6 +478,16 @@ static int fw_solve(remat_config *c, remat_cluster *cl, const fw_opts *o, fw_ans
     return 0;
 }
 
+/* plans are per model chunk: each pipeline stage's L/(P V) layers (the
+ * first stage's, with a pipeline) */
+static remat_config chunk_of(const remat_config *c, const remat_cluster *cl)
+{
+    remat_config ch = *c;
+    ch.n_layer = c->n_layer / (cl->pp * cl->vpp);
+    if (cl->pp > 1) ch.stage = REMAT_STAGE_FIRST;
+    return ch;
+}
+
 /* 0, or 1 (reported) */
 static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts *o, const fw_answers *an,
                    const remat_cluster_memory *mm)
@@ -359,16 +527,19 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
         remat_jsonw_int(w, "best_torchtitan", an->best[2]);
         remat_jsonw_end(w);
     }
-    row_json(w, "optimal", &an->a.optimal, mm);
-    row_json(w, "best_megatron", &an->a.best_megatron, mm);
-    row_json(w, "best_torchtitan", &an->a.best_torchtitan, mm);
+    remat_config ch = chunk_of(c, cl);
+    const remat_config *pt = c->framework == REMAT_FRAMEWORK_PYTORCH ? &ch : NULL;
+    row_json(w, "optimal", &an->a.optimal, mm, pt);
+    if (pt) remat_jsonw_null(w, "best_megatron");   /* PyTorch has no Megatron-LM flags */
+    else row_json(w, "best_megatron", &an->a.best_megatron, mm, pt);
+    row_json(w, "best_torchtitan", &an->a.best_torchtitan, mm, pt);
     remat_jsonw_array(w, "rows");
-    for (int i = 0; i < an->ngiven; i++) row_json(w, NULL, &an->gr[i], mm);
-    for (size_t i = 0; i < an->a.nrows; i++) row_json(w, NULL, &an->a.rows[i], mm);
+    for (int i = 0; i < an->ngiven; i++) row_json(w, NULL, &an->gr[i], mm, pt);
+    for (size_t i = 0; i < an->a.nrows; i++) row_json(w, NULL, &an->a.rows[i], mm, pt);
     remat_jsonw_end(w);
     if (o->pareto) {
         remat_jsonw_array(w, "pareto");
-        for (size_t i = 0; i < an->nfront; i++) row_json(w, NULL, &an->front[i], mm);
+        for (size_t i = 0; i < an->nfront; i++) row_json(w, NULL, &an->front[i], mm, pt);
         remat_jsonw_end(w);
     }
     remat_jsonw_end(w);
@@ -377,7 +548,7 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
 
 /* --pareto: each point's memory and time per GPU, and what its plan does
  * with the chunk's layers */
-static void front_text(const remat_config *ch, const fw_answers *an)
+static void front_text(const remat_config *ch, const fw_answers *an, const fw_units *u)
 {
     char b1[32], b2[32], b3[32], b4[32];
     printf("\nthe front of one model chunk's plans (%zu points), per GPU:\n", an->nfront);
@@ -394,11 +565,30 @@ static void front_text(const remat_config *ch, const fw_answers *an)
                 kept += !li[l].recomputed && !li[l].offloaded;
             }
         remat_schedule_free(s);
-        printf("%11s %11s %11s %11s  %d / %d / %d%s\n", fmt_s(r->step_ms_pred, b1, sizeof b1),
-               cli_fmt_bytes(r->peak_bytes, b2, sizeof b2), cli_fmt_bytes(r->total_bytes, b3, sizeof b3),
-               cli_fmt_bytes(r->host_bytes, b4, sizeof b4), kept, rec, off, r->fits ? "" : "  (does not fit)");
+        printf("%11s %11s %11s %11s  %d / %d / %d%s\n", fmt_t(u, r->step_ms_pred, b1, sizeof b1),
+               fmt_b(u, r->peak_bytes, b2, sizeof b2), fmt_b(u, r->total_bytes, b3, sizeof b3),
+               fmt_b(u, r->host_bytes, b4, sizeof b4), kept, rec, off, r->fits ? "" : "  (does not fit)");
     }
     free(li);
+}
+
+/* --framework pytorch: the layout's flags in PyTorch's terms (torchtitan
+ * applies each: torchtitan/models/llama3/infra/parallelize.py) */
+static void pytorch_layout(const remat_config *c, const remat_cluster *cl)
+{
+    printf("PyTorch: ");
+    int k = 0;
+    if (remat_config_tp(c) > 1)
+        printf("%stp %d: torch.distributed.tensor.parallel (ColwiseParallel and RowwiseParallel on the projections%s)",
+               k++ ? "; " : "", remat_config_tp(c), c->sp ? ", SequenceParallel on the norms and dropouts: --sp" : "");
+    if (cl->pp > 1)
+        printf("%spp %d: torch.distributed.pipelining (%s)", k++ ? "; " : "", cl->pp,
+               cl->vpp > 1 ? "ScheduleInterleaved1F1B, --interleave's chunks per stage" : "Schedule1F1B");
+    if (cl->dp > 1)
+        printf("%sdp %d: DistributedDataParallel%s", k++ ? "; " : "", cl->dp,
+               cl->dist_optim ? " with ZeroRedundancyOptimizer (--distributed-optimizer: the optimizer state sharded)" : "");
+    if (!k) printf("one GPU");
+    printf("; the plans below say which blocks to wrap (remat_torch plans and applies the same from a measured model)\n");
 }
 
 static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opts *o, const fw_answers *an,
@@ -417,44 +607,56 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
     printf("world: %ld GPUs = tp %d x cp %d x pp %d x dp %d | host link %.0f GB/s, host memory %s per GPU\n",
            (long)remat_config_tp(c) * remat_config_cp(c) * cl->pp * cl->dp, remat_config_tp(c), remat_config_cp(c), cl->pp,
            cl->dp, cl->dev.host_bps / 1e9, cli_fmt_bytes(cl->host_mem ? cl->host_mem : cl->dev.host_mem_bytes, b2, sizeof b2));
+    fw_units u = { mm->optim_bytes >= (1ULL << 30) };
+    units_add(&u, &a->optimal);
+    units_add(&u, &a->best_megatron);
+    units_add(&u, &a->best_torchtitan);
+    for (int i = 0; i < an->ngiven; i++) units_add(&u, &an->gr[i]);
+    for (size_t i = 0; o->pareto && i < an->nfront; i++) units_add(&u, &an->front[i]);
     printf("per GPU: %llu parameters: weights %s, gradients %s, optimizer %s | model FLOPs per iteration %.4g\n",
-           (unsigned long long)mm->params, cli_fmt_bytes(mm->params_bytes, b2, sizeof b2),
-           cli_fmt_bytes(mm->grads_bytes, b3, sizeof b3), cli_fmt_bytes(mm->optim_bytes, b4, sizeof b4),
+           (unsigned long long)mm->params, fmt_b(&u, mm->params_bytes, b2, sizeof b2),
+           fmt_b(&u, mm->grads_bytes, b3, sizeof b3), fmt_b(&u, mm->optim_bytes, b4, sizeof b4),
            remat_cluster_model_flops(c, cl));
+    if (c->framework == REMAT_FRAMEWORK_PYTORCH) pytorch_layout(c, cl);
     if (c->arch == REMAT_ARCH_LLAMA) printf("table: %s\n", fw_table(c));
     if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->arch == REMAT_ARCH_LLAMA) {
         char args[1024];
         megatron_args(c, cl, args, sizeof args);
         printf("Megatron-LM run: %s\n", args);
     }
-    if (o->maximize >= 0) {
+    if (o->maximize >= 0 && c->framework == REMAT_FRAMEWORK_PYTORCH)
+        printf("largest %s: optimal %d, torchtitan %d (answers below at %s %d)\n",
+               o->maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch", an->best[0], an->best[2],
+               o->maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch", an->best[0]);
+    else if (o->maximize >= 0) {
         const char *what = o->maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch";
         printf("largest %s: optimal %d, Megatron-LM %d, torchtitan %d (answers below at %s %d)\n", what, an->best[0],
                an->best[1], an->best[2], what, an->best[0]);
     }
-    /* plans are per model chunk: each pipeline stage's L/(P V) layers */
-    remat_config ch = *c;
-    ch.n_layer = c->n_layer / (cl->pp * cl->vpp);
+    remat_config ch = chunk_of(c, cl);
     if (cl->pp > 1) {
-        ch.stage = REMAT_STAGE_FIRST;
         printf("plans are per model chunk of %d layers (%d stages x %d chunk(s) each)\n", ch.n_layer, cl->pp, cl->vpp);
     }
     printf("\n");
-    answer_text("optimal", &a->optimal, &ch, o->explain);
-    answer_text("best Megatron-LM", &a->best_megatron, &ch, o->explain);
-    answer_text("best torchtitan", &a->best_torchtitan, &ch, o->explain);
+    int pt = c->framework == REMAT_FRAMEWORK_PYTORCH;   /* PyTorch has no Megatron-LM flags to offer */
+    answer_text("optimal", &a->optimal, &ch, o->explain, &u);
+    if (!pt) answer_text("best Megatron-LM", &a->best_megatron, &ch, o->explain, &u);
+    answer_text("best torchtitan", &a->best_torchtitan, &ch, o->explain, &u);
     for (int i = 0; i < an->ngiven; i++) {
         printf("\n");
-        answer_text(o->given.v[i], &an->gr[i], &ch, o->explain);
+        answer_text(o->given.v[i], &an->gr[i], &ch, o->explain, &u);
     }
-    if (a->best_megatron.policy && a->optimal.policy && a->best_megatron.step_ms_pred > a->optimal.step_ms_pred) {
+    if (pt && a->best_torchtitan.policy && a->optimal.policy && a->best_torchtitan.step_ms_pred > a->optimal.step_ms_pred)
+        printf("\ntorchtitan's settings cost %.1f%% over the optimum\n\n",
+               100 * (a->best_torchtitan.step_ms_pred / a->optimal.step_ms_pred - 1));
+    if (!pt && a->best_megatron.policy && a->optimal.policy && a->best_megatron.step_ms_pred > a->optimal.step_ms_pred) {
         if (a->best_torchtitan.policy)
             snprintf(b1, sizeof b1, "%.1f%%", 100 * (a->best_torchtitan.step_ms_pred / a->optimal.step_ms_pred - 1));
         printf("\nMegatron-LM's flags cost %.1f%% over the optimum, torchtitan's %s\n\n",
                100 * (a->best_megatron.step_ms_pred / a->optimal.step_ms_pred - 1),
                a->best_torchtitan.policy ? b1 : "(nothing fits)");
     }
-    if (o->pareto) front_text(&ch, an);
+    if (o->pareto) front_text(&ch, an, &u);
 }
 
 int cli_plan_framework(int argc, char **argv)
@@ -472,8 +674,10 @@ int cli_plan_framework(int argc, char **argv)
     else fw_text(&c, &cl, &o, &an, &mm);
     if (!rc && !an.a.optimal.policy) {   /* with --json too: the answers are null there, the reason is here */
         char b[32];
-        rc = cli_error("nothing fits in %s per GPU; add GPUs (--tp, --pp), shorten --seq or --micro-batch, or use "
-                       "--distributed-optimizer", cli_fmt_bytes(cl.dev.mem_bytes, b, sizeof b));
+        rc = cli_error("nothing fits in %s per GPU; add GPUs (--tp, --pp), shorten --seq or --micro-batch%s",
+                       cli_fmt_bytes(cl.dev.mem_bytes, b, sizeof b),
+                       cl.dist_optim ? "" : cl.dp > 1 ? ", or use --distributed-optimizer"
+                                                      : ", or use --distributed-optimizer with --dp");
     }
     fw_answers_clear(&an);
     return rc;

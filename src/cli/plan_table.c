@@ -43,33 +43,10 @@ typedef struct tctx {
     remat_profile *prof;
     remat_table_info info;
     uint64_t budget;    /* of the planner: activations, or total with act 0; 0 none */
+    uint64_t shown;     /* the budget given: kept bytes (+ static with act 0) */
     int act;
+    const char *path;
 } tctx;
-
-static uint64_t kept_of(const tctx *t, const remat_plan_row *r)
-{
-    return (uint64_t)((int64_t)r->stored_bytes + t->info.outside_bytes);
-}
-
-static void row_json(remat_jsonw *w, const tctx *t, const remat_plan_row *r, const char *key)
-{
-    remat_jsonw_object(w, key);
-    remat_jsonw_str(w, "policy", r->policy);
-    remat_jsonw_uint(w, "kept_bytes", kept_of(t, r));
-    remat_jsonw_uint(w, "peak_bytes", r->peak_bytes);
-    remat_jsonw_uint(w, "stored_bytes", r->stored_bytes);
-    remat_jsonw_num(w, "overhead_pct", r->overhead_pct);
-    remat_jsonw_num(w, "step_ms_pred", r->step_ms_pred);
-    remat_jsonw_bool(w, "fits", r->fits);
-    remat_jsonw_end(w);
-}
-
-static void row_text(const tctx *t, const char *label, const remat_plan_row *r)
-{
-    char b1[32], b2[32];
-    printf("%-22.22s %11s %11s %9.1f%% %11.3f  %s\n", label, cli_fmt_bytes(kept_of(t, r), b1, sizeof b1),
-           cli_fmt_bytes(r->peak_bytes, b2, sizeof b2), r->overhead_pct, r->step_ms_pred, r->fits ? "yes" : "no");
-}
 
 static void header(const tctx *t, const char *path)
 {
@@ -83,104 +60,41 @@ static void header(const tctx *t, const char *path)
            cli_fmt_bytes(i->static_bytes, b3, sizeof b3), cli_fmt_bytes(i->reserve_bytes, b4, sizeof b4));
 }
 
-static int do_budget(const tctx *t, const char *path, const cli_policies *given, uint64_t shown, int json, int explain)
+/* cli_plan_q's callbacks for a table: q->ctx is the tctx */
+static void table_head(const cli_plan_q *q, remat_jsonw *w, int pareto)
 {
-    static const char *fixed[] = { "none", "full", "every:2", "sqrt" };
-    const char *names[CLI_MAX_POLICIES];
-    int nn = 0, rc = 0;
-    if (given->n) for (int i = 0; i < given->n; i++) names[nn++] = given->v[i];
-    else for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) names[nn++] = fixed[i];
-    remat_plan_row rows[CLI_MAX_POLICIES], opt;
-    memset(rows, 0, sizeof rows);
-    memset(&opt, 0, sizeof opt);
-    for (int i = 0; i < nn; i++)
-        if (remat_plan_evaluate(&t->c, t->prof, names[i], t->budget, t->act, &rows[i])) {
-            rc = cli_error("--recompute %s: %s", names[i], remat_errmsg()) + 1;
-            goto out;
-        }
-    remat_status st = remat_plan_optimal(&t->c, t->prof, t->budget, t->act, &opt);
-    char err[600];
-    snprintf(err, sizeof err, "%s", remat_errmsg());
-    if (st == REMAT_ERR_BUDGET) {     /* the minimum, in the budget's own terms */
-        uint64_t minp = 0;
-        char b1[32], b2[32];
-        if (!remat_plan_min_peak(&t->c, &minp)) {
-            uint64_t least = minp - t->info.reserve_bytes + (t->act ? 0 : t->info.static_bytes);
-            snprintf(err, sizeof err, "budget %s is below the minimum %s (%s, with the least any plan keeps)",
-                     cli_fmt_bytes(shown, b1, sizeof b1), cli_fmt_bytes(least, b2, sizeof b2),
-                     t->act ? "kept bytes" : "kept bytes + parameters, gradients and optimizer state");
-        }
-    } else if (st) {
-        rc = cli_error("%s", err);
-        goto out;
-    }
-    if (json) {
-        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
-        remat_jsonw_object(w, NULL);
+    const tctx *t = q->ctx;
+    char b[32];
+    if (w) {
         remat_jsonw_str(w, "table", t->info.name);
         remat_jsonw_int(w, "blocks", t->info.blocks);
-        remat_jsonw_uint(w, "budget_bytes", shown);
+        remat_jsonw_uint(w, "budget_bytes", t->shown);
         remat_jsonw_bool(w, "budget_total", !t->act);
         remat_jsonw_int(w, "outside_bytes", t->info.outside_bytes);
         remat_jsonw_uint(w, "reserve_bytes", t->info.reserve_bytes);
         remat_jsonw_uint(w, "static_bytes", t->info.static_bytes);
-        remat_jsonw_array(w, "rows");
-        for (int i = 0; i < nn; i++) row_json(w, t, &rows[i], NULL);
-        remat_jsonw_end(w);
-        if (st) remat_jsonw_null(w, "optimal");
-        else row_json(w, t, &opt, "optimal");
-        remat_jsonw_end(w);
-        if (cli_json_close(w)) rc = 1;
-    } else {
-        char b[32];
-        header(t, path);
-        if (shown) printf(" | budget: %s %s", cli_fmt_bytes(shown, b, sizeof b), t->act ? "kept" : "in total");
-        printf("\n\n%-22s %11s %11s %10s %11s  %s\n", "policy", "kept", "act. peak", "overhead", "step ms", "fits");
-        for (int i = 0; i < nn; i++) row_text(t, names[i], &rows[i]);
-        if (!st) {
-            row_text(t, "optimal (plan below)", &opt);
-            printf("\noptimal plan: %s\n", opt.policy);
-            cli_explain(stdout, &t->c, opt.policy);
-        }
-        for (int i = 0; explain && i < nn; i++) {
-            printf("\n%s:\n", names[i]);
-            cli_explain(stdout, &t->c, names[i]);
-        }
+        return;
     }
-    if (st) rc = cli_error("%s", err);
-out:
-    for (int i = 0; i < nn; i++) remat_plan_row_clear(&rows[i]);
-    remat_plan_row_clear(&opt);
-    return rc;
+    header(t, t->path);
+    if (pareto) printf("\n");
+    else if (t->shown) printf(" | budget: %s %s", cli_fmt_bytes(t->shown, b, sizeof b), t->act ? "kept" : "in total");
 }
 
-static int do_pareto(const tctx *t, const char *path, int json)
+/* the optimum; nothing fits: the minimum, in the budget's own terms */
+static remat_status table_optimal(const cli_plan_q *q, remat_plan_row *opt, char *err, size_t n)
 {
-    remat_plan_row *rows = NULL;
-    size_t n = 0;
-    if (remat_plan_pareto(&t->c, t->prof, &rows, &n)) return cli_error("%s", remat_errmsg());
-    int rc = 0;
-    if (json) {
-        remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
-        remat_jsonw_object(w, NULL);
-        remat_jsonw_array(w, "rows");
-        for (size_t i = 0; i < n; i++) row_json(w, t, &rows[i], NULL);
-        remat_jsonw_end(w);
-        remat_jsonw_end(w);
-        rc = cli_json_close(w);
-    } else {
-        header(t, path);
-        printf("\nPareto front: %zu plans, activation peak against predicted step time\n\n", n);
-        printf("%-22s %11s %11s %10s %11s  %s\n", "", "kept", "act. peak", "overhead", "step ms", "plan");
-        for (size_t i = 0; i < n; i++) {
-            char b1[32], b2[32];
-            printf("%-22s %11s %11s %9.1f%% %11.3f  %s\n", "", cli_fmt_bytes(kept_of(t, &rows[i]), b1, sizeof b1),
-                   cli_fmt_bytes(rows[i].peak_bytes, b2, sizeof b2), rows[i].overhead_pct, rows[i].step_ms_pred,
-                   rows[i].policy);
-        }
+    const tctx *t = q->ctx;
+    remat_status st = remat_plan_optimal(&t->c, t->prof, t->budget, t->act, opt);
+    snprintf(err, n, "%s", remat_errmsg());
+    uint64_t minp = 0;
+    char b1[32], b2[32];
+    if (st == REMAT_ERR_BUDGET && !remat_plan_min_peak(&t->c, &minp)) {
+        uint64_t least = minp - t->info.reserve_bytes + (t->act ? 0 : t->info.static_bytes);
+        snprintf(err, n, "budget %s is below the minimum %s (%s, with the least any plan keeps)",
+                 cli_fmt_bytes(t->shown, b1, sizeof b1), cli_fmt_bytes(least, b2, sizeof b2),
+                 t->act ? "kept bytes" : "kept bytes + parameters, gradients and optimizer state");
     }
-    remat_plan_rows_free(rows, n);
-    return rc;
+    return st;
 }
 
 int cli_plan_table(int argc, char **argv)
@@ -208,19 +122,23 @@ int cli_plan_table(int argc, char **argv)
     int r = cli_parse(&cmd, argc, argv);
     if (r <= 0) return r < 0 ? 2 : 0;
     if (!o.table) return cli_usage_error("plan", "--table needs a FILE");
-    uint64_t shown;
     tctx t;
     memset(&t, 0, sizeof t);
-    if (!cli_budget_pick("plan", o.budget, o.budget_act, &shown, &t.act)) return 2;
-    if (o.pareto && (shown || o.policies.n))
+    t.path = o.table;
+    if (!cli_budget_pick("plan", o.budget, o.budget_act, &t.shown, &t.act)) return 2;
+    if (o.pareto && (t.shown || o.policies.n))
         return cli_usage_error("plan", "--pareto shows the planner's plans; drop --budget and --recompute");
     remat_set_threads((int)o.threads);
     if (remat_table_load(o.table, &t.c, &t.prof)) return cli_error("%s", remat_errmsg()) + 1;
     int rc = 1;
     if (remat_table_get_info(&t.c, &t.info)) { cli_error("%s", remat_errmsg()); goto out; }
     /* kept K (+ static) is a planner budget of K + reserve (+ static): see remat.h */
-    t.budget = shown ? shown + t.info.reserve_bytes : 0;
-    rc = o.pareto ? do_pareto(&t, o.table, o.json) : do_budget(&t, o.table, &o.policies, shown, o.json, o.explain);
+    t.budget = t.shown ? t.shown + t.info.reserve_bytes : 0;
+    static const char *fixed[] = { "none", "full", "every:2", "sqrt" };
+    int nfixed = (int)(sizeof fixed / sizeof fixed[0]);
+    cli_plan_q q = { &t.c, t.prof, t.budget, t.act, o.policies.n ? o.policies.v : fixed,
+                     o.policies.n ? o.policies.n : nfixed, o.policies.n > 0, &t.info, table_head, table_optimal, NULL, &t };
+    rc = o.pareto ? cli_plan_pareto(&q, o.json, 0) : cli_plan_budget(&q, o.json, o.explain);
 out:
     remat_profile_free(t.prof);
     remat_table_unload(&t.c);

@@ -357,12 +357,16 @@ remat_status remat_weights_load(const char *path, const remat_config *base, uint
     if ((st = path_layout(path, &s, &ly))) return st;
     remat_config shape, c = *base;   /* the step's shape and options from base */
     if ((st = remat_wlayout_config(&ly, path, base, &shape))) goto out;
-    if (base->seq > shape.max_seq) {
+    /* a position table (GPT-2's wpe) has max_seq rows; RoPE (Llama) has none
+     * to run out of: a longer seq raises max_seq to base's (the CLI notes it) */
+    int rope = shape.arch == REMAT_ARCH_LLAMA;
+    if (base->seq > shape.max_seq && !rope) {
         st = remat_fail(REMAT_ERR_INVALID, "seq %d is longer than the %d positions of '%s'; use --seq %d or less",
                         base->seq, shape.max_seq, path, shape.max_seq);
         goto out;
     }
     copy_arch(&c, &shape);
+    if (rope && base->seq > c.max_seq) c.max_seq = base->max_seq > base->seq ? base->max_seq : base->seq;
     c.rope_theta = shape.rope_theta;
     c.rope_scaling = shape.rope_scaling;
     c.norm_eps = shape.norm_eps;

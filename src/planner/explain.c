@@ -75,8 +75,16 @@ static void describe(text *f, const remat_config *c, int a, int b, int step, con
     uint32_t keptx = li->kept & all & ~saved & ~outb;   /* transient tensors a save: list keeps */
     char buf[512], what[700];
     int own = (li->kept & outb) != 0;
+    /* A block's table owns its output (the next block's input); a layer
+     * Megatron's or torch's checkpoint re-runs whole holds its input: the
+     * same bytes, named as the framework's user knows them
+     * (src/table/frameworks.c) */
+    const char *x = c->framework == REMAT_FRAMEWORK_MEGATRON || c->framework == REMAT_FRAMEWORK_PYTORCH ? "input" : "output";
     if (kept == inner) snprintf(what, sizeof what, "keep all");
-    else if (!kept && !keptx) snprintf(what, sizeof what, own ? "keep only its output" : "keep nothing");
+    else if (!kept && !keptx) {
+        if (own) snprintf(what, sizeof what, "keep only its %s", x);
+        else snprintf(what, sizeof what, "keep nothing");
+    }
     else if (__builtin_popcount(inner & ~kept) <= __builtin_popcount(kept)) {
         names(c, inner & ~kept, buf, sizeof buf);
         snprintf(what, sizeof what, "keep all but %s", buf);
