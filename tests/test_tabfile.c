@@ -16,9 +16,12 @@
  *     nothing, even when its slot is reused; the engine refuses the config;
  *   - a parsed file written back parses to the same table;
  *   - 20 malformed files, each refused with REMAT_ERR_FORMAT in one line
- *     that says what is wrong.
+ *     that says what is wrong;
+ *   - a 255-byte name kept whole; lookups on one thread while another loads
+ *     and unloads (a stale id is always refused, a held one always found).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +261,68 @@ static void round_trip(void)
     free(j);
 }
 
+/* the name a file gives, kept whole up to the reader's 255 bytes */
+static void long_name(void)
+{
+    spec s = BASE;
+    char name[256], top[300];
+    for (int i = 0; i < 255; i++) name[i] = (char)('a' + i % 26);
+    name[255] = 0;
+    char *j = table_json(&s, NULL, NULL), *at = strstr(j, "\"name\": \"t\"");
+    char *k = malloc(strlen(j) + 300);
+    snprintf(top, sizeof top, "\"name\": \"%s\"", name);
+    snprintf(k, strlen(j) + 300, "%.*s%s%s", (int)(at - j), j, top, at + strlen("\"name\": \"t\""));
+    remat_config c;
+    remat_table_info info;
+    CHECK(remat_table_read(k, strlen(k), &c, NULL) == REMAT_OK && remat_table_get_info(&c, &info) == REMAT_OK &&
+          !strcmp(info.name, name), "a 255-byte name is not kept whole: %s", remat_errmsg());
+    remat_table_unload(&c);
+    free(j);
+    free(k);
+}
+
+/* one thread loads and unloads a table over and over while this one looks
+ * up a table it holds and one whose last load has ended */
+typedef struct churn { const char *json; int stop, loads, fails; } churn;
+static void *churn_run(void *arg)
+{
+    churn *ch = arg;
+    while (!__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) {
+        remat_config c;
+        if (remat_table_read(ch->json, strlen(ch->json), &c, NULL)) { ch->fails++; continue; }
+        ch->loads++;
+        remat_table_unload(&c);
+    }
+    return NULL;
+}
+
+static void threads(void)
+{
+    spec s = BASE, o = BASE;
+    o.x = 8192;
+    char *held = table_json(&s, NULL, NULL), *other = table_json(&o, NULL, NULL);
+    remat_config h, stale;
+    CHECK(remat_table_read(held, strlen(held), &h, NULL) == REMAT_OK &&
+          remat_table_read(other, strlen(other), &stale, NULL) == REMAT_OK, "load: %s", remat_errmsg());
+    remat_table_unload(&stale);
+    churn ch = { other, 0, 0, 0 };
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, churn_run, &ch) == 0, "a thread");
+    int found = 0, refused_ = 0;
+    for (int i = 0; i < 200000; i++) {
+        found += remat_config_check(&h) == REMAT_OK;
+        refused_ += remat_config_check(&stale) == REMAT_ERR_INVALID;
+    }
+    __atomic_store_n(&ch.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    CHECK(found == 200000 && refused_ == 200000 && !ch.fails && ch.loads > 0,
+          "lookups beside loads: held found %d, stale refused %d of 200000; %d loads, %d failed", found, refused_,
+          ch.loads, ch.fails);
+    remat_table_unload(&h);
+    free(held);
+    free(other);
+}
+
 /* a malformed file: FORMAT, one line, saying want */
 static void refused(const char *json, const char *want)
 {
@@ -339,7 +404,23 @@ static void refusals(void)
             "[{\"saved\": 3, \"output_bytes\": 1}]}", "blocks[0].saved must be an array");
     refused("{\"format\": \"remat-table\", \"version\": 1, \"input\": {\"bytes\": 1}, \"blocks\": []}",
             "head must be an object");
+    s = BASE;
+    s.params = 1ULL << 46;     /* 2^46 + 2^46 + 2^47 = 2^48 fits; more does not */
+    j = table_json(&s, NULL, NULL);
     remat_config c;
+    CHECK(remat_table_read(j, strlen(j), &c, NULL) == REMAT_OK, "2^48 static bytes: %s", remat_errmsg());
+    remat_table_unload(&c);
+    free(j);
+    s.params++;
+    j = table_json(&s, NULL, NULL);
+    refused(j, "params_bytes + grads_bytes + optimizer_bytes is more than 281474976710656 bytes");
+    free(j);
+    s = BASE;
+    s.before = 1ULL << 47;
+    s.after = (1ULL << 47) + 1;
+    j = table_json(&s, NULL, NULL);
+    refused(j, "the ops outside the chain keep more than 281474976710656 bytes");
+    free(j);
     CHECK(remat_table_load("/nonexistent/t.json", &c, NULL) == REMAT_ERR_IO, "a missing file: %s", remat_errmsg());
 }
 
@@ -358,6 +439,8 @@ int main(void)
     s.L = 1;
     plans(&s);
     ids();
+    long_name();
+    threads();
     round_trip();
     refusals();
     return TEST_REPORT();

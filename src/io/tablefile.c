@@ -70,13 +70,15 @@ static remat_status ms_of(const remat_jobj *h, const char *key, double *out)
     return remat_jobj_range(h, key, 0, 0, TF_MAX_MS, out);
 }
 
-/* a string of at most 255 bytes, copied (NULL when absent) */
+/* a string of at most REMAT_TABLE_NAME_MAX bytes, copied (NULL when absent) */
 static remat_status str_of(const remat_jobj *h, const char *key, char **out)
 {
     const char *v;
+    char want[48];
     remat_status st = remat_jobj_str(h, key, NULL, &v);
     if (st || !v) return st;
-    if (strlen(v) > 255) return remat_jobj_bad(h, key, "a string of at most 255 bytes", remat_jobj_val(h, key));
+    snprintf(want, sizeof want, "a string of at most %d bytes", REMAT_TABLE_NAME_MAX);
+    if (strlen(v) > REMAT_TABLE_NAME_MAX) return remat_jobj_bad(h, key, want, remat_jobj_val(h, key));
     if (!(*out = remat_strdup(v))) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", h->src);
     return REMAT_OK;
 }
@@ -228,9 +230,14 @@ static remat_status parse(const json_t *root, const char *src, remat_tabfile *t)
         return remat_fail(REMAT_ERR_FORMAT, "%s: the chain's input has %llu bytes, a block's output %llu (each block's "
                           "input is the one before's output)", src, (unsigned long long)t->input_bytes,
                           (unsigned long long)t->block[0].output_bytes);
-    if (t->input_saved + t->head_saved > TF_MAX_BYTES || t->params_bytes + t->grads_bytes + t->optimizer_bytes > 3 * TF_MAX_BYTES)
-        return remat_fail(REMAT_ERR_FORMAT, "%s: more than %llu bytes outside the chain", src,
-                          (unsigned long long)TF_MAX_BYTES);
+    /* each sum of at most TF_MAX_BYTES, as one block's saved tensors are:
+     * each term is, so neither sum can wrap */
+    if (t->input_saved + t->head_saved > TF_MAX_BYTES)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: the ops outside the chain keep more than %llu bytes (input.saved_bytes "
+                          "+ head.saved_bytes)", src, (unsigned long long)TF_MAX_BYTES);
+    if (t->params_bytes + t->grads_bytes + t->optimizer_bytes > TF_MAX_BYTES)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: params_bytes + grads_bytes + optimizer_bytes is more than %llu bytes",
+                          src, (unsigned long long)TF_MAX_BYTES);
     return REMAT_OK;
 }
 

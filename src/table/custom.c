@@ -20,8 +20,13 @@
  * keeps the end of the forward the highest moment of a step: see
  * tablefile.c) and the gradient between blocks are the globals.
  *
- * Tables live in REMAT_TABLES_MAX slots of an array read without a lock (a
- * lookup is on every tensor's byte count); adding and releasing take one.
+ * Tables live in REMAT_TABLES_MAX slots of an array; adding, releasing and
+ * every lookup take one lock, so that a lookup never reads a table that a
+ * release is freeing (an id whose last load ended names nothing: its
+ * lookup is NULL, and a config of it is refused).  What a lookup returns
+ * stays valid while the caller holds a load of it (remat.h: unload last).
+ * A lookup is on every tensor's byte count; the lock is uncontended but
+ * while another thread loads or unloads.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -35,7 +40,7 @@ typedef struct custom {
     remat_table tb;
     remat_tensor_def defs[6];
     remat_table_spec spec;
-    char name[64];
+    char name[REMAT_TABLE_NAME_MAX + 1];   /* the whole name: the reader takes at most this many bytes */
     uint64_t key;
     int refs;
     int id;
@@ -114,7 +119,7 @@ static void build(custom *c, const remat_table_spec *s)
 
     remat_table *tb = &c->tb;
     memset(tb, 0, sizeof *tb);
-    snprintf(c->name, sizeof c->name, "%s", s->name ? s->name : "table");
+    snprintf(c->name, sizeof c->name, "%s", s->name ? s->name : "table");   /* fits: remat_table_custom_add */
     tb->name = c->name;
     tb->arch = REMAT_ARCH_GPT2;
     tb->count = nb + 3;
@@ -153,6 +158,9 @@ remat_status remat_table_custom_add(const remat_table_spec *s, uint64_t key, int
 {
     remat_status st = REMAT_OK;
     *id = 0;
+    if (s->name && strlen(s->name) > REMAT_TABLE_NAME_MAX)
+        return remat_fail(REMAT_ERR_INVALID, "a table's name has %zu bytes (at most %d)", strlen(s->name),
+                          REMAT_TABLE_NAME_MAX);
     pthread_mutex_lock(&lock);
     int freeslot = -1;
     for (int i = 0; i < REMAT_TABLES_MAX; i++) {
@@ -170,7 +178,7 @@ remat_status remat_table_custom_add(const remat_table_spec *s, uint64_t key, int
     c->refs = 1;
     loads = (loads + 1) % (INT32_MAX / REMAT_TABLES_MAX - 1);
     c->id = freeslot + 1 + REMAT_TABLES_MAX * loads;
-    __atomic_store_n(&slots[freeslot], c, __ATOMIC_RELEASE);
+    slots[freeslot] = c;
     *id = c->id;
 out:
     pthread_mutex_unlock(&lock);
@@ -183,7 +191,7 @@ void remat_table_custom_release(int id)
     pthread_mutex_lock(&lock);
     custom *c = slots[SLOT(id)];
     if (c && c->id == id && --c->refs == 0) {
-        __atomic_store_n(&slots[SLOT(id)], NULL, __ATOMIC_RELEASE);
+        slots[SLOT(id)] = NULL;
         free(c);
     }
     pthread_mutex_unlock(&lock);
@@ -192,8 +200,11 @@ void remat_table_custom_release(int id)
 static custom *lookup(int id)
 {
     if (id < 1) return NULL;
-    custom *c = __atomic_load_n(&slots[SLOT(id)], __ATOMIC_ACQUIRE);
-    return c && c->id == id ? c : NULL;
+    pthread_mutex_lock(&lock);
+    custom *c = slots[SLOT(id)];
+    if (c && c->id != id) c = NULL;
+    pthread_mutex_unlock(&lock);
+    return c;
 }
 
 const remat_table *remat_table_custom(int id)

@@ -361,9 +361,14 @@ typedef struct remat_table_spec {
     double block_fwd_ms, cheap_fwd_ms, block_bwd_ms, input_fwd_ms, input_bwd_ms, head_fwd_ms, head_bwd_ms, update_ms;
 } remat_table_spec;
 /* Registers the table of s under key (a hash of its source): the same key
- * again returns the same id with one more reference.  REMAT_ERR_NOMEM, or
- * REMAT_ERR_RANGE when REMAT_TABLES_MAX tables are loaded. */
+ * again returns the same id with one more reference.  REMAT_ERR_NOMEM,
+ * REMAT_ERR_INVALID for a name over REMAT_TABLE_NAME_MAX bytes, or
+ * REMAT_ERR_RANGE when REMAT_TABLES_MAX tables are loaded.  Thread-safe, as
+ * are the lookups below (one lock). */
 #define REMAT_TABLES_MAX 4096
+/* The longest name a table keeps (bytes; a longer one is REMAT_ERR_INVALID;
+ * the file's reader takes no longer string). */
+#define REMAT_TABLE_NAME_MAX 255
 remat_status remat_table_custom_add(const remat_table_spec *s, uint64_t key, int *id);
 /* Drops one reference; the last frees the table (its id then names none). */
 void remat_table_custom_release(int id);
