@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(*remat_errmsg() && !strchr(remat_errmsg(), '\n'), "a refusal says why in one line: '%s'",
                    remat_errmsg());
         FUZZ_CHECK(st == REMAT_ERR_FORMAT || st == REMAT_ERR_NOMEM, "status %d", (int)st);
-        FUZZ_CHECK(!t.block && !t.name, "a refused table holds nothing");
+        FUZZ_CHECK(!t.chain && !t.name, "a refused table holds nothing");
         remat_config c;
         FUZZ_CHECK(remat_table_read(data, size, &c, NULL) == st, "remat_table_read refuses it the same way");
         return 0;
@@ -45,19 +45,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     remat_config c;
     remat_profile *p = NULL;
     remat_table_info info;
+    char why[256];
+    if (!remat_tabfile_uniform(&t, why, sizeof why)) {
+        /* version 2's blocks of their own and chains: read and checked, not planned yet */
+        FUZZ_CHECK(t.version == 2 && remat_table_read(data, size, &c, &p) == REMAT_ERR_INVALID && !p &&
+                   !strchr(remat_errmsg(), '\n'), "a non-uniform table is refused in one line: %s", remat_errmsg());
+        goto done;
+    }
+    const remat_tabfile_chain *ch = &t.chain[0];
     FUZZ_CHECK(remat_table_read(data, size, &c, &p) == REMAT_OK && p, "read: %s", remat_errmsg());
     FUZZ_CHECK(remat_config_check(&c) == REMAT_OK && remat_table_get_info(&c, &info) == REMAT_OK, "the config");
     /* what the numbers keep: every boundary, the saved tensors of every block kept whole, or none */
-    uint64_t x = t.block[0].output_bytes, e = 0, pk;
-    for (size_t k = 0; k < t.block[0].nsaved; k++) e += t.block[0].saved[k].bytes;
-    int64_t adj = (t.input_kept ? 0 : (int64_t)x) + (t.head_keeps_input ? 0 : (int64_t)x);
-    int64_t base = (int64_t)((uint64_t)(t.nblock + 1) * x + t.input_saved + t.head_saved) - adj;
+    uint64_t x = ch->block[0].output_bytes, e = 0, pk;
+    for (size_t k = 0; k < ch->block[0].nsaved; k++) e += ch->block[0].saved[k].bytes;
+    int64_t adj = (ch->input_kept ? 0 : (int64_t)x) + (ch->head_keeps_input ? 0 : (int64_t)x);
+    int64_t base = (int64_t)((uint64_t)(ch->nblock + 1) * x + ch->input_saved + ch->head_saved) - adj;
     uint64_t sn = stored(&c, "none", &pk);
-    FUZZ_CHECK((int64_t)sn + info.outside_bytes == base + (int64_t)((uint64_t)t.nblock * e), "none keeps");
+    FUZZ_CHECK((int64_t)sn + info.outside_bytes == base + (int64_t)((uint64_t)ch->nblock * e), "none keeps");
     FUZZ_CHECK(pk == (uint64_t)((int64_t)sn + info.outside_bytes) + info.reserve_bytes, "none's peak");
-    if (t.nblock <= 64) {
+    if (ch->nblock <= 64) {
         char pol[512] = "plan:";
-        for (int l = 0; l < t.nblock; l++) strcat(pol, l ? ".A0" : "A0");
+        for (int l = 0; l < ch->nblock; l++) strcat(pol, l ? ".A0" : "A0");
         uint64_t sf = stored(&c, pol, &pk);
         FUZZ_CHECK((int64_t)sf + info.outside_bytes == base, "every block checkpointed keeps");
         FUZZ_CHECK(pk == (uint64_t)base + info.reserve_bytes, "every block checkpointed: its peak");
@@ -65,6 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     remat_profile_free(p);
     remat_table_unload(&c);
     FUZZ_CHECK(remat_config_check(&c) != REMAT_OK, "unloaded");
+done:
     remat_tabfile_clear(&t);
     remat_tabfile_clear(&u);
     free(d1);

@@ -52,6 +52,18 @@ $R plan --table $C/toy-selective.json --recompute plan:A1.A2.A3.A0.A1.A3 --expla
     grep -q "keep all but expensive; recompute expensive in the backward" "$T/sel.txt" &&
     ok || bad "selective keep-sets: $(cat "$T/sel.txt")"
 
+# version 2: a uniform file (toy.json as version 2) plans exactly as version 1, in every row, the optimum, the
+# front and the explanation; blocks of their own and chains are read and checked (the fuzz corpus), not planned yet
+for args in "--budget-activations 400KiB --json" "--budget 4600KiB --json" "--pareto --json" "--budget-activations 300KiB --explain"; do
+    $R plan --table $C/toy.json $args > "$T/v1.out" 2>&1; r1=$?
+    $R plan --table $C/v2-uniform-toy.json $args > "$T/v2.out" 2>&1; r2=$?
+    sed -i "s|$C/v2-uniform-toy.json|$C/toy.json|g" "$T/v2.out"
+    [ $r1 = 0 ] && [ $r2 = 0 ] && cmp -s "$T/v1.out" "$T/v2.out" && ok || bad "uniform version 2, $args: $(diff "$T/v1.out" "$T/v2.out" | head -n 5)"
+done
+for f in v2-alternating v2-stages v2-t5; do
+    expect_err --rc 2 "$f: not planned yet" $R plan --table $C/$f.json --budget-activations 1MiB
+done
+
 # refusals, one line each
 for f in $C/bad-*.json; do expect_err --rc 2 "$(basename "$f")" $R plan --table "$f" --budget-activations 1MiB; done
 expect_err --rc 1 "budget below the minimum" $R plan --table $C/toy.json --budget-activations 20KiB

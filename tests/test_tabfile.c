@@ -247,8 +247,9 @@ static void round_trip(void)
     CHECK(remat_tabfile_parse(j, strlen(j), "t", &t) == REMAT_OK, "parse: %s", remat_errmsg());
     CHECK(remat_tabfile_dump(&t, &d1) == REMAT_OK && remat_tabfile_parse(d1, strlen(d1), "d", &u) == REMAT_OK &&
           remat_tabfile_dump(&u, &d2) == REMAT_OK && !strcmp(d1, d2), "the dump is not a fixed point");
-    CHECK(u.nblock == t.nblock && u.block[2].forward_ms == t.block[2].forward_ms && u.context_bytes == 4 &&
-          u.call_bytes == 5056 && u.input_saved == t.input_saved, "the round trip changes the table");
+    CHECK(u.chain[0].nblock == t.chain[0].nblock && u.chain[0].block[2].forward_ms == t.chain[0].block[2].forward_ms &&
+          u.context_bytes == 4 && u.call_bytes == 5056 && u.chain[0].input_saved == t.chain[0].input_saved,
+          "the round trip changes the table");
     remat_config c;
     remat_table_info info;
     CHECK(remat_table_read(j, strlen(j), &c, NULL) == REMAT_OK && remat_table_get_info(&c, &info) == REMAT_OK &&
@@ -342,7 +343,7 @@ static void refusals(void)
     refused("{\"format\": \"remat-table\"", "malformed table");
     refused("[1]", "not a JSON object");
     refused("{\"version\": 1}", "not a remat table");
-    refused("{\"format\": \"remat-table\", \"version\": 2}", "version 2");
+    refused("{\"format\": \"remat-table\", \"version\": 3}", "version 3; this remat reads versions 1 and 2");
     refused("{\"format\": \"remat-table\"}", "version must be given");
     j = table_json(&s, ", \"extra\": 1", NULL);
     refused(j, "unknown key 'blocks[5].extra'");
