@@ -1035,8 +1035,14 @@ typedef struct remat_table_info {
     uint64_t call_bytes;       /* per checkpoint call: its stash (torch: the RNG state it
                                   preserves, on the CPU) */
 } remat_table_info;
-/* What cfg's table is (REMAT_ERR_INVALID when cfg is not a loaded table's). */
+/* What cfg's table is (REMAT_ERR_INVALID when cfg is not a loaded table's).
+ * For a chain whose blocks differ, block_saved_bytes and output_bytes are
+ * the largest block's (remat_plan_explain lists each kind of block). */
 REMAT_API remat_status remat_table_get_info(const remat_config *cfg, remat_table_info *out);
+/* The kinds of block in cfg's table: blocks with the same bytes (saved
+ * tensors and output) are one kind; 1 when every block is the same (any
+ * version-1 file), 0 when cfg is not a loaded table's. */
+REMAT_API int remat_table_block_kinds(const remat_config *cfg);
 /* Ends one load of cfg's table; the last ends the table, and configs of it
  * are then refused.  Free what was made from them first (schedules, a
  * profile may be kept: it holds no pointer to the table). */

@@ -500,32 +500,71 @@ static double block_median(const remat_tabfile_chain *ch, size_t off)
     return m;
 }
 
+/* block b's saved bytes into *e (expensive; all of them unless selective) and *c (cheap) */
+static void saved_split(const remat_tabfile *tf, const remat_tabfile_block *b, uint64_t *e, uint64_t *c)
+{
+    *e = *c = 0;
+    for (size_t k = 0; k < b->nsaved; k++) {
+        if (tf->selective && b->saved[k].cheap) *c += b->saved[k].bytes;
+        else *e += b->saved[k].bytes;
+    }
+}
+
 remat_status remat_tabfile_spec(const remat_tabfile *tf, remat_table_spec *s)
 {
     const remat_tabfile_chain *t = &tf->chain[0];
     const remat_tabfile_block *b = &t->block[0];
+    char why[200];
     memset(s, 0, sizeof *s);
     s->name = tf->name ? tf->name : "table";
     s->selective = tf->selective;
-    for (size_t k = 0; k < b->nsaved; k++) {
-        if (tf->selective && b->saved[k].cheap) s->cheap += b->saved[k].bytes;
-        else s->expensive += b->saved[k].bytes;
-    }
+    saved_split(tf, b, &s->expensive, &s->cheap);
     uint64_t x = b->output_bytes;
-    uint64_t adj = (t->input_kept ? 0 : x) + (t->head_keeps_input ? 0 : x);
     s->output = x;
     s->head = t->input_saved + t->head_saved;
     s->reserve = s->expensive + s->cheap + 2 * x;
-    s->outside = (int64_t)s->head - (int64_t)adj;
     s->static_bytes = tf->params_bytes + tf->grads_bytes + tf->optimizer_bytes;
     s->blocks = t->nblock;
     s->context = tf->context_bytes;
     s->call = tf->call_bytes;
+    if (!remat_tabfile_uniform(tf, why, sizeof why)) {
+        /* Blocks of their own: each entry's constant bytes the largest
+         * block's, d_output the largest boundary (the chain's input too),
+         * the reserve the most any block's backward adds (its saved tensors
+         * and output, with the gradient buffer). */
+        remat_table_spec_block *per = remat_calloc((size_t)t->nblock, sizeof *per);
+        if (!per) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table");
+        uint64_t most = 0;
+        s->input = t->input_bytes;
+        s->dout = t->input_bytes;
+        s->expensive = s->cheap = s->output = 0;
+        for (int i = 0; i < t->nblock; i++) {
+            const remat_tabfile_block *bi = &t->block[i];
+            saved_split(tf, bi, &per[i].expensive, &per[i].cheap);
+            per[i].output = bi->output_bytes;
+            per[i].fwd_ms = bi->forward_ms;
+            per[i].cheap_fwd_ms = tf->selective ? bi->cheap_forward_ms : 0;
+            per[i].bwd_ms = bi->backward_ms;
+            if (per[i].expensive > s->expensive) s->expensive = per[i].expensive;
+            if (per[i].cheap > s->cheap) s->cheap = per[i].cheap;
+            if (per[i].output > s->output) s->output = per[i].output;
+            if (per[i].output > s->dout) s->dout = per[i].output;
+            uint64_t m = per[i].expensive + per[i].cheap + per[i].output;
+            if (m > most) most = m;
+        }
+        s->reserve = most + s->dout;
+        s->per = per;
+    }
+    uint64_t adj = (t->input_kept ? 0 : t->input_bytes) + (t->head_keeps_input ? 0 : t->block[t->nblock - 1].output_bytes);
+    s->outside = (int64_t)s->head - (int64_t)adj;
     s->block_fwd_ms = block_median(t, offsetof(remat_tabfile_block, forward_ms));
     s->block_bwd_ms = block_median(t, offsetof(remat_tabfile_block, backward_ms));
     s->cheap_fwd_ms = tf->selective ? block_median(t, offsetof(remat_tabfile_block, cheap_forward_ms)) : 0;
-    if (isnan(s->block_fwd_ms) || isnan(s->block_bwd_ms) || isnan(s->cheap_fwd_ms))
+    if (isnan(s->block_fwd_ms) || isnan(s->block_bwd_ms) || isnan(s->cheap_fwd_ms)) {
+        free((void *)s->per);
+        s->per = NULL;
         return remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table");
+    }
     if (s->cheap_fwd_ms > s->block_fwd_ms) s->cheap_fwd_ms = s->block_fwd_ms;   /* medians of two lists */
     s->input_fwd_ms = t->input_fwd;
     s->input_bwd_ms = t->input_bwd;
@@ -546,12 +585,12 @@ static remat_status read_table(const void *json, size_t n, const char *src, rema
     int id = 0;
     if (prof) *prof = NULL;
     if (!cfg || (!json && n)) return remat_fail(REMAT_ERR_INVALID, "remat_table_read: NULL argument");
-    char why[200];
     remat_status st = remat_tabfile_parse(json, n, src, &t);
     if (st) return st;
-    if (!remat_tabfile_uniform(&t, why, sizeof why)) {
-        st = remat_fail(REMAT_ERR_INVALID, "%s: %s: remat plans chains of identical blocks only, so far (version 2's "
-                        "per-block entries and chains are read and checked, not planned)", src, why);
+    memset(&s, 0, sizeof s);
+    if (t.nchain > 1) {
+        st = remat_fail(REMAT_ERR_INVALID, "%s: it has %d chains: remat plans one chain, so far (version 2's chains "
+                        "are read and checked, not planned)", src, t.nchain);
         goto out;
     }
     if ((st = remat_tabfile_spec(&t, &s)) || (st = remat_table_custom_add(&s, remat_hash_bytes(json, n), &id))) goto out;
@@ -570,6 +609,7 @@ static remat_status read_table(const void *json, size_t n, const char *src, rema
     *cfg = c;
 out:
     if (st) remat_table_custom_release(id);
+    free((void *)s.per);     /* custom.c keeps its copy */
     remat_tabfile_clear(&t);
     return st;
 }
@@ -608,6 +648,13 @@ remat_status remat_table_get_info(const remat_config *cfg, remat_table_info *out
     out->context_bytes = s->context;
     out->call_bytes = s->call;
     return REMAT_OK;
+}
+
+int remat_table_block_kinds(const remat_config *cfg)
+{
+    int n = 0;
+    if (cfg && cfg->framework == REMAT_FRAMEWORK_TABLE) remat_table_custom_kinds(cfg->table, &n);
+    return n;
 }
 
 void remat_table_unload(const remat_config *cfg)
