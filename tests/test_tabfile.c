@@ -33,6 +33,7 @@
 #include "harness.h"
 #include "remat.h"
 #include "io/io.h"
+#include "core/core.h"
 
 typedef unsigned long long ull;
 
@@ -546,8 +547,61 @@ static void two_chains(unsigned seed)
     remat_table_unload(&c);
 }
 
+/* every allocation of reading a file of two chains and planning it failed in turn: REMAT_ERR_NOMEM each time, never
+ * a different plan; a sample of them when there are many */
+static void het_allocfail(void)
+{
+    hspec h;
+    srand(5);
+    hspec_random(&h, 3);
+    char *j = hspec_json(&h), *in = strstr(j, "\"input\""), *end = strstr(j, ", \"optimizer_ms\"");
+    size_t cap = 3 * strlen(j);
+    char *b = malloc(cap);
+    snprintf(b, cap, "{\"format\": \"remat-table\", \"version\": 2, \"selective\": %s, \"chains\": [{\"name\": \"a\", "
+             "%.*s}, {\"name\": \"b\", \"reads\": [\"a\"], %.*s}]}", h.selective ? "true" : "false", (int)(end - in), in,
+             (int)(end - in), in);
+    free(j);
+    remat_config c;
+    remat_profile *p = NULL;
+    remat_plan_row want, got;
+    CHECK(remat_table_read(b, strlen(b), &c, &p) == REMAT_OK, "two chains: %s", remat_errmsg());
+    CHECK(remat_plan_optimal(&c, p, 0, 1, &want) == REMAT_OK, "plan: %s", remat_errmsg());
+    uint64_t before = remat_mem_alloc_count();
+    CHECK(remat_plan_optimal(&c, p, 0, 1, &got) == REMAT_OK, "plan again: %s", remat_errmsg());
+    uint64_t total = remat_mem_alloc_count() - before;
+    remat_plan_row_clear(&got);
+    int bad = 0, walked = 0;
+    for (uint64_t n = 1; n <= total; n += n < 64 ? 1 : total / 97 + 1, walked++) {
+        remat_mem_fail_at(n);
+        remat_status st = remat_plan_optimal(&c, p, 0, 1, &got);
+        remat_mem_fail_at(0);
+        if (st == REMAT_OK) {
+            bad += strcmp(got.policy, want.policy) != 0;
+            remat_plan_row_clear(&got);
+        } else {
+            bad += st != REMAT_ERR_NOMEM || !*remat_errmsg();
+        }
+    }
+    for (uint64_t n = 1; n < 200; n++) {    /* reading it */
+        remat_config d;
+        remat_profile *q = NULL;
+        remat_mem_fail_at(n);
+        remat_status st = remat_table_read(b, strlen(b), &d, &q);
+        remat_mem_fail_at(0);
+        if (st == REMAT_OK) { remat_profile_free(q); remat_table_unload(&d); break; }
+        bad += st != REMAT_ERR_NOMEM || q;
+    }
+    CHECK(!bad && walked > 60, "%d of %d failed allocations (of %llu) planning two chains gave another answer than "
+          "REMAT_ERR_NOMEM or the same plan", bad, walked, (ull)total);
+    remat_plan_row_clear(&want);
+    remat_profile_free(p);
+    remat_table_unload(&c);
+    free(b);
+}
+
 static void het(void)
 {
+    het_allocfail();
     for (unsigned seed = 1; seed <= 12; seed++) het_chain(seed, 2 + (int)(seed % 3));
     for (unsigned seed = 21; seed <= 28; seed++) two_chains(seed);
 }
