@@ -992,7 +992,7 @@ REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *
  * the blocks of that one chain: chain 0's blocks 0..n0-1, the junction n0,
  * chain 1's from n0+1, ...; remat_table_info.blocks counts the junctions.
  * A chain whose blocks differ plans with each block's own bytes and times
- * (up to 512 blocks, junctions included); d_output is its largest
+ * (up to 256 blocks, junctions included); d_output is its largest
  * boundary, reserve_bytes the most one block's re-run adds (its saved
  * tensors and output) plus d_output.
  * A version-2 file of one chain whose blocks are the same (times aside)

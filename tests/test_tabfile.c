@@ -599,8 +599,32 @@ static void het_allocfail(void)
     free(b);
 }
 
+/* the program of a chain whose blocks differ is quadratic in sub-problems: at most 256 blocks */
+static void het_limit(void)
+{
+    hspec h;
+    srand(3);
+    hspec_random(&h, 6);
+    char *j = hspec_json(&h), *bl = strstr(j, "\"blocks\": [") + 11, *end = strstr(bl, "], \"head\"");
+    size_t one = (size_t)(end - bl), cap = strlen(j) + 50 * (one + 2);
+    char *b = malloc(cap);
+    size_t k = (size_t)snprintf(b, cap, "%.*s", (int)(bl - j), j);
+    for (int i = 0; i < 43; i++) k += (size_t)snprintf(b + k, cap - k, "%s%.*s", i ? ", " : "", (int)one, bl);   /* 258 */
+    snprintf(b + k, cap - k, "%s", end);
+    remat_config c;
+    remat_plan_row r;
+    CHECK(remat_table_read(b, strlen(b), &c, NULL) == REMAT_OK && c.n_layer == 258, "258 blocks: %s", remat_errmsg());
+    remat_status st = remat_plan_optimal(&c, NULL, 0, 1, &r);
+    CHECK(st == REMAT_ERR_RANGE && strstr(remat_errmsg(), "at most 256 blocks (this one 258)"), "258 blocks planned: %d %s",
+          (int)st, remat_errmsg());
+    remat_table_unload(&c);
+    free(b);
+    free(j);
+}
+
 static void het(void)
 {
+    het_limit();
     het_allocfail();
     for (unsigned seed = 1; seed <= 12; seed++) het_chain(seed, 2 + (int)(seed % 3));
     for (unsigned seed = 21; seed <= 28; seed++) two_chains(seed);

@@ -718,7 +718,7 @@ static void run_min_peaks(remat_planner *p)
  * and released, each kind of block measured once.  No offload (a table
  * read from a file has no host link). */
 
-#define HET_MAX_BLOCKS 512
+#define HET_MAX_BLOCKS 256
 #define HB(p, a, n) ((size_t)(a) * (size_t)((p)->L + 1) + (size_t)(n))
 
 /* registers blocks [a, a+n) (n 1 or 2) of ps, input xin, as a table of their own: its config and profile */
