@@ -53,7 +53,7 @@ $R plan --table $C/toy-selective.json --recompute plan:A1.A2.A3.A0.A1.A3 --expla
     ok || bad "selective keep-sets: $(cat "$T/sel.txt")"
 
 # version 2: a uniform file (toy.json as version 2) plans exactly as version 1, in every row, the optimum, the
-# front and the explanation; blocks of their own and chains are read and checked (the fuzz corpus), not planned yet
+# front and the explanation
 for args in "--budget-activations 400KiB --json" "--budget 4600KiB --json" "--pareto --json" "--budget-activations 300KiB --explain"; do
     $R plan --table $C/toy.json $args > "$T/v1.out" 2>&1; r1=$?
     $R plan --table $C/v2-uniform-toy.json $args > "$T/v2.out" 2>&1; r2=$?
@@ -61,7 +61,7 @@ for args in "--budget-activations 400KiB --json" "--budget 4600KiB --json" "--pa
     [ $r1 = 0 ] && [ $r2 = 0 ] && cmp -s "$T/v1.out" "$T/v2.out" && ok || bad "uniform version 2, $args: $(diff "$T/v1.out" "$T/v2.out" | head -n 5)"
 done
 # blocks of their own: each row's kept bytes counted from each block's numbers, the optimum within the budget and no
-# slower than the named policies that fit, the kinds of block explained; chains are refused in one line, not planned yet
+# slower than the named policies that fit, the kinds of block explained
 for f in v2-alternating v2-stages; do
     $R plan --table $C/$f.json --budget-activations 500KiB --json > "$T/$f.json" 2> "$T/$f.err"
     /usr/bin/python3 - "$C/$f.json" "$T/$f.json" <<'PY' && ok || bad "$f: $(cat "$T/$f.err")"
