@@ -52,6 +52,63 @@ $R plan --table $C/toy-selective.json --recompute plan:A1.A2.A3.A0.A1.A3 --expla
     grep -q "keep all but expensive; recompute expensive in the backward" "$T/sel.txt" &&
     ok || bad "selective keep-sets: $(cat "$T/sel.txt")"
 
+# version 2: a uniform file (toy.json as version 2) plans exactly as version 1, in every row, the optimum, the
+# front and the explanation
+for args in "--budget-activations 400KiB --json" "--budget 4600KiB --json" "--pareto --json" "--budget-activations 300KiB --explain"; do
+    $R plan --table $C/toy.json $args > "$T/v1.out" 2>&1; r1=$?
+    $R plan --table $C/v2-uniform-toy.json $args > "$T/v2.out" 2>&1; r2=$?
+    sed -i "s|$C/v2-uniform-toy.json|$C/toy.json|g" "$T/v2.out"
+    [ $r1 = 0 ] && [ $r2 = 0 ] && cmp -s "$T/v1.out" "$T/v2.out" && ok || bad "uniform version 2, $args: $(diff "$T/v1.out" "$T/v2.out" | head -n 5)"
+done
+# blocks of their own: each row's kept bytes counted from each block's numbers, the optimum within the budget and no
+# slower than the named policies that fit, the kinds of block explained
+for f in v2-alternating v2-stages; do
+    $R plan --table $C/$f.json --budget-activations 500KiB --json > "$T/$f.json" 2> "$T/$f.err"
+    /usr/bin/python3 - "$C/$f.json" "$T/$f.json" <<'PY' && ok || bad "$f: $(cat "$T/$f.err")"
+import json, sys
+t, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+b = t["blocks"]
+outside = t["input"].get("saved_bytes", 0) + t["head"]["saved_bytes"] - (0 if t["input"].get("kept", True) else t["input"]["bytes"]) \
+    - (0 if t["head"].get("keeps_input", True) else b[-1]["output_bytes"])
+bounds = t["input"]["bytes"] + sum(x["output_bytes"] for x in b)
+rows = {r["policy"]: r for r in d["rows"]}
+assert rows["none"]["kept_bytes"] == bounds + sum(s["bytes"] for x in b for s in x["saved"]) + outside, rows["none"]
+assert rows["full"]["kept_bytes"] == bounds + outside, rows["full"]
+opt = d["optimal"]
+assert opt["kept_bytes"] <= 500 * 1024, opt
+for r in d["rows"]:
+    if r["peak_bytes"] <= 500 * 1024 + d["reserve_bytes"]:
+        assert opt["step_ms_pred"] <= r["step_ms_pred"] * (1 + 1e-12), (opt, r)
+PY
+    $R plan --table $C/$f.json --recompute full --explain > "$T/$f.txt" && grep -q "^  blocks of [24] kinds:" "$T/$f.txt" &&
+        grep -q "^    blocks\{0,1\} 2\(, 5\)\{0,1\}: saving" "$T/$f.txt" && ok || bad "$f: the kinds of block: $(cat "$T/$f.txt")"
+done
+# two chains under one budget (an encoder and a decoder that reads its result): kept bytes counted from the file, the
+# junction between them kept whole by every plan, named or planned; a plan that checkpoints it is refused
+$R plan --table $C/v2-t5.json --budget-activations 200KiB --json > "$T/t5.json" 2> "$T/t5.err"
+/usr/bin/python3 - "$C/v2-t5.json" "$T/t5.json" <<'PY' && ok || bad "v2-t5: $(cat "$T/t5.err")"
+import json, sys
+t, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+none = full = 0
+for k, c in enumerate(t["chains"]):
+    b, i, h = c["blocks"], c["input"], c["head"]
+    base = i["bytes"] * i.get("kept", True) + i.get("saved_bytes", 0) + h.get("saved_bytes", 0) \
+        - (0 if h.get("keeps_input", True) else b[-1]["output_bytes"]) + sum(x["output_bytes"] for x in b)
+    if k + 1 < len(t["chains"]):
+        base += h.get("output_bytes", b[-1]["output_bytes"])
+    none += base + sum(s["bytes"] for x in b for s in x["saved"])
+    full += base
+rows = {r["policy"]: r for r in d["rows"]}
+assert rows["none"]["kept_bytes"] == none, (rows["none"], none)
+assert rows["full"]["kept_bytes"] == full, (rows["full"], full)
+assert d["blocks"] == 7 and d["optimal"]["kept_bytes"] <= 200 * 1024, d["optimal"]
+PY
+$R plan --table $C/v2-t5.json --recompute full --explain > "$T/t5.txt" &&
+    grep -q "^  chains: encoder blocks 0-2, block 3 joins them (encoder's head and result, decoder's input: kept whole), decoder blocks 4-6$" "$T/t5.txt" &&
+    grep -q "^  layer  3: keep all" "$T/t5.txt" && ok || bad "v2-t5 explained: $(cat "$T/t5.txt")"
+expect_err --rc 2 "a plan that checkpoints a junction" $R plan --table $C/v2-t5.json --recompute plan:A0.A0.A0.A0.A0.A0.A0
+expect_err --rc 2 "a segment over a junction" $R plan --table $C/v2-t5.json --recompute plan:A0.A0.C2.A1.A1.A0.A1.A0
+
 # refusals, one line each
 for f in $C/bad-*.json; do expect_err --rc 2 "$(basename "$f")" $R plan --table "$f" --budget-activations 1MiB; done
 expect_err --rc 1 "budget below the minimum" $R plan --table $C/toy.json --budget-activations 20KiB
