@@ -2,7 +2,10 @@
  * calibrate.c -- the cost model calibrated by measurement of this run's
  * own kind: a training run's instruction times (remat_profile_apply_run),
  * and, with neither a profile nor a run, a GEMM probe at the config's own
- * shapes, cut down past a size, for the FLOP model (remat_gemm_probe).
+ * shapes, cut down past a size, for the FLOP model (remat_gemm_probe),
+ * and remat_profile_model, the profile a config's probe (or the model's
+ * defaults) gives.  This file is above cost.c: it fills profiles, and
+ * cost.c prices schedules with them and reads their run times.
  *
  * Why a run beats a profile for what it executed: `remat profile` times
  * each op alone, with its inputs flushed from cache or just computed, on
@@ -68,16 +71,6 @@ remat_status remat_profile_apply_run(remat_profile *p, const remat_run_times *rt
     const char *tail = "; run times from a training step";
     if (n && !strstr(p->desc, tail) && len + strlen(tail) < sizeof p->desc) strcat(p->desc, tail);
     return REMAT_OK;
-}
-
-double remat_profile_run_ms(const remat_profile *p, int k, int t)
-{
-    /* frees: the planner's recurrences take them to cost nothing; what they
-     * took is in the step's overhead */
-    if (k < 0 || k >= REMAT_NKINDS || k == REMAT_I_FREE || t < 0 || t >= RT_MAXT) return -1;
-    if (p->run_n[k][t]) return p->run_ms[k][t];
-    if (k == REMAT_I_RECOMPUTE && p->run_n[REMAT_I_FORWARD][t]) return p->run_ms[REMAT_I_FORWARD][t];
-    return -1;
 }
 
 int remat_profile_run_ops(const remat_profile *p)
@@ -414,4 +407,23 @@ out:
     free(pb.a); free(pb.b); free(pb.c); free(pb.d); free(pb.e);
     free(qkv); free(att); free(x); free(y);
     return st;
+}
+
+remat_status remat_profile_model(const remat_config *cfg, int measure, remat_profile **out)
+{
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_profile_model: out is NULL");
+    *out = NULL;
+    remat_status st = remat_config_check(cfg);
+    if (st) return st;
+    remat_profile *p = remat_malloc(sizeof *p);
+    if (!p) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
+    remat_probe pr;
+    if (measure) {
+        if ((st = remat_gemm_probe(cfg, &pr))) { free(p); return st; }
+        remat_profile_fill_probed(p, cfg, &pr);
+    } else {
+        remat_profile_fill_model(p, cfg, 0);
+    }
+    *out = p;
+    return REMAT_OK;
 }

@@ -182,25 +182,6 @@ void remat_profile_fill_probed(remat_profile *p, const remat_config *c, const re
 }
 
 
-remat_status remat_profile_model(const remat_config *cfg, int measure, remat_profile **out)
-{
-    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_profile_model: out is NULL");
-    *out = NULL;
-    remat_status st = remat_config_check(cfg);
-    if (st) return st;
-    remat_profile *p = remat_malloc(sizeof *p);
-    if (!p) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
-    remat_probe pr;
-    if (measure) {
-        if ((st = remat_gemm_probe(cfg, &pr))) { free(p); return st; }
-        remat_profile_fill_probed(p, cfg, &pr);
-    } else {
-        remat_profile_fill_model(p, cfg, 0);
-    }
-    *out = p;
-    return REMAT_OK;
-}
-
 void remat_profile_free(remat_profile *p) { free(p); }
 
 double remat_profile_op_ms(const remat_profile *p, int id, int backward)
@@ -217,6 +198,16 @@ double remat_profile_op_warm_ms(const remat_profile *p, int id, int backward)
     if (id == -1) return p->update_ms;
     if (id < 0 || id >= remat_table_of(&p->cfg)->first_grad) return 0;
     return backward ? p->bwd_hot_ms[id] : p->fwd_hot_ms[id];
+}
+
+double remat_profile_run_ms(const remat_profile *p, int k, int t)
+{
+    /* frees: the planner's recurrences take them to cost nothing; what they
+     * took is in the step's overhead */
+    if (k < 0 || k >= REMAT_NKINDS || k == REMAT_I_FREE || t < 0 || t >= RT_MAXT) return -1;
+    if (p->run_n[k][t]) return p->run_ms[k][t];
+    if (k == REMAT_I_RECOMPUTE && p->run_n[REMAT_I_FORWARD][t]) return p->run_ms[REMAT_I_FORWARD][t];
+    return -1;
 }
 
 const char *remat_profile_describe(const remat_profile *p) { return p ? p->desc : ""; }

@@ -56,14 +56,14 @@ void remat_profile_fill_times(remat_profile *p, const remat_config *cfg, const d
                               double update_ms, const char *device);
 /* The FLOP model with default throughputs, filled into p (no allocation). */
 void remat_profile_fill_model(remat_profile *p, const remat_config *cfg, double gflops);
+/* The run time of an instruction of kind k on tensor t, when p has one (calibrate.c stored it) (a
+ * recomputation the run never executed: its forward's); -1 otherwise. */
+double remat_profile_run_ms(const remat_profile *p, int k, int t);
 /* ---- calibration (calibrate.c) -------------------------------------------- */
 
 /* Copies a run's times into p (config, CPU and thread count checked against
  * p and this machine: REMAT_ERR_INVALID, p unchanged). */
 remat_status remat_profile_apply_run(remat_profile *p, const remat_run_times *rt);
-/* The run time of an instruction of kind k on tensor t, when p has one (a
- * recomputation the run never executed: its forward's); -1 otherwise. */
-double remat_profile_run_ms(const remat_profile *p, int k, int t);
 
 /* What the GEMM probe measured for a config (remat_gemm_probe). */
 typedef struct remat_probe {
