@@ -26,7 +26,7 @@
 #include "../schedule/schedule.h"
 #include "model.h"
 #include "trace.h"
-#include "remat_testing.h"   /* remat_model_debug_poison is defined here */
+#include "remat_testing.h"   /* remat_model_debug_poison and _shrink are defined here */
 
 void remat_optim_default(remat_optim *o)
 {
@@ -100,6 +100,7 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     m->cfg = *cfg;
     m->mcfg = *cfg;
     m->seed = seed;
+    m->shrink_t = -1;
     remat_optim_default(&m->opt);
     size_t total = remat_param_layout_of(cfg, &m->ly);
     m->nparams = total;
@@ -239,6 +240,21 @@ remat_status remat_model_debug_poison(remat_model *m, int param_tensor)
     return REMAT_OK;
 }
 
+remat_status remat_model_debug_shrink(remat_model *m, const char *name, uint64_t bytes)
+{
+    if (!m) return remat_fail(REMAT_ERR_INVALID, "debug shrink: model is NULL");
+    m->shrink_t = -1;
+    m->shrink_by = 0;
+    if (!name) return REMAT_OK;
+    int t = remat_table_find(remat_table_of(&m->mcfg), name);
+    if (t < 0) return remat_fail(REMAT_ERR_INVALID, "no tensor '%.64s' in this table", name);
+    if (bytes > remat_tensor_bytes(&m->mcfg, t))
+        return remat_fail(REMAT_ERR_INVALID, "%s has fewer than %llu bytes", name, (unsigned long long)bytes);
+    m->shrink_t = t;
+    m->shrink_by = bytes;
+    return REMAT_OK;
+}
+
 uint64_t remat_model_params_hash(const remat_model *m)
 {
     return remat_hash_bytes(m->params, m->nparams * sizeof(float));
@@ -307,6 +323,7 @@ static remat_status hk_begin(void *arg, size_t i, const remat_instr *in)
 static remat_status hk_alloc(void *arg, int slot, int t, uint64_t bytes, int zero)
 {
     remat_model *m = ((run *)arg)->m;
+    if (t == m->shrink_t) bytes -= m->shrink_by;   /* the testing hook: less than the table says */
     m->buf[slot] = zero ? remat_mem_calloc(&m->mem, REMAT_MEM_ACTS, bytes)
                         : remat_mem_alloc(&m->mem, REMAT_MEM_ACTS, bytes);
     if (!m->buf[slot])
@@ -320,7 +337,8 @@ static void hk_release(void *arg, int slot, int t, uint64_t bytes)
 {
     remat_model *m = ((run *)arg)->m;
     (void)t;
-    remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->buf[slot], bytes);
+    (void)bytes;   /* what was allocated (remat_model_debug_shrink may have cut it) */
+    remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->buf[slot], m->bufbytes[slot]);
     m->buf[slot] = NULL;
 }
 

@@ -68,6 +68,8 @@ struct remat_model {
     struct remat_trace *trace;  /* remat_model_set_trace: record steps here (not owned), */
     uint64_t trace_step;        /* numbered so; NULL: steps read no clock */
     int poison;                 /* remat_model_debug_poison: tensor + 2, 1 = loss, 0 = off */
+    int shrink_t;               /* remat_model_debug_shrink: the tensor allocated shrink_by */
+    uint64_t shrink_by;         /* bytes short of its size (shrink_t -1: none) */
     float grad_norm;
     uint64_t meas_peak, meas_stored, meas_total_peak, meas_fwd_peak;
     double step_flops, step_recompute_flops;
