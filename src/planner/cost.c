@@ -27,6 +27,7 @@
 #include <string.h>
 #include "planner.h"
 #include "../core/core.h"
+#include "../kernels/gemm.h"   /* REMAT_PROBE_DISTRUST */
 
 /* Throughputs of the default model (no measurement).  Measured on a 2-core
  * AMD EPYC with OpenBLAS, 2 threads: a 1024^3 SGEMM 124-174 GFLOP/s (the
@@ -177,8 +178,13 @@ void remat_profile_fill_times(remat_profile *p, const remat_config *c, const dou
 void remat_profile_fill_probed(remat_profile *p, const remat_config *c, const remat_probe *pr)
 {
     fill(p, c, pr->tile_gflops, pr->other_gflops, pr->gbps, pr);
-    snprintf(p->desc, sizeof p->desc, "FLOP model, GEMM probe at this config's shapes (%.0f ms): tiles %.1f GFLOP/s, "
-             "pointwise %.1f GFLOP/s, %.1f GB/s", pr->ms, pr->tile_gflops, pr->other_gflops, pr->gbps);
+    int k = snprintf(p->desc, sizeof p->desc, "FLOP model, GEMM probe at this config's shapes (%.0f ms): tiles %.1f "
+                     "GFLOP/s, pointwise %.1f GFLOP/s, %.1f GB/s", pr->ms, pr->tile_gflops, pr->other_gflops, pr->gbps);
+    /* a probe repeated on a busy machine says so (calibrate.c) */
+    if (pr->passes > 1 && k > 0 && (size_t)k < sizeof p->desc)
+        snprintf(p->desc + k, sizeof p->desc - (size_t)k, "; %d passes, the first at %.2f GFLOP/s (under 1/%d of a "
+                 "128^3 GEMM's %.1f): best kept%s", pr->passes, pr->first_gflops, REMAT_PROBE_DISTRUST,
+                 pr->floor_gflops, remat_probe_distrusted(pr) ? ", still low: a busy machine" : "");
 }
 
 
