@@ -377,12 +377,6 @@ static void keep_best(remat_probe *best, const remat_probe *one, int first)
     if (first || one->other_gflops > best->other_gflops) best->other_gflops = one->other_gflops;
 }
 
-int remat_probe_distrusted(const remat_probe *p)
-{
-    double low = p->gemm_gflops < p->tile_gflops ? p->gemm_gflops : p->tile_gflops;
-    return p->floor_gflops > 0 && low * REMAT_PROBE_DISTRUST < p->floor_gflops;
-}
-
 void remat_gemm_probe_size(const remat_config *c, remat_probe *out)
 {
     probe_buf pb;

@@ -175,6 +175,12 @@ void remat_profile_fill_times(remat_profile *p, const remat_config *c, const dou
     snprintf(p->desc, sizeof p->desc, "measured on %s (the table's times)", device);
 }
 
+int remat_probe_distrusted(const remat_probe *p)
+{
+    double low = p->gemm_gflops < p->tile_gflops ? p->gemm_gflops : p->tile_gflops;
+    return p->floor_gflops > 0 && low * REMAT_PROBE_DISTRUST < p->floor_gflops;
+}
+
 void remat_profile_fill_probed(remat_profile *p, const remat_config *c, const remat_probe *pr)
 {
     fill(p, c, pr->tile_gflops, pr->other_gflops, pr->gbps, pr);

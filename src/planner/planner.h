@@ -97,7 +97,8 @@ remat_status remat_gemm_probe(const remat_config *cfg, remat_probe *out);
  * allocating or timing anything. */
 void remat_gemm_probe_size(const remat_config *cfg, remat_probe *out);
 /* Whether p's products or tiles (the best of its passes) still ran under
- * 1 / REMAT_PROBE_DISTRUST of its floor: times measured on a busy machine. */
+ * 1 / REMAT_PROBE_DISTRUST of its floor: times measured on a busy machine
+ * (cost.c, which describes a probed profile so). */
 int remat_probe_distrusted(const remat_probe *p);
 /* The FLOP/byte model with the probe's speeds, filled into p. */
 void remat_profile_fill_probed(remat_profile *p, const remat_config *cfg, const remat_probe *pr);
