@@ -1616,7 +1616,9 @@ REMAT_API remat_status remat_memory_available(uint64_t *bytes, const char **sour
 /* The machine's yardstick: GFLOP/s of a square n x n x n GEMM through the
  * GEMM engine remat uses (remat_gemm_get), operands in dt and an fp32
  * result, with the current thread count; the best of `reps` timed calls
- * after one untimed call.  Returns 0 on failure (n outside [1, 16384],
+ * after one untimed call.  A result under an eighth of what a 128^3
+ * product in cache runs at is taken for a busy machine's interruption: the
+ * calls are repeated, up to 4 passes, and the best kept.  Returns 0 on failure (n outside [1, 16384],
  * reps < 1, or out of memory; message in remat_errmsg()). */
 REMAT_API double remat_gemm_gflops(int n, int reps, remat_dtype dt);
 /* remat_gemm_gflops in fp32 */

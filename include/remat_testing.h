@@ -42,12 +42,13 @@ REMAT_API remat_status remat_schedule_from_instrs(const remat_config *cfg, size_
 REMAT_API remat_status remat_model_debug_poison(remat_model *m, int param);
 
 /* Testing hook for the extents the dispatcher checks (tests/test_schedule.c):
- * from now on tensor `name` of cfg's table is declared `bytes` smaller than
- * its formula says (name NULL: no tensor), so the walker allocates that much
- * less for it; the kernel that reads or writes it must then stop the process
- * with an assertion.  REMAT_ERR_INVALID for a name cfg's table lacks, or
- * more bytes than the tensor has. */
-REMAT_API remat_status remat_debug_shrink_tensor(const remat_config *cfg, const char *name, uint64_t bytes);
+ * from now on m allocates tensor `name` of its table `bytes` smaller than
+ * its formula says (name NULL: no tensor), and tells the dispatcher so; the
+ * kernel that reads or writes it must then stop the process with an
+ * assertion.  The state is m's: the tables, the planner and other models
+ * are untouched.  REMAT_ERR_INVALID for a name m's table lacks, or more
+ * bytes than the tensor has. */
+REMAT_API remat_status remat_model_debug_shrink(remat_model *m, const char *name, uint64_t bytes);
 
 /* Testing hook for allocation failures (`remat train --debug-alloc-fail`):
  * the n-th allocation of the library from now fails (0: none), once. */

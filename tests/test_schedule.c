@@ -370,7 +370,7 @@ static void forward_only(void)
 }
 
 /* Extents: every tensor of the table declared one byte smaller than its
- * formula says (remat_debug_shrink_tensor) must stop a training step with
+ * formula says (remat_model_debug_shrink) must stop a training step with
  * the dispatcher's assertion -- the kernel that writes or reads it checks
  * the buffer it is given -- instead of overrunning it.  Each case runs in a
  * new process (this binary again, `--shrink K NAME`: OpenMP's threads do
@@ -395,7 +395,7 @@ static int shrink_child(int k, const char *name)
     int in[64], tg[64];
     make_batch(&c, 0, in, tg);
     float loss;
-    if (remat_debug_shrink_tensor(&c, name, 1) || remat_model_create(&c, 42, &m) || remat_model_step(m, in, tg, 1, &loss))
+    if (remat_model_create(&c, 42, &m) || remat_model_debug_shrink(m, name, 1) || remat_model_step(m, in, tg, 1, &loss))
         return 4;   /* a status, not the assertion */
     remat_model_free(m);
     return 0;       /* ran to the end: the shrunk buffer was not caught */

@@ -3,8 +3,27 @@
  * Each subcommand lives in its own cmd_*.c file and uses only remat.h.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
+
+/* Idle OpenMP threads spin by default (libgomp: GOMP_SPINCOUNT 300000 with
+ * OMP_WAIT_POLICY unset).  Beside a busy process on a small machine a
+ * spinning thread holds a core the team's other thread needs, and a step
+ * took 5-10x as long as with the threads sleeping (docs/performance.md,
+ * "On a shared machine": passive beat every spin count tried).  libgomp
+ * reads both variables once, before main, so when the user has set
+ * neither, remat runs itself again with OMP_WAIT_POLICY=passive (the same
+ * process: exec keeps the pid, the arguments and the rest of the
+ * environment).  Set either variable to choose otherwise.  If the exec
+ * fails, remat carries on spinning. */
+static void passive_openmp(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1)) return;
+    execv("/proc/self/exe", argv);
+}
 
 static const struct {
     const char *name;
@@ -35,6 +54,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    passive_openmp(argv);
     if (argc < 2) { usage(stderr); return 2; }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) { printf("remat %s\n", remat_version()); return 0; }

@@ -272,19 +272,6 @@ remat_status remat_dp_eval(remat_model *m, int have_targets, float *loss)
 
 /* ---- setting it up ------------------------------------------------------------------- */
 
-void remat_dp_free(remat_model *m)
-{
-    remat_dp *d = &m->dp;
-    size_t bytes = m->nparams * sizeof(float);
-    for (int k = 1; k < d->npool; k++) remat_mem_free(&m->mem, REMAT_MEM_REDUCE, d->pool[k], bytes);
-    remat_mem_free(&m->mem, REMAT_MEM_REDUCE, d->recv, d->l.recv_n * sizeof(float));
-    remat_mem_free(&m->mem, REMAT_MEM_REDUCE, d->parts, d->l.nblocks * sizeof(double));
-    remat_mem_free(&m->mem, REMAT_MEM_REDUCE, d->losses, 2 * (size_t)d->l.M * sizeof(double));
-    free(d->pool);
-    free(d->free_idx);
-    memset(d, 0, sizeof *d);
-}
-
 /* Moves the AdamW state to elements [lo, lo + n) (within the elements it
  * holds).  A model that has not stepped has zero moments: its buffers are
  * freed first, so the whole state and the slice never exist at once (a

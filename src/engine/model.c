@@ -2,7 +2,9 @@
  * model.c -- the GPT-2 model and the schedule interpreter.
  *
  * A model owns its parameters, gradients and AdamW state (allocated once)
- * and an installed schedule.  remat_model_step() runs the schedule: it is a
+ * and an installed schedule.  A step runs the schedule here (remat_model_run_step,
+ * called by engine/step.c's remat_model_step, or per micro-batch by
+ * dpstep.c through remat_model_run_rows): it is a
  * walk of the one walker (schedule/walk.c) whose hooks allocate each buffer
  * through the accounting allocator when the walker says a tensor comes to
  * life, release it when it dies, and run each instruction's op through the
@@ -24,7 +26,7 @@
 #include "../schedule/schedule.h"
 #include "model.h"
 #include "trace.h"
-#include "remat_testing.h"   /* remat_model_debug_poison is defined here */
+#include "remat_testing.h"   /* remat_model_debug_poison and _shrink are defined here */
 
 void remat_optim_default(remat_optim *o)
 {
@@ -36,7 +38,7 @@ void remat_optim_default(remat_optim *o)
     o->grad_clip = 1.0f;
 }
 
-static remat_status model_fail(remat_model *m, remat_status st)
+remat_status remat_model_fail(remat_model *m, remat_status st)
 {
     if (m) snprintf(m->err, sizeof m->err, "%s", remat_errmsg());
     return st;
@@ -98,6 +100,7 @@ remat_status remat_model_create(const remat_config *cfg, uint64_t seed, remat_mo
     m->cfg = *cfg;
     m->mcfg = *cfg;
     m->seed = seed;
+    m->shrink_t = -1;
     remat_optim_default(&m->opt);
     size_t total = remat_param_layout_of(cfg, &m->ly);
     m->nparams = total;
@@ -150,6 +153,21 @@ static void free_acts(remat_model *m)
     m->temp = NULL;
 }
 
+/* the reduction's buffers of m->dp (engine/dpstep.c sets them up; they
+ * are the model's, freed with it) */
+void remat_dp_free(remat_model *m)
+{
+    remat_dp *d = &m->dp;
+    size_t bytes = m->nparams * sizeof(float);
+    for (int k = 1; k < d->npool; k++) remat_mem_free(&m->mem, REMAT_MEM_REDUCE, d->pool[k], bytes);
+    remat_mem_free(&m->mem, REMAT_MEM_REDUCE, d->recv, d->l.recv_n * sizeof(float));
+    remat_mem_free(&m->mem, REMAT_MEM_REDUCE, d->parts, d->l.nblocks * sizeof(double));
+    remat_mem_free(&m->mem, REMAT_MEM_REDUCE, d->losses, 2 * (size_t)d->l.M * sizeof(double));
+    free(d->pool);
+    free(d->free_idx);
+    memset(d, 0, sizeof *d);
+}
+
 void remat_model_free(remat_model *m)
 {
     if (!m) return;
@@ -180,7 +198,7 @@ remat_status remat_model_set_optim(remat_model *m, const remat_optim *o)
     if (!m || !o) return remat_fail(REMAT_ERR_INVALID, "NULL argument");
     if (!(o->lr >= 0 && o->lr < 10) || !(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1) ||
         !(o->eps > 0) || !(o->weight_decay >= 0 && o->weight_decay < 1) || !(o->grad_clip == o->grad_clip))
-        return model_fail(m, remat_fail(REMAT_ERR_INVALID, "optimizer settings out of range (lr in [0,10), "
+        return remat_model_fail(m, remat_fail(REMAT_ERR_INVALID, "optimizer settings out of range (lr in [0,10), "
                                         "betas in [0,1), eps > 0, weight decay in [0,1))"));
     m->opt = *o;
     return REMAT_OK;
@@ -191,10 +209,10 @@ remat_status remat_model_set_policy(remat_model *m, const char *policy)
     remat_schedule *s = NULL;
     if (!m) return remat_fail(REMAT_ERR_INVALID, "model is NULL");
     remat_status st = remat_schedule_create(&m->mcfg, policy, &s);
-    if (st) return model_fail(m, st);
+    if (st) return remat_model_fail(m, st);
     if (s->noffload) {   /* the activations already live in host memory: there is nowhere to offload to */
         remat_schedule_free(s);
-        return model_fail(m, remat_fail(REMAT_ERR_INVALID, "remat's CPU engine has no host link to offload over; "
+        return remat_model_fail(m, remat_fail(REMAT_ERR_INVALID, "remat's CPU engine has no host link to offload over; "
                                         "offload: plans are for planning GPU runs (remat plan --framework)"));
     }
     remat_schedule_free(m->sched);
@@ -219,6 +237,21 @@ remat_status remat_model_debug_poison(remat_model *m, int param_tensor)
         return remat_fail(REMAT_ERR_INVALID, "debug poison: parameter tensor %d is not in [0, %d) nor the loss (%d)",
                           param_tensor, m ? m->ly.count : 0, REMAT_POISON_LOSS);
     m->poison = param_tensor == REMAT_POISON_LOSS ? 1 : param_tensor + 2;
+    return REMAT_OK;
+}
+
+remat_status remat_model_debug_shrink(remat_model *m, const char *name, uint64_t bytes)
+{
+    if (!m) return remat_fail(REMAT_ERR_INVALID, "debug shrink: model is NULL");
+    m->shrink_t = -1;
+    m->shrink_by = 0;
+    if (!name) return REMAT_OK;
+    int t = remat_table_find(remat_table_of(&m->mcfg), name);
+    if (t < 0) return remat_fail(REMAT_ERR_INVALID, "no tensor '%.64s' in this table", name);
+    if (bytes > remat_tensor_bytes(&m->mcfg, t))
+        return remat_fail(REMAT_ERR_INVALID, "%s has fewer than %llu bytes", name, (unsigned long long)bytes);
+    m->shrink_t = t;
+    m->shrink_by = bytes;
     return REMAT_OK;
 }
 
@@ -290,6 +323,7 @@ static remat_status hk_begin(void *arg, size_t i, const remat_instr *in)
 static remat_status hk_alloc(void *arg, int slot, int t, uint64_t bytes, int zero)
 {
     remat_model *m = ((run *)arg)->m;
+    if (t == m->shrink_t) bytes -= m->shrink_by;   /* the testing hook: less than the table says */
     m->buf[slot] = zero ? remat_mem_calloc(&m->mem, REMAT_MEM_ACTS, bytes)
                         : remat_mem_alloc(&m->mem, REMAT_MEM_ACTS, bytes);
     if (!m->buf[slot])
@@ -303,7 +337,8 @@ static void hk_release(void *arg, int slot, int t, uint64_t bytes)
 {
     remat_model *m = ((run *)arg)->m;
     (void)t;
-    remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->buf[slot], bytes);
+    (void)bytes;   /* what was allocated (remat_model_debug_shrink may have cut it) */
+    remat_mem_free(&m->mem, REMAT_MEM_ACTS, m->buf[slot], m->bufbytes[slot]);
     m->buf[slot] = NULL;
 }
 
@@ -451,7 +486,7 @@ static remat_status run_schedule(remat_model *m, const remat_schedule *s, run *r
     return st;
 }
 
-static remat_status check_tokens(const remat_model *m, const int *tok, size_t n, const char *what)
+remat_status remat_model_check_tokens(const remat_model *m, const int *tok, size_t n, const char *what)
 {
     for (size_t i = 0; i < n; i++)
         if (tok[i] < 0 || tok[i] >= m->cfg.vocab)
@@ -480,24 +515,8 @@ static remat_status training_run(remat_model *m, run *r)
     return st;
 }
 
-remat_status remat_model_step(remat_model *m, const int *inputs, const int *targets, int do_update, float *loss)
+remat_status remat_model_run_step(remat_model *m, int do_update, float *loss)
 {
-    remat_status st;
-    if (!m || !inputs || !targets) return remat_fail(REMAT_ERR_INVALID, "remat_model_step: NULL argument");
-    if (!m->adam_m)
-        return model_fail(m, remat_fail(REMAT_ERR_STATE, "the model lost its AdamW state when "
-                                        "remat_model_set_parallel ran out of memory; free it"));
-    size_t N = (size_t)m->cfg.batch * m->cfg.seq;
-    if ((st = check_tokens(m, inputs, N, "inputs")) || (st = check_tokens(m, targets, N, "targets")))
-        return model_fail(m, st);
-    if (m->dp.l.active) {
-        memcpy(m->inputs, inputs, N * sizeof(int));
-        memcpy(m->targets, targets, N * sizeof(int));
-        if ((st = remat_dp_step(m, do_update, loss))) return model_fail(m, st);
-        return REMAT_OK;
-    }
-    memcpy(m->inputs, inputs, N * sizeof(int));
-    memcpy(m->targets, targets, N * sizeof(int));
     run r;
     memset(&r, 0, sizeof r);
     r.do_update = do_update;
@@ -505,7 +524,8 @@ remat_status remat_model_step(remat_model *m, const int *inputs, const int *targ
     r.sample_row = -1;
     m->meas_peak = m->meas_total_peak = 0;
     m->step_flops = m->step_recompute_flops = 0;
-    if ((st = training_run(m, &r))) return model_fail(m, st);
+    remat_status st = training_run(m, &r);
+    if (st) return st;
     if (do_update) m->t++;
     return REMAT_OK;
 }
@@ -534,29 +554,16 @@ static remat_status run_forward_only(remat_model *m, int which, int have_targets
     return st;
 }
 
-remat_status remat_model_eval(remat_model *m, const int *inputs, const int *targets, float *loss, float *logits)
+remat_status remat_model_run_eval(remat_model *m, float *logits, int have_targets, float *loss)
 {
-    if (!m || !inputs) return remat_fail(REMAT_ERR_INVALID, "remat_model_eval: NULL argument");
-    size_t N = (size_t)m->cfg.batch * m->cfg.seq;
-    remat_status st;
-    if ((st = check_tokens(m, inputs, N, "inputs"))) return model_fail(m, st);
-    if (targets && (st = check_tokens(m, targets, N, "targets"))) return model_fail(m, st);
-    memcpy(m->inputs, inputs, N * sizeof(int));
-    if (targets) memcpy(m->targets, targets, N * sizeof(int));
-    if (m->dp.l.active) {
-        if (logits)
-            return model_fail(m, remat_fail(REMAT_ERR_INVALID, "remat_model_eval: logits are for a model with one "
-                                            "micro-batch per step; this one has %d", m->dp.l.M));
-        if ((st = remat_dp_eval(m, targets != NULL, loss))) return model_fail(m, st);
-        return REMAT_OK;
-    }
     run r;
     memset(&r, 0, sizeof r);
     r.logits_out = logits;
     r.sample_row = -1;
     int which = logits && m->cfg.lmhead_chunk > 0 ? FWD_LOGITS : FWD_EVAL;
-    if ((st = run_forward_only(m, which, targets != NULL, &r))) return model_fail(m, st);
-    if (loss) *loss = targets ? (float)(r.ctx.loss_sum / (double)N) : 0.0f;
+    remat_status st = run_forward_only(m, which, have_targets, &r);
+    if (st) return st;
+    if (loss) *loss = have_targets ? (float)(r.ctx.loss_sum / (double)((size_t)m->cfg.batch * m->cfg.seq)) : 0.0f;
     return REMAT_OK;
 }
 
@@ -567,10 +574,10 @@ remat_status remat_model_sample(remat_model *m, const int *prompt, int n_prompt,
     int T = m->cfg.seq;
     /* n_prompt + n_new without overflow */
     if (!prompt || !out || n_prompt < 1 || n_new < 0 || n_prompt > T || n_new > T - n_prompt || !(temperature > 0))
-        return model_fail(m, remat_fail(REMAT_ERR_INVALID, "sample: need 1 <= prompt, prompt + new <= seq (%d), "
+        return remat_model_fail(m, remat_fail(REMAT_ERR_INVALID, "sample: need 1 <= prompt, prompt + new <= seq (%d), "
                                         "temperature > 0", T));
     remat_status st;
-    if ((st = check_tokens(m, prompt, (size_t)n_prompt, "prompt"))) return model_fail(m, st);
+    if ((st = remat_model_check_tokens(m, prompt, (size_t)n_prompt, "prompt"))) return remat_model_fail(m, st);
     int *seqbuf = m->inputs;   /* row 0 only */
     for (int i = 0; i < T; i++) seqbuf[i] = i < n_prompt ? prompt[i] : 0;
     int len = n_prompt;
@@ -582,7 +589,7 @@ remat_status remat_model_sample(remat_model *m, const int *prompt, int n_prompt,
         r.temperature = temperature;
         r.sample_key = key;
         r.sample_idx = (uint64_t)k;
-        if ((st = run_forward_only(m, FWD_SAMPLE, 0, &r))) return model_fail(m, st);
+        if ((st = run_forward_only(m, FWD_SAMPLE, 0, &r))) return remat_model_fail(m, st);
         seqbuf[len++] = r.picked;
         out[k] = r.picked;
     }

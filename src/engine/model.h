@@ -68,6 +68,8 @@ struct remat_model {
     struct remat_trace *trace;  /* remat_model_set_trace: record steps here (not owned), */
     uint64_t trace_step;        /* numbered so; NULL: steps read no clock */
     int poison;                 /* remat_model_debug_poison: tensor + 2, 1 = loss, 0 = off */
+    int shrink_t;               /* remat_model_debug_shrink: the tensor allocated shrink_by */
+    uint64_t shrink_by;         /* bytes short of its size (shrink_t -1: none) */
     float grad_norm;
     uint64_t meas_peak, meas_stored, meas_total_peak, meas_fwd_peak;
     double step_flops, step_recompute_flops;
@@ -83,11 +85,27 @@ struct remat_model {
  * trace is set.  Activation peaks are kept in m (the highest of the step). */
 remat_status remat_model_run_rows(remat_model *m, int training, uint64_t row0, float *grads, double *loss_sum);
 
+/* One step (one run of the training schedule on m->inputs / m->targets,
+ * the update when do_update) and one evaluation (the forward-only schedule:
+ * logits into logits when not NULL, the mean loss into *loss) of a model
+ * without micro-batches or ranks; engine/step.c dispatches to these or to
+ * dpstep.c.  The status only: the caller records the message
+ * (remat_model_fail). */
+remat_status remat_model_run_step(remat_model *m, int do_update, float *loss);
+remat_status remat_model_run_eval(remat_model *m, float *logits, int have_targets, float *loss);
+/* REMAT_ERR_INVALID when a token of tok[0 .. n) is outside the vocabulary
+ * (what names the array in the message) */
+remat_status remat_model_check_tokens(const remat_model *m, const int *tok, size_t n, const char *what);
+/* st, with the library's last message copied into m's (m may be NULL) */
+remat_status remat_model_fail(remat_model *m, remat_status st);
+/* The release of the reduction's buffers (model.c: with the model, or when
+ * dpstep.c's set-up fails) */
+void remat_dp_free(remat_model *m);
+
 /* engine/dpstep.c: a step and an evaluation over micro-batches and ranks
- * (m->dp.l.active), and the release of the reduction's buffers */
+ * (m->dp.l.active) */
 remat_status remat_dp_step(remat_model *m, int do_update, float *loss);
 remat_status remat_dp_eval(remat_model *m, int have_targets, float *loss);
-void remat_dp_free(remat_model *m);
 
 /* The parameters were written behind the model's back (a checkpoint or
  * weights load): the bf16 copy is made again before the next use. */

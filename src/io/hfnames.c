@@ -373,7 +373,8 @@ static remat_status unknown_heads_fail(const char *name, int C)
                       "64; give it (--heads)", name, C);
 }
 
-/* What the source leaves open, from hint (see remat_wlayout_config).
+/* What the source leaves open, from hint (weights.h says how, at the
+ * layout's config).
  * *unknown_heads: no number of heads was found, and 1 stands in for it
  * (only where the shapes do not name the heads, so that the tensors are
  * still checked: the file's faults come first). */

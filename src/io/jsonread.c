@@ -2,13 +2,27 @@
  * jsonread.c -- reading the keys of a JSON object (Jansson) with one kind
  * of message for every file remat reads as JSON: config.json (hfdir.c) and
  * tables (tablefile.c).  A value of the wrong type or out of range is
- * refused as "SRC: WHEREkey must be WANT, got VALUE", one line.
+ * refused as "SRC: WHEREkey must be WANT, got VALUE", one line; so is a
+ * file that is not JSON (remat_json_fail: safetensors headers too).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../core/core.h"
-#include "weights.h"
+#include "jsonread.h"
+
+remat_status remat_json_fail(const char *src, const char *doc, const json_error_t *e)
+{
+    if (json_error_code(e) == json_error_out_of_memory)
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory parsing %s's %s", src, doc);
+    /* Jansson quotes the text near the error: keep the message one line */
+    char what[JSON_ERROR_TEXT_LENGTH];
+    size_t i = 0;
+    for (; e->text[i] && i < sizeof what - 1; i++)
+        what[i] = (unsigned char)e->text[i] < 0x20 || (unsigned char)e->text[i] >= 0x7f ? '?' : e->text[i];
+    what[i] = 0;
+    return remat_fail(REMAT_ERR_FORMAT, "%s: malformed %s: %s at byte %d of the JSON", src, doc, what, e->position);
+}
 
 const json_t *remat_jobj_val(const remat_jobj *h, const char *key)
 {

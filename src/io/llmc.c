@@ -19,6 +19,22 @@
 #define LLMC_HEADER_INTS 256
 #define LLMC_HEADER_BYTES (LLMC_HEADER_INTS * 4)
 
+remat_status remat_llmc_config(const remat_wlayout *ly, const char *name, remat_config *out)
+{
+    remat_config c = ly->shape;   /* an llm.c header holds every size */
+    c.batch = 1;
+    c.seq = 1;
+    c.dropout = 0.0f;
+    remat_status st = remat_config_check(&c);
+    if (st) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s", remat_errmsg());
+        return remat_fail(REMAT_ERR_FORMAT, "%s: the model it describes is invalid: %s", name, msg);
+    }
+    *out = c;
+    return REMAT_OK;
+}
+
 remat_status remat_llmc_layout(const remat_wsrc *s, remat_wlayout *ly)
 {
     unsigned char hb[LLMC_HEADER_BYTES];
@@ -51,7 +67,7 @@ remat_status remat_llmc_layout(const remat_wsrc *s, remat_wlayout *ly)
     ly->shape.vocab = V;
     ly->shape.max_seq = maxT;
     remat_config c;
-    if ((st = remat_wlayout_config(ly, s->name, NULL, &c))) return st;
+    if ((st = remat_llmc_config(ly, s->name, &c))) return st;
     /* the file's parameter count, with its own padding */
     uint64_t np_remat = remat_config_num_params(&c);
     uint64_t Vp = (uint64_t)remat_config_padded_vocab(&c);

@@ -1,7 +1,7 @@
 /*
  * safetensors.c -- the safetensors format: a file's header read into
  * tensors (what the names mean is hfnames.c's business), and a file written
- * from a list of tensors.  The shared parts are in weights.c.
+ * from a list of tensors.  The shared parts are in wlayout.c.
  *
  * Format (github.com/huggingface/safetensors, "Format"): u64 LE header
  *   length N, N bytes of JSON {"name": {"dtype": "F32", "shape": [..],
@@ -30,27 +30,7 @@
 #include "io.h"
 #include "weights.h"
 
-static const struct { const char *name; int size; } st_dtypes[] = {
-    [REMAT_ST_BF16] = {"BF16", 2}, [REMAT_ST_F32] = {"F32", 4},
-    {"BOOL", 1}, {"U8", 1}, {"I8", 1}, {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2},
-    {"F16", 2}, {"I32", 4}, {"U32", 4}, {"F64", 8}, {"I64", 8}, {"U64", 8},
-};
-#define ST_NDTYPES ((int)(sizeof st_dtypes / sizeof st_dtypes[0]))
 
-const char *remat_st_dtype_name(int dt) { return dt >= 0 && dt < ST_NDTYPES ? st_dtypes[dt].name : "?"; }
-
-remat_status remat_json_fail(const char *src, const char *doc, const json_error_t *e)
-{
-    if (json_error_code(e) == json_error_out_of_memory)
-        return remat_fail(REMAT_ERR_NOMEM, "out of memory parsing %s's %s", src, doc);
-    /* Jansson quotes the text near the error: keep the message one line */
-    char what[JSON_ERROR_TEXT_LENGTH];
-    size_t i = 0;
-    for (; e->text[i] && i < sizeof what - 1; i++)
-        what[i] = (unsigned char)e->text[i] < 0x20 || (unsigned char)e->text[i] >= 0x7f ? '?' : e->text[i];
-    what[i] = 0;
-    return remat_fail(REMAT_ERR_FORMAT, "%s: malformed %s: %s at byte %d of the JSON", src, doc, what, e->position);
-}
 
 /* ---- reading ----------------------------------------------------------------- */
 
@@ -126,8 +106,8 @@ static remat_status st_tensor(const remat_wsrc *s, const char *name, const json_
         return BADHDR("%s: malformed safetensors header: tensor %.200s has an unknown field (expected dtype, shape, "
                       "data_offsets)", s->name, name);
     e->dtype = -1;
-    for (int i = 0; json_is_string(dt) && i < ST_NDTYPES; i++)
-        if (!strcmp(json_string_value(dt), st_dtypes[i].name)) e->dtype = i;
+    for (int i = 0; json_is_string(dt) && i < REMAT_ST_NDTYPES; i++)
+        if (!strcmp(json_string_value(dt), remat_st_dtype_name(i))) e->dtype = i;
     if (e->dtype < 0) return BADHDR("%s: malformed safetensors header: tensor %.200s: unknown dtype", s->name, name);
     uint64_t be[2];
     int n;
@@ -161,7 +141,7 @@ static remat_status st_check_ranges(const remat_wsrc *s, remat_st_tensor *t, siz
         remat_st_tensor *e = &t[i];
         uint64_t end = e->end;
         int ok = 1;
-        uint64_t bytes = (uint64_t)st_dtypes[e->dtype].size;
+        uint64_t bytes = (uint64_t)remat_st_dtype_size(e->dtype);
         for (int d = 0; d < e->rank; d++) bytes = remat_mul(bytes, e->shape[d], &ok);
         if (e->off > end || end > dsize)
             return BADHDR("%s: tensor %.200s has data_offsets [%llu, %llu] outside the %llu-byte data region", s->name,

@@ -33,49 +33,12 @@
 #include "../engine/model.h"
 #include "../table/tensors.h"
 
-/* ---- sources: a file or a memory buffer ------------------------------------ */
-
-remat_status remat_wsrc_read(const remat_wsrc *s, uint64_t off, void *dst, size_t n)
-{
-    if (off > s->size || n > s->size - off)
-        return remat_fail(REMAT_ERR_FORMAT, "%s: truncated: %zu bytes at offset %llu run past the end "
-                          "(%llu bytes)", s->name, n, (unsigned long long)off, (unsigned long long)s->size);
-    if (n == 0) return REMAT_OK;
-    if (s->mem) { memcpy(dst, s->mem + off, n); return REMAT_OK; }
-    if (off > (uint64_t)INT64_MAX || fseeko(s->f, (off_t)off, SEEK_SET) != 0 || fread(dst, 1, n, s->f) != n)
-        return remat_fail(REMAT_ERR_IO, "cannot read '%s': %s", s->name,
-                          ferror(s->f) ? strerror(errno) : "the file shrank while being read");
-    return REMAT_OK;
-}
-
 /* ---- layouts ------------------------------------------------------------------ */
-
-void remat_wlayout_clear(remat_wlayout *ly)
-{
-    free(ly->p);
-    for (size_t i = 0; i < ly->nt; i++) free(ly->t[i].name);
-    free(ly->t);
-    for (int i = 0; i < ly->nsrc; i++) free(ly->srcs[i]);
-    free(ly->srcs);
-    free(ly->srcsize);
-    memset(ly, 0, sizeof *ly);
-}
 
 remat_status remat_wlayout_config(remat_wlayout *ly, const char *name, const remat_config *hint, remat_config *out)
 {
     if (ly->format != REMAT_WEIGHTS_LLMC) return remat_hf_bind(ly, name, hint, out);
-    remat_config c = ly->shape;   /* an llm.c header holds every size */
-    c.batch = 1;
-    c.seq = 1;
-    c.dropout = 0.0f;
-    remat_status st = remat_config_check(&c);
-    if (st) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s", remat_errmsg());
-        return remat_fail(REMAT_ERR_FORMAT, "%s: the model it describes is invalid: %s", name, msg);
-    }
-    *out = c;
-    return REMAT_OK;
+    return remat_llmc_config(ly, name, out);
 }
 
 /* n elements (float32, or bf16 when bf16) of the source at off into dst
@@ -225,23 +188,6 @@ remat_status remat_safetensors_parse(const void *buf, size_t n, int n_head_hint,
 }
 
 /* ---- files ------------------------------------------------------------------------------- */
-
-remat_status remat_wsrc_open(const char *path, remat_wsrc *s)
-{
-    memset(s, 0, sizeof *s);
-    s->name = path;
-    if (!path) return remat_fail(REMAT_ERR_INVALID, "weights path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return remat_fail(REMAT_ERR_IO, "cannot open weights file '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return remat_fail(REMAT_ERR_IO, "weights path '%s' is not a regular file", path);
-    }
-    s->f = f;
-    s->size = (uint64_t)sb.st_size;
-    return REMAT_OK;
-}
 
 /* A file's layout, or a directory's: *s is the open file (s->f NULL for a
  * directory, whose files are opened one at a time).  On failure nothing is

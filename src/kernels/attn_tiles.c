@@ -92,6 +92,12 @@ void remat_attn_row_lse(float *l, float *s, const attn_head *hd, int i0, int nr)
         }
     }
     for (int r = 0; r < nr; r++) l[r] = mx[r] + logf(sum[r]);
+#ifdef REMAT_ATTN_SEEDED_FAULT
+    /* tests/test_flash_fault.c only (the library is never built so): one
+     * rounding point too many, the rows' log-sum-exp rounded to bf16 */
+    if (hd->dt == REMAT_DTYPE_BF16)
+        for (int r = 0; r < nr; r++) l[r] = remat_bf16_to_float(remat_bf16_round(l[r]));
+#endif
 }
 
 /* a fp32 tile (nr x nc, ld ATT_BC) as a GEMM operand of the head's dtype */

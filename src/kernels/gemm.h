@@ -52,4 +52,16 @@ void remat_gemm(const remat_gemm_op *g);
 /* REMAT_OK, or the first failure since the last call (and clears it). */
 remat_status remat_gemm_check(void);
 
+/* What this machine's GEMM does at the least (sgemm_probe.c): the best of
+ * 32 calls of a REMAT_PROBE_FLOOR_N^3 product in cache (dt operands, fp32
+ * result, the current engine and threads), each short enough (about 0.1 ms)
+ * that some run undisturbed beside a busy process.  A longer product that
+ * runs below 1 / REMAT_PROBE_DISTRUST of it was interrupted, not slow: the
+ * probes (remat_gemm_gflops, the planner's remat_gemm_probe) repeat such a
+ * pass, up to REMAT_PROBE_PASSES in all, and keep the best.  0 on failure. */
+#define REMAT_PROBE_FLOOR_N 128
+#define REMAT_PROBE_DISTRUST 8
+#define REMAT_PROBE_PASSES 4
+double remat_gemm_floor_gflops(remat_dtype dt);
+
 #endif

@@ -27,6 +27,7 @@
 #include <string.h>
 #include "planner.h"
 #include "../core/core.h"
+#include "../kernels/gemm.h"   /* REMAT_PROBE_DISTRUST */
 
 /* Throughputs of the default model (no measurement).  Measured on a 2-core
  * AMD EPYC with OpenBLAS, 2 threads: a 1024^3 SGEMM 124-174 GFLOP/s (the
@@ -174,32 +175,24 @@ void remat_profile_fill_times(remat_profile *p, const remat_config *c, const dou
     snprintf(p->desc, sizeof p->desc, "measured on %s (the table's times)", device);
 }
 
+int remat_probe_distrusted(const remat_probe *p)
+{
+    double low = p->gemm_gflops < p->tile_gflops ? p->gemm_gflops : p->tile_gflops;
+    return p->floor_gflops > 0 && low * REMAT_PROBE_DISTRUST < p->floor_gflops;
+}
+
 void remat_profile_fill_probed(remat_profile *p, const remat_config *c, const remat_probe *pr)
 {
     fill(p, c, pr->tile_gflops, pr->other_gflops, pr->gbps, pr);
-    snprintf(p->desc, sizeof p->desc, "FLOP model, GEMM probe at this config's shapes (%.0f ms): tiles %.1f GFLOP/s, "
-             "pointwise %.1f GFLOP/s, %.1f GB/s", pr->ms, pr->tile_gflops, pr->other_gflops, pr->gbps);
+    int k = snprintf(p->desc, sizeof p->desc, "FLOP model, GEMM probe at this config's shapes (%.0f ms): tiles %.1f "
+                     "GFLOP/s, pointwise %.1f GFLOP/s, %.1f GB/s", pr->ms, pr->tile_gflops, pr->other_gflops, pr->gbps);
+    /* a probe repeated on a busy machine says so (calibrate.c) */
+    if (pr->passes > 1 && k > 0 && (size_t)k < sizeof p->desc)
+        snprintf(p->desc + k, sizeof p->desc - (size_t)k, "; %d passes, the first at %.2f GFLOP/s (under 1/%d of a "
+                 "128^3 GEMM's %.1f): best kept%s", pr->passes, pr->first_gflops, REMAT_PROBE_DISTRUST,
+                 pr->floor_gflops, remat_probe_distrusted(pr) ? ", still low: a busy machine" : "");
 }
 
-
-remat_status remat_profile_model(const remat_config *cfg, int measure, remat_profile **out)
-{
-    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_profile_model: out is NULL");
-    *out = NULL;
-    remat_status st = remat_config_check(cfg);
-    if (st) return st;
-    remat_profile *p = remat_malloc(sizeof *p);
-    if (!p) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
-    remat_probe pr;
-    if (measure) {
-        if ((st = remat_gemm_probe(cfg, &pr))) { free(p); return st; }
-        remat_profile_fill_probed(p, cfg, &pr);
-    } else {
-        remat_profile_fill_model(p, cfg, 0);
-    }
-    *out = p;
-    return REMAT_OK;
-}
 
 void remat_profile_free(remat_profile *p) { free(p); }
 
@@ -217,6 +210,16 @@ double remat_profile_op_warm_ms(const remat_profile *p, int id, int backward)
     if (id == -1) return p->update_ms;
     if (id < 0 || id >= remat_table_of(&p->cfg)->first_grad) return 0;
     return backward ? p->bwd_hot_ms[id] : p->fwd_hot_ms[id];
+}
+
+double remat_profile_run_ms(const remat_profile *p, int k, int t)
+{
+    /* frees: the planner's recurrences take them to cost nothing; what they
+     * took is in the step's overhead */
+    if (k < 0 || k >= REMAT_NKINDS || k == REMAT_I_FREE || t < 0 || t >= RT_MAXT) return -1;
+    if (p->run_n[k][t]) return p->run_ms[k][t];
+    if (k == REMAT_I_RECOMPUTE && p->run_n[REMAT_I_FORWARD][t]) return p->run_ms[REMAT_I_FORWARD][t];
+    return -1;
 }
 
 const char *remat_profile_describe(const remat_profile *p) { return p ? p->desc : ""; }

@@ -56,14 +56,14 @@ void remat_profile_fill_times(remat_profile *p, const remat_config *cfg, const d
                               double update_ms, const char *device);
 /* The FLOP model with default throughputs, filled into p (no allocation). */
 void remat_profile_fill_model(remat_profile *p, const remat_config *cfg, double gflops);
+/* The run time of an instruction of kind k on tensor t, when p has one (calibrate.c stored it) (a
+ * recomputation the run never executed: its forward's); -1 otherwise. */
+double remat_profile_run_ms(const remat_profile *p, int k, int t);
 /* ---- calibration (calibrate.c) -------------------------------------------- */
 
 /* Copies a run's times into p (config, CPU and thread count checked against
  * p and this machine: REMAT_ERR_INVALID, p unchanged). */
 remat_status remat_profile_apply_run(remat_profile *p, const remat_run_times *rt);
-/* The run time of an instruction of kind k on tensor t, when p has one (a
- * recomputation the run never executed: its forward's); -1 otherwise. */
-double remat_profile_run_ms(const remat_profile *p, int k, int t);
 
 /* What the GEMM probe measured for a config (remat_gemm_probe). */
 typedef struct remat_probe {
@@ -77,6 +77,13 @@ typedef struct remat_probe {
                                      scores, the triad's arrays */
     double max_flops;             /* the most one timed call of a product does (a
                                      layer's backward is its two products) */
+    /* A busy machine (kernels/gemm.h, REMAT_PROBE_DISTRUST): */
+    double floor_gflops;          /* a 128^3 product in cache, best of 32 */
+    double gemm_gflops;           /* the products' rate, the best pass's (their FLOPs over
+                                     their best times, as timed: cut shapes unscaled) */
+    double first_gflops;          /* the first pass's, the lower of products and tiles */
+    int passes;                   /* passes run: more than one when a pass ran under
+                                     1 / REMAT_PROBE_DISTRUST of the floor */
 } remat_probe;
 
 /* Times every product of cfg's ops through the GEMM seam, at its own shape
@@ -89,6 +96,10 @@ remat_status remat_gemm_probe(const remat_config *cfg, remat_probe *out);
  * products would do (out->bytes, out->max_flops; the rest 0), without
  * allocating or timing anything. */
 void remat_gemm_probe_size(const remat_config *cfg, remat_probe *out);
+/* Whether p's products or tiles (the best of its passes) still ran under
+ * 1 / REMAT_PROBE_DISTRUST of its floor: times measured on a busy machine
+ * (cost.c, which describes a probed profile so). */
+int remat_probe_distrusted(const remat_probe *p);
 /* The FLOP/byte model with the probe's speeds, filled into p. */
 void remat_profile_fill_probed(remat_profile *p, const remat_config *cfg, const remat_probe *pr);
 

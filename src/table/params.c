@@ -143,40 +143,28 @@ size_t remat_param_layout_of(const remat_config *c, remat_param_layout *out)
     return out->total;
 }
 
-/* ---- the public face -------------------------------------------------------- */
-
-int remat_config_param_count(const remat_config *c)
+/* the parameter table's sizes, added with overflow checks (the config may
+ * not have been checked yet: 0 on overflow) */
+uint64_t remat_config_num_params(const remat_config *c)
 {
-    if (!c || remat_config_check(c)) return 0;
-    remat_param_layout ly;
-    remat_param_layout_of(c, &ly);
-    return ly.count;
-}
-
-remat_status remat_config_param_get(const remat_config *c, int i, remat_param_info *out)
-{
-    remat_status st;
-    if (!c || !out) return remat_fail(REMAT_ERR_INVALID, "remat_config_param_get: NULL argument");
-    if ((st = remat_config_check(c))) return st;
-    remat_param_layout ly;
-    remat_param_layout_of(c, &ly);
-    if (i < 0 || i >= ly.count) return remat_fail(REMAT_ERR_INVALID, "parameter tensor %d out of range [0, %d)", i, ly.count);
-    const remat_param_def *d = &remat_params_of(c)->defs[i];
-    out->name = d->name;
-    out->offset = ly.off[i];
-    out->numel = ly.numel[i];
-    memcpy(out->shape, ly.shape[i], sizeof out->shape);
-    out->per_layer = d->per_layer;
-    out->decay = d->decay;
-    return REMAT_OK;
-}
-
-int remat_config_param_find(const remat_config *c, const char *name)
-{
-    if (!c || !name) return -1;
-    int n = remat_config_param_count(c);
     const remat_param_table *pt = remat_params_of(c);
-    for (int i = 0; i < n; i++)
-        if (!strcmp(pt->defs[i].name, name)) return i;
-    return -1;
+    int ok = 1;
+    uint64_t n = 0;
+    for (int i = 0; i < pt->count; i++) {
+        const remat_param_def *d = &pt->defs[i];
+        if (d->untied && remat_config_tied(c)) continue;
+        uint64_t rows, cols;
+        remat_param_dims(c, i, &rows, &cols);
+        uint64_t e = remat_mul(rows, cols ? cols : 1, &ok);
+        if (d->per_layer) e = remat_mul(e, (uint64_t)c->n_layer, &ok);
+        n = remat_add(n, e, &ok);
+    }
+    return ok ? n : 0;
+}
+
+double remat_update_flops(const remat_config *c)
+{
+    /* framework tables: the optimizer is priced per iteration by the cluster
+     * model, not per micro-batch */
+    return c->framework == REMAT_FRAMEWORK_REMAT ? 12.0 * (double)remat_config_num_params(c) : 0;
 }

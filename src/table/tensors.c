@@ -9,11 +9,11 @@
  * only for the cost model, not for correctness.
  */
 #include <stddef.h>
+#include <string.h>
 #include "tabledef.h"
 #include "params.h"
 #include "../core/core.h"
 #include "../core/rng.h"
-#include "remat_testing.h"   /* remat_debug_shrink_tensor is defined here */
 
 /* ---- dimensions and formulas --------------------------------------------------- */
 
@@ -362,6 +362,14 @@ const remat_table remat_table_llama = {
     .defs = llama_defs,
 };
 
+int remat_table_find(const remat_table *tb, const char *name)
+{
+    if (!name) return -1;
+    for (int i = 0; i < tb->count; i++)
+        if (!strcmp(tb->defs[i].name, name)) return i;
+    return -1;
+}
+
 /* (arch, framework) -> table; Llama's framework tables come in one per
  * attention backend (frameworks_llama.c); a table read from a file is found
  * by its id (custom.c) */
@@ -477,18 +485,12 @@ static uint64_t elems_of(const remat_config *c, const remat_tensor_def *d)
     return remat_expr_u64(variant_on(c, d) ? &d->vshape : &d->shape, &dm);
 }
 
-/* the testing hook's entry declared too small (remat_debug_shrink_tensor) */
-static const remat_table *shrink_tb;
-static int shrink_t = -1;
-static uint64_t shrink_by;
-
 uint64_t remat_tensor_bytes(const remat_config *c, int t)
 {
     const remat_table *tb = remat_table_of(c);
     const remat_tensor_def *d = &tb->defs[t];
     if (empty_under(c, tb, t)) return 0;
-    uint64_t b = elem_bytes(c, prec_of(c, d)) * elems_of(c, d) / shards(c, d);
-    return tb == shrink_tb && t == shrink_t && b >= shrink_by ? b - shrink_by : b;
+    return elem_bytes(c, prec_of(c, d)) * elems_of(c, d) / shards(c, d);
 }
 
 uint64_t remat_tensor_bytes_at(const remat_config *c, int t, int layer)
@@ -497,24 +499,6 @@ uint64_t remat_tensor_bytes_at(const remat_config *c, int t, int layer)
     if (c->framework == REMAT_FRAMEWORK_TABLE && layer >= 0 && remat_table_custom_layer_bytes(c->table, t, layer, &b))
         return b;
     return remat_tensor_bytes(c, t);
-}
-
-remat_status remat_debug_shrink_tensor(const remat_config *c, const char *name, uint64_t bytes)
-{
-    shrink_tb = NULL;
-    shrink_t = -1;
-    if (!name) return REMAT_OK;
-    remat_status st = remat_config_check(c);
-    if (st) return st;
-    const remat_table *tb = remat_table_of(c);
-    int t = remat_table_find(tb, name);
-    if (t < 0) return remat_fail(REMAT_ERR_INVALID, "no tensor '%.64s' in this table", name);
-    if (bytes > remat_tensor_bytes(c, t)) return remat_fail(REMAT_ERR_INVALID, "%s has fewer than %llu bytes", name,
-                                                            (unsigned long long)bytes);
-    shrink_tb = tb;
-    shrink_t = t;
-    shrink_by = bytes;
-    return REMAT_OK;
 }
 
 uint64_t remat_tensor_row_elems(const remat_config *c, int t)
@@ -654,13 +638,6 @@ static double op_flops(const remat_config *c, int t, int backward)
 
 double remat_tensor_fwd_flops(const remat_config *c, int t) { return op_flops(c, t, 0); }
 double remat_tensor_bwd_flops(const remat_config *c, int t) { return op_flops(c, t, 1); }
-
-double remat_update_flops(const remat_config *c)
-{
-    /* framework tables: the optimizer is priced per iteration by the cluster
-     * model, not per micro-batch */
-    return c->framework == REMAT_FRAMEWORK_REMAT ? 12.0 * (double)remat_config_num_params(c) : 0;
-}
 
 /* One op's FLOPs, exactly: its products and its extra FLOPs (the same
  * terms as op_flops, without the tensor-parallel share). */

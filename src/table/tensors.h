@@ -470,6 +470,9 @@ double remat_tensor_prod_flops(const remat_config *cfg, int t);
 void remat_tensor_gemm(const remat_config *cfg, int t, uint64_t *M, uint64_t *N, uint64_t *K);
 /* elements of t's weight (N K of its product), 0 for ops without one */
 uint64_t remat_tensor_weight_elems(const remat_config *cfg, int t);
+/* The FLOPs of one AdamW update, 12 per parameter (params.c: it counts
+ * them); 0 for framework tables, whose optimizer the cluster model prices
+ * per iteration. */
 double remat_update_flops(const remat_config *cfg);
 /* The FLOPs of one training step of the whole model under cfg as the table
  * counts them -- every entry's forward and backward once, no recomputation,
