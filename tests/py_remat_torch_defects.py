@@ -219,7 +219,7 @@ def batchnorm_and_nesting(check):
             check(kept_ok(p.kept_bytes, prof, p.checkpoint_calls), "ResNet %s: predicted %d, profiler %d (hooks %d)"
                   % (p.policy, p.kept_bytes, prof, hooks))
         if not kept_ok(p.kept_bytes, hooks, p.checkpoint_calls):
-            KNOWN.append("ResNet %s on torch %s: hooks %d, predicted %d, profiler %d (the hooks do not see what a "
+            KNOWN.append("ResNet %s on torch %s: hooks %d, predicted %d, profiler %d (the hooks do not see everything "
                          "torch's checkpoints hold here: not asserted)" % (p.policy, torch.__version__, hooks,
                                                                      p.kept_bytes, prof))
         rt.unapply(m)
