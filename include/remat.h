@@ -1279,9 +1279,9 @@ REMAT_API remat_status remat_checkpoint_load_parallel(const char *dir, const cha
 
 
 /* ---- weights: llm.c and safetensors files, Hugging Face directories ------
- * The parameters (not the optimizer state) in three interchange formats;
- * each format's layout, tensor names and config.json keys: README, "The
- * weights formats".  Sources are untrusted: a truncated, malformed or
+ * The parameters (not the optimizer state) in three interchange formats
+ * (each one's layout, tensor names and config.json keys:
+ * README, "The weights formats").  Sources are untrusted: a truncated, malformed or
  * inconsistent file gives REMAT_ERR_FORMAT (REMAT_ERR_IO when it cannot be
  * read or is missing) and a one-line message that says what is wrong; what
  * remat does not implement (another model_type or rope type, biases in
