@@ -1183,8 +1183,8 @@ REMAT_API remat_status remat_cluster_maximize(const remat_config *cfg, const rem
  * losses and params_hash as the run that was never interrupted (with the
  * same thread count); a final name never holds a partial file (saves are
  * atomic, as remat_write_file_atomic); a checkpoint is refused unless every
- * field, size and the checksum check out.  The file, byte by byte: README,
- * "The checkpoint format". */
+ * field, size and the checksum check out.  The file, byte by byte:
+ * README, "The checkpoint format". */
 
 /* Checkpoints kept in a directory: the newest and the newest valid one
  * before it; a save removes the others. */
@@ -1281,14 +1281,14 @@ REMAT_API remat_status remat_checkpoint_load_parallel(const char *dir, const cha
 /* ---- weights: llm.c and safetensors files, Hugging Face directories ------
  * The parameters (not the optimizer state) in three interchange formats
  * (each one's layout, tensor names and config.json keys:
- * README, "The weights formats").  Sources are untrusted: a truncated, malformed or
- * inconsistent file gives REMAT_ERR_FORMAT (REMAT_ERR_IO when it cannot be
- * read or is missing) and a one-line message that says what is wrong; what
- * remat does not implement (another model_type or rope type, biases in
- * Llama's attention or MLP, another activation) is refused by name.  Saving
- * is atomic per file (a temporary file in the same directory, fsync,
- * rename, fsync of the directory): each final name holds the old file or
- * the whole new one, never a part. */
+ * README, "The weights formats").  Sources are untrusted: a truncated,
+ * malformed or inconsistent file gives REMAT_ERR_FORMAT (REMAT_ERR_IO when
+ * it cannot be read or is missing) and a one-line message that says what is
+ * wrong; what remat does not implement (another model_type or rope type,
+ * biases in Llama's attention or MLP, another activation) is refused by
+ * name.  Saving is atomic per file (a temporary file in the same directory,
+ * fsync, rename, fsync of the directory): each final name holds the old
+ * file or the whole new one, never a part. */
 typedef enum remat_weights_format {
     REMAT_WEIGHTS_AUTO = 0,          /* reading: told apart by the content */
     REMAT_WEIGHTS_LLMC = 1,          /* llm.c's model checkpoint (GPT-2 only, float32; its
