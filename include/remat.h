@@ -1,15 +1,9 @@
 /*
- * remat.h -- the public API of remat, and its documentation.
- *
- * remat trains GPT-2-style transformers on the CPU under a memory budget by
- * recomputing activations.  A training step is a *schedule*: an explicit list
- * of forward, recompute, backward, free and update instructions over named
- * activation tensors.  A recomputation *policy* ("full", "every:2,selective",
- * "revolve:3", ...) only decides what to keep; it compiles into a schedule.
- * One interpreter runs a schedule on real buffers; the same schedule, walked
- * without computing (remat_schedule_simulate), predicts the live bytes after
- * every instruction.  The predicted peak equals the measured one to the byte,
- * and every policy gives bit-identical losses, gradients and weights.
+ * remat.h -- the public API of remat: what each function takes, returns and
+ * guarantees.  What remat is and how it works (policies, schedules, the
+ * simulator, exact memory and exact recomputation) is the README's guide
+ * (README, "How it works"); a comment here that points to a README section
+ * or a docs/ page leaves the explanation there.
  *
  * Conventions
  *   - Every function that can fail returns a remat_status.  On failure the
@@ -105,7 +99,7 @@ REMAT_API const char *remat_gemm_name(remat_gemm_engine e);
 /* ---- configuration ---------------------------------------------------------
  * The model and the shape of one training step.  Two architectures
  * (remat_config.arch), each a table of tensors and a table of parameters
- * (the README's "Architecture" section):
+ * (README, "Architecture"; their tensors: README, "How it works"):
  *   - GPT-2: learned position embedding, pre-LN blocks with LayerNorm, tanh
  *     GELU MLP of width 4C, biases everywhere, multi-head attention, the LM
  *     head tied to the token embedding;
@@ -113,7 +107,7 @@ REMAT_API const char *remat_gemm_name(remat_gemm_engine e);
  *     embeddings (RoPE), the SwiGLU MLP down(silu(gate(x)) * up(x)) of width
  *     F, grouped-query attention (KV key/value heads, each serving NH/KV
  *     consecutive query heads), no biases, the LM head tied or untied.
- * The vocabulary is padded to a multiple of 64 (llm.c); padded rows are
+ * The vocabulary is padded (remat_config_padded_vocab); padded rows are
  * never predicted. */
 /* Precision of activations and GEMM operands (mixed precision as PyTorch's
  * autocast does it: master weights, gradients and AdamW state stay fp32). */
@@ -262,24 +256,10 @@ REMAT_API uint64_t remat_config_num_params(const remat_config *cfg);
 
 /* ---- the activation table ----------------------------------------------
  * Every activation tensor has a stable name in its table; the table is
- * selected by (arch, framework).  GPT-2's per-block tensors (the block
- * input x is the previous block's res3, or emb for block 0):
- *   ln1_stat (B,T,2)  LayerNorm 1 mean and rstd      ln1   (B,T,C)
- *   qkv  (B,T,3C)     fused QKV linear               att   (B,NH,T,T) softmax
- *   atty (B,T,C)      attention output                res2  (B,T,C) x + proj
- *   ln2_stat (B,T,2)  ln2 (B,T,C)  fch (B,T,4C)  fch_gelu (B,T,4C)  res3 (B,T,C)
- * Global: emb (B,T,C), lnf_stat (B,T,2), lnf (B,T,C), logits (B,T,Vp).
- * Activation-gradient buffers (live only during backward): d_res d_lnf d_fch
- * d_ln2 d_atty d_qkv d_ln1 (and d_branch when dropout > 0).
- * Llama's per-block tensors:
- *   ln1_rstd (B,T,1)  RMSNorm 1 rstd                 ln1   (B,T,C)
- *   qkv  (B,T,(NH+2KV)hs) fused q/k/v projection     qk_rope (B,T,(NH+KV)hs) RoPE'd q, k
- *   att  (B,NH,T,T) softmax                          atty  (B,T,NH hs) attention output
- *   res2 (B,T,C) x + o_proj   ln2_rstd (B,T,1)  ln2 (B,T,C)
- *   gate_up (B,T,2F) gate and up projections          swiglu (B,T,F) silu(gate) * up
- *   res3 (B,T,C) res2 + down_proj
- * Global: emb, lnf_rstd, lnf, logits; gradient buffers d_res d_lnf d_swiglu
- * d_gate_up d_ln2 d_atty d_qkv d_ln1 (d_branch). */
+ * selected by (arch, framework).  A block's input is the previous block's
+ * res3, or emb for block 0; the d_* tensors are activation-gradient buffers,
+ * live only during the backward (d_branch only with dropout or bf16).  GPT-2's
+ * and Llama's tensors, their shapes and ops: README, "How it works". */
 typedef struct remat_tensor_info {
     const char *name;      /* e.g. "qkv" */
     const char *shape;     /* e.g. "(B,T,3C)" */
@@ -299,37 +279,13 @@ REMAT_API int remat_config_tensor_find(const remat_config *cfg, const char *name
 REMAT_API remat_status remat_tensor_get(const remat_config *cfg, int id, remat_tensor_info *out);
 
 /* ---- schedules ------------------------------------------------------------
- * Policy grammar (terms separated by ','):
- *   structure (at most one):
- *     none          keep everything (default)
- *     full          keep only each block's input; recompute the block in backward
- *     every:K       keep the input of every K-th block; recompute segments of K
- *     sqrt          every:ceil(sqrt(L))                       (Chen et al. 2016)
- *     first:N       full recomputation for blocks 0..N-1, none for the rest
- *                   (Megatron --recompute-method block)
- *     revolve:S     binomial checkpointing with at most S live block inputs
- *                   (Griewank & Walther 2000), fewest recomputed blocks
- *     plan:TOKENS   an explicit plan, as written by the planner
- *   keep-set modifiers (any number; they apply to every block that is kept):
- *     selective     drop att, recompute it from qkv (Korthikanti et al. 2022)
- *     pointwise     drop ln1, ln2, fch_gelu; recompute them from the kept
- *                   inputs and statistics (llm.c -r 2)
- *     save:A+B+...  keep only the named per-block tensors (JAX
- *                   save_only_these_names); the block input is always kept
- *   offload (for planning GPU runs: a device with a host link; remat's own
- *   engine refuses it):
- *     offload:N     blocks 0..N-1, where the first forward sweep keeps their
- *                   tensors (an ALL move of the chain that ends at the head),
- *                   move what they keep, and their input, to host memory
- *                   right after their forward, and back at the start of their
- *                   backward (Megatron --cpu-offloading-num-layers N, TE's CPU
- *                   offloading; instructions REMAT_I_OFFLOAD, REMAT_I_RELOAD)
- *     offload:N:A+B only the named per-block tensors of those blocks ("input":
- *                   the block input)
- * A plan's tokens, in preorder of the compiler's recursion (schedule.h): A<hex>
- * keeps that mask, C<j> checkpoints j blocks, O<hex> keeps that mask and
- * offloads all of it and the block input.
- */
+ * A policy string is terms separated by ',': at most one structure term
+ * (none, full, every:K, sqrt, first:N, revolve:S, plan:TOKENS), any number
+ * of keep-set modifiers (selective, pointwise, save:A+B+...), and offload:N
+ * or offload:N:A+B (for planning GPU runs; remat's own engine refuses it).
+ * What each term keeps: README, "Recomputation policies"; the plan:TOKENS
+ * tokens (A<hex>, C<j>, O<hex>, in preorder of the compiler's recursion,
+ * schedule.h): README, "The planner". */
 typedef struct remat_schedule remat_schedule;
 
 /* The longest policy string remat accepts (bytes, with the NUL): room for
@@ -557,23 +513,13 @@ REMAT_API uint64_t remat_model_params_hash(const remat_model *m);
 
 /* ---- traces: what each instruction of a step took -------------------------
  * A trace records training steps of a model instruction by instruction:
- * when each instruction of the schedule started and how long it took (the
- * monotonic clock, read once before and once after it: allocation, the op
- * and the frees), its FLOPs, and the memory the accounting allocator
- * measured -- activation bytes and the step's total live bytes, after the
- * instruction and at their highest inside it.  These equal the simulator's
- * figures for the schedule (remat_schedule_instr's live_bytes and
- * peak_bytes) to the byte.  Steps run without a trace read no clock.
- *
- * remat_trace_save writes the Chrome trace-event JSON that Perfetto
- * (ui.perfetto.dev) and chrome://tracing open: one complete event ("ph":
- * "X") per step and one per instruction inside it, named "<kind> <tensor>",
- * args {step, i, op, tensor, layer, flops, live_bytes, peak_bytes,
- * step_bytes, step_peak_bytes}, and with one thread "tdur", the thread's
- * CPU time in it; two counter tracks ("ph": "C"), "activation bytes" and
- * "step bytes", each sampled at every instruction's start (its peak) and
- * end (what stays live); and under "otherData" the config, CPU, thread
- * count and GEMM engine.  remat_profile_calibrate_file reads it back. */
+ * each instruction's start and duration (the monotonic clock around its
+ * allocation, op and frees), FLOPs, and the bytes the accounting allocator
+ * measured (remat_trace_event).  Its bytes equal the simulator's for the
+ * schedule (remat_schedule_instr's live_bytes and peak_bytes) to the byte;
+ * a step run without a trace reads no clock.  The Chrome trace-event file
+ * remat_trace_save writes, which remat_profile_calibrate_file reads back:
+ * README, "Traces". */
 typedef struct remat_trace remat_trace;
 
 REMAT_API remat_status remat_trace_create(remat_trace **out);
@@ -619,19 +565,13 @@ REMAT_API remat_status remat_trace_event_get(const remat_trace *t, size_t k, rem
 REMAT_API remat_status remat_trace_save(const remat_trace *t, uint64_t first, uint64_t last, const char *path);
 
 /* ---- data ---------------------------------------------------------------
- * Three sources, each with a train and a validation split:
- *   - the embedded task (path NULL): generated arithmetic lines such as
- *     "417+385=802\n", byte tokens (vocab 256), no files needed; 1 MiB of
- *     train text and 100 KiB of validation text from separate RNG streams;
- *   - a text file, tokenized by byte (vocab 256);
- *   - an llm.c token shard (.bin): 256 int32 header (magic 20240520,
- *     version 1, token count), then uint16 tokens.
- * Files keep their last 10% of tokens for validation, unless a separate
- * validation set is given (remat_data_open_val).  A path may be a glob
- * pattern ("fineweb_train_*.bin", llm.c's naming): its matches, which must
- * then be llm.c shards when there are several, are read in sorted (byte)
- * order as one stream, each validated as a single shard is.  Batches are
- * read sequentially with wrap-around. */
+ * A source is the embedded task (path NULL: arithmetic lines, byte tokens),
+ * a text file (byte tokens) or llm.c token shards (.bin; a glob pattern
+ * reads its matches, which must then be shards when there are several, in
+ * byte order as one stream), each with a train and a validation split:
+ * files keep their last 10% of tokens for validation unless a separate
+ * validation set is given (remat_data_open_val).  Batches are read in
+ * order with wrap-around.  The formats and sizes: README, "Data". */
 typedef struct remat_data remat_data;
 typedef enum remat_split { REMAT_SPLIT_TRAIN = 0, REMAT_SPLIT_VAL = 1 } remat_split;
 
@@ -663,49 +603,23 @@ REMAT_API uint64_t remat_data_position(const remat_data *d, remat_split split);
 REMAT_API remat_status remat_data_seek(remat_data *d, remat_split split, uint64_t pos);
 
 /* ---- data parallelism (MPI) -----------------------------------------------
- * `mpirun -np R remat train ...` runs R data-parallel ranks, each a whole
- * copy of the model, on the batch semantics of Megatron-LM and llm.c:
+ * R data-parallel ranks (`mpirun -np R remat train ...`), each a whole copy
+ * of the model, with the batch semantics of Megatron-LM and llm.c:
  *   B = cfg.batch   sequences per optimizer step, over all ranks;
  *   b               the micro-batch: sequences in one forward/backward on
  *                   one rank (default B/R);
- *   M = B/b         micro-batches per step.  Global micro-batch i holds rows
- *                   [i b, (i+1) b) of the step's batch -- the rows a 1-rank
- *                   run of the same B uses -- and rank r runs micro-batches
- *                   r M/R .. (r+1) M/R - 1, accumulating their gradients.
- * The loss is the mean over all B T tokens (each micro-batch's gradient is
- * scaled by 1/(B T)), and dropout masks are keyed by the global row (a
- * micro-batch starting at row g draws the elements a whole batch draws for
- * its rows), so micro-batching never changes a mask.
- *
- * Exact at any power-of-two R.  For fixed B and b, runs with R = 1, 2, 4,
- * ... (every power of two dividing M) give bitwise identical losses,
- * gradients and weights, under every policy and with dropout, given the
- * same thread count per rank:
- *   - the M micro-batch gradients are summed in one fixed binary tree over
- *     the global micro-batch index: tree(n leaves) = tree(first ceil(n/2))
- *     + tree(last floor(n/2)).  A rank's M/R leaves are a subtree of it
- *     (R divides M), summed locally in place (a stack of partial-sum
- *     buffers); the levels above are summed across ranks by recursive
- *     halving with fixed partners, r XOR 1 first, then r XOR 2, ...: the
- *     tree's own bracketing (IEEE addition is commutative, a+b = b+a, so
- *     it does not matter which partner adds).  MPI never adds floats;
- *   - the global gradient norm is summed over fixed blocks of 4096
- *     parameters in the order of one rank's sumsq, whatever R is;
- *   - the loss: the micro-batches' loss sums added in the same tree.
- * The cost of exactness is memory: a rank with M/R > 1 micro-batches holds
- * up to ceil(log2(M/R)) partial-sum gradient buffers beside its own
- * (remat_parallel_memory.tree_buffers), and every micro-batch's gradient is
- * computed into a zeroed buffer rather than accumulated into the previous
- * one, because a GEMM's "+=" on a running sum would depend on the order.
- *
- * ZeRO-1 (zero = 1, the default when R > 1): each rank owns one contiguous
- * slice of the flat parameter vector, aligned to 4096 parameters (slice k
- * is owned by the rank whose log2(R)-bit index reversed is k: the slice
- * recursive halving leaves it); gradients are reduce-scattered, each rank
- * runs AdamW on its slice (optimizer state 8 P / R bytes plus alignment),
- * and the parameters are all-gathered (copies, no arithmetic: exact).
- * zero = 0 keeps the whole AdamW state on every rank and all-gathers the
- * gradients instead.  Both give the same bits.
+ *   M = B/b         micro-batches per step; global micro-batch i is rows
+ *                   [i b, (i+1) b) of the step's batch, and rank r runs
+ *                   micro-batches r M/R .. (r+1) M/R - 1.
+ * The loss is the mean over all B T tokens, and dropout masks are keyed by
+ * the global row, so micro-batching never changes a mask.  Guarantee: for
+ * fixed B and b, R = 1, 2, 4, ... (every power of two dividing M) give
+ * bitwise identical losses, gradients and weights, under every policy and
+ * with dropout, given the same thread count per rank.  ZeRO-1 (zero = 1, the
+ * default when R > 1) shards the AdamW state over the ranks; zero = 0 keeps
+ * it whole on every rank; both give the same bits.  How the sums stay exact
+ * (the fixed tree, recursive halving, the norm's blocks), what that costs in
+ * memory, the slices and the faults: README, "Data parallelism (MPI)".
  *
  * Faults: a failed exchange returns REMAT_ERR_COMM.  A rank that fails
  * alone (a corrupt file it reads, an allocation) must not leave the others
@@ -798,27 +712,19 @@ REMAT_API remat_status remat_model_set_parallel(remat_model *m, remat_comm *comm
 
 /* ---- planner ---------------------------------------------------------------
  * Predicts step time for any policy from a cost model, and finds the fastest
- * schedule whose peak fits a memory budget, exactly, by dynamic programming
- * over the chain of blocks (after Rotor, Beaumont et al. 2019) with each
- * block's keep-sets pruned to their Pareto front.  Memory always comes from
- * the schedule simulator: every figure in a remat_plan_row is the simulated
- * one, and the planner checks that its own model of the peak agrees with the
- * simulator for the plan it returns.
- *
- * The search space is every plan:TOKENS string: any segmentation into
- * checkpoints (uniform or not, nested/binomial included) together with any
- * keep-set of the droppable per-block tensors (all but the block output) for each block.  Every
- * named policy lies inside it, so the optimum is never slower than any of
- * them at the same budget.
- *
- * A profile holds measured per-op times for one config on this machine
- * (`remat profile`); without one, times come from a FLOP- and byte-based
- * model.  A step's predicted time is the sum of its instructions' op times
- * plus the optimizer update (zeroing gradients, global norm, AdamW).  An op
- * is measured twice, with its inputs out of cache and in cache; in a
- * schedule, inputs recomputed inside their block's backward shortly before
- * use (within the last-level cache's size of newly produced bytes) count as
- * in cache, everything kept across other blocks' work as not. */
+ * schedule whose peak fits a memory budget, exactly.  Guarantees: every
+ * memory figure in a remat_plan_row is the schedule simulator's, and the
+ * planner checks that its own model of the peak agrees with the simulator
+ * for the plan it returns; the search space is every plan:TOKENS string
+ * (any segmentation into checkpoints, nested and binomial included, times
+ * any keep-set of each block's droppable tensors), which holds every named
+ * policy, so the optimum is never slower than any of them at the same
+ * budget.  A step's predicted time is the sum of its instructions' op times
+ * plus the optimizer update.  Times come from a profile: measured per-op
+ * times for one config on this machine (`remat profile`), or a FLOP- and
+ * byte-based model.  The dynamic program (after Rotor, Beaumont et al.
+ * 2019) and the cost model's cold and warm op times: README, "The planner";
+ * calibration by a run and the GEMM probe: README, "Calibration". */
 typedef struct remat_profile remat_profile;
 
 /* Measures each op of cfg (remat's own table only) on this machine with the current thread count
@@ -851,13 +757,13 @@ REMAT_API remat_status remat_profile_default_path(const remat_config *cfg, char 
 REMAT_API double remat_profile_op_ms(const remat_profile *p, int id, int backward);
 /* The same with its inputs in cache (just computed): a schedule's op runs
  * between the two, by the share of its inputs recomputed just before it
- * (see the planner notes above); equal to remat_profile_op_ms in the model. */
+ * (README, "The planner"); equal to remat_profile_op_ms in the model. */
 REMAT_API double remat_profile_op_warm_ms(const remat_profile *p, int id, int backward);
 /* One line: "measured on <cpu>, <n> threads" or "FLOP model, <x> GFLOP/s ...". */
 REMAT_API const char *remat_profile_describe(const remat_profile *p);
 
-/* Calibration by a run.  What a training step executed is best priced at
- * what it took there: remat_profile_calibrate copies into p, for each
+/* Calibration by a run (README, "Calibration"): remat_profile_calibrate
+ * copies into p, for each
  * instruction kind (forward, recompute, backward, free, update) and tensor
  * that the trace's steps executed, the median time it took over layers and
  * steps, and the median time of a step outside its instructions.  The cost
@@ -1269,39 +1175,16 @@ REMAT_API remat_status remat_cluster_maximize(const remat_config *cfg, const rem
                                               remat_cluster_which which, int *best, remat_cluster_answer *out);
 
 /* ---- checkpoints and weights (reliability) -------------------------------- */
-/* Training checkpoints: everything a run needs to continue bit for bit --
- * config, optimizer settings, seed, step counts, parameters, both AdamW
- * moments, the data read positions and the data's identity.  Dropout masks
- * are pure functions of (seed, optimizer step, layer, site), so there is no
- * RNG state beyond those.  Resuming gives the same losses and params_hash as
- * the run that was never interrupted (with the same thread count).
- *
- * Files: DIR/ckpt-<step>.bin, <step> zero-padded to 8 digits.  Format
- * version 3 (version 1 files, without the data hash, and version 2 files,
- * without the dtype, are still read), every number little-endian:
- *   0    "REMATCKP", u32 version (2), u32 header bytes (256),
- *   16   u64 file bytes, u64 step, u64 optimizer steps, u64 seed, u64 nparams,
- *   56   i32 n_layer n_embd n_head vocab max_seq batch seq, f32 dropout,
- *   88   f32 lr beta1 beta2 eps weight_decay grad_clip,
- *   112  u64 tokens[train, val], u64 position[train, val],
- *   144  u32 data kind (0 embedded task, 1 file), u32 data path bytes,
- *        u32 policy bytes, i32 attention, i32 lmhead_chunk, i32 dtype,
- *   168  u64 data hash (remat_data_hash),
- *   176  i32 framework, tp - 1, sp, stage (zeros for every config the engine
- *        runs, as in older files),
- *   192  i32 micro-batch (0: one micro-batch per step), u32 validation path
- *        bytes (0: none) -- both zero, and the file as older ones, unless
- *        the run used them -- zeros to 256;
- *   256  data path, policy, validation path (no NULs), zero padding to a
- *        multiple of 8;
- *        params, AdamW m, AdamW v (nparams float32 each, llm.c's order);
- *   end  u64 checksum: the 64-bit hash of every byte before it.
- * A save writes DIR/ckpt-<step>.bin.tmp.<pid>, flushes and fsyncs it, renames
- * it to its final name and fsyncs DIR (as remat_write_file_atomic), so a
- * final name never holds a partial file; a kill at any moment leaves at worst
- * a stale temporary file, which is ignored and removed by the next save
- * (also in the name ckpt-<step>.<pid>.tmp that remat 0.1.0 used).  A
- * checkpoint is refused unless every field, size and the checksum check out. */
+/* Training checkpoints, DIR/ckpt-<step>.bin: everything a run needs to
+ * continue bit for bit -- config, optimizer settings, seed, step counts,
+ * parameters, both AdamW moments, the data read positions and the data's
+ * identity (dropout masks are pure functions of the seed and the step, so
+ * there is no RNG state to save).  Guarantees: resuming gives the same
+ * losses and params_hash as the run that was never interrupted (with the
+ * same thread count); a final name never holds a partial file (saves are
+ * atomic, as remat_write_file_atomic); a checkpoint is refused unless every
+ * field, size and the checksum check out.  The file, byte by byte:
+ * README, "The checkpoint format". */
 
 /* Checkpoints kept in a directory: the newest and the newest valid one
  * before it; a save removes the others. */
@@ -1396,67 +1279,21 @@ REMAT_API remat_status remat_checkpoint_load_parallel(const char *dir, const cha
 
 
 /* ---- weights: llm.c and safetensors files, Hugging Face directories ------
- * The parameters (not the optimizer state) in three interchange formats:
- *   REMAT_WEIGHTS_LLMC  llm.c's model checkpoint (train_gpt2.c), GPT-2
- *     only: 256 little-endian int32 -- magic 20240326, version 3 (float32,
- *     padded vocabulary), maxT, V, L, NH, C, Vp, the rest 0 -- then the 16
- *     tensors in llm.c's order (remat_model_params) as float32, wte with Vp
- *     rows.  remat writes Vp = V rounded up to 64; it reads any Vp >= V
- *     (llm.c's scripts round to 128) and keeps rows [0, V).
- *     llm.c's bfloat16 files (version 5) are refused with a message.
- *   REMAT_WEIGHTS_SAFETENSORS  an 8-byte little-endian header length N, N
- *     bytes of JSON, the raw data; Hugging Face's names and layouts, F32 or
- *     BF16 (read: each tensor either, widened exactly; written: F32, or
- *     BF16 with remat_weights_save_as).  The architecture is the one whose
- *     token embedding the file names.  GPT-2 (GPT2LMHeadModel):
- *       wte.weight (V, C) -- the unpadded vocabulary -- wpe.weight (maxT, C)
- *       h.{i}.ln_1.weight/.bias (C)    h.{i}.attn.c_attn.weight (C, 3C) .bias (3C)
- *       h.{i}.attn.c_proj.weight (C, C) .bias    h.{i}.ln_2.weight/.bias
- *       h.{i}.mlp.c_fc.weight (C, 4C) .bias (4C)
- *       h.{i}.mlp.c_proj.weight (4C, C) .bias    ln_f.weight/.bias
- *     whose linear weights are Conv1D's (in, out), the transpose of remat's
- *     (out, in), converted both ways; reading accepts the "transformer."
- *     prefix and skips h.{i}.attn.bias, h.{i}.attn.masked_bias and
- *     lm_head.weight (tied to wte).  Llama (LlamaForCausalLM):
- *       model.embed_tokens.weight (V, C)
- *       model.layers.{i}.input_layernorm.weight (C)
- *       model.layers.{i}.self_attn.q_proj.weight (NH hs, C) .k_proj/.v_proj (KV hs, C)
- *       model.layers.{i}.self_attn.o_proj.weight (C, NH hs)
- *       model.layers.{i}.post_attention_layernorm.weight (C)
- *       model.layers.{i}.mlp.gate_proj.weight/.up_proj (F, C) .down_proj (C, F)
- *       model.norm.weight (C), and lm_head.weight (V, C) when untied
- *     (q, k, v stacked into remat's qkvw, gate over up into gateupw);
- *     reading skips model.layers.{i}.self_attn.rotary_emb.inv_freq, and a
- *     file without lm_head.weight is tied.  Any other tensor is an error.
- *     remat writes __metadata__ {"format": "pt", "n_head": "NH"}, and for
- *     Llama "n_kv_head" and "head_dim" too.  The shapes fix L, C, V, maxT
- *     (GPT-2), F, NH hs and KV hs; NH comes from the metadata, else from
- *     the caller (remat_weights_load's base), else C/64.
- *   REMAT_WEIGHTS_HF  a Hugging Face model directory, as transformers'
- *     save_pretrained writes it: config.json (model_type gpt2 or llama and
- *     the sizes, keys and defaults as transformers' GPT2Config and
- *     LlamaConfig have them: hidden_size, intermediate_size,
- *     num_hidden_layers, num_attention_heads, num_key_value_heads,
- *     head_dim, vocab_size, rms_norm_eps, rope_theta, rope_scaling (none,
- *     or rope_type "llama3"), tie_word_embeddings, max_position_embeddings;
- *     GPT-2's n_embd, n_layer, n_head, n_positions, ...), and either
- *     model.safetensors or model.safetensors.index.json, whose weight_map
- *     names the shards (model-00001-of-00003.safetensors, ...) holding the
- *     tensors above.  config.json fixes the whole architecture; every
- *     tensor is checked against it.  What remat does not implement is
- *     refused by name: another model_type or rope type, biases in Llama's
- *     attention or MLP, an activation other than SiLU (Llama) or tanh GELU
- *     (GPT-2).
- * Sources are untrusted: a truncated, malformed or inconsistent file gives
- * REMAT_ERR_FORMAT (REMAT_ERR_IO when it cannot be read or is missing) and
- * a one-line message that says what is wrong.  Saving is atomic per file (a
- * temporary file in the same directory, fsync, rename, fsync of the
- * directory): each final name holds the old file or the whole new one,
- * never a part. */
+ * The parameters (not the optimizer state) in three interchange formats
+ * (each one's layout, tensor names and config.json keys:
+ * README, "The weights formats").  Sources are untrusted: a truncated,
+ * malformed or inconsistent file gives REMAT_ERR_FORMAT (REMAT_ERR_IO when
+ * it cannot be read or is missing) and a one-line message that says what is
+ * wrong; what remat does not implement (another model_type or rope type,
+ * biases in Llama's attention or MLP, another activation) is refused by
+ * name.  Saving is atomic per file (a temporary file in the same directory,
+ * fsync, rename, fsync of the directory): each final name holds the old
+ * file or the whole new one, never a part. */
 typedef enum remat_weights_format {
     REMAT_WEIGHTS_AUTO = 0,          /* reading: told apart by the content */
-    REMAT_WEIGHTS_LLMC = 1,
-    REMAT_WEIGHTS_SAFETENSORS = 2,
+    REMAT_WEIGHTS_LLMC = 1,          /* llm.c's model checkpoint (GPT-2 only, float32; its
+                                        bfloat16 version 5 is refused with a message) */
+    REMAT_WEIGHTS_SAFETENSORS = 2,   /* Hugging Face's names and layouts, F32 or BF16 */
     REMAT_WEIGHTS_HF = 3             /* a Hugging Face model directory */
 } remat_weights_format;
 

@@ -1,7 +1,7 @@
 /*
  * checkpoint.c -- training checkpoints: atomic save, validation, fallback
  * to the previous good one, exact resume (the "checkpoints" part of
- * remat.h, where the file format is laid out byte by byte).
+ * remat.h; the file format byte by byte: README, "The checkpoint format").
  *
  * Why these pieces:
  *   - Atomicity.  A save writes DIR/ckpt-<step>.bin through the library's
@@ -75,7 +75,7 @@ void remat_checkpoint_seal(void *buf, size_t n)
 
 /* ---- header ------------------------------------------------------------------ */
 
-/* Offsets (remat.h lays them out too). */
+/* Offsets (README, "The checkpoint format", lays them out too). */
 enum {
     H_MAGIC = 0, H_VERSION = 8, H_HDRBYTES = 12, H_FILEBYTES = 16, H_STEP = 24, H_OPTSTEPS = 32,
     H_SEED = 40, H_NPARAMS = 48, H_CFG = 56, H_DROPOUT = 84, H_OPT = 88, H_TOKENS = 112,

@@ -1,6 +1,7 @@
 /*
- * policy.c -- the policy grammar (documented in remat.h): parsing,
- * validation and the canonical string.
+ * policy.c -- the policy grammar (README, "Recomputation policies"; the
+ * plan tokens: README, "The planner"): parsing, validation and the
+ * canonical string.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -6,8 +6,8 @@
  * (engine/dpstep.c), which allocates and exchanges by it, and by the
  * planner (remat_parallel_memory_of, remat_parallel_comm_ms), which
  * predicts from it; the tests check the engine's measured figures against
- * the predicted ones.  The "data parallelism" section of remat.h says why
- * the layout is what it is.
+ * the predicted ones.  Why the layout is what it is:
+ * README, "Data parallelism (MPI)".
  */
 #ifndef REMAT_DPLAYOUT_H
 #define REMAT_DPLAYOUT_H
