@@ -18,7 +18,9 @@ imported under that name.
 from ._lib import RematError, version as library_version
 from ._measure import Table, find_blocks, measure
 from ._plan import Plan, apply, kept_bytes, parse_plan, parse_size, plan, unapply
+from ._peak import step_peak
+from . import _hf as hf          # Hugging Face transformers models: remat_torch.hf.enable(model, batch, budget=)
 
 __version__ = "0.1.0"
 __all__ = ["RematError", "Table", "Plan", "measure", "plan", "apply", "unapply", "kept_bytes", "find_blocks",
-           "parse_plan", "parse_size", "library_version"]
+           "parse_plan", "parse_size", "library_version", "step_peak", "hf"]

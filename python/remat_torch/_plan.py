@@ -194,6 +194,9 @@ class Plan:
         self.segments = [(it[1], it[2]) for it in self.tree if it[0] == "segment" and it[2] - it[1] > 1]
         self.kept_bytes, extra = _predict(self.tree, row, info)
         self.peak_bytes = row.peak_bytes + extra
+        # remat-hf (m4-pyhf, issue 25 item 5): the step's peak on the device, C's total_bytes (the
+        # simulated peak + the table's static bytes: parameters, gradients, optimizer state)
+        self.device_peak_bytes = row.total_bytes + extra
         self.overhead = row.overhead_pct / 100.0
         self.step_ms = row.step_ms_pred
         self._cfg, self._prof = cfg, prof
@@ -247,6 +250,7 @@ def _evaluate(cfg, prof, policy, selective):
     try:
         kept, extra = _predict(tree, row, info)
         return {"kept_bytes": kept, "peak_bytes": row.peak_bytes + extra, "step_ms": row.step_ms_pred,
+                "device_peak_bytes": row.total_bytes + extra,                  # remat-hf
                 "overhead": row.overhead_pct / 100.0}
     finally:
         lib.remat_plan_row_clear(byref(row))
@@ -265,11 +269,18 @@ def _min_plan(cfg):
         lib.remat_plan_row_clear(byref(row))
 
 
-def plan_table(table, budget, policy=None):
-    """remat's fastest plan for a measured table whose kept bytes fit budget; with policy (plan:TOKENS,
-    none, full, every:K), that policy's plan instead, whatever it keeps"""
+def plan_table(table, budget=None, policy=None, kept_budget=None):
+    """remat's fastest plan for a measured table whose step peaks within budget on the device
+    (Plan.device_peak_bytes: parameters, gradients, optimizer state, activations), or whose kept
+    bytes fit kept_budget; with policy (plan:TOKENS, none, full, every:K), that policy's plan
+    instead, whatever it keeps"""
     lib = _lib.load()
-    K = parse_size(budget)
+    # remat-hf (m4-pyhf, issue 25 item 5): budget= is device memory, kept_budget= kept bytes
+    if budget is not None and kept_budget is not None:
+        raise RematError(1, "invalid argument", "give budget= (the step's peak on the device) or kept_budget= "
+                         "(what the forward keeps), not both")
+    device = kept_budget is None
+    K = parse_size(kept_budget if not device else "8GiB" if budget is None else budget)
     selective = bool(table.data.get("selective"))
     text = table.json().encode()
     cfg, prof = _lib.Config(), _lib.c_void_p()
@@ -292,6 +303,8 @@ def plan_table(table, budget, policy=None):
         minp = _lib.c_uint64()
         lib.remat_plan_min_peak(byref(cfg), byref(minp))
         least = minp.value - info.reserve_bytes        # the least the table's plans keep
+        if device:
+            least = minp.value + info.static_bytes      # remat-hf: the least step peak
         # Kept bytes K is an activation budget of K + the reserve (remat.h).  What the checkpoints
         # hold besides (the context, a stash per call) the table does not see: a plan that keeps
         # more than K with it is planned again with that much less room.
@@ -301,7 +314,8 @@ def plan_table(table, budget, policy=None):
                 break
             row = _lib.PlanRow()
             try:
-                lib.remat_plan_optimal(byref(cfg), prof, room + info.reserve_bytes, 1, byref(row))
+                lib.remat_plan_optimal(byref(cfg), prof, room if device else room + info.reserve_bytes,
+                                       0 if device else 1, byref(row))
             except RematError as e:
                 if e.status != 10:
                     raise
@@ -310,11 +324,17 @@ def plan_table(table, budget, policy=None):
                 p = Plan(table, K, row, info, cfg, prof)
             finally:
                 lib.remat_plan_row_clear(byref(row))
-            if p.kept_bytes <= K:
+            got = p.device_peak_bytes if device else p.kept_bytes
+            if got <= K:
                 ok = True
                 return p
-            room -= p.kept_bytes - K
+            room -= got - K
             p._cfg = None          # does not fit once the checkpoints' own bytes are counted
+        if device:
+            fewest = _evaluate(cfg, prof, _min_plan(cfg), selective)["device_peak_bytes"]
+            raise RematError(10, "nothing fits", "budget %s is below the minimum %s of the step's peak (parameters, "
+                             "gradients and optimizer state %s, and the least any plan's activations peak at)"
+                             % (fmt_bytes(K), fmt_bytes(fewest), fmt_bytes(info.static_bytes)))
         fewest = _evaluate(cfg, prof, _min_plan(cfg), selective)["kept_bytes"]
         raise RematError(10, "nothing fits", "budget %s is below the minimum %s of kept bytes (the least any plan "
                          "keeps; the model without checkpoints keeps %s)"
@@ -325,16 +345,18 @@ def plan_table(table, budget, policy=None):
             lib.remat_table_unload(byref(cfg))
 
 
-def plan(model, sample_inputs, budget="8GiB", loss_fn=None, blocks=None, optimizer=None, table=None, policy=None,
-         **measure_kw):
-    """The fastest plan whose kept bytes fit budget (a size string or bytes), for the model's chain
-    of blocks as measured (table: a remat_torch.Table measured before, else measure() runs; policy:
-    that remat policy's plan instead of the fastest, e.g. "every:2")."""
+def plan(model, sample_inputs, budget=None, loss_fn=None, blocks=None, optimizer=None, table=None, policy=None,
+         kept_budget=None, **measure_kw):
+    """The fastest plan whose step peaks within budget on the device (a size string or bytes; 8GiB
+    when neither is given) -- parameters, gradients, optimizer state (measure it with optimizer=),
+    activations -- or whose kept bytes fit kept_budget, for the model's chain of blocks as measured
+    (table: a remat_torch.Table measured before, else measure() runs; policy: that remat policy's
+    plan instead of the fastest, e.g. "every:2")."""
     if table is None:
         table = measure(model, sample_inputs, loss_fn, blocks, optimizer, **measure_kw)
     elif table.blocks is None:
         table.blocks, table.chain = find_blocks(model, blocks)
-    return plan_table(table, budget, policy)
+    return plan_table(table, budget, policy, kept_budget=kept_budget)
 
 
 # ---- applying a plan -------------------------------------------------------------
