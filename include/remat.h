@@ -1574,6 +1574,84 @@ REMAT_API const char *remat_blas_core(void);
  * The planner keys its cached profiles by this name. */
 REMAT_API void remat_machine_cpu(char *buf, size_t n);
 
+/* ---- plans as checkpoint trees, and what a table's plan keeps in its framework ----
+ * (src/planner/tree.c.)  A policy compiled for a framework that checkpoints
+ * by calls (torch.utils.checkpoint): its moves as a tree, in chain order, a
+ * segment before the nodes of its re-run (parent its index, depth + 1) and
+ * they before its siblings.  A block node keeps keep_mask (per-block tensor
+ * bits, its output's included) in the forward it is met in -- the first
+ * forward at depth 0, its segment's re-run below -- and keep names it; a
+ * block with last set is the last of its re-run, whose forward runs inside
+ * its own backward (keep ALL: nothing to checkpoint).  offload_mask: what an
+ * O token (or offload:N) sends to the host after the block's forward. */
+typedef enum remat_node_kind { REMAT_NODE_BLOCK = 0, REMAT_NODE_SEGMENT = 1 } remat_node_kind;
+typedef enum remat_keep {
+    REMAT_KEEP_ALL = 0,        /* no checkpoint */
+    REMAT_KEEP_OUTPUT = 1,     /* a checkpoint of the block (or segment): only its output */
+    REMAT_KEEP_EXPENSIVE = 2,  /* a selective table: its "expensive" saved tensors (and its output) */
+    REMAT_KEEP_CHEAP = 3,      /* a selective table: its "cheap" ones */
+    REMAT_KEEP_SOME = 4        /* another subset (remat's own tables): keep_mask says which */
+} remat_keep;
+typedef struct remat_plan_node {
+    int kind;                  /* remat_node_kind */
+    int first, end;            /* the blocks [first, end): one for a block node */
+    int parent;                /* the segment whose re-run holds it; -1 in the first forward */
+    int depth;
+    int keep;                  /* remat_keep */
+    uint32_t keep_mask;
+    uint32_t offload_mask;     /* 0: nothing offloaded */
+    int last;
+} remat_plan_node;
+/* The tree of policy under cfg into out[n] (n 0, out NULL: only its size),
+ * its node count into *len (may be NULL).  REMAT_ERR_POLICY, REMAT_ERR_INVALID,
+ * REMAT_ERR_RANGE when n is too small, REMAT_ERR_NOMEM. */
+REMAT_API remat_status remat_plan_tree(const remat_config *cfg, const char *policy, remat_plan_node *out, size_t n,
+                                       size_t *len);
+
+/* A table's plan as its framework runs it: the simulator's and cost model's
+ * row (row.policy owned: remat_table_row_clear), and what the framework
+ * keeps when the forward ends -- stored_bytes + outside_bytes + what its
+ * checkpoint calls hold (context_bytes once when there is any, call_bytes
+ * per call alive then: every checkpoint of the tree, nested ones too) --
+ * and the peak with the same added. */
+typedef struct remat_table_row {
+    remat_plan_row row;
+    uint64_t kept_bytes;
+    uint64_t peak_bytes;
+    uint64_t checkpoint_bytes; /* of which the checkpoint calls' own */
+    int checkpoint_calls;
+} remat_table_row;
+REMAT_API void remat_table_row_clear(remat_table_row *r);
+/* One policy (any remat_schedule_create accepts) of a loaded table. */
+REMAT_API remat_status remat_table_evaluate(const remat_config *cfg, const remat_profile *prof, const char *policy,
+                                            remat_table_row *out);
+/* The fastest plan whose kept_bytes (as above) are at most kept_budget;
+ * REMAT_ERR_BUDGET, with the minimum (remat_table_min_kept) in its message, when none is. */
+REMAT_API remat_status remat_table_optimal(const remat_config *cfg, const remat_profile *prof, uint64_t kept_budget,
+                                           remat_table_row *out);
+/* The plan that keeps least: the smallest simulated peak's plan, or "none"
+ * when the checkpoints' own bytes make that one keep more. */
+REMAT_API remat_status remat_table_min_kept(const remat_config *cfg, const remat_profile *prof,
+                                            remat_table_row *out);
+/* sizeof the public struct of that name ("remat_config", "remat_plan_row",
+ * "remat_layer_info", "remat_table_info", "remat_tensor_info",
+ * "remat_plan_node", "remat_table_row"), 0 for another name: a binding in
+ * another language checks its layouts with it before any call that writes one. */
+REMAT_API size_t remat_abi_size(const char *name);
+
+
+/* ---- a budget on device memory (src/planner/devpeak.c; remat-hf, issue 25) ----------------
+ * A table's step peaks on the device at its row's peak_bytes (the simulated
+ * activation peak with what the checkpoint calls hold) plus the table's
+ * static bytes (parameters, gradients, optimizer state, live for the whole
+ * step, as in a step that keeps its gradients).  remat_torch's
+ * plan(budget=) is this budget; plan(kept_budget=) is remat_table_optimal's. */
+/* That peak of a row of remat_table_evaluate/optimal/min_kept/optimal_device (0 for NULL). */
+REMAT_API uint64_t remat_table_row_device_peak(const remat_table_row *r);
+/* The fastest plan whose device peak (as above) is at most budget;
+ * REMAT_ERR_BUDGET, with the minimum in its message, when none is. */
+REMAT_API remat_status remat_table_optimal_device(const remat_config *cfg, const remat_profile *prof, uint64_t budget,
+                                                  remat_table_row *out);
 #ifdef __cplusplus
 }
 #endif

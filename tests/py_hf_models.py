@@ -180,7 +180,7 @@ def check_model(check, name, model, batch):
         check(p.kept_bytes <= budget and p.checkpointed, "%s at %d%%: %s keeps %d > %d or checkpoints nothing"
               % (name, 100 * frac, p.policy, p.kept_bytes, budget))
         rt.hf.apply(model, p)
-        calls = rt._plan.checkpoint_calls(p.tree)
+        calls = p.checkpoint_calls
         prof = rt.kept_bytes(call, values, method="profiler")
         hooks = rt.kept_bytes(call, values)
         check(within(p.kept_bytes, prof, calls) and within(p.kept_bytes, hooks, calls),
@@ -232,7 +232,7 @@ def hf_orders(check, name, model, batch):
     rt.hf.apply(model, p)
     call, values = rt.hf.as_call(model, batch)
     prof = rt.kept_bytes(call, values, method="profiler")
-    check(within(p.kept_bytes, prof, rt._plan.checkpoint_calls(p.tree)) and same(base, step(model, batch)),
+    check(within(p.kept_bytes, prof, p.checkpoint_calls) and same(base, step(model, batch)),
           "%s: a plan after gradient_checkpointing_enable(): kept %d, predicted %d" % (name, prof, p.kept_bytes))
     try:
         model.gradient_checkpointing_enable()

@@ -10,17 +10,18 @@ measure() runs one training step of the model and records, for its chain of
 blocks, what autograd keeps, the boundaries and the op times: a remat table
 (remat.h, "tables read from files").  plan() hands it to remat's planner
 (libremat.so, through ctypes) and returns the fastest plan whose kept bytes
-fit the budget.  apply() wraps the blocks it checkpoints; kept_bytes()
+fit the budget (its tree of checkpoints and its bytes, libremat's).
+apply() wraps the blocks it checkpoints in RematCheckpoint modules; kept_bytes()
 measures what a model (wrapped or not) keeps, two ways.  Everything the
 library refuses is a RematError.  Not named remat: Meta's torch_remat is
 imported under that name.
 """
 from ._lib import RematError, version as library_version
 from ._measure import Table, find_blocks, measure
-from ._plan import Plan, apply, kept_bytes, parse_plan, parse_size, plan, unapply
+from ._plan import Node, Plan, RematCheckpoint, apply, kept_bytes, min_kept, parse_size, plan, unapply
 from ._peak import step_peak
 from . import _hf as hf          # Hugging Face transformers models: remat_torch.hf.enable(model, batch, budget=)
 
 __version__ = "0.1.0"
-__all__ = ["RematError", "Table", "Plan", "measure", "plan", "apply", "unapply", "kept_bytes", "find_blocks",
-           "parse_plan", "parse_size", "library_version", "step_peak", "hf"]
+__all__ = ["RematError", "Table", "Plan", "Node", "RematCheckpoint", "measure", "plan", "apply", "unapply",
+           "kept_bytes", "min_kept", "find_blocks", "parse_size", "library_version", "step_peak", "hf"]

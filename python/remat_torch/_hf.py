@@ -223,13 +223,16 @@ class _State:
     def __init__(self, layers, tree):
         self.layers = layers
         self.top = [None] * len(layers)
-        for it in tree:
-            if it[0] == "block":
-                if it[2] != "all":
-                    self.top[it[1]] = it
+        for nd in tree:                       # remat_torch.Node's (remat_plan_tree)
+            if nd.offload:
+                raise RematError(1, "invalid argument", "the plan offloads block %d: remat_torch.hf does not "
+                                 "apply offloading" % nd.first)
+            if nd.kind == "block":
+                if nd.keep != "all":
+                    self.top[nd.first] = nd
             else:
-                for k in range(it[1], it[2]):
-                    self.top[k] = it
+                for k in range(nd.first, nd.end):
+                    self.top[k] = nd
         self.frame = None
 
 
@@ -247,16 +250,13 @@ class _Layer:
         it = self.state.top[self.k]
         if not torch.is_grad_enabled():
             return fn(*args)                     # evaluation: nothing to keep, nothing to re-run
-        if it[0] == "block":
-            ctx = {}
-            if it[2] != "none":
-                if _plan.torch_version() < (2, 5):
-                    raise RematError(1, "invalid argument", "the plan checkpoints layer %d selectively, which "
-                                     "needs torch >= 2.5" % self.k)
-                ctx["context_fn"] = _plan._sac_context(it[2] == "expensive")
-            return tuc.checkpoint(fn, *args, use_reentrant=False, preserve_rng_state=True, **ctx)
+        if it.kind == "block":
+            if it.keep != "none":
+                raise RematError(1, "invalid argument", "the plan keeps a selective set in layer %d: remat_torch.hf "
+                                 "applies whole-layer checkpoints and segments (measure without selective=)" % self.k)
+            return tuc.checkpoint(fn, *args, use_reentrant=False, preserve_rng_state=True)
         st = self.state
-        if self.k == it[1]:
+        if self.k == it.first:
             if st.frame is not None:
                 raise RematError(1, "invalid argument", "layer %d began a segment before the one at layer %d "
                                  "ended: the model must call its layers in order, each once" % (self.k,
@@ -272,7 +272,7 @@ class _Layer:
             st.frame = None
             f.fail()
             raise
-        if self.k == it[2] - 1:
+        if self.k == it.end - 1:
             st.frame = None
             f.close()
         return out
@@ -284,7 +284,7 @@ class _Frame:
 
     def __init__(self, layers, item, x):
         self.layers, self.item = layers, item
-        self.a, self.m, self.sub = item[1], item[2], item[3]
+        self.a, self.m, self.sub = item.first, item.end, item.children
         self.next = self.a
         self.calls = {}                   # layer -> (its nn.Module.__call__, other positional args, kwargs)
         self.last = None                  # the output of the layer run last (its first tensor chains on)
@@ -323,14 +323,14 @@ class _Frame:
             if k == last:
                 self.nested = None
             return out
-        if items is None or items[0] == "leaf" or (items[0] == "block" and items[2] == "all"):
+        if items is None or (items.kind == "block" and (items.keep == "all" or items.last)):
             return func(x, *rest, **kw)
-        if items[0] == "block":
-            if items[2] != "none":
+        if items.kind == "block":
+            if items.keep != "none":
                 raise RematError(1, "invalid argument", "a selective keep-set inside a segment's re-run: torch "
                                  "cannot nest a selective checkpoint in a reentrant one")
             return _reentrant(functools.partial(_call_kw, func, kw), x, rest)
-        c, d, sub2 = items[1], items[2], items[3]
+        c, d, sub2 = items.first, items.end, items.children
         layers_fn = [self.layers[i] for i in range(c, d)]
 
         def seg(h, *r):
@@ -369,9 +369,9 @@ def _rerun(frame, calls, x):
 
 def _items_at(items, k):
     """the item of a re-run's items that begins at layer k (None: inside a nested segment)"""
-    for it in items:
-        if it[1] == k:
-            return it
+    for nd in items:
+        if nd.first == k:
+            return nd
     return None
 
 
@@ -385,19 +385,19 @@ def _reentrant(fn, x, rest):
 def _run_nested(items, c, layers, head_func, kw, x, rest):
     """a nested segment's layers, as its re-run decides, all with its first layer's arguments"""
     out = None
-    for it in items:
-        i = it[1]
+    for nd in items:
+        i = nd.first
         func = head_func if i == c else functools.partial(nn.Module.__call__, layers[i - c])
-        if it[0] == "leaf" or (it[0] == "block" and it[2] == "all"):
+        if nd.kind == "block" and (nd.keep == "all" or nd.last):
             out = func(x, *rest, **kw)
-        elif it[0] == "block" and it[2] == "none":
+        elif nd.kind == "block" and nd.keep == "none":
             out = _reentrant(functools.partial(_call_kw, func, kw), x, rest)
-        elif it[0] == "block":
+        elif nd.kind == "block":
             raise RematError(1, "invalid argument", "a selective keep-set inside a segment's re-run: torch cannot "
                              "nest a selective checkpoint in a reentrant one")
         else:
-            sub = [layers[j - c] for j in range(it[1], it[2])]
-            out = _reentrant(functools.partial(_nest2, it[3], it[1], sub, func, kw), x, rest)
+            sub = [layers[j - c] for j in range(nd.first, nd.end)]
+            out = _reentrant(functools.partial(_nest2, nd.children, nd.first, sub, func, kw), x, rest)
         x = first_tensor(out)
     return out
 

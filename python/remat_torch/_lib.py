@@ -6,15 +6,18 @@ status, its name (remat_status_str) and the library's one-line message
 (remat_errmsg).  The signatures below are the ones include/remat.h declares;
 _lib.pyi types them.  The structures mirror remat.h's (remat_config,
 remat_plan_row, remat_layer_info, remat_table_info); load() checks the
-layout of remat_config against the library's defaults.
+layout of every structure against the library's (remat_abi_size) before
+any call that writes one.
 
 The library: $REMAT_LIB when set (a path); else, installed, the one `make
 install` put in its LIBDIR (_paths.py, written at install); else, in the
 tree, build/libremat.so beside this package's python/ folder (make test
-runs it from there), else the dynamic linker's libremat.so.2.
+runs it from there), else the dynamic linker's libremat.so.2 (SOMAJOR: never
+another major version's).  What loads is refused in one line, before any
+call that writes into memory Python sized, unless remat_version() is of
+SOMAJOR and remat_abi_size gives every structure below ctypes' size.
 """
 import ctypes
-import ctypes.util
 import os
 from ctypes import (POINTER, Structure, byref, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_uint32,
                     c_uint64, c_void_p)
@@ -64,6 +67,23 @@ class TableInfo(Structure):
                 ("static_bytes", c_uint64), ("context_bytes", c_uint64), ("call_bytes", c_uint64)]
 
 
+class PlanNode(Structure):
+    _fields_ = [("kind", c_int), ("first", c_int), ("end", c_int), ("parent", c_int), ("depth", c_int),
+                ("keep", c_int), ("keep_mask", c_uint32), ("offload_mask", c_uint32), ("last", c_int)]
+
+
+class TableRow(Structure):
+    _fields_ = [("row", PlanRow), ("kept_bytes", c_uint64), ("peak_bytes", c_uint64),
+                ("checkpoint_bytes", c_uint64), ("checkpoint_calls", c_int)]
+
+
+# remat.h's enum remat_node_kind and enum remat_keep, by name
+NODE_KINDS = ("block", "segment")
+KEEPS = ("all", "none", "expensive", "cheap", "some")
+# what remat_abi_size must say of each structure this binding declares
+STRUCTS = {"remat_config": Config, "remat_plan_row": PlanRow, "remat_layer_info": LayerInfo,
+           "remat_table_info": TableInfo, "remat_plan_node": PlanNode, "remat_table_row": TableRow}
+
 _lib = None
 
 
@@ -77,8 +97,7 @@ def _candidates():
     except ImportError:
         pass
     here = os.path.dirname(os.path.abspath(__file__))
-    return [os.path.join(here, "..", "..", "build", "libremat.so"),
-            ctypes.util.find_library("remat") or "libremat.so.%d" % SOMAJOR]
+    return [os.path.join(here, "..", "..", "build", "libremat.so"), "libremat.so.%d" % SOMAJOR]
 
 
 def _errcheck(status, func, args):
@@ -105,11 +124,40 @@ _SIGNATURES = {
     "remat_schedule_create": ([POINTER(Config), c_char_p, POINTER(c_void_p)], "status"),
     "remat_schedule_layers": ([c_void_p, POINTER(LayerInfo)], "status"),
     "remat_schedule_free": ([c_void_p], None),
+    "remat_abi_size": ([c_char_p], c_size_t),
+    "remat_plan_tree": ([POINTER(Config), c_char_p, POINTER(PlanNode), c_size_t, POINTER(c_size_t)], "status"),
+    "remat_table_row_clear": ([POINTER(TableRow)], None),
+    "remat_table_evaluate": ([POINTER(Config), c_void_p, c_char_p, POINTER(TableRow)], "status"),
+    "remat_table_optimal": ([POINTER(Config), c_void_p, c_uint64, POINTER(TableRow)], "status"),
+    "remat_table_min_kept": ([POINTER(Config), c_void_p, POINTER(TableRow)], "status"),
+    # remat-hf (m4-pyhf, issue 25 item 5): src/planner/devpeak.c
+    "remat_table_row_device_peak": ([POINTER(TableRow)], c_uint64),
+    "remat_table_optimal_device": ([POINTER(Config), c_void_p, c_uint64, POINTER(TableRow)], "status"),
 }
 
 
+def _check(lib, path):
+    """refuses a library of another major version, or whose structures are not the ones declared
+    here, before anything is called that writes into one (one line)"""
+    try:
+        lib.remat_version.argtypes, lib.remat_version.restype = [], c_char_p
+        v = (lib.remat_version() or b"").decode()
+        if v.split(".")[0] != str(SOMAJOR):
+            return "%s is libremat %s; this binding is for %d.x" % (path, v, SOMAJOR)
+        f = lib.remat_abi_size
+    except AttributeError as e:
+        return "%s is not a libremat %d.x this binding can check (%s)" % (path, SOMAJOR, e)
+    f.argtypes, f.restype = [c_char_p], c_size_t
+    for name, st in STRUCTS.items():
+        n = f(name.encode())
+        if n != ctypes.sizeof(st):
+            return "%s: libremat %s's %s is %d bytes, this binding declares %d (a binding of another version?)" \
+                % (path, v, name, n, ctypes.sizeof(st))
+    return None
+
+
 def load():
-    """The library, loaded once, every signature declared; RematError when none loads."""
+    """The library, loaded once, checked (_check), every signature declared; RematError when none loads."""
     global _lib
     if _lib is not None:
         return _lib
@@ -123,6 +171,9 @@ def load():
     else:
         raise RematError(-1, "io", "cannot load libremat: tried " + "; ".join(tried) +
                          " (build it with make, or set REMAT_LIB to its path)")
+    why = _check(lib, path)
+    if why:
+        raise RematError(-1, "version", why)
     for name, (args, res) in _SIGNATURES.items():
         f = getattr(lib, name)
         f.argtypes = args
@@ -132,13 +183,6 @@ def load():
         else:
             f.restype = res
     _lib = lib
-    c = Config()
-    lib.remat_config_default(byref(c))
-    if (c.n_layer, c.n_embd, c.n_head, c.vocab, c.max_seq, c.batch, c.seq, c.tp, c.table) != \
-            (4, 128, 4, 256, 64, 16, 64, 1, 0):
-        _lib = None
-        raise RematError(-1, "invalid", "libremat's remat_config does not have the layout this binding declares "
-                         "(a library of another version?)")
     return lib
 
 

@@ -22,6 +22,7 @@ The model is left as it was: gradients, parameters, optimizer state, the RNG.
 """
 import json
 import os
+import re
 import time
 import weakref
 
@@ -79,33 +80,70 @@ def default_loss(out):
     return t if t.dim() == 0 else t.sum()
 
 
+def _signature(block):
+    """what must be equal for two blocks to be one table's: their modules' names and classes, their
+    parameters' and buffers' shapes"""
+    return tuple((n, type(m).__name__, tuple(tuple(p.shape) for p in m.parameters(recurse=False)),
+                  tuple(tuple(b.shape) for b in m.buffers(recurse=False))) for n, m in block.named_modules())
+
+
+def _chain_of(container):
+    """(blocks, suffix, why not): the chain a ModuleList or Sequential holds -- all of it, or all
+    but a first block that differs (a ResNet stage's, which downsamples) -- or why it holds none"""
+    kids = list(container)
+    if len(kids) < 2:
+        return None, "", "%d module" % len(kids)
+    classes = sorted({type(b).__name__ for b in kids})
+    if len(classes) != 1:
+        return None, "", "modules of %d classes (%s)" % (len(classes), ", ".join(classes[:4]))
+    sig = [_signature(b) for b in kids]
+    if len(set(sig)) == 1:
+        return kids, "", None
+    if len(set(sig[1:])) == 1 and len(kids) > 2:
+        return kids[1:], "[1:]", None
+    return None, "", "%s blocks of different shapes" % classes[0]
+
+
+def _resolve(model, path):
+    """the modules an attribute path names ("transformer.h", "layer3[1:]")"""
+    m = re.fullmatch(r"(.*?)(\[([0-9]+):\])?", path)
+    m_, base, skip = model, m.group(1), int(m.group(3) or 0)
+    for part in base.split(".") if base else []:
+        if not hasattr(m_, part):
+            raise RematError(-1, "invalid", "the model has no %s (blocks=%r)" % (part, path))
+        m_ = getattr(m_, part)
+    return list(m_)[skip:]
+
+
 def find_blocks(model, blocks=None):
-    """The chain: (its blocks, its name).  blocks: None (the model's largest
-    ModuleList of modules of one class, preferring the names in CHAIN_NAMES),
-    an attribute path ("transformer.h"), or the modules themselves."""
+    """The chain: (its blocks, its name).  blocks: None (the model's longest chain of blocks of one
+    class and shape in a ModuleList or Sequential, preferring the names in CHAIN_NAMES; a ResNet
+    stage without its first, downsampling block), an attribute path ("transformer.h"), or the
+    modules themselves."""
     if isinstance(blocks, str):
-        m = model
-        for part in blocks.split("."):
-            if not hasattr(m, part):
-                raise RematError(-1, "invalid", "the model has no %s (blocks=%r)" % (part, blocks))
-            m = getattr(m, part)
-        found, name = list(m), blocks
+        found, name = _resolve(model, blocks), blocks
     elif blocks is not None:
         found = list(blocks)
         names = {id(mod): n for n, mod in model.named_modules()}
         name = "blocks given" if not found else names.get(id(found[0]), "blocks given").rsplit(".", 1)[0]
     else:
-        best = None
+        best, rejected = None, []
         for n, m in model.named_modules():
-            if not isinstance(m, nn.ModuleList) or not len(m) or len({type(b) for b in m}) != 1:
+            if not isinstance(m, (nn.ModuleList, nn.Sequential)):
                 continue
-            key = (len(m), n.rsplit(".", 1)[-1] in CHAIN_NAMES, -n.count("."))
+            kids, suffix, why = _chain_of(m)
+            if why:
+                rejected.append("%s (%s): %s" % (n or "the model", type(m).__name__, why))
+                continue
+            key = (len(kids), n.rsplit(".", 1)[-1] in CHAIN_NAMES, -n.count("."))
             if best is None or key > best[0]:
-                best = (key, n, m)
+                best = (key, n + suffix, kids)
         if best is None:
-            raise RematError(-1, "invalid", "no chain of blocks found (a ModuleList of modules of one class, such "
-                             "as model.layers or transformer.h): name it with blocks=")
-        found, name = list(best[2]), best[1]
+            raise RematError(-1, "invalid", "no chain of blocks found (a ModuleList or Sequential of two or more "
+                             "modules of one class and shape): %s; name one with blocks="
+                             % ("; ".join(rejected[:6]) + (" ..." if len(rejected) > 6 else "")
+                                if rejected else "the model has no ModuleList or Sequential"))
+        found, name = best[2], best[1]
     if not found or not all(isinstance(b, nn.Module) for b in found):
         raise RematError(-1, "invalid", "blocks must be torch.nn.Modules, at least one")
     if len({type(b) for b in found}) != 1:
@@ -114,6 +152,50 @@ def find_blocks(model, blocks=None):
     if len({id(b) for b in found}) != len(found):
         raise RematError(-1, "invalid", "a block appears twice in the chain")
     return found, name
+
+
+class _Snapshot:
+    """Everything a measurement touches, put back as it was when it ends: the RNG streams (CPU, and
+    the model's CUDA device), every buffer and, with an optimizer, every parameter by value, the
+    optimizer's state, and the gradients: each parameter's .grad is set to None for the
+    measurement (so that its steps write fresh gradients, never into the caller's) and gets its
+    own tensor back, untouched, at the end.  .changed: per buffer name, whether a forward changed
+    it (compared with the values at entry, by changed_buffers)."""
+
+    def __init__(self, model, optimizer, dev):
+        self.model, self.optimizer, self.dev = model, optimizer, dev
+
+    def __enter__(self):
+        import copy
+        m = self.model
+        self.params = list(m.parameters())
+        self.grads = [p.grad for p in self.params]
+        for p in self.params:
+            p.grad = None
+        self.buffers = [(n, b, b.detach().clone()) for n, b in m.named_buffers()]
+        self.values = [p.detach().clone() for p in self.params] if self.optimizer is not None else None
+        self.opt = copy.deepcopy(self.optimizer.state_dict()) if self.optimizer is not None else None
+        devs = [self.dev.index or 0] if self.dev.type == "cuda" else []
+        self.rng = torch.random.fork_rng(devices=devs)
+        self.rng.__enter__()
+        return self
+
+    def changed_buffers(self):
+        return {n for n, b, v in self.buffers if not torch.equal(b.detach(), v)}
+
+    def __exit__(self, *exc):
+        self.rng.__exit__(*exc)
+        with torch.no_grad():
+            for _, b, v in self.buffers:
+                b.data.copy_(v)
+            if self.values is not None:
+                for p, v in zip(self.params, self.values):
+                    p.data.copy_(v)
+        for p, g in zip(self.params, self.grads):
+            p.grad = g
+        if self.opt is not None:
+            self.optimizer.load_state_dict(self.opt)
+        return False
 
 
 class Table:
@@ -127,6 +209,9 @@ class Table:
         self.blocks = blocks
         self.chain = chain
         self.kept_bytes = kept_bytes
+        self.input_key = None           # measure() fills these three; a loaded table has none
+        self.changing_buffers = None
+        self.sac = None
 
     def json(self):
         return json.dumps(self.data, indent=1)
@@ -165,6 +250,7 @@ class _Wrapped:
         self.inp = [None] * len(chain)
         self.out = [None] * len(chain)
         self.args = [[] for _ in chain]
+        self.key = [None] * len(chain)
         self.t_in = [0.0] * len(chain)
         self.t_out = [0.0] * len(chain)
         self.saved = []
@@ -178,7 +264,15 @@ class _Wrapped:
             if self.calls[i] > 1:
                 raise RematError(-1, "invalid", "block %d ran twice in one forward: remat plans a chain in which "
                                  "each block runs once" % i)
-            self.inp[i] = args[0] if args and isinstance(args[0], torch.Tensor) else first_tensor((args, kwargs))
+            prev = self.out[i - 1] if i else None
+            self.key[i] = None
+            if args and isinstance(args[0], torch.Tensor):
+                self.inp[i] = args[0]
+            else:       # a keyword input: the one the block before's output is, else the first tensor
+                k = next((k for k, v in kwargs.items() if v is prev and prev is not None),
+                         next((k for k, v in kwargs.items() if isinstance(v, torch.Tensor)), None))
+                self.key[i] = k
+                self.inp[i] = kwargs[k] if k is not None else first_tensor(args)
             self.args[i] = [t for t in tensors_in((args, kwargs)) if t is not self.inp[i]]
             if self.on_enter:
                 self.on_enter(i)
@@ -204,6 +298,123 @@ class _Wrapped:
                 blk.forward = f
 
 
+# ---- selective checkpointing: which op made each saved tensor (torch >= 2.5) ----------------
+
+# the ops whose outputs a selective checkpoint keeps as "expensive": matrix products, convolutions,
+# attention (aten names); every other op's saved outputs are "cheap"
+EXPENSIVE_OPS = frozenset(("mm", "addmm", "bmm", "baddbmm", "matmul", "convolution", "_convolution",
+                           "mkldnn_convolution", "cudnn_convolution", "_scaled_dot_product_flash_attention",
+                           "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+                           "_scaled_dot_product_cudnn_attention", "_flash_attention_forward",
+                           "_efficient_attention_forward"))
+
+
+def _op_name(func):
+    """aten.addmm.default -> addmm"""
+    return func._schema.name.split("::")[-1]
+
+
+class _OpRecorder:
+    """A TorchDispatchMode over one forward: inside block i, every op call, numbered per op as
+    torch's selective checkpoint numbers them (SAC_IGNORED_OPS left out), and the storages its
+    outputs allocate (outputs that alias an input are not new storages).  producer(storage) is the
+    call that made it, (block, op, n); entries() turns the kept storages into each block's table
+    entries and the keep-sets (Selective) apply installs."""
+
+    def __init__(self, chain):
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils.checkpoint import SAC_IGNORED_OPS
+        rec = self
+        self.block = None
+        self.made = {}                 # storage -> (block, op, n)
+        self.outs = {}                 # (block, op, n) -> [storage, ...] it allocated
+        self.count = [dict() for _ in chain]
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                i = rec.block
+                if i is not None and func not in SAC_IGNORED_OPS:
+                    n = rec.count[i].get(func, 0)
+                    rec.count[i][func] = n + 1
+                    if not any(r.alias_info is not None for r in func._schema.returns):
+                        call = (i, func, n)
+                        for t in tensors_in(out):
+                            k = storage_of(t)[0]
+                            if k:
+                                rec.made[k] = call
+                                rec.outs.setdefault(call, []).append(k)
+                return out
+        self.mode = Mode()
+
+    def __enter__(self):
+        self.mode.__enter__()
+
+    def __exit__(self, *exc):
+        return self.mode.__exit__(*exc)
+
+    def producer(self, storage):
+        return self.made.get(storage)
+
+    def entries(self, kept, bounds, L):
+        """(per block its "saved" entries, one per op call: its kept storages' bytes, cheap unless an
+        EXPENSIVE_OPS op; the Selective keep-sets).  A call is in its keep-set only when every
+        storage it made is kept (a selective checkpoint caches all its outputs); the bytes of a call
+        that made some storage nothing keeps are recomputed under either keep-set: such a table is
+        refused."""
+        calls = [dict() for _ in range(L)]
+        for k, (nb, owner, call) in kept.items():
+            if k in bounds or owner in ("before", "after"):
+                continue
+            if call is None or call[0] != owner:
+                raise RematError(-1, "invalid", "block %d keeps a tensor no op of its own made (selective): "
+                                 "measure it with selective=False" % owner)
+            calls[owner][call] = calls[owner].get(call, 0) + nb
+        out, keep = [], []
+        for i in range(L):
+            ent, sets = [], {"expensive": set(), "cheap": set()}
+            for call, nb in calls[i].items():
+                made = self.outs.get(call, [])
+                if any(k not in kept and k not in bounds for k in made):
+                    raise RematError(-1, "invalid", "block %d: op %s saves only part of what it returns, which "
+                                     "a selective checkpoint cannot keep exactly: measure it with selective=False"
+                                     % (i, _op_name(call[1])))
+                cheap = _op_name(call[1]) not in EXPENSIVE_OPS
+                ent.append({"bytes": nb, "cheap": cheap})
+                sets["cheap" if cheap else "expensive"].add((call[1], call[2]))
+            out.append(sorted(ent, key=lambda e: (e["cheap"], -e["bytes"])))
+            keep.append(sets)
+        return out, Selective(keep)
+
+
+class Selective:
+    """The keep-sets of a selective table, per block: {"expensive": {(op, n)}, "cheap": ...};
+    context(i, keep) is the context_fn of block i's selective checkpoint that saves those calls'
+    outputs and recomputes the others (create_selective_checkpoint_contexts)."""
+
+    def __init__(self, keep):
+        self.keep = keep
+
+    def context(self, i, which):
+        from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+        from torch.utils.checkpoint import SAC_IGNORED_OPS
+        want = self.keep[i][which]
+
+        def make():
+            seen = {True: {}, False: {}}
+
+            def policy(ctx, func, *args, **kwargs):
+                if func in SAC_IGNORED_OPS:
+                    return CheckpointPolicy.PREFER_RECOMPUTE
+                c = seen[bool(getattr(ctx, "is_recompute", False))]
+                n = c.get(func, 0)
+                c[func] = n + 1
+                return CheckpointPolicy.MUST_SAVE if (func, n) in want else CheckpointPolicy.PREFER_RECOMPUTE
+            return create_selective_checkpoint_contexts(policy)
+        return make
+
+
+
 def _excluded(model, args):
     """storage pointers that are not the step's: parameters, buffers, sample inputs"""
     ex = set()
@@ -213,10 +424,12 @@ def _excluded(model, args):
     return ex
 
 
-def _memory(model, args, loss_fn, chain, excluded, sync, dev):
-    """One forward under the pack hook: {storage: [bytes, owner]} of what is
-    kept at its end (owner "before", a block index, or "after"), and the
-    blocks' inputs, outputs and other arguments."""
+def _memory(model, args, loss_fn, chain, excluded, sync, dev, ops=None):
+    """One forward under the pack hook: {storage: [bytes, owner, producer]} of
+    what is kept at its end (owner "before", a block index, or "after";
+    producer the op call that made it, with ops, an _OpRecorder, else None),
+    the blocks' inputs, outputs and other arguments, and the keyword each
+    block's input came as (None: the first positional argument)."""
     rec = {}
     phase = ["before"]
     # remat-hf (m4-pyhf): a block's other arguments made before it (Hugging Face's rotary cos/sin,
@@ -231,26 +444,35 @@ def _memory(model, args, loss_fn, chain, excluded, sync, dev):
             e = rec.get(key)
             if e is None or not any(r() is not None for r in e[2]):
                 rec.pop(key, None)           # a freed storage's address, reused: a new storage
-                e = rec[key] = [nb, "before" if key in given else phase[0], []]
+                e = rec[key] = [nb, "before" if key in given else phase[0], [],
+                                ops.producer(key) if ops is not None else None]
             e[2].append(weakref.ref(d))
         return d
 
     def enter(i):
         given.update(storage_of(t)[0] for t in w.args[i] if t.device == dev)   # remat-hf
         phase[0] = i
+        if ops is not None:
+            ops.block = i
 
     def exit_(i):
         phase[0] = "after" if i == len(chain) - 1 else i
+        if ops is not None:
+            ops.block = None
 
     w = _Wrapped(chain, sync, enter, exit_)
     try:
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda d: d):
-            loss = loss_fn(model(*args))
-        kept = {k: e[:2] for k, e in rec.items() if any(r() is not None for r in e[2])}
+            if ops is not None:
+                with ops:
+                    loss = loss_fn(model(*args))
+            else:
+                loss = loss_fn(model(*args))
+        kept = {k: [e[0], e[1], e[3]] for k, e in rec.items() if any(r() is not None for r in e[2])}
         inp = [storage_of(t) if t is not None else (0, 0) for t in w.inp]
         out = [storage_of(t) if t is not None else (0, 0) for t in w.out]
         extra = [[storage_of(t) for t in a if t.device == dev] for a in w.args]
-        calls = list(w.calls)
+        calls, keys = list(w.calls), list(w.key)
         del loss
     finally:
         w.close()
@@ -258,7 +480,7 @@ def _memory(model, args, loss_fn, chain, excluded, sync, dev):
         if n != 1:
             raise RematError(-1, "invalid", "block %d did not run in the forward: the chain must be the blocks the "
                              "model runs, in order" % i)
-    return kept, inp, out, extra
+    return kept, inp, out, extra, keys
 
 
 def _times(model, args, loss_fn, chain, sync, optimizer):
@@ -323,46 +545,36 @@ def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, pat
     args = as_args(sample_inputs)
     loss_fn = loss_fn or default_loss
     if selective and torch_version() < (2, 5):
-        raise RematError(-1, "invalid", "selective checkpointing needs torch >= 2.5 "
-                         "(torch.utils.checkpoint.create_selective_checkpoint_contexts); this is torch %s"
+        raise RematError(-1, "invalid", "selective checkpointing needs torch >= 2.5 (a dispatch mode records the op "
+                         "of each saved tensor, create_selective_checkpoint_contexts applies it); this is torch %s"
                          % torch.__version__)
-    chain, name = find_blocks(model, blocks)
-    if any(getattr(b.__dict__.get("forward"), "_remat_torch", False) for b in model.modules()):
+    from ._plan import RematCheckpoint
+    if any(isinstance(m, RematCheckpoint) for m in model.modules()):
         raise RematError(-1, "invalid", "the model runs a plan (remat_torch.apply): measure it without, after "
                          "remat_torch.unapply(model)")
+    chain, name = find_blocks(model, blocks)
     params = [p for p in model.parameters()]
     dev = (params[0].device if params else (first_tensor(args).device if first_tensor(args) is not None
                                               else torch.device("cpu")))
     sync = dev.type == "cuda"
     excluded = _excluded(model, args)
-    grads = [p.grad for p in params]
-    snap = None
-    if optimizer is not None:
-        import copy
-        snap = ([p.detach().clone() for p in params], copy.deepcopy(optimizer.state_dict()))
-    devices = [dev.index or 0] if sync else []
-    try:
-        with torch.random.fork_rng(devices=devices):
-            rng = torch.get_rng_state(), (torch.cuda.get_rng_state(dev) if sync else None)
-            kept, inp, out, extra = _memory(model, args, loss_fn, chain, excluded, sync, dev)
-            runs = []
-            for r in range(max(1, reps)):
-                torch.set_rng_state(rng[0])
-                if sync:
-                    torch.cuda.set_rng_state(rng[1], dev)
-                runs.append(_times(model, args, loss_fn, chain, sync, optimizer if r == reps - 1 else None))
-            grads_bytes = _state_bytes(p.grad for p in params if p.grad is not None)
-            opt_bytes = 0
-            if optimizer is not None:
-                opt_bytes = _state_bytes(t for st in optimizer.state.values() for t in st.values())
-    finally:
-        for p, g in zip(params, grads):
-            p.grad = g
-        if snap is not None:
-            with torch.no_grad():
-                for p, v in zip(params, snap[0]):
-                    p.copy_(v)
-            optimizer.load_state_dict(snap[1])
+    with _Snapshot(model, optimizer, dev) as snap:
+        rng = torch.get_rng_state(), (torch.cuda.get_rng_state(dev) if sync else None)
+        ops = _OpRecorder(chain) if selective else None
+        kept, inp, out, extra, keys = _memory(model, args, loss_fn, chain, excluded, sync, dev, ops)
+        changed = snap.changed_buffers()
+        runs = []
+        for r in range(max(1, reps)):
+            torch.set_rng_state(rng[0])
+            if sync:
+                torch.cuda.set_rng_state(rng[1], dev)
+            for p in params:
+                p.grad = None
+            runs.append(_times(model, args, loss_fn, chain, sync, optimizer if r == reps - 1 else None))
+        grads_bytes = _state_bytes(p.grad for p in params if p.grad is not None)
+        opt_bytes = 0
+        if optimizer is not None:
+            opt_bytes = _state_bytes(t for st in optimizer.state.values() for t in st.values())
     L = len(chain)
     # the boundaries: block i + 1 runs on block i's output, and each is kept
     for i in range(L - 1):
@@ -381,7 +593,7 @@ def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, pat
     bounds = {inp[0][0]} | {o[0] for o in out}
     saved = [[] for _ in range(L)]
     before = after = 0
-    for k, (nb, owner) in kept.items():
+    for k, (nb, owner, _) in kept.items():
         if k in bounds:
             continue
         if owner == "before":
@@ -390,12 +602,18 @@ def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, pat
             after += nb
         else:
             saved[owner].append(nb)
+    sac = None
+    if ops is not None:        # per block, its saved tensors by the op call that made them
+        entries, sac = ops.entries(kept, bounds, L)
+        saved = None
+    else:
+        entries = [[{"bytes": nb, "cheap": False} for nb in sorted(saved[i], reverse=True)] for i in range(L)]
     ctx = {}
     for i in range(L):
         for k, nb in extra[i]:
             if k and k not in excluded and k not in kept and k not in bounds:
                 ctx[k] = nb
-    total = sum(nb for k, (nb, _) in kept.items())
+    total = sum(e[0] for e in kept.values())
     fwd = [_median([r[0][i] for r in runs]) for i in range(L)]
     bwd = [_median([r[1][i] for r in runs]) for i in range(L)]
     data = {
@@ -407,8 +625,7 @@ def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, pat
         "selective": bool(selective),
         "input": {"bytes": inp[0][1], "kept": x0_kept, "saved_bytes": before,
                   "forward_ms": _median([r[2][0] for r in runs]), "backward_ms": _median([r[2][1] for r in runs])},
-        "blocks": [{"saved": [{"bytes": nb, "cheap": False} for nb in sorted(saved[i], reverse=True)],
-                    "output_bytes": out[i][1], "forward_ms": fwd[i], "backward_ms": bwd[i]} for i in range(L)],
+        "blocks": [{"saved": entries[i], "output_bytes": out[i][1], "forward_ms": fwd[i], "backward_ms": bwd[i]} for i in range(L)],
         "head": {"saved_bytes": after, "keeps_input": out[L - 1][0] in kept,
                  "forward_ms": _median([r[3][0] for r in runs]), "backward_ms": _median([r[3][1] for r in runs])},
         "params_bytes": _state_bytes(params),
@@ -421,6 +638,14 @@ def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, pat
                        "call_bytes": 0 if sync else storage_of(torch.get_rng_state())[1]},
     }
     table = Table(data, chain, name, total)
+    # what apply needs besides the file: the keyword the blocks' input comes as (None: the first
+    # positional argument), per block the buffers its forward changes (restored around a re-run),
+    # and, selective, the op calls each keep-set saves
+    table.input_key = keys[0] if len(set(keys)) == 1 else None
+    prefix = {id(b): n for n, b in model.named_modules()}
+    table.changing_buffers = [{n for n, _ in b.named_buffers() if ".".join(filter(None, (prefix[id(b)], n)))
+                               in changed} for b in chain]
+    table.sac = sac
     if path:
         table.save(path)
     return table

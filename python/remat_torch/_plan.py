@@ -1,36 +1,49 @@
 """_plan.py -- remat_torch.plan and remat_torch.apply: remat's planner on a
 measured table, and its plan as torch.utils.checkpoint wrappers.
 
-A plan is remat's plan:TOKENS string (the planner's, unchanged), read the way
-remat's compiler reads it (src/schedule/compile.c, solve): at block a of
-the first forward,
-  A<keep>  block a keeps what <keep> says -- all of it (no checkpoint),
-           nothing but its output (torch.utils.checkpoint of the block), or,
-           in a selective table, one of expensive and cheap (a selective
-           checkpoint, torch >= 2.5) -- and the rest of the chain follows;
-  C<j>     blocks a .. a+j-1 run as one checkpointed segment (their re-run in
-           the backward follows the tokens after the rest of the chain's).
-Inside a segment's re-run the same two moves nest: a block that keeps
-nothing there, or a segment inside it, is a reentrant torch.utils.checkpoint
-(it saves nothing in the first forward, where the segment's own checkpoint
-is the one that runs, and re-runs once more in its own backward, as remat's
-schedule does).  The outermost checkpoints are non-reentrant
-(use_reentrant=False) where torch has it.
+Everything a plan says comes from libremat (remat.h, "plans as checkpoint
+trees"): the plan, its kept bytes with what the checkpoint calls hold, the
+minimum (remat_table_optimal, remat_table_evaluate, remat_table_min_kept),
+and the tree of checkpoints it is (remat_plan_tree, the compiler's own
+moves).  Python reads no plan string and adds no bytes.
 
-A block is wrapped by replacing its forward on the instance (its class, its
-parameters and its state_dict stay as they are); a segment runs its blocks
-inside the first one's forward, and the others return its output: the model
-must call its blocks one after another, each on the one before's output
-(measure checks that it does, and the wrappers that it still does).
+The tree, in chain order (Node):
+  block i, keep "all"                 no checkpoint;
+  block i, keep "none"                torch.utils.checkpoint of the block;
+  block i, keep "expensive"/"cheap"   a selective checkpoint (torch >= 2.5):
+                                      the ops measure() recorded as kept
+                                      saved, the others recomputed;
+  segment [a, m), children            blocks a .. m-1 as one checkpoint; the
+                                      children are its re-run, in which the
+                                      same moves nest (a block that keeps
+                                      nothing there, or a segment, is a
+                                      reentrant checkpoint inside it; its last
+                                      block runs plainly).
+The outermost checkpoints are non-reentrant (use_reentrant=False) where
+torch has it; every tensor argument, keyword arguments too, is a checkpoint
+input (so that a keyword tensor that needs a gradient, an encoder output as
+ctx=, gets it once).
+
+apply wraps each block it changes in a RematCheckpoint module, as torch's
+checkpoint_wrapper does: the wrap shows in print(model), state_dict keys are
+the unwrapped model's (the wrapper's prefix is stripped on save and added on
+load), unapply puts the blocks back.  A wrapper runs its block plainly when
+gradients are off or the model is in eval(): checkpointing is for training.
+A segment runs its blocks inside the first one's wrapper, and the others
+hand on its output: the model must call its blocks one after another, each
+on the one before's output, with the same other arguments (checked as it
+runs).  A block whose forward changes buffers (training-mode BatchNorm's
+running statistics) would change them twice, in its forward and its re-run:
+the re-run restores them (by value) to what they were before it.
 """
 import functools
 import gc
-import inspect
 import re
 import types
 import weakref
 
 import torch
+import torch.nn as nn
 import torch.utils.checkpoint as tuc
 
 from . import _lib
@@ -65,109 +78,83 @@ def fmt_bytes(b):
     return "%d B" % b
 
 
-# ---- plans as trees -----------------------------------------------------------
+# ---- plans as trees (remat_plan_tree) ---------------------------------------------
 
-def _keep_name(mask, selective):
-    full = 3 if selective else 1          # the saved entries' bits; the output's is implied
-    if mask & ~(full | (full + 1)):
-        raise RematError(6, "bad policy", "plan: keep mask %x names no block tensor of this table" % mask)
-    mask &= full
-    return "all" if mask == full else "none" if mask == 0 else "expensive" if mask == 1 else "cheap"
+class Node:
+    """one node of a plan's checkpoint tree: kind "block" or "segment", the blocks [first, end),
+    keep ("all", "none", "expensive", "cheap", "some"), offload (the mask of what goes to the
+    host, 0 none), last (a re-run's last block), depth, children (a segment's re-run)"""
 
+    __slots__ = ("kind", "first", "end", "keep", "keep_mask", "offload", "last", "depth", "children")
 
-def parse_plan(policy, L, selective=False):
-    """plan:TOKENS as a tree, in chain order: ("block", i, keep) with keep "all" (no checkpoint),
-    "none" (checkpointed), "expensive" or "cheap" (selective); ("segment", a, m, items), items its
-    re-run; inside a re-run, ("leaf", i), the last block of one (re-run inside its own backward)."""
-    if not policy.startswith("plan:"):
-        raise RematError(6, "bad policy", "not a plan:TOKENS string: %r" % policy)
-    toks = policy[5:].split(".")
-    pos = [0]
+    def __init__(self, c):
+        self.kind = _lib.NODE_KINDS[c.kind]
+        self.first, self.end, self.depth, self.last = c.first, c.end, c.depth, bool(c.last)
+        self.keep, self.keep_mask, self.offload = _lib.KEEPS[c.keep], c.keep_mask, c.offload_mask
+        self.children = []
 
-    def tok():
-        if pos[0] >= len(toks) or not re.fullmatch(r"A[0-9a-f]+|C[0-9]+", toks[pos[0]]):
-            raise RematError(6, "bad policy", "plan: too few or malformed tokens in %r" % policy)
-        t = toks[pos[0]]
-        pos[0] += 1
-        return t[0], int(t[1:], 16 if t[0] == "A" else 10)
+    def __eq__(self, o):
+        return isinstance(o, Node) and all(getattr(self, k) == getattr(o, k) for k in self.__slots__)
 
-    def solve(a, b, top):
-        if a == L:
-            return []
-        kind, v = tok()
-        if kind == "A":
-            if not top and a + 1 == b:
-                return [("leaf", a)]
-            return [("block", a, _keep_name(v, selective))] + solve(a + 1, b, top)
-        if v < 1 or a + v >= b:
-            raise RematError(6, "bad policy", "plan: split C%d out of range at block %d in %r" % (v, a, policy))
-        m = a + v
-        rest = solve(m, b, top)
-        return [("segment", a, m, solve(a, m, False))] + rest
-
-    items = solve(0, L + 1, True)
-    if pos[0] != len(toks):
-        raise RematError(6, "bad policy", "plan: unused tokens in %r" % policy)
-    return items
+    def __repr__(self):
+        if self.kind == "segment":
+            return "segment(%d-%d: %s)" % (self.first, self.end - 1, ", ".join(map(repr, self.children)))
+        return "block(%d %s%s%s)" % (self.first, self.keep, ", last" if self.last else "",
+                                     ", offload %x" % self.offload if self.offload else "")
 
 
-def policy_tree(policy, L, selective=False):
-    """the tree of a plan:TOKENS string, or of none, full and every:K as remat compiles them"""
-    if policy.startswith("plan:"):
-        return parse_plan(policy, L, selective)
-    if policy == "none":
-        return [("block", i, "all") for i in range(L)]
-    m = re.fullmatch(r"every:([1-9][0-9]*)", policy)
-    k = 1 if policy == "full" else int(m.group(1)) if m else 0
-    if not k:
-        raise RematError(6, "bad policy", "remat_torch follows plan:TOKENS, none, full and every:K, not %r" % policy)
-    return [("segment", a, min(a + k, L), [("block", i, "all") for i in range(a, min(a + k, L) - 1)] +
-             [("leaf", min(a + k, L) - 1)]) for a in range(0, L, k)]
+def plan_tree(cfg, policy):
+    """the checkpoint tree of policy under a loaded table's cfg: its top nodes (remat_plan_tree)"""
+    lib = _lib.load()
+    n = _lib.c_size_t()
+    lib.remat_plan_tree(byref(cfg), policy.encode(), None, 0, byref(n))
+    arr = (_lib.PlanNode * max(1, n.value))()
+    lib.remat_plan_tree(byref(cfg), policy.encode(), arr, n.value, None)
+    nodes = [Node(arr[i]) for i in range(n.value)]
+    top = []
+    for i in range(n.value):
+        (nodes[arr[i].parent].children if arr[i].parent >= 0 else top).append(nodes[i])
+    return top
 
 
-def checkpoint_calls(items):
-    """the torch.utils.checkpoint calls of a plan tree alive when the first forward ends: the
-    outermost ones and, inside segments, the nested ones (whose first forward runs too)"""
-    n = 0
-    for it in items:
-        if it[0] == "segment":
-            n += 1 + checkpoint_calls(it[3])
-        elif it[0] == "block" and it[2] != "all":
-            n += 1
-    return n
-
-
-def _has_reentrant_choice():
-    return "use_reentrant" in inspect.signature(tuc.checkpoint).parameters
-
-
-def _ckpt(fn, x, args, kwargs, reentrant, context_fn=None):
-    """torch.utils.checkpoint of fn(x, *args, **kwargs), the RNG state preserved (torch's default)"""
-    if reentrant or not _has_reentrant_choice():
-        if not x.requires_grad:
-            raise RematError(1, "invalid argument", "a checkpoint inside a segment re-runs from an input that needs "
-                             "no gradient (the model's own input): this plan nests checkpoints there, which torch's "
-                             "reentrant checkpoint cannot do; plan with another budget")
-        part = functools.partial(_call, fn, kwargs)
-        return tuc.checkpoint(part, x, *args, use_reentrant=True) if _has_reentrant_choice() \
-            else tuc.checkpoint(part, x, *args)
-    extra = {"context_fn": context_fn} if context_fn is not None else {}
-    return tuc.checkpoint(fn, x, *args, use_reentrant=False, preserve_rng_state=True, **extra, **kwargs)
-
-
-def _call(fn, kwargs, x, *args):
-    return fn(x, *args, **kwargs)
-
-
-def _predict(tree, row, info):
-    """kept bytes of a plan: the table's (stored + outside) and what torch.utils.checkpoint holds
-    besides: the context once, its stash per call"""
-    calls = checkpoint_calls(tree)
-    extra = (info.context_bytes if calls else 0) + info.call_bytes * calls
-    return row.stored_bytes + info.outside_bytes + extra, extra
+def _walk(tree):
+    for nd in tree:
+        yield nd
+        yield from _walk(nd.children)
 
 
 # ---- the plan -----------------------------------------------------------------
+
+class _Loaded:
+    """a table loaded into libremat (remat_table_read): its config and profile, unloaded once"""
+
+    def __init__(self, table):
+        lib = _lib.load()
+        text = table.json().encode()
+        self.cfg, self.prof = _lib.Config(), _lib.c_void_p()
+        lib.remat_table_read(text, len(text), byref(self.cfg), byref(self.prof))
+        self.lib = lib
+
+    def __del__(self):
+        if getattr(self, "lib", None) is not None and _lib._lib is not None:
+            self.lib.remat_profile_free(self.prof)
+            self.lib.remat_table_unload(byref(self.cfg))
+            self.lib = None
+
+
+def _row(loaded, call, *args):
+    """a remat_table_row from one of remat_table_evaluate/optimal/min_kept, as a dict"""
+    r = _lib.TableRow()
+    getattr(loaded.lib, call)(byref(loaded.cfg), loaded.prof, *args, byref(r))
+    try:
+        return {"policy": _lib.row_policy(r.row), "kept_bytes": r.kept_bytes, "peak_bytes": r.peak_bytes,
+                # remat-hf (m4-pyhf, issue 25 item 5): the step's peak on the device
+                "device_peak_bytes": loaded.lib.remat_table_row_device_peak(byref(r)),
+                "checkpoint_bytes": r.checkpoint_bytes, "checkpoint_calls": r.checkpoint_calls,
+                "step_ms": r.row.step_ms_pred, "overhead": r.row.overhead_pct / 100.0}
+    finally:
+        loaded.lib.remat_table_row_clear(byref(r))
+
 
 class Plan:
     """remat's fastest plan for a budget of kept bytes.
@@ -175,56 +162,47 @@ class Plan:
     policy        the plan:TOKENS string remat's planner returned
     kept_bytes    predicted: what autograd and the checkpoints hold when the forward ends
     peak_bytes    the simulated activation peak (kept bytes + one block's backward, or more)
+    device_peak_bytes  the step's peak on the device: peak_bytes + parameters, gradients and optimizer
+                  state (remat_table_row_device_peak), what budget= bounds
     overhead      predicted recomputation, as a fraction of the step without it
     step_ms       the predicted step time (the table's times)
     checkpointed  the blocks re-run in the backward
     segments      (start, stop) of every segment of two or more blocks checkpointed as one
-    tree          the plan as parse_plan reads it
+    tree          the plan's checkpoint tree (Node, remat_plan_tree)
+    checkpoint_calls  checkpoint calls alive when the forward ends (nested ones too)
     budget        the budget it was planned for, in bytes
     table         the measured table (remat_torch.Table)
     """
 
-    def __init__(self, table, budget, row, info, cfg, prof):
-        self._cfg = None                 # owns cfg's table and prof only once made
-        self.table = table
-        self.budget = budget
-        self.policy = _lib.row_policy(row)
-        self.tree = policy_tree(self.policy, len(table.data["blocks"]), bool(table.data.get("selective")))
-        self.checkpointed = _recomputed(cfg, self.policy)
-        self.segments = [(it[1], it[2]) for it in self.tree if it[0] == "segment" and it[2] - it[1] > 1]
-        self.kept_bytes, extra = _predict(self.tree, row, info)
-        self.peak_bytes = row.peak_bytes + extra
-        # remat-hf (m4-pyhf, issue 25 item 5): the step's peak on the device, C's total_bytes (the
-        # simulated peak + the table's static bytes: parameters, gradients, optimizer state)
-        self.device_peak_bytes = row.total_bytes + extra
-        self.overhead = row.overhead_pct / 100.0
-        self.step_ms = row.step_ms_pred
-        self._cfg, self._prof = cfg, prof
+    def __init__(self, table, budget, loaded, row):
+        self.table, self.budget, self._loaded = table, budget, loaded
+        self.policy = row["policy"]
+        self.kept_bytes, self.peak_bytes = row["kept_bytes"], row["peak_bytes"]
+        self.device_peak_bytes = row["device_peak_bytes"]          # remat-hf
+        self.checkpoint_calls = row["checkpoint_calls"]
+        self.overhead, self.step_ms = row["overhead"], row["step_ms"]
+        self.tree = plan_tree(loaded.cfg, self.policy)
+        self.checkpointed = _recomputed(loaded.cfg, self.policy)
+        self.segments = [(n.first, n.end) for n in _walk(self.tree) if n.kind == "segment" and n.end - n.first > 1]
 
     def explain(self):
-        """what the plan does with each layer: remat plan --explain's text (remat_plan_explain)"""
-        lib = _lib.load()
+        """what the plan does with each layer, and its checkpoint tree: remat plan --explain's text
+        (remat_plan_explain)"""
+        lib, cfg = _lib.load(), self._loaded.cfg
         n = _lib.c_size_t()
-        lib.remat_plan_explain(byref(self._cfg), self.policy.encode(), None, 0, byref(n))
+        lib.remat_plan_explain(byref(cfg), self.policy.encode(), None, 0, byref(n))
         buf = _lib.ctypes.create_string_buffer(n.value + 1)
-        lib.remat_plan_explain(byref(self._cfg), self.policy.encode(), buf, n.value + 1, None)
+        lib.remat_plan_explain(byref(cfg), self.policy.encode(), buf, n.value + 1, None)
         return buf.value.decode()
 
     def evaluate(self, policy):
-        """remat's prediction for another policy of the same table (plan:TOKENS, none, full,
-        every:K): {"kept_bytes", "peak_bytes", "step_ms", "overhead"}"""
-        return _evaluate(self._cfg, self._prof, policy, bool(self.table.data.get("selective")))
+        """remat's prediction for another policy of the same table (any remat policy: plan:TOKENS,
+        none, full, every:K ...): {"kept_bytes", "peak_bytes", "step_ms", "overhead", ...}"""
+        return _row(self._loaded, "remat_table_evaluate", policy.encode())
 
     def __repr__(self):
         return "<remat plan %s: kept %s, overhead %.1f%%>" % (self.policy, fmt_bytes(self.kept_bytes),
                                                              100 * self.overhead)
-
-    def __del__(self):
-        lib = _lib._lib
-        if lib is not None and getattr(self, "_cfg", None) is not None:
-            lib.remat_profile_free(self._prof)
-            lib.remat_table_unload(byref(self._cfg))
-            self._cfg = None
 
 
 def _recomputed(cfg, policy):
@@ -240,109 +218,28 @@ def _recomputed(cfg, policy):
         lib.remat_schedule_free(s)
 
 
-def _evaluate(cfg, prof, policy, selective):
-    lib = _lib.load()
-    info = _lib.TableInfo()
-    lib.remat_table_get_info(byref(cfg), byref(info))
-    tree = policy_tree(policy, cfg.n_layer, selective)
-    row = _lib.PlanRow()
-    lib.remat_plan_evaluate(byref(cfg), prof, policy.encode(), 0, 1, byref(row))
-    try:
-        kept, extra = _predict(tree, row, info)
-        return {"kept_bytes": kept, "peak_bytes": row.peak_bytes + extra, "step_ms": row.step_ms_pred,
-                "device_peak_bytes": row.total_bytes + extra,                  # remat-hf
-                "overhead": row.overhead_pct / 100.0}
-    finally:
-        lib.remat_plan_row_clear(byref(row))
-
-
-def _min_plan(cfg):
-    """the plan of the smallest activation peak"""
-    lib = _lib.load()
-    minp = _lib.c_uint64()
-    lib.remat_plan_min_peak(byref(cfg), byref(minp))
-    row = _lib.PlanRow()
-    lib.remat_plan_optimal(byref(cfg), None, minp.value, 1, byref(row))
-    try:
-        return _lib.row_policy(row)
-    finally:
-        lib.remat_plan_row_clear(byref(row))
-
-
 def plan_table(table, budget=None, policy=None, kept_budget=None):
     """remat's fastest plan for a measured table whose step peaks within budget on the device
-    (Plan.device_peak_bytes: parameters, gradients, optimizer state, activations), or whose kept
-    bytes fit kept_budget; with policy (plan:TOKENS, none, full, every:K), that policy's plan
-    instead, whatever it keeps"""
-    lib = _lib.load()
+    (Plan.device_peak_bytes; 8GiB when neither budget is given), or whose kept bytes fit
+    kept_budget; with policy (any remat policy), that policy's plan instead, whatever it keeps"""
     # remat-hf (m4-pyhf, issue 25 item 5): budget= is device memory, kept_budget= kept bytes
     if budget is not None and kept_budget is not None:
         raise RematError(1, "invalid argument", "give budget= (the step's peak on the device) or kept_budget= "
                          "(what the forward keeps), not both")
     device = kept_budget is None
     K = parse_size(kept_budget if not device else "8GiB" if budget is None else budget)
-    selective = bool(table.data.get("selective"))
-    text = table.json().encode()
-    cfg, prof = _lib.Config(), _lib.c_void_p()
-    lib.remat_table_read(text, len(text), byref(cfg), byref(prof))
-    ok = False
-    try:
-        info = _lib.TableInfo()
-        lib.remat_table_get_info(byref(cfg), byref(info))
-        if policy is not None:
-            policy_tree(policy, cfg.n_layer, selective)          # one remat_torch can apply
-            row = _lib.PlanRow()
-            lib.remat_plan_evaluate(byref(cfg), prof, policy.encode(), 0, 1, byref(row))
-            try:
-                p = Plan(table, K, row, info, cfg, prof)
-            finally:
-                lib.remat_plan_row_clear(byref(row))
-            ok = True
-            return p
-        none = _evaluate(cfg, prof, "none", selective)["kept_bytes"]
-        minp = _lib.c_uint64()
-        lib.remat_plan_min_peak(byref(cfg), byref(minp))
-        least = minp.value - info.reserve_bytes        # the least the table's plans keep
-        if device:
-            least = minp.value + info.static_bytes      # remat-hf: the least step peak
-        # Kept bytes K is an activation budget of K + the reserve (remat.h).  What the checkpoints
-        # hold besides (the context, a stash per call) the table does not see: a plan that keeps
-        # more than K with it is planned again with that much less room.
-        room = K
-        for _ in range(8):
-            if room < least:
-                break
-            row = _lib.PlanRow()
-            try:
-                lib.remat_plan_optimal(byref(cfg), prof, room if device else room + info.reserve_bytes,
-                                       0 if device else 1, byref(row))
-            except RematError as e:
-                if e.status != 10:
-                    raise
-                break
-            try:
-                p = Plan(table, K, row, info, cfg, prof)
-            finally:
-                lib.remat_plan_row_clear(byref(row))
-            got = p.device_peak_bytes if device else p.kept_bytes
-            if got <= K:
-                ok = True
-                return p
-            room -= got - K
-            p._cfg = None          # does not fit once the checkpoints' own bytes are counted
-        if device:
-            fewest = _evaluate(cfg, prof, _min_plan(cfg), selective)["device_peak_bytes"]
-            raise RematError(10, "nothing fits", "budget %s is below the minimum %s of the step's peak (parameters, "
-                             "gradients and optimizer state %s, and the least any plan's activations peak at)"
-                             % (fmt_bytes(K), fmt_bytes(fewest), fmt_bytes(info.static_bytes)))
-        fewest = _evaluate(cfg, prof, _min_plan(cfg), selective)["kept_bytes"]
-        raise RematError(10, "nothing fits", "budget %s is below the minimum %s of kept bytes (the least any plan "
-                         "keeps; the model without checkpoints keeps %s)"
-                         % (fmt_bytes(K), fmt_bytes(min(fewest, none)), fmt_bytes(none)))
-    finally:
-        if not ok:
-            lib.remat_profile_free(prof)
-            lib.remat_table_unload(byref(cfg))
+    loaded = _Loaded(table)
+    if policy is not None:
+        return Plan(table, K, loaded, _row(loaded, "remat_table_evaluate", policy.encode()))
+    if device:
+        return Plan(table, K, loaded, _row(loaded, "remat_table_optimal_device", _lib.c_uint64(K)))
+    return Plan(table, K, loaded, _row(loaded, "remat_table_optimal", _lib.c_uint64(K)))
+
+
+def min_kept(table):
+    """the least any plan of the table keeps, and that plan: (bytes, policy) (remat_table_min_kept)"""
+    r = _row(_Loaded(table), "remat_table_min_kept")
+    return r["kept_bytes"], r["policy"]
 
 
 def plan(model, sample_inputs, budget=None, loss_fn=None, blocks=None, optimizer=None, table=None, policy=None,
@@ -359,27 +256,142 @@ def plan(model, sample_inputs, budget=None, loss_fn=None, blocks=None, optimizer
     return plan_table(table, budget, policy, kept_budget=kept_budget)
 
 
-# ---- applying a plan -------------------------------------------------------------
+# ---- applying a plan: the wrapper -------------------------------------------------
 
-# matrix products and convolutions: what a selective checkpoint keeps when it keeps "expensive"
-_EXPENSIVE_OPS = ("mm", "addmm", "bmm", "baddbmm", "convolution", "_scaled_dot_product_flash_attention",
-                  "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention")
+_PREFIX = "_checkpoint_wrapped_module."      # torch's checkpoint_wrapper's attribute, and prefix
 
 
-def _sac_context(keep_expensive):
-    """a selective checkpoint's context_fn (torch >= 2.5): save the outputs of the expensive ops or
-    of the others, recompute the rest"""
-    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
-    ops = {getattr(torch.ops.aten, n).default for n in _EXPENSIVE_OPS if hasattr(torch.ops.aten, n)}
+class RematCheckpoint(nn.Module):
+    """A block of a chain that a remat plan checkpoints (apply; unapply removes it).  Its block is
+    ._checkpoint_wrapped_module, as torch's checkpoint_wrapper names it; state_dict keys are the
+    block's own.  .remat says what it does."""
 
-    def policy(ctx, op, *args, **kwargs):
-        hit = op in ops
-        return CheckpointPolicy.MUST_SAVE if hit == keep_expensive else CheckpointPolicy.PREFER_RECOMPUTE
-    return functools.partial(create_selective_checkpoint_contexts, policy)
+    def __init__(self, module, remat, run):
+        super().__init__()
+        self._checkpoint_wrapped_module = module
+        self.remat = remat
+        self._run = run
+        self._register_state_dict_hook(_strip_prefix)
+        self._register_load_state_dict_pre_hook(_add_prefix)
+
+    def extra_repr(self):
+        return "remat: " + self.remat
+
+    def forward(self, *args, **kwargs):
+        if not (self.training and torch.is_grad_enabled()):
+            return self._checkpoint_wrapped_module(*args, **kwargs)
+        return self._run(args, kwargs)
+
+    def named_parameters(self, *args, **kwargs):
+        for n, p in super().named_parameters(*args, **kwargs):
+            yield n.replace(_PREFIX, ""), p
+
+
+def _strip_prefix(module, state_dict, prefix, local_metadata):
+    for k in [k for k in state_dict if k.startswith(prefix + _PREFIX)]:
+        state_dict[prefix + k[len(prefix + _PREFIX):]] = state_dict.pop(k)
+    return state_dict
+
+
+def _add_prefix(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+    for k in [k for k in state_dict if k.startswith(prefix) and not k.startswith(prefix + _PREFIX)]:
+        state_dict[prefix + _PREFIX + k[len(prefix):]] = state_dict.pop(k)
+
+
+class _Slot:
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+
+def _flatten(args, kwargs):
+    """(the tensors of args and kwargs, nested in tuples, lists and dicts; rebuild(tensors) ->
+    (args, kwargs) with those tensors in their places)"""
+    leaves = []
+
+    def walk(o):
+        if isinstance(o, torch.Tensor):
+            leaves.append(o)
+            return _Slot(len(leaves) - 1)
+        if type(o) in (tuple, list):
+            return type(o)(walk(x) for x in o)
+        if type(o) is dict:
+            return {k: walk(v) for k, v in o.items()}
+        return o
+    spec = walk((tuple(args), dict(kwargs)))
+
+    def rebuild(ts):
+        def put(o):
+            if isinstance(o, _Slot):
+                return ts[o.i]
+            if type(o) in (tuple, list):
+                return type(o)(put(x) for x in o)
+            if type(o) is dict:
+                return {k: put(v) for k, v in o.items()}
+            return o
+        return put(spec)
+    return leaves, rebuild
+
+
+def _input_of(args, kwargs, key):
+    """the block input: the first positional argument, or keyword key (the first tensor keyword
+    when key is None)"""
+    if args and isinstance(args[0], torch.Tensor):
+        return args[0]
+    if key is not None and key in kwargs:
+        return kwargs[key]
+    return next((v for v in kwargs.values() if isinstance(v, torch.Tensor)), None)
+
+
+def _with_input(args, kwargs, key, x):
+    """args, kwargs with the block input replaced by x"""
+    if args and isinstance(args[0], torch.Tensor):
+        return (x,) + tuple(args[1:]), kwargs
+    key = key if key is not None and key in kwargs else next(k for k, v in kwargs.items() if isinstance(v, torch.Tensor))
+    kw = dict(kwargs)
+    kw[key] = x
+    return args, kw
+
+
+def _restoring(fn, mods, names):
+    """fn, whose second and later calls (re-runs in the backward) put back, by value, the buffers
+    of mods that a forward changes (names: per module, the buffer names measure saw change; None:
+    all of them, in modules in training mode)"""
+    bufs = []
+    for m, keep in zip(mods, names):
+        for n, b in m.named_buffers():
+            if (n in keep) if keep is not None else m.training:
+                bufs.append(b)
+    calls = [0]
+
+    def run(*ts):
+        calls[0] += 1
+        if calls[0] == 1 or not bufs:
+            return fn(*ts)
+        saved = [b.detach().clone() for b in bufs]
+        try:
+            return fn(*ts)
+        finally:
+            for b, v in zip(bufs, saved):
+                b.data.copy_(v)        # .data: no version bump under the graph that saved it
+    return run
+
+
+def _ckpt(fn, flat, reentrant, context_fn=None):
+    """torch.utils.checkpoint of fn(*flat), the RNG state preserved (torch's default)"""
+    if reentrant or torch_version() < (1, 11):
+        if not any(t.requires_grad for t in flat):
+            raise RematError(1, "invalid argument", "a checkpoint inside a segment's re-run has no input that needs "
+                             "a gradient (the model's own input): torch's reentrant checkpoint cannot nest there; "
+                             "plan with another budget or policy")
+        return tuc.checkpoint(fn, *flat, use_reentrant=True)
+    extra = {"context_fn": context_fn} if context_fn is not None else {}
+    return tuc.checkpoint(fn, *flat, use_reentrant=False, preserve_rng_state=True, **extra)
 
 
 def apply(model, plan):
-    """Wraps the blocks plan checkpoints (torch.utils.checkpoint; the model is changed in place and
+    """Wraps the blocks plan checkpoints (RematCheckpoint; the model is changed in place and
     returned).  Losses and gradients are those of the model without it, bit for bit on the CPU;
     under dropout too, the RNG state being preserved as torch.utils.checkpoint does."""
     unapply(model)
@@ -389,80 +401,134 @@ def apply(model, plan):
     if len(blocks) != len(plan.table.data["blocks"]):
         raise RematError(1, "invalid argument", "the plan is for %d blocks, the model has %d"
                          % (len(plan.table.data["blocks"]), len(blocks)))
-    orig = [b.forward for b in blocks]
+    key = getattr(plan.table, "input_key", None)
+    changing = getattr(plan.table, "changing_buffers", None) or [None] * len(blocks)
+    sac = getattr(plan.table, "sac", None)
+    for nd in _walk(plan.tree):
+        if nd.keep == "some" or (nd.keep in ("expensive", "cheap") and (nd.depth or sac is None)):
+            raise RematError(1, "invalid argument", "block %d keeps a selective set%s: remat_torch applies "
+                             "selective keep-sets only at the top of a plan, measured with measure(selective=True) "
+                             "on torch >= 2.5" % (nd.first, " inside a segment's re-run" if nd.depth else ""))
+    names = {id(m): n for n, m in model.named_modules()}
+    parents = {}
+    for n, m in model.named_modules():
+        for k, c in m._modules.items():
+            if c is not None:
+                parents.setdefault(id(c), (m, k))
 
-    def run_items(items, x, args, kwargs):
-        """a segment's blocks, as its re-run decides (inside its checkpoint)"""
+    def run_items(items, args, kwargs):
+        """a segment's blocks as its re-run decides (inside its checkpoint)"""
         out = None
-        for it in items:
-            if it[0] == "leaf" or (it[0] == "block" and it[2] == "all"):
-                out = orig[it[1]](x, *args, **kwargs)
-            elif it[0] == "block" and it[2] == "none":
-                out = _ckpt(orig[it[1]], x, args, kwargs, True)
-            elif it[0] == "block":
-                raise RematError(1, "invalid argument", "a selective keep-set inside a segment's re-run: torch "
-                                 "cannot nest a selective checkpoint in a reentrant one")
+        for nd in items:
+            i = nd.first
+            if nd.kind == "block" and (nd.keep == "all" or nd.last):
+                out = blocks[i](*args, **kwargs)
+            elif nd.kind == "block":
+                flat, rebuild = _flatten(args, kwargs)
+                f = _restoring(_module_fn(blocks[i], rebuild), [blocks[i]], [changing[i]])
+                out = _ckpt(f, flat, True)
             else:
-                out = _ckpt(functools.partial(_segment_fn, it[3], run_items), x, args, kwargs, True)
-            x = first_tensor(out)
+                flat, rebuild = _flatten(args, kwargs)
+                f = _restoring(_items_fn(nd.children, run_items, rebuild), blocks[nd.first:nd.end],
+                               changing[nd.first:nd.end])
+                out = _ckpt(f, flat, True)
+            args, kwargs = _with_input(args, kwargs, key, first_tensor(out))
         return out
 
-    for it in plan.tree:
-        if it[0] == "block":
-            i, keep = it[1], it[2]
-            if keep == "all":
+    wrap = {}
+    for nd in plan.tree:
+        i = nd.first
+        if nd.kind == "block":
+            if nd.keep == "all" and not nd.offload:
                 continue
-            ctx = None
-            if keep != "none":
-                if torch_version() < (2, 5):
-                    raise RematError(1, "invalid argument", "the plan checkpoints block %d selectively, which needs "
-                                     "torch >= 2.5" % i)
-                ctx = _sac_context(keep == "expensive")
-            blocks[i].forward = _top(orig[i], ctx)
+            if nd.keep == "all":
+                wrap[i] = ("offloaded to the host", _offload_run(blocks[i]))
+            else:
+                ctx = sac.context(i, nd.keep) if nd.keep in ("expensive", "cheap") else None
+                wrap[i] = ("checkpoint" + (" (selective: keep %s)" % nd.keep if ctx else ""),
+                           _top_run(blocks[i], None, ctx, changing[i], None, key))
         else:
-            a, m, sub = it[1], it[2], it[3]
+            a, m = nd.first, nd.end
             shared = {}
-            blocks[a].forward = _top(functools.partial(_segment_fn, sub, run_items), None, shared if m > a + 1 else None)
+            what = "segment of blocks %d-%d" % (a, m - 1)
+            wrap[a] = ("checkpoint, " + what, _top_run(blocks[a], (nd.children, run_items, blocks[a:m],
+                                                                    changing[a:m]), None, None, shared, key))
             for k in range(a + 1, m):
-                blocks[k].forward = _passthrough(shared, k, k == m - 1)
+                wrap[k] = ("in the checkpoint of the %s" % what, _passthrough(shared, k, k == m - 1, key))
+    for i, (what, run) in wrap.items():
+        b = blocks[i]
+        if id(b) not in parents:
+            raise RematError(1, "invalid argument", "block %d (%s) is no attribute of a module of the model: "
+                             "apply cannot wrap it" % (i, names.get(id(b), "?")))
+        parent, k = parents[id(b)]
+        parent._modules[k] = RematCheckpoint(b, what, run)
     return model
 
 
-def _segment_fn(items, run_items, x, *args, **kwargs):
-    return run_items(items, x, args, kwargs)
+def _module_fn(mod, rebuild):
+    def fn(*ts):
+        a, k = rebuild(ts)
+        return mod(*a, **k)
+    return fn
 
 
-def _top(fn, context_fn, shared=None):
+def _items_fn(items, run_items, rebuild):
+    def fn(*ts):
+        a, k = rebuild(ts)
+        return run_items(items, a, k)
+    return fn
+
+
+def _top_run(block, segment, context_fn, changing, shared, key):
     """an outermost checkpoint: of a block, or of a segment (its output handed to the rest of it)"""
-    def forward(*args, **kwargs):
-        out = _ckpt(fn, args[0], args[1:], kwargs, False, context_fn)
+    def run(args, kwargs):
+        flat, rebuild = _flatten(args, kwargs)
+        if segment is None:
+            f = _restoring(_module_fn(block, rebuild), [block], [changing])
+        else:
+            items, run_items, mods, names = segment
+            f = _restoring(_items_fn(items, run_items, rebuild), mods, names)
+        out = _ckpt(f, flat, False, context_fn)
         if shared is not None:
-            shared["out"] = out
+            x = _input_of(args, kwargs, key)
+            shared["out"], shared["args"] = out, [t for t in flat if t is not x]
         return out
-    forward._remat_torch = True
-    return forward
+    return run
 
 
-def _passthrough(shared, k, last):
+def _offload_run(block):
+    def run(args, kwargs):
+        with torch.autograd.graph.save_on_cpu():
+            return block(*args, **kwargs)
+    return run
+
+
+def _passthrough(shared, k, last, key):
     """block k inside a segment: the segment ran it; it hands on the segment's output (forgotten
     by the last of them: a step holds no tensor after it)"""
-    def forward(*args, **kwargs):
+    def run(args, kwargs):
         out = shared.pop("out", None) if last else shared.get("out")
-        if out is None or (args and first_tensor(out) is not args[0]):
+        seg_args = shared.pop("args", None) if last else shared.get("args")
+        x = _input_of(args, kwargs, key)
+        flat = _flatten(args, kwargs)[0]
+        if out is None or x is not first_tensor(out):
             raise RematError(1, "invalid argument", "block %d of a checkpointed segment was called on something "
                              "else than the block before's output: the model must call its blocks one after "
                              "another, each on the one before's output" % k)
+        others = [t for t in flat if t is not x]
+        if len(others) != len(seg_args) or any(a is not b for a, b in zip(others, seg_args)):
+            raise RematError(1, "invalid argument", "block %d of a checkpointed segment got other tensor arguments "
+                             "than the segment's first block: a segment runs its blocks with the first one's" % k)
         return out
-    forward._remat_torch = True
-    return forward
+    return run
 
 
 def unapply(model):
-    """Undoes apply: every block's own forward back."""
-    for m in model.modules():
-        f = m.__dict__.get("forward")
-        if f is not None and getattr(f, "_remat_torch", False):
-            del m.forward
+    """Undoes apply: every block back in its place, unwrapped."""
+    for m in list(model.modules()):
+        for k, c in list(m._modules.items()):
+            if isinstance(c, RematCheckpoint):
+                m._modules[k] = c._checkpoint_wrapped_module
     return model
 
 
@@ -537,16 +603,16 @@ def kept_bytes(model, sample_inputs, loss_fn=None, method="hooks"):
       method "profiler"  the allocator's net bytes over the forward (torch.profiler with
                          profile_memory=True): what it allocated and still holds at its end.
     Parameters, buffers and the sample inputs are not counted (they exist before the step).  The
-    forward runs once, without a backward; the RNG state is left as it was."""
+    forward runs once, without a backward; the RNG state and every buffer are left as they were."""
+    from ._measure import _Snapshot
     args = as_args(sample_inputs)
     loss_fn = loss_fn or default_loss
     dev = next((p.device for p in model.parameters()), torch.device("cpu"))
-    devices = [dev.index or 0] if dev.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
+    if method not in ("hooks", "profiler"):
+        raise RematError(1, "invalid argument", "method is 'hooks' or 'profiler', got %r" % (method,))
+    with _Snapshot(model, None, dev):
         if method == "hooks":
             return _kept_hooks(model, args, loss_fn, dev)
-        if method != "profiler":
-            raise RematError(1, "invalid argument", "method is 'hooks' or 'profiler', got %r" % (method,))
         from torch.profiler import ProfilerActivity, profile
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
         gc.collect()

@@ -57,6 +57,7 @@ typedef struct gen {
     double *rev_cost;        /* revolve DP, (L+2) x (S+1) */
     int *rev_split;
     int S;
+    int node;                /* the move whose re-run is being solved (on_move's index), -1 */
     remat_status st;
     int fwd_end_set;
 } gen;
@@ -262,6 +263,11 @@ static void solve(gen *g, int a, int b, int slots)
     uint32_t keep, off;
     decide(g, a, b, slots, &move, &m, &keep, &off);
     if (g->st) return;
+    int me = -1;
+    if (g->s->on_move && (me = g->s->on_move(g->s->on_move_arg, g->node, a, b, move, m, keep, off)) < 0) {
+        g->st = remat_fail(REMAT_ERR_NOMEM, "out of memory recording a plan's moves");
+        return;
+    }
     if (move == MOVE_ALL) {
         if (a + 1 < b) {
             block_forward(g, a, keep | remat_out_bit(g->tb), 0);
@@ -272,7 +278,10 @@ static void solve(gen *g, int a, int b, int slots)
     } else {
         for (int k = a; k < m; k++) block_forward(g, k, remat_out_bit(g->tb), k > a);
         solve(g, m, b, slots - 1);
+        int up = g->node;
+        g->node = me;
         solve(g, a, m, slots);
+        g->node = up;
     }
 }
 
@@ -320,6 +329,7 @@ static remat_status gen_init(gen *g, remat_schedule *s)
     g->s = s;
     g->tb = s->tb;
     g->L = s->cfg.n_layer;
+    g->node = -1;
     last_readers(g);
     remat_status st = remat_walker_init(&g->w, &s->cfg, s->forward_only, 0, NULL, SIZE_MAX);
     if (st) return st;

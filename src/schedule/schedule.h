@@ -64,6 +64,13 @@ typedef struct remat_instr {
     int32_t layer;          /* block, or -1 for global tensors */
 } remat_instr;
 
+/* The compiler's moves, one call each as it decides them (remat_plan_tree,
+ * src/planner/tree.c): parent is the index the call for the CK move whose
+ * re-run this move is in returned (-1: the first forward); move 0 ALL
+ * (keep, off), 1 CK(m).  Returns this move's index (< 0: out of memory,
+ * which ends the compile with REMAT_ERR_NOMEM). */
+typedef int (*remat_move_fn)(void *arg, int parent, int a, int b, int move, int m, uint32_t keep, uint32_t off);
+
 struct remat_schedule {
     remat_config cfg;
     const remat_table *tb;
@@ -78,6 +85,8 @@ struct remat_schedule {
     double *flops_of;
     uint64_t *host_after;             /* per instruction: bytes on the host after it */
     size_t noffload;                  /* offload instructions (0: the host is never used) */
+    remat_move_fn on_move;            /* NULL, or told every move (remat_schedule_moves) */
+    void *on_move_arg;
 };
 
 remat_status remat_schedule_push(remat_schedule *s, int kind, int layer, int tid);
@@ -94,6 +103,9 @@ remat_status remat_compile(remat_schedule *s, const remat_policy *p);
  * after its last reader, the logits freed last (the interpreter reads them
  * at that free). */
 remat_status remat_compile_forward(remat_schedule *s);
+
+/* Compiles policy for cfg only to tell fn its moves (no schedule kept). */
+remat_status remat_schedule_moves(const remat_config *cfg, const char *policy, remat_move_fn fn, void *arg);
 
 /* The simulator's per-instruction arrays (each remat_schedule_length long). */
 remat_status remat_schedule_trace(const remat_schedule *s, remat_sim *sim, uint64_t *live_after, uint64_t *peak_in);

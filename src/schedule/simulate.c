@@ -83,6 +83,23 @@ out:
     return st;
 }
 
+remat_status remat_schedule_moves(const remat_config *cfg, const char *policy, remat_move_fn fn, void *arg)
+{
+    remat_policy p;
+    remat_schedule *s = NULL;
+    remat_status st;
+    if ((st = remat_config_check(cfg))) return st;
+    if ((st = remat_policy_parse(remat_table_of(cfg), policy, &p))) return st;
+    if ((st = sched_new(cfg, &s))) goto out;
+    s->on_move = fn;
+    s->on_move_arg = arg;
+    st = remat_compile(s, &p);
+out:
+    remat_policy_clear(&p);
+    remat_schedule_free(s);
+    return st;
+}
+
 remat_status remat_schedule_create_forward(const remat_config *cfg, remat_schedule **out)
 {
     remat_schedule *s = NULL;

@@ -1,0 +1,238 @@
+/*
+ * tree.c -- a policy as the tree of checkpoints a framework runs, and what a
+ * table's plan keeps in that framework (remat.h, "plans as checkpoint
+ * trees").  The tree is the compiler's own moves (compile.c, solve: the hook
+ * remat_schedule_moves), not a second reading of the plan grammar, so that
+ * remat_torch and `remat plan --table` apply, count and explain one thing.
+ *
+ * A framework checkpoint holds, besides the block inputs the simulator
+ * counts, what the table's "checkpoint" object says: the blocks' other
+ * arguments once (context_bytes, when anything is checkpointed) and a stash
+ * per checkpoint call alive when the forward ends (call_bytes: torch's CPU
+ * RNG state).  The calls alive then are every checkpoint of the tree: each
+ * segment and each block kept as less than all, nested ones included (a
+ * segment's re-run function runs in the first forward too, and its nested
+ * checkpoints with it).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "planner.h"
+#include "../core/core.h"
+
+typedef struct moves {
+    remat_plan_node *v;
+    size_t n, cap;
+    uint32_t out_bit, exp_bit, cheap_bit, all_bits;
+    int table;
+} moves;
+
+static int on_move(void *arg, int parent, int a, int b, int move, int m, uint32_t keep, uint32_t off)
+{
+    moves *t = arg;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 32;
+        remat_plan_node *p = remat_realloc(t->v, cap * sizeof *p);
+        if (!p) return -1;
+        t->v = p;
+        t->cap = cap;
+    }
+    remat_plan_node *x = &t->v[t->n];
+    memset(x, 0, sizeof *x);
+    x->parent = parent;
+    x->depth = parent < 0 ? 0 : t->v[parent].depth + 1;
+    x->first = a;
+    x->keep_mask = keep;
+    x->offload_mask = off;
+    if (move == 1) {
+        x->kind = REMAT_NODE_SEGMENT;
+        x->end = m;
+        x->keep = REMAT_KEEP_OUTPUT;
+        x->keep_mask = t->out_bit;
+    } else {
+        x->kind = REMAT_NODE_BLOCK;
+        x->end = a + 1;
+        /* the last block of a re-run: its forward runs inside its own backward */
+        x->last = parent >= 0 && a + 1 == b;
+        uint32_t inner = keep & t->all_bits & ~t->out_bit, droppable = t->all_bits & ~t->out_bit;
+        if (x->last || inner == droppable) x->keep = REMAT_KEEP_ALL;
+        else if (!inner) x->keep = REMAT_KEEP_OUTPUT;
+        else if (t->table && t->exp_bit && inner == t->exp_bit) x->keep = REMAT_KEEP_EXPENSIVE;
+        else if (t->table && t->cheap_bit && inner == t->cheap_bit) x->keep = REMAT_KEEP_CHEAP;
+        else x->keep = REMAT_KEEP_SOME;
+    }
+    return (int)t->n++;
+}
+
+/* chain order: a segment before its re-run's nodes, they before its siblings */
+static int before(const remat_plan_node *x, const remat_plan_node *y)
+{
+    return x->first != y->first ? x->first < y->first : x->depth < y->depth;
+}
+
+remat_status remat_plan_tree(const remat_config *cfg, const char *policy, remat_plan_node *out, size_t n,
+                             size_t *len)
+{
+    moves t;
+    int *where = NULL;
+    remat_status st;
+    memset(&t, 0, sizeof t);
+    if (len) *len = 0;
+    if (!cfg || (n && !out)) return remat_fail(REMAT_ERR_INVALID, "remat_plan_tree: NULL argument");
+    int nt = remat_config_tensor_count(cfg);
+    for (int id = 0; id < nt && id < 32; id++) {
+        remat_tensor_info ti;
+        if (remat_tensor_get(cfg, id, &ti) || !ti.per_layer) break;
+        if (ti.is_grad) continue;
+        t.all_bits |= 1u << id;
+        t.out_bit = 1u << id;                  /* the last per-block tensor */
+        if (!strcmp(ti.name, "expensive")) t.exp_bit = 1u << id;
+        if (!strcmp(ti.name, "cheap")) t.cheap_bit = 1u << id;
+    }
+    t.table = cfg->framework == REMAT_FRAMEWORK_TABLE;
+    if ((st = remat_schedule_moves(cfg, policy, on_move, &t))) goto out;
+    /* insertion sort into chain order, parents renumbered (a few nodes per block) */
+    where = remat_malloc((t.n ? t.n : 1) * sizeof *where);
+    size_t *order = remat_malloc((t.n ? t.n : 1) * sizeof *order);
+    if (!where || !order) { free(order); st = remat_fail(REMAT_ERR_NOMEM, "out of memory in remat_plan_tree"); goto out; }
+    for (size_t i = 0; i < t.n; i++) {
+        size_t j = i;
+        while (j > 0 && before(&t.v[i], &t.v[order[j - 1]])) { order[j] = order[j - 1]; j--; }
+        order[j] = i;
+    }
+    for (size_t i = 0; i < t.n; i++) where[order[i]] = (int)i;
+    for (size_t i = 0; i < t.n && i < n; i++) {
+        out[i] = t.v[order[i]];
+        if (out[i].parent >= 0) out[i].parent = where[out[i].parent];
+    }
+    free(order);
+    if (len) *len = t.n;
+    if (n && n < t.n) st = remat_fail(REMAT_ERR_RANGE, "remat_plan_tree: %zu nodes, room for %zu", t.n, n);
+out:
+    free(where);
+    free(t.v);
+    return st;
+}
+
+/* checkpoint calls alive when the first forward ends (see the file's notes) */
+static remat_status calls_of(const remat_config *cfg, const char *policy, int *calls)
+{
+    size_t n = 0;
+    remat_plan_node *v = NULL;
+    remat_status st = remat_plan_tree(cfg, policy, NULL, 0, &n);
+    *calls = 0;
+    if (st) return st;
+    if (!(v = remat_malloc((n ? n : 1) * sizeof *v))) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
+    if (!(st = remat_plan_tree(cfg, policy, v, n, NULL)))
+        for (size_t i = 0; i < n; i++) *calls += v[i].kind == REMAT_NODE_SEGMENT || v[i].keep != REMAT_KEEP_ALL;
+    free(v);
+    return st;
+}
+
+static remat_status table_row(const remat_config *cfg, const remat_table_info *info, remat_table_row *out)
+{
+    remat_status st = calls_of(cfg, out->row.policy, &out->checkpoint_calls);
+    if (st) return st;
+    out->checkpoint_bytes = (out->checkpoint_calls ? info->context_bytes : 0) +
+                            info->call_bytes * (uint64_t)out->checkpoint_calls;
+    out->kept_bytes = (uint64_t)((int64_t)out->row.stored_bytes + info->outside_bytes) + out->checkpoint_bytes;
+    out->peak_bytes = out->row.peak_bytes + out->checkpoint_bytes;
+    return REMAT_OK;
+}
+
+void remat_table_row_clear(remat_table_row *r)
+{
+    if (!r) return;
+    remat_plan_row_clear(&r->row);
+    memset(r, 0, sizeof *r);
+}
+
+remat_status remat_table_evaluate(const remat_config *cfg, const remat_profile *prof, const char *policy,
+                                  remat_table_row *out)
+{
+    remat_table_info info;
+    remat_status st;
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_table_evaluate: out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((st = remat_table_get_info(cfg, &info))) return st;
+    if ((st = remat_plan_evaluate(cfg, prof, policy, 0, 1, &out->row))) return st;
+    if ((st = table_row(cfg, &info, out))) remat_table_row_clear(out);
+    return st;
+}
+
+remat_status remat_table_min_kept(const remat_config *cfg, const remat_profile *prof, remat_table_row *out)
+{
+    remat_table_info info;
+    remat_table_row none, least;
+    uint64_t minp = 0;
+    remat_status st;
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_table_min_kept: out is NULL");
+    memset(out, 0, sizeof *out);
+    memset(&none, 0, sizeof none);
+    memset(&least, 0, sizeof least);
+    if ((st = remat_table_get_info(cfg, &info)) || (st = remat_plan_min_peak(cfg, &minp))) return st;
+    if ((st = remat_plan_optimal(cfg, prof, minp, 1, &least.row)) || (st = table_row(cfg, &info, &least)) ||
+        (st = remat_table_evaluate(cfg, prof, "none", &none)))
+        goto out;
+    /* the checkpoints' own bytes can make "none" keep less than the smallest peak's plan */
+    if (none.kept_bytes < least.kept_bytes) { *out = none; memset(&none, 0, sizeof none); }
+    else { *out = least; memset(&least, 0, sizeof least); }
+out:
+    remat_table_row_clear(&none);
+    remat_table_row_clear(&least);
+    return st;
+}
+
+remat_status remat_table_optimal(const remat_config *cfg, const remat_profile *prof, uint64_t kept_budget,
+                                 remat_table_row *out)
+{
+    remat_table_info info;
+    uint64_t minp = 0;
+    remat_status st;
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_table_optimal: out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((st = remat_table_get_info(cfg, &info)) || (st = remat_plan_min_peak(cfg, &minp))) return st;
+    /* kept K is an activation budget of K + the reserve; what the checkpoints hold besides, the
+     * simulator does not see: a plan that keeps more than K with it is planned again with that
+     * much less room (the room only falls, so this ends; eight rounds are plenty in practice) */
+    uint64_t room = kept_budget;
+    for (int round = 0; round < 8 && room + info.reserve_bytes >= minp; round++) {
+        remat_table_row r;
+        memset(&r, 0, sizeof r);
+        st = remat_plan_optimal(cfg, prof, room + info.reserve_bytes, 1, &r.row);
+        if (st == REMAT_ERR_BUDGET) break;
+        if (st || (st = table_row(cfg, &info, &r))) { remat_table_row_clear(&r); return st; }
+        if (r.kept_bytes <= kept_budget) { *out = r; return REMAT_OK; }
+        uint64_t over = r.kept_bytes - kept_budget;
+        remat_table_row_clear(&r);
+        if (over >= room) break;
+        room -= over;
+    }
+    remat_table_row least;
+    char b1[32], b2[32], b3[32];
+    if ((st = remat_table_min_kept(cfg, prof, &least))) return st;
+    remat_table_row none;
+    if ((st = remat_table_evaluate(cfg, prof, "none", &none))) { remat_table_row_clear(&least); return st; }
+    st = remat_fail(REMAT_ERR_BUDGET, "budget %s is below the minimum %s of kept bytes (the least any plan keeps, "
+                    "%s; the model without checkpoints keeps %s)", remat_fmt_bytes(kept_budget, b1, sizeof b1),
+                    remat_fmt_bytes(least.kept_bytes, b2, sizeof b2), least.row.policy,
+                    remat_fmt_bytes(none.kept_bytes, b3, sizeof b3));
+    remat_table_row_clear(&least);
+    remat_table_row_clear(&none);
+    return st;
+}
+
+size_t remat_abi_size(const char *name)
+{
+    static const struct { const char *name; size_t size; } sizes[] = {
+        { "remat_config", sizeof(remat_config) },
+        { "remat_plan_row", sizeof(remat_plan_row) },
+        { "remat_layer_info", sizeof(remat_layer_info) },
+        { "remat_table_info", sizeof(remat_table_info) },
+        { "remat_tensor_info", sizeof(remat_tensor_info) },
+        { "remat_plan_node", sizeof(remat_plan_node) },
+        { "remat_table_row", sizeof(remat_table_row) },
+    };
+    for (size_t i = 0; name && i < sizeof sizes / sizeof sizes[0]; i++)
+        if (!strcmp(sizes[i].name, name)) return sizes[i].size;
+    return 0;
+}
