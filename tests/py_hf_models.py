@@ -146,7 +146,7 @@ PEAK_TOL = 0.10
 
 
 def near(pred, got):
-    """a peak: within PEAK_TOL (README, "A budget on device memory", says how close, and why not closer)"""
+    """a peak: within PEAK_TOL (README, "Using remat from PyTorch", and docs/pytorch.md say how close, and why not closer)"""
     return abs(pred - got) <= PEAK_TOL * got
 
 

@@ -1,6 +1,6 @@
 """_peak.py -- a training step's peak as the allocator sees it, measured.
 
-plan(..., budget=) bounds this peak (README, "A budget on device memory"):
+plan(..., budget=) bounds this peak (README, "Using remat from PyTorch"):
 parameters, gradients, optimizer state, what the forward keeps and the
 backward's working set, including one block's re-run.  Its prediction is
 C's (remat_plan_optimal's total_bytes: the simulator's peak plus the table's

@@ -1,6 +1,6 @@
 /*
  * devpeak.c -- a table's plans under a budget on device memory (remat.h,
- * "a budget on device memory"; README, "A budget on device memory").
+ * "a budget on device memory"; README, "Using remat from PyTorch").
  *
  * A table's step peaks, on the device, at its simulated activation peak plus
  * what the checkpoint calls hold (remat_table_row.peak_bytes) plus the
