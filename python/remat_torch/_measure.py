@@ -339,9 +339,10 @@ class _OpRecorder:
                     rec.count[i][func] = n + 1
                     if not any(r.alias_info is not None for r in func._schema.returns):
                         call = (i, func, n)
+                        ins = {storage_of(t)[0] for t in tensors_in((args, kwargs))}
                         for t in tensors_in(out):
                             k = storage_of(t)[0]
-                            if k:
+                            if k and k not in ins:      # _unsafe_view and the like alias all the same
                                 rec.made[k] = call
                                 rec.outs.setdefault(call, []).append(k)
                 return out

@@ -17,7 +17,8 @@ The tree, in chain order (Node):
                                       children are its re-run, in which the
                                       same moves nest (a block that keeps
                                       nothing there, or a segment, is a
-                                      reentrant checkpoint inside it; its last
+                                      checkpoint inside it, non-reentrant from
+                                      torch 2.1, reentrant before; its last
                                       block runs plainly).
 The outermost checkpoints are non-reentrant (use_reentrant=False) where
 torch has it; every tensor argument, keyword arguments too, is a checkpoint
@@ -378,6 +379,11 @@ def _restoring(fn, mods, names):
     return run
 
 
+# a checkpoint inside a segment's re-run: non-reentrant where torch nests those (2.1), so that
+# the backward is the unwrapped model's graph (gradients summed in its order); reentrant before
+_NESTED_REENTRANT = torch_version() < (2, 1)
+
+
 def _ckpt(fn, flat, reentrant, context_fn=None):
     """torch.utils.checkpoint of fn(*flat), the RNG state preserved (torch's default)"""
     if reentrant or torch_version() < (1, 11):
@@ -426,12 +432,12 @@ def apply(model, plan):
             elif nd.kind == "block":
                 flat, rebuild = _flatten(args, kwargs)
                 f = _restoring(_module_fn(blocks[i], rebuild), [blocks[i]], [changing[i]])
-                out = _ckpt(f, flat, True)
+                out = _ckpt(f, flat, _NESTED_REENTRANT)
             else:
                 flat, rebuild = _flatten(args, kwargs)
                 f = _restoring(_items_fn(nd.children, run_items, rebuild), blocks[nd.first:nd.end],
                                changing[nd.first:nd.end])
-                out = _ckpt(f, flat, True)
+                out = _ckpt(f, flat, _NESTED_REENTRANT)
             args, kwargs = _with_input(args, kwargs, key, first_tensor(out))
         return out
 

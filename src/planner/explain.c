@@ -119,6 +119,33 @@ static void describe(text *f, const remat_config *c, int a, int b, int step, con
     }
 }
 
+/* One line per checkpoint nested in a segment's re-run (remat_plan_tree): what the layer
+ * lines above do not say, that a re-run checkpoints again. */
+static remat_status nesting(text *f, const remat_config *c, const char *policy)
+{
+    size_t n = 0;
+    remat_status st = remat_plan_tree(c, policy, NULL, 0, &n);
+    if (st) return st;
+    remat_plan_node *v = remat_malloc((n ? n : 1) * sizeof *v);
+    if (!v) return remat_fail(REMAT_ERR_NOMEM, "out of memory explaining a plan");
+    if ((st = remat_plan_tree(c, policy, v, n, NULL))) goto out;
+    for (size_t i = 0; i < n; i++) {
+        const remat_plan_node *x = &v[i];
+        if (x->parent < 0 || (x->kind == REMAT_NODE_BLOCK && x->keep == REMAT_KEEP_ALL)) continue;
+        const remat_plan_node *p = &v[x->parent];
+        if (x->kind == REMAT_NODE_SEGMENT && x->end - x->first > 1)
+            add(f, "  nested: layers %d-%d are one checkpoint again inside the re-run of layers %d-%d\n",
+                x->first, x->end - 1, p->first, p->end - 1);
+        else
+            add(f, "  nested: layer %d is checkpointed again inside the re-run of layers %d-%d%s\n", x->first,
+                p->first, p->end - 1, x->keep == REMAT_KEEP_OUTPUT || x->kind == REMAT_NODE_SEGMENT ? "" :
+                " (keeping part of it)");
+    }
+out:
+    free(v);
+    return st;
+}
+
 remat_status remat_plan_explain(const remat_config *c, const char *policy, char *buf, size_t n, size_t *len)
 {
     remat_schedule *s = NULL;
@@ -149,6 +176,7 @@ remat_status remat_plan_explain(const remat_config *c, const char *policy, char 
             a = l;
         }
 #undef SAME
+    if ((st = nesting(&f, c, policy))) goto out;
     if (!f.ok) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory explaining a plan"); goto out; }
     if (len) *len = f.len;
     if (n) {
