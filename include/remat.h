@@ -937,28 +937,65 @@ REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *
 
 /* ---- tables read from files: any framework's chain of blocks --------------------
  * A table can also be data in a file: what another framework's run of a
- * chain of identical blocks keeps and how long its ops take, as measured
- * (remat_torch.measure writes one for any torch.nn.Module).  JSON, version 1
- * (README, "Using remat from PyTorch", has every key):
- *   {"format": "remat-table", "version": 1, "name", "device", "selective",
+ * chain of blocks keeps and how long its ops take, as measured
+ * (remat_torch.measure writes one for any torch.nn.Module).  JSON (README,
+ * "The table format", has every key and its default).
+ *
+ * Version 1: one chain of identical blocks.
+ *   {"format": "remat-table", "version": 1, "name", "source", "device", "selective",
  *    "input":  {"bytes", "kept", "saved_bytes", "forward_ms", "backward_ms"},
- *    "blocks": [{"saved": [{"bytes", "cheap"}, ...], "output_bytes",
- *                "forward_ms", "backward_ms", "cheap_forward_ms"}, ...],
+ *    "blocks": [BLOCK, ...],
  *    "head":   {"saved_bytes", "keeps_input", "forward_ms", "backward_ms"},
  *    "params_bytes", "grads_bytes", "optimizer_bytes", "optimizer_ms",
  *    "checkpoint": {"context_bytes", "call_bytes"}}
+ *   BLOCK = {"saved": [{"bytes", "cheap"}, ...], "output_bytes",
+ *            "forward_ms", "backward_ms", "cheap_forward_ms"}
  * Every block must be the same (the saved tensors' bytes and cheap flags,
- * the output): a file whose blocks differ is refused, naming the first
- * difference; their times are the median over the blocks.  The table (per
- * block "saved" -- or "expensive" and "cheap" with "selective": true -- and
- * "output"; "input", "head", "d_output") plans with the planner, the
- * simulator and the Pareto front like any other, with the times of the file
- * as its profile.  Its keep-sets are what the framework can do: keep all
- * (no checkpoint), keep only the output (torch.utils.checkpoint of the
- * block, whose re-run the table prices as the whole block's forward), keep
- * one of expensive and cheap (a selective checkpoint, "selective" only);
- * plan:TOKENS segments are checkpoints of several blocks.  Planned, never
- * run: remat_model_create refuses it.
+ * the output) and input.bytes a block's output_bytes: a file whose blocks
+ * differ is refused, naming the first difference; the times are the median
+ * over the blocks.
+ *
+ * Version 2: every block its own, and several chains under one budget.
+ * The same top-level keys, BLOCK the same object, and:
+ *   - blocks may differ in every key: each BLOCK's saved tensors, output and
+ *     times are that block's.  Block i's input is block i-1's output, block
+ *     0's is input.bytes (any size).
+ *   - either one chain, as in version 1 ("input", "blocks", "head" at the
+ *     top level), or "chains" (and then none of those three at the top):
+ *       "chains": [{"name", "reads": [NAME, ...], "input", "blocks", "head"}, ...]
+ *     1 to REMAT_TABLE_MAX_CHAINS chains in the order their forwards run,
+ *     each with a unique "name" (1 to 255 bytes; required), "input",
+ *     "blocks" and "head" as above, and "reads": the names of earlier
+ *     chains whose result this chain's blocks read (T5's decoder reads
+ *     the encoder's; default none).  Every chain but the last must be read
+ *     by a later one; the last chain's head ends with the loss.  All
+ *     chains' blocks together are at most REMAT_MAX_LAYERS.
+ *   - head may also have "output_bytes": the bytes of the chain's result
+ *     that later chains read (default: its last block's output_bytes);
+ *     used only when a chain reads it.
+ * The step of several chains: the forward of chain 0 (input, blocks,
+ * head), then of chain 1, ...; the backward in the reverse order (the last
+ * chain's head first, chain 0's input last).  The result R of a chain that
+ * is read is live from the end of its head's forward to the end of the
+ * backward of its earliest reader (the last of its readers' backwards to
+ * end); its gradient (R's bytes) is live from the start of the backward of
+ * its latest reader to the end of its own head's backward.  Kept bytes are
+ * what is live when the last chain's head forward ends, every chain's and
+ * every live result together; one budget covers the whole step.
+ * A version-2 file of one chain whose blocks are the same (times aside)
+ * and whose input is a block's output is uniform: it gives exactly the
+ * plans of the same file as version 1.
+ *
+ * The table (per block "saved" -- or "expensive" and "cheap" with
+ * "selective": true -- and "output"; "input", "head", "d_output") plans
+ * with the planner, the simulator and the Pareto front like any other,
+ * with the times of the file as its profile.  Its keep-sets are what the
+ * framework can do: keep all (no checkpoint), keep only the output
+ * (torch.utils.checkpoint of the block, whose re-run the table prices as
+ * the whole block's forward), keep one of expensive and cheap (a
+ * selective checkpoint, "selective" only); plan:TOKENS segments are
+ * checkpoints of several blocks.  Planned, never run: remat_model_create
+ * refuses it.
  *
  * What it plans is kept bytes: the storages the framework holds for the
  * backward when the forward ends (the simulator's stored_bytes plus
@@ -968,6 +1005,7 @@ REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *
  * simulated peak is its kept bytes plus reserve_bytes, or more when a
  * segment of several blocks is re-run at once.  To plan for kept bytes K,
  * give K + reserve_bytes as the activation budget. */
+#define REMAT_TABLE_MAX_CHAINS 16      /* chains of one version-2 table file */
 
 /* Reads a table from path (remat_table_read). */
 REMAT_API remat_status remat_table_load(const char *path, remat_config *cfg, remat_profile **prof);
@@ -997,8 +1035,14 @@ typedef struct remat_table_info {
     uint64_t call_bytes;       /* per checkpoint call: its stash (torch: the RNG state it
                                   preserves, on the CPU) */
 } remat_table_info;
-/* What cfg's table is (REMAT_ERR_INVALID when cfg is not a loaded table's). */
+/* What cfg's table is (REMAT_ERR_INVALID when cfg is not a loaded table's).
+ * For a chain whose blocks differ, block_saved_bytes and output_bytes are
+ * the largest block's (remat_plan_explain lists each kind of block). */
 REMAT_API remat_status remat_table_get_info(const remat_config *cfg, remat_table_info *out);
+/* The kinds of block in cfg's table: blocks with the same bytes (saved
+ * tensors and output) are one kind; 1 when every block is the same (any
+ * version-1 file), 0 when cfg is not a loaded table's. */
+REMAT_API int remat_table_block_kinds(const remat_config *cfg);
 /* Ends one load of cfg's table; the last ends the table, and configs of it
  * are then refused.  Free what was made from them first (schedules, a
  * profile may be kept: it holds no pointer to the table). */

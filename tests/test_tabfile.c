@@ -16,9 +16,17 @@
  *     nothing, even when its slot is reused; the engine refuses the config;
  *   - a parsed file written back parses to the same table;
  *   - 20 malformed files, each refused with REMAT_ERR_FORMAT in one line
- *     that says what is wrong.
+ *     that says what is wrong;
+ *   - version 2, blocks of their own (random small chains): the simulator's
+ *     kept bytes and peak against a count of the file's numbers under every
+ *     per-block plan, each block's own time in the cost model, and the
+ *     planner's optimum and minimum against an exhaustive enumeration of
+ *     every plan string (each simulated);
+ *   - a 255-byte name kept whole; lookups on one thread while another loads
+ *     and unloads (a stale id is always refused, a held one always found).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,8 +252,9 @@ static void round_trip(void)
     CHECK(remat_tabfile_parse(j, strlen(j), "t", &t) == REMAT_OK, "parse: %s", remat_errmsg());
     CHECK(remat_tabfile_dump(&t, &d1) == REMAT_OK && remat_tabfile_parse(d1, strlen(d1), "d", &u) == REMAT_OK &&
           remat_tabfile_dump(&u, &d2) == REMAT_OK && !strcmp(d1, d2), "the dump is not a fixed point");
-    CHECK(u.nblock == t.nblock && u.block[2].forward_ms == t.block[2].forward_ms && u.context_bytes == 4 &&
-          u.call_bytes == 5056 && u.input_saved == t.input_saved, "the round trip changes the table");
+    CHECK(u.chain[0].nblock == t.chain[0].nblock && u.chain[0].block[2].forward_ms == t.chain[0].block[2].forward_ms &&
+          u.context_bytes == 4 && u.call_bytes == 5056 && u.chain[0].input_saved == t.chain[0].input_saved,
+          "the round trip changes the table");
     remat_config c;
     remat_table_info info;
     CHECK(remat_table_read(j, strlen(j), &c, NULL) == REMAT_OK && remat_table_get_info(&c, &info) == REMAT_OK &&
@@ -256,6 +265,277 @@ static void round_trip(void)
     free(d1);
     free(d2);
     free(j);
+}
+
+/* ---- version 2: chains whose blocks differ ----------------------------------- */
+
+typedef struct hspec {
+    int L, selective, n[6], cheap[6][3], input_kept, keeps_input;
+    ull e[6][3], y[6], x0, before, after;
+    double fwd[6], bwd[6], cfwd[6];
+} hspec;
+
+static ull rnd(ull lo, ull hi) { return lo + (ull)rand() % (hi - lo + 1); }
+
+static void hspec_random(hspec *h, int L)
+{
+    memset(h, 0, sizeof *h);
+    h->L = L;
+    h->selective = rand() % 2;
+    h->input_kept = rand() % 4 != 0;
+    h->keeps_input = rand() % 4 != 0;
+    h->x0 = 1024 * rnd(1, 8);
+    h->before = 64 * rnd(0, 8);
+    h->after = 1024 * rnd(0, 16);
+    for (int l = 0; l < L; l++) {
+        h->n[l] = (int)rnd(1, 3);
+        for (int k = 0; k < h->n[l]; k++) {
+            h->e[l][k] = 1024 * rnd(0, 40);
+            h->cheap[l][k] = rand() % 2;
+        }
+        h->y[l] = 1024 * rnd(1, 8);
+        h->fwd[l] = 0.25 + 0.01 * (double)rnd(0, 100);
+        h->bwd[l] = 0.5 + 0.01 * (double)rnd(0, 150);
+        h->cfwd[l] = h->fwd[l] * 0.01 * (double)rnd(0, 60);
+    }
+}
+
+static char *hspec_json(const hspec *h)
+{
+    size_t cap = 4096 + (size_t)h->L * 600, k;
+    char *b = malloc(cap);
+    k = (size_t)snprintf(b, cap, "{\"format\": \"remat-table\", \"version\": 2, \"name\": \"het\", \"device\": \"test\", "
+                         "\"selective\": %s, \"input\": {\"bytes\": %llu, \"kept\": %s, \"saved_bytes\": %llu, "
+                         "\"forward_ms\": 0.25, \"backward_ms\": 0.5}, \"blocks\": [", h->selective ? "true" : "false",
+                         h->x0, h->input_kept ? "true" : "false", h->before);
+    for (int l = 0; l < h->L; l++) {
+        k += (size_t)snprintf(b + k, cap - k, "%s{\"saved\": [", l ? ", " : "");
+        for (int i = 0; i < h->n[l]; i++)
+            k += (size_t)snprintf(b + k, cap - k, "%s{\"bytes\": %llu, \"cheap\": %s}", i ? ", " : "", h->e[l][i],
+                                  h->cheap[l][i] ? "true" : "false");
+        k += (size_t)snprintf(b + k, cap - k, "], \"output_bytes\": %llu, \"forward_ms\": %.17g, \"backward_ms\": %.17g, "
+                              "\"cheap_forward_ms\": %.17g}", h->y[l], h->fwd[l], h->bwd[l], h->cfwd[l]);
+    }
+    snprintf(b + k, cap - k, "], \"head\": {\"saved_bytes\": %llu, \"keeps_input\": %s, \"forward_ms\": 1, "
+             "\"backward_ms\": 2}, \"optimizer_ms\": 3}", h->after, h->keeps_input ? "true" : "false");
+    return b;
+}
+
+/* block l's saved bytes: expensive (cheap 0) or cheap (1); all of them unselective */
+static ull hsaved(const hspec *h, int l, int cheap)
+{
+    ull t = 0;
+    for (int i = 0; i < h->n[l]; i++)
+        if (h->selective ? h->cheap[l][i] == cheap : !cheap) t += h->e[l][i];
+    return t;
+}
+
+/* kept bytes, counted from the file's numbers, of a per-block plan: block l keeps mask[l] (bit 0 expensive or saved,
+ * bit 1 cheap), every boundary kept */
+static ull hkept(const hspec *h, const int *mask)
+{
+    ull k = h->x0 + h->before + h->after - (h->input_kept ? 0 : h->x0) - (h->keeps_input ? 0 : h->y[h->L - 1]);
+    for (int l = 0; l < h->L; l++)
+        k += h->y[l] + ((mask[l] & 1) ? hsaved(h, l, 0) : 0) + ((mask[l] & 2) ? hsaved(h, l, 1) : 0);
+    return k;
+}
+
+/* every plan string of sub-problem F (type 1) or B (0) of n blocks, masks 0..nm-1, appended to buf at len */
+typedef struct penum {
+    const remat_config *c;
+    const remat_profile *p;
+    int nm, count;
+    uint64_t minpeak;
+    size_t nplans;
+    uint64_t *peaks;
+    double *ms;
+} penum;
+
+typedef struct pstack { char s[256]; int want[8][2], top; } pstack;   /* sub-problems still to expand: (type, n) */
+
+static void enum_rec(penum *e, pstack *ps)
+{
+    if (ps->top == 0) {
+        remat_plan_row r;
+        remat_status st = remat_plan_evaluate(e->c, e->p, ps->s, 0, 1, &r);
+        CHECK(st == REMAT_OK, "%s: %s", ps->s, remat_errmsg());
+        if (!st) {
+            e->peaks = realloc(e->peaks, (e->nplans + 1) * sizeof *e->peaks);
+            e->ms = realloc(e->ms, (e->nplans + 1) * sizeof *e->ms);
+            e->peaks[e->nplans] = r.peak_bytes;
+            e->ms[e->nplans] = r.step_ms_pred;
+            e->nplans++;
+        }
+        remat_plan_row_clear(&r);
+        return;
+    }
+    int type = ps->want[ps->top - 1][0], n = ps->want[ps->top - 1][1];
+    pstack q;
+    if (type == 1 && n == 0) { q = *ps; q.top--; enum_rec(e, &q); return; }
+    size_t len = strlen(ps->s);
+    const char *dot = len > 5 ? "." : "";
+    if (type == 0 && n == 1) {
+        q = *ps; q.top--;
+        snprintf(q.s + len, sizeof q.s - len, "%sA0", dot);
+        enum_rec(e, &q);
+        return;
+    }
+    for (int m = 0; m < e->nm; m++) {
+        q = *ps;
+        snprintf(q.s + len, sizeof q.s - len, "%sA%x", dot, m);
+        q.want[q.top - 1][1] = n - 1;
+        enum_rec(e, &q);
+    }
+    for (int j = 1; j <= (type ? n : n - 1); j++) {
+        q = *ps;
+        snprintf(q.s + len, sizeof q.s - len, "%sC%d", dot, j);
+        /* preorder: the rest (type, n - j) first, then B(j) */
+        q.want[q.top - 1][0] = 0;
+        q.want[q.top - 1][1] = j;
+        q.want[q.top][0] = type;
+        q.want[q.top][1] = n - j;
+        q.top++;
+        enum_rec(e, &q);
+    }
+}
+
+static void het_chain(unsigned seed, int L)
+{
+    hspec h;
+    srand(seed);
+    hspec_random(&h, L);
+    char *j = hspec_json(&h);
+    remat_config c;
+    remat_profile *p = NULL;
+    remat_table_info info;
+    remat_status st = remat_table_read(j, strlen(j), &c, &p);
+    free(j);
+    CHECK(st == REMAT_OK && remat_table_get_info(&c, &info) == REMAT_OK, "seed %u: %s", seed, remat_errmsg());
+    if (st) return;
+    int nm = h.selective ? 4 : 2, mask[6], full = nm - 1;
+    /* the simulator against the file's numbers: every per-block plan of keep-all, keep-one (selective) or keep-none */
+    double none_ms = 0;
+    for (int trial = 0; trial < 24; trial++) {
+        char pol[256] = "plan:";
+        double rerun = 0;
+        for (int l = 0; l < L; l++) {
+            mask[l] = trial == 0 ? full : rand() % nm;
+            snprintf(pol + strlen(pol), sizeof pol - strlen(pol), "%sA%x", l ? "." : "", mask[l]);
+            /* what the block's re-run costs: the parts it did not keep (the whole block when nothing) */
+            rerun += mask[l] == full ? 0 : mask[l] == 0 ? h.fwd[l]
+                     : mask[l] == 1 ? (h.selective ? h.cfwd[l] : 0) : h.fwd[l] - h.cfwd[l];
+        }
+        remat_plan_row r = eval(&c, p, trial == 0 ? "none" : pol);
+        ull k = hkept(&h, mask);
+        CHECK(r.stored_bytes + (ull)info.outside_bytes == k, "seed %u %s: kept %llu, counted %llu", seed, pol,
+              (ull)(r.stored_bytes + info.outside_bytes), k);
+        CHECK(r.peak_bytes == k + info.reserve_bytes, "seed %u %s: peak %llu, want kept + reserve %llu", seed, pol,
+              (ull)r.peak_bytes, k + info.reserve_bytes);
+        if (trial == 0) none_ms = r.step_ms_pred;
+        else CHECK(fabs(r.step_ms_pred - none_ms - rerun) < 1e-9, "seed %u %s: %.9f ms, none %.9f + re-runs %.9f", seed,
+                   pol, r.step_ms_pred, none_ms, rerun);
+        remat_plan_row_clear(&r);
+    }
+    /* the planner against every plan */
+    penum e = { &c, p, nm, 0, UINT64_MAX, 0, NULL, NULL };
+    pstack ps;
+    memset(&ps, 0, sizeof ps);
+    strcpy(ps.s, "plan:");
+    ps.want[0][0] = 1;
+    ps.want[0][1] = L;
+    ps.top = 1;
+    enum_rec(&e, &ps);
+    uint64_t lo = UINT64_MAX, hi = 0, minp = 0;
+    for (size_t i = 0; i < e.nplans; i++) {
+        if (e.peaks[i] < lo) lo = e.peaks[i];
+        if (e.peaks[i] > hi) hi = e.peaks[i];
+    }
+    CHECK(remat_plan_min_peak(&c, &minp) == REMAT_OK && minp == lo, "seed %u: min peak %llu, enumeration %llu of %zu plans",
+          seed, (ull)minp, (ull)lo, e.nplans);
+    for (int b = 0; b <= 8; b++) {
+        uint64_t B = lo + (hi - lo) * (uint64_t)b / 8 + (b == 3 ? 1 : 0);
+        double best = INFINITY;
+        for (size_t i = 0; i < e.nplans; i++)
+            if (e.peaks[i] <= B && e.ms[i] < best) best = e.ms[i];
+        remat_plan_row opt;
+        st = remat_plan_optimal(&c, p, B, 1, &opt);
+        CHECK(st == REMAT_OK && opt.peak_bytes <= B && fabs(opt.step_ms_pred - best) <= 1e-9 * best,
+              "seed %u, budget %llu: planner %s %.9f ms (peak %llu), enumeration %.9f ms: %s", seed, (ull)B,
+              st ? "-" : opt.policy, st ? 0 : opt.step_ms_pred, st ? 0ULL : (ull)opt.peak_bytes, best,
+              st ? remat_errmsg() : "");
+        if (!st) remat_plan_row_clear(&opt);
+    }
+    free(e.peaks);
+    free(e.ms);
+    remat_profile_free(p);
+    remat_table_unload(&c);
+}
+
+static void het(void)
+{
+    for (unsigned seed = 1; seed <= 12; seed++) het_chain(seed, 2 + (int)(seed % 3));
+}
+
+/* the name a file gives, kept whole up to the reader's 255 bytes */
+static void long_name(void)
+{
+    spec s = BASE;
+    char name[256], top[300];
+    for (int i = 0; i < 255; i++) name[i] = (char)('a' + i % 26);
+    name[255] = 0;
+    char *j = table_json(&s, NULL, NULL), *at = strstr(j, "\"name\": \"t\"");
+    char *k = malloc(strlen(j) + 300);
+    snprintf(top, sizeof top, "\"name\": \"%s\"", name);
+    snprintf(k, strlen(j) + 300, "%.*s%s%s", (int)(at - j), j, top, at + strlen("\"name\": \"t\""));
+    remat_config c;
+    remat_table_info info;
+    CHECK(remat_table_read(k, strlen(k), &c, NULL) == REMAT_OK && remat_table_get_info(&c, &info) == REMAT_OK &&
+          !strcmp(info.name, name), "a 255-byte name is not kept whole: %s", remat_errmsg());
+    remat_table_unload(&c);
+    free(j);
+    free(k);
+}
+
+/* one thread loads and unloads a table over and over while this one looks
+ * up a table it holds and one whose last load has ended */
+typedef struct churn { const char *json; int stop, loads, fails; } churn;
+static void *churn_run(void *arg)
+{
+    churn *ch = arg;
+    while (!__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) {
+        remat_config c;
+        if (remat_table_read(ch->json, strlen(ch->json), &c, NULL)) { ch->fails++; continue; }
+        ch->loads++;
+        remat_table_unload(&c);
+    }
+    return NULL;
+}
+
+static void threads(void)
+{
+    spec s = BASE, o = BASE;
+    o.x = 8192;
+    char *held = table_json(&s, NULL, NULL), *other = table_json(&o, NULL, NULL);
+    remat_config h, stale;
+    CHECK(remat_table_read(held, strlen(held), &h, NULL) == REMAT_OK &&
+          remat_table_read(other, strlen(other), &stale, NULL) == REMAT_OK, "load: %s", remat_errmsg());
+    remat_table_unload(&stale);
+    churn ch = { other, 0, 0, 0 };
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, churn_run, &ch) == 0, "a thread");
+    int found = 0, refused_ = 0;
+    for (int i = 0; i < 200000; i++) {
+        found += remat_config_check(&h) == REMAT_OK;
+        refused_ += remat_config_check(&stale) == REMAT_ERR_INVALID;
+    }
+    __atomic_store_n(&ch.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    CHECK(found == 200000 && refused_ == 200000 && !ch.fails && ch.loads > 0,
+          "lookups beside loads: held found %d, stale refused %d of 200000; %d loads, %d failed", found, refused_,
+          ch.loads, ch.fails);
+    remat_table_unload(&h);
+    free(held);
+    free(other);
 }
 
 /* a malformed file: FORMAT, one line, saying want */
@@ -277,7 +557,7 @@ static void refusals(void)
     refused("{\"format\": \"remat-table\"", "malformed table");
     refused("[1]", "not a JSON object");
     refused("{\"version\": 1}", "not a remat table");
-    refused("{\"format\": \"remat-table\", \"version\": 2}", "version 2");
+    refused("{\"format\": \"remat-table\", \"version\": 3}", "version 3; this remat reads versions 1 and 2");
     refused("{\"format\": \"remat-table\"}", "version must be given");
     j = table_json(&s, ", \"extra\": 1", NULL);
     refused(j, "unknown key 'blocks[5].extra'");
@@ -339,7 +619,23 @@ static void refusals(void)
             "[{\"saved\": 3, \"output_bytes\": 1}]}", "blocks[0].saved must be an array");
     refused("{\"format\": \"remat-table\", \"version\": 1, \"input\": {\"bytes\": 1}, \"blocks\": []}",
             "head must be an object");
+    s = BASE;
+    s.params = 1ULL << 46;     /* 2^46 + 2^46 + 2^47 = 2^48 fits; more does not */
+    j = table_json(&s, NULL, NULL);
     remat_config c;
+    CHECK(remat_table_read(j, strlen(j), &c, NULL) == REMAT_OK, "2^48 static bytes: %s", remat_errmsg());
+    remat_table_unload(&c);
+    free(j);
+    s.params++;
+    j = table_json(&s, NULL, NULL);
+    refused(j, "params_bytes + grads_bytes + optimizer_bytes is more than 281474976710656 bytes");
+    free(j);
+    s = BASE;
+    s.before = 1ULL << 47;
+    s.after = (1ULL << 47) + 1;
+    j = table_json(&s, NULL, NULL);
+    refused(j, "the ops outside the chain keep more than 281474976710656 bytes");
+    free(j);
     CHECK(remat_table_load("/nonexistent/t.json", &c, NULL) == REMAT_ERR_IO, "a missing file: %s", remat_errmsg());
 }
 
@@ -358,6 +654,9 @@ int main(void)
     s.L = 1;
     plans(&s);
     ids();
+    het();
+    long_name();
+    threads();
     round_trip();
     refusals();
     return TEST_REPORT();

@@ -75,8 +75,11 @@ static void header(const tctx *t, const char *path)
 {
     char b1[32], b2[32], b3[32], b4[32];
     const remat_table_info *i = &t->info;
-    printf("table: %s (%s): %d blocks, each saving %s, output %s; kept outside the chain %s%lld B\n", i->name, path,
-           i->blocks, cli_fmt_bytes(i->block_saved_bytes, b1, sizeof b1), cli_fmt_bytes(i->output_bytes, b2, sizeof b2),
+    int kinds = remat_table_block_kinds(&t->c);     /* blocks that differ: the largest's figures */
+    printf("table: %s (%s): %d blocks, %s%s, output %s%s; kept outside the chain %s%lld B\n", i->name, path, i->blocks,
+           kinds > 1 ? "of kinds that differ (below), saving up to " : "each saving ",
+           cli_fmt_bytes(i->block_saved_bytes, b1, sizeof b1), kinds > 1 ? "up to " : "",
+           cli_fmt_bytes(i->output_bytes, b2, sizeof b2),
            i->outside_bytes < 0 ? "-" : "", (long long)(i->outside_bytes < 0 ? -i->outside_bytes : i->outside_bytes));
     printf("cost model: %s\n", remat_profile_describe(t->prof));
     printf("parameters + gradients + optimizer state: %s | peak = kept + %s (one block's backward)",

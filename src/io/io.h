@@ -103,8 +103,9 @@ void remat_checkpoint_seal(void *buf, size_t n);
 /* ---- tables read from files (tablefile.c) ----------------------------------- */
 
 /* A table file as read: every key (absent optional ones as their defaults),
- * checked: version 1, values in range, every block the same as block 0
- * (times aside), the chain's input the size of a block's output. */
+ * checked: version 1 or 2 (remat.h, "tables read from files"), values in
+ * range; in version 1 every block the same as block 0 (times aside) and the
+ * chain's input the size of a block's output. */
 typedef struct remat_tabfile_saved { uint64_t bytes; int cheap; } remat_tabfile_saved;
 typedef struct remat_tabfile_block {
     remat_tabfile_saved *saved;
@@ -112,17 +113,27 @@ typedef struct remat_tabfile_block {
     uint64_t output_bytes;
     double forward_ms, backward_ms, cheap_forward_ms;
 } remat_tabfile_block;
-typedef struct remat_tabfile {
-    char *name, *source, *device;   /* NULL when absent */
-    int selective;
+typedef struct remat_tabfile_chain {
+    char *name;                     /* NULL for the one chain of the top level */
+    int *reads;                     /* indices of the earlier chains it reads (nreads) */
+    int nreads;
     uint64_t input_bytes, input_saved;
     int input_kept;
     double input_fwd, input_bwd;
     remat_tabfile_block *block;
     int nblock;
     uint64_t head_saved;
+    uint64_t head_output;           /* head.output_bytes as given (version 2; 0: absent) */
     int head_keeps_input;
     double head_fwd, head_bwd;
+} remat_tabfile_chain;
+typedef struct remat_tabfile {
+    int version;                    /* 1 or 2 */
+    int chains_key;                 /* 1: the chains were given as "chains" (version 2) */
+    char *name, *source, *device;   /* NULL when absent */
+    int selective;
+    remat_tabfile_chain *chain;     /* nchain >= 1, in forward order */
+    int nchain;
     uint64_t params_bytes, grads_bytes, optimizer_bytes, context_bytes, call_bytes;
     double optimizer_ms;
 } remat_tabfile;
@@ -133,7 +144,11 @@ remat_status remat_tabfile_parse(const void *buf, size_t n, const char *src, rem
 /* t as JSON that parses back to t, every number exactly: *text malloc'd. */
 remat_status remat_tabfile_dump(const remat_tabfile *t, char **text);
 void remat_tabfile_clear(remat_tabfile *t);
-/* The numbers of t's table (tablefile.c says what each becomes). */
+/* 1 when t is one chain of identical blocks (times aside) whose input is a
+ * block's output: the chain version 1 describes; else 0 with why[] the
+ * first difference (or the second chain). */
+int remat_tabfile_uniform(const remat_tabfile *t, char *why, size_t n);
+/* The numbers of t's table (tablefile.c says what each becomes); t uniform. */
 struct remat_table_spec;
 remat_status remat_tabfile_spec(const remat_tabfile *t, struct remat_table_spec *s);
 

@@ -25,6 +25,12 @@
  * Times: a block's forward on its saved entries (custom.c), its backward on
  * its output's; the median of the blocks' (their structure must agree; their
  * times are measurements, and differ).
+ *
+ * Version 2 (remat.h gives it) is read into the same structure, a chain at
+ * a time: one chain at the top level, as version 1, or "chains".  Its
+ * blocks may differ, and a version-2 chain is checked for what version 1
+ * checks but sameness.  A uniform file -- one chain, its blocks the same,
+ * its input a block's output -- becomes exactly the table version 1 makes.
  */
 #include <jansson.h>
 #include <math.h>
@@ -70,13 +76,15 @@ static remat_status ms_of(const remat_jobj *h, const char *key, double *out)
     return remat_jobj_range(h, key, 0, 0, TF_MAX_MS, out);
 }
 
-/* a string of at most 255 bytes, copied (NULL when absent) */
+/* a string of at most REMAT_TABLE_NAME_MAX bytes, copied (NULL when absent) */
 static remat_status str_of(const remat_jobj *h, const char *key, char **out)
 {
     const char *v;
+    char want[48];
     remat_status st = remat_jobj_str(h, key, NULL, &v);
     if (st || !v) return st;
-    if (strlen(v) > 255) return remat_jobj_bad(h, key, "a string of at most 255 bytes", remat_jobj_val(h, key));
+    snprintf(want, sizeof want, "a string of at most %d bytes", REMAT_TABLE_NAME_MAX);
+    if (strlen(v) > REMAT_TABLE_NAME_MAX) return remat_jobj_bad(h, key, want, remat_jobj_val(h, key));
     if (!(*out = remat_strdup(v))) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", h->src);
     return REMAT_OK;
 }
@@ -90,14 +98,14 @@ static remat_status object_of(const remat_jobj *top, const char *key, const char
     return REMAT_OK;
 }
 
-static remat_status block_of(const remat_jobj *top, const json_t *v, int i, char *where, size_t wn,
-                             remat_tabfile_block *b)
+/* block object v, named where ("blocks[3]." or "chains[1].blocks[3].") */
+static remat_status block_of(const remat_jobj *top, const json_t *v, const char *where, remat_tabfile_block *b)
 {
     static const char *const keys[] = { "saved", "output_bytes", "forward_ms", "backward_ms", "cheap_forward_ms",
                                         NULL };
     remat_status st;
-    snprintf(where, wn, "blocks[%d].", i);
-    if (!json_is_object(v)) return remat_fail(REMAT_ERR_FORMAT, "%s: blocks[%d] must be an object", top->src, i);
+    if (!json_is_object(v))
+        return remat_fail(REMAT_ERR_FORMAT, "%s: %.*s must be an object", top->src, (int)strlen(where) - 1, where);
     remat_jobj h = { v, top->src, where };
     if ((st = unknown_keys(&h, keys)) || (st = bytes_of(&h, "output_bytes", 1, 0, &b->output_bytes)) ||
         (st = ms_of(&h, "forward_ms", &b->forward_ms)) || (st = ms_of(&h, "backward_ms", &b->backward_ms)) ||
@@ -118,7 +126,7 @@ static remat_status block_of(const remat_jobj *top, const json_t *v, int i, char
     uint64_t sum = 0;
     for (size_t k = 0; k < n; k++) {
         static const char *const skeys[] = { "bytes", "cheap", NULL };
-        char w2[64];
+        char w2[96];
         snprintf(w2, sizeof w2, "%ssaved[%zu].", where, k);
         const json_t *e = json_array_get(sv, k);
         if (!json_is_object(e)) return remat_fail(REMAT_ERR_FORMAT, "%s: %ssaved[%zu] must be an object", top->src, where, k);
@@ -151,27 +159,178 @@ static void block_diff(const remat_tabfile_block *a, const remat_tabfile_block *
                          (unsigned long long)a->saved[k].bytes, a->saved[k].cheap ? " (cheap)" : "");
 }
 
+/* 0 when chain c is uniform; else the first difference in why (its block, or its input) */
+static int chain_diff(const remat_tabfile_chain *c, char *why, size_t n)
+{
+    char w[160];
+    for (int i = 1; i < c->nblock; i++) {
+        block_diff(&c->block[0], &c->block[i], w, sizeof w);
+        if (w[0]) { snprintf(why, n, "block %d differs from block 0: %s", i, w); return 1; }
+    }
+    if (c->input_bytes != c->block[0].output_bytes) {
+        snprintf(why, n, "the chain's input has %llu bytes, a block's output %llu", (unsigned long long)c->input_bytes,
+                 (unsigned long long)c->block[0].output_bytes);
+        return 1;
+    }
+    why[0] = 0;
+    return 0;
+}
+
+int remat_tabfile_uniform(const remat_tabfile *t, char *why, size_t n)
+{
+    if (t->nchain > 1) {
+        snprintf(why, n, "it has %d chains", t->nchain);
+        return 0;
+    }
+    return !chain_diff(&t->chain[0], why, n);
+}
+
 void remat_tabfile_clear(remat_tabfile *t)
 {
     if (!t) return;
-    for (int i = 0; t->block && i < t->nblock; i++) free(t->block[i].saved);
-    free(t->block);
+    for (int c = 0; t->chain && c < t->nchain; c++) {
+        remat_tabfile_chain *ch = &t->chain[c];
+        for (int i = 0; ch->block && i < ch->nblock; i++) free(ch->block[i].saved);
+        free(ch->block);
+        free(ch->name);
+        free(ch->reads);
+    }
+    free(t->chain);
     free(t->name);
     free(t->source);
     free(t->device);
     memset(t, 0, sizeof *t);
 }
 
+/* One chain's "input", "blocks" and "head" from object h (the top level or
+ * chains[i]; pre "" or "chains[i]."); blocks at most `room` */
+static remat_status chain_of(const remat_jobj *h, int version, const char *pre, int room, remat_tabfile_chain *ch)
+{
+    static const char *const ikeys[] = { "bytes", "kept", "saved_bytes", "forward_ms", "backward_ms", NULL };
+    static const char *const hkeys1[] = { "saved_bytes", "keeps_input", "forward_ms", "backward_ms", NULL };
+    static const char *const hkeys2[] = { "saved_bytes", "keeps_input", "forward_ms", "backward_ms", "output_bytes",
+                                          NULL };
+    remat_status st;
+    char iw[48], hw[48], where[64];
+    remat_jobj in, hd;
+    snprintf(iw, sizeof iw, "%sinput.", pre);
+    snprintf(hw, sizeof hw, "%shead.", pre);
+    if ((st = object_of(h, "input", iw, &in)) || (st = unknown_keys(&in, ikeys)) ||
+        (st = bytes_of(&in, "bytes", 1, 0, &ch->input_bytes)) || (st = remat_jobj_bool(&in, "kept", 1, &ch->input_kept)) ||
+        (st = bytes_of(&in, "saved_bytes", 0, 0, &ch->input_saved)) || (st = ms_of(&in, "forward_ms", &ch->input_fwd)) ||
+        (st = ms_of(&in, "backward_ms", &ch->input_bwd)))
+        return st;
+    if (version >= 2 && !ch->input_bytes) return remat_jobj_bad(&in, "bytes", "at least 1", remat_jobj_val(&in, "bytes"));
+    if ((st = object_of(h, "head", hw, &hd)) || (st = unknown_keys(&hd, version >= 2 ? hkeys2 : hkeys1)) ||
+        (st = bytes_of(&hd, "saved_bytes", 0, 0, &ch->head_saved)) ||
+        (st = remat_jobj_bool(&hd, "keeps_input", 1, &ch->head_keeps_input)) ||
+        (st = ms_of(&hd, "forward_ms", &ch->head_fwd)) || (st = ms_of(&hd, "backward_ms", &ch->head_bwd)) ||
+        (st = bytes_of(&hd, "output_bytes", 0, 0, &ch->head_output)))
+        return st;
+    if (remat_jobj_val(&hd, "output_bytes") && !ch->head_output)
+        return remat_jobj_bad(&hd, "output_bytes", "at least 1", remat_jobj_val(&hd, "output_bytes"));
+    const json_t *bl = remat_jobj_val(h, "blocks");
+    if (!json_is_array(bl) || json_array_size(bl) < 1 || json_array_size(bl) > (size_t)room) {
+        char want[64];
+        snprintf(want, sizeof want, "an array of 1 to %d blocks", room);
+        return remat_jobj_bad(h, "blocks", want, bl);
+    }
+    int nb = (int)json_array_size(bl);
+    if (!(ch->block = remat_calloc((size_t)nb, sizeof *ch->block)))
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", h->src);
+    ch->nblock = nb;
+    for (int i = 0; i < nb; i++) {
+        snprintf(where, sizeof where, "%sblocks[%d].", pre, i);
+        if ((st = block_of(h, json_array_get(bl, (size_t)i), where, &ch->block[i]))) return st;
+    }
+    char why[200];
+    if (version == 1 && chain_diff(ch, why, sizeof why)) {
+        if (!strncmp(why, "block ", 6))
+            return remat_fail(REMAT_ERR_FORMAT, "%s: %s (a version 1 table is a chain of identical blocks; name the "
+                              "blocks that repeat, or write version 2)", h->src, why);
+        return remat_fail(REMAT_ERR_FORMAT, "%s: %s (each block's input is the one before's output)", h->src, why);
+    }
+    if (ch->input_saved + ch->head_saved > TF_MAX_BYTES)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: the ops outside the chain keep more than %llu bytes (%sinput.saved_bytes "
+                          "+ %shead.saved_bytes)", h->src, (unsigned long long)TF_MAX_BYTES, pre, pre);
+    return REMAT_OK;
+}
+
+/* "chains": [...] of a version-2 file */
+static remat_status chains_of(const remat_jobj *top, remat_tabfile *t)
+{
+    static const char *const keys[] = { "name", "reads", "input", "blocks", "head", NULL };
+    const json_t *cl = remat_jobj_val(top, "chains");
+    remat_status st;
+    if (!json_is_array(cl) || json_array_size(cl) < 1 || json_array_size(cl) > REMAT_TABLE_MAX_CHAINS) {
+        char want[64];
+        snprintf(want, sizeof want, "an array of 1 to %d chains", REMAT_TABLE_MAX_CHAINS);
+        return remat_jobj_bad(top, "chains", want, cl);
+    }
+    int nc = (int)json_array_size(cl), room = REMAT_MAX_LAYERS;
+    if (!(t->chain = remat_calloc((size_t)nc, sizeof *t->chain)))
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", top->src);
+    t->nchain = nc;
+    for (int c = 0; c < nc; c++) {
+        remat_tabfile_chain *ch = &t->chain[c];
+        char pre[32];
+        snprintf(pre, sizeof pre, "chains[%d].", c);
+        const json_t *v = json_array_get(cl, (size_t)c);
+        if (!json_is_object(v)) return remat_fail(REMAT_ERR_FORMAT, "%s: chains[%d] must be an object", top->src, c);
+        remat_jobj h = { v, top->src, pre };
+        if ((st = unknown_keys(&h, keys))) return st;
+        if (!remat_jobj_val(&h, "name")) return remat_jobj_bad(&h, "name", "given (a chain's name)", NULL);
+        if ((st = str_of(&h, "name", &ch->name))) return st;
+        if (!ch->name[0]) return remat_jobj_bad(&h, "name", "a string of at least 1 byte", remat_jobj_val(&h, "name"));
+        for (int e = 0; e < c; e++)
+            if (!strcmp(t->chain[e].name, ch->name))
+                return remat_fail(REMAT_ERR_FORMAT, "%s: chains[%d] and chains[%d] are both named '%.64s'", top->src, e,
+                                  c, ch->name);
+        const json_t *rd = remat_jobj_val(&h, "reads");
+        if (rd && !json_is_array(rd)) return remat_jobj_bad(&h, "reads", "an array of earlier chains' names", rd);
+        size_t nr = rd ? json_array_size(rd) : 0;
+        if (nr && !(ch->reads = remat_calloc(nr, sizeof *ch->reads)))
+            return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", top->src);
+        for (size_t k = 0; k < nr; k++) {
+            const char *nm = json_string_value(json_array_get(rd, k));
+            int e = 0;
+            if (!nm) return remat_fail(REMAT_ERR_FORMAT, "%s: %sreads[%zu] must be a string", top->src, pre, k);
+            while (e < c && strcmp(t->chain[e].name, nm)) e++;
+            if (e == c)
+                return remat_fail(REMAT_ERR_FORMAT, "%s: %sreads[%zu] '%.64s' is not the name of an earlier chain",
+                                  top->src, pre, k, nm);
+            for (int q = 0; q < ch->nreads; q++)
+                if (ch->reads[q] == e)
+                    return remat_fail(REMAT_ERR_FORMAT, "%s: %sreads names '%.64s' twice", top->src, pre, nm);
+            ch->reads[ch->nreads++] = e;
+        }
+        if ((st = chain_of(&h, 2, pre, room, ch))) return st;
+        room -= ch->nblock;
+        if (room < 1 && c + 1 < nc)
+            return remat_fail(REMAT_ERR_FORMAT, "%s: the chains hold more than %d blocks", top->src, REMAT_MAX_LAYERS);
+    }
+    for (int c = 0; c + 1 < nc; c++) {
+        int read = 0;
+        for (int r = c + 1; r < nc && !read; r++)
+            for (int q = 0; q < t->chain[r].nreads; q++) read |= t->chain[r].reads[q] == c;
+        if (!read)
+            return remat_fail(REMAT_ERR_FORMAT, "%s: chain '%.64s' is read by no later chain (only the last chain's "
+                              "head ends with the loss)", top->src, t->chain[c].name);
+    }
+    return REMAT_OK;
+}
+
 static remat_status parse(const json_t *root, const char *src, remat_tabfile *t)
 {
-    static const char *const keys[] = { "format", "version", "name", "source", "device", "selective", "input",
-                                        "blocks", "head", "params_bytes", "grads_bytes", "optimizer_bytes",
-                                        "optimizer_ms", "checkpoint", NULL };
-    static const char *const ikeys[] = { "bytes", "kept", "saved_bytes", "forward_ms", "backward_ms", NULL };
-    static const char *const hkeys[] = { "saved_bytes", "keeps_input", "forward_ms", "backward_ms", NULL };
+    static const char *const keys1[] = { "format", "version", "name", "source", "device", "selective", "input",
+                                         "blocks", "head", "params_bytes", "grads_bytes", "optimizer_bytes",
+                                         "optimizer_ms", "checkpoint", NULL };
+    static const char *const keys2[] = { "format", "version", "name", "source", "device", "selective", "input",
+                                         "blocks", "head", "params_bytes", "grads_bytes", "optimizer_bytes",
+                                         "optimizer_ms", "checkpoint", "chains", NULL };
     remat_status st;
     if (!json_is_object(root)) return remat_fail(REMAT_ERR_FORMAT, "%s: not a JSON object", src);
-    remat_jobj h = { root, src, "" }, in, hd;
+    remat_jobj h = { root, src, "" };
     const char *fmt;
     int version;
     if ((st = remat_jobj_str(&h, "format", NULL, &fmt))) return st;
@@ -179,24 +338,17 @@ static remat_status parse(const json_t *root, const char *src, remat_tabfile *t)
         return remat_fail(REMAT_ERR_FORMAT, "%s: not a remat table (\"format\": \"remat-table\" is missing)", src);
     if (!remat_jobj_val(&h, "version")) return remat_jobj_bad(&h, "version", "given", NULL);
     if ((st = remat_jobj_int(&h, "version", 0, 0, INT32_MAX, &version))) return st;
-    if (version != 1)
-        return remat_fail(REMAT_ERR_FORMAT, "%s: table format version %d; this remat reads version 1", src, version);
-    if ((st = unknown_keys(&h, keys)) || (st = str_of(&h, "name", &t->name)) || (st = str_of(&h, "source", &t->source)) ||
+    if (version != 1 && version != 2)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: table format version %d; this remat reads versions 1 and 2", src,
+                          version);
+    t->version = version;
+    if ((st = unknown_keys(&h, version == 1 ? keys1 : keys2)) || (st = str_of(&h, "name", &t->name)) ||
+        (st = str_of(&h, "source", &t->source)) ||
         (st = str_of(&h, "device", &t->device)) || (st = remat_jobj_bool(&h, "selective", 0, &t->selective)) ||
         (st = bytes_of(&h, "params_bytes", 0, 0, &t->params_bytes)) ||
         (st = bytes_of(&h, "grads_bytes", 0, 0, &t->grads_bytes)) ||
         (st = bytes_of(&h, "optimizer_bytes", 0, 0, &t->optimizer_bytes)) ||
         (st = ms_of(&h, "optimizer_ms", &t->optimizer_ms)))
-        return st;
-    if ((st = object_of(&h, "input", "input.", &in)) || (st = unknown_keys(&in, ikeys)) ||
-        (st = bytes_of(&in, "bytes", 1, 0, &t->input_bytes)) || (st = remat_jobj_bool(&in, "kept", 1, &t->input_kept)) ||
-        (st = bytes_of(&in, "saved_bytes", 0, 0, &t->input_saved)) || (st = ms_of(&in, "forward_ms", &t->input_fwd)) ||
-        (st = ms_of(&in, "backward_ms", &t->input_bwd)))
-        return st;
-    if ((st = object_of(&h, "head", "head.", &hd)) || (st = unknown_keys(&hd, hkeys)) ||
-        (st = bytes_of(&hd, "saved_bytes", 0, 0, &t->head_saved)) ||
-        (st = remat_jobj_bool(&hd, "keeps_input", 1, &t->head_keeps_input)) || (st = ms_of(&hd, "forward_ms", &t->head_fwd)) ||
-        (st = ms_of(&hd, "backward_ms", &t->head_bwd)))
         return st;
     if (remat_jobj_val(&h, "checkpoint")) {
         static const char *const ckeys[] = { "context_bytes", "call_bytes", NULL };
@@ -206,31 +358,24 @@ static remat_status parse(const json_t *root, const char *src, remat_tabfile *t)
             (st = bytes_of(&ck, "call_bytes", 0, 0, &t->call_bytes)))
             return st;
     }
-    const json_t *bl = remat_jobj_val(&h, "blocks");
-    if (!json_is_array(bl) || json_array_size(bl) < 1 || json_array_size(bl) > REMAT_MAX_LAYERS) {
-        char want[64];
-        snprintf(want, sizeof want, "an array of 1 to %d blocks", REMAT_MAX_LAYERS);
-        return remat_jobj_bad(&h, "blocks", want, bl);
+    if (remat_jobj_val(&h, "chains")) {
+        static const char *const one[] = { "input", "blocks", "head" };
+        for (int i = 0; i < 3; i++)
+            if (remat_jobj_val(&h, one[i]))
+                return remat_fail(REMAT_ERR_FORMAT, "%s: both \"chains\" and a top-level \"%s\" (give one chain at the "
+                                  "top level, or every chain in \"chains\")", src, one[i]);
+        t->chains_key = 1;
+        if ((st = chains_of(&h, t))) return st;
+    } else {
+        if (!(t->chain = remat_calloc(1, sizeof *t->chain)))
+            return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", src);
+        t->nchain = 1;
+        if ((st = chain_of(&h, version, "", REMAT_MAX_LAYERS, &t->chain[0]))) return st;
     }
-    int nb = (int)json_array_size(bl);
-    if (!(t->block = remat_calloc((size_t)nb, sizeof *t->block)))
-        return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", src);
-    t->nblock = nb;
-    char where[32], why[160];
-    for (int i = 0; i < nb; i++) {
-        if ((st = block_of(&h, json_array_get(bl, (size_t)i), i, where, sizeof where, &t->block[i]))) return st;
-        block_diff(&t->block[0], &t->block[i], why, sizeof why);
-        if (why[0])
-            return remat_fail(REMAT_ERR_FORMAT, "%s: block %d differs from block 0: %s (remat's tables are chains of "
-                              "identical blocks; name the blocks that repeat)", src, i, why);
-    }
-    if (t->input_bytes != t->block[0].output_bytes)
-        return remat_fail(REMAT_ERR_FORMAT, "%s: the chain's input has %llu bytes, a block's output %llu (each block's "
-                          "input is the one before's output)", src, (unsigned long long)t->input_bytes,
-                          (unsigned long long)t->block[0].output_bytes);
-    if (t->input_saved + t->head_saved > TF_MAX_BYTES || t->params_bytes + t->grads_bytes + t->optimizer_bytes > 3 * TF_MAX_BYTES)
-        return remat_fail(REMAT_ERR_FORMAT, "%s: more than %llu bytes outside the chain", src,
-                          (unsigned long long)TF_MAX_BYTES);
+    /* at most TF_MAX_BYTES, as one block's saved tensors: each term is, so the sum cannot wrap */
+    if (t->params_bytes + t->grads_bytes + t->optimizer_bytes > TF_MAX_BYTES)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: params_bytes + grads_bytes + optimizer_bytes is more than %llu bytes",
+                          src, (unsigned long long)TF_MAX_BYTES);
     return REMAT_OK;
 }
 
@@ -256,45 +401,73 @@ static void tput(tw *w, json_t *o, const char *key, json_t *v)
     w->ok = v && !json_object_set_new(o, key, v);
 }
 
+/* chain ch's "input", "blocks" and "head" into o */
+static void dump_chain(tw *w, const remat_tabfile *t, const remat_tabfile_chain *ch, json_t *o)
+{
+    json_t *in = json_object(), *hd = json_object(), *bl = json_array();
+    if (!in || !hd || !bl) w->ok = 0;
+    tput(w, in, "bytes", json_integer((json_int_t)ch->input_bytes));
+    tput(w, in, "kept", json_boolean(ch->input_kept));
+    tput(w, in, "saved_bytes", json_integer((json_int_t)ch->input_saved));
+    tput(w, in, "forward_ms", json_real(ch->input_fwd));
+    tput(w, in, "backward_ms", json_real(ch->input_bwd));
+    for (int i = 0; i < ch->nblock && w->ok; i++) {
+        const remat_tabfile_block *b = &ch->block[i];
+        json_t *bo = json_object(), *sv = json_array();
+        if (!bo || !sv) { json_decref(bo); json_decref(sv); w->ok = 0; break; }
+        if (json_array_append_new(bl, bo)) { json_decref(sv); w->ok = 0; break; }
+        for (size_t k = 0; k < b->nsaved && w->ok; k++) {
+            json_t *e = json_object();
+            w->ok = e && !json_array_append_new(sv, e);
+            tput(w, e, "bytes", json_integer((json_int_t)b->saved[k].bytes));
+            tput(w, e, "cheap", json_boolean(b->saved[k].cheap));
+        }
+        tput(w, bo, "saved", sv);
+        tput(w, bo, "output_bytes", json_integer((json_int_t)b->output_bytes));
+        tput(w, bo, "forward_ms", json_real(b->forward_ms));
+        tput(w, bo, "backward_ms", json_real(b->backward_ms));
+        tput(w, bo, "cheap_forward_ms", json_real(b->cheap_forward_ms));
+    }
+    tput(w, hd, "saved_bytes", json_integer((json_int_t)ch->head_saved));
+    tput(w, hd, "keeps_input", json_boolean(ch->head_keeps_input));
+    tput(w, hd, "forward_ms", json_real(ch->head_fwd));
+    tput(w, hd, "backward_ms", json_real(ch->head_bwd));
+    if (ch->head_output) tput(w, hd, "output_bytes", json_integer((json_int_t)ch->head_output));
+    if (ch->name) tput(w, o, "name", json_string(ch->name));
+    if (ch->nreads) {
+        json_t *rd = json_array();
+        for (int q = 0; q < ch->nreads && rd && w->ok; q++)
+            w->ok = !json_array_append_new(rd, json_string(t->chain[ch->reads[q]].name));
+        tput(w, o, "reads", rd);
+    }
+    tput(w, o, "input", in);
+    tput(w, o, "blocks", bl);
+    tput(w, o, "head", hd);
+}
+
 remat_status remat_tabfile_dump(const remat_tabfile *t, char **text)
 {
     tw w = { 1 };
     *text = NULL;
-    json_t *o = json_object(), *in = json_object(), *hd = json_object(), *bl = json_array();
-    if (!o || !in || !hd || !bl) w.ok = 0;
+    json_t *o = json_object(), *cl = NULL;
+    if (!o) w.ok = 0;
     if (w.ok) {
         tput(&w, o, "format", json_string("remat-table"));
-        tput(&w, o, "version", json_integer(1));
+        tput(&w, o, "version", json_integer(t->version));
         if (t->name) tput(&w, o, "name", json_string(t->name));
         if (t->source) tput(&w, o, "source", json_string(t->source));
         if (t->device) tput(&w, o, "device", json_string(t->device));
         tput(&w, o, "selective", json_boolean(t->selective));
-        tput(&w, in, "bytes", json_integer((json_int_t)t->input_bytes));
-        tput(&w, in, "kept", json_boolean(t->input_kept));
-        tput(&w, in, "saved_bytes", json_integer((json_int_t)t->input_saved));
-        tput(&w, in, "forward_ms", json_real(t->input_fwd));
-        tput(&w, in, "backward_ms", json_real(t->input_bwd));
-        for (int i = 0; i < t->nblock && w.ok; i++) {
-            const remat_tabfile_block *b = &t->block[i];
-            json_t *bo = json_object(), *sv = json_array();
-            if (!bo || !sv) { json_decref(bo); json_decref(sv); w.ok = 0; break; }
-            if (json_array_append_new(bl, bo)) { json_decref(sv); w.ok = 0; break; }
-            for (size_t k = 0; k < b->nsaved && w.ok; k++) {
-                json_t *e = json_object();
-                w.ok = e && !json_array_append_new(sv, e);
-                tput(&w, e, "bytes", json_integer((json_int_t)b->saved[k].bytes));
-                tput(&w, e, "cheap", json_boolean(b->saved[k].cheap));
+        if (t->chains_key) {
+            if (!(cl = json_array())) w.ok = 0;
+            for (int c = 0; c < t->nchain && w.ok; c++) {
+                json_t *co = json_object();
+                w.ok = co && !json_array_append_new(cl, co);
+                if (w.ok) dump_chain(&w, t, &t->chain[c], co);
             }
-            tput(&w, bo, "saved", sv);
-            tput(&w, bo, "output_bytes", json_integer((json_int_t)b->output_bytes));
-            tput(&w, bo, "forward_ms", json_real(b->forward_ms));
-            tput(&w, bo, "backward_ms", json_real(b->backward_ms));
-            tput(&w, bo, "cheap_forward_ms", json_real(b->cheap_forward_ms));
+        } else {
+            dump_chain(&w, t, &t->chain[0], o);
         }
-        tput(&w, hd, "saved_bytes", json_integer((json_int_t)t->head_saved));
-        tput(&w, hd, "keeps_input", json_boolean(t->head_keeps_input));
-        tput(&w, hd, "forward_ms", json_real(t->head_fwd));
-        tput(&w, hd, "backward_ms", json_real(t->head_bwd));
         tput(&w, o, "params_bytes", json_integer((json_int_t)t->params_bytes));
         tput(&w, o, "grads_bytes", json_integer((json_int_t)t->grads_bytes));
         tput(&w, o, "optimizer_bytes", json_integer((json_int_t)t->optimizer_bytes));
@@ -303,17 +476,11 @@ remat_status remat_tabfile_dump(const remat_tabfile *t, char **text)
         tput(&w, ck, "context_bytes", json_integer((json_int_t)t->context_bytes));
         tput(&w, ck, "call_bytes", json_integer((json_int_t)t->call_bytes));
         tput(&w, o, "checkpoint", ck);
-        tput(&w, o, "input", in);
-        tput(&w, o, "blocks", bl);
-        tput(&w, o, "head", hd);
-        in = hd = bl = NULL;    /* o owns them now (or they were released on failure) */
+        if (cl) tput(&w, o, "chains", cl);
     }
     /* every double at the precision that reads it back */
     char *s = w.ok ? json_dumps(o, JSON_INDENT(1) | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(o);
-    json_decref(in);
-    json_decref(hd);
-    json_decref(bl);
     if (!s) return remat_fail(REMAT_ERR_NOMEM, "out of memory writing a table");
     *text = remat_strdup(s);
     free(s);
@@ -322,48 +489,88 @@ remat_status remat_tabfile_dump(const remat_tabfile *t, char **text)
 
 /* ---- the table ------------------------------------------------------------------ */
 
-/* the median over the blocks of the field at off of remat_tabfile_block; NAN when out of memory */
-static double block_median(const remat_tabfile *t, size_t off)
+/* the median over chain ch's blocks of the field at off of remat_tabfile_block; NAN when out of memory */
+static double block_median(const remat_tabfile_chain *ch, size_t off)
 {
-    double *v = remat_malloc(sizeof(double) * (size_t)t->nblock);
+    double *v = remat_malloc(sizeof(double) * (size_t)ch->nblock);
     if (!v) return NAN;
-    for (int i = 0; i < t->nblock; i++) v[i] = *(const double *)((const char *)&t->block[i] + off);
-    double m = remat_median(v, (size_t)t->nblock);
+    for (int i = 0; i < ch->nblock; i++) v[i] = *(const double *)((const char *)&ch->block[i] + off);
+    double m = remat_median(v, (size_t)ch->nblock);
     free(v);
     return m;
 }
 
-remat_status remat_tabfile_spec(const remat_tabfile *t, remat_table_spec *s)
+/* block b's saved bytes into *e (expensive; all of them unless selective) and *c (cheap) */
+static void saved_split(const remat_tabfile *tf, const remat_tabfile_block *b, uint64_t *e, uint64_t *c)
 {
-    const remat_tabfile_block *b = &t->block[0];
-    memset(s, 0, sizeof *s);
-    s->name = t->name ? t->name : "table";
-    s->selective = t->selective;
+    *e = *c = 0;
     for (size_t k = 0; k < b->nsaved; k++) {
-        if (t->selective && b->saved[k].cheap) s->cheap += b->saved[k].bytes;
-        else s->expensive += b->saved[k].bytes;
+        if (tf->selective && b->saved[k].cheap) *c += b->saved[k].bytes;
+        else *e += b->saved[k].bytes;
     }
+}
+
+remat_status remat_tabfile_spec(const remat_tabfile *tf, remat_table_spec *s)
+{
+    const remat_tabfile_chain *t = &tf->chain[0];
+    const remat_tabfile_block *b = &t->block[0];
+    char why[200];
+    memset(s, 0, sizeof *s);
+    s->name = tf->name ? tf->name : "table";
+    s->selective = tf->selective;
+    saved_split(tf, b, &s->expensive, &s->cheap);
     uint64_t x = b->output_bytes;
-    uint64_t adj = (t->input_kept ? 0 : x) + (t->head_keeps_input ? 0 : x);
     s->output = x;
     s->head = t->input_saved + t->head_saved;
     s->reserve = s->expensive + s->cheap + 2 * x;
-    s->outside = (int64_t)s->head - (int64_t)adj;
-    s->static_bytes = t->params_bytes + t->grads_bytes + t->optimizer_bytes;
+    s->static_bytes = tf->params_bytes + tf->grads_bytes + tf->optimizer_bytes;
     s->blocks = t->nblock;
-    s->context = t->context_bytes;
-    s->call = t->call_bytes;
+    s->context = tf->context_bytes;
+    s->call = tf->call_bytes;
+    if (!remat_tabfile_uniform(tf, why, sizeof why)) {
+        /* Blocks of their own: each entry's constant bytes the largest
+         * block's, d_output the largest boundary (the chain's input too),
+         * the reserve the most any block's backward adds (its saved tensors
+         * and output, with the gradient buffer). */
+        remat_table_spec_block *per = remat_calloc((size_t)t->nblock, sizeof *per);
+        if (!per) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table");
+        uint64_t most = 0;
+        s->input = t->input_bytes;
+        s->dout = t->input_bytes;
+        s->expensive = s->cheap = s->output = 0;
+        for (int i = 0; i < t->nblock; i++) {
+            const remat_tabfile_block *bi = &t->block[i];
+            saved_split(tf, bi, &per[i].expensive, &per[i].cheap);
+            per[i].output = bi->output_bytes;
+            per[i].fwd_ms = bi->forward_ms;
+            per[i].cheap_fwd_ms = tf->selective ? bi->cheap_forward_ms : 0;
+            per[i].bwd_ms = bi->backward_ms;
+            if (per[i].expensive > s->expensive) s->expensive = per[i].expensive;
+            if (per[i].cheap > s->cheap) s->cheap = per[i].cheap;
+            if (per[i].output > s->output) s->output = per[i].output;
+            if (per[i].output > s->dout) s->dout = per[i].output;
+            uint64_t m = per[i].expensive + per[i].cheap + per[i].output;
+            if (m > most) most = m;
+        }
+        s->reserve = most + s->dout;
+        s->per = per;
+    }
+    uint64_t adj = (t->input_kept ? 0 : t->input_bytes) + (t->head_keeps_input ? 0 : t->block[t->nblock - 1].output_bytes);
+    s->outside = (int64_t)s->head - (int64_t)adj;
     s->block_fwd_ms = block_median(t, offsetof(remat_tabfile_block, forward_ms));
     s->block_bwd_ms = block_median(t, offsetof(remat_tabfile_block, backward_ms));
-    s->cheap_fwd_ms = t->selective ? block_median(t, offsetof(remat_tabfile_block, cheap_forward_ms)) : 0;
-    if (isnan(s->block_fwd_ms) || isnan(s->block_bwd_ms) || isnan(s->cheap_fwd_ms))
+    s->cheap_fwd_ms = tf->selective ? block_median(t, offsetof(remat_tabfile_block, cheap_forward_ms)) : 0;
+    if (isnan(s->block_fwd_ms) || isnan(s->block_bwd_ms) || isnan(s->cheap_fwd_ms)) {
+        free((void *)s->per);
+        s->per = NULL;
         return remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table");
+    }
     if (s->cheap_fwd_ms > s->block_fwd_ms) s->cheap_fwd_ms = s->block_fwd_ms;   /* medians of two lists */
     s->input_fwd_ms = t->input_fwd;
     s->input_bwd_ms = t->input_bwd;
     s->head_fwd_ms = t->head_fwd;
     s->head_bwd_ms = t->head_bwd;
-    s->update_ms = t->optimizer_ms;
+    s->update_ms = tf->optimizer_ms;
     return REMAT_OK;
 }
 
@@ -380,9 +587,15 @@ static remat_status read_table(const void *json, size_t n, const char *src, rema
     if (!cfg || (!json && n)) return remat_fail(REMAT_ERR_INVALID, "remat_table_read: NULL argument");
     remat_status st = remat_tabfile_parse(json, n, src, &t);
     if (st) return st;
+    memset(&s, 0, sizeof s);
+    if (t.nchain > 1) {
+        st = remat_fail(REMAT_ERR_INVALID, "%s: it has %d chains: remat plans one chain, so far (version 2's chains "
+                        "are read and checked, not planned)", src, t.nchain);
+        goto out;
+    }
     if ((st = remat_tabfile_spec(&t, &s)) || (st = remat_table_custom_add(&s, remat_hash_bytes(json, n), &id))) goto out;
     remat_config_default(&c);
-    c.n_layer = t.nblock;
+    c.n_layer = t.chain[0].nblock;
     c.framework = REMAT_FRAMEWORK_TABLE;
     c.table = id;
     if ((st = remat_config_check(&c))) goto out;
@@ -396,6 +609,7 @@ static remat_status read_table(const void *json, size_t n, const char *src, rema
     *cfg = c;
 out:
     if (st) remat_table_custom_release(id);
+    free((void *)s.per);     /* custom.c keeps its copy */
     remat_tabfile_clear(&t);
     return st;
 }
@@ -434,6 +648,13 @@ remat_status remat_table_get_info(const remat_config *cfg, remat_table_info *out
     out->context_bytes = s->context;
     out->call_bytes = s->call;
     return REMAT_OK;
+}
+
+int remat_table_block_kinds(const remat_config *cfg)
+{
+    int n = 0;
+    if (cfg && cfg->framework == REMAT_FRAMEWORK_TABLE) remat_table_custom_kinds(cfg->table, &n);
+    return n;
 }
 
 void remat_table_unload(const remat_config *cfg)

@@ -295,6 +295,9 @@ static remat_status cost_exec(void *arg, size_t i, const remat_instr *in, const 
             f = all ? (double)warm / (double)all : 1;
         }
         x = cold - f * (cold - hot);
+        /* a table read from a file whose blocks differ: each block's own time (no cache: its times are measured) */
+        if (w->c->framework == REMAT_FRAMEWORK_TABLE && l >= 0 && remat_table_custom_layer_ms(w->c->table, t, l, bw, &cold))
+            x = cold;
         if (!w->model) {
             if (bw) {
                 for (int q = 0; q < o->nalloc; q++) w->clk += remat_tensor_bytes(w->c, o->alloc_t[q]);

@@ -146,6 +146,62 @@ out:
     return st;
 }
 
+/* "0-1, 3-4" (the blocks of kind k), into buf */
+static void kind_ranges(const int *kind, int L, int k, char *buf, size_t n)
+{
+    size_t w = 0;
+    buf[0] = 0;
+    for (int a = 0; a < L && w < n; a++) {
+        if (kind[a] != k || (a && kind[a - 1] == k)) continue;
+        int b = a;
+        while (b + 1 < L && kind[b + 1] == k) b++;
+        if (w > 60) { snprintf(buf + w, n - w, ", ..."); return; }
+        w += (size_t)(b > a ? snprintf(buf + w, n - w, "%s%d-%d", w ? ", " : "", a, b)
+                            : snprintf(buf + w, n - w, "%s%d", w ? ", " : "", a));
+    }
+}
+
+/* A table read from a file whose blocks differ: what each kind of block
+ * saves and outputs, and which blocks are of it, one line each; times as
+ * their range over the kind's blocks. */
+static void block_kinds(text *f, const remat_config *c)
+{
+    int nk = 0;
+    const int *kind = c->framework == REMAT_FRAMEWORK_TABLE ? remat_table_custom_kinds(c->table, &nk) : NULL;
+    if (!kind || nk < 2) return;
+    const remat_table *tb = remat_table_of(c);
+    int L = c->n_layer, out = tb->nblock - 1;
+    add(f, "  blocks of %d kinds:\n", nk);
+    for (int k = 0; k < nk; k++) {
+        char rg[96], sb[32], cb[32], ob[32];
+        uint64_t e = 0, ch = 0, y = 0;
+        double t[4] = { 1e300, 0, 1e300, 0 };     /* forward min, max; backward min, max */
+        int first = -1;
+        for (int l = 0; l < L; l++) {
+            if (kind[l] != k) continue;
+            double fw = 0, bw = 0, ms;
+            for (int q = 0; q < out; q++) fw += remat_table_custom_layer_ms(c->table, q, l, 0, &ms) ? ms : 0;
+            remat_table_custom_layer_ms(c->table, out, l, 1, &bw);
+            if (fw < t[0]) t[0] = fw;
+            if (fw > t[1]) t[1] = fw;
+            if (bw < t[2]) t[2] = bw;
+            if (bw > t[3]) t[3] = bw;
+            if (first < 0) first = l;
+        }
+        for (int q = 0; q < out; q++) *(q && tb->nblock == 3 ? &ch : &e) += remat_tensor_bytes_at(c, q, first);
+        y = remat_tensor_bytes_at(c, out, first);
+        kind_ranges(kind, L, k, rg, sizeof rg);
+        add(f, "    block%s %s: saving %s", strchr(rg, ',') || strchr(rg, '-') ? "s" : "", rg,
+            remat_fmt_bytes(e + ch, sb, sizeof sb));
+        if (tb->nblock == 3) add(f, " (cheap %s)", remat_fmt_bytes(ch, cb, sizeof cb));
+        add(f, ", output %s; forward %.4g", remat_fmt_bytes(y, ob, sizeof ob), t[0]);
+        if (t[1] > t[0]) add(f, "-%.4g", t[1]);
+        add(f, " ms, backward %.4g", t[2]);
+        if (t[3] > t[2]) add(f, "-%.4g", t[3]);
+        add(f, " ms\n");
+    }
+}
+
 remat_status remat_plan_explain(const remat_config *c, const char *policy, char *buf, size_t n, size_t *len)
 {
     remat_schedule *s = NULL;
@@ -159,7 +215,12 @@ remat_status remat_plan_explain(const remat_config *c, const char *policy, char 
     li = remat_calloc((size_t)c->n_layer, sizeof *li);
     if (!li || remat_schedule_layers(s, li)) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory explaining a plan"); goto out; }
     int L = c->n_layer, a = 0, p = 1, nr = 1;
-#define SAME(i, j) (li[i].kept == li[j].kept && li[i].recomputed == li[j].recomputed && li[i].offloaded == li[j].offloaded)
+    block_kinds(&f, c);
+    /* alike: the same tensors kept, recomputed and offloaded, and as many
+     * bytes (blocks of different kinds keep different bytes) */
+#define SAME(i, j) (li[i].kept == li[j].kept && li[i].recomputed == li[j].recomputed && \
+                    li[i].offloaded == li[j].offloaded && li[i].kept_bytes == li[j].kept_bytes && \
+                    li[i].host_bytes == li[j].host_bytes)
     for (int l = 1; l < L; l++) nr += !SAME(l, l - 1);
     /* many ranges: the plan may repeat a pattern of p layers (every:K, revolve) */
     if (nr > 8)

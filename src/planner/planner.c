@@ -94,6 +94,17 @@ typedef struct front {
     int second;        /* the last point is the second of its bucket */
 } front;
 
+/* one block of a chain whose blocks differ (a table read from a file) */
+typedef struct hblock {
+    uint64_t x;          /* its input */
+    keepc *ks;           /* its keep-sets, pruned (no offload) */
+    int nks;
+    uint64_t ckf1;       /* its forward keeping nothing, above its input: as a CK segment's first block */
+    uint64_t fr1;        /* the same as a later block of a CK segment, above the segment's checkpoint */
+    uint64_t leaf_bpk;   /* B(1) of it: its backward keeping nothing, above x + d */
+    double tf, leaf_ms;  /* its forward; its leaf's time */
+} hblock;
+
 struct remat_planner {
     remat_config cfg;
     const remat_table *tb;
@@ -110,6 +121,14 @@ struct remat_planner {
     front *fb, *ff;            /* fb[1..L], ff[0..L] */
     uint64_t *mb, *mf;         /* minimum peaks of B(n), F(n), bytes, exact */
     int32_t *mvb, *mvf;        /* their moves */
+    /* A chain whose blocks differ (het): per block its constants, and
+     * B(a, n) -- blocks a..a+n-1 in a backward pass -- at fbh, mbh, mvbh
+     * [a (L + 1) + n]; F(n) is still ff[n], blocks L-n.. and the head. */
+    int het;
+    hblock *hb;
+    front *fbh;
+    uint64_t *mbh;
+    int32_t *mvbh;
 };
 
 /* ---- constants from compiled 1- and 2-block schedules -------------------- */
@@ -198,8 +217,8 @@ static double seg_ms(const trace *t, size_t a, size_t b)
 
 /* keep-set k of one block, from the 1-block schedule "plan:A<k>" (off:
  * "plan:O<k>", after the first, which gives p->tf) */
-static remat_status measure_keep(remat_planner *p, const remat_config *c1, const remat_profile *prof,
-                                 uint32_t mask, keepc *out, int first, int off)
+static remat_status measure_keep_io(remat_planner *p, const remat_config *c1, const remat_profile *prof,
+                                    uint32_t mask, keepc *out, int first, int off, uint64_t x, uint64_t y)
 {
     char pol[32];
     trace t;
@@ -208,14 +227,13 @@ static remat_status measure_keep(remat_planner *p, const remat_config *c1, const
     remat_status st = trace_policy(c1, prof, pol, &t);
     if (st) return st;
     if ((st = segments(p->tb, &t, 1, &h, &bs, &e))) goto out;
-    uint64_t x = p->x;
     memset(out, 0, sizeof *out);
     out->mask = mask | RES3_BIT(p);
     out->off = off;
     out->fpk = seg_max(&t, 1, h) - before(&t, 1);
     /* offloaded, the output alone is on the device when the head starts,
      * and the block's bytes come back inside its backward segment */
-    out->kept = off ? before(&t, h) - x : before(&t, h) - before(&t, 1) - x;
+    out->kept = off ? before(&t, h) - y : before(&t, h) - before(&t, 1) - y;
     out->so = off ? 0 : x + out->kept;
     out->host = t.s->sim.host_stored_bytes;
     out->bpk = seg_max(&t, bs, e) - (x + p->d);
@@ -230,7 +248,7 @@ static remat_status measure_keep(remat_planner *p, const remat_config *c1, const
         p->tf = seg_ms(&t, 1, h);
         p->th = seg_ms(&t, h, bs);
         p->te = seg_ms(&t, 0, t.n) - p->tf - p->th - seg_ms(&t, bs, e);
-        p->head_pk = seg_max(&t, h, bs) - (before(&t, h) - x);
+        p->head_pk = seg_max(&t, h, bs) - (before(&t, h) - y);
         p->leaf_bpk = out->bpk;
         p->leaf_ms = seg_ms(&t, bs, e);
         p->ckf1 = out->fpk;
@@ -240,9 +258,19 @@ out:
     return st;
 }
 
-/* CKF(j >= 2): the second block of a CK forward also holds its own input
- * until its last forward reader (2-block schedule "plan:C2.A0.A0"). */
-static remat_status measure_ck(remat_planner *p, const remat_config *c2, const remat_profile *prof)
+/* keep-set `mask` of a block whose input and output are p->x */
+static remat_status measure_keep(remat_planner *p, const remat_config *c1, const remat_profile *prof,
+                                 uint32_t mask, keepc *out, int first, int off)
+{
+    return measure_keep_io(p, c1, prof, mask, out, first, off, p->x, p->x);
+}
+
+/* The peak of the second block's forward in a CK forward, above the
+ * segment's checkpoint (x0, the first block's input; x1 the second's):
+ * it also holds its own input until its last forward reader (2-block
+ * schedule "plan:C2.A0.A0"). */
+static remat_status measure_fr1(remat_planner *p, const remat_config *c2, const remat_profile *prof, uint64_t x0,
+                                uint64_t x1, uint64_t *fr1)
 {
     trace t;
     size_t h, bs, e, s1 = 0;
@@ -250,15 +278,23 @@ static remat_status measure_ck(remat_planner *p, const remat_config *c2, const r
     if (st) return st;
     if ((st = segments(p->tb, &t, 2, &h, &bs, &e))) goto out;
     while (s1 < h && t.s->ins[s1].layer != 1) s1++;
-    if (s1 >= h || before(&t, s1) != 2 * p->x) {
+    if (s1 >= h || before(&t, s1) != x0 + x1) {
         st = remat_fail(REMAT_ERR_STATE, "planner: the checkpointed forward of 'plan:C2.A0.A0' is not as "
                         "modelled; compile.c and planner.c disagree");
         goto out;
     }
-    uint64_t fr1 = seg_max(&t, s1, h) - p->x;
-    p->ckf2 = fr1 > p->ckf1 ? fr1 : p->ckf1;
+    *fr1 = seg_max(&t, s1, h) - x0;
 out:
     trace_free(&t);
+    return st;
+}
+
+/* CKF(j >= 2) */
+static remat_status measure_ck(remat_planner *p, const remat_config *c2, const remat_profile *prof)
+{
+    uint64_t fr1 = 0;
+    remat_status st = measure_fr1(p, c2, prof, p->x, p->x, &fr1);
+    if (!st) p->ckf2 = fr1 > p->ckf1 ? fr1 : p->ckf1;
     return st;
 }
 
@@ -360,9 +396,12 @@ static void fronts_free(remat_planner *p)
         if (p->fb) free(p->fb[n].p);
         if (p->ff) free(p->ff[n].p);
     }
+    if (p->fbh)
+        for (size_t i = 0; i < (size_t)(p->L + 1) * (size_t)(p->L + 1); i++) free(p->fbh[i].p);
     free(p->fb);
     free(p->ff);
-    p->fb = p->ff = NULL;
+    free(p->fbh);
+    p->fb = p->ff = p->fbh = NULL;
 }
 
 /* appends acc->p[from..to) to dst, which they follow as an envelope */
@@ -513,8 +552,12 @@ static int keep_useful(const remat_planner *p, int type, int k, int n)
 /* The fronts of every sub-problem with bucket width u, up to peak limit.
  * Returns REMAT_ERR_RANGE without a message when more than wmax points
  * would be processed (wmax 0: no limit). */
+static remat_status run_fronts_het(remat_planner *p, uint64_t u, uint64_t limit, double wmax);
+static void run_min_peaks_het(remat_planner *p);
+
 static remat_status run_fronts(remat_planner *p, uint64_t u, uint64_t limit, double wmax)
 {
+    if (p->het) return run_fronts_het(p, u, limit, wmax);
     int L = p->L;
     front acc = { 0 }, tmp = { 0 }, pend = { 0 };
     remat_status st = REMAT_OK;
@@ -629,6 +672,7 @@ out:
  * that reaches it. */
 static void run_min_peaks(remat_planner *p)
 {
+    if (p->het) { run_min_peaks_het(p); return; }
     int L = p->L;
     uint64_t x = p->x, d = p->d;
     for (int type = 0; type < 2; type++) {
@@ -658,11 +702,272 @@ static void run_min_peaks(remat_planner *p)
     }
 }
 
+/* ---- chains whose blocks differ ---------------------------------------------
+ * A table read from a file whose blocks have numbers of their own
+ * (custom.c: spec.per): the same program with per-block constants, as
+ * Rotor's heterogeneous chains.  F(n) still starts at block L - n; B(n)
+ * becomes B(a, n), blocks a..a+n-1, a quadratic number of sub-problems,
+ * with the moves
+ *   ALL(k) at a   max(x_a + Fpk_a(k), so_a(k) + P(rest from a+1), x_a [+ d in F] + Bpk_a(k))
+ *   CK(j) at a    max(x_a + CKF(a, j), x_a + P(rest from a+j), [d in F +] P(B(a, j)))
+ * CKF(a, j) = max(ckf1_a, fr1_{a+1}, .., fr1_{a+j-1}), times the blocks' own.
+ * Block a's constants are read off the schedules of a 1-block table of it
+ * alone (its input x_a; d_output and the head the chain's), fr1_a off a
+ * 2-block table of blocks a-1 and a: tables registered for the measurement
+ * and released, each kind of block measured once.  No offload (a table
+ * read from a file has no host link). */
+
+#define HET_MAX_BLOCKS 512
+#define HB(p, a, n) ((size_t)(a) * (size_t)((p)->L + 1) + (size_t)(n))
+
+/* registers blocks [a, a+n) (n 1 or 2) of ps, input xin, as a table of their own: its config and profile */
+static remat_status het_sub(const remat_table_spec *ps, int a, int n, uint64_t xin, remat_config *c,
+                            remat_profile **prof, int *id)
+{
+    remat_table_spec s = *ps;
+    remat_table_spec_block blk[2];
+    double fwd[RT_MAXT], bwd[RT_MAXT];
+    uint64_t key[2 + 2 * sizeof blk[0] / sizeof(uint64_t)];
+    *prof = NULL;
+    *id = 0;
+    memset(key, 0, sizeof key);
+    s.name = "one block";
+    s.blocks = n;
+    s.input = xin;
+    s.expensive = s.cheap = s.output = 0;
+    for (int i = 0; i < n; i++) {
+        blk[i] = ps->per[a + i];
+        if (blk[i].expensive > s.expensive) s.expensive = blk[i].expensive;
+        if (blk[i].cheap > s.cheap) s.cheap = blk[i].cheap;
+        if (blk[i].output > s.output) s.output = blk[i].output;
+    }
+    memcpy(key + 2, blk, sizeof blk[0] * (size_t)n);
+    key[0] = xin;
+    key[1] = (uint64_t)n;
+    if (n == 1) {
+        s.per = NULL;
+        s.block_fwd_ms = blk[0].fwd_ms;
+        s.cheap_fwd_ms = blk[0].cheap_fwd_ms;
+        s.block_bwd_ms = blk[0].bwd_ms;
+    } else {
+        s.per = blk;
+    }
+    remat_status st = remat_table_custom_add(&s, remat_hash_bytes(key, sizeof key) ^ ps->dout, id);
+    if (st) return st;
+    remat_config_default(c);
+    c->n_layer = n;
+    c->framework = REMAT_FRAMEWORK_TABLE;
+    c->table = *id;
+    if (!(*prof = remat_malloc(sizeof **prof))) {
+        remat_table_custom_release(*id);
+        *id = 0;
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
+    }
+    remat_table_custom_times(*id, fwd, bwd);
+    remat_profile_fill_times(*prof, c, fwd, bwd, s.update_ms, "a table's block");
+    return REMAT_OK;
+}
+
+/* the keep-sets of block a of ps (input h->x), pruned, into h */
+static remat_status het_keepsets(remat_planner *p, const remat_table_spec *ps, int a, uint32_t droppable, hblock *h,
+                                 uint64_t *head_pk, double *th, double *te)
+{
+    remat_config c1;
+    remat_profile *pr = NULL;
+    keepc *all = remat_malloc(sizeof(keepc) * ((size_t)1 << __builtin_popcount(droppable)));
+    int id = 0, na = 0;
+    remat_status st = all ? het_sub(ps, a, 1, h->x, &c1, &pr, &id) : remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
+    if (st) goto out;
+    uint64_t y = ps->per[a].output;
+    keepc leaf;
+    if ((st = measure_keep_io(p, &c1, pr, 0, &leaf, 1, 0, h->x, y))) goto out;
+    h->tf = p->tf;
+    h->leaf_bpk = p->leaf_bpk;
+    h->leaf_ms = p->leaf_ms;
+    h->ckf1 = p->ckf1;
+    *head_pk = p->head_pk;
+    *th = p->th;
+    *te = p->te;
+    for (uint32_t sub = droppable;; sub = (sub - 1) & droppable) {     /* as remat_planner_create */
+        uint32_t keep = DROPPABLE_ALL(p) & ~sub;
+        if (keep == 0) all[na++] = leaf;
+        else if ((st = measure_keep_io(p, &c1, pr, keep, &all[na++], 0, 0, h->x, y))) goto out;
+        if (!sub) break;
+    }
+    if (!(h->ks = remat_malloc(sizeof(keepc) * (size_t)na))) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning"); goto out; }
+    h->nks = 0;
+    for (int i = 0; i < na; i++) {
+        int dom = 0;
+        for (int j = 0; j < na && !dom; j++)
+            if (j != i && dominates(&all[j], &all[i])) dom = !dominates(&all[i], &all[j]) || j < i;
+        if (!dom) h->ks[h->nks++] = all[i];
+    }
+out:
+    free(all);
+    free(pr);
+    remat_table_custom_release(id);
+    return st;
+}
+
+/* every block's constants (p->L, p->tb set) */
+static remat_status het_measure(remat_planner *p, uint32_t droppable)
+{
+    const remat_table_spec *ps = remat_table_custom_spec(p->cfg.table);
+    int L = p->L;
+    remat_status st = REMAT_OK;
+    if (L > HET_MAX_BLOCKS)
+        return remat_fail(REMAT_ERR_RANGE, "planner: a chain whose blocks differ has at most %d blocks (this one %d)",
+                          HET_MAX_BLOCKS, L);
+    if (!(p->hb = remat_calloc((size_t)L, sizeof *p->hb))) return remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
+    p->het = 1;
+    p->x = ps->input;
+    p->d = ps->dout;
+    uint64_t x = ps->input, head_pk = 0;
+    double th = 0, te = 0;
+    for (int a = 0; a < L; a++) {
+        hblock *h = &p->hb[a];
+        int b = 0;
+        h->x = x;
+        x = ps->per[a].output;
+        while (b < a && !(p->hb[b].x == h->x && !memcmp(&ps->per[b], &ps->per[a], sizeof ps->per[a]))) b++;
+        if (b < a) {     /* a block like an earlier one: its constants */
+            *h = p->hb[b];
+            if (!(h->ks = remat_malloc(sizeof(keepc) * (size_t)h->nks))) return remat_fail(REMAT_ERR_NOMEM, "out of memory planning");
+            memcpy(h->ks, p->hb[b].ks, sizeof(keepc) * (size_t)h->nks);
+            continue;
+        }
+        if ((st = het_keepsets(p, ps, a, droppable, h, &head_pk, &th, &te))) return st;
+        if (a == 0) p->te = te;
+        if (ps->per[a].output == ps->per[L - 1].output) { p->head_pk = head_pk; p->th = th; }   /* the head's input */
+    }
+    for (int a = 1; a < L; a++) {
+        int b = 1;
+        while (b < a && !(p->hb[b - 1].x == p->hb[a - 1].x &&
+                          !memcmp(&ps->per[b - 1], &ps->per[a - 1], 2 * sizeof ps->per[a]))) b++;
+        if (b < a) { p->hb[a].fr1 = p->hb[b].fr1; continue; }
+        remat_config c2;
+        remat_profile *pr = NULL;
+        int id = 0;
+        if ((st = het_sub(ps, a - 1, 2, p->hb[a - 1].x, &c2, &pr, &id))) return st;
+        st = measure_fr1(p, &c2, pr, p->hb[a - 1].x, p->hb[a].x, &p->hb[a].fr1);
+        free(pr);
+        remat_table_custom_release(id);
+        if (st) return st;
+    }
+    return REMAT_OK;
+}
+
+/* the front of sub-problem (type, a, n) into acc (tmp, pend: scratch) */
+static int het_solve(remat_planner *p, const fctx *c, int type, int a, int n, front *acc, front *tmp, front *pend,
+                     double wmax)
+{
+    acc->n = 0;
+    if (type == 0 && n == 1) return front_push(c, acc, p->hb[a].x + p->hb[a].leaf_bpk, p->hb[a].leaf_ms, 0);
+    if (type == 1 && n == 0) return front_push(c, acc, p->head_pk, p->th, 0);
+    const hblock *h = &p->hb[a];
+    uint64_t x = h->x, dd = type ? p->d : 0;
+    const front *sub = type ? &p->ff[n - 1] : &p->fbh[HB(p, a + 1, n - 1)];
+    for (int k = 0; k < h->nks; k++) {
+        const keepc *kc = &h->ks[k];
+        uint64_t lo = max3(x + kc->fpk, x + dd + kc->bpk, 0);
+        double add = h->tf + kc->bwd_ms;
+        if (!sub->n || useless(acc, max3(lo, kc->so + sub->p[0].peak, 0), sub->p[sub->n - 1].ms + add)) continue;
+        uint64_t cut = cut_peak(acc, sub->p[sub->n - 1].ms + add);
+        if (merge_all(c, tmp, acc, sub, lo, kc->so, add, k, cut == UINT64_MAX ? cut : cut - 1, cut)) return -1;
+        front sw = *acc; *acc = *tmp; *tmp = sw;
+    }
+    int jmax = type ? n : n - 1;
+    uint64_t ckf = h->ckf1;
+    double tsum = 0;
+    pend->n = 0;
+    for (int j = 1; j <= jmax; j++) {
+        tsum += p->hb[a + j - 1].tf;
+        if (j >= 2 && p->hb[a + j - 1].fr1 > ckf) ckf = p->hb[a + j - 1].fr1;
+        const front *s1 = type ? &p->ff[n - j] : &p->fbh[HB(p, a + j, n - j)], *s2 = &p->fbh[HB(p, a, j)];
+        uint64_t lo = x + ckf;
+        if (!s1->n || !s2->n ||
+            useless(acc, max3(lo, x + s1->p[0].peak, dd + s2->p[0].peak), tsum + s1->p[s1->n - 1].ms + s2->p[s2->n - 1].ms))
+            continue;
+        uint64_t cut = cut_peak(acc, tsum + s1->p[s1->n - 1].ms + s2->p[s2->n - 1].ms);
+        if (collect_ck(c, pend, acc, s1, x, s2, dd, lo, tsum, -j, cut == UINT64_MAX ? UINT64_MAX : cut - 1)) return -1;
+        if (wmax > 0 && *c->ops > wmax) return 1;
+    }
+    if (pend->n) {
+        qsort(pend->p, pend->n, sizeof(fpt), cmp_fpt);
+        if (merge_all(c, tmp, acc, pend, 0, 0, 0, INT32_MIN, UINT64_MAX, UINT64_MAX)) return -1;
+        front sw = *acc; *acc = *tmp; *tmp = sw;
+    }
+    return 0;
+}
+
+/* an exact-size copy of acc into f; -1 when out of memory */
+static int front_keep(front *f, const front *acc)
+{
+    f->p = remat_malloc((acc->n ? acc->n : 1) * sizeof(fpt));
+    if (!f->p) return -1;
+    if (acc->n) memcpy(f->p, acc->p, acc->n * sizeof(fpt));
+    f->n = f->cap = acc->n;
+    return 0;
+}
+
+static remat_status run_fronts_het(remat_planner *p, uint64_t u, uint64_t limit, double wmax)
+{
+    int L = p->L, r = 0;
+    front acc = { 0 }, tmp = { 0 }, pend = { 0 };
+    double work = 0;
+    fctx c = { u, limit, &work };
+    fronts_free(p);
+    p->u = u;
+    p->ff = remat_calloc((size_t)L + 1, sizeof(front));
+    p->fbh = remat_calloc((size_t)(L + 1) * (size_t)(L + 1), sizeof(front));
+    if (!p->ff || !p->fbh) r = -1;
+    for (int n = 1; n <= L && !r; n++)
+        for (int a = 0; a + n <= L && !r; a++)
+            if (!(r = het_solve(p, &c, 0, a, n, &acc, &tmp, &pend, wmax))) r = front_keep(&p->fbh[HB(p, a, n)], &acc);
+    for (int n = 0; n <= L && !r; n++)
+        if (!(r = het_solve(p, &c, 1, L - n, n, &acc, &tmp, &pend, wmax))) r = front_keep(&p->ff[n], &acc);
+    free(acc.p); free(tmp.p); free(pend.p);
+    if (r) fronts_free(p);
+    return r < 0 ? remat_fail(REMAT_ERR_NOMEM, "out of memory planning") : r ? REMAT_ERR_RANGE : REMAT_OK;
+}
+
+/* the least peak of sub-problem (type, a, n) and its move */
+static void het_min(remat_planner *p, int type, int a, int n, uint64_t *best, int32_t *bm)
+{
+    *bm = 0;
+    if (type == 0 && n == 1) { *best = p->hb[a].x + p->hb[a].leaf_bpk; return; }
+    if (type == 1 && n == 0) { *best = p->head_pk; return; }
+    const hblock *h = &p->hb[a];
+    uint64_t dd = type ? p->d : 0, sub = type ? p->mf[n - 1] : p->mbh[HB(p, a + 1, n - 1)], ckf = h->ckf1;
+    *best = UINT64_MAX;
+    for (int k = 0; k < h->nks; k++) {
+        const keepc *kc = &h->ks[k];
+        uint64_t v = max3(h->x + kc->fpk, kc->so + sub, h->x + dd + kc->bpk);
+        if (v < *best) { *best = v; *bm = k; }
+    }
+    for (int j = 1; j <= (type ? n : n - 1); j++) {
+        if (j >= 2 && p->hb[a + j - 1].fr1 > ckf) ckf = p->hb[a + j - 1].fr1;
+        uint64_t rest = type ? p->mf[n - j] : p->mbh[HB(p, a + j, n - j)];
+        uint64_t v = max3(h->x + ckf, h->x + rest, dd + p->mbh[HB(p, a, j)]);
+        if (v < *best) { *best = v; *bm = -j; }
+    }
+}
+
+static void run_min_peaks_het(remat_planner *p)
+{
+    int L = p->L;
+    for (int n = 1; n <= L; n++)
+        for (int a = 0; a + n <= L; a++) het_min(p, 0, a, n, &p->mbh[HB(p, a, n)], &p->mvbh[HB(p, a, n)]);
+    for (int n = 0; n <= L; n++) het_min(p, 1, L - n, n, &p->mf[n], &p->mvf[n]);
+}
+
 void remat_planner_free(remat_planner *p)
 {
     if (!p) return;
     fronts_free(p);
     free(p->mb); free(p->mf); free(p->mvb); free(p->mvf); free(p->ks);
+    for (int a = 0; p->hb && a < p->L; a++) free(p->hb[a].ks);
+    free(p->hb); free(p->mbh); free(p->mvbh);
     free(p);
 }
 
@@ -688,6 +993,20 @@ remat_status remat_planner_create(const remat_config *cfg, const remat_profile *
     p->L = cfg->n_layer;
     p->x = remat_tensor_bytes(cfg, p->tb->nblock - 1);
     p->d = remat_tensor_bytes(cfg, p->tb->d_res);
+    const remat_table_spec *ts = cfg->framework == REMAT_FRAMEWORK_TABLE ? remat_table_custom_spec(cfg->table) : NULL;
+    if (ts && ts->per) {          /* a chain whose blocks differ */
+        size_t nb = (size_t)(p->L + 1) * (size_t)(p->L + 1);
+        p->cap = 0;
+        if ((st = het_measure(p, droppable))) goto out;
+        p->mf = remat_calloc((size_t)p->L + 1, sizeof(uint64_t));
+        p->mvf = remat_calloc((size_t)p->L + 1, sizeof(int32_t));
+        p->mbh = remat_calloc(nb, sizeof(uint64_t));
+        p->mvbh = remat_calloc(nb, sizeof(int32_t));
+        if (!p->mf || !p->mvf || !p->mbh || !p->mvbh) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning"); goto out; }
+        run_min_peaks_het(p);
+        *out = p;
+        return REMAT_OK;
+    }
     remat_config c1 = *cfg, c2 = *cfg;
     c1.n_layer = 1;
     c2.n_layer = 2;
@@ -822,6 +1141,42 @@ static void put(sbuf *b, const char *fmt, unsigned v)
     b->len += (size_t)k;
 }
 
+/* tokens of the best plan for sub-problem (type, a, n) of a chain whose blocks differ */
+static void emit_plan_het(const remat_planner *p, int type, int a, int n, uint64_t budget, sbuf *b)
+{
+    if (b->over || (type == 1 && n == 0)) return;
+    if (type == 0 && n == 1) { put(b, "A%x", 0); return; }
+    const front *f = type ? &p->ff[n] : &p->fbh[HB(p, a, n)];
+    long i = front_best(f, budget);
+    if (i < 0) { b->over = 2; return; }
+    int32_t mv = f->p[i].move;
+    if (mv >= 0) {
+        const keepc *kc = &p->hb[a].ks[mv];
+        put(b, "A%x", kc->mask & ~RES3_BIT(p));
+        emit_plan_het(p, type, a + 1, n - 1, budget - kc->so, b);
+    } else {
+        int j = -mv;
+        put(b, "C%u", (unsigned)j);
+        emit_plan_het(p, type, a + j, n - j, budget - p->hb[a].x, b);
+        emit_plan_het(p, 0, a, j, budget - (type ? p->d : 0), b);
+    }
+}
+
+static void emit_min_het(const remat_planner *p, int type, int a, int n, sbuf *b)
+{
+    if (b->over || (type == 1 && n == 0)) return;
+    if (type == 0 && n == 1) { put(b, "A%x", 0); return; }
+    int32_t mv = type ? p->mvf[n] : p->mvbh[HB(p, a, n)];
+    if (mv >= 0) {
+        put(b, "A%x", p->hb[a].ks[mv].mask & ~RES3_BIT(p));
+        emit_min_het(p, type, a + 1, n - 1, b);
+    } else {
+        put(b, "C%u", (unsigned)-mv);
+        emit_min_het(p, type, a - mv, n + mv, b);
+        emit_min_het(p, 0, a, -mv, b);
+    }
+}
+
 /* tokens of the best plan for sub-problem (type, n) within budget, preorder */
 static void emit_plan(const remat_planner *p, int type, int n, uint64_t budget, sbuf *b)
 {
@@ -872,7 +1227,9 @@ remat_status remat_planner_best(const remat_planner *p, uint64_t act_budget, cha
     sbuf b = { policy, n, 0, 0 };
     memcpy(policy, "plan:", 6);
     b.len = 5;
-    if (i >= 0) emit_plan(p, 1, p->L, f->p[i].peak, &b);
+    if (p->het && i >= 0) emit_plan_het(p, 1, 0, p->L, f->p[i].peak, &b);
+    else if (p->het) emit_min_het(p, 1, 0, p->L, &b);
+    else if (i >= 0) emit_plan(p, 1, p->L, f->p[i].peak, &b);
     else emit_min(p, 1, p->L, &b);   /* coarse fronts start above the exact minimum */
     if (b.over == 1) return remat_fail(REMAT_ERR_RANGE, "the plan for %d blocks is longer than %zu bytes", p->L, n);
     if (b.over) return remat_fail(REMAT_ERR_STATE, "planner: internal error reconstructing a plan");
@@ -945,6 +1302,7 @@ remat_status remat_planner_predict(remat_planner *p, const remat_profile *prof, 
     pred r;
     memset(&r, 0, sizeof r);
     if (strncmp(plan, "plan:", 5)) return remat_fail(REMAT_ERR_POLICY, "predict: expected plan:TOKENS");
+    if (p->het) return remat_fail(REMAT_ERR_INVALID, "predict: not for a chain whose blocks differ (simulate the plan)");
     if (!(r.prof = remat_profile_resolve(&p->cfg, prof, &tmp))) return REMAT_ERR_INVALID;
     r.cur = plan + 5;
     r.c1 = p->cfg;

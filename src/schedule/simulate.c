@@ -273,8 +273,8 @@ remat_status remat_schedule_layers(const remat_schedule *s, remat_layer_info *ou
     for (int l = 0; l < L; l++)
         for (int t = 0; t < s->tb->nblock; t++) {
             uint32_t bit = 1u << t;
-            if (out[l].offloaded & bit) out[l].host_bytes += remat_tensor_bytes(&s->cfg, t);
-            else if (out[l].kept & bit) out[l].kept_bytes += remat_tensor_bytes(&s->cfg, t);
+            if (out[l].offloaded & bit) out[l].host_bytes += remat_tensor_bytes_at(&s->cfg, t, l);
+            else if (out[l].kept & bit) out[l].kept_bytes += remat_tensor_bytes_at(&s->cfg, t, l);
         }
     return REMAT_OK;
 }

@@ -20,8 +20,13 @@
  * keeps the end of the forward the highest moment of a step: see
  * tablefile.c) and the gradient between blocks are the globals.
  *
- * Tables live in REMAT_TABLES_MAX slots of an array read without a lock (a
- * lookup is on every tensor's byte count); adding and releasing take one.
+ * Tables live in REMAT_TABLES_MAX slots of an array; adding, releasing and
+ * every lookup take one lock, so that a lookup never reads a table that a
+ * release is freeing (an id whose last load ended names nothing: its
+ * lookup is NULL, and a config of it is refused).  What a lookup returns
+ * stays valid while the caller holds a load of it (remat.h: unload last).
+ * A lookup is on every tensor's byte count; the lock is uncontended but
+ * while another thread loads or unloads.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -35,7 +40,9 @@ typedef struct custom {
     remat_table tb;
     remat_tensor_def defs[6];
     remat_table_spec spec;
-    char name[64];
+    remat_table_spec_block *per;            /* spec.per's copy (NULL: uniform) */
+    int *kind, nkinds;                      /* per block its kind: blocks of the same bytes, by first appearance */
+    char name[REMAT_TABLE_NAME_MAX + 1];   /* the whole name: the reader takes at most this many bytes */
     uint64_t key;
     int refs;
     int id;
@@ -96,7 +103,7 @@ static void build(custom *c, const remat_table_spec *s)
     d[out].has_bwd = 1;
     d[out].g_need[0] = (int8_t)dres;
     d[out].gout = d[out].gin = (int8_t)dres;
-    d[in] = entry("input", "the chain's input", RT_CLASS_GLOBAL, s->output);
+    d[in] = entry("input", "the chain's input", RT_CLASS_GLOBAL, s->input ? s->input : s->output);
     d[in].has_bwd = 1;
     d[in].g_need[0] = d[in].g_free[0] = (int8_t)dres;
     d[in].gout = (int8_t)dres;
@@ -110,11 +117,11 @@ static void build(custom *c, const remat_table_spec *s)
     d[head].gout = (int8_t)head;
     d[head].gin = (int8_t)dres;
     d[head].scratch[0] = (remat_scratch){ K(s->reserve), RT_P_BYTE, RW_ALWAYS };
-    d[dres] = entry("d_output", "the gradient of a block output", RT_CLASS_GRAD, s->output);
+    d[dres] = entry("d_output", "the gradient of a block output", RT_CLASS_GRAD, s->dout ? s->dout : s->output);
 
     remat_table *tb = &c->tb;
     memset(tb, 0, sizeof *tb);
-    snprintf(c->name, sizeof c->name, "%s", s->name ? s->name : "table");
+    snprintf(c->name, sizeof c->name, "%s", s->name ? s->name : "table");   /* fits: remat_table_custom_add */
     tb->name = c->name;
     tb->arch = REMAT_ARCH_GPT2;
     tb->count = nb + 3;
@@ -134,6 +141,7 @@ static void build(custom *c, const remat_table_spec *s)
     tb->static_bytes = s->static_bytes;
     c->spec = *s;
     c->spec.name = c->name;
+    c->spec.per = c->per;
 }
 
 /* the numbers of two specs (names aside) */
@@ -146,13 +154,18 @@ static int same_spec(const remat_table_spec *a, const remat_table_spec *b)
            a->block_fwd_ms == b->block_fwd_ms && a->cheap_fwd_ms == b->cheap_fwd_ms &&
            a->block_bwd_ms == b->block_bwd_ms && a->input_fwd_ms == b->input_fwd_ms &&
            a->input_bwd_ms == b->input_bwd_ms && a->head_fwd_ms == b->head_fwd_ms &&
-           a->head_bwd_ms == b->head_bwd_ms && a->update_ms == b->update_ms;
+           a->head_bwd_ms == b->head_bwd_ms && a->update_ms == b->update_ms && a->input == b->input &&
+           a->dout == b->dout && !a->per == !b->per &&
+           (!a->per || !memcmp(a->per, b->per, sizeof *a->per * (size_t)a->blocks));
 }
 
 remat_status remat_table_custom_add(const remat_table_spec *s, uint64_t key, int *id)
 {
     remat_status st = REMAT_OK;
     *id = 0;
+    if (s->name && strlen(s->name) > REMAT_TABLE_NAME_MAX)
+        return remat_fail(REMAT_ERR_INVALID, "a table's name has %zu bytes (at most %d)", strlen(s->name),
+                          REMAT_TABLE_NAME_MAX);
     pthread_mutex_lock(&lock);
     int freeslot = -1;
     for (int i = 0; i < REMAT_TABLES_MAX; i++) {
@@ -164,13 +177,31 @@ remat_status remat_table_custom_add(const remat_table_spec *s, uint64_t key, int
         goto out;
     }
     custom *c = remat_calloc(1, sizeof *c);
-    if (!c) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory loading a table"); goto out; }
+    if (c && s->per && (c->per = remat_malloc(sizeof *c->per * (size_t)s->blocks)))
+        memcpy(c->per, s->per, sizeof *c->per * (size_t)s->blocks);
+    if (!c || (s->per && !c->per)) {
+        free(c);
+        st = remat_fail(REMAT_ERR_NOMEM, "out of memory loading a table");
+        goto out;
+    }
+    if (s->per && !(c->kind = remat_malloc(sizeof *c->kind * (size_t)s->blocks))) {
+        free(c->per);
+        free(c);
+        st = remat_fail(REMAT_ERR_NOMEM, "out of memory loading a table");
+        goto out;
+    }
+    for (int l = 0; s->per && l < s->blocks; l++) {
+        int b = 0;
+        while (b < l && !(s->per[b].expensive == s->per[l].expensive && s->per[b].cheap == s->per[l].cheap &&
+                          s->per[b].output == s->per[l].output)) b++;
+        c->kind[l] = b < l ? c->kind[b] : c->nkinds++;
+    }
     build(c, s);
     c->key = key;
     c->refs = 1;
     loads = (loads + 1) % (INT32_MAX / REMAT_TABLES_MAX - 1);
     c->id = freeslot + 1 + REMAT_TABLES_MAX * loads;
-    __atomic_store_n(&slots[freeslot], c, __ATOMIC_RELEASE);
+    slots[freeslot] = c;
     *id = c->id;
 out:
     pthread_mutex_unlock(&lock);
@@ -183,7 +214,9 @@ void remat_table_custom_release(int id)
     pthread_mutex_lock(&lock);
     custom *c = slots[SLOT(id)];
     if (c && c->id == id && --c->refs == 0) {
-        __atomic_store_n(&slots[SLOT(id)], NULL, __ATOMIC_RELEASE);
+        slots[SLOT(id)] = NULL;
+        free(c->per);
+        free(c->kind);
         free(c);
     }
     pthread_mutex_unlock(&lock);
@@ -192,8 +225,11 @@ void remat_table_custom_release(int id)
 static custom *lookup(int id)
 {
     if (id < 1) return NULL;
-    custom *c = __atomic_load_n(&slots[SLOT(id)], __ATOMIC_ACQUIRE);
-    return c && c->id == id ? c : NULL;
+    pthread_mutex_lock(&lock);
+    custom *c = slots[SLOT(id)];
+    if (c && c->id != id) c = NULL;
+    pthread_mutex_unlock(&lock);
+    return c;
 }
 
 const remat_table *remat_table_custom(int id)
@@ -232,4 +268,31 @@ void remat_table_custom_times(int id, double *fwd, double *bwd)
     bwd[c->tb.emb] = s->input_bwd_ms;
     fwd[c->tb.lmhead[0]] = s->head_fwd_ms;
     bwd[c->tb.lmhead[0]] = s->head_bwd_ms;
+}
+
+int remat_table_custom_layer_bytes(int id, int t, int layer, uint64_t *bytes)
+{
+    custom *c = lookup(id);
+    if (!c || !c->per || layer < 0 || layer >= c->spec.blocks || t < 0 || t >= c->tb.nblock) return 0;
+    const remat_table_spec_block *b = &c->per[layer];
+    *bytes = t == c->tb.nblock - 1 ? b->output : t == 0 ? b->expensive : b->cheap;
+    return 1;
+}
+
+int remat_table_custom_layer_ms(int id, int t, int layer, int bwd, double *ms)
+{
+    custom *c = lookup(id);
+    if (!c || !c->per || layer < 0 || layer >= c->spec.blocks || t < 0 || t >= c->tb.nblock) return 0;
+    const remat_table_spec_block *b = &c->per[layer];
+    int out = c->tb.nblock - 1;                       /* as remat_table_custom_times, per block */
+    if (bwd) *ms = t == out ? b->bwd_ms : 0;
+    else *ms = t == out ? 0 : t == 1 ? b->cheap_fwd_ms : c->spec.selective ? b->fwd_ms - b->cheap_fwd_ms : b->fwd_ms;
+    return 1;
+}
+
+const int *remat_table_custom_kinds(int id, int *nkinds)
+{
+    custom *c = lookup(id);
+    *nkinds = c ? (c->per ? c->nkinds : 1) : 0;
+    return c ? c->kind : NULL;
 }

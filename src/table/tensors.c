@@ -491,6 +491,14 @@ uint64_t remat_tensor_bytes(const remat_config *c, int t)
     return tb == shrink_tb && t == shrink_t && b >= shrink_by ? b - shrink_by : b;
 }
 
+uint64_t remat_tensor_bytes_at(const remat_config *c, int t, int layer)
+{
+    uint64_t b;
+    if (c->framework == REMAT_FRAMEWORK_TABLE && layer >= 0 && remat_table_custom_layer_bytes(c->table, t, layer, &b))
+        return b;
+    return remat_tensor_bytes(c, t);
+}
+
 remat_status remat_debug_shrink_tensor(const remat_config *c, const char *name, uint64_t bytes)
 {
     shrink_tb = NULL;

@@ -344,6 +344,12 @@ extern const remat_table remat_table_pytorch_llama, remat_table_pytorch_llama_ea
  * "expensive" and "cheap" when selective), "output"; globals "input" (the
  * chain's input), "head" (what the chain's ops outside keep, before and
  * after it) and the gradient buffer "d_output". */
+/* One block's own numbers (a chain whose blocks differ) */
+typedef struct remat_table_spec_block {
+    uint64_t expensive, cheap; /* its saved bytes (selective 0: all in expensive) */
+    uint64_t output;           /* its output, the next block's input */
+    double fwd_ms, cheap_fwd_ms, bwd_ms;
+} remat_table_spec_block;
 typedef struct remat_table_spec {
     const char *name;          /* for messages (copied) */
     int selective;             /* two saved entries (keep-sets that keep one of them) */
@@ -359,11 +365,23 @@ typedef struct remat_table_spec {
      * tensors', selective) and backward; the chain input's ops and the
      * head's; the optimizer step */
     double block_fwd_ms, cheap_fwd_ms, block_bwd_ms, input_fwd_ms, input_bwd_ms, head_fwd_ms, head_bwd_ms, update_ms;
+    /* A chain whose blocks differ: per[0..blocks) their own numbers (copied;
+     * NULL: every block the above), the chain's input and d_output's bytes
+     * (the largest boundary: one gradient buffer serves every block).  The
+     * entries' constant bytes, and the times above, are then the largest
+     * block's (remat_tensor_bytes); remat_tensor_bytes_at gives a layer's. */
+    const remat_table_spec_block *per;
+    uint64_t input, dout;
 } remat_table_spec;
 /* Registers the table of s under key (a hash of its source): the same key
- * again returns the same id with one more reference.  REMAT_ERR_NOMEM, or
- * REMAT_ERR_RANGE when REMAT_TABLES_MAX tables are loaded. */
+ * again returns the same id with one more reference.  REMAT_ERR_NOMEM,
+ * REMAT_ERR_INVALID for a name over REMAT_TABLE_NAME_MAX bytes, or
+ * REMAT_ERR_RANGE when REMAT_TABLES_MAX tables are loaded.  Thread-safe, as
+ * are the lookups below (one lock). */
 #define REMAT_TABLES_MAX 4096
+/* The longest name a table keeps (bytes; a longer one is REMAT_ERR_INVALID;
+ * the file's reader takes no longer string). */
+#define REMAT_TABLE_NAME_MAX 255
 remat_status remat_table_custom_add(const remat_table_spec *s, uint64_t key, int *id);
 /* Drops one reference; the last frees the table (its id then names none). */
 void remat_table_custom_release(int id);
@@ -377,6 +395,16 @@ uint64_t remat_table_custom_key(int id);
  * recomputed, as a framework re-runs a checkpointed block -- and none on
  * the output, whose backward is the block's. */
 void remat_table_custom_times(int id, double *fwd, double *bwd);
+/* A table whose blocks differ: block `layer`'s bytes of per-block entry t
+ * into *bytes, or its forward (bwd 0) or backward time into *ms; 1 when it
+ * has them (id such a table, t a per-block entry, layer in range), else 0. */
+int remat_table_custom_layer_bytes(int id, int t, int layer, uint64_t *bytes);
+int remat_table_custom_layer_ms(int id, int t, int layer, int bwd, double *ms);
+/* The kinds of block of id's chain (blocks of the same bytes: saved entries
+ * and output): *nkinds of them (1 when its blocks are the same, 0 for no
+ * table), and per block its kind, numbered by first appearance (NULL when
+ * the blocks are the same). */
+const int *remat_table_custom_kinds(int id, int *nkinds);
 
 /* 1 when two configs are the same run shape (every field equal, defaults
  * resolved): what profiles, traces and run times are keyed by. */
@@ -392,6 +420,9 @@ int remat_table_find(const remat_table *tb, const char *name);
 
 /* bytes of one copy of tensor t (no overflow: config already checked) */
 uint64_t remat_tensor_bytes(const remat_config *cfg, int t);
+/* The bytes of tensor t of block `layer` (-1: a global): remat_tensor_bytes
+ * but for a table read from a file whose blocks differ. */
+uint64_t remat_tensor_bytes_at(const remat_config *cfg, int t, int layer);
 /* its elements per token row: bytes / (element size B T), for the
  * kernels' row strides */
 uint64_t remat_tensor_row_elems(const remat_config *cfg, int t);
