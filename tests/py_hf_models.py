@@ -16,16 +16,19 @@ checked:
   - the step's peak: the plan's device_peak_bytes (C: the simulated peak plus
     the table's parameters, gradients and optimizer state) against the
     allocator's over a whole steady step, forward, backward and AdamW
-    (remat_torch.step_peak), within 1%, and never below it;
+    (remat_torch.step_peak): measured at most 3% above it, at most 15% below
+    (see PEAK_UNDER);
   - the loss and every gradient bit for bit those of the unwrapped model
     (torch.equal; SDPA's CPU kernels and the rest are deterministic at a
     fixed thread count, and the RNG state is preserved for dropout).
 Also: budget= as device memory (the plan's predicted peak within it, the
 measured one too), eval() and no_grad after apply, and HF's own gradient
 checkpointing against a plan in both orders (taken over; refused in one
-line).  T5ForConditionalGeneration has two chains (encoder, decoder): a
-table of format 1 plans one, and the test says so (format 2 is another
-branch's).  The table of the issue's closing note is printed.
+line).  Gemma 3's global layer saves other tensors than its sliding ones:
+its table is of version 2 (each block its own entries), and a segment
+across the two kinds runs each layer with its own mask.
+T5ForConditionalGeneration has two chains (encoder, decoder): remat plans
+tables of several chains not yet, and the test checks the one-line refusal.  The table of the issue's closing note is printed.
 
 transformers 5.x needs torch >= 2.5: under Debian's torch 1.13 it skips,
 saying so; run_tests.sh runs it under the virtual environment's torch 2.x.
@@ -142,12 +145,16 @@ def within(pred, got, calls):
     return abs(pred - got) <= 0.01 * got and abs(pred - got) <= 128 + 16 * calls
 
 
-PEAK_TOL = 0.10
+# A peak: measured at most 3% above the prediction (the side that runs out of memory: the
+# backward's working set beyond one block's saved tensors and two boundaries, the head's logits
+# gradient and cross-entropy's temporaries), at most 15% below it (the table reserves one block's
+# re-run at the end of the forward under every plan, which a plan that re-runs none of its last
+# blocks never needs).  docs/pytorch.md gives the figures.
+PEAK_UNDER, PEAK_OVER = 0.03, 0.15
 
 
 def near(pred, got):
-    """a peak: within PEAK_TOL (README, "Using remat from PyTorch", and docs/pytorch.md say how close, and why not closer)"""
-    return abs(pred - got) <= PEAK_TOL * got
+    return got <= pred * (1 + PEAK_UNDER) and pred <= got * (1 + PEAK_OVER)
 
 
 def check_model(check, name, model, batch):
@@ -164,6 +171,12 @@ def check_model(check, name, model, batch):
     check(same(base, step(model, batch)), "%s: the warm-up changed the model" % name)
     table = rt.hf.measure(model, batch, optimizer=opt)
     check(same(base, step(model, batch)), "%s: measure() changed the model" % name)
+    # Gemma 3's global layer (2) saves other tensors than its sliding ones: a table of version 2, each
+    # block its own entries; the others' blocks are alike, version 1
+    blocks = table.data["blocks"]
+    alike = all((b["saved"], b["output_bytes"]) == (blocks[0]["saved"], blocks[0]["output_bytes"]) for b in blocks)
+    check(table.data["version"] == (2 if name == "Gemma3" else 1) and alike == (name != "Gemma3"),
+          "%s: a table of version %d, its blocks %s" % (name, table.data["version"], "alike" if alike else "differ"))
     call, values = rt.hf.as_call(model, batch)
     kept = table.kept_bytes
     none = rt.hf.plan(model, batch, kept_budget=kept, table=table, policy="none")
@@ -214,7 +227,7 @@ def check_model(check, name, model, batch):
                   % (name, dev_budget, q.policy, q.device_peak_bytes))
             rt.hf.apply(model, q)
             pq = peak(model, batch, opt)
-            check(pq <= dev_budget * (1 + PEAK_TOL), "%s: budget=%d (%s): measured peak %d" % (name, dev_budget, q.policy, pq))
+            check(pq <= dev_budget * (1 + PEAK_UNDER), "%s: budget=%d (%s): measured peak %d" % (name, dev_budget, q.policy, pq))
         rt.hf.unapply(model)
     return table
 
@@ -317,10 +330,6 @@ def main():
         try:
             check_model(check, name, model, batch)
         except rt.RematError as e:
-            if name == "Gemma3":    # its global layers save another set of tensors: a table of format 1 refuses
-                check("block 2 differs from block 0" in e.message, "Gemma3's refusal: %s" % e.message)
-                check.rows.append((name, "-", 0, 0, 0, 0, None, "format 1 refuses it: " + e.message))
-                continue
             check(False, "%s: %s" % (name, e.message))
         if name in ("Llama", "GPT2"):
             hf_orders(check, name, model, batch)
@@ -331,9 +340,6 @@ def main():
     print("%-8s %6s %10s %10s %8s %10s %10s %8s %5s  %s" % ("model", "budget", "kept pred", "measured", "error",
                                                              "peak pred", "measured", "error", "bits", "plan"))
     for r in check.rows:
-        if r[6] is None:
-            print("%-8s %s" % (r[0], r[7]))
-            continue
         print("%-8s %6s %10d %10d %7.3f%% %10d %10d %7.3f%% %5s  %s" % (
             r[0], r[1], r[2], r[3], 100.0 * (r[2] - r[3]) / r[3], r[4], r[5], 100.0 * (r[4] - r[5]) / r[5],
             "equal" if r[6] else "DIFF", r[7]))

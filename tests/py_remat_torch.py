@@ -207,7 +207,7 @@ def main():
         out = subprocess.run([REMAT, "plan", "--table", path, "--json", "--recompute", "none"], capture_output=True,
                              text=True)
     check(out.returncode == 0 and json.loads(out.stdout)["rows"][0]["kept_bytes"] == tbl.kept_bytes and
-          rt.plan(drop, (idx2, tg2), budget=1 << 30, table=tbl, policy="none").kept_bytes == tbl.kept_bytes,
+          rt.plan(drop, (idx2, tg2), kept_budget=1 << 30, table=tbl, policy="none").kept_bytes == tbl.kept_bytes,
           "remat plan --table on the measured table: %s %s" % (out.stdout[:200], out.stderr.strip()))
     print("\n%-22s %6s %10s %10s %10s %10s %7s %8s  %s" % ("model", "budget", "bytes", "predicted", "hooks",
                                                          "profiler", "error", "overhead", "plan"))

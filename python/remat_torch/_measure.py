@@ -638,6 +638,11 @@ def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, pat
         "checkpoint": {"context_bytes": sum(ctx.values()),
                        "call_bytes": 0 if sync else storage_of(torch.get_rng_state())[1]},
     }
+    # remat-hf (m4-pyhf): blocks that differ (Gemma 3's sliding and global layers) are a table of
+    # version 2, each block its own entries (remat.h, "tables read from files"); alike, version 1
+    if any((b["saved"], b["output_bytes"]) != (data["blocks"][0]["saved"], data["blocks"][0]["output_bytes"])
+           for b in data["blocks"]) or inp[0][1] != out[0][1]:
+        data["version"] = 2
     table = Table(data, chain, name, total)
     # what apply needs besides the file: the keyword the blocks' input comes as (None: the first
     # positional argument), per block the buffers its forward changes (restored around a re-run),
