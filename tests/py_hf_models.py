@@ -222,10 +222,13 @@ def check_model(check, name, model, batch):
             check(torch.equal(ev, ev0) and torch.isfinite(ng), "%s: eval()/no_grad after apply" % name)
             # budget= is the step's peak on the device: the plan's predicted peak within it
             dev_budget = p.device_peak_bytes
-            q = rt.hf.plan(model, batch, budget=dev_budget, table=table)
+            # (the "Done when": remat_torch.plan(model, batch, budget=); remat_torch.apply(model, plan))
+            q = rt.plan(model, batch, budget=dev_budget, table=table)
             check(q.device_peak_bytes <= dev_budget, "%s: budget=%d planned %s, predicted peak %d"
                   % (name, dev_budget, q.policy, q.device_peak_bytes))
-            rt.hf.apply(model, q)
+            rt.apply(model, q)
+            check(rt.hf.applied(model) is q and not any(isinstance(m, rt.RematCheckpoint) for m in model.modules()),
+                  "%s: remat_torch.apply of an HF plan did not go through GradientCheckpointingLayer" % name)
             pq = peak(model, batch, opt)
             check(pq <= dev_budget * (1 + PEAK_UNDER), "%s: budget=%d (%s): measured peak %d" % (name, dev_budget, q.policy, pq))
         rt.hf.unapply(model)

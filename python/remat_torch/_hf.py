@@ -148,6 +148,7 @@ def measure(model, batch, optimizer=None, chain=None, **kw):
     with _hf_checkpointing_off(model):
         table = _measure_model(call, values, blocks=layers, optimizer=optimizer, **kw)
     table.blocks, table.chain = layers, name
+    table.hf = True                       # remat_torch.apply applies it through GradientCheckpointingLayer
     return table
 
 
@@ -185,7 +186,7 @@ def apply(model, plan):
     mine = {id(m) for m in model.modules()}
     if not all(id(b) in mine for b in layers):
         raise RematError(1, "invalid argument", "the plan's layers are not this model's (plan it on this model)")
-    unapply(model)
+    _plan.unapply(model)                  # a plan of either kind (RematCheckpoint's, or this module's)
     if getattr(model, "is_gradient_checkpointing", False) and hasattr(model, "gradient_checkpointing_disable"):
         model.gradient_checkpointing_disable()          # HF's own: the plan takes over
     state = _State(layers, plan.tree)

@@ -249,7 +249,12 @@ def plan(model, sample_inputs, budget=None, loss_fn=None, blocks=None, optimizer
     when neither is given) -- parameters, gradients, optimizer state (measure it with optimizer=),
     activations -- or whose kept bytes fit kept_budget, for the model's chain of blocks as measured
     (table: a remat_torch.Table measured before, else measure() runs; policy: that remat policy's
-    plan instead of the fastest, e.g. "every:2")."""
+    plan instead of the fastest, e.g. "every:2").  sample_inputs a dict: the model's keyword inputs,
+    a Hugging Face model's batch (remat_torch.hf.plan, its GradientCheckpointingLayer's)."""
+    if isinstance(sample_inputs, dict):                     # remat-hf (m4-pyhf)
+        from . import _hf
+        return _hf.plan(model, sample_inputs, budget=budget, kept_budget=kept_budget, optimizer=optimizer,
+                        table=table, policy=policy, chain=blocks, loss_fn=loss_fn, **measure_kw)
     if table is None:
         table = measure(model, sample_inputs, loss_fn, blocks, optimizer, **measure_kw)
     elif table.blocks is None:
@@ -399,7 +404,11 @@ def _ckpt(fn, flat, reentrant, context_fn=None):
 def apply(model, plan):
     """Wraps the blocks plan checkpoints (RematCheckpoint; the model is changed in place and
     returned).  Losses and gradients are those of the model without it, bit for bit on the CPU;
-    under dropout too, the RNG state being preserved as torch.utils.checkpoint does."""
+    under dropout too, the RNG state being preserved as torch.utils.checkpoint does.  A plan of a
+    Hugging Face model's layers (remat_torch.hf) applies through their GradientCheckpointingLayer."""
+    if getattr(plan.table, "hf", False):                    # remat-hf (m4-pyhf)
+        from . import _hf
+        return _hf.apply(model, plan)
     unapply(model)
     chain = plan.table.chain
     blocks = find_blocks(model, chain if isinstance(chain, str) and chain != "blocks given"
@@ -531,6 +540,8 @@ def _passthrough(shared, k, last, key):
 
 def unapply(model):
     """Undoes apply: every block back in its place, unwrapped."""
+    from . import _hf                                       # remat-hf (m4-pyhf)
+    _hf.unapply(model)
     for m in list(model.modules()):
         for k, c in list(m._modules.items()):
             if isinstance(c, RematCheckpoint):
@@ -611,6 +622,9 @@ def kept_bytes(model, sample_inputs, loss_fn=None, method="hooks"):
     Parameters, buffers and the sample inputs are not counted (they exist before the step).  The
     forward runs once, without a backward; the RNG state and every buffer are left as they were."""
     from ._measure import _Snapshot
+    if isinstance(sample_inputs, dict):                     # remat-hf: a model's keyword inputs
+        from . import _hf
+        model, sample_inputs = _hf.as_call(model, sample_inputs)
     args = as_args(sample_inputs)
     loss_fn = loss_fn or default_loss
     dev = next((p.device for p in model.parameters()), torch.device("cpu"))
