@@ -6,8 +6,8 @@
  * point), loads as a config the checks accept, simulates with its stored
  * bytes plus outside_bytes equal to what its numbers keep under "none" and
  * "full" (each block's own numbers: version 2's blocks may differ), its
- * peak there the kept bytes plus reserve_bytes, and unloads; a version-2
- * file of several chains is refused in one line (not planned yet).
+ * peak there the kept bytes plus reserve_bytes (several chains: with the
+ * junctions between them kept whole), and unloads.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -47,30 +47,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     remat_config c;
     remat_profile *p = NULL;
     remat_table_info info;
-    if (t.nchain > 1) {
-        /* version 2's chains: read and checked, not planned yet */
-        FUZZ_CHECK(remat_table_read(data, size, &c, &p) == REMAT_ERR_INVALID && !p && !strchr(remat_errmsg(), '\n'),
-                   "a table of chains is refused in one line: %s", remat_errmsg());
-        goto done;
-    }
-    const remat_tabfile_chain *ch = &t.chain[0];
     FUZZ_CHECK(remat_table_read(data, size, &c, &p) == REMAT_OK && p, "read: %s", remat_errmsg());
     FUZZ_CHECK(remat_config_check(&c) == REMAT_OK && remat_table_get_info(&c, &info) == REMAT_OK, "the config");
     /* what the numbers keep: every boundary, the saved tensors of every block kept whole, or none (a block's own
-     * numbers: blocks may differ in version 2) */
-    uint64_t e = 0, pk, y = ch->block[ch->nblock - 1].output_bytes;
-    int64_t base = (int64_t)(ch->input_bytes + ch->input_saved + ch->head_saved) -
-                   (ch->input_kept ? 0 : (int64_t)ch->input_bytes) - (ch->head_keeps_input ? 0 : (int64_t)y);
-    for (int l = 0; l < ch->nblock; l++) {
-        base += (int64_t)ch->block[l].output_bytes;
-        for (size_t k = 0; k < ch->block[l].nsaved; k++) e += ch->block[l].saved[k].bytes;
+     * numbers: blocks may differ in version 2); with several chains also what the heads and inputs between them
+     * keep and every result a later chain reads, whatever the plan */
+    uint64_t e = 0, pk;
+    int64_t base = 0;
+    for (int k = 0; k < t.nchain; k++) {
+        const remat_tabfile_chain *ch = &t.chain[k];
+        const remat_tabfile_block *last = &ch->block[ch->nblock - 1];
+        base += (int64_t)(ch->input_bytes + ch->input_saved + ch->head_saved) -
+                (ch->input_kept ? 0 : (int64_t)ch->input_bytes) - (ch->head_keeps_input ? 0 : (int64_t)last->output_bytes);
+        if (k + 1 < t.nchain) base += (int64_t)(ch->head_output ? ch->head_output : last->output_bytes);
+        for (int l = 0; l < ch->nblock; l++) {
+            base += (int64_t)ch->block[l].output_bytes;
+            for (size_t q = 0; q < ch->block[l].nsaved; q++) e += ch->block[l].saved[q].bytes;
+        }
     }
     uint64_t sn = stored(&c, "none", &pk);
     FUZZ_CHECK((int64_t)sn + info.outside_bytes == base + (int64_t)e, "none keeps");
     FUZZ_CHECK(pk == (uint64_t)((int64_t)sn + info.outside_bytes) + info.reserve_bytes, "none's peak");
-    if (ch->nblock <= 64) {
+    if (c.n_layer <= 64) {     /* every block checkpointed; the junction between two chains kept whole */
         char pol[512] = "plan:";
-        for (int l = 0; l < ch->nblock; l++) strcat(pol, l ? ".A0" : "A0");
+        for (int k = 0, l = 0; k < t.nchain; k++) {
+            for (int i = 0; i < t.chain[k].nblock; i++, l++) strcat(pol, l ? ".A0" : "A0");
+            if (k + 1 < t.nchain) { strcat(pol, t.selective ? ".A3" : ".A1"); l++; }
+        }
         uint64_t sf = stored(&c, pol, &pk);
         FUZZ_CHECK((int64_t)sf + info.outside_bytes == base, "every block checkpointed keeps");
         FUZZ_CHECK(pk == (uint64_t)base + info.reserve_bytes, "every block checkpointed: its peak");
@@ -78,7 +81,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     remat_profile_free(p);
     remat_table_unload(&c);
     FUZZ_CHECK(remat_config_check(&c) != REMAT_OK, "unloaded");
-done:
     remat_tabfile_clear(&t);
     remat_tabfile_clear(&u);
     free(d1);

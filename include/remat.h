@@ -975,13 +975,26 @@ REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *
  *     used only when a chain reads it.
  * The step of several chains: the forward of chain 0 (input, blocks,
  * head), then of chain 1, ...; the backward in the reverse order (the last
- * chain's head first, chain 0's input last).  The result R of a chain that
- * is read is live from the end of its head's forward to the end of the
- * backward of its earliest reader (the last of its readers' backwards to
- * end); its gradient (R's bytes) is live from the start of the backward of
- * its latest reader to the end of its own head's backward.  Kept bytes are
- * what is live when the last chain's head forward ends, every chain's and
- * every live result together; one budget covers the whole step.
+ * chain's head first, chain 0's input last).  remat plans them as one
+ * chain: chain 0's blocks, a junction block, chain 1's blocks, ...  The
+ * junction between chains c and c+1 is c's head and c+1's input: it saves
+ * what those keep (c's head.saved_bytes, c+1's input.saved_bytes) and c's
+ * result R (head.output_bytes), its output is c+1's input, its times are
+ * theirs; it keeps all and no segment holds it (a plan that checkpoints a
+ * junction or spans one is REMAT_ERR_POLICY; named policies stop their
+ * segments before it).  So R is live from c's head forward to the end of
+ * c's head backward (after its readers' backwards), and the gradients of
+ * every result ride on d_output (the largest boundary plus every R) for the
+ * whole backward: both a little more than a framework holds, never less.
+ * Kept bytes are what is live when the last chain's head forward ends,
+ * every chain's and every result together; one budget covers the step.
+ * Plans (plan:TOKENS, remat_plan_explain, remat_schedule_layers) number
+ * the blocks of that one chain: chain 0's blocks 0..n0-1, the junction n0,
+ * chain 1's from n0+1, ...; remat_table_info.blocks counts the junctions.
+ * A chain whose blocks differ plans with each block's own bytes and times
+ * (up to 512 blocks, junctions included); d_output is its largest
+ * boundary, reserve_bytes the most one block's re-run adds (its saved
+ * tensors and output) plus d_output.
  * A version-2 file of one chain whose blocks are the same (times aside)
  * and whose input is a block's output is uniform: it gives exactly the
  * plans of the same file as version 1.

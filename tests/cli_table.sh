@@ -83,7 +83,31 @@ PY
     $R plan --table $C/$f.json --recompute full --explain > "$T/$f.txt" && grep -q "^  blocks of [24] kinds:" "$T/$f.txt" &&
         grep -q "^    blocks\{0,1\} 2\(, 5\)\{0,1\}: saving" "$T/$f.txt" && ok || bad "$f: the kinds of block: $(cat "$T/$f.txt")"
 done
-expect_err --rc 2 "chains: not planned yet" $R plan --table $C/v2-t5.json --budget-activations 1MiB
+# two chains under one budget (an encoder and a decoder that reads its result): kept bytes counted from the file, the
+# junction between them kept whole by every plan, named or planned; a plan that checkpoints it is refused
+$R plan --table $C/v2-t5.json --budget-activations 200KiB --json > "$T/t5.json" 2> "$T/t5.err"
+/usr/bin/python3 - "$C/v2-t5.json" "$T/t5.json" <<'PY' && ok || bad "v2-t5: $(cat "$T/t5.err")"
+import json, sys
+t, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+none = full = 0
+for k, c in enumerate(t["chains"]):
+    b, i, h = c["blocks"], c["input"], c["head"]
+    base = i["bytes"] * i.get("kept", True) + i.get("saved_bytes", 0) + h.get("saved_bytes", 0) \
+        - (0 if h.get("keeps_input", True) else b[-1]["output_bytes"]) + sum(x["output_bytes"] for x in b)
+    if k + 1 < len(t["chains"]):
+        base += h.get("output_bytes", b[-1]["output_bytes"])
+    none += base + sum(s["bytes"] for x in b for s in x["saved"])
+    full += base
+rows = {r["policy"]: r for r in d["rows"]}
+assert rows["none"]["kept_bytes"] == none, (rows["none"], none)
+assert rows["full"]["kept_bytes"] == full, (rows["full"], full)
+assert d["blocks"] == 7 and d["optimal"]["kept_bytes"] <= 200 * 1024, d["optimal"]
+PY
+$R plan --table $C/v2-t5.json --recompute full --explain > "$T/t5.txt" &&
+    grep -q "^  chains: encoder blocks 0-2, block 3 joins them (encoder's head and result, decoder's input: kept whole), decoder blocks 4-6$" "$T/t5.txt" &&
+    grep -q "^  layer  3: keep all" "$T/t5.txt" && ok || bad "v2-t5 explained: $(cat "$T/t5.txt")"
+expect_err --rc 2 "a plan that checkpoints a junction" $R plan --table $C/v2-t5.json --recompute plan:A0.A0.A0.A0.A0.A0.A0
+expect_err --rc 2 "a segment over a junction" $R plan --table $C/v2-t5.json --recompute plan:A0.A0.C2.A1.A1.A0.A1.A0
 
 # refusals, one line each
 for f in $C/bad-*.json; do expect_err --rc 2 "$(basename "$f")" $R plan --table "$f" --budget-activations 1MiB; done

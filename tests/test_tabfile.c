@@ -33,6 +33,7 @@
 #include "harness.h"
 #include "remat.h"
 #include "io/io.h"
+#include "core/core.h"
 
 typedef unsigned long long ull;
 
@@ -344,7 +345,7 @@ static ull hkept(const hspec *h, const int *mask)
 typedef struct penum {
     const remat_config *c;
     const remat_profile *p;
-    int nm, count;
+    int nm, count, junctions, refused;
     uint64_t minpeak;
     size_t nplans;
     uint64_t *peaks;
@@ -358,6 +359,11 @@ static void enum_rec(penum *e, pstack *ps)
     if (ps->top == 0) {
         remat_plan_row r;
         remat_status st = remat_plan_evaluate(e->c, e->p, ps->s, 0, 1, &r);
+        /* with several chains, plans that checkpoint a junction or hold one in a segment are not plans */
+        if (e->junctions && st == REMAT_ERR_POLICY && strstr(remat_errmsg(), "junction of two chains")) {
+            e->refused++;
+            return;
+        }
         CHECK(st == REMAT_OK, "%s: %s", ps->s, remat_errmsg());
         if (!st) {
             e->peaks = realloc(e->peaks, (e->nplans + 1) * sizeof *e->peaks);
@@ -399,6 +405,8 @@ static void enum_rec(penum *e, pstack *ps)
     }
 }
 
+static void against_every_plan(const remat_config *cp, const remat_profile *p, int nm, int junctions, unsigned seed);
+
 static void het_chain(unsigned seed, int L)
 {
     hspec h;
@@ -436,8 +444,18 @@ static void het_chain(unsigned seed, int L)
                    pol, r.step_ms_pred, none_ms, rerun);
         remat_plan_row_clear(&r);
     }
-    /* the planner against every plan */
-    penum e = { &c, p, nm, 0, UINT64_MAX, 0, NULL, NULL };
+    against_every_plan(&c, p, nm, 0, seed);
+    remat_profile_free(p);
+    remat_table_unload(&c);
+}
+
+/* the planner's minimum and optimum at 9 budgets against every plan string of c's chain, each simulated */
+static void against_every_plan(const remat_config *cp, const remat_profile *p, int nm, int junctions, unsigned seed)
+{
+    remat_config c = *cp;
+    int L = c.n_layer;
+    remat_status st;
+    penum e = { &c, p, nm, 0, junctions, 0, UINT64_MAX, 0, NULL, NULL };
     pstack ps;
     memset(&ps, 0, sizeof ps);
     strcpy(ps.s, "plan:");
@@ -465,15 +483,127 @@ static void het_chain(unsigned seed, int L)
               st ? remat_errmsg() : "");
         if (!st) remat_plan_row_clear(&opt);
     }
+    CHECK(!junctions || e.refused > 0, "seed %u: no plan was refused for a junction", seed);
     free(e.peaks);
     free(e.ms);
+}
+
+/* two chains, the second reading the first's result: kept bytes counted from the file under "none" and with every
+ * block checkpointed (the junction kept whole), and the planner against every plan */
+static void two_chains(unsigned seed)
+{
+    hspec h[2];
+    srand(seed);
+    int sel = rand() % 2;
+    ull R = 1024 * rnd(1, 8);
+    char *b = malloc(16384);
+    size_t k = (size_t)snprintf(b, 16384, "{\"format\": \"remat-table\", \"version\": 2, \"selective\": %s, "
+                                "\"optimizer_ms\": 1, \"chains\": [", sel ? "true" : "false");
+    ull want_none = 0, want_ck = 0;
+    for (int ch = 0; ch < 2; ch++) {
+        hspec_random(&h[ch], 1 + rand() % 2);
+        h[ch].selective = sel;
+        char *j = hspec_json(&h[ch]), *in = strstr(j, "\"input\""), *end = strstr(j, ", \"optimizer_ms\"");
+        k += (size_t)snprintf(b + k, 16384 - k, "%s{\"name\": \"c%d\"%s, %.*s", ch ? ", " : "", ch,
+                              ch ? ", \"reads\": [\"c0\"]" : "", (int)(end - in), in);
+        if (!ch) k += (size_t)snprintf(b + k - 1, 16384 - k + 1, ", \"output_bytes\": %llu}", R) - 1;   /* head.output_bytes */
+        k += (size_t)snprintf(b + k, 16384 - k, "}");
+        free(j);
+        int none[6] = { 3, 3, 3, 3, 3, 3 }, zero[6] = { 0 };
+        want_none += hkept(&h[ch], none);
+        want_ck += hkept(&h[ch], zero);
+    }
+    snprintf(b + k, 16384 - k, "]}");
+    want_none += R;
+    want_ck += R;
+    remat_config c;
+    remat_profile *p = NULL;
+    remat_table_info info;
+    remat_status st = remat_table_read(b, strlen(b), &c, &p);
+    CHECK(st == REMAT_OK && remat_table_get_info(&c, &info) == REMAT_OK, "seed %u: %s (%s)", seed, remat_errmsg(), b);
+    free(b);
+    if (st) return;
+    CHECK(c.n_layer == h[0].L + 1 + h[1].L && remat_table_block_kinds(&c) >= 2, "seed %u: %d blocks", seed, c.n_layer);
+    char pol[128] = "plan:";
+    for (int l = 0; l < c.n_layer; l++) strcat(pol, l == 0 ? "" : "."), strcat(pol, l == h[0].L ? (sel ? "A3" : "A1") : "A0");
+    remat_plan_row none = eval(&c, p, "none"), ck = eval(&c, p, pol);
+    CHECK(none.stored_bytes + (ull)info.outside_bytes == want_none && ck.stored_bytes + (ull)info.outside_bytes == want_ck,
+          "seed %u: kept none %llu (counted %llu), %s %llu (counted %llu)", seed,
+          (ull)(none.stored_bytes + info.outside_bytes), want_none, pol, (ull)(ck.stored_bytes + info.outside_bytes),
+          want_ck);
+    CHECK(none.peak_bytes == want_none + info.reserve_bytes && ck.peak_bytes == want_ck + info.reserve_bytes,
+          "seed %u: peaks %llu, %llu; kept + reserve %llu, %llu", seed, (ull)none.peak_bytes, (ull)ck.peak_bytes,
+          want_none + info.reserve_bytes, want_ck + info.reserve_bytes);
+    remat_plan_row_clear(&none);
+    remat_plan_row_clear(&ck);
+    /* a named policy stops its segments before the junction and keeps it whole */
+    remat_plan_row full = eval(&c, p, "full"), ev = eval(&c, p, "every:4");
+    CHECK(full.stored_bytes == ck.stored_bytes && ev.peak_bytes > 0, "seed %u: full keeps %llu, every block "
+          "checkpointed %llu", seed, (ull)full.stored_bytes, (ull)ck.stored_bytes);
+    remat_plan_row_clear(&full);
+    remat_plan_row_clear(&ev);
+    against_every_plan(&c, p, sel ? 4 : 2, 1, seed);
     remat_profile_free(p);
     remat_table_unload(&c);
 }
 
+/* every allocation of reading a file of two chains and planning it failed in turn: REMAT_ERR_NOMEM each time, never
+ * a different plan; a sample of them when there are many */
+static void het_allocfail(void)
+{
+    hspec h;
+    srand(5);
+    hspec_random(&h, 3);
+    char *j = hspec_json(&h), *in = strstr(j, "\"input\""), *end = strstr(j, ", \"optimizer_ms\"");
+    size_t cap = 3 * strlen(j);
+    char *b = malloc(cap);
+    snprintf(b, cap, "{\"format\": \"remat-table\", \"version\": 2, \"selective\": %s, \"chains\": [{\"name\": \"a\", "
+             "%.*s}, {\"name\": \"b\", \"reads\": [\"a\"], %.*s}]}", h.selective ? "true" : "false", (int)(end - in), in,
+             (int)(end - in), in);
+    free(j);
+    remat_config c;
+    remat_profile *p = NULL;
+    remat_plan_row want, got;
+    CHECK(remat_table_read(b, strlen(b), &c, &p) == REMAT_OK, "two chains: %s", remat_errmsg());
+    CHECK(remat_plan_optimal(&c, p, 0, 1, &want) == REMAT_OK, "plan: %s", remat_errmsg());
+    uint64_t before = remat_mem_alloc_count();
+    CHECK(remat_plan_optimal(&c, p, 0, 1, &got) == REMAT_OK, "plan again: %s", remat_errmsg());
+    uint64_t total = remat_mem_alloc_count() - before;
+    remat_plan_row_clear(&got);
+    int bad = 0, walked = 0;
+    for (uint64_t n = 1; n <= total; n += n < 64 ? 1 : total / 97 + 1, walked++) {
+        remat_mem_fail_at(n);
+        remat_status st = remat_plan_optimal(&c, p, 0, 1, &got);
+        remat_mem_fail_at(0);
+        if (st == REMAT_OK) {
+            bad += strcmp(got.policy, want.policy) != 0;
+            remat_plan_row_clear(&got);
+        } else {
+            bad += st != REMAT_ERR_NOMEM || !*remat_errmsg();
+        }
+    }
+    for (uint64_t n = 1; n < 200; n++) {    /* reading it */
+        remat_config d;
+        remat_profile *q = NULL;
+        remat_mem_fail_at(n);
+        remat_status st = remat_table_read(b, strlen(b), &d, &q);
+        remat_mem_fail_at(0);
+        if (st == REMAT_OK) { remat_profile_free(q); remat_table_unload(&d); break; }
+        bad += st != REMAT_ERR_NOMEM || q;
+    }
+    CHECK(!bad && walked > 60, "%d of %d failed allocations (of %llu) planning two chains gave another answer than "
+          "REMAT_ERR_NOMEM or the same plan", bad, walked, (ull)total);
+    remat_plan_row_clear(&want);
+    remat_profile_free(p);
+    remat_table_unload(&c);
+    free(b);
+}
+
 static void het(void)
 {
+    het_allocfail();
     for (unsigned seed = 1; seed <= 12; seed++) het_chain(seed, 2 + (int)(seed % 3));
+    for (unsigned seed = 21; seed <= 28; seed++) two_chains(seed);
 }
 
 /* the name a file gives, kept whole up to the reader's 255 bytes */

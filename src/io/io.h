@@ -148,9 +148,13 @@ void remat_tabfile_clear(remat_tabfile *t);
  * block's output: the chain version 1 describes; else 0 with why[] the
  * first difference (or the second chain). */
 int remat_tabfile_uniform(const remat_tabfile *t, char *why, size_t n);
-/* The numbers of t's table (tablefile.c says what each becomes); t uniform. */
+/* The numbers of t's table (tablefile.c says what each becomes): several
+ * chains, or one whose blocks differ, as one chain of blocks with their own
+ * numbers (s->per, and the chains' names: free them with
+ * remat_tabfile_spec_clear). */
 struct remat_table_spec;
 remat_status remat_tabfile_spec(const remat_tabfile *t, struct remat_table_spec *s);
+void remat_tabfile_spec_clear(struct remat_table_spec *s);
 
 /* ---- trace files (tracefile.c) ---------------------------------------------- */
 

@@ -510,68 +510,141 @@ static void saved_split(const remat_tabfile *tf, const remat_tabfile_block *b, u
     }
 }
 
+/* the bytes of chain c's result that later chains read */
+static uint64_t result_bytes(const remat_tabfile_chain *c)
+{
+    return c->head_output ? c->head_output : c->block[c->nblock - 1].output_bytes;
+}
+
+/* Several chains (or one whose blocks differ) as one chain of blocks with
+ * their own numbers, into s->per (malloc'd) and its totals.  Between chain
+ * c and c + 1 goes their junction: a block that is c's head and c + 1's
+ * input -- it saves what those keep and c's result R, its output is c+1's
+ * input, its times are theirs -- kept whole and in no segment (pinned), so
+ * that R is live from c's head forward to c's head backward.  d_output is
+ * the largest boundary plus every R: the gradients of the results ride on
+ * the gradient buffer for the whole backward. */
+static remat_status flatten(const remat_tabfile *tf, remat_table_spec *s, uint64_t *adj)
+{
+    int L = 0;
+    for (int c = 0; c < tf->nchain; c++) L += tf->chain[c].nblock + (c + 1 < tf->nchain);
+    if (L > REMAT_MAX_LAYERS)
+        return remat_fail(REMAT_ERR_FORMAT, "table: the chains and their junctions make %d blocks (at most %d)", L,
+                          REMAT_MAX_LAYERS);
+    remat_table_spec_block *per = remat_calloc((size_t)L, sizeof *per);
+    if (!per) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table");
+    uint64_t most = 0, results = 0;
+    int l = 0;
+    s->input = s->dout = tf->chain[0].input_bytes;
+    s->expensive = s->cheap = s->output = 0;
+    *adj = tf->chain[0].input_kept ? 0 : tf->chain[0].input_bytes;
+    for (int c = 0; c < tf->nchain; c++) {
+        const remat_tabfile_chain *ch = &tf->chain[c];
+        for (int i = 0; i < ch->nblock; i++, l++) {
+            const remat_tabfile_block *bi = &ch->block[i];
+            saved_split(tf, bi, &per[l].expensive, &per[l].cheap);
+            per[l].output = bi->output_bytes;
+            per[l].fwd_ms = bi->forward_ms;
+            per[l].cheap_fwd_ms = tf->selective ? bi->cheap_forward_ms : 0;
+            per[l].bwd_ms = bi->backward_ms;
+            per[l].chain = c;
+            uint64_t m = per[l].expensive + per[l].cheap + per[l].output;
+            if (m > most) most = m;      /* what a re-run of it adds (junctions are never re-run) */
+        }
+        if (c + 1 == tf->nchain) break;
+        const remat_tabfile_chain *nx = &tf->chain[c + 1];
+        remat_table_spec_block *j = &per[l++];
+        j->expensive = ch->head_saved + nx->input_saved + result_bytes(ch);
+        j->output = nx->input_bytes;
+        j->fwd_ms = ch->head_fwd + nx->input_fwd;
+        j->bwd_ms = nx->input_bwd + ch->head_bwd;
+        j->pinned = 1;
+        j->chain = c;
+        results += result_bytes(ch);
+        *adj += (ch->head_keeps_input ? 0 : ch->block[ch->nblock - 1].output_bytes) +
+                (nx->input_kept ? 0 : nx->input_bytes);
+    }
+    for (l = 0; l < L; l++) {
+        if (per[l].expensive > s->expensive) s->expensive = per[l].expensive;
+        if (per[l].cheap > s->cheap) s->cheap = per[l].cheap;
+        if (per[l].output > s->output) s->output = per[l].output;
+        if (per[l].output > s->dout) s->dout = per[l].output;
+    }
+    const remat_tabfile_chain *last = &tf->chain[tf->nchain - 1];
+    *adj += last->head_keeps_input ? 0 : last->block[last->nblock - 1].output_bytes;
+    s->dout += results;
+    s->reserve = most + s->dout;
+    s->blocks = L;
+    s->per = per;
+    return REMAT_OK;
+}
+
+/* the chains' names, each ended by a NUL, into s (malloc'd) */
+static remat_status chain_names(const remat_tabfile *tf, remat_table_spec *s)
+{
+    size_t n = 0;
+    for (int c = 0; c < tf->nchain; c++) n += strlen(tf->chain[c].name) + 1;
+    char *b = remat_malloc(n);
+    if (!b) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table");
+    for (size_t k = 0, c = 0; c < (size_t)tf->nchain; c++) {
+        size_t m = strlen(tf->chain[c].name) + 1;
+        memcpy(b + k, tf->chain[c].name, m);
+        k += m;
+    }
+    s->chain_names = b;
+    s->names_len = n;
+    s->nchains = tf->nchain;
+    return REMAT_OK;
+}
+
+void remat_tabfile_spec_clear(remat_table_spec *s)
+{
+    free((void *)s->per);
+    free((void *)s->chain_names);
+    s->per = NULL;
+    s->chain_names = NULL;
+}
+
 remat_status remat_tabfile_spec(const remat_tabfile *tf, remat_table_spec *s)
 {
-    const remat_tabfile_chain *t = &tf->chain[0];
+    const remat_tabfile_chain *t = &tf->chain[0], *last = &tf->chain[tf->nchain - 1];
     const remat_tabfile_block *b = &t->block[0];
     char why[200];
+    remat_status st;
     memset(s, 0, sizeof *s);
     s->name = tf->name ? tf->name : "table";
     s->selective = tf->selective;
     saved_split(tf, b, &s->expensive, &s->cheap);
     uint64_t x = b->output_bytes;
+    uint64_t adj = (t->input_kept ? 0 : x) + (t->head_keeps_input ? 0 : x);
     s->output = x;
-    s->head = t->input_saved + t->head_saved;
+    s->head = t->input_saved + last->head_saved;
     s->reserve = s->expensive + s->cheap + 2 * x;
     s->static_bytes = tf->params_bytes + tf->grads_bytes + tf->optimizer_bytes;
     s->blocks = t->nblock;
     s->context = tf->context_bytes;
     s->call = tf->call_bytes;
-    if (!remat_tabfile_uniform(tf, why, sizeof why)) {
-        /* Blocks of their own: each entry's constant bytes the largest
-         * block's, d_output the largest boundary (the chain's input too),
-         * the reserve the most any block's backward adds (its saved tensors
-         * and output, with the gradient buffer). */
-        remat_table_spec_block *per = remat_calloc((size_t)t->nblock, sizeof *per);
-        if (!per) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table");
-        uint64_t most = 0;
-        s->input = t->input_bytes;
-        s->dout = t->input_bytes;
-        s->expensive = s->cheap = s->output = 0;
-        for (int i = 0; i < t->nblock; i++) {
-            const remat_tabfile_block *bi = &t->block[i];
-            saved_split(tf, bi, &per[i].expensive, &per[i].cheap);
-            per[i].output = bi->output_bytes;
-            per[i].fwd_ms = bi->forward_ms;
-            per[i].cheap_fwd_ms = tf->selective ? bi->cheap_forward_ms : 0;
-            per[i].bwd_ms = bi->backward_ms;
-            if (per[i].expensive > s->expensive) s->expensive = per[i].expensive;
-            if (per[i].cheap > s->cheap) s->cheap = per[i].cheap;
-            if (per[i].output > s->output) s->output = per[i].output;
-            if (per[i].output > s->dout) s->dout = per[i].output;
-            uint64_t m = per[i].expensive + per[i].cheap + per[i].output;
-            if (m > most) most = m;
-        }
-        s->reserve = most + s->dout;
-        s->per = per;
-    }
-    uint64_t adj = (t->input_kept ? 0 : t->input_bytes) + (t->head_keeps_input ? 0 : t->block[t->nblock - 1].output_bytes);
+    if (!remat_tabfile_uniform(tf, why, sizeof why) &&
+        ((st = flatten(tf, s, &adj)) || (tf->nchain > 1 && (st = chain_names(tf, s)))))
+        goto fail;
     s->outside = (int64_t)s->head - (int64_t)adj;
     s->block_fwd_ms = block_median(t, offsetof(remat_tabfile_block, forward_ms));
     s->block_bwd_ms = block_median(t, offsetof(remat_tabfile_block, backward_ms));
     s->cheap_fwd_ms = tf->selective ? block_median(t, offsetof(remat_tabfile_block, cheap_forward_ms)) : 0;
     if (isnan(s->block_fwd_ms) || isnan(s->block_bwd_ms) || isnan(s->cheap_fwd_ms)) {
-        free((void *)s->per);
-        s->per = NULL;
-        return remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table");
+        st = remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table");
+        goto fail;
     }
     if (s->cheap_fwd_ms > s->block_fwd_ms) s->cheap_fwd_ms = s->block_fwd_ms;   /* medians of two lists */
     s->input_fwd_ms = t->input_fwd;
     s->input_bwd_ms = t->input_bwd;
-    s->head_fwd_ms = t->head_fwd;
-    s->head_bwd_ms = t->head_bwd;
+    s->head_fwd_ms = last->head_fwd;
+    s->head_bwd_ms = last->head_bwd;
     s->update_ms = tf->optimizer_ms;
     return REMAT_OK;
+fail:
+    remat_tabfile_spec_clear(s);
+    return st;
 }
 
 /* ---- the public face --------------------------------------------------------------- */
@@ -588,14 +661,9 @@ static remat_status read_table(const void *json, size_t n, const char *src, rema
     remat_status st = remat_tabfile_parse(json, n, src, &t);
     if (st) return st;
     memset(&s, 0, sizeof s);
-    if (t.nchain > 1) {
-        st = remat_fail(REMAT_ERR_INVALID, "%s: it has %d chains: remat plans one chain, so far (version 2's chains "
-                        "are read and checked, not planned)", src, t.nchain);
-        goto out;
-    }
     if ((st = remat_tabfile_spec(&t, &s)) || (st = remat_table_custom_add(&s, remat_hash_bytes(json, n), &id))) goto out;
     remat_config_default(&c);
-    c.n_layer = t.chain[0].nblock;
+    c.n_layer = s.blocks;
     c.framework = REMAT_FRAMEWORK_TABLE;
     c.table = id;
     if ((st = remat_config_check(&c))) goto out;
@@ -609,7 +677,7 @@ static remat_status read_table(const void *json, size_t n, const char *src, rema
     *cfg = c;
 out:
     if (st) remat_table_custom_release(id);
-    free((void *)s.per);     /* custom.c keeps its copy */
+    remat_tabfile_spec_clear(&s);     /* custom.c keeps its copy */
     remat_tabfile_clear(&t);
     return st;
 }

@@ -245,6 +245,7 @@ typedef struct costw {
     const remat_profile *p;
     const remat_config *c;
     int model;                 /* no cache in the FLOP model: cold times only */
+    int per_block;             /* a table read from a file whose blocks differ: each block's own times */
     size_t *pidx;              /* per slot: index of its latest production (SIZE_MAX: none) */
     uint64_t *pclk;            /* per slot: the byte clock then */
     uint64_t clk;              /* bytes produced so far */
@@ -296,7 +297,7 @@ static remat_status cost_exec(void *arg, size_t i, const remat_instr *in, const 
         }
         x = cold - f * (cold - hot);
         /* a table read from a file whose blocks differ: each block's own time (no cache: its times are measured) */
-        if (w->c->framework == REMAT_FRAMEWORK_TABLE && l >= 0 && remat_table_custom_layer_ms(w->c->table, t, l, bw, &cold))
+        if (w->per_block && l >= 0 && remat_table_custom_layer_ms(w->c->table, t, l, bw, &cold))
             x = cold;
         if (!w->model) {
             if (bw) {
@@ -333,6 +334,8 @@ double remat_cost_schedule_times(const remat_profile *p, const remat_schedule *s
     w.c = c;
     w.ms = ms;
     w.model = p->cache_bytes == 0;
+    int nk = 0;
+    w.per_block = c->framework == REMAT_FRAMEWORK_TABLE && remat_table_custom_kinds(c->table, &nk) != NULL;
     w.b1 = w.b2 = SIZE_MAX;
     w.l1 = -3;
     w.prev = -1;

@@ -171,6 +171,23 @@ static void block_kinds(text *f, const remat_config *c)
     if (!kind || nk < 2) return;
     const remat_table *tb = remat_table_of(c);
     int L = c->n_layer, out = tb->nblock - 1;
+    if (remat_table_custom_chain_name(c->table, 0)) {     /* several chains, one after the other */
+        add(f, "  chains:");
+        for (int a = 0; a < L;) {
+            int ch = remat_table_custom_chain_of(c->table, a), b = a;
+            if (remat_table_custom_pinned(c->table, a)) {
+                add(f, "%s block %d joins them (%s's head and result, %s's input: kept whole)", a ? "," : "", a,
+                    remat_table_custom_chain_name(c->table, ch), remat_table_custom_chain_name(c->table, ch + 1));
+                a++;
+                continue;
+            }
+            while (b + 1 < L && !remat_table_custom_pinned(c->table, b + 1)) b++;
+            add(f, "%s %s %s %d", a ? "," : "", remat_table_custom_chain_name(c->table, ch), b > a ? "blocks" : "block", a);
+            if (b > a) add(f, "-%d", b);
+            a = b + 1;
+        }
+        add(f, "\n");
+    }
     add(f, "  blocks of %d kinds:\n", nk);
     for (int k = 0; k < nk; k++) {
         char rg[96], sb[32], cb[32], ob[32];

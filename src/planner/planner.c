@@ -103,6 +103,7 @@ typedef struct hblock {
     uint64_t fr1;        /* the same as a later block of a CK segment, above the segment's checkpoint */
     uint64_t leaf_bpk;   /* B(1) of it: its backward keeping nothing, above x + d */
     double tf, leaf_ms;  /* its forward; its leaf's time */
+    int pinned;          /* the junction of two chains: ALL keeping all, in no segment */
 } hblock;
 
 struct remat_planner {
@@ -796,6 +797,10 @@ static remat_status het_keepsets(remat_planner *p, const remat_table_spec *ps, i
     }
     if (!(h->ks = remat_malloc(sizeof(keepc) * (size_t)na))) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory planning"); goto out; }
     h->nks = 0;
+    if (ps->per[a].pinned) {          /* a junction of chains keeps all: the last keep-set, which drops nothing */
+        h->ks[h->nks++] = all[na - 1];
+        na = 0;
+    }
     for (int i = 0; i < na; i++) {
         int dom = 0;
         for (int j = 0; j < na && !dom; j++)
@@ -828,6 +833,7 @@ static remat_status het_measure(remat_planner *p, uint32_t droppable)
         hblock *h = &p->hb[a];
         int b = 0;
         h->x = x;
+        h->pinned = ps->per[a].pinned;
         x = ps->per[a].output;
         while (b < a && !(p->hb[b].x == h->x && !memcmp(&ps->per[b], &ps->per[a], sizeof ps->per[a]))) b++;
         if (b < a) {     /* a block like an earlier one: its constants */
@@ -845,6 +851,7 @@ static remat_status het_measure(remat_planner *p, uint32_t droppable)
         while (b < a && !(p->hb[b - 1].x == p->hb[a - 1].x &&
                           !memcmp(&ps->per[b - 1], &ps->per[a - 1], 2 * sizeof ps->per[a]))) b++;
         if (b < a) { p->hb[a].fr1 = p->hb[b].fr1; continue; }
+        if (ps->per[a - 1].pinned || ps->per[a].pinned) continue;   /* no segment holds a junction */
         remat_config c2;
         remat_profile *pr = NULL;
         int id = 0;
@@ -880,7 +887,7 @@ static int het_solve(remat_planner *p, const fctx *c, int type, int a, int n, fr
     uint64_t ckf = h->ckf1;
     double tsum = 0;
     pend->n = 0;
-    for (int j = 1; j <= jmax; j++) {
+    for (int j = 1; j <= jmax && !p->hb[a + j - 1].pinned; j++) {
         tsum += p->hb[a + j - 1].tf;
         if (j >= 2 && p->hb[a + j - 1].fr1 > ckf) ckf = p->hb[a + j - 1].fr1;
         const front *s1 = type ? &p->ff[n - j] : &p->fbh[HB(p, a + j, n - j)], *s2 = &p->fbh[HB(p, a, j)];
@@ -945,7 +952,7 @@ static void het_min(remat_planner *p, int type, int a, int n, uint64_t *best, in
         uint64_t v = max3(h->x + kc->fpk, kc->so + sub, h->x + dd + kc->bpk);
         if (v < *best) { *best = v; *bm = k; }
     }
-    for (int j = 1; j <= (type ? n : n - 1); j++) {
+    for (int j = 1; j <= (type ? n : n - 1) && !p->hb[a + j - 1].pinned; j++) {
         if (j >= 2 && p->hb[a + j - 1].fr1 > ckf) ckf = p->hb[a + j - 1].fr1;
         uint64_t rest = type ? p->mf[n - j] : p->mbh[HB(p, a + j, n - j)];
         uint64_t v = max3(h->x + ckf, h->x + rest, dd + p->mbh[HB(p, a, j)]);

@@ -60,7 +60,15 @@ typedef struct gen {
     int node;                /* the move whose re-run is being solved (on_move's index), -1 */
     remat_status st;
     int fwd_end_set;
+    int pins;                /* a table of several chains: blocks pinned as junctions */
 } gen;
+
+/* 1 when block `layer` is the junction of two chains of a table read from a
+ * file (tablefile.c): it keeps all, and no segment holds it */
+static int pinned(const gen *g, int layer)
+{
+    return g->pins && remat_table_custom_pinned(g->s->cfg.table, layer);
+}
 
 /* slot of tensor t as seen from block `layer` (layer -1: the head) */
 static int gslot(gen *g, int layer, int t) { return remat_table_slot(g->tb, g->L, layer, t); }
@@ -248,6 +256,30 @@ static void decide(gen *g, int a, int b, int slots, int *move, int *m, uint32_t 
     }
     /* offload:N -- the first sweep's ALL moves of blocks [0, N) */
     if (*move == MOVE_ALL && top && a < p->offload_n) *off |= p->offload_mask;
+    if (!g->pins || g->st) return;
+    /* junctions of chains: a named policy's segment stops before one, and
+     * one keeps all; a plan that asks otherwise is refused */
+    if (*move == MOVE_CK) {
+        int q = a;
+        while (q < *m && !pinned(g, q)) q++;
+        if (q < *m && p->structure == RS_PLAN) {
+            g->st = remat_fail(REMAT_ERR_POLICY, "plan: C%d at block %d holds block %d, the junction of two chains (a "
+                               "segment is of one chain)", *m - a, a, q);
+            return;
+        }
+        if (q == a) *move = MOVE_ALL;
+        else if (q < *m) *m = q;
+    }
+    if (*move == MOVE_ALL && pinned(g, a)) {
+        uint32_t all = remat_keep_all(g->tb) | remat_out_bit(g->tb);
+        if (p->structure == RS_PLAN && ((*keep | remat_out_bit(g->tb)) & all) != all) {
+            g->st = remat_fail(REMAT_ERR_POLICY, "plan: block %d is the junction of two chains; it keeps all (A%x)", a,
+                               all & ~remat_out_bit(g->tb));
+            return;
+        }
+        *keep = all;
+        *off = 0;
+    }
 }
 
 static void solve(gen *g, int a, int b, int slots)
@@ -330,6 +362,8 @@ static remat_status gen_init(gen *g, remat_schedule *s)
     g->tb = s->tb;
     g->L = s->cfg.n_layer;
     g->node = -1;
+    for (int l = 0; l < g->L && s->cfg.framework == REMAT_FRAMEWORK_TABLE && !g->pins; l++)
+        g->pins = remat_table_custom_pinned(s->cfg.table, l);
     last_readers(g);
     remat_status st = remat_walker_init(&g->w, &s->cfg, s->forward_only, 0, NULL, SIZE_MAX);
     if (st) return st;

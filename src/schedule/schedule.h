@@ -161,6 +161,7 @@ typedef struct remat_walker {
     const remat_walk_hooks *h;
     uint8_t *live;          /* per slot: 0 dead, 1 on the device, 2 on the host (WALK_HOST) */
     uint8_t *done;          /* per slot: its backward ran */
+    uint64_t *bytes;        /* per slot: its tensor's bytes (remat_tensor_bytes_at, once) */
     uint64_t cur;           /* live activation bytes (on the device) */
     uint64_t host;          /* activation bytes on the host */
     int ckpts, last_rec_layer;

@@ -31,10 +31,13 @@ remat_status remat_walker_init(remat_walker *w, const remat_config *cfg, int for
     w->last_rec_layer = -2;
     w->live = remat_calloc((size_t)w->nslots, 1);
     w->done = remat_calloc((size_t)w->nslots, 1);
-    if (!w->live || !w->done) {
+    w->bytes = remat_malloc(sizeof *w->bytes * (size_t)w->nslots);
+    if (!w->live || !w->done || !w->bytes) {
         remat_walker_free(w);
         return remat_fail(REMAT_ERR_NOMEM, "out of memory walking a schedule");
     }
+    for (int s = 0; s < w->nslots; s++)
+        w->bytes[s] = remat_tensor_bytes_at(cfg, remat_table_slot_tid(w->tb, w->L, s), remat_table_slot_layer(w->tb, w->L, s));
     return REMAT_OK;
 }
 
@@ -42,7 +45,9 @@ void remat_walker_free(remat_walker *w)
 {
     free(w->live);
     free(w->done);
+    free(w->bytes);
     w->live = w->done = NULL;
+    w->bytes = NULL;
 }
 
 static const char *sname(const remat_walker *w, int slot)
@@ -53,7 +58,7 @@ static const char *sname(const remat_walker *w, int slot)
 /* a tensor comes to life */
 static remat_status born(remat_walker *w, int slot, int t, int zero)
 {
-    uint64_t b = remat_tensor_bytes_at(w->cfg, t, remat_table_slot_layer(w->tb, w->L, slot));
+    uint64_t b = w->bytes[slot];
     if (w->h && w->h->alloc) {
         remat_status st = w->h->alloc(w->h->arg, slot, t, b, zero);
         if (st) return st;
@@ -68,7 +73,7 @@ static remat_status born(remat_walker *w, int slot, int t, int zero)
 static void dies(remat_walker *w, int slot, int to)
 {
     int t = remat_table_slot_tid(w->tb, w->L, slot);
-    uint64_t b = remat_tensor_bytes_at(w->cfg, t, remat_table_slot_layer(w->tb, w->L, slot));
+    uint64_t b = w->bytes[slot];
     if (w->h && w->h->release) w->h->release(w->h->arg, slot, t, b);
     w->live[slot] = (uint8_t)to;
     w->cur -= b;
@@ -150,7 +155,7 @@ remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
             FAIL("instruction %zu: free of %s (layer %d), which is not live", i, w->tb->defs[t].name, in->layer);
         if (h && h->exec && (st = h->exec(h->arg, i, in, &o))) return st;
         if (w->live[o.out] == WALK_HOST) {     /* its copy on the host: the device is untouched */
-            w->host -= remat_tensor_bytes_at(w->cfg, t, in->layer);
+            w->host -= w->bytes[o.out];
             w->live[o.out] = WALK_DEAD;
         } else {
             dies(w, o.out, WALK_DEAD);
@@ -162,7 +167,7 @@ remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
                  w->live[o.out] == WALK_HOST ? "already on the host"
                  : w->live[o.out] ? "on the device, not the host" : "not live");
         if (h && h->exec && (st = h->exec(h->arg, i, in, &o))) return st;
-        uint64_t b = remat_tensor_bytes_at(w->cfg, t, in->layer);
+        uint64_t b = w->bytes[o.out];
         w->sim.transfer_bytes += b;
         if (k == REMAT_I_OFFLOAD) {
             dies(w, o.out, WALK_HOST);

@@ -42,6 +42,7 @@ typedef struct custom {
     remat_table_spec spec;
     remat_table_spec_block *per;            /* spec.per's copy (NULL: uniform) */
     int *kind, nkinds;                      /* per block its kind: blocks of the same bytes, by first appearance */
+    char *names;                            /* spec.chain_names's copy */
     char name[REMAT_TABLE_NAME_MAX + 1];   /* the whole name: the reader takes at most this many bytes */
     uint64_t key;
     int refs;
@@ -142,6 +143,7 @@ static void build(custom *c, const remat_table_spec *s)
     c->spec = *s;
     c->spec.name = c->name;
     c->spec.per = c->per;
+    c->spec.chain_names = c->names;
 }
 
 /* the numbers of two specs (names aside) */
@@ -156,7 +158,9 @@ static int same_spec(const remat_table_spec *a, const remat_table_spec *b)
            a->input_bwd_ms == b->input_bwd_ms && a->head_fwd_ms == b->head_fwd_ms &&
            a->head_bwd_ms == b->head_bwd_ms && a->update_ms == b->update_ms && a->input == b->input &&
            a->dout == b->dout && !a->per == !b->per &&
-           (!a->per || !memcmp(a->per, b->per, sizeof *a->per * (size_t)a->blocks));
+           (!a->per || !memcmp(a->per, b->per, sizeof *a->per * (size_t)a->blocks)) && a->nchains == b->nchains &&
+           a->names_len == b->names_len && !a->chain_names == !b->chain_names &&
+           (!a->chain_names || !memcmp(a->chain_names, b->chain_names, a->names_len));
 }
 
 remat_status remat_table_custom_add(const remat_table_spec *s, uint64_t key, int *id)
@@ -184,16 +188,19 @@ remat_status remat_table_custom_add(const remat_table_spec *s, uint64_t key, int
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory loading a table");
         goto out;
     }
-    if (s->per && !(c->kind = remat_malloc(sizeof *c->kind * (size_t)s->blocks))) {
+    if ((s->per && !(c->kind = remat_malloc(sizeof *c->kind * (size_t)s->blocks))) ||
+        (s->chain_names && !(c->names = remat_malloc(s->names_len)))) {
         free(c->per);
+        free(c->kind);
         free(c);
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory loading a table");
         goto out;
     }
+    if (s->chain_names) memcpy(c->names, s->chain_names, s->names_len);
     for (int l = 0; s->per && l < s->blocks; l++) {
         int b = 0;
         while (b < l && !(s->per[b].expensive == s->per[l].expensive && s->per[b].cheap == s->per[l].cheap &&
-                          s->per[b].output == s->per[l].output)) b++;
+                          s->per[b].output == s->per[l].output && s->per[b].pinned == s->per[l].pinned)) b++;
         c->kind[l] = b < l ? c->kind[b] : c->nkinds++;
     }
     build(c, s);
@@ -217,6 +224,7 @@ void remat_table_custom_release(int id)
         slots[SLOT(id)] = NULL;
         free(c->per);
         free(c->kind);
+        free(c->names);
         free(c);
     }
     pthread_mutex_unlock(&lock);
@@ -295,4 +303,25 @@ const int *remat_table_custom_kinds(int id, int *nkinds)
     custom *c = lookup(id);
     *nkinds = c ? (c->per ? c->nkinds : 1) : 0;
     return c ? c->kind : NULL;
+}
+
+int remat_table_custom_pinned(int id, int layer)
+{
+    custom *c = lookup(id);
+    return c && c->per && layer >= 0 && layer < c->spec.blocks && c->per[layer].pinned;
+}
+
+const char *remat_table_custom_chain_name(int id, int i)
+{
+    custom *c = lookup(id);
+    if (!c || !c->names || i < 0 || i >= c->spec.nchains) return NULL;
+    const char *n = c->names;
+    while (i--) n += strlen(n) + 1;
+    return n;
+}
+
+int remat_table_custom_chain_of(int id, int layer)
+{
+    custom *c = lookup(id);
+    return c && c->names && c->per && layer >= 0 && layer < c->spec.blocks ? c->per[layer].chain : -1;
 }

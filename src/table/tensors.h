@@ -349,6 +349,8 @@ typedef struct remat_table_spec_block {
     uint64_t expensive, cheap; /* its saved bytes (selective 0: all in expensive) */
     uint64_t output;           /* its output, the next block's input */
     double fwd_ms, cheap_fwd_ms, bwd_ms;
+    int pinned;                /* 1: the junction of two chains (tablefile.c): kept whole, in no segment */
+    int chain;                 /* the file's chain it is of (a junction: the chain before it) */
 } remat_table_spec_block;
 typedef struct remat_table_spec {
     const char *name;          /* for messages (copied) */
@@ -372,6 +374,11 @@ typedef struct remat_table_spec {
      * block's (remat_tensor_bytes); remat_tensor_bytes_at gives a layer's. */
     const remat_table_spec_block *per;
     uint64_t input, dout;
+    /* several chains made one (tablefile.c): their names, each ended by a
+     * NUL, nchains of them in names_len bytes (copied; NULL: one chain) */
+    const char *chain_names;
+    size_t names_len;
+    int nchains;
 } remat_table_spec;
 /* Registers the table of s under key (a hash of its source): the same key
  * again returns the same id with one more reference.  REMAT_ERR_NOMEM,
@@ -405,6 +412,13 @@ int remat_table_custom_layer_ms(int id, int t, int layer, int bwd, double *ms);
  * table), and per block its kind, numbered by first appearance (NULL when
  * the blocks are the same). */
 const int *remat_table_custom_kinds(int id, int *nkinds);
+/* 1 when block `layer` of id's chain is the junction of two chains (kept
+ * whole, in no segment), else 0 */
+int remat_table_custom_pinned(int id, int layer);
+/* The name of chain i of id's table and the chain of block `layer` (NULL,
+ * -1 when it is of one chain or out of range) */
+const char *remat_table_custom_chain_name(int id, int i);
+int remat_table_custom_chain_of(int id, int layer);
 
 /* 1 when two configs are the same run shape (every field equal, defaults
  * resolved): what profiles, traces and run times are keyed by. */
