@@ -255,6 +255,20 @@ def hf_orders(check, name, model, batch):
         check(False, "%s: gradient_checkpointing_enable() on a model running a plan was not refused" % name)
     except rt.RematError as e:
         check("unapply" in e.message and "\n" not in e.message, "%s: the refusal says %r" % (name, e.message))
+    # a forward that raises inside a segment (a hook of its second layer): the frame is closed, torch's
+    # hooks are popped, and the next step is the unwrapped model's again
+    seg = rt.hf.plan(model, batch, kept_budget=table.kept_bytes, table=table, policy="plan:A1.C2.A1.A1.A0")
+    rt.apply(model, seg)
+    layers = rt.hf.chains(model)[0][1]
+    h = layers[2].register_forward_pre_hook(lambda m, a: (_ for _ in ()).throw(ValueError("raised in layer 2")))
+    try:
+        step(model, batch)
+        check(False, "%s: the hook did not raise" % name)
+    except ValueError:
+        pass
+    h.remove()
+    check(same(base, step(model, batch)) and not torch._C._autograd._top_saved_tensors_default_hooks(False),
+          "%s: after a forward that raised inside a segment" % name)
     rt.hf.unapply(model)
     model.gradient_checkpointing_enable()
     check(model.is_gradient_checkpointing, "%s: HF's checkpointing after unapply" % name)

@@ -260,9 +260,10 @@ class _Layer:
         st = self.state
         if self.k == it.first:
             if st.frame is not None:
-                raise RematError(1, "invalid argument", "layer %d began a segment before the one at layer %d "
-                                 "ended: the model must call its layers in order, each once" % (self.k,
-                                                                                                  st.frame.a))
+                # a frame still open: the forward that opened it raised between two of its layers
+                # (the model's code, not a layer); closing it pops torch's hooks it pushed
+                st.frame.fail()
+                st.frame = None
             st.frame = _Frame(st.layers, it, args[0])
         f = st.frame
         if f is None or f.item is not it or f.next != self.k:
