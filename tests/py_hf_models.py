@@ -27,8 +27,9 @@ checkpointing against a plan in both orders (taken over; refused in one
 line).  Gemma 3's global layer saves other tensors than its sliding ones:
 its table is of version 2 (each block its own entries), and a segment
 across the two kinds runs each layer with its own mask.
-T5ForConditionalGeneration has two chains (encoder, decoder): remat plans
-tables of several chains not yet, and the test checks the one-line refusal.  The table of the issue's closing note is printed.
+T5ForConditionalGeneration has two chains (encoder, decoder): remat_torch
+does not measure a table of several chains yet, and the test checks the
+one-line refusal.  The table of the issue's closing note is printed.
 
 transformers 5.x needs torch >= 2.5: under Debian's torch 1.13 it skips,
 saying so; run_tests.sh runs it under the virtual environment's torch 2.x.

@@ -85,8 +85,8 @@ def _chain(model, chain=None):
         raise RematError(1, "invalid argument", "%s has no list of GradientCheckpointingLayer's (transformers 5.x "
                          "layers): use remat_torch.plan with blocks=" % type(model).__name__)
     if len(found) > 1:
-        raise RematError(1, "invalid argument", "%s has %d chains (%s): remat does not plan a table of several "
-                         "chains yet; name one with chain=" % (type(model).__name__, len(found),
+        raise RematError(1, "invalid argument", "%s has %d chains (%s): remat_torch does not measure a table of "
+                         "several chains yet; name one with chain=" % (type(model).__name__, len(found),
                                                                ", ".join(n for n, _ in found)))
     return found[0]
 
