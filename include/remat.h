@@ -1670,12 +1670,15 @@ REMAT_API remat_status remat_plan_tree(const remat_config *cfg, const char *poli
  * keeps when the forward ends -- stored_bytes + outside_bytes + what its
  * checkpoint calls hold (context_bytes once when there is any, call_bytes
  * per call alive then: every checkpoint of the tree, nested ones too) --
- * and the peak with the same added. */
+ * and the peak with the same added.  A checkpoint nested in a segment's
+ * re-run runs in the first forward too and holds its input then: the
+ * output of a block before it in the segment (output_bytes), counted once
+ * per block, unless it is the outermost checkpoint's own input. */
 typedef struct remat_table_row {
     remat_plan_row row;
     uint64_t kept_bytes;
     uint64_t peak_bytes;
-    uint64_t checkpoint_bytes; /* of which the checkpoint calls' own */
+    uint64_t checkpoint_bytes; /* of which the checkpoint calls' own (stashes, context, nested inputs) */
     int checkpoint_calls;
 } remat_table_row;
 REMAT_API void remat_table_row_clear(remat_table_row *r);

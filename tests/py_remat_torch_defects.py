@@ -203,13 +203,25 @@ def batchnorm_and_nesting(check):
               "ResNet %s: BatchNorm's statistics differ from the unwrapped model's (max %g)" %
               (p.policy, max(float((a.float() - b.float()).abs().max()) for a, b in zip(base[2], got[2]))))
         deep = [n for n in _walk(p.tree) if n.depth > 0 and (n.kind == "segment" or n.keep != "all")]
-        if deep and rt._plan._NESTED_REENTRANT:
-            prof = rt.kept_bytes(m, (x, y), method="profiler")
-            KNOWN.append("ResNet %s on torch %s (nested reentrant checkpoints): predicted %d, profiler %d (%+d), "
-                         "hooks %d: not asserted" % (p.policy, torch.__version__, p.kept_bytes, prof,
-                                                     prof - p.kept_bytes, rt.kept_bytes(m, (x, y))))
+        prof = rt.kept_bytes(m, (x, y), method="profiler")
+        hooks = rt.kept_bytes(m, (x, y))
+        x_L = t.data["blocks"][-1]["output_bytes"]
+        alone = p.tree[-1].kind == "segment" and p.tree[-1].end - p.tree[-1].first == 1 or \
+            p.tree[-1].kind == "block" and p.tree[-1].keep != "all"
+        if not kept_ok(p.kept_bytes, prof, p.checkpoint_calls) and alone and not t.last_output_saved_by_head and \
+                kept_ok(p.kept_bytes - x_L, prof, p.checkpoint_calls):
+            # the last block's output is saved by its own last op (a ReLU), not by the head: checkpointed
+            # alone, the block keeps it no more -- one block output less than table version 1 can say
+            KNOWN.append("ResNet %s on torch %s: the allocator keeps %d B less than predicted, the last block's "
+                         "output (table v1 cannot say its own ReLU is what saves it); hooks %d"
+                         % (p.policy, torch.__version__, p.kept_bytes - prof, hooks))
         else:
-            measured_ok(check, "ResNet %s" % pol, m, (x, y), p, hooks_too=False)
+            check(kept_ok(p.kept_bytes, prof, p.checkpoint_calls), "ResNet %s: predicted %d, profiler %d (hooks %d)"
+                  % (p.policy, p.kept_bytes, prof, hooks))
+        if not kept_ok(p.kept_bytes, hooks, p.checkpoint_calls):
+            KNOWN.append("ResNet %s on torch %s: hooks %d, predicted %d, profiler %d (the hooks do not see everything "
+                         "torch's checkpoints hold here: not asserted)" % (p.policy, torch.__version__, hooks,
+                                                                     p.kept_bytes, prof))
         rt.unapply(m)
         if deep:
             nested += 1

@@ -11,13 +11,32 @@ class RematError(Exception):
     message: str
 
 Size = Union[int, str]
-Tree = List[tuple]
+
+class Node:
+    kind: str
+    first: int
+    end: int
+    keep: str
+    keep_mask: int
+    offload: int
+    last: bool
+    depth: int
+    children: List["Node"]
+
+Tree = List[Node]
+
+class RematCheckpoint(torch.nn.Module):
+    remat: str
 
 class Table:
     data: Dict[str, Any]
     blocks: Optional[List[torch.nn.Module]]
     chain: Optional[str]
     kept_bytes: Optional[int]
+    input_key: Optional[str]
+    changing_buffers: Optional[List[set]]
+    sac: Any
+    last_output_saved_by_head: bool
     def __init__(self, data: Dict[str, Any], blocks: Optional[List[torch.nn.Module]] = ..., chain: Optional[str] = ...,
                  kept_bytes: Optional[int] = ...) -> None: ...
     def json(self) -> str: ...
@@ -35,6 +54,7 @@ class Plan:
     checkpointed: List[int]
     segments: List[Tuple[int, int]]
     tree: Tree
+    checkpoint_calls: int
     budget: int
     table: Table
     def explain(self) -> str: ...
@@ -53,7 +73,7 @@ def kept_bytes(model: torch.nn.Module, sample_inputs: Any, loss_fn: Optional[Cal
                method: str = ...) -> int: ...
 def find_blocks(model: torch.nn.Module, blocks: Union[None, str, Sequence[torch.nn.Module]] = ...
                 ) -> Tuple[List[torch.nn.Module], str]: ...
-def parse_plan(policy: str, L: int, selective: bool = ...) -> Tree: ...
+def min_kept(table: Table) -> Tuple[int, str]: ...
 def parse_size(s: Size) -> int: ...
 def library_version() -> str: ...
 def step_peak(model: torch.nn.Module, sample_inputs: Any, optimizer: Optional[torch.optim.Optimizer],

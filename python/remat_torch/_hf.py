@@ -147,6 +147,14 @@ def measure(model, batch, optimizer=None, chain=None, **kw):
     call, values = as_call(model, batch)
     with _hf_checkpointing_off(model):
         table = _measure_model(call, values, blocks=layers, optimizer=optimizer, **kw)
+    # layers that differ (Gemma 3's sliding and global ones) make a table of version 2, each block its
+    # own entries (remat.h, "tables read from files"); alike, version 1 (which refuses blocks that differ)
+    d = table.data
+    if any((b["saved"], b["output_bytes"]) != (d["blocks"][0]["saved"], d["blocks"][0]["output_bytes"])
+           for b in d["blocks"]) or d["input"]["bytes"] != d["blocks"][0]["output_bytes"]:
+        d["version"] = 2
+        if kw.get("path"):
+            table.save(kw["path"])
     table.blocks, table.chain = layers, name
     table.hf = True                       # remat_torch.apply applies it through GradientCheckpointingLayer
     return table

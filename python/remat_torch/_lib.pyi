@@ -75,7 +75,30 @@ class TableInfo(Structure):
     context_bytes: int
     call_bytes: int
 
+class PlanNode(Structure):
+    kind: int
+    first: int
+    end: int
+    parent: int
+    depth: int
+    keep: int
+    keep_mask: int
+    offload_mask: int
+    last: int
+
+class TableRow(Structure):
+    row: PlanRow
+    kept_bytes: int
+    peak_bytes: int
+    checkpoint_bytes: int
+    checkpoint_calls: int
+
+NODE_KINDS: Tuple[str, ...]
+KEEPS: Tuple[str, ...]
+STRUCTS: Dict[str, Any]
 _SIGNATURES: Dict[str, Tuple[List[Any], Any]]
+
+def _check(lib: Any, path: str) -> Optional[str]: ...
 
 def load() -> ctypes.CDLL: ...
 def version() -> str: ...

@@ -466,8 +466,10 @@ def apply(model, plan):
             a, m = nd.first, nd.end
             shared = {}
             what = "segment of blocks %d-%d" % (a, m - 1)
-            wrap[a] = ("checkpoint, " + what, _top_run(blocks[a], (nd.children, run_items, blocks[a:m],
-                                                                    changing[a:m]), None, None, shared, key))
+            # a segment of one block hands its output to no other (nothing may keep it after the step)
+            wrap[a] = ("checkpoint, " + what if m > a + 1 else "checkpoint",
+                       _top_run(blocks[a], (nd.children, run_items, blocks[a:m], changing[a:m]), None, None,
+                                shared if m > a + 1 else None, key))
             for k in range(a + 1, m):
                 wrap[k] = ("in the checkpoint of the %s" % what, _passthrough(shared, k, k == m - 1, key))
     for i, (what, run) in wrap.items():
@@ -607,7 +609,7 @@ def _kept_hooks(model, args, loss_fn, dev):
         k, nb = storage_of(t)
         if k and k not in ex and t.device == dev:
             got[k] = nb
-    del loss
+    _release(loss)
     return sum(got.values())
 
 
@@ -636,11 +638,21 @@ def kept_bytes(model, sample_inputs, loss_fn=None, method="hooks"):
         from torch.profiler import ProfilerActivity, profile
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
         gc.collect()
-        with profile(activities=acts, profile_memory=True) as prof:
-            loss = loss_fn(model(*args))
+        gc.disable()    # earlier steps' cyclic garbage freed inside the window would count against it
+        try:
+            with profile(activities=acts, profile_memory=True) as prof:
+                loss = loss_fn(model(*args))
+        finally:
+            gc.enable()
         net = _net_bytes(prof, dev)
-        del loss
+        _release(loss)
         return net
+
+
+def _release(loss):
+    """ends a measured forward: nothing of it is kept (gc: torch's checkpoints make cycles)"""
+    del loss
+    gc.collect()
 
 
 def _net_bytes(prof, dev):

@@ -12,7 +12,8 @@
  * RNG state).  The calls alive then are every checkpoint of the tree: each
  * segment and each block kept as less than all, nested ones included (a
  * segment's re-run function runs in the first forward too, and its nested
- * checkpoints with it).
+ * checkpoints with it); a nested one holds its input as well, a block
+ * output that the simulator's first forward does not keep (calls_of).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -113,27 +114,44 @@ out:
     return st;
 }
 
-/* checkpoint calls alive when the first forward ends (see the file's notes) */
-static remat_status calls_of(const remat_config *cfg, const char *policy, int *calls)
+/* Checkpoint calls alive when the first forward ends (see the file's notes), and the block
+ * inputs that nested ones hold besides: a checkpoint inside a segment's re-run runs in the first
+ * forward too, and holds its input there -- the output of a block before it in the segment, which
+ * nothing else keeps then -- unless that is the outermost checkpoint's own input (one per block). */
+static remat_status calls_of(const remat_config *cfg, const char *policy, int *calls, int *inputs)
 {
     size_t n = 0;
     remat_plan_node *v = NULL;
+    uint8_t *held = NULL;
     remat_status st = remat_plan_tree(cfg, policy, NULL, 0, &n);
-    *calls = 0;
+    *calls = *inputs = 0;
     if (st) return st;
-    if (!(v = remat_malloc((n ? n : 1) * sizeof *v))) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
-    if (!(st = remat_plan_tree(cfg, policy, v, n, NULL)))
-        for (size_t i = 0; i < n; i++) *calls += v[i].kind == REMAT_NODE_SEGMENT || v[i].keep != REMAT_KEEP_ALL;
+    v = remat_malloc((n ? n : 1) * sizeof *v);
+    held = remat_calloc((size_t)cfg->n_layer + 1, 1);
+    if (!v || !held) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
+    if ((st = remat_plan_tree(cfg, policy, v, n, NULL))) goto out;
+    for (size_t i = 0; i < n; i++) {
+        int ck = v[i].kind == REMAT_NODE_SEGMENT || v[i].keep != REMAT_KEEP_ALL;
+        *calls += ck;
+        if (!ck || v[i].parent < 0) continue;
+        int top = (int)i;
+        while (v[top].parent >= 0) top = v[top].parent;
+        if (v[i].first != v[top].first && !held[v[i].first]) { held[v[i].first] = 1; (*inputs)++; }
+    }
+out:
     free(v);
+    free(held);
     return st;
 }
 
 static remat_status table_row(const remat_config *cfg, const remat_table_info *info, remat_table_row *out)
 {
-    remat_status st = calls_of(cfg, out->row.policy, &out->checkpoint_calls);
+    int inputs;
+    remat_status st = calls_of(cfg, out->row.policy, &out->checkpoint_calls, &inputs);
     if (st) return st;
     out->checkpoint_bytes = (out->checkpoint_calls ? info->context_bytes : 0) +
-                            info->call_bytes * (uint64_t)out->checkpoint_calls;
+                            info->call_bytes * (uint64_t)out->checkpoint_calls +
+                            info->output_bytes * (uint64_t)inputs;
     out->kept_bytes = (uint64_t)((int64_t)out->row.stored_bytes + info->outside_bytes) + out->checkpoint_bytes;
     out->peak_bytes = out->row.peak_bytes + out->checkpoint_bytes;
     return REMAT_OK;
