@@ -58,12 +58,12 @@ def main():
     inputs = (idx, tg)
     table = rt.measure(model, inputs)
     budget = int(a.budget * table.kept_bytes)
-    best = rt.plan(model, inputs, budget=budget, table=table)
+    best = rt.plan(model, inputs, kept_budget=budget, table=table)
     plans = [("plan", best)]
     for K in range(1, a.layers + 1):
         e = best.evaluate("every:%d" % K)
         if e["kept_bytes"] <= budget:
-            plans.append(("every:%d" % K, rt.plan(model, inputs, budget=budget, table=table, policy="every:%d" % K)))
+            plans.append(("every:%d" % K, rt.plan(model, inputs, kept_budget=budget, table=table, policy="every:%d" % K)))
     print("torch %s, %d threads, %s; GPT-2 L%d C%d T%d B%d; budget %d B (%.0f%% of %d kept unwrapped)"
           % (torch.__version__, a.threads, table.data["device"], a.layers, a.width, a.seq, a.batch, budget,
              100 * a.budget, table.kept_bytes))

@@ -1540,6 +1540,19 @@ REMAT_API remat_status remat_table_min_kept(const remat_config *cfg, const remat
  * another language checks its layouts with it before any call that writes one. */
 REMAT_API size_t remat_abi_size(const char *name);
 
+
+/* ---- a budget on device memory (src/planner/devpeak.c; remat-hf, issue 25) ----------------
+ * A table's step peaks on the device at its row's peak_bytes (the simulated
+ * activation peak with what the checkpoint calls hold) plus the table's
+ * static bytes (parameters, gradients, optimizer state, live for the whole
+ * step, as in a step that keeps its gradients).  remat_torch's
+ * plan(budget=) is this budget; plan(kept_budget=) is remat_table_optimal's. */
+/* That peak of a row of remat_table_evaluate/optimal/min_kept/optimal_device (0 for NULL). */
+REMAT_API uint64_t remat_table_row_device_peak(const remat_table_row *r);
+/* The fastest plan whose device peak (as above) is at most budget;
+ * REMAT_ERR_BUDGET, with the minimum in its message, when none is. */
+REMAT_API remat_status remat_table_optimal_device(const remat_config *cfg, const remat_profile *prof, uint64_t budget,
+                                                  remat_table_row *out);
 #ifdef __cplusplus
 }
 #endif

@@ -85,14 +85,14 @@ def check_model(name, model, inputs, check, seed=1):
     L = len(table.data["blocks"])
     kept = table.kept_bytes
     # the simulator's stored bytes (+ outside the chain) are what torch keeps, to the byte
-    none = rt.plan(model, inputs, budget=kept, table=table, policy="none")
+    none = rt.plan(model, inputs, kept_budget=kept, table=table, policy="none")
     check(none.kept_bytes == kept, "%s: 'none' predicts %d kept bytes, torch keeps %d" % (name, none.kept_bytes, kept))
     prof0 = rt.kept_bytes(model, inputs, method="profiler")
     check(kept_ok(kept, prof0, 0), "%s: the allocator's net bytes of the unwrapped model %d, measure()'s hooks %d"
           % (name, prof0, kept))
     for frac in (0.25, 0.5, 0.75):
         budget = int(frac * kept)
-        p = rt.plan(model, inputs, budget=budget, table=table)
+        p = rt.plan(model, inputs, kept_budget=budget, table=table)
         check(p.kept_bytes <= budget, "%s: plan keeps %d > budget %d" % (name, p.kept_bytes, budget))
         check(p.checkpointed, "%s at %d%%: nothing is checkpointed" % (name, 100 * frac))
         rt.apply(model, p)
@@ -109,7 +109,7 @@ def check_model(name, model, inputs, check, seed=1):
         rt.unapply(model)
     least = int(0.01 * kept)
     try:
-        rt.plan(model, inputs, budget=least, table=table)
+        rt.plan(model, inputs, kept_budget=least, table=table)
         check(False, "%s: a budget of %d bytes was not refused" % (name, least))
     except rt.RematError as e:
         check(e.status == 10 and "below the minimum" in e.message and "\n" not in e.message,
@@ -123,7 +123,7 @@ def nested(check, model, inputs, table, base, seed=1):
     L = len(table.data["blocks"])
     rest = ".".join(["A1"] * (L - 3))
     for pol in ("plan:C3.%s.A0.A1.A0" % rest, "plan:C3.%s.C2.A0.A1.A0" % rest):
-        p = rt.plan(model, inputs, budget=table.kept_bytes, table=table, policy=pol)
+        p = rt.plan(model, inputs, kept_budget=table.kept_bytes, table=table, policy=pol)
         rt.apply(model, p)
         hooks = rt.kept_bytes(model, inputs)
         prof = rt.kept_bytes(model, inputs, method="profiler")
@@ -185,7 +185,7 @@ def main():
     idx2, tg2 = idx[:, :16].contiguous(), tg[:, :16].contiguous()
     base = step(drop, (idx2, tg2), 7)
     tbl = rt.measure(drop, (idx2, tg2))
-    p = rt.plan(drop, (idx2, tg2), budget=int(0.4 * tbl.kept_bytes), table=tbl)
+    p = rt.plan(drop, (idx2, tg2), kept_budget=int(0.4 * tbl.kept_bytes), table=tbl)
     rt.apply(drop, p)
     check(same_step(base, step(drop, (idx2, tg2), 7)), "dropout: losses or gradients differ under %s" % p.policy)
     hooks, prof = rt.kept_bytes(drop, (idx2, tg2)), rt.kept_bytes(drop, (idx2, tg2), method="profiler")
@@ -207,7 +207,7 @@ def main():
         out = subprocess.run([REMAT, "plan", "--table", path, "--json", "--recompute", "none"], capture_output=True,
                              text=True)
     check(out.returncode == 0 and json.loads(out.stdout)["rows"][0]["kept_bytes"] == tbl.kept_bytes and
-          rt.plan(drop, (idx2, tg2), budget=1 << 30, table=tbl, policy="none").kept_bytes == tbl.kept_bytes,
+          rt.plan(drop, (idx2, tg2), kept_budget=1 << 30, table=tbl, policy="none").kept_bytes == tbl.kept_bytes,
           "remat plan --table on the measured table: %s %s" % (out.stdout[:200], out.stderr.strip()))
     print("\n%-22s %6s %10s %10s %10s %10s %7s %8s  %s" % ("model", "budget", "bytes", "predicted", "hooks",
                                                          "profiler", "error", "overhead", "plan"))

@@ -95,7 +95,7 @@ def keywords(check):
     check(t.input_key == "x", "keyword input: measure recorded the input as %r" % (t.input_key,))
     pols = ["every:2", "every:3", "plan:C3.A1.A1.A1.A0.A1.A0", "plan:C3.A1.A1.A1.C2.A0.A1.A0"]
     for pol in pols + [None]:
-        p = rt.plan(m, (x, y), budget=int(0.5 * t.kept_bytes) if pol is None else 1 << 30, table=t, policy=pol)
+        p = rt.plan(m, (x, y), kept_budget=int(0.5 * t.kept_bytes) if pol is None else 1 << 30, table=t, policy=pol)
         rt.apply(m, p)
         nest = any(n.depth > 0 and (n.kind == "segment" or n.keep != "all") for n in _walk(p.tree))
         try:
@@ -126,7 +126,7 @@ def inference(check):
         ref = g(idx, tg)
     base = step(g, (idx, tg), 2)
     for pol in ("plan:C3.A1.A1.A0.A0.A1", "plan:C3.C2.A0.A1.C2.A1.A1.A1", "every:2"):
-        rt.apply(g, rt.plan(g, (idx, tg), budget=1 << 30, table=t, policy=pol))
+        rt.apply(g, rt.plan(g, (idx, tg), kept_budget=1 << 30, table=t, policy=pol))
         try:
             with torch.no_grad():
                 a = g(idx, tg)
@@ -193,7 +193,7 @@ def batchnorm_and_nesting(check):
     least = rt.min_kept(t)[0]
     for pol in ("full", "every:2", "plan:C3.A1.A1.A1.A1.A1.A0.A0.A1",
                 "plan:C4.A1.A1.A1.A1.C2.A1.A0.A1.A1", 0.1, 0.5):     # a float: least + that of the way to none
-        p = rt.plan(m, (x, y), budget=int(least + pol * (t.kept_bytes - least)) if isinstance(pol, float)
+        p = rt.plan(m, (x, y), kept_budget=int(least + pol * (t.kept_bytes - least)) if isinstance(pol, float)
                     else 1 << 30, table=t, policy=None if isinstance(pol, float) else pol)
         rt.apply(m, p)
         got = step(m, (x, y), 3)
@@ -264,7 +264,7 @@ def wrapping(check):
     sd = {k: v.clone() for k, v in g.state_dict().items()}
     blocks = list(g.h)
     t = rt.measure(g, (idx, tg))
-    p = rt.plan(g, (idx, tg), budget=1 << 30, table=t, policy="plan:C2.A1.A0.A1.A0")
+    p = rt.plan(g, (idx, tg), kept_budget=1 << 30, table=t, policy="plan:C2.A1.A0.A1.A0")
     rt.apply(g, p)
     text = str(g)
     check(text.count("RematCheckpoint") == 3 and "remat: checkpoint, segment of blocks 0-1" in text,
@@ -342,24 +342,24 @@ def trees(check):
     m = KwModel(4, 8, 16, 3)
     x, y = torch.randn(4, 8), torch.randint(0, 3, (4,))
     t = rt.measure(m, (x, y))
-    p = rt.plan(m, (x, y), budget=1 << 30, table=t, policy="plan:A1.C2.A1.A0.A0")
+    p = rt.plan(m, (x, y), kept_budget=1 << 30, table=t, policy="plan:A1.C2.A1.A0.A0")
     tree = repr(p.tree)
     # the tokens after a segment's are the rest of the chain's, then its re-run's (compile.c, solve)
     check(tree == "[block(0 all), segment(1-2: block(1 none), block(2 all, last)), block(3 all)]", "tree %s" % tree)
-    p = rt.plan(m, (x, y), budget=1 << 30, table=t, policy="every:2")
+    p = rt.plan(m, (x, y), kept_budget=1 << 30, table=t, policy="every:2")
     check(repr(p.tree) == "[segment(0-1: block(0 all), block(1 all, last)), segment(2-3: block(2 all), "
           "block(3 all, last))]", "every:2's tree %r" % p.tree)
     # offload tokens: C reads them; the tree says what goes to the host
     tr = rt._plan.plan_tree(p._loaded.cfg, "plan:O1.A1.A1.A0")
     check(tr[0].offload != 0 and tr[0].keep == "all" and all(n.offload == 0 for n in tr[1:]),
           "an offload token's tree: %r" % tr)
-    e = raises(rt.plan, m, (x, y), budget=1 << 30, table=t, policy="plan:A1.C9.A0")
+    e = raises(rt.plan, m, (x, y), kept_budget=1 << 30, table=t, policy="plan:A1.C9.A0")
     check(e is not None and e.status == 6 and "\n" not in e.message, "a bad plan: %s" % (e and e.message))
     least, pol = rt.min_kept(t)
-    e = raises(rt.plan, m, (x, y), budget=least - 1, table=t)
+    e = raises(rt.plan, m, (x, y), kept_budget=least - 1, table=t)
     check(e is not None and e.status == 10 and ("%d" % least) not in "" and pol in e.message,
           "below the minimum: %s" % (e and e.message))
-    check(rt.plan(m, (x, y), budget=least, table=t).kept_bytes <= least, "the minimum itself does not fit")
+    check(rt.plan(m, (x, y), kept_budget=least, table=t).kept_bytes <= least, "the minimum itself does not fit")
 
 
 def main():

@@ -45,7 +45,7 @@ def outcomes(model, inputs, fault):
         out = []
         for pol in ("full", "every:2", "every:3", 0.5):
             try:
-                p = rt.plan(model, inputs, budget=int(pol * t.kept_bytes) if isinstance(pol, float) else 1 << 30,
+                p = rt.plan(model, inputs, kept_budget=int(pol * t.kept_bytes) if isinstance(pol, float) else 1 << 30,
                             table=t, policy=None if isinstance(pol, float) else pol)
             except rt.RematError as e:
                 out.append("refused by libremat: " + e.message)

@@ -72,7 +72,7 @@ def handmade_selective(check, model, inputs):
         for k, e in enumerate(b["saved"]):
             e["cheap"] = k % 2 == 1
     t2 = rt.Table(d, t.blocks, t.chain, t.kept_bytes)
-    p = rt.plan(model, inputs, budget=1 << 30, table=t2, policy="plan:" + ".".join(["A1"] * len(d["blocks"])))
+    p = rt.plan(model, inputs, kept_budget=1 << 30, table=t2, policy="plan:" + ".".join(["A1"] * len(d["blocks"])))
     try:
         rt.apply(model, p)
         check(False, "a selective plan that was never measured was applied")
@@ -88,7 +88,7 @@ def refused_unmeasured(check, model, inputs, table, pol):
         table.save(path)
         t2 = rt.Table.load(path)
     t2.blocks, t2.chain = table.blocks, table.chain
-    p = rt.plan(model, inputs, budget=1 << 30, table=t2, policy=pol)
+    p = rt.plan(model, inputs, kept_budget=1 << 30, table=t2, policy=pol)
     try:
         rt.apply(model, p)
         check(False, "a selective plan of a table without its op record was applied")
@@ -113,9 +113,9 @@ def selective(check, name, model, inputs, rows):
     seen_selective = 0
     for pol in pols:
         if isinstance(pol, float):
-            p = rt.plan(model, inputs, budget=int(pol * t.kept_bytes), table=t)
+            p = rt.plan(model, inputs, kept_budget=int(pol * t.kept_bytes), table=t)
         else:
-            p = rt.plan(model, inputs, budget=1 << 30, table=t, policy=pol)
+            p = rt.plan(model, inputs, kept_budget=1 << 30, table=t, policy=pol)
         seen_selective += any(n.keep in ("expensive", "cheap") for n in p.tree)
         rt.apply(model, p)
         got = step(model, inputs, 1)

@@ -19,7 +19,9 @@ imported under that name.
 from ._lib import RematError, version as library_version
 from ._measure import Table, find_blocks, measure
 from ._plan import Node, Plan, RematCheckpoint, apply, kept_bytes, min_kept, parse_size, plan, unapply
+from ._peak import step_peak
+from . import _hf as hf          # Hugging Face transformers models: remat_torch.hf.enable(model, batch, budget=)
 
 __version__ = "0.1.0"
 __all__ = ["RematError", "Table", "Plan", "Node", "RematCheckpoint", "measure", "plan", "apply", "unapply",
-           "kept_bytes", "min_kept", "find_blocks", "parse_size", "library_version"]
+           "kept_bytes", "min_kept", "find_blocks", "parse_size", "library_version", "step_peak", "hf"]

@@ -438,6 +438,10 @@ def _memory(model, args, loss_fn, chain, excluded, sync, dev, ops=None):
     block's input came as (None: the first positional argument)."""
     rec = {}
     phase = ["before"]
+    # remat-hf (m4-pyhf): a block's other arguments made before it (Hugging Face's rotary cos/sin,
+    # its masks) are the ops before the chain's, kept under every plan (by the blocks that save
+    # them, or by the checkpoints that take them), not the first block that saves them
+    given = set()
 
     def pack(t):
         d = t.detach()
@@ -446,12 +450,14 @@ def _memory(model, args, loss_fn, chain, excluded, sync, dev, ops=None):
             e = rec.get(key)
             if e is None or not any(r() is not None for r in e[2]):
                 rec.pop(key, None)           # a freed storage's address, reused: a new storage
-                e = rec[key] = [nb, phase[0], [], ops.producer(key) if ops is not None else None, set()]
+                e = rec[key] = [nb, "before" if key in given else phase[0], [],
+                                ops.producer(key) if ops is not None else None, set()]
             e[2].append(weakref.ref(d))
             e[4].add(phase[0])
         return d
 
     def enter(i):
+        given.update(storage_of(t)[0] for t in w.args[i] if t.device == dev)   # remat-hf
         if "neighbour" not in FAULTS:
             phase[0] = i
         if ops is not None:

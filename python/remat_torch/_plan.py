@@ -149,6 +149,8 @@ def _row(loaded, call, *args):
     getattr(loaded.lib, call)(byref(loaded.cfg), loaded.prof, *args, byref(r))
     try:
         return {"policy": _lib.row_policy(r.row), "kept_bytes": r.kept_bytes, "peak_bytes": r.peak_bytes,
+                # remat-hf (m4-pyhf, issue 25 item 5): the step's peak on the device
+                "device_peak_bytes": loaded.lib.remat_table_row_device_peak(byref(r)),
                 "checkpoint_bytes": r.checkpoint_bytes, "checkpoint_calls": r.checkpoint_calls,
                 "step_ms": r.row.step_ms_pred, "overhead": r.row.overhead_pct / 100.0}
     finally:
@@ -161,6 +163,8 @@ class Plan:
     policy        the plan:TOKENS string remat's planner returned
     kept_bytes    predicted: what autograd and the checkpoints hold when the forward ends
     peak_bytes    the simulated activation peak (kept bytes + one block's backward, or more)
+    device_peak_bytes  the step's peak on the device: peak_bytes + parameters, gradients and optimizer
+                  state (remat_table_row_device_peak), what budget= bounds
     overhead      predicted recomputation, as a fraction of the step without it
     step_ms       the predicted step time (the table's times)
     checkpointed  the blocks re-run in the backward
@@ -175,6 +179,7 @@ class Plan:
         self.table, self.budget, self._loaded = table, budget, loaded
         self.policy = row["policy"]
         self.kept_bytes, self.peak_bytes = row["kept_bytes"], row["peak_bytes"]
+        self.device_peak_bytes = row["device_peak_bytes"]          # remat-hf
         self.checkpoint_calls = row["checkpoint_calls"]
         self.overhead, self.step_ms = row["overhead"], row["step_ms"]
         self.tree = plan_tree(loaded.cfg, self.policy)
@@ -214,13 +219,21 @@ def _recomputed(cfg, policy):
         lib.remat_schedule_free(s)
 
 
-def plan_table(table, budget, policy=None):
-    """remat's fastest plan for a measured table whose kept bytes fit budget; with policy (any
-    remat policy), that policy's plan instead, whatever it keeps"""
-    K = parse_size(budget)
+def plan_table(table, budget=None, policy=None, kept_budget=None):
+    """remat's fastest plan for a measured table whose step peaks within budget on the device
+    (Plan.device_peak_bytes; 8GiB when neither budget is given), or whose kept bytes fit
+    kept_budget; with policy (any remat policy), that policy's plan instead, whatever it keeps"""
+    # remat-hf (m4-pyhf, issue 25 item 5): budget= is device memory, kept_budget= kept bytes
+    if budget is not None and kept_budget is not None:
+        raise RematError(1, "invalid argument", "give budget= (the step's peak on the device) or kept_budget= "
+                         "(what the forward keeps), not both")
+    device = kept_budget is None
+    K = parse_size(kept_budget if not device else "8GiB" if budget is None else budget)
     loaded = _Loaded(table)
     if policy is not None:
         return Plan(table, K, loaded, _row(loaded, "remat_table_evaluate", policy.encode()))
+    if device:
+        return Plan(table, K, loaded, _row(loaded, "remat_table_optimal_device", _lib.c_uint64(K)))
     return Plan(table, K, loaded, _row(loaded, "remat_table_optimal", _lib.c_uint64(K)))
 
 
@@ -230,16 +243,23 @@ def min_kept(table):
     return r["kept_bytes"], r["policy"]
 
 
-def plan(model, sample_inputs, budget="8GiB", loss_fn=None, blocks=None, optimizer=None, table=None, policy=None,
-         **measure_kw):
-    """The fastest plan whose kept bytes fit budget (a size string or bytes), for the model's chain
-    of blocks as measured (table: a remat_torch.Table measured before, else measure() runs; policy:
-    that remat policy's plan instead of the fastest, e.g. "every:2")."""
+def plan(model, sample_inputs, budget=None, loss_fn=None, blocks=None, optimizer=None, table=None, policy=None,
+         kept_budget=None, **measure_kw):
+    """The fastest plan whose step peaks within budget on the device (a size string or bytes; 8GiB
+    when neither is given) -- parameters, gradients, optimizer state (measure it with optimizer=),
+    activations -- or whose kept bytes fit kept_budget, for the model's chain of blocks as measured
+    (table: a remat_torch.Table measured before, else measure() runs; policy: that remat policy's
+    plan instead of the fastest, e.g. "every:2").  sample_inputs a dict: the model's keyword inputs,
+    a Hugging Face model's batch (remat_torch.hf.plan, its GradientCheckpointingLayer's)."""
+    if isinstance(sample_inputs, dict):                     # remat-hf (m4-pyhf)
+        from . import _hf
+        return _hf.plan(model, sample_inputs, budget=budget, kept_budget=kept_budget, optimizer=optimizer,
+                        table=table, policy=policy, chain=blocks, loss_fn=loss_fn, **measure_kw)
     if table is None:
         table = measure(model, sample_inputs, loss_fn, blocks, optimizer, **measure_kw)
     elif table.blocks is None:
         table.blocks, table.chain = find_blocks(model, blocks)
-    return plan_table(table, budget, policy)
+    return plan_table(table, budget, policy, kept_budget=kept_budget)
 
 
 # ---- applying a plan: the wrapper -------------------------------------------------
@@ -384,7 +404,11 @@ def _ckpt(fn, flat, reentrant, context_fn=None):
 def apply(model, plan):
     """Wraps the blocks plan checkpoints (RematCheckpoint; the model is changed in place and
     returned).  Losses and gradients are those of the model without it, bit for bit on the CPU;
-    under dropout too, the RNG state being preserved as torch.utils.checkpoint does."""
+    under dropout too, the RNG state being preserved as torch.utils.checkpoint does.  A plan of a
+    Hugging Face model's layers (remat_torch.hf) applies through their GradientCheckpointingLayer."""
+    if getattr(plan.table, "hf", False):                    # remat-hf (m4-pyhf)
+        from . import _hf
+        return _hf.apply(model, plan)
     unapply(model)
     chain = plan.table.chain
     blocks = find_blocks(model, chain if isinstance(chain, str) and chain != "blocks given"
@@ -518,6 +542,8 @@ def _passthrough(shared, k, last, key):
 
 def unapply(model):
     """Undoes apply: every block back in its place, unwrapped."""
+    from . import _hf                                       # remat-hf (m4-pyhf)
+    _hf.unapply(model)
     for m in list(model.modules()):
         for k, c in list(m._modules.items()):
             if isinstance(c, RematCheckpoint):
@@ -598,6 +624,9 @@ def kept_bytes(model, sample_inputs, loss_fn=None, method="hooks"):
     Parameters, buffers and the sample inputs are not counted (they exist before the step).  The
     forward runs once, without a backward; the RNG state and every buffer are left as they were."""
     from ._measure import _Snapshot
+    if isinstance(sample_inputs, dict):                     # remat-hf: a model's keyword inputs
+        from . import _hf
+        model, sample_inputs = _hf.as_call(model, sample_inputs)
     args = as_args(sample_inputs)
     loss_fn = loss_fn or default_loss
     dev = next((p.device for p in model.parameters()), torch.device("cpu"))
