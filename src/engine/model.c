@@ -329,7 +329,11 @@ static remat_status run_update(run *r)
     size_t N = (size_t)m->cfg.batch * m->cfg.seq;
     if (r->micro_batch) return REMAT_OK;   /* a micro-batch: the data-parallel step updates (and poisons) */
     if (m->poison == 1) r->ctx.loss_sum = NAN;
-    else if (m->poison > 1) m->grads[m->ly.off[m->poison - 2]] = NAN;
+    else if (m->poison > 1) {
+        size_t at = m->ly.off[m->poison - 2];
+        m->grads[at] = NAN;
+        remat_op_grad_written(&r->ctx, at, at + 1);
+    }
     m->poison = 0;
     if (r->loss) *r->loss = (float)(r->ctx.loss_sum / (double)N);
     if (!isfinite(r->ctx.loss_sum))

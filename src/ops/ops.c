@@ -195,6 +195,14 @@ static void gnorm_flush(const remat_op_ctx *c)
     v.pending[0] = keep;
 }
 
+void remat_op_grad_written(const remat_op_ctx *c, size_t lo, size_t hi)
+{
+    if (!c->gnorm || !c->fresh) return;
+    gnorm_view v;
+    gnorm_layout(c->cfg, &c->ly, &v, c->fresh);
+    remat_sumsq_blocks_forget(v.n, lo, hi, v.done);
+}
+
 double remat_op_grad_sumsq(const remat_op_ctx *c)
 {
     if (!c->gnorm || !c->fresh) return remat_sumsq(c->grads, c->ly.total);

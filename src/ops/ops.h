@@ -118,6 +118,9 @@ float remat_op_clip_scale(const remat_optim *o, double norm);
 /* the squared gradient norm, remat_sumsq(c->grads)'s bits: from the
  * partials the backward took under c->gnorm, else a pass over the gradient */
 double remat_op_grad_sumsq(const remat_op_ctx *c);
+/* c->grads[lo, hi) was written outside the ops (a debug poison): the
+ * norm's partials over it are taken again */
+void remat_op_grad_written(const remat_op_ctx *c, size_t lo, size_t hi);
 void remat_op_adamw_range(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
                           size_t lo, size_t hi, float scale);
 int remat_op_first_nonfinite(const remat_op_ctx *c, size_t lo, size_t hi);
