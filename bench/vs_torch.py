@@ -16,10 +16,18 @@ per-round ratios torch/remat (the machine's speed drifts: a ratio from one
 round compares like with like).
 
 The PyTorch models are the plain eager ones people write: GPT-2 as nanoGPT
-writes it (nn.Linear, F.layer_norm, matmul/softmax attention with a causal
-mask, tanh GELU, tied head), Llama as Hugging Face's eager LlamaForCausalLM
-computes it (RMSNorm in fp32, rotate_half RoPE, repeat_kv for grouped-query
-attention, SwiGLU, untied head).  torch 1.13 (Debian) has no fused SDPA.
+writes it (nn.Linear, F.layer_norm, causal attention, tanh GELU, tied
+head), Llama as Hugging Face's eager LlamaForCausalLM computes it (RMSNorm
+in fp32, rotate_half RoPE, repeat_kv for grouped-query attention, SwiGLU,
+untied head).  The attention core is F.scaled_dot_product_attention where
+torch has it (2.x) and matmul/softmax with a causal mask where it does not
+(torch 1.13, Debian's).  Both are initialised as remat initialises them
+(init_like_remat): N(0, 0.02), GPT-2's residual projections at
+0.02/sqrt(2L), zero biases, unit norms, zero padded vocabulary rows.
+nn.Embedding's default N(0, 1) on GPT-2's tied head made logits of std
+~28 whose softmax backward ran on subnormals, which made torch's fp32 step
+several times slower than the model people train (issue 29).
+AdamW decays the matrices and embeddings only, as remat does.
 Both sides use the same thread count.  OPENBLAS_CORETYPE and
 OPENBLAS_L2_SIZE are left as the environment sets them; the output says
 whether they were set (they slow OpenBLAS, which torch uses for fp32).
@@ -43,6 +51,44 @@ PRESETS = {
 }
 
 
+HAVE_SDPA = hasattr(F, "scaled_dot_product_attention")
+
+
+def causal_attention(q, k, v):
+    """(B, NH, T, hs) each -> (B, NH, T, hs): softmax(q k^T / sqrt(hs) + causal mask) v, in q's dtype"""
+    if HAVE_SDPA:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    T = q.shape[-2]
+    mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+    att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1, dtype=torch.float32).to(q.dtype)
+    return att @ v
+
+
+def init_like_remat(model, a):
+    """remat's initialisation (src/engine/model.c, init_params; params.c says which tensor gets which)"""
+    std, proj_std = 0.02, 0.02 / math.sqrt(2.0 * a.layers)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            leaf = name.rsplit(".", 1)[-1]
+            if p.dim() == 1:   # biases zero, norm weights one
+                p.fill_(0.0 if leaf == "bias" else 1.0)
+            else:
+                p.normal_(0.0, proj_std if isinstance(model, GPT2) and (".proj." in name or ".fcproj." in name)
+                          else std)
+        for t in ((model.wte.weight,) if isinstance(model, GPT2) else (model.emb.weight, model.head.weight)):
+            t[a.vocab:].zero_()   # padded vocabulary rows, unused
+
+
+def adamw_of(model, fused=False):
+    """torch.optim.AdamW with remat's settings: decay on matrices and embeddings, not on biases and norms"""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    kw = dict(lr=3e-4, betas=(0.9, 0.95), eps=1e-8)
+    if fused: kw["fused"] = True
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}], **kw)
+
+
 class GPT2(torch.nn.Module):
     def __init__(self, a):
         super().__init__()
@@ -64,13 +110,10 @@ class GPT2(torch.nn.Module):
         B, T, C, NH = idx.shape[0], idx.shape[1], a.dim, a.heads
         hs = C // NH
         x = self.wte(idx) + self.wpe(torch.arange(T))
-        mask = torch.ones(T, T, dtype=torch.bool).tril()
         for b in self.blocks:
             q, k, v = b.qkv(b.ln1(x)).split(C, dim=2)
             q, k, v = (t.view(B, T, NH, hs).transpose(1, 2) for t in (q, k, v))
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
-            att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-            y = (att @ v).transpose(1, 2).reshape(B, T, C)
+            y = causal_attention(q, k, v).transpose(1, 2).reshape(B, T, C)
             x = x + b.proj(y)
             x = x + b.fcproj(F.gelu(b.fc(b.ln2(x)), approximate="tanh"))
         logits = self.lnf(x) @ self.wte.weight.t()
@@ -122,7 +165,6 @@ class Llama(torch.nn.Module):
         hs = C // NH
         x = self.emb(idx)
         cos, sin = self.cos[:T], self.sin[:T]
-        mask = torch.ones(T, T, dtype=torch.bool).tril()
         for b in self.blocks:
             h = self.rms(x, b.n1)
             q = b.q(h).view(B, T, NH, hs).transpose(1, 2)
@@ -131,9 +173,7 @@ class Llama(torch.nn.Module):
             q, k = q * cos + self.rot(q) * sin, k * cos + self.rot(k) * sin
             k = k.repeat_interleave(NH // KV, dim=1)
             v = v.repeat_interleave(NH // KV, dim=1)
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
-            att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1, dtype=torch.float32).to(q.dtype)
-            x = x + b.o((att @ v).transpose(1, 2).reshape(B, T, NH * hs))
+            x = x + b.o(causal_attention(q, k, v).transpose(1, 2).reshape(B, T, NH * hs))
             h = self.rms(x, b.n2)
             x = x + b.down(F.silu(b.gate(h)) * b.up(h))
         logits = self.head(self.rms(x, self.nf))
@@ -192,7 +232,8 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     model = (Llama if a.arch == "llama" else GPT2)(a)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    init_like_remat(model, a)
+    opt = adamw_of(model)
     idx = torch.randint(0, a.vocab, (a.batch, a.seq))
     tgt = torch.randint(0, a.vocab, (a.batch, a.seq))
     env = {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}

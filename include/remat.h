@@ -95,6 +95,11 @@ REMAT_API remat_gemm_engine remat_gemm_get(void);
 REMAT_API int remat_gemm_available(remat_gemm_engine e);
 /* "onednn" or "cblas" (the "gemm" field of remat's JSON) */
 REMAT_API const char *remat_gemm_name(remat_gemm_engine e);
+/* The instruction set oneDNN dispatches its kernels to on this CPU
+ * (dnnl_get_effective_cpu_isa), e.g. "avx512_core_bf16" (AVX-512 with BF16
+ * dot products) or "avx512_core_amx" (AMX tiles); "" in a build without
+ * oneDNN.  A constant string, never NULL ("gemm_isa" of remat bench's JSON). */
+REMAT_API const char *remat_gemm_isa(void);
 
 /* ---- configuration ---------------------------------------------------------
  * The model and the shape of one training step.  Two architectures

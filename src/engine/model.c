@@ -364,13 +364,17 @@ static remat_status run_update(run *r)
     size_t N = (size_t)m->cfg.batch * m->cfg.seq;
     if (r->micro_batch) return REMAT_OK;   /* a micro-batch: the data-parallel step updates (and poisons) */
     if (m->poison == 1) r->ctx.loss_sum = NAN;
-    else if (m->poison > 1) m->grads[m->ly.off[m->poison - 2]] = NAN;
+    else if (m->poison > 1) {
+        size_t at = m->ly.off[m->poison - 2];
+        m->grads[at] = NAN;
+        remat_op_grad_written(&r->ctx, at, at + 1);
+    }
     m->poison = 0;
     if (r->loss) *r->loss = (float)(r->ctx.loss_sum / (double)N);
     if (!isfinite(r->ctx.loss_sum))
         return remat_fail(REMAT_ERR_NONFINITE, "non-finite loss at step %llu", (unsigned long long)m->t + 1);
     if (r->do_update) return remat_op_update(&r->ctx, m->adam_m, m->adam_v, &m->opt, m->t + 1, &m->grad_norm);
-    m->grad_norm = (float)sqrt(remat_sumsq(m->grads, m->nparams));
+    m->grad_norm = (float)sqrt(remat_op_grad_sumsq(&r->ctx));
     return REMAT_OK;
 }
 
@@ -456,6 +460,7 @@ static remat_status run_schedule(remat_model *m, const remat_schedule *s, run *r
     remat_op_ctx_init(&r->ctx, &s->cfg, m->params, r->grads ? r->grads : m->grads);
     if (training) {   /* the run's gradients are written, not added to zeros (ops.h) */
         r->ctx.fresh = m->fresh;
+        r->ctx.gnorm = !r->micro_batch;
         remat_op_grads_begin(&r->ctx);
     }
     r->ctx.params16 = m->params16;

@@ -244,3 +244,39 @@ double remat_sumsq_from_blocks(const double *parts, size_t nblocks)
     }
     return total;
 }
+
+/* The norm's partials gathered as the backward finishes each gradient.
+ * Block k of g (n elements) is computed exactly as sumsq_blocks computes
+ * it, so the norm of the finished parts is remat_sumsq(g)'s bits. */
+void remat_sumsq_blocks_within(const float *g, size_t n, size_t lo, size_t hi, double *parts, uint8_t *done)
+{
+    const size_t B = SUMSQ_BLOCK;
+    size_t k0 = (lo + B - 1) / B, k1 = hi >= n ? (n + B - 1) / B : hi / B;
+    if (k1 <= k0) return;
+    #pragma omp parallel for schedule(static) if (k1 - k0 > SUMSQ_CHUNK)
+    for (size_t k = k0; k < k1; k++) {
+        size_t a = k * B;
+        parts[k] = sumsq_block(g + a, n - a < B ? n - a : B);
+        done[k] = 1;
+    }
+}
+
+void remat_sumsq_blocks_forget(size_t n, size_t lo, size_t hi, uint8_t *done)
+{
+    const size_t B = SUMSQ_BLOCK;
+    if (hi > n) hi = n;
+    for (size_t k = lo / B; k * B < hi; k++) done[k] = 0;
+}
+
+double remat_sumsq_blocks_finish(const float *g, size_t n, double *parts, const uint8_t *done)
+{
+    const size_t B = SUMSQ_BLOCK;
+    size_t nb = (n + B - 1) / B;
+    #pragma omp parallel for schedule(dynamic, SUMSQ_CHUNK) if (nb > SUMSQ_CHUNK)
+    for (size_t k = 0; k < nb; k++)
+        if (!done[k]) {
+            size_t a = k * B;
+            parts[k] = sumsq_block(g + a, n - a < B ? n - a : B);
+        }
+    return remat_sumsq_from_blocks(parts, nb);
+}

@@ -72,6 +72,29 @@ remat_status remat_gemm_set(remat_gemm_engine e)
 
 remat_gemm_engine remat_gemm_get(void) { return engine; }
 
+/* oneDNN's effective ISA, as its enum's names spell them without the
+ * prefix (a constant string; "" in a build without oneDNN) */
+const char *remat_gemm_isa(void)
+{
+#ifdef REMAT_ONEDNN
+    switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default: return "unknown";
+    }
+#else
+    return "";
+#endif
+}
+
 /* ---- CBLAS ----------------------------------------------------------------------- */
 
 /* a bias is added by filling C's rows with it and accumulating (beta 1) */

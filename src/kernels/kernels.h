@@ -258,5 +258,17 @@ double remat_sumsq(const float *g, size_t n);
 #define SUMSQ_BLOCK_ELEMS 4096
 void remat_sumsq_blocks(const float *g, size_t n, double *parts /* ceil(n / SUMSQ_BLOCK_ELEMS) */);
 double remat_sumsq_from_blocks(const double *parts, size_t nblocks);
+/* The same partials taken while a run writes its gradients, so that the
+ * gradient is not read a second time, from memory, for its norm: each
+ * piece [lo, hi) of g (n elements) is passed to sumsq_blocks_within once it
+ * is final, which computes the blocks lying wholly inside it and marks them
+ * in done (ceil(n / SUMSQ_BLOCK_ELEMS) flags); a piece written again after
+ * that is passed to sumsq_blocks_forget, which unmarks every block it
+ * touches.  sumsq_blocks_finish computes the unmarked blocks (those across
+ * pieces' edges, and pieces never passed) and returns
+ * remat_sumsq_from_blocks: remat_sumsq(g)'s bits, whatever was passed. */
+void remat_sumsq_blocks_within(const float *g, size_t n, size_t lo, size_t hi, double *parts, uint8_t *done);
+void remat_sumsq_blocks_forget(size_t n, size_t lo, size_t hi, uint8_t *done);
+double remat_sumsq_blocks_finish(const float *g, size_t n, double *parts, const uint8_t *done);
 
 #endif

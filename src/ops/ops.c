@@ -111,6 +111,106 @@ static inline uint8_t *fresh_of(const remat_op_ctx *c, int p, int layer)
     p = remat_param_resolve(c->cfg, p);
     return c->fresh + (size_t)p * (size_t)(c->cfg->n_layer + 1) + (size_t)(layer + 1);
 }
+/* ---- the gradient norm, taken as the backward finishes each gradient ----------
+ * With c->gnorm, the squared norm's block partials (kernels.h,
+ * remat_sumsq_blocks_within) of a layer's gradient slice are computed at the
+ * end of the backward op that wrote it, while the product that wrote it has
+ * left it in cache, and the update reads each gradient once (AdamW) instead
+ * of twice.  A slice written again later (by another op) has its blocks
+ * forgotten and recomputed at the end; the global tensors (embeddings, the
+ * final norm, the head: written by ops far apart, or last) and the blocks
+ * across slices' edges are computed when the norm is asked for.  The
+ * result is remat_sumsq(grads)'s bits in every case.
+ * The tracker lives after the fresh flags in the same allocation
+ * (remat_op_fresh_bytes): per slice a state (0 unwritten, 1 written since
+ * its flush, 2 flushed), the partials, the list of state-1 slices (its
+ * length first) and the blocks' done flags. */
+typedef struct gnorm_view {
+    uint8_t *state, *done;
+    double *parts;
+    int *pending;
+    size_t n, nb, nsl;
+} gnorm_view;
+
+static size_t fresh_slices(const remat_config *cfg, const remat_param_layout *ly)
+{
+    return (size_t)ly->count * (size_t)(cfg->n_layer + 1);
+}
+
+static size_t gnorm_layout(const remat_config *cfg, const remat_param_layout *ly, gnorm_view *v, uint8_t *base)
+{
+    size_t nsl = fresh_slices(cfg, ly), nb = (ly->total + SUMSQ_BLOCK_ELEMS - 1) / SUMSQ_BLOCK_ELEMS;
+    size_t o_parts = (2 * nsl + 7) / 8 * 8, o_pend = o_parts + nb * sizeof(double);
+    size_t o_done = o_pend + (nsl + 1) * sizeof(int);
+    if (v) {
+        v->state = base + nsl;
+        v->parts = (double *)(void *)(base + o_parts);
+        v->pending = (int *)(void *)(base + o_pend);
+        v->done = base + o_done;
+        v->n = ly->total;
+        v->nb = nb;
+        v->nsl = nsl;
+    }
+    return o_done + nb;
+}
+
+static void gnorm_range(const remat_op_ctx *c, size_t idx, size_t *lo, size_t *hi)
+{
+    int L1 = c->cfg->n_layer + 1, p = (int)(idx / (size_t)L1), layer = (int)(idx % (size_t)L1) - 1;
+    *lo = c->ly.off[p] + (size_t)(layer < 0 ? 0 : layer) * c->ly.player[p];
+    *hi = *lo + (c->ly.player[p] ? c->ly.player[p] : c->ly.numel[p]);
+}
+
+/* slice idx is about to be written */
+static void gnorm_touch(const remat_op_ctx *c, size_t idx)
+{
+    gnorm_view v;
+    gnorm_layout(c->cfg, &c->ly, &v, c->fresh);
+    if (v.state[idx] == 1) return;
+    if (v.state[idx] == 2) {
+        size_t lo, hi;
+        gnorm_range(c, idx, &lo, &hi);
+        remat_sumsq_blocks_forget(v.n, lo, hi, v.done);
+    }
+    v.state[idx] = 1;
+    v.pending[1 + v.pending[0]++] = (int)idx;
+}
+
+/* after a backward op: the layers' slices it wrote are final (until written again) */
+static void gnorm_flush(const remat_op_ctx *c)
+{
+    gnorm_view v;
+    gnorm_layout(c->cfg, &c->ly, &v, c->fresh);
+    int keep = 0, L1 = c->cfg->n_layer + 1;
+    for (int k = 0; k < v.pending[0]; k++) {
+        size_t idx = (size_t)v.pending[1 + k], lo, hi;
+        if (!c->ly.player[idx / (size_t)L1]) {   /* a global tensor: at the end */
+            v.pending[1 + keep++] = (int)idx;
+            continue;
+        }
+        gnorm_range(c, idx, &lo, &hi);
+        remat_sumsq_blocks_within(c->grads, v.n, lo, hi, v.parts, v.done);
+        v.state[idx] = 2;
+    }
+    v.pending[0] = keep;
+}
+
+void remat_op_grad_written(const remat_op_ctx *c, size_t lo, size_t hi)
+{
+    if (!c->gnorm || !c->fresh) return;
+    gnorm_view v;
+    gnorm_layout(c->cfg, &c->ly, &v, c->fresh);
+    remat_sumsq_blocks_forget(v.n, lo, hi, v.done);
+}
+
+double remat_op_grad_sumsq(const remat_op_ctx *c)
+{
+    if (!c->gnorm || !c->fresh) return remat_sumsq(c->grads, c->ly.total);
+    gnorm_view v;
+    gnorm_layout(c->cfg, &c->ly, &v, c->fresh);
+    return remat_sumsq_blocks_finish(c->grads, v.n, v.parts, v.done);
+}
+
 /* a kernel's `acc` for the gradient of p: 0 on the run's first write of
  * it (the kernel assigns), 1 after (it adds) or without fresh tracking */
 static int grad_acc(const remat_op_ctx *c, int p, int layer)
@@ -119,6 +219,7 @@ static int grad_acc(const remat_op_ctx *c, int p, int layer)
     uint8_t *f = fresh_of(c, p, layer);
     int acc = !*f;
     *f = 0;
+    if (c->gnorm) gnorm_touch(c, (size_t)(f - c->fresh));
     return acc;
 }
 /* the gradient of p for a kernel that only accumulates: zeroed first on
@@ -141,12 +242,20 @@ size_t remat_op_fresh_bytes(const remat_config *cfg)
 {
     remat_param_layout ly;
     remat_param_layout_of(cfg, &ly);
-    return (size_t)ly.count * (size_t)(cfg->n_layer + 1);
+    return gnorm_layout(cfg, &ly, NULL, NULL);
 }
 
 void remat_op_grads_begin(remat_op_ctx *c)
 {
-    if (c->fresh) memset(c->fresh, 1, remat_op_fresh_bytes(c->cfg));
+    if (!c->fresh) return;
+    memset(c->fresh, 1, fresh_slices(c->cfg, &c->ly));
+    if (c->gnorm) {
+        gnorm_view v;
+        gnorm_layout(c->cfg, &c->ly, &v, c->fresh);
+        memset(v.state, 0, v.nsl);
+        memset(v.done, 0, v.nb);
+        v.pending[0] = 0;
+    }
 }
 
 void remat_op_grads_end(remat_op_ctx *c)
@@ -469,6 +578,7 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
         break;
     default: assert(!"remat_op_backward: an entry without a backward of its own"); break;
     }
+    if (c->gnorm && c->fresh) gnorm_flush(c);
 }
 
 /* ---- the update --------------------------------------------------------------- */
@@ -515,7 +625,7 @@ remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v
                              float *norm_out)
 {
     size_t np = num_params(c);
-    double norm = sqrt(remat_sumsq(c->grads, np));
+    double norm = sqrt(remat_op_grad_sumsq(c));
     if (norm_out) *norm_out = (float)norm;
     if (!isfinite(norm)) {
         /* name the first tensor with a non-finite gradient */

@@ -34,6 +34,9 @@ typedef struct remat_op_ctx {
     uint8_t *fresh;              /* training: per (parameter, layer) slice, 1 while this run
                                     has not written its gradient (remat_op_grads_begin), or
                                     NULL: every gradient write accumulates */
+    int gnorm;                   /* with fresh: the gradient norm's partials are taken as the
+                                    backward finishes each layer's gradients (ops.c; a whole
+                                    step's run only: a micro-batch's gradient is summed after) */
     remat_bf16 *params16;        /* bf16: the copy of params the GEMMs read (NULL under fp32) */
     remat_param_layout ly;       /* where each parameter tensor lies */
     const float *rope;           /* RK_ROPE: the (max_seq, hs/2) cos and sin table
@@ -87,7 +90,7 @@ void remat_op_rope_fill(const remat_config *cfg, float *rope);
  * add to it; grads_end zeroes the slices no op wrote.  So c->grads ends a
  * run holding exactly the run's gradient, whatever it held before, with
  * the bits of zeroing first and accumulating. */
-size_t remat_op_fresh_bytes(const remat_config *cfg);
+size_t remat_op_fresh_bytes(const remat_config *cfg);   /* with the c->gnorm tracker's storage */
 void remat_op_grads_begin(remat_op_ctx *c);
 void remat_op_grads_end(remat_op_ctx *c);
 
@@ -112,6 +115,12 @@ remat_status remat_op_update(const remat_op_ctx *c, float *adam_m, float *adam_v
  *   the first parameter tensor whose gradient has a non-finite element in
  *   [lo, hi), or the table's count. */
 float remat_op_clip_scale(const remat_optim *o, double norm);
+/* the squared gradient norm, remat_sumsq(c->grads)'s bits: from the
+ * partials the backward took under c->gnorm, else a pass over the gradient */
+double remat_op_grad_sumsq(const remat_op_ctx *c);
+/* c->grads[lo, hi) was written outside the ops (a debug poison): the
+ * norm's partials over it are taken again */
+void remat_op_grad_written(const remat_op_ctx *c, size_t lo, size_t hi);
 void remat_op_adamw_range(const remat_op_ctx *c, float *adam_m, float *adam_v, const remat_optim *o, uint64_t t,
                           size_t lo, size_t hi, float scale);
 int remat_op_first_nonfinite(const remat_op_ctx *c, size_t lo, size_t hi);
