@@ -18,7 +18,9 @@ imported under that name.
 """
 from ._lib import RematError, version as library_version
 from ._measure import Table, find_blocks, measure
-from ._plan import Node, Plan, RematCheckpoint, apply, kept_bytes, min_kept, parse_size, plan, unapply
+from ._plan import Node, Plan, min_kept, parse_size
+from ._wrapper import RematCheckpoint
+from ._front import apply, kept_bytes, plan, unapply
 from ._peak import step_peak
 from . import _hf as hf          # Hugging Face transformers models: remat_torch.hf.enable(model, batch, budget=)
 

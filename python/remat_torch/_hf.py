@@ -194,7 +194,8 @@ def apply(model, plan):
     mine = {id(m) for m in model.modules()}
     if not all(id(b) in mine for b in layers):
         raise RematError(1, "invalid argument", "the plan's layers are not this model's (plan it on this model)")
-    _plan.unapply(model)                  # a plan of either kind (RematCheckpoint's, or this module's)
+    _plan.unapply(model)                  # a plan of either kind: RematCheckpoint's,
+    unapply(model)                        # or this module's
     if getattr(model, "is_gradient_checkpointing", False) and hasattr(model, "gradient_checkpointing_disable"):
         model.gradient_checkpointing_disable()          # HF's own: the plan takes over
     state = _State(layers, plan.tree)

@@ -30,6 +30,7 @@ import torch
 import torch.nn as nn
 
 from ._lib import RematError
+from ._wrapper import RematCheckpoint
 
 FORMAT_VERSION = 1
 # Seeded faults, for tests only (tests/py_remat_torch_faults.py shows each makes the comparison of
@@ -557,7 +558,6 @@ def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, pat
         raise RematError(-1, "invalid", "selective checkpointing needs torch >= 2.5 (a dispatch mode records the op "
                          "of each saved tensor, create_selective_checkpoint_contexts applies it); this is torch %s"
                          % torch.__version__)
-    from ._plan import RematCheckpoint
     if any(isinstance(m, RematCheckpoint) for m in model.modules()):
         raise RematError(-1, "invalid", "the model runs a plan (remat_torch.apply): measure it without, after "
                          "remat_torch.unapply(model)")

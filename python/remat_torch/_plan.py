@@ -49,6 +49,7 @@ import torch.utils.checkpoint as tuc
 
 from . import _lib
 from ._lib import RematError, byref
+from ._wrapper import RematCheckpoint
 from ._measure import as_args, default_loss, find_blocks, first_tensor, measure, storage_of, tensors_in, torch_version
 
 _UNITS = {"B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40,
@@ -251,10 +252,6 @@ def plan(model, sample_inputs, budget=None, loss_fn=None, blocks=None, optimizer
     (table: a remat_torch.Table measured before, else measure() runs; policy: that remat policy's
     plan instead of the fastest, e.g. "every:2").  sample_inputs a dict: the model's keyword inputs,
     a Hugging Face model's batch (remat_torch.hf.plan, its GradientCheckpointingLayer's)."""
-    if isinstance(sample_inputs, dict):                     # remat-hf (m4-pyhf)
-        from . import _hf
-        return _hf.plan(model, sample_inputs, budget=budget, kept_budget=kept_budget, optimizer=optimizer,
-                        table=table, policy=policy, chain=blocks, loss_fn=loss_fn, **measure_kw)
     if table is None:
         table = measure(model, sample_inputs, loss_fn, blocks, optimizer, **measure_kw)
     elif table.blocks is None:
@@ -263,46 +260,6 @@ def plan(model, sample_inputs, budget=None, loss_fn=None, blocks=None, optimizer
 
 
 # ---- applying a plan: the wrapper -------------------------------------------------
-
-_PREFIX = "_checkpoint_wrapped_module."      # torch's checkpoint_wrapper's attribute, and prefix
-
-
-class RematCheckpoint(nn.Module):
-    """A block of a chain that a remat plan checkpoints (apply; unapply removes it).  Its block is
-    ._checkpoint_wrapped_module, as torch's checkpoint_wrapper names it; state_dict keys are the
-    block's own.  .remat says what it does."""
-
-    def __init__(self, module, remat, run):
-        super().__init__()
-        self._checkpoint_wrapped_module = module
-        self.remat = remat
-        self._run = run
-        self._register_state_dict_hook(_strip_prefix)
-        self._register_load_state_dict_pre_hook(_add_prefix)
-
-    def extra_repr(self):
-        return "remat: " + self.remat
-
-    def forward(self, *args, **kwargs):
-        if not (self.training and torch.is_grad_enabled()):
-            return self._checkpoint_wrapped_module(*args, **kwargs)
-        return self._run(args, kwargs)
-
-    def named_parameters(self, *args, **kwargs):
-        for n, p in super().named_parameters(*args, **kwargs):
-            yield n.replace(_PREFIX, ""), p
-
-
-def _strip_prefix(module, state_dict, prefix, local_metadata):
-    for k in [k for k in state_dict if k.startswith(prefix + _PREFIX)]:
-        state_dict[prefix + k[len(prefix + _PREFIX):]] = state_dict.pop(k)
-    return state_dict
-
-
-def _add_prefix(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
-    for k in [k for k in state_dict if k.startswith(prefix) and not k.startswith(prefix + _PREFIX)]:
-        state_dict[prefix + _PREFIX + k[len(prefix):]] = state_dict.pop(k)
-
 
 class _Slot:
     __slots__ = ("i",)
@@ -406,9 +363,6 @@ def apply(model, plan):
     returned).  Losses and gradients are those of the model without it, bit for bit on the CPU;
     under dropout too, the RNG state being preserved as torch.utils.checkpoint does.  A plan of a
     Hugging Face model's layers (remat_torch.hf) applies through their GradientCheckpointingLayer."""
-    if getattr(plan.table, "hf", False):                    # remat-hf (m4-pyhf)
-        from . import _hf
-        return _hf.apply(model, plan)
     unapply(model)
     chain = plan.table.chain
     blocks = find_blocks(model, chain if isinstance(chain, str) and chain != "blocks given"
@@ -542,8 +496,6 @@ def _passthrough(shared, k, last, key):
 
 def unapply(model):
     """Undoes apply: every block back in its place, unwrapped."""
-    from . import _hf                                       # remat-hf (m4-pyhf)
-    _hf.unapply(model)
     for m in list(model.modules()):
         for k, c in list(m._modules.items()):
             if isinstance(c, RematCheckpoint):
@@ -624,9 +576,6 @@ def kept_bytes(model, sample_inputs, loss_fn=None, method="hooks"):
     Parameters, buffers and the sample inputs are not counted (they exist before the step).  The
     forward runs once, without a backward; the RNG state and every buffer are left as they were."""
     from ._measure import _Snapshot
-    if isinstance(sample_inputs, dict):                     # remat-hf: a model's keyword inputs
-        from . import _hf
-        model, sample_inputs = _hf.as_call(model, sample_inputs)
     args = as_args(sample_inputs)
     loss_fn = loss_fn or default_loss
     dev = next((p.device for p in model.parameters()), torch.device("cpu"))
