@@ -221,7 +221,33 @@ typedef struct remat_config {
                          attention exchanges K/V around the ring (Transformer Engine's
                          AttnFuncWithCPAndKVP2P).  Framework tables that model it only: Llama on
                          Megatron-LM with flash attention */
+    /* Mixture-of-experts (Llama architecture on a framework table; issue 27,
+     * src/table/frameworks_moe.c): every layer's MLP is a router over
+     * n_experts routed experts of width moe_ffn_dim, moe_topk of them per
+     * token, beside shared experts of total width moe_shared_dim.  0 experts:
+     * the dense MLP (every field below is then 0). */
+    int n_experts;    /* E: routed experts (Megatron --num-experts), 0: dense */
+    int moe_topk;     /* k in [1, E] (--moe-router-topk) */
+    int moe_ffn_dim;  /* one routed expert's width (--moe-ffn-hidden-size) */
+    int moe_shared_dim; /* the shared experts' width, 0: none (--moe-shared-expert-intermediate-size) */
+    int ep;           /* expert-parallel size (--expert-model-parallel-size; 0 and 1: none), dividing E */
+    int etp;          /* expert tensor-parallel size (--expert-tensor-parallel-size); 0: tp, Megatron's
+                         default */
+    double moe_load;  /* F >= 1: the busiest expert's tokens over the balanced share k B T / E, the load
+                         the plan is made for under dropless routing; 0: REMAT_MOE_LOAD_DEFAULT */
+    double moe_capacity; /* the capacity factor (--moe-expert-capacity-factor): no expert takes more than
+                            ceil(k N / E x it) tokens, an exact bound that replaces F; 0: dropless */
 } remat_config;
+
+/* The default load factor of dropless routing (README, "Mixture of
+ * experts": the reason). */
+#define REMAT_MOE_LOAD_DEFAULT 2.0
+/* A GPU's routed-token load factor under cfg: min(F, EP) (a rank holds E/EP
+ * experts, none above F times its share, and together no more than every
+ * token), with a capacity factor min(factor, EP); 1 without experts. */
+REMAT_API double remat_config_moe_rank_load(const remat_config *cfg);
+/* The expert tensor-parallel size: etp, or tp when etp is 0. */
+REMAT_API int remat_config_etp(const remat_config *cfg);
 
 /* The architecture's values of the fields that default to 0. */
 REMAT_API int remat_config_kv_heads(const remat_config *cfg);
@@ -1091,6 +1117,7 @@ typedef struct remat_model_preset {
     int n_kv_head, ffn_dim, head_dim, tie_embeddings;
     double rope_theta, norm_eps;
     remat_rope_scaling rope_scaling;
+    int n_experts, moe_topk, moe_ffn_dim, moe_shared_dim;   /* mixture of experts (0: dense) */
 } remat_model_preset;
 REMAT_API int remat_model_preset_count(void);
 REMAT_API const remat_model_preset *remat_model_preset_get(int i);

@@ -20,6 +20,7 @@ static const char *fw_name(const remat_config *c)
 static const char *fw_table(const remat_config *c)
 {
     if (c->arch != REMAT_ARCH_LLAMA) return fw_name(c);
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->n_experts > 0) return "megatron-moe (TE FusedAttention, alltoall)";
     if (c->framework == REMAT_FRAMEWORK_MEGATRON)
         return c->attention == REMAT_ATTENTION_FLASH ? "megatron-llama (TE FusedAttention)" : "megatron-llama (TE unfused attention)";
     return c->attention == REMAT_ATTENTION_FLASH ? "pytorch-llama (SDPA flash)" : "pytorch-llama (eager attention)";
@@ -96,6 +97,13 @@ static void megatron_args(const remat_config *c, const remat_cluster *cl, char *
         if (remat_config_head_dim(c) != c->n_embd / c->n_head) ADD(" --kv-channels %d", remat_config_head_dim(c));
         if (!remat_config_tied(c)) ADD(" --untie-embeddings-and-output-weights");
         ADD(" --attention-backend %s", c->attention == REMAT_ATTENTION_FLASH ? "fused" : "unfused");
+    }
+    if (c->n_experts > 0) {      /* mixture of experts (issue 27): transformer_config.py's MoE fields */
+        ADD(" --num-experts %d --moe-router-topk %d --moe-ffn-hidden-size %d", c->n_experts, c->moe_topk, c->moe_ffn_dim);
+        if (c->moe_shared_dim) ADD(" --moe-shared-expert-intermediate-size %d", c->moe_shared_dim);
+        ADD(" --expert-model-parallel-size %d --expert-tensor-parallel-size %d", c->ep > 1 ? c->ep : 1, remat_config_etp(c));
+        ADD(" --moe-token-dispatcher-type alltoall --moe-grouped-gemm --moe-router-dtype fp32 --moe-aux-loss-coeff 1e-3");
+        if (c->moe_capacity > 0) ADD(" --moe-expert-capacity-factor %g --moe-pad-expert-input-to-capacity", c->moe_capacity);
     }
     ADD(" --attention-dropout %g --hidden-dropout %g", (double)c->dropout, (double)c->dropout);
     ADD(" --tensor-model-parallel-size %d%s --pipeline-model-parallel-size %d", remat_config_tp(c),

@@ -65,6 +65,13 @@ static const remat_device devices[] = {
     { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = 128256, .seq = 8192, .source = src,    \
       .arch = REMAT_ARCH_LLAMA, .n_kv_head = 8, .ffn_dim = F, .tie_embeddings = tied, .rope_theta = 500000,   \
       .norm_eps = 1e-5, .rope_scaling = { REMAT_ROPE_LLAMA3, factor, 1, 4, 8192 } }
+/* mixture of experts: every layer's MLP routed (Mixtral's and Qwen3's
+ * decoder_sparse_step 1, no mlp_only_layers), no shared experts; seq 4096,
+ * the Megatron recipes' training length (Megatron-MoE-ModelZoo) */
+#define MOE(name_, L, C, NH, KV, HS, V, s, theta, eps, E, K, MF, SF, src)                                     \
+    { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = V, .seq = s, .source = src,            \
+      .arch = REMAT_ARCH_LLAMA, .n_kv_head = KV, .head_dim = HS, .ffn_dim = MF, .rope_theta = theta,          \
+      .norm_eps = eps, .n_experts = E, .moe_topk = K, .moe_ffn_dim = MF, .moe_shared_dim = SF }
 #define GPT(name_, L, C, NH, V, s, src)                                                                        \
     { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = V, .seq = s, .source = src, .arch = REMAT_ARCH_GPT2 }
 static const remat_model_preset presets[] = {
@@ -81,6 +88,14 @@ static const remat_model_preset presets[] = {
     LLAMA3("llama3-405b", 126, 16384, 128, 53248, 0, 8, "torchtitan llama3 405B; meta-llama/Llama-3.1-405B"),
     LLAMA3("llama3.2-1b", 16, 2048, 32, 8192, 1, 32, "torchtitan llama3 1B; meta-llama/Llama-3.2-1B"),
     LLAMA3("llama3.2-3b", 28, 3072, 24, 8192, 1, 32, "torchtitan llama3 3B; meta-llama/Llama-3.2-3B"),
+    MOE("mixtral-8x7b", 32, 4096, 32, 8, 128, 32000, 4096, 1e6, 1e-5, 8, 2, 14336, 0,
+        "mistralai/Mixtral-8x7B-v0.1 config.json (MixtralConfig's defaults, transformers 5.18)"),
+    MOE("mixtral-8x22b", 56, 6144, 48, 8, 128, 32000, 4096, 1e6, 1e-5, 8, 2, 16384, 0,
+        "mistralai/Mixtral-8x22B-v0.1 config.json"),
+    MOE("qwen3-30b-a3b", 48, 2048, 32, 4, 128, 151936, 4096, 1e6, 1e-6, 128, 8, 768, 0,
+        "Qwen/Qwen3-30B-A3B config.json (Qwen3MoeConfig's expert defaults, transformers 5.18)"),
+    MOE("qwen3-235b-a22b", 94, 4096, 64, 4, 128, 151936, 4096, 1e6, 1e-6, 128, 8, 1536, 0,
+        "Qwen/Qwen3-235B-A22B config.json"),
 };
 
 void remat_model_preset_apply(const remat_model_preset *p, remat_config *c)
@@ -98,6 +113,10 @@ void remat_model_preset_apply(const remat_model_preset *p, remat_config *c)
     c->rope_theta = p->rope_theta;
     c->norm_eps = p->norm_eps;
     c->rope_scaling = p->rope_scaling;
+    c->n_experts = p->n_experts;
+    c->moe_topk = p->moe_topk;
+    c->moe_ffn_dim = p->moe_ffn_dim;
+    c->moe_shared_dim = p->moe_shared_dim;
 }
 
 #define NDEV ((int)(sizeof devices / sizeof devices[0]))
@@ -158,6 +177,15 @@ remat_status remat_cluster_check(const remat_config *c, const remat_cluster *cl)
                           "sizes whose product divides the layers (--pp with --interleave %d:%s)", c->n_layer, cl->pp,
                           cl->vpp, cl->vpp, k ? list : " none");
     }
+    if (c->n_experts > 0) {
+        /* Megatron's expert grid (parallel_state.py, initialize_model_parallel):
+         * the T x CP x D ranks of a stage regrouped as ETP x EP x expert-DP */
+        long EP = c->ep > 1 ? c->ep : 1, ETP = remat_config_etp(c);
+        if (((long)remat_config_tp(c) * remat_config_cp(c) * cl->dp) % (EP * ETP))
+            return remat_fail(REMAT_ERR_INVALID, "--ep %ld x --etp %ld must divide a stage's tp x cp x dp = %ld GPUs "
+                              "(Megatron carves the expert grid from them); raise --dp", EP, ETP,
+                              (long)remat_config_tp(c) * remat_config_cp(c) * cl->dp);
+    }
     if (cl->vpp > 1 && cl->pp < 2)
         return remat_fail(REMAT_ERR_INVALID, "--interleave %d needs pipeline parallelism (--pp 2 or more)", cl->vpp);
     if (cl->global_batch < 0 || cl->global_batch % ((long)c->batch * cl->dp))
@@ -204,20 +232,33 @@ remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster 
         if (d->replicated) whole += e;
         else split += e;
     }
+    /* mixture of experts: the layers' MLP weights are the router's (whole
+     * on every rank), the routed experts' (over EP x ETP) and the shared
+     * experts' (over T) instead (remat_moe_layer_params); the routed ones'
+     * optimizer state shards over the expert-data-parallel ranks,
+     * T CP D / (EP ETP) of them (Megatron's expert_data_parallel group,
+     * parallel_state.py; PR #4687's division) */
+    uint64_t xn = 0, XD = 1;
+    if (c->n_experts > 0) {
+        uint64_t router, routed, shared, EP = c->ep > 1 ? (uint64_t)c->ep : 1, ETP = (uint64_t)remat_config_etp(c);
+        remat_moe_layer_params(c, &router, &routed, &shared);
+        uint64_t dense = 3 * (uint64_t)remat_config_ffn_dim(c) * (uint64_t)c->n_embd;   /* gate, up, down */
+        split = split - layers * dense + layers * shared;
+        whole += layers * router;
+        xn = layers * routed / (EP * ETP);
+        XD = (uint64_t)T * (uint64_t)cl->dp * (uint64_t)remat_config_cp(c) / (EP * ETP);
+    }
     uint64_t n = split / T + whole;
-    out->params = n;
+    out->params = n + xn;
     /* the distributed optimizer shards over the data- and context-parallel
      * ranks together (Megatron's dp_cp group, param_and_grad_buffer.py) */
     uint64_t D = (uint64_t)cl->dp * (uint64_t)remat_config_cp(c);
-    if (c->dtype == REMAT_DTYPE_BF16) {      /* bf16 weights, fp32 gradients, fp32 main weights + 2 moments */
-        out->params_bytes = 2 * n;
-        out->grads_bytes = 4 * n;
-        out->optim_bytes = cl->dist_optim ? (12 * n + D - 1) / D : 12 * n;
-    } else {                                 /* fp32 weights and gradients, 2 moments */
-        out->params_bytes = 4 * n;
-        out->grads_bytes = 4 * n;
-        out->optim_bytes = cl->dist_optim ? (8 * n + D - 1) / D : 8 * n;
-    }
+    uint64_t w = c->dtype == REMAT_DTYPE_BF16 ? 2 : 4, o = c->dtype == REMAT_DTYPE_BF16 ? 12 : 8;
+    /* bf16: bf16 weights, fp32 gradients, fp32 main weights + 2 moments;
+     * fp32: fp32 weights and gradients, 2 moments */
+    out->params_bytes = w * (n + xn);
+    out->grads_bytes = 4 * (n + xn);
+    out->optim_bytes = cl->dist_optim ? (o * n + D - 1) / D + (o * xn + XD - 1) / XD : o * (n + xn);
     return REMAT_OK;
 }
 
@@ -301,6 +342,18 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
      * all-gather and reduce-scatter (T-1)/T each */
     double vol = (double)c->batch * c->seq / remat_config_cp(c) * c->n_embd * remat_dtype_bytes(c->dtype);
     double ar = T > 1 ? 2.0 * (T - 1) / T * vol / K : 0, half = ar / 2;
+    /* the expert-parallel all-to-all (RT_F_A2A): the GPU's routed rows, all
+     * but 1/EP of them to other GPUs, over NVLink when the T x EP GPUs it
+     * spans (the EP group's ranks are T apart, Megatron's default order)
+     * fit a node, else the network; the expert-TP gather and scatter ride
+     * in it (counted once) */
+    double a2a = 0;
+    if (c->n_experts > 0 && c->ep > 1) {
+        remat_dims dm;
+        remat_dims_of(c, &dm);
+        double bw = (double)T * c->ep <= cl->dev.node_gpus ? K : cl->dev.net_bps / 1e3;
+        a2a = (double)dm.d[RD_R] * c->n_embd * remat_dtype_bytes(c->dtype) * (c->ep - 1) / c->ep / bw;
+    }
     for (int t = 0; t < tb->first_grad; t++) {
         const remat_tensor_def *d = &tb->defs[t];
         double out = (double)remat_tensor_bytes(c, t);
@@ -313,6 +366,8 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
         cp_ring(c, cl, t, p->fwd_ms[t], p->bwd_ms[t], &rf, &rb);
         if (d->flags & RT_F_COL) { cf = c->sp ? half : 0; cb = c->sp ? half : ar; }
         if (d->flags & RT_F_ROW) { cf = c->sp ? half : ar; cb = c->sp ? half : 0; }
+        if ((d->flags & (RT_F_COL | RT_F_ROW)) && !out) cf = cb = 0;    /* no shared experts: no product */
+        if (d->flags & RT_F_A2A) cf = cb = a2a;
         if (!d->has_bwd) cb = rb = 0;
         p->fwd_ms[t] += cf + rf;
         p->bwd_ms[t] += cb + rb;
@@ -795,6 +850,28 @@ static int better(const remat_cluster_row *r, const remat_cluster_row *best)
     return r->total_bytes < best->total_bytes;
 }
 
+/* What the planner may drop.  Its search is over every subset of the
+ * droppable tensors; a MoE block has 16 or more (2^16 keep-sets, seconds),
+ * so there, beyond 12, the tensors under 1/64 of the block's largest (norm
+ * statistics, the router's indices and probabilities: bytes per token, not
+ * per width) stay kept, which costs the answer at most their bytes. */
+static uint32_t planner_droppable(const ctx *x)
+{
+    const remat_table *tb = x->tb;
+    uint64_t big = 0;
+    int n = 0;
+    for (int t = 0; t < tb->nblock - 1; t++) {
+        uint64_t b = remat_tensor_bytes(&x->chunk, t);
+        if (b > big) big = b;
+        n += b && !(tb->defs[t].flags & RT_F_TRANSIENT);
+    }
+    if (n <= 12 || x->chunk.n_experts <= 0) return UINT32_MAX;
+    uint32_t m = UINT32_MAX;
+    for (int t = 0; t < tb->nblock - 1; t++)
+        if (remat_tensor_bytes(&x->chunk, t) * 64 < big) m &= ~(1u << t);
+    return m;
+}
+
 /* The unconstrained optimum: the planner's front of one chunk (activation
  * peak against time), each point priced with its micro-batches in flight.
  * With one in flight the front's budget is the exact constraint; with more,
@@ -807,7 +884,7 @@ static remat_status best_plan(const ctx *x, remat_cluster_row *best)
     char *pol = remat_malloc(REMAT_POLICY_MAX);
     rerun none = { 0, 0 };
     if (!pol) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
-    if ((st = remat_planner_create(&x->chunk, &x->prof, UINT32_MAX, &pl))) goto out;
+    if ((st = remat_planner_create(&x->chunk, &x->prof, planner_droppable(x), &pl))) goto out;
     remat_planner_set_host(pl, x->host / x->f);    /* every micro-batch in flight has its offloads there */
     uint64_t fixed = x->mem.params_bytes + x->mem.grads_bytes + x->mem.optim_bytes + x->res_inflight;
     if (x->f == 1) {
@@ -914,7 +991,7 @@ remat_status remat_cluster_pareto(const remat_config *cfg, const remat_cluster *
     *n = 0;
     if ((st = ctx_init(&x, cfg, cl))) return st;
     if (!(pol = remat_malloc(REMAT_POLICY_MAX))) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
-    if ((st = remat_planner_create(&x.chunk, &x.prof, UINT32_MAX, &pl))) goto out;
+    if ((st = remat_planner_create(&x.chunk, &x.prof, planner_droppable(&x), &pl))) goto out;
     remat_planner_set_host(pl, x.host / x.f);
     if ((st = remat_planner_build_fronts(pl, 0))) goto out;
     size_t np = remat_planner_front_size(pl);

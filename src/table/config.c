@@ -55,6 +55,15 @@ void remat_config_default(remat_config *c)
 
 int remat_config_tp(const remat_config *c) { return c->tp > 1 ? c->tp : 1; }
 int remat_config_cp(const remat_config *c) { return c->cp > 1 ? c->cp : 1; }
+int remat_config_etp(const remat_config *c) { return c->etp > 0 ? c->etp : remat_config_tp(c); }
+
+double remat_config_moe_rank_load(const remat_config *c)
+{
+    if (c->n_experts <= 0) return 1.0;
+    double ep = c->ep > 1 ? c->ep : 1;
+    double f = c->moe_capacity > 0 ? c->moe_capacity : c->moe_load > 0 ? c->moe_load : REMAT_MOE_LOAD_DEFAULT;
+    return f < ep ? f : ep;
+}
 
 int remat_config_padded_vocab(const remat_config *c)
 {
@@ -80,7 +89,10 @@ int remat_config_same(const remat_config *a, const remat_config *b)
            remat_config_ffn_dim(a) == remat_config_ffn_dim(b) && remat_config_head_dim(a) == remat_config_head_dim(b) &&
            remat_config_rope_theta(a) == remat_config_rope_theta(b) && remat_config_norm_eps(a) == remat_config_norm_eps(b) &&
            remat_config_tied(a) == remat_config_tied(b) && same_scaling(&a->rope_scaling, &b->rope_scaling) &&
-           a->table == b->table && remat_config_cp(a) == remat_config_cp(b);
+           a->table == b->table && remat_config_cp(a) == remat_config_cp(b) && a->n_experts == b->n_experts &&
+           a->moe_topk == b->moe_topk && a->moe_ffn_dim == b->moe_ffn_dim && a->moe_shared_dim == b->moe_shared_dim &&
+           (a->ep > 1 ? a->ep : 1) == (b->ep > 1 ? b->ep : 1) && remat_config_etp(a) == remat_config_etp(b) &&
+           remat_config_moe_rank_load(a) == remat_config_moe_rank_load(b);
 }
 
 /* The limits are remat.h's (REMAT_MAX_LAYERS ...); rows of batch*seq are
@@ -155,6 +167,55 @@ static remat_status check_framework(const remat_config *c)
                           "model)", KV, T, KV);
     if (F % T)
         return remat_fail(REMAT_ERR_INVALID, "ffn dim %d is not divisible by the tensor-parallel size %d", F, T);
+    return REMAT_OK;
+}
+
+/* Mixture of experts (frameworks_moe.c): Llama's architecture on a framework
+ * table, the sizes Megatron's validation asks for (megatron/training/
+ * arguments.py: topk <= experts, experts divisible by EP; MoE with tensor
+ * parallelism needs sequence parallelism, moe_layer.py's forward), the
+ * expert width divisible by ETP. */
+static remat_status check_moe(const remat_config *c)
+{
+    if (c->n_experts < 0 || c->moe_topk < 0 || c->moe_ffn_dim < 0 || c->moe_shared_dim < 0 || c->ep < 0 ||
+        c->etp < 0 || !(c->moe_load >= 0) || !(c->moe_capacity >= 0) || !isfinite(c->moe_load) ||
+        !isfinite(c->moe_capacity))
+        return remat_fail(REMAT_ERR_INVALID, "mixture-of-experts sizes must be >= 0");
+    if (!c->n_experts) {
+        if (c->moe_topk || c->moe_ffn_dim || c->moe_shared_dim || c->ep > 1 || c->etp > 0 || c->moe_load ||
+            c->moe_capacity)
+            return remat_fail(REMAT_ERR_INVALID, "expert settings (topk, widths, --ep, --etp, --moe-load, "
+                              "--capacity-factor) need --num-experts");
+        return REMAT_OK;
+    }
+    if (c->arch != REMAT_ARCH_LLAMA || c->framework != REMAT_FRAMEWORK_MEGATRON)
+        return remat_fail(REMAT_ERR_INVALID, "mixture of experts is planned for the Llama architecture on "
+                          "--framework megatron");
+    if (c->n_experts > 4096 || c->moe_topk < 1 || c->moe_topk > c->n_experts)
+        return remat_fail(REMAT_ERR_INVALID, "experts must be in [1, 4096] and topk in [1, experts]: got %d and %d",
+                          c->n_experts, c->moe_topk);
+    if (c->moe_ffn_dim < 1 || c->moe_ffn_dim > (1 << 20) || c->moe_shared_dim > (1 << 20))
+        return remat_fail(REMAT_ERR_INVALID, "the expert width must be in [1, 1048576] (and the shared one below)");
+    int EP = c->ep > 1 ? c->ep : 1, ETP = remat_config_etp(c);
+    if (c->n_experts % EP)
+        return remat_fail(REMAT_ERR_INVALID, "experts %d are not divisible by --ep %d", c->n_experts, EP);
+    if (ETP > REMAT_MAX_TP || c->moe_ffn_dim % ETP)
+        return remat_fail(REMAT_ERR_INVALID, "the expert width %d is not divisible by --etp %d", c->moe_ffn_dim, ETP);
+    if (c->moe_load && c->moe_load < 1)
+        return remat_fail(REMAT_ERR_INVALID, "--moe-load is the busiest expert's tokens over the balanced share: "
+                          ">= 1, got %g", c->moe_load);
+    if (c->moe_capacity > c->n_experts)
+        return remat_fail(REMAT_ERR_INVALID, "a capacity factor above the experts %d bounds nothing", c->n_experts);
+    if (remat_config_tp(c) > 1 && !c->sp)
+        return remat_fail(REMAT_ERR_INVALID, "Megatron refuses mixture of experts with tensor parallelism but no "
+                          "sequence parallelism in training (moe_layer.py); add --sp");
+    if (c->framework == REMAT_FRAMEWORK_PYTORCH && (EP > 1 || remat_config_tp(c) > 1))
+        return remat_fail(REMAT_ERR_INVALID, "the pytorch MoE tables are one GPU's eager loop over its experts: "
+                          "no --tp or --ep");
+    if (remat_config_cp(c) > 1)
+        return remat_fail(REMAT_ERR_INVALID, "context parallelism is not modelled with mixture of experts");
+    if (c->attention != REMAT_ATTENTION_FLASH)
+        return remat_fail(REMAT_ERR_INVALID, "the mixture-of-experts table is TE's fused attention's: --attention flash");
     return REMAT_OK;
 }
 
@@ -234,6 +295,7 @@ remat_status remat_config_check(const remat_config *c)
     if (c->n_head % T)
         return remat_fail(REMAT_ERR_INVALID, "heads %d are not divisible by the tensor-parallel size %d; "
                           "each of the %d GPUs holds whole heads", c->n_head, T, T);
+    if ((st = check_moe(c))) return st;
     if ((st = check_framework(c))) return st;
     if ((st = check_cp(c))) return st;
     int CP = remat_config_cp(c);
