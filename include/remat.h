@@ -1141,6 +1141,10 @@ typedef struct remat_cluster {
                               and communication buffers, in [0, 1) */
     uint64_t host_mem;     /* host memory per GPU that offloaded activations may take; 0: the
                               device's host_mem_bytes */
+    int first_layers;      /* Megatron's --decoder-first-pipeline-num-layers: the first stage's layers
+                              (0: an even split); with last_layers, the other stages split the rest
+                              evenly; V = 1 */
+    int last_layers;       /* --decoder-last-pipeline-num-layers (0: an even split) */
 } remat_cluster;
 
 /* The default efficiency: the one value that fits the four "present work"
@@ -1154,6 +1158,8 @@ REMAT_API void remat_cluster_default(remat_cluster *cl);
 /* Checks cl against cfg (a framework table): sizes, divisibility, the
  * device's figures.  REMAT_ERR_INVALID with a message that says what to change. */
 REMAT_API remat_status remat_cluster_check(const remat_config *cfg, const remat_cluster *cl);
+/* The layers of the first pipeline stage, the one planned (cl checked). */
+REMAT_API int remat_cluster_first_stage_layers(const remat_config *cfg, const remat_cluster *cl);
 
 typedef struct remat_cluster_memory {
     uint64_t params;                  /* parameters on the first stage's GPU */

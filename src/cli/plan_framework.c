@@ -110,6 +110,8 @@ static void megatron_args(const remat_config *c, const remat_cluster *cl, char *
         c->sp ? " --sequence-parallel" : "", cl->pp);
     if (remat_config_cp(c) > 1) ADD(" --context-parallel-size %d", remat_config_cp(c));
     if (cl->vpp > 1) ADD(" --num-layers-per-virtual-pipeline-stage %d", c->n_layer / (cl->pp * cl->vpp));
+    if (cl->first_layers) ADD(" --decoder-first-pipeline-num-layers %d", cl->first_layers);
+    if (cl->last_layers) ADD(" --decoder-last-pipeline-num-layers %d", cl->last_layers);
     ADD(" --micro-batch-size %d --global-batch-size %ld%s%s", c->batch, G,
         cl->dist_optim ? " --use-distributed-optimizer" : "", c->dtype == REMAT_DTYPE_BF16 ? " --bf16" : "");
 #undef ADD
@@ -193,6 +195,11 @@ static const cli_flag cluster_flags[] = {
     {"--host-mem", "SIZE", CLI_FLAG_BYTES, CL(host_mem), 0, 0, NULL, NULL,
      "host memory per GPU that offloaded activations may take (default the\n"
      "device's: a DGX's system memory over its 8 GPUs, GH200's LPDDR5X)"},
+    {"--first-stage-layers", "N", CLI_FLAG_INT, CL(first_layers), 1, REMAT_MAX_LAYERS, NULL, NULL,
+     "an uneven pipeline: the first stage's layers (Megatron's\n"
+     "--decoder-first-pipeline-num-layers; the first stage is the one planned)"},
+    {"--last-stage-layers", "N", CLI_FLAG_INT, CL(last_layers), 1, REMAT_MAX_LAYERS, NULL, NULL,
+     "the last stage's layers (--decoder-last-pipeline-num-layers)"},
 };
 #undef CL
 static const cli_flag micro_batch_flag[] = {   /* into the config: Megatron's name for --batch */
@@ -442,7 +449,7 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
     }
     /* plans are per model chunk: each pipeline stage's L/(P V) layers */
     remat_config ch = *c;
-    ch.n_layer = c->n_layer / (cl->pp * cl->vpp);
+    ch.n_layer = remat_cluster_first_stage_layers(c, cl) / cl->vpp;
     if (cl->pp > 1) {
         ch.stage = REMAT_STAGE_FIRST;
         printf("plans are per model chunk of %d layers (%d stages x %d chunk(s) each)\n", ch.n_layer, cl->pp, cl->vpp);

@@ -165,7 +165,16 @@ remat_status remat_cluster_check(const remat_config *c, const remat_cluster *cl)
     if (cl->pp < 1 || cl->pp > 4096) return remat_fail(REMAT_ERR_INVALID, "--pp must be in [1, 4096], got %d", cl->pp);
     if (cl->vpp < 1 || cl->vpp > 4096) return remat_fail(REMAT_ERR_INVALID, "--interleave must be in [1, 4096], got %d", cl->vpp);
     if (cl->dp < 1 || cl->dp > (1 << 20)) return remat_fail(REMAT_ERR_INVALID, "--dp must be in [1, 1048576], got %d", cl->dp);
-    if (c->n_layer % (cl->pp * cl->vpp)) {
+    if (cl->first_layers < 0 || cl->last_layers < 0 || ((cl->first_layers || cl->last_layers) && (cl->vpp > 1 || cl->pp < 2)))
+        return remat_fail(REMAT_ERR_INVALID, "--first-stage-layers and --last-stage-layers need --pp 2 or more and no "
+                          "--interleave");
+    if (cl->first_layers || cl->last_layers) {
+        int mid = cl->pp - (cl->first_layers > 0) - (cl->last_layers > 0);
+        int rest = c->n_layer - cl->first_layers - cl->last_layers;
+        if (rest < 0 || (mid == 0 ? rest != 0 : rest % mid || rest == 0))
+            return remat_fail(REMAT_ERR_INVALID, "layers %d less the first stage's %d and the last's %d do not split "
+                              "evenly over the other %d stages", c->n_layer, cl->first_layers, cl->last_layers, mid);
+    } else if (c->n_layer % (cl->pp * cl->vpp)) {
         /* Megatron's uneven splits (--decoder-first/last-pipeline-num-layers)
          * are not modelled: every stage holds the same layers */
         char list[200];
@@ -209,6 +218,17 @@ remat_status remat_cluster_check(const remat_config *c, const remat_cluster *cl)
     return REMAT_OK;
 }
 
+/* The first stage's layers: L / P, or Megatron's uneven split's first
+ * (--decoder-first-pipeline-num-layers), or with only the last stage's set,
+ * the share of the others.  The first stage is the one planned: it holds
+ * the most micro-batches in flight (Korthikanti 4.2.4). */
+int remat_cluster_first_stage_layers(const remat_config *c, const remat_cluster *cl)
+{
+    if (cl->first_layers) return cl->first_layers;
+    if (cl->last_layers) return (c->n_layer - cl->last_layers) / (cl->pp - 1);
+    return c->n_layer / cl->pp;
+}
+
 /* ---- weights, gradients, optimizer ---------------------------------------- */
 
 remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster *cl, remat_cluster_memory *out)
@@ -224,7 +244,7 @@ remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster 
     remat_param_layout_of(c, &ly);
     const remat_param_table *pt = remat_params_of(c);
     uint64_t split = 0, whole = 0, T = (uint64_t)remat_config_tp(c);
-    uint64_t layers = (uint64_t)(c->n_layer / cl->pp);
+    uint64_t layers = (uint64_t)remat_cluster_first_stage_layers(c, cl);
     for (int i = 0; i < ly.count; i++) {
         const remat_param_def *d = &pt->defs[i];
         if (!d->per_layer && (d->stage == RP_UNCOUNTED || (d->stage == RP_LAST && cl->pp > 1))) continue;
@@ -348,11 +368,13 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
      * fit a node, else the network; the expert-TP gather and scatter ride
      * in it (counted once) */
     double a2a = 0;
-    if (c->n_experts > 0 && c->ep > 1) {
+    if (c->n_experts > 0 && (c->ep > 1 || remat_config_etp(c) > 1)) {
         remat_dims dm;
         remat_dims_of(c, &dm);
-        double bw = (double)T * c->ep <= cl->dev.node_gpus ? K : cl->dev.net_bps / 1e3;
-        a2a = (double)dm.d[RD_R] * c->n_embd * remat_dtype_bytes(c->dtype) * (c->ep - 1) / c->ep / bw;
+        double bw = (double)T * (c->ep > 1 ? c->ep : 1) <= cl->dev.node_gpus ? K : cl->dev.net_bps / 1e3;
+        double etp = remat_config_etp(c), rows = (double)dm.d[RD_R] / etp;    /* before the expert-TP gather */
+        a2a = rows * c->n_embd * remat_dtype_bytes(c->dtype) * (c->ep > 1 ? (c->ep - 1.0) / c->ep : 0) / bw;
+        a2a += (etp - 1) * rows * c->n_embd * remat_dtype_bytes(c->dtype) / K;   /* the gather, in the node */
     }
     for (int t = 0; t < tb->first_grad; t++) {
         const remat_tensor_def *d = &tb->defs[t];
@@ -390,7 +412,7 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
     x->P = cl->pp;
     x->V = cl->vpp;
     x->T = remat_config_tp(c);
-    x->Lc = c->n_layer / (cl->pp * cl->vpp);
+    x->Lc = remat_cluster_first_stage_layers(c, cl) / cl->vpp;
     x->m = micro_per_replica(c, cl);
     x->seqs = (double)x->m * c->batch * cl->dp;
     x->chunk = *c;
@@ -737,6 +759,14 @@ static int offload_options(const ctx *x, cand **v, size_t *n, size_t *cap)
     return 0;
 }
 
+/* The tensors of mask that hold bytes in the chunk. */
+static uint32_t held_mask(const ctx *x, uint32_t mask)
+{
+    for (int t = 0; t < x->tb->nblock; t++)
+        if ((mask & (1u << t)) && !remat_tensor_bytes(&x->chunk, t)) mask &= ~(1u << t);
+    return mask;
+}
+
 /* Every option of the two frameworks, as policies on one model chunk. */
 static remat_status framework_options(const ctx *x, cand **out, size_t *n)
 {
@@ -756,12 +786,22 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
         memset(&c, 0, sizeof c);
         uint32_t drop = 0, region = 0;
         size_t k = (size_t)snprintf(c.megatron, sizeof c.megatron, "--recompute-granularity selective --recompute-modules");
-        int noop = 0;             /* a module with nothing to drop here (TE fuses Llama's norms into the linears) */
+        /* a module with nothing to drop here (TE fuses Llama's norms into the
+         * linears; no shared experts), or nothing the set's others do not
+         * drop already (moe_act beside moe), is left out */
+        int noop = 0;
         for (int i = 0; i < RM_NMODULES; i++)
             if (set & (1 << i)) {
                 unsigned md, mr;
                 const char *name = remat_module_name(i, &md, &mr);
-                noop |= !remat_table_mods_mask(x->tb, md);
+                uint32_t mine = held_mask(x, remat_table_mods_mask(x->tb, md)), others = 0;
+                for (int j = 0; j < RM_NMODULES; j++)
+                    if (j != i && (set & (1 << j))) {
+                        unsigned od, orr;
+                        remat_module_name(j, &od, &orr);
+                        others |= remat_table_mods_mask(x->tb, od);
+                    }
+                noop |= !(mine & ~others);
                 drop |= remat_table_mods_mask(x->tb, md);
                 region |= remat_table_mods_mask(x->tb, mr);
                 k += (size_t)snprintf(c.megatron + k, sizeof c.megatron - k, " %s", name);
