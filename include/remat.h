@@ -1197,6 +1197,12 @@ typedef struct remat_cluster_row {
     double optimizer_ms;        /* the optimizer step */
     double offload_ms;          /* activation offload the compute does not hide (0: not modelled) */
     uint64_t host_bytes;        /* activations offloaded to host memory (0: not modelled) */
+    /* mixture of experts (cfg->n_experts > 0): the bytes above are at the routed load the plan is
+     * made for, remat_config_moe_rank_load (load); the same plan at balance (every GPU its k B T
+     * etp / tp rows): */
+    double load;                /* the GPU's routed load over balance the row is at (1: dense) */
+    uint64_t balanced_peak_bytes, balanced_total_bytes;
+    int balanced_fits;
 } remat_cluster_row;
 REMAT_API void remat_cluster_row_clear(remat_cluster_row *r);
 

@@ -66,6 +66,12 @@ static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r
     remat_jsonw_uint(w, "host", r->host_bytes);
     remat_jsonw_uint(w, "total", r->total_bytes);
     remat_jsonw_end(w);
+    remat_jsonw_object(w, "moe");           /* the routed load of the figures above, and the plan at balance */
+    remat_jsonw_num(w, "load", r->load);
+    remat_jsonw_uint(w, "balanced_peak_bytes", r->balanced_peak_bytes);
+    remat_jsonw_uint(w, "balanced_total_bytes", r->balanced_total_bytes);
+    remat_jsonw_bool(w, "balanced_fits", r->balanced_fits);
+    remat_jsonw_end(w);
     remat_jsonw_object(w, "time_ms");       /* step_ms_pred in parts */
     remat_jsonw_num(w, "compute", r->compute_ms);
     remat_jsonw_num(w, "tp", r->tp_ms);
@@ -135,6 +141,10 @@ static void answer_text(const char *label, const remat_cluster_row *r, const rem
     printf("%-18s %10s  activations %10s  total %10s%s%s\n", label, fmt_s(r->step_ms_pred, b1, sizeof b1),
            cli_fmt_bytes(r->peak_bytes, b2, sizeof b2), cli_fmt_bytes(r->total_bytes, b3, sizeof b3), host,
            r->fits ? "" : "  (does not fit)");
+    if (c->n_experts > 0)       /* mixture of experts: the same plan at balance */
+        printf("%18s routed load %gx balance: the figures above (%s); at balance: activations %s, total %s (%s)\n", "",
+               r->load, r->fits ? "fits" : "does not fit", cli_fmt_bytes(r->balanced_peak_bytes, b1, sizeof b1),
+               cli_fmt_bytes(r->balanced_total_bytes, b2, sizeof b2), r->balanced_fits ? "fits" : "does not fit");
     /* the parts that are not always there: the ring of context parallelism, offload not hidden */
     size_t k = 0;
     if (remat_config_cp(c) > 1) k += (size_t)snprintf(more + k, sizeof more - k, ", CP %s", fmt_s(r->cp_ms, b1, sizeof b1));

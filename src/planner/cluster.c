@@ -960,6 +960,56 @@ out:
     return st;
 }
 
+/* Mixture of experts: each row's plan again at balance (load 1), beside
+ * its figures at the planned load (README, "Mixture of experts": the
+ * answer says which of the two it fits).  The answers are copies of rows,
+ * found by their flags; the optimum is a plan of its own. */
+static void set_load(remat_cluster_row *r, double load, const remat_cluster_row *b)
+{
+    r->load = load;
+    r->balanced_peak_bytes = b->peak_bytes;
+    r->balanced_total_bytes = b->total_bytes;
+    r->balanced_fits = b->fits;
+}
+
+static remat_status balanced_rows(const ctx *x, const remat_config *cfg, const remat_cluster *cl, const cand *cs,
+                                  remat_cluster_answer *out)
+{
+    double load = remat_config_moe_rank_load(cfg);
+    remat_cluster_row *ans[3] = { &out->optimal, &out->best_megatron, &out->best_torchtitan };
+    if (cfg->n_experts <= 0) {
+        for (size_t i = 0; i < out->nrows; i++) set_load(&out->rows[i], 1, &out->rows[i]);
+        for (int a = 0; a < 3; a++) set_load(ans[a], 1, ans[a]);
+        return REMAT_OK;
+    }
+    remat_config bc = *cfg;
+    bc.moe_load = 1;
+    bc.moe_capacity = 0;
+    ctx xb;
+    remat_status st;
+    rerun none = { 0, 0 };
+    if ((st = ctx_init(&xb, &bc, cl))) return st;
+    for (size_t i = 0; i < out->nrows; i++) {
+        remat_cluster_row b, *r = &out->rows[i];
+        if ((st = eval_row(&xb, cs[i].policy, cs[i].rr, &b, NULL))) return st;
+        set_load(r, load, &b);
+        for (int a = 1; a < 3; a++)
+            if (ans[a]->policy && !strcmp(ans[a]->policy, r->policy) && ans[a]->step_ms_pred == r->step_ms_pred &&
+                (a == 2 ? ans[a]->torchtitan == r->torchtitan
+                        : r->megatron_flags && ans[a]->megatron_flags && !strcmp(ans[a]->megatron_flags, r->megatron_flags)))
+                set_load(ans[a], load, &b);
+        remat_cluster_row_clear(&b);
+    }
+    if (out->optimal.policy) {
+        remat_cluster_row b;
+        if ((st = eval_row(&xb, out->optimal.policy, none, &b, NULL))) return st;
+        set_load(&out->optimal, load, &b);
+        remat_cluster_row_clear(&b);
+    }
+    (void)x;
+    return REMAT_OK;
+}
+
 remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl, remat_cluster_answer *out)
 {
     ctx x;
@@ -994,7 +1044,8 @@ remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl
             if ((st = row_copy(&out->best_torchtitan, r))) goto out;
         }
     }
-    st = best_plan(&x, &out->optimal);
+    if ((st = best_plan(&x, &out->optimal))) goto out;
+    st = balanced_rows(&x, cfg, cl, cs, out);
 out:
     free(cs);
     if (st) remat_cluster_answer_clear(out);
