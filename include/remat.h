@@ -237,6 +237,8 @@ typedef struct remat_config {
                          the plan is made for under dropless routing; 0: REMAT_MOE_LOAD_DEFAULT */
     double moe_capacity; /* the capacity factor (--moe-expert-capacity-factor): no expert takes more than
                             ceil(k N / E x it) tokens, an exact bound that replaces F; 0: dropless */
+    int qk_norm;      /* 1: RMSNorm on each head's q and k before RoPE (Qwen3; Megatron --qk-layernorm);
+                         mixture-of-experts tables only */
 } remat_config;
 
 /* The default load factor of dropless routing (README, "Mixture of
@@ -1118,6 +1120,7 @@ typedef struct remat_model_preset {
     double rope_theta, norm_eps;
     remat_rope_scaling rope_scaling;
     int n_experts, moe_topk, moe_ffn_dim, moe_shared_dim;   /* mixture of experts (0: dense) */
+    int qk_norm;                                            /* Qwen3's q_norm and k_norm */
 } remat_model_preset;
 REMAT_API int remat_model_preset_count(void);
 REMAT_API const remat_model_preset *remat_model_preset_get(int i);

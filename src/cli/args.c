@@ -461,6 +461,8 @@ static const cli_flag config_flags[] = {
     {"--moe-load", "F", CLI_FLAG_DOUBLE, CFG(moe_load), 1, 4096, NULL, NULL,
      "dropless routing's planned load: the busiest expert's tokens over the\n"
      "balanced share (default 2, README 'Mixture of experts')"},
+    {"--qk-norm", NULL, CLI_FLAG_SWITCH, CFG(qk_norm), 0, 0, NULL, NULL,
+     "RMSNorm on each head's q and k before RoPE (Qwen3; Megatron --qk-layernorm)"},
     {"--capacity-factor", "X", CLI_FLAG_DOUBLE, CFG(moe_capacity), 0.01, 4096, NULL, NULL,
      "token dropping at X times the balanced share (--moe-expert-capacity-factor,\n"
      "padded to it): the exact bound, used instead of --moe-load"},

@@ -23,6 +23,7 @@ static const char *fw_table(const remat_config *c)
     if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->n_experts > 0) return "megatron-moe (TE FusedAttention, alltoall)";
     if (c->framework == REMAT_FRAMEWORK_MEGATRON)
         return c->attention == REMAT_ATTENTION_FLASH ? "megatron-llama (TE FusedAttention)" : "megatron-llama (TE unfused attention)";
+    if (c->n_experts > 0) return "pytorch-moe (eager attention, grouped_mm experts)";
     return c->attention == REMAT_ATTENTION_FLASH ? "pytorch-llama (SDPA flash)" : "pytorch-llama (eager attention)";
 }
 
@@ -110,6 +111,7 @@ static void megatron_args(const remat_config *c, const remat_cluster *cl, char *
         ADD(" --expert-model-parallel-size %d --expert-tensor-parallel-size %d", c->ep > 1 ? c->ep : 1, remat_config_etp(c));
         ADD(" --moe-token-dispatcher-type alltoall --moe-grouped-gemm --moe-router-dtype fp32 --moe-aux-loss-coeff 1e-3");
         if (c->moe_capacity > 0) ADD(" --moe-expert-capacity-factor %g --moe-pad-expert-input-to-capacity", c->moe_capacity);
+        if (c->qk_norm) ADD(" --qk-layernorm");
     }
     ADD(" --attention-dropout %g --hidden-dropout %g", (double)c->dropout, (double)c->dropout);
     ADD(" --tensor-model-parallel-size %d%s --pipeline-model-parallel-size %d", remat_config_tp(c),

@@ -66,12 +66,13 @@ static const remat_device devices[] = {
       .arch = REMAT_ARCH_LLAMA, .n_kv_head = 8, .ffn_dim = F, .tie_embeddings = tied, .rope_theta = 500000,   \
       .norm_eps = 1e-5, .rope_scaling = { REMAT_ROPE_LLAMA3, factor, 1, 4, 8192 } }
 /* mixture of experts: every layer's MLP routed (Mixtral's and Qwen3's
- * decoder_sparse_step 1, no mlp_only_layers), no shared experts; seq 4096,
+ * decoder_sparse_step 1, no mlp_only_layers), no shared experts, Qwen3's
+ * q_norm and k_norm (Qwen3MoeAttention); seq 4096,
  * the Megatron recipes' training length (Megatron-MoE-ModelZoo) */
-#define MOE(name_, L, C, NH, KV, HS, V, s, theta, eps, E, K, MF, SF, src)                                     \
+#define MOE(name_, L, C, NH, KV, HS, V, s, theta, eps, E, K, MF, SF, QKN, src)                                \
     { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = V, .seq = s, .source = src,            \
       .arch = REMAT_ARCH_LLAMA, .n_kv_head = KV, .head_dim = HS, .ffn_dim = MF, .rope_theta = theta,          \
-      .norm_eps = eps, .n_experts = E, .moe_topk = K, .moe_ffn_dim = MF, .moe_shared_dim = SF }
+      .norm_eps = eps, .n_experts = E, .moe_topk = K, .moe_ffn_dim = MF, .moe_shared_dim = SF, .qk_norm = QKN }
 #define GPT(name_, L, C, NH, V, s, src)                                                                        \
     { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = V, .seq = s, .source = src, .arch = REMAT_ARCH_GPT2 }
 static const remat_model_preset presets[] = {
@@ -88,13 +89,13 @@ static const remat_model_preset presets[] = {
     LLAMA3("llama3-405b", 126, 16384, 128, 53248, 0, 8, "torchtitan llama3 405B; meta-llama/Llama-3.1-405B"),
     LLAMA3("llama3.2-1b", 16, 2048, 32, 8192, 1, 32, "torchtitan llama3 1B; meta-llama/Llama-3.2-1B"),
     LLAMA3("llama3.2-3b", 28, 3072, 24, 8192, 1, 32, "torchtitan llama3 3B; meta-llama/Llama-3.2-3B"),
-    MOE("mixtral-8x7b", 32, 4096, 32, 8, 128, 32000, 4096, 1e6, 1e-5, 8, 2, 14336, 0,
+    MOE("mixtral-8x7b", 32, 4096, 32, 8, 128, 32000, 4096, 1e6, 1e-5, 8, 2, 14336, 0, 0,
         "mistralai/Mixtral-8x7B-v0.1 config.json (MixtralConfig's defaults, transformers 5.18)"),
-    MOE("mixtral-8x22b", 56, 6144, 48, 8, 128, 32000, 4096, 1e6, 1e-5, 8, 2, 16384, 0,
+    MOE("mixtral-8x22b", 56, 6144, 48, 8, 128, 32000, 4096, 1e6, 1e-5, 8, 2, 16384, 0, 0,
         "mistralai/Mixtral-8x22B-v0.1 config.json"),
-    MOE("qwen3-30b-a3b", 48, 2048, 32, 4, 128, 151936, 4096, 1e6, 1e-6, 128, 8, 768, 0,
+    MOE("qwen3-30b-a3b", 48, 2048, 32, 4, 128, 151936, 4096, 1e6, 1e-6, 128, 8, 768, 0, 1,
         "Qwen/Qwen3-30B-A3B config.json (Qwen3MoeConfig's expert defaults, transformers 5.18)"),
-    MOE("qwen3-235b-a22b", 94, 4096, 64, 4, 128, 151936, 4096, 1e6, 1e-6, 128, 8, 1536, 0,
+    MOE("qwen3-235b-a22b", 94, 4096, 64, 4, 128, 151936, 4096, 1e6, 1e-6, 128, 8, 1536, 0, 1,
         "Qwen/Qwen3-235B-A22B config.json"),
 };
 
@@ -117,6 +118,7 @@ void remat_model_preset_apply(const remat_model_preset *p, remat_config *c)
     c->moe_topk = p->moe_topk;
     c->moe_ffn_dim = p->moe_ffn_dim;
     c->moe_shared_dim = p->moe_shared_dim;
+    c->qk_norm = p->qk_norm;
 }
 
 #define NDEV ((int)(sizeof devices / sizeof devices[0]))

@@ -92,7 +92,7 @@ int remat_config_same(const remat_config *a, const remat_config *b)
            a->table == b->table && remat_config_cp(a) == remat_config_cp(b) && a->n_experts == b->n_experts &&
            a->moe_topk == b->moe_topk && a->moe_ffn_dim == b->moe_ffn_dim && a->moe_shared_dim == b->moe_shared_dim &&
            (a->ep > 1 ? a->ep : 1) == (b->ep > 1 ? b->ep : 1) && remat_config_etp(a) == remat_config_etp(b) &&
-           remat_config_moe_rank_load(a) == remat_config_moe_rank_load(b);
+           remat_config_moe_rank_load(a) == remat_config_moe_rank_load(b) && a->qk_norm == b->qk_norm;
 }
 
 /* The limits are remat.h's (REMAT_MAX_LAYERS ...); rows of batch*seq are
@@ -181,16 +181,20 @@ static remat_status check_moe(const remat_config *c)
         c->etp < 0 || !(c->moe_load >= 0) || !(c->moe_capacity >= 0) || !isfinite(c->moe_load) ||
         !isfinite(c->moe_capacity))
         return remat_fail(REMAT_ERR_INVALID, "mixture-of-experts sizes must be >= 0");
+    if (c->qk_norm != 0 && c->qk_norm != 1) return remat_fail(REMAT_ERR_INVALID, "qk_norm must be 0 or 1");
     if (!c->n_experts) {
+        if (c->qk_norm)
+            return remat_fail(REMAT_ERR_INVALID, "--qk-norm is modelled in the mixture-of-experts tables (Qwen3): "
+                              "add --num-experts");
         if (c->moe_topk || c->moe_ffn_dim || c->moe_shared_dim || c->ep > 1 || c->etp > 0 || c->moe_load ||
             c->moe_capacity)
             return remat_fail(REMAT_ERR_INVALID, "expert settings (topk, widths, --ep, --etp, --moe-load, "
                               "--capacity-factor) need --num-experts");
         return REMAT_OK;
     }
-    if (c->arch != REMAT_ARCH_LLAMA || c->framework != REMAT_FRAMEWORK_MEGATRON)
+    if (c->arch != REMAT_ARCH_LLAMA || (c->framework != REMAT_FRAMEWORK_MEGATRON && c->framework != REMAT_FRAMEWORK_PYTORCH))
         return remat_fail(REMAT_ERR_INVALID, "mixture of experts is planned for the Llama architecture on "
-                          "--framework megatron");
+                          "--framework megatron or pytorch");
     if (c->n_experts > 4096 || c->moe_topk < 1 || c->moe_topk > c->n_experts)
         return remat_fail(REMAT_ERR_INVALID, "experts must be in [1, 4096] and topk in [1, experts]: got %d and %d",
                           c->n_experts, c->moe_topk);
@@ -214,8 +218,10 @@ static remat_status check_moe(const remat_config *c)
                           "no --tp or --ep");
     if (remat_config_cp(c) > 1)
         return remat_fail(REMAT_ERR_INVALID, "context parallelism is not modelled with mixture of experts");
-    if (c->attention != REMAT_ATTENTION_FLASH)
-        return remat_fail(REMAT_ERR_INVALID, "the mixture-of-experts table is TE's fused attention's: --attention flash");
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->attention != REMAT_ATTENTION_FLASH)
+        return remat_fail(REMAT_ERR_INVALID, "Megatron's mixture-of-experts table is TE's fused attention's: --attention flash");
+    if (c->framework == REMAT_FRAMEWORK_PYTORCH && c->attention != REMAT_ATTENTION_NAIVE)
+        return remat_fail(REMAT_ERR_INVALID, "the pytorch mixture-of-experts table is eager attention's: --attention naive");
     return REMAT_OK;
 }
 

@@ -207,7 +207,7 @@
                   .cost = { 1, 2, RX_0, RX_0 }, .fwd_in = R(X##_LN1, N_, N_), .bwd_in = R(X##_LN1, N_, N_),      \
                   .has_bwd = 1, .g_need = G(X##_D_QKV, N_), .g_alloc = G(X##_D_LN1, N_), .g_free = G(X##_D_QKV, N_) }
 
-#define P_MLP(X)                                                                                                 \
+#define P_OPROJ_LN2(X)                                                                                           \
     [X##_OPROJ] = { .name = "o_proj", .mods = RM_SAC_SAVED, .op = "o_proj (nn.Linear): its output",             \
                     .cls = RT_CLASS_BLOCK, .flags = RT_F_ROW | RT_F_SP | RT_F_GEMM | RT_F_TRANSIENT, S_C,         \
                     .prec = RT_P_ACT, NOWB, LIN(E1(1, RD_C), O_K), .fwd_in = R(X##_ATTY, N_, N_),                 \
@@ -216,7 +216,9 @@
     [X##_RES2] = { .name = "res2", .op = "residual + o_proj: post_attention_layernorm's input",                  \
                    .cls = RT_CLASS_BLOCK, .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB,                         \
                    .fwd_in = R(X##_OPROJ, RT_X, N_), .bwd_in = NOR, NOGRAD },                                    \
-    P_NORM(X, LN2, "ln2", X##_RES2, "post_attention_layernorm"),                                                        \
+    P_NORM(X, LN2, "ln2", X##_RES2, "post_attention_layernorm")
+#define P_MLP(X) P_OPROJ_LN2(X), P_DENSE_MLP(X)
+#define P_DENSE_MLP(X)                                                                                           \
     [X##_GATE_UP] = { .name = "gate_up", .mods = RM_MLP | RM_SAC_SAVED, .op = "gate_proj, up_proj (nn.Linear): SiLU saves gate, the product up", \
                       .cls = RT_CLASS_BLOCK, .flags = RT_F_COL | RT_F_TP | RT_F_GEMM, S_2F, .prec = RT_P_ACT,     \
                       NOWB, LIN(E1(2, RD_F), E1(1, RD_C)), .fwd_in = R(X##_LN2, N_, N_),                          \
@@ -293,6 +295,42 @@
       .nlmhead = 4, .lmhead = { X##_LNF_X32, X##_LNF_STAT, X##_LNF, X##_LOGP },                             \
       .nlmhead_bwd = 2, .lmhead_bwd = { X##_LOGP, X##_LNF }, .nbwd = nbwd_, .bwd = { __VA_ARGS__ },         \
       .defs = defs_, .nres = 3, .res = { X##_TOKENS, X##_TARGETS, X##_ROPE } }
+
+/* eager_attention_forward (attn_implementation="eager"): the pytorch eager tables' attention */
+#define P_EAGER_ATTN(X)  \
+    /* RoPE'd k before repeat_kv, and v's view, live only inside the op */  \
+    [X##_QKV_ATT] = { .name = "qkv_att", .op = "q after apply_rotary_pos_emb, repeat_kv copies of k and v: the matmuls' operands",  \
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_POINTWISE, S_Q3, .prec = RT_P_ACT, NOWB,  \
+                     .fwd_in = R(X##_QKV, N_, N_), .bwd_in = NOR, .has_bwd = 1, .g_need = G(X##_D_QKVATT, N_),  \
+                     .g_alloc = G(X##_D_QKV, N_), .g_free = G(X##_D_QKVATT, N_),  \
+                     .scratch = { { E1(1, BT, RD_KV, RD_HS), RT_P_ACT, RW_ALWAYS } } },  \
+    [X##_SCORES] = { .name = "scores", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED,  \
+                    .op = "matmul(q, k^T) * scaling + causal mask", .cls = RT_CLASS_BLOCK,  \
+                    .flags = RT_F_TP | RT_F_GEMM | RT_F_TRANSIENT | RT_F_SELECTIVE, S_ATT, .prec = RT_P_ACT, NOWB,  \
+                    ATTN(1, 2), .fwd_in = R(X##_QKV_ATT, N_, N_), .bwd_in = R(X##_QKV_ATT, N_, N_), .has_bwd = 1,  \
+                    .g_need = G(X##_D_ATT, X##_D_QKVATT), .g_alloc = NOG, .g_free = G(X##_D_ATT, N_) },  \
+    [X##_ATT] = { .name = "att", .mods = RM_CORE_ATTN, .op = "softmax(dtype=float32): the fp32 probabilities",  \
+                 .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE, S_ATT, .prec = RT_P_F32, NOWB,  \
+                 .fwd_in = R(X##_SCORES, N_, N_), .bwd_in = R(X##_ATT, N_, N_), .has_bwd = 1,  \
+                 .g_need = G(X##_D_ATT, N_), .g_alloc = NOG, .g_free = NOG },  \
+    [X##_ATT_BF16] = { .name = "att_bf16", .mods = RM_CORE_ATTN, .op = "the probabilities .to(query.dtype) (bf16 only)",  \
+                      .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_BF16, S_ATT, .prec = RT_P_ACT,  \
+                      NOWB, .fwd_in = R(X##_ATT, N_, N_), .bwd_in = NOR, NOGRAD },  \
+    [X##_ATT_MASK] = { .name = "att_mask", .mods = RM_CORE_ATTN, .op = "attention dropout mask (native_dropout on a GPU: bool)",  \
+                      .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT,  \
+                      .prec = RT_P_BYTE, NOWB, .fwd_in = R(X##_ATT_BF16, N_, N_), .bwd_in = NOR, NOGRAD },  \
+    [X##_ATT_DROP] = { .name = "att_drop", .mods = RM_CORE_ATTN, .op = "attention dropout (attention_dropout)",  \
+                      .cls = RT_CLASS_BLOCK, .flags = RT_F_TP | RT_F_SELECTIVE | RT_F_DROPOUT, S_ATT,  \
+                      .prec = RT_P_ACT, NOWB, .fwd_in = R(X##_ATT_BF16, X##_ATT_MASK, N_),  \
+                      .bwd_in = R(X##_ATT_MASK, N_, N_), .has_bwd = 1, .g_need = G(X##_D_ATT, N_), .g_alloc = NOG,  \
+                      .g_free = NOG },  \
+    /* the matmul's (B,NH,T,HS) output is copied by transpose(1, 2).contiguous() */  \
+    [X##_ATTY] = { .name = "atty", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED,  \
+                  .op = "matmul(probabilities, v), transposed contiguous: o_proj's input", .cls = RT_CLASS_BLOCK,  \
+                  .flags = RT_F_TP | RT_F_GEMM, S_O, .prec = RT_P_ACT, NOWB, ATTN(1, 2),  \
+                  .fwd_in = R(X##_ATT_DROP, X##_ATT_BF16, X##_QKV_ATT), .bwd_in = R(X##_ATT_DROP, X##_ATT_BF16, X##_QKV_ATT),  \
+                  .has_bwd = 1, .g_need = G(X##_D_ATTY, N_), .g_alloc = G(X##_D_ATT, X##_D_QKVATT),  \
+                  .g_free = G(X##_D_ATTY, N_), .scratch = { { E1(1, BT, RD_NH, RD_HS), RT_P_ACT, RW_ALWAYS } } }
 
 /* a block's backward order's ends, and a Megatron table */
 #define M_BWD_TAIL(X) X##_QKV, X##_LN1

@@ -83,7 +83,7 @@
 #define MOE_IN (RM_MOE | RM_SAC_SAVED)
 
 enum {
-    MM_LN1_RSTD = 0, MM_LN1, MM_QKV, MM_QKV_ATT, MM_ATTN, MM_LSE, MM_ATTY, MM_PROJ, MM_PROJ_MASK, MM_RES2,
+    MM_LN1_RSTD = 0, MM_LN1, MM_QKV, MM_QK_NORM_IN, MM_QK_NORM_RSTD, MM_QKV_ATT, MM_ATTN, MM_LSE, MM_ATTY, MM_PROJ, MM_PROJ_MASK, MM_RES2,
     MM_LN2_RSTD, MM_LN2, MM_SH_FC1, MM_SH_ACT, MM_SH_FC2, MM_R_LOGITS, MM_R_IDX, MM_R_PROBS, MM_R_AUX, MM_PERM_MAP,
     MM_DISPATCHED, MM_PERM_PROBS, MM_E_FC1, MM_E_ACT, MM_E_FC2, MM_COMBINE, MM_MLP_MASK, MM_RES3,
     MM_NBLOCK,
@@ -96,6 +96,18 @@ _Static_assert(MM_NBLOCK <= 32 && MM_COUNT <= RT_MAXT, "keep masks are 32-bit; r
 
 static const remat_tensor_def megatron_moe_defs[MM_COUNT] = {
     M_NORM_QKV(MM),
+    /* Qwen3's --qk-layernorm: TENorm on the q and k views of mixed_qkv
+     * (attention.py, get_query_key_value_tensors) saves its input -- the
+     * views keep all of mixed_qkv -- and rsigma per head */
+    [MM_QK_NORM_IN] = { .name = "qk_norm_in", .op = "q_layernorm, k_layernorm (TENorm): mixed_qkv, their input's storage",
+                        .cls = RT_CLASS_BLOCK, .flags = RT_F_TP,
+                        .shape = RX(RX_T(1, BT, RD_NH, RD_HS, RD_QKF), RX_T(2, BT, RD_KV, RD_HS, RD_QKF)),
+                        .shape_text = "(B,T,(NH+2KV)HS) with --qk-layernorm", .prec = RT_P_ACT, NOWB,
+                        .fwd_in = R(MM_QKV, N_, N_), .bwd_in = NOR, NOGRAD },
+    [MM_QK_NORM_RSTD] = { .name = "qk_norm_rstd", .op = "q_layernorm, k_layernorm rsigma (fp32)", .cls = RT_CLASS_BLOCK,
+                          .flags = RT_F_TP, .shape = RX(RX_T(1, BT, RD_NH, RD_QKF), RX_T(1, BT, RD_KV, RD_QKF)),
+                          .shape_text = "(B,T,NH+KV) fp32 with --qk-layernorm", .prec = RT_P_F32, NOWB,
+                          .fwd_in = R(MM_QKV, N_, N_), .bwd_in = NOR, NOGRAD },
     [MM_QKV_ATT] = { .name = "qkv_att", .omods = RF_CORE_ATTN,
                      .op = "q, k after TE's fused RoPE and v made contiguous: what FusedAttention saves",
                      .cls = RT_CLASS_BLOCK, .flags = RT_F_CP | RT_F_TP | RT_F_POINTWISE, S_QKV, .prec = RT_P_ACT, NOWB,
@@ -226,3 +238,145 @@ void remat_moe_layer_params(const remat_config *c, uint64_t *router, uint64_t *r
     *routed = (uint64_t)c->n_experts * 3 * (uint64_t)c->moe_ffn_dim * C;
     *shared = 3 * (uint64_t)c->moe_shared_dim * C;
 }
+
+/* ---- pytorch: transformers' Mixtral and Qwen3-MoE blocks -------------------------
+ * transformers 5.18.0 (models/mixtral/modeling_mixtral.py, models/qwen3_moe/
+ * modeling_qwen3_moe.py; integrations/moe.py), eager attention, the experts'
+ * default implementation (config._experts_implementation "grouped_mm":
+ * torch.nn.functional.grouped_mm over the routed rows sorted by expert).
+ * What autograd saves, each storage once (tests/py_moe_tables.py measures it
+ * on the models themselves), with S = k B T routed rows:
+ *   the router (MixtralTopKRouter, Qwen3MoeTopKRouter): F.linear saves ln2;
+ *     softmax(fp32) its output (B T, E) fp32; torch.topk its indices (B T,
+ *     k) int64; the in-place renormalisation `router_top_value /= sum`
+ *     saves the sum (B T, 1) and a copy of the top values (B T, k), fp32
+ *     (Qwen3 with norm_topk_prob: the recipes' and these presets' setting);
+ *   the dispatch: hidden_states[perm // k] saves its index (S) int64 and
+ *     sample_weights[perm] saves perm (S) int64, the output's
+ *     [inv_perm] its index (S) int64, grouped_mm the offsets (E) int32;
+ *   gate_up (grouped_mm) saves its input (S,C), SiLU the (S,2F) output
+ *     (gate is a view), silu(gate) * up the SiLU output (S,F) (up: the same
+ *     storage), down (grouped_mm) its input (S,F), and the weighting
+ *     proj_out * sample_weights_g both: (S,C) and (S,1) fp32;
+ *   the weighted rows put back and summed over k: the block's output, not saved.
+ * One GPU runs every expert (no EP): its rows are k B T whatever the
+ * routing's balance. */
+
+enum {
+    PQ_LN1_X32 = 0, PQ_LN1_STAT, PQ_LN1, PQ_QKV, PQ_QK_NORM, PQ_QK_NORM_RSTD, PQ_QKV_ATT, PQ_SCORES, PQ_ATT, PQ_ATT_BF16, PQ_ATT_MASK, PQ_ATT_DROP,
+    PQ_ATTY, PQ_OPROJ, PQ_RES2, PQ_LN2_X32, PQ_LN2_STAT, PQ_LN2, PQ_R_LOGITS, PQ_R_PROBS, PQ_R_IDX, PQ_R_NORM, PQ_PERM,
+    PQ_DISPATCHED, PQ_SW, PQ_GATE_UP, PQ_SILU, PQ_SWIGLU, PQ_DOWN, PQ_WEIGHTED, PQ_COMBINE, PQ_RES3,
+    PQ_NBLOCK,
+    PQ_EMB = PQ_NBLOCK, PQ_LNF_X32, PQ_LNF_STAT, PQ_LNF, PQ_LOGP, PQ_TOKENS, PQ_TARGETS, PQ_ROPE,
+    PQ_D_RES, PQ_D_LN2, PQ_D_ATTY, PQ_D_QKV, PQ_D_LN1, PQ_D_LNF, PQ_D_LOGITS, PQ_D_QKVATT, PQ_D_ATT,
+    PQ_D_WEIGHTED, PQ_D_DOWN, PQ_D_SW, PQ_D_SWIGLU, PQ_D_SILU, PQ_D_GATE_UP, PQ_D_DISP, PQ_D_TOPV, PQ_D_PROBS,
+    PQ_D_RLOGITS,
+    PQ_COUNT
+};
+_Static_assert(PQ_NBLOCK <= 32 && PQ_COUNT <= RT_MAXT, "keep masks are 32-bit; raise RT_MAXT");
+
+#define S_RF   .shape = E1(1, RD_R, RD_EF), .shape_text = "(S,F)"
+#define S_BTE_ACT .shape = E1(1, BT, RD_E), .shape_text = "(B,T,E)"
+#define PNOG   .g_need = NOG, .g_alloc = NOG, .g_free = NOG
+
+static const remat_tensor_def pytorch_moe_defs[PQ_COUNT] = {
+    P_NORM(PQ, LN1, "ln1", RT_X, "input_layernorm"),
+    P_QKV(PQ),
+    /* Qwen3MoeAttention's q_norm and k_norm (RMSNorm over the head size):
+     * beside what Llama's RoPE saves, x rstd (which weight * saves) and the
+     * output (which RoPE saves instead of the projection's), and rstd */
+    [PQ_QK_NORM] = { .name = "qk_norm", .op = "q_norm, k_norm: x rstd and the output", .cls = RT_CLASS_BLOCK,
+                     .flags = RT_F_TP, .shape = RX(RX_T(2, BT, RD_NH, RD_HS, RD_QKF), RX_T(2, BT, RD_KV, RD_HS, RD_QKF)),
+                     .shape_text = "2 x (B,T,(NH+KV)HS) with q/k norms", .prec = RT_P_ACT, NOWB,
+                     .fwd_in = R(PQ_QKV, N_, N_), .bwd_in = NOR, NOGRAD },
+    [PQ_QK_NORM_RSTD] = { .name = "qk_norm_rstd", .op = "q_norm, k_norm: rsqrt(mean(x^2) + eps) (fp32)",
+                          .cls = RT_CLASS_BLOCK, .flags = RT_F_TP,
+                          .shape = RX(RX_T(1, BT, RD_NH, RD_QKF), RX_T(1, BT, RD_KV, RD_QKF)),
+                          .shape_text = "(B,T,NH+KV) fp32 with q/k norms", .prec = RT_P_F32, NOWB,
+                          .fwd_in = R(PQ_QKV, N_, N_), .bwd_in = NOR, NOGRAD },
+    P_EAGER_ATTN(PQ),
+    P_OPROJ_LN2(PQ),
+    [PQ_R_LOGITS] = { .name = "router_logits", .mods = RM_SAC_SAVED, .op = "F.linear(hidden, gate.weight): not saved",
+                      .cls = RT_CLASS_BLOCK, .flags = RT_F_GEMM | RT_F_TRANSIENT, .shape = E1(1, BT, RD_E),
+                      .shape_text = "(B,T,E)", .prec = RT_P_ACT, NOWB, LIN(E1(1, RD_E), E1(1, RD_C)),
+                      .fwd_in = R(PQ_LN2, N_, N_), .bwd_in = R(PQ_LN2, N_, N_), .has_bwd = 1,
+                      .g_need = G(PQ_D_RLOGITS, PQ_D_LN2), .g_alloc = NOG, .g_free = G(PQ_D_RLOGITS, N_) },
+    [PQ_R_PROBS] = { .name = "router_probs", .op = "softmax(router_logits, fp32): the probabilities",
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_POINTWISE, .shape = E1(1, BT, RD_E),
+                     .shape_text = "(B,T,E) fp32", .prec = RT_P_F32, NOWB, .fwd_in = R(PQ_R_LOGITS, N_, N_),
+                     .bwd_in = R(PQ_R_PROBS, N_, N_), .has_bwd = 1, .g_need = G(PQ_D_PROBS, N_),
+                     .g_alloc = G(PQ_D_RLOGITS, N_), .g_free = G(PQ_D_PROBS, N_) },
+    [PQ_R_IDX] = { .name = "router_idx", .op = "torch.topk's indices", .cls = RT_CLASS_BLOCK,
+                   .shape = E1(1, BT, RD_K), .shape_text = "(B,T,k) int64", .prec = RT_P_I64, NOWB,
+                   .fwd_in = R(PQ_R_PROBS, N_, N_), .bwd_in = NOR, .has_bwd = 0, PNOG },
+    [PQ_R_NORM] = { .name = "router_norm", .op = "router_top_value /= its sum: the sum and the values' copy (fp32)",
+                    .cls = RT_CLASS_BLOCK, .flags = RT_F_POINTWISE,
+                    .shape = RX(RX_T(1, BT, RD_K), RX_T(1, BT)), .shape_text = "(B,T,k+1) fp32", .prec = RT_P_F32,
+                    NOWB, .fwd_in = R(PQ_R_PROBS, PQ_R_IDX, N_), .bwd_in = R(PQ_R_NORM, PQ_R_IDX, N_), .has_bwd = 1,
+                    .g_need = G(PQ_D_TOPV, N_), .g_alloc = G(PQ_D_PROBS, N_), .g_free = G(PQ_D_TOPV, N_) },
+    [PQ_PERM] = { .name = "perm", .op = "perm // k, perm, inv_perm (int64) and the offsets (int32)",
+                  .cls = RT_CLASS_BLOCK, .shape = RX(RX_T(24, RD_R), RX_T(4, RD_E)),
+                  .shape_text = "3 (S) int64 + (E) int32", .prec = RT_P_BYTE, NOWB, .fwd_in = R(PQ_R_IDX, N_, N_),
+                  .bwd_in = NOR, .has_bwd = 0, PNOG },
+    [PQ_DISPATCHED] = { .name = "dispatched", .op = "hidden_states[perm // k]: gate_up's input",
+                        .cls = RT_CLASS_BLOCK, .flags = RT_F_EXPERT, S_RC, .prec = RT_P_ACT, NOWB,
+                        .fwd_in = R(PQ_LN2, PQ_PERM, N_), .bwd_in = R(PQ_PERM, N_, N_), .has_bwd = 1,
+                        .g_need = G(PQ_D_DISP, N_), .g_alloc = G(PQ_D_LN2, N_), .g_free = G(PQ_D_DISP, N_) },
+    [PQ_SW] = { .name = "sample_weights", .op = "sample_weights[perm] (fp32): the weighting saves it",
+                .cls = RT_CLASS_BLOCK, .flags = RT_F_EXPERT, S_R1, .prec = RT_P_F32, NOWB,
+                .fwd_in = R(PQ_R_NORM, PQ_PERM, N_), .bwd_in = R(PQ_PERM, N_, N_), .has_bwd = 1,
+                .g_need = G(PQ_D_SW, N_), .g_alloc = G(PQ_D_TOPV, N_), .g_free = G(PQ_D_SW, N_) },
+    [PQ_GATE_UP] = { .name = "gate_up", .mods = RM_SAC_SAVED, .op = "grouped_mm(dispatched, gate_up_proj): SiLU saves it",
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_EXPERT | RT_F_GEMM, .shape = E1(2, RD_R, RD_EF),
+                     .shape_text = "(S,2F)", .prec = RT_P_ACT, NOWB, GLIN(E1(2, RD_EF), E1(1, RD_C)),
+                     .fwd_in = R(PQ_DISPATCHED, N_, N_), .bwd_in = R(PQ_DISPATCHED, N_, N_), .has_bwd = 1,
+                     .g_need = G(PQ_D_GATE_UP, N_), .g_alloc = G(PQ_D_DISP, N_), .g_free = G(PQ_D_GATE_UP, N_) },
+    [PQ_SILU] = { .name = "silu", .op = "act_fn(gate): the product saves it", .cls = RT_CLASS_BLOCK,
+                  .flags = RT_F_EXPERT | RT_F_POINTWISE, S_RF, .prec = RT_P_ACT, NOWB, .fwd_in = R(PQ_GATE_UP, N_, N_),
+                  .bwd_in = R(PQ_GATE_UP, N_, N_), .has_bwd = 1, .g_need = G(PQ_D_SILU, PQ_D_GATE_UP),
+                  .g_alloc = NOG, .g_free = G(PQ_D_SILU, N_) },
+    [PQ_SWIGLU] = { .name = "swiglu", .op = "act_fn(gate) * up: down's input", .cls = RT_CLASS_BLOCK,
+                    .flags = RT_F_EXPERT | RT_F_POINTWISE, S_RF, .prec = RT_P_ACT, NOWB,
+                    .fwd_in = R(PQ_SILU, PQ_GATE_UP, N_), .bwd_in = R(PQ_SILU, PQ_GATE_UP, N_), .has_bwd = 1,
+                    .g_need = G(PQ_D_SWIGLU, N_), .g_alloc = G(PQ_D_SILU, PQ_D_GATE_UP), .g_free = G(PQ_D_SWIGLU, N_) },
+    [PQ_DOWN] = { .name = "down", .mods = RM_SAC_SAVED, .op = "grouped_mm(swiglu, down_proj): the weighting saves it",
+                  .cls = RT_CLASS_BLOCK, .flags = RT_F_EXPERT | RT_F_GEMM, S_RC, .prec = RT_P_ACT, NOWB,
+                  GLIN(E1(1, RD_C), E1(1, RD_EF)), .fwd_in = R(PQ_SWIGLU, N_, N_), .bwd_in = R(PQ_SWIGLU, N_, N_),
+                  .has_bwd = 1, .g_need = G(PQ_D_DOWN, N_), .g_alloc = G(PQ_D_SWIGLU, N_), .g_free = G(PQ_D_DOWN, N_) },
+    [PQ_WEIGHTED] = { .name = "weighted", .op = "proj_out * sample_weights_g: not saved", .cls = RT_CLASS_BLOCK,
+                      .flags = RT_F_EXPERT | RT_F_POINTWISE | RT_F_TRANSIENT, S_RC, .prec = RT_P_ACT, NOWB,
+                      .fwd_in = R(PQ_DOWN, PQ_SW, N_), .bwd_in = R(PQ_DOWN, PQ_SW, N_), .has_bwd = 1,
+                      .g_need = G(PQ_D_WEIGHTED, N_), .g_alloc = G(PQ_D_DOWN, PQ_D_SW), .g_free = G(PQ_D_WEIGHTED, N_) },
+    [PQ_COMBINE] = { .name = "combine", .op = "weighted[inv_perm], summed over k: the block's MoE output",
+                     .cls = RT_CLASS_BLOCK, .flags = RT_F_TRANSIENT, S_C, .prec = RT_P_ACT, NOWB,
+                     .fwd_in = R(PQ_WEIGHTED, PQ_PERM, N_), .bwd_in = R(PQ_PERM, N_, N_), .has_bwd = 1,
+                     .g_need = G(PQ_D_RES, N_), .g_alloc = G(PQ_D_WEIGHTED, N_), .g_free = NOG },
+    [PQ_RES3] = { .name = "res3", .op = "res2 + the MoE output: the block output", .cls = RT_CLASS_BLOCK,
+                  .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB, .fwd_in = R(PQ_COMBINE, PQ_RES2, N_), .bwd_in = NOR,
+                  NOGRAD },
+    P_GLOBALS(PQ),
+    GRAD(PQ_D_RES, "d_res", "grad of residual stream", RT_F_SP | RT_F_ZERO, S_C, RT_P_ACT),
+    GRAD(PQ_D_LN2, "d_ln2", "grad of ln2", RT_F_SP, S_C, RT_P_ACT),
+    GRAD(PQ_D_ATTY, "d_atty", "grad of atty", RT_F_TP, S_O, RT_P_ACT),
+    GRAD(PQ_D_QKV, "d_qkv", "grad of qkv", RT_F_TP, S_QKV, RT_P_ACT),
+    GRAD(PQ_D_LN1, "d_ln1", "grad of ln1", RT_F_SP, S_C, RT_P_ACT),
+    GRAD(PQ_D_LNF, "d_lnf", "grad of lnf", RT_F_SP | RT_F_HEAD, S_C, RT_P_ACT),
+    GRAD(PQ_D_LOGITS, "d_logits", "grad of the logits", RT_F_TP | RT_F_HEAD, S_V, RT_P_F32),
+    GRAD(PQ_D_QKVATT, "d_qkv_att", "grad of qkv_att", RT_F_TP | RT_F_ZERO, S_Q3, RT_P_ACT),
+    GRAD(PQ_D_ATT, "d_att", "grad of the probabilities, then the scores", RT_F_TP, S_ATT, RT_P_F32),
+    GRAD(PQ_D_WEIGHTED, "d_weighted", "grad of weighted", RT_F_EXPERT, S_RC, RT_P_ACT),
+    GRAD(PQ_D_DOWN, "d_down", "grad of down", RT_F_EXPERT, S_RC, RT_P_ACT),
+    GRAD(PQ_D_SW, "d_sample_weights", "grad of sample_weights", RT_F_EXPERT, S_R1, RT_P_F32),
+    GRAD(PQ_D_SWIGLU, "d_swiglu", "grad of swiglu", RT_F_EXPERT, S_RF, RT_P_ACT),
+    GRAD(PQ_D_SILU, "d_silu", "grad of silu", RT_F_EXPERT, S_RF, RT_P_ACT),
+    GRAD(PQ_D_GATE_UP, "d_gate_up", "grad of gate_up", RT_F_EXPERT, S_R2EF, RT_P_ACT),
+    GRAD(PQ_D_DISP, "d_dispatched", "grad of dispatched", RT_F_EXPERT, S_RC, RT_P_ACT),
+    GRAD(PQ_D_TOPV, "d_top_value", "grad of the top-k values", 0, S_BTK, RT_P_F32),
+    GRAD(PQ_D_PROBS, "d_router_probs", "grad of the probabilities", 0, S_BTE, RT_P_F32),
+    GRAD(PQ_D_RLOGITS, "d_router_logits", "grad of the router logits", 0, S_BTE_ACT, RT_P_ACT),
+};
+
+const remat_table remat_table_pytorch_moe =
+    P_TABLE(PQ, "pytorch-moe", pytorch_moe_defs, 20, PQ_COMBINE, PQ_WEIGHTED, PQ_DOWN, PQ_SWIGLU, PQ_SILU, PQ_GATE_UP,
+            PQ_DISPATCHED, PQ_SW, PQ_R_NORM, PQ_R_PROBS, PQ_R_LOGITS, PQ_LN2, PQ_OPROJ, PQ_ATTY, PQ_ATT_DROP, PQ_ATT,
+            PQ_SCORES, P_BWD_TAIL(PQ));

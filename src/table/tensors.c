@@ -46,8 +46,10 @@ void remat_dims_of(const remat_config *c, remat_dims *o)
         o->d[RD_EF] = (uint64_t)c->moe_ffn_dim / etp;
         o->d[RD_SF] = (uint64_t)c->moe_shared_dim;
         o->d[RD_SC] = c->moe_shared_dim ? (uint64_t)c->n_embd : 0;
+        o->d[RD_QKF] = c->qk_norm ? 1 : 0;
     } else {
         o->d[RD_E] = o->d[RD_K] = o->d[RD_R] = o->d[RD_EF] = o->d[RD_SF] = o->d[RD_SC] = 0;
+        o->d[RD_QKF] = 0;
     }
 }
 
@@ -386,6 +388,7 @@ const remat_table *remat_table_of(const remat_config *cfg)
     int flash = cfg->attention == REMAT_ATTENTION_FLASH;
     if (cfg->arch == REMAT_ARCH_LLAMA && cfg->n_experts > 0) {
         if (cfg->framework == REMAT_FRAMEWORK_MEGATRON) return &remat_table_megatron_moe;
+        if (cfg->framework == REMAT_FRAMEWORK_PYTORCH) return &remat_table_pytorch_moe;
         return NULL;
     }
     if (cfg->arch == REMAT_ARCH_LLAMA) {

@@ -66,6 +66,7 @@ enum remat_dim {
     RD_EF,     /* one routed expert's width on one GPU: moe_ffn_dim / etp */
     RD_SF,     /* the shared experts' width (sharded by tp: RT_F_TP) */
     RD_SC,     /* the shared experts' output width: C with shared experts, 0 without */
+    RD_QKF,    /* 1 under a q/k norm (cfg->qk_norm), else 0: a factor that removes its terms */
     RD_COUNT
 };
 
@@ -352,7 +353,7 @@ extern const remat_table remat_table_megatron_llama, remat_table_megatron_llama_
 extern const remat_table remat_table_pytorch_llama, remat_table_pytorch_llama_eager;
 /* mixture of experts (frameworks_moe.c): Megatron-core's MoE layer under TE
  * with fused attention */
-extern const remat_table remat_table_megatron_moe;
+extern const remat_table remat_table_megatron_moe, remat_table_pytorch_moe;
 /* One MoE layer's parameters, whole: the router's, the routed experts'
  * (sharded by EP x ETP) and the shared experts' (by tp); cfg has experts. */
 void remat_moe_layer_params(const remat_config *cfg, uint64_t *router, uint64_t *routed, uint64_t *shared);
