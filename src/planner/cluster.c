@@ -896,21 +896,29 @@ static int better(const remat_cluster_row *r, const remat_cluster_row *best)
  * droppable tensors; a MoE block has 16 or more (2^16 keep-sets, seconds),
  * so there, beyond 12, the tensors under 1/64 of the block's largest (norm
  * statistics, the router's indices and probabilities: bytes per token, not
- * per width) stay kept, which costs the answer at most their bytes. */
+ * per width) stay kept, and then the smallest until 12 are left to choose,
+ * which costs the answer at most their bytes. */
 static uint32_t planner_droppable(const ctx *x)
 {
     const remat_table *tb = x->tb;
-    uint64_t big = 0;
+    uint64_t big = 0, by[RT_MAXT];
     int n = 0;
     for (int t = 0; t < tb->nblock - 1; t++) {
-        uint64_t b = remat_tensor_bytes(&x->chunk, t);
-        if (b > big) big = b;
-        n += b && !(tb->defs[t].flags & RT_F_TRANSIENT);
+        by[t] = tb->defs[t].flags & RT_F_TRANSIENT ? 0 : remat_tensor_bytes(&x->chunk, t);
+        if (by[t] > big) big = by[t];
+        n += by[t] > 0;
     }
     if (n <= 12 || x->chunk.n_experts <= 0) return UINT32_MAX;
     uint32_t m = UINT32_MAX;
     for (int t = 0; t < tb->nblock - 1; t++)
-        if (remat_tensor_bytes(&x->chunk, t) * 64 < big) m &= ~(1u << t);
+        if (by[t] && by[t] * 64 < big) { m &= ~(1u << t); n--; }
+    while (n > 12) {        /* still more: the smallest stay kept, 12 left to choose */
+        int s = -1;
+        for (int t = 0; t < tb->nblock - 1; t++)
+            if ((m & (1u << t)) && by[t] && (s < 0 || by[t] < by[s])) s = t;
+        m &= ~(1u << s);
+        n--;
+    }
     return m;
 }
 
