@@ -220,7 +220,35 @@ typedef struct remat_config {
                          attention exchanges K/V around the ring (Transformer Engine's
                          AttnFuncWithCPAndKVP2P).  Framework tables that model it only: Llama on
                          Megatron-LM with flash attention */
+    /* Mixture-of-experts (Llama architecture on a framework table; issue 27,
+     * src/table/frameworks_moe.c): every layer's MLP is a router over
+     * n_experts routed experts of width moe_ffn_dim, moe_topk of them per
+     * token, beside shared experts of total width moe_shared_dim.  0 experts:
+     * the dense MLP (every field below is then 0). */
+    int n_experts;    /* E: routed experts (Megatron --num-experts), 0: dense */
+    int moe_topk;     /* k in [1, E] (--moe-router-topk) */
+    int moe_ffn_dim;  /* one routed expert's width (--moe-ffn-hidden-size) */
+    int moe_shared_dim; /* the shared experts' width, 0: none (--moe-shared-expert-intermediate-size) */
+    int ep;           /* expert-parallel size (--expert-model-parallel-size; 0 and 1: none), dividing E */
+    int etp;          /* expert tensor-parallel size (--expert-tensor-parallel-size); 0: tp, Megatron's
+                         default */
+    double moe_load;  /* F >= 1: the busiest expert's tokens over the balanced share k B T / E, the load
+                         the plan is made for under dropless routing; 0: REMAT_MOE_LOAD_DEFAULT */
+    double moe_capacity; /* the capacity factor (--moe-expert-capacity-factor): no expert takes more than
+                            ceil(k N / E x it) tokens, an exact bound that replaces F; 0: dropless */
+    int qk_norm;      /* 1: RMSNorm on each head's q and k before RoPE (Qwen3; Megatron --qk-layernorm);
+                         mixture-of-experts tables only */
 } remat_config;
+
+/* The default load factor of dropless routing (README, "Mixture of
+ * experts": the reason). */
+#define REMAT_MOE_LOAD_DEFAULT 2.0
+/* A GPU's routed-token load factor under cfg: min(F, EP) (a rank holds E/EP
+ * experts, none above F times its share, and together no more than every
+ * token), with a capacity factor min(factor, EP); 1 without experts. */
+REMAT_API double remat_config_moe_rank_load(const remat_config *cfg);
+/* The expert tensor-parallel size: etp, or tp when etp is 0. */
+REMAT_API int remat_config_etp(const remat_config *cfg);
 
 /* The architecture's values of the fields that default to 0. */
 REMAT_API int remat_config_kv_heads(const remat_config *cfg);
@@ -1059,6 +1087,8 @@ typedef struct remat_model_preset {
     int n_kv_head, ffn_dim, head_dim, tie_embeddings;
     double rope_theta, norm_eps;
     remat_rope_scaling rope_scaling;
+    int n_experts, moe_topk, moe_ffn_dim, moe_shared_dim;   /* mixture of experts (0: dense) */
+    int qk_norm;                                            /* Qwen3's q_norm and k_norm */
 } remat_model_preset;
 REMAT_API int remat_model_preset_count(void);
 REMAT_API const remat_model_preset *remat_model_preset_get(int i);
@@ -1082,6 +1112,10 @@ typedef struct remat_cluster {
                               and communication buffers, in [0, 1) */
     uint64_t host_mem;     /* host memory per GPU that offloaded activations may take; 0: the
                               device's host_mem_bytes */
+    int first_layers;      /* Megatron's --decoder-first-pipeline-num-layers: the first stage's layers
+                              (0: an even split); with last_layers, the other stages split the rest
+                              evenly; V = 1 */
+    int last_layers;       /* --decoder-last-pipeline-num-layers (0: an even split) */
 } remat_cluster;
 
 /* The default efficiency: the one value that fits the four "present work"
@@ -1095,6 +1129,8 @@ REMAT_API void remat_cluster_default(remat_cluster *cl);
 /* Checks cl against cfg (a framework table): sizes, divisibility, the
  * device's figures.  REMAT_ERR_INVALID with a message that says what to change. */
 REMAT_API remat_status remat_cluster_check(const remat_config *cfg, const remat_cluster *cl);
+/* The layers of the first pipeline stage, the one planned (cl checked). */
+REMAT_API int remat_cluster_first_stage_layers(const remat_config *cfg, const remat_cluster *cl);
 
 typedef struct remat_cluster_memory {
     uint64_t params;                  /* parameters on the first stage's GPU */
@@ -1132,6 +1168,12 @@ typedef struct remat_cluster_row {
     double optimizer_ms;        /* the optimizer step */
     double offload_ms;          /* activation offload the compute does not hide (0: not modelled) */
     uint64_t host_bytes;        /* activations offloaded to host memory (0: not modelled) */
+    /* mixture of experts (cfg->n_experts > 0): the bytes above are at the routed load the plan is
+     * made for, remat_config_moe_rank_load (load); the same plan at balance (every GPU its k B T
+     * etp / tp rows): */
+    double load;                /* the GPU's routed load over balance the row is at (1: dense) */
+    uint64_t balanced_peak_bytes, balanced_total_bytes;
+    int balanced_fits;
 } remat_cluster_row;
 REMAT_API void remat_cluster_row_clear(remat_cluster_row *r);
 

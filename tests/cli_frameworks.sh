@@ -21,7 +21,7 @@ m = d["memory"]
 assert m["params_bytes"] + m["grads_bytes"] + m["optim_bytes"] == 18 * m["params"]
 assert abs(d["model_flops"] / 1.411e17 - 1) < 1e-3, d["model_flops"]
 keys = {"policy", "layer_stored_bytes", "stored_bytes", "peak_bytes", "total_bytes", "hardware_flops",
-        "step_ms_pred", "fits", "megatron_flags", "torchtitan", "memory", "time_ms"}
+        "step_ms_pred", "fits", "megatron_flags", "torchtitan", "memory", "moe", "time_ms"}
 for r in d["rows"]:
     assert set(r) == keys, set(r) ^ keys
     mem, t = r["memory"], r["time_ms"]
@@ -262,5 +262,29 @@ done
 
 expect_err "profile --framework" $R profile --framework pytorch
 grep -q "remat plan --framework" "$T/stderr" && ok || bad "profile --framework: $(cat "$T/stderr")"
+
+# mixture of experts (issue 27): Qwen3-235B on 512 H100s answers, with its flags, at the load and at balance
+$R plan --framework megatron --model qwen3-235b-a22b --tp 2 --sp --pp 8 --last-stage-layers 10 --ep 32 --dp 32 \
+    --distributed-optimizer --batch 1 --global-batch 2048 --device h100-80gb --device-mem 80GiB --json > "$T/moe.json" \
+    2> "$T/moe.err" || bad "moe plan: $(cat "$T/moe.err")"
+/usr/bin/python3 - "$T/moe.json" <<'PY' && ok || bad "moe plan's answers"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for f in ("--num-experts 128", "--moe-router-topk 8", "--expert-model-parallel-size 32", "--qk-layernorm",
+          "--decoder-last-pipeline-num-layers 10", "--moe-token-dispatcher-type alltoall"):
+    assert f in d["megatron_args"], f
+o, b = d["optimal"], d["best_megatron"]
+assert o and o["fits"] and b and b["megatron_flags"] is not None
+for r in [o, b] + d["rows"]:
+    assert r["moe"]["load"] == 2 and r["moe"]["balanced_peak_bytes"] <= r["peak_bytes"], r["moe"]
+none = [r for r in d["rows"] if r["megatron_flags"] == ""][0]
+assert not none["fits"] and none["moe"]["balanced_fits"]
+assert not [r for r in d["rows"] if r["megatron_flags"] and "moe moe_act" in r["megatron_flags"]]
+PY
+$R plan --framework megatron --model qwen3-235b-a22b --tp 2 --sp --pp 8 --last-stage-layers 10 --ep 32 --dp 32 \
+    --batch 1 --device h100-80gb | grep -q "routed load 2x balance" && ok || bad "moe text: the load"
+expect_err "--ep 3 of 128 experts" $R plan --framework megatron --model qwen3-235b-a22b --tp 2 --sp --pp 2 --ep 3 --dp 3
+expect_err "--pp 8 without an uneven split" $R plan --framework megatron --model qwen3-235b-a22b --tp 2 --sp --pp 8 --ep 32 --dp 32
+expect_err "--moe-load without experts" $R plan --framework megatron --model llama3-8b --moe-load 2
 
 finish cli_frameworks

@@ -778,6 +778,245 @@ static void bad_clusters(void)
     CHECK(remat_model_create(&r, 1, &m) != REMAT_OK && !m && strstr(remat_errmsg(), "engine"), "the engine refuses megatron");
 }
 
+/* ---- mixture of experts (issue 27, frameworks_moe.c) ------------------------ */
+
+static remat_config moe_cfg(int E, int k, int C, int MF, int SF, int s, int b, int t, int ep, int etp, double F,
+                            double cap)
+{
+    remat_config c = megatron(4, 8, C, s, b, t, t > 1, 0.0f);
+    c.arch = REMAT_ARCH_LLAMA;
+    c.n_kv_head = 2;
+    c.attention = REMAT_ATTENTION_FLASH;
+    c.n_experts = E; c.moe_topk = k; c.moe_ffn_dim = c.ffn_dim = MF; c.moe_shared_dim = SF;
+    c.ep = ep; c.etp = etp; c.moe_load = F; c.moe_capacity = cap;
+    return c;
+}
+
+/* Each MoE entry against its formula (frameworks_moe.c's header: N = s b / t
+ * tokens under SP, R = ceil(load k s b etp / t) routed rows with load
+ * min(F, EP) or min(capacity, EP), EF = moe_ffn / etp), and a layer's kept
+ * bytes under no recomputation their sum with the attention half's */
+static void moe_layer(int E, int k, int C, int MF, int SF, int s, int b, int t, int ep, int etp, double F, double cap)
+{
+    remat_config c = moe_cfg(E, k, C, MF, SF, s, b, t, ep, etp, F, cap);
+    char what[160];
+    snprintf(what, sizeof what, "moe E%d k%d C%d MF%d SF%d s%d b%d t%d ep%d etp%d F%g cap%g", E, k, C, MF, SF, s, b, t,
+             ep, etp, F, cap);
+    if (remat_config_check(&c)) { CHECK(0, "%s: %s", what, remat_errmsg()); return; }
+    int ETP = etp ? etp : t;
+    double ld = cap > 0 ? cap : F > 0 ? F : REMAT_MOE_LOAD_DEFAULT;
+    if (ld > (ep > 1 ? ep : 1)) ld = ep > 1 ? ep : 1;
+    CHECK(remat_config_moe_rank_load(&c) == ld, "%s: load %g, want %g", what, remat_config_moe_rank_load(&c), ld);
+    uint64_t N = (uint64_t)s * b / t, R = (uint64_t)ceil(ld * k * s * b * ETP / t), EF = (uint64_t)(MF / ETP);
+    struct { const char *name; uint64_t want; } w[] = {
+        { "ln2", 2 * N * C }, { "ln2_rstd", 4 * N },
+        { "sh_fc1", 2 * (uint64_t)s * b * 2 * SF / t }, { "sh_act", 2 * (uint64_t)s * b * SF / t },
+        { "sh_fc2", SF ? 2 * N * C : 0 },
+        { "router_logits", 4 * N * E }, { "router_idx", 8 * N * k }, { "router_probs", 4 * N * k },
+        { "router_aux", 4 * N * E }, { "perm_map", 4 * N * (2 * E + 1) },
+        { "dispatched", 2 * R * C }, { "perm_probs", 4 * R }, { "expert_fc1", 2 * R * 2 * EF },
+        { "expert_act", 2 * R * EF }, { "expert_fc2", 2 * R * C }, { "combine", 2 * N * C },
+        { "d_expert_fc1", 2 * R * 2 * EF }, { "d_router_logits", 4 * N * E },
+    };
+    uint64_t kept = 0;
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        uint64_t got = bytes_of(&c, w[i].name);
+        CHECK(got == w[i].want, "%s: %s %llu bytes, want %llu", what, w[i].name, (ull)got, (ull)w[i].want);
+        if (strcmp(w[i].name, "sh_fc2") && strcmp(w[i].name, "router_logits") && strcmp(w[i].name, "expert_fc2") &&
+            strcmp(w[i].name, "combine") && strncmp(w[i].name, "d_", 2))
+            kept += w[i].want;
+    }
+    /* the attention half: x, ln1, ln1_rstd, q k v, the statistics, O, res2 */
+    int hs = C / 8, KV = 2;
+    kept += 2 * N * C + 2 * N * C + 4 * N + 2 * (uint64_t)s * b * (8 + 2 * KV) * hs / t +
+            4 * (uint64_t)b * 8 * s / t + 2 * (uint64_t)s * b * 8 * hs / t + 2 * N * C;
+    uint64_t got = layer_bytes(&c, "none");
+    CHECK(got == kept, "%s: a layer keeps %llu bytes, the entries' sum %llu", what, (ull)got, (ull)kept);
+    /* the whole model's FLOPs count the routed products at the load, times t */
+    remat_cluster cl = cluster(1, 1, t * (ep > 1 ? ep : 1) * ETP, 0);
+    remat_cluster_row r;
+    if (!stored_of(&c, &cl, "none", &r)) return;
+    CHECK(r.peak_bytes >= r.stored_bytes && r.stored_bytes > 0, "%s: peak %llu stored %llu", what, (ull)r.peak_bytes,
+          (ull)r.stored_bytes);
+    remat_cluster_row_clear(&r);
+}
+
+/* Megatron's recompute modules on the MoE table: moe_act drops exactly the
+ * experts' activation output, shared_experts the shared two, layernorm the
+ * pre-MLP TENorm's output and rsigma, moe everything the layer makes but
+ * its input; core_attn only the fused kernel's statistics */
+static void moe_modules(void)
+{
+    remat_config c = moe_cfg(16, 4, 256, 128, 256, 128, 2, 2, 4, 1, 1.5, 0);
+    remat_cluster cl = cluster(1, 1, 8, 0);
+    remat_cluster_answer an;
+    if (remat_cluster_plan(&c, &cl, &an)) { CHECK(0, "moe plan: %s", remat_errmsg()); return; }
+    const char *sel = "--recompute-granularity selective --recompute-modules ";
+    char f[160];
+    const remat_cluster_row *none = row_with_flags(&an, "");
+    struct { const char *mods; uint64_t drop; } m[] = {
+        { "moe_act", bytes_of(&c, "expert_act") },
+        { "shared_experts", bytes_of(&c, "sh_fc1") + bytes_of(&c, "sh_act") },
+        { "layernorm", bytes_of(&c, "ln2") + bytes_of(&c, "ln2_rstd") },
+        { "core_attn", bytes_of(&c, "lse") },
+        { "moe", bytes_of(&c, "sh_fc1") + bytes_of(&c, "sh_act") + bytes_of(&c, "router_idx") +
+                 bytes_of(&c, "router_probs") + bytes_of(&c, "router_aux") + bytes_of(&c, "perm_map") +
+                 bytes_of(&c, "dispatched") + bytes_of(&c, "perm_probs") + bytes_of(&c, "expert_fc1") +
+                 bytes_of(&c, "expert_act") },
+    };
+    CHECK(none != NULL, "moe: no row without recomputation");
+    for (size_t i = 0; none && i < sizeof m / sizeof m[0]; i++) {
+        snprintf(f, sizeof f, "%s%s", sel, m[i].mods);
+        const remat_cluster_row *r = row_with_flags(&an, f);
+        CHECK(r && none->layer_stored_bytes - r->layer_stored_bytes == m[i].drop, "moe %s drops %llu bytes a layer, "
+              "want %llu", m[i].mods, r ? (ull)(none->layer_stored_bytes - r->layer_stored_bytes) : 0ULL, (ull)m[i].drop);
+    }
+    /* moe_act beside moe adds nothing: not offered */
+    snprintf(f, sizeof f, "%smoe moe_act", sel);
+    CHECK(!row_with_flags(&an, f), "moe moe_act is offered");
+    /* at balance the routed rows halve (F 1.5 -> 1) */
+    CHECK(an.optimal.policy && an.optimal.load == 1.5 && an.optimal.balanced_peak_bytes < an.optimal.peak_bytes,
+          "the optimum at balance: load %g, peak %llu at balance %llu", an.optimal.load,
+          (ull)an.optimal.balanced_peak_bytes, (ull)an.optimal.peak_bytes);
+    remat_cluster_answer_clear(&an);
+    /* no shared experts: shared_experts is no option */
+    c.moe_shared_dim = 0;
+    if (remat_cluster_plan(&c, &cl, &an)) { CHECK(0, "moe plan: %s", remat_errmsg()); return; }
+    snprintf(f, sizeof f, "%sshared_experts", sel);
+    CHECK(!row_with_flags(&an, f) && bytes_of(&c, "sh_fc2") == 0, "shared_experts offered without shared experts");
+    remat_cluster_answer_clear(&an);
+}
+
+/* Megatron's own weight and optimizer estimate, MoE-aware at d98e8a6
+ * (megatron/training/theoretical_memory_usage.py,
+ * compute_weight_and_optimizer_memory; PR #4687's division), re-implemented
+ * for every layer an MoE layer, no shared-expert gate, no MTP: attention
+ * and shared experts over TP, norms and the router whole, routed experts
+ * over ETP x EP, each at 18 bytes or 6 + 12/D with D the data-parallel size
+ * for the first two and the expert-data-parallel world / (ETP EP PP) for the
+ * third */
+static double megatron_moe_weights(const remat_config *c, int P, int D, int dist)
+{
+    double h = c->n_embd, nh = c->n_head, ng = remat_config_kv_heads(c), kvc = remat_config_head_dim(c);
+    double L = c->n_layer, T = remat_config_tp(c), Vp = remat_config_padded_vocab(c), E = c->n_experts;
+    double ETP = remat_config_etp(c), EP = c->ep > 1 ? c->ep : 1;
+    double attn = 2 * h * h * ((1 + ng / nh) * (kvc * nh / h));
+    double shared = 2 * h * c->moe_shared_dim * 1.5, routed = 2 * h * c->moe_ffn_dim * E * 1.5;
+    double norms = 2 * h, router = h * E, final_norm = h, emb = h * Vp;
+    double tp_most = ((attn + shared) * L / P + emb) / T, rep_most = (norms + router) * L / P + final_norm / P;
+    double ex_most = routed * L / P / (ETP * EP);
+    if (!remat_config_tied(c) && P == 1) tp_most += emb / T;
+    double world = T * P * D, EDP = world / (ETP * EP * P);
+    double per = dist ? 6 + 12.0 / D : 18, xper = dist ? 6 + 12.0 / EDP : 18;
+    return (tp_most + rep_most) * per + ex_most * xper;
+}
+
+static void moe_estimator_weights(const char *preset, int t, int etp, int ep, int P, int D)
+{
+    for (int dist = 0; dist < 2; dist++) {
+        remat_config c = llama_megatron(preset, t);
+        c.ep = ep; c.etp = etp;
+        remat_cluster cl = cluster(P, 1, D, 0);
+        cl.dist_optim = dist;
+        remat_cluster_memory m;
+        if (remat_cluster_memory_of(&c, &cl, &m)) { CHECK(0, "%s: %s", preset, remat_errmsg()); return; }
+        double got = (double)(m.params_bytes + m.grads_bytes + m.optim_bytes);
+        double want = megatron_moe_weights(&c, P, D, dist);
+        double per = dist ? 6 + 12.0 / D : 18, smear = P > 1 ? c.n_embd / (double)P * per : 0;
+        double d = got - (want - smear);
+        CHECK(fabs(d) <= (dist ? 2.0 : 0.0) + 1e-12 * want, "%s TP %d ETP %d EP %d PP %d DP %d%s: remat %.0f bytes, "
+              "Megatron's estimator %.3f (less %.3f of the final norm): %+.3f", preset, t, etp, ep, P, D,
+              dist ? " distributed" : "", got, want, smear, d);
+    }
+}
+
+/* A layer's MoE activations beside PR #6782's routed terms (the fc1 input
+ * 2 h and the GLU's 3 x 2 moe_ffn bytes a routed token, topk s b etp / tp
+ * routed tokens, each of moe_ffn / etp): remat's dispatched, expert_fc1 and
+ * expert_act are those terms to the byte at balance; printed beside the
+ * rest remat counts (the router's, the map, the probabilities) */
+static void moe_pr6782(const char *preset, int t, int etp, int ep, int s)
+{
+    remat_config c = llama_megatron(preset, t);
+    c.ep = ep; c.etp = etp; c.seq = c.max_seq = s; c.moe_load = 1;
+    double S = s, k = c.moe_topk, h = c.n_embd, MF = c.moe_ffn_dim;
+    double pr = k * S * etp / t * h * 2 + k * S * MF / t * 6;
+    double mine = (double)(bytes_of(&c, "dispatched") + bytes_of(&c, "expert_fc1") + bytes_of(&c, "expert_act"));
+    double rest = (double)(bytes_of(&c, "router_idx") + bytes_of(&c, "router_probs") + bytes_of(&c, "router_aux") +
+                           bytes_of(&c, "perm_map") + bytes_of(&c, "perm_probs"));
+    CHECK(mine == pr, "%s: routed %.0f bytes, PR #6782's terms %.0f", preset, mine, pr);
+    printf("  %-16s s %5d TP %d ETP %d EP %2d: PR #6782's routed terms %8.1f MiB a layer, remat's %8.1f MiB, plus "
+           "router/map/probabilities %6.1f MiB (%+.1f%%)\n", preset, s, t, etp, ep, pr / (1 << 20), mine / (1 << 20),
+           rest / (1 << 20), 100 * rest / pr);
+}
+
+/* Megatron-Bridge PR #5570's measured directions as predictions, at the
+ * published layouts: moe_act saves little of the peak that decides fitting
+ * (the experts' fc1 output it keeps is twice the activation it drops; where
+ * nothing fits without recomputation, moe_act alone does not either), and
+ * core_attn saves next to nothing under fused attention (the statistics) */
+static void bridge_5570(const char *preset, int t, int etp, int ep, int P, int last, int D)
+{
+    remat_config c = llama_megatron(preset, t);
+    c.ep = ep; c.etp = etp; c.seq = c.max_seq = 4096;
+    remat_cluster cl = cluster(P, 1, D, D * 8 * P);
+    cl.last_layers = last;
+    cl.dev = *remat_device_find("h100-80gb");
+    remat_cluster_answer an;
+    if (remat_cluster_plan(&c, &cl, &an)) { CHECK(0, "%s: %s", preset, remat_errmsg()); return; }
+    const remat_cluster_row *none = row_with_flags(&an, "");
+    const remat_cluster_row *act = row_with_flags(&an, "--recompute-granularity selective --recompute-modules moe_act");
+    const remat_cluster_row *ca = row_with_flags(&an, "--recompute-granularity selective --recompute-modules core_attn");
+    if (!none || !act || !ca) { CHECK(0, "%s: rows", preset); remat_cluster_answer_clear(&an); return; }
+    double sa = 1 - (double)act->peak_bytes / none->peak_bytes, sc = 1 - (double)ca->peak_bytes / none->peak_bytes;
+    printf("  %-16s TP %d ETP %d EP %2d PP %d: peak %6.2f GiB; moe_act saves %5.1f%%, core_attn %5.2f%%; fits: none "
+           "%d, moe_act %d; the answer: %s\n", preset, t, etp, ep, P, none->peak_bytes / (double)(1 << 30), 100 * sa,
+           100 * sc, none->fits, act->fits, an.best_megatron.megatron_flags ? an.best_megatron.megatron_flags : "-");
+    /* it drops EF of a routed row's C + 3 EF: under a third of the routed part */
+    CHECK(sa > 0 && sa < 1.0 / 3, "%s: moe_act saves %.1f%% of the peak", preset, 100 * sa);
+    if (!none->fits)     /* Bridge's run: the peak moved, and it still did not fit */
+        CHECK(!act->fits, "%s: moe_act alone makes it fit", preset);
+    CHECK(sc >= 0 && sc < 0.005, "%s: core_attn saves %.2f%% of the peak", preset, 100 * sc);
+    remat_cluster_answer_clear(&an);
+}
+
+static void moe_checks(void)
+{
+    moe_layer(8, 2, 128, 96, 0, 64, 2, 1, 1, 0, 3, 0);          /* EP 1: every token local, load 1 */
+    moe_layer(8, 2, 128, 96, 0, 64, 2, 2, 4, 1, 0, 0);          /* the default load, ETP 1 */
+    moe_layer(16, 4, 256, 128, 192, 96, 1, 2, 8, 2, 1.7, 0);     /* shared experts, ETP = TP */
+    moe_layer(16, 4, 256, 128, 192, 96, 1, 2, 8, 2, 1.7, 1.25);  /* a capacity factor replaces F */
+    moe_layer(6, 3, 96, 60, 0, 45, 3, 1, 3, 0, 5, 0);            /* odd sizes, F above EP */
+    moe_modules();
+    /* refusals: topk above E, E not divisible by EP, TP without SP, an F below 1, unfused attention */
+    remat_config c = moe_cfg(8, 9, 128, 96, 0, 64, 2, 1, 1, 0, 0, 0);
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID, "topk 9 of 8 accepted");
+    c = moe_cfg(8, 2, 128, 96, 0, 64, 2, 1, 3, 0, 0, 0);
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID, "8 experts over EP 3 accepted");
+    c = moe_cfg(8, 2, 128, 96, 0, 64, 2, 2, 1, 0, 0, 0);
+    c.sp = 0;
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID, "MoE with TP and no SP accepted");
+    c = moe_cfg(8, 2, 128, 96, 0, 64, 2, 1, 1, 0, 0.5, 0);
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID, "--moe-load 0.5 accepted");
+    c = moe_cfg(8, 2, 128, 96, 0, 64, 2, 1, 1, 0, 0, 0);
+    c.attention = REMAT_ATTENTION_NAIVE;
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID, "MoE with unfused attention accepted");
+    c = moe_cfg(8, 2, 128, 96, 0, 64, 2, 2, 4, 1, 0, 0);
+    remat_cluster cl = cluster(1, 1, 1, 0);
+    CHECK(remat_cluster_check(&c, &cl) == REMAT_ERR_INVALID, "EP 4 on a stage of 2 GPUs accepted");
+    moe_estimator_weights("mixtral-8x7b", 2, 2, 8, 4, 8);
+    moe_estimator_weights("mixtral-8x7b", 4, 1, 8, 1, 2);
+    moe_estimator_weights("qwen3-30b-a3b", 1, 1, 8, 2, 8);
+    moe_estimator_weights("qwen3-235b-a22b", 2, 1, 32, 2, 16);
+    printf("MoE activations beside Megatron PR #6782, at balance:\n");
+    moe_pr6782("mixtral-8x7b", 2, 2, 8, 4096);
+    moe_pr6782("qwen3-30b-a3b", 1, 1, 8, 4096);
+    moe_pr6782("qwen3-235b-a22b", 2, 1, 32, 4096);
+    printf("Megatron-Bridge PR #5570's directions (H100 80GB, s 4096, the default load):\n");
+    bridge_5570("mixtral-8x7b", 2, 2, 8, 4, 0, 8);
+    bridge_5570("qwen3-235b-a22b", 2, 1, 32, 8, 10, 32);
+}
+
 int main(void)
 {
     table2(4, 64, 32, 2, 2);
@@ -846,5 +1085,6 @@ int main(void)
     CHECK(s8k > 0 && s32k_cp4 == s8k, "llama3-70b TP 8 PP 4: CP 4 at 32k holds %.0f bytes, the 8k run without CP %.0f",
           s32k_cp4, s8k);
     megatron_estimator_activations("llama3-405b", 8, 9, 8192, 1);
+    moe_checks();
     return TEST_REPORT();
 }

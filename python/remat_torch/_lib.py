@@ -47,7 +47,9 @@ class Config(Structure):
                 ("lmhead_chunk", c_int), ("dtype", c_int), ("framework", c_int), ("tp", c_int), ("sp", c_int),
                 ("stage", c_int), ("arch", c_int), ("n_kv_head", c_int), ("ffn_dim", c_int), ("head_dim", c_int),
                 ("rope_theta", c_double), ("rope_scaling", RopeScaling), ("norm_eps", c_double),
-                ("tie_embeddings", c_int), ("table", c_int), ("cp", c_int)]
+                ("tie_embeddings", c_int), ("table", c_int), ("cp", c_int),
+                ("n_experts", c_int), ("moe_topk", c_int), ("moe_ffn_dim", c_int), ("moe_shared_dim", c_int),
+                ("ep", c_int), ("etp", c_int), ("moe_load", c_double), ("moe_capacity", c_double), ("qk_norm", c_int)]
 
 
 class PlanRow(Structure):

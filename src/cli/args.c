@@ -458,6 +458,24 @@ static const cli_flag config_flags[] = {
     {"--cp", "CP", CLI_FLAG_INT, CFG(cp), 1, REMAT_MAX_CP, NULL, NULL,
      "context parallelism over CP GPUs (--framework megatron, llama, flash:\n"
      "Megatron's --context-parallel-size; seq divisible by 2 CP)"},
+    /* mixture of experts (issue 27): Megatron's flags' names where they are short */
+    {"--num-experts", "E", CLI_FLAG_INT, CFG(n_experts), 1, 4096, NULL, NULL,
+     "llama, --framework megatron: a routed mixture of E experts in every layer"},
+    {"--moe-topk", "K", CLI_FLAG_INT, CFG(moe_topk), 1, 4096, NULL, NULL, "experts per token (--moe-router-topk)"},
+    {"--moe-ffn-dim", "F", CLI_FLAG_INT, CFG(moe_ffn_dim), 1, 1 << 20, NULL, NULL, "one expert's width (--moe-ffn-hidden-size)"},
+    {"--moe-shared-dim", "F", CLI_FLAG_INT, CFG(moe_shared_dim), 0, 1 << 20, NULL, NULL,
+     "the shared experts' width (--moe-shared-expert-intermediate-size; default 0: none)"},
+    {"--ep", "EP", CLI_FLAG_INT, CFG(ep), 1, 4096, NULL, NULL, "expert parallelism (--expert-model-parallel-size)"},
+    {"--etp", "ETP", CLI_FLAG_INT, CFG(etp), 1, REMAT_MAX_TP, NULL, NULL,
+     "expert tensor parallelism (--expert-tensor-parallel-size; default --tp)"},
+    {"--moe-load", "F", CLI_FLAG_DOUBLE, CFG(moe_load), 1, 4096, NULL, NULL,
+     "dropless routing's planned load: the busiest expert's tokens over the\n"
+     "balanced share (default 2, README 'Mixture of experts')"},
+    {"--qk-norm", NULL, CLI_FLAG_SWITCH, CFG(qk_norm), 0, 0, NULL, NULL,
+     "RMSNorm on each head's q and k before RoPE (Qwen3; Megatron --qk-layernorm)"},
+    {"--capacity-factor", "X", CLI_FLAG_DOUBLE, CFG(moe_capacity), 0.01, 4096, NULL, NULL,
+     "token dropping at X times the balanced share (--moe-expert-capacity-factor,\n"
+     "padded to it): the exact bound, used instead of --moe-load"},
 };
 #undef CFG
 
@@ -498,6 +516,10 @@ void cli_config_print(FILE *f, const remat_config *c)
         if (remat_config_cp(c) > 1) snprintf(cp, sizeof cp, ", context parallel %d", remat_config_cp(c));
         fprintf(f, " | %s table, tp %d%s%s%s", c->framework == REMAT_FRAMEWORK_MEGATRON ? "megatron" : "pytorch", c->tp,
                 c->sp ? ", sequence parallel" : "", cp, c->stage == REMAT_STAGE_FIRST ? ", first pipeline stage" : "");
+        if (c->n_experts > 0)
+            fprintf(f, " | %d experts, top-%d, width %d, shared %d, ep %d, etp %d, a GPU's routed load %gx balance",
+                    c->n_experts, c->moe_topk, c->moe_ffn_dim, c->moe_shared_dim, c->ep > 1 ? c->ep : 1,
+                    remat_config_etp(c), remat_config_moe_rank_load(c));
     }
     fputc('\n', f);
 }

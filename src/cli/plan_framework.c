@@ -20,8 +20,10 @@ static const char *fw_name(const remat_config *c)
 static const char *fw_table(const remat_config *c)
 {
     if (c->arch != REMAT_ARCH_LLAMA) return fw_name(c);
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->n_experts > 0) return "megatron-moe (TE FusedAttention, alltoall)";
     if (c->framework == REMAT_FRAMEWORK_MEGATRON)
         return c->attention == REMAT_ATTENTION_FLASH ? "megatron-llama (TE FusedAttention)" : "megatron-llama (TE unfused attention)";
+    if (c->n_experts > 0) return "pytorch-moe (eager attention, grouped_mm experts)";
     return c->attention == REMAT_ATTENTION_FLASH ? "pytorch-llama (SDPA flash)" : "pytorch-llama (eager attention)";
 }
 
@@ -74,6 +76,12 @@ static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r
     remat_jsonw_uint(w, "host", r->host_bytes);
     remat_jsonw_uint(w, "total", r->total_bytes);
     remat_jsonw_end(w);
+    remat_jsonw_object(w, "moe");           /* the routed load of the figures above, and the plan at balance */
+    remat_jsonw_num(w, "load", r->load);
+    remat_jsonw_uint(w, "balanced_peak_bytes", r->balanced_peak_bytes);
+    remat_jsonw_uint(w, "balanced_total_bytes", r->balanced_total_bytes);
+    remat_jsonw_bool(w, "balanced_fits", r->balanced_fits);
+    remat_jsonw_end(w);
     remat_jsonw_object(w, "time_ms");       /* step_ms_pred in parts */
     remat_jsonw_num(w, "compute", r->compute_ms);
     remat_jsonw_num(w, "tp", r->tp_ms);
@@ -106,11 +114,21 @@ static void megatron_args(const remat_config *c, const remat_cluster *cl, char *
         if (!remat_config_tied(c)) ADD(" --untie-embeddings-and-output-weights");
         ADD(" --attention-backend %s", c->attention == REMAT_ATTENTION_FLASH ? "fused" : "unfused");
     }
+    if (c->n_experts > 0) {      /* mixture of experts (issue 27): transformer_config.py's MoE fields */
+        ADD(" --num-experts %d --moe-router-topk %d --moe-ffn-hidden-size %d", c->n_experts, c->moe_topk, c->moe_ffn_dim);
+        if (c->moe_shared_dim) ADD(" --moe-shared-expert-intermediate-size %d", c->moe_shared_dim);
+        ADD(" --expert-model-parallel-size %d --expert-tensor-parallel-size %d", c->ep > 1 ? c->ep : 1, remat_config_etp(c));
+        ADD(" --moe-token-dispatcher-type alltoall --moe-grouped-gemm --moe-router-dtype fp32 --moe-aux-loss-coeff 1e-3");
+        if (c->moe_capacity > 0) ADD(" --moe-expert-capacity-factor %g --moe-pad-expert-input-to-capacity", c->moe_capacity);
+        if (c->qk_norm) ADD(" --qk-layernorm");
+    }
     ADD(" --attention-dropout %g --hidden-dropout %g", (double)c->dropout, (double)c->dropout);
     ADD(" --tensor-model-parallel-size %d%s --pipeline-model-parallel-size %d", remat_config_tp(c),
         c->sp ? " --sequence-parallel" : "", cl->pp);
     if (remat_config_cp(c) > 1) ADD(" --context-parallel-size %d", remat_config_cp(c));
     if (cl->vpp > 1) ADD(" --num-layers-per-virtual-pipeline-stage %d", c->n_layer / (cl->pp * cl->vpp));
+    if (cl->first_layers) ADD(" --decoder-first-pipeline-num-layers %d", cl->first_layers);
+    if (cl->last_layers) ADD(" --decoder-last-pipeline-num-layers %d", cl->last_layers);
     ADD(" --micro-batch-size %d --global-batch-size %ld%s%s", c->batch, G,
         cl->dist_optim ? " --use-distributed-optimizer" : "", c->dtype == REMAT_DTYPE_BF16 ? " --bf16" : "");
 #undef ADD
@@ -234,6 +252,10 @@ static void answer_text(const char *label, const remat_cluster_row *r, const rem
     printf("%-18s %10s  activations %10s  total %10s%s%s\n", label, fmt_t(u, r->step_ms_pred, b1, sizeof b1),
            fmt_b(u, r->peak_bytes, b2, sizeof b2), fmt_b(u, r->total_bytes, b3, sizeof b3), host,
            r->fits ? "" : "  (does not fit)");
+    if (c->n_experts > 0)       /* mixture of experts: the same plan at balance */
+        printf("%18s routed load %gx balance: the figures above (%s); at balance: activations %s, total %s (%s)\n", "",
+               r->load, r->fits ? "fits" : "does not fit", cli_fmt_bytes(r->balanced_peak_bytes, b1, sizeof b1),
+               cli_fmt_bytes(r->balanced_total_bytes, b2, sizeof b2), r->balanced_fits ? "fits" : "does not fit");
     /* the parts that are not always there: the ring of context parallelism, offload not hidden */
     size_t k = 0;
     if (remat_config_cp(c) > 1) k += (size_t)snprintf(more + k, sizeof more - k, ", CP %s", fmt_t(u, r->cp_ms, b1, sizeof b1));
@@ -301,6 +323,11 @@ static const cli_flag cluster_flags[] = {
     {"--host-mem", "SIZE", CLI_FLAG_BYTES, CL(host_mem), 0, 0, NULL, NULL,
      "host memory per GPU that offloaded activations may take (default the\n"
      "device's: a DGX's system memory over its 8 GPUs, GH200's LPDDR5X)"},
+    {"--first-stage-layers", "N", CLI_FLAG_INT, CL(first_layers), 1, REMAT_MAX_LAYERS, NULL, NULL,
+     "an uneven pipeline: the first stage's layers (Megatron's\n"
+     "--decoder-first-pipeline-num-layers; the first stage is the one planned)"},
+    {"--last-stage-layers", "N", CLI_FLAG_INT, CL(last_layers), 1, REMAT_MAX_LAYERS, NULL, NULL,
+     "the last stage's layers (--decoder-last-pipeline-num-layers)"},
 };
 #undef CL
 static const cli_flag micro_batch_flag[] = {   /* into the config: Megatron's name for --batch */
@@ -482,8 +509,10 @@ static int fw_solve(remat_config *c, remat_cluster *cl, const fw_opts *o, fw_ans
  * first stage's, with a pipeline) */
 static remat_config chunk_of(const remat_config *c, const remat_cluster *cl)
 {
+    /* plans are per model chunk: the first stage's layers (an uneven
+     * pipeline's --first-stage-layers) over its V chunks */
     remat_config ch = *c;
-    ch.n_layer = c->n_layer / (cl->pp * cl->vpp);
+    ch.n_layer = remat_cluster_first_stage_layers(c, cl) / cl->vpp;
     if (cl->pp > 1) ch.stage = REMAT_STAGE_FIRST;
     return ch;
 }

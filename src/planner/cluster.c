@@ -65,6 +65,14 @@ static const remat_device devices[] = {
     { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = 128256, .seq = 8192, .source = src,    \
       .arch = REMAT_ARCH_LLAMA, .n_kv_head = 8, .ffn_dim = F, .tie_embeddings = tied, .rope_theta = 500000,   \
       .norm_eps = 1e-5, .rope_scaling = { REMAT_ROPE_LLAMA3, factor, 1, 4, 8192 } }
+/* mixture of experts: every layer's MLP routed (Mixtral's and Qwen3's
+ * decoder_sparse_step 1, no mlp_only_layers), no shared experts, Qwen3's
+ * q_norm and k_norm (Qwen3MoeAttention); seq 4096,
+ * the Megatron recipes' training length (Megatron-MoE-ModelZoo) */
+#define MOE(name_, L, C, NH, KV, HS, V, s, theta, eps, E, K, MF, SF, QKN, src)                                \
+    { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = V, .seq = s, .source = src,            \
+      .arch = REMAT_ARCH_LLAMA, .n_kv_head = KV, .head_dim = HS, .ffn_dim = MF, .rope_theta = theta,          \
+      .norm_eps = eps, .n_experts = E, .moe_topk = K, .moe_ffn_dim = MF, .moe_shared_dim = SF, .qk_norm = QKN }
 #define GPT(name_, L, C, NH, V, s, src)                                                                        \
     { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = V, .seq = s, .source = src, .arch = REMAT_ARCH_GPT2 }
 static const remat_model_preset presets[] = {
@@ -81,6 +89,14 @@ static const remat_model_preset presets[] = {
     LLAMA3("llama3-405b", 126, 16384, 128, 53248, 0, 8, "torchtitan llama3 405B; meta-llama/Llama-3.1-405B"),
     LLAMA3("llama3.2-1b", 16, 2048, 32, 8192, 1, 32, "torchtitan llama3 1B; meta-llama/Llama-3.2-1B"),
     LLAMA3("llama3.2-3b", 28, 3072, 24, 8192, 1, 32, "torchtitan llama3 3B; meta-llama/Llama-3.2-3B"),
+    MOE("mixtral-8x7b", 32, 4096, 32, 8, 128, 32000, 4096, 1e6, 1e-5, 8, 2, 14336, 0, 0,
+        "mistralai/Mixtral-8x7B-v0.1 config.json (MixtralConfig's defaults, transformers 5.18)"),
+    MOE("mixtral-8x22b", 56, 6144, 48, 8, 128, 32000, 4096, 1e6, 1e-5, 8, 2, 16384, 0, 0,
+        "mistralai/Mixtral-8x22B-v0.1 config.json"),
+    MOE("qwen3-30b-a3b", 48, 2048, 32, 4, 128, 151936, 4096, 1e6, 1e-6, 128, 8, 768, 0, 1,
+        "Qwen/Qwen3-30B-A3B config.json (Qwen3MoeConfig's expert defaults, transformers 5.18)"),
+    MOE("qwen3-235b-a22b", 94, 4096, 64, 4, 128, 151936, 4096, 1e6, 1e-6, 128, 8, 1536, 0, 1,
+        "Qwen/Qwen3-235B-A22B config.json"),
 };
 
 void remat_model_preset_apply(const remat_model_preset *p, remat_config *c)
@@ -98,6 +114,11 @@ void remat_model_preset_apply(const remat_model_preset *p, remat_config *c)
     c->rope_theta = p->rope_theta;
     c->norm_eps = p->norm_eps;
     c->rope_scaling = p->rope_scaling;
+    c->n_experts = p->n_experts;
+    c->moe_topk = p->moe_topk;
+    c->moe_ffn_dim = p->moe_ffn_dim;
+    c->moe_shared_dim = p->moe_shared_dim;
+    c->qk_norm = p->qk_norm;
 }
 
 #define NDEV ((int)(sizeof devices / sizeof devices[0]))
@@ -146,7 +167,16 @@ remat_status remat_cluster_check(const remat_config *c, const remat_cluster *cl)
     if (cl->pp < 1 || cl->pp > 4096) return remat_fail(REMAT_ERR_INVALID, "--pp must be in [1, 4096], got %d", cl->pp);
     if (cl->vpp < 1 || cl->vpp > 4096) return remat_fail(REMAT_ERR_INVALID, "--interleave must be in [1, 4096], got %d", cl->vpp);
     if (cl->dp < 1 || cl->dp > (1 << 20)) return remat_fail(REMAT_ERR_INVALID, "--dp must be in [1, 1048576], got %d", cl->dp);
-    if (c->n_layer % (cl->pp * cl->vpp)) {
+    if (cl->first_layers < 0 || cl->last_layers < 0 || ((cl->first_layers || cl->last_layers) && (cl->vpp > 1 || cl->pp < 2)))
+        return remat_fail(REMAT_ERR_INVALID, "--first-stage-layers and --last-stage-layers need --pp 2 or more and no "
+                          "--interleave");
+    if (cl->first_layers || cl->last_layers) {
+        int mid = cl->pp - (cl->first_layers > 0) - (cl->last_layers > 0);
+        int rest = c->n_layer - cl->first_layers - cl->last_layers;
+        if (rest < 0 || (mid == 0 ? rest != 0 : rest % mid || rest == 0))
+            return remat_fail(REMAT_ERR_INVALID, "layers %d less the first stage's %d and the last's %d do not split "
+                              "evenly over the other %d stages", c->n_layer, cl->first_layers, cl->last_layers, mid);
+    } else if (c->n_layer % (cl->pp * cl->vpp)) {
         /* Megatron's uneven splits (--decoder-first/last-pipeline-num-layers)
          * are not modelled: every stage holds the same layers */
         char list[200];
@@ -157,6 +187,15 @@ remat_status remat_cluster_check(const remat_config *c, const remat_cluster *cl)
         return remat_fail(REMAT_ERR_INVALID, "layers %d do not split into --pp %d x --interleave %d model chunks; pick "
                           "sizes whose product divides the layers (--pp with --interleave %d:%s)", c->n_layer, cl->pp,
                           cl->vpp, cl->vpp, k ? list : " none");
+    }
+    if (c->n_experts > 0) {
+        /* Megatron's expert grid (parallel_state.py, initialize_model_parallel):
+         * the T x CP x D ranks of a stage regrouped as ETP x EP x expert-DP */
+        long EP = c->ep > 1 ? c->ep : 1, ETP = remat_config_etp(c);
+        if (((long)remat_config_tp(c) * remat_config_cp(c) * cl->dp) % (EP * ETP))
+            return remat_fail(REMAT_ERR_INVALID, "--ep %ld x --etp %ld must divide a stage's tp x cp x dp = %ld GPUs "
+                              "(Megatron carves the expert grid from them); raise --dp", EP, ETP,
+                              (long)remat_config_tp(c) * remat_config_cp(c) * cl->dp);
     }
     if (cl->vpp > 1 && cl->pp < 2)
         return remat_fail(REMAT_ERR_INVALID, "--interleave %d needs pipeline parallelism (--pp 2 or more)", cl->vpp);
@@ -181,6 +220,17 @@ remat_status remat_cluster_check(const remat_config *c, const remat_cluster *cl)
     return REMAT_OK;
 }
 
+/* The first stage's layers: L / P, or Megatron's uneven split's first
+ * (--decoder-first-pipeline-num-layers), or with only the last stage's set,
+ * the share of the others.  The first stage is the one planned: it holds
+ * the most micro-batches in flight (Korthikanti 4.2.4). */
+int remat_cluster_first_stage_layers(const remat_config *c, const remat_cluster *cl)
+{
+    if (cl->first_layers) return cl->first_layers;
+    if (cl->last_layers) return (c->n_layer - cl->last_layers) / (cl->pp - 1);
+    return c->n_layer / cl->pp;
+}
+
 /* ---- weights, gradients, optimizer ---------------------------------------- */
 
 remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster *cl, remat_cluster_memory *out)
@@ -196,7 +246,7 @@ remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster 
     remat_param_layout_of(c, &ly);
     const remat_param_table *pt = remat_params_of(c);
     uint64_t split = 0, whole = 0, T = (uint64_t)remat_config_tp(c);
-    uint64_t layers = (uint64_t)(c->n_layer / cl->pp);
+    uint64_t layers = (uint64_t)remat_cluster_first_stage_layers(c, cl);
     for (int i = 0; i < ly.count; i++) {
         const remat_param_def *d = &pt->defs[i];
         if (!d->per_layer && (d->stage == RP_UNCOUNTED || (d->stage == RP_LAST && cl->pp > 1))) continue;
@@ -204,20 +254,33 @@ remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster 
         if (d->replicated) whole += e;
         else split += e;
     }
+    /* mixture of experts: the layers' MLP weights are the router's (whole
+     * on every rank), the routed experts' (over EP x ETP) and the shared
+     * experts' (over T) instead (remat_moe_layer_params); the routed ones'
+     * optimizer state shards over the expert-data-parallel ranks,
+     * T CP D / (EP ETP) of them (Megatron's expert_data_parallel group,
+     * parallel_state.py; PR #4687's division) */
+    uint64_t xn = 0, XD = 1;
+    if (c->n_experts > 0) {
+        uint64_t router, routed, shared, EP = c->ep > 1 ? (uint64_t)c->ep : 1, ETP = (uint64_t)remat_config_etp(c);
+        remat_moe_layer_params(c, &router, &routed, &shared);
+        uint64_t dense = 3 * (uint64_t)remat_config_ffn_dim(c) * (uint64_t)c->n_embd;   /* gate, up, down */
+        split = split - layers * dense + layers * shared;
+        whole += layers * router;
+        xn = layers * routed / (EP * ETP);
+        XD = (uint64_t)T * (uint64_t)cl->dp * (uint64_t)remat_config_cp(c) / (EP * ETP);
+    }
     uint64_t n = split / T + whole;
-    out->params = n;
+    out->params = n + xn;
     /* the distributed optimizer shards over the data- and context-parallel
      * ranks together (Megatron's dp_cp group, param_and_grad_buffer.py) */
     uint64_t D = (uint64_t)cl->dp * (uint64_t)remat_config_cp(c);
-    if (c->dtype == REMAT_DTYPE_BF16) {      /* bf16 weights, fp32 gradients, fp32 main weights + 2 moments */
-        out->params_bytes = 2 * n;
-        out->grads_bytes = 4 * n;
-        out->optim_bytes = cl->dist_optim ? (12 * n + D - 1) / D : 12 * n;
-    } else {                                 /* fp32 weights and gradients, 2 moments */
-        out->params_bytes = 4 * n;
-        out->grads_bytes = 4 * n;
-        out->optim_bytes = cl->dist_optim ? (8 * n + D - 1) / D : 8 * n;
-    }
+    uint64_t w = c->dtype == REMAT_DTYPE_BF16 ? 2 : 4, o = c->dtype == REMAT_DTYPE_BF16 ? 12 : 8;
+    /* bf16: bf16 weights, fp32 gradients, fp32 main weights + 2 moments;
+     * fp32: fp32 weights and gradients, 2 moments */
+    out->params_bytes = w * (n + xn);
+    out->grads_bytes = 4 * (n + xn);
+    out->optim_bytes = cl->dist_optim ? (o * n + D - 1) / D + (o * xn + XD - 1) / XD : o * (n + xn);
     return REMAT_OK;
 }
 
@@ -301,6 +364,20 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
      * all-gather and reduce-scatter (T-1)/T each */
     double vol = (double)c->batch * c->seq / remat_config_cp(c) * c->n_embd * remat_dtype_bytes(c->dtype);
     double ar = T > 1 ? 2.0 * (T - 1) / T * vol / K : 0, half = ar / 2;
+    /* the expert-parallel all-to-all (RT_F_A2A): the GPU's routed rows, all
+     * but 1/EP of them to other GPUs, over NVLink when the T x EP GPUs it
+     * spans (the EP group's ranks are T apart, Megatron's default order)
+     * fit a node, else the network; the expert-TP gather and scatter ride
+     * in it (counted once) */
+    double a2a = 0;
+    if (c->n_experts > 0 && (c->ep > 1 || remat_config_etp(c) > 1)) {
+        remat_dims dm;
+        remat_dims_of(c, &dm);
+        double bw = (double)T * (c->ep > 1 ? c->ep : 1) <= cl->dev.node_gpus ? K : cl->dev.net_bps / 1e3;
+        double etp = remat_config_etp(c), rows = (double)dm.d[RD_R] / etp;    /* before the expert-TP gather */
+        a2a = rows * c->n_embd * remat_dtype_bytes(c->dtype) * (c->ep > 1 ? (c->ep - 1.0) / c->ep : 0) / bw;
+        a2a += (etp - 1) * rows * c->n_embd * remat_dtype_bytes(c->dtype) / K;   /* the gather, in the node */
+    }
     for (int t = 0; t < tb->first_grad; t++) {
         const remat_tensor_def *d = &tb->defs[t];
         double out = (double)remat_tensor_bytes(c, t);
@@ -313,6 +390,8 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
         cp_ring(c, cl, t, p->fwd_ms[t], p->bwd_ms[t], &rf, &rb);
         if (d->flags & RT_F_COL) { cf = c->sp ? half : 0; cb = c->sp ? half : ar; }
         if (d->flags & RT_F_ROW) { cf = c->sp ? half : ar; cb = c->sp ? half : 0; }
+        if ((d->flags & (RT_F_COL | RT_F_ROW)) && !out) cf = cb = 0;    /* no shared experts: no product */
+        if (d->flags & RT_F_A2A) cf = cb = a2a;
         if (!d->has_bwd) cb = rb = 0;
         p->fwd_ms[t] += cf + rf;
         p->bwd_ms[t] += cb + rb;
@@ -335,7 +414,7 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
     x->P = cl->pp;
     x->V = cl->vpp;
     x->T = remat_config_tp(c);
-    x->Lc = c->n_layer / (cl->pp * cl->vpp);
+    x->Lc = remat_cluster_first_stage_layers(c, cl) / cl->vpp;
     x->m = micro_per_replica(c, cl);
     x->seqs = (double)x->m * c->batch * cl->dp;
     x->chunk = *c;
@@ -682,6 +761,14 @@ static int offload_options(const ctx *x, cand **v, size_t *n, size_t *cap)
     return 0;
 }
 
+/* The tensors of mask that hold bytes in the chunk. */
+static uint32_t held_mask(const ctx *x, uint32_t mask)
+{
+    for (int t = 0; t < x->tb->nblock; t++)
+        if ((mask & (1u << t)) && !remat_tensor_bytes(&x->chunk, t)) mask &= ~(1u << t);
+    return mask;
+}
+
 /* Every option of the two frameworks, as policies on one model chunk. */
 static remat_status framework_options(const ctx *x, cand **out, size_t *n)
 {
@@ -701,12 +788,22 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
         memset(&c, 0, sizeof c);
         uint32_t drop = 0, region = 0;
         size_t k = (size_t)snprintf(c.megatron, sizeof c.megatron, "--recompute-granularity selective --recompute-modules");
-        int noop = 0;             /* a module with nothing to drop here (TE fuses Llama's norms into the linears) */
+        /* a module with nothing to drop here (TE fuses Llama's norms into the
+         * linears; no shared experts), or nothing the set's others do not
+         * drop already (moe_act beside moe), is left out */
+        int noop = 0;
         for (int i = 0; i < RM_NMODULES; i++)
             if (set & (1 << i)) {
                 unsigned md, mr;
                 const char *name = remat_module_name(i, &md, &mr);
-                noop |= !remat_table_mods_mask(x->tb, md);
+                uint32_t mine = held_mask(x, remat_table_mods_mask(x->tb, md)), others = 0;
+                for (int j = 0; j < RM_NMODULES; j++)
+                    if (j != i && (set & (1 << j))) {
+                        unsigned od, orr;
+                        remat_module_name(j, &od, &orr);
+                        others |= remat_table_mods_mask(x->tb, od);
+                    }
+                noop |= !(mine & ~others);
                 drop |= remat_table_mods_mask(x->tb, md);
                 region |= remat_table_mods_mask(x->tb, mr);
                 k += (size_t)snprintf(c.megatron + k, sizeof c.megatron - k, " %s", name);
@@ -795,6 +892,36 @@ static int better(const remat_cluster_row *r, const remat_cluster_row *best)
     return r->total_bytes < best->total_bytes;
 }
 
+/* What the planner may drop.  Its search is over every subset of the
+ * droppable tensors; a MoE block has 16 or more (2^16 keep-sets, seconds),
+ * so there, beyond 12, the tensors under 1/64 of the block's largest (norm
+ * statistics, the router's indices and probabilities: bytes per token, not
+ * per width) stay kept, and then the smallest until 12 are left to choose,
+ * which costs the answer at most their bytes. */
+static uint32_t planner_droppable(const ctx *x)
+{
+    const remat_table *tb = x->tb;
+    uint64_t big = 0, by[RT_MAXT];
+    int n = 0;
+    for (int t = 0; t < tb->nblock - 1; t++) {
+        by[t] = tb->defs[t].flags & RT_F_TRANSIENT ? 0 : remat_tensor_bytes(&x->chunk, t);
+        if (by[t] > big) big = by[t];
+        n += by[t] > 0;
+    }
+    if (n <= 12 || x->chunk.n_experts <= 0) return UINT32_MAX;
+    uint32_t m = UINT32_MAX;
+    for (int t = 0; t < tb->nblock - 1; t++)
+        if (by[t] && by[t] * 64 < big) { m &= ~(1u << t); n--; }
+    while (n > 12) {        /* still more: the smallest stay kept, 12 left to choose */
+        int s = -1;
+        for (int t = 0; t < tb->nblock - 1; t++)
+            if ((m & (1u << t)) && by[t] && (s < 0 || by[t] < by[s])) s = t;
+        m &= ~(1u << s);
+        n--;
+    }
+    return m;
+}
+
 /* The unconstrained optimum: the planner's front of one chunk (activation
  * peak against time), each point priced with its micro-batches in flight.
  * With one in flight the front's budget is the exact constraint; with more,
@@ -807,7 +934,7 @@ static remat_status best_plan(const ctx *x, remat_cluster_row *best)
     char *pol = remat_malloc(REMAT_POLICY_MAX);
     rerun none = { 0, 0 };
     if (!pol) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
-    if ((st = remat_planner_create(&x->chunk, &x->prof, UINT32_MAX, &pl))) goto out;
+    if ((st = remat_planner_create(&x->chunk, &x->prof, planner_droppable(x), &pl))) goto out;
     remat_planner_set_host(pl, x->host / x->f);    /* every micro-batch in flight has its offloads there */
     uint64_t fixed = x->mem.params_bytes + x->mem.grads_bytes + x->mem.optim_bytes + x->res_inflight;
     if (x->f == 1) {
@@ -841,6 +968,56 @@ out:
     free(pol);
     remat_planner_free(pl);
     return st;
+}
+
+/* Mixture of experts: each row's plan again at balance (load 1), beside
+ * its figures at the planned load (README, "Mixture of experts": the
+ * answer says which of the two it fits).  The answers are copies of rows,
+ * found by their flags; the optimum is a plan of its own. */
+static void set_load(remat_cluster_row *r, double load, const remat_cluster_row *b)
+{
+    r->load = load;
+    r->balanced_peak_bytes = b->peak_bytes;
+    r->balanced_total_bytes = b->total_bytes;
+    r->balanced_fits = b->fits;
+}
+
+static remat_status balanced_rows(const ctx *x, const remat_config *cfg, const remat_cluster *cl, const cand *cs,
+                                  remat_cluster_answer *out)
+{
+    double load = remat_config_moe_rank_load(cfg);
+    remat_cluster_row *ans[3] = { &out->optimal, &out->best_megatron, &out->best_torchtitan };
+    if (cfg->n_experts <= 0) {
+        for (size_t i = 0; i < out->nrows; i++) set_load(&out->rows[i], 1, &out->rows[i]);
+        for (int a = 0; a < 3; a++) set_load(ans[a], 1, ans[a]);
+        return REMAT_OK;
+    }
+    remat_config bc = *cfg;
+    bc.moe_load = 1;
+    bc.moe_capacity = 0;
+    ctx xb;
+    remat_status st;
+    rerun none = { 0, 0 };
+    if ((st = ctx_init(&xb, &bc, cl))) return st;
+    for (size_t i = 0; i < out->nrows; i++) {
+        remat_cluster_row b, *r = &out->rows[i];
+        if ((st = eval_row(&xb, cs[i].policy, cs[i].rr, &b, NULL))) return st;
+        set_load(r, load, &b);
+        for (int a = 1; a < 3; a++)
+            if (ans[a]->policy && !strcmp(ans[a]->policy, r->policy) && ans[a]->step_ms_pred == r->step_ms_pred &&
+                (a == 2 ? ans[a]->torchtitan == r->torchtitan
+                        : r->megatron_flags && ans[a]->megatron_flags && !strcmp(ans[a]->megatron_flags, r->megatron_flags)))
+                set_load(ans[a], load, &b);
+        remat_cluster_row_clear(&b);
+    }
+    if (out->optimal.policy) {
+        remat_cluster_row b;
+        if ((st = eval_row(&xb, out->optimal.policy, none, &b, NULL))) return st;
+        set_load(&out->optimal, load, &b);
+        remat_cluster_row_clear(&b);
+    }
+    (void)x;
+    return REMAT_OK;
 }
 
 remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl, remat_cluster_answer *out)
@@ -877,7 +1054,8 @@ remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl
             if ((st = row_copy(&out->best_torchtitan, r))) goto out;
         }
     }
-    st = best_plan(&x, &out->optimal);
+    if ((st = best_plan(&x, &out->optimal))) goto out;
+    st = balanced_rows(&x, cfg, cl, cs, out);
 out:
     free(cs);
     if (st) remat_cluster_answer_clear(out);
@@ -914,7 +1092,7 @@ remat_status remat_cluster_pareto(const remat_config *cfg, const remat_cluster *
     *n = 0;
     if ((st = ctx_init(&x, cfg, cl))) return st;
     if (!(pol = remat_malloc(REMAT_POLICY_MAX))) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
-    if ((st = remat_planner_create(&x.chunk, &x.prof, UINT32_MAX, &pl))) goto out;
+    if ((st = remat_planner_create(&x.chunk, &x.prof, planner_droppable(&x), &pl))) goto out;
     remat_planner_set_host(pl, x.host / x.f);
     if ((st = remat_planner_build_fronts(pl, 0))) goto out;
     size_t np = remat_planner_front_size(pl);

@@ -197,7 +197,7 @@ static int next_token(gen *g, int *kind, uint32_t *arg)
     *kind = *c == 'A' ? MOVE_ALL : *c == 'O' ? MOVE_OFF : MOVE_CK;
     char *end;
     unsigned long v = strtoul(c + 1, &end, *kind == MOVE_CK ? 10 : 16);
-    if (end == c + 1 || v > 0xffffffUL) return 0;
+    if (end == c + 1 || v > 0xffffffffUL) return 0;
     *arg = (uint32_t)v;
     g->cursor = *end == '.' ? end + 1 : end;
     if (*end && *end != '.') return 0;

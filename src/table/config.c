@@ -56,6 +56,15 @@ void remat_config_default(remat_config *c)
 
 int remat_config_tp(const remat_config *c) { return c->tp > 1 ? c->tp : 1; }
 int remat_config_cp(const remat_config *c) { return c->cp > 1 ? c->cp : 1; }
+int remat_config_etp(const remat_config *c) { return c->etp > 0 ? c->etp : remat_config_tp(c); }
+
+double remat_config_moe_rank_load(const remat_config *c)
+{
+    if (c->n_experts <= 0) return 1.0;
+    double ep = c->ep > 1 ? c->ep : 1;
+    double f = c->moe_capacity > 0 ? c->moe_capacity : c->moe_load > 0 ? c->moe_load : REMAT_MOE_LOAD_DEFAULT;
+    return f < ep ? f : ep;
+}
 
 int remat_config_padded_vocab(const remat_config *c)
 {
@@ -81,5 +90,8 @@ int remat_config_same(const remat_config *a, const remat_config *b)
            remat_config_ffn_dim(a) == remat_config_ffn_dim(b) && remat_config_head_dim(a) == remat_config_head_dim(b) &&
            remat_config_rope_theta(a) == remat_config_rope_theta(b) && remat_config_norm_eps(a) == remat_config_norm_eps(b) &&
            remat_config_tied(a) == remat_config_tied(b) && same_scaling(&a->rope_scaling, &b->rope_scaling) &&
-           a->table == b->table && remat_config_cp(a) == remat_config_cp(b);
+           a->table == b->table && remat_config_cp(a) == remat_config_cp(b) && a->n_experts == b->n_experts &&
+           a->moe_topk == b->moe_topk && a->moe_ffn_dim == b->moe_ffn_dim && a->moe_shared_dim == b->moe_shared_dim &&
+           (a->ep > 1 ? a->ep : 1) == (b->ep > 1 ? b->ep : 1) && remat_config_etp(a) == remat_config_etp(b) &&
+           remat_config_moe_rank_load(a) == remat_config_moe_rank_load(b) && a->qk_norm == b->qk_norm;
 }

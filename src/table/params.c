@@ -159,6 +159,13 @@ uint64_t remat_config_num_params(const remat_config *c)
         if (d->per_layer) e = remat_mul(e, (uint64_t)c->n_layer, &ok);
         n = remat_add(n, e, &ok);
     }
+    if (c->n_experts > 0 && c->n_experts <= 4096 && c->moe_ffn_dim >= 0 && c->moe_shared_dim >= 0) {
+        /* each layer's MLP is the router and the experts (remat_moe_layer_params) */
+        uint64_t router, routed, shared, L = (uint64_t)c->n_layer;
+        uint64_t dense = remat_mul(3 * (uint64_t)remat_config_ffn_dim(c), (uint64_t)c->n_embd, &ok);
+        remat_moe_layer_params(c, &router, &routed, &shared);
+        n = remat_add(n - remat_mul(dense, L, &ok), remat_mul(router + routed + shared, L, &ok), &ok);
+    }
     return ok ? n : 0;
 }
 

@@ -90,6 +90,62 @@ static remat_status check_framework(const remat_config *c)
     return REMAT_OK;
 }
 
+/* Mixture of experts (frameworks_moe.c): Llama's architecture on a framework
+ * table, the sizes Megatron's validation asks for (megatron/training/
+ * arguments.py: topk <= experts, experts divisible by EP; MoE with tensor
+ * parallelism needs sequence parallelism, moe_layer.py's forward), the
+ * expert width divisible by ETP. */
+static remat_status check_moe(const remat_config *c)
+{
+    if (c->n_experts < 0 || c->moe_topk < 0 || c->moe_ffn_dim < 0 || c->moe_shared_dim < 0 || c->ep < 0 ||
+        c->etp < 0 || !(c->moe_load >= 0) || !(c->moe_capacity >= 0) || !isfinite(c->moe_load) ||
+        !isfinite(c->moe_capacity))
+        return remat_fail(REMAT_ERR_INVALID, "mixture-of-experts sizes must be >= 0");
+    if (c->qk_norm != 0 && c->qk_norm != 1) return remat_fail(REMAT_ERR_INVALID, "qk_norm must be 0 or 1");
+    if (!c->n_experts) {
+        if (c->qk_norm)
+            return remat_fail(REMAT_ERR_INVALID, "--qk-norm is modelled in the mixture-of-experts tables (Qwen3): "
+                              "add --num-experts");
+        if (c->moe_topk || c->moe_ffn_dim || c->moe_shared_dim || c->ep > 1 || c->etp > 0 || c->moe_load ||
+            c->moe_capacity)
+            return remat_fail(REMAT_ERR_INVALID, "expert settings (topk, widths, --ep, --etp, --moe-load, "
+                              "--capacity-factor) need --num-experts");
+        return REMAT_OK;
+    }
+    if (c->arch != REMAT_ARCH_LLAMA || (c->framework != REMAT_FRAMEWORK_MEGATRON && c->framework != REMAT_FRAMEWORK_PYTORCH))
+        return remat_fail(REMAT_ERR_INVALID, "mixture of experts is planned for the Llama architecture on "
+                          "--framework megatron or pytorch");
+    if (c->n_experts > 4096 || c->moe_topk < 1 || c->moe_topk > c->n_experts)
+        return remat_fail(REMAT_ERR_INVALID, "experts must be in [1, 4096] and topk in [1, experts]: got %d and %d",
+                          c->n_experts, c->moe_topk);
+    if (c->moe_ffn_dim < 1 || c->moe_ffn_dim > (1 << 20) || c->moe_shared_dim > (1 << 20))
+        return remat_fail(REMAT_ERR_INVALID, "the expert width must be in [1, 1048576] (and the shared one below)");
+    int EP = c->ep > 1 ? c->ep : 1, ETP = remat_config_etp(c);
+    if (c->n_experts % EP)
+        return remat_fail(REMAT_ERR_INVALID, "experts %d are not divisible by --ep %d", c->n_experts, EP);
+    if (ETP > REMAT_MAX_TP || c->moe_ffn_dim % ETP)
+        return remat_fail(REMAT_ERR_INVALID, "the expert width %d is not divisible by --etp %d", c->moe_ffn_dim, ETP);
+    if (c->moe_load && c->moe_load < 1)
+        return remat_fail(REMAT_ERR_INVALID, "--moe-load is the busiest expert's tokens over the balanced share: "
+                          ">= 1, got %g", c->moe_load);
+    if (c->moe_capacity > c->n_experts)
+        return remat_fail(REMAT_ERR_INVALID, "a capacity factor above the experts %d bounds nothing", c->n_experts);
+    if (remat_config_tp(c) > 1 && !c->sp)
+        return remat_fail(REMAT_ERR_INVALID, "Megatron refuses mixture of experts with tensor parallelism but no "
+                          "sequence parallelism in training (moe_layer.py); add --sp");
+    if (c->framework == REMAT_FRAMEWORK_PYTORCH && (EP > 1 || remat_config_tp(c) > 1))
+        return remat_fail(REMAT_ERR_INVALID, "the pytorch MoE tables are one GPU's eager loop over its experts: "
+                          "no --tp or --ep");
+    if (remat_config_cp(c) > 1)
+        return remat_fail(REMAT_ERR_INVALID, "context parallelism is not modelled with mixture of experts");
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->attention != REMAT_ATTENTION_FLASH)
+        return remat_fail(REMAT_ERR_INVALID, "Megatron's mixture-of-experts table is TE's fused attention's: --attention flash");
+    if (c->framework == REMAT_FRAMEWORK_PYTORCH && c->attention != REMAT_ATTENTION_NAIVE)
+        return remat_fail(REMAT_ERR_INVALID, "the pytorch mixture-of-experts table is eager attention's: --attention naive");
+    return REMAT_OK;
+}
+
+
 /* Context parallelism, where a table models it (remat_table.cp: Megatron-core
  * under Transformer Engine with its fused attention, whose ring exchange
  * AttnFuncWithCPAndKVP2P is; TE's UnfusedDotProductAttention has none,
@@ -166,6 +222,7 @@ remat_status remat_config_check(const remat_config *c)
     if (c->n_head % T)
         return remat_fail(REMAT_ERR_INVALID, "heads %d are not divisible by the tensor-parallel size %d; "
                           "each of the %d GPUs holds whole heads", c->n_head, T, T);
+    if ((st = check_moe(c))) return st;
     if ((st = check_framework(c))) return st;
     if ((st = check_cp(c))) return st;
     int CP = remat_config_cp(c);

@@ -8,6 +8,7 @@
  * dimension).  Pointwise ops carry small per-element constants; they matter
  * only for the cost model, not for correctness.
  */
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 #include "tabledef.h"
@@ -34,6 +35,22 @@ void remat_dims_of(const remat_config *c, remat_dims *o)
     o->d[RD_ROWS] = (uint64_t)remat_lmhead_rows(c);
     o->d[RD_MAXT] = (uint64_t)c->max_seq;
     o->d[RD_CP] = (uint64_t)remat_config_cp(c);
+    if (c->n_experts > 0) {
+        uint64_t etp = (uint64_t)remat_config_etp(c), tp = (uint64_t)remat_config_tp(c);
+        o->d[RD_E] = (uint64_t)c->n_experts;
+        o->d[RD_K] = (uint64_t)c->moe_topk;
+        /* the balanced share k B T etp / tp, exact in a double up to 2^53 */
+        double r = ceil(remat_config_moe_rank_load(c) * (double)c->moe_topk * (double)c->batch * (double)T *
+                        (double)etp / (double)tp);
+        o->d[RD_R] = (uint64_t)r;
+        o->d[RD_EF] = (uint64_t)c->moe_ffn_dim / etp;
+        o->d[RD_SF] = (uint64_t)c->moe_shared_dim;
+        o->d[RD_SC] = c->moe_shared_dim ? (uint64_t)c->n_embd : 0;
+        o->d[RD_QKF] = c->qk_norm ? 1 : 0;
+    } else {
+        o->d[RD_E] = o->d[RD_K] = o->d[RD_R] = o->d[RD_EF] = o->d[RD_SF] = o->d[RD_SC] = 0;
+        o->d[RD_QKF] = 0;
+    }
 }
 
 uint64_t remat_expr_u64(const remat_expr *e, const remat_dims *dm)
@@ -377,6 +394,11 @@ const remat_table *remat_table_of(const remat_config *cfg)
 {
     if (cfg->framework == REMAT_FRAMEWORK_TABLE) return remat_table_custom(cfg->table);
     int flash = cfg->attention == REMAT_ATTENTION_FLASH;
+    if (cfg->arch == REMAT_ARCH_LLAMA && cfg->n_experts > 0) {
+        if (cfg->framework == REMAT_FRAMEWORK_MEGATRON) return &remat_table_megatron_moe;
+        if (cfg->framework == REMAT_FRAMEWORK_PYTORCH) return &remat_table_pytorch_moe;
+        return NULL;
+    }
     if (cfg->arch == REMAT_ARCH_LLAMA) {
         switch (cfg->framework) {
         case REMAT_FRAMEWORK_REMAT: return &remat_table_llama;
@@ -424,6 +446,9 @@ const char *remat_module_name(int i, unsigned *drop, unsigned *region)
         { "core_attn", RM_CORE_ATTN, RM_CORE_ATTN | RM_CORE_ATTN_REGION },
         { "layernorm", RM_LAYERNORM, RM_LAYERNORM },
         { "mlp", RM_MLP, RM_MLP | RM_MLP_REGION },
+        { "moe", RM_MOE, RM_MOE | RM_MOE_REGION },
+        { "moe_act", RM_MOE_ACT, RM_MOE_ACT },
+        { "shared_experts", RM_SHARED, RM_SHARED | RM_SHARED_REGION },
     };
     if (i < 0 || i >= RM_NMODULES) return NULL;
     *drop = mods[i].drop;
@@ -602,7 +627,7 @@ uint64_t remat_tensor_weight_elems(const remat_config *c, int t)
  * load-balanced split gives every GPU the same causal pairs) */
 static double tp_share(const remat_config *c, const remat_tensor_def *d, double fl)
 {
-    if (d->flags & RT_F_GEMM) fl /= remat_config_tp(c);
+    if ((d->flags & RT_F_GEMM) && !(d->flags & RT_F_EXPERT)) fl /= remat_config_tp(c);
     return d->flags & RT_F_CP ? fl / remat_config_cp(c) : fl;
 }
 
@@ -655,7 +680,8 @@ static remat_u128 op_flops128(const remat_config *c, const remat_dims *dm, int t
         remat_tensor_gemm(c, t, &M, &N, &K);
         prod = (remat_u128)2 * M * N * K;
     }
-    return (backward ? k->bprod : k->fprod) * prod + remat_expr_u64(backward ? &k->bfl : &k->ffl, dm);
+    remat_u128 f = (backward ? k->bprod : k->fprod) * prod + remat_expr_u64(backward ? &k->bfl : &k->ffl, dm);
+    return d->flags & RT_F_EXPERT ? f * (remat_u128)remat_config_tp(c) : f;
 }
 
 remat_u128 remat_table_step_flops(const remat_config *cfg)

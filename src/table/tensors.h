@@ -58,6 +58,15 @@ enum remat_dim {
     RD_ROWS,   /* rows of one LM-head chunk (B T when the head runs whole) */
     RD_MAXT,   /* the position embedding's length (max_seq) */
     RD_CP,     /* the context-parallel size (1 without) */
+    /* mixture of experts (frameworks_moe.c; 0 in a dense config) */
+    RD_E,      /* routed experts */
+    RD_K,      /* experts per token (top-k) */
+    RD_R,      /* routed token rows on one GPU: ceil(load k B T etp / tp), the load
+                  remat_config_moe_rank_load's */
+    RD_EF,     /* one routed expert's width on one GPU: moe_ffn_dim / etp */
+    RD_SF,     /* the shared experts' width (sharded by tp: RT_F_TP) */
+    RD_SC,     /* the shared experts' output width: C with shared experts, 0 without */
+    RD_QKF,    /* 1 under a q/k norm (cfg->qk_norm), else 0: a factor that removes its terms */
     RD_COUNT
 };
 
@@ -146,7 +155,7 @@ enum remat_llama_tid {
 
 #define RT_MAXIO 3                   /* activations one op reads */
 #define RT_MAXG 2                    /* gradient buffers one backward needs / allocates / frees */
-#define RT_MAXT 48                   /* tensors in any table (per-block ones: at most 32, keep masks are 32-bit) */
+#define RT_MAXT 64                   /* tensors in any table (per-block ones: at most 32, keep masks are 32-bit) */
 #define RT_MAXSCRATCH 3              /* scratch items of one entry */
 
 /* flags of a table entry */
@@ -178,11 +187,17 @@ enum {
     RT_F_BF16 = 8192,     /* framework tables: exists only under bf16 (the fp32 copies a bf16
                              model makes, e.g. RMSNorm's x.float()); no bytes in fp32, where
                              the tensor is its input itself */
-    RT_F_CP = 16384       /* framework tables that model context parallelism (remat_table.cp):
+    RT_F_CP = 16384,      /* framework tables that model context parallelism (remat_table.cp):
                              its rows are the GPU's own tokens, seq / cp of them -- bytes, scratch
                              and FLOPs divided by cfg->cp (attention: its own queries against
                              every key, the causal pairs balanced over the GPUs) */
-    /* Bits 15-31 are free. */
+    RT_F_EXPERT = 32768,  /* framework tables: its rows are one GPU's routed tokens (RD_R), which
+                             already hold its tensor- and expert-parallel share: neither its bytes
+                             nor its FLOPs are divided by tp (the whole model's FLOPs multiply
+                             them back by tp) */
+    RT_F_A2A = 65536      /* its op runs the expert-parallel all-to-all (the dispatch, the combine):
+                             the GPU's routed rows cross the EP group in its forward and backward */
+    /* Bits 17-31 are free. */
 };
 
 /* What a framework's own recomputation options do with an entry (framework
@@ -197,9 +212,15 @@ enum {
     RM_LAYERNORM = 4,        /* layernorm drops it (and re-runs it) */
     RM_MLP = 8,              /* mlp drops it */
     RM_MLP_REGION = 16,      /* mlp's region re-runs it */
-    RM_SAC_SAVED = 32        /* torchtitan's per-op selective AC saves it */
+    RM_SAC_SAVED = 32,       /* torchtitan's per-op selective AC saves it */
+    /* mixture of experts (frameworks_moe.c): */
+    RM_MOE = 64,             /* moe drops it (the whole MoE layer is checkpointed) */
+    RM_MOE_REGION = 128,     /* moe's region re-runs it */
+    RM_MOE_ACT = 256,        /* moe_act drops it (and re-runs it: the experts' activation) */
+    RM_SHARED = 512,         /* shared_experts drops it */
+    RM_SHARED_REGION = 1024  /* shared_experts' region re-runs it */
 };
-#define RM_NMODULES 3        /* core_attn, layernorm, mlp */
+#define RM_NMODULES 6        /* core_attn, layernorm, mlp, moe, moe_act, shared_experts */
 
 /* Megatron-LM's fine-grained activation offloading (--fine-grained-activation-
  * offloading --offload-modules, megatron/core/transformer/transformer_config.py
@@ -257,7 +278,7 @@ typedef struct remat_tensor_def {
     const char *op;            /* the producing op, e.g. "linear (c_attn)" */
     uint8_t cls;               /* RT_CLASS_* */
     uint32_t flags;            /* RT_F_* */
-    uint8_t mods;              /* RM_*: the framework's recomputation modules it is in */
+    uint16_t mods;             /* RM_*: the framework's recomputation modules it is in */
     uint8_t omods;             /* RF_*: the framework's offload modules that save it */
     remat_expr shape;          /* elements of one copy */
     const char *shape_text;    /* e.g. "(B,T,3C)" */
@@ -330,6 +351,12 @@ extern const remat_table remat_table_gpt2, remat_table_llama;
 extern const remat_table remat_table_megatron, remat_table_pytorch;
 extern const remat_table remat_table_megatron_llama, remat_table_megatron_llama_unfused;
 extern const remat_table remat_table_pytorch_llama, remat_table_pytorch_llama_eager;
+/* mixture of experts (frameworks_moe.c): Megatron-core's MoE layer under TE
+ * with fused attention */
+extern const remat_table remat_table_megatron_moe, remat_table_pytorch_moe;
+/* One MoE layer's parameters, whole: the router's, the routed experts'
+ * (sharded by EP x ETP) and the shared experts' (by tp); cfg has experts. */
+void remat_moe_layer_params(const remat_config *cfg, uint64_t *router, uint64_t *routed, uint64_t *shared);
 
 /* ---- tables built at run time from data (custom.c) --------------------------
  * A chain of identical blocks described by numbers, not formulas: what one
