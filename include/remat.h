@@ -47,12 +47,21 @@ extern "C" {
  * the instruction kinds REMAT_I_OFFLOAD and REMAT_I_RELOAD, the host's
  * bytes in remat_sim, remat_instr_info and remat_layer_info, the host link
  * in remat_device, remat_cluster.host_mem): structs grew, an ABI break,
- * hence libremat.so.2. */
-#define REMAT_VERSION_MAJOR 2
+ * hence libremat.so.2.
+ * 3.0.0: mixture of experts (remat_config's expert fields: n_experts,
+ * moe_topk, the widths, ep, etp, moe_load, moe_capacity, qk_norm; the
+ * cluster's and its rows' MoE fields), tables of version 2 (chains whose
+ * blocks differ, several chains: remat_table_block_kinds), plan trees and
+ * table predictions for the binding (remat_plan_tree, remat_table_evaluate,
+ * remat_table_optimal, remat_table_min_kept, remat_abi_size), the device
+ * peak of a table's plan (remat_table_row_device_peak,
+ * remat_table_optimal_device), remat_gemm_isa: remat_config grew, an ABI
+ * break, hence libremat.so.3. */
+#define REMAT_VERSION_MAJOR 3
 #define REMAT_VERSION_MINOR 0
 #define REMAT_VERSION_PATCH 0
-#define REMAT_VERSION_STRING "2.0.0"
-/* The version of the linked library, e.g. "2.0.0". */
+#define REMAT_VERSION_STRING "3.0.0"
+/* The version of the linked library, e.g. "3.0.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */

@@ -22,6 +22,8 @@ if ! command -v pkg-config > /dev/null 2>&1; then
     finish cli_example
 fi
 inst=$(pwd)/$BUILD/install
+# the soname's major number, as the Makefile takes it from remat.h
+SOMAJOR=$(sed -n 's/^#define REMAT_VERSION_MAJOR \([0-9]*\)$/\1/p' include/remat.h)
 case $BUILD in /*) inst=$BUILD/install;; esac
 rm -rf "$inst"
 
@@ -30,10 +32,10 @@ mk install PREFIX="$inst" > "$T/install.log" 2>&1 && ok || bad "make install fai
 for f in bin/remat lib/libremat.a lib/libremat.so include/remat.h include/remat_testing.h lib/pkgconfig/remat.pc; do
     [ -e "$inst/$f" ] || bad "make install did not install $f"
 done
-[ "$(readlink "$inst/lib/libremat.so")" = libremat.so.2 ] && [ -f "$inst/lib/libremat.so.2" ] && ok ||
-    bad "libremat.so -> $(readlink "$inst/lib/libremat.so"), want libremat.so.2"
+[ "$(readlink "$inst/lib/libremat.so")" = libremat.so.$SOMAJOR ] && [ -f "$inst/lib/libremat.so.$SOMAJOR" ] && ok ||
+    bad "libremat.so -> $(readlink "$inst/lib/libremat.so"), want libremat.so.$SOMAJOR"
 objdump -p "$inst/lib/libremat.so" > "$T/so.txt" 2>&1
-grep -q 'SONAME *libremat\.so\.2$' "$T/so.txt" && ok || bad "soname: $(grep SONAME "$T/so.txt")"
+grep -q "SONAME *libremat\.so\.$SOMAJOR\$" "$T/so.txt" && ok || bad "soname: $(grep SONAME "$T/so.txt")"
 grep -q 'NEEDED *libopenblas' "$T/so.txt" && ok || bad "libremat.so does not record its BLAS: $(grep NEEDED "$T/so.txt" | tr -s ' ')"
 "$inst/bin/remat" --version > /dev/null && ok || bad "the installed remat does not run"
 
@@ -42,9 +44,9 @@ export PKG_CONFIG_PATH="$inst/lib/pkgconfig"
 flags=$(pkg-config --cflags --libs remat) && ok || bad "pkg-config --cflags --libs remat failed"
 $CC -std=c11 -Wall -Wextra -Werror $OPT -o "$T/example" examples/plan_and_train.c $flags 2> "$T/cc.err" && ok ||
     bad "the example does not compile against the installed tree: $(head -n 5 "$T/cc.err")"
-objdump -p "$T/example" 2>/dev/null | grep -q 'NEEDED *libremat\.so\.2$' && ok || bad "the example does not need libremat.so.2"
-LD_LIBRARY_PATH="$inst/lib" ldd "$T/example" | grep -q "$inst/lib/libremat.so.2" && ok ||
-    bad "the example does not load the installed libremat.so.2"
+objdump -p "$T/example" 2>/dev/null | grep -q "NEEDED *libremat\.so\.$SOMAJOR\$" && ok || bad "the example does not need libremat.so.$SOMAJOR"
+LD_LIBRARY_PATH="$inst/lib" ldd "$T/example" | grep -q "$inst/lib/libremat.so.$SOMAJOR" && ok ||
+    bad "the example does not load the installed libremat.so.$SOMAJOR"
 if LD_LIBRARY_PATH="$inst/lib" "$T/example" > "$T/run.out" 2> "$T/run.err"; then ok; else
     bad "the example failed (exit $?): $(cat "$T/run.err")"; fi
 cat "$T/run.out"
@@ -83,7 +85,7 @@ done
 if /usr/bin/python3 -c "import torch" 2> /dev/null; then
     got=$(here=$(pwd) && cd "$T" && env -u REMAT_LIB PYTHONPATH="$py" sh "$here/tests/python_in_process.sh" -c \
         "import remat_torch as r; print(r.library_version(), r._lib._candidates()[0])" 2>&1)
-    [ "$got" = "$(sed -n 's/^#define REMAT_VERSION_STRING "\(.*\)"/\1/p' include/remat.h) $inst/lib/libremat.so.2" ] &&
+    [ "$got" = "$(sed -n 's/^#define REMAT_VERSION_STRING "\(.*\)"/\1/p' include/remat.h) $inst/lib/libremat.so.$SOMAJOR" ] &&
         ok || bad "the installed remat_torch: $got"
 else
     skip "torch is not installed for /usr/bin/python3: the installed remat_torch not imported"
@@ -91,7 +93,7 @@ fi
 
 # ---- DESTDIR: everything under the staging directory, remat.pc names PREFIX ----
 mk install DESTDIR="$T/stage" PREFIX=/opt/remat > "$T/stage.log" 2>&1 && ok || bad "make install DESTDIR= failed"
-[ -x "$T/stage/opt/remat/bin/remat" ] && [ -e "$T/stage/opt/remat/lib/libremat.so.2" ] &&
+[ -x "$T/stage/opt/remat/bin/remat" ] && [ -e "$T/stage/opt/remat/lib/libremat.so.$SOMAJOR" ] &&
     [ -e "$T/stage/opt/remat/include/remat.h" ] && ok || bad "DESTDIR install: $(cd "$T/stage" && find . | head -20)"
 grep -q '^prefix=/opt/remat$' "$T/stage/opt/remat/lib/pkgconfig/remat.pc" && ok ||
     bad "remat.pc under DESTDIR: $(head -n 3 "$T/stage/opt/remat/lib/pkgconfig/remat.pc")"

@@ -12,7 +12,7 @@ any call that writes one.
 The library: $REMAT_LIB when set (a path); else, installed, the one `make
 install` put in its LIBDIR (_paths.py, written at install); else, in the
 tree, build/libremat.so beside this package's python/ folder (make test
-runs it from there), else the dynamic linker's libremat.so.2 (SOMAJOR: never
+runs it from there), else the dynamic linker's libremat.so.3 (SOMAJOR: never
 another major version's).  What loads is refused in one line, before any
 call that writes into memory Python sized, unless remat_version() is of
 SOMAJOR and remat_abi_size gives every structure below ctypes' size.
@@ -22,7 +22,7 @@ import os
 from ctypes import (POINTER, Structure, byref, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_uint32,
                     c_uint64, c_void_p)
 
-SOMAJOR = 2
+SOMAJOR = 3
 REMAT_FRAMEWORK_TABLE = 3
 
 
