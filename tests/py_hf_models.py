@@ -44,7 +44,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from harness import report, skip
+from harness import Checks, import_remat_torch, report, skip
 
 NAME = "py_hf_models"
 try:
@@ -60,10 +60,7 @@ try:
 except ImportError as e:
     skip(NAME, "transformers 5.x is not installed for this interpreter (%s)" % e)
 
-BUILD = os.environ.get("BUILD", "build")
-os.environ.setdefault("REMAT_LIB", os.path.join(BUILD, "libremat.so"))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
-import remat_torch as rt   # noqa: E402
+rt = import_remat_torch()
 
 transformers.logging.set_verbosity_error()
 V, T, B = 128, 32, 2
@@ -96,18 +93,6 @@ def models():
                                                     "labels": torch.randint(0, 10, (B,))}
 
 
-class Checks:
-    def __init__(self):
-        self.good = self.bad = 0
-        self.rows = []
-
-    def __call__(self, ok, msg):
-        if ok:
-            self.good += 1
-        else:
-            self.bad += 1
-            print("FAIL: " + msg)
-        return ok
 
 
 def step(model, batch, seed=5):

@@ -38,7 +38,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from harness import report, skip
+from harness import Checks, import_remat_torch, report, skip
 
 try:
     import torch
@@ -49,26 +49,12 @@ except ImportError:
 
 BUILD = os.environ.get("BUILD", "build")
 REMAT = os.environ.get("REMAT", os.path.join(BUILD, "remat"))
-os.environ.setdefault("REMAT_LIB", os.path.join(BUILD, "libremat.so"))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
-import remat_torch as rt   # noqa: E402
+rt = import_remat_torch()
 from torch_models import GPT2, Llama, ResidualMLP, kept_ok, same_step, step  # noqa: E402
 
 
 # ---- checks -----------------------------------------------------------------------------
 
-class Checks:
-    def __init__(self):
-        self.good = self.bad = 0
-        self.rows = []
-
-    def __call__(self, ok, msg):
-        if ok:
-            self.good += 1
-        else:
-            self.bad += 1
-            print("FAIL: " + msg)
-        return ok
 
 
 def rel(a, b):

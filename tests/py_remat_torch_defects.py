@@ -34,7 +34,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from harness import report, skip
+from harness import Checks, import_remat_torch, report, skip
 
 try:
     import torch
@@ -42,24 +42,10 @@ try:
 except ImportError:
     skip("py_remat_torch_defects", "torch is not installed for this interpreter")
 
-BUILD = os.environ.get("BUILD", "build")
-os.environ.setdefault("REMAT_LIB", os.path.join(BUILD, "libremat.so"))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
-import remat_torch as rt   # noqa: E402
+rt = import_remat_torch()
 from torch_models import GPT2, KwModel, ResNet, kept_ok, same_step, step  # noqa: E402
 
 
-class Checks:
-    def __init__(self):
-        self.good = self.bad = 0
-
-    def __call__(self, ok, msg):
-        if ok:
-            self.good += 1
-        else:
-            self.bad += 1
-            print("FAIL: " + msg)
-        return ok
 
 
 KNOWN = []     # what was measured and is not asserted, printed at the end

@@ -18,17 +18,14 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from harness import report, skip
+from harness import import_remat_torch, report, skip
 
 try:
     import torch
 except ImportError:
     skip("py_remat_torch_faults", "torch is not installed for this interpreter")
 
-BUILD = os.environ.get("BUILD", "build")
-os.environ.setdefault("REMAT_LIB", os.path.join(BUILD, "libremat.so"))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
-import remat_torch as rt   # noqa: E402
+rt = import_remat_torch()
 from torch_models import GPT2, kept_ok  # noqa: E402
 
 

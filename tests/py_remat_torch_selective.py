@@ -25,31 +25,17 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from harness import report, skip
+from harness import Checks, import_remat_torch, report, skip
 
 try:
     import torch
 except ImportError:
     skip("py_remat_torch_selective", "torch is not installed for this interpreter")
 
-BUILD = os.environ.get("BUILD", "build")
-os.environ.setdefault("REMAT_LIB", os.path.join(BUILD, "libremat.so"))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
-import remat_torch as rt   # noqa: E402
+rt = import_remat_torch()
 from torch_models import GPT2, Llama, kept_ok, same_step, step  # noqa: E402
 
 
-class Checks:
-    def __init__(self):
-        self.good = self.bad = 0
-
-    def __call__(self, ok, msg):
-        if ok:
-            self.good += 1
-        else:
-            self.bad += 1
-            print("FAIL: " + msg)
-        return ok
 
 
 def old_torch(check, model, inputs):
