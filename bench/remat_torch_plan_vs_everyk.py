@@ -14,7 +14,7 @@ in the same run, and the kept bytes measured (hooks) against predicted.
 The machine it ran on may be shared: the ratios, from interleaved rounds,
 are what to read, not the absolute times.
 
-    REMAT_LIB=build/libremat.so /work/venv/bin/python bench/remat_torch_plan_vs_everyk.py
+    REMAT_LIB=build/libremat.so .venv/bin/python bench/remat_torch_plan_vs_everyk.py
 """
 import argparse
 import os

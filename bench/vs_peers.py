@@ -1,4 +1,4 @@
-#!/work/venv/bin/python
+#!/usr/bin/env python3
 """remat against the PyTorch people run today, on the same model, rounds interleaved.
 
     bench/vs_peers.py [--shapes 124m,llama-s,llama-long] [--dtype fp32,bf16]

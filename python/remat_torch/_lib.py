@@ -132,7 +132,7 @@ _SIGNATURES = {
     "remat_table_evaluate": ([POINTER(Config), c_void_p, c_char_p, POINTER(TableRow)], "status"),
     "remat_table_optimal": ([POINTER(Config), c_void_p, c_uint64, POINTER(TableRow)], "status"),
     "remat_table_min_kept": ([POINTER(Config), c_void_p, POINTER(TableRow)], "status"),
-    # remat-hf (m4-pyhf, issue 25 item 5): src/planner/devpeak.c
+    # issue 25 item 5: src/planner/devpeak.c
     "remat_table_row_device_peak": ([POINTER(TableRow)], c_uint64),
     "remat_table_optimal_device": ([POINTER(Config), c_void_p, c_uint64, POINTER(TableRow)], "status"),
 }

@@ -439,7 +439,7 @@ def _memory(model, args, loss_fn, chain, excluded, sync, dev, ops=None):
     block's input came as (None: the first positional argument)."""
     rec = {}
     phase = ["before"]
-    # remat-hf (m4-pyhf): a block's other arguments made before it (Hugging Face's rotary cos/sin,
+    # Hugging Face: a block's other arguments made before it (Hugging Face's rotary cos/sin,
     # its masks) are the ops before the chain's, kept under every plan (by the blocks that save
     # them, or by the checkpoints that take them), not the first block that saves them
     given = set()

@@ -150,7 +150,7 @@ def _row(loaded, call, *args):
     getattr(loaded.lib, call)(byref(loaded.cfg), loaded.prof, *args, byref(r))
     try:
         return {"policy": _lib.row_policy(r.row), "kept_bytes": r.kept_bytes, "peak_bytes": r.peak_bytes,
-                # remat-hf (m4-pyhf, issue 25 item 5): the step's peak on the device
+                # issue 25 item 5: the step's peak on the device
                 "device_peak_bytes": loaded.lib.remat_table_row_device_peak(byref(r)),
                 "checkpoint_bytes": r.checkpoint_bytes, "checkpoint_calls": r.checkpoint_calls,
                 "step_ms": r.row.step_ms_pred, "overhead": r.row.overhead_pct / 100.0}
@@ -224,7 +224,7 @@ def plan_table(table, budget=None, policy=None, kept_budget=None):
     """remat's fastest plan for a measured table whose step peaks within budget on the device
     (Plan.device_peak_bytes; 8GiB when neither budget is given), or whose kept bytes fit
     kept_budget; with policy (any remat policy), that policy's plan instead, whatever it keeps"""
-    # remat-hf (m4-pyhf, issue 25 item 5): budget= is device memory, kept_budget= kept bytes
+    # issue 25 item 5: budget= is device memory, kept_budget= kept bytes
     if budget is not None and kept_budget is not None:
         raise RematError(1, "invalid argument", "give budget= (the step's peak on the device) or kept_budget= "
                          "(what the forward keeps), not both")
