@@ -1141,6 +1141,15 @@ REMAT_API remat_status remat_cluster_check(const remat_config *cfg, const remat_
 /* The layers of the first pipeline stage, the one planned (cl checked). */
 REMAT_API int remat_cluster_first_stage_layers(const remat_config *cfg, const remat_cluster *cl);
 
+/* Megatron-LM's communication overlaps that a layout turns on: the time
+ * model counts each collective as exposed only where its overlap cannot
+ * hide it, and the printed command carries the same flags (one rule for
+ * both). */
+#define REMAT_OVERLAP_GRAD_REDUCE  1u   /* --overlap-grad-reduce: D > 1 */
+#define REMAT_OVERLAP_PARAM_GATHER 2u   /* --overlap-param-gather: D > 1 and the distributed optimizer */
+#define REMAT_OVERLAP_TP_COMM      4u   /* --tp-comm-overlap: T > 1 with sequence parallelism */
+REMAT_API unsigned remat_cluster_overlaps(const remat_config *cfg, const remat_cluster *cl);
+
 typedef struct remat_cluster_memory {
     uint64_t params;                  /* parameters on the first stage's GPU */
     uint64_t params_bytes, grads_bytes, optim_bytes;   /* per GPU */

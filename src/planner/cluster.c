@@ -233,6 +233,15 @@ int remat_cluster_first_stage_layers(const remat_config *c, const remat_cluster 
 
 /* ---- weights, gradients, optimizer ---------------------------------------- */
 
+unsigned remat_cluster_overlaps(const remat_config *c, const remat_cluster *cl)
+{
+    unsigned m = 0;
+    if (cl->dp > 1) m |= REMAT_OVERLAP_GRAD_REDUCE;
+    if (cl->dp > 1 && cl->dist_optim) m |= REMAT_OVERLAP_PARAM_GATHER;
+    if (remat_config_tp(c) > 1 && c->sp) m |= REMAT_OVERLAP_TP_COMM;
+    return m;
+}
+
 remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster *cl, remat_cluster_memory *out)
 {
     remat_status st;
