@@ -34,7 +34,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(st == REMAT_ERR_FORMAT || st == REMAT_ERR_NOMEM, "status %d", (int)st);
         return 0;
     }
-    FUZZ_CHECK(remat_config_check(&c) == REMAT_OK, "an accepted config.json is a valid config: %s", remat_errmsg());
+    remat_config v = c;   /* experts are planned on a framework table */
+    if (v.n_experts) v.framework = REMAT_FRAMEWORK_PYTORCH;
+    FUZZ_CHECK(remat_config_check(&v) == REMAT_OK, "an accepted config.json is a valid config: %s", remat_errmsg());
+    if (c.n_experts) {
+        char *t = NULL;
+        FUZZ_CHECK(remat_hf_config_dump(&c, REMAT_DTYPE_FP32, &t) == REMAT_ERR_INVALID && !t,
+                   "a mixture of experts is not written as a dense config.json");
+        return 0;
+    }
     for (int dt = 0; dt < 2; dt++) {
         char *t1 = NULL, *t2 = NULL;
         FUZZ_CHECK(remat_hf_config_dump(&c, (remat_dtype)dt, &t1) == REMAT_OK, "dump: %s", remat_errmsg());

@@ -84,6 +84,31 @@ import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:])
 assert a['memory'] == b['memory'] and a['optimal']['peak_bytes'] == b['optimal']['peak_bytes']" "$T/c1.json" "$T/c2.json" \
     && ok || bad "--model-config config.json == --model llama3-8b"
+# a Qwen3-MoE config.json (Qwen/Qwen3-30B-A3B's sizes) plans as the preset does; dense layers and
+# DeepSeek-V3's multi-latent attention are refused by name
+cat > "$T/qwen3moe.json" <<'JSON'
+{"model_type": "qwen3_moe", "vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 6144,
+ "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+ "max_position_embeddings": 40960, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "tie_word_embeddings": false,
+ "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768, "decoder_sparse_step": 1,
+ "mlp_only_layers": [], "norm_topk_prob": true, "use_sliding_window": false, "sliding_window": null}
+JSON
+MOEA="--framework megatron --seq 4096 --tp 2 --sp --ep 8 --dp 8 --device-mem 80GiB --json"
+$R plan $MOEA --model-config "$T/qwen3moe.json" > "$T/m1.json" 2>/dev/null &&
+    $R plan $MOEA --model qwen3-30b-a3b > "$T/m2.json" 2>/dev/null &&
+    /usr/bin/python3 -c "
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert '--num-experts 128 --moe-router-topk 8 --moe-ffn-hidden-size 768' in a['megatron_args']
+assert '--qk-layernorm' in a['megatron_args']
+assert a['memory'] == b['memory'] and a['optimal']['peak_bytes'] == b['optimal']['peak_bytes']" "$T/m1.json" "$T/m2.json" \
+    && ok || bad "--model-config qwen3_moe config.json == --model qwen3-30b-a3b"
+sed 's/"mlp_only_layers": \[\]/"mlp_only_layers": [0, 1]/' "$T/qwen3moe.json" > "$T/qwen3dense.json"
+expect_err --rc 2 "qwen3_moe with mlp_only_layers" $R plan $MOEA --model-config "$T/qwen3dense.json"
+grep -q "mlp_only_layers \[0,1\] is not supported" "$T/stderr" && ok || bad "mlp_only_layers: $(cat "$T/stderr")"
+printf '{"model_type": "deepseek_v3"}' > "$T/dsv3.json"
+expect_err --rc 2 "deepseek_v3 config" $R plan $MOEA --model-config "$T/dsv3.json"
+grep -q "multi-latent attention" "$T/stderr" && ok || bad "deepseek_v3: $(cat "$T/stderr")"
 # an uneven pipeline split names the sizes that work
 expect_err --rc 2 "uneven pp" $R plan --framework megatron --model llama3-70b --tp 8 --pp 9
 grep -q "do not split.*1 2 4 5 8 10 16 20 40 80" "$T/stderr" && ok || bad "uneven pp: the valid sizes: $(cat "$T/stderr")"

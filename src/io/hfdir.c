@@ -12,7 +12,15 @@
  * hidden_act, attention_bias, mlp_bias, tie_word_embeddings), each with
  * transformers' default when absent or null (transformers'
  * configuration_gpt2.py and configuration_llama.py; PretrainedConfig ties
- * the embeddings unless told otherwise, LlamaConfig does not).  Rope
+ * the embeddings unless told otherwise, LlamaConfig does not).  Mixtral's
+ * and Qwen3-MoE's configs are LlamaConfig's keys plus their experts'
+ * (configuration_mixtral.py: num_local_experts, num_experts_per_tok, the
+ * experts' width intermediate_size, sliding_window null;
+ * configuration_qwen3_moe.py: num_experts, num_experts_per_tok,
+ * moe_intermediate_size, the q/k norms, decoder_sparse_step 1 and no
+ * mlp_only_layers: every layer MoE), planned on the framework tables;
+ * DeepSeek-V3's multi-latent attention and dense first layers are not
+ * modelled, and refused by name.  Rope
  * scaling is Hugging Face's rope_scaling (rope_type, or the older "type"),
  * or transformers 5's rope_parameters (which holds rope_theta too).  What
  * remat's kernels do not compute is refused by name, never ignored.
@@ -152,6 +160,43 @@ static remat_status llama_config(const remat_jobj *h, remat_config *c)
     return REMAT_OK;
 }
 
+/* the experts of a Mixtral (qwen 0) or Qwen3-MoE (qwen 1) config, after llama_config */
+static remat_status moe_config(const remat_jobj *h, int qwen, remat_config *c)
+{
+    remat_status st;
+    const json_t *v;
+    char buf[48];
+    c->moe_ffn_dim = c->ffn_dim;   /* Mixtral's experts are intermediate_size wide */
+    if ((st = remat_jobj_int(h, qwen ? "num_experts" : "num_local_experts", qwen ? 128 : 8, 1, 4096, &c->n_experts)) ||
+        (st = remat_jobj_int(h, "num_experts_per_tok", qwen ? 8 : 2, 1, c->n_experts, &c->moe_topk)) ||
+        (qwen && (st = remat_jobj_int(h, "moe_intermediate_size", 768, 1, 1 << 20, &c->moe_ffn_dim))))
+        return st;
+    c->qk_norm = qwen;
+    if (!qwen) {
+        if ((v = remat_jobj_val(h, "sliding_window"))) {
+            remat_jobj_show(v, buf, sizeof buf);
+            return hf_unsupported(h, "sliding_window", buf, "remat's attention is causal over the whole sequence");
+        }
+        return REMAT_OK;
+    }
+    int step, sw;
+    if ((st = remat_jobj_int(h, "decoder_sparse_step", 1, 1, REMAT_MAX_LAYERS, &step)) ||
+        (st = remat_jobj_bool(h, "use_sliding_window", 0, &sw)))
+        return st;
+    if (step != 1) {
+        snprintf(buf, sizeof buf, "%d", step);
+        return hf_unsupported(h, "decoder_sparse_step", buf, "remat plans every layer as MoE (dense layers between "
+                              "are not modelled)");
+    }
+    if ((v = remat_jobj_val(h, "mlp_only_layers")) && !(json_is_array(v) && !json_array_size(v))) {
+        remat_jobj_show(v, buf, sizeof buf);
+        return hf_unsupported(h, "mlp_only_layers", buf, "remat plans every layer as MoE (dense layers are not "
+                              "modelled)");
+    }
+    if (sw) return hf_unsupported(h, "use_sliding_window", "true", "remat's attention is causal over the whole sequence");
+    return REMAT_OK;
+}
+
 remat_status remat_hf_config_parse(const void *buf, size_t n, const char *src, remat_config *out)
 {
     remat_status st;
@@ -165,14 +210,26 @@ remat_status remat_hf_config_parse(const void *buf, size_t n, const char *src, r
     if (!json_is_object(root)) { st = remat_fail(REMAT_ERR_FORMAT, "%s: not a JSON object", src); goto out; }
     if ((st = remat_jobj_str(&h, "model_type", NULL, &mt))) goto out;
     if (!mt) { st = remat_fail(REMAT_ERR_FORMAT, "%s: no model_type (remat reads gpt2 and llama)", src); goto out; }
-    if (remat_arch_parse(mt, &c.arch)) {
-        st = remat_fail(REMAT_ERR_FORMAT, "%s: model_type '%.64s' is not one remat reads (gpt2, llama)", src, mt);
+    int moe = !strcmp(mt, "mixtral") ? 1 : !strcmp(mt, "qwen3_moe") ? 2 : 0;
+    if (!strcmp(mt, "deepseek_v3")) {
+        st = hf_unsupported(&h, "model_type", mt, "its multi-latent attention and first dense layers are not "
+                            "modelled yet");
+        goto out;
+    }
+    if (moe) c.arch = REMAT_ARCH_LLAMA;
+    else if (remat_arch_parse(mt, &c.arch)) {
+        st = remat_fail(REMAT_ERR_FORMAT, "%s: model_type '%.64s' is not one remat reads (gpt2, llama, mixtral, "
+                        "qwen3_moe)", src, mt);
         goto out;
     }
     if ((st = c.arch == REMAT_ARCH_LLAMA ? llama_config(&h, &c) : gpt2_config(&h, &c))) goto out;
+    if (moe && (st = moe_config(&h, moe == 2, &c))) goto out;
     c.batch = 1;
     c.seq = 1;
-    if ((st = remat_config_check(&c))) {
+    /* the dense part checked here; the experts with the framework that plans them (check_moe) */
+    remat_config dense = c;
+    dense.n_experts = dense.moe_topk = dense.moe_ffn_dim = dense.qk_norm = 0;
+    if ((st = remat_config_check(&dense))) {
         char msg[400];
         snprintf(msg, sizeof msg, "%s", remat_errmsg());
         st = remat_fail(REMAT_ERR_FORMAT, "%s: the model it describes is invalid: %s", src, msg);
@@ -224,9 +281,11 @@ static void put_real(hf_out *w, json_t *o, const char *key, double v)
 
 remat_status remat_hf_config_dump(const remat_config *c, remat_dtype dt, char **text)
 {
+    *text = NULL;
+    if (c->n_experts)   /* the engine's models are dense: what is written is what it trains */
+        return remat_fail(REMAT_ERR_INVALID, "a config.json is written for a dense model (experts: %d)", c->n_experts);
     hf_out w = { json_object(), 1, { 0 }, 0 };
     json_t *o = w.o;
-    *text = NULL;
     w.ok = o != NULL;
     if (c->arch == REMAT_ARCH_LLAMA) {
         put(&w, o, "architectures", json_pack("[s]", "LlamaForCausalLM"));

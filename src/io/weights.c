@@ -241,6 +241,11 @@ static void copy_arch(remat_config *dst, const remat_config *src)
     dst->ffn_dim = src->ffn_dim;
     dst->head_dim = src->head_dim;
     dst->tie_embeddings = src->tie_embeddings;
+    dst->n_experts = src->n_experts;
+    dst->moe_topk = src->moe_topk;
+    dst->moe_ffn_dim = src->moe_ffn_dim;
+    dst->moe_shared_dim = src->moe_shared_dim;
+    dst->qk_norm = src->qk_norm;
 }
 
 remat_status remat_weights_probe(const char *path, remat_config *shape, remat_weights_format *format)
