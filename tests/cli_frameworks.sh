@@ -54,10 +54,29 @@ for f in ["--num-layers 126", "--hidden-size 16384", "--ffn-hidden-size 53248", 
           "--tensor-model-parallel-size 8 --sequence-parallel --pipeline-model-parallel-size 9",
           "--global-batch-size 512", "--use-distributed-optimizer", "--bf16"]:
     assert f in a, (f, a)
+# each flag of the model, the rope, the precision and the overlaps once (the overlaps are those
+# remat_cluster_overlaps gives tp 8 with sp, dp 8, the distributed optimizer: all three), and the
+# environment Megatron asserts under TP > 1 on the same line
+toks = a.split()
+for f in ["--rotary-base", "--use-rope-scaling", "--position-embedding-type", "--bf16", "--overlap-grad-reduce",
+          "--overlap-param-gather", "--tp-comm-overlap", "--num-layers", "--seq-length", "--max-position-embeddings"]:
+    assert toks.count(f) == 1, (f, a)
+assert toks[toks.index("--rotary-base") + 1] == "500000", a
+assert "--rope-scaling-factor" not in toks, a      # Llama 3.1's factor 8 is Megatron's default
+assert d["megatron_env"] == "CUDA_DEVICE_MAX_CONNECTIONS=1 ", d["megatron_env"]
 o = d["optimal"]
 assert o and o["fits"] and o["time_ms"]["bubble"] > 0 and o["time_ms"]["dp"] > 0
 # no s^2 term with flash: doubling seq at most doubles what a layer keeps (checked below)
 PY
+# Llama 3.2's rope factor 32 is spelled out; one GPU needs no environment and no overlap
+$R plan --framework megatron --model llama3.2-1b --seq 2048 --global-batch 8 --device h100-80gb > "$T/l1.txt" 2>&1 \
+    || bad "plan llama3.2-1b: $(cat "$T/l1.txt")"
+run=$(grep "^Megatron-LM run: " "$T/l1.txt")
+case "$run" in
+    "Megatron-LM run: --num-layers"*"--rotary-base 500000 --use-rope-scaling --rope-scaling-factor 32 "*) ok ;;
+    *) bad "llama3.2-1b run line: $run" ;;
+esac
+case "$run" in *CUDA_DEVICE_MAX_CONNECTIONS*|*overlap*) bad "one GPU, yet: $run" ;; *) ok ;; esac
 $R plan $l405 --seq 16384 --recompute none --json > "$T/l2.json" 2>/dev/null && $R plan $l405 --recompute none --json > "$T/l1.json" 2>/dev/null \
     && /usr/bin/python3 -c "
 import json, sys

@@ -95,6 +95,29 @@ static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r
     remat_jsonw_end(w);
 }
 
+/* The overlap flags the time model assumes (remat_cluster_overlaps, the one
+ * rule), appended at buf + *k. */
+static void megatron_overlap_args(const remat_config *c, const remat_cluster *cl, char *buf, size_t n, size_t *k)
+{
+    unsigned ov = remat_cluster_overlaps(c, cl);
+    static const struct { unsigned bit; const char *flag; } names[] = {
+        { REMAT_OVERLAP_GRAD_REDUCE, " --overlap-grad-reduce" },
+        { REMAT_OVERLAP_PARAM_GATHER, " --overlap-param-gather" },
+        { REMAT_OVERLAP_TP_COMM, " --tp-comm-overlap" },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if ((ov & names[i].bit) && *k < n) *k += (size_t)snprintf(buf + *k, n - *k, "%s", names[i].flag);
+}
+
+/* The environment Megatron-LM needs for this layout, as a prefix of the
+ * command ("" none): megatron/training/arguments.py asserts
+ * CUDA_DEVICE_MAX_CONNECTIONS=1 when T > 1 or CP > 1 (so that the
+ * communication kernels are scheduled in issue order). */
+static const char *megatron_env(const remat_config *c)
+{
+    return remat_config_tp(c) > 1 || remat_config_cp(c) > 1 ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
+}
+
 /* The Megatron-LM arguments of the run itself (besides the recompute flags
  * of each answer): the model, the parallelism, the batch, precision and
  * attention backend (megatron/training/arguments.py and the fields of
@@ -112,6 +135,14 @@ static void megatron_args(const remat_config *c, const remat_cluster *cl, char *
         if (remat_config_kv_heads(c) != c->n_head) ADD(" --group-query-attention --num-query-groups %d", remat_config_kv_heads(c));
         if (remat_config_head_dim(c) != c->n_embd / c->n_head) ADD(" --kv-channels %d", remat_config_head_dim(c));
         if (!remat_config_tied(c)) ADD(" --untie-embeddings-and-output-weights");
+        /* the RoPE base (Megatron's --rotary-base is an int, default 10000) and Llama 3.1's
+         * frequency scaling: Megatron exposes only the factor (default 8); megatron-core's
+         * rope_utils fixes low 1, high 4 and the original 8192 positions, Hugging Face's values */
+        ADD(" --rotary-base %.0f", remat_config_rope_theta(c));
+        if (c->rope_scaling.type == REMAT_ROPE_LLAMA3) {
+            ADD(" --use-rope-scaling");
+            if (c->rope_scaling.factor != 8) ADD(" --rope-scaling-factor %g", c->rope_scaling.factor);
+        }
         ADD(" --attention-backend %s", c->attention == REMAT_ATTENTION_FLASH ? "fused" : "unfused");
     }
     if (c->n_experts > 0) {      /* mixture of experts (issue 27): transformer_config.py's MoE fields */
@@ -131,6 +162,7 @@ static void megatron_args(const remat_config *c, const remat_cluster *cl, char *
     if (cl->last_layers) ADD(" --decoder-last-pipeline-num-layers %d", cl->last_layers);
     ADD(" --micro-batch-size %d --global-batch-size %ld%s%s", c->batch, G,
         cl->dist_optim ? " --use-distributed-optimizer" : "", c->dtype == REMAT_DTYPE_BF16 ? " --bf16" : "");
+    megatron_overlap_args(c, cl, buf, n, &k);
 #undef ADD
 }
 
@@ -529,6 +561,7 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
         char args[1024];
         megatron_args(c, cl, args, sizeof args);
         remat_jsonw_str(w, "megatron_args", args);
+        remat_jsonw_str(w, "megatron_env", megatron_env(c));   /* the environment the run line starts with */
     }
     remat_jsonw_object(w, "memory");
     remat_jsonw_uint(w, "params", mm->params);
@@ -651,7 +684,7 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
     if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->arch == REMAT_ARCH_LLAMA) {
         char args[1024];
         megatron_args(c, cl, args, sizeof args);
-        printf("Megatron-LM run: %s\n", args);
+        printf("Megatron-LM run: %s%s\n", megatron_env(c), args);
     }
     if (o->maximize >= 0 && c->framework == REMAT_FRAMEWORK_PYTORCH)
         printf("largest %s: optimal %d, torchtitan %d (answers below at %s %d)\n",
