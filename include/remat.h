@@ -1618,6 +1618,32 @@ REMAT_API uint64_t remat_table_row_device_peak(const remat_table_row *r);
  * REMAT_ERR_BUDGET, with the minimum in its message, when none is. */
 REMAT_API remat_status remat_table_optimal_device(const remat_config *cfg, const remat_profile *prof, uint64_t budget,
                                                   remat_table_row *out);
+/* ---- a joint graph's peak (src/planner/graph.c; issue 26, torch.compile) ---------------------
+ * A forward + backward graph as torch's partitioner holds it (its joint fx
+ * graph), one node per tensor, in topological order: every forward node
+ * before every backward node, each reading only earlier nodes.  The
+ * schedule simulated: the forward nodes in order, then the backward nodes
+ * in order, each preceded by the re-run of the recomputed forward nodes it
+ * reads (inputs before users, each once).  A tensor lives from its node's
+ * run to its last reader in that schedule, so a forward node the backward
+ * reads and that is not recomputed is saved.  The search over such graphs
+ * (remat as the partitioner's solver) is not built yet. */
+typedef struct remat_graph_node {
+    uint64_t bytes;          /* the node's output, in bytes */
+    double flops;            /* the cost of running it (FLOPs, or any one unit) */
+    const uint32_t *inputs;  /* the nodes it reads, each an earlier index; not owned */
+    uint32_t n_inputs;
+    uint32_t group;          /* the layer (module) that made it; unused by remat_graph_peak */
+    uint8_t backward;        /* 1: a backward node, 0: a forward node */
+    uint8_t candidate;       /* 1: a forward node that may be recomputed */
+} remat_graph_node;
+/* The peak of live bytes over that schedule, with recompute[i] = 1 for each
+ * recomputed node (NULL: none), into *peak; the re-runs' summed flops into
+ * *recompute_flops (may be NULL).  REMAT_ERR_INVALID for a node that reads a
+ * later one, a forward node after a backward one or reading one, or a
+ * recomputed node that is not a forward candidate. */
+REMAT_API remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n, const uint8_t *recompute,
+                                        uint64_t *peak, double *recompute_flops);
 #ifdef __cplusplus
 }
 #endif
