@@ -18,9 +18,10 @@ every flag string in the answer (the run's "megatron_args" and each row's
      python/requirements-test.txt) and requires __post_init__ to accept it
      (MLATransformerConfig when MLA flags appear);
   3. checks the rules of megatron/training/arguments.py's validate_args,
-     which megatron-core's wheel does not ship, as written down in RULES
+     which megatron-core's wheel does not ship, as written down in validate_args_rules()
      below with their line numbers at NVIDIA/Megatron-LM commit
-     d98e8a64ddf34856e74b24714e3bedb2f5a39553 (the commit the README cites).
+     d98e8a64ddf34856e74b24714e3bedb2f5a39553 (the commit megatron_args in
+     src/cli/plan_framework.c cites).
 
 Seeded faults prove the checks can fail: an unknown flag, a flag set
 Megatron's validate_args rejects, and one TransformerConfig rejects.
@@ -209,11 +210,11 @@ def validate_args_rules(a, env):
         if uneven:
             bad.append("955: --num-layers-per-virtual-pipeline-stage with uneven first/last stages")
         if L % pp:
-            bad.append("969: layers %d not divisible by pp %d" % (L, pp))
+            bad.append("968: layers %d not divisible by pp %d" % (L, pp))
         elif (L // pp) % n:
             bad.append("972: layers per stage %d not divisible by %d per virtual stage" % (L // pp, n))
     elif not uneven and L % pp:
-        bad.append("995: layers %d not divisible by pp %d" % (L, pp))
+        bad.append("997: layers %d not divisible by pp %d" % (L, pp))
     if uneven:   # megatron/core/transformer/transformer_config.py checks the middle stages' split too (built below)
         rest = L - int(a.get("--decoder-first-pipeline-num-layers", 0)) - int(a.get("--decoder-last-pipeline-num-layers", 0))
         if rest < 0:
@@ -226,7 +227,7 @@ def validate_args_rules(a, env):
     if a.get("--recompute-granularity") == "selective" and "--recompute-method" in a:
         bad.append("1426: --recompute-method with selective granularity")
     if a.get("--sequence-parallel") and tp == 1:
-        bad.append("1434: --sequence-parallel with tp 1 is silently dropped")
+        bad.append("1433: --sequence-parallel with tp 1 is silently dropped")
     if a.get("--tp-comm-overlap") and not a.get("--sequence-parallel"):
         bad.append("1442: --tp-comm-overlap needs --sequence-parallel")
     if env is not None and (tp > 1 or cp > 1) and env.get("CUDA_DEVICE_MAX_CONNECTIONS") != "1":
@@ -263,7 +264,7 @@ def check_flags(flags, env=None):
 
 def flag_strings(j):
     """(run args, [(row key, row flags)], env or None) of one JSON answer, every nesting"""
-    rows, env, found = [], None, []
+    rows, env = [], None
 
     def walk(o, key):
         nonlocal env
@@ -279,8 +280,7 @@ def flag_strings(j):
             for i, v in enumerate(o):
                 walk(v, "%s[%d]" % (key, i))
     walk(j, "")
-    found = j.get("megatron_args", "")
-    return found, rows, env
+    return j.get("megatron_args", ""), rows, env
 
 
 SWEEP = [
