@@ -1,7 +1,7 @@
 #!/bin/sh
 # scripts/venv.sh DIR: makes DIR a virtual environment over Debian's
 # /usr/bin/python3 holding python/requirements-test.txt (torch 2.13, the
-# current one, and transformers), unless it already does.  make test then
+# current one, transformers and megatron-core), unless it already does.  make test then
 # runs every Python test under it as well as under Debian's torch 1.13
 # (tests/run_tests.sh).  Nothing is loaded from a model hub: the tests build
 # their models from configs.
@@ -12,7 +12,7 @@
 dir=${1:-.venv}
 req=$(dirname "$0")/../python/requirements-test.txt
 py=$dir/bin/python
-want=$(sed -n 's/^\(torch\|transformers\)==\(.*\)/\1 \2/p' "$req" | tr '\n' ' ')
+want=$(sed -n 's/^\(torch\|transformers\|megatron-core\)==\(.*\)/\1 \2/p' "$req" | tr '\n' ' ')
 check() {
     "$py" - "$want" <<'PY' 2>/dev/null
 import sys, importlib.metadata as md
