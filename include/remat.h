@@ -1076,7 +1076,7 @@ typedef struct remat_device {
     int node_gpus;         /* GPUs a node's NVLink joins; groups beyond it talk over the network */
 } remat_device;
 
-/* The presets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, ...): i in
+/* The presets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, gh200-96gb, b200-180gb): i in
  * [0, remat_device_count()); find returns NULL for an unknown name. */
 REMAT_API int remat_device_count(void);
 REMAT_API const remat_device *remat_device_get(int i);

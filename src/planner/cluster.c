@@ -50,6 +50,10 @@ static const remat_device devices[] = {
       "NVIDIA GH200 Grace Hopper Superchip datasheet (96GB HBM3: 4 TB/s, Hopper's 989 TFLOP/s bf16 dense, NVLink "
       "900 GB/s, NVLink-C2C 900 GB/s to 480 GB LPDDR5X); 4 superchips a node (HPE Cray EX254n), NDR 400 Gb/s each",
       450e9, (uint64_t)480e9, 4 },
+    { "b200-180gb", (uint64_t)180e9, 2250e12, 8000e9, 900e9, 50e9,
+      "NVIDIA HGX B200 (1,000 W: 2,250 TFLOP/s bf16 dense, half the 4,500 with sparsity); DGX B200 datasheet "
+      "(8 GPUs: 1,440 GB HBM3e, 64 TB/s, NVLink 5 at 1.8 TB/s per GPU, 8x ConnectX-7 400 Gb/s, "
+      "2 TB system memory, Xeon hosts on PCIe Gen5 x16 64 GB/s)", 64e9, (uint64_t)250e9, 8 },
 };
 
 /* GPT-2 and Korthikanti's models, then Llama 3: dim, layers, heads and kv
