@@ -1053,8 +1053,13 @@ REMAT_API remat_status remat_plan_explain(const remat_config *cfg, const char *p
  * collectives (per layer 2 all-reduces forward and 2 backward, or their
  * all-gather/reduce-scatter halves under sequence parallelism) at the link
  * bandwidth; the pipeline bubble (P-1)/(m V) for m micro-batches per
- * replica; the data-parallel gradient reduction at the network bandwidth
- * (over D CP ranks); the optimizer step at the HBM bandwidth.  Two things
+ * replica; the data-parallel gradient reduction (over D CP ranks; over
+ * NVLink when Megatron's rank order tp-cp-ep-dp-pp puts those T CP D ranks in
+ * one node, else the network), of which only what Megatron's overlaps
+ * (remat_cluster_overlaps) cannot hide is counted: the reduction beyond the
+ * last micro-batch's backward (2/3 of its compute), the weights' all-gather
+ * beyond the first forward (1/3), and never less than one layer's share
+ * (the last bucket); the optimizer step at the HBM bandwidth.  Two things
  * overlap the compute, and only what they do not hide is counted: context
  * parallelism's ring (each of its steps sends a K/V chunk, in the backward
  * with its gradient, while the step's attention runs; over NVLink when T CP
@@ -1076,7 +1081,7 @@ typedef struct remat_device {
     int node_gpus;         /* GPUs a node's NVLink joins; groups beyond it talk over the network */
 } remat_device;
 
-/* The presets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, ...): i in
+/* The presets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, gh200-96gb, b200-180gb): i in
  * [0, remat_device_count()); find returns NULL for an unknown name. */
 REMAT_API int remat_device_count(void);
 REMAT_API const remat_device *remat_device_get(int i);

@@ -331,4 +331,37 @@ expect_err "--ep 3 of 128 experts" $R plan --framework megatron --model qwen3-23
 expect_err "--pp 8 without an uneven split" $R plan --framework megatron --model qwen3-235b-a22b --tp 2 --sp --pp 8 --ep 32 --dp 32
 expect_err "--moe-load without experts" $R plan --framework megatron --model llama3-8b --moe-load 2
 
+# --host-link GB/s replaces the device's host link: a slower link makes the
+# offloading optimum slower (it must hide less), 0 leaves no offload at all
+m70="--framework megatron --model llama3-70b --tp 8 --sp --pp 4 --global-batch 8 --seq 32768 --device h100-80gb --json"
+for hl in 64 25 0; do
+    $R plan $m70 --host-link $hl > "$T/hl$hl.json" 2> "$T/hl.err" || bad "plan --host-link $hl: $(cat "$T/hl.err")"
+done
+/usr/bin/python3 - "$T" <<'PY' && ok || bad "--host-link"
+import json, sys
+d = {hl: json.load(open("%s/hl%d.json" % (sys.argv[1], hl))) for hl in (64, 25, 0)}
+for hl in d:
+    assert d[hl]["host_link_bps"] == hl * 1e9, (hl, d[hl]["host_link_bps"])
+fast, slow = d[64]["optimal"], d[25]["optimal"]
+assert fast["memory"]["host"] > 0, "the 64 GB/s optimum offloads"
+assert slow["step_ms_pred"] > fast["step_ms_pred"] * 1.01, (slow["step_ms_pred"], fast["step_ms_pred"])
+assert all(r["memory"]["host"] == 0 for r in d[0]["rows"] + [d[0]["optimal"]]), "offload without a host link"
+PY
+expect_err "--host-link below 0" $R plan $m70 --host-link -1
+
+# data parallelism within one node goes over NVLink and, with
+# --overlap-grad-reduce, hides behind the last backward but its last bucket:
+# a few ms of a 12 s step (it was 843 ms at the network's 50 GB/s); across
+# two nodes the network's share shows
+for d in 8 16; do
+    $R plan --framework megatron --model llama3-8b --global-batch 128 --device h100-80gb --dp $d \
+        --distributed-optimizer --json > "$T/dp$d.json" 2> "$T/dp.err" || bad "plan --dp $d: $(cat "$T/dp.err")"
+done
+/usr/bin/python3 - "$T" <<'PY' && ok || bad "data-parallel placement and overlap"
+import json, sys
+one, two = (json.load(open("%s/dp%d.json" % (sys.argv[1], d)))["rows"][0] for d in (8, 16))
+assert 0 < one["time_ms"]["dp"] < 0.002 * one["step_ms_pred"], (one["time_ms"]["dp"], one["step_ms_pred"])
+assert two["time_ms"]["dp"] > 20 * one["time_ms"]["dp"], (two["time_ms"]["dp"], one["time_ms"]["dp"])
+PY
+
 finish cli_frameworks

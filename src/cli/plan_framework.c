@@ -313,6 +313,7 @@ static void answer_text(const char *label, const remat_cluster_row *r, const rem
 /* the framework's own flags (besides the config group) */
 typedef struct fw_opts {
     uint64_t mem;               /* --device-mem; 0: the device's */
+    double host_link;           /* --host-link, GB/s per GPU and direction (given: replaces the device's) */
     cli_policies given;         /* --recompute */
     int maximize, explain, json, pareto;
 } fw_opts;
@@ -369,6 +370,9 @@ static const cli_flag micro_batch_flag[] = {   /* into the config: Megatron's na
 #define O(field) offsetof(fw_opts, field)
 static const cli_flag fw_flags[] = {
     {"--device-mem", "SIZE", CLI_FLAG_BYTES, O(mem), 0, 0, NULL, NULL, "override the device's memory"},
+    {"--host-link", "GB/s", CLI_FLAG_DOUBLE, O(host_link), 0, 1e4, NULL, NULL,
+     "the offload bandwidth per GPU and direction, GB/s (default the device's\n"
+     "host link; 0: no offload)"},
     {"--recompute", "POLICY", CLI_FLAG_CUSTOM, O(given), 0, 0, NULL, cli_parse_policy,
      "also predict POLICY on every model chunk (repeatable)"},
     {"--explain", NULL, CLI_FLAG_SWITCH, O(explain), 0, 0, NULL, NULL, "what each answer does with each layer, as layer ranges"},
@@ -448,7 +452,7 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
         "usage: remat plan --framework megatron|pytorch [--model NAME | config flags]\n"
         "                  [--tp T] [--sp] [--cp CP] [--pp P] [--interleave V] [--dp D]\n"
         "                  [--distributed-optimizer] [--micro-batch b] [--global-batch G] [--device NAME]\n"
-        "                  [--device-mem SIZE] [--host-mem SIZE] [--reserve F] [--dtype bf16|fp32]\n"
+        "                  [--device-mem SIZE] [--host-link GB/s] [--host-mem SIZE] [--reserve F] [--dtype bf16|fp32]\n"
         "                  [--recompute POLICY]... [--explain] [--maximize micro-batch|seq] [--pareto]\n"
         "                  [--json]\n\n"
         "Plans activation recomputation for a run of Megatron-LM or PyTorch on GPUs,\n"
@@ -470,6 +474,7 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
     if (r <= 0) return r < 0 ? 2 : 0;
     if (cli_given(&cmd, "--device-mem") && !o->mem) return cli_error("--device-mem must be positive") + 1;
     if (o->mem) cl->dev.mem_bytes = o->mem;
+    if (cli_given(&cmd, "--host-link")) cl->dev.host_bps = o->host_link * 1e9;
     if (cli_given(&cmd, "--batch") && cli_given(&cmd, "--micro-batch"))
         return cli_usage_error("plan", "--batch and --micro-batch are one setting here (the micro-batch); give one");
     if (cli_given(&cmd, "--host-mem") && !cl->host_mem) cl->dev.host_mem_bytes = 0;   /* none: 0 is not "the device's" */

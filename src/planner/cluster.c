@@ -50,6 +50,10 @@ static const remat_device devices[] = {
       "NVIDIA GH200 Grace Hopper Superchip datasheet (96GB HBM3: 4 TB/s, Hopper's 989 TFLOP/s bf16 dense, NVLink "
       "900 GB/s, NVLink-C2C 900 GB/s to 480 GB LPDDR5X); 4 superchips a node (HPE Cray EX254n), NDR 400 Gb/s each",
       450e9, (uint64_t)480e9, 4 },
+    { "b200-180gb", (uint64_t)180e9, 2250e12, 8000e9, 900e9, 50e9,
+      "NVIDIA HGX B200 (1,000 W: 2,250 TFLOP/s bf16 dense, half the 4,500 with sparsity); DGX B200 datasheet "
+      "(8 GPUs: 1,440 GB HBM3e, 64 TB/s, NVLink 5 at 1.8 TB/s per GPU, 8x ConnectX-7 400 Gb/s, "
+      "2 TB system memory, Xeon hosts on PCIe Gen5 x16 64 GB/s)", 64e9, (uint64_t)250e9, 8 },
 };
 
 /* GPT-2 and Korthikanti's models, then Llama 3: dim, layers, heads and kv
@@ -317,6 +321,8 @@ typedef struct ctx {
     uint64_t res_inflight;    /* resident bytes of the micro-batches in flight */
     double head_ms, head_flops;   /* P > 1: the LM head, on the last stage */
     double dp_ms, opt_ms;     /* per iteration: data-parallel reduction, optimizer step */
+    double dp_rs_ms, dp_ag_ms;/* dp_ms in parts: gradient reduction, weight all-gather (distributed optimizer) */
+    unsigned overlaps;        /* remat_cluster_overlaps */
     /* in prof's op times: the tensor-parallel collectives, the context-parallel
      * ring's exposed time */
     double tp_fwd[RT_MAXT], tp_bwd[RT_MAXT], cp_fwd[RT_MAXT], cp_bwd[RT_MAXT];
@@ -464,9 +470,16 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
      * context parallelism the D CP ranks of a stage's shard reduce together */
     double n = (double)x->mem.params, D = (double)cl->dp * x->CP;
     double wbytes = remat_dtype_bytes(c->dtype);
-    if (D > 1)
-        x->dp_ms = (cl->dist_optim ? (D - 1) / D * (4 * n + wbytes * n) : 2 * (D - 1) / D * 4 * n) /
-                       (cl->dev.net_bps / 1e3);
+    /* Megatron's rank order tp-cp-ep-dp-pp: a stage's D CP ranks are the
+     * T CP D consecutive ranks' every T-th, so NVLink joins them when those
+     * fit a node; else the ring crosses nodes at each GPU's NIC */
+    double dpbw = ((double)x->T * x->CP * cl->dp <= cl->dev.node_gpus ? cl->dev.link_bps : cl->dev.net_bps) / 1e3;
+    if (D > 1) {
+        x->dp_rs_ms = (cl->dist_optim ? (D - 1) / D * 4 * n : 2 * (D - 1) / D * 4 * n) / dpbw;
+        x->dp_ag_ms = cl->dist_optim ? (D - 1) / D * wbytes * n / dpbw : 0;
+        x->dp_ms = x->dp_rs_ms + x->dp_ag_ms;
+    }
+    x->overlaps = remat_cluster_overlaps(c, cl);
     double state = c->dtype == REMAT_DTYPE_BF16 ? 28 : 24;   /* fp32 main weights, moments: read and written; gradients read */
     x->opt_ms = (cl->dist_optim ? (state * n / D + wbytes * n) : (state + wbytes) * n) / (cl->dev.hbm_bps / 1e3);
     x->usable = (uint64_t)((double)cl->dev.mem_bytes * (1 - cl->reserve));
@@ -570,9 +583,21 @@ static remat_status fill_row(const ctx *x, const remat_schedule *s, const parts 
     out->offload_ms = off * (double)x->m;
     out->compute_ms = (stage_ms - tp - cp - off) * (double)x->m;
     out->bubble_ms = stage_ms * (double)(x->P - 1) / x->V;
-    out->dp_ms = x->dp_ms;
+    /* Megatron's overlaps (remat_cluster_overlaps): with --overlap-grad-reduce
+     * the gradient buckets reduce while the last micro-batch's backward runs
+     * on, so only what exceeds that backward is exposed, and never less than
+     * the last bucket's share, taken as one layer's (the first layer's
+     * backward ends the step); with --overlap-param-gather the weights'
+     * all-gather hides likewise behind the next iteration's first forward.
+     * The backward is taken as 2/3 of a micro-batch's compute, the forward
+     * 1/3 (the matrix products' 2:1) */
+    double mb = stage_ms - tp - cp - off, layers = (double)x->Lc * x->V;
+    double rs = x->dp_rs_ms, ag = x->dp_ag_ms;
+    if (x->overlaps & REMAT_OVERLAP_GRAD_REDUCE) rs = fmax(rs - mb * 2 / 3, rs / layers);
+    if (x->overlaps & REMAT_OVERLAP_PARAM_GATHER) ag = fmax(ag - mb / 3, ag / layers);
+    out->dp_ms = rs + ag;
     out->optimizer_ms = x->opt_ms;
-    out->step_ms_pred = stage_ms * ((double)x->m + (double)(x->P - 1) / x->V) + (x->dp_ms + x->opt_ms);
+    out->step_ms_pred = stage_ms * ((double)x->m + (double)(x->P - 1) / x->V) + (out->dp_ms + x->opt_ms);
     out->hardware_flops = (double)x->T * x->CP * (x->seqs / x->chunk.batch) *
                           ((double)x->P * x->V * (b->fl + e->fl) + x->head_flops);
     if (!(out->policy = remat_strdup(remat_schedule_policy(s)))) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
