@@ -27,9 +27,10 @@ outside = t["input"].get("saved_bytes", 0) + t["head"]["saved_bytes"] - (0 if t[
     - (0 if t["head"].get("keeps_input", True) else x)
 rows = {r["policy"]: r for r in d["rows"]}
 assert rows["none"]["kept_bytes"] == (L + 1) * x + L * e + outside, (rows["none"], (L + 1) * x + L * e + outside)
-assert rows["full"]["kept_bytes"] == (L + 1) * x + outside
+ck = t.get("checkpoint", {"context_bytes": 0, "call_bytes": 0})     # what each checkpoint call holds, as torch's
+assert rows["full"]["kept_bytes"] == (L + 1) * x + outside + ck["context_bytes"] + L * ck["call_bytes"], rows["full"]
 for r in d["rows"]:
-    assert r["kept_bytes"] == r["stored_bytes"] + d["outside_bytes"]
+    assert r["kept_bytes"] == r["stored_bytes"] + d["outside_bytes"] + r["checkpoint_bytes"], r
 opt = d["optimal"]
 if opt is not None:
     assert opt["kept_bytes"] <= 400 * 1024
@@ -100,7 +101,8 @@ for k, c in enumerate(t["chains"]):
     full += base
 rows = {r["policy"]: r for r in d["rows"]}
 assert rows["none"]["kept_bytes"] == none, (rows["none"], none)
-assert rows["full"]["kept_bytes"] == full, (rows["full"], full)
+ck = t["checkpoint"]          # every block but the junction's checkpointed: six calls
+assert rows["full"]["kept_bytes"] == full + ck["context_bytes"] + 6 * ck["call_bytes"], (rows["full"], full)
 assert d["blocks"] == 7 and d["optimal"]["kept_bytes"] <= 200 * 1024, d["optimal"]
 PY
 $R plan --table $C/v2-t5.json --recompute full --explain > "$T/t5.txt" &&

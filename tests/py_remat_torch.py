@@ -57,6 +57,24 @@ from torch_models import GPT2, Llama, ResidualMLP, kept_ok, same_step, step  # n
 
 
 
+def cli_same_plan(check, model, inputs, table, path):
+    """remat plan --table PATH --budget-activations K and remat_torch.plan(kept_budget=K) on the same table
+    (the file remat_torch wrote): the same plan, kept bytes and fit, or both refuse (issue 25)"""
+    least = rt.min_kept(table)[0]
+    for k in (least - 1, least, (least + table.kept_bytes) // 2, table.kept_bytes):
+        out = subprocess.run([REMAT, "plan", "--table", path, "--json", "--budget-activations", "%dB" % k],
+                             capture_output=True, text=True)
+        try:
+            p = rt.plan(model, inputs, kept_budget=k, table=table)
+        except rt.RematError:
+            p = None
+        opt = json.loads(out.stdout)["optimal"] if out.stdout else "no output"
+        same = (opt is None and p is None and out.returncode == 1) if p is None else \
+            (out.returncode == 0 and opt["policy"] == p.policy and opt["kept_bytes"] == p.kept_bytes and opt["fits"])
+        check(same, "kept budget %d: remat plan --table says %s (%s), remat_torch.plan %s" %
+              (k, opt, out.stderr.strip(), p and (p.policy, p.kept_bytes)))
+
+
 def rel(a, b):
     return abs(a - b) / b if b else float("inf")
 
@@ -192,6 +210,7 @@ def main():
         check(rt.Table.load(path).data == tbl.data and os.listdir(tmp) == ["t.json"], "Table.save / Table.load")
         out = subprocess.run([REMAT, "plan", "--table", path, "--json", "--recompute", "none"], capture_output=True,
                              text=True)
+        cli_same_plan(check, drop, (idx2, tg2), tbl, path)
     check(out.returncode == 0 and json.loads(out.stdout)["rows"][0]["kept_bytes"] == tbl.kept_bytes and
           rt.plan(drop, (idx2, tg2), kept_budget=1 << 30, table=tbl, policy="none").kept_bytes == tbl.kept_bytes,
           "remat plan --table on the measured table: %s %s" % (out.stdout[:200], out.stderr.strip()))

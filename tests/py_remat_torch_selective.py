@@ -36,15 +36,25 @@ rt = import_remat_torch()
 from torch_models import GPT2, Llama, kept_ok, same_step, step  # noqa: E402
 
 
+def refused(check, what, run, words):
+    """run() must raise a one-line RematError naming every one of words"""
+    try:
+        run()
+        check(False, "%s was not refused" % what)
+    except rt.RematError as e:
+        check(all(w in e.message for w in words) and "\n" not in e.message, "%s: the refusal says %r" % (what, e.message))
 
 
 def old_torch(check, model, inputs):
-    try:
-        rt.measure(model, inputs, selective=True)
-        check(False, "torch %s: measure(selective=True) was not refused" % torch.__version__)
-    except rt.RematError as e:
-        check("2.5" in e.message and torch.__version__ in e.message and "\n" not in e.message,
-              "torch %s: the refusal says %r" % (torch.__version__, e.message))
+    refused(check, "torch %s: measure(selective=True)" % torch.__version__,
+            lambda: rt.measure(model, inputs, selective=True), ("2.5", torch.__version__))
+
+
+def refused_plan(check, what, model, inputs, table, pol, words):
+    """a plan of table that apply must refuse: the model is left unwrapped"""
+    p = rt.plan(model, inputs, kept_budget=1 << 30, table=table, policy=pol)
+    refused(check, what, lambda: rt.apply(model, p), words)
+    rt.unapply(model)
 
 
 def handmade_selective(check, model, inputs):
@@ -58,13 +68,8 @@ def handmade_selective(check, model, inputs):
         for k, e in enumerate(b["saved"]):
             e["cheap"] = k % 2 == 1
     t2 = rt.Table(d, t.blocks, t.chain, t.kept_bytes)
-    p = rt.plan(model, inputs, kept_budget=1 << 30, table=t2, policy="plan:" + ".".join(["A1"] * len(d["blocks"])))
-    try:
-        rt.apply(model, p)
-        check(False, "a selective plan that was never measured was applied")
-    except rt.RematError as e:
-        check("selective" in e.message and "\n" not in e.message, "refusal: %s" % e.message)
-    rt.unapply(model)
+    refused_plan(check, "a selective plan that was never measured", model, inputs, t2,
+                 "plan:" + ".".join(["A1"] * len(d["blocks"])), ("selective",))
 
 
 def refused_unmeasured(check, model, inputs, table, pol):
@@ -74,13 +79,8 @@ def refused_unmeasured(check, model, inputs, table, pol):
         table.save(path)
         t2 = rt.Table.load(path)
     t2.blocks, t2.chain = table.blocks, table.chain
-    p = rt.plan(model, inputs, kept_budget=1 << 30, table=t2, policy=pol)
-    try:
-        rt.apply(model, p)
-        check(False, "a selective plan of a table without its op record was applied")
-    except rt.RematError as e:
-        check("measure(selective=True)" in e.message and "\n" not in e.message, "refusal: %s" % e.message)
-    rt.unapply(model)
+    refused_plan(check, "a selective plan of a table without its op record", model, inputs, t2, pol,
+                 ("measure(selective=True)",))
 
 
 def selective(check, name, model, inputs, rows):

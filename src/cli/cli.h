@@ -209,7 +209,7 @@ struct cli_plan_q {
     int nn;
     int given;                      /* names are --recompute's: one the planner refuses is an error, else left out */
     /* NULL: a model's rows (peak, stored, working set, total; step ms to
-     * 0.01).  A table's chain: its kept bytes (stored + outside_bytes) and
+     * 0.01).  A table's chain: its kept bytes (remat_table_evaluate's) and
      * peak, step ms to 0.001, and the optimum's whole row in JSON. */
     const remat_table_info *table;
     /* The command's header: w NULL, the text before the budget rows

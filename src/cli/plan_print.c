@@ -23,17 +23,28 @@ int cli_explain(FILE *f, const remat_config *c, const char *policy)
     return rc;
 }
 
-/* what a table's chain keeps for the backward when the forward ends */
-static uint64_t kept_of(const cli_plan_q *q, const remat_plan_row *r)
+/* What a table's chain keeps for the backward when the forward ends, with
+ * its checkpoint calls' bytes (*ckpt, may be NULL): remat_table_evaluate's,
+ * as remat_torch.plan's (0 when it refuses the policy, which
+ * remat_plan_evaluate priced). */
+static uint64_t kept_of(const cli_plan_q *q, const remat_plan_row *r, uint64_t *ckpt)
 {
-    return (uint64_t)((int64_t)r->stored_bytes + q->table->outside_bytes);
+    remat_table_row t;
+    memset(&t, 0, sizeof t);
+    int ok = remat_table_evaluate(q->c, q->prof, r->policy, &t) == REMAT_OK;
+    uint64_t kept = ok ? t.kept_bytes : 0;
+    if (ckpt) *ckpt = ok ? t.checkpoint_bytes : 0;
+    remat_table_row_clear(&t);
+    return kept;
 }
 
 static void row_json(remat_jsonw *w, const cli_plan_q *q, const remat_plan_row *r, const char *key)
 {
     remat_jsonw_object(w, key);
     remat_jsonw_str(w, "policy", r->policy);
-    if (q->table) remat_jsonw_uint(w, "kept_bytes", kept_of(q, r));
+    uint64_t ckpt = 0;
+    if (q->table) remat_jsonw_uint(w, "kept_bytes", kept_of(q, r, &ckpt));
+    if (q->table) remat_jsonw_uint(w, "checkpoint_bytes", ckpt);
     remat_jsonw_uint(w, "peak_bytes", r->peak_bytes);
     remat_jsonw_uint(w, "stored_bytes", r->stored_bytes);
     if (!q->table) remat_jsonw_uint(w, "workset_bytes", r->workset_bytes);
@@ -51,7 +62,7 @@ static void row_text(const cli_plan_q *q, const char *label, const remat_plan_ro
     char b[4][32];
     if (label) printf("%-22.22s ", label);
     if (q->table)
-        printf("%11s %11s", cli_fmt_bytes(kept_of(q, r), b[0], 32), cli_fmt_bytes(r->peak_bytes, b[1], 32));
+        printf("%11s %11s", cli_fmt_bytes(kept_of(q, r, NULL), b[0], 32), cli_fmt_bytes(r->peak_bytes, b[1], 32));
     else if (front)
         printf("%11s %11s", cli_fmt_bytes(r->peak_bytes, b[0], 32), cli_fmt_bytes(r->total_bytes, b[1], 32));
     else

@@ -83,21 +83,45 @@ static void table_head(const cli_plan_q *q, remat_jsonw *w, int pareto)
     else if (t->shown) printf(" | budget: %s %s", cli_fmt_bytes(t->shown, b, sizeof b), t->act ? "kept" : "in total");
 }
 
-/* the optimum; nothing fits: the minimum, in the budget's own terms */
+/* the kept budget the shown one means: kept alone, or with the static bytes */
+static uint64_t kept_budget(const tctx *t)
+{
+    uint64_t st = t->act ? 0 : t->info.static_bytes;
+    return t->shown > st ? t->shown - st : 0;
+}
+
+/* The optimum: remat_table_optimal's, the function remat_torch.plan(kept_budget=)
+ * calls, so that both answer alike for the same budget (its refusal names
+ * the minimum kept bytes); no budget: the planner's. */
 static remat_status table_optimal(const cli_plan_q *q, remat_plan_row *opt, char *err, size_t n)
 {
     const tctx *t = q->ctx;
-    remat_status st = remat_plan_optimal(&t->c, t->prof, t->budget, t->act, opt);
-    snprintf(err, n, "%s", remat_errmsg());
-    uint64_t minp = 0;
-    char b1[32], b2[32];
-    if (st == REMAT_ERR_BUDGET && !remat_plan_min_peak(&t->c, &minp)) {
-        uint64_t least = minp - t->info.reserve_bytes + (t->act ? 0 : t->info.static_bytes);
-        snprintf(err, n, "budget %s is below the minimum %s (%s, with the least any plan keeps)",
-                 cli_fmt_bytes(t->shown, b1, sizeof b1), cli_fmt_bytes(least, b2, sizeof b2),
-                 t->act ? "kept bytes" : "kept bytes + parameters, gradients and optimizer state");
+    if (!t->shown) {
+        remat_status st = remat_plan_optimal(&t->c, t->prof, t->budget, t->act, opt);
+        snprintf(err, n, "%s", remat_errmsg());
+        return st;
     }
-    return st;
+    remat_table_row r;
+    memset(&r, 0, sizeof r);
+    remat_status st = remat_table_optimal(&t->c, t->prof, kept_budget(t), &r);
+    snprintf(err, n, "%s", remat_errmsg());
+    if (st) {
+        remat_table_row_clear(&r);
+        return st;
+    }
+    *opt = r.row;             /* its policy string moves to opt (remat_plan_rows_free) */
+    return REMAT_OK;
+}
+
+/* a row fits when its kept bytes (remat_table_evaluate's) fit the kept budget */
+static void table_adjust(const cli_plan_q *q, remat_plan_row *r)
+{
+    const tctx *t = q->ctx;
+    if (!t->shown) return;
+    remat_table_row tr;
+    memset(&tr, 0, sizeof tr);
+    r->fits = !remat_table_evaluate(&t->c, t->prof, r->policy, &tr) && tr.kept_bytes <= kept_budget(t);
+    remat_table_row_clear(&tr);
 }
 
 int cli_plan_table(int argc, char **argv)
@@ -117,8 +141,8 @@ int cli_plan_table(int argc, char **argv)
         "table, keeps only its expensive or cheap saved tensors; segments checkpoint\n"
         "several blocks at once.\n\n",
         "JSON: {\"table\", \"blocks\", \"budget_bytes\", \"budget_total\", \"outside_bytes\",\n"
-        "  \"reserve_bytes\", \"static_bytes\", \"rows\": [{\"policy\", \"kept_bytes\", \"peak_bytes\",\n"
-        "  \"stored_bytes\", \"overhead_pct\", \"step_ms_pred\", \"fits\"}], \"optimal\": {the same} or\n"
+        "  \"reserve_bytes\", \"static_bytes\", \"rows\": [{\"policy\", \"kept_bytes\", \"checkpoint_bytes\",\n"
+        "  \"peak_bytes\", \"stored_bytes\", \"overhead_pct\", \"step_ms_pred\", \"fits\"}], \"optimal\": {the same} or\n"
         "  null when nothing fits (the reason on stderr, exit status 1)}\n",
         groups, 1, NULL, NULL, { 0 },
     };
@@ -140,7 +164,7 @@ int cli_plan_table(int argc, char **argv)
     static const char *fixed[] = { "none", "full", "every:2", "sqrt" };
     int nfixed = (int)(sizeof fixed / sizeof fixed[0]);
     cli_plan_q q = { &t.c, t.prof, t.budget, t.act, o.policies.n ? o.policies.v : fixed,
-                     o.policies.n ? o.policies.n : nfixed, o.policies.n > 0, &t.info, table_head, table_optimal, NULL, &t };
+                     o.policies.n ? o.policies.n : nfixed, o.policies.n > 0, &t.info, table_head, table_optimal, table_adjust, &t };
     rc = o.pareto ? cli_plan_pareto(&q, o.json, 0) : cli_plan_budget(&q, o.json, o.explain);
 out:
     remat_profile_free(t.prof);

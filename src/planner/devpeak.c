@@ -8,8 +8,8 @@
  * for the whole step (row.total_bytes has the first and the last).  The
  * fastest plan under such a budget is the planner's under the budget less
  * the static bytes (remat_plan_optimal, activations_only 0), planned again
- * with less room while the checkpoints' own bytes make it peak higher, as
- * remat_table_optimal does for kept bytes.
+ * with less room while the checkpoints' own bytes make it peak higher:
+ * remat_table_fit, the loop remat_table_optimal runs for kept bytes.
  */
 #include <string.h>
 #include "../core/core.h"
@@ -30,24 +30,9 @@ remat_status remat_table_optimal_device(const remat_config *cfg, const remat_pro
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_table_optimal_device: out is NULL");
     memset(out, 0, sizeof *out);
     if ((st = remat_table_get_info(cfg, &info)) || (st = remat_plan_min_peak(cfg, &minp))) return st;
-    uint64_t room = budget;
-    for (int round = 0; round < 8 && room >= info.static_bytes + minp; round++) {
-        remat_plan_row pr;
-        remat_table_row r;
-        memset(&r, 0, sizeof r);
-        st = remat_plan_optimal(cfg, prof, room, 0, &pr);
-        if (st == REMAT_ERR_BUDGET) break;
-        if (st) return st;
-        st = remat_table_evaluate(cfg, prof, pr.policy, &r);
-        remat_plan_row_clear(&pr);
-        if (st) return st;
-        uint64_t peak = remat_table_row_device_peak(&r);
-        if (peak <= budget) { *out = r; return REMAT_OK; }
-        uint64_t over = peak - budget;
-        remat_table_row_clear(&r);
-        if (over >= room) break;
-        room -= over;
-    }
+    if ((st = remat_table_fit(cfg, prof, budget, 0, info.static_bytes + minp, 0, remat_table_row_device_peak, out)) !=
+        REMAT_ERR_BUDGET)
+        return st;
     /* the minimum: the smallest simulated peak's plan, with its checkpoints' bytes */
     remat_plan_row pr;
     remat_table_row least;

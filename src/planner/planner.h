@@ -191,4 +191,16 @@ void remat_planner_set_host(remat_planner *p, uint64_t host_bytes);
 uint64_t remat_planner_offload_host(const remat_planner *p);
 void remat_planner_set_offload_blocks(remat_planner *p, int n);
 
+
+/* tree.c: the fastest plan of a table whose measure (what a remat_table_row
+ * is judged by: its kept bytes, its device peak) is at most target -- the
+ * planner's under room + add (activations_only act), planned again with
+ * that much less room while the checkpoint calls' own bytes, which the
+ * simulator does not see, make it measure more, from room = target down
+ * while room + add >= floor.  REMAT_ERR_BUDGET (no message set) when none
+ * fits; remat_table_optimal and remat_table_optimal_device say why. */
+remat_status remat_table_fit(const remat_config *cfg, const remat_profile *prof, uint64_t target, uint64_t add,
+                             uint64_t floor, int act, uint64_t (*measure)(const remat_table_row *),
+                             remat_table_row *out);
+
 #endif

@@ -200,6 +200,33 @@ out:
     return st;
 }
 
+static uint64_t kept_of(const remat_table_row *r) { return r->kept_bytes; }
+
+remat_status remat_table_fit(const remat_config *cfg, const remat_profile *prof, uint64_t target, uint64_t add,
+                             uint64_t floor, int act, uint64_t (*measure)(const remat_table_row *),
+                             remat_table_row *out)
+{
+    remat_table_info info;
+    remat_status st;
+    memset(out, 0, sizeof *out);
+    if ((st = remat_table_get_info(cfg, &info))) return st;
+    /* the room only falls, so this ends; eight rounds are plenty in practice */
+    uint64_t room = target;
+    for (int round = 0; round < 8 && room + add >= floor; round++) {
+        remat_table_row r;
+        memset(&r, 0, sizeof r);
+        st = remat_plan_optimal(cfg, prof, room + add, act, &r.row);
+        if (st == REMAT_ERR_BUDGET) break;
+        if (st || (st = table_row(cfg, &info, &r))) { remat_table_row_clear(&r); return st; }
+        uint64_t got = measure(&r);
+        if (got <= target) { *out = r; return REMAT_OK; }
+        remat_table_row_clear(&r);
+        if (got - target >= room) break;
+        room -= got - target;
+    }
+    return REMAT_ERR_BUDGET;
+}
+
 remat_status remat_table_optimal(const remat_config *cfg, const remat_profile *prof, uint64_t kept_budget,
                                  remat_table_row *out)
 {
@@ -209,22 +236,9 @@ remat_status remat_table_optimal(const remat_config *cfg, const remat_profile *p
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_table_optimal: out is NULL");
     memset(out, 0, sizeof *out);
     if ((st = remat_table_get_info(cfg, &info)) || (st = remat_plan_min_peak(cfg, &minp))) return st;
-    /* kept K is an activation budget of K + the reserve; what the checkpoints hold besides, the
-     * simulator does not see: a plan that keeps more than K with it is planned again with that
-     * much less room (the room only falls, so this ends; eight rounds are plenty in practice) */
-    uint64_t room = kept_budget;
-    for (int round = 0; round < 8 && room + info.reserve_bytes >= minp; round++) {
-        remat_table_row r;
-        memset(&r, 0, sizeof r);
-        st = remat_plan_optimal(cfg, prof, room + info.reserve_bytes, 1, &r.row);
-        if (st == REMAT_ERR_BUDGET) break;
-        if (st || (st = table_row(cfg, &info, &r))) { remat_table_row_clear(&r); return st; }
-        if (r.kept_bytes <= kept_budget) { *out = r; return REMAT_OK; }
-        uint64_t over = r.kept_bytes - kept_budget;
-        remat_table_row_clear(&r);
-        if (over >= room) break;
-        room -= over;
-    }
+    /* kept K is an activation budget of K + the reserve */
+    if ((st = remat_table_fit(cfg, prof, kept_budget, info.reserve_bytes, minp, 1, kept_of, out)) != REMAT_ERR_BUDGET)
+        return st;
     remat_table_row least;
     char b1[32], b2[32], b3[32];
     if ((st = remat_table_min_kept(cfg, prof, &least))) return st;
