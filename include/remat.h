@@ -56,12 +56,15 @@ extern "C" {
  * remat_table_optimal, remat_table_min_kept, remat_abi_size), the device
  * peak of a table's plan (remat_table_row_device_peak,
  * remat_table_optimal_device), remat_gemm_isa: remat_config grew, an ABI
- * break, hence libremat.so.3. */
+ * break, hence libremat.so.3.
+ * 3.1.0: remat_cluster_overlaps (Megatron-LM's overlap flags of a layout)
+ * and remat_graph_peak (a joint graph's peak for a save set): additions
+ * only. */
 #define REMAT_VERSION_MAJOR 3
-#define REMAT_VERSION_MINOR 0
+#define REMAT_VERSION_MINOR 1
 #define REMAT_VERSION_PATCH 0
-#define REMAT_VERSION_STRING "3.0.0"
-/* The version of the linked library, e.g. "3.0.0". */
+#define REMAT_VERSION_STRING "3.1.0"
+/* The version of the linked library, e.g. "3.1.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */
