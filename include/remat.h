@@ -58,7 +58,8 @@ extern "C" {
  * remat_table_optimal_device), remat_gemm_isa: remat_config grew, an ABI
  * break, hence libremat.so.3.
  * 3.1.0: remat_cluster_overlaps (Megatron-LM's overlap flags of a layout)
- * and remat_graph_peak (a joint graph's peak for a save set): additions
+ * and remat_graph_peak (a joint graph's peak for a save set),
+ * remat_graph_solve (a greedy search for a set that fits): additions
  * only. */
 #define REMAT_VERSION_MAJOR 3
 #define REMAT_VERSION_MINOR 1
@@ -1634,14 +1635,15 @@ REMAT_API remat_status remat_table_optimal_device(const remat_config *cfg, const
  * in order, each preceded by the re-run of the recomputed forward nodes it
  * reads (inputs before users, each once).  A tensor lives from its node's
  * run to its last reader in that schedule, so a forward node the backward
- * reads and that is not recomputed is saved.  The search over such graphs
- * (remat as the partitioner's solver) is not built yet. */
+ * reads and that is not recomputed is saved.  remat_graph_solve
+ * (below) searches such graphs for a set to recompute. */
 typedef struct remat_graph_node {
     uint64_t bytes;          /* the node's output, in bytes */
     double flops;            /* the cost of running it (FLOPs, or any one unit) */
     const uint32_t *inputs;  /* the nodes it reads, each an earlier index; not owned */
     uint32_t n_inputs;
-    uint32_t group;          /* the layer (module) that made it; unused by remat_graph_peak */
+    uint32_t group;          /* the layer (module) that made it; unused by remat_graph_peak and
+                              * remat_graph_solve (the search over a chain of layers is not built) */
     uint8_t backward;        /* 1: a backward node, 0: a forward node */
     uint8_t candidate;       /* 1: a forward node that may be recomputed */
 } remat_graph_node;
@@ -1652,6 +1654,30 @@ typedef struct remat_graph_node {
  * recomputed node that is not a forward candidate. */
 REMAT_API remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n, const uint8_t *recompute,
                                         uint64_t *peak, double *recompute_flops);
+/* A set of candidates to recompute whose remat_graph_peak fits budget
+ * bytes, found by a greedy search that tries to spend few re-run flops:
+ * starting from nothing recomputed, while the peak is over the budget it
+ * adds the candidate that lowers the peak most per flop added (zero-flop
+ * nodes count as one flop; when no single addition lowers the peak, the
+ * one that leaves it lowest; an addition that makes it fit first, the
+ * one of fewest flops; every candidate if the growth ends over the budget
+ * and that fits); once the set fits, it drops recomputed nodes,
+ * most flops first, while the set still fits.  Every set it tries is priced
+ * by remat_graph_peak, and the answer is priced again before it is
+ * returned, so a returned set never peaks over the budget.  Not exact: a
+ * set with fewer flops may fit, and a set may fit where this search finds
+ * none (tests/test_graph.c measures both against every subset of small
+ * graphs).  Cost: up to c * (c + 1) peak evaluations for c candidates, each
+ * linear in the graph.  The group field is not used: every graph, a chain
+ * of layers too, gets this search.
+ * recompute (n entries, written) gets 1 for each recomputed node, *peak its
+ * peak, *recompute_flops (may be NULL) its re-runs' flops.
+ * REMAT_ERR_BUDGET when no set tried fits; the message then gives the least
+ * peak of every set the search priced (the set of every candidate among
+ * them), in bytes, and recompute is all 0.  remat_graph_peak's statuses for
+ * a malformed graph. */
+REMAT_API remat_status remat_graph_solve(const remat_graph_node *nodes, size_t n, uint64_t budget,
+                                         uint8_t *recompute, uint64_t *peak, double *recompute_flops);
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,8 @@
 /*
  * graph.c -- the peak of a joint forward + backward graph for a set of
- * recomputed nodes (remat.h, "a joint graph's peak"; issue 26's liveness
- * simulation, the part of its solver that is built).
+ * recomputed nodes, and a greedy search for a set that fits a budget
+ * (remat.h, "a joint graph's peak"; issue 26's liveness simulation and
+ * search, in C).
  *
  * The schedule simulated: every forward node in order; then every backward
  * node in order, each preceded by the re-run of the recomputed forward
@@ -107,5 +108,106 @@ out:
     free(sched);
     free(last);
     free(free_at);
+    return st;
+}
+
+/*
+ * remat_graph_solve -- a greedy search over the candidates (remat.h).
+ * Every set it considers is priced by remat_graph_peak, so the set it
+ * returns has that function's peak, checked against the budget last.
+ *   1. grow: while the set's peak is over the budget, add the candidate
+ *      whose addition lowers the peak most per FLOP it adds (a candidate of
+ *      zero FLOPs counts as one); when no addition lowers the peak, add the
+ *      one that leaves it lowest (ties: the earliest), so that sets which
+ *      only help together are reached; an addition that makes the set fit
+ *      is taken first (the one of fewest FLOPs), and when the growth ends
+ *      over the budget, the set of every candidate is taken if it fits;
+ *   2. prune: once it fits, drop recomputed nodes, most FLOPs first, while
+ *      the set still fits.
+ * The least peak of any set priced (the empty set, every prefix of the
+ * growth, and the set of every candidate) is what a refusal reports.
+ */
+remat_status remat_graph_solve(const remat_graph_node *nodes, size_t n, uint64_t budget, uint8_t *recompute,
+                               uint64_t *peak, double *recompute_flops)
+{
+    remat_status st;
+    uint64_t cur = 0, least, p, all_peak = 0;
+    double fl = 0;
+    uint8_t *all = NULL;
+    if (!nodes || !n || !recompute || !peak)
+        return remat_fail(REMAT_ERR_INVALID, "remat_graph_solve: nodes, n > 0, recompute and peak are required");
+    for (size_t i = 0; i < n; i++) recompute[i] = 0;
+    if ((st = remat_graph_peak(nodes, n, recompute, &cur, &fl)) != REMAT_OK) return st;
+    least = cur;
+    all = remat_calloc(n, 1);
+    if (!all) return remat_fail(REMAT_ERR_NOMEM, "remat_graph_solve: out of memory for %zu nodes", n);
+    for (size_t i = 0; i < n; i++) all[i] = !nodes[i].backward && nodes[i].candidate;
+    if ((st = remat_graph_peak(nodes, n, all, &all_peak, NULL)) != REMAT_OK) goto out;
+    if (all_peak < least) least = all_peak;
+    /* 1. grow */
+    while (cur > budget) {
+        size_t best = n, plateau = n, fit = n;
+        double best_rate = 0;
+        uint64_t fit_peak = 0;
+        uint64_t best_peak = 0, plateau_peak = UINT64_MAX;
+        for (size_t i = 0; i < n; i++) {
+            if (!all[i] || recompute[i]) continue;
+            recompute[i] = 1;
+            st = remat_graph_peak(nodes, n, recompute, &p, NULL);
+            recompute[i] = 0;
+            if (st != REMAT_OK) goto out;
+            if (p < least) least = p;
+            if (p < cur) {
+                double rate = (double)(cur - p) / (nodes[i].flops > 0 ? nodes[i].flops : 1.0);
+                if (best == n || rate > best_rate) best = i, best_rate = rate, best_peak = p;
+            }
+            if (p < plateau_peak) plateau = i, plateau_peak = p;
+            if (p <= budget && (fit == n || nodes[i].flops < nodes[fit].flops)) fit = i, fit_peak = p;
+        }
+        if (fit != n) best = fit, best_peak = fit_peak;
+        if (best == n) best = plateau, best_peak = plateau_peak;
+        if (best == n) break; /* every candidate is recomputed */
+        recompute[best] = 1;
+        cur = best_peak;
+    }
+    if (cur > budget && all_peak <= budget) { /* every candidate fits where the growth did not */
+        for (size_t i = 0; i < n; i++) recompute[i] = all[i];
+        cur = all_peak;
+    }
+    if (cur > budget) {
+        st = remat_fail(REMAT_ERR_BUDGET,
+                        "remat_graph_solve: no recomputed set found fits %llu bytes; the least peak found is %llu bytes",
+                        (unsigned long long)budget, (unsigned long long)least);
+        goto out;
+    }
+    /* 2. prune, most FLOPs first */
+    for (;;) {
+        size_t drop = n;
+        for (size_t i = 0; i < n; i++)
+            if (recompute[i] && all[i] != 2 && (drop == n || nodes[i].flops > nodes[drop].flops)) drop = i;
+        if (drop == n) break;
+        all[drop] = 2; /* tried */
+        recompute[drop] = 0;
+        if ((st = remat_graph_peak(nodes, n, recompute, &p, NULL)) != REMAT_OK) goto out;
+        if (p <= budget) cur = p;
+        else recompute[drop] = 1;
+    }
+    /* the answer, priced once more as returned */
+    if ((st = remat_graph_peak(nodes, n, recompute, &cur, &fl)) != REMAT_OK) goto out;
+    if (cur > budget && all_peak <= budget) { /* every candidate fits where the growth did not */
+        for (size_t i = 0; i < n; i++) recompute[i] = all[i];
+        cur = all_peak;
+    }
+    if (cur > budget) {
+        st = remat_fail(REMAT_ERR_BUDGET, "remat_graph_solve: internal: the set found peaks at %llu bytes, over %llu",
+                        (unsigned long long)cur, (unsigned long long)budget);
+        goto out;
+    }
+    *peak = cur;
+    if (recompute_flops) *recompute_flops = fl;
+out:
+    if (st != REMAT_OK)
+        for (size_t i = 0; i < n; i++) recompute[i] = 0;
+    free(all);
     return st;
 }
