@@ -639,7 +639,7 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
     if (mg) {
         megatron_args(c, cl, args, sizeof args);
         remat_jsonw_str(w, "megatron_args", args);
-        remat_jsonw_str(w, "megatron_env", megatron_env(c));   /* the environment the run line starts with */
+        remat_jsonw_str(w, "megatron_env", megatron_env(c));   /* the environment every answer's command starts with */
     }
     remat_jsonw_object(w, "memory");
     remat_jsonw_uint(w, "params", mm->params);
