@@ -23,7 +23,11 @@ assert abs(d["model_flops"] / 1.411e17 - 1) < 1e-3, d["model_flops"]
 keys = {"policy", "layer_stored_bytes", "stored_bytes", "peak_bytes", "total_bytes", "hardware_flops",
         "step_ms_pred", "fits", "megatron_flags", "torchtitan", "memory", "moe", "time_ms"}
 for r in d["rows"]:
-    assert set(r) == keys, set(r) ^ keys
+    # a row Megatron-LM can run has its environment and its whole command too
+    assert set(r) == keys | ({"env", "command"} if r["megatron_flags"] is not None else set()), set(r) ^ keys
+    if r["megatron_flags"] is not None:
+        assert r["command"].startswith("CUDA_DEVICE_MAX_CONNECTIONS=1 " + d["megatron_args"]), r["command"]
+        assert r["command"].endswith(r["megatron_flags"]) and r["env"] == {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}, r
     mem, t = r["memory"], r["time_ms"]
     assert mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"] == mem["total"] == r["total_bytes"]
     assert mem["weights"] == m["params_bytes"] and mem["activations"] == r["peak_bytes"] and mem["host"] == 0
@@ -71,9 +75,9 @@ PY
 # Llama 3.2's rope factor 32 is spelled out; one GPU needs no environment and no overlap
 $R plan --framework megatron --model llama3.2-1b --seq 2048 --global-batch 8 --device h100-80gb > "$T/l1.txt" 2>&1 \
     || bad "plan llama3.2-1b: $(cat "$T/l1.txt")"
-run=$(grep "^Megatron-LM run: " "$T/l1.txt")
+run=$(grep -m1 "^ *Megatron-LM: " "$T/l1.txt" | sed 's/^ *//')
 case "$run" in
-    "Megatron-LM run: --num-layers"*"--rotary-base 500000 --use-rope-scaling --rope-scaling-factor 32 "*) ok ;;
+    "Megatron-LM: --num-layers"*"--rotary-base 500000 --use-rope-scaling --rope-scaling-factor 32 "*) ok ;;
     *) bad "llama3.2-1b run line: $run" ;;
 esac
 case "$run" in *CUDA_DEVICE_MAX_CONNECTIONS*|*overlap*) bad "one GPU, yet: $run" ;; *) ok ;; esac
@@ -193,6 +197,26 @@ for d, P in ((one, 1), (two, 2)):
         if "offload" not in r["policy"]:
             assert m["host"] == 0 and r["time_ms"]["offload"] == 0
 PY
+# each answer's Megatron-LM line is its whole command, the environment first: the
+# offloading answers' NVTE_CPU_OFFLOAD_V1=1 (arguments.py asserts it with TE >= 2.10)
+# on the same line, and the text's line is the JSON's command
+$R plan $l8 --device-mem 30GiB > "$T/o3.txt" 2>&1 && $R plan $l8 --device-mem 30GiB --json > "$T/o3.json" 2>/dev/null \
+    || bad "plan offload text: $(tail -3 "$T/o3.txt")"
+/usr/bin/python3 - "$T/o3.txt" "$T/o3.json" <<'PY' && ok || bad "offload: the whole command on one line"
+import json, sys
+text, d = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+lines = [l.strip()[len("Megatron-LM: "):] for l in text.splitlines() if l.strip().startswith("Megatron-LM: ")]
+assert lines and not any(l.strip().startswith("Megatron-LM run") or "(with TE" in l for l in text.splitlines()), text
+for l in lines:
+    assert l.startswith("CUDA_DEVICE_MAX_CONNECTIONS=1 ") and "--tensor-model-parallel-size 2" in l, l
+    assert ("NVTE_CPU_OFFLOAD_V1=1 " in l) == ("--fine-grained-activation-offloading" in l), l
+    assert l.count("--num-layers ") == 1, l
+fg = [r for r in d["rows"] if r["megatron_flags"] and "--fine-grained-activation-offloading" in r["megatron_flags"]]
+assert fg and all(r["env"] == {"CUDA_DEVICE_MAX_CONNECTIONS": "1", "NVTE_CPU_OFFLOAD_V1": "1"} for r in fg)
+assert all(r["command"].startswith("CUDA_DEVICE_MAX_CONNECTIONS=1 NVTE_CPU_OFFLOAD_V1=1 --num-layers 8 ") for r in fg)
+mg = d["best_megatron"]
+assert mg["command"] in lines, (mg["command"], lines)
+PY
 $R plan $l8 --host-mem 1 --json 2>/dev/null | /usr/bin/python3 -c "
 import json, sys
 d = json.load(sys.stdin)
@@ -238,6 +262,51 @@ none, full = d["rows"][0], d["rows"][1]
 assert none["policy"] == "none" and full["policy"] == "full"
 assert full["stored_bytes"] < none["stored_bytes"] and full["hardware_flops"] > none["hardware_flops"]
 assert none["hardware_flops"] == d["model_flops"]
+PY
+
+# torchtitan's answer apart, as its own TOML keys: the degrees of the layout, FSDP's
+# shard degree with --distributed-optimizer, DDP's replicate degree without
+tt="--framework pytorch --model llama3-8b --device h100-80gb --sp --seq 8192"
+$R plan $tt --tp 2 --pp 2 --dp 4 --distributed-optimizer --global-batch 64 > "$T/t1.txt" 2>&1 \
+    && $R plan $tt --tp 4 --dp 2 --global-batch 8 --json > "$T/t2.json" 2>/dev/null || bad "torchtitan TOML: $(tail -3 "$T/t1.txt")"
+/usr/bin/python3 - "$T/t1.txt" "$T/t2.json" <<'PY' && ok || bad "torchtitan TOML"
+import json, sys
+text = open(sys.argv[1]).read()
+head = "best torchtitan as torchtitan's TOML job config"
+assert head in text, text
+block = text.split(head, 1)[1].split("\n", 1)[1].split("\ntorchtitan's settings", 1)[0]
+try:
+    import tomllib
+    load = tomllib.loads
+except ImportError:       # before Python 3.11: [section] and key = integer or "string" lines only
+    def load(s):
+        out, sec = {}, None
+        for l in s.splitlines():
+            l = l.strip()
+            if not l:
+                continue
+            if l.startswith("["):
+                assert l.endswith("]"), l
+                sec = out.setdefault(l[1:-1], {})
+                continue
+            k, v = (x.strip() for x in l.split("=", 1))
+            assert k.replace("_", "").isalnum() and sec is not None, l
+            sec[k] = v[1:-1] if v.startswith('"') and v.endswith('"') else int(v)
+        return out
+t = load(block)
+p, ac, tr = t["parallelism"], t["activation_checkpoint"], t["training"]
+assert (p["tensor_parallel_degree"], p["pipeline_parallel_degree"], p["context_parallel_degree"]) == (2, 2, 1), p
+assert (p["data_parallel_shard_degree"], p["data_parallel_replicate_degree"]) == (4, 1), p
+assert p["pipeline_parallel_schedule"] == "1F1B" and p["pipeline_parallel_microbatch_size"] == 1, p
+assert ac["mode"] in ("none", "full", "selective") and (ac["mode"] == "selective") == ("selective_ac_option" in ac), ac
+assert tr == {"local_batch_size": 16, "global_batch_size": 64, "seq_len": 8192}, tr    # 64 / dp 4 split by the pipeline
+d = json.load(open(sys.argv[2]))
+u = load(d["torchtitan_toml"])
+assert u["activation_checkpoint"]["mode"] == d["best_torchtitan"]["torchtitan"]["activation_checkpoint"], u
+p = u["parallelism"]
+assert (p["tensor_parallel_degree"], p["pipeline_parallel_degree"], p["context_parallel_degree"]) == (4, 1, 1), p
+assert (p["data_parallel_shard_degree"], p["data_parallel_replicate_degree"]) == (1, 2) and "pipeline_parallel_schedule" not in p, p
+assert u["training"] == {"local_batch_size": 1, "global_batch_size": 8, "seq_len": 8192}, u
 PY
 
 # --maximize: each answer's largest micro-batch; the optimum reaches furthest

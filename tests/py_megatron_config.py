@@ -4,8 +4,9 @@
 For a sweep of layouts (Llama-3 8B/70B/405B, Mixtral-8x7B, Qwen3-235B-A22B;
 tp/sp/pp/vpp/cp/ep/etp, uneven first and last stages, recompute and
 offload answers) runs `remat plan --framework megatron ... --json`, takes
-every flag string in the answer (the run's "megatron_args" and each row's
-"megatron_flags"; any later key named "command" too) and:
+every flag string in the answer (the run's "megatron_args" with each row's
+"megatron_flags", and each row's whole "command", whose leading NAME=value
+words must be the row's "env") and:
 
   1. requires every flag to be known: either mapped to a field of
      megatron-core's TransformerConfig (FLAG_FIELD below, as
@@ -262,25 +263,36 @@ def check_flags(flags, env=None):
     return why
 
 
+def split_env(command):
+    """"A=1 B=2 --flags ..." -> ({A: 1, B: 2}, "--flags ...")"""
+    t, env = command.split(), {}
+    while t and "=" in t[0] and not t[0].startswith("--"):
+        k, v = t.pop(0).split("=", 1)
+        env[k] = v
+    return env, " ".join(t)
+
+
 def flag_strings(j):
-    """(run args, [(row key, row flags)], env or None) of one JSON answer, every nesting"""
-    rows, env = [], None
+    """(run args, [(row key, flags, env or None, whole)]) of one JSON answer, every
+    nesting: each row's megatron_flags (whole False: the run args go first) and
+    its command (whole True), with the row's "env" object"""
+    rows = []
 
     def walk(o, key):
-        nonlocal env
         if isinstance(o, dict):
+            env = o.get("env") if isinstance(o.get("env"), dict) else None
             for k, v in o.items():
-                if k in ("megatron_flags", "command") and isinstance(v, str):
-                    rows.append((key, v))
-                elif k == "env" and isinstance(v, dict):
-                    env = v
-                else:
+                if k == "megatron_flags" and isinstance(v, str):
+                    rows.append((key, v, env, False))
+                elif k == "command" and isinstance(v, str):
+                    rows.append((key, v, env, True))
+                elif k != "env":
                     walk(v, k)
         elif isinstance(o, list):
             for i, v in enumerate(o):
                 walk(v, "%s[%d]" % (key, i))
     walk(j, "")
-    return j.get("megatron_args", ""), rows, env
+    return j.get("megatron_args", ""), rows
 
 
 SWEEP = [
@@ -325,21 +337,31 @@ def main():
         c(bool(why) and any(want in w for w in why), "seed: %r must be rejected (%s), got %s" % (extra, want, why))
     c(bool(check_flags(base, env={})), "seed: tp 8 without CUDA_DEVICE_MAX_CONNECTIONS=1 must be rejected")
 
-    answers = 0
+    answers = commands = 0
     for model, extra in SWEEP:
         cmd = [REMAT, "plan", "--framework", "megatron", "--model", model] + extra.split() + COMMON
         p = subprocess.run(cmd, capture_output=True, text=True)
         if not c(p.returncode == 0, "%s: rc %d: %s" % (" ".join(cmd), p.returncode, p.stderr.strip()[:300])):
             continue
         j = json.loads(p.stdout)
-        run_args, rows, env = flag_strings(j)
+        run_args, rows = flag_strings(j)
         c(bool(run_args), "%s %s: no megatron_args" % (model, extra))
-        for key, flags in rows:
-            full = run_args + " " + flags
+        for key, flags, env, whole in rows:
+            if whole:      # the command alone: its environment first, then every flag
+                cenv, full = split_env(flags)
+                c(cenv == env, "%s %s [%s]: the command's environment %s is not the row's env %s"
+                  % (model, extra, key, cenv, env))
+                fine = "--fine-grained-activation-offloading" in full.split()
+                c((cenv.get("NVTE_CPU_OFFLOAD_V1") == "1") == fine,   # arguments.py:1939 (TE >= 2.10)
+                  "%s %s [%s]: NVTE_CPU_OFFLOAD_V1=1 %s fine-grained offloading" % (model, extra, key, cenv))
+                commands += 1
+            else:
+                full = run_args + " " + flags
             why = check_flags(full, env)
             answers += 1
             c(not why, "%s %s [%s]: Megatron would reject %r: %s" % (model, extra, key, flags, why))
     c(answers >= len(SWEEP), "only %d answers for %d layouts" % (answers, len(SWEEP)))
+    c(commands * 2 == answers, "%d whole commands for %d answers: each row's flags need its command" % (commands, answers))
     print("%d layouts, %d answers checked against megatron-core and arguments.py@%s" % (len(SWEEP), answers, COMMIT[:7]))
     return report(NAME, c.good, c.bad)
 

@@ -42,14 +42,46 @@ static void torchtitan_json(remat_jsonw *w, const char *tt)
     remat_jsonw_end(w);
 }
 
+/* --framework pytorch: the layout and an answer's torchtitan setting (tt)
+ * as torchtitan's own TOML keys into f.  The names are those of
+ * torchtitan/config/job_config.py at pytorch/torchtitan commit
+ * e347b1e5e6b6941d789d16d340145294d82dc71e, the last to read a TOML job
+ * file (--job.config_file); later commits keep the same [section] field
+ * names in Python's Trainer.Config and its --section.option flags
+ * (torchtitan/config/configs.py at b5bcd76).  The data-parallel degree is
+ * FSDP's shard degree with --distributed-optimizer (FSDP shards the
+ * optimizer state and more), else DDP's replicate degree; torchtitan's
+ * TP shards the norms' sequence as --sp does.  "selective" is per-op
+ * selective checkpointing (selective_ac_option "op"). */
+static void torchtitan_toml(FILE *f, const remat_config *c, const remat_cluster *cl, const char *tt)
+{
+    long G = cl->global_batch ? cl->global_batch : (long)c->batch * cl->dp;
+    fprintf(f, "[parallelism]\ntensor_parallel_degree = %d\npipeline_parallel_degree = %d\n"
+            "context_parallel_degree = %d\ndata_parallel_shard_degree = %d\ndata_parallel_replicate_degree = %d\n",
+            remat_config_tp(c), cl->pp, remat_config_cp(c), cl->dist_optim ? cl->dp : 1, cl->dist_optim ? 1 : cl->dp);
+    /* a pipeline splits each rank's local batch into its micro-batches;
+     * without one, torchtitan accumulates gradients up to the global batch */
+    long local = cl->pp > 1 && c->batch > 0 && cl->dp > 0 ? G / cl->dp : c->batch;
+    if (cl->pp > 1)
+        fprintf(f, "pipeline_parallel_schedule = \"%s\"\npipeline_parallel_microbatch_size = %d\n",
+                cl->vpp > 1 ? "Interleaved1F1B" : "1F1B", c->batch);
+    fprintf(f, "\n[activation_checkpoint]\nmode = \"%s\"\n", tt);
+    if (!strcmp(tt, "selective")) fprintf(f, "selective_ac_option = \"op\"\n");
+    fprintf(f, "\n[training]\nlocal_batch_size = %ld\nglobal_batch_size = %ld\nseq_len = %d\n", local, G, c->seq);
+}
+
 /* a row of the answers, under key (NULL in the rows array); null when the
  * answer does not exist.  mm: the parameter state per GPU, the same in
  * every row. */
 static char *pytorch_str(const remat_config *c, const char *policy);
+static void megatron_command(const remat_config *c, const char *args, const char *flags, char *buf, size_t n);
+static void megatron_env_json(remat_jsonw *w, const remat_config *c, const char *flags);
 
-/* ... pt: --framework pytorch's model chunk (its "pytorch" sentence), else NULL */
+/* ... pt: --framework pytorch's model chunk (its "pytorch" sentence), else NULL;
+ * mg, args: --framework megatron's config and run arguments (each answer's
+ * "env" and whole "command"), else NULL */
 static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r, const remat_cluster_memory *mm,
-                     const remat_config *pt)
+                     const remat_config *pt, const remat_config *mg, const char *args)
 {
     if (!r->policy) { remat_jsonw_null(w, key); return; }
     remat_jsonw_object(w, key);
@@ -62,6 +94,12 @@ static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r
     remat_jsonw_num(w, "step_ms_pred", r->step_ms_pred);
     remat_jsonw_bool(w, "fits", r->fits);
     remat_jsonw_str(w, "megatron_flags", r->megatron_flags);
+    if (mg && args && r->megatron_flags) {
+        char cmd[1536];
+        megatron_env_json(w, mg, r->megatron_flags);
+        megatron_command(mg, args, r->megatron_flags, cmd, sizeof cmd);
+        remat_jsonw_str(w, "command", cmd);
+    }
     torchtitan_json(w, r->torchtitan);
     if (pt) {
         char *t = pytorch_str(pt, r->policy);
@@ -116,6 +154,33 @@ static void megatron_overlap_args(const remat_config *c, const remat_cluster *cl
 static const char *megatron_env(const remat_config *c)
 {
     return remat_config_tp(c) > 1 || remat_config_cp(c) > 1 ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
+}
+
+/* An answer's own environment besides megatron_env's: with
+ * --fine-grained-activation-offloading and TE >= 2.10,
+ * megatron/training/arguments.py (line 1939 at d98e8a6) asserts
+ * NVTE_CPU_OFFLOAD_V1=1, so that TE offloads activations and not weights
+ * (older TE reads no such variable: it is harmless there). */
+static int needs_cpu_offload_v1(const char *flags)
+{
+    return flags && strstr(flags, "--fine-grained-activation-offloading") != NULL;
+}
+
+/* An answer's whole Megatron-LM command into buf: its environment, the
+ * run's arguments (megatron_args), its recompute and offload flags */
+static void megatron_command(const remat_config *c, const char *args, const char *flags, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%s%s%s%s", megatron_env(c), needs_cpu_offload_v1(flags) ? "NVTE_CPU_OFFLOAD_V1=1 " : "", args,
+             flags && flags[0] ? " " : "", flags ? flags : "");
+}
+
+/* the same environment as a JSON object (name: value) */
+static void megatron_env_json(remat_jsonw *w, const remat_config *c, const char *flags)
+{
+    remat_jsonw_object(w, "env");
+    if (megatron_env(c)[0]) remat_jsonw_str(w, "CUDA_DEVICE_MAX_CONNECTIONS", "1");
+    if (needs_cpu_offload_v1(flags)) remat_jsonw_str(w, "NVTE_CPU_OFFLOAD_V1", "1");
+    remat_jsonw_end(w);
 }
 
 /* The Megatron-LM arguments of the run itself (besides the recompute flags
@@ -271,8 +336,10 @@ static char *pytorch_str(const remat_config *c, const char *policy)
     return buf;
 }
 
+/* args: the Megatron-LM run's arguments, so that the answer's line is its
+ * whole command (NULL: its recompute and offload flags alone) */
 static void answer_text(const char *label, const remat_cluster_row *r, const remat_config *c, int explain,
-                        const fw_units *u)
+                        const fw_units *u, const char *args)
 {
     char b1[32], b2[32], b3[32], b4[32], b5[32], host[64] = "", more[96] = "";
     int pt = c->framework == REMAT_FRAMEWORK_PYTORCH;
@@ -295,10 +362,15 @@ static void answer_text(const char *label, const remat_cluster_row *r, const rem
     printf("%18s time: compute %s, TP %s%s, bubble %s, DP %s, optimizer %s\n", "", fmt_t(u, r->compute_ms, b1, sizeof b1),
            fmt_t(u, r->tp_ms, b2, sizeof b2), more, fmt_t(u, r->bubble_ms, b3, sizeof b3), fmt_t(u, r->dp_ms, b4, sizeof b4),
            fmt_t(u, r->optimizer_ms, b5, sizeof b5));
-    if (r->megatron_flags && !pt)
+    if (r->megatron_flags && !pt && args) {     /* one line, the whole command: nothing to paste from another */
+        char cmd[1536];
+        megatron_command(c, args, r->megatron_flags, cmd, sizeof cmd);
+        printf("%18s Megatron-LM: %s\n", "", cmd);
+    } else if (r->megatron_flags && !pt) {
         printf("%18s Megatron-LM: %s\n", "", r->megatron_flags[0] ? r->megatron_flags : "(no --recompute flags)");
-    if (r->megatron_flags && !pt && strstr(r->megatron_flags, "--fine-grained-activation-offloading"))
-        printf("%18s (with TE >= 2.10 also NVTE_CPU_OFFLOAD_V1=1 in the environment: megatron/training/arguments.py)\n", "");
+        if (needs_cpu_offload_v1(r->megatron_flags))
+            printf("%18s (with TE >= 2.10 also NVTE_CPU_OFFLOAD_V1=1 in the environment: megatron/training/arguments.py)\n", "");
+    }
     if (r->torchtitan) printf("%18s torchtitan: activation_checkpoint:%s\n", "", r->torchtitan);
     if (pt) {
         printf("%18s PyTorch: ", "");
@@ -562,11 +634,12 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
     remat_jsonw_object(w, NULL);
     remat_jsonw_str(w, "framework", fw_name(c));
     remat_jsonw_str(w, "table", fw_table(c));
-    if (c->framework == REMAT_FRAMEWORK_MEGATRON) {
-        char args[1024];
+    char args[1024] = "";
+    const remat_config *mg = c->framework == REMAT_FRAMEWORK_MEGATRON ? c : NULL;
+    if (mg) {
         megatron_args(c, cl, args, sizeof args);
         remat_jsonw_str(w, "megatron_args", args);
-        remat_jsonw_str(w, "megatron_env", megatron_env(c));   /* the environment the run line starts with */
+        remat_jsonw_str(w, "megatron_env", megatron_env(c));   /* the environment every answer's command starts with */
     }
     remat_jsonw_object(w, "memory");
     remat_jsonw_uint(w, "params", mm->params);
@@ -596,17 +669,25 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
     }
     remat_config ch = chunk_of(c, cl);
     const remat_config *pt = c->framework == REMAT_FRAMEWORK_PYTORCH ? &ch : NULL;
-    row_json(w, "optimal", &an->a.optimal, mm, pt);
+    row_json(w, "optimal", &an->a.optimal, mm, pt, mg, args);
     if (pt) remat_jsonw_null(w, "best_megatron");   /* PyTorch has no Megatron-LM flags */
-    else row_json(w, "best_megatron", &an->a.best_megatron, mm, pt);
-    row_json(w, "best_torchtitan", &an->a.best_torchtitan, mm, pt);
+    else row_json(w, "best_megatron", &an->a.best_megatron, mm, pt, mg, args);
+    row_json(w, "best_torchtitan", &an->a.best_torchtitan, mm, pt, mg, args);
+    if (pt && an->a.best_torchtitan.torchtitan) {    /* the best torchtitan answer as its job file */
+        char *toml = NULL;
+        size_t nt = 0;
+        FILE *f = open_memstream(&toml, &nt);
+        if (f) { torchtitan_toml(f, c, cl, an->a.best_torchtitan.torchtitan); if (fclose(f)) { free(toml); toml = NULL; } }
+        remat_jsonw_str(w, "torchtitan_toml", toml ? toml : "");
+        free(toml);
+    }
     remat_jsonw_array(w, "rows");
-    for (int i = 0; i < an->ngiven; i++) row_json(w, NULL, &an->gr[i], mm, pt);
-    for (size_t i = 0; i < an->a.nrows; i++) row_json(w, NULL, &an->a.rows[i], mm, pt);
+    for (int i = 0; i < an->ngiven; i++) row_json(w, NULL, &an->gr[i], mm, pt, mg, args);
+    for (size_t i = 0; i < an->a.nrows; i++) row_json(w, NULL, &an->a.rows[i], mm, pt, mg, args);
     remat_jsonw_end(w);
     if (o->pareto) {
         remat_jsonw_array(w, "pareto");
-        for (size_t i = 0; i < an->nfront; i++) row_json(w, NULL, &an->front[i], mm, pt);
+        for (size_t i = 0; i < an->nfront; i++) row_json(w, NULL, &an->front[i], mm, pt, mg, args);
         remat_jsonw_end(w);
     }
     remat_jsonw_end(w);
@@ -686,11 +767,10 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
            remat_cluster_model_flops(c, cl));
     if (c->framework == REMAT_FRAMEWORK_PYTORCH) pytorch_layout(c, cl);
     if (c->arch == REMAT_ARCH_LLAMA) printf("table: %s\n", fw_table(c));
-    if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->arch == REMAT_ARCH_LLAMA) {
-        char args[1024];
-        megatron_args(c, cl, args, sizeof args);
-        printf("Megatron-LM run: %s%s\n", megatron_env(c), args);
-    }
+    /* Llama's runs are whole: each answer's line below is its command */
+    char args[1024] = "";
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->arch == REMAT_ARCH_LLAMA) megatron_args(c, cl, args, sizeof args);
+    const char *run = args[0] ? args : NULL;
     if (o->maximize >= 0 && c->framework == REMAT_FRAMEWORK_PYTORCH)
         printf("largest %s: optimal %d, torchtitan %d (answers below at %s %d)\n",
                o->maximize == REMAT_CLUSTER_SEQ ? "seq" : "micro-batch", an->best[0], an->best[2],
@@ -706,12 +786,16 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
     }
     printf("\n");
     int pt = c->framework == REMAT_FRAMEWORK_PYTORCH;   /* PyTorch has no Megatron-LM flags to offer */
-    answer_text("optimal", &a->optimal, &ch, o->explain, &u);
-    if (!pt) answer_text("best Megatron-LM", &a->best_megatron, &ch, o->explain, &u);
-    answer_text("best torchtitan", &a->best_torchtitan, &ch, o->explain, &u);
+    answer_text("optimal", &a->optimal, &ch, o->explain, &u, run);
+    if (!pt) answer_text("best Megatron-LM", &a->best_megatron, &ch, o->explain, &u, run);
+    answer_text("best torchtitan", &a->best_torchtitan, &ch, o->explain, &u, run);
+    if (pt && a->best_torchtitan.torchtitan) {      /* torchtitan's answer in its own keys, apart */
+        printf("\nbest torchtitan as torchtitan's TOML job config (its JobConfig's [section] keys):\n");
+        torchtitan_toml(stdout, c, cl, a->best_torchtitan.torchtitan);
+    }
     for (int i = 0; i < an->ngiven; i++) {
         printf("\n");
-        answer_text(o->given.v[i], &an->gr[i], &ch, o->explain, &u);
+        answer_text(o->given.v[i], &an->gr[i], &ch, o->explain, &u, run);
     }
     if (pt && a->best_torchtitan.policy && a->optimal.policy && a->best_torchtitan.step_ms_pred > a->optimal.step_ms_pred)
         printf("\ntorchtitan's settings cost %.1f%% over the optimum\n\n",
