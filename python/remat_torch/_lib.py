@@ -76,7 +76,8 @@ class PlanNode(Structure):
 
 class TableRow(Structure):
     _fields_ = [("row", PlanRow), ("kept_bytes", c_uint64), ("peak_bytes", c_uint64),
-                ("checkpoint_bytes", c_uint64), ("checkpoint_calls", c_int)]
+                ("checkpoint_bytes", c_uint64), ("checkpoint_calls", c_int),
+                ("device_peak_bytes", c_uint64)]
 
 
 # remat.h's enum remat_node_kind and enum remat_keep, by name
