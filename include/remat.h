@@ -57,15 +57,18 @@ extern "C" {
  * peak of a table's plan (remat_table_row_device_peak,
  * remat_table_optimal_device), remat_gemm_isa: remat_config grew, an ABI
  * break, hence libremat.so.3.
- * 3.1.0: remat_cluster_overlaps (Megatron-LM's overlap flags of a layout)
- * and remat_graph_peak (a joint graph's peak for a save set),
- * remat_graph_solve (a greedy search for a set that fits): additions
- * only. */
-#define REMAT_VERSION_MAJOR 3
-#define REMAT_VERSION_MINOR 1
+ * 4.0.0: remat_table_row grew device_peak_bytes at its end (a plan that
+ * re-runs no block peaks without the re-run's room): a caller-allocated
+ * struct grew, an ABI break, hence libremat.so.4; with it
+ * remat_cluster_overlaps (Megatron-LM's overlap flags of a layout),
+ * remat_graph_peak (a joint graph's peak for a recomputed set) and
+ * remat_graph_solve (a greedy search for a recomputed set that fits a
+ * budget). */
+#define REMAT_VERSION_MAJOR 4
+#define REMAT_VERSION_MINOR 0
 #define REMAT_VERSION_PATCH 0
-#define REMAT_VERSION_STRING "3.1.0"
-/* The version of the linked library, e.g. "3.1.0". */
+#define REMAT_VERSION_STRING "4.0.0"
+/* The version of the linked library, e.g. "4.0.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */
@@ -1595,6 +1598,8 @@ typedef struct remat_table_row {
     uint64_t peak_bytes;
     uint64_t checkpoint_bytes; /* of which the checkpoint calls' own (stashes, context, nested inputs) */
     int checkpoint_calls;
+    /* appended (remat_table_row_device_peak): the step's device peak, static bytes included */
+    uint64_t device_peak_bytes;
 } remat_table_row;
 REMAT_API void remat_table_row_clear(remat_table_row *r);
 /* One policy (any remat_schedule_create accepts) of a loaded table. */
@@ -1619,7 +1624,10 @@ REMAT_API size_t remat_abi_size(const char *name);
  * A table's step peaks on the device at its row's peak_bytes (the simulated
  * activation peak with what the checkpoint calls hold) plus the table's
  * static bytes (parameters, gradients, optimizer state, live for the whole
- * step, as in a step that keeps its gradients).  remat_torch's
+ * step, as in a step that keeps its gradients) -- less one block's saved
+ * tensors (block_saved_bytes) under a plan that re-runs no block (no
+ * checkpoint call: "none"), whose peak has no use for the room
+ * reserve_bytes keeps for a re-run.  remat_torch's
  * plan(budget=) is this budget; plan(kept_budget=) is remat_table_optimal's. */
 /* That peak of a row of remat_table_evaluate/optimal/min_kept/optimal_device (0 for NULL). */
 REMAT_API uint64_t remat_table_row_device_peak(const remat_table_row *r);

@@ -12,7 +12,7 @@ any call that writes one.
 The library: $REMAT_LIB when set (a path); else, installed, the one `make
 install` put in its LIBDIR (_paths.py, written at install); else, in the
 tree, build/libremat.so beside this package's python/ folder (make test
-runs it from there), else the dynamic linker's libremat.so.3 (SOMAJOR: never
+runs it from there), else the dynamic linker's libremat.so.4 (SOMAJOR: never
 another major version's).  What loads is refused in one line, before any
 call that writes into memory Python sized, unless remat_version() is of
 SOMAJOR and remat_abi_size gives every structure below ctypes' size.
@@ -22,7 +22,7 @@ import os
 from ctypes import (POINTER, Structure, byref, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_uint32,
                     c_uint64, c_void_p)
 
-SOMAJOR = 3
+SOMAJOR = 4
 REMAT_FRAMEWORK_TABLE = 3
 
 
@@ -76,7 +76,8 @@ class PlanNode(Structure):
 
 class TableRow(Structure):
     _fields_ = [("row", PlanRow), ("kept_bytes", c_uint64), ("peak_bytes", c_uint64),
-                ("checkpoint_bytes", c_uint64), ("checkpoint_calls", c_int)]
+                ("checkpoint_bytes", c_uint64), ("checkpoint_calls", c_int),
+                ("device_peak_bytes", c_uint64)]
 
 
 # remat.h's enum remat_node_kind and enum remat_keep, by name

@@ -154,7 +154,7 @@ static remat_status table_row(const remat_config *cfg, const remat_table_info *i
                             info->output_bytes * (uint64_t)inputs;
     out->kept_bytes = (uint64_t)((int64_t)out->row.stored_bytes + info->outside_bytes) + out->checkpoint_bytes;
     out->peak_bytes = out->row.peak_bytes + out->checkpoint_bytes;
-    return REMAT_OK;
+    return remat_table_device_peak_of(info, out, &out->device_peak_bytes);
 }
 
 void remat_table_row_clear(remat_table_row *r)
