@@ -25,14 +25,13 @@
 #include "../core/core.h"
 #include "planner.h"
 
-remat_status remat_table_device_peak_of(const remat_table_info *info, const remat_table_row *r, uint64_t *out)
+uint64_t remat_table_device_peak_of(const remat_table_info *info, const remat_table_row *r)
 {
     int64_t end = (int64_t)r->row.stored_bytes + info->outside_bytes + (int64_t)info->reserve_bytes;
     /* no checkpoint call in the plan tree (tree.c): no block's backward re-runs anything */
     int unused = r->checkpoint_calls == 0 && (int64_t)r->row.peak_bytes <= end;
     uint64_t relief = unused && info->block_saved_bytes <= r->row.total_bytes ? info->block_saved_bytes : 0;
-    *out = r->row.total_bytes + r->checkpoint_bytes - relief;
-    return REMAT_OK;
+    return r->row.total_bytes + r->checkpoint_bytes - relief;
 }
 
 uint64_t remat_table_row_device_peak(const remat_table_row *r)
@@ -50,7 +49,7 @@ remat_status remat_table_optimal_device(const remat_config *cfg, const remat_pro
     memset(out, 0, sizeof *out);
     if ((st = remat_table_get_info(cfg, &info)) || (st = remat_plan_min_peak(cfg, &minp))) return st;
     /* the room a plan that re-runs nothing at its peak leaves unused (see the notes) */
-    if ((st = remat_table_fit(cfg, prof, budget, info.block_saved_bytes, info.static_bytes + minp, 0,
+    if ((st = remat_table_fit(cfg, &info, prof, budget, info.block_saved_bytes, info.static_bytes + minp, 0,
                               remat_table_row_device_peak, out)) !=
         REMAT_ERR_BUDGET)
         return st;

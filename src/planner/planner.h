@@ -198,11 +198,12 @@ void remat_planner_set_offload_blocks(remat_planner *p, int n);
  * that much less room while the checkpoint calls' own bytes, which the
  * simulator does not see, make it measure more, from room = target down
  * while room + add >= floor.  REMAT_ERR_BUDGET (no message set) when none
- * fits; remat_table_optimal and remat_table_optimal_device say why. */
+ * fits; remat_table_optimal and remat_table_optimal_device say why.  info
+ * is cfg's (remat_table_get_info), read once by the caller. */
+remat_status remat_table_fit(const remat_config *cfg, const remat_table_info *info, const remat_profile *prof,
+                             uint64_t target, uint64_t add, uint64_t floor, int act,
+                             uint64_t (*measure)(const remat_table_row *), remat_table_row *out);
 /* devpeak.c: row r's device peak (remat.h, "a budget on device memory"), r's other fields set */
-remat_status remat_table_device_peak_of(const remat_table_info *info, const remat_table_row *r, uint64_t *out);
-remat_status remat_table_fit(const remat_config *cfg, const remat_profile *prof, uint64_t target, uint64_t add,
-                             uint64_t floor, int act, uint64_t (*measure)(const remat_table_row *),
-                             remat_table_row *out);
+uint64_t remat_table_device_peak_of(const remat_table_info *info, const remat_table_row *r);
 
 #endif

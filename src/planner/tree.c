@@ -154,7 +154,8 @@ static remat_status table_row(const remat_config *cfg, const remat_table_info *i
                             info->output_bytes * (uint64_t)inputs;
     out->kept_bytes = (uint64_t)((int64_t)out->row.stored_bytes + info->outside_bytes) + out->checkpoint_bytes;
     out->peak_bytes = out->row.peak_bytes + out->checkpoint_bytes;
-    return remat_table_device_peak_of(info, out, &out->device_peak_bytes);
+    out->device_peak_bytes = remat_table_device_peak_of(info, out);
+    return REMAT_OK;
 }
 
 void remat_table_row_clear(remat_table_row *r)
@@ -202,14 +203,12 @@ out:
 
 static uint64_t kept_of(const remat_table_row *r) { return r->kept_bytes; }
 
-remat_status remat_table_fit(const remat_config *cfg, const remat_profile *prof, uint64_t target, uint64_t add,
-                             uint64_t floor, int act, uint64_t (*measure)(const remat_table_row *),
-                             remat_table_row *out)
+remat_status remat_table_fit(const remat_config *cfg, const remat_table_info *info, const remat_profile *prof,
+                             uint64_t target, uint64_t add, uint64_t floor, int act,
+                             uint64_t (*measure)(const remat_table_row *), remat_table_row *out)
 {
-    remat_table_info info;
     remat_status st;
     memset(out, 0, sizeof *out);
-    if ((st = remat_table_get_info(cfg, &info))) return st;
     /* the room only falls, so this ends; eight rounds are plenty in practice */
     uint64_t room = target;
     for (int round = 0; round < 8 && room + add >= floor; round++) {
@@ -217,7 +216,7 @@ remat_status remat_table_fit(const remat_config *cfg, const remat_profile *prof,
         memset(&r, 0, sizeof r);
         st = remat_plan_optimal(cfg, prof, room + add, act, &r.row);
         if (st == REMAT_ERR_BUDGET) break;
-        if (st || (st = table_row(cfg, &info, &r))) { remat_table_row_clear(&r); return st; }
+        if (st || (st = table_row(cfg, info, &r))) { remat_table_row_clear(&r); return st; }
         uint64_t got = measure(&r);
         if (got <= target) { *out = r; return REMAT_OK; }
         remat_table_row_clear(&r);
@@ -237,7 +236,7 @@ remat_status remat_table_optimal(const remat_config *cfg, const remat_profile *p
     memset(out, 0, sizeof *out);
     if ((st = remat_table_get_info(cfg, &info)) || (st = remat_plan_min_peak(cfg, &minp))) return st;
     /* kept K is an activation budget of K + the reserve */
-    if ((st = remat_table_fit(cfg, prof, kept_budget, info.reserve_bytes, minp, 1, kept_of, out)) != REMAT_ERR_BUDGET)
+    if ((st = remat_table_fit(cfg, &info, prof, kept_budget, info.reserve_bytes, minp, 1, kept_of, out)) != REMAT_ERR_BUDGET)
         return st;
     remat_table_row least;
     char b1[32], b2[32], b3[32];
