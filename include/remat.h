@@ -1650,8 +1650,9 @@ typedef struct remat_graph_node {
     double flops;            /* the cost of running it (FLOPs, or any one unit) */
     const uint32_t *inputs;  /* the nodes it reads, each an earlier index; not owned */
     uint32_t n_inputs;
-    uint32_t group;          /* the layer (module) that made it; unused by remat_graph_peak and
-                              * remat_graph_solve (the search over a chain of layers is not built) */
+    uint32_t group;          /* the layer (module) that made it: remat_graph_search's unit when the
+                              * candidates are too many to try every subset; unused by
+                              * remat_graph_peak and remat_graph_solve */
     uint8_t backward;        /* 1: a backward node, 0: a forward node */
     uint8_t candidate;       /* 1: a forward node that may be recomputed */
 } remat_graph_node;
@@ -1686,6 +1687,27 @@ REMAT_API remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n,
  * a malformed graph. */
 REMAT_API remat_status remat_graph_solve(const remat_graph_node *nodes, size_t n, uint64_t budget,
                                          uint8_t *recompute, uint64_t *peak, double *recompute_flops);
+/* remat_graph_search's methods (*how). */
+enum { REMAT_GRAPH_EXACT = 0, REMAT_GRAPH_EXACT_GROUPS = 1, REMAT_GRAPH_GREEDY = 2 };
+/* A set of candidates to recompute whose remat_graph_peak fits budget bytes
+ * with the fewest re-run flops, exact where that is tractable:
+ *   REMAT_GRAPH_EXACT: at most 16 candidates; every subset is priced, so
+ *     the set returned has the least flops of any that fits (ties: the
+ *     lower peak), and a refusal's least peak is the least of any subset;
+ *   REMAT_GRAPH_EXACT_GROUPS: more candidates but at most 16 distinct
+ *     groups (a chain of layers); every union of whole groups (each layer
+ *     recomputed entirely or not at all, as remat's planner chooses per
+ *     layer) is priced and so is remat_graph_solve's greedy set; the one of
+ *     fewer flops is returned, so the answer is the least-flop fitting
+ *     union of layers or better;
+ *   REMAT_GRAPH_GREEDY: otherwise, remat_graph_solve's answer.
+ * Never over the budget (every set is priced by remat_graph_peak).  Cost: 2^16
+ * peak evaluations at most, plus the greedy's.  recompute, *peak and
+ * *recompute_flops (may be NULL) as remat_graph_solve; *how (may be NULL)
+ * the method used.  REMAT_ERR_BUDGET when no set priced fits, its message
+ * naming the least peak of every set priced, in bytes, in one line. */
+REMAT_API remat_status remat_graph_search(const remat_graph_node *nodes, size_t n, uint64_t budget,
+                                          uint8_t *recompute, uint64_t *peak, double *recompute_flops, int *how);
 #ifdef __cplusplus
 }
 #endif

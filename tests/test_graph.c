@@ -18,6 +18,9 @@
  *   - a refusal only when no subset fits, or counted as a miss; its message
  *     carries a least peak that some subset reaches and no less than the
  *     subsets' least;
+ *   - remat_graph_search (exact at <= 16 candidates) returns the brute
+ *     force's least flops whenever a subset fits, and otherwise refuses
+ *     naming the brute force's least peak exactly;
  *   - the gap to the least-flop fitting subset is printed (not asserted:
  *     the search is greedy), and on the hand graph above a budget of 30
  *     bytes is refused naming 31 bytes, and 31 bytes gets {a}.
@@ -118,6 +121,20 @@ static void solve_random(void)
         uint8_t rec[N];
         uint64_t peak = 0, again = 0;
         double fl = -1, fl_again = -1;
+        int how = -1;
+        remat_status sx = remat_graph_search(g, n, budget, rec, &peak, &fl, &how);
+        if (sx == REMAT_OK)
+            CHECK(fits && how == REMAT_GRAPH_EXACT && fl == best && peak <= budget &&
+                      remat_graph_peak(g, n, rec, &again, NULL) == REMAT_OK && again == peak,
+                  "trial %d: search: fits %d how %d flops %g (brute force %g) peak %llu budget %llu", trial, fits, how,
+                  fl, best, (unsigned long long)peak, (unsigned long long)budget);
+        else {
+            const char *m = remat_errmsg(), *at = strstr(m, "least peak found is ");
+            CHECK(sx == REMAT_ERR_BUDGET && !fits && at &&
+                      strtoull(at + strlen("least peak found is "), NULL, 10) == least,
+                  "trial %d: search refused (st %d \"%s\"), brute force fits %d, least %llu", trial, (int)sx, m, fits,
+                  (unsigned long long)least);
+        }
         remat_status st = remat_graph_solve(g, n, budget, rec, &peak, &fl);
         if (st == REMAT_OK) {
             CHECK(remat_graph_peak(g, n, rec, &again, &fl_again) == REMAT_OK && again <= budget && again == peak &&

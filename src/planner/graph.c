@@ -127,8 +127,8 @@ out:
  * The least peak of any set priced (the empty set, every prefix of the
  * growth, and the set of every candidate) is what a refusal reports.
  */
-remat_status remat_graph_solve(const remat_graph_node *nodes, size_t n, uint64_t budget, uint8_t *recompute,
-                               uint64_t *peak, double *recompute_flops)
+static remat_status greedy(const remat_graph_node *nodes, size_t n, uint64_t budget, uint8_t *recompute,
+                           uint64_t *peak, double *recompute_flops, uint64_t *least_out)
 {
     remat_status st;
     uint64_t cur = 0, least, p, all_peak = 0;
@@ -144,6 +144,7 @@ remat_status remat_graph_solve(const remat_graph_node *nodes, size_t n, uint64_t
     for (size_t i = 0; i < n; i++) all[i] = !nodes[i].backward && nodes[i].candidate;
     if ((st = remat_graph_peak(nodes, n, all, &all_peak, NULL)) != REMAT_OK) goto out;
     if (all_peak < least) least = all_peak;
+    *least_out = least;
     /* 1. grow */
     while (cur > budget) {
         size_t best = n, plateau = n, fit = n;
@@ -156,7 +157,7 @@ remat_status remat_graph_solve(const remat_graph_node *nodes, size_t n, uint64_t
             st = remat_graph_peak(nodes, n, recompute, &p, NULL);
             recompute[i] = 0;
             if (st != REMAT_OK) goto out;
-            if (p < least) least = p;
+            if (p < least) least = p, *least_out = p;
             if (p < cur) {
                 double rate = (double)(cur - p) / (nodes[i].flops > 0 ? nodes[i].flops : 1.0);
                 if (best == n || rate > best_rate) best = i, best_rate = rate, best_peak = p;
@@ -209,5 +210,93 @@ out:
     if (st != REMAT_OK)
         for (size_t i = 0; i < n; i++) recompute[i] = 0;
     free(all);
+    return st;
+}
+
+remat_status remat_graph_solve(const remat_graph_node *nodes, size_t n, uint64_t budget, uint8_t *recompute,
+                               uint64_t *peak, double *recompute_flops)
+{
+    uint64_t least = 0;
+    return greedy(nodes, n, budget, recompute, peak, recompute_flops, &least);
+}
+
+/*
+ * remat_graph_search -- an exact search where one is tractable (remat.h):
+ * every subset of the candidates when there are at most
+ * REMAT_GRAPH_ENUMERATE of them; else, with at most that many groups,
+ * every union of whole groups (a layer recomputed or not, as remat's
+ * planner decides per layer) and the greedy search, the fewer flops
+ * kept; else the greedy search alone.  Every set is priced by
+ * remat_graph_peak.  Ties: fewer flops, then the lower peak, then the set
+ * met first (masks in increasing order), so the answer is deterministic.
+ */
+#define REMAT_GRAPH_ENUMERATE 16
+remat_status remat_graph_search(const remat_graph_node *nodes, size_t n, uint64_t budget, uint8_t *recompute,
+                                uint64_t *peak, double *recompute_flops, int *how)
+{
+    remat_status st = REMAT_OK;
+    if (!nodes || !n || !recompute || !peak)
+        return remat_fail(REMAT_ERR_INVALID, "remat_graph_search: nodes, n > 0, recompute and peak are required");
+    for (size_t i = 0; i < n; i++) recompute[i] = 0;
+    uint64_t p = 0, least = UINT64_MAX, best_peak = 0;
+    double fl = 0, best_fl = -1;
+    if ((st = remat_graph_peak(nodes, n, NULL, &p, NULL)) != REMAT_OK) return st;
+    uint32_t *cand = remat_malloc(n * sizeof *cand), *gid = remat_malloc(n * sizeof *gid),
+             *groups = remat_malloc(n * sizeof *groups);
+    uint8_t *rec = remat_calloc(n, 1), *best = remat_calloc(n, 1);
+    if (!cand || !gid || !groups || !rec || !best) {
+        st = remat_fail(REMAT_ERR_NOMEM, "remat_graph_search: out of memory for %zu nodes", n);
+        goto out;
+    }
+    size_t c = 0, g = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i].backward || !nodes[i].candidate) continue;
+        size_t k = 0;
+        while (k < g && groups[k] != nodes[i].group) k++;
+        if (k == g) groups[g++] = nodes[i].group;
+        gid[c] = (uint32_t)k;
+        cand[c++] = (uint32_t)i;
+    }
+    int mode = c <= REMAT_GRAPH_ENUMERATE ? 0 : g <= REMAT_GRAPH_ENUMERATE ? 1 : 2;
+    if (mode < 2) {
+        size_t bits = mode == 0 ? c : g;
+        for (uint64_t m = 0; m < ((uint64_t)1 << bits); m++) {
+            for (size_t k = 0; k < c; k++) rec[cand[k]] = (uint8_t)((m >> (mode == 0 ? k : gid[k])) & 1);
+            if ((st = remat_graph_peak(nodes, n, rec, &p, &fl)) != REMAT_OK) goto out;
+            if (p < least) least = p;
+            if (p <= budget && (best_fl < 0 || fl < best_fl || (fl == best_fl && p < best_peak))) {
+                best_fl = fl, best_peak = p;
+                for (size_t i = 0; i < n; i++) best[i] = rec[i];
+            }
+        }
+    }
+    if (mode > 0) {
+        uint64_t gl = UINT64_MAX;
+        st = greedy(nodes, n, budget, rec, &p, &fl, &gl);
+        if (st == REMAT_OK && (best_fl < 0 || fl < best_fl || (fl == best_fl && p < best_peak))) {
+            best_fl = fl, best_peak = p;
+            for (size_t i = 0; i < n; i++) best[i] = rec[i];
+        }
+        if (st != REMAT_OK && st != REMAT_ERR_BUDGET) goto out;
+        st = REMAT_OK;
+        if (gl < least) least = gl;
+    }
+    if (best_fl < 0) {
+        st = remat_fail(REMAT_ERR_BUDGET,
+                        "remat_graph_search: no recomputed set %s fits %llu bytes; the least peak found is %llu bytes",
+                        mode == 0 ? "(of every subset of the candidates)" : "found", (unsigned long long)budget,
+                        (unsigned long long)least);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) recompute[i] = best[i];
+    *peak = best_peak;
+    if (recompute_flops) *recompute_flops = best_fl;
+    if (how) *how = mode;
+out:
+    free(cand);
+    free(gid);
+    free(groups);
+    free(rec);
+    free(best);
     return st;
 }
