@@ -63,12 +63,14 @@ extern "C" {
  * remat_cluster_overlaps (Megatron-LM's overlap flags of a layout),
  * remat_graph_peak (a joint graph's peak for a recomputed set) and
  * remat_graph_solve (a greedy search for a recomputed set that fits a
- * budget). */
+ * budget).
+ * 4.1.0: remat_graph_search (exact where tractable, else the greedy), an
+ * addition; the soname stays libremat.so.4. */
 #define REMAT_VERSION_MAJOR 4
-#define REMAT_VERSION_MINOR 0
+#define REMAT_VERSION_MINOR 1
 #define REMAT_VERSION_PATCH 0
-#define REMAT_VERSION_STRING "4.0.0"
-/* The version of the linked library, e.g. "4.0.0". */
+#define REMAT_VERSION_STRING "4.1.0"
+/* The version of the linked library, e.g. "4.1.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */

@@ -167,6 +167,63 @@ static void solve_random(void)
           fit_cases, searched);
 }
 
+/* The groups mode on layered graphs of more than 16 candidates: 5 layers of 4
+ * candidates (an input, then each layer reading the previous one's output),
+ * a backward node per candidate reading it (in reverse).  Against a brute
+ * force over the 2^5 unions of whole layers, remat_graph_search must say it
+ * searched groups, fit the budget (re-priced) and need no more flops than
+ * the least-flop fitting union. */
+static void search_groups(void)
+{
+    enum { L = 5, C = 4, NF = 1 + L * C, N = NF + L * C };
+    static uint32_t in[N][2];
+    remat_graph_node g[N];
+    int checked = 0, better = 0;
+    srand(2627);
+    for (int trial = 0; trial < 40; trial++) {
+        for (size_t i = 0; i < N; i++) {
+            size_t layer = i == 0 ? 0 : i < NF ? (i - 1) / C : (N - 1 - i) / C;
+            g[i] = (remat_graph_node){.bytes = 1 + (uint64_t)(rand() % 1000), .flops = 1 + rand() % 100,
+                                      .inputs = in[i], .group = (uint32_t)layer, .backward = i >= NF,
+                                      .candidate = i > 0 && i < NF};
+            if (i == 0) g[i].n_inputs = 0;
+            else if (i < NF) g[i].n_inputs = 1, in[i][0] = (uint32_t)(rand() % (int)i);
+            else g[i].n_inputs = 2, in[i][0] = (uint32_t)(N - i), in[i][1] = (uint32_t)(i - 1);
+        }
+        uint64_t none = 0, least = UINT64_MAX;
+        CHECK(remat_graph_peak(g, N, NULL, &none, NULL) == REMAT_OK, "groups trial %d: peak refused", trial);
+        uint64_t union_peak[1u << L];
+        double union_flops[1u << L];
+        for (unsigned m = 0; m < (1u << L); m++) {
+            uint8_t rec[N] = {0};
+            for (size_t i = 1; i < NF; i++) rec[i] = (m >> g[i].group) & 1;
+            CHECK(remat_graph_peak(g, N, rec, &union_peak[m], &union_flops[m]) == REMAT_OK,
+                  "groups trial %d: union %u refused", trial, m);
+            if (union_peak[m] < least) least = union_peak[m];
+        }
+        if (none <= least) continue;
+        uint64_t budget = least + (uint64_t)rand() % (none - least);
+        double best = -1;
+        for (unsigned m = 0; m < (1u << L); m++)
+            if (union_peak[m] <= budget && (best < 0 || union_flops[m] < best)) best = union_flops[m];
+        uint8_t rec[N];
+        uint64_t peak = 0, again = 0;
+        double fl = -1;
+        int how = -1;
+        remat_status st = remat_graph_search(g, N, budget, rec, &peak, &fl, &how);
+        CHECK(st == REMAT_OK && how == REMAT_GRAPH_EXACT_GROUPS && peak <= budget && fl <= best &&
+                  remat_graph_peak(g, N, rec, &again, NULL) == REMAT_OK && again == peak,
+              "groups trial %d: st %d how %d peak %llu budget %llu flops %g, least union %g", trial, (int)st, how,
+              (unsigned long long)peak, (unsigned long long)budget, fl, best);
+        checked++;
+        better += fl < best;
+    }
+    printf("remat_graph_search, groups mode, on %d layered graphs of 20 candidates: every answer fits and needs no "
+           "more flops than the best union of layers; %d need fewer\n",
+           checked, better);
+    CHECK(checked >= 20, "only %d of 40 layered graphs needed a search", checked);
+}
+
 int main(void)
 {
     static const uint32_t in_a[] = {0}, in_b[] = {1}, in_gb[] = {2}, in_ga[] = {3, 1}, in_bad[] = {4};
@@ -209,6 +266,7 @@ int main(void)
     CHECK(st == REMAT_OK && peak == 35 && fl == 0, "budget 35: st %d peak %llu flops %g (want nothing, 35, 0)",
           (int)st, (unsigned long long)peak, fl);
     random_graphs();
+    search_groups();
     solve_random();
     return TEST_REPORT();
 }
