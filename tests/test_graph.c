@@ -20,7 +20,9 @@
  *     subsets' least;
  *   - remat_graph_search (exact at <= 16 candidates) returns the brute
  *     force's least flops whenever a subset fits, and otherwise refuses
- *     naming the brute force's least peak exactly;
+ *     naming the brute force's least peak exactly; on layered graphs of
+ *     more candidates (its groups mode) it fits and needs no more flops
+ *     than the least-flop fitting union of whole layers;
  *   - the gap to the least-flop fitting subset is printed (not asserted:
  *     the search is greedy), and on the hand graph above a budget of 30
  *     bytes is refused naming 31 bytes, and 31 bytes gets {a}.

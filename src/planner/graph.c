@@ -131,7 +131,7 @@ static remat_status greedy(const remat_graph_node *nodes, size_t n, uint64_t bud
                            uint64_t *peak, double *recompute_flops, uint64_t *least_out)
 {
     remat_status st;
-    uint64_t cur = 0, least, p, all_peak = 0;
+    uint64_t cur = 0, least = UINT64_MAX, p, all_peak = 0;
     double fl = 0;
     uint8_t *all = NULL;
     if (!nodes || !n || !recompute || !peak)
@@ -144,7 +144,6 @@ static remat_status greedy(const remat_graph_node *nodes, size_t n, uint64_t bud
     for (size_t i = 0; i < n; i++) all[i] = !nodes[i].backward && nodes[i].candidate;
     if ((st = remat_graph_peak(nodes, n, all, &all_peak, NULL)) != REMAT_OK) goto out;
     if (all_peak < least) least = all_peak;
-    *least_out = least;
     /* 1. grow */
     while (cur > budget) {
         size_t best = n, plateau = n, fit = n;
@@ -157,7 +156,7 @@ static remat_status greedy(const remat_graph_node *nodes, size_t n, uint64_t bud
             st = remat_graph_peak(nodes, n, recompute, &p, NULL);
             recompute[i] = 0;
             if (st != REMAT_OK) goto out;
-            if (p < least) least = p, *least_out = p;
+            if (p < least) least = p;
             if (p < cur) {
                 double rate = (double)(cur - p) / (nodes[i].flops > 0 ? nodes[i].flops : 1.0);
                 if (best == n || rate > best_rate) best = i, best_rate = rate, best_peak = p;
@@ -209,6 +208,7 @@ static remat_status greedy(const remat_graph_node *nodes, size_t n, uint64_t bud
 out:
     if (st != REMAT_OK)
         for (size_t i = 0; i < n; i++) recompute[i] = 0;
+    if (least_out) *least_out = least;
     free(all);
     return st;
 }
@@ -216,8 +216,17 @@ out:
 remat_status remat_graph_solve(const remat_graph_node *nodes, size_t n, uint64_t budget, uint8_t *recompute,
                                uint64_t *peak, double *recompute_flops)
 {
-    uint64_t least = 0;
-    return greedy(nodes, n, budget, recompute, peak, recompute_flops, &least);
+    return greedy(nodes, n, budget, recompute, peak, recompute_flops, NULL);
+}
+
+/* rec (n flags, peak p, flops fl) into best when it is the better answer:
+ * fewer flops, then the lower peak; best_fl < 0 means none yet. */
+static void keep_better(const uint8_t *rec, size_t n, uint64_t p, double fl, uint8_t *best, uint64_t *best_peak,
+                        double *best_fl)
+{
+    if (*best_fl >= 0 && !(fl < *best_fl || (fl == *best_fl && p < *best_peak))) return;
+    *best_fl = fl, *best_peak = p;
+    for (size_t i = 0; i < n; i++) best[i] = rec[i];
 }
 
 /*
@@ -264,20 +273,14 @@ remat_status remat_graph_search(const remat_graph_node *nodes, size_t n, uint64_
             for (size_t k = 0; k < c; k++) rec[cand[k]] = (uint8_t)((m >> (mode == 0 ? k : gid[k])) & 1);
             if ((st = remat_graph_peak(nodes, n, rec, &p, &fl)) != REMAT_OK) goto out;
             if (p < least) least = p;
-            if (p <= budget && (best_fl < 0 || fl < best_fl || (fl == best_fl && p < best_peak))) {
-                best_fl = fl, best_peak = p;
-                for (size_t i = 0; i < n; i++) best[i] = rec[i];
-            }
+            if (p <= budget) keep_better(rec, n, p, fl, best, &best_peak, &best_fl);
         }
     }
     if (mode > 0) {
         uint64_t gl = UINT64_MAX;
         st = greedy(nodes, n, budget, rec, &p, &fl, &gl);
-        if (st == REMAT_OK && (best_fl < 0 || fl < best_fl || (fl == best_fl && p < best_peak))) {
-            best_fl = fl, best_peak = p;
-            for (size_t i = 0; i < n; i++) best[i] = rec[i];
-        }
-        if (st != REMAT_OK && st != REMAT_ERR_BUDGET) goto out;
+        if (st == REMAT_OK) keep_better(rec, n, p, fl, best, &best_peak, &best_fl);
+        else if (st != REMAT_ERR_BUDGET) goto out;
         st = REMAT_OK;
         if (gl < least) least = gl;
     }
