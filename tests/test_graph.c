@@ -255,6 +255,12 @@ int main(void)
     g[3].inputs = in_bad;
     st = remat_graph_peak(g, 5, NULL, &peak, NULL);
     CHECK(st == REMAT_ERR_INVALID, "a node reading a later one: st %d (want REMAT_ERR_INVALID)", (int)st);
+    uint8_t rec_s[5];
+    st = remat_graph_search(g, 5, 40, rec_s, &peak, &fl, NULL);
+    CHECK(st == REMAT_ERR_INVALID, "search on a node reading a later one: st %d (want REMAT_ERR_INVALID)", (int)st);
+    st = remat_graph_search(NULL, 5, 40, rec_s, &peak, &fl, NULL);
+    CHECK(st == REMAT_ERR_INVALID && strchr(remat_errmsg(), '\n') == NULL,
+          "search without nodes: st %d \"%s\" (want REMAT_ERR_INVALID, one line)", (int)st, remat_errmsg());
     g[3].inputs = in_gb;
     uint8_t rec[5];
     st = remat_graph_solve(g, 5, 30, rec, &peak, &fl);
