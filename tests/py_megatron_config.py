@@ -85,7 +85,14 @@ FLAG_FIELD = {
     "--moe-aux-loss-coeff": ("moe_aux_loss_coeff", FL),
     "--moe-expert-capacity-factor": ("moe_expert_capacity_factor", FL),
     "--moe-pad-expert-input-to-capacity": ("moe_pad_expert_input_to_capacity", None, True),
-    "--moe-layer-freq": ("moe_layer_freq", lambda v: eval(v, {}) if v.startswith("[") else int(v)),  # noqa: S307
+    # an int, or a Python list expression as the recipes write it ('([0]*3+[1]*58)', shell-quoted)
+    "--moe-layer-freq": ("moe_layer_freq", lambda v: eval(v.strip("'\""), {}) if v.strip("'\"")[:1] in "([" else int(v)),  # noqa: S307
+    "--moe-router-score-function": ("moe_router_score_function", S),
+    "--moe-router-enable-expert-bias": ("moe_router_enable_expert_bias", None, True),
+    "--moe-router-load-balancing-type": ("moe_router_load_balancing_type", S),
+    "--moe-router-num-groups": ("moe_router_num_groups", I),
+    "--moe-router-group-topk": ("moe_router_group_topk", I),
+    "--moe-router-topk-scaling-factor": ("moe_router_topk_scaling_factor", FL),
     "--expert-model-parallel-size": ("expert_model_parallel_size", I),
     "--expert-tensor-parallel-size": ("expert_tensor_parallel_size", I),
     "--tensor-model-parallel-size": ("tensor_model_parallel_size", I),
