@@ -88,7 +88,8 @@
  *   q_b_proj's and kv_b_proj's outputs are views for the split; the query
  *     (cat, 469) and key (new_empty, copied in, 425-428) are new tensors and
  *     the value a view that the second matmul copies contiguous (eager
- *     attention, 267): those three, the fp32 softmax (and its bf16 copy),
+ *     attention, 267; with one sequence a view of kv_b_proj's output, whose
+ *     storage it then keeps): those three, the fp32 softmax (and its bf16 copy),
  *     attn_output made contiguous, o_proj's input (493);
  *   RoPE (apply_rotary_pos_emb_interleave) keeps only cos and sin (1,T,dr);
  *   a dense layer's DeepseekV3MLP (113-127): gate, up, act_fn(gate), their
@@ -401,10 +402,16 @@ static const remat_tensor_def pytorch_mla_defs[YA_COUNT] = {
                  .flags = RT_F_GEMM | RT_F_TRANSIENT, S_KVUP, .prec = RT_P_ACT, NOWB, LIN(KVUP_N, E1(1, RD_LKV)),
                  .fwd_in = R(YA_KVAN, N_, N_), .bwd_in = R(YA_KVAN, N_, N_), .has_bwd = 1, .g_need = G(YA_D_KVB, N_),
                  .g_alloc = G(YA_D_KVAN, N_), .g_free = G(YA_D_KVB, N_) },
+    /* torch.matmul (eager attention, 267) reshapes value, a view of kv_b_proj's
+     * output, to (B NH, T, dv): a copy, but for one sequence (B 1), whose
+     * batch dimensions merge into a view that keeps all of kv_b's storage */
     [YA_QKV_ATT] = { .name = "qkv_att",
-                     .op = "cat(q_pass, q_rot), key_states (k_nope and k_rot copied in), value made contiguous "
-                           "by the matmul: the matmuls' operands", .cls = RT_CLASS_BLOCK, .flags = RT_F_POINTWISE,
-                     S_QKVA, .prec = RT_P_ACT, NOWB, .fwd_in = R(YA_QB, YA_KVB, YA_KVA), .bwd_in = NOR, .has_bwd = 1,
+                     .op = "cat(q_pass, q_rot), key_states (k_nope and k_rot copied in), value as the matmul saves "
+                           "it (a copy; B 1: kv_b's storage): the matmuls' operands", .cls = RT_CLASS_BLOCK,
+                     .flags = RT_F_POINTWISE,
+                     .shape = RX(RX_T(2, BT, RD_NH, RD_DN), RX_T(2, BT, RD_NH, RD_DR), RX_T(1, BT, RD_NH, RD_DV),
+                                 RX_T(1, BT, RD_NH, RD_DN, RD_B1)),
+                     .shape_text = "(B,T,NH(2(dn+dr)+dv)) (+ (B,T,NH dn) at B 1)", .prec = RT_P_ACT, NOWB, .fwd_in = R(YA_QB, YA_KVB, YA_KVA), .bwd_in = NOR, .has_bwd = 1,
                      .g_need = G(YA_D_QKVATT, N_), .g_alloc = G(YA_D_QB, YA_D_KVB), .g_free = G(YA_D_QKVATT, N_) },
     [YA_SCORES] = { .name = "scores", .mods = RM_CORE_ATTN_REGION | RM_SAC_SAVED,
                     .op = "matmul(q, k^T) * scaling + causal mask", .cls = RT_CLASS_BLOCK,

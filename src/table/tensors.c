@@ -61,6 +61,7 @@ void remat_dims_of(const remat_config *c, remat_dims *o)
     o->d[RD_FP32] = c->dtype != REMAT_DTYPE_BF16;
     o->d[RD_F32E] = c->dtype == REMAT_DTYPE_BF16 ? 2 : 1;
     o->d[RD_SPG] = c->sp && remat_config_tp(c) > 1;
+    o->d[RD_B1] = c->batch == 1;
     /* multi-latent attention: the attention products are QK^T over the
      * dn + dr columns and PV over dv, one product of hs = dn + dr + dv
      * forward and two backward (the tables' ATTN(1, 2)) */

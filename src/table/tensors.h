@@ -78,6 +78,8 @@ enum remat_dim {
     RD_F32E,   /* activation elements one fp32 value takes: 1 (fp32) or 2 (bf16) */
     RD_MOEL,   /* 1 in a routed layer, 0 in a dense one (remat_dims_at) or a dense config */
     RD_SPG,    /* 1 under sequence parallelism with tp > 1 (a tensor all-gathered whole), else 0 */
+    RD_B1,     /* 1 when the micro-batch is one sequence, else 0 (torch.matmul's batch dims then merge into
+                  a view, and what it saves is its operand's storage, not a copy) */
     RD_COUNT
 };
 
