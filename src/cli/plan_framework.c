@@ -99,7 +99,7 @@ static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r
     remat_jsonw_bool(w, "fits", r->fits);
     remat_jsonw_str(w, "megatron_flags", r->megatron_flags);
     if (mg && args && r->megatron_flags) {
-        char cmd[1536];
+        char cmd[3072];
         megatron_env_json(w, mg, r->megatron_flags);
         megatron_command(mg, args, r->megatron_flags, cmd, sizeof cmd);
         remat_jsonw_str(w, "command", cmd);
@@ -395,7 +395,7 @@ static void answer_text(const char *label, const remat_cluster_row *r, const rem
            fmt_t(u, r->tp_ms, b2, sizeof b2), more, fmt_t(u, r->bubble_ms, b3, sizeof b3), fmt_t(u, r->dp_ms, b4, sizeof b4),
            fmt_t(u, r->optimizer_ms, b5, sizeof b5));
     if (r->megatron_flags && !pt && args) {     /* one line, the whole command: nothing to paste from another */
-        char cmd[1536];
+        char cmd[3072];
         megatron_command(c, args, r->megatron_flags, cmd, sizeof cmd);
         printf("%18s Megatron-LM: %s\n", "", cmd);
     } else if (r->megatron_flags && !pt) {
@@ -666,7 +666,7 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
     remat_jsonw_object(w, NULL);
     remat_jsonw_str(w, "framework", fw_name(c));
     remat_jsonw_str(w, "table", fw_table(c));
-    char args[1024] = "";
+    char args[2048] = "";
     const remat_config *mg = c->framework == REMAT_FRAMEWORK_MEGATRON ? c : NULL;
     if (mg) {
         megatron_args(c, cl, args, sizeof args);
@@ -800,7 +800,7 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
     if (c->framework == REMAT_FRAMEWORK_PYTORCH) pytorch_layout(c, cl);
     if (c->arch == REMAT_ARCH_LLAMA) printf("table: %s\n", fw_table(c));
     /* Llama's runs are whole: each answer's line below is its command */
-    char args[1024] = "";
+    char args[2048] = "";
     if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->arch == REMAT_ARCH_LLAMA) megatron_args(c, cl, args, sizeof args);
     const char *run = args[0] ? args : NULL;
     if (o->maximize >= 0 && c->framework == REMAT_FRAMEWORK_PYTORCH)
