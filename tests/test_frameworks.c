@@ -1048,8 +1048,7 @@ static void mla_layer(int C, int NH, int Lq, int Lkv, int dn, int dr, int dv, in
     for (int dense = 0; dense < 2; dense++) {
         remat_config c = mla_cfg(3, dense ? 3 : 0, C, NH, Lq, Lkv, dn, dr, dv, F, E, k, MF, SF, s, b, t, 1);
         if (remat_config_check(&c)) { CHECK(0, "%s: %s", what, remat_errmsg()); return; }
-        uint64_t R = dense ? 0 : (uint64_t)ceil(2.0 * k * s * b / t > 0 ? (E > 0 ? 1.0 : 0) * 1.0 * k * s * b / t : 0);
-        R = dense ? 0 : (uint64_t)k * s * b / T;      /* EP 1: the load is 1 */
+        uint64_t R = dense ? 0 : (uint64_t)k * s * b / T;      /* EP 1: the load is 1 */
         uint64_t W = dense ? (uint64_t)F : (uint64_t)SF, Ek = dense ? 0 : (uint64_t)E, kk = dense ? 0 : (uint64_t)k;
         struct { const char *name; uint64_t want; int keep; } w[] = {
             { "ln1_rstd", 4 * N, 1 }, { "ln1", 2 * N * C, 1 }, { "q_down", 2 * N * Lq, 1 }, { "q_norm_rstd", 4 * N, 1 },

@@ -326,8 +326,7 @@ static remat_status stage_memory(const remat_config *c, const remat_cluster *cl,
     for (int kind = 0; kind < 2; kind++) {
         uint64_t cnt = kind ? (uint64_t)(n - nd) : (uint64_t)nd, ls, lw, lr;
         if (!cnt) continue;
-        remat_layer_params(c, kind ? c->n_layer - 1 : 0, &ls, &lw, &lr);
-        if (kind && c->moe_first_dense >= c->n_layer) remat_layer_params(c, 0, &ls, &lw, &lr);
+        remat_layer_params(c, kind ? c->n_layer - 1 : 0, &ls, &lw, &lr);   /* the last layer: routed */
         split += cnt * ls;
         whole += cnt * lw;
         xn += cnt * lr / (EP * ETP);
@@ -387,8 +386,8 @@ typedef struct ctx {
     double tp_fwd[RT_MAXT], tp_bwd[RT_MAXT], cp_fwd[RT_MAXT], cp_bwd[RT_MAXT];
     double dtp_fwd[RT_MAXT], dtp_bwd[RT_MAXT];   /* the collectives of a dense prefix's layer */
     /* the pipeline stage this chunk is (a chain with a dense prefix is planned
-     * stage by stage: stages.c below), the stages like it, whether it sends its
-     * output on (all but the last stage) */
+     * stage by stage: stages_init below), the stages like it, whether it sends
+     * its output on (all but the last stage) */
     int stage, mult, sends;
     int any_dense, any_routed;  /* the model has layers of a dense prefix, routed or uniform ones */
     remat_cluster_memory mem;

@@ -499,7 +499,9 @@ int remat_table_find(const remat_table *tb, const char *name);
 /* bytes of one copy of tensor t (no overflow: config already checked) */
 uint64_t remat_tensor_bytes(const remat_config *cfg, int t);
 /* The bytes of tensor t of block `layer` (-1: a global): remat_tensor_bytes
- * but for a table read from a file whose blocks differ. */
+ * but for a table read from a file whose blocks differ and for a dense
+ * prefix's layers (remat_dims_at); a gradient buffer with layer >= 0: what
+ * the backward of that block allocates (the walker's, for a dense prefix). */
 uint64_t remat_tensor_bytes_at(const remat_config *cfg, int t, int layer);
 /* FLOPs of tensor t's forward op (bwd 0) or backward op in block `layer` */
 double remat_tensor_flops_at(const remat_config *cfg, int t, int layer, int bwd);
