@@ -711,7 +711,7 @@ static void refusals(void)
     refused("{\"format\": \"remat-table\"", "malformed table");
     refused("[1]", "not a JSON object");
     refused("{\"version\": 1}", "not a remat table");
-    refused("{\"format\": \"remat-table\", \"version\": 3}", "version 3; this remat reads versions 1 and 2");
+    refused("{\"format\": \"remat-table\", \"version\": 4}", "version 4; this remat reads versions 1 to 3");
     refused("{\"format\": \"remat-table\"}", "version must be given");
     j = table_json(&s, ", \"extra\": 1", NULL);
     refused(j, "unknown key 'blocks[5].extra'");
@@ -782,7 +782,7 @@ static void refusals(void)
     free(j);
     s.params++;
     j = table_json(&s, NULL, NULL);
-    refused(j, "params_bytes + grads_bytes + optimizer_bytes is more than 281474976710656 bytes");
+    refused(j, "params_bytes + grads_bytes + optimizer_bytes + inputs_bytes is more than 281474976710656 bytes");
     free(j);
     s = BASE;
     s.before = 1ULL << 47;
