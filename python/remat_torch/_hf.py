@@ -395,6 +395,10 @@ class _Frame:
             return tuc.checkpoint(functools.partial(_call_kw, func, kw), x, *rest, use_reentrant=False,
                                   preserve_rng_state=True)
         self.child = _Frame(self.layers, it, x)
+        # a checkpoint nested in a re-run holds its input in the first forward, as remat_torch's wrappers'
+        # nested checkpoints do and as libremat counts (remat_table_row: one block output per such
+        # input); torch's frame alone would take it from the outer re-run instead
+        self.child.calls["held"] = x      # (in its re-run's records: in sight of kept_bytes' hooks method)
         return self._step(k, func, rest, kw, x)
 
     def _recompute(self, x):
