@@ -17,7 +17,17 @@ What is measured (nothing here is estimated):
     forward, between its wrapper's entry and exit, and backward, between
     the gradients of its output and of its input (tensor hooks); the head's
     and the chain input's ops; the optimizer's step;
-  - parameters, gradients and, with an optimizer, its state after a step.
+  - parameters, gradients and, with an optimizer, its state after a step;
+  - the working sets (_work): one more step under the profiler's allocator
+    events, marked at each block's exit and each gradient, gives what each
+    block's backward, the head, the input's backward and the optimizer step
+    allocate above what is live then (table version 3);
+  - the other arguments only a checkpoint would hold (contexts): the blocks
+    that take each, and the block that returned it first.
+Several chains (blocks=["encoder", "decoder"]) are watched in one step as
+one list of blocks: each chain's ops before it are the earlier chain's head
+(the junction), and the result a later chain reads is the argument of its
+blocks that autograd's graph makes from the earlier chain's last output.
 The model is left as it was: gradients, parameters, optimizer state, the RNG.
 """
 import json
@@ -778,8 +788,9 @@ def _median(v):
 
 def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, path=None, reps=3, selective=False):
     """Measures one training step, loss = loss_fn(model(*sample_inputs)) then
-    loss.backward(), and returns the remat table of the model's chain of
-    blocks (written to path too when given); see the module's notes."""
+    loss.backward(), and returns the remat table (version 3) of the model's
+    chain of blocks, or of its chains (blocks=, a list of them: find_chains),
+    written to path too when given; see the module's notes."""
     args = as_args(sample_inputs)
     loss_fn = loss_fn or default_loss
     if selective and torch_version() < (2, 5):
