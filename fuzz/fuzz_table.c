@@ -7,7 +7,9 @@
  * bytes plus outside_bytes equal to what its numbers keep under "none" and
  * "full" (each block's own numbers: version 2's blocks may differ), its
  * peak there the kept bytes plus reserve_bytes (several chains: with the
- * junctions between them kept whole), and unloads.
+ * junctions between them kept whole), its device peak under "none" (version 3,
+ * measured working sets) at least the static bytes with the kept bytes and
+ * the head's working set, and with the optimizer step's, and unloads.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +79,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint64_t sf = stored(&c, pol, &pk);
         FUZZ_CHECK((int64_t)sf + info.outside_bytes == base, "every block checkpointed keeps");
         FUZZ_CHECK(pk == (uint64_t)base + info.reserve_bytes, "every block checkpointed: its peak");
+    }
+    if (t.has_work) {      /* version 3's measured working sets: the head's moment and the optimizer's are the step's */
+        remat_table_row r;
+        FUZZ_CHECK(remat_table_evaluate(&c, p, "none", &r) == REMAT_OK, "none: %s", remat_errmsg());
+        uint64_t dp = remat_table_row_device_peak(&r);
+        FUZZ_CHECK(dp >= info.static_bytes + r.kept_bytes + t.chain[t.nchain - 1].head_work &&
+                   dp >= info.static_bytes + t.optimizer_work, "none's device peak %llu", (unsigned long long)dp);
+        remat_table_row_clear(&r);
     }
     remat_profile_free(p);
     remat_table_unload(&c);

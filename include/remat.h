@@ -984,6 +984,31 @@ REMAT_API remat_status remat_plan_maximize(const remat_config *cfg, const char *
  * and whose input is a block's output is uniform: it gives exactly the
  * plans of the same file as version 1.
  *
+ * Version 3: version 2 and the step's bytes measured beyond what the table
+ * keeps (remat_torch.measure writes version 3), each optional (default 0):
+ *   - "work_bytes" in BLOCK (the most its backward allocates at once above
+ *     what is live when it begins: the gradients it makes, temporaries),
+ *     in "head" (the last chain's: above what is live when the forward
+ *     ends, over its forward and backward; an earlier chain's: the backward
+ *     of the ops between it and the next chain), in "input" (its backward);
+ *   - input "grad_live_bytes": the step's live bytes when the first chain's
+ *     input gets its gradient; beyond that gradient and input.saved_bytes,
+ *     what the backward holds from the head's backward to the end (a tied
+ *     embedding's gradient waiting in autograd's buffer for its other use);
+ *   - "optimizer_work_bytes" (the optimizer step's working set) and
+ *     "inputs_bytes" (the sample inputs and the model's buffers, counted in
+ *     the static bytes);
+ *   - "contexts": [{"bytes", "made_by", "blocks": [B, ...]}]: tensors that
+ *     blocks take besides their input and that only the checkpoints running
+ *     them hold (masks, position tables, T5's position bias): "made_by" the
+ *     block that makes it (-1: before the first), "blocks" the blocks that
+ *     take it, increasing and after made_by, no junction, all numbered as
+ *     plans number blocks.  A plan holds a context once when a checkpoint of
+ *     its tree (nested ones too) runs a block that takes it and begins after
+ *     the block that made it; remat_table_row.checkpoint_bytes counts it.
+ * The measured bytes make the device peak (below) a walk of the schedule;
+ * they change no plan for kept bytes.
+ *
  * The table (per block "saved" -- or "expensive" and "cheap" with
  * "selective": true -- and "output"; "input", "head", "d_output") plans
  * with the planner, the simulator and the Pareto front like any other,
@@ -1029,7 +1054,8 @@ typedef struct remat_table_info {
      * does not model (the file's "checkpoint" object; remat_torch adds them
      * to its predictions): */
     uint64_t context_bytes;    /* once, when anything is checkpointed: the blocks' other arguments
-                                  (masks, position tables) when nothing else keeps them */
+                                  (masks, position tables) when nothing else keeps them (version 3
+                                  files give each one in "contexts" instead, counted per plan) */
     uint64_t call_bytes;       /* per checkpoint call: its stash (torch: the RNG state it
                                   preserves, on the CPU) */
 } remat_table_info;
@@ -1662,14 +1688,20 @@ REMAT_API size_t remat_abi_size(const char *name);
 
 
 /* ---- a budget on device memory (src/planner/devpeak.c; remat-hf, issue 25) ----------------
- * A table's step peaks on the device at its row's peak_bytes (the simulated
- * activation peak with what the checkpoint calls hold) plus the table's
- * static bytes (parameters, gradients, optimizer state, live for the whole
- * step, as in a step that keeps its gradients) -- less one block's saved
- * tensors (block_saved_bytes) under a plan that re-runs no block (no
- * checkpoint call: "none"), whose peak has no use for the room
- * reserve_bytes keeps for a re-run.  remat_torch's
- * plan(budget=) is this budget; plan(kept_budget=) is remat_table_optimal's. */
+ * A table's step peaks on the device at its static bytes (parameters,
+ * gradients, optimizer state and, version 3, inputs_bytes: live for the
+ * whole step, as in a step that keeps its gradients) plus the activations'
+ * peak, or the optimizer step's working set when that is more.  With the
+ * working sets a version-3 file measured, the activations' peak is found
+ * by walking the plan's schedule and adding at each moment what the
+ * framework allocates then beyond what the table keeps (each block's
+ * backward, the head's forward and backward, the input's backward), with
+ * the checkpoint calls' own bytes.  Without them (versions 1 and 2) it is
+ * the row's peak_bytes (the simulated peak, the end of the forward plus
+ * reserve_bytes, with the checkpoints' bytes) less one block's saved tensors
+ * (block_saved_bytes) under a plan that re-runs no block ("none").
+ * remat_torch's plan(budget=) is this budget; plan(kept_budget=) is
+ * remat_table_optimal's. */
 /* That peak of a row of remat_table_evaluate/optimal/min_kept/optimal_device (0 for NULL). */
 REMAT_API uint64_t remat_table_row_device_peak(const remat_table_row *r);
 /* The fastest plan whose device peak (as above) is at most budget;

@@ -22,6 +22,11 @@
     blocks; torch.compile (torch >= 2.1) runs the wrapped model;
   - the binding refuses a library of another version or struct layout in
     one line, before any call that writes a struct (a stand-in library);
+  - two chains in two ModuleLists (an encoder, a decoder reading its
+    result as mem=), measured in one step (blocks=["enc", "dec"]) and
+    planned as one table: kept bytes as predicted, gradients bit for bit,
+    nested plans too; chains out of order, and a chain no later one reads,
+    refused in one line;
   - the plan tree is libremat's (remat_plan_tree): hand-written trees of
     known policies, and offload tokens, which C accepts, are not refused.
 Without torch it skips (exit 77).
@@ -43,7 +48,8 @@ except ImportError:
     skip("py_remat_torch_defects", "torch is not installed for this interpreter")
 
 rt = import_remat_torch()
-from torch_models import GPT2, KwModel, ResNet, kept_ok, same_step, step  # noqa: E402
+from torch_models import GPT2, EncDec, EncDecBlock, KwModel, ResNet, kept_ok, same_step, step  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 
@@ -90,6 +96,64 @@ def keywords(check):
             check(False, "keywords (%s): %s: %s" % (p.policy, type(e).__name__, str(e).splitlines()[0]))
         measured_ok(check, "keywords", m, (x, y), p)
         rt.unapply(m)
+
+
+def two_chains(check):
+    """a model of two ModuleLists (an encoder, and a decoder whose blocks read the encoder's result as
+    mem=): measured as two chains in one step (blocks=["enc", "dec"]), planned as one table of chains,
+    applied with RematCheckpoint wrappers: kept bytes as predicted, gradients bit for bit (dropout too)"""
+    torch.manual_seed(8)
+    m = EncDec(4, 4, 24, 32, 5)
+    x, y = torch.randn(64, 24), torch.randint(0, 5, (64,))
+    base = step(m, (x, y), 6)
+    t = rt.measure(m, (x, y), blocks=["enc", "dec"])
+    d = t.data
+    check(d["version"] == 3 and [(c["name"], c["reads"], len(c["blocks"])) for c in d["chains"]] ==
+          [("enc", [], 4), ("dec", ["enc"], 4)] and d["chains"][0]["head"]["output_bytes"] == 64 * 32 * 4 and
+          t.junctions == [4] and t.blocks[4] is None, "two chains: %s" % [(c["name"], c["reads"]) for c in d["chains"]])
+    check(same_step(base, step(m, (x, y), 6)), "two chains: measure changed the model")
+    least = rt.min_kept(t)[0]
+    seen = []
+    for pol in (0.1, 0.25, 0.5, 0.75, "revolve:4", "plan:C3.A1.A1.C2.A0.A0.A0.A0.A1.A1.A0"):
+        try:
+            p = rt.plan(m, (x, y), kept_budget=int(least + pol * (t.kept_bytes - least)) if isinstance(pol, float)
+                        else 1 << 30, table=t, policy=None if isinstance(pol, float) else pol)
+        except rt.RematError as e:
+            check(False, "two chains, %s: %s" % (pol, e.message))
+            continue
+        seen.append(p.policy)
+        rt.apply(m, p)
+        try:
+            got = step(m, (x, y), 6)
+            check(same_step(base, got), "two chains (%s): losses or gradients differ" % p.policy)
+        except Exception as e:
+            check(False, "two chains (%s): %s: %s" % (p.policy, type(e).__name__, str(e).splitlines()[0]))
+        measured_ok(check, "two chains", m, (x, y), p, hooks_too=False)
+        rt.unapply(m)
+    check(sum(n.depth > 0 and (n.kind == "segment" or n.keep != "all")
+              for n in _walk(rt.plan(m, (x, y), kept_budget=1 << 30, table=t, policy="revolve:4").tree)) == 6,
+          "two chains: revolve:4 does not nest 6 checkpoints")
+    # the chains in another order than the forward's, and a chain no later one reads: one line each
+    e = raises(rt.measure, m, (x, y), blocks=["dec", "enc"])
+    check(e is not None and "order" in e.message and "\n" not in e.message, "chains out of order: %s"
+          % (e.message if e else "measured"))
+
+    class Stacked(nn.Module):          # the second list runs on the first one's output: one chain, not two
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Linear(24, 32)
+            self.a = nn.ModuleList(EncDecBlock(32, False) for _ in range(2))
+            self.b = nn.ModuleList(EncDecBlock(32, False) for _ in range(2))
+            self.head = nn.Linear(32, 5)
+
+        def forward(self, x, y):
+            h = self.stem(x)
+            for blk in list(self.a) + list(self.b):
+                h = blk(h)
+            return F.cross_entropy(self.head(h), y)
+    e = raises(rt.measure, Stacked(), (x, y), blocks=["a", "b"])
+    check(e is not None and "read by no later chain" in e.message and "\n" not in e.message,
+          "a chain no later one reads: %s" % (e.message if e else "measured"))
 
 
 def inference(check):
@@ -349,6 +413,7 @@ def main():
     leaves_as_was(check)
     batchnorm_and_nesting(check)
     chains(check)
+    two_chains(check)
     wrapping(check)
     for k in KNOWN:
         print("known: " + k)

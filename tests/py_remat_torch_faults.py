@@ -8,8 +8,9 @@ chain's input dropped from what is kept.  For each, a GPT-2 is measured with
 the fault, planned (full, every:2, every:3, and the planner's plan at 50%),
 applied and measured again; the check of tests/torch_models.kept_ok (1%
 and a few bytes per checkpoint call) must fail -- for the stash and the
-boundary on every plan, for the neighbour either there or earlier, where
-libremat refuses the table whose blocks then differ.  The control, without
+boundary on every plan, for the neighbour on every named plan (full,
+every:2, every:3; the planner's own may happen to move the misplaced bytes
+back).  The control, without
 a fault, must pass every plan.
 """
 # REMAT_TEST_IN_PROCESS: it loads libremat.so into the interpreter (tests/python_in_process.sh)
@@ -74,7 +75,10 @@ def main():
         if fault is None:
             ok = len(passed) == len(res)
         elif fault == "neighbour":
-            ok = not passed           # refused, or every comparison fails
+            # refused, or the named plans' comparisons fail (since measure writes table version 3, whose
+            # blocks may differ, the table is planned; a plan the planner picks can happen to move the
+            # misplaced bytes back, as plan:C2.A1.C2.A1.A1.A0.A1.A0 at 50% does)
+            ok = not [r for r in res[:3] if not isinstance(r, str) and r[4]]
         else:
             ok = not passed and all(not isinstance(r, str) for r in res)
         if ok:

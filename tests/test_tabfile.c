@@ -22,6 +22,10 @@
  *     per-block plan, each block's own time in the cost model, and the
  *     planner's optimum and minimum against an exhaustive enumeration of
  *     every plan string (each simulated);
+ *   - version 3: measured working sets and contexts read and written back; the
+ *     contexts each plan's checkpoints hold, counted by hand on a toy T5 and
+ *     from remat_plan_tree under the planner's plans and revolve's (nested);
+ *     12 malformed version-3 files refused in one line;
  *   - a 255-byte name kept whole; lookups on one thread while another loads
  *     and unloads (a stale id is always refused, a held one always found).
  */
@@ -266,6 +270,191 @@ static void round_trip(void)
     free(d1);
     free(d2);
     free(j);
+}
+
+/* ---- version 3: measured working sets and contexts --------------------------------- */
+
+/* fuzz/corpus/table/v3-t5.json: two chains of 3 blocks (plan numbers 0-2, the junction 3, 4-6),
+ * contexts A (4096 B, made by block 0, taken by 1 and 2), B (2048 B, made at the junction, taken by
+ * 5 and 6), C (512 B, made before, taken by 0 and 4), a checkpoint call 5056 B */
+static const char *V3T5 =
+    "{\"format\": \"remat-table\", \"version\": 3, \"name\": \"toy-t5-v3\", \"device\": \"cpu\", \"selective\": f"
+    "alse, \"chains\": [{\"name\": \"encoder\", \"input\": {\"bytes\": 8192, \"kept\": true, \"saved_bytes\": 256"
+    ", \"forward_ms\": 0.05, \"backward_ms\": 0.05, \"work_bytes\": 8192, \"grad_live_bytes\": 40960}, \"blocks\""
+    ": [{\"saved\": [{\"bytes\": 32768, \"cheap\": false}, {\"bytes\": 8192, \"cheap\": false}], \"output_bytes\""
+    ": 8192, \"forward_ms\": 0.6, \"backward_ms\": 1.0, \"cheap_forward_ms\": 0, \"work_bytes\": 24576}, {\"saved"
+    "\": [{\"bytes\": 32768, \"cheap\": false}, {\"bytes\": 8192, \"cheap\": false}], \"output_bytes\": 8192, \"f"
+    "orward_ms\": 0.5, \"backward_ms\": 1.0, \"cheap_forward_ms\": 0, \"work_bytes\": 25600}, {\"saved\": [{\"byt"
+    "es\": 32768, \"cheap\": false}, {\"bytes\": 8192, \"cheap\": false}], \"output_bytes\": 8192, \"forward_ms\""
+    ": 0.5, \"backward_ms\": 1.0, \"cheap_forward_ms\": 0, \"work_bytes\": 26624}], \"head\": {\"saved_bytes\": 4"
+    "096, \"keeps_input\": true, \"forward_ms\": 0.1, \"backward_ms\": 0.1, \"output_bytes\": 8192, \"work_bytes"
+    "\": 16384}}, {\"name\": \"decoder\", \"reads\": [\"encoder\"], \"input\": {\"bytes\": 4096, \"kept\": true, "
+    "\"saved_bytes\": 256, \"forward_ms\": 0.05, \"backward_ms\": 0.05, \"work_bytes\": 0, \"grad_live_bytes\": 0"
+    "}, \"blocks\": [{\"saved\": [{\"bytes\": 16384, \"cheap\": false}, {\"bytes\": 4096, \"cheap\": false}, {\"b"
+    "ytes\": 20480, \"cheap\": false}], \"output_bytes\": 4096, \"forward_ms\": 0.6, \"backward_ms\": 1.0, \"chea"
+    "p_forward_ms\": 0, \"work_bytes\": 24576}, {\"saved\": [{\"bytes\": 16384, \"cheap\": false}, {\"bytes\": 40"
+    "96, \"cheap\": false}, {\"bytes\": 20480, \"cheap\": false}], \"output_bytes\": 4096, \"forward_ms\": 0.5, "
+    "\"backward_ms\": 1.0, \"cheap_forward_ms\": 0, \"work_bytes\": 25600}, {\"saved\": [{\"bytes\": 16384, \"che"
+    "ap\": false}, {\"bytes\": 4096, \"cheap\": false}, {\"bytes\": 20480, \"cheap\": false}], \"output_bytes\": "
+    "4096, \"forward_ms\": 0.5, \"backward_ms\": 1.0, \"cheap_forward_ms\": 0, \"work_bytes\": 26624}], \"head\":"
+    " {\"saved_bytes\": 4096, \"keeps_input\": true, \"forward_ms\": 0.1, \"backward_ms\": 0.1, \"work_bytes\": 3"
+    "2768}}], \"params_bytes\": 500000, \"grads_bytes\": 500000, \"optimizer_bytes\": 1000000, \"optimizer_ms\": "
+    "0.5, \"checkpoint\": {\"context_bytes\": 0, \"call_bytes\": 5056}, \"optimizer_work_bytes\": 65536, \"inputs"
+    "_bytes\": 1024, \"contexts\": [{\"bytes\": 4096, \"made_by\": 0, \"blocks\": [1, 2]}, {\"bytes\": 2048, \"ma"
+    "de_by\": 3, \"blocks\": [5, 6]}, {\"bytes\": 512, \"made_by\": -1, \"blocks\": [0, 4]}]}";
+
+/* the table without its contexts, the same otherwise */
+static char *v3_without_contexts(void)
+{
+    char *j = strdup(V3T5), *at = strstr(j, ", \"contexts\"");
+    if (at) strcpy(at, "}");
+    return j;
+}
+
+static void v3(void)
+{
+    remat_config c, c0;
+    remat_profile *p = NULL, *p0 = NULL;
+    remat_table_info info;
+    remat_tabfile t, u;
+    char *d1 = NULL, *d2 = NULL, *j0 = v3_without_contexts();
+    CHECK(remat_tabfile_parse(V3T5, strlen(V3T5), "t", &t) == REMAT_OK && t.version == 3 && t.has_work &&
+          t.nctx == 3 && t.ctx[1].made_by == 3 && t.ctx[1].nblocks == 2 && t.ctx[1].blocks[1] == 6 &&
+          t.chain[0].input_live == 40960 && t.inputs_bytes == 1024 && t.chain[1].block[2].work_bytes == 26624,
+          "version 3 parsed: %s", remat_errmsg());
+    CHECK(remat_tabfile_dump(&t, &d1) == REMAT_OK && remat_tabfile_parse(d1, strlen(d1), "d", &u) == REMAT_OK &&
+          remat_tabfile_dump(&u, &d2) == REMAT_OK && !strcmp(d1, d2) && u.nctx == 3 && u.has_work,
+          "version 3: the dump is not a fixed point");
+    remat_tabfile_clear(&t);
+    remat_tabfile_clear(&u);
+    free(d1);
+    free(d2);
+    CHECK(remat_table_read(V3T5, strlen(V3T5), &c, &p) == REMAT_OK && remat_table_get_info(&c, &info) == REMAT_OK,
+          "version 3 loads: %s", remat_errmsg());
+    CHECK(remat_table_read(j0, strlen(j0), &c0, &p0) == REMAT_OK, "version 3 without contexts: %s", remat_errmsg());
+    free(j0);
+    /* the static bytes count the sample inputs and buffers (inputs_bytes) */
+    CHECK(info.static_bytes == 500000 + 500000 + 1000000 + 1024, "static bytes %llu with inputs_bytes 1024",
+          (ull)info.static_bytes);
+    /* the contexts each plan holds, counted by hand (tree in the comment) */
+    static const struct { const char *pol; ull ctx; int calls; } want[] = {
+        { "none", 0, 0 },
+        /* block 0, segment 1-2, blocks 4, 5, 6 checkpointed: C (block 0), A (the segment begins after block
+         * 0, which made it), B (block 5, after the junction) */
+        { "plan:A0.C2.A1.A0.A0.A0.A1.A0", 512 + 4096 + 2048, 5 },
+        /* segment 0-2: it holds C (made before it) but not A (its own block 0 makes it); blocks 5, 6: B */
+        { "plan:C3.A1.A1.A0.A0.A1.A1.A0", 512 + 2048, 3 },
+        { "plan:A1.C2.A1.A1.A1.A1.A1.A0", 4096, 1 },
+        { "plan:C3.A1.A1.A1.A1.A1.A1.A0", 512, 1 },
+        /* block 4 alone: C, which it takes */
+        { "plan:A1.A1.A1.A1.A0.A1.A1", 512, 1 },
+        /* block 0 alone: C; A is its product */
+        { "plan:A0.A1.A1.A1.A1.A1.A1", 512, 1 },
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        remat_table_row r, r0;
+        remat_status st = remat_table_evaluate(&c, p, want[k].pol, &r);
+        remat_status s0 = remat_table_evaluate(&c0, p0, want[k].pol, &r0);
+        CHECK(st == REMAT_OK && s0 == REMAT_OK, "%s: %s", want[k].pol, remat_errmsg());
+        if (st || s0) continue;
+        CHECK(r.checkpoint_calls == want[k].calls && r.checkpoint_bytes - r0.checkpoint_bytes == want[k].ctx &&
+              r0.checkpoint_bytes == (ull)want[k].calls * 5056 && r.kept_bytes - r0.kept_bytes == want[k].ctx,
+              "%s: %d calls, checkpoint bytes %llu (%llu without contexts), want contexts %llu", want[k].pol,
+              r.checkpoint_calls, (ull)r.checkpoint_bytes, (ull)r0.checkpoint_bytes, want[k].ctx);
+        remat_table_row_clear(&r);
+        remat_table_row_clear(&r0);
+    }
+    remat_profile_free(p);
+    remat_profile_free(p0);
+    remat_table_unload(&c);
+    remat_table_unload(&c0);
+}
+
+/* contexts under the planner's plans, nested ones among them: what each holds against a count from
+ * its tree (remat_plan_tree): a context is held when a checkpoint (nested too) runs a block that
+ * takes it and begins after the block that made it */
+static void v3_nested(void)
+{
+    static const struct { ull bytes; int made; int blocks[16], n; } X[] = {
+        { 3000, -1, { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 }, 16 },
+        { 700, 0, { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 }, 15 }, { 50, 4, { 6, 9, 13 }, 3 },
+        { 9, 7, { 8 }, 1 } };
+    enum { L = 16, NX = 4 };
+    char *j = malloc(16384), *j0 = malloc(16384);
+    size_t k = 0;
+    k += (size_t)snprintf(j + k, 16384 - k, "{\"format\": \"remat-table\", \"version\": 3, \"input\": {\"bytes\": 4096, "
+                          "\"work_bytes\": 100}, \"blocks\": [");
+    for (int l = 0; l < L; l++)
+        k += (size_t)snprintf(j + k, 16384 - k, "%s{\"saved\": [{\"bytes\": 262144}, {\"bytes\": 65536}], \"output_bytes\": "
+                              "4096, \"forward_ms\": %g, \"backward_ms\": 2, \"work_bytes\": 1000}", l ? ", " : "",
+                              1.0 + 0.01 * l);
+    k += (size_t)snprintf(j + k, 16384 - k, "], \"head\": {\"saved_bytes\": 4000, \"work_bytes\": 3000}, \"checkpoint\": "
+                          "{\"call_bytes\": 5056}");
+    memcpy(j0, j, k);
+    snprintf(j0 + k, 16384 - k, "}");
+    k += (size_t)snprintf(j + k, 16384 - k, ", \"contexts\": [");
+    for (int x = 0; x < NX; x++) {
+        k += (size_t)snprintf(j + k, 16384 - k, "%s{\"bytes\": %llu, \"made_by\": %d, \"blocks\": [", x ? ", " : "",
+                              X[x].bytes, X[x].made);
+        for (int q = 0; q < X[x].n; q++) k += (size_t)snprintf(j + k, 16384 - k, "%s%d", q ? ", " : "", X[x].blocks[q]);
+        k += (size_t)snprintf(j + k, 16384 - k, "]}");
+    }
+    snprintf(j + k, 16384 - k, "]}");
+    remat_config c, c0;
+    remat_profile *p = NULL, *p0 = NULL;
+    CHECK(remat_table_read(j, strlen(j), &c, &p) == REMAT_OK && remat_table_read(j0, strlen(j0), &c0, &p0) == REMAT_OK,
+          "the tables: %s", remat_errmsg());
+    free(j);
+    free(j0);
+    remat_table_row least, none;
+    CHECK(remat_table_min_kept(&c, p, &least) == REMAT_OK && remat_table_evaluate(&c, p, "none", &none) == REMAT_OK,
+          "min and none: %s", remat_errmsg());
+    int nested = 0, plans = 0;
+    char last[512] = "";
+    /* the planner's plans from the least kept bytes to none's, then revolve's (nested all the way) */
+    static const char *revolve[] = { "revolve:2", "revolve:3", "revolve:4", "revolve:5" };
+    for (int step = 0; step <= 204; step++) {
+        remat_table_row r, r0;
+        if (step <= 200) {
+            ull budget = least.kept_bytes + (none.kept_bytes - least.kept_bytes) * (ull)step / 200;
+            if (remat_table_optimal(&c, p, budget, &r) != REMAT_OK) continue;
+            if (!strcmp(last, r.row.policy)) { remat_table_row_clear(&r); continue; }
+            snprintf(last, sizeof last, "%s", r.row.policy);
+        } else {
+            CHECK(remat_table_evaluate(&c, p, revolve[step - 201], &r) == REMAT_OK, "%s: %s", revolve[step - 201],
+                  remat_errmsg());
+        }
+        CHECK(remat_table_evaluate(&c0, p0, r.row.policy, &r0) == REMAT_OK, "%s: %s", r.row.policy, remat_errmsg());
+        remat_plan_node v[128];
+        size_t n = 0;
+        CHECK(remat_plan_tree(&c, r.row.policy, v, 128, &n) == REMAT_OK, "tree: %s", remat_errmsg());
+        ull want = 0;
+        int deep = 0;
+        for (int x = 0; x < NX; x++) {
+            int held = 0;
+            for (size_t i = 0; i < n; i++) {
+                int ck = v[i].kind == REMAT_NODE_SEGMENT || v[i].keep != REMAT_KEEP_ALL;
+                deep |= ck && v[i].depth > 0;
+                for (int q = 0; q < X[x].n; q++)
+                    held |= ck && v[i].first > X[x].made && X[x].blocks[q] >= v[i].first && X[x].blocks[q] < v[i].end;
+            }
+            if (held) want += X[x].bytes;
+        }
+        nested += deep;
+        plans++;
+        CHECK(r.checkpoint_bytes - r0.checkpoint_bytes == want && r.checkpoint_calls == r0.checkpoint_calls,
+              "%s: contexts %llu, want %llu", r.row.policy, (ull)(r.checkpoint_bytes - r0.checkpoint_bytes), want);
+        remat_table_row_clear(&r);
+        remat_table_row_clear(&r0);
+    }
+    CHECK(plans >= 20 && nested >= 5, "%d plans, %d with nested checkpoints", plans, nested);
+    printf("version 3 contexts: %d plans, %d with nested checkpoints\n", plans, nested);
+    remat_table_row_clear(&least);
+    remat_table_row_clear(&none);
+    remat_profile_free(p);
+    remat_profile_free(p0);
+    remat_table_unload(&c);
+    remat_table_unload(&c0);
 }
 
 /* ---- version 2: chains whose blocks differ ----------------------------------- */
@@ -711,7 +900,7 @@ static void refusals(void)
     refused("{\"format\": \"remat-table\"", "malformed table");
     refused("[1]", "not a JSON object");
     refused("{\"version\": 1}", "not a remat table");
-    refused("{\"format\": \"remat-table\", \"version\": 3}", "version 3; this remat reads versions 1 and 2");
+    refused("{\"format\": \"remat-table\", \"version\": 4}", "version 4; this remat reads versions 1 to 3");
     refused("{\"format\": \"remat-table\"}", "version must be given");
     j = table_json(&s, ", \"extra\": 1", NULL);
     refused(j, "unknown key 'blocks[5].extra'");
@@ -782,7 +971,7 @@ static void refusals(void)
     free(j);
     s.params++;
     j = table_json(&s, NULL, NULL);
-    refused(j, "params_bytes + grads_bytes + optimizer_bytes is more than 281474976710656 bytes");
+    refused(j, "params_bytes + grads_bytes + optimizer_bytes + inputs_bytes is more than 281474976710656 bytes");
     free(j);
     s = BASE;
     s.before = 1ULL << 47;
@@ -791,6 +980,41 @@ static void refusals(void)
     refused(j, "the ops outside the chain keep more than 281474976710656 bytes");
     free(j);
     CHECK(remat_table_load("/nonexistent/t.json", &c, NULL) == REMAT_ERR_IO, "a missing file: %s", remat_errmsg());
+    /* version 3's keys: contexts numbered as plans number the blocks, each after the block that made it,
+     * none the junction of two chains; the measured bytes not in version 2 */
+    static const struct { const char *from, *to, *want; } v3bad[] = {
+        { "\"made_by\": 0, \"blocks\": [1, 2]", "\"made_by\": 0, \"blocks\": [2, 1]",
+          "contexts[0].blocks[1] must be a block number in [3, 6], above the one before it and made_by" },
+        { "\"made_by\": 0, \"blocks\": [1, 2]", "\"made_by\": 1, \"blocks\": [1, 2]",
+          "contexts[0].blocks[0] must be a block number in [2, 6]" },
+        { "\"made_by\": -1, \"blocks\": [0, 4]", "\"made_by\": -1, \"blocks\": [0, 3]",
+          "contexts[2].blocks[1] is 3, the junction of two chains" },
+        { "\"made_by\": -1, \"blocks\": [0, 4]", "\"made_by\": -1, \"blocks\": [0, 7]",
+          "contexts[2].blocks[1] must be a block number in [1, 6]" },
+        { "\"made_by\": -1, \"blocks\": [0, 4]", "\"made_by\": -2, \"blocks\": [0, 4]",
+          "contexts[2].made_by must be a whole number in [-1, 6], got -2" },
+        { "\"made_by\": -1, \"blocks\": [0, 4]", "\"made_by\": -1, \"blocks\": []",
+          "contexts[2].blocks must be an array of 1 to 7 blocks" },
+        { "{\"bytes\": 512, \"made_by\"", "{\"bytes\": 0, \"made_by\"", "contexts[2].bytes must be at least 1" },
+        { "{\"bytes\": 512, \"made_by\"", "{\"size\": 512, \"made_by\"", "unknown key 'contexts[2].size'" },
+        { "\"version\": 3", "\"version\": 2", "unknown key 'optimizer_work_bytes'" },
+        { "\"inputs_bytes\": 1024", "\"inputs_bytes\": 281474974710657",
+          "params_bytes + grads_bytes + optimizer_bytes + inputs_bytes is more than 281474976710656 bytes" },
+        { "\"work_bytes\": 16384}", "\"work_bytes\": -1}", "chains[0].head.work_bytes must be a whole number" },
+    };
+    for (size_t k = 0; k < sizeof v3bad / sizeof v3bad[0]; k++) {
+        const char *at = strstr(V3T5, v3bad[k].from);
+        CHECK(at != NULL, "the toy has no '%s'", v3bad[k].from);
+        if (!at) continue;
+        size_t n = strlen(V3T5) + strlen(v3bad[k].to) + 1;
+        j = malloc(n);
+        snprintf(j, n, "%.*s%s%s", (int)(at - V3T5), V3T5, v3bad[k].to, at + strlen(v3bad[k].from));
+        refused(j, v3bad[k].want);
+        free(j);
+    }
+    j = table_json(&BASE, NULL, ", \"contexts\": []");
+    refused(j, "unknown key 'contexts'");                 /* version 1 */
+    free(j);
 }
 
 int main(void)
@@ -812,6 +1036,8 @@ int main(void)
     long_name();
     threads();
     round_trip();
+    v3();
+    v3_nested();
     refusals();
     return TEST_REPORT();
 }

@@ -205,6 +205,46 @@ class KwModel(nn.Module):
         return F.cross_entropy(self.head(h), y)
 
 
+class EncDecBlock(nn.Module):
+    """a block of an encoder (cross False) or of a decoder, whose cross branch reads the encoder's
+    result, given as the keyword mem= (a tensor that needs a gradient); dropout 0.1 on the branch"""
+
+    def __init__(self, D, cross):
+        super().__init__()
+        self.norm, self.fc1, self.fc2 = nn.LayerNorm(D), nn.Linear(D, 2 * D), nn.Linear(2 * D, D)
+        self.drop = nn.Dropout(0.1)
+        self.cross = nn.Linear(D, D) if cross else None
+
+    def forward(self, x, mem=None):
+        h = x + self.drop(self.fc2(F.gelu(self.fc1(self.norm(x)))))
+        if self.cross is not None:
+            h = h + torch.tanh(self.cross(mem)) * h
+        return h
+
+
+class EncDec(nn.Module):
+    """two chains in two ModuleLists, as an encoder-decoder has them: enc's blocks, a final norm
+    (its result, mem), then dec's blocks, each reading mem"""
+
+    def __init__(self, Le, Ld, Din, D, classes):
+        super().__init__()
+        self.stem_e, self.stem_d = nn.Linear(Din, D), nn.Linear(Din, D)
+        self.enc = nn.ModuleList(EncDecBlock(D, False) for _ in range(Le))
+        self.norm_e = nn.LayerNorm(D)
+        self.dec = nn.ModuleList(EncDecBlock(D, True) for _ in range(Ld))
+        self.head = nn.Linear(D, classes)
+
+    def forward(self, x, y):
+        h = self.stem_e(x)
+        for blk in self.enc:
+            h = blk(h)
+        mem = self.norm_e(h)
+        g = self.stem_d(x)
+        for blk in self.dec:
+            g = blk(g, mem=mem)
+        return F.cross_entropy(self.head(g), y)
+
+
 # ---- one step, and the comparison of kept bytes ----------------------------------------
 
 def step(model, inputs, seed):

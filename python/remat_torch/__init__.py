@@ -17,7 +17,7 @@ library refuses is a RematError.  Not named remat: Meta's torch_remat is
 imported under that name.
 """
 from ._lib import RematError, version as library_version
-from ._measure import Table, find_blocks, measure
+from ._measure import Table, find_blocks, find_chains, measure
 from ._plan import Node, Plan, min_kept, parse_size
 from ._wrapper import RematCheckpoint
 from ._front import apply, kept_bytes, plan, unapply
@@ -26,4 +26,4 @@ from . import _hf as hf          # Hugging Face transformers models: remat_torch
 
 __version__ = "0.1.0"
 __all__ = ["RematError", "Table", "Plan", "Node", "RematCheckpoint", "measure", "plan", "apply", "unapply",
-           "kept_bytes", "min_kept", "find_blocks", "parse_size", "library_version", "step_peak", "hf"]
+           "kept_bytes", "min_kept", "find_blocks", "find_chains", "parse_size", "library_version", "step_peak", "hf"]

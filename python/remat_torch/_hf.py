@@ -20,15 +20,22 @@ model's own loop run unchanged.  What each layer's function does:
     m-1 returns (torch.utils.checkpoint's own frame, its generator form),
     the layers called by the model in between run inside it, each with the
     arguments the model gives it (Gemma 3's sliding and global layers get
-    different masks); each layer's arguments other than its input are
-    recorded, and the frame's re-run in the backward replays the layers on
-    them.  Inside the segment (in its first forward and in its re-run
-    alike, so that both save the same tensors in the same order), a layer
-    the re-run checkpoints is a reentrant torch.utils.checkpoint of it, and
-    a segment nested in it one reentrant checkpoint of its layers, which
-    then must get the same arguments (refused in one line when they do not).
+    different masks, T5's later layers the position bias its first one
+    makes); each layer's arguments other than its input are recorded, and
+    the frame's re-run in the backward replays the layers on them, taking
+    what a layer of the segment made from the re-run (_Frame).  Inside the
+    segment (in its first forward and in its re-run alike, so that both
+    save the same tensors in the same order), a layer the re-run
+    checkpoints is a non-reentrant torch.utils.checkpoint of it, and a
+    segment nested in it a frame of its own, each layer with its own
+    arguments.
+  - several chains (T5's encoder.block and decoder.block) are measured in
+    one step and planned as one table of chains (remat.h, "tables read
+    from files"): the plan numbers their blocks one after another, with a
+    junction between two that no checkpoint holds.
 The prediction of what this keeps is remat_torch's (Plan.kept_bytes): the
-frame holds what torch.utils.checkpoint of the segment would.
+frame holds what torch.utils.checkpoint of the segment would, and the
+arguments made before it that nothing else keeps (the table's contexts).
 
 HF's own checkpointing and a plan do not both run: apply() after
 gradient_checkpointing_enable() takes over (HF's is disabled first), and
@@ -40,6 +47,7 @@ transformers needs torch >= 2.5 (5.x refuses torch 1.13 and runs without
 its models); this module needs transformers only to find the layers.
 """
 import functools
+import weakref
 
 import torch
 import torch.nn as nn
@@ -47,7 +55,7 @@ import torch.utils.checkpoint as tuc
 
 from . import _plan
 from ._lib import RematError
-from ._measure import first_tensor, measure as _measure_model
+from ._measure import first_tensor, measure as _measure_model, tensors_in
 
 _MARK = "_remat_torch_plan"
 
@@ -73,22 +81,22 @@ def chains(model):
     return out
 
 
-def _chain(model, chain=None):
+def _chains(model, chain=None):
+    """[(name, layers)]: the chains to measure -- chain= (a name, or a list of names), else every
+    list of GradientCheckpointingLayer's the model has (T5: its encoder's and its decoder's)"""
     found = chains(model)
     if chain is not None:
-        for name, layers in found:
-            if name == chain:
-                return name, layers
-        raise RematError(1, "invalid argument", "no chain %r of GradientCheckpointingLayer's in %s (found: %s)"
-                         % (chain, type(model).__name__, ", ".join(n for n, _ in found) or "none"))
+        want = [chain] if isinstance(chain, str) else list(chain)
+        byname = dict(found)
+        for n in want:
+            if n not in byname:
+                raise RematError(1, "invalid argument", "no chain %r of GradientCheckpointingLayer's in %s (found: %s)"
+                                 % (n, type(model).__name__, ", ".join(m for m, _ in found) or "none"))
+        return [(n, byname[n]) for n in want]
     if not found:
         raise RematError(1, "invalid argument", "%s has no list of GradientCheckpointingLayer's (transformers 5.x "
                          "layers): use remat_torch.plan with blocks=" % type(model).__name__)
-    if len(found) > 1:
-        raise RematError(1, "invalid argument", "%s has %d chains (%s): remat_torch does not measure a table of "
-                         "several chains yet; name one with chain=" % (type(model).__name__, len(found),
-                                                               ", ".join(n for n, _ in found)))
-    return found[0]
+    return found
 
 
 class _Call(nn.Module):
@@ -143,19 +151,24 @@ def measure(model, batch, optimizer=None, chain=None, **kw):
     if applied(model) is not None:
         raise RematError(1, "invalid argument", "the model runs a remat plan: measure it after "
                          "remat_torch.hf.unapply(model)")
-    name, layers = _chain(model, chain)
+    found = _chains(model, chain)
     call, values = as_call(model, batch)
+    blocks = found[0][1] if len(found) == 1 else [layers for _, layers in found]
     with _hf_checkpointing_off(model):
-        table = _measure_model(call, values, blocks=layers, optimizer=optimizer, **kw)
-    # layers that differ (Gemma 3's sliding and global ones) make a table of version 2, each block its
-    # own entries (remat.h, "tables read from files"); alike, version 1 (which refuses blocks that differ)
+        table = _measure_model(call, values, blocks=blocks, optimizer=optimizer, **kw)
+    # layers that differ (Gemma 3's sliding and global ones) have each their own entries (remat.h,
+    # "tables read from files", from version 2); several chains (T5's encoder and decoder) are
+    # "chains", named as the model names them
     d = table.data
-    if any((b["saved"], b["output_bytes"]) != (d["blocks"][0]["saved"], d["blocks"][0]["output_bytes"])
-           for b in d["blocks"]) or d["input"]["bytes"] != d["blocks"][0]["output_bytes"]:
-        d["version"] = 2
-        if kw.get("path"):
-            table.save(kw["path"])
-    table.blocks, table.chain = layers, name
+    if len(found) > 1:
+        for c, (name, _) in enumerate(found):
+            d["chains"][c]["name"] = name
+            d["chains"][c]["reads"] = [found[[n for n, _ in table.chains].index(r)][0] for r in d["chains"][c]["reads"]]
+    d["name"] = "%s.%s" % (type(model).__name__, "+".join(n for n, _ in found))
+    if kw.get("path"):
+        table.save(kw["path"])
+    table.chains = found
+    table.chain = found[0][0] if len(found) == 1 else [n for n, _ in found]
     table.hf = True                       # remat_torch.apply applies it through GradientCheckpointingLayer
     return table
 
@@ -186,13 +199,13 @@ def _refuse_hf(*args, **kwargs):
 def apply(model, plan):
     """Applies plan to model through its layers' GradientCheckpointingLayer seam (see the module's
     notes); takes over from HF's own gradient checkpointing when it is on.  Returns model."""
-    layers = plan.table.blocks
+    layers = plan.table.blocks             # by their number in the plan: None at a junction of two chains
     G = _gcl_class()
-    if not layers or not all(isinstance(b, G) for b in layers):
+    if not layers or not all(isinstance(b, G) for b in layers if b is not None):
         raise RematError(1, "invalid argument", "the plan's blocks are not GradientCheckpointingLayer's: apply "
                          "it with remat_torch.apply")
     mine = {id(m) for m in model.modules()}
-    if not all(id(b) in mine for b in layers):
+    if not all(id(b) in mine for b in layers if b is not None):
         raise RematError(1, "invalid argument", "the plan's layers are not this model's (plan it on this model)")
     _plan.unapply(model)                  # a plan of either kind: RematCheckpoint's,
     unapply(model)                        # or this module's
@@ -290,18 +303,38 @@ class _Layer:
         return out
 
 
+class _Ref:
+    """in a recorded call: the tensor the segment's layer j returned at position n (a position
+    bias T5's first layer makes and hands the others), which a re-run takes from the layer's re-run"""
+    __slots__ = ("j", "n")
+
+    def __init__(self, j, n):
+        self.j, self.n = j, n
+
+
 class _Frame:
     """one segment's non-reentrant checkpoint frame (torch.utils.checkpoint's generator), open
-    from its first layer's call to its last layer's return"""
+    from its first layer's call to its last layer's return.
+
+    The layers run as the model calls them, each with its own arguments, recorded (calls) so that
+    the frame's re-run replays them -- but a tensor a layer of the segment returned is recorded as
+    a _Ref, and the re-run gives that layer's re-run output instead (T5's first layer makes the
+    position bias the others take): the frame holds no tensor the segment made (the first
+    forward's would outlive a forward without a backward, through autograd's graph, where gc
+    cannot see them), only the arguments made before it, as a checkpoint holds its inputs.
+    Inside the frame, a layer the plan's re-run checkpoints is a non-reentrant checkpoint of it,
+    and a segment nested in it a _Frame of its own, opened at its first layer and closed at its
+    last, in the first forward and in the re-run alike (so that both save the same tensors in the
+    same order); it records its layers' calls itself, holding what was made before it."""
 
     def __init__(self, layers, item, x):
         self.layers, self.item = layers, item
         self.a, self.m, self.sub = item.first, item.end, item.children
         self.next = self.a
-        self.calls = {}                   # layer -> (its nn.Module.__call__, other positional args, kwargs)
+        self.calls = {}                   # layer -> (its nn.Module.__call__, args, kwargs), as recorded
+        self.made = {}                    # id(tensor) -> (weakref, layer, position) of the layers' outputs
         self.last = None                  # the output of the layer run last (its first tensor chains on)
-        self.nested = None                # (its last layer, its output) while a nested segment hands on
-        self.nested_head = None
+        self.child = None                 # an open nested segment
         # the re-run as a partial over the recorded calls: what it holds is then in plain sight of
         # remat_torch.kept_bytes (its "hooks" method reads torch.utils.checkpoint's closures)
         rerun = functools.partial(_rerun, self, self.calls)
@@ -310,53 +343,77 @@ class _Frame:
         next(self.gen)
 
     def forward(self, k, fn, args):
+        """layer k as the model calls it (the outermost frame, in the first forward)"""
         if k > self.a and (self.last is None or args[0] is not first_tensor(self.last)):
             raise RematError(1, "invalid argument", "layer %d of a checkpointed segment was called on something else "
                              "than layer %d's output: the model must call its layers one after another, each on the "
                              "one before's output" % (k, k - 1))
-        self.calls[k] = (fn.func, args[1:], fn.keywords)
+        return self.run_layer(k, fn.func, args[1:], fn.keywords, args[0])
+
+    def run_layer(self, k, func, rest, kw, x):
+        """layer k, run by this frame: recorded for its re-run, then run as the re-run decides"""
+        self.calls[k] = (func, self._record(rest), self._record(kw))
         self.next = k + 1
-        self.last = self._run(k, lambda i: self.calls[i], args[0], streaming=True)
-        return self.last
-
-    def _run(self, k, call_of, x, streaming):
-        """layer k as the segment's re-run decides, in the first forward or in the re-run"""
-        items = _items_at(self.sub, k)
-        func, rest, kw = call_of(k)
-        if self.nested is not None:               # a nested segment ran layer k already: hand its output on
-            last, out = self.nested
-            if streaming:
-                head = call_of(self.nested_head)
-                if rest != head[1] or kw.keys() != head[2].keys() or \
-                        any(kw[n] is not head[2][n] for n in kw):
-                    raise RematError(1, "invalid argument", "layer %d gets other arguments than layer %d, with "
-                                     "which a nested checkpointed segment runs it: plan with another budget"
-                                     % (k, self.nested_head))
-            if k == last:
-                self.nested = None
-            return out
-        if items is None or (items.kind == "block" and (items.keep == "all" or items.last)):
-            return func(x, *rest, **kw)
-        if items.kind == "block":
-            if items.keep != "none":
-                raise RematError(1, "invalid argument", "a selective keep-set inside a segment's re-run: torch "
-                                 "cannot nest a selective checkpoint in a reentrant one")
-            return _reentrant(functools.partial(_call_kw, func, kw), x, rest)
-        c, d, sub2 = items.first, items.end, items.children
-        layers_fn = [self.layers[i] for i in range(c, d)]
-
-        def seg(h, *r):
-            return _run_nested(sub2, c, layers_fn, func, kw, h, r)
-        out = _reentrant(seg, x, rest)
-        if d - 1 > k:
-            self.nested, self.nested_head = (d - 1, out), c
+        out = self._step(k, func, rest, kw, x)
+        for n, t in enumerate(_tensors(out)):
+            self.made[id(t)] = (weakref.ref(t), k, n)
+        self.last = out
         return out
 
+    def _record(self, obj):
+        """obj with every tensor an earlier layer of this frame returned replaced by its _Ref"""
+        def sub(t):
+            e = self.made.get(id(t)) if isinstance(t, torch.Tensor) else None
+            return _Ref(e[1], e[2]) if e is not None and e[0]() is t else t
+        if isinstance(obj, dict):
+            return {k: sub(v) for k, v in obj.items()}
+        return tuple(sub(v) for v in obj)
+
+    @staticmethod
+    def _replay(obj, outs):
+        def put(v):
+            return outs[v.j][v.n] if isinstance(v, _Ref) else v
+        if isinstance(obj, dict):
+            return {k: put(v) for k, v in obj.items()}
+        return tuple(put(v) for v in obj)
+
+    def _step(self, k, func, rest, kw, x):
+        """layer k as the segment's re-run decides, in the first forward or in the re-run"""
+        if self.child is not None:                # a nested segment is open: layer k is its
+            out = self.child.run_layer(k, func, rest, kw, x)
+            if k == self.child.m - 1:
+                child, self.child = self.child, None
+                child.close()
+            return out
+        it = _items_at(self.sub, k)
+        if it is None or (it.kind == "block" and (it.keep == "all" or it.last)):
+            return func(x, *rest, **kw)
+        if it.kind == "block":
+            if it.keep != "none":
+                raise RematError(1, "invalid argument", "a selective keep-set inside a segment's re-run: remat_torch.hf "
+                                 "applies whole-layer checkpoints and segments there")
+            return tuc.checkpoint(functools.partial(_call_kw, func, kw), x, *rest, use_reentrant=False,
+                                  preserve_rng_state=True)
+        self.child = _Frame(self.layers, it, x)
+        # a checkpoint nested in a re-run holds its input in the first forward, as remat_torch's wrappers'
+        # nested checkpoints do and as libremat counts (remat_table_row: one block output per such
+        # input); torch's frame alone would take it from the outer re-run instead
+        self.child.calls["held"] = x      # (in its re-run's records: in sight of kept_bytes' hooks method)
+        return self._step(k, func, rest, kw, x)
+
     def _recompute(self, x):
-        h, out = x, None
-        for k in range(self.a, self.m):
-            out = self._run(k, lambda i: self.calls[i], h, streaming=False)
-            h = first_tensor(out)
+        """the re-run: the layers from their recorded calls, the segment's own tensors its re-run's"""
+        h, out, outs = x, None, {}
+        try:
+            for k in range(self.a, self.m):
+                func, rest, kw = self.calls[k]
+                out = self._step(k, func, self._replay(rest, outs), self._replay(kw, outs), h)
+                outs[k] = _tensors(out)
+                h = first_tensor(out)
+        finally:
+            if self.child is not None:
+                child, self.child = self.child, None
+                child.fail()
         return out
 
     def close(self):
@@ -364,6 +421,10 @@ class _Frame:
         # self._recompute: a cycle through autograd's nodes that gc cannot see (a forward without
         # a backward would never be freed)
         self.last = None
+        self.made.clear()
+        if self.child is not None:
+            child, self.child = self.child, None
+            child.fail()
         try:
             next(self.gen)
         except StopIteration:
@@ -371,8 +432,16 @@ class _Frame:
         raise RematError(1, "invalid argument", "torch.utils.checkpoint's frame did not end")
 
     def fail(self):
-        self.last = self.nested = None
+        self.last = None
+        self.made.clear()
+        if self.child is not None:
+            child, self.child = self.child, None
+            child.fail()
         self.gen.close()
+
+
+def _tensors(out):
+    return list(tensors_in(out))
 
 
 def _rerun(frame, calls, x):
@@ -385,34 +454,3 @@ def _items_at(items, k):
         if nd.first == k:
             return nd
     return None
-
-
-def _reentrant(fn, x, rest):
-    if not x.requires_grad:
-        raise RematError(1, "invalid argument", "a checkpoint inside a segment's re-run starts from an input that "
-                         "needs no gradient: torch's reentrant checkpoint cannot; plan with another budget")
-    return tuc.checkpoint(fn, x, *rest, use_reentrant=True)
-
-
-def _run_nested(items, c, layers, head_func, kw, x, rest):
-    """a nested segment's layers, as its re-run decides, all with its first layer's arguments"""
-    out = None
-    for nd in items:
-        i = nd.first
-        func = head_func if i == c else functools.partial(nn.Module.__call__, layers[i - c])
-        if nd.kind == "block" and (nd.keep == "all" or nd.last):
-            out = func(x, *rest, **kw)
-        elif nd.kind == "block" and nd.keep == "none":
-            out = _reentrant(functools.partial(_call_kw, func, kw), x, rest)
-        elif nd.kind == "block":
-            raise RematError(1, "invalid argument", "a selective keep-set inside a segment's re-run: torch cannot "
-                             "nest a selective checkpoint in a reentrant one")
-        else:
-            sub = [layers[j - c] for j in range(nd.first, nd.end)]
-            out = _reentrant(functools.partial(_nest2, nd.children, nd.first, sub, func, kw), x, rest)
-        x = first_tensor(out)
-    return out
-
-
-def _nest2(items, c, layers, func, kw, x, *rest):
-    return _run_nested(items, c, layers, func, kw, x, rest)

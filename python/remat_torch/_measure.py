@@ -17,7 +17,17 @@ What is measured (nothing here is estimated):
     forward, between its wrapper's entry and exit, and backward, between
     the gradients of its output and of its input (tensor hooks); the head's
     and the chain input's ops; the optimizer's step;
-  - parameters, gradients and, with an optimizer, its state after a step.
+  - parameters, gradients and, with an optimizer, its state after a step;
+  - the working sets (_work): one more step under the profiler's allocator
+    events, marked at each block's exit and each gradient, gives what each
+    block's backward, the head, the input's backward and the optimizer step
+    allocate above what is live then (table version 3);
+  - the other arguments only a checkpoint would hold (contexts): the blocks
+    that take each, and the block that returned it first.
+Several chains (blocks=["encoder", "decoder"]) are watched in one step as
+one list of blocks: each chain's ops before it are the earlier chain's head
+(the junction), and the result a later chain reads is the argument of its
+blocks that autograd's graph makes from the earlier chain's last output.
 The model is left as it was: gradients, parameters, optimizer state, the RNG.
 """
 import json
@@ -32,7 +42,9 @@ import torch.nn as nn
 from ._lib import RematError
 from ._wrapper import RematCheckpoint
 
-FORMAT_VERSION = 1
+# the table format's version measure() writes (remat.h, "tables read from files"): 3, for the
+# working sets (work_bytes) and the contexts the checkpoints hold
+FORMAT_VERSION = 3
 # Seeded faults, for tests only (tests/py_remat_torch_faults.py shows each makes the comparison of
 # predicted and measured kept bytes fail): "rng_stash" (the checkpoint's RNG stash counted as 0
 # bytes), "neighbour" (a block's saved tensors attributed to the block before it), "boundary" (the
@@ -160,6 +172,37 @@ def find_blocks(model, blocks=None):
     return found, name
 
 
+def _several(blocks):
+    """whether blocks= names several chains: a list of attribute paths or of lists of modules"""
+    return isinstance(blocks, (list, tuple)) and len(blocks) > 0 and \
+        all(isinstance(b, (str, list, tuple)) for b in blocks)
+
+
+def find_chains(model, blocks=None):
+    """The chains of blocks measure() plans, in the order given: [(name, blocks)].  blocks: one
+    chain as find_blocks takes it, or several -- a list of attribute paths or of lists of modules
+    (["encoder.block", "decoder.block"]), whose forwards run in that order, each chain but the
+    last read by a later one's blocks (remat.h, "tables read from files": version 2's chains)."""
+    if not _several(blocks):
+        found, name = find_blocks(model, blocks)
+        return [(name, found)]
+    if len(blocks) > 16:
+        raise RematError(-1, "invalid", "%d chains: a table holds at most 16" % len(blocks))
+    out = []
+    for b in blocks:
+        found, name = find_blocks(model, b)
+        while any(name == n for n, _ in out):       # the table's chains have unique names
+            name += "'"
+        out.append((name, found))
+    seen = set()
+    for name, found in out:
+        for b in found:
+            if id(b) in seen:
+                raise RematError(-1, "invalid", "a block is in two of the chains given (%s)" % name)
+            seen.add(id(b))
+    return out
+
+
 class _Snapshot:
     """Everything a measurement touches, put back as it was when it ends: the RNG streams (CPU, and
     the model's CUDA device), every buffer and, with an optimizer, every parameter by value, the
@@ -207,13 +250,17 @@ class _Snapshot:
 class Table:
     """A measured remat table: .data is its JSON (remat.h, "tables read from
     files"; README, "The table format"), .blocks the modules of
-    the chain, .chain their name in the model, .kept_bytes what the
-    unwrapped model kept (measured)."""
+    the chain by their number in a plan (several chains: one chain, with None
+    at each junction between two), .chain their name in the model (several:
+    a list), .chains [(name, blocks)], .kept_bytes what the unwrapped model
+    kept (measured)."""
 
     def __init__(self, data, blocks=None, chain=None, kept_bytes=None):
         self.data = data
         self.blocks = blocks
         self.chain = chain
+        self.chains = None if blocks is None else [(chain, blocks)]
+        self.junctions = []             # the plan's numbers of the junctions between chains
         self.kept_bytes = kept_bytes
         self.input_key = None           # measure() fills these three; a loaded table has none
         self.changing_buffers = None
@@ -242,19 +289,25 @@ class Table:
 
     def __repr__(self):
         d = self.data
-        return "<remat table %s: %d blocks>" % (d.get("name", "?"), len(d["blocks"]))
+        if "chains" in d:
+            return "<remat table %s: %s>" % (d.get("name", "?"), ", ".join(
+                "%s %d blocks" % (c.get("name", "?"), len(c.get("blocks", ()))) for c in d["chains"]))
+        return "<remat table %s: %d blocks>" % (d.get("name", "?"), len(d.get("blocks", ())))
 
 
 class _Wrapped:
     """Every block's forward wrapped for one step: calls, inputs, outputs,
     times; restored by close()."""
 
-    def __init__(self, chain, sync, on_enter=None, on_exit=None):
+    def __init__(self, chain, sync, on_enter=None, on_exit=None, starts=(0,)):
         self.chain, self.sync = chain, sync
+        self.starts = set(starts)       # the first block of each chain (several chains: one flat list)
+        self.order = []                 # the blocks in the order their forwards ran
         self.on_enter, self.on_exit = on_enter, on_exit
         self.calls = [0] * len(chain)
         self.inp = [None] * len(chain)
         self.out = [None] * len(chain)
+        self.outs = [[] for _ in chain]      # every tensor a block returned (what it hands later blocks)
         self.args = [[] for _ in chain]
         self.key = [None] * len(chain)
         self.t_in = [0.0] * len(chain)
@@ -270,7 +323,8 @@ class _Wrapped:
             if self.calls[i] > 1:
                 raise RematError(-1, "invalid", "block %d ran twice in one forward: remat plans a chain in which "
                                  "each block runs once" % i)
-            prev = self.out[i - 1] if i else None
+            self.order.append(i)
+            prev = self.out[i - 1] if i not in self.starts else None
             self.key[i] = None
             if args and isinstance(args[0], torch.Tensor):
                 self.inp[i] = args[0]
@@ -286,6 +340,7 @@ class _Wrapped:
             out = fwd(*args, **kwargs)
             self.t_out[i] = self.now()
             self.out[i] = first_tensor(out)
+            self.outs[i] = list(tensors_in(out))
             if self.on_exit:
                 self.on_exit(i)
             return out
@@ -431,18 +486,78 @@ def _excluded(model, args):
     return ex
 
 
-def _memory(model, args, loss_fn, chain, excluded, sync, dev, ops=None):
+def _chain_index(starts, L):
+    """per block of the flat list, the chain it is of"""
+    c, out = -1, []
+    for i in range(L):
+        if i in starts:
+            c += 1
+        out.append(c)
+    return out
+
+
+def _region(c):
+    """the ops before chain c: the chain input's for chain 0 ("before"), else those after chain c-1
+    (its head; the junction of the two chains, table version 2)"""
+    return "before" if c == 0 else ("head", c - 1)
+
+
+def _results(w, chain_of, starts, dev):
+    """Which earlier chain's result each later chain's blocks read: {c: {storage: bytes}} of the
+    tensors a block of a later chain gets as an argument (not its input) whose autograd graph reaches
+    chain c's last output -- the latest such chain: T5's decoder layers get the encoder's output,
+    made from its last layer's by the final norm -- and reads[d], the chains chain d reads."""
+    nc = len(starts)
+    last = [starts[c + 1] - 1 if c + 1 < nc else len(chain_of) - 1 for c in range(nc)]
+    target = {}
+    for c in range(nc - 1):
+        y = w.out[last[c]]
+        if y is not None and y.grad_fn is not None:
+            target[id(y.grad_fn)] = (c, y.grad_fn)
+    results, reads = {c: {} for c in range(nc)}, [set() for _ in range(nc)]
+    done = {}
+    for i, d in enumerate(chain_of):
+        if d == 0:
+            continue
+        for t in w.args[i]:
+            if t.device != dev or not t.requires_grad or id(t) in done:
+                continue
+            hit, seen, keep, stack = -1, set(), [], [t.grad_fn]
+            while stack:                      # the graph behind t, not past a chain's last output
+                n = stack.pop()
+                if n is None or id(n) in seen:
+                    continue
+                seen.add(id(n))
+                keep.append(n)                # held while walking, so that no id is reused
+                if id(n) in target:
+                    hit = max(hit, target[id(n)][0])
+                    continue
+                stack.extend(f for f, _ in n.next_functions)
+            done[id(t)] = hit
+            if 0 <= hit < d:
+                k, nb = storage_of(t)
+                results[hit][k] = nb
+                reads[d].add(hit)
+    return results, reads
+
+
+def _memory(model, args, loss_fn, chain, excluded, sync, dev, ops=None, starts=(0,)):
     """One forward under the pack hook: {storage: [bytes, owner, producer]} of
-    what is kept at its end (owner "before", a block index, or "after";
-    producer the op call that made it, with ops, an _OpRecorder, else None),
-    the blocks' inputs, outputs and other arguments, and the keyword each
-    block's input came as (None: the first positional argument)."""
+    what is kept at its end (owner "before", a block index, ("head", c) for
+    the ops after chain c but the last, or "after"; producer the op call that
+    made it, with ops, an _OpRecorder, else None), the blocks' inputs, outputs
+    and other arguments, the keyword each block's input came as (None: the
+    first positional argument), and, with several chains (starts: the first
+    block of each), the results each chain's blocks read (_results)."""
     rec = {}
     phase = ["before"]
+    L = len(chain)
+    chain_of = _chain_index(set(starts), L)
+    ends = {(starts[c + 1] - 1 if c + 1 < len(starts) else L - 1): c for c in range(len(starts))}
     # Hugging Face: a block's other arguments made before it (Hugging Face's rotary cos/sin,
-    # its masks) are the ops before the chain's, kept under every plan (by the blocks that save
+    # its masks) are the ops before its chain's, kept under every plan (by the blocks that save
     # them, or by the checkpoints that take them), not the first block that saves them
-    given = set()
+    given = {}
 
     def pack(t):
         d = t.detach()
@@ -451,25 +566,28 @@ def _memory(model, args, loss_fn, chain, excluded, sync, dev, ops=None):
             e = rec.get(key)
             if e is None or not any(r() is not None for r in e[2]):
                 rec.pop(key, None)           # a freed storage's address, reused: a new storage
-                e = rec[key] = [nb, "before" if key in given else phase[0], [],
+                e = rec[key] = [nb, given.get(key, phase[0]), [],
                                 ops.producer(key) if ops is not None else None, set()]
             e[2].append(weakref.ref(d))
             e[4].add(phase[0])
         return d
 
     def enter(i):
-        given.update(storage_of(t)[0] for t in w.args[i] if t.device == dev)   # remat-hf
+        for t in w.args[i]:                       # remat-hf
+            if t.device == dev:
+                given.setdefault(storage_of(t)[0], _region(chain_of[i]))
         if "neighbour" not in FAULTS:
             phase[0] = i
         if ops is not None:
             ops.block = i
 
     def exit_(i):
-        phase[0] = "after" if i == len(chain) - 1 else i
+        c = ends.get(i)
+        phase[0] = i if c is None else "after" if i == L - 1 else ("head", c)
         if ops is not None:
             ops.block = None
 
-    w = _Wrapped(chain, sync, enter, exit_)
+    w = _Wrapped(chain, sync, enter, exit_, starts)
     try:
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda d: d):
             if ops is not None:
@@ -482,7 +600,12 @@ def _memory(model, args, loss_fn, chain, excluded, sync, dev, ops=None):
         inp = [storage_of(t) if t is not None else (0, 0) for t in w.inp]
         out = [storage_of(t) if t is not None else (0, 0) for t in w.out]
         extra = [[storage_of(t) for t in a if t.device == dev] for a in w.args]
-        calls, keys = list(w.calls), list(w.key)
+        made = {}                           # storage -> the first block that returned it
+        for i in range(L):
+            for t in w.outs[i]:
+                made.setdefault(storage_of(t)[0], i)
+        calls, keys, order = list(w.calls), list(w.key), list(w.order)
+        results, reads = _results(w, chain_of, list(starts), dev) if len(starts) > 1 else ({0: {}}, [set()])
         del loss
     finally:
         w.close()
@@ -490,46 +613,161 @@ def _memory(model, args, loss_fn, chain, excluded, sync, dev, ops=None):
         if n != 1:
             raise RematError(-1, "invalid", "block %d did not run in the forward: the chain must be the blocks the "
                              "model runs, in order" % i)
-    return kept, inp, out, extra, keys, savers
+    if order != sorted(order):
+        c = chain_of[next(b for a, b in zip(order, order[1:]) if b < a)]
+        raise RematError(-1, "invalid", "the chains' blocks did not run in the order given (chain %d ran before a "
+                         "block of an earlier one): give the chains in the order the forward runs them" % c)
+    return kept, inp, out, extra, keys, savers, results, reads, made
 
 
-def _times(model, args, loss_fn, chain, sync, optimizer):
-    """One step, timed: per block (forward ms, backward ms), the chain input's
-    and the head's (forward, backward), the optimizer step's ms (or 0)."""
+def _mark(name):
+    """a marker in the profiler's timeline (_work)"""
+    with torch.profiler.record_function("remat:" + name):
+        pass
+
+
+def _work(model, args, loss_fn, chain, sync, dev, optimizer, starts=(0,)):
+    """The working sets of one step of the model as it is: the allocator's events (the profiler's,
+    profile_memory=True) between markers set at each block's exit, at each gradient of a block's
+    output and of a chain's input, at the loss, at the backward's end and after the optimizer's step.
+    What the table keeps is live for a while; these are what the ops allocate beyond it, the
+    most the live bytes rise (remat.h, "tables read from files", version 3):
+      block i       over its backward, above the level when its output's gradient arrives;
+      head          (the last chain's) over its forward and backward, above the level when the
+                    forward ends;
+      head of c     (a chain before the last: the ops between two chains) over their backward, above
+                    the level when the next chain's input gets its gradient;
+      input         (the first chain's) over its backward; and, for each chain, the step's live
+                    bytes when its input gets its gradient (grad_live_bytes: beyond that gradient and
+                    what the ops before the chain keep, what the backward holds to its end, a tied
+                    embedding's gradient waiting for the embedding's own);
+      optimizer     over its step, above the level when the backward ends.
+    Measured in a steady step: the gradients exist (zeroed) as they do from the second step on, so
+    that a backward accumulates into them instead of keeping new ones.  Returns (per block, per
+    chain (input, head), optimizer), 0 where a moment has no marker (an input that needs no
+    gradient)."""
+    L, nc = len(chain), len(starts)
+    lasts = [starts[c + 1] - 1 if c + 1 < nc else L - 1 for c in range(nc)]
+    params = [p for p in model.parameters() if p.requires_grad]
+    for p in params:
+        p.grad = torch.zeros_like(p)
+
+    def exit_(i):
+        _mark("e%d" % i)
+        y = w.out[i]
+        if y is not None and y.requires_grad:
+            y.register_hook(lambda g, i=i: _mark("b%d" % i))
+        if i in starts and w.inp[i] is not None and w.inp[i].requires_grad:
+            c = starts.index(i)
+            w.inp[i].register_hook(lambda g, c=c: _mark("i%d" % c))
+        # the wrapper holds no tensor of the step past here: each lives as long as the model holds it
+        w.inp[i], w.args[i], w.outs[i] = None, [], []
+        if i and i not in starts:
+            w.out[i - 1] = None
+        if i in lasts:
+            w.out[i] = None
+
+    from torch.profiler import ProfilerActivity, profile
+    w = _Wrapped(chain, sync, None, exit_, starts)
+    try:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            loss = loss_fn(model(*args))
+            _mark("loss")
+            loss.backward()
+            _mark("bend")
+            del loss
+            if optimizer is not None:
+                optimizer.step()
+            _mark("opt")
+    finally:
+        w.close()
+    want = "cuda" if dev.type == "cuda" else "cpu"
+    ev = []
+    for k, e in enumerate(prof.profiler.kineto_results.events()):
+        t = e.start_ns() if hasattr(e, "start_ns") else e.start_us() * 1000   # torch 1.13: microseconds
+        if e.name() == "[memory]" and want in str(e.device_type()).lower():
+            ev.append((t, k, e.nbytes()))
+        elif e.name().startswith("remat:"):
+            ev.append((t, k, e.name()[6:]))
+    ev.sort(key=lambda x: (x[0], x[1]))
+    # the timeline as (marker, level there, the most the level reaches before the next marker)
+    marks, run = [], 0
+    for _, _, v in ev:
+        if isinstance(v, str):
+            marks.append([v, run, run])
+        else:
+            run += v
+            if marks:
+                marks[-1][2] = max(marks[-1][2], run)
+    at = {m[0]: k for k, m in enumerate(marks)}
+
+    def rise(name, ends, base=None):
+        """the most the level rises from marker name until the next marker of ends (above base)"""
+        k = at.get(name)
+        if k is None:
+            return 0
+        lo, hi = marks[k][1] if base is None else base, marks[k][2]
+        for m in marks[k + 1:]:
+            if m[0] in ends or m[0][0] in ends:
+                break
+            hi = max(hi, m[2])
+        return max(0, hi - lo)
+    backs = ("b", "i", "bend", "opt")
+    blocks = [rise("b%d" % i, backs) for i in range(L)]
+    kept = marks[at["loss"]][1] if "loss" in at else 0
+    heads = [rise("i%d" % (c + 1), backs) for c in range(nc - 1)]
+    heads.append(rise("e%d" % (L - 1), ("b%d" % (L - 1), "bend", "opt"), base=kept))
+    inputs = [rise("i0", backs)] + [0] * (nc - 1)
+    live = [marks[at["i%d" % c]][1] if "i%d" % c in at else 0 for c in range(nc)]
+    opt = rise("bend", ("opt",))
+    return blocks, list(zip(inputs, heads, live)), opt
+
+
+def _times(model, args, loss_fn, chain, sync, optimizer, starts=(0,)):
+    """One step, timed: per block (forward ms, backward ms), per chain its input's and its head's
+    (forward, backward) -- the ops between two chains are the earlier one's head -- and the
+    optimizer step's ms (or 0)."""
     L = len(chain)
-    grad_t = {}
+    nc = len(starts)
+    lasts = [starts[c + 1] - 1 if c + 1 < nc else L - 1 for c in range(nc)]
+    grad_t, grad_in = {}, {}
 
     def exit_(i):
         y = w.out[i]
         if y is not None and y.requires_grad:
             y.register_hook(lambda g, i=i: grad_t.__setitem__(i, w.now()))
-        if i == 0 and w.inp[0] is not None and w.inp[0].requires_grad:
-            w.inp[0].register_hook(lambda g: grad_t.__setitem__(-1, w.now()))
+        if i in starts and w.inp[i] is not None and w.inp[i].requires_grad:
+            c = starts.index(i)
+            w.inp[i].register_hook(lambda g, c=c: grad_in.__setitem__(c, w.now()))
 
-    w = _Wrapped(chain, sync, None, exit_)
+    w = _Wrapped(chain, sync, None, exit_, starts)
     try:
         t0 = w.now()
         loss = loss_fn(model(*args))
         t1 = w.now()
         loss.backward()
         t2 = w.now()
-        t_in0, t_out = w.t_in[0], list(w.t_out)
+        t_in, t_out = list(w.t_in), list(w.t_out)
         f_blocks = [w.t_out[i] - w.t_in[i] for i in range(L)]
     finally:
         w.close()
     if any(i not in grad_t for i in range(L)):
         raise RematError(-1, "invalid", "a block's output got no gradient in the backward: the loss must depend on "
                          "every block")
-    start0 = grad_t.get(-1, t2)
-    b_blocks = [(grad_t[i - 1] if i else start0) - grad_t[i] for i in range(L)]
+    # a chain's first block ends its backward when its input gets its gradient (the step's end when
+    # that input needs none: token embeddings of a sample input do)
+    start = [grad_in.get(c, t2) for c in range(nc)]
+    b_blocks = [(grad_t[i - 1] if i not in starts else start[starts.index(i)]) - grad_t[i] for i in range(L)]
     opt_ms = 0.0
     if optimizer is not None:
         ts = w.now()
         optimizer.step()
         opt_ms = (w.now() - ts) * 1e3
     ms = lambda s: max(s, 0.0) * 1e3
-    return ([ms(f) for f in f_blocks], [ms(b) for b in b_blocks], (ms(t_in0 - t0), ms(t2 - start0)),
-            (ms(t1 - t_out[-1]), ms(grad_t[L - 1] - t1)), opt_ms)
+    ins = [(ms(t_in[0] - t0), ms(t2 - start[0]))] + [(0.0, 0.0)] * (nc - 1)
+    heads = [(ms(t_in[starts[c + 1]] - t_out[lasts[c]]), ms(grad_t[lasts[c]] - start[c + 1])) for c in range(nc - 1)]
+    heads.append((ms(t1 - t_out[-1]), ms(grad_t[L - 1] - t1)))
+    return [ms(f) for f in f_blocks], [ms(b) for b in b_blocks], ins, heads, opt_ms
 
 
 def _state_bytes(tensors):
@@ -550,8 +788,9 @@ def _median(v):
 
 def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, path=None, reps=3, selective=False):
     """Measures one training step, loss = loss_fn(model(*sample_inputs)) then
-    loss.backward(), and returns the remat table of the model's chain of
-    blocks (written to path too when given); see the module's notes."""
+    loss.backward(), and returns the remat table (version 3) of the model's
+    chain of blocks, or of its chains (blocks=, a list of them: find_chains),
+    written to path too when given; see the module's notes."""
     args = as_args(sample_inputs)
     loss_fn = loss_fn or default_loss
     if selective and torch_version() < (2, 5):
@@ -561,7 +800,13 @@ def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, pat
     if any(isinstance(m, RematCheckpoint) for m in model.modules()):
         raise RematError(-1, "invalid", "the model runs a plan (remat_torch.apply): measure it without, after "
                          "remat_torch.unapply(model)")
-    chain, name = find_blocks(model, blocks)
+    chains = find_chains(model, blocks)
+    if selective and len(chains) > 1:
+        raise RematError(-1, "invalid", "selective checkpointing of several chains is not measured: measure with "
+                         "selective=False, or one chain (blocks=)")
+    chain = [b for _, bl in chains for b in bl]
+    starts = [sum(len(bl) for _, bl in chains[:c]) for c in range(len(chains))]
+    nc = len(chains)
     params = [p for p in model.parameters()]
     dev = (params[0].device if params else (first_tensor(args).device if first_tensor(args) is not None
                                               else torch.device("cpu")))
@@ -570,7 +815,8 @@ def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, pat
     with _Snapshot(model, optimizer, dev) as snap:
         rng = torch.get_rng_state(), (torch.cuda.get_rng_state(dev) if sync else None)
         ops = _OpRecorder(chain) if selective else None
-        kept, inp, out, extra, keys, savers = _memory(model, args, loss_fn, chain, excluded, sync, dev, ops)
+        kept, inp, out, extra, keys, savers, results, reads, made = _memory(model, args, loss_fn, chain, excluded,
+                                                                            sync, dev, ops, starts)
         changed = snap.changed_buffers()
         runs = []
         for r in range(max(1, reps)):
@@ -579,36 +825,56 @@ def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, pat
                 torch.cuda.set_rng_state(rng[1], dev)
             for p in params:
                 p.grad = None
-            runs.append(_times(model, args, loss_fn, chain, sync, optimizer if r == reps - 1 else None))
+            runs.append(_times(model, args, loss_fn, chain, sync, optimizer if r == reps - 1 else None, starts))
         grads_bytes = _state_bytes(p.grad for p in params if p.grad is not None)
+        torch.set_rng_state(rng[0])
+        if sync:
+            torch.cuda.set_rng_state(rng[1], dev)
+        works = _work(model, args, loss_fn, chain, sync, dev, optimizer, starts)
         opt_bytes = 0
         if optimizer is not None:
             opt_bytes = _state_bytes(t for st in optimizer.state.values() for t in st.values())
     L = len(chain)
+    lasts = [starts[c + 1] - 1 if c + 1 < nc else L - 1 for c in range(nc)]
+    firsts = set(starts)
     # the boundaries: block i + 1 runs on block i's output, and each is kept
     for i in range(L - 1):
-        if out[i][0] != inp[i + 1][0]:
+        if i + 1 not in firsts and out[i][0] != inp[i + 1][0]:
             raise RematError(-1, "invalid", "block %d does not run on block %d's output: remat plans a chain in "
                              "which each block takes the one before's output" % (i + 1, i))
     for i in range(1, L):
-        if inp[i][0] not in kept:
+        if i not in firsts and inp[i][0] not in kept:
             raise RematError(-1, "invalid", "block %d does not keep its input for the backward (nothing in it "
                              "saves it): remat's chains keep every block's input; name blocks that begin with an "
                              "op that saves its input (a norm, a linear layer)" % i)
-    x0_kept = inp[0][0] not in excluded and "boundary" not in FAULTS
-    if x0_kept and inp[0][0] not in kept and "boundary" not in FAULTS:
-        raise RematError(-1, "invalid", "block 0 does not keep its input for the backward: remat's chains keep "
-                         "every block's input")
-    bounds = {inp[0][0]} | {o[0] for o in out}
+    # several chains: each but the last is read by a later one's blocks (T5's decoder layers read the
+    # encoder's output); the results are live from their chain's head to the end of its backward
+    for c in range(nc - 1):
+        if not any(c in r for r in reads):
+            raise RematError(-1, "invalid", "chain %s is read by no later chain's blocks (no argument of theirs "
+                             "is made from its output): remat plans several chains when each but the last is read "
+                             "by a later one, as T5's decoder reads its encoder; measure one chain (blocks=)"
+                             % chains[c][0])
+    in_kept = []
+    for c, i in enumerate(starts):
+        x_kept = inp[i][0] not in excluded and "boundary" not in FAULTS
+        if x_kept and inp[i][0] not in kept:
+            raise RematError(-1, "invalid", "block %d does not keep its input for the backward: remat's chains keep "
+                             "every block's input" % i)
+        in_kept.append(x_kept)
+    result_keys = {k for c in results for k in results[c]}
+    bounds = {inp[i][0] for i in starts} | {o[0] for o in out} | result_keys
     saved = [[] for _ in range(L)]
-    before = after = 0
+    before, heads = 0, [0] * nc
     for k, (nb, owner, _) in kept.items():
         if k in bounds:
             continue
         if owner == "before":
             before += nb
         elif owner == "after":
-            after += nb
+            heads[nc - 1] += nb
+        elif isinstance(owner, tuple):
+            heads[owner[1]] += nb
         else:
             saved[owner].append(nb)
     sac = None
@@ -617,48 +883,90 @@ def measure(model, sample_inputs, loss_fn=None, blocks=None, optimizer=None, pat
         saved = None
     else:
         entries = [[{"bytes": nb, "cheap": False} for nb in sorted(saved[i], reverse=True)] for i in range(L)]
+    # what the checkpoints of the blocks hold besides their inputs: the other arguments nothing else
+    # keeps (masks, position tables, a position bias the first block makes), each with the blocks that
+    # take it and the block that made it (one that returned it), numbered as plans number blocks
+    pnum = [i + c for i, c in enumerate(_chain_index(firsts, L))]
     ctx = {}
     for i in range(L):
         for k, nb in extra[i]:
             if k and k not in excluded and k not in kept and k not in bounds:
-                ctx[k] = nb
+                x = ctx.setdefault(k, {"bytes": nb, "made_by": pnum[made[k]] if k in made else -1, "blocks": []})
+                if pnum[i] not in x["blocks"]:
+                    x["blocks"].append(pnum[i])
+    for x in ctx.values():
+        if x["made_by"] >= min(x["blocks"]):     # given back to a block before the one that made it: before all
+            x["made_by"] = -1
     total = sum(e[0] for e in kept.values())
     fwd = [_median([r[0][i] for r in runs]) for i in range(L)]
     bwd = [_median([r[1][i] for r in runs]) for i in range(L)]
+    med = lambda part, c, k: _median([r[part][c][k] for r in runs])
+
+    w_blocks, w_chains, w_opt = works
+
+    def chain_data(c):
+        a, z = starts[c], lasts[c]
+        # the head "keeps" the last block's output when anything saves it: an op after the chain, or the
+        # block's own last op (a ReLU its result), which a checkpoint of the block alone drops -- table
+        # version 1 cannot tell the two apart (table.last_output_saved_by_head says which it was); a
+        # result read by later chains is counted as that (head.output_bytes), not twice
+        d = {"input": {"bytes": inp[a][1], "kept": in_kept[c], "saved_bytes": before if c == 0 else 0,
+                       "forward_ms": med(2, c, 0), "backward_ms": med(2, c, 1), "work_bytes": w_chains[c][0],
+                       "grad_live_bytes": w_chains[c][2]},
+             "blocks": [{"saved": entries[i], "output_bytes": out[i][1], "forward_ms": fwd[i], "backward_ms": bwd[i],
+                         "work_bytes": w_blocks[i]} for i in range(a, z + 1)],
+             "head": {"saved_bytes": heads[c], "keeps_input": out[z][0] in kept and out[z][0] not in results[c],
+                      "forward_ms": med(3, c, 0), "backward_ms": med(3, c, 1), "work_bytes": w_chains[c][1]}}
+        if nc > 1:
+            if results[c]:
+                d["head"]["output_bytes"] = sum(results[c].values())
+            d = dict({"name": chains[c][0], "reads": [chains[e][0] for e in sorted(reads[c])]}, **d)
+        return d
     data = {
         "format": "remat-table",
         "version": FORMAT_VERSION,
-        "name": "%s.%s" % (type(model).__name__, name),
+        "name": "%s.%s" % (type(model).__name__, "+".join(n for n, _ in chains)),
         "source": "remat_torch, torch %s" % torch.__version__,
         "device": torch.cuda.get_device_name(dev) if sync else "cpu (torch, %d threads)" % torch.get_num_threads(),
-        "selective": bool(selective),
-        "input": {"bytes": inp[0][1], "kept": x0_kept, "saved_bytes": before,
-                  "forward_ms": _median([r[2][0] for r in runs]), "backward_ms": _median([r[2][1] for r in runs])},
-        "blocks": [{"saved": entries[i], "output_bytes": out[i][1], "forward_ms": fwd[i], "backward_ms": bwd[i]} for i in range(L)],
-        # the head "keeps" the last block's output when anything saves it: an op after the chain, or the
-        # block's own last op (a ReLU its result), which a checkpoint of the block alone drops -- table
-        # version 1 cannot tell the two apart (table.last_output_saved_by_head says which it was)
-        "head": {"saved_bytes": after, "keeps_input": out[L - 1][0] in kept,
-                 "forward_ms": _median([r[3][0] for r in runs]), "backward_ms": _median([r[3][1] for r in runs])},
+        "selective": bool(selective)}
+    if nc == 1:
+        data.update(chain_data(0))
+    else:
+        data["chains"] = [chain_data(c) for c in range(nc)]
+    data.update({
         "params_bytes": _state_bytes(params),
         "grads_bytes": grads_bytes,
         "optimizer_bytes": opt_bytes,
         "optimizer_ms": runs[-1][4],
         # what torch.utils.checkpoint holds besides the blocks' inputs: the other arguments nothing else
         # keeps, and per call the RNG state it preserves (a CPU tensor: device memory on the CPU only)
-        "checkpoint": {"context_bytes": sum(ctx.values()),
+        "checkpoint": {"context_bytes": 0,
                        "call_bytes": 0 if sync or "rng_stash" in FAULTS else storage_of(torch.get_rng_state())[1]},
-    }
-    table = Table(data, chain, name, total)
+        "optimizer_work_bytes": w_opt,
+        # live for the whole step besides parameters, gradients and optimizer state: the sample inputs and
+        # the model's buffers (the device peak counts them)
+        "inputs_bytes": _state_bytes([t for t in list(model.buffers()) + list(tensors_in(args)) if t.device == dev
+                                      and storage_of(t)[0] not in {storage_of(q)[0] for q in params}]),
+        "contexts": sorted(ctx.values(), key=lambda x: (x["blocks"][0], x["made_by"], -x["bytes"])),
+    })
+    # the blocks by their number in a plan: several chains are one, with a junction (None) between two
+    at = [starts[c] + c for c in range(nc)]
+    plan_blocks = []
+    for c, (_, bl) in enumerate(chains):
+        plan_blocks += ([None] if c else []) + list(bl)
+    table = Table(data, plan_blocks, chains[0][0] if nc == 1 else [n for n, _ in chains], total)
+    table.chains = chains
     # what apply needs besides the file: the keyword the blocks' input comes as (None: the first
     # positional argument), per block the buffers its forward changes (restored around a re-run),
     # and, selective, the op calls each keep-set saves
     table.input_key = keys[0] if len(set(keys)) == 1 else None
     prefix = {id(b): n for n, b in model.named_modules()}
-    table.changing_buffers = [{n for n, _ in b.named_buffers() if ".".join(filter(None, (prefix[id(b)], n)))
-                               in changed} for b in chain]
+    table.changing_buffers = [None if b is None else
+                              {n for n, _ in b.named_buffers() if ".".join(filter(None, (prefix[id(b)], n))) in changed}
+                              for b in plan_blocks]
     table.sac = sac
     table.last_output_saved_by_head = "after" in savers.get(out[L - 1][0], ())
+    table.junctions = [at[c] - 1 for c in range(1, nc)]
     if path:
         table.save(path)
     return table

@@ -50,7 +50,8 @@ import torch.utils.checkpoint as tuc
 from . import _lib
 from ._lib import RematError, byref
 from ._wrapper import RematCheckpoint
-from ._measure import as_args, default_loss, find_blocks, first_tensor, measure, storage_of, tensors_in, torch_version
+from ._measure import (as_args, default_loss, find_blocks, find_chains, first_tensor, measure, storage_of,
+                       tensors_in, torch_version)
 
 _UNITS = {"B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40,
           "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12}
@@ -255,8 +256,29 @@ def plan(model, sample_inputs, budget=None, loss_fn=None, blocks=None, optimizer
     if table is None:
         table = measure(model, sample_inputs, loss_fn, blocks, optimizer, **measure_kw)
     elif table.blocks is None:
-        table.blocks, table.chain = find_blocks(model, blocks)
+        _attach(model, table, blocks)
     return plan_table(table, budget, policy, kept_budget=kept_budget)
+
+
+def _table_blocks(data):
+    """the blocks of a table's plans: its chains' blocks and a junction between two"""
+    if "chains" in data:
+        return sum(len(c["blocks"]) for c in data["chains"]) + len(data["chains"]) - 1
+    return len(data["blocks"])
+
+
+def _attach(model, table, blocks=None):
+    """a table read from a file (no modules): the model's chains (blocks=, as measure takes it;
+    else the chains the file names, by their attribute paths), by their number in a plan"""
+    names = [c["name"] for c in table.data["chains"]] if "chains" in table.data else None
+    chains = find_chains(model, blocks if blocks is not None else names)
+    if len(chains) != (len(names) if names else 1):
+        raise RematError(1, "invalid argument", "the table has %d chains, blocks= names %d"
+                         % (len(names) if names else 1, len(chains)))
+    table.chains = chains
+    table.blocks = [b for c, (_, bl) in enumerate(chains) for b in ([None] if c else []) + list(bl)]
+    table.chain = chains[0][0] if len(chains) == 1 else [n for n, _ in chains]
+    table.junctions = [i for i, b in enumerate(table.blocks) if b is None]
 
 
 # ---- applying a plan: the wrapper -------------------------------------------------
@@ -372,12 +394,10 @@ def apply(model, plan):
     under dropout too, the RNG state being preserved as torch.utils.checkpoint does.  A plan of a
     Hugging Face model's layers (remat_torch.hf) applies through their GradientCheckpointingLayer."""
     unapply(model)
-    chain = plan.table.chain
-    blocks = find_blocks(model, chain if isinstance(chain, str) and chain != "blocks given"
-                         else plan.table.blocks)[0]
-    if len(blocks) != len(plan.table.data["blocks"]):
-        raise RematError(1, "invalid argument", "the plan is for %d blocks, the model has %d"
-                         % (len(plan.table.data["blocks"]), len(blocks)))
+    blocks = _model_blocks(model, plan.table)
+    want = _table_blocks(plan.table.data)
+    if len(blocks) != want:
+        raise RematError(1, "invalid argument", "the plan is for %d blocks, the model has %d" % (want, len(blocks)))
     key = getattr(plan.table, "input_key", None)
     changing = getattr(plan.table, "changing_buffers", None) or [None] * len(blocks)
     sac = getattr(plan.table, "sac", None)
@@ -442,6 +462,18 @@ def apply(model, plan):
         parent, k = parents[id(b)]
         parent._modules[k] = RematCheckpoint(b, what, run)
     return model
+
+
+def _model_blocks(model, table):
+    """the model's blocks by their number in table's plans (None at a junction of two chains): the
+    chains found again by their names on this model (the blocks the table was measured on when
+    they were given as modules)"""
+    out = []
+    for c, (name, bl) in enumerate(table.chains or [(table.chain, table.blocks)]):
+        named = isinstance(name, str) and name != "blocks given" and not name.endswith("'")
+        found = find_blocks(model, name)[0] if named else [b for b in bl if b is not None]
+        out += ([None] if c else []) + list(found)
+    return out
 
 
 def _module_fn(mod, rebuild):

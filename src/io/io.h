@@ -103,7 +103,7 @@ void remat_checkpoint_seal(void *buf, size_t n);
 /* ---- tables read from files (tablefile.c) ----------------------------------- */
 
 /* A table file as read: every key (absent optional ones as their defaults),
- * checked: version 1 or 2 (remat.h, "tables read from files"), values in
+ * checked: version 1, 2 or 3 (remat.h, "tables read from files"), values in
  * range; in version 1 every block the same as block 0 (times aside) and the
  * chain's input the size of a block's output. */
 typedef struct remat_tabfile_saved { uint64_t bytes; int cheap; } remat_tabfile_saved;
@@ -112,7 +112,14 @@ typedef struct remat_tabfile_block {
     size_t nsaved;
     uint64_t output_bytes;
     double forward_ms, backward_ms, cheap_forward_ms;
+    uint64_t work_bytes;            /* version 3: what its backward allocates for a while */
 } remat_tabfile_block;
+/* version 3's "contexts": a tensor the blocks take besides their input that only checkpoints hold */
+typedef struct remat_tabfile_context {
+    uint64_t bytes;
+    int made_by;                    /* the block (plan numbering) that makes it, -1 before the first */
+    int *blocks, nblocks;           /* the blocks (plan numbering) that take it, increasing */
+} remat_tabfile_context;
 typedef struct remat_tabfile_chain {
     char *name;                     /* NULL for the one chain of the top level */
     int *reads;                     /* indices of the earlier chains it reads (nreads) */
@@ -126,9 +133,11 @@ typedef struct remat_tabfile_chain {
     uint64_t head_output;           /* head.output_bytes as given (version 2; 0: absent) */
     int head_keeps_input;
     double head_fwd, head_bwd;
+    uint64_t input_work, head_work; /* version 3: input.work_bytes, head.work_bytes */
+    uint64_t input_live;            /* version 3: input.grad_live_bytes */
 } remat_tabfile_chain;
 typedef struct remat_tabfile {
-    int version;                    /* 1 or 2 */
+    int version;                    /* 1, 2 or 3 */
     int chains_key;                 /* 1: the chains were given as "chains" (version 2) */
     char *name, *source, *device;   /* NULL when absent */
     int selective;
@@ -136,6 +145,12 @@ typedef struct remat_tabfile {
     int nchain;
     uint64_t params_bytes, grads_bytes, optimizer_bytes, context_bytes, call_bytes;
     double optimizer_ms;
+    int has_work;                   /* version 3: a key of the step's measured bytes was given (work_bytes,
+                                       grad_live_bytes, optimizer_work_bytes, inputs_bytes) */
+    uint64_t optimizer_work;        /* version 3: optimizer_work_bytes */
+    uint64_t inputs_bytes;          /* version 3: inputs_bytes */
+    remat_tabfile_context *ctx;     /* version 3: "contexts" (nctx) */
+    int nctx;
 } remat_tabfile;
 /* Parses a table held in memory (n bytes, untrusted; src names it in
  * messages).  REMAT_ERR_FORMAT (NOMEM) with a one-line message; *out then

@@ -48,6 +48,7 @@
 #define TF_MAX_BYTES (1ULL << 48)      /* one number of bytes, and one block's sum (256 TiB) */
 #define TF_MAX_MS 1e9
 #define TF_MAX_SAVED 1000000           /* saved tensors of one block */
+#define TF_MAX_CONTEXTS 4096           /* version 3's contexts */
 
 /* keys of an object that are not among known[] */
 static remat_status unknown_keys(const remat_jobj *h, const char *const *known)
@@ -98,18 +99,35 @@ static remat_status object_of(const remat_jobj *top, const char *key, const char
     return REMAT_OK;
 }
 
+/* key (work_bytes, ...: version 3's measured bytes) of h into *out, *given set when it is there */
+static remat_status measured_of(const remat_jobj *h, const char *key, int version, uint64_t *out, int *given)
+{
+    if (version < 3) return REMAT_OK;
+    if (remat_jobj_val(h, key)) *given = 1;
+    return bytes_of(h, key, 0, 0, out);
+}
+
+static remat_status work_of(const remat_jobj *h, int version, uint64_t *out, int *given)
+{
+    return measured_of(h, "work_bytes", version, out, given);
+}
+
 /* block object v, named where ("blocks[3]." or "chains[1].blocks[3].") */
-static remat_status block_of(const remat_jobj *top, const json_t *v, const char *where, remat_tabfile_block *b)
+static remat_status block_of(const remat_jobj *top, const json_t *v, const char *where, int version, int *work,
+                             remat_tabfile_block *b)
 {
     static const char *const keys[] = { "saved", "output_bytes", "forward_ms", "backward_ms", "cheap_forward_ms",
                                         NULL };
+    static const char *const keys3[] = { "saved", "output_bytes", "forward_ms", "backward_ms", "cheap_forward_ms",
+                                         "work_bytes", NULL };
     remat_status st;
     if (!json_is_object(v))
         return remat_fail(REMAT_ERR_FORMAT, "%s: %.*s must be an object", top->src, (int)strlen(where) - 1, where);
     remat_jobj h = { v, top->src, where };
-    if ((st = unknown_keys(&h, keys)) || (st = bytes_of(&h, "output_bytes", 1, 0, &b->output_bytes)) ||
+    if ((st = unknown_keys(&h, version >= 3 ? keys3 : keys)) ||
+        (st = bytes_of(&h, "output_bytes", 1, 0, &b->output_bytes)) ||
         (st = ms_of(&h, "forward_ms", &b->forward_ms)) || (st = ms_of(&h, "backward_ms", &b->backward_ms)) ||
-        (st = ms_of(&h, "cheap_forward_ms", &b->cheap_forward_ms)))
+        (st = ms_of(&h, "cheap_forward_ms", &b->cheap_forward_ms)) || (st = work_of(&h, version, &b->work_bytes, work)))
         return st;
     if (!b->output_bytes) return remat_jobj_bad(&h, "output_bytes", "at least 1", remat_jobj_val(&h, "output_bytes"));
     if (b->cheap_forward_ms > b->forward_ms)
@@ -196,6 +214,8 @@ void remat_tabfile_clear(remat_tabfile *t)
         free(ch->reads);
     }
     free(t->chain);
+    for (int k = 0; t->ctx && k < t->nctx; k++) free(t->ctx[k].blocks);
+    free(t->ctx);
     free(t->name);
     free(t->source);
     free(t->device);
@@ -204,28 +224,36 @@ void remat_tabfile_clear(remat_tabfile *t)
 
 /* One chain's "input", "blocks" and "head" from object h (the top level or
  * chains[i]; pre "" or "chains[i]."); blocks at most `room` */
-static remat_status chain_of(const remat_jobj *h, int version, const char *pre, int room, remat_tabfile_chain *ch)
+static remat_status chain_of(const remat_jobj *h, int version, const char *pre, int room, int *work,
+                             remat_tabfile_chain *ch)
 {
     static const char *const ikeys[] = { "bytes", "kept", "saved_bytes", "forward_ms", "backward_ms", NULL };
+    static const char *const ikeys3[] = { "bytes", "kept", "saved_bytes", "forward_ms", "backward_ms", "work_bytes",
+                                          "grad_live_bytes", NULL };
     static const char *const hkeys1[] = { "saved_bytes", "keeps_input", "forward_ms", "backward_ms", NULL };
     static const char *const hkeys2[] = { "saved_bytes", "keeps_input", "forward_ms", "backward_ms", "output_bytes",
                                           NULL };
+    static const char *const hkeys3[] = { "saved_bytes", "keeps_input", "forward_ms", "backward_ms", "output_bytes",
+                                          "work_bytes", NULL };
     remat_status st;
     char iw[48], hw[48], where[64];
     remat_jobj in, hd;
     snprintf(iw, sizeof iw, "%sinput.", pre);
     snprintf(hw, sizeof hw, "%shead.", pre);
-    if ((st = object_of(h, "input", iw, &in)) || (st = unknown_keys(&in, ikeys)) ||
+    if ((st = object_of(h, "input", iw, &in)) || (st = unknown_keys(&in, version >= 3 ? ikeys3 : ikeys)) ||
         (st = bytes_of(&in, "bytes", 1, 0, &ch->input_bytes)) || (st = remat_jobj_bool(&in, "kept", 1, &ch->input_kept)) ||
         (st = bytes_of(&in, "saved_bytes", 0, 0, &ch->input_saved)) || (st = ms_of(&in, "forward_ms", &ch->input_fwd)) ||
-        (st = ms_of(&in, "backward_ms", &ch->input_bwd)))
+        (st = ms_of(&in, "backward_ms", &ch->input_bwd)) || (st = work_of(&in, version, &ch->input_work, work)) ||
+        (st = measured_of(&in, "grad_live_bytes", version, &ch->input_live, work)))
         return st;
     if (version >= 2 && !ch->input_bytes) return remat_jobj_bad(&in, "bytes", "at least 1", remat_jobj_val(&in, "bytes"));
-    if ((st = object_of(h, "head", hw, &hd)) || (st = unknown_keys(&hd, version >= 2 ? hkeys2 : hkeys1)) ||
+    if ((st = object_of(h, "head", hw, &hd)) ||
+        (st = unknown_keys(&hd, version >= 3 ? hkeys3 : version == 2 ? hkeys2 : hkeys1)) ||
         (st = bytes_of(&hd, "saved_bytes", 0, 0, &ch->head_saved)) ||
         (st = remat_jobj_bool(&hd, "keeps_input", 1, &ch->head_keeps_input)) ||
         (st = ms_of(&hd, "forward_ms", &ch->head_fwd)) || (st = ms_of(&hd, "backward_ms", &ch->head_bwd)) ||
-        (st = bytes_of(&hd, "output_bytes", 0, 0, &ch->head_output)))
+        (st = bytes_of(&hd, "output_bytes", 0, 0, &ch->head_output)) ||
+        (st = work_of(&hd, version, &ch->head_work, work)))
         return st;
     if (remat_jobj_val(&hd, "output_bytes") && !ch->head_output)
         return remat_jobj_bad(&hd, "output_bytes", "at least 1", remat_jobj_val(&hd, "output_bytes"));
@@ -241,7 +269,7 @@ static remat_status chain_of(const remat_jobj *h, int version, const char *pre, 
     ch->nblock = nb;
     for (int i = 0; i < nb; i++) {
         snprintf(where, sizeof where, "%sblocks[%d].", pre, i);
-        if ((st = block_of(h, json_array_get(bl, (size_t)i), where, &ch->block[i]))) return st;
+        if ((st = block_of(h, json_array_get(bl, (size_t)i), where, version, work, &ch->block[i]))) return st;
     }
     char why[200];
     if (version == 1 && chain_diff(ch, why, sizeof why)) {
@@ -304,7 +332,7 @@ static remat_status chains_of(const remat_jobj *top, remat_tabfile *t)
                     return remat_fail(REMAT_ERR_FORMAT, "%s: %sreads names '%.64s' twice", top->src, pre, nm);
             ch->reads[ch->nreads++] = e;
         }
-        if ((st = chain_of(&h, 2, pre, room, ch))) return st;
+        if ((st = chain_of(&h, t->version, pre, room, &t->has_work, ch))) return st;
         room -= ch->nblock;
         if (room < 1 && c + 1 < nc)
             return remat_fail(REMAT_ERR_FORMAT, "%s: the chains hold more than %d blocks", top->src, REMAT_MAX_LAYERS);
@@ -320,6 +348,70 @@ static remat_status chains_of(const remat_jobj *top, remat_tabfile *t)
     return REMAT_OK;
 }
 
+/* the plan's number of block i of chain c: the chains' blocks one after another, a junction between two */
+static int plan_block(const remat_tabfile *t, int c, int i)
+{
+    int l = 0;
+    for (int e = 0; e < c; e++) l += t->chain[e].nblock + 1;
+    return l + i;
+}
+
+/* "contexts": [{"bytes", "made_by", "blocks"}] of a version-3 file, numbered as plans number the blocks */
+static remat_status contexts_of(const remat_jobj *top, remat_tabfile *t)
+{
+    static const char *const keys[] = { "bytes", "made_by", "blocks", NULL };
+    const json_t *cl = remat_jobj_val(top, "contexts");
+    remat_status st;
+    if (!cl) return REMAT_OK;
+    int L = plan_block(t, t->nchain - 1, t->chain[t->nchain - 1].nblock);
+    if (!json_is_array(cl) || json_array_size(cl) > TF_MAX_CONTEXTS) {
+        char want[64];
+        snprintf(want, sizeof want, "an array of at most %d contexts", TF_MAX_CONTEXTS);
+        return remat_jobj_bad(top, "contexts", want, cl);
+    }
+    int n = (int)json_array_size(cl);
+    if (n && !(t->ctx = remat_calloc((size_t)n, sizeof *t->ctx)))
+        return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", top->src);
+    t->nctx = n;
+    for (int k = 0; k < n; k++) {
+        remat_tabfile_context *x = &t->ctx[k];
+        char where[48];
+        long long made;
+        snprintf(where, sizeof where, "contexts[%d].", k);
+        const json_t *v = json_array_get(cl, (size_t)k);
+        if (!json_is_object(v)) return remat_fail(REMAT_ERR_FORMAT, "%s: contexts[%d] must be an object", top->src, k);
+        remat_jobj h = { v, top->src, where };
+        if ((st = unknown_keys(&h, keys)) || (st = bytes_of(&h, "bytes", 1, 0, &x->bytes)) ||
+            (st = remat_jobj_ll(&h, "made_by", -1, -1, L - 1, &made)))
+            return st;
+        if (!x->bytes) return remat_jobj_bad(&h, "bytes", "at least 1", remat_jobj_val(&h, "bytes"));
+        x->made_by = (int)made;
+        const json_t *bl = remat_jobj_val(&h, "blocks");
+        if (!json_is_array(bl) || json_array_size(bl) < 1 || json_array_size(bl) > (size_t)L) {
+            char want[64];
+            snprintf(want, sizeof want, "an array of 1 to %d blocks", L);
+            return remat_jobj_bad(&h, "blocks", want, bl);
+        }
+        x->nblocks = (int)json_array_size(bl);
+        if (!(x->blocks = remat_calloc((size_t)x->nblocks, sizeof *x->blocks)))
+            return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", top->src);
+        for (int q = 0; q < x->nblocks; q++) {
+            const json_t *e = json_array_get(bl, (size_t)q);
+            json_int_t b = json_is_integer(e) ? json_integer_value(e) : -2;
+            int prev = q ? x->blocks[q - 1] : x->made_by;
+            if (b <= prev || b >= L)
+                return remat_fail(REMAT_ERR_FORMAT, "%s: %sblocks[%d] must be a block number in [%d, %d], above the "
+                                  "one before it and made_by", top->src, where, q, prev + 1, L - 1);
+            for (int c = 0; c + 1 < t->nchain; c++)
+                if (b == plan_block(t, c, t->chain[c].nblock))
+                    return remat_fail(REMAT_ERR_FORMAT, "%s: %sblocks[%d] is %d, the junction of two chains (no "
+                                      "block of theirs: it takes nothing)", top->src, where, q, (int)b);
+            x->blocks[q] = (int)b;
+        }
+    }
+    return REMAT_OK;
+}
+
 static remat_status parse(const json_t *root, const char *src, remat_tabfile *t)
 {
     static const char *const keys1[] = { "format", "version", "name", "source", "device", "selective", "input",
@@ -328,6 +420,10 @@ static remat_status parse(const json_t *root, const char *src, remat_tabfile *t)
     static const char *const keys2[] = { "format", "version", "name", "source", "device", "selective", "input",
                                          "blocks", "head", "params_bytes", "grads_bytes", "optimizer_bytes",
                                          "optimizer_ms", "checkpoint", "chains", NULL };
+    static const char *const keys3[] = { "format", "version", "name", "source", "device", "selective", "input",
+                                         "blocks", "head", "params_bytes", "grads_bytes", "optimizer_bytes",
+                                         "optimizer_ms", "checkpoint", "chains", "optimizer_work_bytes", "contexts",
+                                         "inputs_bytes", NULL };
     remat_status st;
     if (!json_is_object(root)) return remat_fail(REMAT_ERR_FORMAT, "%s: not a JSON object", src);
     remat_jobj h = { root, src, "" };
@@ -338,17 +434,20 @@ static remat_status parse(const json_t *root, const char *src, remat_tabfile *t)
         return remat_fail(REMAT_ERR_FORMAT, "%s: not a remat table (\"format\": \"remat-table\" is missing)", src);
     if (!remat_jobj_val(&h, "version")) return remat_jobj_bad(&h, "version", "given", NULL);
     if ((st = remat_jobj_int(&h, "version", 0, 0, INT32_MAX, &version))) return st;
-    if (version != 1 && version != 2)
-        return remat_fail(REMAT_ERR_FORMAT, "%s: table format version %d; this remat reads versions 1 and 2", src,
+    if (version < 1 || version > 3)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: table format version %d; this remat reads versions 1 to 3", src,
                           version);
     t->version = version;
-    if ((st = unknown_keys(&h, version == 1 ? keys1 : keys2)) || (st = str_of(&h, "name", &t->name)) ||
+    if ((st = unknown_keys(&h, version == 1 ? keys1 : version == 2 ? keys2 : keys3)) ||
+        (st = str_of(&h, "name", &t->name)) ||
         (st = str_of(&h, "source", &t->source)) ||
         (st = str_of(&h, "device", &t->device)) || (st = remat_jobj_bool(&h, "selective", 0, &t->selective)) ||
         (st = bytes_of(&h, "params_bytes", 0, 0, &t->params_bytes)) ||
         (st = bytes_of(&h, "grads_bytes", 0, 0, &t->grads_bytes)) ||
         (st = bytes_of(&h, "optimizer_bytes", 0, 0, &t->optimizer_bytes)) ||
-        (st = ms_of(&h, "optimizer_ms", &t->optimizer_ms)))
+        (st = ms_of(&h, "optimizer_ms", &t->optimizer_ms)) ||
+        (st = measured_of(&h, "optimizer_work_bytes", version, &t->optimizer_work, &t->has_work)) ||
+        (st = measured_of(&h, "inputs_bytes", version, &t->inputs_bytes, &t->has_work)))
         return st;
     if (remat_jobj_val(&h, "checkpoint")) {
         static const char *const ckeys[] = { "context_bytes", "call_bytes", NULL };
@@ -370,12 +469,13 @@ static remat_status parse(const json_t *root, const char *src, remat_tabfile *t)
         if (!(t->chain = remat_calloc(1, sizeof *t->chain)))
             return remat_fail(REMAT_ERR_NOMEM, "out of memory reading %s", src);
         t->nchain = 1;
-        if ((st = chain_of(&h, version, "", REMAT_MAX_LAYERS, &t->chain[0]))) return st;
+        if ((st = chain_of(&h, version, "", REMAT_MAX_LAYERS, &t->has_work, &t->chain[0]))) return st;
     }
+    if ((st = contexts_of(&h, t))) return st;
     /* at most TF_MAX_BYTES, as one block's saved tensors: each term is, so the sum cannot wrap */
-    if (t->params_bytes + t->grads_bytes + t->optimizer_bytes > TF_MAX_BYTES)
-        return remat_fail(REMAT_ERR_FORMAT, "%s: params_bytes + grads_bytes + optimizer_bytes is more than %llu bytes",
-                          src, (unsigned long long)TF_MAX_BYTES);
+    if (t->params_bytes + t->grads_bytes + t->optimizer_bytes + t->inputs_bytes > TF_MAX_BYTES)
+        return remat_fail(REMAT_ERR_FORMAT, "%s: params_bytes + grads_bytes + optimizer_bytes + inputs_bytes is more "
+                          "than %llu bytes", src, (unsigned long long)TF_MAX_BYTES);
     return REMAT_OK;
 }
 
@@ -411,6 +511,8 @@ static void dump_chain(tw *w, const remat_tabfile *t, const remat_tabfile_chain 
     tput(w, in, "saved_bytes", json_integer((json_int_t)ch->input_saved));
     tput(w, in, "forward_ms", json_real(ch->input_fwd));
     tput(w, in, "backward_ms", json_real(ch->input_bwd));
+    if (t->has_work) tput(w, in, "work_bytes", json_integer((json_int_t)ch->input_work));
+    if (t->has_work) tput(w, in, "grad_live_bytes", json_integer((json_int_t)ch->input_live));
     for (int i = 0; i < ch->nblock && w->ok; i++) {
         const remat_tabfile_block *b = &ch->block[i];
         json_t *bo = json_object(), *sv = json_array();
@@ -427,12 +529,14 @@ static void dump_chain(tw *w, const remat_tabfile *t, const remat_tabfile_chain 
         tput(w, bo, "forward_ms", json_real(b->forward_ms));
         tput(w, bo, "backward_ms", json_real(b->backward_ms));
         tput(w, bo, "cheap_forward_ms", json_real(b->cheap_forward_ms));
+        if (t->has_work) tput(w, bo, "work_bytes", json_integer((json_int_t)b->work_bytes));
     }
     tput(w, hd, "saved_bytes", json_integer((json_int_t)ch->head_saved));
     tput(w, hd, "keeps_input", json_boolean(ch->head_keeps_input));
     tput(w, hd, "forward_ms", json_real(ch->head_fwd));
     tput(w, hd, "backward_ms", json_real(ch->head_bwd));
     if (ch->head_output) tput(w, hd, "output_bytes", json_integer((json_int_t)ch->head_output));
+    if (t->has_work) tput(w, hd, "work_bytes", json_integer((json_int_t)ch->head_work));
     if (ch->name) tput(w, o, "name", json_string(ch->name));
     if (ch->nreads) {
         json_t *rd = json_array();
@@ -477,6 +581,27 @@ remat_status remat_tabfile_dump(const remat_tabfile *t, char **text)
         tput(&w, ck, "call_bytes", json_integer((json_int_t)t->call_bytes));
         tput(&w, o, "checkpoint", ck);
         if (cl) tput(&w, o, "chains", cl);
+        if (t->has_work) tput(&w, o, "optimizer_work_bytes", json_integer((json_int_t)t->optimizer_work));
+        if (t->has_work) tput(&w, o, "inputs_bytes", json_integer((json_int_t)t->inputs_bytes));
+        if (t->nctx) {
+            json_t *xl = json_array();
+            for (int k = 0; k < t->nctx && xl && w.ok; k++) {
+                json_t *xo = json_object(), *bl = json_array();
+                if (!xo || !bl || json_array_append_new(xl, xo)) {
+                    json_decref(xo);
+                    json_decref(bl);
+                    w.ok = 0;
+                    break;
+                }
+                tput(&w, xo, "bytes", json_integer((json_int_t)t->ctx[k].bytes));
+                tput(&w, xo, "made_by", json_integer(t->ctx[k].made_by));
+                for (int q = 0; q < t->ctx[k].nblocks && w.ok; q++)
+                    w.ok = !json_array_append_new(bl, json_integer(t->ctx[k].blocks[q]));
+                tput(&w, xo, "blocks", bl);
+            }
+            if (!xl) w.ok = 0;
+            tput(&w, o, "contexts", xl);
+        }
     }
     /* every double at the precision that reads it back */
     char *s = w.ok ? json_dumps(o, JSON_INDENT(1) | JSON_REAL_PRECISION(17)) : NULL;
@@ -601,8 +726,60 @@ void remat_tabfile_spec_clear(remat_table_spec *s)
 {
     free((void *)s->per);
     free((void *)s->chain_names);
+    free((void *)s->work);
+    free((void *)s->ctx);
+    free((void *)s->ctx_blocks);
     s->per = NULL;
     s->chain_names = NULL;
+    s->work = NULL;
+    s->ctx = NULL;
+    s->ctx_blocks = NULL;
+}
+
+/* version 3's working sets and contexts into s (malloc'd), the blocks numbered as plans number them */
+static remat_status spec_v3(const remat_tabfile *tf, remat_table_spec *s)
+{
+    int L = plan_block(tf, tf->nchain - 1, tf->chain[tf->nchain - 1].nblock);
+    s->input_saved = tf->chain[0].input_saved;
+    if (tf->has_work) {
+        uint64_t *w = remat_calloc((size_t)L, sizeof *w);
+        if (!w) return remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table");
+        for (int c = 0, l = 0; c < tf->nchain; c++) {
+            for (int i = 0; i < tf->chain[c].nblock; i++) w[l++] = tf->chain[c].block[i].work_bytes;
+            if (c + 1 < tf->nchain) w[l++] = tf->chain[c].head_work + tf->chain[c + 1].input_work;
+        }
+        s->has_work = 1;
+        s->work = w;
+        /* what the backward holds from the head's backward to the input's, beyond the input's gradient
+         * and what the ops before the chain keep: a tied embedding's gradient, waiting in autograd's
+         * buffer for the embedding's own (the step's live bytes when the input gets its gradient) */
+        const remat_tabfile_chain *c0 = &tf->chain[0];
+        s->held = c0->input_live > c0->input_bytes + c0->input_saved ? c0->input_live - c0->input_bytes - c0->input_saved
+                                                                      : 0;
+        s->head_work = tf->chain[tf->nchain - 1].head_work;
+        s->input_work = tf->chain[0].input_work;
+        s->optimizer_work = tf->optimizer_work;
+    }
+    if (tf->nctx) {
+        int nb = 0;
+        for (int k = 0; k < tf->nctx; k++) nb += tf->ctx[k].nblocks;
+        remat_table_spec_context *x = remat_calloc((size_t)tf->nctx, sizeof *x);
+        int *b = remat_calloc((size_t)nb, sizeof *b);
+        if (!x || !b) {
+            free(x);
+            free(b);
+            return remat_fail(REMAT_ERR_NOMEM, "out of memory reading a table");
+        }
+        for (int k = 0, q = 0; k < tf->nctx; k++) {
+            x[k] = (remat_table_spec_context){ tf->ctx[k].bytes, tf->ctx[k].made_by, q, tf->ctx[k].nblocks };
+            for (int i = 0; i < tf->ctx[k].nblocks; i++) b[q++] = tf->ctx[k].blocks[i];
+        }
+        s->ctx = x;
+        s->nctx = tf->nctx;
+        s->ctx_blocks = b;
+        s->nctx_blocks = nb;
+    }
+    return REMAT_OK;
 }
 
 remat_status remat_tabfile_spec(const remat_tabfile *tf, remat_table_spec *s)
@@ -620,12 +797,13 @@ remat_status remat_tabfile_spec(const remat_tabfile *tf, remat_table_spec *s)
     s->output = x;
     s->head = t->input_saved + last->head_saved;
     s->reserve = s->expensive + s->cheap + 2 * x;
-    s->static_bytes = tf->params_bytes + tf->grads_bytes + tf->optimizer_bytes;
+    s->static_bytes = tf->params_bytes + tf->grads_bytes + tf->optimizer_bytes + tf->inputs_bytes;
     s->blocks = t->nblock;
     s->context = tf->context_bytes;
     s->call = tf->call_bytes;
-    if (!remat_tabfile_uniform(tf, why, sizeof why) &&
-        ((st = flatten(tf, s, &adj)) || (tf->nchain > 1 && (st = chain_names(tf, s)))))
+    if ((!remat_tabfile_uniform(tf, why, sizeof why) &&
+         ((st = flatten(tf, s, &adj)) || (tf->nchain > 1 && (st = chain_names(tf, s))))) ||
+        (st = spec_v3(tf, s)))
         goto fail;
     s->outside = (int64_t)s->head - (int64_t)adj;
     s->block_fwd_ms = block_median(t, offsetof(remat_tabfile_block, forward_ms));

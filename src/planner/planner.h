@@ -209,7 +209,8 @@ void remat_planner_set_offload_blocks(remat_planner *p, int n);
 remat_status remat_table_fit(const remat_config *cfg, const remat_table_info *info, const remat_profile *prof,
                              uint64_t target, uint64_t add, uint64_t floor, int act,
                              uint64_t (*measure)(const remat_table_row *), remat_table_row *out);
-/* devpeak.c: row r's device peak (remat.h, "a budget on device memory"), r's other fields set */
-uint64_t remat_table_device_peak_of(const remat_table_info *info, const remat_table_row *r);
+/* devpeak.c: row r's device peak (remat.h, "a budget on device memory") into
+ * r->device_peak_bytes, r's other fields set; REMAT_ERR_NOMEM */
+remat_status remat_table_device_peak_of(const remat_config *cfg, const remat_table_info *info, remat_table_row *r);
 
 #endif

@@ -7,7 +7,8 @@
  *
  * A framework checkpoint holds, besides the block inputs the simulator
  * counts, what the table's "checkpoint" object says: the blocks' other
- * arguments once (context_bytes, when anything is checkpointed) and a stash
+ * arguments once (context_bytes, when anything is checkpointed; version 3's
+ * contexts, each when a checkpoint holds it: contexts_held) and a stash
  * per checkpoint call alive when the forward ends (call_bytes: torch's CPU
  * RNG state).  The calls alive then are every checkpoint of the tree: each
  * segment and each block kept as less than all, nested ones included (a
@@ -114,17 +115,42 @@ out:
     return st;
 }
 
+/* The contexts (a table's version 3) that the checkpoints of tree v[0..n) hold: one is held
+ * when a checkpoint (nested ones too: they run in the first forward) runs a block that takes it
+ * and begins after the block that makes it -- a checkpoint that makes it keeps no copy of its own
+ * product (remat_torch's segments replay it from their re-run). */
+static uint64_t contexts_held(const remat_config *cfg, const remat_plan_node *v, size_t n)
+{
+    const remat_table_spec *s = cfg->framework == REMAT_FRAMEWORK_TABLE ? remat_table_custom_spec(cfg->table) : NULL;
+    uint64_t held = 0;
+    for (int k = 0; s && s->ctx && k < s->nctx; k++) {
+        const remat_table_spec_context *x = &s->ctx[k];
+        int hit = 0;
+        for (size_t i = 0; i < n && !hit; i++) {
+            if (!(v[i].kind == REMAT_NODE_SEGMENT || v[i].keep != REMAT_KEEP_ALL) || v[i].first <= x->made_by) continue;
+            for (int q = 0; q < x->n && !hit; q++) {
+                int b = s->ctx_blocks[x->first + q];
+                hit = b >= v[i].first && b < v[i].end;
+            }
+        }
+        if (hit) held += x->bytes;
+    }
+    return held;
+}
+
 /* Checkpoint calls alive when the first forward ends (see the file's notes), and the block
  * inputs that nested ones hold besides: a checkpoint inside a segment's re-run runs in the first
  * forward too, and holds its input there -- the output of a block before it in the segment, which
- * nothing else keeps then -- unless that is the outermost checkpoint's own input (one per block). */
-static remat_status calls_of(const remat_config *cfg, const char *policy, int *calls, int *inputs)
+ * nothing else keeps then -- unless that is the outermost checkpoint's own input (one per block);
+ * and the bytes of the contexts they hold. */
+static remat_status calls_of(const remat_config *cfg, const char *policy, int *calls, int *inputs, uint64_t *ctx)
 {
     size_t n = 0;
     remat_plan_node *v = NULL;
     uint8_t *held = NULL;
     remat_status st = remat_plan_tree(cfg, policy, NULL, 0, &n);
     *calls = *inputs = 0;
+    *ctx = 0;
     if (st) return st;
     v = remat_malloc((n ? n : 1) * sizeof *v);
     held = remat_calloc((size_t)cfg->n_layer + 1, 1);
@@ -138,6 +164,7 @@ static remat_status calls_of(const remat_config *cfg, const char *policy, int *c
         while (v[top].parent >= 0) top = v[top].parent;
         if (v[i].first != v[top].first && !held[v[i].first]) { held[v[i].first] = 1; (*inputs)++; }
     }
+    *ctx = contexts_held(cfg, v, n);
 out:
     free(v);
     free(held);
@@ -147,15 +174,15 @@ out:
 static remat_status table_row(const remat_config *cfg, const remat_table_info *info, remat_table_row *out)
 {
     int inputs;
-    remat_status st = calls_of(cfg, out->row.policy, &out->checkpoint_calls, &inputs);
+    uint64_t ctx;
+    remat_status st = calls_of(cfg, out->row.policy, &out->checkpoint_calls, &inputs, &ctx);
     if (st) return st;
-    out->checkpoint_bytes = (out->checkpoint_calls ? info->context_bytes : 0) +
+    out->checkpoint_bytes = (out->checkpoint_calls ? info->context_bytes : 0) + ctx +
                             info->call_bytes * (uint64_t)out->checkpoint_calls +
                             info->output_bytes * (uint64_t)inputs;
     out->kept_bytes = (uint64_t)((int64_t)out->row.stored_bytes + info->outside_bytes) + out->checkpoint_bytes;
     out->peak_bytes = out->row.peak_bytes + out->checkpoint_bytes;
-    out->device_peak_bytes = remat_table_device_peak_of(info, out);
-    return REMAT_OK;
+    return remat_table_device_peak_of(cfg, info, out);
 }
 
 void remat_table_row_clear(remat_table_row *r)
@@ -209,19 +236,22 @@ remat_status remat_table_fit(const remat_config *cfg, const remat_table_info *in
 {
     remat_status st;
     memset(out, 0, sizeof *out);
-    /* the room only falls, so this ends; eight rounds are plenty in practice */
+    /* the room only falls, and each round leaves out the plan the round before found (its peak is
+     * then over the planner's budget), so this ends; sixteen rounds are plenty in practice */
     uint64_t room = target;
-    for (int round = 0; round < 8 && room + add >= floor; round++) {
+    for (int round = 0; round < 16 && room + add >= floor; round++) {
         remat_table_row r;
         memset(&r, 0, sizeof r);
         st = remat_plan_optimal(cfg, prof, room + add, act, &r.row);
         if (st == REMAT_ERR_BUDGET) break;
         if (st || (st = table_row(cfg, info, &r))) { remat_table_row_clear(&r); return st; }
-        uint64_t got = measure(&r);
+        uint64_t got = measure(&r), planned = act ? r.row.peak_bytes : r.row.total_bytes;
         if (got <= target) { *out = r; return REMAT_OK; }
         remat_table_row_clear(&r);
         if (got - target >= room) break;
         room -= got - target;
+        if (planned <= add) break;
+        if (room + add >= planned) room = planned - add - 1;
     }
     return REMAT_ERR_BUDGET;
 }

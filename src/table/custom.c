@@ -43,6 +43,9 @@ typedef struct custom {
     remat_table_spec_block *per;            /* spec.per's copy (NULL: uniform) */
     int *kind, nkinds;                      /* per block its kind: blocks of the same bytes, by first appearance */
     char *names;                            /* spec.chain_names's copy */
+    uint64_t *work;                         /* spec.work's copy (NULL: no working sets) */
+    remat_table_spec_context *ctx;          /* spec.ctx's and spec.ctx_blocks's copies */
+    int *ctx_blocks;
     char name[REMAT_TABLE_NAME_MAX + 1];   /* the whole name: the reader takes at most this many bytes */
     uint64_t key;
     int refs;
@@ -144,6 +147,48 @@ static void build(custom *c, const remat_table_spec *s)
     c->spec.name = c->name;
     c->spec.per = c->per;
     c->spec.chain_names = c->names;
+    c->spec.work = c->work;
+    c->spec.ctx = c->ctx;
+    c->spec.ctx_blocks = c->ctx_blocks;
+}
+
+/* n elements of size z at a and b the same (both NULL, or both there and equal) */
+static int same_arr(const void *a, const void *b, size_t n, size_t z)
+{
+    return !a == !b && (!a || !n || !memcmp(a, b, n * z));
+}
+
+/* copies n elements of size z of src into *dst (NULL when src is); 0 when out of memory */
+static int copy_arr(void **dst, const void *src, size_t n, size_t z)
+{
+    *dst = NULL;
+    if (!src) return 1;
+    if (!(*dst = remat_malloc(n && z ? n * z : 1))) return 0;
+    if (n) memcpy(*dst, src, n * z);
+    return 1;
+}
+
+static void custom_free(custom *c)
+{
+    if (!c) return;
+    free(c->per);
+    free(c->kind);
+    free(c->names);
+    free(c->work);
+    free(c->ctx);
+    free(c->ctx_blocks);
+    free(c);
+}
+
+/* the contexts of two specs, field by field (their structs have padding) */
+static int same_ctx(const remat_table_spec *a, const remat_table_spec *b)
+{
+    if (!a->ctx != !b->ctx) return 0;
+    for (int k = 0; a->ctx && k < a->nctx; k++)
+        if (a->ctx[k].bytes != b->ctx[k].bytes || a->ctx[k].made_by != b->ctx[k].made_by ||
+            a->ctx[k].first != b->ctx[k].first || a->ctx[k].n != b->ctx[k].n)
+            return 0;
+    return 1;
 }
 
 /* the numbers of two specs (names aside) */
@@ -160,7 +205,12 @@ static int same_spec(const remat_table_spec *a, const remat_table_spec *b)
            a->dout == b->dout && !a->per == !b->per &&
            (!a->per || !memcmp(a->per, b->per, sizeof *a->per * (size_t)a->blocks)) && a->nchains == b->nchains &&
            a->names_len == b->names_len && !a->chain_names == !b->chain_names &&
-           (!a->chain_names || !memcmp(a->chain_names, b->chain_names, a->names_len));
+           (!a->chain_names || !memcmp(a->chain_names, b->chain_names, a->names_len)) &&
+           a->has_work == b->has_work && a->head_work == b->head_work && a->input_work == b->input_work &&
+           a->optimizer_work == b->optimizer_work && a->input_saved == b->input_saved && a->held == b->held &&
+           same_arr(a->work, b->work, (size_t)a->blocks, sizeof *a->work) && a->nctx == b->nctx &&
+           a->nctx_blocks == b->nctx_blocks && same_ctx(a, b) &&
+           same_arr(a->ctx_blocks, b->ctx_blocks, (size_t)a->nctx_blocks, sizeof *a->ctx_blocks);
 }
 
 remat_status remat_table_custom_add(const remat_table_spec *s, uint64_t key, int *id)
@@ -189,10 +239,11 @@ remat_status remat_table_custom_add(const remat_table_spec *s, uint64_t key, int
         goto out;
     }
     if ((s->per && !(c->kind = remat_malloc(sizeof *c->kind * (size_t)s->blocks))) ||
-        (s->chain_names && !(c->names = remat_malloc(s->names_len)))) {
-        free(c->per);
-        free(c->kind);
-        free(c);
+        (s->chain_names && !(c->names = remat_malloc(s->names_len))) ||
+        !copy_arr((void **)&c->work, s->work, (size_t)s->blocks, sizeof *c->work) ||
+        !copy_arr((void **)&c->ctx, s->ctx, (size_t)s->nctx, sizeof *c->ctx) ||
+        !copy_arr((void **)&c->ctx_blocks, s->ctx_blocks, (size_t)s->nctx_blocks, sizeof *c->ctx_blocks)) {
+        custom_free(c);
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory loading a table");
         goto out;
     }
@@ -222,10 +273,7 @@ void remat_table_custom_release(int id)
     custom *c = slots[SLOT(id)];
     if (c && c->id == id && --c->refs == 0) {
         slots[SLOT(id)] = NULL;
-        free(c->per);
-        free(c->kind);
-        free(c->names);
-        free(c);
+        custom_free(c);
     }
     pthread_mutex_unlock(&lock);
 }

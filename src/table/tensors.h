@@ -416,6 +416,11 @@ typedef struct remat_table_spec_block {
     int pinned;                /* 1: the junction of two chains (tablefile.c): kept whole, in no segment */
     int chain;                 /* the file's chain it is of (a junction: the chain before it) */
 } remat_table_spec_block;
+typedef struct remat_table_spec_context {
+    uint64_t bytes;
+    int made_by;               /* the block that makes it (plan numbering), -1 before the first */
+    int first, n;              /* its blocks: ctx_blocks[first, first + n) */
+} remat_table_spec_context;
 typedef struct remat_table_spec {
     const char *name;          /* for messages (copied) */
     int selective;             /* two saved entries (keep-sets that keep one of them) */
@@ -443,6 +448,23 @@ typedef struct remat_table_spec {
     const char *chain_names;
     size_t names_len;
     int nchains;
+    /* version 3 (tablefile.c): the working sets a step allocates for a while beyond what the table
+     * keeps, measured (has_work 0: none given, and the device peak is the reserve's, devpeak.c):
+     * work[0..blocks) per block its backward's (a junction: its chains' head's and input's),
+     * head_work the last head's forward and backward, input_work the chain input's backward,
+     * optimizer_work the optimizer step's; input_saved what the ops before the first chain keep
+     * (in head, which the simulator frees at the head's backward); held what the backward holds
+     * from the head's backward to the input's (a tied embedding's gradient) */
+    int has_work;
+    const uint64_t *work;
+    uint64_t head_work, input_work, optimizer_work, input_saved, held;
+    /* version 3's contexts: tensors blocks take besides their input that only the checkpoints
+     * running them hold (tree.c counts one when a checkpoint runs a block that takes it and
+     * begins after the block that makes it): ctx_blocks[first, first + n) are its blocks */
+    const remat_table_spec_context *ctx;
+    int nctx;
+    const int *ctx_blocks;
+    int nctx_blocks;
 } remat_table_spec;
 /* Registers the table of s under key (a hash of its source): the same key
  * again returns the same id with one more reference.  REMAT_ERR_NOMEM,
