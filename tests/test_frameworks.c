@@ -778,6 +778,181 @@ static void bad_clusters(void)
     CHECK(remat_model_create(&r, 1, &m) != REMAT_OK && !m && strstr(remat_errmsg(), "engine"), "the engine refuses megatron");
 }
 
+/* ---- the layout search (issue 28, item 1; cluster_search.c) --------------------- */
+
+static int pruned_seen;      /* layouts the searches pruned */
+
+/* A layout of the brute force below, with its best Megatron-LM answer. */
+typedef struct bf_lay { int tp, cp, pp, last, v, dp, mb; double ms; uint64_t total; } bf_lay;
+
+static int bf_before(const bf_lay *a, const bf_lay *b)
+{
+    return a->ms != b->ms ? a->ms < b->ms : a->total < b->total;
+}
+
+/* Every layout of N GPUs that Megatron-LM accepts, by loops and rules written
+ * here (not the search's): TP within a node of 8 dividing the heads, the kv
+ * heads and the MLP width, SP with TP, seq % (2 CP) and (seq/CP) % TP,
+ * L % PP or the uneven split whose stages but the last hold ceil(L/PP), VPP
+ * dividing an even split's stage with m % PP, G % (b DP); the distributed
+ * optimizer on.  Each priced by remat_cluster_plan (its best_megatron).
+ * fix_tp / fix_mb: 0, or the value fixed.  Returns the layouts; *n, *nfit. */
+static bf_lay *brute_force(const remat_config *base, const remat_cluster *bcl, int N, int fix_tp, int fix_mb, int *n)
+{
+    bf_lay *v = calloc(4096, sizeof *v);
+    int L = base->n_layer, G = bcl->global_batch;
+    *n = 0;
+    for (int tp = 1; tp <= 8; tp++)
+        for (int cp = 1; cp <= N; cp++)
+            for (int pp = 1; pp <= N; pp++)
+                for (int V = 1; V <= L; V++)
+                    for (int mb = 1; mb <= G; mb++) {
+                        if (N % (tp * cp * pp) || (fix_tp && tp != fix_tp) || (fix_mb && mb != fix_mb)) continue;
+                        int dp = N / (tp * cp * pp);
+                        if (base->n_head % tp || base->n_kv_head % tp || base->ffn_dim % tp) continue;
+                        if (base->seq % (2 * cp) || (base->seq / cp) % tp || pp > L) continue;
+                        int last = 0;
+                        if (L % pp) {
+                            last = L - (pp - 1) * ((L + pp - 1) / pp);
+                            if (last < 1 || V > 1) continue;
+                        }
+                        if (G % (mb * dp)) continue;
+                        if (V > 1 && (pp < 2 || (L / pp) % V || (G / (mb * dp)) % pp)) continue;
+                        remat_config c = *base;
+                        c.tp = tp; c.sp = tp > 1; c.cp = cp; c.batch = mb;
+                        remat_cluster k = *bcl;
+                        k.pp = pp; k.vpp = V; k.dp = dp; k.dist_optim = 1; k.last_layers = last;
+                        CHECK(remat_cluster_check(&c, &k) == REMAT_OK, "brute force: tp %d cp %d pp %d v %d mb %d refused: %s",
+                              tp, cp, pp, V, mb, remat_errmsg());
+                        remat_cluster_answer a;
+                        if (remat_cluster_plan(&c, &k, &a)) { CHECK(0, "plan: %s", remat_errmsg()); continue; }
+                        bf_lay l = { tp, cp, pp, last, V, dp, mb, a.best_megatron.policy ? a.best_megatron.step_ms_pred : -1,
+                                     a.best_megatron.total_bytes };
+                        remat_cluster_answer_clear(&a);
+                        if (*n < 4096) v[(*n)++] = l;
+                    }
+    return v;
+}
+
+/* The search against the brute force: the same number of layouts, and its
+ * top K (each of ks) are the brute force's K fastest answers, time and
+ * memory, in order; each returned layout is one the brute force priced at
+ * that time, with the dimensions fixed as asked. */
+static void search_vs_brute(const remat_config *base, const remat_cluster *bcl, int N, const int *ks, int fix_tp, int fix_mb,
+                            int *fit_none, int *fit_plan, int *fit_nothing)
+{
+    int nb = 0;
+    bf_lay *bf = brute_force(base, bcl, N, fix_tp, fix_mb, &nb);
+    /* the fitting ones, fastest first (insertion sort: a few hundred) */
+    int nf = 0;
+    for (int i = 0; i < nb; i++) {
+        if (bf[i].ms < 0) { (*fit_nothing)++; continue; }
+        bf_lay x = bf[i];
+        int j = nf++;
+        while (j > 0 && bf_before(&x, &bf[j - 1])) { bf[j] = bf[j - 1]; j--; }
+        bf[j] = x;
+    }
+    for (const int *K = ks; *K; K++) {
+        remat_config c = *base;
+        remat_cluster k = *bcl;
+        unsigned fixed = 0;
+        if (fix_tp) { c.tp = fix_tp; fixed |= REMAT_SEARCH_FIX_TP; }
+        if (fix_mb) { c.batch = fix_mb; fixed |= REMAT_SEARCH_FIX_MICROBATCH; }
+        remat_cluster_layout *v = NULL;
+        size_t n = 0;
+        remat_cluster_search_stats sx;
+        if (remat_cluster_search(&c, &k, N, fixed, *K, &v, &n, &sx)) { CHECK(0, "search: %s", remat_errmsg()); continue; }
+        printf("search N %d top %d tp %d mb %d: %llu layouts (brute force %d, %d fit), %llu pruned, %llu priced, "
+               "%llu planned\n", N, *K, fix_tp, fix_mb, (unsigned long long)sx.layouts, nb, nf, (unsigned long long)sx.pruned,
+               (unsigned long long)sx.priced, (unsigned long long)sx.planned);
+        pruned_seen += (int)sx.pruned;
+        CHECK(sx.layouts == (uint64_t)nb, "the search counts %llu layouts, the brute force %d", (unsigned long long)sx.layouts,
+              nb);
+        CHECK(n == (size_t)(nf < *K ? nf : *K), "the search returns %zu layouts, the brute force has %d that fit (top %d)", n,
+              nf, *K);
+        for (size_t i = 0; i < n && i < (size_t)nf; i++) {
+            const remat_cluster_row *r = &v[i].answer.best_megatron;
+            CHECK(r->policy && r->step_ms_pred == bf[i].ms && r->total_bytes == bf[i].total,
+                  "rank %zu: the search's %.6f ms %llu B, the brute force's %.6f ms %llu B", i + 1,
+                  r->policy ? r->step_ms_pred : -1, (ull)r->total_bytes, bf[i].ms, (ull)bf[i].total);
+            CHECK(i == 0 || r->step_ms_pred >= v[i - 1].answer.best_megatron.step_ms_pred, "rank %zu: not sorted", i + 1);
+            const remat_config *vc = &v[i].cfg;
+            const remat_cluster *vk = &v[i].cl;
+            int found = 0;
+            for (int j = 0; j < nf; j++)
+                found |= bf[j].tp == remat_config_tp(vc) && bf[j].cp == remat_config_cp(vc) && bf[j].pp == vk->pp &&
+                         bf[j].v == vk->vpp && bf[j].dp == vk->dp && bf[j].mb == vc->batch &&
+                         bf[j].last == vk->last_layers && bf[j].ms == r->step_ms_pred;
+            CHECK(found, "rank %zu (tp %d cp %d pp %d v %d dp %d mb %d): not a brute-force layout at its time", i + 1,
+                  remat_config_tp(vc), remat_config_cp(vc), vk->pp, vk->vpp, vk->dp, vc->batch);
+            CHECK(remat_config_tp(vc) * remat_config_cp(vc) * vk->pp * vk->dp == N && vk->dist_optim &&
+                  vc->sp == (vc->tp > 1), "rank %zu: world %d, the distributed optimizer, SP with TP", i + 1, N);
+            CHECK((!fix_tp || remat_config_tp(vc) == fix_tp) && (!fix_mb || vc->batch == fix_mb),
+                  "rank %zu: a fixed dimension moved", i + 1);
+            if (r->policy && !r->megatron_flags[0]) (*fit_none)++;
+            else (*fit_plan)++;
+        }
+        remat_cluster_layouts_free(v, n);
+    }
+    free(bf);
+}
+
+static void search_checks(void)
+{
+    /* a small Llama (7 layers: uneven pipelines at PP 2 and 4) on 8 GPUs, its
+     * memory 1 byte short of the parameter state of TP 1 without a pipeline
+     * (those layouts are pruned), so that the others fit as they are, only
+     * with Megatron's flags (the larger micro-batches), or not at all */
+    remat_config c = megatron(7, 8, 128, 256, 1, 1, 0, 0.0f);
+    c.arch = REMAT_ARCH_LLAMA;
+    c.n_kv_head = 4;
+    c.ffn_dim = 256;
+    c.attention = REMAT_ATTENTION_FLASH;
+    remat_cluster cl = cluster(1, 1, 8, 8);
+    cl.dev = *remat_device_find("h100-80gb");
+    cl.dist_optim = 1;
+    remat_cluster_memory mm;
+    if (remat_cluster_memory_of(&c, &cl, &mm)) { CHECK(0, "memory: %s", remat_errmsg()); return; }
+    cl.dev.mem_bytes = (uint64_t)((double)(mm.params_bytes + mm.grads_bytes + mm.optim_bytes - 1) / (1 - cl.reserve));
+    while (remat_cluster_usable(&cl) >= mm.params_bytes + mm.grads_bytes + mm.optim_bytes) cl.dev.mem_bytes--;
+    int none = 0, plan = 0, nothing = 0;
+    pruned_seen = 0;
+    /* the top 5 and 1 (the bounds cut), every layout that fits (1000: in order) */
+    search_vs_brute(&c, &cl, 8, (const int[]){ 5, 1, 1000, 0 }, 0, 0, &none, &plan, &nothing);
+    search_vs_brute(&c, &cl, 8, (const int[]){ 4, 0 }, 2, 2, &none, &plan, &nothing);     /* TP 2, micro-batch 2 fixed */
+    CHECK(none > 0 && plan > 0 && nothing > 0 && pruned_seen > 0, "the fixture: %d answers fit as they are, %d with flags, "
+          "%d layouts fit nothing, %d pruned (each must be > 0)", none, plan, nothing, pruned_seen);
+    /* no layout: the message says why */
+    remat_cluster_layout *v = NULL;
+    size_t n = 0;
+    c.tp = 3;
+    CHECK(remat_cluster_search(&c, &cl, 8, REMAT_SEARCH_FIX_TP, 5, &v, &n, NULL) == REMAT_ERR_INVALID && !v &&
+          strstr(remat_errmsg(), "no layout of 8 GPUs") && strstr(remat_errmsg(), "tp 3 does not divide 8 GPUs"),
+          "tp 3 of 8 GPUs: %s", remat_errmsg());
+    c.tp = 1;
+    cl.global_batch = 0;
+    CHECK(remat_cluster_search(&c, &cl, 8, 0, 5, &v, &n, NULL) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "--global-batch"),
+          "no global batch");
+    /* the distributed optimizer off is never faster nor smaller (cluster_search.c: it is not searched) */
+    cl.global_batch = 8;
+    for (int dp = 2; dp <= 8; dp *= 2) {
+        remat_cluster a = cl, b = cl;
+        a.dp = b.dp = dp;
+        b.dist_optim = 0;
+        remat_cluster_row ra, rb;
+        remat_config cc = c;
+        if (remat_cluster_evaluate(&cc, &a, "none", &ra) || remat_cluster_evaluate(&cc, &b, "none", &rb)) {
+            CHECK(0, "evaluate: %s", remat_errmsg());
+            return;
+        }
+        CHECK(ra.step_ms_pred <= rb.step_ms_pred && ra.total_bytes <= rb.total_bytes, "dp %d: the distributed optimizer "
+              "%.3f ms %llu B, without %.3f ms %llu B", dp, ra.step_ms_pred, (ull)ra.total_bytes, rb.step_ms_pred,
+              (ull)rb.total_bytes);
+        remat_cluster_row_clear(&ra);
+        remat_cluster_row_clear(&rb);
+    }
+}
+
 /* ---- mixture of experts (issue 27, frameworks_moe.c) ------------------------ */
 
 static remat_config moe_cfg(int E, int k, int C, int MF, int SF, int s, int b, int t, int ep, int etp, double F,
@@ -1086,5 +1261,6 @@ int main(void)
           s32k_cp4, s8k);
     megatron_estimator_activations("llama3-405b", 8, 9, 8192, 1);
     moe_checks();
+    search_checks();
     return TEST_REPORT();
 }

@@ -482,7 +482,7 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
     x->overlaps = remat_cluster_overlaps(c, cl);
     double state = c->dtype == REMAT_DTYPE_BF16 ? 28 : 24;   /* fp32 main weights, moments: read and written; gradients read */
     x->opt_ms = (cl->dist_optim ? (state * n / D + wbytes * n) : (state + wbytes) * n) / (cl->dev.hbm_bps / 1e3);
-    x->usable = (uint64_t)((double)cl->dev.mem_bytes * (1 - cl->reserve));
+    x->usable = remat_cluster_usable(cl);
     x->host = cl->host_mem ? cl->host_mem : cl->dev.host_mem_bytes;
     return REMAT_OK;
 }
@@ -671,6 +671,7 @@ typedef struct cand {
                                   (the modules `set`); -1: others (fine-grained offload not combined) */
     int set;
     uint32_t keep;             /* what it keeps (none, selective) */
+    int rec_layers;            /* the layers of a chunk whose region rr re-runs (0: none) */
 } cand;
 
 static int add_cand(cand **v, size_t *n, size_t *cap, const cand *c)
@@ -844,6 +845,7 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
             }
         if (noop || !save_policy(x, keep & ~drop, c.policy, sizeof c.policy)) continue;
         c.rr.region = region;
+        c.rec_layers = x->Lc;
         c.has_megatron = 1;
         c.selective = 1;
         c.set = set;
@@ -858,6 +860,7 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
                  "--recompute-granularity full --recompute-method uniform --recompute-num-layers %d", N);
         c.has_megatron = 1;
         c.rr.region = all;
+        c.rec_layers = x->Lc;
         c.selective = -1;
         if (N == 1) c.torchtitan = "full";
         if (add_cand(&v, n, &cap, &c)) goto nomem;
@@ -870,6 +873,7 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
                  "--recompute-granularity full --recompute-method block --recompute-num-layers %d", N);
         c.has_megatron = 1;
         c.rr.region = all;
+        c.rec_layers = N;
         c.selective = -1;
         if (add_cand(&v, n, &cap, &c)) goto nomem;
     }
@@ -879,6 +883,7 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
     if (save_policy(x, saved, c.policy, sizeof c.policy)) {
         c.rr.region = all;           /* the whole block runs again, its saved ops from the cache */
         c.rr.cached = saved;
+        c.rec_layers = x->Lc;
         c.torchtitan = "selective";
         c.selective = -1;
         if (add_cand(&v, n, &cap, &c)) goto nomem;
@@ -1094,6 +1099,69 @@ out:
     free(cs);
     if (st) remat_cluster_answer_clear(out);
     return st;
+}
+
+/* The fastest row that Megatron-LM's flags express for this layout (best->policy
+ * NULL: none fits): remat_cluster_plan's best_megatron, the same options priced
+ * the same way, without the optimum's planner, torchtitan's rows and the
+ * balanced figures -- the layout search's inner step (cluster_search.c).
+ *
+ * With a cutoff, an option whose time is bound to exceed it is not priced
+ * (best->policy NULL when no option can be at most the cutoff).  The bound:
+ * the time with no recomputation (the first option), plus what re-running
+ * its region costs at the least -- the region's forward ops (fwd_ms, their
+ * collectives inside) in each layer it re-runs, V chunks a micro-batch; the
+ * first stage's time grows by that for m + (P-1)/V micro-batches, of which
+ * the overlaps of the data-parallel reduction hide at most one (fill_row).
+ * *violated is set when an option priced comes out below its bound (the
+ * bound is then wrong: the caller prices everything). */
+remat_status remat_cluster_megatron_best(const remat_config *cfg, const remat_cluster *cl, double cutoff,
+                                         remat_cluster_row *best, int *violated)
+{
+    ctx x;
+    remat_status st;
+    cand *cs = NULL;
+    size_t nc = 0;
+    double none_ms = -1;
+    memset(best, 0, sizeof *best);
+    *violated = 0;
+    if ((st = ctx_init(&x, cfg, cl)) || (st = framework_options(&x, &cs, &nc))) return st;
+    double runs = (double)x.m - 1 + (double)(x.P - 1) / x.V;
+    for (size_t i = 0; i < nc && !st; i++) {
+        if (!cs[i].has_megatron) continue;
+        double lb = 0;
+        if (none_ms >= 0 && cs[i].rec_layers > 0 && runs > 0) {
+            double layer = 0;
+            for (int t = 0; t < x.tb->nblock; t++)
+                if ((cs[i].rr.region & ~cs[i].rr.cached) & (1u << t)) layer += x.prof.fwd_ms[t];
+            lb = none_ms + x.V * cs[i].rec_layers * layer * runs;
+            if (lb * (1 - 1e-9) > cutoff) continue;
+        }
+        remat_cluster_row r;
+        if ((st = eval_row(&x, cs[i].policy, cs[i].rr, &r, NULL))) break;
+        if (none_ms < 0 && !strcmp(cs[i].policy, "none")) none_ms = r.step_ms_pred;
+        if (r.step_ms_pred < lb * (1 - 1e-9)) *violated = 1;
+        if (better(&r, best)) {
+            if (!(r.megatron_flags = remat_strdup(cs[i].megatron))) {
+                remat_cluster_row_clear(&r);
+                st = remat_fail(REMAT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            remat_cluster_row_clear(best);
+            *best = r;
+        } else {
+            remat_cluster_row_clear(&r);
+        }
+    }
+    free(cs);
+    if (st) remat_cluster_row_clear(best);
+    return st;
+}
+
+/* Device memory less the reserve: what a plan's total must fit in. */
+uint64_t remat_cluster_usable(const remat_cluster *cl)
+{
+    return (uint64_t)((double)cl->dev.mem_bytes * (1 - cl->reserve));
 }
 
 /* ---- the front ---------------------------------------------------------------------- */

@@ -206,4 +206,12 @@ remat_status remat_table_fit(const remat_config *cfg, const remat_table_info *in
 /* devpeak.c: row r's device peak (remat.h, "a budget on device memory"), r's other fields set */
 uint64_t remat_table_device_peak_of(const remat_table_info *info, const remat_table_row *r);
 
+/* ---- cluster planning (cluster.c), for the layout search (cluster_search.c) ---- */
+/* The fastest row Megatron-LM's flags express for the layout (policy NULL:
+ * none fits), as remat_cluster_plan's best_megatron; options bound to take
+ * longer than cutoff are not priced (INFINITY: all are); *violated 1 when
+ * that bound failed (cluster.c says it). */
+remat_status remat_cluster_megatron_best(const remat_config *cfg, const remat_cluster *cl, double cutoff,
+                                         remat_cluster_row *best, int *violated);
+
 #endif
