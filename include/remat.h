@@ -1080,7 +1080,8 @@ REMAT_API remat_status remat_plan_explain(const remat_config *cfg, const char *p
  * parts. */
 typedef struct remat_device {
     const char *name;      /* e.g. "h100-80gb" */
-    uint64_t mem_bytes;    /* memory of one GPU */
+    uint64_t mem_bytes;    /* memory of one GPU as CUDA reports it (cudaMemGetInfo's total, PyTorch's
+                              "total capacity"; the presets': cluster.c), not the datasheet's */
     double flops;          /* dense bf16 tensor-core FLOP/s */
     double hbm_bps;        /* memory bandwidth, bytes/s */
     double link_bps;       /* intra-node link (NVLink), per GPU and direction, bytes/s */
@@ -1133,8 +1134,10 @@ typedef struct remat_cluster {
     remat_device dev;      /* the GPU */
     double efficiency;     /* share of dev.flops the matrix products reach; 0: the default,
                               calibrated to Table 5 (REMAT_CLUSTER_EFFICIENCY) */
-    double reserve;        /* share of dev.mem_bytes kept back for the allocator, workspace
-                              and communication buffers, in [0, 1) */
+    double reserve;        /* share of dev.mem_bytes kept back for what the plan does not count: the
+                              CUDA context, NCCL's buffers (hundreds of MB to GBs per communicator),
+                              Transformer Engine's cuBLAS workspaces, the caching allocator's
+                              fragmentation; in [0, 1); default 0.05 (README, "Memory per GPU") */
     uint64_t host_mem;     /* host memory per GPU that offloaded activations may take; 0: the
                               device's host_mem_bytes */
     int first_layers;      /* Megatron's --decoder-first-pipeline-num-layers: the first stage's layers
@@ -1261,7 +1264,7 @@ REMAT_API remat_status remat_cluster_maximize(const remat_config *cfg, const rem
  * "Cluster planning", "Which layout: the search"): every layout of N GPUs
  * that Megatron-LM accepts for cfg's model and that remat models, ranked by
  * the iteration time of its best Megatron-LM flags (remat_cluster_plan's
- * best_megatron; ties: less memory, then the order below).  The dimensions,
+ * best_megatron; ties: the order below, smaller first).  The dimensions,
  * each taken from cfg or cl as given when its REMAT_SEARCH_FIX_* bit is set:
  *   - TP: 1 .. dev.node_gpus (within a node), dividing N, the heads, the
  *     key/value heads and the MLP width; sequence parallelism on whenever

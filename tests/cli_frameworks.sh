@@ -488,6 +488,12 @@ first = re.search(r"^ +Megatron-LM: (.*)$", txt, re.M).group(1)
 assert first == d["layouts"][0]["best_megatron"]["command"], (first, d["layouts"][0]["best_megatron"]["command"])
 assert "torchtitan" not in txt, "torchtitan's lines in the Megatron-LM search"
 PY
+# the usable memory: what CUDA reports less --reserve, said in the search's text
+grep -q "^search: 8 GPUs of h100-80gb, 16.00 GiB each (15.20 GiB usable: 5% kept back)" "$T/s.txt" && ok ||
+    bad "the usable memory: $(grep '^search:' "$T/s.txt")"
+$R plan --framework megatron --model llama3.2-1b --gpus 8 --seq 4096 --global-batch 16 --device h100-80gb --reserve 0.1 \
+    --top 1 2>&1 | grep -q "^search: 8 GPUs of h100-80gb, 79.11 GiB each (71.20 GiB usable: 10% kept back)" && ok ||
+    bad "--reserve 0.1 of an H100's 79.11 GiB"
 expect_err --rc 2 "--gpus without --global-batch" $R plan --framework megatron --model llama3.2-1b --gpus 8
 expect_err --rc 2 "--gpus with --framework pytorch" $R plan --framework pytorch --model llama3.2-1b --gpus 8 --global-batch 8
 expect_err --rc 2 "--top without --gpus" $R plan --framework megatron --model llama3.2-1b --top 3

@@ -778,6 +778,31 @@ static void bad_clusters(void)
     CHECK(remat_model_create(&r, 1, &m) != REMAT_OK && !m && strstr(remat_errmsg(), "engine"), "the engine refuses megatron");
 }
 
+/* ---- the usable memory (issue 28, item 4) ---------------------------------------- */
+
+/* Each preset's memory is what CUDA reports (cluster.c cites the log of each
+ * GPU), a little under the datasheet's figure read in GiB, and the usable
+ * memory is that less the reserve */
+static void device_memory(void)
+{
+    static const struct { const char *name; double gib, datasheet_gib; } want[] = {
+        { "a100-40gb", 39.50, 40 }, { "a100-80gb", 79.35, 80 }, { "h100-80gb", 79.11, 80 },
+        { "h200-141gb", 139.81, 141 }, { "gh200-96gb", 95.00, 96 }, { "b200-180gb", 178.35, 180 },
+    };
+    CHECK(remat_device_count() == 6, "%d device presets", remat_device_count());
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const remat_device *d = remat_device_find(want[i].name);
+        double gib = d ? (double)d->mem_bytes / (1024.0 * 1024 * 1024) : 0;
+        CHECK(d && fabs(gib - want[i].gib) < 0.005 && gib < want[i].datasheet_gib, "%s: %.3f GiB, CUDA reports %.2f",
+              want[i].name, gib, want[i].gib);
+        remat_cluster cl;
+        remat_cluster_default(&cl);
+        if (d) cl.dev = *d;
+        cl.reserve = 0.05;
+        CHECK(remat_cluster_usable(&cl) == (uint64_t)((double)cl.dev.mem_bytes * 0.95), "%s: usable", want[i].name);
+    }
+}
+
 /* ---- the layout search (issue 28, item 1; cluster_search.c) --------------------- */
 
 static int pruned_seen;      /* layouts the searches pruned */
@@ -785,10 +810,9 @@ static int pruned_seen;      /* layouts the searches pruned */
 /* A layout of the brute force below, with its best Megatron-LM answer. */
 typedef struct bf_lay { int tp, cp, pp, last, v, dp, mb; double ms; uint64_t total; } bf_lay;
 
-static int bf_before(const bf_lay *a, const bf_lay *b)
-{
-    return a->ms != b->ms ? a->ms < b->ms : a->total < b->total;
-}
+/* the ranking: time, then the order of enumeration (the loops below nest as
+ * the search's: TP, CP, PP, VPP, micro-batch; the sort is stable) */
+static int bf_before(const bf_lay *a, const bf_lay *b) { return a->ms < b->ms; }
 
 /* Every layout of N GPUs that Megatron-LM accepts, by loops and rules written
  * here (not the search's): TP within a node of 8 dividing the heads, the kv
@@ -872,9 +896,13 @@ static void search_vs_brute(const remat_config *base, const remat_cluster *bcl, 
               nf, *K);
         for (size_t i = 0; i < n && i < (size_t)nf; i++) {
             const remat_cluster_row *r = &v[i].answer.best_megatron;
-            CHECK(r->policy && r->step_ms_pred == bf[i].ms && r->total_bytes == bf[i].total,
-                  "rank %zu: the search's %.6f ms %llu B, the brute force's %.6f ms %llu B", i + 1,
-                  r->policy ? r->step_ms_pred : -1, (ull)r->total_bytes, bf[i].ms, (ull)bf[i].total);
+            CHECK(r->policy && r->step_ms_pred == bf[i].ms && r->total_bytes == bf[i].total &&
+                  remat_config_tp(&v[i].cfg) == bf[i].tp && remat_config_cp(&v[i].cfg) == bf[i].cp &&
+                  v[i].cl.pp == bf[i].pp && v[i].cl.vpp == bf[i].v && v[i].cfg.batch == bf[i].mb,
+                  "rank %zu: the search's %.6f ms %llu B (tp %d cp %d pp %d v %d mb %d), the brute force's %.6f ms "
+                  "%llu B (tp %d cp %d pp %d v %d mb %d)", i + 1, r->policy ? r->step_ms_pred : -1, (ull)r->total_bytes,
+                  remat_config_tp(&v[i].cfg), remat_config_cp(&v[i].cfg), v[i].cl.pp, v[i].cl.vpp, v[i].cfg.batch,
+                  bf[i].ms, (ull)bf[i].total, bf[i].tp, bf[i].cp, bf[i].pp, bf[i].v, bf[i].mb);
             CHECK(i == 0 || r->step_ms_pred >= v[i - 1].answer.best_megatron.step_ms_pred, "rank %zu: not sorted", i + 1);
             const remat_config *vc = &v[i].cfg;
             const remat_cluster *vk = &v[i].cl;
@@ -1261,6 +1289,7 @@ int main(void)
           s32k_cp4, s8k);
     megatron_estimator_activations("llama3-405b", 8, 9, 8192, 1);
     moe_checks();
+    device_memory();
     search_checks();
     return TEST_REPORT();
 }

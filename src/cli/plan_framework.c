@@ -422,8 +422,8 @@ static const cli_flag cluster_flags[] = {
     {"--device", "NAME", CLI_FLAG_CUSTOM, CL(dev), 0, 0, NULL, parse_device,
      "a GPU: the presets' names (fw_parse lists them; default a100-80gb)"},
     {"--reserve", "F", CLI_FLAG_DOUBLE, CL(reserve), 0, 0.99, NULL, NULL,
-     "share of the memory kept back for the allocator, workspace and\n"
-     "communication buffers (default 0.05)"},
+     "share of the GPU's memory kept back for the CUDA context, NCCL's\n"
+     "buffers, TE's workspaces and fragmentation (default 0.05)"},
     {"--efficiency", "E", CLI_FLAG_DOUBLE, CL(efficiency), 0.001, 1, NULL, NULL,
      "share of the peak FLOP/s matrix products reach (default " STR(REMAT_CLUSTER_EFFICIENCY) ",\n"
      "fitted to Korthikanti et al.'s Table 5)"},
@@ -443,7 +443,8 @@ static const cli_flag micro_batch_flag[] = {   /* into the config: Megatron's na
 };
 #define O(field) offsetof(fw_opts, field)
 static const cli_flag fw_flags[] = {
-    {"--device-mem", "SIZE", CLI_FLAG_BYTES, O(mem), 0, 0, NULL, NULL, "override the device's memory"},
+    {"--device-mem", "SIZE", CLI_FLAG_BYTES, O(mem), 0, 0, NULL, NULL,
+     "override the device's memory (what CUDA reports: torch.cuda.mem_get_info()[1])"},
     {"--host-link", "GB/s", CLI_FLAG_DOUBLE, O(host_link), 0, 1e4, NULL, NULL,
      "the offload bandwidth per GPU and direction, GB/s (default the device's\n"
      "host link; 0: no offload)"},

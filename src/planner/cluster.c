@@ -26,6 +26,26 @@
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
+/* The memory a GPU has for a run: what CUDA reports as its total (cudaMemGetInfo,
+ * the "total capacity" of PyTorch's out-of-memory message, what its caching
+ * allocator can ever hold; nvidia-smi's total is a little larger), not the
+ * datasheet's figure, each from a public log of that GPU:
+ *   - A100 40GB: 39.50 GiB (TianheWu/CoSeR issue 10, "one A100");
+ *   - A100 80GB: 79.35 GiB (Instruction-Tuning-with-GPT-4/GPT-4-LLM issue 16, 2x A100 80G);
+ *   - H100 80GB: 79.11 GiB (vllm-project/vllm issue 27508; other logs show
+ *     79.10-79.21 by driver: the smallest kept; nvidia-smi shows 81559 MiB,
+ *     79.65 GiB, which the allocator does not get);
+ *   - H200: 139.81 GiB (sungwon-chae/arxiv_confi, etu_logging.md): the
+ *     datasheet's "141GB" is about GiB, so 141e9 bytes was 8.5 GiB short;
+ *   - GH200 96GB: 97280 MiB, 95.0 GiB (mredenti/PowerCapping,
+ *     configuration/OpenCL_benchmark.md: OpenCL's global memory of "NVIDIA
+ *     GH200 480GB", driver 555.42.06);
+ *   - B200: 182631 MiB, 178.35 GiB (public 8x B200 logs found by content
+ *     search, "total capacity of 178.36 GiB", and a device dump of "NVIDIA
+ *     B200", "182631 MiB"; their repositories were not identified: check it).
+ * What a run may use of it is remat_cluster_usable: this less the reserve. */
+#define MIB (1024.0 * 1024.0)
+
 /* Dense (no sparsity) bf16 tensor-core FLOP/s, HBM bandwidth, NVLink per
  * GPU and direction (half the bidirectional figure NVIDIA quotes), the
  * network per GPU of NVIDIA's DGX systems (one HDR 200 Gb/s or NDR 400 Gb/s
@@ -34,26 +54,30 @@
  * GB/s) and the host memory per GPU (a DGX's system memory over its 8 GPUs;
  * GH200's own LPDDR5X), and the GPUs that NVLink joins in a node. */
 static const remat_device devices[] = {
-    { "a100-40gb", (uint64_t)(40 * GiB), 312e12, 1555e9, 300e9, 25e9,
+    { "a100-40gb", (uint64_t)(39.50 * GiB), 312e12, 1555e9, 300e9, 25e9,
       "NVIDIA A100 datasheet (SXM4 40GB: 312 TFLOP/s bf16 dense, 1,555 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s); "
-      "DGX A100 (8x HDR 200 Gb/s, 1 TB system memory)", 32e9, (uint64_t)125e9, 8 },
-    { "a100-80gb", (uint64_t)(80 * GiB), 312e12, 2039e9, 300e9, 25e9,
+      "DGX A100 (8x HDR 200 Gb/s, 1 TB system memory); 39.50 GiB as CUDA reports it (TianheWu/CoSeR#10)", 32e9, (uint64_t)125e9, 8 },
+    { "a100-80gb", (uint64_t)(79.35 * GiB), 312e12, 2039e9, 300e9, 25e9,
       "NVIDIA A100 datasheet (SXM4 80GB: 312 TFLOP/s bf16 dense, 2,039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s); "
-      "DGX A100 640GB (8x HDR 200 Gb/s, 2 TB system memory)", 32e9, (uint64_t)250e9, 8 },
-    { "h100-80gb", (uint64_t)(80 * GiB), 989e12, 3350e9, 450e9, 50e9,
+      "DGX A100 640GB (8x HDR 200 Gb/s, 2 TB system memory); 79.35 GiB as CUDA reports it "
+      "(Instruction-Tuning-with-GPT-4/GPT-4-LLM#16)", 32e9, (uint64_t)250e9, 8 },
+    { "h100-80gb", (uint64_t)(79.11 * GiB), 989e12, 3350e9, 450e9, 50e9,
       "NVIDIA H100 datasheet (SXM5 80GB: 989 TFLOP/s bf16 dense, 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s); "
-      "DGX H100 (8x NDR 400 Gb/s, 2 TB system memory)", 64e9, (uint64_t)250e9, 8 },
-    { "h200-141gb", (uint64_t)141e9, 989e12, 4800e9, 450e9, 50e9,
+      "DGX H100 (8x NDR 400 Gb/s, 2 TB system memory); 79.11 GiB as CUDA reports it (vllm-project/vllm#27508)", 64e9, (uint64_t)250e9, 8 },
+    { "h200-141gb", (uint64_t)(139.81 * GiB), 989e12, 4800e9, 450e9, 50e9,
       "NVIDIA H200 datasheet (SXM 141GB: 989 TFLOP/s bf16 dense, 4.8 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s); "
-      "DGX H200 (8x NDR 400 Gb/s, 2 TB system memory)", 64e9, (uint64_t)250e9, 8 },
-    { "gh200-96gb", (uint64_t)96e9, 989e12, 4000e9, 450e9, 50e9,
+      "DGX H200 (8x NDR 400 Gb/s, 2 TB system memory); 139.81 GiB as CUDA reports it "
+      "(sungwon-chae/arxiv_confi, etu_logging.md)", 64e9, (uint64_t)250e9, 8 },
+    { "gh200-96gb", (uint64_t)(97280 * MIB), 989e12, 4000e9, 450e9, 50e9,
       "NVIDIA GH200 Grace Hopper Superchip datasheet (96GB HBM3: 4 TB/s, Hopper's 989 TFLOP/s bf16 dense, NVLink "
-      "900 GB/s, NVLink-C2C 900 GB/s to 480 GB LPDDR5X); 4 superchips a node (HPE Cray EX254n), NDR 400 Gb/s each",
+      "900 GB/s, NVLink-C2C 900 GB/s to 480 GB LPDDR5X); 4 superchips a node (HPE Cray EX254n), NDR 400 Gb/s each; "
+      "97280 MiB as the driver reports it (mredenti/PowerCapping, configuration/OpenCL_benchmark.md)",
       450e9, (uint64_t)480e9, 4 },
-    { "b200-180gb", (uint64_t)180e9, 2250e12, 8000e9, 900e9, 50e9,
+    { "b200-180gb", (uint64_t)(182631 * MIB), 2250e12, 8000e9, 900e9, 50e9,
       "NVIDIA HGX B200 (1,000 W: 2,250 TFLOP/s bf16 dense, half the 4,500 with sparsity); DGX B200 datasheet "
       "(8 GPUs: 1,440 GB HBM3e, 64 TB/s, NVLink 5 at 1.8 TB/s per GPU, 8x ConnectX-7 400 Gb/s, "
-      "2 TB system memory, Xeon hosts on PCIe Gen5 x16 64 GB/s)", 64e9, (uint64_t)250e9, 8 },
+      "2 TB system memory, Xeon hosts on PCIe Gen5 x16 64 GB/s); 182631 MiB as CUDA reports it (public 8x B200 logs, "
+      "their repositories not identified)", 64e9, (uint64_t)250e9, 8 },
 };
 
 /* GPT-2 and Korthikanti's models, then Llama 3: dim, layers, heads and kv
@@ -1156,6 +1180,20 @@ remat_status remat_cluster_megatron_best(const remat_config *cfg, const remat_cl
     free(cs);
     if (st) remat_cluster_row_clear(best);
     return st;
+}
+
+/* Megatron-LM's full recomputation of every layer (--recompute-granularity
+ * full --recompute-method uniform --recompute-num-layers 1), priced as
+ * Megatron runs it: where it fits, its time bounds the layout's best flags
+ * from above (the layout search's cutoff). */
+remat_status remat_cluster_megatron_full(const remat_config *cfg, const remat_cluster *cl, remat_cluster_row *out)
+{
+    ctx x;
+    remat_status st;
+    memset(out, 0, sizeof *out);
+    if ((st = ctx_init(&x, cfg, cl))) return st;
+    rerun all = { remat_keep_all(x.tb), 0 };
+    return eval_row(&x, "full", all, out, NULL);
 }
 
 /* Device memory less the reserve: what a plan's total must fit in. */

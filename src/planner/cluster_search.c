@@ -20,8 +20,10 @@
  *   4. smallest key first (a queue of bounds and answers): price a bounded
  *      layout, or plan one that does not fit as it is (its Megatron-LM
  *      options, but those bound to be slower than the top-th answer found
- *      so far: remat_cluster_megatron_best), or take an answer -- until the
- *      top are taken: every key left is then no better;
+ *      so far, or than the top-th of the layouts' upper bounds -- Megatron's
+ *      full recomputation where it fits: remat_cluster_megatron_best), or
+ *      take an answer -- until the top are taken: every key left is then
+ *      no better;
  *   5. the top layouts' whole answers (remat_cluster_plan).
  * A bound found above the layout's own time when it is refined (or an
  * option's, in remat_cluster_megatron_best) makes the search run again,
@@ -44,7 +46,6 @@ typedef struct lay {
      * row; 1, key the time with no recomputation; 2, key the answer's time */
     int level, lb_fits;
     double key;
-    uint64_t total;        /* level 2: the answer's memory (the second tie-break) */
 } lay;
 
 typedef struct lays { lay *v; size_t n, cap; } lays;
@@ -218,12 +219,12 @@ static int enumerate(enumr *e)
 
 /* the search's order: the smaller key first; on a tie the lower level (a
  * bound is refined before an answer of the same time is taken), then the
- * answer of less memory, then the enumeration's order */
+ * enumeration's order (smaller TP, CP, PP, VPP, micro-batch first): the
+ * ranking's, among answers */
 static int before(const lay *a, const lay *b)
 {
     if (a->key != b->key) return a->key < b->key;
     if (a->level != b->level) return a->level < b->level;
-    if (a->level == 2 && a->total != b->total) return a->total < b->total;
     return a->idx < b->idx;
 }
 
@@ -270,7 +271,8 @@ void remat_cluster_layouts_free(remat_cluster_layout *v, size_t n)
  * *stage gets the first stage's time per micro-batch (its ops and the
  * collectives and transfers inside them: the row's parts but the bubble, the
  * data-parallel reduction and the optimizer, over the micro-batches). */
-static remat_status price(const remat_config *cfg, const remat_cluster *cl, lay *l, double *stage, double *opt)
+static remat_status price(const remat_config *cfg, const remat_cluster *cl, lay *l, double *stage, double *opt,
+                          double *ub)
 {
     remat_config c;
     remat_cluster k;
@@ -285,18 +287,42 @@ static remat_status price(const remat_config *cfg, const remat_cluster *cl, lay 
     if (stage) *stage = (r.compute_ms + r.tp_ms + r.cp_ms + r.offload_ms) / m;
     if (opt) *opt = r.optimizer_ms;
     remat_cluster_row_clear(&r);
+    if (ub) {       /* an answer's time at most: no recomputation, or else Megatron's full, where it fits */
+        *ub = l->lb_fits ? l->key : INFINITY;
+        if (!l->lb_fits) {
+            if ((st = remat_cluster_megatron_full(&c, &k, &r))) return st;
+            if (r.fits) *ub = r.step_ms_pred;
+            remat_cluster_row_clear(&r);
+        }
+    }
     return REMAT_OK;
 }
 
-/* kth[0..*nk): the smallest answer times found so far, ascending, at most top */
-static void kth_add(double *kth, int *nk, int top, double t)
+/* The top answers found so far, at most top, in the ranking's order (time,
+ * then the enumeration's) */
+typedef struct kbest { double t; size_t idx; } kbest;
+
+static int kb_before(double t, size_t idx, const kbest *b) { return t != b->t ? t < b->t : idx < b->idx; }
+
+static void kth_add(kbest *kth, int *nk, int top, double t, size_t idx)
 {
     int j;
     if (*nk < top) j = (*nk)++;
-    else if (t >= kth[top - 1]) return;
+    else if (!kb_before(t, idx, &kth[top - 1])) return;
     else j = top - 1;
-    while (j > 0 && kth[j - 1] > t) { kth[j] = kth[j - 1]; j--; }
-    kth[j] = t;
+    while (j > 0 && kb_before(t, idx, &kth[j - 1])) { kth[j] = kth[j - 1]; j--; }
+    kth[j] = (kbest){ t, idx };
+}
+
+/* the smallest upper bounds of distinct layouts so far, ascending, at most top */
+static void kub_add(double *kub, int *nu, int top, double t)
+{
+    int j;
+    if (*nu < top) j = (*nu)++;
+    else if (t >= kub[top - 1]) return;
+    else j = top - 1;
+    while (j > 0 && kub[j - 1] > t) { kub[j] = kub[j - 1]; j--; }
+    kub[j] = t;
 }
 
 /* One search; *broken 1 when a bound inherited from micro-batch 1 was
@@ -310,11 +336,16 @@ static remat_status search(const remat_config *cfg, const remat_cluster *cl, lay
     heap h = { remat_malloc((ls->n ? ls->n : 1) * sizeof(size_t)), 0, ls->v };
     double *stage = remat_malloc((ls->n ? ls->n : 1) * sizeof *stage), *opt = remat_malloc((ls->n ? ls->n : 1) * sizeof *opt);
     char *pruned = remat_calloc(ls->n ? ls->n : 1, 1);
-    double *kth = remat_malloc((size_t)top * sizeof *kth);
-    int nk = 0;
+    /* two cutoffs, each the top-th of distinct layouts' times: kth, of the
+     * answers found; kub, of upper bounds -- a layout's time with no
+     * recomputation or else with Megatron's full recomputation, where that
+     * fits -- known after pricing: no answer above either enters the top */
+    kbest *kth = remat_malloc((size_t)top * sizeof *kth);
+    double *kub = remat_malloc((size_t)top * sizeof *kub);
+    int nk = 0, nu = 0;
     *nb = 0;
     *broken = 0;
-    if (!h.v || !stage || !opt || !pruned || !kth) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
+    if (!h.v || !stage || !opt || !pruned || !kth || !kub) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
     /* prune, then price micro-batch 1 (or every layout when not lazy), and
      * bound the larger micro-batches by it: with b times the tokens a
      * micro-batch the first stage takes b times as long (every op is per
@@ -329,8 +360,10 @@ static remat_status search(const remat_config *cfg, const remat_cluster *cl, lay
         if ((st = remat_cluster_memory_of(&c, &k, &mm))) break;
         if (mm.params_bytes + mm.grads_bytes + mm.optim_bytes > usable) { pruned[i] = 1; sx->pruned++; continue; }
         if (!lazy || l->base == i) {
-            if ((st = price(cfg, cl, l, &stage[i], &opt[i]))) break;
+            double ub;
+            if ((st = price(cfg, cl, l, &stage[i], &opt[i], lazy ? &ub : NULL))) break;
             sx->priced++;
+            if (lazy && ub < INFINITY) kub_add(kub, &nu, top, ub);
         } else {
             const lay *b = &ls->v[l->base];        /* the same layout at micro-batch 1: enumerated before */
             if (pruned[l->base]) { pruned[i] = 1; sx->pruned++; continue; }   /* the same parameter state */
@@ -346,11 +379,15 @@ static remat_status search(const remat_config *cfg, const remat_cluster *cl, lay
         lay *l = &ls->v[heap_pop(&h)];
         if (l->level == 0) {
             double bound = l->key;
-            if ((st = price(cfg, cl, l, NULL, NULL))) break;
+            if ((st = price(cfg, cl, l, NULL, NULL, NULL))) break;
             sx->priced++;
             if (l->key < bound) { *broken = 1; break; }
             heap_push(&h, (size_t)(l - ls->v));
         } else if (l->level == 1) {
+            /* behind the top answers found so far, or beyond the top-th upper
+             * bound: it cannot enter the top */
+            if (lazy && ((nk == top && !kb_before(l->key, l->idx, &kth[top - 1])) || (nu == top && l->key > kub[top - 1])))
+                continue;
             remat_config c;
             remat_cluster k;
             remat_cluster_row r;
@@ -359,19 +396,22 @@ static remat_status search(const remat_config *cfg, const remat_cluster *cl, lay
             if (l->lb_fits) {
                 st = remat_cluster_evaluate(&c, &k, "none", &r);
             } else {
-                /* no answer above the top-th answer's time found so far can
-                 * enter the top: options bound to be slower are not priced */
+                /* options bound to be slower than the top-th answer (or
+                 * upper bound) are not priced */
                 sx->planned++;
-                st = remat_cluster_megatron_best(&c, &k, lazy && nk == top ? kth[top - 1] : INFINITY, &r, &violated);
+                double cut = INFINITY;
+                if (lazy && nk == top) cut = kth[top - 1].t;
+                if (lazy && nu == top && kub[top - 1] < cut) cut = kub[top - 1];
+                st = remat_cluster_megatron_best(&c, &k, cut, &r, &violated);
             }
             if (st) break;
             if (violated && lazy) { *broken = 1; remat_cluster_row_clear(&r); break; }
-            if (r.policy && !(nk == top && r.step_ms_pred > kth[top - 1])) {
+            if (r.policy && !(lazy && nk == top && !kb_before(r.step_ms_pred, l->idx, &kth[top - 1])) &&
+                !(lazy && nu == top && r.step_ms_pred > kub[top - 1])) {
                 l->level = 2;
                 l->key = r.step_ms_pred;
-                l->total = r.total_bytes;
                 heap_push(&h, (size_t)(l - ls->v));
-                kth_add(kth, &nk, top, l->key);
+                kth_add(kth, &nk, top, l->key, l->idx);
             }
             remat_cluster_row_clear(&r);
         } else {
@@ -384,6 +424,7 @@ out:
     free(opt);
     free(pruned);
     free(kth);
+    free(kub);
     return st;
 }
 
