@@ -464,7 +464,8 @@ static const cli_flag fw_flags[] = {
      "--first/last-stage-layers given fix theirs (needs --global-batch)"},
     {"--top", "K", CLI_FLAG_INT, O(top), 1, 1000, NULL, NULL, "with --gpus: the layouts printed (default 5)"},
     CLI_FLAG_JSON(fw_opts, json, "{\"framework\", \"memory\", \"model_flops\", \"optimal\",\n"
-                                 "\"best_megatron\", \"best_torchtitan\", \"rows\"} (README)"),
+                                 "\"best_megatron\", \"best_torchtitan\", \"rows\"}; with --gpus\n"
+                                 "{\"search\", \"layouts\"} (README)"),
 };
 #undef O
 
