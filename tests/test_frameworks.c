@@ -1220,6 +1220,40 @@ static void moe_checks(void)
     bridge_5570("qwen3-235b-a22b", 2, 1, 32, 8, 10, 32);
 }
 
+/* The layout search with experts: EP and ETP enumerated as Megatron's expert
+ * grid allows (EP dividing E, EP x ETP dividing TP x DP, ETP within a node
+ * dividing the expert width; no CP with experts), counted by loops written
+ * here; the best layout's answer */
+static void moe_search(void)
+{
+    remat_config m = moe_cfg(4, 2, 64, 32, 0, 32, 1, 1, 0, 0, 0, 0);   /* 8 heads, 2 kv heads, width 32 */
+    remat_cluster mk = cluster(1, 1, 1, 8);
+    mk.dev = *remat_device_find("h100-80gb");
+    int want = 0;
+    for (int tp = 1; tp <= 8; tp++)
+        for (int pp = 1; pp <= 8; pp++)
+            for (int V = 1; V <= 4; V++)
+                for (int mb = 1; mb <= 8; mb++)
+                    for (int ep = 1; ep <= 4; ep++)
+                        for (int etp = 1; etp <= 8; etp++) {
+                            if (8 % (tp * pp) || 2 % tp || 32 % tp || 4 % pp) continue;
+                            int dp = 8 / (tp * pp);
+                            if (V > 1 && (pp < 2 || (4 / pp) % V || (8 / (mb * dp)) % pp)) continue;
+                            if (8 % (mb * dp) || 4 % ep || (tp * dp) % (ep * etp) || 32 % etp) continue;
+                            want++;
+                        }
+    remat_cluster_layout *v = NULL;
+    size_t n = 0;
+    remat_cluster_search_stats sx;
+    CHECK(remat_cluster_search(&m, &mk, 8, 0, 1, &v, &n, &sx) == REMAT_OK, "MoE search: %s", remat_errmsg());
+    printf("MoE search, 8 GPUs: %llu layouts (the loops: %d)\n", (unsigned long long)sx.layouts, want);
+    CHECK(sx.layouts == (uint64_t)want && want > 0, "MoE: the search counts %llu layouts, the loops %d",
+          (unsigned long long)sx.layouts, want);
+    CHECK(n == 1 && v && v[0].answer.best_megatron.policy && 4 % (v[0].cfg.ep > 1 ? v[0].cfg.ep : 1) == 0 &&
+          remat_config_cp(&v[0].cfg) == 1, "MoE: the best layout");
+    remat_cluster_layouts_free(v, n);
+}
+
 int main(void)
 {
     table2(4, 64, 32, 2, 2);
@@ -1291,5 +1325,6 @@ int main(void)
     moe_checks();
     device_memory();
     search_checks();
+    moe_search();
     return TEST_REPORT();
 }
