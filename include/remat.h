@@ -66,13 +66,19 @@ extern "C" {
  * budget).
  * 4.1.0: remat_graph_search (exact where tractable, else the greedy), an
  * addition; the soname stays libremat.so.4.
- * 4.2.0: remat_cluster_search (the layout search of a world of GPUs),
- * remat_cluster_layouts_free and remat_cluster_usable, additions. */
-#define REMAT_VERSION_MAJOR 4
-#define REMAT_VERSION_MINOR 2
+ * 5.0.0: DeepSeek-V3 (issue 27): multi-latent attention and a dense
+ * prefix before the mixture-of-experts layers (remat_config's q_lora_rank,
+ * kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim, moe_first_dense,
+ * moe_groups, moe_group_topk, moe_scaling) and the stage that peaks in
+ * remat_cluster_row (peak_stage, its parameter bytes): structs grew, an
+ * ABI break, hence libremat.so.5; with it the layout search of a world of
+ * GPUs, additions: remat_cluster_search, remat_cluster_layouts_free and
+ * remat_cluster_usable. */
+#define REMAT_VERSION_MAJOR 5
+#define REMAT_VERSION_MINOR 0
 #define REMAT_VERSION_PATCH 0
-#define REMAT_VERSION_STRING "4.2.0"
-/* The version of the linked library, e.g. "4.2.0". */
+#define REMAT_VERSION_STRING "5.0.0"
+/* The version of the linked library, e.g. "5.0.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */
@@ -258,6 +264,28 @@ typedef struct remat_config {
                             ceil(k N / E x it) tokens, an exact bound that replaces F; 0: dropless */
     int qk_norm;      /* 1: RMSNorm on each head's q and k before RoPE (Qwen3; Megatron --qk-layernorm);
                          mixture-of-experts tables only */
+    /* Multi-latent attention (DeepSeek-V3; src/table/frameworks_mla.c): kv_lora_rank > 0
+     * replaces the attention with MLA.  q is projected down to q_lora_rank, normed and up
+     * to NH (qk_nope_dim + qk_rope_dim); k and v come from one down projection to
+     * kv_lora_rank (normed) + qk_rope_dim (the shared rotary key) and an up projection to
+     * NH (qk_nope_dim + v_head_dim).  Megatron's --q-lora-rank, --kv-lora-rank,
+     * --qk-head-dim, --qk-pos-emb-head-dim, --v-head-dim; 0 everywhere: no MLA. */
+    int q_lora_rank;
+    int kv_lora_rank;
+    int qk_nope_dim;
+    int qk_rope_dim;
+    int v_head_dim;
+    /* Mixture of experts after a dense prefix: the first moe_first_dense layers have a
+     * dense MLP of width ffn_dim (DeepSeek-V3's first_k_dense_replace, Megatron's
+     * --moe-layer-freq "([0]*d+[1]*(L-d))"); 0: every layer routed.  Needs experts. */
+    int moe_first_dense;
+    /* Group-limited routing (--moe-router-num-groups, --moe-router-group-topk; n_group and
+     * topk_group of DeepSeek's config.json; 0: none) and the routed weights' scaling
+     * (--moe-router-topk-scaling-factor, routed_scaling_factor; 0: none).  The MLA tables
+     * route as DeepSeek-V3 does (sigmoid scores, expert bias); these change no byte. */
+    int moe_groups;
+    int moe_group_topk;
+    double moe_scaling;
 } remat_config;
 
 /* The default load factor of dropless routing (README, "Mixture of
@@ -1115,6 +1143,9 @@ typedef struct remat_model_preset {
     remat_rope_scaling rope_scaling;
     int n_experts, moe_topk, moe_ffn_dim, moe_shared_dim;   /* mixture of experts (0: dense) */
     int qk_norm;                                            /* Qwen3's q_norm and k_norm */
+    /* DeepSeek-V3: multi-latent attention, dense first layers, group-limited routing */
+    int q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim, moe_first_dense, moe_groups, moe_group_topk;
+    double moe_scaling;
 } remat_model_preset;
 REMAT_API int remat_model_preset_count(void);
 REMAT_API const remat_model_preset *remat_model_preset_get(int i);
@@ -1213,6 +1244,14 @@ typedef struct remat_cluster_row {
     double load;                /* the GPU's routed load over balance the row is at (1: dense) */
     uint64_t balanced_peak_bytes, balanced_total_bytes;
     int balanced_fits;
+    /* A chain with a dense prefix (cfg->moe_first_dense > 0) is planned stage by stage: each
+     * stage's GPU holds its own layers (dense or routed), parameters and micro-batches in
+     * flight.  The bytes above are the stage whose GPU peaks (peak_stage, from 0) and its
+     * weights, gradients and optimizer state are these; the time is the slowest stage's.
+     * Elsewhere peak_stage is 0 and these the first stage's (remat_cluster_memory_of). */
+    int peak_stage;
+    uint64_t stage_params_bytes, stage_grads_bytes, stage_optim_bytes;
+    int balanced_peak_stage;    /* the same at balance */
 } remat_cluster_row;
 REMAT_API void remat_cluster_row_clear(remat_cluster_row *r);
 

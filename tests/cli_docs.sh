@@ -22,8 +22,12 @@ set -u
 # ---- README citations resolve ------------------------------------------------------
 # the headings: their level (2 or 3), a space, the title without backticks
 sed -n -e 's/^## /2 /p' -e 's/^### /3 /p' README.md | tr -d '`' > "$T/headings"
-grep -rhoE 'README,? "[^"]+"' src include tests examples bench fuzz python Makefile scripts 2>/dev/null | grep -v '"Name"$' |
-    sed 's/^README,\{0,1\} "\(.*\)"$/\1/' | sort -u > "$T/cited"
+# (a citation may break its line inside the name: sources are read with
+# their comment leaders and line breaks folded into spaces, as below)
+fold_src() { sed -e 's/^[[:space:]]*\(\*\|#\|\/\/\)[[:space:]]\{0,1\}//' "$1" | tr '\n' ' '; }
+for f in $(grep -rlE 'README' src include tests examples bench fuzz python Makefile scripts 2>/dev/null); do
+    fold_src "$f" | grep -oE 'README,? "[^"]+"' | grep -v '"Name"$'
+done | sed -e 's/  */ /g' -e 's/^README,\{0,1\} "\(.*\)"$/\1/' | sort -u > "$T/cited"
 [ -s "$T/cited" ] && ok || bad "no README citation found in the sources (the pattern is wrong?)"
 while IFS= read -r sec; do
     if awk -v s="$sec" '{ t = substr($0, 3) } ($1 == 2 && index(t, s) == 1) || t == s { found = 1 }
@@ -33,11 +37,8 @@ while IFS= read -r sec; do
 done < "$T/cited"
 
 # ---- docs/ citations resolve ---------------------------------------------------------
-# (a citation may break its line inside the name: sources are read with
-# their comment leaders and line breaks folded into spaces)
 for f in $(grep -rlE 'docs/[a-z0-9-]+\.md' src include tests examples bench fuzz python Makefile scripts 2>/dev/null); do
-    sed -e 's/^[[:space:]]*\(\*\|#\|\/\/\)[[:space:]]\{0,1\}//' "$f" | tr '\n' ' ' |
-        grep -oE 'docs/[a-z0-9-]+\.md,? "[^"]+"' | grep -v '"Name"$'
+    fold_src "$f" | grep -oE 'docs/[a-z0-9-]+\.md,? "[^"]+"' | grep -v '"Name"$'
 done | sed 's/  */ /g' | sort -u > "$T/dcited"
 n_dcited=0
 while IFS= read -r c; do

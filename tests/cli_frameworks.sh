@@ -129,9 +129,43 @@ assert a['memory'] == b['memory'] and a['optimal']['peak_bytes'] == b['optimal']
 sed 's/"mlp_only_layers": \[\]/"mlp_only_layers": [0, 1]/' "$T/qwen3moe.json" > "$T/qwen3dense.json"
 expect_err --rc 2 "qwen3_moe with mlp_only_layers" $R plan $MOEA --model-config "$T/qwen3dense.json"
 grep -q "mlp_only_layers \[0,1\] is not supported" "$T/stderr" && ok || bad "mlp_only_layers: $(cat "$T/stderr")"
-printf '{"model_type": "deepseek_v3"}' > "$T/dsv3.json"
-expect_err --rc 2 "deepseek_v3 config" $R plan $MOEA --model-config "$T/dsv3.json"
-grep -q "multi-latent attention" "$T/stderr" && ok || bad "deepseek_v3: $(cat "$T/stderr")"
+# DeepSeek-V3's config.json (deepseek-ai/DeepSeek-V3's keys and values; transformers' DeepseekV3Config
+# names) plans as the deepseek-v3 preset does, stage by stage, with the MLA and dense-prefix flags; what
+# the MLA tables do not model is refused by name
+cat > "$T/dsv3.json" <<'JSON'
+{"model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168, "intermediate_size": 18432,
+ "moe_intermediate_size": 2048, "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
+ "n_shared_experts": 1, "n_routed_experts": 256, "routed_scaling_factor": 2.5, "kv_lora_rank": 512,
+ "q_lora_rank": 1536, "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 128, "topk_method": "noaux_tc",
+ "n_group": 8, "topk_group": 4, "num_experts_per_tok": 8, "moe_layer_freq": 1, "first_k_dense_replace": 3,
+ "norm_topk_prob": true, "scoring_func": "sigmoid", "hidden_act": "silu", "max_position_embeddings": 163840,
+ "rms_norm_eps": 1e-06, "rope_theta": 10000, "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40,
+ "mscale": 1.0, "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096, "type": "yarn"},
+ "tie_word_embeddings": false, "attention_bias": false}
+JSON
+DSA="--framework megatron --seq 4096 --tp 2 --sp --pp 8 --first-stage-layers 7 --last-stage-layers 6 --ep 64 --etp 1 --dp 64 --distributed-optimizer --global-batch 8192 --device h100-80gb --json"
+$R plan $DSA --model-config "$T/dsv3.json" > "$T/d1.json" 2>/dev/null &&
+    $R plan $DSA --model deepseek-v3 > "$T/d2.json" 2>/dev/null &&
+    /usr/bin/python3 -c "
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+for f in ('--multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128',
+          \"--moe-layer-freq '([0]*3+[1]*58)'\", '--moe-router-num-groups 8 --moe-router-group-topk 4',
+          '--moe-router-topk-scaling-factor 2.5', '--moe-shared-expert-intermediate-size 2048'):
+    assert f in a['megatron_args'], f
+assert a['memory'] == b['memory'] and a['optimal']['total_bytes'] == b['optimal']['total_bytes']
+o = a['best_megatron']
+assert o['fits'] and o['memory']['peak_stage'] == 1, o['memory']      # 8 routed layers, 7 micro-batches in flight
+assert sum(o['memory'][k] for k in ('weights', 'gradients', 'optimizer', 'activations')) == o['total_bytes']" \
+    "$T/d1.json" "$T/d2.json" && ok || bad "--model-config deepseek_v3 config.json == --model deepseek-v3"
+dsv3_refused() {     # sed script, what the message names
+    sed "$1" "$T/dsv3.json" > "$T/dsv3bad.json"
+    expect_err --rc 2 "deepseek_v3 with $2" $R plan $MOEA --model-config "$T/dsv3bad.json"
+    grep -q "$2 is not supported" "$T/stderr" && ok || bad "deepseek_v3 $2: $(cat "$T/stderr")"
+}
+dsv3_refused 's/"q_lora_rank": 1536/"q_lora_rank": null/' "q_lora_rank null"
+dsv3_refused 's/"moe_layer_freq": 1/"moe_layer_freq": 2/' "moe_layer_freq 2"
+dsv3_refused 's/"scoring_func": "sigmoid"/"scoring_func": "softmax"/' "scoring_func softmax"
 # an uneven pipeline split names the sizes that work
 expect_err --rc 2 "uneven pp" $R plan --framework megatron --model llama3-70b --tp 8 --pp 9
 grep -q "do not split.*1 2 4 5 8 10 16 20 40 80" "$T/stderr" && ok || bad "uneven pp: the valid sizes: $(cat "$T/stderr")"

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """py_megatron_config.py -- the Megatron-LM flags remat prints, checked by Megatron.
 
-For a sweep of layouts (Llama-3 8B/70B/405B, Mixtral-8x7B, Qwen3-235B-A22B;
+For a sweep of layouts (Llama-3 8B/70B/405B, Mixtral-8x7B, Qwen3-235B-A22B,
+DeepSeek-V3 with multi-latent attention and its dense first layers;
 tp/sp/pp/vpp/cp/ep/etp, uneven first and last stages, recompute and
 offload answers) runs `remat plan --framework megatron ... --json`, takes
 every flag string in the answer (the run's "megatron_args" with each row's
@@ -85,7 +86,14 @@ FLAG_FIELD = {
     "--moe-aux-loss-coeff": ("moe_aux_loss_coeff", FL),
     "--moe-expert-capacity-factor": ("moe_expert_capacity_factor", FL),
     "--moe-pad-expert-input-to-capacity": ("moe_pad_expert_input_to_capacity", None, True),
-    "--moe-layer-freq": ("moe_layer_freq", lambda v: eval(v, {}) if v.startswith("[") else int(v)),  # noqa: S307
+    # an int, or a Python list expression as the recipes write it ('([0]*3+[1]*58)', shell-quoted)
+    "--moe-layer-freq": ("moe_layer_freq", lambda v: eval(v.strip("'\""), {}) if v.strip("'\"")[:1] in "([" else int(v)),  # noqa: S307
+    "--moe-router-score-function": ("moe_router_score_function", S),
+    "--moe-router-enable-expert-bias": ("moe_router_enable_expert_bias", None, True),
+    "--moe-router-load-balancing-type": ("moe_router_load_balancing_type", S),
+    "--moe-router-num-groups": ("moe_router_num_groups", I),
+    "--moe-router-group-topk": ("moe_router_group_topk", I),
+    "--moe-router-topk-scaling-factor": ("moe_router_topk_scaling_factor", FL),
     "--expert-model-parallel-size": ("expert_model_parallel_size", I),
     "--expert-tensor-parallel-size": ("expert_tensor_parallel_size", I),
     "--tensor-model-parallel-size": ("tensor_model_parallel_size", I),
@@ -206,6 +214,10 @@ def validate_args_rules(a, env):
     tp = int(a.get("--tensor-model-parallel-size", 1))
     cp = int(a.get("--context-parallel-size", 1))
     uneven = "--decoder-first-pipeline-num-layers" in a or "--decoder-last-pipeline-num-layers" in a
+    if "--moe-layer-freq" in a:      # megatron-core 0.16.1 models/gpt/gpt_layer_specs.py:589, building the layers
+        freq = FLAG_FIELD["--moe-layer-freq"][1](a["--moe-layer-freq"])
+        if isinstance(freq, list) and len(freq) != L:
+            bad.append("gpt_layer_specs.py:589: moe_layer_freq lists %d layers of %d" % (len(freq), L))
     if "--num-layers-per-virtual-pipeline-stage" in a:
         n = int(a["--num-layers-per-virtual-pipeline-stage"])
         if uneven:
@@ -312,6 +324,9 @@ SWEEP = [
     ("mixtral-8x7b", "--tp 2 --sp --pp 4 --ep 4 --etp 1 --dp 4 --seq 4096 --micro-batch 1 --distributed-optimizer"),
     ("qwen3-235b-a22b", "--tp 2 --sp --pp 8 --first-stage-layers 11 --last-stage-layers 11 --ep 32 --dp 32 --seq 4096 --micro-batch 1 --distributed-optimizer"),
     ("qwen3-235b-a22b", "--tp 4 --sp --pp 4 --first-stage-layers 23 --last-stage-layers 23 --ep 8 --etp 1 --dp 8 --seq 4096 --micro-batch 1 --distributed-optimizer"),
+    # DeepSeek-V3: multi-latent attention, 3 dense layers then routed ones, planned stage by stage
+    ("deepseek-v3", "--tp 2 --sp --pp 8 --first-stage-layers 7 --last-stage-layers 6 --ep 64 --etp 1 --dp 64 --seq 4096 --micro-batch 1 --global-batch 8192 --distributed-optimizer"),
+    ("deepseek-v3", "--tp 4 --sp --pp 16 --first-stage-layers 1 --last-stage-layers 4 --ep 32 --etp 1 --dp 16 --seq 4096 --micro-batch 1 --global-batch 2048 --distributed-optimizer"),
 ]
 COMMON = ["--device", "h100-80gb", "--device-mem", "80GiB", "--json"]
 # the layout search (--gpus): every answer of its top layouts.  The first is
@@ -339,6 +354,8 @@ def main():
         ("--overlap-grad-reduce --overlap-param-gather", "1025"),
         ("--recompute-granularity full", "recompute"),                    # TransformerConfig: full needs a method
         ("--cpu-offloading-num-layers 80", "offload"),                     # TransformerConfig: offloading every layer
+        ("--recompute-granularity selective --recompute-modules mla_up_proj", "mla_up_proj"),   # without MLA
+        ("--num-experts 8 --moe-router-topk 2 --moe-layer-freq '([0]*3+[1]*76)'", "moe_layer_freq"),  # 79 of 80 layers
     ]
     for extra, want in seeds:
         why = check_flags(base + " " + extra)

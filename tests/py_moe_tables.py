@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""py_moe_tables.py -- remat's pytorch mixture-of-experts table against transformers itself.
+"""py_moe_tables.py -- remat's pytorch mixture-of-experts tables against transformers itself.
 
-Builds small MixtralForCausalLM and Qwen3MoeForCausalLM models from configs
+Builds small MixtralForCausalLM, Qwen3MoeForCausalLM and DeepseekV3ForCausalLM
+(multi-latent attention, dense first layers, shared experts, group-limited
+sigmoid routing: src/table/frameworks_mla.c) models from configs
 (random weights, eager attention, the experts' default grouped_mm
 implementation, fp32, on the CPU) and measures the bytes autograd saves for
 the backward with torch.autograd.graph.saved_tensors_hooks, each storage
@@ -9,7 +11,11 @@ once, parameters left out, under no checkpointing, every layer checkpointed
 (torch.utils.checkpoint, reentrant: it saves the layer's input, which the
 hook sees) and segments of 2 layers.  `remat plan --framework pytorch
 --num-experts ... --json` must predict each within 1% (its rows'
-stored_bytes; src/table/frameworks_moe.c says what each entry is).
+stored_bytes; src/table/frameworks_moe.c and frameworks_mla.c say what each
+entry is).  A storage counts when autograd still holds it as the forward
+ends (a weak reference to what the hook saw): DeepSeek's router saves
+tensors on a branch whose values it discards (the group-limited top-k),
+which autograd frees with that branch.
 
 The router's real choices on the random weights are measured (the busiest
 expert's tokens over the balanced share k B T / E) and given to remat as
@@ -27,6 +33,7 @@ import json
 import os
 import subprocess
 import sys
+import weakref
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import report, skip
@@ -35,6 +42,7 @@ try:
     import torch
     import torch.utils.checkpoint as ckpt
     from transformers import MixtralConfig, MixtralForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
 except ImportError:
     skip("py_moe_tables", "torch 2 with transformers 5 is not installed for %s (make venv)" % sys.executable)
 
@@ -43,17 +51,22 @@ torch.set_num_threads(1)
 
 
 def saved_bytes(model, idx):
+    """the bytes of every storage autograd holds for the backward when the
+    forward ends, each once, parameters left out"""
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen = {}
+    refs = []
 
     def pack(t):
-        st = t.untyped_storage()
-        if st.data_ptr() not in params:
-            seen[st.data_ptr()] = st.nbytes()
+        refs.append(weakref.ref(t))
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = model(input_ids=idx, labels=idx, use_cache=False)
+    seen = {}
+    for r in refs:
+        t = r()
+        if t is not None and t.untyped_storage().data_ptr() not in params:
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
     return sum(seen.values()), out.loss
 
 
@@ -117,11 +130,24 @@ CASES = [
     ("mixtral", "mixtral", 3, 64, 4, 2, 16, 48, 4, 2, 97, 2, 16),
     ("qwen3-moe", "qwen3", 3, 64, 4, 2, 24, 40, 8, 2, 97, 2, 16),
     ("qwen3-moe-k1", "qwen3", 2, 32, 2, 1, 16, 24, 5, 1, 64, 4, 9),
+    ("deepseek-v3", "deepseek", 3, 64, 4, 4, 0, 12, 8, 2, 97, 2, 16),
+    ("deepseek-v3-b", "deepseek", 4, 48, 3, 3, 0, 8, 6, 3, 64, 1, 12),
 ]
+# DeepSeek-V3's own sizes (DeepseekV3Config): q_lora_rank, kv_lora_rank, qk_nope, qk_rope, v_head,
+# the dense layers' width, first_k_dense_replace, n_shared_experts, n_group, topk_group
+DEEPSEEK = {"deepseek-v3": (24, 16, 8, 4, 12, 40, 1, 1, 2, 1), "deepseek-v3-b": (16, 12, 6, 2, 10, 36, 2, 2, 3, 2)}
 
 
-def build(family, L, C, NH, KV, HS, F, E, k, V, seed):
+def build(family, L, C, NH, KV, HS, F, E, k, V, seed, name=None):
     torch.manual_seed(seed)
+    if family == "deepseek":
+        Lq, Lkv, dn, dr, dv, FD, ND, NS, G, TG = DEEPSEEK[name]
+        cfg = DeepseekV3Config(vocab_size=V, hidden_size=C, intermediate_size=FD, moe_intermediate_size=F,
+                               num_hidden_layers=L, num_attention_heads=NH, num_key_value_heads=KV, q_lora_rank=Lq,
+                               kv_lora_rank=Lkv, qk_nope_head_dim=dn, qk_rope_head_dim=dr, v_head_dim=dv,
+                               n_routed_experts=E, num_experts_per_tok=k, n_shared_experts=NS, first_k_dense_replace=ND,
+                               n_group=G, topk_group=TG, max_position_embeddings=256, attn_implementation="eager")
+        return DeepseekV3ForCausalLM(cfg).train(), cfg
     if family == "mixtral":
         cfg = MixtralConfig(vocab_size=V, hidden_size=C, intermediate_size=F, num_hidden_layers=L, num_attention_heads=NH,
                             num_key_value_heads=KV, head_dim=HS, num_local_experts=E, num_experts_per_tok=k,
@@ -137,10 +163,18 @@ def build(family, L, C, NH, KV, HS, F, E, k, V, seed):
 def predicted(case, cfg, load, policies):
     name, family, L, C, NH, KV, HS, F, E, k, V, B, T = case
     cmd = [REMAT, "plan", "--framework", "pytorch", "--arch", "llama", "--layers", str(L), "--dim", str(C),
-           "--heads", str(NH), "--kv-heads", str(KV), "--head-dim", str(HS), "--vocab", str(V), "--seq", str(T),
-           "--batch", str(B), "--ffn-dim", str(F), "--num-experts", str(E), "--moe-topk", str(k),
+           "--heads", str(NH), "--kv-heads", str(KV), "--vocab", str(V), "--seq", str(T),
+           "--batch", str(B), "--num-experts", str(E), "--moe-topk", str(k),
            "--moe-ffn-dim", str(F), "--moe-load", "%.6f" % load, "--attention", "naive", "--dtype", "fp32",
            "--device", "h200-141gb", "--json"] + (["--qk-norm"] if family == "qwen3" else [])
+    if family == "deepseek":
+        Lq, Lkv, dn, dr, dv, FD, ND, NS, G, TG = DEEPSEEK[name]
+        cmd += ["--ffn-dim", str(FD), "--q-lora-rank", str(Lq), "--kv-lora-rank", str(Lkv), "--qk-nope-dim", str(dn),
+                "--qk-rope-dim", str(dr), "--v-head-dim", str(dv), "--moe-first-dense", str(ND),
+                "--moe-shared-dim", str(NS * F), "--moe-groups", str(G), "--moe-group-topk", str(TG),
+                "--moe-scaling", str(cfg.routed_scaling_factor)]
+    else:
+        cmd += ["--head-dim", str(HS), "--ffn-dim", str(F)]
     for p in policies:
         cmd += ["--recompute", p]
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -157,14 +191,14 @@ def main():
         name, family, L, C, NH, KV, HS, F, E, k, V, B, T = case
         g = torch.Generator().manual_seed(1)
         idx = torch.randint(0, V, (B, T), generator=g)
-        model, cfg = build(family, L, C, NH, KV, HS, F, E, k, V, 0)
+        model, cfg = build(family, L, C, NH, KV, HS, F, E, k, V, 0, name)
         load = router_load(model, idx)
         rows = predicted(case, cfg, max(load, 1.0), [p for p, _ in policies])
         if rows is None:
             failed += 1
             continue
         for (pol, seg), row in zip(policies, rows):
-            model, _ = build(family, L, C, NH, KV, HS, F, E, k, V, 0)
+            model, _ = build(family, L, C, NH, KV, HS, F, E, k, V, 0, name)
             got, loss = saved_bytes(segmented(model, seg), idx)
             loss.backward()
             if not seg:
@@ -177,7 +211,7 @@ def main():
             passed += ok
             failed += not ok
         # another seed routes otherwise and saves the same bytes
-        m2, _ = build(family, L, C, NH, KV, HS, F, E, k, V, 7)
+        m2, _ = build(family, L, C, NH, KV, HS, F, E, k, V, 7, name)
         load2 = router_load(m2, idx)
         got2, _ = saved_bytes(m2, idx)
         got1 = none_bytes

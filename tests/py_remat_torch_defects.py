@@ -83,19 +83,9 @@ def keywords(check):
     for pol in pols + [None]:
         p = rt.plan(m, (x, y), kept_budget=int(0.5 * t.kept_bytes) if pol is None else 1 << 30, table=t, policy=pol)
         rt.apply(m, p)
-        nest = any(n.depth > 0 and (n.kind == "segment" or n.keep != "all") for n in _walk(p.tree))
         try:
             got = step(m, (x, y), 1)
-            if nest and rt._plan._NESTED_REENTRANT and not same_step(base, got):
-                # torch < 2.1 nests reentrant checkpoints, whose backward sums ctx's gradient
-                # inside them: the same sum in another order
-                ok = torch.equal(base[0], got[0]) and all(torch.allclose(a, b, rtol=1e-5, atol=1e-7)
-                                                          for a, b in zip(base[1], got[1]))
-                KNOWN.append("keywords %s: torch %s's nested reentrant checkpoint: gradients equal to 1e-5, "
-                             "not bit for bit" % (p.policy, torch.__version__))
-                check(ok, "keywords (%s): losses or gradients differ beyond 1e-5" % p.policy)
-            else:
-                check(same_step(base, got), "keywords (%s): losses or gradients differ" % p.policy)
+            check(same_step(base, got), "keywords (%s): losses or gradients differ" % p.policy)
         except Exception as e:       # the review's crash: backward through the graph a second time
             check(False, "keywords (%s): %s: %s" % (p.policy, type(e).__name__, str(e).splitlines()[0]))
         measured_ok(check, "keywords", m, (x, y), p)

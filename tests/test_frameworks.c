@@ -1254,6 +1254,191 @@ static void moe_search(void)
     remat_cluster_layouts_free(v, n);
 }
 
+/* ---- DeepSeek-V3: multi-latent attention, a dense prefix (frameworks_mla.c) ---- */
+
+static remat_config mla_cfg(int L, int nd, int C, int NH, int Lq, int Lkv, int dn, int dr, int dv, int F, int E, int k,
+                            int MF, int SF, int s, int b, int t, int ep)
+{
+    remat_config c = megatron(L, NH, C, s, b, t, t > 1, 0.0f);
+    c.arch = REMAT_ARCH_LLAMA;
+    c.attention = REMAT_ATTENTION_FLASH;
+    c.ffn_dim = F;
+    c.n_experts = E; c.moe_topk = k; c.moe_ffn_dim = MF; c.moe_shared_dim = SF; c.ep = ep; c.etp = 1;
+    c.q_lora_rank = Lq; c.kv_lora_rank = Lkv; c.qk_nope_dim = dn; c.qk_rope_dim = dr; c.v_head_dim = dv;
+    c.moe_first_dense = nd;
+    return c;
+}
+
+/* Each megatron-mla entry against its formula (frameworks_mla.c's header: N =
+ * s b / t tokens under SP; the down projections and their norms on the
+ * sequence shard, k_pos_emb gathered whole under SP, the up projections,
+ * query/key/value and O split by t), in a routed and in a dense layer, and a
+ * chain mixing them keeps each layer's own */
+static void mla_layer(int C, int NH, int Lq, int Lkv, int dn, int dr, int dv, int F, int E, int k, int MF, int SF, int s,
+                      int b, int t)
+{
+    char what[160];
+    snprintf(what, sizeof what, "mla C%d NH%d Lq%d Lkv%d dn%d dr%d dv%d F%d E%d k%d s%d b%d t%d", C, NH, Lq, Lkv, dn, dr,
+             dv, F, E, k, s, b, t);
+    uint64_t N = (uint64_t)s * b / (t > 1 ? t : 1), sb = (uint64_t)s * b, T = (uint64_t)t;
+    uint64_t kept[2] = { 0, 0 };
+    for (int dense = 0; dense < 2; dense++) {
+        remat_config c = mla_cfg(3, dense ? 3 : 0, C, NH, Lq, Lkv, dn, dr, dv, F, E, k, MF, SF, s, b, t, 1);
+        if (remat_config_check(&c)) { CHECK(0, "%s: %s", what, remat_errmsg()); return; }
+        uint64_t R = dense ? 0 : (uint64_t)k * s * b / T;      /* EP 1: the load is 1 */
+        uint64_t W = dense ? (uint64_t)F : (uint64_t)SF, Ek = dense ? 0 : (uint64_t)E, kk = dense ? 0 : (uint64_t)k;
+        struct { const char *name; uint64_t want; int keep; } w[] = {
+            { "ln1_rstd", 4 * N, 1 }, { "ln1", 2 * N * C, 1 }, { "q_down", 2 * N * Lq, 1 }, { "q_norm_rstd", 4 * N, 1 },
+            { "q_norm", 2 * N * Lq, 1 }, { "kv_down", 2 * N * (Lkv + dr), 1 }, { "kv_norm_rstd", 4 * N, 1 },
+            { "kv_norm", 2 * N * Lkv, 1 }, { "k_pe", t > 1 ? 2 * sb * dr : 0, 0 },
+            { "q_up", 2 * sb * NH * (dn + dr) / T, 0 }, { "kv_up", 2 * sb * NH * (dn + dv) / T, 0 },
+            { "qkv_att", 2 * sb * NH * (2 * (dn + dr) + dv) / T, 1 }, { "lse", 4 * (uint64_t)b * NH * s / T, 1 },
+            { "atty", 2 * sb * NH * dv / T, 1 }, { "res2", 2 * N * C, 1 }, { "ln2_rstd", 4 * N, 1 },
+            { "ln2", 2 * N * C, 1 }, { "sh_fc1", 2 * sb * 2 * W / T, 1 }, { "sh_act", 2 * sb * W / T, 1 },
+            { "router_idx", 8 * N * kk + 8 * N * Ek + (dense ? 0 : 4 * N), 1 },
+            { "router_probs", 4 * N * (2 * Ek + kk) + (dense ? 0 : 8 * N), 1 },
+            { "dispatched", 2 * R * C, 1 }, { "perm_probs", 4 * R, 1 }, { "expert_fc1", 2 * R * 2 * MF, 1 },
+            { "expert_act", 2 * R * MF, 1 }, { "expert_fc2", 2 * R * C, 0 }, { "combine", dense ? 0 : 2 * N * C, 0 },
+            { "res3", 2 * N * C, 0 },
+            { "x, the block input input_layernorm saves (the previous res3)", 2 * N * C, 1 },
+        };
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+            uint64_t got = i + 1 < sizeof w / sizeof w[0] ? bytes_of(&c, w[i].name) : bytes_of(&c, "res3");
+            CHECK(got == w[i].want, "%s %s: %s %llu bytes, want %llu", what, dense ? "dense" : "routed", w[i].name,
+                  (ull)got, (ull)w[i].want);
+            if (w[i].keep) kept[dense] += w[i].want;
+        }
+        uint64_t got = layer_bytes(&c, "none");
+        CHECK(got == kept[dense], "%s %s: a layer keeps %llu bytes, the entries' sum %llu", what,
+              dense ? "dense" : "routed", (ull)got, (ull)kept[dense]);
+    }
+    /* one dense layer, then two routed: the walker sizes each block by its kind */
+    remat_config c = mla_cfg(3, 1, C, NH, Lq, Lkv, dn, dr, dv, F, E, k, MF, SF, s, b, t, 1);
+    remat_schedule *sc = NULL;
+    remat_sim sim;
+    uint64_t got = 0;
+    if (!remat_schedule_create(&c, "none", &sc) && !remat_schedule_simulate(sc, &sim))
+        got = sim.stored_bytes - bytes_of(&c, "res3");
+    remat_schedule_free(sc);
+    CHECK(got == kept[1] + 2 * kept[0], "%s: a dense layer and two routed keep %llu bytes, want %llu", what, (ull)got,
+          (ull)(kept[1] + 2 * kept[0]));
+}
+
+/* Megatron's recompute modules on the MLA table: mla_up_proj drops the up
+ * projections' fused norms and query/key/value and keeps k_pos_emb (its
+ * checkpoint's input, under SP); mlp drops the dense layers' MLP only,
+ * shared_experts the routed layers' shared experts; layernorm input_layernorm
+ * everywhere and the pre-MLP TENorm in routed layers only.  One stage: the
+ * stored bytes' differences are the dropped bytes of the chain's layers */
+static void mla_modules(void)
+{
+    remat_config c = mla_cfg(3, 1, 128, 4, 48, 32, 16, 8, 16, 192, 8, 2, 64, 64, 64, 1, 2, 2), d = c, r = c;
+    d.moe_first_dense = 3;
+    r.moe_first_dense = 0;
+    remat_cluster cl = cluster(1, 1, 2, 0);
+    remat_cluster_answer an;
+    if (remat_cluster_plan(&c, &cl, &an)) { CHECK(0, "mla plan: %s", remat_errmsg()); return; }
+    const char *sel = "--recompute-granularity selective --recompute-modules ";
+    char f[160];
+    const remat_cluster_row *none = row_with_flags(&an, "");
+    uint64_t up = bytes_of(&c, "q_norm_rstd") + bytes_of(&c, "q_norm") + bytes_of(&c, "kv_norm_rstd") +
+                  bytes_of(&c, "kv_norm") + bytes_of(&c, "qkv_att");
+    struct { const char *mods; int64_t drop; } m[] = {
+        { "mla_up_proj", 3 * ((int64_t)up - (int64_t)bytes_of(&c, "k_pe")) },
+        { "mlp", (int64_t)(bytes_of(&d, "sh_fc1") + bytes_of(&d, "sh_act")) },
+        { "shared_experts", 2 * (int64_t)(bytes_of(&r, "sh_fc1") + bytes_of(&r, "sh_act")) },
+        { "layernorm", 3 * (int64_t)(bytes_of(&c, "ln1") + bytes_of(&c, "ln1_rstd")) +
+                       2 * (int64_t)(bytes_of(&c, "ln2") + bytes_of(&c, "ln2_rstd")) },
+        { "moe_act", 2 * (int64_t)bytes_of(&r, "expert_act") },
+        { "core_attn", 3 * (int64_t)bytes_of(&c, "lse") },
+    };
+    CHECK(none != NULL && bytes_of(&c, "k_pe") > 0, "mla: no row without recomputation, or no k_pe under SP");
+    for (size_t i = 0; none && i < sizeof m / sizeof m[0]; i++) {
+        snprintf(f, sizeof f, "%s%s", sel, m[i].mods);
+        const remat_cluster_row *x = row_with_flags(&an, f);
+        int64_t got = x ? (int64_t)none->stored_bytes - (int64_t)x->stored_bytes : -1;
+        CHECK(x && got == m[i].drop, "mla %s drops %lld bytes, want %lld", m[i].mods, (long long)got,
+              (long long)m[i].drop);
+    }
+    remat_cluster_answer_clear(&an);
+    /* every layer routed: mlp is no option */
+    if (remat_cluster_plan(&r, &cl, &an)) { CHECK(0, "mla plan: %s", remat_errmsg()); return; }
+    snprintf(f, sizeof f, "%smlp", sel);
+    CHECK(!row_with_flags(&an, f), "mlp offered where no layer is dense");
+    remat_cluster_answer_clear(&an);
+}
+
+/* DeepSeek-V3's parameters, counted here from its config_671B.json (9b4e978):
+ * MLA's q down (C Lq) and up (Lq NH (dn+dr)), kv down (C (Lkv+dr)) and up
+ * (Lkv NH (dn+dv)), output (NH dv C), the q, kv and two layer norms; 3 dense
+ * MLPs of 3 F C; 58 routed layers of E experts 3 MF C, a shared one 3 SF C
+ * and the router E C; the embedding, the output layer, the final norm.  The
+ * published total of the main model is 671B. */
+static void deepseek_params(void)
+{
+    remat_config c;
+    remat_config_default(&c);
+    c.framework = REMAT_FRAMEWORK_MEGATRON;
+    c.attention = REMAT_ATTENTION_FLASH;
+    c.dtype = REMAT_DTYPE_BF16;
+    c.dropout = 0;
+    remat_model_preset_apply(remat_model_preset_find("deepseek-v3"), &c);
+    c.max_seq = c.seq;
+    c.batch = 1;
+    if (remat_config_check(&c)) { CHECK(0, "deepseek-v3: %s", remat_errmsg()); return; }
+    double C = 7168, NH = 128, Lq = 1536, Lkv = 512, dn = 128, dr = 64, dv = 128, F = 18432, E = 256, MF = 2048,
+           V = 129280;
+    double attn = C * Lq + Lq * NH * (dn + dr) + C * (Lkv + dr) + Lkv * NH * (dn + dv) + NH * dv * C + Lq + Lkv + 2 * C;
+    double want = 61 * attn + 3 * 3 * F * C + 58 * (E * 3 * MF * C + 3 * MF * C + E * C) + 2 * V * C + C;
+    CHECK((double)remat_config_num_params(&c) == want, "deepseek-v3: %llu parameters, want %.0f",
+          (ull)remat_config_num_params(&c), want);
+    CHECK(fabs(want / 671e9 - 1) < 0.001, "deepseek-v3: %.4g parameters, the published 671B", want);
+    /* PP 8 (7, 8 x 6, 6 layers): stage 0 holds the dense layers; stage 1, eight routed
+     * layers with one micro-batch fewer in flight, peaks */
+    remat_cluster cl = cluster(8, 1, 64, 8192);
+    cl.dev = *remat_device_find("h100-80gb");
+    cl.first_layers = 7;
+    cl.last_layers = 6;
+    cl.dist_optim = 1;
+    c.tp = 2; c.sp = 1; c.ep = 64; c.etp = 1;
+    remat_cluster_answer an;
+    if (remat_cluster_plan(&c, &cl, &an)) { CHECK(0, "deepseek-v3 plan: %s", remat_errmsg()); return; }
+    const remat_cluster_row *none = row_with_flags(&an, "");
+    CHECK(none && none->peak_stage == 1 && !none->fits, "deepseek-v3 without recomputation: stage %d peaks (%s)",
+          none ? none->peak_stage : -1, none && none->fits ? "fits" : "does not fit");
+    CHECK(an.best_megatron.policy && an.best_megatron.fits, "deepseek-v3: no Megatron answer fits");
+    printf("DeepSeek-V3 TP2 SP PP8 (7/8x6/6) EP64 DP64, H100 80GB, s 4096, load 2: best Megatron-LM %s: stage %d, "
+           "%.2f GiB (at balance %.2f)\n", an.best_megatron.megatron_flags ? an.best_megatron.megatron_flags : "-",
+           an.best_megatron.peak_stage, an.best_megatron.total_bytes / 1073741824.0,
+           an.best_megatron.balanced_total_bytes / 1073741824.0);
+    remat_cluster_answer_clear(&an);
+}
+
+static void mla_checks(void)
+{
+    mla_layer(128, 4, 48, 32, 16, 8, 16, 192, 8, 2, 64, 64, 64, 2, 2);    /* TP 2 with SP: k_pe gathered */
+    mla_layer(96, 3, 40, 24, 10, 6, 14, 120, 6, 3, 40, 80, 30, 3, 1);     /* odd sizes, no TP */
+    mla_layer(7168, 128, 1536, 512, 128, 64, 128, 18432, 256, 8, 2048, 2048, 4096, 1, 2);   /* DeepSeek-V3's */
+    mla_modules();
+    deepseek_params();
+    /* refusals: dropout, no experts, q without compression, odd rope, a dense prefix without MLA, --interleave */
+    remat_config c = mla_cfg(3, 1, 128, 4, 48, 32, 16, 8, 16, 192, 8, 2, 64, 64, 64, 2, 2, 1);
+    c.dropout = 0.1f;
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID, "MLA with dropout accepted");
+    c = mla_cfg(3, 0, 128, 4, 48, 32, 16, 8, 16, 192, 0, 0, 0, 0, 64, 2, 2, 1);
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID, "MLA without experts accepted");
+    c = mla_cfg(3, 1, 128, 4, 0, 32, 16, 8, 16, 192, 8, 2, 64, 64, 64, 2, 2, 1);
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID, "MLA with q_lora_rank 0 accepted");
+    c = mla_cfg(3, 1, 128, 4, 48, 32, 16, 7, 16, 192, 8, 2, 64, 64, 64, 2, 2, 1);
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID, "an odd rope dim accepted");
+    c = moe_cfg(8, 2, 128, 96, 0, 64, 2, 1, 1, 0, 0, 0);
+    c.moe_first_dense = 1;
+    CHECK(remat_config_check(&c) == REMAT_ERR_INVALID, "a dense prefix without MLA accepted");
+    c = mla_cfg(4, 1, 128, 4, 48, 32, 16, 8, 16, 192, 8, 2, 64, 64, 64, 1, 2, 1);
+    remat_cluster cl = cluster(2, 2, 2, 8);
+    CHECK(remat_cluster_check(&c, &cl) == REMAT_ERR_INVALID, "a dense prefix with --interleave accepted");
+}
+
 int main(void)
 {
     table2(4, 64, 32, 2, 2);
@@ -1326,5 +1511,6 @@ int main(void)
     device_memory();
     search_checks();
     moe_search();
+    mla_checks();
     return TEST_REPORT();
 }

@@ -646,6 +646,67 @@ static void test_linear(void)
     }
 }
 
+/* The GEMM seam's bf16 products (gemm.h) against a double reference of
+ * the bf16 operands, every transpose, fp32 and bf16 results, alpha, beta
+ * on a previous C, a bias, leading dimensions wider than the rows: through
+ * oneDNN's bf16 matmul where this machine has one, and always through the
+ * fp32 copies used where it has none (gemm.c, "bf16 where oneDNN has
+ * none").  The products of bf16 values are exact and summed in fp32:
+ * tol 1e-5 for an fp32 result, a bf16 rounding (2^-8) for a bf16 one. */
+static void test_gemm_bf16(void)
+{
+    printf("gemm, bf16 operands (oneDNN %s)\n", remat_gemm_bf16_native() ? "bf16 matmul" : "has none: fp32 copies");
+    enum { M = 13, N = 21, K = 37, LD = 45 };
+    float fa[LD * LD], fb[LD * LD], fc[LD * LD], bias[N];
+    remat_bf16 a[LD * LD], b[LD * LD], c16[LD * LD];
+    fill(fa, LD * LD, 41, -1, 1);
+    fill(fb, LD * LD, 42, -1, 1);
+    fill(fc, LD * LD, 43, -1, 1);
+    fill(bias, N, 44, -1, 1);
+    remat_bf16_from_f32(a, fa, LD * LD);
+    remat_bf16_from_f32(b, fb, LD * LD);
+    int native = remat_gemm_bf16_native();
+    for (int emu = native ? 0 : 1; emu <= 1; emu++) {
+        remat_gemm_bf16_emulate(emu);
+        for (int v = 0; v < 32; v++) {
+            int ta = v & 1, tb = (v >> 1) & 1, out16 = (v >> 2) & 1, beta_on = (v >> 3) & 1, bias_on = (v >> 4) & 1;
+            if (beta_on && bias_on) continue;   /* gemm.h: a bias only with beta 0 */
+            float alpha = beta_on ? 0.75f : 1.0f, beta = beta_on ? 0.5f : 0.0f;
+            float c[M * LD];
+            double ref[M * N];
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    double s = 0.0;
+                    for (int k = 0; k < K; k++)
+                        s += (double)remat_bf16_to_float(ta ? a[k * LD + i] : a[i * LD + k]) *
+                             remat_bf16_to_float(tb ? b[j * LD + k] : b[k * LD + j]);
+                    double old = out16 ? remat_bf16_to_float(remat_bf16_round(fc[i * LD + j])) : fc[i * LD + j];
+                    ref[i * N + j] = alpha * s + (beta_on ? beta * old : 0.0) + (bias_on ? bias[j] : 0.0);
+                }
+            for (int i = 0; i < M * LD; i++) c[i] = fc[i];
+            remat_bf16_from_f32(c16, fc, M * LD);
+            remat_gemm_op g = { REMAT_DTYPE_BF16, out16 ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32, ta, tb, M, N, K,
+                                alpha, beta, a, LD, b, LD, out16 ? (void *)c16 : (void *)c, LD,
+                                bias_on ? bias : NULL };
+            remat_gemm(&g);
+            CHECK(remat_gemm_check() == REMAT_OK, "gemm bf16 failed: %s", remat_errmsg());
+            float got[M * N];
+            int spill = 0;   /* the columns past N of each row are C's, untouched */
+            for (int i = 0; i < M; i++) {
+                for (int j = 0; j < N; j++) got[i * N + j] = out16 ? remat_bf16_to_float(c16[i * LD + j]) : c[i * LD + j];
+                for (int j = N; j < LD; j++)
+                    spill += out16 ? c16[i * LD + j] != remat_bf16_round(fc[i * LD + j]) : c[i * LD + j] != fc[i * LD + j];
+            }
+            char what[80];
+            snprintf(what, sizeof what, "gemm bf16 %s ta%d tb%d %s%s%s", emu ? "fp32 copies" : "oneDNN", ta, tb,
+                     out16 ? "-> bf16" : "-> fp32", beta_on ? " beta" : "", bias_on ? " bias" : "");
+            check_close(what, got, ref, M * N, out16 ? 1.0 / 256 : 1e-5);
+            CHECK(!spill, "%s: wrote %d elements past its N columns", what, spill);
+        }
+    }
+    remat_gemm_bf16_emulate(0);
+}
+
 /* ---------------------------------------------------------------- attention */
 
 /* The inputs of one attention call live in one fp32 buffer X (and its
@@ -1460,6 +1521,7 @@ int main(void)
     test_rmsnorm();
     test_rope();
     test_linear();
+    test_gemm_bf16();
     test_attention();
     test_gelu();
     test_swiglu();

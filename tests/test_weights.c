@@ -1385,7 +1385,7 @@ static void test_hf_refusals(void)
     write_all(in_dir(d, "config.json"), "{\"model_type\": ", 15);
     expect_refused(d, REMAT_ERR_FORMAT, "config.json: malformed config.json", "config.json not JSON");
     static const key_case keys[] = {
-        {"model_type", "\"mistral\"", "model_type 'mistral' is not one remat reads (gpt2, llama, mixtral, qwen3_moe)"},
+        {"model_type", "\"mistral\"", "model_type 'mistral' is not one remat reads (gpt2, llama, mixtral, qwen3_moe, deepseek_v3)"},
         {"model_type", NULL, "no model_type"},
         {"model_type", "3", "model_type must be a string, got 3"},
         {"rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 2.0}", "rope_scaling.rope_type linear is not supported"},

@@ -12,7 +12,7 @@ any call that writes one.
 The library: $REMAT_LIB when set (a path); else, installed, the one `make
 install` put in its LIBDIR (_paths.py, written at install); else, in the
 tree, build/libremat.so beside this package's python/ folder (make test
-runs it from there), else the dynamic linker's libremat.so.4 (SOMAJOR: never
+runs it from there), else the dynamic linker's libremat.so.5 (SOMAJOR: never
 another major version's).  What loads is refused in one line, before any
 call that writes into memory Python sized, unless remat_version() is of
 SOMAJOR and remat_abi_size gives every structure below ctypes' size.
@@ -22,7 +22,7 @@ import os
 from ctypes import (POINTER, Structure, byref, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_uint32,
                     c_uint64, c_void_p)
 
-SOMAJOR = 4
+SOMAJOR = 5
 REMAT_FRAMEWORK_TABLE = 3
 
 
@@ -49,7 +49,10 @@ class Config(Structure):
                 ("rope_theta", c_double), ("rope_scaling", RopeScaling), ("norm_eps", c_double),
                 ("tie_embeddings", c_int), ("table", c_int), ("cp", c_int),
                 ("n_experts", c_int), ("moe_topk", c_int), ("moe_ffn_dim", c_int), ("moe_shared_dim", c_int),
-                ("ep", c_int), ("etp", c_int), ("moe_load", c_double), ("moe_capacity", c_double), ("qk_norm", c_int)]
+                ("ep", c_int), ("etp", c_int), ("moe_load", c_double), ("moe_capacity", c_double), ("qk_norm", c_int),
+                ("q_lora_rank", c_int), ("kv_lora_rank", c_int), ("qk_nope_dim", c_int), ("qk_rope_dim", c_int),
+                ("v_head_dim", c_int), ("moe_first_dense", c_int), ("moe_groups", c_int), ("moe_group_topk", c_int),
+                ("moe_scaling", c_double)]
 
 
 class PlanRow(Structure):

@@ -17,9 +17,9 @@ The tree, in chain order (Node):
                                       children are its re-run, in which the
                                       same moves nest (a block that keeps
                                       nothing there, or a segment, is a
-                                      checkpoint inside it, non-reentrant from
-                                      torch 2.1, reentrant before; its last
-                                      block runs plainly).
+                                      non-reentrant checkpoint inside it,
+                                      on torch 1.13 too; its last block
+                                      runs plainly).
 The outermost checkpoints are non-reentrant (use_reentrant=False) where
 torch has it; every tensor argument, keyword arguments too, is a checkpoint
 input (so that a keyword tensor that needs a gradient, an encoder output as
@@ -341,9 +341,17 @@ def _restoring(fn, mods, names):
     return run
 
 
-# a checkpoint inside a segment's re-run: non-reentrant where torch nests those (2.1), so that
-# the backward is the unwrapped model's graph (gradients summed in its order); reentrant before
-_NESTED_REENTRANT = torch_version() < (2, 1)
+# A checkpoint inside a segment's re-run is non-reentrant, as the outermost ones are, on every torch
+# that has use_reentrant=False (1.11).  A reentrant one there was what made torch 1.13's gradients
+# differ in their last bits: its backward re-runs the block on detached inputs and calls
+# torch.autograd.backward on that sub-graph alone (torch 1.13.1, torch/utils/checkpoint.py:137 and
+# 157-159), so the gradient of an input several blocks share (an encoder output given as ctx=, a
+# position bias) comes back as that checkpoint's own partial sum (the detached input's .grad) and is
+# added to the other blocks' contributions afterwards: the unwrapped model's sum in another order.
+# Non-reentrant, the backward runs the first forward's graph and the re-run only refills its saved
+# tensors (checkpoint.py:326-419), so every sum is the unwrapped model's, bit for bit; 1.13 nests
+# it (each checkpoint's hooks are a stack: the inner one's tensors never reach the outer's).
+_NESTED_REENTRANT = False
 
 
 def _ckpt(fn, flat, reentrant, context_fn=None):

@@ -476,6 +476,26 @@ static const cli_flag config_flags[] = {
     {"--capacity-factor", "X", CLI_FLAG_DOUBLE, CFG(moe_capacity), 0.01, 4096, NULL, NULL,
      "token dropping at X times the balanced share (--moe-expert-capacity-factor,\n"
      "padded to it): the exact bound, used instead of --moe-load"},
+    /* DeepSeek-V3 (issue 27): multi-latent attention, dense first layers, its routing */
+    {"--q-lora-rank", "LQ", CLI_FLAG_INT, CFG(q_lora_rank), 1, 65536, NULL, NULL,
+     "multi-latent attention: q's low rank (--q-lora-rank)"},
+    {"--kv-lora-rank", "LKV", CLI_FLAG_INT, CFG(kv_lora_rank), 1, 65536, NULL, NULL,
+     "multi-latent attention (DeepSeek-V3) instead of grouped-query: k and v's\n"
+     "low rank (--kv-lora-rank)"},
+    {"--qk-nope-dim", "DN", CLI_FLAG_INT, CFG(qk_nope_dim), 1, 65536, NULL, NULL,
+     "MLA: q and k's head part without RoPE (Megatron --qk-head-dim)"},
+    {"--qk-rope-dim", "DR", CLI_FLAG_INT, CFG(qk_rope_dim), 2, 65536, NULL, NULL,
+     "MLA: q and k's head part with RoPE, even (--qk-pos-emb-head-dim)"},
+    {"--v-head-dim", "DV", CLI_FLAG_INT, CFG(v_head_dim), 1, 65536, NULL, NULL, "MLA: v's head size (--v-head-dim)"},
+    {"--moe-first-dense", "N", CLI_FLAG_INT, CFG(moe_first_dense), 1, REMAT_MAX_LAYERS, NULL, NULL,
+     "the first N layers dense (width --ffn-dim), the rest routed (DeepSeek's\n"
+     "first_k_dense_replace; --moe-layer-freq \"([0]*N+[1]*(L-N))\")"},
+    {"--moe-groups", "G", CLI_FLAG_INT, CFG(moe_groups), 1, 4096, NULL, NULL,
+     "group-limited routing over G expert groups (--moe-router-num-groups)"},
+    {"--moe-group-topk", "K", CLI_FLAG_INT, CFG(moe_group_topk), 1, 4096, NULL, NULL,
+     "groups each token routes to (--moe-router-group-topk)"},
+    {"--moe-scaling", "X", CLI_FLAG_DOUBLE, CFG(moe_scaling), 1e-6, 1e6, NULL, NULL,
+     "the routed weights' scale (--moe-router-topk-scaling-factor)"},
 };
 #undef CFG
 
@@ -502,7 +522,9 @@ void cli_config_print(FILE *f, const remat_config *c)
 {
     fprintf(f, "model: %s%d layers, dim %d, %d heads", c->arch == REMAT_ARCH_GPT2 ? "" : "llama, ", c->n_layer, c->n_embd,
             c->n_head);
-    if (c->arch != REMAT_ARCH_GPT2)
+    if (c->arch != REMAT_ARCH_GPT2 && c->kv_lora_rank > 0)
+        fprintf(f, " (multi-latent), ffn %d, %s", remat_config_ffn_dim(c), remat_config_tied(c) ? "tied" : "untied");
+    else if (c->arch != REMAT_ARCH_GPT2)
         fprintf(f, " (%d kv, head dim %d), ffn %d, %s", remat_config_kv_heads(c), remat_config_head_dim(c),
                 remat_config_ffn_dim(c), remat_config_tied(c) ? "tied" : "untied");
     fprintf(f, ", vocab %d (padded %d), %llu params | step: batch %d x seq %d, dropout %g",
@@ -520,6 +542,10 @@ void cli_config_print(FILE *f, const remat_config *c)
             fprintf(f, " | %d experts, top-%d, width %d, shared %d, ep %d, etp %d, a GPU's routed load %gx balance",
                     c->n_experts, c->moe_topk, c->moe_ffn_dim, c->moe_shared_dim, c->ep > 1 ? c->ep : 1,
                     remat_config_etp(c), remat_config_moe_rank_load(c));
+        if (c->moe_first_dense > 0) fprintf(f, ", the first %d layers dense", c->moe_first_dense);
+        if (c->kv_lora_rank > 0)
+            fprintf(f, " | multi-latent attention: q rank %d, kv rank %d, qk %d + rope %d, v %d", c->q_lora_rank,
+                    c->kv_lora_rank, c->qk_nope_dim, c->qk_rope_dim, c->v_head_dim);
     }
     fputc('\n', f);
 }

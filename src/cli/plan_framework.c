@@ -20,6 +20,10 @@ static const char *fw_name(const remat_config *c)
 static const char *fw_table(const remat_config *c)
 {
     if (c->arch != REMAT_ARCH_LLAMA) return fw_name(c);
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->kv_lora_rank > 0)
+        return "megatron-mla (multi-latent attention, TE FusedAttention, alltoall)";
+    if (c->framework == REMAT_FRAMEWORK_PYTORCH && c->kv_lora_rank > 0)
+        return "pytorch-mla (DeepseekV3ForCausalLM, eager attention, grouped_mm experts)";
     if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->n_experts > 0) return "megatron-moe (TE FusedAttention, alltoall)";
     if (c->framework == REMAT_FRAMEWORK_MEGATRON)
         return c->attention == REMAT_ATTENTION_FLASH ? "megatron-llama (TE FusedAttention)" : "megatron-llama (TE unfused attention)";
@@ -95,7 +99,7 @@ static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r
     remat_jsonw_bool(w, "fits", r->fits);
     remat_jsonw_str(w, "megatron_flags", r->megatron_flags);
     if (mg && args && r->megatron_flags) {
-        char cmd[1536];
+        char cmd[3072];
         megatron_env_json(w, mg, r->megatron_flags);
         megatron_command(mg, args, r->megatron_flags, cmd, sizeof cmd);
         remat_jsonw_str(w, "command", cmd);
@@ -106,10 +110,13 @@ static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r
         remat_jsonw_str(w, "pytorch", t ? t : "");
         free(t);
     }
-    remat_jsonw_object(w, "memory");        /* per GPU: what total_bytes is made of */
-    remat_jsonw_uint(w, "weights", mm->params_bytes);
-    remat_jsonw_uint(w, "gradients", mm->grads_bytes);
-    remat_jsonw_uint(w, "optimizer", mm->optim_bytes);
+    /* per GPU: what total_bytes is made of, on the stage that peaks (a dense
+     * prefix is planned stage by stage; else the first stage, mm's) */
+    remat_jsonw_object(w, "memory");
+    remat_jsonw_uint(w, "peak_stage", (uint64_t)r->peak_stage);
+    remat_jsonw_uint(w, "weights", r->stage_params_bytes);
+    remat_jsonw_uint(w, "gradients", r->stage_grads_bytes);
+    remat_jsonw_uint(w, "optimizer", r->stage_optim_bytes);
     remat_jsonw_uint(w, "activations", r->peak_bytes);
     remat_jsonw_uint(w, "host", r->host_bytes);
     remat_jsonw_uint(w, "total", r->total_bytes);
@@ -119,6 +126,7 @@ static void row_json(remat_jsonw *w, const char *key, const remat_cluster_row *r
     remat_jsonw_uint(w, "balanced_peak_bytes", r->balanced_peak_bytes);
     remat_jsonw_uint(w, "balanced_total_bytes", r->balanced_total_bytes);
     remat_jsonw_bool(w, "balanced_fits", r->balanced_fits);
+    remat_jsonw_uint(w, "balanced_peak_stage", (uint64_t)r->balanced_peak_stage);
     remat_jsonw_end(w);
     remat_jsonw_object(w, "time_ms");       /* step_ms_pred in parts */
     remat_jsonw_num(w, "compute", r->compute_ms);
@@ -214,10 +222,30 @@ static void megatron_args(const remat_config *c, const remat_cluster *cl, char *
         ADD(" --num-experts %d --moe-router-topk %d --moe-ffn-hidden-size %d", c->n_experts, c->moe_topk, c->moe_ffn_dim);
         if (c->moe_shared_dim) ADD(" --moe-shared-expert-intermediate-size %d", c->moe_shared_dim);
         ADD(" --expert-model-parallel-size %d --expert-tensor-parallel-size %d", c->ep > 1 ? c->ep : 1, remat_config_etp(c));
-        ADD(" --moe-token-dispatcher-type alltoall --moe-grouped-gemm --moe-router-dtype fp32 --moe-aux-loss-coeff 1e-3");
+        ADD(" --moe-token-dispatcher-type alltoall --moe-grouped-gemm --moe-router-dtype fp32");
+        /* DeepSeek-V3's routing (the MLA tables'): sigmoid scores with the expert bias and the
+         * sequence-wise aux loss at 1e-4 (its technical report, 2412.19437, and
+         * Megatron-MoE-ModelZoo's model_configs/benchmarking/DeepSeek-V3.yaml at 1b93710) */
+        if (c->kv_lora_rank > 0)
+            ADD(" --moe-router-score-function sigmoid --moe-router-enable-expert-bias"
+                " --moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff 1e-4");
+        else
+            ADD(" --moe-aux-loss-coeff 1e-3");
+        if (c->moe_groups) ADD(" --moe-router-num-groups %d --moe-router-group-topk %d", c->moe_groups, c->moe_group_topk);
+        if (c->moe_scaling > 0) ADD(" --moe-router-topk-scaling-factor %g", c->moe_scaling);
+        /* a dense prefix: moe_layer_freq's list (transformer_config.py:556; the recipe's form) */
+        if (c->moe_first_dense > 0)
+            ADD(" --moe-layer-freq '([0]*%d+[1]*%d)'", c->moe_first_dense, c->n_layer - c->moe_first_dense);
         if (c->moe_capacity > 0) ADD(" --moe-expert-capacity-factor %g --moe-pad-expert-input-to-capacity", c->moe_capacity);
         if (c->qk_norm) ADD(" --qk-layernorm");
     }
+    /* multi-latent attention (MLATransformerConfig, transformer_config.py:2006-2034); --qk-layernorm
+     * builds its q and kv norms into the up projections (gpt_layer_specs.py:235-244: without it
+     * the TE spec has none) */
+    if (c->kv_lora_rank > 0)
+        ADD(" --multi-latent-attention --q-lora-rank %d --kv-lora-rank %d --qk-head-dim %d --qk-pos-emb-head-dim %d"
+            " --v-head-dim %d --qk-layernorm", c->q_lora_rank, c->kv_lora_rank, c->qk_nope_dim, c->qk_rope_dim,
+            c->v_head_dim);
     ADD(" --attention-dropout %g --hidden-dropout %g", (double)c->dropout, (double)c->dropout);
     ADD(" --tensor-model-parallel-size %d%s --pipeline-model-parallel-size %d", remat_config_tp(c),
         c->sp ? " --sequence-parallel" : "", cl->pp);
@@ -355,6 +383,10 @@ static void answer_text(const char *label, const remat_cluster_row *r, const rem
         printf("%18s routed load %gx balance: the figures above (%s); at balance: activations %s, total %s (%s)\n", "",
                r->load, r->fits ? "fits" : "does not fit", cli_fmt_bytes(r->balanced_peak_bytes, b1, sizeof b1),
                cli_fmt_bytes(r->balanced_total_bytes, b2, sizeof b2), r->balanced_fits ? "fits" : "does not fit");
+    if (c->moe_first_dense > 0 && r->stage_params_bytes)    /* planned stage by stage: which stage's GPU peaks */
+        printf("%18s peaks on pipeline stage %d (at balance: %d): weights %s, gradients %s, optimizer %s\n", "",
+               r->peak_stage, r->balanced_peak_stage, fmt_b(u, r->stage_params_bytes, b1, sizeof b1),
+               fmt_b(u, r->stage_grads_bytes, b2, sizeof b2), fmt_b(u, r->stage_optim_bytes, b3, sizeof b3));
     /* the parts that are not always there: the ring of context parallelism, offload not hidden */
     size_t k = 0;
     if (remat_config_cp(c) > 1) k += (size_t)snprintf(more + k, sizeof more - k, ", CP %s", fmt_t(u, r->cp_ms, b1, sizeof b1));
@@ -363,7 +395,7 @@ static void answer_text(const char *label, const remat_cluster_row *r, const rem
            fmt_t(u, r->tp_ms, b2, sizeof b2), more, fmt_t(u, r->bubble_ms, b3, sizeof b3), fmt_t(u, r->dp_ms, b4, sizeof b4),
            fmt_t(u, r->optimizer_ms, b5, sizeof b5));
     if (r->megatron_flags && !pt && args) {     /* one line, the whole command: nothing to paste from another */
-        char cmd[1536];
+        char cmd[3072];
         megatron_command(c, args, r->megatron_flags, cmd, sizeof cmd);
         printf("%18s Megatron-LM: %s\n", "", cmd);
     } else if (r->megatron_flags && !pt) {
@@ -669,7 +701,7 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
     remat_jsonw_object(w, NULL);
     remat_jsonw_str(w, "framework", fw_name(c));
     remat_jsonw_str(w, "table", fw_table(c));
-    char args[1024] = "";
+    char args[2048] = "";
     const remat_config *mg = c->framework == REMAT_FRAMEWORK_MEGATRON ? c : NULL;
     if (mg) {
         megatron_args(c, cl, args, sizeof args);
@@ -803,7 +835,7 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
     if (c->framework == REMAT_FRAMEWORK_PYTORCH) pytorch_layout(c, cl);
     if (c->arch == REMAT_ARCH_LLAMA) printf("table: %s\n", fw_table(c));
     /* Llama's runs are whole: each answer's line below is its command */
-    char args[1024] = "";
+    char args[2048] = "";
     if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->arch == REMAT_ARCH_LLAMA) megatron_args(c, cl, args, sizeof args);
     const char *run = args[0] ? args : NULL;
     if (o->maximize >= 0 && c->framework == REMAT_FRAMEWORK_PYTORCH)

@@ -101,11 +101,13 @@ _Static_assert(H_DTYPE + 4 == H_DATAHASH && H_DATAHASH + 8 == H_FRAMEWORK && H_F
 
 /* Every remat_config field is in the header: a new field must be added to
  * encode_header and remat_checkpoint_parse (and the format version bumped). */
-_Static_assert(sizeof(remat_config) == 200,   /* 15 ints, then the architecture: 4 ints, theta, the scaling, eps, tie;
+_Static_assert(sizeof(remat_config) == 240,   /* 15 ints, then the architecture: 4 ints, theta, the scaling, eps, tie;
                                                  then table (in what was tail padding) and cp, then the experts'
-                                                 6 ints, 2 doubles and qk_norm, which are 0 in every config the engine
-                                                 runs (its framework, stored, is remat's, which has neither
-                                                 context parallelism nor experts) and so are not stored */
+                                                 6 ints, 2 doubles and qk_norm, then multi-latent attention's and
+                                                 the dense prefix's 8 ints and the routing's scaling, which are 0 in
+                                                 every config the engine runs (its framework, stored, is remat's,
+                                                 which has neither context parallelism, experts nor MLA) and so are
+                                                 not stored */
                "remat_config changed: store the new field in the checkpoint header or its architecture record");
 
 /* Total file bytes for the given variable parts; 0 on overflow. */

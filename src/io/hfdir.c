@@ -100,8 +100,11 @@ static remat_status gpt2_config(const remat_jobj *h, remat_config *c)
     return REMAT_OK;
 }
 
-/* rope_scaling (or rope_parameters): none, "default", or "llama3" */
-static remat_status rope_config(const remat_jobj *top, remat_config *c)
+/* rope_scaling (or rope_parameters): none, "default", or "llama3"; with
+ * yarn_ok, also "yarn" (DeepSeek-V3's), read as none: the plans of the
+ * framework tables that take it (multi-latent attention) do not depend on
+ * RoPE's frequencies, and remat's engine does not run them */
+static remat_status rope_config_y(const remat_jobj *top, remat_config *c, int yarn_ok)
 {
     remat_status st;
     const json_t *rp = remat_jobj_val(top, "rope_parameters"), *rs = rp ? rp : remat_jobj_val(top, "rope_scaling");
@@ -115,7 +118,7 @@ static remat_status rope_config(const remat_jobj *top, remat_config *c)
     if ((st = remat_jobj_str(&h, "rope_type", NULL, &type))) return st;
     if (!type && (st = remat_jobj_str(&h, "type", NULL, &type))) return st;   /* the key's older name */
     if (!type) return remat_jobj_bad(&h, "rope_type", "a string", NULL);
-    if (!strcmp(type, "default")) return REMAT_OK;
+    if (!strcmp(type, "default") || (yarn_ok && !strcmp(type, "yarn"))) return REMAT_OK;
     if (strcmp(type, "llama3"))
         return hf_unsupported(&h, "rope_type", type, "remat implements llama3 rope scaling (and none)");
     remat_rope_scaling *r = &c->rope_scaling;
@@ -132,8 +135,8 @@ static remat_status rope_config(const remat_jobj *top, remat_config *c)
     return REMAT_OK;
 }
 
-/* LlamaConfig: SwiGLU with SiLU, no biases */
-static remat_status llama_config(const remat_jobj *h, remat_config *c)
+/* LlamaConfig: SwiGLU with SiLU, no biases (yarn_ok: rope_config_y's) */
+static remat_status llama_config_y(const remat_jobj *h, remat_config *c, int yarn_ok)
 {
     remat_status st;
     int ab, mb;
@@ -149,7 +152,7 @@ static remat_status llama_config(const remat_jobj *h, remat_config *c)
         (st = remat_jobj_num(h, "rms_norm_eps", 1e-6, 0, 1, &c->norm_eps)) ||
         (st = remat_jobj_bool(h, "tie_word_embeddings", 0, &c->tie_embeddings)) ||
         (st = remat_jobj_str(h, "hidden_act", "silu", &act)) || (st = remat_jobj_bool(h, "attention_bias", 0, &ab)) ||
-        (st = remat_jobj_bool(h, "mlp_bias", 0, &mb)) || (st = rope_config(h, c)))
+        (st = remat_jobj_bool(h, "mlp_bias", 0, &mb)) || (st = rope_config_y(h, c, yarn_ok)))
         return st;
     if (!c->head_dim)   /* transformers' default hidden_size // heads needs them to divide */
         return remat_fail(REMAT_ERR_FORMAT, "%s: hidden_size %d is not divisible by num_attention_heads %d and head_dim "
@@ -197,6 +200,63 @@ static remat_status moe_config(const remat_jobj *h, int qwen, remat_config *c)
     return REMAT_OK;
 }
 
+/* DeepseekV3Config (transformers 5.18, models/deepseek_v3/configuration_deepseek_v3.py):
+ * multi-latent attention, n_routed_experts of moe_intermediate_size after
+ * first_k_dense_replace dense layers of intermediate_size, n_shared_experts
+ * shared ones, group-limited sigmoid routing (noaux_tc: the bias-corrected
+ * top-k), after llama_config_y.  What remat's MLA tables do not model is
+ * refused by name: q without compression (q_lora_rank null), dense layers
+ * between routed ones (moe_layer_freq above 1), another score function or
+ * top-k method. */
+static int qk_rope_odd(int d) { return d % 2 != 0; }
+
+static remat_status deepseek_config(const remat_jobj *h, remat_config *c)
+{
+    remat_status st;
+    const json_t *v;
+    const char *sf, *tm;
+    char buf[48];
+    int shared, freq;
+    if ((v = json_object_get(h->o, "q_lora_rank")) && json_is_null(v))   /* remat_jobj_val reads null as absent */
+        return hf_unsupported(h, "q_lora_rank", "null", "remat's MLA tables compress q (DeepSeek-V3's 1536)");
+    if ((st = remat_jobj_int(h, "q_lora_rank", 1536, 1, 65536, &c->q_lora_rank)) ||
+        (st = remat_jobj_int(h, "kv_lora_rank", 512, 1, 65536, &c->kv_lora_rank)) ||
+        (st = remat_jobj_int(h, "qk_nope_head_dim", 128, 1, 65536, &c->qk_nope_dim)) ||
+        (st = remat_jobj_int(h, "qk_rope_head_dim", 64, 2, 65536, &c->qk_rope_dim)) ||
+        (st = remat_jobj_int(h, "v_head_dim", 128, 1, 65536, &c->v_head_dim)) ||
+        (st = remat_jobj_int(h, "n_routed_experts", 256, 1, 4096, &c->n_experts)) ||
+        (st = remat_jobj_int(h, "num_experts_per_tok", 8, 1, c->n_experts, &c->moe_topk)) ||
+        (st = remat_jobj_int(h, "moe_intermediate_size", 2048, 1, 1 << 20, &c->moe_ffn_dim)) ||
+        (st = remat_jobj_int(h, "n_shared_experts", 1, 0, 64, &shared)) ||
+        (st = remat_jobj_int(h, "first_k_dense_replace", 3, 0, REMAT_MAX_LAYERS, &c->moe_first_dense)) ||
+        (st = remat_jobj_int(h, "n_group", 8, 1, 4096, &c->moe_groups)) ||
+        (st = remat_jobj_int(h, "topk_group", 4, 1, 4096, &c->moe_group_topk)) ||
+        (st = remat_jobj_num(h, "routed_scaling_factor", 2.5, 1e-6, 1e6, &c->moe_scaling)) ||
+        (st = remat_jobj_int(h, "moe_layer_freq", 1, 1, REMAT_MAX_LAYERS, &freq)) ||
+        (st = remat_jobj_str(h, "scoring_func", "sigmoid", &sf)) || (st = remat_jobj_str(h, "topk_method", "noaux_tc", &tm)))
+        return st;
+    if (qk_rope_odd(c->qk_rope_dim))
+        return remat_jobj_bad(h, "qk_rope_head_dim", "even (RoPE rotates pairs)", remat_jobj_val(h, "qk_rope_head_dim"));
+    if (freq != 1) {
+        snprintf(buf, sizeof buf, "%d", freq);
+        return hf_unsupported(h, "moe_layer_freq", buf, "remat plans a dense prefix and routed layers after it "
+                              "(dense layers between are not modelled)");
+    }
+    if (c->n_experts % c->moe_groups || c->moe_group_topk > c->moe_groups)
+        return remat_jobj_bad(h, "n_group", "dividing n_routed_experts, and topk_group at most it",
+                              remat_jobj_val(h, "n_group"));
+    if (strcmp(sf, "sigmoid")) return hf_unsupported(h, "scoring_func", sf, "remat's MLA tables route as DeepSeek-V3 (sigmoid)");
+    if (strcmp(tm, "noaux_tc"))
+        return hf_unsupported(h, "topk_method", tm, "remat's MLA tables route as DeepSeek-V3 (noaux_tc)");
+    if (c->moe_first_dense >= c->n_layer) {
+        snprintf(buf, sizeof buf, "%d", c->moe_first_dense);
+        return hf_unsupported(h, "first_k_dense_replace", buf, "every layer dense: the MLA tables need routed layers");
+    }
+    c->moe_shared_dim = shared * c->moe_ffn_dim;
+    c->head_dim = 0;         /* MLA's heads are the dimensions above (transformers sets head_dim to the rope part) */
+    return REMAT_OK;
+}
+
 remat_status remat_hf_config_parse(const void *buf, size_t n, const char *src, remat_config *out)
 {
     remat_status st;
@@ -210,25 +270,24 @@ remat_status remat_hf_config_parse(const void *buf, size_t n, const char *src, r
     if (!json_is_object(root)) { st = remat_fail(REMAT_ERR_FORMAT, "%s: not a JSON object", src); goto out; }
     if ((st = remat_jobj_str(&h, "model_type", NULL, &mt))) goto out;
     if (!mt) { st = remat_fail(REMAT_ERR_FORMAT, "%s: no model_type (remat reads gpt2 and llama)", src); goto out; }
-    int moe = !strcmp(mt, "mixtral") ? 1 : !strcmp(mt, "qwen3_moe") ? 2 : 0;
-    if (!strcmp(mt, "deepseek_v3")) {
-        st = hf_unsupported(&h, "model_type", mt, "its multi-latent attention and first dense layers are not "
-                            "modelled yet");
-        goto out;
-    }
+    int moe = !strcmp(mt, "mixtral") ? 1 : !strcmp(mt, "qwen3_moe") ? 2 : !strcmp(mt, "deepseek_v3") ? 3 : 0;
     if (moe) c.arch = REMAT_ARCH_LLAMA;
     else if (remat_arch_parse(mt, &c.arch)) {
         st = remat_fail(REMAT_ERR_FORMAT, "%s: model_type '%.64s' is not one remat reads (gpt2, llama, mixtral, "
-                        "qwen3_moe)", src, mt);
+                        "qwen3_moe, deepseek_v3)", src, mt);
         goto out;
     }
-    if ((st = c.arch == REMAT_ARCH_LLAMA ? llama_config(&h, &c) : gpt2_config(&h, &c))) goto out;
-    if (moe && (st = moe_config(&h, moe == 2, &c))) goto out;
+    if ((st = c.arch == REMAT_ARCH_LLAMA ? llama_config_y(&h, &c, moe == 3) : gpt2_config(&h, &c))) goto out;
+    if (moe == 3 && (st = deepseek_config(&h, &c))) goto out;
+    if (moe && moe != 3 && (st = moe_config(&h, moe == 2, &c))) goto out;
     c.batch = 1;
     c.seq = 1;
     /* the dense part checked here; the experts with the framework that plans them (check_moe) */
     remat_config dense = c;
-    dense.n_experts = dense.moe_topk = dense.moe_ffn_dim = dense.qk_norm = 0;
+    dense.n_experts = dense.moe_topk = dense.moe_ffn_dim = dense.moe_shared_dim = dense.qk_norm = 0;
+    dense.q_lora_rank = dense.kv_lora_rank = dense.qk_nope_dim = dense.qk_rope_dim = dense.v_head_dim = 0;
+    dense.moe_first_dense = dense.moe_groups = dense.moe_group_topk = 0;
+    dense.moe_scaling = 0;
     if ((st = remat_config_check(&dense))) {
         char msg[400];
         snprintf(msg, sizeof msg, "%s", remat_errmsg());

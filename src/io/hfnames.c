@@ -173,6 +173,7 @@ static void shape_text(const uint64_t *d, int rank, char *buf, size_t n)
 /* ---- solving the shapes for the dimensions ------------------------------------ */
 
 typedef struct hf_dims { uint64_t d[RD_COUNT]; uint32_t known; } hf_dims;
+_Static_assert(RD_COUNT <= 32, "hf_dims.known is a 32-bit mask over the dimensions: widen it");
 
 static void dims_set(hf_dims *s, int dim, uint64_t v)
 {

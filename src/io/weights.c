@@ -246,6 +246,15 @@ static void copy_arch(remat_config *dst, const remat_config *src)
     dst->moe_ffn_dim = src->moe_ffn_dim;
     dst->moe_shared_dim = src->moe_shared_dim;
     dst->qk_norm = src->qk_norm;
+    dst->q_lora_rank = src->q_lora_rank;
+    dst->kv_lora_rank = src->kv_lora_rank;
+    dst->qk_nope_dim = src->qk_nope_dim;
+    dst->qk_rope_dim = src->qk_rope_dim;
+    dst->v_head_dim = src->v_head_dim;
+    dst->moe_first_dense = src->moe_first_dense;
+    dst->moe_groups = src->moe_groups;
+    dst->moe_group_topk = src->moe_group_topk;
+    dst->moe_scaling = src->moe_scaling;
 }
 
 remat_status remat_weights_probe(const char *path, remat_config *shape, remat_weights_format *format)

@@ -278,10 +278,108 @@ static int mm_exec(const mm_entry *e, dnnl_memory_t *m, const remat_gemm_op *g)
     return dnnl_primitive_execute(e->prim, dnnl_strm, na, args) || dnnl_stream_wait(dnnl_strm);
 }
 
+/* ---- bf16 where oneDNN has none ------------------------------------------------
+ * oneDNN 2.x makes bf16 primitives only from AVX-512 on (its
+ * src/cpu/platform.cpp: has_data_type_support(bf16) returns
+ * mayiuse(avx512_core); 3.x adds avx2_vnni_2), so on an AVX2 machine (a Zen
+ * 3 EPYC with Debian's oneDNN 2.6.3, tried) every bf16 matmul is
+ * "unimplemented" and bf16 steps failed.  There a bf16 product is run as dnnl_sgemm on fp32
+ * copies of its operands: a product of two bf16 values is exact in fp32,
+ * and it accumulates in fp32 as the bf16 primitive does, so this is the
+ * same arithmetic up to the order of the sums (a different machine's bits,
+ * as between any two ISAs; deterministic for a shape and thread count).
+ * The copies live in each thread's buffers, kept for the thread's life and
+ * outside the accounting, like the scratchpads above. */
+static int bf16_native = 1;
+static pthread_once_t bf16_once = PTHREAD_ONCE_INIT;
+
+static void bf16_probe(void)
+{
+    dnnl_dims_t d = { 16, 16 };
+    dnnl_memory_desc_t a, c;
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_memory_desc_init_by_tag(&a, 2, d, dnnl_bf16, dnnl_ab) ||
+        dnnl_memory_desc_init_by_tag(&c, 2, d, dnnl_f32, dnnl_ab) || dnnl_matmul_desc_init(&md, &a, &a, NULL, &c))
+        return;
+    dnnl_status_t st = dnnl_primitive_desc_create(&pd, &md, NULL, dnnl_eng, NULL);
+    if (st == dnnl_unimplemented) bf16_native = 0;
+    if (pd) dnnl_primitive_desc_destroy(pd);
+}
+
+static _Atomic int bf16_forced;   /* the test hook: 1 emulates even where oneDNN has bf16 */
+
+int remat_gemm_bf16_native(void)
+{
+    pthread_once(&dnnl_once, dnnl_init);
+    if (dnnl_eng) pthread_once(&bf16_once, bf16_probe);
+    return bf16_native && !atomic_load(&bf16_forced);
+}
+
+void remat_gemm_bf16_emulate(int on) { atomic_store(&bf16_forced, on != 0); }
+
+static _Thread_local float *emu_buf[3];
+static _Thread_local size_t emu_n[3];
+
+static float *emu_get(int i, size_t n)
+{
+    if (n > emu_n[i]) {
+        float *p = realloc(emu_buf[i], n * sizeof(float));
+        if (!p) return NULL;
+        emu_buf[i] = p;
+        emu_n[i] = n;
+    }
+    return emu_buf[i];
+}
+
+/* rows x cols of bf16 with leading dimension ld, into a packed fp32 copy */
+static void emu_widen(float *dst, const remat_bf16 *src, int rows, int cols, int ld)
+{
+    for (int r = 0; r < rows; r++) remat_bf16_to_f32(dst + (size_t)r * cols, src + (size_t)r * ld, (size_t)cols);
+}
+
+static void emu_run(const remat_gemm_op *g)
+{
+    int ra = g->ta ? g->K : g->M, ca = g->ta ? g->M : g->K, rb = g->tb ? g->N : g->K, cb = g->tb ? g->K : g->N;
+    int bfab = g->ab == REMAT_DTYPE_BF16, bfc = g->c == REMAT_DTYPE_BF16;
+    const float *A = bfab ? emu_get(0, (size_t)ra * ca) : g->A, *B = bfab ? emu_get(1, (size_t)rb * cb) : g->B;
+    float *C = bfc ? emu_get(2, (size_t)g->M * g->N) : g->C;
+    int lda = bfab ? ca : g->lda, ldb = bfab ? cb : g->ldb, ldc = bfc ? g->N : g->ldc;
+    if (!A || !B || !C) { atomic_store(&gemm_failed, REMAT_ERR_NOMEM); return; }
+    if (bfab) {
+        emu_widen((float *)A, g->A, ra, ca, g->lda);
+        emu_widen((float *)B, g->B, rb, cb, g->ldb);
+    }
+    /* C = alpha A B + (beta C + bias): the second term first, in C */
+    float beta = g->beta;
+    if (bfc || g->bias)
+        for (int m = 0; m < g->M; m++) {
+            float *row = C + (size_t)m * ldc;
+            if (bfc) {
+                if (g->beta != 0.0f) remat_bf16_to_f32(row, (const remat_bf16 *)g->C + (size_t)m * g->ldc, (size_t)g->N);
+                else memset(row, 0, (size_t)g->N * sizeof(float));
+            }
+            for (int n = 0; n < g->N; n++) {
+                float old = g->beta != 0.0f ? g->beta * row[n] : 0.0f;
+                row[n] = g->bias ? old + g->bias[n] : old;
+            }
+        }
+    if (bfc || g->bias) beta = 1.0f;
+    if (dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->M, g->N, g->K, g->alpha, A, lda, B, ldb, beta, C, ldc) !=
+        dnnl_success) {
+        atomic_store(&gemm_failed, REMAT_ERR_NOMEM);
+        return;
+    }
+    if (bfc)
+        for (int m = 0; m < g->M; m++)
+            remat_bf16_from_f32((remat_bf16 *)g->C + (size_t)m * g->ldc, C + (size_t)m * ldc, (size_t)g->N);
+}
+
 static void dnnl_run(const remat_gemm_op *g)
 {
     pthread_once(&dnnl_once, dnnl_init);
     if (!dnnl_eng) { atomic_store(&gemm_failed, REMAT_ERR_NOMEM); return; }
+    if ((g->ab == REMAT_DTYPE_BF16 || g->c == REMAT_DTYPE_BF16) && !remat_gemm_bf16_native()) { emu_run(g); return; }
     if (g->ab == REMAT_DTYPE_FP32 && g->c == REMAT_DTYPE_FP32) {   /* dnnl_sgemm */
         float beta = g->beta;
         if (g->bias) { fill_bias(g); beta = 1.0f; }
@@ -352,3 +450,8 @@ void remat_gemm(const remat_gemm_op *g)
     }
     cblas_run(g);
 }
+
+#ifndef REMAT_ONEDNN
+int remat_gemm_bf16_native(void) { return 1; }
+void remat_gemm_bf16_emulate(int on) { (void)on; }
+#endif

@@ -12,9 +12,9 @@
  * buffers allocated once.  A training step runs the same ops back to back,
  * allocates each activation and gradient buffer as it goes (zero-filled
  * where the table says so), and pays between instructions for what no op
- * owns: zeroing the parameter gradients, copying the batch in, releasing
- * the step's buffers.  The trace of a step measures all of it, per
- * instruction kind and tensor, and the step's remainder as one overhead.
+ * owns: copying the batch in, releasing the step's buffers.  The trace of
+ * a step measures all of it, per instruction kind and tensor, and the
+ * step's remainder as one overhead.
  */
 #include <math.h>
 #include <stdio.h>

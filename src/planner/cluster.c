@@ -101,6 +101,19 @@ static const remat_device devices[] = {
     { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = V, .seq = s, .source = src,            \
       .arch = REMAT_ARCH_LLAMA, .n_kv_head = KV, .head_dim = HS, .ffn_dim = MF, .rope_theta = theta,          \
       .norm_eps = eps, .n_experts = E, .moe_topk = K, .moe_ffn_dim = MF, .moe_shared_dim = SF, .qk_norm = QKN }
+/* DeepSeek-V3 (deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json at
+ * 9b4e978: 61 layers, dim 7168, 128 heads, inter_dim 18432 for the 3 dense
+ * layers, 256 routed experts of moe_inter_dim 2048, 8 activated, 1 shared,
+ * 8 expert groups with 4 limited, route_scale 2.5, sigmoid scores,
+ * q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, qk_rope 64, v 128, vocab
+ * 129280; inference/model.py there: rope_theta 10000, RMSNorm eps 1e-6);
+ * untied; seq 4096 (Megatron-MoE-ModelZoo's DeepSeek-V3 recipe) */
+#define DEEPSEEK(name_, L, C, NH, V, s, F, E, K, MF, SF, LQ, LKV, DN, DR, DV, ND, G, GK, SC, src)               \
+    { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = V, .seq = s, .source = src,            \
+      .arch = REMAT_ARCH_LLAMA, .n_kv_head = NH, .ffn_dim = F, .rope_theta = 10000, .norm_eps = 1e-6,         \
+      .n_experts = E, .moe_topk = K, .moe_ffn_dim = MF, .moe_shared_dim = SF, .q_lora_rank = LQ,              \
+      .kv_lora_rank = LKV, .qk_nope_dim = DN, .qk_rope_dim = DR, .v_head_dim = DV, .moe_first_dense = ND,     \
+      .moe_groups = G, .moe_group_topk = GK, .moe_scaling = SC }
 #define GPT(name_, L, C, NH, V, s, src)                                                                        \
     { .name = name_, .n_layer = L, .n_embd = C, .n_head = NH, .vocab = V, .seq = s, .source = src, .arch = REMAT_ARCH_GPT2 }
 static const remat_model_preset presets[] = {
@@ -125,6 +138,8 @@ static const remat_model_preset presets[] = {
         "Qwen/Qwen3-30B-A3B config.json (Qwen3MoeConfig's expert defaults, transformers 5.18)"),
     MOE("qwen3-235b-a22b", 94, 4096, 64, 4, 128, 151936, 4096, 1e6, 1e-6, 128, 8, 1536, 0, 1,
         "Qwen/Qwen3-235B-A22B config.json"),
+    DEEPSEEK("deepseek-v3", 61, 7168, 128, 129280, 4096, 18432, 256, 8, 2048, 2048, 1536, 512, 128, 64, 128, 3, 8, 4,
+             2.5, "deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json at 9b4e978"),
 };
 
 void remat_model_preset_apply(const remat_model_preset *p, remat_config *c)
@@ -147,6 +162,15 @@ void remat_model_preset_apply(const remat_model_preset *p, remat_config *c)
     c->moe_ffn_dim = p->moe_ffn_dim;
     c->moe_shared_dim = p->moe_shared_dim;
     c->qk_norm = p->qk_norm;
+    c->q_lora_rank = p->q_lora_rank;
+    c->kv_lora_rank = p->kv_lora_rank;
+    c->qk_nope_dim = p->qk_nope_dim;
+    c->qk_rope_dim = p->qk_rope_dim;
+    c->v_head_dim = p->v_head_dim;
+    c->moe_first_dense = p->moe_first_dense;
+    c->moe_groups = p->moe_groups;
+    c->moe_group_topk = p->moe_group_topk;
+    c->moe_scaling = p->moe_scaling;
 }
 
 #define NDEV ((int)(sizeof devices / sizeof devices[0]))
@@ -225,6 +249,9 @@ remat_status remat_cluster_check(const remat_config *c, const remat_cluster *cl)
                               "(Megatron carves the expert grid from them); raise --dp", EP, ETP,
                               (long)remat_config_tp(c) * remat_config_cp(c) * cl->dp);
     }
+    if (c->moe_first_dense > 0 && cl->vpp > 1)
+        return remat_fail(REMAT_ERR_INVALID, "a dense prefix (--moe-first-dense) is planned stage by stage without "
+                          "--interleave (the interleaved schedule's chunks of dense and routed layers are not modelled)");
     if (cl->vpp > 1 && cl->pp < 2)
         return remat_fail(REMAT_ERR_INVALID, "--interleave %d needs pipeline parallelism (--pp 2 or more)", cl->vpp);
     if (cl->global_batch < 0 || cl->global_batch % ((long)c->batch * cl->dp))
@@ -270,55 +297,86 @@ unsigned remat_cluster_overlaps(const remat_config *c, const remat_cluster *cl)
     return m;
 }
 
-remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster *cl, remat_cluster_memory *out)
+/* The layers of pipeline stage s (V = 1: the stage; interleaved: its first
+ * model chunk, V of which are alike): [*first, *first + *n).  Megatron's
+ * uneven split gives the first and the last stage their own counts and the
+ * others the rest evenly (remat_cluster_check). */
+static void stage_layers(const remat_config *c, const remat_cluster *cl, int s, int *first, int *n)
 {
-    remat_status st;
-    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_memory_of: out is NULL");
+    int P = cl->pp, mid_stages = P - (cl->first_layers > 0) - (cl->last_layers > 0);
+    int rest = c->n_layer - cl->first_layers - cl->last_layers;
+    int mid = cl->first_layers || cl->last_layers ? (mid_stages ? rest / mid_stages : 0) : c->n_layer / (P * cl->vpp);
+    int a = 0;
+    for (int q = 0; q < s; q++) a += q == 0 && cl->first_layers ? cl->first_layers : mid;
+    *first = a;
+    *n = s == 0 && cl->first_layers ? cl->first_layers : s == P - 1 && cl->last_layers ? cl->last_layers : mid;
+}
+
+/* the dense-prefix layers among [first, first + n) */
+static int dense_in(const remat_config *c, int first, int n)
+{
+    int d = c->moe_first_dense - first;
+    return d < 0 ? 0 : d > n ? n : d;
+}
+
+/* The parameter state of stage s's GPU: its layers' parameters
+ * (remat_layer_params: a dense prefix's and the routed layers' apart), the
+ * embedding on the first stage, the final norm and an untied output layer
+ * on the last (with one stage, both), split by T but what every rank holds
+ * whole (params.c) */
+static remat_status stage_memory(const remat_config *c, const remat_cluster *cl, int s, remat_cluster_memory *out)
+{
     memset(out, 0, sizeof *out);
-    if ((st = remat_cluster_check(c, cl))) return st;
-    /* the first stage's GPU: its L/P blocks' parameters and the embedding
-     * (with one stage, the head's too), split by T but what the parameter
-     * table says every rank holds whole (params.c) */
     remat_param_layout ly;
     remat_param_layout_of(c, &ly);
     const remat_param_table *pt = remat_params_of(c);
     uint64_t split = 0, whole = 0, T = (uint64_t)remat_config_tp(c);
-    uint64_t layers = (uint64_t)remat_cluster_first_stage_layers(c, cl);
+    int a, n;
+    stage_layers(c, cl, s, &a, &n);
+    int nd = dense_in(c, a, n);
     for (int i = 0; i < ly.count; i++) {
         const remat_param_def *d = &pt->defs[i];
-        if (!d->per_layer && (d->stage == RP_UNCOUNTED || (d->stage == RP_LAST && cl->pp > 1))) continue;
-        uint64_t e = d->per_layer ? layers * ly.player[i] : ly.numel[i];
-        if (d->replicated) whole += e;
-        else split += e;
+        if (d->per_layer || d->stage == RP_UNCOUNTED || (d->stage == RP_LAST && s < cl->pp - 1) ||
+            (d->stage == RP_FIRST && s > 0))
+            continue;
+        if (d->replicated) whole += ly.numel[i];
+        else split += ly.numel[i];
     }
-    /* mixture of experts: the layers' MLP weights are the router's (whole
-     * on every rank), the routed experts' (over EP x ETP) and the shared
-     * experts' (over T) instead (remat_moe_layer_params); the routed ones'
-     * optimizer state shards over the expert-data-parallel ranks,
+    /* the layers; with experts the routed ones' weights are over EP x ETP
+     * and their optimizer state over the expert-data-parallel ranks,
      * T CP D / (EP ETP) of them (Megatron's expert_data_parallel group,
      * parallel_state.py; PR #4687's division) */
-    uint64_t xn = 0, XD = 1;
-    if (c->n_experts > 0) {
-        uint64_t router, routed, shared, EP = c->ep > 1 ? (uint64_t)c->ep : 1, ETP = (uint64_t)remat_config_etp(c);
-        remat_moe_layer_params(c, &router, &routed, &shared);
-        uint64_t dense = 3 * (uint64_t)remat_config_ffn_dim(c) * (uint64_t)c->n_embd;   /* gate, up, down */
-        split = split - layers * dense + layers * shared;
-        whole += layers * router;
-        xn = layers * routed / (EP * ETP);
-        XD = (uint64_t)T * (uint64_t)cl->dp * (uint64_t)remat_config_cp(c) / (EP * ETP);
+    uint64_t xn = 0, XD = 1, EP = c->ep > 1 ? (uint64_t)c->ep : 1, ETP = (uint64_t)remat_config_etp(c);
+    for (int kind = 0; kind < 2; kind++) {
+        uint64_t cnt = kind ? (uint64_t)(n - nd) : (uint64_t)nd, ls, lw, lr;
+        if (!cnt) continue;
+        remat_layer_params(c, kind ? c->n_layer - 1 : 0, &ls, &lw, &lr);   /* the last layer: routed */
+        split += cnt * ls;
+        whole += cnt * lw;
+        xn += cnt * lr / (EP * ETP);
     }
-    uint64_t n = split / T + whole;
-    out->params = n + xn;
+    if (c->n_experts > 0) XD = (uint64_t)T * (uint64_t)cl->dp * (uint64_t)remat_config_cp(c) / (EP * ETP);
+    uint64_t pn = split / T + whole;
+    out->params = pn + xn;
     /* the distributed optimizer shards over the data- and context-parallel
      * ranks together (Megatron's dp_cp group, param_and_grad_buffer.py) */
     uint64_t D = (uint64_t)cl->dp * (uint64_t)remat_config_cp(c);
     uint64_t w = c->dtype == REMAT_DTYPE_BF16 ? 2 : 4, o = c->dtype == REMAT_DTYPE_BF16 ? 12 : 8;
     /* bf16: bf16 weights, fp32 gradients, fp32 main weights + 2 moments;
      * fp32: fp32 weights and gradients, 2 moments */
-    out->params_bytes = w * (n + xn);
-    out->grads_bytes = 4 * (n + xn);
-    out->optim_bytes = cl->dist_optim ? (o * n + D - 1) / D + (o * xn + XD - 1) / XD : o * (n + xn);
+    out->params_bytes = w * (pn + xn);
+    out->grads_bytes = 4 * (pn + xn);
+    out->optim_bytes = cl->dist_optim ? (o * pn + D - 1) / D + (o * xn + XD - 1) / XD : o * (pn + xn);
     return REMAT_OK;
+}
+
+remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster *cl, remat_cluster_memory *out)
+{
+    remat_status st;
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_memory_of: out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((st = remat_cluster_check(c, cl))) return st;
+    return stage_memory(c, cl, 0, out);
 }
 
 /* The table's FLOPs of one micro-batch's step (remat_table_step_flops, exact
@@ -350,6 +408,12 @@ typedef struct ctx {
     /* in prof's op times: the tensor-parallel collectives, the context-parallel
      * ring's exposed time */
     double tp_fwd[RT_MAXT], tp_bwd[RT_MAXT], cp_fwd[RT_MAXT], cp_bwd[RT_MAXT];
+    double dtp_fwd[RT_MAXT], dtp_bwd[RT_MAXT];   /* the collectives of a dense prefix's layer */
+    /* the pipeline stage this chunk is (a chain with a dense prefix is planned
+     * stage by stage: stages_init below), the stages like it, whether it sends
+     * its output on (all but the last stage) */
+    int stage, mult, sends;
+    int any_dense, any_routed;  /* the model has layers of a dense prefix, routed or uniform ones */
     remat_cluster_memory mem;
     uint64_t usable;          /* device memory less the reserve */
     uint64_t host;            /* host memory per GPU for offloaded activations */
@@ -384,34 +448,32 @@ static void cp_ring(const remat_config *c, const remat_cluster *cl, int t, doubl
 /* Fills p with the device model's op times for config c (milliseconds);
  * tp_fwd, tp_bwd, cp_fwd, cp_bwd (may be NULL) get the tensor-parallel
  * collectives' and the context-parallel ring's share. */
-static void fill_device_profile(remat_profile *p, const remat_config *c, const remat_cluster *cl, double eff,
-                                double *tp_fwd, double *tp_bwd, double *cp_fwd, double *cp_bwd)
+/* The device model's times of block `layer`'s ops (-1: a routed or uniform
+ * layer's, and the globals) into fwd, bwd, and of them the tensor-parallel
+ * collectives' and the context-parallel ring's share (tp_*, cp_*: may be
+ * NULL). */
+static void layer_times(const remat_config *c, const remat_cluster *cl, double eff, int layer, double *fwd,
+                        double *bwd, double *tp_fwd, double *tp_bwd, double *cp_fwd, double *cp_bwd)
 {
     const remat_table *tb = remat_table_of(c);
-    memset(p, 0, sizeof *p);
-    p->cfg = *c;
-    p->measured = 0;
-    p->gflops = cl->dev.flops * eff / 1e9;
-    p->other_gflops = p->gflops;
-    p->gbps = cl->dev.hbm_bps / 1e9;
-    p->threads = 1;
     double F = cl->dev.flops * eff / 1e3, H = cl->dev.hbm_bps / 1e3, K = cl->dev.link_bps / 1e3;  /* per ms */
     int T = remat_config_tp(c);
-    p->host_bps = cl->dev.host_bps;
-    /* a collective moves the full (unsharded) s b h activation of the GPU's
-     * own tokens (s / cp of them): ring all-reduce 2(T-1)/T of it per GPU,
-     * all-gather and reduce-scatter (T-1)/T each */
-    double vol = (double)c->batch * c->seq / remat_config_cp(c) * c->n_embd * remat_dtype_bytes(c->dtype);
-    double ar = T > 1 ? 2.0 * (T - 1) / T * vol / K : 0, half = ar / 2;
+    if (layer < 0) layer = c->n_layer - 1;    /* the chain's last block: remat_tensor_bytes's */
+    /* a collective moves the full (unsharded) activation of the GPU's own
+     * tokens (s / cp of them) that a column-parallel linear reads, or a
+     * row-parallel one writes (s b h, or MLA's up projections' s b Lq and
+     * s b Lkv): ring all-reduce 2(T-1)/T of it per GPU, all-gather and
+     * reduce-scatter (T-1)/T each */
+    double ring = T > 1 ? 2.0 * (T - 1) / T / K : 0;
     /* the expert-parallel all-to-all (RT_F_A2A): the GPU's routed rows, all
      * but 1/EP of them to other GPUs, over NVLink when the T x EP GPUs it
      * spans (the EP group's ranks are T apart, Megatron's default order)
      * fit a node, else the network; the expert-TP gather and scatter ride
-     * in it (counted once) */
+     * in it (counted once); none in a dense layer (no routed rows) */
     double a2a = 0;
     if (c->n_experts > 0 && (c->ep > 1 || remat_config_etp(c) > 1)) {
         remat_dims dm;
-        remat_dims_of(c, &dm);
+        remat_dims_at(c, layer, &dm);
         double bw = (double)T * (c->ep > 1 ? c->ep : 1) <= cl->dev.node_gpus ? K : cl->dev.net_bps / 1e3;
         double etp = remat_config_etp(c), rows = (double)dm.d[RD_R] / etp;    /* before the expert-TP gather */
         a2a = rows * c->n_embd * remat_dtype_bytes(c->dtype) * (c->ep > 1 ? (c->ep - 1.0) / c->ep : 0) / bw;
@@ -419,23 +481,56 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
     }
     for (int t = 0; t < tb->first_grad; t++) {
         const remat_tensor_def *d = &tb->defs[t];
-        double out = (double)remat_tensor_bytes(c, t);
-        double in = remat_input_bytes(c, tb, d->fwd_in), bin = remat_input_bytes(c, tb, d->bwd_in);
+        int lay = t < tb->nblock ? layer : -1;
+        double out = (double)remat_tensor_bytes_at(c, t, lay);
+        double in = remat_input_bytes_at(c, tb, d->fwd_in, lay), bin = remat_input_bytes_at(c, tb, d->bwd_in, lay);
         int gemm = (d->flags & RT_F_GEMM) != 0;
         /* matrix products are compute-bound; the rest streams its operands */
-        p->fwd_ms[t] = remat_tensor_fwd_flops(c, t) / F + (gemm ? 0 : (out + in) / H);
-        if (d->has_bwd) p->bwd_ms[t] = remat_tensor_bwd_flops(c, t) / F + (gemm ? 0 : (2 * out + bin) / H);
+        fwd[t] = remat_tensor_flops_at(c, t, lay, 0) / F + (gemm ? 0 : (out + in) / H);
+        bwd[t] = d->has_bwd ? remat_tensor_flops_at(c, t, lay, 1) / F + (gemm ? 0 : (2 * out + bin) / H) : 0;
         double cf = 0, cb = 0, rf, rb;
-        cp_ring(c, cl, t, p->fwd_ms[t], p->bwd_ms[t], &rf, &rb);
-        if (d->flags & RT_F_COL) { cf = c->sp ? half : 0; cb = c->sp ? half : ar; }
-        if (d->flags & RT_F_ROW) { cf = c->sp ? half : ar; cb = c->sp ? half : 0; }
-        if ((d->flags & (RT_F_COL | RT_F_ROW)) && !out) cf = cb = 0;    /* no shared experts: no product */
+        cp_ring(c, cl, t, fwd[t], bwd[t], &rf, &rb);
+        if (d->flags & (RT_F_COL | RT_F_ROW)) {
+            /* the collective's activation, whole: the input a column-parallel
+             * linear gathers, the output a row-parallel one reduces */
+            int v = d->flags & RT_F_COL ? (d->fwd_in[0] == RT_X ? tb->nblock - 1 : d->fwd_in[0]) : t;
+            uint64_t sh = c->sp && (tb->defs[v].flags & RT_F_SP) ? (uint64_t)T : 1;
+            double ar = ring * (double)(remat_tensor_bytes_at(c, v, lay) * sh), half = ar / 2;
+            if (d->flags & RT_F_COL) { cf = c->sp ? half : 0; cb = c->sp ? half : ar; }
+            else { cf = c->sp ? half : ar; cb = c->sp ? half : 0; }
+            if (!out) cf = cb = 0;    /* no shared experts: no product */
+        }
         if (d->flags & RT_F_A2A) cf = cb = a2a;
         if (!d->has_bwd) cb = rb = 0;
-        p->fwd_ms[t] += cf + rf;
-        p->bwd_ms[t] += cb + rb;
+        fwd[t] += cf + rf;
+        bwd[t] += cb + rb;
         if (tp_fwd) { tp_fwd[t] = cf; tp_bwd[t] = cb; }
         if (cp_fwd) { cp_fwd[t] = rf; cp_bwd[t] = rb; }
+    }
+}
+
+/* Fills p with the device model's op times for config c (milliseconds);
+ * tp_fwd, tp_bwd, cp_fwd, cp_bwd (may be NULL) get the tensor-parallel
+ * collectives' and the context-parallel ring's share; a chain with a dense
+ * prefix gets its dense layers' times too (p->dense_*, and their collectives
+ * in dtp_fwd, dtp_bwd: may be NULL). */
+static void fill_device_profile(remat_profile *p, const remat_config *c, const remat_cluster *cl, double eff,
+                                double *tp_fwd, double *tp_bwd, double *cp_fwd, double *cp_bwd, double *dtp_fwd,
+                                double *dtp_bwd)
+{
+    memset(p, 0, sizeof *p);
+    p->cfg = *c;
+    p->measured = 0;
+    p->gflops = cl->dev.flops * eff / 1e9;
+    p->other_gflops = p->gflops;
+    p->gbps = cl->dev.hbm_bps / 1e9;
+    p->threads = 1;
+    p->host_bps = cl->dev.host_bps;
+    layer_times(c, cl, eff, -1, p->fwd_ms, p->bwd_ms, tp_fwd, tp_bwd, cp_fwd, cp_bwd);
+    if (c->moe_first_dense > 0) {
+        double cf[RT_MAXT], cb[RT_MAXT];
+        p->dense = 1;
+        layer_times(c, cl, eff, 0, p->dense_fwd_ms, p->dense_bwd_ms, dtp_fwd, dtp_bwd, cf, cb);
     }
     memcpy(p->fwd_hot_ms, p->fwd_ms, sizeof p->fwd_ms);
     memcpy(p->bwd_hot_ms, p->bwd_ms, sizeof p->bwd_ms);
@@ -443,42 +538,59 @@ static void fill_device_profile(remat_profile *p, const remat_config *c, const r
              cl->dev.flops / 1e12, eff, cl->dev.hbm_bps / 1e9, cl->dev.link_bps / 1e9);
 }
 
-static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster *cl)
+/* The context of pipeline stage s's chunk.  One kind (staged 0): the first
+ * stage, which holds the most micro-batches in flight (Korthikanti 4.2.4),
+ * with the LM head's time on the last stage added to its own -- every stage
+ * alike.  A chain with a dense prefix (staged 1): stage s as it is, its own
+ * layers (dense ones first), parameters, micro-batches in flight under
+ * 1F1B (P - s, or the m there are) and, on the last stage, the head in its
+ * own schedule. */
+static remat_status ctx_init_stage(ctx *x, const remat_config *c, const remat_cluster *cl, int s, int staged)
 {
     remat_status st;
     memset(x, 0, sizeof *x);
     if ((st = remat_cluster_check(c, cl))) return st;
-    if ((st = remat_cluster_memory_of(c, cl, &x->mem))) return st;
+    if ((st = stage_memory(c, cl, s, &x->mem))) return st;
+    int first, n;
+    stage_layers(c, cl, s, &first, &n);
     x->cl = *cl;
     x->P = cl->pp;
     x->V = cl->vpp;
     x->T = remat_config_tp(c);
-    x->Lc = remat_cluster_first_stage_layers(c, cl) / cl->vpp;
+    x->stage = s;
+    x->mult = 1;
+    x->any_dense = c->moe_first_dense > 0;
+    x->any_routed = c->moe_first_dense < c->n_layer;
+    x->sends = x->P > 1 && (!staged || s < x->P - 1);
+    x->Lc = n;
     x->m = micro_per_replica(c, cl);
     x->seqs = (double)x->m * c->batch * cl->dp;
     x->chunk = *c;
     x->chunk.n_layer = x->Lc;
-    if (x->P > 1) x->chunk.stage = REMAT_STAGE_FIRST;
+    x->chunk.moe_first_dense = dense_in(c, first, n);
+    if (x->sends) x->chunk.stage = REMAT_STAGE_FIRST;
     x->tb = remat_table_of(c);
     double eff = cl->efficiency > 0 ? cl->efficiency : REMAT_CLUSTER_EFFICIENCY;
     x->CP = remat_config_cp(c);
-    fill_device_profile(&x->prof, &x->chunk, cl, eff, x->tp_fwd, x->tp_bwd, x->cp_fwd, x->cp_bwd);
-    /* micro-batches in flight on the first stage (Korthikanti 4.2.4): 1F1B
-     * holds P (fewer when there are fewer), the interleaved schedule
-     * P (1 + (P-1)/(P V)), that is P V + P - 1 model chunks */
+    fill_device_profile(&x->prof, &x->chunk, cl, eff, x->tp_fwd, x->tp_bwd, x->cp_fwd, x->cp_bwd, x->dtp_fwd,
+                        x->dtp_bwd);
+    /* micro-batches in flight on the stage (Korthikanti 4.2.4): 1F1B
+     * holds P - s (fewer when there are fewer), the interleaved schedule
+     * P (1 + (P-1)/(P V)), that is P V + P - 1 model chunks, on the first */
     uint64_t res = remat_table_resident_bytes(&x->chunk);
     if (x->V > 1) {
         x->f = (uint64_t)(x->P * x->V + x->P - 1);
         x->res_inflight = res * x->f / (uint64_t)x->V;
     } else {
-        x->f = (uint64_t)(x->P < x->m ? x->P : x->m);
+        uint64_t inflight = (uint64_t)(x->P - s);
+        x->f = inflight < (uint64_t)x->m ? inflight : (uint64_t)x->m;
         x->res_inflight = res * x->f;
     }
-    if (x->P > 1) {     /* the head runs on the last stage */
+    if (x->P > 1 && !staged) {     /* the head runs on the last stage */
         remat_config whole = x->chunk;
         whole.stage = REMAT_STAGE_WHOLE;
         remat_profile hp;
-        fill_device_profile(&hp, &whole, cl, eff, NULL, NULL, NULL, NULL);
+        fill_device_profile(&hp, &whole, cl, eff, NULL, NULL, NULL, NULL, NULL, NULL);
         for (int i = 0; i < x->tb->nlmhead; i++) {
             x->head_ms += hp.fwd_ms[x->tb->lmhead[i]];
             x->head_flops += remat_tensor_fwd_flops(&whole, x->tb->lmhead[i]);
@@ -492,23 +604,76 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
      * or reduce-scattered and the bf16 weights all-gathered with the
      * distributed optimizer; the optimizer streams its state once.  Under
      * context parallelism the D CP ranks of a stage's shard reduce together */
-    double n = (double)x->mem.params, D = (double)cl->dp * x->CP;
+    double np = (double)x->mem.params, D = (double)cl->dp * x->CP;
     double wbytes = remat_dtype_bytes(c->dtype);
     /* Megatron's rank order tp-cp-ep-dp-pp: a stage's D CP ranks are the
      * T CP D consecutive ranks' every T-th, so NVLink joins them when those
      * fit a node; else the ring crosses nodes at each GPU's NIC */
     double dpbw = ((double)x->T * x->CP * cl->dp <= cl->dev.node_gpus ? cl->dev.link_bps : cl->dev.net_bps) / 1e3;
     if (D > 1) {
-        x->dp_rs_ms = (cl->dist_optim ? (D - 1) / D * 4 * n : 2 * (D - 1) / D * 4 * n) / dpbw;
-        x->dp_ag_ms = cl->dist_optim ? (D - 1) / D * wbytes * n / dpbw : 0;
+        x->dp_rs_ms = (cl->dist_optim ? (D - 1) / D * 4 * np : 2 * (D - 1) / D * 4 * np) / dpbw;
+        x->dp_ag_ms = cl->dist_optim ? (D - 1) / D * wbytes * np / dpbw : 0;
         x->dp_ms = x->dp_rs_ms + x->dp_ag_ms;
     }
     x->overlaps = remat_cluster_overlaps(c, cl);
     double state = c->dtype == REMAT_DTYPE_BF16 ? 28 : 24;   /* fp32 main weights, moments: read and written; gradients read */
-    x->opt_ms = (cl->dist_optim ? (state * n / D + wbytes * n) : (state + wbytes) * n) / (cl->dev.hbm_bps / 1e3);
+    x->opt_ms = (cl->dist_optim ? (state * np / D + wbytes * np) : (state + wbytes) * np) / (cl->dev.hbm_bps / 1e3);
     x->usable = remat_cluster_usable(cl);
     x->host = cl->host_mem ? cl->host_mem : cl->dev.host_mem_bytes;
     return REMAT_OK;
+}
+
+static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster *cl)
+{
+    return ctx_init_stage(x, c, cl, 0, 0);
+}
+
+/* The stages to plan: one context per kind of stage (its layers, dense
+ * layers, whether it is the last), the earliest of each kind (it holds the
+ * most micro-batches in flight), its count in mult.  Without a dense prefix
+ * one: the first stage, for every stage (ctx_init_stage's staged 0). */
+#define MAX_KINDS 8
+typedef struct stages { ctx *k; int n; } stages;
+
+static void stages_free(stages *S)
+{
+    free(S->k);
+    S->k = NULL;
+    S->n = 0;
+}
+
+static remat_status stages_init(stages *S, const remat_config *c, const remat_cluster *cl)
+{
+    remat_status st;
+    S->n = 0;
+    if (!(S->k = remat_calloc(MAX_KINDS, sizeof *S->k))) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
+    if (c->moe_first_dense <= 0 || cl->pp < 2) {
+        if ((st = ctx_init(&S->k[0], c, cl))) goto fail;
+        S->n = 1;
+        return REMAT_OK;
+    }
+    if ((st = remat_cluster_check(c, cl))) goto fail;
+    int key[MAX_KINDS][3];
+    for (int s = 0; s < cl->pp; s++) {
+        int first, n, j;
+        stage_layers(c, cl, s, &first, &n);
+        int kk[3] = { n, dense_in(c, first, n), s == cl->pp - 1 };
+        for (j = 0; j < S->n; j++)
+            if (key[j][0] == kk[0] && key[j][1] == kk[1] && key[j][2] == kk[2]) break;
+        if (j < S->n) { S->k[j].mult++; continue; }
+        if (S->n == MAX_KINDS) {
+            st = remat_fail(REMAT_ERR_INVALID, "more than %d kinds of pipeline stage (their layers, dense layers): not "
+                            "modelled", MAX_KINDS);
+            goto fail;
+        }
+        if ((st = ctx_init_stage(&S->k[S->n], c, cl, s, 1))) goto fail;
+        memcpy(key[S->n], kk, sizeof kk);
+        S->n++;
+    }
+    return REMAT_OK;
+fail:
+    stages_free(S);
+    return st;
 }
 
 /* ---- one row ------------------------------------------------------------------ */
@@ -518,7 +683,7 @@ static remat_status ctx_init(ctx *x, const remat_config *c, const remat_cluster 
  * re-run the whole checkpointed region (per block: `region`), outputs
  * included; a region's cached outputs (torchtitan's per-op selective
  * checkpointing) are not re-run. */
-typedef struct rerun { uint32_t region, cached; } rerun;
+typedef struct rerun { uint32_t region, cached, dregion; /* dregion: in a dense prefix's layer */ } rerun;
 
 /* One chunk's time in the parts a row reports: the whole, and of it the
  * tensor-parallel collectives, the context-parallel ring and the offload
@@ -536,14 +701,16 @@ static remat_status rerun_extra(const ctx *x, const remat_schedule *s, rerun rr,
         if (s->ins[i].kind == REMAT_I_RECOMPUTE && s->ins[i].layer >= 0 && s->ins[i].tid < x->tb->nblock)
             rec[s->ins[i].layer] |= 1u << s->ins[i].tid;
     for (int l = 0; l < x->Lc; l++) {
-        if (!(rec[l] & rr.region)) continue;        /* the region was not recomputed in this block */
-        uint32_t more = rr.region & ~rec[l] & ~rr.cached;
+        int dense = remat_layer_dense(&x->chunk, l);
+        uint32_t region = dense && x->tb->dense_mods ? rr.dregion : rr.region;
+        if (!(rec[l] & region)) continue;        /* the region was not recomputed in this block */
+        uint32_t more = region & ~rec[l] & ~rr.cached;
         for (int t = 0; t < x->tb->nblock; t++)
             if (more & (1u << t)) {
-                e->ms += x->prof.fwd_ms[t];
-                e->tp += x->tp_fwd[t];
-                e->cp += x->cp_fwd[t];
-                e->fl += remat_tensor_fwd_flops(&x->chunk, t);
+                e->ms += dense ? x->prof.dense_fwd_ms[t] : x->prof.fwd_ms[t];
+                e->tp += dense ? x->dtp_fwd[t] : x->tp_fwd[t];
+                e->cp += dense ? 0 : x->cp_fwd[t];
+                e->fl += remat_tensor_flops_at(&x->chunk, t, l, 0);
             }
     }
     free(rec);
@@ -568,9 +735,14 @@ static remat_status schedule_parts(const ctx *x, const remat_schedule *s, parts 
     if (!st && (out->ms = remat_cost_schedule_times(&x->prof, s, ms, NULL)) < 0)
         st = remat_fail(REMAT_ERR_NOMEM, "out of memory costing a schedule");
     for (size_t i = 0; i < s->n && !st; i++) {
-        int k = s->ins[i].kind, t = s->ins[i].tid;
-        if (k == REMAT_I_FORWARD || k == REMAT_I_RECOMPUTE) { out->tp += x->tp_fwd[t]; out->cp += x->cp_fwd[t]; }
-        else if (k == REMAT_I_BACKWARD) { out->tp += x->tp_bwd[t]; out->cp += x->cp_bwd[t]; }
+        int k = s->ins[i].kind, t = s->ins[i].tid, dense = remat_layer_dense(&x->chunk, s->ins[i].layer);
+        if (k == REMAT_I_FORWARD || k == REMAT_I_RECOMPUTE) {
+            out->tp += dense ? x->dtp_fwd[t] : x->tp_fwd[t];
+            out->cp += dense ? 0 : x->cp_fwd[t];
+        } else if (k == REMAT_I_BACKWARD) {
+            out->tp += dense ? x->dtp_bwd[t] : x->tp_bwd[t];
+            out->cp += dense ? 0 : x->cp_bwd[t];
+        }
         else if (k == REMAT_I_OFFLOAD || k == REMAT_I_RELOAD) out->off += ms[i];
     }
     out->fl = s->sim.flops;
@@ -590,11 +762,15 @@ static remat_status fill_row(const ctx *x, const remat_schedule *s, const parts 
     while (fb < s->n && s->ins[fb].kind != REMAT_I_BACKWARD) fb++;
     uint64_t held = fb ? s->live_after[fb - 1] : 0;
     uint64_t xout = remat_tensor_bytes(&x->chunk, x->tb->nblock - 1);
-    if (x->P > 1) held -= xout;
+    if (x->sends) held -= xout;
     out->layer_stored_bytes = (s->sim.stored_bytes - xout) / (uint64_t)x->Lc;
     out->stored_bytes = x->f * held + x->res_inflight;
     out->peak_bytes = (x->f - 1) * held + s->sim.peak_bytes + x->res_inflight;
     out->total_bytes = out->peak_bytes + x->mem.params_bytes + x->mem.grads_bytes + x->mem.optim_bytes;
+    out->peak_stage = x->stage;
+    out->stage_params_bytes = x->mem.params_bytes;
+    out->stage_grads_bytes = x->mem.grads_bytes;
+    out->stage_optim_bytes = x->mem.optim_bytes;
     /* on the host: every micro-batch in flight has its forward's offloads there */
     out->host_bytes = x->f * s->sim.host_peak_bytes;
     out->fits = out->total_bytes <= x->usable && out->host_bytes <= x->host;
@@ -652,16 +828,59 @@ static remat_status eval_row(const ctx *x, const char *policy, rerun rr, remat_c
     return st;
 }
 
+/* Stage rows r[0..S->n) of one option made one row (a chain with a dense
+ * prefix): the memory of the stage whose GPU holds the most, the time of the
+ * slowest stage (its iteration: every stage runs m micro-batches and the
+ * bubble at its pace), fitting when every stage fits; the policy is the
+ * first stage's.  The rows' strings are moved or freed. */
+static void combine_stages(const stages *S, remat_cluster_row *r, remat_cluster_row *out)
+{
+    int km = 0, kt = 0, fits = 1;
+    double hw = 0;
+    for (int k = 0; k < S->n; k++) {
+        if (r[k].total_bytes > r[km].total_bytes) km = k;
+        if (r[k].step_ms_pred > r[kt].step_ms_pred) kt = k;
+        fits &= r[k].fits;
+        hw += (double)S->k[k].mult * r[k].hardware_flops / S->k[k].P;   /* each kind's stages' share */
+    }
+    *out = r[kt];
+    out->policy = r[0].policy;
+    out->megatron_flags = NULL;
+    r[0].policy = NULL;
+    out->layer_stored_bytes = r[km].layer_stored_bytes;
+    out->stored_bytes = r[km].stored_bytes;
+    out->peak_bytes = r[km].peak_bytes;
+    out->total_bytes = r[km].total_bytes;
+    out->host_bytes = r[km].host_bytes;
+    out->peak_stage = r[km].peak_stage;
+    out->stage_params_bytes = r[km].stage_params_bytes;
+    out->stage_grads_bytes = r[km].stage_grads_bytes;
+    out->stage_optim_bytes = r[km].stage_optim_bytes;
+    out->fits = fits;
+    out->hardware_flops = hw;
+    for (int k = 0; k < S->n; k++) remat_cluster_row_clear(&r[k]);
+}
+
 remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster *cl, const char *policy,
                                     remat_cluster_row *out)
 {
-    ctx x;
+    stages S;
     remat_status st;
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_evaluate: out is NULL");
     memset(out, 0, sizeof *out);
-    if ((st = ctx_init(&x, cfg, cl))) return st;
-    rerun none = { 0, 0 };
-    return eval_row(&x, policy, none, out, NULL);
+    if ((st = stages_init(&S, cfg, cl))) return st;
+    rerun none = { 0, 0, 0 };
+    if (S.n == 1) {
+        st = eval_row(&S.k[0], policy, none, out, NULL);
+    } else {          /* the same policy on every stage */
+        remat_cluster_row r[MAX_KINDS];
+        memset(r, 0, sizeof r);
+        for (int k = 0; k < S.n && !st; k++) st = eval_row(&S.k[k], policy, none, &r[k], NULL);
+        if (st) for (int k = 0; k < S.n; k++) remat_cluster_row_clear(&r[k]);
+        else combine_stages(&S, r, out);
+    }
+    stages_free(&S);
+    return st;
 }
 
 /* ---- the framework options ---------------------------------------------------- */
@@ -685,8 +904,12 @@ static int save_policy(const ctx *x, uint32_t mask, char *buf, size_t n)
  * which region it re-runs, which op outputs torchtitan's SelectiveAC
  * (torchtitan/distributed/activation_checkpoint.py) saves. */
 
+/* What an option is, whatever the chunk (a pipeline stage's policy is made
+ * from it: cand_for) */
+enum { CK_NONE, CK_SEL, CK_UNIFORM, CK_BLOCK, CK_SAC, CK_OFF };
+
 typedef struct cand {
-    char policy[512];
+    char policy[1024];
     rerun rr;
     char megatron[200];        /* "" none needed */
     int has_megatron;
@@ -695,8 +918,91 @@ typedef struct cand {
                                   (the modules `set`); -1: others (fine-grained offload not combined) */
     int set;
     uint32_t keep;             /* what it keeps (none, selective) */
-    int rec_layers;            /* the layers of a chunk whose region rr re-runs (0: none) */
+    int ck, N;                 /* CK_*, and the layers of CK_UNIFORM and CK_BLOCK */
+    int rec_layers;            /* the layers of the chunk whose region rr re-runs (0: none): cand_for */
 } cand;
+
+/* What the recompute modules of `set` drop, re-run and keep (the inputs of
+ * their checkpoints that are otherwise not saved) in a layer of a dense
+ * prefix (dense 1) or in the others */
+static void set_masks(const ctx *x, int set, int dense, uint32_t *drop, uint32_t *region, uint32_t *keeps)
+{
+    *drop = *region = *keeps = 0;
+    for (int i = 0; i < RM_NMODULES; i++)
+        if (set & (1 << i)) {
+            unsigned md, mr, mk = remat_module_keeps(i);
+            remat_module_name(i, &md, &mr);
+            *drop |= remat_table_mods_mask_kind(x->tb, md, dense);
+            *region |= remat_table_mods_mask_kind(x->tb, mr, dense);
+            if (mk) *keeps |= remat_table_mods_mask_kind(x->tb, mk, dense);
+        }
+}
+
+static int save_policy(const ctx *x, uint32_t mask, char *buf, size_t n);
+
+/* The chunk's dense layers where the table's modules treat them apart */
+static int chunk_dense(const ctx *x)
+{
+    if (!x->tb->dense_mods) return 0;
+    return x->chunk.moe_first_dense < x->Lc ? x->chunk.moe_first_dense : x->Lc;
+}
+
+/* Megatron's selective recomputation of the modules `set` on x's chunk:
+ * save: of what a layer keeps, or, where a dense prefix's layers keep
+ * otherwise than the routed ones, a plan: of one keep-set per block
+ * (A tokens, all kept: schedule.h) with the union saved.  0: no room. */
+static int sel_policy(const ctx *x, int set, cand *c)
+{
+    uint32_t keep = remat_keep_default(x->tb), dr, rr, kr, dd, rd, kd;
+    set_masks(x, set, 0, &dr, &rr, &kr);
+    set_masks(x, set, 1, &dd, &rd, &kd);
+    uint32_t km = (keep & ~dr) | kr, kdn = (keep & ~dd) | kd;
+    int nd = chunk_dense(x);
+    c->rr.region = rr;
+    c->rr.dregion = x->tb->dense_mods ? rd : rr;
+    c->rr.cached = 0;
+    c->keep = nd == x->Lc ? kdn : km;
+    if (nd == 0 || nd == x->Lc || km == kdn) return save_policy(x, c->keep, c->policy, sizeof c->policy);
+    char tail[600];
+    if (!save_policy(x, km | kdn, tail, sizeof tail) || strncmp(tail, "save:", 5)) return 0;
+    size_t k = (size_t)snprintf(c->policy, sizeof c->policy, "plan:");
+    uint32_t out = 1u << (x->tb->nblock - 1);
+    for (int l = 0; l < x->Lc && k < sizeof c->policy; l++)
+        k += (size_t)snprintf(c->policy + k, sizeof c->policy - k, "%sA%x", l ? "." : "", (l < nd ? kdn : km) & ~out);
+    if (k < sizeof c->policy) k += (size_t)snprintf(c->policy + k, sizeof c->policy - k, ",%s", tail);
+    return k < sizeof c->policy;
+}
+
+/* src's option as x's chunk runs it, into dst: 0 when it cannot be said
+ * there (no room; offload options are one chunk's) */
+static int cand_for(const ctx *x, const cand *src, cand *dst)
+{
+    *dst = *src;
+    uint32_t all = remat_keep_all(x->tb);
+    /* the layers whose region re-runs (the layout search's bound,
+     * remat_cluster_megatron_best): the first N with block, every layer of
+     * the chunk with the others that recompute */
+    dst->rec_layers = src->ck == CK_NONE ? 0 : src->ck == CK_BLOCK ? (src->N < x->Lc ? src->N : x->Lc) : x->Lc;
+    switch (src->ck) {
+    case CK_NONE: snprintf(dst->policy, sizeof dst->policy, "none"); return 1;
+    case CK_SEL: return sel_policy(x, src->set, dst);
+    case CK_UNIFORM:
+        snprintf(dst->policy, sizeof dst->policy, src->N == 1 ? "full" : "every:%d", src->N);
+        dst->rr.region = dst->rr.dregion = all;
+        return 1;
+    case CK_BLOCK:
+        snprintf(dst->policy, sizeof dst->policy, "first:%d", src->N);
+        dst->rr.region = dst->rr.dregion = all;
+        return 1;
+    case CK_SAC: {
+        uint32_t saved = remat_table_mods_mask(x->tb, RM_SAC_SAVED);
+        dst->rr.region = dst->rr.dregion = all;
+        dst->rr.cached = saved;
+        return save_policy(x, saved, dst->policy, sizeof dst->policy);
+    }
+    default: return 0;
+    }
+}
 
 static int add_cand(cand **v, size_t *n, size_t *cap, const cand *c)
 {
@@ -777,6 +1083,7 @@ static int offload_options(const ctx *x, cand **v, size_t *n, size_t *cap)
         snprintf(c.megatron, sizeof c.megatron, "--cpu-offloading-num-layers %d", N);
         c.has_megatron = 1;
         c.selective = -1;
+        c.ck = CK_OFF;
         if (add_cand(v, n, cap, &c)) return -1;
     }
     int N = x->P == 1 ? x->Lc - 1 : x->Lc;
@@ -814,18 +1121,70 @@ static int offload_options(const ctx *x, cand **v, size_t *n, size_t *cap)
                      "%s--fine-grained-activation-offloading --offload-modules%s", c.megatron[0] ? " " : "", names);
             c.torchtitan = NULL;
             c.selective = -1;
+            c.ck = CK_OFF;
             if (add_cand(v, n, cap, &c)) return -1;
         }
     }
     return 0;
 }
 
-/* The tensors of mask that hold bytes in the chunk. */
-static uint32_t held_mask(const ctx *x, uint32_t mask)
+/* Option c on every stage of S (one: eval_row's), and with plain remat's
+ * recomputation of the same keep-sets */
+static remat_status eval_cand(const stages *S, const cand *c, remat_cluster_row *out, remat_cluster_row *plain)
 {
+    if (S->n == 1) return eval_row(&S->k[0], c->policy, c->rr, out, plain);
+    remat_cluster_row r[MAX_KINDS], p[MAX_KINDS];
+    remat_status st = REMAT_OK;
+    int k = 0;
+    memset(r, 0, sizeof r);
+    memset(p, 0, sizeof p);
+    for (; k < S->n && !st; k++) {
+        cand ck;
+        if (!cand_for(&S->k[k], c, &ck))
+            st = remat_fail(REMAT_ERR_INVALID, "the option '%.100s' cannot be said for pipeline stage %d", c->policy,
+                            S->k[k].stage);
+        else
+            st = eval_row(&S->k[k], ck.policy, ck.rr, &r[k], plain ? &p[k] : NULL);
+    }
+    if (st) {
+        for (int q = 0; q < S->n; q++) { remat_cluster_row_clear(&r[q]); remat_cluster_row_clear(&p[q]); }
+        return st;
+    }
+    combine_stages(S, r, out);
+    if (plain) combine_stages(S, p, plain);
+    return REMAT_OK;
+}
+
+/* The tensors of mask that hold bytes in a layer of the model's: a dense
+ * prefix's (dense 1) or a routed or uniform one (0). */
+static uint32_t held_mask_kind(const ctx *x, uint32_t mask, int dense)
+{
+    remat_config k = x->chunk;
+    k.moe_first_dense = dense ? k.n_layer : 0;
     for (int t = 0; t < x->tb->nblock; t++)
-        if ((mask & (1u << t)) && !remat_tensor_bytes(&x->chunk, t)) mask &= ~(1u << t);
+        if ((mask & (1u << t)) && !remat_tensor_bytes(&k, t)) mask &= ~(1u << t);
     return mask;
+}
+
+/* 1 when module i of `set` drops nothing held that the set's others do not
+ * drop already, in every kind of layer the model has */
+static int module_noop(const ctx *x, int set, int i)
+{
+    int kinds[2] = { x->any_routed, x->any_dense && x->tb->dense_mods };
+    for (int dense = 0; dense < 2; dense++) {
+        if (!kinds[dense]) continue;
+        unsigned md, mr;
+        remat_module_name(i, &md, &mr);
+        uint32_t mine = held_mask_kind(x, remat_table_mods_mask_kind(x->tb, md, dense), dense), others = 0;
+        for (int j = 0; j < RM_NMODULES; j++)
+            if (j != i && (set & (1 << j))) {
+                unsigned od, orr;
+                remat_module_name(j, &od, &orr);
+                others |= remat_table_mods_mask_kind(x->tb, od, dense);
+            }
+        if (mine & ~others) return 0;
+    }
+    return 1;
 }
 
 /* Every option of the two frameworks, as policies on one model chunk. */
@@ -834,57 +1193,47 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
     cand *v = NULL, c;
     size_t cap = 0;
     *n = 0;
-    uint32_t all = remat_keep_all(x->tb), keep = remat_keep_default(x->tb);
+    uint32_t keep = remat_keep_default(x->tb);
     /* none: both frameworks */
     memset(&c, 0, sizeof c);
     snprintf(c.policy, sizeof c.policy, "none");
     c.has_megatron = 1;
     c.torchtitan = "none";
     c.keep = keep;
+    c.ck = CK_NONE;
     if (add_cand(&v, n, &cap, &c)) goto nomem;
     /* selective: every non-empty set of modules */
     for (int set = 1; set < 1 << RM_NMODULES; set++) {
         memset(&c, 0, sizeof c);
-        uint32_t drop = 0, region = 0;
         size_t k = (size_t)snprintf(c.megatron, sizeof c.megatron, "--recompute-granularity selective --recompute-modules");
         /* a module with nothing to drop here (TE fuses Llama's norms into the
-         * linears; no shared experts), or nothing the set's others do not
-         * drop already (moe_act beside moe), is left out */
+         * linears; no shared experts; mlp where every layer is routed), or
+         * nothing the set's others do not drop already (moe_act beside moe),
+         * is left out */
         int noop = 0;
         for (int i = 0; i < RM_NMODULES; i++)
             if (set & (1 << i)) {
                 unsigned md, mr;
                 const char *name = remat_module_name(i, &md, &mr);
-                uint32_t mine = held_mask(x, remat_table_mods_mask(x->tb, md)), others = 0;
-                for (int j = 0; j < RM_NMODULES; j++)
-                    if (j != i && (set & (1 << j))) {
-                        unsigned od, orr;
-                        remat_module_name(j, &od, &orr);
-                        others |= remat_table_mods_mask(x->tb, od);
-                    }
-                noop |= !(mine & ~others);
-                drop |= remat_table_mods_mask(x->tb, md);
-                region |= remat_table_mods_mask(x->tb, mr);
+                noop |= module_noop(x, set, i);
                 k += (size_t)snprintf(c.megatron + k, sizeof c.megatron - k, " %s", name);
             }
-        if (noop || !save_policy(x, keep & ~drop, c.policy, sizeof c.policy)) continue;
-        c.rr.region = region;
-        c.rec_layers = x->Lc;
+        c.ck = CK_SEL;
+        c.set = set;
+        if (noop || !cand_for(x, &c, &c)) continue;
         c.has_megatron = 1;
         c.selective = 1;
-        c.set = set;
-        c.keep = keep & ~drop;
         if (add_cand(&v, n, &cap, &c)) goto nomem;
     }
     /* full, uniform: chunks of N layers; N = 1 is also torchtitan's FullAC */
     for (int N = 1; N <= x->Lc; N++) {
         memset(&c, 0, sizeof c);
-        snprintf(c.policy, sizeof c.policy, N == 1 ? "full" : "every:%d", N);
+        c.ck = CK_UNIFORM;
+        c.N = N;
+        cand_for(x, &c, &c);
         snprintf(c.megatron, sizeof c.megatron,
                  "--recompute-granularity full --recompute-method uniform --recompute-num-layers %d", N);
         c.has_megatron = 1;
-        c.rr.region = all;
-        c.rec_layers = x->Lc;
         c.selective = -1;
         if (N == 1) c.torchtitan = "full";
         if (add_cand(&v, n, &cap, &c)) goto nomem;
@@ -892,22 +1241,20 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
     /* full, block: the first N layers of each chunk */
     for (int N = 1; N < x->Lc; N++) {
         memset(&c, 0, sizeof c);
-        snprintf(c.policy, sizeof c.policy, "first:%d", N);
+        c.ck = CK_BLOCK;
+        c.N = N;
+        cand_for(x, &c, &c);
         snprintf(c.megatron, sizeof c.megatron,
                  "--recompute-granularity full --recompute-method block --recompute-num-layers %d", N);
         c.has_megatron = 1;
-        c.rr.region = all;
-        c.rec_layers = N;
         c.selective = -1;
         if (add_cand(&v, n, &cap, &c)) goto nomem;
     }
-    /* torchtitan's per-op selective checkpointing of every block */
+    /* torchtitan's per-op selective checkpointing of every block (the
+     * whole block runs again, its saved ops from the cache) */
     memset(&c, 0, sizeof c);
-    uint32_t saved = remat_table_mods_mask(x->tb, RM_SAC_SAVED);
-    if (save_policy(x, saved, c.policy, sizeof c.policy)) {
-        c.rr.region = all;           /* the whole block runs again, its saved ops from the cache */
-        c.rr.cached = saved;
-        c.rec_layers = x->Lc;
+    c.ck = CK_SAC;
+    if (cand_for(x, &c, &c)) {
         c.torchtitan = "selective";
         c.selective = -1;
         if (add_cand(&v, n, &cap, &c)) goto nomem;
@@ -995,7 +1342,7 @@ static remat_status best_plan(const ctx *x, remat_cluster_row *best)
     remat_planner *pl = NULL;
     remat_status st;
     char *pol = remat_malloc(REMAT_POLICY_MAX);
-    rerun none = { 0, 0 };
+    rerun none = { 0, 0, 0 };
     if (!pol) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
     if ((st = remat_planner_create(&x->chunk, &x->prof, planner_droppable(x), &pl))) goto out;
     remat_planner_set_host(pl, x->host / x->f);    /* every micro-batch in flight has its offloads there */
@@ -1043,9 +1390,10 @@ static void set_load(remat_cluster_row *r, double load, const remat_cluster_row 
     r->balanced_peak_bytes = b->peak_bytes;
     r->balanced_total_bytes = b->total_bytes;
     r->balanced_fits = b->fits;
+    r->balanced_peak_stage = b->peak_stage;
 }
 
-static remat_status balanced_rows(const ctx *x, const remat_config *cfg, const remat_cluster *cl, const cand *cs,
+static remat_status balanced_rows(const remat_config *cfg, const remat_cluster *cl, const cand *cs, int opt_cand,
                                   remat_cluster_answer *out)
 {
     double load = remat_config_moe_rank_load(cfg);
@@ -1058,13 +1406,13 @@ static remat_status balanced_rows(const ctx *x, const remat_config *cfg, const r
     remat_config bc = *cfg;
     bc.moe_load = 1;
     bc.moe_capacity = 0;
-    ctx xb;
+    stages Sb;
     remat_status st;
-    rerun none = { 0, 0 };
-    if ((st = ctx_init(&xb, &bc, cl))) return st;
+    rerun none = { 0, 0, 0 };
+    if ((st = stages_init(&Sb, &bc, cl))) return st;
     for (size_t i = 0; i < out->nrows; i++) {
         remat_cluster_row b, *r = &out->rows[i];
-        if ((st = eval_row(&xb, cs[i].policy, cs[i].rr, &b, NULL))) return st;
+        if ((st = eval_cand(&Sb, &cs[i], &b, NULL))) goto out;
         set_load(r, load, &b);
         for (int a = 1; a < 3; a++)
             if (ans[a]->policy && !strcmp(ans[a]->policy, r->policy) && ans[a]->step_ms_pred == r->step_ms_pred &&
@@ -1075,34 +1423,49 @@ static remat_status balanced_rows(const ctx *x, const remat_config *cfg, const r
     }
     if (out->optimal.policy) {
         remat_cluster_row b;
-        if ((st = eval_row(&xb, out->optimal.policy, none, &b, NULL))) return st;
+        if (opt_cand >= 0) {       /* an option with remat's recomputation, stage by stage */
+            cand c = cs[opt_cand];
+            c.rr = none;
+            st = eval_cand(&Sb, &c, &b, NULL);
+        } else {
+            st = eval_row(&Sb.k[0], out->optimal.policy, none, &b, NULL);
+        }
+        if (st) goto out;
         set_load(&out->optimal, load, &b);
         remat_cluster_row_clear(&b);
     }
-    (void)x;
-    return REMAT_OK;
+out:
+    stages_free(&Sb);
+    return st;
 }
 
 remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl, remat_cluster_answer *out)
 {
-    ctx x;
+    stages S;
     remat_status st;
     cand *cs = NULL;
     size_t nc = 0;
+    int opt_cand = -1;
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_plan: out is NULL");
     memset(out, 0, sizeof *out);
-    if ((st = ctx_init(&x, cfg, cl))) return st;
-    if ((st = framework_options(&x, &cs, &nc))) return st;
+    if ((st = stages_init(&S, cfg, cl))) return st;
+    const ctx *x = &S.k[0];
+    if ((st = framework_options(x, &cs, &nc))) goto out;
     out->rows = remat_calloc(nc ? nc : 1, sizeof *out->rows);
     if (!out->rows) { st = remat_fail(REMAT_ERR_NOMEM, "out of memory"); goto out; }
     for (size_t i = 0; i < nc; i++) {
         remat_cluster_row *r = &out->rows[out->nrows];
         /* mine: the same keep-set with remat's recomputation, a plan too */
         remat_cluster_row mine;
-        if ((st = eval_row(&x, cs[i].policy, cs[i].rr, r, &mine))) goto out;
+        if ((st = eval_cand(&S, &cs[i], r, &mine))) goto out;
         out->nrows++;
-        if (better(&mine, &out->optimal)) { remat_cluster_row_clear(&out->optimal); out->optimal = mine; }
-        else remat_cluster_row_clear(&mine);
+        if (better(&mine, &out->optimal)) {
+            remat_cluster_row_clear(&out->optimal);
+            out->optimal = mine;
+            opt_cand = (int)i;
+        } else {
+            remat_cluster_row_clear(&mine);
+        }
         if (cs[i].has_megatron && !(r->megatron_flags = remat_strdup(cs[i].megatron))) {
             st = remat_fail(REMAT_ERR_NOMEM, "out of memory");
             goto out;
@@ -1117,53 +1480,68 @@ remat_status remat_cluster_plan(const remat_config *cfg, const remat_cluster *cl
             if ((st = row_copy(&out->best_torchtitan, r))) goto out;
         }
     }
-    if ((st = best_plan(&x, &out->optimal))) goto out;
-    st = balanced_rows(&x, cfg, cl, cs, out);
+    /* the planner's per-layer optimum is of a chain of one kind of block: a
+     * chunk that mixes a dense prefix's layers with routed ones, or stages
+     * of several kinds, take the best option with remat's recomputation */
+    if (S.n == 1 && !(x->chunk.moe_first_dense > 0 && x->chunk.moe_first_dense < x->Lc)) {
+        char *before = out->optimal.policy;
+        if ((st = best_plan(x, &out->optimal))) goto out;
+        if (out->optimal.policy != before) opt_cand = -1;
+    }
+    st = balanced_rows(cfg, cl, cs, opt_cand, out);
 out:
     free(cs);
+    stages_free(&S);
     if (st) remat_cluster_answer_clear(out);
     return st;
 }
 
 /* The fastest row that Megatron-LM's flags express for this layout (best->policy
  * NULL: none fits): remat_cluster_plan's best_megatron, the same options priced
- * the same way, without the optimum's planner, torchtitan's rows and the
- * balanced figures -- the layout search's inner step (cluster_search.c).
+ * the same way (stage by stage with a dense prefix), without the optimum's
+ * planner, torchtitan's rows and the balanced figures -- the layout search's
+ * inner step (cluster_search.c).
  *
  * With a cutoff, an option whose time is bound to exceed it is not priced
  * (best->policy NULL when no option can be at most the cutoff).  The bound:
  * the time with no recomputation (the first option), plus what re-running
  * its region costs at the least -- the region's forward ops (fwd_ms, their
- * collectives inside) in each layer it re-runs, V chunks a micro-batch; the
- * first stage's time grows by that for m + (P-1)/V micro-batches, of which
- * the overlaps of the data-parallel reduction hide at most one (fill_row).
+ * collectives inside) in each layer it re-runs (cand_for's rec_layers), V
+ * chunks a micro-batch; the first stage's time grows by that for m +
+ * (P-1)/V micro-batches, of which the overlaps of the data-parallel
+ * reduction hide at most one (fill_row).  It is of one chunk of one kind of
+ * layer: a model with a dense prefix (its layers re-run other regions at
+ * other times, planned stage by stage) has every option priced, no cutoff.
  * *violated is set when an option priced comes out below its bound (the
  * bound is then wrong: the caller prices everything). */
 remat_status remat_cluster_megatron_best(const remat_config *cfg, const remat_cluster *cl, double cutoff,
                                          remat_cluster_row *best, int *violated)
 {
-    ctx x;
+    stages S;
     remat_status st;
     cand *cs = NULL;
     size_t nc = 0;
     double none_ms = -1;
     memset(best, 0, sizeof *best);
     *violated = 0;
-    if ((st = ctx_init(&x, cfg, cl)) || (st = framework_options(&x, &cs, &nc))) return st;
-    double runs = (double)x.m - 1 + (double)(x.P - 1) / x.V;
+    if ((st = stages_init(&S, cfg, cl))) return st;
+    const ctx *x = &S.k[0];
+    if ((st = framework_options(x, &cs, &nc))) goto out;
+    int bounded = S.n == 1 && cfg->moe_first_dense <= 0;
+    double runs = (double)x->m - 1 + (double)(x->P - 1) / x->V;
     for (size_t i = 0; i < nc && !st; i++) {
         if (!cs[i].has_megatron) continue;
         double lb = 0;
-        if (none_ms >= 0 && cs[i].rec_layers > 0 && runs > 0) {
+        if (bounded && none_ms >= 0 && cs[i].rec_layers > 0 && runs > 0) {
             double layer = 0;
-            for (int t = 0; t < x.tb->nblock; t++)
-                if ((cs[i].rr.region & ~cs[i].rr.cached) & (1u << t)) layer += x.prof.fwd_ms[t];
-            lb = none_ms + x.V * cs[i].rec_layers * layer * runs;
+            for (int t = 0; t < x->tb->nblock; t++)
+                if ((cs[i].rr.region & ~cs[i].rr.cached) & (1u << t)) layer += x->prof.fwd_ms[t];
+            lb = none_ms + x->V * cs[i].rec_layers * layer * runs;
             if (lb * (1 - 1e-9) > cutoff) continue;
         }
         remat_cluster_row r;
-        if ((st = eval_row(&x, cs[i].policy, cs[i].rr, &r, NULL))) break;
-        if (none_ms < 0 && !strcmp(cs[i].policy, "none")) none_ms = r.step_ms_pred;
+        if ((st = eval_cand(&S, &cs[i], &r, NULL))) break;
+        if (none_ms < 0 && cs[i].ck == CK_NONE) none_ms = r.step_ms_pred;
         if (r.step_ms_pred < lb * (1 - 1e-9)) *violated = 1;
         if (better(&r, best)) {
             if (!(r.megatron_flags = remat_strdup(cs[i].megatron))) {
@@ -1177,23 +1555,32 @@ remat_status remat_cluster_megatron_best(const remat_config *cfg, const remat_cl
             remat_cluster_row_clear(&r);
         }
     }
+out:
     free(cs);
+    stages_free(&S);
     if (st) remat_cluster_row_clear(best);
     return st;
 }
 
 /* Megatron-LM's full recomputation of every layer (--recompute-granularity
  * full --recompute-method uniform --recompute-num-layers 1), priced as
- * Megatron runs it: where it fits, its time bounds the layout's best flags
- * from above (the layout search's cutoff). */
+ * Megatron runs it and as remat_cluster_plan prices that option (stage by
+ * stage with a dense prefix): where it fits, its time bounds the layout's
+ * best flags from above (the layout search's cutoff). */
 remat_status remat_cluster_megatron_full(const remat_config *cfg, const remat_cluster *cl, remat_cluster_row *out)
 {
-    ctx x;
+    stages S;
     remat_status st;
+    cand c;
     memset(out, 0, sizeof *out);
-    if ((st = ctx_init(&x, cfg, cl))) return st;
-    rerun all = { remat_keep_all(x.tb), 0 };
-    return eval_row(&x, "full", all, out, NULL);
+    if ((st = stages_init(&S, cfg, cl))) return st;
+    memset(&c, 0, sizeof c);
+    c.ck = CK_UNIFORM;
+    c.N = 1;
+    cand_for(&S.k[0], &c, &c);
+    st = eval_cand(&S, &c, out, NULL);
+    stages_free(&S);
+    return st;
 }
 
 /* Device memory less the reserve: what a plan's total must fit in. */
@@ -1226,11 +1613,14 @@ remat_status remat_cluster_pareto(const remat_config *cfg, const remat_cluster *
     char *pol = NULL;
     size_t m = 0, k = 0;
     remat_status st;
-    rerun none = { 0, 0 };
+    rerun none = { 0, 0, 0 };
     if (!rows || !n) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_pareto: NULL argument");
     *rows = NULL;
     *n = 0;
     if ((st = ctx_init(&x, cfg, cl))) return st;
+    if (cfg->moe_first_dense > 0)
+        return remat_fail(REMAT_ERR_INVALID, "--pareto is one model chunk's front of the planner's per-layer plans: "
+                          "not for a chain with a dense prefix (--moe-first-dense), planned stage by stage");
     if (!(pol = remat_malloc(REMAT_POLICY_MAX))) return remat_fail(REMAT_ERR_NOMEM, "out of memory");
     if ((st = remat_planner_create(&x.chunk, &x.prof, planner_droppable(&x), &pl))) goto out;
     remat_planner_set_host(pl, x.host / x.f);
@@ -1304,7 +1694,7 @@ static remat_status exists_at(const remat_config *c, const remat_cluster *cl, in
         return REMAT_OK;
     }
     if ((st = ctx_init(&x, c, cl)) || (st = framework_options(&x, &cs, &nc))) return st;
-    rerun none = { 0, 0 };
+    rerun none = { 0, 0, 0 };
     for (size_t i = 0; i < nc && !*ok && !st; i++) {
         if ((which == REMAT_CLUSTER_MEGATRON && !cs[i].has_megatron) ||
             (which == REMAT_CLUSTER_TORCHTITAN && !cs[i].torchtitan)) continue;

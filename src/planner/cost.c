@@ -70,9 +70,15 @@ static double weight_bytes(const remat_config *c, int t) { return 4.0 * (double)
 
 double remat_input_bytes(const remat_config *c, const remat_table *tb, const int8_t *in)
 {
+    return remat_input_bytes_at(c, tb, in, -1);
+}
+
+double remat_input_bytes_at(const remat_config *c, const remat_table *tb, const int8_t *in, int layer)
+{
     double b = 0;
     for (int i = 0; i < RT_MAXIO && in[i] != RT_NONE; i++)
-        b += (double)remat_tensor_bytes(c, in[i] == RT_X ? tb->nblock - 1 : in[i]);
+        b += (double)(layer < 0 ? remat_tensor_bytes(c, in[i] == RT_X ? tb->nblock - 1 : in[i])
+                                : remat_tensor_bytes_at(c, in[i] == RT_X ? tb->nblock - 1 : in[i], layer));
     return b;
 }
 
@@ -279,7 +285,7 @@ static remat_status cost_exec(void *arg, size_t i, const remat_instr *in, const 
     else if (k == REMAT_I_FREE) x = 0;
     else if (k == REMAT_I_OFFLOAD || k == REMAT_I_RELOAD) {   /* p has a host link: remat_cost_schedule_times */
         if (w->prev != k) w->run = 0;
-        x = transfer_ms(p, remat_tensor_bytes(w->c, t), k == REMAT_I_OFFLOAD ? w->hide_f : w->hide_b, &w->run);
+        x = transfer_ms(p, remat_tensor_bytes_at(w->c, t, l), k == REMAT_I_OFFLOAD ? w->hide_f : w->hide_b, &w->run);
     } else {
         int bw = k == REMAT_I_BACKWARD;
         double cold = bw ? p->bwd_ms[t] : p->fwd_ms[t], hot = bw ? p->bwd_hot_ms[t] : p->fwd_hot_ms[t];
@@ -299,6 +305,9 @@ static remat_status cost_exec(void *arg, size_t i, const remat_instr *in, const 
             f = all ? (double)warm / (double)all : 1;
         }
         x = cold - f * (cold - hot);
+        /* a dense prefix's layer: its own op times (the device model's: no cache) */
+        if (p->dense && remat_layer_dense(w->c, l))
+            x = bw ? p->dense_bwd_ms[t] : p->dense_fwd_ms[t];
         /* a table read from a file whose blocks differ: each block's own time (no cache: its times are measured) */
         if (w->per_block && l >= 0 && remat_table_custom_layer_ms(w->c->table, t, l, bw, &cold))
             x = cold;

@@ -25,6 +25,10 @@ struct remat_profile {
     double fwd_ms[RT_MAXT];   /* forward op of each activation tensor, inputs cold */
     double bwd_ms[RT_MAXT];   /* its backward op (0 where none), inputs cold */
     double fwd_hot_ms[RT_MAXT], bwd_hot_ms[RT_MAXT];     /* the same, inputs in cache */
+    /* a chain with a dense prefix (cfg.moe_first_dense, the cluster planner's device model):
+     * the dense layers' op times (the arrays above are the routed layers'); dense 0: none */
+    int dense;
+    double dense_fwd_ms[RT_MAXT], dense_bwd_ms[RT_MAXT];
     uint64_t cache_bytes;     /* last-level cache: what counts as "just produced" */
     double host_bps;          /* the host link, bytes/s each way (a GPU's PCIe or C2C), for offload
                                  and reload; 0: none (remat's CPU engine: offload is refused) */
@@ -43,6 +47,8 @@ struct remat_profile {
 /* The bytes of the tensors an op reads (in: a def's fwd_in or bwd_in; RT_X
  * is the block input, the previous block's output). */
 double remat_input_bytes(const remat_config *c, const remat_table *tb, const int8_t *in);
+/* the same in block `layer` (a dense prefix's layers differ) */
+double remat_input_bytes_at(const remat_config *c, const remat_table *tb, const int8_t *in, int layer);
 
 /* The config part of a profile's key, as text (profiles of configs that
  * remat_config_same calls equal share it). */

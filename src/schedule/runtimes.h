@@ -34,8 +34,7 @@ typedef struct remat_run_times {
     double ms[REMAT_NKINDS][RT_MAXT];
     uint32_t n[REMAT_NKINDS][RT_MAXT];
     /* per step: its time less the sum of its instructions' other than
-     * frees (zeroing the gradients, copying the batch in, releasing
-     * buffers); n_overhead steps */
+     * frees (copying the batch in, releasing buffers); n_overhead steps */
     double overhead_ms;
     uint32_t n_overhead;
 } remat_run_times;

@@ -142,7 +142,7 @@ remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
         if ((st = born(w, o.out, t, 0))) return st;
         peak = w->cur + o.temp_bytes;
         if ((st = run_op(w, i, in, &o))) return st;
-        fl = remat_tensor_fwd_flops(w->cfg, t);
+        fl = remat_tensor_flops_at(w->cfg, t, in->layer, 0);
         if (k == REMAT_I_RECOMPUTE) {
             w->sim.recompute_flops += fl;
             if (in->layer != w->last_rec_layer) w->sim.recomputed_blocks++;
@@ -186,8 +186,13 @@ remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
                 if (w->live[o.alloc[q]]) FAIL("instruction %zu: %s allocated twice", i, sname(w, o.alloc[q]));
         }
         w->done[o.out] = 1;
-        for (int q = 0; q < o.nalloc; q++)
+        for (int q = 0; q < o.nalloc; q++) {
+            /* a chain with a dense prefix: a gradient buffer holds what the
+             * block whose backward allocates it needs (its slot is global) */
+            if (w->cfg->moe_first_dense > 0 && in->layer >= 0)
+                w->bytes[o.alloc[q]] = remat_tensor_bytes_at(w->cfg, o.alloc_t[q], in->layer);
             if ((st = born(w, o.alloc[q], o.alloc_t[q], (w->tb->defs[o.alloc_t[q]].flags & RT_F_ZERO) != 0))) return st;
+        }
         peak = w->cur + o.temp_bytes;
         if ((st = run_op(w, i, in, &o))) return st;
         for (int q = 0; q < o.nfree; q++) {
@@ -196,7 +201,7 @@ remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
                      sname(w, o.freed[q]));
             dies(w, o.freed[q], WALK_DEAD);
         }
-        fl = remat_tensor_bwd_flops(w->cfg, t);
+        fl = remat_tensor_flops_at(w->cfg, t, in->layer, 1);
     }
     if (peak > w->sim.peak_bytes) { w->sim.peak_bytes = peak; w->sim.peak_index = i; }
     if (w->host > w->sim.host_peak_bytes) w->sim.host_peak_bytes = w->host;

@@ -93,5 +93,9 @@ int remat_config_same(const remat_config *a, const remat_config *b)
            a->table == b->table && remat_config_cp(a) == remat_config_cp(b) && a->n_experts == b->n_experts &&
            a->moe_topk == b->moe_topk && a->moe_ffn_dim == b->moe_ffn_dim && a->moe_shared_dim == b->moe_shared_dim &&
            (a->ep > 1 ? a->ep : 1) == (b->ep > 1 ? b->ep : 1) && remat_config_etp(a) == remat_config_etp(b) &&
-           remat_config_moe_rank_load(a) == remat_config_moe_rank_load(b) && a->qk_norm == b->qk_norm;
+           remat_config_moe_rank_load(a) == remat_config_moe_rank_load(b) && a->qk_norm == b->qk_norm &&
+           a->q_lora_rank == b->q_lora_rank && a->kv_lora_rank == b->kv_lora_rank && a->qk_nope_dim == b->qk_nope_dim &&
+           a->qk_rope_dim == b->qk_rope_dim && a->v_head_dim == b->v_head_dim &&
+           a->moe_first_dense == b->moe_first_dense && a->moe_groups == b->moe_groups &&
+           a->moe_group_topk == b->moe_group_topk && a->moe_scaling == b->moe_scaling;
 }

@@ -242,7 +242,9 @@
                    .cls = RT_CLASS_BLOCK, .flags = RT_F_SP, S_C, .prec = RT_P_ACT, NOWB,                         \
                    .fwd_in = R(X##_DOWN, X##_RES2, N_), .bwd_in = NOR, NOGRAD }
 
-#define P_GLOBALS(X)                                                                                             \
+#define P_GLOBALS(X) P_GLOBALS_R(X, E1(2, RD_T, RD_HS), "2 x (1,T,HS)")
+/* the same with the rotary tables' shape (MLA rotates dr columns only) */
+#define P_GLOBALS_R(X, rope_, rope_text_)                                                                        \
     [X##_EMB] = { .name = "emb", .op = "embed_tokens (nn.Embedding)", .cls = RT_CLASS_GLOBAL, .flags = RT_F_SP,  \
                   S_C, .prec = RT_P_ACT, NOWB, .fwd_in = NOR, .bwd_in = NOR, .has_bwd = 1,                        \
                   .g_need = G(X##_D_RES, N_), .g_alloc = NOG, .g_free = G(X##_D_RES, N_) },                      \
@@ -271,7 +273,7 @@
                       .cls = RT_CLASS_GLOBAL, .shape = E1(1, BT), .shape_text = "(B,T) int64", .prec = RT_P_I64,  \
                       NOWB, .fwd_in = NOR, .bwd_in = NOR, NOGRAD },                                              \
     [X##_ROPE] = { .name = "rope", .op = "cos, sin (LlamaRotaryEmbedding, once per forward): every layer's RoPE saves them", \
-                   .cls = RT_CLASS_GLOBAL, .shape = E1(2, RD_T, RD_HS), .shape_text = "2 x (1,T,HS)",             \
+                   .cls = RT_CLASS_GLOBAL, .shape = rope_, .shape_text = rope_text_,                               \
                    .prec = RT_P_ACT, NOWB, .fwd_in = NOR, .bwd_in = NOR, NOGRAD }
 
 #define P_GRADS(X)                                                                                              \

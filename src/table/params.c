@@ -143,8 +143,61 @@ size_t remat_param_layout_of(const remat_config *c, remat_param_layout *out)
     return out->total;
 }
 
+/* 1 when cfg's expert and multi-latent sizes are in the ranges
+ * remat_layer_params multiplies without overflow (the config may not have
+ * been checked yet) */
+static int layer_sizes_ok(const remat_config *c)
+{
+    return c->n_experts >= 0 && c->n_experts <= 4096 && c->moe_ffn_dim >= 0 && c->moe_ffn_dim <= (1 << 20) &&
+           c->moe_shared_dim >= 0 && c->moe_shared_dim <= (1 << 20) && c->q_lora_rank >= 0 &&
+           c->q_lora_rank <= 65536 && c->kv_lora_rank >= 0 && c->kv_lora_rank <= 65536 && c->qk_nope_dim >= 0 &&
+           c->qk_nope_dim <= 65536 && c->qk_rope_dim >= 0 && c->qk_rope_dim <= 65536 && c->v_head_dim >= 0 &&
+           c->v_head_dim <= 65536 && c->n_embd >= 1 && c->n_embd <= 65536 && c->n_head >= 1 &&
+           c->n_head <= c->n_embd && remat_config_ffn_dim(c) >= 0 && remat_config_ffn_dim(c) <= (1 << 24);
+}
+
+void remat_layer_params(const remat_config *c, int layer, uint64_t *split, uint64_t *whole, uint64_t *routed)
+{
+    const remat_param_table *pt = remat_params_of(c);
+    uint64_t C = (uint64_t)c->n_embd;
+    *split = *whole = *routed = 0;
+    for (int i = 0; i < pt->count; i++) {
+        const remat_param_def *d = &pt->defs[i];
+        if (!d->per_layer) continue;
+        uint64_t rows, cols;
+        remat_param_dims(c, i, &rows, &cols);
+        *(d->replicated ? whole : split) += rows * (cols ? cols : 1);
+    }
+    if (c->arch != REMAT_ARCH_LLAMA) return;
+    if (c->kv_lora_rank > 0) {
+        /* multi-latent attention for Llama's q, k, v and output projections
+         * (multi_latent_attention.py:395-470): the down projections TELinear
+         * in duplicated mode and the two norms whole on every rank, the up
+         * projections and linear_proj split (Megatron's; transformers' the same
+         * weights) */
+        uint64_t qkv, o;
+        remat_param_dims(c, LP_QKVW, &qkv, &o);
+        *split -= qkv * o;
+        remat_param_dims(c, LP_ATTPROJW, &qkv, &o);
+        *split -= qkv * o;
+        uint64_t NH = (uint64_t)c->n_head, Lq = (uint64_t)c->q_lora_rank, Lkv = (uint64_t)c->kv_lora_rank;
+        uint64_t dn = (uint64_t)c->qk_nope_dim, dr = (uint64_t)c->qk_rope_dim, dv = (uint64_t)c->v_head_dim;
+        *split += Lq * NH * (dn + dr) + Lkv * NH * (dn + dv) + NH * dv * C;
+        *whole += C * Lq + C * (Lkv + dr) + Lq + Lkv;
+    }
+    if (c->n_experts > 0 && !remat_layer_dense(c, layer)) {
+        /* a routed layer: the router and the experts for the dense MLP (remat_moe_layer_params) */
+        uint64_t router, rt, shared;
+        remat_moe_layer_params(c, &router, &rt, &shared);
+        *split = *split - 3 * (uint64_t)remat_config_ffn_dim(c) * C + shared;
+        *whole += router;
+        *routed = rt;
+    }
+}
+
 /* the parameter table's sizes, added with overflow checks (the config may
- * not have been checked yet: 0 on overflow) */
+ * not have been checked yet: 0 on overflow); the layers' from
+ * remat_layer_params, a dense prefix's and the routed layers' apart */
 uint64_t remat_config_num_params(const remat_config *c)
 {
     const remat_param_table *pt = remat_params_of(c);
@@ -152,19 +205,22 @@ uint64_t remat_config_num_params(const remat_config *c)
     uint64_t n = 0;
     for (int i = 0; i < pt->count; i++) {
         const remat_param_def *d = &pt->defs[i];
-        if (d->untied && remat_config_tied(c)) continue;
+        if (d->per_layer || (d->untied && remat_config_tied(c))) continue;
         uint64_t rows, cols;
         remat_param_dims(c, i, &rows, &cols);
-        uint64_t e = remat_mul(rows, cols ? cols : 1, &ok);
-        if (d->per_layer) e = remat_mul(e, (uint64_t)c->n_layer, &ok);
-        n = remat_add(n, e, &ok);
+        n = remat_add(n, remat_mul(rows, cols ? cols : 1, &ok), &ok);
     }
-    if (c->n_experts > 0 && c->n_experts <= 4096 && c->moe_ffn_dim >= 0 && c->moe_shared_dim >= 0) {
-        /* each layer's MLP is the router and the experts (remat_moe_layer_params) */
-        uint64_t router, routed, shared, L = (uint64_t)c->n_layer;
-        uint64_t dense = remat_mul(3 * (uint64_t)remat_config_ffn_dim(c), (uint64_t)c->n_embd, &ok);
-        remat_moe_layer_params(c, &router, &routed, &shared);
-        n = remat_add(n - remat_mul(dense, L, &ok), remat_mul(router + routed + shared, L, &ok), &ok);
+    if (c->n_layer < 1 || !layer_sizes_ok(c)) return 0;
+    uint64_t L = (uint64_t)c->n_layer, nd = c->moe_first_dense > 0 ? (uint64_t)c->moe_first_dense : 0;
+    if (nd > L) nd = L;
+    uint64_t s, w, r;
+    if (nd) {
+        remat_layer_params(c, 0, &s, &w, &r);
+        n = remat_add(n, remat_mul(remat_add(remat_add(s, w, &ok), r, &ok), nd, &ok), &ok);
+    }
+    if (nd < L) {
+        remat_layer_params(c, c->n_layer - 1, &s, &w, &r);
+        n = remat_add(n, remat_mul(remat_add(remat_add(s, w, &ok), r, &ok), L - nd, &ok), &ok);
     }
     return ok ? n : 0;
 }

@@ -82,6 +82,12 @@ size_t remat_param_layout_of(const remat_config *cfg, remat_param_layout *out);
 /* Parameter p of the table under cfg: the head's untied weight resolves to
  * the token embedding when tied. */
 int remat_param_resolve(const remat_config *cfg, int p);
+/* Block `layer`'s parameters by where a framework keeps them (the cluster
+ * planner's count per GPU): split over tensor parallelism, whole on every
+ * tensor-parallel rank (norms, the router, MLA's down projections), and the
+ * routed experts' (shared by EP x ETP GPUs).  remat's own tables: the
+ * parameter table's per-block tensors. */
+void remat_layer_params(const remat_config *cfg, int layer, uint64_t *split, uint64_t *whole, uint64_t *routed);
 /* rows and cols of one layer's slice of parameter p under cfg */
 void remat_param_dims(const remat_config *cfg, int p, uint64_t *rows, uint64_t *cols);
 

@@ -146,6 +146,68 @@ static remat_status check_moe(const remat_config *c)
 }
 
 
+/* Multi-latent attention and the dense prefix (frameworks_mla.c: DeepSeek-V3's
+ * layers).  Megatron's MLATransformerConfig takes the five dimensions
+ * (transformer/transformer_config.py:2016-2034 in megatron-core 0.16.1); the
+ * tables model q compressed (q_lora_rank > 0, DeepSeek-V3's), experts after
+ * the dense layers, and no dropout (no masks are in them).  Group-limited
+ * routing: experts divisible by the groups, group_topk <= groups
+ * (transformer_config.py:1643-1661). */
+#define MLA_MAX_DIM 65536
+static remat_status check_mla(const remat_config *c)
+{
+    if (c->q_lora_rank < 0 || c->kv_lora_rank < 0 || c->qk_nope_dim < 0 || c->qk_rope_dim < 0 || c->v_head_dim < 0 ||
+        c->moe_first_dense < 0 || c->moe_groups < 0 || c->moe_group_topk < 0 || !(c->moe_scaling >= 0) ||
+        !isfinite(c->moe_scaling))
+        return remat_fail(REMAT_ERR_INVALID, "multi-latent attention and routing sizes must be >= 0");
+    if (c->moe_groups || c->moe_group_topk || c->moe_scaling) {
+        if (!c->n_experts)
+            return remat_fail(REMAT_ERR_INVALID, "--moe-groups, --moe-group-topk and --moe-scaling need --num-experts");
+        if (!c->moe_groups != !c->moe_group_topk)
+            return remat_fail(REMAT_ERR_INVALID, "group-limited routing needs both --moe-groups and --moe-group-topk");
+        if (c->moe_groups && (c->n_experts % c->moe_groups || c->moe_group_topk > c->moe_groups))
+            return remat_fail(REMAT_ERR_INVALID, "experts %d must be divisible by --moe-groups %d, and --moe-group-topk "
+                              "%d at most the groups", c->n_experts, c->moe_groups, c->moe_group_topk);
+        if (c->moe_scaling > 1e6)
+            return remat_fail(REMAT_ERR_INVALID, "--moe-scaling %g is out of range", c->moe_scaling);
+    }
+    if (!c->kv_lora_rank) {
+        if (c->q_lora_rank || c->qk_nope_dim || c->qk_rope_dim || c->v_head_dim)
+            return remat_fail(REMAT_ERR_INVALID, "multi-latent attention's dimensions need --kv-lora-rank");
+        if (c->moe_first_dense)
+            return remat_fail(REMAT_ERR_INVALID, "dense first layers (--moe-first-dense) are modelled for DeepSeek-V3's "
+                              "tables: add multi-latent attention (--kv-lora-rank ...)");
+        return REMAT_OK;
+    }
+    if (c->arch != REMAT_ARCH_LLAMA || (c->framework != REMAT_FRAMEWORK_MEGATRON && c->framework != REMAT_FRAMEWORK_PYTORCH))
+        return remat_fail(REMAT_ERR_INVALID, "multi-latent attention is planned for the Llama architecture on "
+                          "--framework megatron or pytorch");
+    if (c->q_lora_rank < 1 || c->qk_nope_dim < 1 || c->qk_rope_dim < 1 || c->v_head_dim < 1 ||
+        c->q_lora_rank > MLA_MAX_DIM || c->kv_lora_rank > MLA_MAX_DIM || c->qk_nope_dim > MLA_MAX_DIM ||
+        c->qk_rope_dim > MLA_MAX_DIM || c->v_head_dim > MLA_MAX_DIM || c->qk_rope_dim % 2)
+        return remat_fail(REMAT_ERR_INVALID, "multi-latent attention needs --q-lora-rank, --qk-nope-dim, --qk-rope-dim "
+                          "(even) and --v-head-dim in [1, %d] (q without compression, q_lora_rank 0, is not "
+                          "modelled)", MLA_MAX_DIM);
+    if (!c->n_experts)
+        return remat_fail(REMAT_ERR_INVALID, "the multi-latent attention tables are DeepSeek-V3's layers: add "
+                          "--num-experts (with --moe-first-dense for dense first layers)");
+    if (c->qk_norm)
+        return remat_fail(REMAT_ERR_INVALID, "--qk-norm is Qwen3's; multi-latent attention has its own norms");
+    if (c->n_kv_head && c->n_kv_head != c->n_head)
+        return remat_fail(REMAT_ERR_INVALID, "multi-latent attention has no key/value groups (--kv-heads %d)", c->n_kv_head);
+    if (c->dropout != 0.0f)
+        return remat_fail(REMAT_ERR_INVALID, "the multi-latent attention tables model no dropout (DeepSeek-V3 trains "
+                          "without): --dropout 0");
+    if (c->framework == REMAT_FRAMEWORK_MEGATRON && c->attention != REMAT_ATTENTION_FLASH)
+        return remat_fail(REMAT_ERR_INVALID, "Megatron's multi-latent attention table is TE's fused attention's: "
+                          "--attention flash");
+    if (c->framework == REMAT_FRAMEWORK_PYTORCH && c->attention != REMAT_ATTENTION_NAIVE)
+        return remat_fail(REMAT_ERR_INVALID, "the pytorch multi-latent attention table is eager attention's: "
+                          "--attention naive");
+    return REMAT_OK;
+}
+
+
 /* Context parallelism, where a table models it (remat_table.cp: Megatron-core
  * under Transformer Engine with its fused attention, whose ring exchange
  * AttnFuncWithCPAndKVP2P is; TE's UnfusedDotProductAttention has none,
@@ -223,6 +285,7 @@ remat_status remat_config_check(const remat_config *c)
         return remat_fail(REMAT_ERR_INVALID, "heads %d are not divisible by the tensor-parallel size %d; "
                           "each of the %d GPUs holds whole heads", c->n_head, T, T);
     if ((st = check_moe(c))) return st;
+    if ((st = check_mla(c))) return st;
     if ((st = check_framework(c))) return st;
     if ((st = check_cp(c))) return st;
     int CP = remat_config_cp(c);
@@ -248,6 +311,10 @@ remat_status remat_config_check(const remat_config *c)
     uint64_t wide = 4 * C > 2 * F ? 4 * C : 2 * F;                  /* the widest activation row */
     uint64_t qkv = remat_mul(NH + 2 * KV, hs, &ok);
     if (qkv > wide) wide = qkv;
+    if (c->kv_lora_rank > 0) {      /* query, key and value of multi-latent attention */
+        uint64_t mla = remat_mul(NH, 2 * ((uint64_t)c->qk_nope_dim + (uint64_t)c->qk_rope_dim) + (uint64_t)c->v_head_dim, &ok);
+        if (mla > wide) wide = mla;
+    }
     uint64_t fc = remat_mul(N, wide, &ok);
     if (!ok || N > MAX_ROWS || att > (1ULL << 40) || logits > (1ULL << 40) || fc > (1ULL << 40) ||
         wide > (1ULL << 24))

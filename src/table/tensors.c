@@ -47,10 +47,41 @@ void remat_dims_of(const remat_config *c, remat_dims *o)
         o->d[RD_SF] = (uint64_t)c->moe_shared_dim;
         o->d[RD_SC] = c->moe_shared_dim ? (uint64_t)c->n_embd : 0;
         o->d[RD_QKF] = c->qk_norm ? 1 : 0;
+        o->d[RD_MOEL] = 1;
     } else {
         o->d[RD_E] = o->d[RD_K] = o->d[RD_R] = o->d[RD_EF] = o->d[RD_SF] = o->d[RD_SC] = 0;
-        o->d[RD_QKF] = 0;
+        o->d[RD_QKF] = o->d[RD_MOEL] = 0;
     }
+    o->d[RD_LQ] = (uint64_t)c->q_lora_rank;
+    o->d[RD_LKV] = (uint64_t)c->kv_lora_rank;
+    o->d[RD_DN] = (uint64_t)c->qk_nope_dim;
+    o->d[RD_DR] = (uint64_t)c->qk_rope_dim;
+    o->d[RD_DV] = (uint64_t)c->v_head_dim;
+    o->d[RD_BF16] = c->dtype == REMAT_DTYPE_BF16;
+    o->d[RD_FP32] = c->dtype != REMAT_DTYPE_BF16;
+    o->d[RD_F32E] = c->dtype == REMAT_DTYPE_BF16 ? 2 : 1;
+    o->d[RD_SPG] = c->sp && remat_config_tp(c) > 1;
+    o->d[RD_B1] = c->batch == 1;
+    /* multi-latent attention: the attention products are QK^T over the
+     * dn + dr columns and PV over dv, one product of hs = dn + dr + dv
+     * forward and two backward (the tables' ATTN(1, 2)) */
+    if (c->kv_lora_rank > 0) o->d[RD_HS] = (uint64_t)(c->qk_nope_dim + c->qk_rope_dim + c->v_head_dim);
+}
+
+void remat_dims_at(const remat_config *c, int layer, remat_dims *o)
+{
+    remat_dims_of(c, o);
+    if (!remat_layer_dense(c, layer)) return;
+    o->d[RD_E] = o->d[RD_K] = o->d[RD_R] = o->d[RD_EF] = o->d[RD_MOEL] = 0;
+    o->d[RD_SF] = (uint64_t)remat_config_ffn_dim(c);
+    o->d[RD_SC] = (uint64_t)c->n_embd;
+}
+
+/* the block whose dimensions a layer-less query of entry t reads: the
+ * chain's last (a routed layer unless every block is dense), -1 for globals */
+static int rep_layer(const remat_config *c, const remat_table *tb, int t)
+{
+    return t < tb->nblock ? c->n_layer - 1 : -1;
 }
 
 uint64_t remat_expr_u64(const remat_expr *e, const remat_dims *dm)
@@ -394,6 +425,11 @@ const remat_table *remat_table_of(const remat_config *cfg)
 {
     if (cfg->framework == REMAT_FRAMEWORK_TABLE) return remat_table_custom(cfg->table);
     int flash = cfg->attention == REMAT_ATTENTION_FLASH;
+    if (cfg->arch == REMAT_ARCH_LLAMA && cfg->kv_lora_rank > 0) {     /* multi-latent attention */
+        if (cfg->framework == REMAT_FRAMEWORK_MEGATRON) return &remat_table_megatron_mla;
+        if (cfg->framework == REMAT_FRAMEWORK_PYTORCH) return &remat_table_pytorch_mla;
+        return NULL;
+    }
     if (cfg->arch == REMAT_ARCH_LLAMA && cfg->n_experts > 0) {
         if (cfg->framework == REMAT_FRAMEWORK_MEGATRON) return &remat_table_megatron_moe;
         if (cfg->framework == REMAT_FRAMEWORK_PYTORCH) return &remat_table_pytorch_moe;
@@ -422,11 +458,13 @@ uint32_t remat_keep_default(const remat_table *tb)
     return m;
 }
 
-uint32_t remat_table_mods_mask(const remat_table *tb, unsigned m)
+uint32_t remat_table_mods_mask(const remat_table *tb, unsigned m) { return remat_table_mods_mask_kind(tb, m, 0); }
+
+uint32_t remat_table_mods_mask_kind(const remat_table *tb, unsigned m, int dense)
 {
     uint32_t k = 0;
     for (int t = 0; t < tb->nblock; t++)
-        if (tb->defs[t].mods & m) k |= 1u << t;
+        if (((dense && tb->dense_mods) ? tb->defs[t].dmods : tb->defs[t].mods) & m) k |= 1u << t;
     return k;
 }
 
@@ -449,11 +487,19 @@ const char *remat_module_name(int i, unsigned *drop, unsigned *region)
         { "moe", RM_MOE, RM_MOE | RM_MOE_REGION },
         { "moe_act", RM_MOE_ACT, RM_MOE_ACT },
         { "shared_experts", RM_SHARED, RM_SHARED | RM_SHARED_REGION },
+        { "mla_up_proj", RM_MLA_UP, RM_MLA_UP | RM_MLA_UP_REGION },
     };
     if (i < 0 || i >= RM_NMODULES) return NULL;
     *drop = mods[i].drop;
     *region = mods[i].region;
     return mods[i].name;
+}
+
+unsigned remat_module_keeps(int i)
+{
+    /* mla_up_proj (multi_latent_attention.py, CheckpointWithoutOutput.checkpoint
+     * of qkv_up_proj_and_rope_apply) saves its inputs: k_pos_emb among them */
+    return i == 6 ? RM_MLA_UP_KEEP : 0;
 }
 
 /* ---- what an entry evaluates to under a config ------------------------------------ */
@@ -503,19 +549,24 @@ int remat_tensor_dtype(const remat_config *c, int t)
     return p == RT_P_BYTE || p == RT_P_I64 ? -1 : p == RT_P_F32 ? REMAT_DTYPE_FP32 : (int)c->dtype;
 }
 
-static uint64_t elems_of(const remat_config *c, const remat_tensor_def *d)
+static uint64_t elems_of(const remat_config *c, const remat_tensor_def *d, int layer)
 {
     remat_dims dm;
-    remat_dims_of(c, &dm);
+    remat_dims_at(c, layer, &dm);
     return remat_expr_u64(variant_on(c, d) ? &d->vshape : &d->shape, &dm);
+}
+
+static uint64_t bytes_at(const remat_config *c, const remat_table *tb, int t, int layer)
+{
+    const remat_tensor_def *d = &tb->defs[t];
+    if (empty_under(c, tb, t)) return 0;
+    return elem_bytes(c, prec_of(c, d)) * elems_of(c, d, layer) / shards(c, d);
 }
 
 uint64_t remat_tensor_bytes(const remat_config *c, int t)
 {
     const remat_table *tb = remat_table_of(c);
-    const remat_tensor_def *d = &tb->defs[t];
-    if (empty_under(c, tb, t)) return 0;
-    return elem_bytes(c, prec_of(c, d)) * elems_of(c, d) / shards(c, d);
+    return bytes_at(c, tb, t, rep_layer(c, tb, t));
 }
 
 uint64_t remat_tensor_bytes_at(const remat_config *c, int t, int layer)
@@ -523,12 +574,14 @@ uint64_t remat_tensor_bytes_at(const remat_config *c, int t, int layer)
     uint64_t b;
     if (c->framework == REMAT_FRAMEWORK_TABLE && layer >= 0 && remat_table_custom_layer_bytes(c->table, t, layer, &b))
         return b;
-    return remat_tensor_bytes(c, t);
+    const remat_table *tb = remat_table_of(c);
+    return bytes_at(c, tb, t, layer >= 0 ? layer : rep_layer(c, tb, t));
 }
 
 uint64_t remat_tensor_row_elems(const remat_config *c, int t)
 {
-    return elems_of(c, &remat_table_of(c)->defs[t]) / ((uint64_t)c->batch * (uint64_t)c->seq);
+    const remat_table *tb = remat_table_of(c);
+    return elems_of(c, &tb->defs[t], rep_layer(c, tb, t)) / ((uint64_t)c->batch * (uint64_t)c->seq);
 }
 
 uint64_t remat_table_resident_bytes(const remat_config *c)
@@ -576,13 +629,13 @@ static unsigned conditions(const remat_config *c)
 /* the scratch of an entry's kernels, forward (bwd 0) or backward (bwd 1),
  * declared in the table so that the walker allocates it and the simulator
  * counts it */
-static uint64_t scratch_bytes(const remat_config *c, int t, int bwd)
+static uint64_t scratch_bytes(const remat_config *c, int t, int bwd, int layer)
 {
     const remat_table *tb = remat_table_of(c);
     const remat_tensor_def *d = &tb->defs[t];
     if (empty_under(c, tb, t)) return 0;
     remat_dims dm;
-    remat_dims_of(c, &dm);
+    remat_dims_at(c, t < tb->nblock && layer >= 0 ? layer : rep_layer(c, tb, t), &dm);
     unsigned have = conditions(c) | (bwd ? RW_BWD : 0);
     uint64_t b = 0;
     for (int i = 0; i < RT_MAXSCRATCH; i++) {
@@ -593,8 +646,8 @@ static uint64_t scratch_bytes(const remat_config *c, int t, int bwd)
     return b;
 }
 
-uint64_t remat_tensor_fwd_temp_bytes(const remat_config *c, int t) { return scratch_bytes(c, t, 0); }
-uint64_t remat_tensor_bwd_temp_bytes(const remat_config *c, int t) { return scratch_bytes(c, t, 1); }
+uint64_t remat_tensor_fwd_temp_bytes(const remat_config *c, int t) { return scratch_bytes(c, t, 0, -1); }
+uint64_t remat_tensor_bwd_temp_bytes(const remat_config *c, int t) { return scratch_bytes(c, t, 1, -1); }
 
 const remat_cost *remat_tensor_cost(const remat_config *c, int t)
 {
@@ -602,16 +655,21 @@ const remat_cost *remat_tensor_cost(const remat_config *c, int t)
     return variant_on(c, d) ? &d->vcost : &d->cost;
 }
 
-void remat_tensor_gemm(const remat_config *c, int t, uint64_t *M, uint64_t *N, uint64_t *K)
+static void gemm_at(const remat_config *c, int t, const remat_dims *dm, uint64_t *M, uint64_t *N, uint64_t *K)
 {
     const remat_tensor_def *d = &remat_table_of(c)->defs[t];
     *M = *N = *K = 0;
     if (d->opc != RO_LINEAR && d->opc != RO_LMHEAD) return;
+    *M = remat_expr_u64(&d->gemm.m, dm);
+    *N = remat_expr_u64(&d->gemm.n, dm);
+    *K = remat_expr_u64(&d->gemm.k, dm);
+}
+
+void remat_tensor_gemm(const remat_config *c, int t, uint64_t *M, uint64_t *N, uint64_t *K)
+{
     remat_dims dm;
-    remat_dims_of(c, &dm);
-    *M = remat_expr_u64(&d->gemm.m, &dm);
-    *N = remat_expr_u64(&d->gemm.n, &dm);
-    *K = remat_expr_u64(&d->gemm.k, &dm);
+    remat_dims_at(c, rep_layer(c, remat_table_of(c), t), &dm);
+    gemm_at(c, t, &dm, M, N, K);
 }
 
 uint64_t remat_tensor_weight_elems(const remat_config *c, int t)
@@ -631,38 +689,43 @@ static double tp_share(const remat_config *c, const remat_tensor_def *d, double 
     return d->flags & RT_F_CP ? fl / remat_config_cp(c) : fl;
 }
 
-double remat_tensor_prod_flops(const remat_config *c, int t)
+static double prod_flops_at(const remat_config *c, int t, const remat_dims *dm)
 {
     const remat_table *tb = remat_table_of(c);
     const remat_tensor_def *d = &tb->defs[t];
-    remat_dims dm;
-    remat_dims_of(c, &dm);
     double fl = 0;
     if (d->opc == RO_ATTENTION) {
-        fl = 2.0 * (double)dm.d[RD_B] * (double)dm.d[RD_NH] * (double)dm.d[RD_TRI] * (double)dm.d[RD_HS];
+        fl = 2.0 * (double)dm->d[RD_B] * (double)dm->d[RD_NH] * (double)dm->d[RD_TRI] * (double)dm->d[RD_HS];
     } else if (d->opc == RO_LINEAR || d->opc == RO_LMHEAD) {
         uint64_t M, N, K;
-        remat_tensor_gemm(c, t, &M, &N, &K);
+        gemm_at(c, t, dm, &M, &N, &K);
         fl = 2.0 * (double)M * (double)N * (double)K;
     }
     return tp_share(c, d, fl);
 }
 
-static double op_flops(const remat_config *c, int t, int backward)
+double remat_tensor_prod_flops(const remat_config *c, int t)
+{
+    remat_dims dm;
+    remat_dims_at(c, rep_layer(c, remat_table_of(c), t), &dm);
+    return prod_flops_at(c, t, &dm);
+}
+
+double remat_tensor_flops_at(const remat_config *c, int t, int layer, int backward)
 {
     const remat_table *tb = remat_table_of(c);
     const remat_tensor_def *d = &tb->defs[t];
     if (empty_under(c, tb, t) || (backward && !d->has_bwd)) return 0;
     const remat_cost *k = remat_tensor_cost(c, t);
     remat_dims dm;
-    remat_dims_of(c, &dm);
+    remat_dims_at(c, t < tb->nblock && layer >= 0 ? layer : rep_layer(c, tb, t), &dm);
     double prods = backward ? k->bprod : k->fprod;
     double extra = remat_expr_f64(backward ? &k->bfl : &k->ffl, &dm);
-    return (prods ? prods * remat_tensor_prod_flops(c, t) : 0) + tp_share(c, d, extra);
+    return (prods ? prods * prod_flops_at(c, t, &dm) : 0) + tp_share(c, d, extra);
 }
 
-double remat_tensor_fwd_flops(const remat_config *c, int t) { return op_flops(c, t, 0); }
-double remat_tensor_bwd_flops(const remat_config *c, int t) { return op_flops(c, t, 1); }
+double remat_tensor_fwd_flops(const remat_config *c, int t) { return remat_tensor_flops_at(c, t, -1, 0); }
+double remat_tensor_bwd_flops(const remat_config *c, int t) { return remat_tensor_flops_at(c, t, -1, 1); }
 
 /* One op's FLOPs, exactly: its products and its extra FLOPs (the same
  * terms as op_flops, without the tensor-parallel share). */
@@ -677,7 +740,7 @@ static remat_u128 op_flops128(const remat_config *c, const remat_dims *dm, int t
         prod = (remat_u128)2 * dm->d[RD_B] * dm->d[RD_NH] * dm->d[RD_TRI] * dm->d[RD_HS];
     } else if (d->opc == RO_LINEAR || d->opc == RO_LMHEAD) {
         uint64_t M, N, K;
-        remat_tensor_gemm(c, t, &M, &N, &K);
+        gemm_at(c, t, dm, &M, &N, &K);
         prod = (remat_u128)2 * M * N * K;
     }
     remat_u128 f = (backward ? k->bprod : k->fprod) * prod + remat_expr_u64(backward ? &k->bfl : &k->ffl, dm);
@@ -689,15 +752,21 @@ remat_u128 remat_table_step_flops(const remat_config *cfg)
     remat_config c = *cfg;              /* tp stays: it pads the vocabulary */
     c.stage = REMAT_STAGE_WHOLE;
     const remat_table *tb = remat_table_of(&c);
-    remat_dims dm;
+    remat_dims dm, dd;
     remat_dims_of(&c, &dm);
-    remat_u128 block = 0, glob = 0;
+    remat_dims_at(&c, 0, &dd);       /* a dense prefix's layer (the same dims without one) */
+    int nd = c.moe_first_dense < c.n_layer ? c.moe_first_dense : c.n_layer;
+    remat_u128 block = 0, dblock = 0, glob = 0;
     for (int t = 0; t < tb->first_grad; t++) {
         remat_u128 f = op_flops128(&c, &dm, t, 0) + op_flops128(&c, &dm, t, 1);
-        if (t < tb->nblock) block += f;
-        else glob += f;
+        if (t < tb->nblock) {
+            block += f;
+            dblock += op_flops128(&c, &dd, t, 0) + op_flops128(&c, &dd, t, 1);
+        } else {
+            glob += f;
+        }
     }
-    return (remat_u128)c.n_layer * block + glob;
+    return (remat_u128)(c.n_layer - nd) * block + (remat_u128)nd * dblock + glob;
 }
 
 /* ---- operands ----------------------------------------------------------------- */
@@ -737,8 +806,8 @@ void remat_operands_of(const remat_config *c, int kind, int layer, int t, remat_
         add_list(c, tb, d->g_need, RT_MAXG, o->need, o->need_t, &o->nneed);
         add_list(c, tb, d->g_alloc, RT_MAXG, o->alloc, o->alloc_t, &o->nalloc);
         add_list(c, tb, d->g_free, RT_MAXG, o->freed, o->freed_t, &o->nfree);
-        o->temp_bytes = remat_tensor_bwd_temp_bytes(c, t);
+        o->temp_bytes = scratch_bytes(c, t, 1, lay);
     } else {
-        o->temp_bytes = remat_tensor_fwd_temp_bytes(c, t);
+        o->temp_bytes = scratch_bytes(c, t, 0, lay);
     }
 }

@@ -67,12 +67,36 @@ enum remat_dim {
     RD_SF,     /* the shared experts' width (sharded by tp: RT_F_TP) */
     RD_SC,     /* the shared experts' output width: C with shared experts, 0 without */
     RD_QKF,    /* 1 under a q/k norm (cfg->qk_norm), else 0: a factor that removes its terms */
+    /* multi-latent attention (frameworks_mla.c; 0 without) and what varies per layer */
+    RD_LQ,     /* q_lora_rank */
+    RD_LKV,    /* kv_lora_rank */
+    RD_DN,     /* qk_nope_dim: the part of a q/k head without RoPE */
+    RD_DR,     /* qk_rope_dim: the part with RoPE (k's shared by the heads) */
+    RD_DV,     /* v_head_dim */
+    RD_BF16,   /* 1 under bf16, else 0: terms of the fp32 copies a bf16 model makes */
+    RD_FP32,   /* 1 under fp32, else 0: terms that are a saved view's storage in fp32 only */
+    RD_F32E,   /* activation elements one fp32 value takes: 1 (fp32) or 2 (bf16) */
+    RD_MOEL,   /* 1 in a routed layer, 0 in a dense one (remat_dims_at) or a dense config */
+    RD_SPG,    /* 1 under sequence parallelism with tp > 1 (a tensor all-gathered whole), else 0 */
+    RD_B1,     /* 1 when the micro-batch is one sequence, else 0 (torch.matmul's batch dims then merge into
+                  a view, and what it saves is its operand's storage, not a copy) */
     RD_COUNT
 };
 
 typedef struct remat_dims { uint64_t d[RD_COUNT]; } remat_dims;
-/* The dimensions of cfg (d[RD_1] = 1). */
+/* The dimensions of cfg (d[RD_1] = 1): a routed layer's where cfg has
+ * experts (the last layer's, remat_dims_at). */
 void remat_dims_of(const remat_config *cfg, remat_dims *out);
+/* The dimensions of block `layer` (-1: a global): a dense layer of a
+ * dense prefix (layer < cfg->moe_first_dense) has no routed experts
+ * (E, k, R, EF, MOEL 0) and its MLP is the shared experts' entries at
+ * the dense width (SF = ffn_dim); every other layer is remat_dims_of's. */
+void remat_dims_at(const remat_config *cfg, int layer, remat_dims *out);
+/* 1 when block `layer` of cfg is a dense layer of a dense prefix */
+static inline int remat_layer_dense(const remat_config *cfg, int layer)
+{
+    return layer >= 0 && layer < cfg->moe_first_dense;
+}
 
 /* k times the product of up to 5 dimensions; an expression is a sum of up
  * to 4 terms (unused terms have k = 0).  Written with RX()/RX_T().  k is 64
@@ -218,9 +242,13 @@ enum {
     RM_MOE_REGION = 128,     /* moe's region re-runs it */
     RM_MOE_ACT = 256,        /* moe_act drops it (and re-runs it: the experts' activation) */
     RM_SHARED = 512,         /* shared_experts drops it */
-    RM_SHARED_REGION = 1024  /* shared_experts' region re-runs it */
+    RM_SHARED_REGION = 1024, /* shared_experts' region re-runs it */
+    /* multi-latent attention (frameworks_mla.c): */
+    RM_MLA_UP = 2048,        /* mla_up_proj drops it (its CheckpointWithoutOutput runs under no_grad) */
+    RM_MLA_UP_REGION = 4096, /* mla_up_proj's region re-runs it */
+    RM_MLA_UP_KEEP = 8192    /* mla_up_proj's checkpoint keeps it: one of its inputs, else not saved */
 };
-#define RM_NMODULES 6        /* core_attn, layernorm, mlp, moe, moe_act, shared_experts */
+#define RM_NMODULES 7        /* core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj */
 
 /* Megatron-LM's fine-grained activation offloading (--fine-grained-activation-
  * offloading --offload-modules, megatron/core/transformer/transformer_config.py
@@ -279,6 +307,8 @@ typedef struct remat_tensor_def {
     uint8_t cls;               /* RT_CLASS_* */
     uint32_t flags;            /* RT_F_* */
     uint16_t mods;             /* RM_*: the framework's recomputation modules it is in */
+    uint16_t dmods;            /* RM_*: the same in a dense layer of a dense prefix (tables with
+                                  remat_table.dense_mods; elsewhere mods holds everywhere) */
     uint8_t omods;             /* RF_*: the framework's offload modules that save it */
     remat_expr shape;          /* elements of one copy */
     const char *shape_text;    /* e.g. "(B,T,3C)" */
@@ -340,6 +370,10 @@ typedef struct remat_table {
      * the ring's buffers as RW_CP scratch); 0: cfg->cp > 1 is refused */
     int cp;
     uint8_t x_omods;           /* RF_*: the offload modules whose context saves the block input */
+    /* 1: a dense layer of a dense prefix (remat_layer_dense) is in the framework's modules by
+     * its entries' dmods, not mods (the MLA tables: Megatron builds a dense layer's MLP and
+     * norms otherwise than a routed layer's) */
+    int dense_mods;
 } remat_table;
 
 /* remat's own tables (the ones the engine runs) */
@@ -354,6 +388,9 @@ extern const remat_table remat_table_pytorch_llama, remat_table_pytorch_llama_ea
 /* mixture of experts (frameworks_moe.c): Megatron-core's MoE layer under TE
  * with fused attention */
 extern const remat_table remat_table_megatron_moe, remat_table_pytorch_moe;
+/* multi-latent attention (frameworks_mla.c): DeepSeek-V3's layers, dense or
+ * routed, on Megatron-core under TE and in transformers' eager model */
+extern const remat_table remat_table_megatron_mla, remat_table_pytorch_mla;
 /* One MoE layer's parameters, whole: the router's, the routed experts'
  * (sharded by EP x ETP) and the shared experts' (by tp); cfg has experts. */
 void remat_moe_layer_params(const remat_config *cfg, uint64_t *router, uint64_t *routed, uint64_t *shared);
@@ -462,8 +499,12 @@ int remat_table_find(const remat_table *tb, const char *name);
 /* bytes of one copy of tensor t (no overflow: config already checked) */
 uint64_t remat_tensor_bytes(const remat_config *cfg, int t);
 /* The bytes of tensor t of block `layer` (-1: a global): remat_tensor_bytes
- * but for a table read from a file whose blocks differ. */
+ * but for a table read from a file whose blocks differ and for a dense
+ * prefix's layers (remat_dims_at); a gradient buffer with layer >= 0: what
+ * the backward of that block allocates (the walker's, for a dense prefix). */
 uint64_t remat_tensor_bytes_at(const remat_config *cfg, int t, int layer);
+/* FLOPs of tensor t's forward op (bwd 0) or backward op in block `layer` */
+double remat_tensor_flops_at(const remat_config *cfg, int t, int layer, int bwd);
 /* its elements per token row: bytes / (element size B T), for the
  * kernels' row strides */
 uint64_t remat_tensor_row_elems(const remat_config *cfg, int t);
@@ -513,8 +554,13 @@ uint64_t remat_table_resident_bytes(const remat_config *cfg);
 /* per-block tensors a policy keeps unless told otherwise: all but the
  * RT_F_TRANSIENT ones */
 uint32_t remat_keep_default(const remat_table *tb);
-/* the mask of per-block tensors whose RM_* bits meet m */
+/* the mask of per-block tensors whose RM_* bits meet m (in a routed or uniform layer) */
 uint32_t remat_table_mods_mask(const remat_table *tb, unsigned m);
+/* the same in a dense layer of a dense prefix (dense 1) or in the others (0) */
+uint32_t remat_table_mods_mask_kind(const remat_table *tb, unsigned m, int dense);
+/* RM_* bits of the entries Megatron's recompute module i keeps that are otherwise not
+ * saved (its checkpoint's inputs: mla_up_proj's k_pos_emb under SP) */
+unsigned remat_module_keeps(int i);
 /* the name of Megatron's recompute module i (RM_NMODULES of them), and the
  * RM_* bits of what it drops and of the region it re-runs */
 const char *remat_module_name(int i, unsigned *drop, unsigned *region);
