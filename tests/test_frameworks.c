@@ -170,14 +170,16 @@ static void equations_5_6(int L, int a, int h, int s, int b, int t, int P, int V
 
 /* Megatron's weight, gradient and optimizer bytes (theoretical_memory_usage.py):
  * 18 bytes per parameter, 6 + 12/D with the distributed optimizer; the first
- * stage holds (its transformer parameters + V h)/T */
-static void weight_bytes(int L, int h, int a, int t, int P, int D)
+ * stage holds (its transformer parameters + V h)/T -- its L/P layers whatever
+ * the interleaving (vpp model chunks of L/(P vpp) each) */
+static void weight_bytes(int L, int h, int a, int t, int P, int D, int vpp)
 {
     remat_config c = megatron(L, a, h, 64, 1, t, 0, 0.0f);
-    remat_cluster cl = cluster(P, 1, D, 0);
+    remat_cluster cl = cluster(P, vpp, D, vpp > 1 ? P * D : 0);
     remat_cluster_memory m;
     uint64_t H = (uint64_t)h, n = ((uint64_t)(L / P) * (12 * H * H + 13 * H) + (uint64_t)remat_config_padded_vocab(&c) * H) / t;
-    CHECK(remat_cluster_memory_of(&c, &cl, &m) == REMAT_OK && m.params == n, "params %llu, want %llu", (ull)m.params, (ull)n);
+    CHECK(remat_cluster_memory_of(&c, &cl, &m) == REMAT_OK && m.params == n, "params %llu, want %llu (P %d, vpp %d)",
+          (ull)m.params, (ull)n, P, vpp);
     CHECK(m.params_bytes + m.grads_bytes + m.optim_bytes == 18 * n, "18 bytes per parameter: %llu",
           (ull)(m.params_bytes + m.grads_bytes + m.optim_bytes));
     cl.dist_optim = 1;
@@ -1453,8 +1455,10 @@ int main(void)
     equations_5_6(8, 4, 64, 32, 2, 2, 4, 1, 2);      /* fewer micro-batches than stages */
     equations_5_6(12, 6, 96, 48, 3, 3, 3, 2, 6);     /* interleaved: 1 + (P-1)/(P V) */
     equations_5_6(96, 96, 12288, 2048, 1, 8, 8, 1, 64);   /* 175B as in Table 3 */
-    weight_bytes(8, 64, 4, 2, 4, 8);
-    weight_bytes(96, 12288, 96, 8, 8, 4);
+    weight_bytes(8, 64, 4, 2, 4, 8, 1);
+    weight_bytes(96, 12288, 96, 8, 8, 4, 1);
+    weight_bytes(8, 64, 4, 2, 2, 8, 2);          /* interleaved: the stage's two chunks */
+    weight_bytes(96, 12288, 96, 8, 8, 4, 3);
     appendix_a(4, 4, 64, 32, 2, 2, 1, 1, 2);
     appendix_a(8, 8, 128, 64, 1, 4, 0, 2, 4);
     appendix_a(6, 6, 96, 48, 3, 3, 1, 3, 3);

@@ -331,9 +331,12 @@ static remat_status stage_memory(const remat_config *c, const remat_cluster *cl,
     remat_param_layout_of(c, &ly);
     const remat_param_table *pt = remat_params_of(c);
     uint64_t split = 0, whole = 0, T = (uint64_t)remat_config_tp(c);
-    int a, n;
+    int a, n, nd = 0;
     stage_layers(c, cl, s, &a, &n);
-    int nd = dense_in(c, a, n);
+    /* interleaved, the stage holds V model chunks of n layers, P chunks
+     * apart (chunk v's first layer a + v P n): every one's parameters */
+    for (int v = 0; v < cl->vpp; v++) nd += dense_in(c, a + v * cl->pp * n, n);
+    n *= cl->vpp;
     for (int i = 0; i < ly.count; i++) {
         const remat_param_def *d = &pt->defs[i];
         if (d->per_layer || d->stage == RP_UNCOUNTED || (d->stage == RP_LAST && s < cl->pp - 1) ||
