@@ -540,4 +540,40 @@ grep -q "no layout of 8 GPUs that Megatron-LM accepts with the dimensions given"
 expect_err --rc 1 "--gpus: nothing fits" $R plan $srch --device-mem 1GiB
 grep -q "no layout of 8 GPUs fits" "$T/stderr" && ok || bad "nothing fits: $(cat "$T/stderr")"
 
+# the search with a dense prefix (DeepSeek-V3: 3 dense layers, then 58 routed; planned stage by
+# stage): its first layout is what `remat plan` answers for that layout alone, the table's memory
+# is that of the stage that holds the most and adds up, its command names the dense prefix and the
+# uneven split; --tp needs no --sp (the search runs SP with TP); --interleave is refused in one line
+ds="--framework megatron --model deepseek-v3 --gpus 1024 --seq 4096 --global-batch 8192 --device h100-80gb --tp 4 --pp 16"
+$R plan $ds --top 2 --json > "$T/ds.json" 2> "$T/ds.err" || bad "plan deepseek-v3 --gpus 1024: $(cat "$T/ds.err")"
+$R plan $ds --top 2 > "$T/ds.txt" 2> "$T/ds.err" || bad "plan deepseek-v3 --gpus 1024 (text): $(cat "$T/ds.err")"
+l=$(/usr/bin/python3 -c 'import json, sys; w = json.load(open(sys.argv[1]))["layouts"][0]["world"]
+print("--tp %(tp)d --sp --pp %(pp)d --last-stage-layers %(last_stage_layers)d --dp %(dp)d --ep %(ep)d --etp %(etp)d --micro-batch %(micro_batch)d" % w)' "$T/ds.json")
+$R plan --framework megatron --model deepseek-v3 $l --seq 4096 --global-batch 8192 --device h100-80gb \
+    --distributed-optimizer --json > "$T/ds1.json" 2> "$T/ds.err" || bad "plan deepseek-v3 $l: $(cat "$T/ds.err")"
+/usr/bin/python3 - "$T" <<'PY' && ok || bad "the search with a dense prefix"
+import json, re, sys
+T = sys.argv[1]
+d, one = json.load(open(T + "/ds.json")), json.load(open(T + "/ds1.json"))
+assert d["search"]["fixed"] == ["tp", "pp"] and len(d["layouts"]) == 2, d["search"]
+a, b = d["layouts"][0]["best_megatron"], one["best_megatron"]
+assert a["step_ms_pred"] == b["step_ms_pred"] and a["total_bytes"] == b["total_bytes"], (a["step_ms_pred"], b["step_ms_pred"])
+assert a["megatron_flags"] == b["megatron_flags"] and a["memory"] == b["memory"], (a["megatron_flags"], b["megatron_flags"])
+w = d["layouts"][0]["world"]
+assert w["tp"] == 4 and w["pp"] == 16 and w["first_stage_layers"] == 4 and w["last_stage_layers"] == 1, w
+assert "--moe-layer-freq '([0]*3+[1]*58)'" in a["command"] and "--decoder-last-pipeline-num-layers 1" in a["command"]
+txt = open(T + "/ds.txt").read()
+for l, lay in zip(re.findall(r"^ +[12] .*$", txt, re.M), d["layouts"]):
+    f = l.split()
+    weights, grads, optim, activ, host, total = (float(x) for x in f[-6:])
+    assert abs(weights + grads + optim + activ + host - total) <= 0.03, l      # GiB, each to 2 decimals
+    m = lay["best_megatron"]["memory"]
+    assert abs(weights - m["weights"] / 2**30) <= 0.005 and abs(total - m["total"] / 2**30) <= 0.005, (l, m)
+assert re.search(r"peaks on pipeline stage \d+", txt), "no peak stage in the text"
+PY
+$R plan --framework megatron --model deepseek-v3 --gpus 1024 --seq 4096 --global-batch 8192 --device h100-80gb --tp 8 \
+    --pp 16 --ep 8 --top 1 > /dev/null 2> "$T/ds.err" && ok || bad "--gpus with --tp 8 and experts, no --sp: $(cat "$T/ds.err")"
+expect_err --rc 2 "a dense prefix with --interleave" $R plan --framework megatron --model deepseek-v3 --gpus 1024 \
+    --global-batch 8192 --interleave 2
+
 finish cli_frameworks

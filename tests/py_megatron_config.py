@@ -336,6 +336,8 @@ SEARCH = [
     ("llama3-405b", "--gpus 1024 --seq 8192 --global-batch 2048 --device h100-80gb --top 5"),
     ("llama3-8b", "--gpus 16 --seq 8192 --global-batch 64 --device h100-80gb --device-mem 40GiB --top 5"),
     ("mixtral-8x7b", "--gpus 64 --seq 4096 --global-batch 256 --device h100-80gb --top 5"),
+    # a dense prefix, planned stage by stage: MLA's flags, --moe-layer-freq, uneven splits
+    ("deepseek-v3", "--gpus 1024 --seq 4096 --global-batch 8192 --device h100-80gb --top 5"),
 ]
 
 

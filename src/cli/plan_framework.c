@@ -607,6 +607,10 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
     }
     if (!cli_given(&cmd, "--batch") && !cli_given(&cmd, "--micro-batch")) c->batch = 1;
     cli_config_default_max_seq(c);
+    /* the layout search runs sequence parallelism with every TP above 1
+     * (remat_cluster_search): a --tp it fixes needs no --sp to pass the
+     * check (mixture of experts refuses TP without SP) */
+    if (o->gpus) c->sp = remat_config_tp(c) > 1;
     if (cli_config_check(c)) return 2;
     if (cli_given(&cmd, "--top") && !o->gpus) return cli_usage_error("plan", "--top ranks the layouts of --gpus N");
     if (o->gpus) {      /* the layout search: the dimensions given are fixed, the others searched */
@@ -931,7 +935,7 @@ static void search_json(const remat_config *base, const remat_cluster *bcl, cons
         const remat_cluster *k = &v[i].cl;
         remat_cluster_memory mm;
         remat_cluster_memory_of(c, k, &mm);
-        char args[1024];
+        char args[2048];
         megatron_args(c, k, args, sizeof args);
         remat_jsonw_object(w, NULL);
         remat_jsonw_int(w, "rank", (int64_t)i + 1);
@@ -985,7 +989,7 @@ static void search_text(const remat_config *base, const remat_cluster *bcl, cons
            "fits), planned %llu (every Megatron-LM option that could beat the top)\n", (unsigned long long)sx->layouts,
            secs, (unsigned long long)sx->pruned, (unsigned long long)sx->priced, (unsigned long long)sx->planned);
     if (!n) return;
-    printf("\nthe %zu fastest by their best Megatron-LM flags (iteration in ms; memory per GPU in GiB):\n", n);
+    printf("\nthe %zu fastest by their best Megatron-LM flags (iteration in ms; memory per GPU in GiB, of the stage that holds the most):\n", n);
     printf("%4s %3s %3s %4s %4s %5s %4s %4s %4s %4s %11s %8s %8s %8s %8s %8s %8s\n", "rank", "tp", "cp", "pp", "vpp",
            "dp", "ep", "etp", "mbs", "dopt", "iteration", "weights", "grads", "optim", "activ", "host", "total");
     int uneven = 0;
@@ -993,23 +997,21 @@ static void search_text(const remat_config *base, const remat_cluster *bcl, cons
         const remat_config *c = &v[i].cfg;
         const remat_cluster *k = &v[i].cl;
         const remat_cluster_row *r = &v[i].answer.best_megatron;
-        remat_cluster_memory mm;
-        remat_cluster_memory_of(c, k, &mm);
         char pp[16];
         snprintf(pp, sizeof pp, k->last_layers || k->first_layers ? "%d*" : "%d", k->pp);
         uneven |= k->last_layers || k->first_layers;
         printf("%4zu %3d %3d %4s %4d %5d %4d %4d %4d %4s %11.1f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", i + 1,
                remat_config_tp(c), remat_config_cp(c), pp, k->vpp, k->dp, c->ep > 1 ? c->ep : 1,
                c->n_experts > 0 ? remat_config_etp(c) : 1, c->batch, k->dist_optim ? "yes" : "no", r->step_ms_pred,
-               gib(mm.params_bytes), gib(mm.grads_bytes), gib(mm.optim_bytes), gib(r->peak_bytes), gib(r->host_bytes),
-               gib(r->total_bytes));
+               gib(r->stage_params_bytes), gib(r->stage_grads_bytes), gib(r->stage_optim_bytes), gib(r->peak_bytes),
+               gib(r->host_bytes), gib(r->total_bytes));
     }
     if (uneven) printf("(pp N*: an uneven split, every stage but the last the same; the layout's line below says it)\n");
     for (size_t i = 0; i < n; i++) {
         const remat_config *c = &v[i].cfg;
         const remat_cluster *k = &v[i].cl;
         const remat_cluster_answer *a = &v[i].answer;
-        char words[256], args[1024];
+        char words[256], args[2048];
         layout_words(&v[i], words, sizeof words);
         megatron_args(c, k, args, sizeof args);
         remat_config ch = chunk_of(c, k);
