@@ -1313,9 +1313,11 @@ REMAT_API remat_status remat_cluster_maximize(const remat_config *cfg, const rem
  *   - PP dividing N / (TP CP), with L divisible by it, or else the uneven split
  *     Megatron allows that keeps the first stage the largest: every stage
  *     ceil(L/PP) layers but the last, which takes the rest
- *     (--decoder-last-pipeline-num-layers; remat plans the first stage);
+ *     (--decoder-last-pipeline-num-layers; remat plans the first stage, or
+ *     with a dense prefix each kind of stage);
  *   - VPP: 1, or with an even split any V dividing L/PP (P > 1, the
- *     micro-batches per replica a multiple of P); not with an uneven split;
+ *     micro-batches per replica a multiple of P); not with an uneven split
+ *     nor with a dense prefix (cfg->moe_first_dense: remat_cluster_check);
  *   - DP = N / (TP CP PP);
  *   - the micro-batch b, dividing G / DP (G: cl->global_batch, required);
  *   - the distributed optimizer on (unless fixed off: with D CP > 1 it is
@@ -1324,12 +1326,14 @@ REMAT_API remat_status remat_cluster_maximize(const remat_config *cfg, const rem
  *   - with experts, EP dividing E and ETP (1 .. node_gpus, dividing the
  *     expert width) with EP ETP dividing TP CP DP (Megatron's expert grid).
  * Pruned, never priced: a layout whose weights, gradients and optimizer
- * state alone exceed the usable memory.  The rest are bounded by their time
- * with no recomputation (no plan of a layout is faster; a micro-batch above
- * 1 first by micro-batch 1's, b times the tokens) -- their answer where it
- * fits -- and then, smallest bound first, the others' Megatron-LM options
+ * state alone exceed the usable memory (remat_cluster_usable) on a stage.
+ * The rest are bounded by their time with no recomputation (no plan of a
+ * layout is faster; a micro-batch above 1 first by micro-batch 1's, b times
+ * the tokens) -- their answer where it fits -- and then, smallest bound
+ * first, the others' Megatron-LM options
  * are priced (but those bound to be slower than the top-th answer found so
- * far), until no bound left can beat the top-th answer: the top layouts
+ * far; with a dense prefix, planned stage by stage, every option), until
+ * no bound left can beat the top-th answer: the top layouts
  * are exact, as pricing every layout would rank them (tests/test_frameworks.c
  * checks it by brute force; a bound found wrong when refined makes the
  * search price every layout).

@@ -1441,6 +1441,110 @@ static void mla_checks(void)
     CHECK(remat_cluster_check(&c, &cl) == REMAT_ERR_INVALID, "a dense prefix with --interleave accepted");
 }
 
+/* The layout search with a dense prefix (planned stage by stage, every
+ * Megatron option priced: remat_cluster_megatron_best) against a brute force
+ * of remat_cluster_plan on every layout of 4 GPUs, by loops and rules written
+ * here: a DeepSeek-like model of 7 layers, 2 dense, so that PP 1 mixes them
+ * in one chunk, PP 2 splits 4/3 (dense and routed layers on the first
+ * stage), PP 4 2/2/2/1 (the first stage all dense: three kinds of stage);
+ * TP dividing the heads and the MLP width with SP, no CP (experts), no
+ * interleaving (a dense prefix), EP dividing the experts and TP x DP, ETP
+ * held at 1, the micro-batch dividing G/DP.  The memory is 1 byte short of
+ * TP 1 PP 1's parameter state, so that layouts are pruned, fit as they are,
+ * only with Megatron's flags, or not at all.  The top K are the brute
+ * force's K fastest, each a brute-force layout at its time. */
+typedef struct mla_lay { int tp, pp, last, dp, ep, mb; double ms; } mla_lay;
+
+static void mla_search(void)
+{
+    remat_config c = mla_cfg(7, 2, 128, 4, 48, 32, 16, 8, 16, 192, 8, 2, 64, 64, 256, 1, 1, 1);
+    remat_cluster cl = cluster(1, 1, 4, 4);
+    cl.dev = *remat_device_find("h100-80gb");
+    cl.dist_optim = 1;
+    remat_cluster_memory mm;
+    if (remat_cluster_memory_of(&c, &cl, &mm)) { CHECK(0, "MLA search: memory: %s", remat_errmsg()); return; }
+    cl.dev.mem_bytes = (uint64_t)((double)(mm.params_bytes + mm.grads_bytes + mm.optim_bytes - 1) / (1 - cl.reserve));
+    while (remat_cluster_usable(&cl) >= mm.params_bytes + mm.grads_bytes + mm.optim_bytes) cl.dev.mem_bytes--;
+    const int N = 4, G = 4, L = 7;
+    mla_lay bf[256];
+    int nb = 0, nf = 0, nothing = 0, fit_pp[5] = { 0 };
+    for (int tp = 1; tp <= N; tp++)
+        for (int pp = 1; pp <= N; pp++)
+            for (int ep = 1; ep <= 8; ep++)
+                for (int mb = 1; mb <= G; mb++) {
+                    if (N % (tp * pp) || 4 % tp || 192 % tp || 8 % ep) continue;
+                    int dp = N / (tp * pp), last = 0;
+                    if (L % pp) {
+                        last = L - (pp - 1) * ((L + pp - 1) / pp);
+                        if (last < 1) continue;
+                    }
+                    if ((tp * dp) % ep || G % (mb * dp)) continue;
+                    remat_config x = c;
+                    x.tp = tp; x.sp = tp > 1; x.ep = ep; x.etp = 1; x.batch = mb;
+                    remat_cluster k = cl;
+                    k.pp = pp; k.dp = dp; k.last_layers = last;
+                    CHECK(remat_cluster_check(&x, &k) == REMAT_OK, "MLA brute force: tp %d pp %d ep %d mb %d refused: %s",
+                          tp, pp, ep, mb, remat_errmsg());
+                    remat_cluster_answer a;
+                    if (remat_cluster_plan(&x, &k, &a)) { CHECK(0, "MLA plan: %s", remat_errmsg()); continue; }
+                    mla_lay l = { tp, pp, last, dp, ep, mb, a.best_megatron.policy ? a.best_megatron.step_ms_pred : -1 };
+                    remat_cluster_answer_clear(&a);
+                    if (nb < 256) bf[nb++] = l;
+                }
+    /* the fitting ones, fastest first (stable: the search's ties keep its enumeration's order) */
+    for (int i = 0; i < nb; i++) {
+        if (bf[i].ms < 0) { nothing++; continue; }
+        mla_lay x = bf[i];
+        fit_pp[x.pp]++;
+        int j = nf++;
+        while (j > 0 && x.ms < bf[j - 1].ms) { bf[j] = bf[j - 1]; j--; }
+        bf[j] = x;
+    }
+    int none = 0, flags = 0;
+    uint64_t pruned = 0;
+    for (int K = 5; K >= 1; K -= 4) {
+        remat_config x = c;
+        x.etp = 1;
+        remat_cluster_layout *v = NULL;
+        size_t n = 0;
+        remat_cluster_search_stats sx;
+        if (remat_cluster_search(&x, &cl, N, REMAT_SEARCH_FIX_ETP, K, &v, &n, &sx)) {
+            CHECK(0, "MLA search: %s", remat_errmsg());
+            continue;
+        }
+        printf("MLA search, a dense prefix, %d GPUs, top %d: %llu layouts (brute force %d, %d fit: PP 1 %d, PP 2 %d, "
+               "PP 4 %d), %llu pruned, %llu priced, %llu planned\n", N, K, (ull)sx.layouts, nb, nf, fit_pp[1], fit_pp[2],
+               fit_pp[4], (ull)sx.pruned, (ull)sx.priced, (ull)sx.planned);
+        pruned += sx.pruned;
+        CHECK(sx.layouts == (uint64_t)nb, "MLA: the search counts %llu layouts, the brute force %d", (ull)sx.layouts, nb);
+        /* every layout priced: a bound was found wrong and the search began again without them */
+        CHECK(sx.pruned + sx.priced < sx.layouts, "MLA: the search priced all %llu layouts (%llu pruned): a bound failed",
+              (ull)sx.layouts, (ull)sx.pruned);
+        CHECK(n == (size_t)(nf < K ? nf : K), "MLA: the search returns %zu layouts, the brute force has %d that fit", n, nf);
+        for (size_t i = 0; i < n && i < (size_t)nf; i++) {
+            const remat_cluster_row *r = &v[i].answer.best_megatron;
+            const remat_config *vc = &v[i].cfg;
+            const remat_cluster *vk = &v[i].cl;
+            CHECK(r->policy && r->step_ms_pred == bf[i].ms, "MLA rank %zu: the search's %.9f ms, the brute force's %.9f "
+                  "(tp %d pp %d ep %d mb %d)", i + 1, r->policy ? r->step_ms_pred : -1, bf[i].ms, bf[i].tp, bf[i].pp,
+                  bf[i].ep, bf[i].mb);
+            int found = 0;
+            for (int j = 0; j < nf; j++)
+                found |= bf[j].tp == remat_config_tp(vc) && bf[j].pp == vk->pp && bf[j].last == vk->last_layers &&
+                         bf[j].dp == vk->dp && bf[j].ep == (vc->ep > 1 ? vc->ep : 1) && bf[j].mb == vc->batch &&
+                         remat_config_etp(vc) == 1 && vk->vpp == 1 && bf[j].ms == r->step_ms_pred;
+            CHECK(found, "MLA rank %zu (tp %d pp %d dp %d ep %d mb %d): not a brute-force layout at its time", i + 1,
+                  remat_config_tp(vc), vk->pp, vk->dp, vc->ep, vc->batch);
+            if (r->policy && !r->megatron_flags[0]) none++;
+            else flags++;
+        }
+        remat_cluster_layouts_free(v, n);
+    }
+    CHECK(none > 0 && flags > 0 && nothing > 0 && pruned > 0 && fit_pp[1] && fit_pp[2] && fit_pp[4],
+          "MLA search fixture: %d answers fit as they are, %d with flags, %d layouts fit nothing, %llu pruned, fitting "
+          "at PP 1 %d, 2 %d, 4 %d (each must be > 0)", none, flags, nothing, (ull)pruned, fit_pp[1], fit_pp[2], fit_pp[4]);
+}
+
 int main(void)
 {
     table2(4, 64, 32, 2, 2);
@@ -1516,5 +1620,6 @@ int main(void)
     search_checks();
     moe_search();
     mla_checks();
+    mla_search();
     return TEST_REPORT();
 }

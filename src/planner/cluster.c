@@ -373,6 +373,21 @@ static remat_status stage_memory(const remat_config *c, const remat_cluster *cl,
     return REMAT_OK;
 }
 
+/* The most parameter state (weights, gradients, optimizer) any stage's GPU
+ * holds: the first stage's, or with a dense prefix, planned stage by stage,
+ * the largest stage's (the layout search's pruning: cl checked) */
+uint64_t remat_cluster_state_max(const remat_config *c, const remat_cluster *cl)
+{
+    uint64_t most = 0;
+    for (int s = 0; s < (c->moe_first_dense > 0 ? cl->pp : 1); s++) {
+        remat_cluster_memory m;
+        stage_memory(c, cl, s, &m);
+        uint64_t b = m.params_bytes + m.grads_bytes + m.optim_bytes;
+        if (b > most) most = b;
+    }
+    return most;
+}
+
 remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster *cl, remat_cluster_memory *out)
 {
     remat_status st;

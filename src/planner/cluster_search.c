@@ -355,10 +355,8 @@ static remat_status search(const remat_config *cfg, const remat_cluster *cl, lay
         lay *l = &ls->v[i];
         remat_config c;
         remat_cluster k;
-        remat_cluster_memory mm;
-        apply(cfg, cl, l, &c, &k);
-        if ((st = remat_cluster_memory_of(&c, &k, &mm))) break;
-        if (mm.params_bytes + mm.grads_bytes + mm.optim_bytes > usable) { pruned[i] = 1; sx->pruned++; continue; }
+        apply(cfg, cl, l, &c, &k);      /* checked when enumerated */
+        if (remat_cluster_state_max(&c, &k) > usable) { pruned[i] = 1; sx->pruned++; continue; }
         if (!lazy || l->base == i) {
             double ub;
             if ((st = price(cfg, cl, l, &stage[i], &opt[i], lazy ? &ub : NULL))) break;

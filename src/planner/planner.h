@@ -219,6 +219,9 @@ uint64_t remat_table_device_peak_of(const remat_table_info *info, const remat_ta
  * that bound failed (cluster.c says it). */
 remat_status remat_cluster_megatron_best(const remat_config *cfg, const remat_cluster *cl, double cutoff,
                                          remat_cluster_row *best, int *violated);
+/* The most weights, gradients and optimizer state a stage's GPU holds (the
+ * first stage, or with a dense prefix the largest stage; cl checked) */
+uint64_t remat_cluster_state_max(const remat_config *cfg, const remat_cluster *cl);
 /* Megatron-LM's full recomputation of every layer, priced as it runs it: an
  * upper bound on the layout's best flags where it fits. */
 remat_status remat_cluster_megatron_full(const remat_config *cfg, const remat_cluster *cl, remat_cluster_row *out);
