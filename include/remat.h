@@ -1332,11 +1332,11 @@ REMAT_API remat_status remat_cluster_maximize(const remat_config *cfg, const rem
  * the tokens) -- their answer where it fits -- and then, smallest bound
  * first, the others' Megatron-LM options
  * are priced (but those bound to be slower than the top-th answer found so
- * far; with a dense prefix, planned stage by stage, every option), until
- * no bound left can beat the top-th answer: the top layouts
- * are exact, as pricing every layout would rank them (tests/test_frameworks.c
- * checks it by brute force; a bound found wrong when refined makes the
- * search price every layout).
+ * far; with a dense prefix, planned stage by stage, the bound is the
+ * slowest stage's), until no bound left can beat the top-th answer: the top
+ * layouts are exact, as pricing every layout would rank them
+ * (tests/test_frameworks.c checks it by brute force; a bound found wrong
+ * when refined makes the search price every layout).
  * *out (remat_cluster_layouts_free) gets at most top layouts that fit,
  * fastest first, each with its config, cluster and remat_cluster_plan's
  * answers; *n 0 when none fits.  stats (may be NULL) says how many layouts

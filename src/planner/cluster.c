@@ -1525,13 +1525,14 @@ out:
  * the time with no recomputation (the first option), plus what re-running
  * its region costs at the least -- the region's forward ops (fwd_ms, their
  * collectives inside) in each layer it re-runs (cand_for's rec_layers), V
- * chunks a micro-batch; the first stage's time grows by that for m +
- * (P-1)/V micro-batches, of which the overlaps of the data-parallel
- * reduction hide at most one (fill_row).  It is of one chunk of one kind of
- * layer: a model with a dense prefix (its layers re-run other regions at
- * other times, planned stage by stage) has every option priced, no cutoff.
- * *violated is set when an option priced comes out below its bound (the
- * bound is then wrong: the caller prices everything). */
+ * chunks a micro-batch; the stage's time grows by that for m + (P-1)/V
+ * micro-batches, of which the overlaps of the data-parallel reduction hide
+ * at most one (fill_row).  With a dense prefix, planned stage by stage, the
+ * iteration is the slowest stage's: the bound is that of the stage slowest
+ * with no recomputation, and counts only its routed layers' re-runs (a
+ * chunk's dense layers come first; theirs re-run other regions at other
+ * times, taken as 0).  *violated is set when an option priced comes out
+ * below its bound (the bound is then wrong: the caller prices everything). */
 remat_status remat_cluster_megatron_best(const remat_config *cfg, const remat_cluster *cl, double cutoff,
                                          remat_cluster_row *best, int *violated)
 {
@@ -1545,16 +1546,37 @@ remat_status remat_cluster_megatron_best(const remat_config *cfg, const remat_cl
     if ((st = stages_init(&S, cfg, cl))) return st;
     const ctx *x = &S.k[0];
     if ((st = framework_options(x, &cs, &nc))) goto out;
-    int bounded = S.n == 1 && cfg->moe_first_dense <= 0;
+    /* the stage whose time with no recomputation is the longest (the
+     * iteration's, combine_stages): the bound is its own */
+    int kt = 0;
+    if (S.n > 1) {
+        double most = -1;
+        rerun none = { 0, 0, 0 };
+        for (int k = 0; k < S.n && !st; k++) {
+            remat_cluster_row r;
+            if ((st = eval_row(&S.k[k], "none", none, &r, NULL))) break;
+            if (r.step_ms_pred > most) { most = r.step_ms_pred; kt = k; }
+            remat_cluster_row_clear(&r);
+        }
+        if (st) goto out;
+    }
+    const ctx *xt = &S.k[kt];
     double runs = (double)x->m - 1 + (double)(x->P - 1) / x->V;
     for (size_t i = 0; i < nc && !st; i++) {
         if (!cs[i].has_megatron) continue;
         double lb = 0;
-        if (bounded && none_ms >= 0 && cs[i].rec_layers > 0 && runs > 0) {
+        cand ck = cs[i];
+        if (none_ms >= 0 && runs > 0 && (S.n == 1 || cand_for(xt, &cs[i], &ck))) {
+            /* the routed (or uniform) layers it re-runs: a chunk's dense
+             * prefix comes first, and the re-run layers are its first
+             * rec_layers; the dense ones' re-runs (other regions, other
+             * times) count as 0 */
+            int nd = xt->chunk.moe_first_dense < xt->Lc ? xt->chunk.moe_first_dense : xt->Lc;
+            int routed = ck.rec_layers > nd ? ck.rec_layers - nd : 0;
             double layer = 0;
-            for (int t = 0; t < x->tb->nblock; t++)
-                if ((cs[i].rr.region & ~cs[i].rr.cached) & (1u << t)) layer += x->prof.fwd_ms[t];
-            lb = none_ms + x->V * cs[i].rec_layers * layer * runs;
+            for (int t = 0; t < xt->tb->nblock; t++)
+                if ((ck.rr.region & ~ck.rr.cached) & (1u << t)) layer += xt->prof.fwd_ms[t];
+            lb = none_ms + xt->V * routed * layer * runs;
             if (lb * (1 - 1e-9) > cutoff) continue;
         }
         remat_cluster_row r;
