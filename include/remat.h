@@ -71,12 +71,16 @@ extern "C" {
  * kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim, moe_first_dense,
  * moe_groups, moe_group_topk, moe_scaling) and the stage that peaks in
  * remat_cluster_row (peak_stage, its parameter bytes): structs grew, an
- * ABI break, hence libremat.so.5. */
+ * ABI break, hence libremat.so.5; with it the layout search of a world of
+ * GPUs, additions: remat_cluster_search, remat_cluster_layouts_free and
+ * remat_cluster_usable; and tables of version 3 (the working set
+ * measured for each block, contexts, several chains: remat_torch.measure
+ * writes them; versions 1 and 2 read as before). */
 #define REMAT_VERSION_MAJOR 5
 #define REMAT_VERSION_MINOR 0
 #define REMAT_VERSION_PATCH 0
 #define REMAT_VERSION_STRING "5.0.0"
-/* The version of the linked library, e.g. "4.1.0". */
+/* The version of the linked library, e.g. "5.0.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */
@@ -1132,7 +1136,8 @@ REMAT_API remat_status remat_plan_explain(const remat_config *cfg, const char *p
  * parts. */
 typedef struct remat_device {
     const char *name;      /* e.g. "h100-80gb" */
-    uint64_t mem_bytes;    /* memory of one GPU */
+    uint64_t mem_bytes;    /* memory of one GPU as CUDA reports it (cudaMemGetInfo's total, PyTorch's
+                              "total capacity"; the presets': cluster.c), not the datasheet's */
     double flops;          /* dense bf16 tensor-core FLOP/s */
     double hbm_bps;        /* memory bandwidth, bytes/s */
     double link_bps;       /* intra-node link (NVLink), per GPU and direction, bytes/s */
@@ -1188,8 +1193,10 @@ typedef struct remat_cluster {
     remat_device dev;      /* the GPU */
     double efficiency;     /* share of dev.flops the matrix products reach; 0: the default,
                               calibrated to Table 5 (REMAT_CLUSTER_EFFICIENCY) */
-    double reserve;        /* share of dev.mem_bytes kept back for the allocator, workspace
-                              and communication buffers, in [0, 1) */
+    double reserve;        /* share of dev.mem_bytes kept back for what the plan does not count: the
+                              CUDA context, NCCL's buffers (hundreds of MB to GBs per communicator),
+                              Transformer Engine's cuBLAS workspaces, the caching allocator's
+                              fragmentation; in [0, 1); default 0.05 (README, "Memory per GPU") */
     uint64_t host_mem;     /* host memory per GPU that offloaded activations may take; 0: the
                               device's host_mem_bytes */
     int first_layers;      /* Megatron's --decoder-first-pipeline-num-layers: the first stage's layers
@@ -1211,6 +1218,8 @@ REMAT_API void remat_cluster_default(remat_cluster *cl);
 REMAT_API remat_status remat_cluster_check(const remat_config *cfg, const remat_cluster *cl);
 /* The layers of the first pipeline stage, the one planned (cl checked). */
 REMAT_API int remat_cluster_first_stage_layers(const remat_config *cfg, const remat_cluster *cl);
+/* The memory per GPU a plan's total must fit in: the device's less the reserve. */
+REMAT_API uint64_t remat_cluster_usable(const remat_cluster *cl);
 
 /* Megatron-LM's communication overlaps that a layout turns on: the time
  * model counts each collective as exposed only where its overlap cannot
@@ -1317,6 +1326,76 @@ typedef enum remat_cluster_which {
  * answer at *best. */
 REMAT_API remat_status remat_cluster_maximize(const remat_config *cfg, const remat_cluster *cl, remat_cluster_dim dim,
                                               remat_cluster_which which, int *best, remat_cluster_answer *out);
+
+/* The layout search (`remat plan --framework megatron --gpus N`; README,
+ * "Cluster planning", "Which layout: the search"): every layout of N GPUs
+ * that Megatron-LM accepts for cfg's model and that remat models, ranked by
+ * the iteration time of its best Megatron-LM flags (remat_cluster_plan's
+ * best_megatron; ties: the order below, smaller first).  The dimensions,
+ * each taken from cfg or cl as given when its REMAT_SEARCH_FIX_* bit is set:
+ *   - TP: 1 .. dev.node_gpus (within a node), dividing N, the heads, the
+ *     key/value heads and the MLP width; sequence parallelism on whenever
+ *     TP > 1 (Megatron's recipes; in remat's model it moves the same bytes
+ *     and keeps less, and mixture of experts requires it);
+ *   - CP dividing N / TP (seq divisible by 2 CP, and s/CP by TP);
+ *   - PP dividing N / (TP CP), with L divisible by it, or else the uneven split
+ *     Megatron allows that keeps the first stage the largest: every stage
+ *     ceil(L/PP) layers but the last, which takes the rest
+ *     (--decoder-last-pipeline-num-layers; remat plans the first stage, or
+ *     with a dense prefix each kind of stage);
+ *   - VPP: 1, or with an even split any V dividing L/PP (P > 1, the
+ *     micro-batches per replica a multiple of P); not with an uneven split
+ *     nor with a dense prefix (cfg->moe_first_dense: remat_cluster_check);
+ *   - DP = N / (TP CP PP);
+ *   - the micro-batch b, dividing G / DP (G: cl->global_batch, required);
+ *   - the distributed optimizer on (unless fixed off: with D CP > 1 it is
+ *     never slower nor larger in this model, so the layout without it
+ *     could only tie);
+ *   - with experts, EP dividing E and ETP (1 .. node_gpus, dividing the
+ *     expert width) with EP ETP dividing TP CP DP (Megatron's expert grid).
+ * Pruned, never priced: a layout whose weights, gradients and optimizer
+ * state alone exceed the usable memory (remat_cluster_usable) on a stage.
+ * The rest are bounded by their time with no recomputation (no plan of a
+ * layout is faster; a micro-batch above 1 first by micro-batch 1's, b times
+ * the tokens) -- their answer where it fits -- and then, smallest bound
+ * first, the others' Megatron-LM options
+ * are priced (but those bound to be slower than the top-th answer found so
+ * far; with a dense prefix, planned stage by stage, the bound is the
+ * slowest stage's), until no bound left can beat the top-th answer: the top
+ * layouts are exact, as pricing every layout would rank them
+ * (tests/test_frameworks.c checks it by brute force; a bound found wrong
+ * when refined makes the search price every layout).
+ * *out (remat_cluster_layouts_free) gets at most top layouts that fit,
+ * fastest first, each with its config, cluster and remat_cluster_plan's
+ * answers; *n 0 when none fits.  stats (may be NULL) says how many layouts
+ * there were and what was done with them.  REMAT_ERR_INVALID when the
+ * world has no layout Megatron-LM accepts (the message says why). */
+#define REMAT_SEARCH_FIX_TP         0x001u   /* cfg->tp (sequence parallelism stays on with TP > 1) */
+#define REMAT_SEARCH_FIX_CP         0x002u   /* cfg->cp */
+#define REMAT_SEARCH_FIX_PP         0x004u   /* cl->pp */
+#define REMAT_SEARCH_FIX_VPP        0x008u   /* cl->vpp */
+#define REMAT_SEARCH_FIX_DP         0x010u   /* cl->dp */
+#define REMAT_SEARCH_FIX_MICROBATCH 0x020u   /* cfg->batch */
+#define REMAT_SEARCH_FIX_EP         0x040u   /* cfg->ep */
+#define REMAT_SEARCH_FIX_ETP        0x080u   /* cfg->etp */
+#define REMAT_SEARCH_FIX_DIST_OPTIM 0x100u   /* cl->dist_optim */
+#define REMAT_SEARCH_FIX_STAGES     0x200u   /* cl->first_layers and cl->last_layers */
+typedef struct remat_cluster_layout {
+    remat_config cfg;             /* cfg with the layout's tp, sp, cp, ep, etp and micro-batch (batch) */
+    remat_cluster cl;             /* cl with its pp, vpp, dp, dist_optim, first_layers, last_layers */
+    remat_cluster_answer answer;  /* remat_cluster_plan(&cfg, &cl); answer.best_megatron ranks it */
+} remat_cluster_layout;
+typedef struct remat_cluster_search_stats {
+    uint64_t layouts;   /* layouts of the world (with the fixed dimensions) Megatron-LM accepts and remat models */
+    uint64_t pruned;    /* of them, pruned: weights, gradients and optimizer state alone do not fit */
+    uint64_t priced;    /* priced with no recomputation (the lower bound; the answer where it fits) */
+    uint64_t planned;   /* of those, whose Megatron-LM options were priced (but those bound to be slower than the top) */
+} remat_cluster_search_stats;
+REMAT_API remat_status remat_cluster_search(const remat_config *cfg, const remat_cluster *cl, int gpus, unsigned fixed,
+                                            int top, remat_cluster_layout **out, size_t *n,
+                                            remat_cluster_search_stats *stats);
+/* Releases n layouts, their answers and the array (NULL is fine). */
+REMAT_API void remat_cluster_layouts_free(remat_cluster_layout *v, size_t n);
 
 /* ---- checkpoints and weights (reliability) -------------------------------- */
 /* Training checkpoints, DIR/ckpt-<step>.bin: everything a run needs to

@@ -467,4 +467,113 @@ assert 0 < one["time_ms"]["dp"] < 0.002 * one["step_ms_pred"], (one["time_ms"]["
 assert two["time_ms"]["dp"] > 20 * one["time_ms"]["dp"], (two["time_ms"]["dp"], one["time_ms"]["dp"])
 PY
 
+# the layout search (--gpus): every layout of the world Megatron-LM accepts, ranked by the time of
+# its best Megatron-LM flags; each printed layout valid, its command its own, the ranking sorted,
+# the dimensions given fixed, the count and the time said
+srch="--framework megatron --model llama3.2-1b --gpus 8 --seq 16384 --global-batch 16 --device h100-80gb --device-mem 16GiB"
+$R plan $srch --top 6 --json > "$T/s.json" 2> "$T/s.err" || bad "plan --gpus: $(cat "$T/s.err")"
+$R plan $srch --top 6 > "$T/s.txt" 2>&1 || bad "plan --gpus (text): $(tail -n 2 "$T/s.txt")"
+$R plan $srch --top 4 --tp 2 --cp 2 --json > "$T/s2.json" 2> "$T/s.err" || bad "plan --gpus --tp 2 --cp 2: $(cat "$T/s.err")"
+/usr/bin/python3 - "$T" <<'PY' && ok || bad "the layout search"
+import json, re, sys
+T = sys.argv[1]
+d, fixed = json.load(open(T + "/s.json")), json.load(open(T + "/s2.json"))
+s = d["search"]
+assert s["gpus"] == 8 and s["global_batch"] == 16 and s["top"] == 6 and s["fixed"] == [], s
+assert s["layouts"] >= s["pruned"] + s["priced"] - s["layouts"] and s["priced"] > 0 and s["planned"] > 0, s
+assert 0 < s["seconds"] < 60, s
+L, H, KV = 16, 32, 8                               # llama3.2-1b
+times = []
+for i, l in enumerate(d["layouts"]):
+    w, mg = l["world"], l["best_megatron"]
+    assert l["rank"] == i + 1
+    tp, cp, pp, v, dp, mb = w["tp"], w["cp"], w["pp"], w["vpp"], w["dp"], w["micro_batch"]
+    assert tp * cp * pp * dp == 8 == w["gpus"], w
+    assert H % tp == 0 and KV % tp == 0 and tp <= 8 and w["sp"] == (tp > 1), w
+    assert 16384 % (2 * cp) == 0 and (16384 // cp) % tp == 0, w
+    assert L % pp == 0 or (v == 1 and w["last_stage_layers"] < w["first_stage_layers"]), w
+    assert v == 1 or (pp > 1 and (L // pp) % v == 0 and (16 // (mb * dp)) % pp == 0), w
+    assert 16 % (mb * dp) == 0 and w["micro_batches"] == 16 // (mb * dp) and w["dist_optim"], w
+    assert mg["fits"] and mg["total_bytes"] <= 16 * 2**30, mg
+    # its command is the layout's own: the parallelism and batch flags each once, its environment
+    cmd = mg["command"].split()
+    def val(f):
+        assert cmd.count(f) == 1, (f, mg["command"])
+        return int(cmd[cmd.index(f) + 1])
+    assert (val("--tensor-model-parallel-size"), val("--pipeline-model-parallel-size"), val("--micro-batch-size"),
+            val("--global-batch-size")) == (tp, pp, mb, 16), mg["command"]
+    assert (cp == 1 and "--context-parallel-size" not in cmd) or val("--context-parallel-size") == cp
+    assert ("--sequence-parallel" in cmd) == (tp > 1) and "--use-distributed-optimizer" in cmd
+    assert (cmd[0] == "CUDA_DEVICE_MAX_CONNECTIONS=1") == (tp > 1 or cp > 1), mg["command"]
+    assert mg["command"].endswith(mg["megatron_flags"]) and l["megatron_args"] in mg["command"]
+    times.append(mg["step_ms_pred"])
+assert len(times) == 6 and times == sorted(times), times
+# the optimum of a layout is never slower than its Megatron-LM flags
+assert all(l["optimal"]["step_ms_pred"] <= l["best_megatron"]["step_ms_pred"] * (1 + 1e-12) for l in d["layouts"])
+# some answer needs Megatron's flags (the fixture is tight), and the fixed dimensions stay
+assert any(l["best_megatron"]["megatron_flags"] for l in d["layouts"]), "every answer fits as it is"
+assert fixed["search"]["fixed"] == ["tp", "cp"] and 0 < len(fixed["layouts"]) <= 4
+assert all(l["world"]["tp"] == 2 and l["world"]["cp"] == 2 for l in fixed["layouts"]), fixed["layouts"]
+# the text: how many layouts, priced, in how long; the first command is the JSON's
+txt = open(T + "/s.txt").read()
+m = re.search(r"searched (\d+) layouts Megatron-LM accepts in [0-9.]+ s: (\d+) pruned .* priced (\d+) layouts .* planned (\d+)", txt)
+assert m and [int(x) for x in m.groups()] == [s["layouts"], s["pruned"], s["priced"], s["planned"]], m
+first = re.search(r"^ +Megatron-LM: (.*)$", txt, re.M).group(1)
+assert first == d["layouts"][0]["best_megatron"]["command"], (first, d["layouts"][0]["best_megatron"]["command"])
+assert "torchtitan" not in txt, "torchtitan's lines in the Megatron-LM search"
+PY
+# the usable memory: what CUDA reports less --reserve, said in the search's text
+grep -q "^search: 8 GPUs of h100-80gb, 16.00 GiB each (15.20 GiB usable: 5% kept back)" "$T/s.txt" && ok ||
+    bad "the usable memory: $(grep '^search:' "$T/s.txt")"
+$R plan --framework megatron --model llama3.2-1b --gpus 8 --seq 4096 --global-batch 16 --device h100-80gb --reserve 0.1 \
+    --top 1 2>&1 | grep -q "^search: 8 GPUs of h100-80gb, 79.11 GiB each (71.20 GiB usable: 10% kept back)" && ok ||
+    bad "--reserve 0.1 of an H100's 79.11 GiB"
+expect_err --rc 2 "--gpus without --global-batch" $R plan --framework megatron --model llama3.2-1b --gpus 8
+expect_err --rc 2 "--gpus with --framework pytorch" $R plan --framework pytorch --model llama3.2-1b --gpus 8 --global-batch 8
+expect_err --rc 2 "--top without --gpus" $R plan --framework megatron --model llama3.2-1b --top 3
+expect_err --rc 2 "--gpus with --pareto" $R plan $srch --pareto
+expect_err --rc 2 "--gpus 8 --tp 3" $R plan $srch --tp 3
+grep -q "tensor-parallel size 3" "$T/stderr" && ok || bad "--gpus 8 --tp 3: $(cat "$T/stderr")"
+expect_err --rc 2 "--gpus 8 --pp 3" $R plan $srch --pp 3
+grep -q "no layout of 8 GPUs that Megatron-LM accepts with the dimensions given" "$T/stderr" && ok ||
+    bad "--gpus 8 --pp 3: $(cat "$T/stderr")"
+expect_err --rc 1 "--gpus: nothing fits" $R plan $srch --device-mem 1GiB
+grep -q "no layout of 8 GPUs fits" "$T/stderr" && ok || bad "nothing fits: $(cat "$T/stderr")"
+
+# the search with a dense prefix (DeepSeek-V3: 3 dense layers, then 58 routed; planned stage by
+# stage): its first layout is what `remat plan` answers for that layout alone, the table's memory
+# is that of the stage that holds the most and adds up, its command names the dense prefix and the
+# uneven split; --tp needs no --sp (the search runs SP with TP); --interleave is refused in one line
+ds="--framework megatron --model deepseek-v3 --gpus 1024 --seq 4096 --global-batch 8192 --device h100-80gb --tp 4 --pp 16"
+$R plan $ds --top 2 --json > "$T/ds.json" 2> "$T/ds.err" || bad "plan deepseek-v3 --gpus 1024: $(cat "$T/ds.err")"
+$R plan $ds --top 2 > "$T/ds.txt" 2> "$T/ds.err" || bad "plan deepseek-v3 --gpus 1024 (text): $(cat "$T/ds.err")"
+l=$(/usr/bin/python3 -c 'import json, sys; w = json.load(open(sys.argv[1]))["layouts"][0]["world"]
+print("--tp %(tp)d --sp --pp %(pp)d --last-stage-layers %(last_stage_layers)d --dp %(dp)d --ep %(ep)d --etp %(etp)d --micro-batch %(micro_batch)d" % w)' "$T/ds.json")
+$R plan --framework megatron --model deepseek-v3 $l --seq 4096 --global-batch 8192 --device h100-80gb \
+    --distributed-optimizer --json > "$T/ds1.json" 2> "$T/ds.err" || bad "plan deepseek-v3 $l: $(cat "$T/ds.err")"
+/usr/bin/python3 - "$T" <<'PY' && ok || bad "the search with a dense prefix"
+import json, re, sys
+T = sys.argv[1]
+d, one = json.load(open(T + "/ds.json")), json.load(open(T + "/ds1.json"))
+assert d["search"]["fixed"] == ["tp", "pp"] and len(d["layouts"]) == 2, d["search"]
+a, b = d["layouts"][0]["best_megatron"], one["best_megatron"]
+assert a["step_ms_pred"] == b["step_ms_pred"] and a["total_bytes"] == b["total_bytes"], (a["step_ms_pred"], b["step_ms_pred"])
+assert a["megatron_flags"] == b["megatron_flags"] and a["memory"] == b["memory"], (a["megatron_flags"], b["megatron_flags"])
+w = d["layouts"][0]["world"]
+assert w["tp"] == 4 and w["pp"] == 16 and w["first_stage_layers"] == 4 and w["last_stage_layers"] == 1, w
+assert "--moe-layer-freq '([0]*3+[1]*58)'" in a["command"] and "--decoder-last-pipeline-num-layers 1" in a["command"]
+txt = open(T + "/ds.txt").read()
+for l, lay in zip(re.findall(r"^ +[12] .*$", txt, re.M), d["layouts"]):
+    f = l.split()
+    weights, grads, optim, activ, host, total = (float(x) for x in f[-6:])
+    assert abs(weights + grads + optim + activ + host - total) <= 0.03, l      # GiB, each to 2 decimals
+    m = lay["best_megatron"]["memory"]
+    assert abs(weights - m["weights"] / 2**30) <= 0.005 and abs(total - m["total"] / 2**30) <= 0.005, (l, m)
+assert re.search(r"peaks on pipeline stage \d+", txt), "no peak stage in the text"
+PY
+$R plan --framework megatron --model deepseek-v3 --gpus 1024 --seq 4096 --global-batch 8192 --device h100-80gb --tp 8 \
+    --pp 16 --ep 8 --top 1 > /dev/null 2> "$T/ds.err" && ok || bad "--gpus with --tp 8 and experts, no --sp: $(cat "$T/ds.err")"
+expect_err --rc 2 "a dense prefix with --interleave" $R plan --framework megatron --model deepseek-v3 --gpus 1024 \
+    --global-batch 8192 --interleave 2
+
 finish cli_frameworks

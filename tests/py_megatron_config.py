@@ -329,6 +329,16 @@ SWEEP = [
     ("deepseek-v3", "--tp 4 --sp --pp 16 --first-stage-layers 1 --last-stage-layers 4 --ep 32 --etp 1 --dp 16 --seq 4096 --micro-batch 1 --global-batch 2048 --distributed-optimizer"),
 ]
 COMMON = ["--device", "h100-80gb", "--device-mem", "80GiB", "--json"]
+# the layout search (--gpus): every answer of its top layouts.  The first is
+# issue 28's "done when" (Llama-3-70B, 64 H100s, 32k, 512 sequences)
+SEARCH = [
+    ("llama3-70b", "--gpus 64 --seq 32768 --global-batch 512 --device h100-80gb --top 5"),
+    ("llama3-405b", "--gpus 1024 --seq 8192 --global-batch 2048 --device h100-80gb --top 5"),
+    ("llama3-8b", "--gpus 16 --seq 8192 --global-batch 64 --device h100-80gb --device-mem 40GiB --top 5"),
+    ("mixtral-8x7b", "--gpus 64 --seq 4096 --global-batch 256 --device h100-80gb --top 5"),
+    # a dense prefix, planned stage by stage: MLA's flags, --moe-layer-freq, uneven splits
+    ("deepseek-v3", "--gpus 1024 --seq 4096 --global-batch 8192 --device h100-80gb --top 5"),
+]
 
 
 def main():
@@ -377,9 +387,34 @@ def main():
             why = check_flags(full, env)
             answers += 1
             c(not why, "%s %s [%s]: Megatron would reject %r: %s" % (model, extra, key, flags, why))
+    # the layout search: each top layout's run arguments and every answer's command, as above
+    searched = 0
+    for model, extra in SEARCH:
+        cmd = [REMAT, "plan", "--framework", "megatron", "--model", model] + extra.split() + ["--json"]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if not c(p.returncode == 0, "%s: rc %d: %s" % (" ".join(cmd), p.returncode, p.stderr.strip()[:300])):
+            continue
+        j = json.loads(p.stdout)
+        c(len(j["layouts"]) == 5, "%s %s: %d layouts, not 5" % (model, extra, len(j["layouts"])))
+        for lay in j["layouts"]:
+            run_args, rows = flag_strings(lay)
+            c(bool(run_args) and len(rows) >= 2,
+              "%s %s rank %d: no megatron_args or no answer" % (model, extra, lay["rank"]))
+            for key, flags, env, whole in rows:
+                if whole:
+                    cenv, full = split_env(flags)
+                    c(cenv == env, "%s rank %d [%s]: the command's environment %s is not the row's env %s"
+                      % (model, lay["rank"], key, cenv, env))
+                else:
+                    full = run_args + " " + flags
+                why = check_flags(full, env)
+                searched += 1
+                c(not why, "%s %s rank %d [%s]: Megatron would reject %r: %s" % (model, extra, lay["rank"], key, full, why))
+    c(searched >= len(SEARCH) * 5 * 2, "only %d flag sets from the search" % searched)
     c(answers >= len(SWEEP), "only %d answers for %d layouts" % (answers, len(SWEEP)))
     c(commands * 2 == answers, "%d whole commands for %d answers: each row's flags need its command" % (commands, answers))
-    print("%d layouts, %d answers checked against megatron-core and arguments.py@%s" % (len(SWEEP), answers, COMMIT[:7]))
+    print("%d layouts, %d answers checked against megatron-core and arguments.py@%s; the search's top layouts: %d flag sets"
+          % (len(SWEEP), answers, COMMIT[:7], searched))
     return report(NAME, c.good, c.bad)
 
 

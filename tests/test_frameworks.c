@@ -170,14 +170,16 @@ static void equations_5_6(int L, int a, int h, int s, int b, int t, int P, int V
 
 /* Megatron's weight, gradient and optimizer bytes (theoretical_memory_usage.py):
  * 18 bytes per parameter, 6 + 12/D with the distributed optimizer; the first
- * stage holds (its transformer parameters + V h)/T */
-static void weight_bytes(int L, int h, int a, int t, int P, int D)
+ * stage holds (its transformer parameters + V h)/T -- its L/P layers whatever
+ * the interleaving (vpp model chunks of L/(P vpp) each) */
+static void weight_bytes(int L, int h, int a, int t, int P, int D, int vpp)
 {
     remat_config c = megatron(L, a, h, 64, 1, t, 0, 0.0f);
-    remat_cluster cl = cluster(P, 1, D, 0);
+    remat_cluster cl = cluster(P, vpp, D, vpp > 1 ? P * D : 0);
     remat_cluster_memory m;
     uint64_t H = (uint64_t)h, n = ((uint64_t)(L / P) * (12 * H * H + 13 * H) + (uint64_t)remat_config_padded_vocab(&c) * H) / t;
-    CHECK(remat_cluster_memory_of(&c, &cl, &m) == REMAT_OK && m.params == n, "params %llu, want %llu", (ull)m.params, (ull)n);
+    CHECK(remat_cluster_memory_of(&c, &cl, &m) == REMAT_OK && m.params == n, "params %llu, want %llu (P %d, vpp %d)",
+          (ull)m.params, (ull)n, P, vpp);
     CHECK(m.params_bytes + m.grads_bytes + m.optim_bytes == 18 * n, "18 bytes per parameter: %llu",
           (ull)(m.params_bytes + m.grads_bytes + m.optim_bytes));
     cl.dist_optim = 1;
@@ -778,6 +780,209 @@ static void bad_clusters(void)
     CHECK(remat_model_create(&r, 1, &m) != REMAT_OK && !m && strstr(remat_errmsg(), "engine"), "the engine refuses megatron");
 }
 
+/* ---- the usable memory (issue 28, item 4) ---------------------------------------- */
+
+/* Each preset's memory is what CUDA reports (cluster.c cites the log of each
+ * GPU), a little under the datasheet's figure read in GiB, and the usable
+ * memory is that less the reserve */
+static void device_memory(void)
+{
+    static const struct { const char *name; double gib, datasheet_gib; } want[] = {
+        { "a100-40gb", 39.50, 40 }, { "a100-80gb", 79.35, 80 }, { "h100-80gb", 79.11, 80 },
+        { "h200-141gb", 139.81, 141 }, { "gh200-96gb", 95.00, 96 }, { "b200-180gb", 178.35, 180 },
+    };
+    CHECK(remat_device_count() == 6, "%d device presets", remat_device_count());
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const remat_device *d = remat_device_find(want[i].name);
+        double gib = d ? (double)d->mem_bytes / (1024.0 * 1024 * 1024) : 0;
+        CHECK(d && fabs(gib - want[i].gib) < 0.005 && gib < want[i].datasheet_gib, "%s: %.3f GiB, CUDA reports %.2f",
+              want[i].name, gib, want[i].gib);
+        remat_cluster cl;
+        remat_cluster_default(&cl);
+        if (d) cl.dev = *d;
+        cl.reserve = 0.05;
+        CHECK(remat_cluster_usable(&cl) == (uint64_t)((double)cl.dev.mem_bytes * 0.95), "%s: usable", want[i].name);
+    }
+}
+
+/* ---- the layout search (issue 28, item 1; cluster_search.c) --------------------- */
+
+static int pruned_seen;      /* layouts the searches pruned */
+
+/* A layout of the brute force below, with its best Megatron-LM answer. */
+typedef struct bf_lay { int tp, cp, pp, last, v, dp, mb; double ms; uint64_t total; } bf_lay;
+
+/* the ranking: time, then the order of enumeration (the loops below nest as
+ * the search's: TP, CP, PP, VPP, micro-batch; the sort is stable) */
+static int bf_before(const bf_lay *a, const bf_lay *b) { return a->ms < b->ms; }
+
+/* Every layout of N GPUs that Megatron-LM accepts, by loops and rules written
+ * here (not the search's): TP within a node of 8 dividing the heads, the kv
+ * heads and the MLP width, SP with TP, seq % (2 CP) and (seq/CP) % TP,
+ * L % PP or the uneven split whose stages but the last hold ceil(L/PP), VPP
+ * dividing an even split's stage with m % PP, G % (b DP); the distributed
+ * optimizer on.  Each priced by remat_cluster_plan (its best_megatron).
+ * fix_tp / fix_mb: 0, or the value fixed.  Returns the layouts; *n, *nfit. */
+static bf_lay *brute_force(const remat_config *base, const remat_cluster *bcl, int N, int fix_tp, int fix_mb, int *n)
+{
+    bf_lay *v = calloc(4096, sizeof *v);
+    int L = base->n_layer, G = bcl->global_batch;
+    *n = 0;
+    for (int tp = 1; tp <= 8; tp++)
+        for (int cp = 1; cp <= N; cp++)
+            for (int pp = 1; pp <= N; pp++)
+                for (int V = 1; V <= L; V++)
+                    for (int mb = 1; mb <= G; mb++) {
+                        if (N % (tp * cp * pp) || (fix_tp && tp != fix_tp) || (fix_mb && mb != fix_mb)) continue;
+                        int dp = N / (tp * cp * pp);
+                        if (base->n_head % tp || base->n_kv_head % tp || base->ffn_dim % tp) continue;
+                        if (base->seq % (2 * cp) || (base->seq / cp) % tp || pp > L) continue;
+                        int last = 0;
+                        if (L % pp) {
+                            last = L - (pp - 1) * ((L + pp - 1) / pp);
+                            if (last < 1 || V > 1) continue;
+                        }
+                        if (G % (mb * dp)) continue;
+                        if (V > 1 && (pp < 2 || (L / pp) % V || (G / (mb * dp)) % pp)) continue;
+                        remat_config c = *base;
+                        c.tp = tp; c.sp = tp > 1; c.cp = cp; c.batch = mb;
+                        remat_cluster k = *bcl;
+                        k.pp = pp; k.vpp = V; k.dp = dp; k.dist_optim = 1; k.last_layers = last;
+                        CHECK(remat_cluster_check(&c, &k) == REMAT_OK, "brute force: tp %d cp %d pp %d v %d mb %d refused: %s",
+                              tp, cp, pp, V, mb, remat_errmsg());
+                        remat_cluster_answer a;
+                        if (remat_cluster_plan(&c, &k, &a)) { CHECK(0, "plan: %s", remat_errmsg()); continue; }
+                        bf_lay l = { tp, cp, pp, last, V, dp, mb, a.best_megatron.policy ? a.best_megatron.step_ms_pred : -1,
+                                     a.best_megatron.total_bytes };
+                        remat_cluster_answer_clear(&a);
+                        if (*n < 4096) v[(*n)++] = l;
+                    }
+    return v;
+}
+
+/* The search against the brute force: the same number of layouts, and its
+ * top K (each of ks) are the brute force's K fastest answers, time and
+ * memory, in order; each returned layout is one the brute force priced at
+ * that time, with the dimensions fixed as asked. */
+static void search_vs_brute(const remat_config *base, const remat_cluster *bcl, int N, const int *ks, int fix_tp, int fix_mb,
+                            int *fit_none, int *fit_plan, int *fit_nothing)
+{
+    int nb = 0;
+    bf_lay *bf = brute_force(base, bcl, N, fix_tp, fix_mb, &nb);
+    /* the fitting ones, fastest first (insertion sort: a few hundred) */
+    int nf = 0;
+    for (int i = 0; i < nb; i++) {
+        if (bf[i].ms < 0) { (*fit_nothing)++; continue; }
+        bf_lay x = bf[i];
+        int j = nf++;
+        while (j > 0 && bf_before(&x, &bf[j - 1])) { bf[j] = bf[j - 1]; j--; }
+        bf[j] = x;
+    }
+    for (const int *K = ks; *K; K++) {
+        remat_config c = *base;
+        remat_cluster k = *bcl;
+        unsigned fixed = 0;
+        if (fix_tp) { c.tp = fix_tp; fixed |= REMAT_SEARCH_FIX_TP; }
+        if (fix_mb) { c.batch = fix_mb; fixed |= REMAT_SEARCH_FIX_MICROBATCH; }
+        remat_cluster_layout *v = NULL;
+        size_t n = 0;
+        remat_cluster_search_stats sx;
+        if (remat_cluster_search(&c, &k, N, fixed, *K, &v, &n, &sx)) { CHECK(0, "search: %s", remat_errmsg()); continue; }
+        printf("search N %d top %d tp %d mb %d: %llu layouts (brute force %d, %d fit), %llu pruned, %llu priced, "
+               "%llu planned\n", N, *K, fix_tp, fix_mb, (unsigned long long)sx.layouts, nb, nf, (unsigned long long)sx.pruned,
+               (unsigned long long)sx.priced, (unsigned long long)sx.planned);
+        pruned_seen += (int)sx.pruned;
+        CHECK(sx.layouts == (uint64_t)nb, "the search counts %llu layouts, the brute force %d", (unsigned long long)sx.layouts,
+              nb);
+        CHECK(n == (size_t)(nf < *K ? nf : *K), "the search returns %zu layouts, the brute force has %d that fit (top %d)", n,
+              nf, *K);
+        for (size_t i = 0; i < n && i < (size_t)nf; i++) {
+            const remat_cluster_row *r = &v[i].answer.best_megatron;
+            CHECK(r->policy && r->step_ms_pred == bf[i].ms && r->total_bytes == bf[i].total &&
+                  remat_config_tp(&v[i].cfg) == bf[i].tp && remat_config_cp(&v[i].cfg) == bf[i].cp &&
+                  v[i].cl.pp == bf[i].pp && v[i].cl.vpp == bf[i].v && v[i].cfg.batch == bf[i].mb,
+                  "rank %zu: the search's %.6f ms %llu B (tp %d cp %d pp %d v %d mb %d), the brute force's %.6f ms "
+                  "%llu B (tp %d cp %d pp %d v %d mb %d)", i + 1, r->policy ? r->step_ms_pred : -1, (ull)r->total_bytes,
+                  remat_config_tp(&v[i].cfg), remat_config_cp(&v[i].cfg), v[i].cl.pp, v[i].cl.vpp, v[i].cfg.batch,
+                  bf[i].ms, (ull)bf[i].total, bf[i].tp, bf[i].cp, bf[i].pp, bf[i].v, bf[i].mb);
+            CHECK(i == 0 || r->step_ms_pred >= v[i - 1].answer.best_megatron.step_ms_pred, "rank %zu: not sorted", i + 1);
+            const remat_config *vc = &v[i].cfg;
+            const remat_cluster *vk = &v[i].cl;
+            int found = 0;
+            for (int j = 0; j < nf; j++)
+                found |= bf[j].tp == remat_config_tp(vc) && bf[j].cp == remat_config_cp(vc) && bf[j].pp == vk->pp &&
+                         bf[j].v == vk->vpp && bf[j].dp == vk->dp && bf[j].mb == vc->batch &&
+                         bf[j].last == vk->last_layers && bf[j].ms == r->step_ms_pred;
+            CHECK(found, "rank %zu (tp %d cp %d pp %d v %d dp %d mb %d): not a brute-force layout at its time", i + 1,
+                  remat_config_tp(vc), remat_config_cp(vc), vk->pp, vk->vpp, vk->dp, vc->batch);
+            CHECK(remat_config_tp(vc) * remat_config_cp(vc) * vk->pp * vk->dp == N && vk->dist_optim &&
+                  vc->sp == (vc->tp > 1), "rank %zu: world %d, the distributed optimizer, SP with TP", i + 1, N);
+            CHECK((!fix_tp || remat_config_tp(vc) == fix_tp) && (!fix_mb || vc->batch == fix_mb),
+                  "rank %zu: a fixed dimension moved", i + 1);
+            if (r->policy && !r->megatron_flags[0]) (*fit_none)++;
+            else (*fit_plan)++;
+        }
+        remat_cluster_layouts_free(v, n);
+    }
+    free(bf);
+}
+
+static void search_checks(void)
+{
+    /* a small Llama (7 layers: uneven pipelines at PP 2 and 4) on 8 GPUs, its
+     * memory 1 byte short of the parameter state of TP 1 without a pipeline
+     * (those layouts are pruned), so that the others fit as they are, only
+     * with Megatron's flags (the larger micro-batches), or not at all */
+    remat_config c = megatron(7, 8, 128, 256, 1, 1, 0, 0.0f);
+    c.arch = REMAT_ARCH_LLAMA;
+    c.n_kv_head = 4;
+    c.ffn_dim = 256;
+    c.attention = REMAT_ATTENTION_FLASH;
+    remat_cluster cl = cluster(1, 1, 8, 8);
+    cl.dev = *remat_device_find("h100-80gb");
+    cl.dist_optim = 1;
+    remat_cluster_memory mm;
+    if (remat_cluster_memory_of(&c, &cl, &mm)) { CHECK(0, "memory: %s", remat_errmsg()); return; }
+    cl.dev.mem_bytes = (uint64_t)((double)(mm.params_bytes + mm.grads_bytes + mm.optim_bytes - 1) / (1 - cl.reserve));
+    while (remat_cluster_usable(&cl) >= mm.params_bytes + mm.grads_bytes + mm.optim_bytes) cl.dev.mem_bytes--;
+    int none = 0, plan = 0, nothing = 0;
+    pruned_seen = 0;
+    /* the top 5 and 1 (the bounds cut), every layout that fits (1000: in order) */
+    search_vs_brute(&c, &cl, 8, (const int[]){ 5, 1, 1000, 0 }, 0, 0, &none, &plan, &nothing);
+    search_vs_brute(&c, &cl, 8, (const int[]){ 4, 0 }, 2, 2, &none, &plan, &nothing);     /* TP 2, micro-batch 2 fixed */
+    CHECK(none > 0 && plan > 0 && nothing > 0 && pruned_seen > 0, "the fixture: %d answers fit as they are, %d with flags, "
+          "%d layouts fit nothing, %d pruned (each must be > 0)", none, plan, nothing, pruned_seen);
+    /* no layout: the message says why */
+    remat_cluster_layout *v = NULL;
+    size_t n = 0;
+    c.tp = 3;
+    CHECK(remat_cluster_search(&c, &cl, 8, REMAT_SEARCH_FIX_TP, 5, &v, &n, NULL) == REMAT_ERR_INVALID && !v &&
+          strstr(remat_errmsg(), "no layout of 8 GPUs") && strstr(remat_errmsg(), "tp 3 does not divide 8 GPUs"),
+          "tp 3 of 8 GPUs: %s", remat_errmsg());
+    c.tp = 1;
+    cl.global_batch = 0;
+    CHECK(remat_cluster_search(&c, &cl, 8, 0, 5, &v, &n, NULL) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "--global-batch"),
+          "no global batch");
+    /* the distributed optimizer off is never faster nor smaller (cluster_search.c: it is not searched) */
+    cl.global_batch = 8;
+    for (int dp = 2; dp <= 8; dp *= 2) {
+        remat_cluster a = cl, b = cl;
+        a.dp = b.dp = dp;
+        b.dist_optim = 0;
+        remat_cluster_row ra, rb;
+        remat_config cc = c;
+        if (remat_cluster_evaluate(&cc, &a, "none", &ra) || remat_cluster_evaluate(&cc, &b, "none", &rb)) {
+            CHECK(0, "evaluate: %s", remat_errmsg());
+            return;
+        }
+        CHECK(ra.step_ms_pred <= rb.step_ms_pred && ra.total_bytes <= rb.total_bytes, "dp %d: the distributed optimizer "
+              "%.3f ms %llu B, without %.3f ms %llu B", dp, ra.step_ms_pred, (ull)ra.total_bytes, rb.step_ms_pred,
+              (ull)rb.total_bytes);
+        remat_cluster_row_clear(&ra);
+        remat_cluster_row_clear(&rb);
+    }
+}
+
 /* ---- mixture of experts (issue 27, frameworks_moe.c) ------------------------ */
 
 static remat_config moe_cfg(int E, int k, int C, int MF, int SF, int s, int b, int t, int ep, int etp, double F,
@@ -1017,6 +1222,40 @@ static void moe_checks(void)
     bridge_5570("qwen3-235b-a22b", 2, 1, 32, 8, 10, 32);
 }
 
+/* The layout search with experts: EP and ETP enumerated as Megatron's expert
+ * grid allows (EP dividing E, EP x ETP dividing TP x DP, ETP within a node
+ * dividing the expert width; no CP with experts), counted by loops written
+ * here; the best layout's answer */
+static void moe_search(void)
+{
+    remat_config m = moe_cfg(4, 2, 64, 32, 0, 32, 1, 1, 0, 0, 0, 0);   /* 8 heads, 2 kv heads, width 32 */
+    remat_cluster mk = cluster(1, 1, 1, 8);
+    mk.dev = *remat_device_find("h100-80gb");
+    int want = 0;
+    for (int tp = 1; tp <= 8; tp++)
+        for (int pp = 1; pp <= 8; pp++)
+            for (int V = 1; V <= 4; V++)
+                for (int mb = 1; mb <= 8; mb++)
+                    for (int ep = 1; ep <= 4; ep++)
+                        for (int etp = 1; etp <= 8; etp++) {
+                            if (8 % (tp * pp) || 2 % tp || 32 % tp || 4 % pp) continue;
+                            int dp = 8 / (tp * pp);
+                            if (V > 1 && (pp < 2 || (4 / pp) % V || (8 / (mb * dp)) % pp)) continue;
+                            if (8 % (mb * dp) || 4 % ep || (tp * dp) % (ep * etp) || 32 % etp) continue;
+                            want++;
+                        }
+    remat_cluster_layout *v = NULL;
+    size_t n = 0;
+    remat_cluster_search_stats sx;
+    CHECK(remat_cluster_search(&m, &mk, 8, 0, 1, &v, &n, &sx) == REMAT_OK, "MoE search: %s", remat_errmsg());
+    printf("MoE search, 8 GPUs: %llu layouts (the loops: %d)\n", (unsigned long long)sx.layouts, want);
+    CHECK(sx.layouts == (uint64_t)want && want > 0, "MoE: the search counts %llu layouts, the loops %d",
+          (unsigned long long)sx.layouts, want);
+    CHECK(n == 1 && v && v[0].answer.best_megatron.policy && 4 % (v[0].cfg.ep > 1 ? v[0].cfg.ep : 1) == 0 &&
+          remat_config_cp(&v[0].cfg) == 1, "MoE: the best layout");
+    remat_cluster_layouts_free(v, n);
+}
+
 /* ---- DeepSeek-V3: multi-latent attention, a dense prefix (frameworks_mla.c) ---- */
 
 static remat_config mla_cfg(int L, int nd, int C, int NH, int Lq, int Lkv, int dn, int dr, int dv, int F, int E, int k,
@@ -1202,6 +1441,110 @@ static void mla_checks(void)
     CHECK(remat_cluster_check(&c, &cl) == REMAT_ERR_INVALID, "a dense prefix with --interleave accepted");
 }
 
+/* The layout search with a dense prefix (planned stage by stage, every
+ * Megatron option priced: remat_cluster_megatron_best) against a brute force
+ * of remat_cluster_plan on every layout of 4 GPUs, by loops and rules written
+ * here: a DeepSeek-like model of 7 layers, 2 dense, so that PP 1 mixes them
+ * in one chunk, PP 2 splits 4/3 (dense and routed layers on the first
+ * stage), PP 4 2/2/2/1 (the first stage all dense: three kinds of stage);
+ * TP dividing the heads and the MLP width with SP, no CP (experts), no
+ * interleaving (a dense prefix), EP dividing the experts and TP x DP, ETP
+ * held at 1, the micro-batch dividing G/DP.  The memory is 1 byte short of
+ * TP 1 PP 1's parameter state, so that layouts are pruned, fit as they are,
+ * only with Megatron's flags, or not at all.  The top K are the brute
+ * force's K fastest, each a brute-force layout at its time. */
+typedef struct mla_lay { int tp, pp, last, dp, ep, mb; double ms; } mla_lay;
+
+static void mla_search(void)
+{
+    remat_config c = mla_cfg(7, 2, 128, 4, 48, 32, 16, 8, 16, 192, 8, 2, 64, 64, 256, 1, 1, 1);
+    remat_cluster cl = cluster(1, 1, 4, 4);
+    cl.dev = *remat_device_find("h100-80gb");
+    cl.dist_optim = 1;
+    remat_cluster_memory mm;
+    if (remat_cluster_memory_of(&c, &cl, &mm)) { CHECK(0, "MLA search: memory: %s", remat_errmsg()); return; }
+    cl.dev.mem_bytes = (uint64_t)((double)(mm.params_bytes + mm.grads_bytes + mm.optim_bytes - 1) / (1 - cl.reserve));
+    while (remat_cluster_usable(&cl) >= mm.params_bytes + mm.grads_bytes + mm.optim_bytes) cl.dev.mem_bytes--;
+    const int N = 4, G = 4, L = 7;
+    mla_lay bf[256];
+    int nb = 0, nf = 0, nothing = 0, fit_pp[5] = { 0 };
+    for (int tp = 1; tp <= N; tp++)
+        for (int pp = 1; pp <= N; pp++)
+            for (int ep = 1; ep <= 8; ep++)
+                for (int mb = 1; mb <= G; mb++) {
+                    if (N % (tp * pp) || 4 % tp || 192 % tp || 8 % ep) continue;
+                    int dp = N / (tp * pp), last = 0;
+                    if (L % pp) {
+                        last = L - (pp - 1) * ((L + pp - 1) / pp);
+                        if (last < 1) continue;
+                    }
+                    if ((tp * dp) % ep || G % (mb * dp)) continue;
+                    remat_config x = c;
+                    x.tp = tp; x.sp = tp > 1; x.ep = ep; x.etp = 1; x.batch = mb;
+                    remat_cluster k = cl;
+                    k.pp = pp; k.dp = dp; k.last_layers = last;
+                    CHECK(remat_cluster_check(&x, &k) == REMAT_OK, "MLA brute force: tp %d pp %d ep %d mb %d refused: %s",
+                          tp, pp, ep, mb, remat_errmsg());
+                    remat_cluster_answer a;
+                    if (remat_cluster_plan(&x, &k, &a)) { CHECK(0, "MLA plan: %s", remat_errmsg()); continue; }
+                    mla_lay l = { tp, pp, last, dp, ep, mb, a.best_megatron.policy ? a.best_megatron.step_ms_pred : -1 };
+                    remat_cluster_answer_clear(&a);
+                    if (nb < 256) bf[nb++] = l;
+                }
+    /* the fitting ones, fastest first (stable: the search's ties keep its enumeration's order) */
+    for (int i = 0; i < nb; i++) {
+        if (bf[i].ms < 0) { nothing++; continue; }
+        mla_lay x = bf[i];
+        fit_pp[x.pp]++;
+        int j = nf++;
+        while (j > 0 && x.ms < bf[j - 1].ms) { bf[j] = bf[j - 1]; j--; }
+        bf[j] = x;
+    }
+    int none = 0, flags = 0;
+    uint64_t pruned = 0;
+    for (int K = 5; K >= 1; K -= 4) {
+        remat_config x = c;
+        x.etp = 1;
+        remat_cluster_layout *v = NULL;
+        size_t n = 0;
+        remat_cluster_search_stats sx;
+        if (remat_cluster_search(&x, &cl, N, REMAT_SEARCH_FIX_ETP, K, &v, &n, &sx)) {
+            CHECK(0, "MLA search: %s", remat_errmsg());
+            continue;
+        }
+        printf("MLA search, a dense prefix, %d GPUs, top %d: %llu layouts (brute force %d, %d fit: PP 1 %d, PP 2 %d, "
+               "PP 4 %d), %llu pruned, %llu priced, %llu planned\n", N, K, (ull)sx.layouts, nb, nf, fit_pp[1], fit_pp[2],
+               fit_pp[4], (ull)sx.pruned, (ull)sx.priced, (ull)sx.planned);
+        pruned += sx.pruned;
+        CHECK(sx.layouts == (uint64_t)nb, "MLA: the search counts %llu layouts, the brute force %d", (ull)sx.layouts, nb);
+        /* every layout priced: a bound was found wrong and the search began again without them */
+        CHECK(sx.pruned + sx.priced < sx.layouts, "MLA: the search priced all %llu layouts (%llu pruned): a bound failed",
+              (ull)sx.layouts, (ull)sx.pruned);
+        CHECK(n == (size_t)(nf < K ? nf : K), "MLA: the search returns %zu layouts, the brute force has %d that fit", n, nf);
+        for (size_t i = 0; i < n && i < (size_t)nf; i++) {
+            const remat_cluster_row *r = &v[i].answer.best_megatron;
+            const remat_config *vc = &v[i].cfg;
+            const remat_cluster *vk = &v[i].cl;
+            CHECK(r->policy && r->step_ms_pred == bf[i].ms, "MLA rank %zu: the search's %.9f ms, the brute force's %.9f "
+                  "(tp %d pp %d ep %d mb %d)", i + 1, r->policy ? r->step_ms_pred : -1, bf[i].ms, bf[i].tp, bf[i].pp,
+                  bf[i].ep, bf[i].mb);
+            int found = 0;
+            for (int j = 0; j < nf; j++)
+                found |= bf[j].tp == remat_config_tp(vc) && bf[j].pp == vk->pp && bf[j].last == vk->last_layers &&
+                         bf[j].dp == vk->dp && bf[j].ep == (vc->ep > 1 ? vc->ep : 1) && bf[j].mb == vc->batch &&
+                         remat_config_etp(vc) == 1 && vk->vpp == 1 && bf[j].ms == r->step_ms_pred;
+            CHECK(found, "MLA rank %zu (tp %d pp %d dp %d ep %d mb %d): not a brute-force layout at its time", i + 1,
+                  remat_config_tp(vc), vk->pp, vk->dp, vc->ep, vc->batch);
+            if (r->policy && !r->megatron_flags[0]) none++;
+            else flags++;
+        }
+        remat_cluster_layouts_free(v, n);
+    }
+    CHECK(none > 0 && flags > 0 && nothing > 0 && pruned > 0 && fit_pp[1] && fit_pp[2] && fit_pp[4],
+          "MLA search fixture: %d answers fit as they are, %d with flags, %d layouts fit nothing, %llu pruned, fitting "
+          "at PP 1 %d, 2 %d, 4 %d (each must be > 0)", none, flags, nothing, (ull)pruned, fit_pp[1], fit_pp[2], fit_pp[4]);
+}
+
 int main(void)
 {
     table2(4, 64, 32, 2, 2);
@@ -1216,8 +1559,10 @@ int main(void)
     equations_5_6(8, 4, 64, 32, 2, 2, 4, 1, 2);      /* fewer micro-batches than stages */
     equations_5_6(12, 6, 96, 48, 3, 3, 3, 2, 6);     /* interleaved: 1 + (P-1)/(P V) */
     equations_5_6(96, 96, 12288, 2048, 1, 8, 8, 1, 64);   /* 175B as in Table 3 */
-    weight_bytes(8, 64, 4, 2, 4, 8);
-    weight_bytes(96, 12288, 96, 8, 8, 4);
+    weight_bytes(8, 64, 4, 2, 4, 8, 1);
+    weight_bytes(96, 12288, 96, 8, 8, 4, 1);
+    weight_bytes(8, 64, 4, 2, 2, 8, 2);          /* interleaved: the stage's two chunks */
+    weight_bytes(96, 12288, 96, 8, 8, 4, 3);
     appendix_a(4, 4, 64, 32, 2, 2, 1, 1, 2);
     appendix_a(8, 8, 128, 64, 1, 4, 0, 2, 4);
     appendix_a(6, 6, 96, 48, 3, 3, 1, 3, 3);
@@ -1271,6 +1616,10 @@ int main(void)
           s32k_cp4, s8k);
     megatron_estimator_activations("llama3-405b", 8, 9, 8192, 1);
     moe_checks();
+    device_memory();
+    search_checks();
+    moe_search();
     mla_checks();
+    mla_search();
     return TEST_REPORT();
 }

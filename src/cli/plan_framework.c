@@ -420,6 +420,8 @@ typedef struct fw_opts {
     double host_link;           /* --host-link, GB/s per GPU and direction (given: replaces the device's) */
     cli_policies given;         /* --recompute */
     int maximize, explain, json, pareto;
+    int gpus, top;              /* --gpus: the layout search over that world; --top: how many it prints */
+    unsigned fixed;             /* REMAT_SEARCH_FIX_*: the dimensions given */
 } fw_opts;
 
 static int parse_device(const char *flag, const char *v, void *field)
@@ -452,8 +454,8 @@ static const cli_flag cluster_flags[] = {
     {"--device", "NAME", CLI_FLAG_CUSTOM, CL(dev), 0, 0, NULL, parse_device,
      "a GPU: the presets' names (fw_parse lists them; default a100-80gb)"},
     {"--reserve", "F", CLI_FLAG_DOUBLE, CL(reserve), 0, 0.99, NULL, NULL,
-     "share of the memory kept back for the allocator, workspace and\n"
-     "communication buffers (default 0.05)"},
+     "share of the GPU's memory kept back for the CUDA context, NCCL's\n"
+     "buffers, TE's workspaces and fragmentation (default 0.05)"},
     {"--efficiency", "E", CLI_FLAG_DOUBLE, CL(efficiency), 0.001, 1, NULL, NULL,
      "share of the peak FLOP/s matrix products reach (default " STR(REMAT_CLUSTER_EFFICIENCY) ",\n"
      "fitted to Korthikanti et al.'s Table 5)"},
@@ -473,7 +475,8 @@ static const cli_flag micro_batch_flag[] = {   /* into the config: Megatron's na
 };
 #define O(field) offsetof(fw_opts, field)
 static const cli_flag fw_flags[] = {
-    {"--device-mem", "SIZE", CLI_FLAG_BYTES, O(mem), 0, 0, NULL, NULL, "override the device's memory"},
+    {"--device-mem", "SIZE", CLI_FLAG_BYTES, O(mem), 0, 0, NULL, NULL,
+     "override the device's memory (what CUDA reports: torch.cuda.mem_get_info()[1])"},
     {"--host-link", "GB/s", CLI_FLAG_DOUBLE, O(host_link), 0, 1e4, NULL, NULL,
      "the offload bandwidth per GPU and direction, GB/s (default the device's\n"
      "host link; 0: no offload)"},
@@ -485,8 +488,16 @@ static const cli_flag fw_flags[] = {
      "layer), each priced per GPU: activations against iteration time"},
     {"--maximize", "micro-batch|seq", CLI_FLAG_CHOICE, O(maximize), 0, 0, maximize_choices, NULL,
      "the largest micro-batch or sequence at which each answer exists"},
+    {"--gpus", "N", CLI_FLAG_INT, O(gpus), 1, 1 << 20, NULL, NULL,
+     "search every layout of N GPUs Megatron-LM accepts (tp, cp, pp, its\n"
+     "stages, interleave, dp, micro-batch, distributed optimizer, ep, etp),\n"
+     "ranked by the time of its best Megatron-LM flags; --tp, --cp, --pp,\n"
+     "--interleave, --dp, --micro-batch, --ep, --etp, --distributed-optimizer,\n"
+     "--first/last-stage-layers given fix theirs (needs --global-batch)"},
+    {"--top", "K", CLI_FLAG_INT, O(top), 1, 1000, NULL, NULL, "with --gpus: the layouts printed (default 5)"},
     CLI_FLAG_JSON(fw_opts, json, "{\"framework\", \"memory\", \"model_flops\", \"optimal\",\n"
-                                 "\"best_megatron\", \"best_torchtitan\", \"rows\"} (README)"),
+                                 "\"best_megatron\", \"best_torchtitan\", \"rows\"}; with --gpus\n"
+                                 "{\"search\", \"layouts\"} (README)"),
 };
 #undef O
 
@@ -542,6 +553,7 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
     remat_cluster_default(cl);
     memset(o, 0, sizeof *o);
     o->maximize = -1;
+    o->top = 5;
     static cli_flag cbuf[128], kbuf[64];
     static char devices[256];
     char names[200];
@@ -558,7 +570,9 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
         "                  [--distributed-optimizer] [--micro-batch b] [--global-batch G] [--device NAME]\n"
         "                  [--device-mem SIZE] [--host-link GB/s] [--host-mem SIZE] [--reserve F] [--dtype bf16|fp32]\n"
         "                  [--recompute POLICY]... [--explain] [--maximize micro-batch|seq] [--pareto]\n"
-        "                  [--json]\n\n"
+        "                  [--json]\n"
+        "       remat plan --framework megatron [--model NAME | config flags] --gpus N --global-batch G\n"
+        "                  [--top K] [any of the layout flags above, to fix them] [--device NAME] [--json]\n\n"
         "Plans activation recomputation for a run of Megatron-LM or PyTorch on GPUs,\n"
         "without a GPU: the framework's saved tensors are a table that remat's simulator\n"
         "and planner run on.  Three answers, each with its memory per GPU and iteration\n"
@@ -593,7 +607,32 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
     }
     if (!cli_given(&cmd, "--batch") && !cli_given(&cmd, "--micro-batch")) c->batch = 1;
     cli_config_default_max_seq(c);
+    /* the layout search runs sequence parallelism with every TP above 1
+     * (remat_cluster_search): a --tp it fixes needs no --sp to pass the
+     * check (mixture of experts refuses TP without SP) */
+    if (o->gpus) c->sp = remat_config_tp(c) > 1;
     if (cli_config_check(c)) return 2;
+    if (cli_given(&cmd, "--top") && !o->gpus) return cli_usage_error("plan", "--top ranks the layouts of --gpus N");
+    if (o->gpus) {      /* the layout search: the dimensions given are fixed, the others searched */
+        static const struct { const char *flag; unsigned bit; } dims[] = {
+            {"--tp", REMAT_SEARCH_FIX_TP}, {"--cp", REMAT_SEARCH_FIX_CP}, {"--pp", REMAT_SEARCH_FIX_PP},
+            {"--interleave", REMAT_SEARCH_FIX_VPP}, {"--dp", REMAT_SEARCH_FIX_DP},
+            {"--micro-batch", REMAT_SEARCH_FIX_MICROBATCH}, {"--batch", REMAT_SEARCH_FIX_MICROBATCH},
+            {"--ep", REMAT_SEARCH_FIX_EP}, {"--etp", REMAT_SEARCH_FIX_ETP},
+            {"--distributed-optimizer", REMAT_SEARCH_FIX_DIST_OPTIM},
+            {"--first-stage-layers", REMAT_SEARCH_FIX_STAGES}, {"--last-stage-layers", REMAT_SEARCH_FIX_STAGES},
+        };
+        for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+            if (cli_given(&cmd, dims[i].flag)) o->fixed |= dims[i].bit;
+        if (c->framework != REMAT_FRAMEWORK_MEGATRON)
+            return cli_usage_error("plan", "--gpus searches Megatron-LM's layouts: --framework megatron");
+        if (!cli_given(&cmd, "--global-batch"))
+            return cli_usage_error("plan", "--gpus needs --global-batch G: each layout's micro-batches follow from it");
+        if (o->maximize >= 0 || o->pareto || o->given.n)
+            return cli_usage_error("plan", "--gpus ranks layouts; --maximize, --pareto and --recompute are for one "
+                                   "layout (give its --tp, --cp, --pp, --dp without --gpus)");
+        return 1;
+    }
     if (remat_cluster_check(c, cl)) return cli_error("%s", remat_errmsg()) + 1;
     return 1;
 }
@@ -842,6 +881,174 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
     if (o->pareto) front_text(&ch, an, &u);
 }
 
+/* ---- the layout search (--gpus) ---------------------------------------------------- */
+
+static double gib(uint64_t b) { return (double)b / 1073741824.0; }
+
+/* a layout in words: "tp 4 sp, cp 2, pp 4, interleave 5, dp 2, micro-batch 1,
+ * distributed optimizer" */
+static void layout_words(const remat_cluster_layout *l, char *buf, size_t n)
+{
+    const remat_config *c = &l->cfg;
+    const remat_cluster *k = &l->cl;
+    size_t m = (size_t)snprintf(buf, n, "tp %d%s, cp %d, pp %d", remat_config_tp(c), c->sp ? " (sp)" : "",
+                                remat_config_cp(c), k->pp);
+#define ADD(...) do { if (m < n) m += (size_t)snprintf(buf + m, n - m, __VA_ARGS__); } while (0)
+    if (k->vpp > 1) ADD(" (interleave %d)", k->vpp);
+    if (k->last_layers || k->first_layers)
+        ADD(" (%d layers a stage, the last %d)", remat_cluster_first_stage_layers(c, k),
+            k->last_layers ? k->last_layers : remat_cluster_first_stage_layers(c, k));
+    ADD(", dp %d", k->dp);
+    if (c->n_experts > 0) ADD(", ep %d, etp %d", c->ep > 1 ? c->ep : 1, remat_config_etp(c));
+    ADD(", micro-batch %d x %ld a replica%s", c->batch, micro_batches(c, k), k->dist_optim ? ", distributed optimizer" : "");
+#undef ADD
+}
+
+static void search_json(const remat_config *base, const remat_cluster *bcl, const fw_opts *o,
+                        const remat_cluster_layout *v, size_t n, const remat_cluster_search_stats *sx, double secs)
+{
+    remat_jsonw *w = cli_json_open(stdout, REMAT_JSONW_SPACED);
+    remat_jsonw_object(w, NULL);
+    remat_jsonw_str(w, "framework", "megatron");
+    remat_jsonw_str(w, "table", fw_table(base));
+    remat_jsonw_str(w, "device", bcl->dev.name ? bcl->dev.name : "");
+    remat_jsonw_uint(w, "device_mem_bytes", bcl->dev.mem_bytes);
+    remat_jsonw_object(w, "search");
+    remat_jsonw_int(w, "gpus", o->gpus);
+    remat_jsonw_int(w, "global_batch", bcl->global_batch);
+    remat_jsonw_int(w, "seq", base->seq);
+    remat_jsonw_int(w, "top", o->top);
+    remat_jsonw_array(w, "fixed");           /* the dimensions given, as remat_cluster_search's bits say them */
+    static const char *const names[] = { "tp", "cp", "pp", "vpp", "dp", "micro_batch", "ep", "etp", "dist_optim", "stages" };
+    for (int i = 0; i < 10; i++)
+        if (o->fixed & (1u << i)) remat_jsonw_str(w, NULL, names[i]);
+    remat_jsonw_end(w);
+    remat_jsonw_uint(w, "layouts", sx->layouts);
+    remat_jsonw_uint(w, "pruned", sx->pruned);
+    remat_jsonw_uint(w, "priced", sx->priced);
+    remat_jsonw_uint(w, "planned", sx->planned);
+    remat_jsonw_num(w, "seconds", secs);
+    remat_jsonw_end(w);
+    remat_jsonw_array(w, "layouts");         /* fastest first by best_megatron's step_ms_pred */
+    for (size_t i = 0; i < n; i++) {
+        const remat_config *c = &v[i].cfg;
+        const remat_cluster *k = &v[i].cl;
+        remat_cluster_memory mm;
+        remat_cluster_memory_of(c, k, &mm);
+        char args[2048];
+        megatron_args(c, k, args, sizeof args);
+        remat_jsonw_object(w, NULL);
+        remat_jsonw_int(w, "rank", (int64_t)i + 1);
+        remat_jsonw_object(w, "world");
+        remat_jsonw_int(w, "gpus", (int64_t)remat_config_tp(c) * remat_config_cp(c) * k->pp * k->dp);
+        remat_jsonw_int(w, "tp", remat_config_tp(c));
+        remat_jsonw_bool(w, "sp", c->sp);
+        remat_jsonw_int(w, "cp", remat_config_cp(c));
+        remat_jsonw_int(w, "pp", k->pp);
+        remat_jsonw_int(w, "vpp", k->vpp);
+        remat_jsonw_int(w, "first_stage_layers", remat_cluster_first_stage_layers(c, k));
+        remat_jsonw_int(w, "last_stage_layers", k->last_layers ? k->last_layers : k->pp > 1 ? remat_cluster_first_stage_layers(c, k)
+                                                                                            : c->n_layer);
+        remat_jsonw_int(w, "dp", k->dp);
+        remat_jsonw_int(w, "ep", c->ep > 1 ? c->ep : 1);
+        remat_jsonw_int(w, "etp", c->n_experts > 0 ? remat_config_etp(c) : 1);
+        remat_jsonw_int(w, "micro_batch", c->batch);
+        remat_jsonw_int(w, "micro_batches", micro_batches(c, k));
+        remat_jsonw_bool(w, "dist_optim", k->dist_optim);
+        remat_jsonw_end(w);
+        remat_jsonw_str(w, "megatron_args", args);
+        remat_jsonw_str(w, "megatron_env", megatron_env(c));
+        remat_jsonw_object(w, "memory");
+        remat_jsonw_uint(w, "params", mm.params);
+        remat_jsonw_uint(w, "params_bytes", mm.params_bytes);
+        remat_jsonw_uint(w, "grads_bytes", mm.grads_bytes);
+        remat_jsonw_uint(w, "optim_bytes", mm.optim_bytes);
+        remat_jsonw_end(w);
+        remat_jsonw_num(w, "model_flops", remat_cluster_model_flops(c, k));
+        row_json(w, "best_megatron", &v[i].answer.best_megatron, &mm, NULL, c, args);
+        row_json(w, "optimal", &v[i].answer.optimal, &mm, NULL, c, args);
+        remat_jsonw_end(w);
+    }
+    remat_jsonw_end(w);
+    remat_jsonw_end(w);
+    cli_json_close(w);
+}
+
+static void search_text(const remat_config *base, const remat_cluster *bcl, const fw_opts *o,
+                        const remat_cluster_layout *v, size_t n, const remat_cluster_search_stats *sx, double secs)
+{
+    char b1[32], b2[32];
+    cli_config_print(stdout, n ? &v[0].cfg : base);
+    fw_units u = { 1 };
+    printf("search: %d GPUs of %s, %s each (%s usable: %.0f%% kept back), seq %d, global batch %d%s\n", o->gpus,
+           bcl->dev.name ? bcl->dev.name : "device", cli_fmt_bytes(bcl->dev.mem_bytes, b1, sizeof b1),
+           fmt_b(&u, remat_cluster_usable(bcl), b2, sizeof b2), 100 * bcl->reserve, base->seq, bcl->global_batch,
+           o->fixed ? " (the dimensions given fixed)" : "");
+    printf("searched %llu layouts Megatron-LM accepts in %.2f s: %llu pruned (their weights, gradients and optimizer "
+           "state alone do not fit), priced %llu layouts with no recomputation (a bound on each, and the answer where it "
+           "fits), planned %llu (every Megatron-LM option that could beat the top)\n", (unsigned long long)sx->layouts,
+           secs, (unsigned long long)sx->pruned, (unsigned long long)sx->priced, (unsigned long long)sx->planned);
+    if (!n) return;
+    printf("\nthe %zu fastest by their best Megatron-LM flags (iteration in ms; memory per GPU in GiB, of the stage that holds the most):\n", n);
+    printf("%4s %3s %3s %4s %4s %5s %4s %4s %4s %4s %11s %8s %8s %8s %8s %8s %8s\n", "rank", "tp", "cp", "pp", "vpp",
+           "dp", "ep", "etp", "mbs", "dopt", "iteration", "weights", "grads", "optim", "activ", "host", "total");
+    int uneven = 0;
+    for (size_t i = 0; i < n; i++) {
+        const remat_config *c = &v[i].cfg;
+        const remat_cluster *k = &v[i].cl;
+        const remat_cluster_row *r = &v[i].answer.best_megatron;
+        char pp[16];
+        snprintf(pp, sizeof pp, k->last_layers || k->first_layers ? "%d*" : "%d", k->pp);
+        uneven |= k->last_layers || k->first_layers;
+        printf("%4zu %3d %3d %4s %4d %5d %4d %4d %4d %4s %11.1f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", i + 1,
+               remat_config_tp(c), remat_config_cp(c), pp, k->vpp, k->dp, c->ep > 1 ? c->ep : 1,
+               c->n_experts > 0 ? remat_config_etp(c) : 1, c->batch, k->dist_optim ? "yes" : "no", r->step_ms_pred,
+               gib(r->stage_params_bytes), gib(r->stage_grads_bytes), gib(r->stage_optim_bytes), gib(r->peak_bytes),
+               gib(r->host_bytes), gib(r->total_bytes));
+    }
+    if (uneven) printf("(pp N*: an uneven split, every stage but the last the same; the layout's line below says it)\n");
+    for (size_t i = 0; i < n; i++) {
+        const remat_config *c = &v[i].cfg;
+        const remat_cluster *k = &v[i].cl;
+        const remat_cluster_answer *a = &v[i].answer;
+        char words[256], args[2048];
+        layout_words(&v[i], words, sizeof words);
+        megatron_args(c, k, args, sizeof args);
+        remat_config ch = chunk_of(c, k);
+        printf("\n#%zu  %s\n", i + 1, words);
+        remat_cluster_row mg = a->best_megatron, opt = a->optimal;    /* the Megatron-LM answers alone */
+        mg.torchtitan = opt.torchtitan = NULL;
+        answer_text("best Megatron-LM", &mg, &ch, o->explain, &u, c->arch == REMAT_ARCH_LLAMA ? args : NULL);
+        if (opt.policy && opt.step_ms_pred < mg.step_ms_pred) {
+            opt.megatron_flags = NULL;      /* what no Megatron-LM flag says: remat's own plan */
+            answer_text("remat's optimum", &opt, &ch, o->explain, &u, NULL);
+        }
+    }
+    printf("\n");
+}
+
+/* 0, or the exit status (reported) */
+static int search_run(const remat_config *c, const remat_cluster *cl, const fw_opts *o)
+{
+    remat_cluster_layout *v = NULL;
+    size_t n = 0;
+    remat_cluster_search_stats sx;
+    double t0 = cli_now_ms();
+    remat_status st = remat_cluster_search(c, cl, o->gpus, o->fixed, o->top, &v, &n, &sx);
+    double secs = (cli_now_ms() - t0) / 1000;
+    if (st) return cli_error("%s", remat_errmsg()) + (st == REMAT_ERR_INVALID);
+    if (o->json) search_json(c, cl, o, v, n, &sx, secs);
+    else search_text(c, cl, o, v, n, &sx, secs);
+    remat_cluster_layouts_free(v, n);
+    if (!n) {
+        char b[32];
+        return cli_error("no layout of %d GPUs fits in %s per GPU (%llu layouts priced); add GPUs, shorten --seq%s",
+                         o->gpus, cli_fmt_bytes(remat_cluster_usable(cl), b, sizeof b), (unsigned long long)sx.priced,
+                         o->fixed ? ", or fix fewer dimensions" : "");
+    }
+    return 0;
+}
+
 int cli_plan_framework(int argc, char **argv)
 {
     remat_config c;
@@ -850,6 +1057,7 @@ int cli_plan_framework(int argc, char **argv)
     fw_answers an;
     int rc = fw_parse(argc, argv, &c, &cl, &o);
     if (rc != 1) return rc;
+    if (o.gpus) return search_run(&c, &cl, &o);
     if ((rc = fw_solve(&c, &cl, &o, &an))) { fw_answers_clear(&an); return rc; }
     remat_cluster_memory mm;
     remat_cluster_memory_of(&c, &cl, &mm);

@@ -26,6 +26,26 @@
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
+/* The memory a GPU has for a run: what CUDA reports as its total (cudaMemGetInfo,
+ * the "total capacity" of PyTorch's out-of-memory message, what its caching
+ * allocator can ever hold; nvidia-smi's total is a little larger), not the
+ * datasheet's figure, each from a public log of that GPU:
+ *   - A100 40GB: 39.50 GiB (TianheWu/CoSeR issue 10, "one A100");
+ *   - A100 80GB: 79.35 GiB (Instruction-Tuning-with-GPT-4/GPT-4-LLM issue 16, 2x A100 80G);
+ *   - H100 80GB: 79.11 GiB (vllm-project/vllm issue 27508; other logs show
+ *     79.10-79.21 by driver: the smallest kept; nvidia-smi shows 81559 MiB,
+ *     79.65 GiB, which the allocator does not get);
+ *   - H200: 139.81 GiB (sungwon-chae/arxiv_confi, etu_logging.md): the
+ *     datasheet's "141GB" is about GiB, so 141e9 bytes was 8.5 GiB short;
+ *   - GH200 96GB: 97280 MiB, 95.0 GiB (mredenti/PowerCapping,
+ *     configuration/OpenCL_benchmark.md: OpenCL's global memory of "NVIDIA
+ *     GH200 480GB", driver 555.42.06);
+ *   - B200: 182631 MiB, 178.35 GiB (public 8x B200 logs found by content
+ *     search, "total capacity of 178.36 GiB", and a device dump of "NVIDIA
+ *     B200", "182631 MiB"; their repositories were not identified: check it).
+ * What a run may use of it is remat_cluster_usable: this less the reserve. */
+#define MIB (1024.0 * 1024.0)
+
 /* Dense (no sparsity) bf16 tensor-core FLOP/s, HBM bandwidth, NVLink per
  * GPU and direction (half the bidirectional figure NVIDIA quotes), the
  * network per GPU of NVIDIA's DGX systems (one HDR 200 Gb/s or NDR 400 Gb/s
@@ -34,26 +54,30 @@
  * GB/s) and the host memory per GPU (a DGX's system memory over its 8 GPUs;
  * GH200's own LPDDR5X), and the GPUs that NVLink joins in a node. */
 static const remat_device devices[] = {
-    { "a100-40gb", (uint64_t)(40 * GiB), 312e12, 1555e9, 300e9, 25e9,
+    { "a100-40gb", (uint64_t)(39.50 * GiB), 312e12, 1555e9, 300e9, 25e9,
       "NVIDIA A100 datasheet (SXM4 40GB: 312 TFLOP/s bf16 dense, 1,555 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s); "
-      "DGX A100 (8x HDR 200 Gb/s, 1 TB system memory)", 32e9, (uint64_t)125e9, 8 },
-    { "a100-80gb", (uint64_t)(80 * GiB), 312e12, 2039e9, 300e9, 25e9,
+      "DGX A100 (8x HDR 200 Gb/s, 1 TB system memory); 39.50 GiB as CUDA reports it (TianheWu/CoSeR#10)", 32e9, (uint64_t)125e9, 8 },
+    { "a100-80gb", (uint64_t)(79.35 * GiB), 312e12, 2039e9, 300e9, 25e9,
       "NVIDIA A100 datasheet (SXM4 80GB: 312 TFLOP/s bf16 dense, 2,039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s); "
-      "DGX A100 640GB (8x HDR 200 Gb/s, 2 TB system memory)", 32e9, (uint64_t)250e9, 8 },
-    { "h100-80gb", (uint64_t)(80 * GiB), 989e12, 3350e9, 450e9, 50e9,
+      "DGX A100 640GB (8x HDR 200 Gb/s, 2 TB system memory); 79.35 GiB as CUDA reports it "
+      "(Instruction-Tuning-with-GPT-4/GPT-4-LLM#16)", 32e9, (uint64_t)250e9, 8 },
+    { "h100-80gb", (uint64_t)(79.11 * GiB), 989e12, 3350e9, 450e9, 50e9,
       "NVIDIA H100 datasheet (SXM5 80GB: 989 TFLOP/s bf16 dense, 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s); "
-      "DGX H100 (8x NDR 400 Gb/s, 2 TB system memory)", 64e9, (uint64_t)250e9, 8 },
-    { "h200-141gb", (uint64_t)141e9, 989e12, 4800e9, 450e9, 50e9,
+      "DGX H100 (8x NDR 400 Gb/s, 2 TB system memory); 79.11 GiB as CUDA reports it (vllm-project/vllm#27508)", 64e9, (uint64_t)250e9, 8 },
+    { "h200-141gb", (uint64_t)(139.81 * GiB), 989e12, 4800e9, 450e9, 50e9,
       "NVIDIA H200 datasheet (SXM 141GB: 989 TFLOP/s bf16 dense, 4.8 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s); "
-      "DGX H200 (8x NDR 400 Gb/s, 2 TB system memory)", 64e9, (uint64_t)250e9, 8 },
-    { "gh200-96gb", (uint64_t)96e9, 989e12, 4000e9, 450e9, 50e9,
+      "DGX H200 (8x NDR 400 Gb/s, 2 TB system memory); 139.81 GiB as CUDA reports it "
+      "(sungwon-chae/arxiv_confi, etu_logging.md)", 64e9, (uint64_t)250e9, 8 },
+    { "gh200-96gb", (uint64_t)(97280 * MIB), 989e12, 4000e9, 450e9, 50e9,
       "NVIDIA GH200 Grace Hopper Superchip datasheet (96GB HBM3: 4 TB/s, Hopper's 989 TFLOP/s bf16 dense, NVLink "
-      "900 GB/s, NVLink-C2C 900 GB/s to 480 GB LPDDR5X); 4 superchips a node (HPE Cray EX254n), NDR 400 Gb/s each",
+      "900 GB/s, NVLink-C2C 900 GB/s to 480 GB LPDDR5X); 4 superchips a node (HPE Cray EX254n), NDR 400 Gb/s each; "
+      "97280 MiB as the driver reports it (mredenti/PowerCapping, configuration/OpenCL_benchmark.md)",
       450e9, (uint64_t)480e9, 4 },
-    { "b200-180gb", (uint64_t)180e9, 2250e12, 8000e9, 900e9, 50e9,
+    { "b200-180gb", (uint64_t)(182631 * MIB), 2250e12, 8000e9, 900e9, 50e9,
       "NVIDIA HGX B200 (1,000 W: 2,250 TFLOP/s bf16 dense, half the 4,500 with sparsity); DGX B200 datasheet "
       "(8 GPUs: 1,440 GB HBM3e, 64 TB/s, NVLink 5 at 1.8 TB/s per GPU, 8x ConnectX-7 400 Gb/s, "
-      "2 TB system memory, Xeon hosts on PCIe Gen5 x16 64 GB/s)", 64e9, (uint64_t)250e9, 8 },
+      "2 TB system memory, Xeon hosts on PCIe Gen5 x16 64 GB/s); 182631 MiB as CUDA reports it (public 8x B200 logs, "
+      "their repositories not identified)", 64e9, (uint64_t)250e9, 8 },
 };
 
 /* GPT-2 and Korthikanti's models, then Llama 3: dim, layers, heads and kv
@@ -307,9 +331,12 @@ static remat_status stage_memory(const remat_config *c, const remat_cluster *cl,
     remat_param_layout_of(c, &ly);
     const remat_param_table *pt = remat_params_of(c);
     uint64_t split = 0, whole = 0, T = (uint64_t)remat_config_tp(c);
-    int a, n;
+    int a, n, nd = 0;
     stage_layers(c, cl, s, &a, &n);
-    int nd = dense_in(c, a, n);
+    /* interleaved, the stage holds V model chunks of n layers, P chunks
+     * apart (chunk v's first layer a + v P n): every one's parameters */
+    for (int v = 0; v < cl->vpp; v++) nd += dense_in(c, a + v * cl->pp * n, n);
+    n *= cl->vpp;
     for (int i = 0; i < ly.count; i++) {
         const remat_param_def *d = &pt->defs[i];
         if (d->per_layer || d->stage == RP_UNCOUNTED || (d->stage == RP_LAST && s < cl->pp - 1) ||
@@ -344,6 +371,21 @@ static remat_status stage_memory(const remat_config *c, const remat_cluster *cl,
     out->grads_bytes = 4 * (pn + xn);
     out->optim_bytes = cl->dist_optim ? (o * pn + D - 1) / D + (o * xn + XD - 1) / XD : o * (pn + xn);
     return REMAT_OK;
+}
+
+/* The most parameter state (weights, gradients, optimizer) any stage's GPU
+ * holds: the first stage's, or with a dense prefix, planned stage by stage,
+ * the largest stage's (the layout search's pruning: cl checked) */
+uint64_t remat_cluster_state_max(const remat_config *c, const remat_cluster *cl)
+{
+    uint64_t most = 0;
+    for (int s = 0; s < (c->moe_first_dense > 0 ? cl->pp : 1); s++) {
+        remat_cluster_memory m;
+        stage_memory(c, cl, s, &m);
+        uint64_t b = m.params_bytes + m.grads_bytes + m.optim_bytes;
+        if (b > most) most = b;
+    }
+    return most;
 }
 
 remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster *cl, remat_cluster_memory *out)
@@ -594,7 +636,7 @@ static remat_status ctx_init_stage(ctx *x, const remat_config *c, const remat_cl
     x->overlaps = remat_cluster_overlaps(c, cl);
     double state = c->dtype == REMAT_DTYPE_BF16 ? 28 : 24;   /* fp32 main weights, moments: read and written; gradients read */
     x->opt_ms = (cl->dist_optim ? (state * np / D + wbytes * np) : (state + wbytes) * np) / (cl->dev.hbm_bps / 1e3);
-    x->usable = (uint64_t)((double)cl->dev.mem_bytes * (1 - cl->reserve));
+    x->usable = remat_cluster_usable(cl);
     x->host = cl->host_mem ? cl->host_mem : cl->dev.host_mem_bytes;
     return REMAT_OK;
 }
@@ -895,6 +937,7 @@ typedef struct cand {
     int set;
     uint32_t keep;             /* what it keeps (none, selective) */
     int ck, N;                 /* CK_*, and the layers of CK_UNIFORM and CK_BLOCK */
+    int rec_layers;            /* the layers of the chunk whose region rr re-runs (0: none): cand_for */
 } cand;
 
 /* What the recompute modules of `set` drop, re-run and keep (the inputs of
@@ -954,6 +997,10 @@ static int cand_for(const ctx *x, const cand *src, cand *dst)
 {
     *dst = *src;
     uint32_t all = remat_keep_all(x->tb);
+    /* the layers whose region re-runs (the layout search's bound,
+     * remat_cluster_megatron_best): the first N with block, every layer of
+     * the chunk with the others that recompute */
+    dst->rec_layers = src->ck == CK_NONE ? 0 : src->ck == CK_BLOCK ? (src->N < x->Lc ? src->N : x->Lc) : x->Lc;
     switch (src->ck) {
     case CK_NONE: snprintf(dst->policy, sizeof dst->policy, "none"); return 1;
     case CK_SEL: return sel_policy(x, src->set, dst);
@@ -1189,11 +1236,11 @@ static remat_status framework_options(const ctx *x, cand **out, size_t *n)
                 noop |= module_noop(x, set, i);
                 k += (size_t)snprintf(c.megatron + k, sizeof c.megatron - k, " %s", name);
             }
-        if (noop || !sel_policy(x, set, &c)) continue;
+        c.ck = CK_SEL;
+        c.set = set;
+        if (noop || !cand_for(x, &c, &c)) continue;
         c.has_megatron = 1;
         c.selective = 1;
-        c.set = set;
-        c.ck = CK_SEL;
         if (add_cand(&v, n, &cap, &c)) goto nomem;
     }
     /* full, uniform: chunks of N layers; N = 1 is also torchtitan's FullAC */
@@ -1465,6 +1512,121 @@ out:
     stages_free(&S);
     if (st) remat_cluster_answer_clear(out);
     return st;
+}
+
+/* The fastest row that Megatron-LM's flags express for this layout (best->policy
+ * NULL: none fits): remat_cluster_plan's best_megatron, the same options priced
+ * the same way (stage by stage with a dense prefix), without the optimum's
+ * planner, torchtitan's rows and the balanced figures -- the layout search's
+ * inner step (cluster_search.c).
+ *
+ * With a cutoff, an option whose time is bound to exceed it is not priced
+ * (best->policy NULL when no option can be at most the cutoff).  The bound:
+ * the time with no recomputation (the first option), plus what re-running
+ * its region costs at the least -- the region's forward ops (fwd_ms, their
+ * collectives inside) in each layer it re-runs (cand_for's rec_layers), V
+ * chunks a micro-batch; the stage's time grows by that for m + (P-1)/V
+ * micro-batches, of which the overlaps of the data-parallel reduction hide
+ * at most one (fill_row).  With a dense prefix, planned stage by stage, the
+ * iteration is the slowest stage's: the bound is that of the stage slowest
+ * with no recomputation, and counts only its routed layers' re-runs (a
+ * chunk's dense layers come first; theirs re-run other regions at other
+ * times, taken as 0).  *violated is set when an option priced comes out
+ * below its bound (the bound is then wrong: the caller prices everything). */
+remat_status remat_cluster_megatron_best(const remat_config *cfg, const remat_cluster *cl, double cutoff,
+                                         remat_cluster_row *best, int *violated)
+{
+    stages S;
+    remat_status st;
+    cand *cs = NULL;
+    size_t nc = 0;
+    double none_ms = -1;
+    memset(best, 0, sizeof *best);
+    *violated = 0;
+    if ((st = stages_init(&S, cfg, cl))) return st;
+    const ctx *x = &S.k[0];
+    if ((st = framework_options(x, &cs, &nc))) goto out;
+    /* the stage whose time with no recomputation is the longest (the
+     * iteration's, combine_stages): the bound is its own */
+    int kt = 0;
+    if (S.n > 1) {
+        double most = -1;
+        rerun none = { 0, 0, 0 };
+        for (int k = 0; k < S.n && !st; k++) {
+            remat_cluster_row r;
+            if ((st = eval_row(&S.k[k], "none", none, &r, NULL))) break;
+            if (r.step_ms_pred > most) { most = r.step_ms_pred; kt = k; }
+            remat_cluster_row_clear(&r);
+        }
+        if (st) goto out;
+    }
+    const ctx *xt = &S.k[kt];
+    double runs = (double)x->m - 1 + (double)(x->P - 1) / x->V;
+    for (size_t i = 0; i < nc && !st; i++) {
+        if (!cs[i].has_megatron) continue;
+        double lb = 0;
+        cand ck = cs[i];
+        if (none_ms >= 0 && runs > 0 && (S.n == 1 || cand_for(xt, &cs[i], &ck))) {
+            /* the routed (or uniform) layers it re-runs: a chunk's dense
+             * prefix comes first, and the re-run layers are its first
+             * rec_layers; the dense ones' re-runs (other regions, other
+             * times) count as 0 */
+            int nd = xt->chunk.moe_first_dense < xt->Lc ? xt->chunk.moe_first_dense : xt->Lc;
+            int routed = ck.rec_layers > nd ? ck.rec_layers - nd : 0;
+            double layer = 0;
+            for (int t = 0; t < xt->tb->nblock; t++)
+                if ((ck.rr.region & ~ck.rr.cached) & (1u << t)) layer += xt->prof.fwd_ms[t];
+            lb = none_ms + xt->V * routed * layer * runs;
+            if (lb * (1 - 1e-9) > cutoff) continue;
+        }
+        remat_cluster_row r;
+        if ((st = eval_cand(&S, &cs[i], &r, NULL))) break;
+        if (none_ms < 0 && cs[i].ck == CK_NONE) none_ms = r.step_ms_pred;
+        if (r.step_ms_pred < lb * (1 - 1e-9)) *violated = 1;
+        if (better(&r, best)) {
+            if (!(r.megatron_flags = remat_strdup(cs[i].megatron))) {
+                remat_cluster_row_clear(&r);
+                st = remat_fail(REMAT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            remat_cluster_row_clear(best);
+            *best = r;
+        } else {
+            remat_cluster_row_clear(&r);
+        }
+    }
+out:
+    free(cs);
+    stages_free(&S);
+    if (st) remat_cluster_row_clear(best);
+    return st;
+}
+
+/* Megatron-LM's full recomputation of every layer (--recompute-granularity
+ * full --recompute-method uniform --recompute-num-layers 1), priced as
+ * Megatron runs it and as remat_cluster_plan prices that option (stage by
+ * stage with a dense prefix): where it fits, its time bounds the layout's
+ * best flags from above (the layout search's cutoff). */
+remat_status remat_cluster_megatron_full(const remat_config *cfg, const remat_cluster *cl, remat_cluster_row *out)
+{
+    stages S;
+    remat_status st;
+    cand c;
+    memset(out, 0, sizeof *out);
+    if ((st = stages_init(&S, cfg, cl))) return st;
+    memset(&c, 0, sizeof c);
+    c.ck = CK_UNIFORM;
+    c.N = 1;
+    cand_for(&S.k[0], &c, &c);
+    st = eval_cand(&S, &c, out, NULL);
+    stages_free(&S);
+    return st;
+}
+
+/* Device memory less the reserve: what a plan's total must fit in. */
+uint64_t remat_cluster_usable(const remat_cluster *cl)
+{
+    return (uint64_t)((double)cl->dev.mem_bytes * (1 - cl->reserve));
 }
 
 /* ---- the front ---------------------------------------------------------------------- */

@@ -213,4 +213,18 @@ remat_status remat_table_fit(const remat_config *cfg, const remat_table_info *in
  * r->device_peak_bytes, r's other fields set; REMAT_ERR_NOMEM */
 remat_status remat_table_device_peak_of(const remat_config *cfg, const remat_table_info *info, remat_table_row *r);
 
+/* ---- cluster planning (cluster.c), for the layout search (cluster_search.c) ---- */
+/* The fastest row Megatron-LM's flags express for the layout (policy NULL:
+ * none fits), as remat_cluster_plan's best_megatron; options bound to take
+ * longer than cutoff are not priced (INFINITY: all are); *violated 1 when
+ * that bound failed (cluster.c says it). */
+remat_status remat_cluster_megatron_best(const remat_config *cfg, const remat_cluster *cl, double cutoff,
+                                         remat_cluster_row *best, int *violated);
+/* The most weights, gradients and optimizer state a stage's GPU holds (the
+ * first stage, or with a dense prefix the largest stage; cl checked) */
+uint64_t remat_cluster_state_max(const remat_config *cfg, const remat_cluster *cl);
+/* Megatron-LM's full recomputation of every layer, priced as it runs it: an
+ * upper bound on the layout's best flags where it fits. */
+remat_status remat_cluster_megatron_full(const remat_config *cfg, const remat_cluster *cl, remat_cluster_row *out);
+
 #endif
