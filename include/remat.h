@@ -65,12 +65,17 @@ extern "C" {
  * remat_graph_solve (a greedy search for a recomputed set that fits a
  * budget).
  * 4.1.0: remat_graph_search (exact where tractable, else the greedy), an
- * addition; the soname stays libremat.so.4. */
+ * addition; the soname stays libremat.so.4.
+ * 4.3.0: remat_graph_node.candidate may be REMAT_GRAPH_ALWAYS (a node every
+ * set recomputes), re-runs are simulated in graph order (as torch inserts
+ * them), remat_graph_states and remat_graph_group, remat_abi_size knows
+ * "remat_graph_node" and "remat_graph_group": additions (issue 26,
+ * remat_torch.compile_budget). */
 #define REMAT_VERSION_MAJOR 4
-#define REMAT_VERSION_MINOR 1
+#define REMAT_VERSION_MINOR 3
 #define REMAT_VERSION_PATCH 0
-#define REMAT_VERSION_STRING "4.1.0"
-/* The version of the linked library, e.g. "4.1.0". */
+#define REMAT_VERSION_STRING "4.3.0"
+/* The version of the linked library, e.g. "4.3.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */
@@ -1617,7 +1622,8 @@ REMAT_API remat_status remat_table_min_kept(const remat_config *cfg, const remat
                                             remat_table_row *out);
 /* sizeof the public struct of that name ("remat_config", "remat_plan_row",
  * "remat_layer_info", "remat_table_info", "remat_tensor_info",
- * "remat_plan_node", "remat_table_row"), 0 for another name: a binding in
+ * "remat_plan_node", "remat_table_row", "remat_graph_node",
+ * "remat_graph_group"), 0 for another name: a binding in
  * another language checks its layouts with it before any call that writes one. */
 REMAT_API size_t remat_abi_size(const char *name);
 
@@ -1642,27 +1648,39 @@ REMAT_API remat_status remat_table_optimal_device(const remat_config *cfg, const
  * graph), one node per tensor, in topological order: every forward node
  * before every backward node, each reading only earlier nodes.  The
  * schedule simulated: the forward nodes in order, then the backward nodes
- * in order, each preceded by the re-run of the recomputed forward nodes it
- * reads (inputs before users, each once).  A tensor lives from its node's
+ * in order, each preceded by the re-runs of the recomputed forward nodes it
+ * needs that were not re-run yet (those it reads, those they read, ...), in
+ * graph order, each once -- as torch's partitioner places recomputation
+ * (reordering_to_mimic_autograd_engine).  A tensor lives from its node's
  * run to its last reader in that schedule, so a forward node the backward
- * reads and that is not recomputed is saved.  remat_graph_solve
- * (below) searches such graphs for a set to recompute. */
+ * reads and that is not recomputed is saved.  remat_graph_solve and
+ * remat_graph_search (below) search such graphs for a set to recompute. */
+/* remat_graph_node.candidate */
+enum {
+    REMAT_GRAPH_KEEP = 0,      /* never recomputed (an input, a random op, ...) */
+    REMAT_GRAPH_CANDIDATE = 1, /* a forward node the searches may recompute */
+    REMAT_GRAPH_ALWAYS = 2     /* a forward node every set recomputes (added in 4.3.0): a cheap op that need
+                                * not be searched, as torch's min-cut recomputes pointwise ops */
+};
 typedef struct remat_graph_node {
     uint64_t bytes;          /* the node's output, in bytes */
     double flops;            /* the cost of running it (FLOPs, or any one unit) */
     const uint32_t *inputs;  /* the nodes it reads, each an earlier index; not owned */
     uint32_t n_inputs;
     uint32_t group;          /* the layer (module) that made it: remat_graph_search's unit when the
-                              * candidates are too many to try every subset; unused by
-                              * remat_graph_peak and remat_graph_solve */
+                              * candidates are too many to try every subset, and
+                              * remat_graph_states' unit; unused by remat_graph_peak and
+                              * remat_graph_solve */
     uint8_t backward;        /* 1: a backward node, 0: a forward node */
-    uint8_t candidate;       /* 1: a forward node that may be recomputed */
+    uint8_t candidate;       /* REMAT_GRAPH_KEEP, _CANDIDATE or _ALWAYS (forward nodes only) */
 } remat_graph_node;
 /* The peak of live bytes over that schedule, with recompute[i] = 1 for each
- * recomputed node (NULL: none), into *peak; the re-runs' summed flops into
- * *recompute_flops (may be NULL).  REMAT_ERR_INVALID for a node that reads a
- * later one, a forward node after a backward one or reading one, or a
- * recomputed node that is not a forward candidate. */
+ * recomputed node (NULL: none) besides the REMAT_GRAPH_ALWAYS ones, into
+ * *peak; the re-runs' summed flops into *recompute_flops (may be NULL).
+ * REMAT_ERR_INVALID for a node that reads a later one, a forward node after
+ * a backward one or reading one, a recomputed node that is not a forward
+ * candidate, a backward node marked REMAT_GRAPH_ALWAYS, or a candidate value
+ * above 2. */
 REMAT_API remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n, const uint8_t *recompute,
                                         uint64_t *peak, double *recompute_flops);
 /* A set of candidates to recompute whose remat_graph_peak fits budget
@@ -1680,9 +1698,11 @@ REMAT_API remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n,
  * none (tests/test_graph.c measures both against every subset of small
  * graphs).  Cost: up to c * (c + 1) peak evaluations for c candidates, each
  * linear in the graph.  The group field is not used: every graph, a chain
- * of layers too, gets this search.
- * recompute (n entries, written) gets 1 for each recomputed node, *peak its
- * peak, *recompute_flops (may be NULL) its re-runs' flops.
+ * of layers too, gets this search.  It decides the REMAT_GRAPH_CANDIDATE
+ * nodes; the REMAT_GRAPH_ALWAYS ones are in every set it prices.
+ * recompute (n entries, written) gets 1 for each recomputed node (the
+ * REMAT_GRAPH_ALWAYS ones too), *peak its peak, *recompute_flops (may be
+ * NULL) its re-runs' flops.
  * REMAT_ERR_BUDGET when no set tried fits; the message then gives the least
  * peak of every set the search priced (the set of every candidate among
  * them), in bytes, and recompute is all 0.  remat_graph_peak's statuses for
@@ -1710,6 +1730,27 @@ enum { REMAT_GRAPH_EXACT = 0, REMAT_GRAPH_EXACT_GROUPS = 1, REMAT_GRAPH_GREEDY =
  * naming the least peak of every set priced, in bytes, in one line. */
 REMAT_API remat_status remat_graph_search(const remat_graph_node *nodes, size_t n, uint64_t budget,
                                           uint8_t *recompute, uint64_t *peak, double *recompute_flops, int *how);
+/* remat_graph_states' node states */
+enum { REMAT_GRAPH_SAVED = 1, REMAT_GRAPH_RERUN = 2 };
+/* One group's share of a set (remat_graph_states). */
+typedef struct remat_graph_group {
+    uint32_t group;        /* remat_graph_node.group */
+    uint32_t saved;        /* its forward nodes kept for the backward (REMAT_GRAPH_SAVED) */
+    uint32_t rerun;        /* its nodes re-run in the backward (REMAT_GRAPH_RERUN) */
+    uint64_t saved_bytes;  /* the saved nodes' bytes */
+    double rerun_flops;    /* the re-runs' flops */
+} remat_graph_group;
+/* What a set (recompute as remat_graph_peak's) does, in remat_graph_peak's
+ * schedule: state (n entries, may be NULL) gets REMAT_GRAPH_RERUN for each
+ * node re-run in the backward, REMAT_GRAPH_SAVED for each forward node that
+ * is read by the backward or by a re-run and is not re-run itself (it is
+ * kept from its run; an input of 0 bytes too), 0 for the rest; groups (cap
+ * entries) one row per distinct group of the forward nodes, in the order
+ * first met, *n_groups their number.  REMAT_ERR_RANGE when they are more
+ * than cap (the first cap rows written); remat_graph_peak's statuses for a
+ * malformed graph. */
+REMAT_API remat_status remat_graph_states(const remat_graph_node *nodes, size_t n, const uint8_t *recompute,
+                                          uint8_t *state, remat_graph_group *groups, size_t cap, size_t *n_groups);
 #ifdef __cplusplus
 }
 #endif

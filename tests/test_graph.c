@@ -26,6 +26,12 @@
  *   - the gap to the least-flop fitting subset is printed (not asserted:
  *     the search is greedy), and on the hand graph above a budget of 30
  *     bytes is refused naming 31 bytes, and 31 bytes gets {a}.
+ * Re-runs in graph order (4.3.0), REMAT_GRAPH_ALWAYS and remat_graph_states
+ * (order_always_states): a backward node needing two recomputed chains,
+ * p (100) -> r and q (50) -> s (20), read as (s, r), re-runs p, r, q, s in graph
+ * order as torch does (peak 111), not depth first, q, s, p, r (130); a node marked
+ * REMAT_GRAPH_ALWAYS is recomputed with no flag set, and the searches
+ * return it set; the states and the per-group sums of the hand graph.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -226,6 +232,79 @@ static void search_groups(void)
     CHECK(checked >= 20, "only %d of 40 layered graphs needed a search", checked);
 }
 
+static void order_always_states(void)
+{
+    /* x; p from x, r from p; q from x, s from q; g reads s then r; h reads g */
+    static const uint32_t in_x[] = {0}, in_r[] = {1}, in_s[] = {3}, in_g[] = {4, 2}, in_h[] = {5};
+    remat_graph_node g[7] = {
+        {.bytes = 10},
+        {.bytes = 100, .flops = 1, .inputs = in_x, .n_inputs = 1, .candidate = REMAT_GRAPH_CANDIDATE},
+        {.bytes = 1, .flops = 1, .inputs = in_r, .n_inputs = 1, .candidate = REMAT_GRAPH_CANDIDATE},
+        {.bytes = 50, .flops = 1, .inputs = in_x, .n_inputs = 1, .candidate = REMAT_GRAPH_CANDIDATE},
+        {.bytes = 20, .flops = 1, .inputs = in_s, .n_inputs = 1, .candidate = REMAT_GRAPH_CANDIDATE},
+        {.bytes = 1, .inputs = in_g, .n_inputs = 2, .backward = 1},
+        {.bytes = 1, .inputs = in_h, .n_inputs = 1, .backward = 1},
+    };
+    uint8_t all[7] = {0, 1, 1, 1, 1, 0, 0};
+    uint64_t peak = 0;
+    double fl = 0;
+    /* the forward peaks at 111 (x p r); before g, in graph order: p 110, r 111 (p freed: 11), q 61 (x
+     * freed: 51), s 71: 111.  Depth first from g's inputs (s, r) it would be q, s, p, r: 130 at p. */
+    remat_status st = remat_graph_peak(g, 7, all, &peak, &fl);
+    CHECK(st == REMAT_OK && peak == 111 && fl == 4, "graph order: st %d peak %llu flops %g (want 111, 4)", (int)st,
+          (unsigned long long)peak, fl);
+    /* the same set with p and q marked always recomputed, and only r, s flagged */
+    g[1].candidate = g[3].candidate = REMAT_GRAPH_ALWAYS;
+    uint8_t rs[7] = {0, 0, 1, 0, 1, 0, 0};
+    st = remat_graph_peak(g, 7, rs, &peak, &fl);
+    CHECK(st == REMAT_OK && peak == 111 && fl == 4, "always p, q: st %d peak %llu flops %g (want 111, 4)", (int)st,
+          (unsigned long long)peak, fl);
+    /* nothing flagged: r and s saved, so nothing is re-run; the forward's 111 */
+    st = remat_graph_peak(g, 7, NULL, &peak, &fl);
+    CHECK(st == REMAT_OK && fl == 0 && peak == 111, "always p, q, none flagged: st %d peak %llu flops %g (want 111, 0)",
+          (int)st, (unsigned long long)peak, fl);
+    uint8_t rec[7];
+    int how = -1;
+    st = remat_graph_search(g, 7, 1000, rec, &peak, &fl, &how);
+    CHECK(st == REMAT_OK && rec[1] && rec[3] && !rec[2] && !rec[4] && how == REMAT_GRAPH_EXACT,
+          "search with always p, q: st %d set %d%d%d%d how %d (want p, q set, r, s not)", (int)st, rec[1], rec[3],
+          rec[2], rec[4], how);
+    st = remat_graph_solve(g, 7, 1000, rec, &peak, &fl);
+    CHECK(st == REMAT_OK && rec[1] && rec[3], "solve with always p, q: st %d set %d%d (want both)", (int)st, rec[1],
+          rec[3]);
+    g[5].candidate = REMAT_GRAPH_ALWAYS;
+    st = remat_graph_peak(g, 7, NULL, &peak, NULL);
+    CHECK(st == REMAT_ERR_INVALID, "a backward node always recomputed: st %d (want REMAT_ERR_INVALID)", (int)st);
+    g[5].candidate = 3;
+    st = remat_graph_peak(g, 7, NULL, &peak, NULL);
+    CHECK(st == REMAT_ERR_INVALID, "candidate 3: st %d (want REMAT_ERR_INVALID)", (int)st);
+    g[5].candidate = 0;
+    /* states: p, q always; r recomputed, s not: x saved (read by p's re-run), p and r re-run, q
+     * (always recomputed, but nothing in the backward needs it) neither, s saved */
+    g[0].group = 7, g[1].group = g[2].group = 1, g[3].group = g[4].group = 2;
+    uint8_t r_only[7] = {0, 0, 1, 0, 0, 0, 0}, state[7];
+    remat_graph_group grp[3];
+    size_t ng = 0;
+    st = remat_graph_states(g, 7, r_only, state, grp, 3, &ng);
+    CHECK(st == REMAT_OK && ng == 3 && state[0] == REMAT_GRAPH_SAVED && state[1] == REMAT_GRAPH_RERUN &&
+              state[2] == REMAT_GRAPH_RERUN && state[3] == 0 && state[4] == REMAT_GRAPH_SAVED && state[5] == 0,
+          "states: st %d groups %zu states %d%d%d%d%d%d (want 1 2 0 2 1 0)", (int)st, ng, state[0], state[1],
+          state[2], state[3], state[4], state[5]);
+    CHECK(ng == 3 && grp[0].group == 7 && grp[0].saved == 1 && grp[0].saved_bytes == 10 && grp[1].group == 1 &&
+              grp[1].rerun == 2 && grp[1].rerun_flops == 2 && grp[1].saved == 0 && grp[2].group == 2 &&
+              grp[2].saved == 1 && grp[2].saved_bytes == 20 && grp[2].rerun == 0,
+          "groups: %u saved %u (%llu B); %u rerun %u (%g flops) saved %u; %u saved %u (%llu B) rerun %u", grp[0].group,
+          grp[0].saved, (unsigned long long)grp[0].saved_bytes, grp[1].group, grp[1].rerun, grp[1].rerun_flops,
+          grp[1].saved, grp[2].group, grp[2].saved, (unsigned long long)grp[2].saved_bytes, grp[2].rerun);
+    st = remat_graph_states(g, 7, r_only, NULL, grp, 2, &ng);
+    CHECK(st == REMAT_ERR_RANGE && ng == 3 && strchr(remat_errmsg(), '\n') == NULL,
+          "states with room for 2 of 3 groups: st %d groups %zu (want REMAT_ERR_RANGE, 3)", (int)st, ng);
+    CHECK(remat_abi_size("remat_graph_node") == sizeof(remat_graph_node) &&
+              remat_abi_size("remat_graph_group") == sizeof(remat_graph_group),
+          "remat_abi_size of the graph structs: %zu, %zu", remat_abi_size("remat_graph_node"),
+          remat_abi_size("remat_graph_group"));
+}
+
 int main(void)
 {
     static const uint32_t in_a[] = {0}, in_b[] = {1}, in_gb[] = {2}, in_ga[] = {3, 1}, in_bad[] = {4};
@@ -274,6 +353,7 @@ int main(void)
     CHECK(st == REMAT_OK && peak == 35 && fl == 0, "budget 35: st %d peak %llu flops %g (want nothing, 35, 0)",
           (int)st, (unsigned long long)peak, fl);
     random_graphs();
+    order_always_states();
     search_groups();
     solve_random();
     return TEST_REPORT();

@@ -1,89 +1,137 @@
 /*
  * graph.c -- the peak of a joint forward + backward graph for a set of
- * recomputed nodes, and a greedy search for a set that fits a budget
- * (remat.h, "a joint graph's peak"; issue 26's liveness simulation and
- * search, in C).
+ * recomputed nodes, and searches for a set that fits a budget (remat.h,
+ * "a joint graph's peak"; issue 26's liveness simulation and search, in C).
  *
  * The schedule simulated: every forward node in order; then every backward
- * node in order, each preceded by the re-run of the recomputed forward
- * nodes it reads that have not been re-run yet (depth first, inputs before
- * users), the way the partitioner places recomputation just before its
- * first use in the backward.  A tensor is allocated when its node runs and
- * freed after its last reader in that schedule; a forward node that is not
- * recomputed and is read by the backward (or by a re-run) is therefore
- * saved until its last backward reader.  The peak counts the output of the
- * node running together with everything live.
+ * node in order, each preceded by the re-runs of the recomputed forward
+ * nodes it needs that have not been re-run yet (the recomputed nodes it
+ * reads, theirs, and so on), in graph order -- the order torch's
+ * partitioner gives them: reordering_to_mimic_autograd_engine collects
+ * the nodes a backward node needs and inserts them sorted by their place
+ * in the graph (torch 2.13, torch/_functorch/partitioners.py:1605-1621).
+ * A tensor is allocated when its node runs and freed after its last reader
+ * in that schedule; a forward node that is not recomputed and is read by
+ * the backward (or by a re-run) is therefore saved until its last backward
+ * reader.  The peak counts the output of the node running together with
+ * everything live.  A node whose candidate is REMAT_GRAPH_ALWAYS is
+ * recomputed in every set.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include "../core/core.h"
 #include "planner.h"
 
-/* Emit node k's re-run into sched after the re-runs of its recomputed inputs. */
-static void emit_rerun(const remat_graph_node *nodes, size_t n, const uint8_t *rec, uint8_t *done, uint32_t *sched,
-                       size_t *len, uint32_t k)
+/* Is node i recomputed under the caller's flags (NULL: none) and its kind? */
+static int recomputed(const remat_graph_node *nodes, const uint8_t *recompute, size_t i)
 {
-    if (done[k]) return;
-    done[k] = 1;
-    for (uint32_t j = 0; j < nodes[k].n_inputs; j++) {
-        uint32_t in = nodes[k].inputs[j];
-        if (!nodes[in].backward && rec[in]) emit_rerun(nodes, n, rec, done, sched, len, in);
-    }
-    sched[(*len)++] = (uint32_t)(n + k);
+    return !nodes[i].backward && (nodes[i].candidate == REMAT_GRAPH_ALWAYS || (recompute && recompute[i]));
 }
 
-remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n, const uint8_t *recompute, uint64_t *peak,
-                              double *recompute_flops)
+/* Mark in need[] node k and the recomputed forward nodes it reads, transitively,
+ * that are not re-run yet (done[]); stack has room for n entries. */
+static size_t collect_reruns(const remat_graph_node *nodes, const uint8_t *rec, const uint8_t *done, uint8_t *need,
+                             uint32_t *stack, uint32_t *out, size_t n_out, uint32_t k)
 {
-    remat_status st = REMAT_OK;
-    uint8_t *rec = NULL, *done = NULL;
-    uint32_t *sched = NULL;
-    size_t *last = NULL;
-    uint64_t *free_at = NULL;
-    if (!nodes || !n || !peak) return remat_fail(REMAT_ERR_INVALID, "remat_graph_peak: nodes, n > 0 and peak are required");
-    if (n > UINT32_MAX / 2) return remat_fail(REMAT_ERR_RANGE, "remat_graph_peak: %zu nodes are too many", n);
-    *peak = 0;
-    if (recompute_flops) *recompute_flops = 0;
+    size_t top = 0;
+    if (done[k] || need[k]) return n_out;
+    need[k] = 1;
+    stack[top++] = k;
+    while (top) {
+        uint32_t v = stack[--top];
+        out[n_out++] = v;
+        for (uint32_t j = 0; j < nodes[v].n_inputs; j++) {
+            uint32_t in = nodes[v].inputs[j];
+            if (!nodes[in].backward && rec[in] && !done[in] && !need[in]) {
+                need[in] = 1;
+                stack[top++] = in;
+            }
+        }
+    }
+    return n_out;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The schedule of a set (instance k < n: node k's run; n + k: its re-run)
+ * into sched (2n entries), its length returned; rec[i] = 1 for each
+ * recomputed node; need, done: n bytes of scratch, zeroed; tmp, stack: n
+ * entries of scratch. */
+static size_t schedule(const remat_graph_node *nodes, size_t n, const uint8_t *rec, uint8_t *need, uint8_t *done,
+                       uint32_t *tmp, uint32_t *stack, uint32_t *sched)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i].backward) {
+            size_t m = 0;
+            for (uint32_t j = 0; j < nodes[i].n_inputs; j++) {
+                uint32_t in = nodes[i].inputs[j];
+                if (!nodes[in].backward && rec[in]) m = collect_reruns(nodes, rec, done, need, stack, tmp, m, in);
+            }
+            qsort(tmp, m, sizeof *tmp, cmp_u32); /* graph order */
+            for (size_t q = 0; q < m; q++) {
+                done[tmp[q]] = 1;
+                sched[len++] = (uint32_t)(n + tmp[q]);
+            }
+        }
+        sched[len++] = (uint32_t)i;
+    }
+    return len;
+}
+
+/* Validate a graph and a set (remat_graph_peak's refusals), fn naming the caller. */
+static remat_status check_graph(const char *fn, const remat_graph_node *nodes, size_t n, const uint8_t *recompute)
+{
+    if (n > UINT32_MAX / 2) return remat_fail(REMAT_ERR_RANGE, "%s: %zu nodes are too many", fn, n);
     for (size_t i = 0; i < n; i++) {
         if (nodes[i].n_inputs && !nodes[i].inputs)
-            return remat_fail(REMAT_ERR_INVALID, "remat_graph_peak: node %zu has %u inputs and no list", i,
-                              nodes[i].n_inputs);
+            return remat_fail(REMAT_ERR_INVALID, "%s: node %zu has %u inputs and no list", fn, i, nodes[i].n_inputs);
+        if (nodes[i].candidate > REMAT_GRAPH_ALWAYS)
+            return remat_fail(REMAT_ERR_INVALID, "%s: node %zu has candidate %u (0, 1 or 2)", fn, i,
+                              (unsigned)nodes[i].candidate);
         for (uint32_t j = 0; j < nodes[i].n_inputs; j++) {
             uint32_t in = nodes[i].inputs[j];
             if (in >= i)
-                return remat_fail(REMAT_ERR_INVALID, "remat_graph_peak: node %zu reads node %u (not an earlier node)", i,
-                                  in);
+                return remat_fail(REMAT_ERR_INVALID, "%s: node %zu reads node %u (not an earlier node)", fn, i, in);
             if (!nodes[i].backward && nodes[in].backward)
-                return remat_fail(REMAT_ERR_INVALID, "remat_graph_peak: forward node %zu reads backward node %u", i, in);
+                return remat_fail(REMAT_ERR_INVALID, "%s: forward node %zu reads backward node %u", fn, i, in);
         }
         if (i && nodes[i - 1].backward && !nodes[i].backward)
-            return remat_fail(REMAT_ERR_INVALID, "remat_graph_peak: forward node %zu follows a backward node", i);
+            return remat_fail(REMAT_ERR_INVALID, "%s: forward node %zu follows a backward node", fn, i);
+        if (nodes[i].backward && nodes[i].candidate == REMAT_GRAPH_ALWAYS)
+            return remat_fail(REMAT_ERR_INVALID, "%s: backward node %zu is marked always recomputed", fn, i);
         if (recompute && recompute[i] && (nodes[i].backward || !nodes[i].candidate))
-            return remat_fail(REMAT_ERR_INVALID, "remat_graph_peak: node %zu is recomputed but is not a forward candidate",
-                              i);
+            return remat_fail(REMAT_ERR_INVALID, "%s: node %zu is recomputed but is not a forward candidate", fn, i);
     }
-    rec = remat_calloc(n, 1);
-    done = remat_calloc(n, 1);
-    sched = remat_malloc(2 * n * sizeof *sched);
-    last = remat_malloc(2 * n * sizeof *last);
-    free_at = remat_calloc(2 * n, sizeof *free_at);
-    if (!rec || !done || !sched || !last || !free_at) {
+    return REMAT_OK;
+}
+
+/* The peak (and re-run flops, and optionally each node's state) of a set, the graph checked. */
+static remat_status price(const remat_graph_node *nodes, size_t n, const uint8_t *recompute, uint64_t *peak,
+                          double *recompute_flops, uint8_t *state)
+{
+    remat_status st = REMAT_OK;
+    uint8_t *rec = remat_calloc(n, 1), *need = remat_calloc(n, 1), *done = remat_calloc(n, 1);
+    uint32_t *sched = remat_malloc(2 * n * sizeof *sched), *tmp = remat_malloc(n * sizeof *tmp),
+             *stack = remat_malloc(n * sizeof *stack);
+    size_t *last = remat_malloc(2 * n * sizeof *last);
+    uint64_t *free_at = remat_calloc(2 * n, sizeof *free_at);
+    if (!rec || !need || !done || !sched || !tmp || !stack || !last || !free_at) {
         st = remat_fail(REMAT_ERR_NOMEM, "remat_graph_peak: out of memory for %zu nodes", n);
         goto out;
     }
-    for (size_t i = 0; i < n; i++) rec[i] = recompute ? recompute[i] : 0;
-    /* The schedule: instance k < n is node k's first run, n + k its re-run. */
-    size_t len = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (nodes[i].backward)
-            for (uint32_t j = 0; j < nodes[i].n_inputs; j++) {
-                uint32_t in = nodes[i].inputs[j];
-                if (!nodes[in].backward && rec[in]) emit_rerun(nodes, n, rec, done, sched, &len, in);
-            }
-        sched[len++] = (uint32_t)i;
-    }
+    *peak = 0;
+    if (recompute_flops) *recompute_flops = 0;
+    for (size_t i = 0; i < n; i++) rec[i] = (uint8_t)recomputed(nodes, recompute, i);
+    size_t len = schedule(nodes, n, rec, need, done, tmp, stack, sched);
     /* Each instance's last reader (its own step when nothing reads it). */
     for (size_t s = 0; s < len; s++) last[sched[s]] = s;
+    if (state)
+        for (size_t i = 0; i < n; i++) state[i] = 0;
     for (size_t s = 0; s < len; s++) {
         uint32_t k = sched[s] % (uint32_t)n;
         int in_backward = sched[s] >= n || nodes[k].backward;
@@ -91,7 +139,10 @@ remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n, const uin
             uint32_t in = nodes[k].inputs[j];
             uint32_t inst = (in_backward && !nodes[in].backward && rec[in]) ? (uint32_t)(n + in) : in;
             if (last[inst] < s) last[inst] = s;
+            /* a forward node kept for the backward: read there, and not re-run */
+            if (state && in_backward && !nodes[in].backward && inst == in) state[in] = REMAT_GRAPH_SAVED;
         }
+        if (state && sched[s] >= n) state[k] = REMAT_GRAPH_RERUN;
     }
     for (size_t s = 0; s < len; s++) free_at[last[sched[s]]] += nodes[sched[s] % n].bytes;
     uint64_t live = 0;
@@ -104,11 +155,25 @@ remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n, const uin
     }
 out:
     free(rec);
+    free(need);
     free(done);
     free(sched);
+    free(tmp);
+    free(stack);
     free(last);
     free(free_at);
     return st;
+}
+
+remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n, const uint8_t *recompute, uint64_t *peak,
+                              double *recompute_flops)
+{
+    remat_status st;
+    if (!nodes || !n || !peak) return remat_fail(REMAT_ERR_INVALID, "remat_graph_peak: nodes, n > 0 and peak are required");
+    *peak = 0;
+    if (recompute_flops) *recompute_flops = 0;
+    if ((st = check_graph("remat_graph_peak", nodes, n, recompute)) != REMAT_OK) return st;
+    return price(nodes, n, recompute, peak, recompute_flops, NULL);
 }
 
 /*
@@ -137,12 +202,13 @@ static remat_status greedy(const remat_graph_node *nodes, size_t n, uint64_t bud
     if (!nodes || !n || !recompute || !peak)
         return remat_fail(REMAT_ERR_INVALID, "remat_graph_solve: nodes, n > 0, recompute and peak are required");
     for (size_t i = 0; i < n; i++) recompute[i] = 0;
-    if ((st = remat_graph_peak(nodes, n, recompute, &cur, &fl)) != REMAT_OK) return st;
+    if ((st = check_graph("remat_graph_solve", nodes, n, NULL)) != REMAT_OK) return st;
+    if ((st = price(nodes, n, recompute, &cur, &fl, NULL)) != REMAT_OK) return st;
     least = cur;
     all = remat_calloc(n, 1);
     if (!all) return remat_fail(REMAT_ERR_NOMEM, "remat_graph_solve: out of memory for %zu nodes", n);
-    for (size_t i = 0; i < n; i++) all[i] = !nodes[i].backward && nodes[i].candidate;
-    if ((st = remat_graph_peak(nodes, n, all, &all_peak, NULL)) != REMAT_OK) goto out;
+    for (size_t i = 0; i < n; i++) all[i] = !nodes[i].backward && nodes[i].candidate == REMAT_GRAPH_CANDIDATE;
+    if ((st = price(nodes, n, all, &all_peak, NULL, NULL)) != REMAT_OK) goto out;
     if (all_peak < least) least = all_peak;
     /* 1. grow */
     while (cur > budget) {
@@ -153,7 +219,7 @@ static remat_status greedy(const remat_graph_node *nodes, size_t n, uint64_t bud
         for (size_t i = 0; i < n; i++) {
             if (!all[i] || recompute[i]) continue;
             recompute[i] = 1;
-            st = remat_graph_peak(nodes, n, recompute, &p, NULL);
+            st = price(nodes, n, recompute, &p, NULL, NULL);
             recompute[i] = 0;
             if (st != REMAT_OK) goto out;
             if (p < least) least = p;
@@ -188,12 +254,12 @@ static remat_status greedy(const remat_graph_node *nodes, size_t n, uint64_t bud
         if (drop == n) break;
         all[drop] = 2; /* tried */
         recompute[drop] = 0;
-        if ((st = remat_graph_peak(nodes, n, recompute, &p, NULL)) != REMAT_OK) goto out;
+        if ((st = price(nodes, n, recompute, &p, NULL, NULL)) != REMAT_OK) goto out;
         if (p <= budget) cur = p;
         else recompute[drop] = 1;
     }
     /* the answer, priced once more as returned */
-    if ((st = remat_graph_peak(nodes, n, recompute, &cur, &fl)) != REMAT_OK) goto out;
+    if ((st = price(nodes, n, recompute, &cur, &fl, NULL)) != REMAT_OK) goto out;
     if (cur > budget && all_peak <= budget) { /* every candidate fits where the growth did not */
         for (size_t i = 0; i < n; i++) recompute[i] = all[i];
         cur = all_peak;
@@ -205,6 +271,7 @@ static remat_status greedy(const remat_graph_node *nodes, size_t n, uint64_t bud
     }
     *peak = cur;
     if (recompute_flops) *recompute_flops = fl;
+    for (size_t i = 0; i < n; i++) recompute[i] |= (uint8_t)recomputed(nodes, NULL, i); /* and the always-recomputed */
 out:
     if (st != REMAT_OK)
         for (size_t i = 0; i < n; i++) recompute[i] = 0;
@@ -249,7 +316,7 @@ remat_status remat_graph_search(const remat_graph_node *nodes, size_t n, uint64_
     for (size_t i = 0; i < n; i++) recompute[i] = 0;
     uint64_t p = 0, least = UINT64_MAX, best_peak = 0;
     double fl = 0, best_fl = -1;
-    if ((st = remat_graph_peak(nodes, n, NULL, &p, NULL)) != REMAT_OK) return st;
+    if ((st = check_graph("remat_graph_search", nodes, n, NULL)) != REMAT_OK) return st;
     uint32_t *cand = remat_malloc(n * sizeof *cand), *gid = remat_malloc(n * sizeof *gid),
              *groups = remat_malloc(n * sizeof *groups);
     uint8_t *rec = remat_calloc(n, 1), *best = remat_calloc(n, 1);
@@ -259,7 +326,7 @@ remat_status remat_graph_search(const remat_graph_node *nodes, size_t n, uint64_
     }
     size_t c = 0, g = 0;
     for (size_t i = 0; i < n; i++) {
-        if (nodes[i].backward || !nodes[i].candidate) continue;
+        if (nodes[i].backward || nodes[i].candidate != REMAT_GRAPH_CANDIDATE) continue;
         size_t k = 0;
         while (k < g && groups[k] != nodes[i].group) k++;
         if (k == g) groups[g++] = nodes[i].group;
@@ -271,7 +338,7 @@ remat_status remat_graph_search(const remat_graph_node *nodes, size_t n, uint64_
         size_t bits = mode == 0 ? c : g;
         for (uint64_t m = 0; m < ((uint64_t)1 << bits); m++) {
             for (size_t k = 0; k < c; k++) rec[cand[k]] = (uint8_t)((m >> (mode == 0 ? k : gid[k])) & 1);
-            if ((st = remat_graph_peak(nodes, n, rec, &p, &fl)) != REMAT_OK) goto out;
+            if ((st = price(nodes, n, rec, &p, &fl, NULL)) != REMAT_OK) goto out;
             if (p < least) least = p;
             if (p <= budget) keep_better(rec, n, p, fl, best, &best_peak, &best_fl);
         }
@@ -291,7 +358,7 @@ remat_status remat_graph_search(const remat_graph_node *nodes, size_t n, uint64_
                         (unsigned long long)least);
         goto out;
     }
-    for (size_t i = 0; i < n; i++) recompute[i] = best[i];
+    for (size_t i = 0; i < n; i++) recompute[i] = (uint8_t)(best[i] || recomputed(nodes, NULL, i));
     *peak = best_peak;
     if (recompute_flops) *recompute_flops = best_fl;
     if (how) *how = mode;
@@ -301,5 +368,54 @@ out:
     free(groups);
     free(rec);
     free(best);
+    return st;
+}
+
+/*
+ * remat_graph_states -- what a set does to each node, and per group
+ * (remat.h).  The states are price()'s: a node re-run in the backward
+ * (REMAT_GRAPH_RERUN), a forward node read by the backward or a re-run
+ * and not re-run itself (REMAT_GRAPH_SAVED: kept from its run), 0 for the
+ * rest.  The groups: each distinct group of a forward node, in the order
+ * first met, with its saved nodes' bytes and its re-runs' flops.
+ */
+remat_status remat_graph_states(const remat_graph_node *nodes, size_t n, const uint8_t *recompute, uint8_t *state,
+                                remat_graph_group *groups, size_t cap, size_t *n_groups)
+{
+    remat_status st;
+    uint64_t peak = 0;
+    uint8_t *own = NULL;
+    uint32_t *ids = NULL;
+    if (!nodes || !n || (!groups && cap) || !n_groups)
+        return remat_fail(REMAT_ERR_INVALID, "remat_graph_states: nodes, n > 0 and n_groups are required "
+                                             "(groups when cap > 0)");
+    *n_groups = 0;
+    if ((st = check_graph("remat_graph_states", nodes, n, recompute)) != REMAT_OK) return st;
+    ids = remat_malloc(n * sizeof *ids);
+    if (!state) state = own = remat_malloc(n);
+    if (!ids || !state) {
+        st = remat_fail(REMAT_ERR_NOMEM, "remat_graph_states: out of memory for %zu nodes", n);
+        goto out;
+    }
+    if ((st = price(nodes, n, recompute, &peak, NULL, state)) != REMAT_OK) goto out;
+    size_t g = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i].backward) continue;
+        size_t k = 0;
+        while (k < g && ids[k] != nodes[i].group) k++;
+        if (k == g) {
+            ids[g++] = nodes[i].group;
+            if (k < cap) groups[k] = (remat_graph_group){.group = nodes[i].group};
+        }
+        if (k >= cap) continue; /* counted, not described: the caller's room is short */
+        if (state[i] == REMAT_GRAPH_SAVED) groups[k].saved++, groups[k].saved_bytes += nodes[i].bytes;
+        if (state[i] == REMAT_GRAPH_RERUN) groups[k].rerun++, groups[k].rerun_flops += nodes[i].flops;
+    }
+    *n_groups = g;
+    if (g > cap)
+        st = remat_fail(REMAT_ERR_RANGE, "remat_graph_states: the graph has %zu groups, room for %zu", g, cap);
+out:
+    free(own);
+    free(ids);
     return st;
 }
