@@ -1723,6 +1723,8 @@ enum { REMAT_GRAPH_EXACT = 0, REMAT_GRAPH_EXACT_GROUPS = 1, REMAT_GRAPH_GREEDY =
  *     fewer flops is returned, so the answer is the least-flop fitting
  *     union of layers or better;
  *   REMAT_GRAPH_GREEDY: otherwise, remat_graph_solve's answer.
+ * In every mode, when the set of no candidate fits, it is the answer (a
+ * set's re-runs include a subset's, so none has fewer flops; 4.3.0).
  * Never over the budget (every set is priced by remat_graph_peak).  Cost: 2^16
  * peak evaluations at most, plus the greedy's.  recompute, *peak and
  * *recompute_flops (may be NULL) as remat_graph_solve; *how (may be NULL)

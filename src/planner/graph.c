@@ -19,6 +19,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "../core/core.h"
 #include "planner.h"
 
@@ -110,59 +111,94 @@ static remat_status check_graph(const char *fn, const remat_graph_node *nodes, s
     return REMAT_OK;
 }
 
-/* The peak (and re-run flops, and optionally each node's state) of a set, the graph checked. */
-static remat_status price(const remat_graph_node *nodes, size_t n, const uint8_t *recompute, uint64_t *peak,
-                          double *recompute_flops, uint8_t *state)
+/* Scratch for pricing sets of one graph of n nodes (allocated once per search). */
+typedef struct workspace {
+    size_t n;
+    uint8_t *rec, *need, *done;
+    uint32_t *sched, *tmp, *stack, *last;
+    uint64_t *free_at;
+} workspace;
+
+static void ws_free(workspace *w)
 {
-    remat_status st = REMAT_OK;
-    uint8_t *rec = remat_calloc(n, 1), *need = remat_calloc(n, 1), *done = remat_calloc(n, 1);
-    uint32_t *sched = remat_malloc(2 * n * sizeof *sched), *tmp = remat_malloc(n * sizeof *tmp),
-             *stack = remat_malloc(n * sizeof *stack);
-    size_t *last = remat_malloc(2 * n * sizeof *last);
-    uint64_t *free_at = remat_calloc(2 * n, sizeof *free_at);
-    if (!rec || !need || !done || !sched || !tmp || !stack || !last || !free_at) {
-        st = remat_fail(REMAT_ERR_NOMEM, "remat_graph_peak: out of memory for %zu nodes", n);
-        goto out;
-    }
+    free(w->rec);
+    free(w->need);
+    free(w->done);
+    free(w->sched);
+    free(w->tmp);
+    free(w->stack);
+    free(w->last);
+    free(w->free_at);
+    *w = (workspace){0};
+}
+
+static remat_status ws_init(workspace *w, size_t n, const char *fn)
+{
+    *w = (workspace){.n = n};
+    w->rec = remat_malloc(n);
+    w->need = remat_malloc(n);
+    w->done = remat_malloc(n);
+    w->sched = remat_malloc(2 * n * sizeof *w->sched);
+    w->tmp = remat_malloc(n * sizeof *w->tmp);
+    w->stack = remat_malloc(n * sizeof *w->stack);
+    w->last = remat_malloc(2 * n * sizeof *w->last);
+    w->free_at = remat_malloc(2 * n * sizeof *w->free_at);
+    if (w->rec && w->need && w->done && w->sched && w->tmp && w->stack && w->last && w->free_at) return REMAT_OK;
+    ws_free(w);
+    return remat_fail(REMAT_ERR_NOMEM, "%s: out of memory for %zu nodes", fn, n);
+}
+
+/* The peak (and re-run flops, and optionally each node's state) of a set of a checked graph. */
+static void price_ws(workspace *w, const remat_graph_node *nodes, const uint8_t *recompute, uint64_t *peak,
+                     double *recompute_flops, uint8_t *state)
+{
+    size_t n = w->n;
+    uint8_t *rec = w->rec;
+    uint32_t *sched = w->sched, *last = w->last;
+    uint64_t *free_at = w->free_at;
+    memset(w->need, 0, n);
+    memset(w->done, 0, n);
     *peak = 0;
     if (recompute_flops) *recompute_flops = 0;
     for (size_t i = 0; i < n; i++) rec[i] = (uint8_t)recomputed(nodes, recompute, i);
-    size_t len = schedule(nodes, n, rec, need, done, tmp, stack, sched);
+    size_t len = schedule(nodes, n, rec, w->need, w->done, w->tmp, w->stack, sched);
     /* Each instance's last reader (its own step when nothing reads it). */
-    for (size_t s = 0; s < len; s++) last[sched[s]] = s;
+    for (size_t s = 0; s < len; s++) last[sched[s]] = (uint32_t)s, free_at[s] = 0;
     if (state)
         for (size_t i = 0; i < n; i++) state[i] = 0;
     for (size_t s = 0; s < len; s++) {
-        uint32_t k = sched[s] % (uint32_t)n;
+        uint32_t k = sched[s] >= n ? sched[s] - (uint32_t)n : sched[s];
         int in_backward = sched[s] >= n || nodes[k].backward;
         for (uint32_t j = 0; j < nodes[k].n_inputs; j++) {
             uint32_t in = nodes[k].inputs[j];
             uint32_t inst = (in_backward && !nodes[in].backward && rec[in]) ? (uint32_t)(n + in) : in;
-            if (last[inst] < s) last[inst] = s;
+            if (last[inst] < s) last[inst] = (uint32_t)s;
             /* a forward node kept for the backward: read there, and not re-run */
             if (state && in_backward && !nodes[in].backward && inst == in) state[in] = REMAT_GRAPH_SAVED;
         }
         if (state && sched[s] >= n) state[k] = REMAT_GRAPH_RERUN;
     }
-    for (size_t s = 0; s < len; s++) free_at[last[sched[s]]] += nodes[sched[s] % n].bytes;
+    for (size_t s = 0; s < len; s++) free_at[last[sched[s]]] += nodes[sched[s] >= n ? sched[s] - n : sched[s]].bytes;
     uint64_t live = 0;
     for (size_t s = 0; s < len; s++) {
-        uint32_t k = sched[s] % (uint32_t)n;
+        uint32_t k = sched[s] >= n ? sched[s] - (uint32_t)n : sched[s];
         live += nodes[k].bytes;
         if (live > *peak) *peak = live;
         live -= free_at[s];
         if (sched[s] >= n && recompute_flops) *recompute_flops += nodes[k].flops;
     }
-out:
-    free(rec);
-    free(need);
-    free(done);
-    free(sched);
-    free(tmp);
-    free(stack);
-    free(last);
-    free(free_at);
-    return st;
+}
+
+/* price_ws with a workspace of its own. */
+static remat_status price(const remat_graph_node *nodes, size_t n, const uint8_t *recompute, uint64_t *peak,
+                          double *recompute_flops, uint8_t *state)
+{
+    workspace w;
+    remat_status st = ws_init(&w, n, "remat_graph_peak");
+    if (st != REMAT_OK) return st;
+    price_ws(&w, nodes, recompute, peak, recompute_flops, state);
+    ws_free(&w);
+    return REMAT_OK;
 }
 
 remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n, const uint8_t *recompute, uint64_t *peak,
@@ -192,23 +228,22 @@ remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n, const uin
  * The least peak of any set priced (the empty set, every prefix of the
  * growth, and the set of every candidate) is what a refusal reports.
  */
-static remat_status greedy(const remat_graph_node *nodes, size_t n, uint64_t budget, uint8_t *recompute,
-                           uint64_t *peak, double *recompute_flops, uint64_t *least_out)
+static remat_status greedy(workspace *w, const remat_graph_node *nodes, size_t n, uint64_t budget,
+                           uint8_t *recompute, uint64_t *peak, double *recompute_flops, uint64_t *least_out)
 {
-    remat_status st;
+    remat_status st = REMAT_OK;
     uint64_t cur = 0, least = UINT64_MAX, p, all_peak = 0;
     double fl = 0;
     uint8_t *all = NULL;
     if (!nodes || !n || !recompute || !peak)
         return remat_fail(REMAT_ERR_INVALID, "remat_graph_solve: nodes, n > 0, recompute and peak are required");
     for (size_t i = 0; i < n; i++) recompute[i] = 0;
-    if ((st = check_graph("remat_graph_solve", nodes, n, NULL)) != REMAT_OK) return st;
-    if ((st = price(nodes, n, recompute, &cur, &fl, NULL)) != REMAT_OK) return st;
+    price_ws(w, nodes, recompute, &cur, &fl, NULL);
     least = cur;
     all = remat_calloc(n, 1);
     if (!all) return remat_fail(REMAT_ERR_NOMEM, "remat_graph_solve: out of memory for %zu nodes", n);
     for (size_t i = 0; i < n; i++) all[i] = !nodes[i].backward && nodes[i].candidate == REMAT_GRAPH_CANDIDATE;
-    if ((st = price(nodes, n, all, &all_peak, NULL, NULL)) != REMAT_OK) goto out;
+    price_ws(w, nodes, all, &all_peak, NULL, NULL);
     if (all_peak < least) least = all_peak;
     /* 1. grow */
     while (cur > budget) {
@@ -219,9 +254,8 @@ static remat_status greedy(const remat_graph_node *nodes, size_t n, uint64_t bud
         for (size_t i = 0; i < n; i++) {
             if (!all[i] || recompute[i]) continue;
             recompute[i] = 1;
-            st = price(nodes, n, recompute, &p, NULL, NULL);
+            price_ws(w, nodes, recompute, &p, NULL, NULL);
             recompute[i] = 0;
-            if (st != REMAT_OK) goto out;
             if (p < least) least = p;
             if (p < cur) {
                 double rate = (double)(cur - p) / (nodes[i].flops > 0 ? nodes[i].flops : 1.0);
@@ -254,12 +288,12 @@ static remat_status greedy(const remat_graph_node *nodes, size_t n, uint64_t bud
         if (drop == n) break;
         all[drop] = 2; /* tried */
         recompute[drop] = 0;
-        if ((st = price(nodes, n, recompute, &p, NULL, NULL)) != REMAT_OK) goto out;
+        price_ws(w, nodes, recompute, &p, NULL, NULL);
         if (p <= budget) cur = p;
         else recompute[drop] = 1;
     }
     /* the answer, priced once more as returned */
-    if ((st = price(nodes, n, recompute, &cur, &fl, NULL)) != REMAT_OK) goto out;
+    price_ws(w, nodes, recompute, &cur, &fl, NULL);
     if (cur > budget && all_peak <= budget) { /* every candidate fits where the growth did not */
         for (size_t i = 0; i < n; i++) recompute[i] = all[i];
         cur = all_peak;
@@ -283,7 +317,15 @@ out:
 remat_status remat_graph_solve(const remat_graph_node *nodes, size_t n, uint64_t budget, uint8_t *recompute,
                                uint64_t *peak, double *recompute_flops)
 {
-    return greedy(nodes, n, budget, recompute, peak, recompute_flops, NULL);
+    workspace w;
+    remat_status st;
+    if (!nodes || !n || !recompute || !peak)
+        return remat_fail(REMAT_ERR_INVALID, "remat_graph_solve: nodes, n > 0, recompute and peak are required");
+    if ((st = check_graph("remat_graph_solve", nodes, n, NULL)) != REMAT_OK) return st;
+    if ((st = ws_init(&w, n, "remat_graph_solve")) != REMAT_OK) return st;
+    st = greedy(&w, nodes, n, budget, recompute, peak, recompute_flops, NULL);
+    ws_free(&w);
+    return st;
 }
 
 /* rec (n flags, peak p, flops fl) into best when it is the better answer:
@@ -317,6 +359,8 @@ remat_status remat_graph_search(const remat_graph_node *nodes, size_t n, uint64_
     uint64_t p = 0, least = UINT64_MAX, best_peak = 0;
     double fl = 0, best_fl = -1;
     if ((st = check_graph("remat_graph_search", nodes, n, NULL)) != REMAT_OK) return st;
+    workspace w;
+    if ((st = ws_init(&w, n, "remat_graph_search")) != REMAT_OK) return st;
     uint32_t *cand = remat_malloc(n * sizeof *cand), *gid = remat_malloc(n * sizeof *gid),
              *groups = remat_malloc(n * sizeof *groups);
     uint8_t *rec = remat_calloc(n, 1), *best = remat_calloc(n, 1);
@@ -334,23 +378,32 @@ remat_status remat_graph_search(const remat_graph_node *nodes, size_t n, uint64_
         cand[c++] = (uint32_t)i;
     }
     int mode = c <= REMAT_GRAPH_ENUMERATE ? 0 : g <= REMAT_GRAPH_ENUMERATE ? 1 : 2;
+    /* Re-run flops grow with the set (a set's re-runs include a subset's), so when recomputing
+     * no candidate fits, that is the answer in every mode. */
+    price_ws(&w, nodes, rec, &p, &fl, NULL);
+    least = p;
+    if (p <= budget) {
+        keep_better(rec, n, p, fl, best, &best_peak, &best_fl);
+        goto done;
+    }
     if (mode < 2) {
         size_t bits = mode == 0 ? c : g;
         for (uint64_t m = 0; m < ((uint64_t)1 << bits); m++) {
             for (size_t k = 0; k < c; k++) rec[cand[k]] = (uint8_t)((m >> (mode == 0 ? k : gid[k])) & 1);
-            if ((st = price(nodes, n, rec, &p, &fl, NULL)) != REMAT_OK) goto out;
+            price_ws(&w, nodes, rec, &p, &fl, NULL);
             if (p < least) least = p;
             if (p <= budget) keep_better(rec, n, p, fl, best, &best_peak, &best_fl);
         }
     }
     if (mode > 0) {
         uint64_t gl = UINT64_MAX;
-        st = greedy(nodes, n, budget, rec, &p, &fl, &gl);
+        st = greedy(&w, nodes, n, budget, rec, &p, &fl, &gl);
         if (st == REMAT_OK) keep_better(rec, n, p, fl, best, &best_peak, &best_fl);
         else if (st != REMAT_ERR_BUDGET) goto out;
         st = REMAT_OK;
         if (gl < least) least = gl;
     }
+done:
     if (best_fl < 0) {
         st = remat_fail(REMAT_ERR_BUDGET,
                         "remat_graph_search: no recomputed set %s fits %llu bytes; the least peak found is %llu bytes",
@@ -363,6 +416,7 @@ remat_status remat_graph_search(const remat_graph_node *nodes, size_t n, uint64_
     if (recompute_flops) *recompute_flops = best_fl;
     if (how) *how = mode;
 out:
+    ws_free(&w);
     free(cand);
     free(gid);
     free(groups);
