@@ -72,7 +72,7 @@ from ._plan import fmt_bytes, parse_size
 # (the partitioner returns a min-cut that already meets it without the solver).
 _FRACTION = 1e-9
 # Seeded faults, for tests only (tests/py_compile_budget.py shows each fails it): "half_bytes"
-# (the largest saved candidate's bytes halved in the conversion).  Empty in use.
+# (the bytes of each forward tensor the backward reads halved in the conversion).  Empty in use.
 FAULTS = set()
 _CHAIN_ELEMENT = re.compile(r"\.(\d+)$")
 
@@ -230,13 +230,16 @@ class Graph:
             for r in ins[i]:
                 if r < n_fwd and group[r] != group[i] and rows[r][0].op != "placeholder":
                     other_layer[r] = True
+        read_back = [False] * len(rows)            # (for the seeded fault)
+        for i in range(n_fwd, len(rows)):
+            for r in ins[i]:
+                read_back[r] = True
         self.n = len(rows)
         self.nodes = (_lib.GraphNode * self.n)()
         self._inputs = []
         self.fx = [r[0] for r in rows]
         self.names = [r[0].name for r in rows]
         self.kind = []
-        half = None
         for i, (node, back, b) in enumerate(rows):
             g = self.nodes[i]
             g.bytes = b
@@ -265,12 +268,12 @@ class Graph:
                     kind = _lib.GRAPH_CANDIDATE
                 else:
                     kind = _lib.GRAPH_ALWAYS
-                if kind == _lib.GRAPH_CANDIDATE and (half is None or b > rows[half][2]):
-                    half = i
             g.candidate = kind
             self.kind.append(kind)
-        if "half_bytes" in FAULTS and half is not None:
-            self.nodes[half].bytes //= 2
+        if "half_bytes" in FAULTS:
+            for i in range(n_fwd):
+                if read_back[i]:
+                    self.nodes[i].bytes //= 2
         self.n_candidates = sum(1 for k in self.kind if k == _lib.GRAPH_CANDIDATE)
 
     def search(self, budget):
