@@ -1710,23 +1710,56 @@ REMAT_API remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n,
 REMAT_API remat_status remat_graph_solve(const remat_graph_node *nodes, size_t n, uint64_t budget,
                                          uint8_t *recompute, uint64_t *peak, double *recompute_flops);
 /* remat_graph_search's methods (*how). */
-enum { REMAT_GRAPH_EXACT = 0, REMAT_GRAPH_EXACT_GROUPS = 1, REMAT_GRAPH_GREEDY = 2 };
+enum {
+    REMAT_GRAPH_EXACT = 0,
+    REMAT_GRAPH_EXACT_GROUPS = 1,
+    REMAT_GRAPH_GREEDY = 2,
+    REMAT_GRAPH_EXACT_LAYERS = 3, /* 4.3.0 */
+    REMAT_GRAPH_LAYERS = 4        /* 4.3.0 */
+};
 /* A set of candidates to recompute whose remat_graph_peak fits budget bytes
  * with the fewest re-run flops, exact where that is tractable:
  *   REMAT_GRAPH_EXACT: at most 16 candidates; every subset is priced, so
  *     the set returned has the least flops of any that fits (ties: the
  *     lower peak), and a refusal's least peak is the least of any subset;
- *   REMAT_GRAPH_EXACT_GROUPS: more candidates but at most 16 distinct
- *     groups (a chain of layers); every union of whole groups (each layer
+ *   REMAT_GRAPH_EXACT_GROUPS: more candidates, not a chain (below), but at
+ *     most 16 distinct groups; every union of whole groups (each layer
  *     recomputed entirely or not at all, as remat's planner chooses per
  *     layer) is priced and so is remat_graph_solve's greedy set; the one of
  *     fewer flops is returned, so the answer is the least-flop fitting
  *     union of layers or better;
+ *   REMAT_GRAPH_EXACT_LAYERS (4.3.0): more than 16 candidates, the graph a
+ *     chain of layers whose peak decomposes (below), and no layer (group)
+ *     of more than 14 candidates: exact -- the set returned has the least
+ *     flops of any that fits, and a refusal's least peak is the least of
+ *     any set -- by a dynamic program over the layers in forward order, on
+ *     each layer's subsets of its candidates (ties between sets of equal
+ *     flops are not broken by the peak);
+ *   REMAT_GRAPH_LAYERS (4.3.0): the same chain, a layer of more than 14
+ *     candidates, or states the program cannot hold (2^22): the program on
+ *     fewer choices -- in a layer of at most 14 candidates every subset
+ *     unless the states outgrow it, in the others nothing, the whole layer
+ *     or the greedy's rows there -- so no more flops than the greedy's set
+ *     or the best union of whole layers;
+ *   The chain: the rows that may be recomputed (REMAT_GRAPH_CANDIDATE or
+ *     _ALWAYS) of each group come in one run, in forward order; a forward
+ *     row reading one is of its group; a backward row reads such rows of
+ *     one group at most, those groups not increasing along the backward;
+ *     and a REMAT_GRAPH_KEEP row of more than 0 bytes that such rows read
+ *     has its last backward reader in the backward of the least group whose
+ *     rows read it, or after.  Then a set's peak is the most, over the
+ *     groups g, of g's own peak (a function of g's choice) plus the bytes
+ *     the groups before g save (each a function of its own choice), which
+ *     the program minimizes over (graph.c, chain_of and chain_search: each
+ *     choice's terms are read off one pricing and checked against the
+ *     decomposition at every group, and the set returned is priced whole;
+ *     a contradiction falls back to the other modes);
  *   REMAT_GRAPH_GREEDY: otherwise, remat_graph_solve's answer.
  * In every mode, when the set of no candidate fits, it is the answer (a
  * set's re-runs include a subset's, so none has fewer flops; 4.3.0).
  * Never over the budget (every set is priced by remat_graph_peak).  Cost: 2^16
- * peak evaluations at most, plus the greedy's.  recompute, *peak and
+ * peak evaluations at most, plus the greedy's; on a chain, up to 2^14 per
+ * layer (one per subset of its candidates), and the program.  recompute, *peak and
  * *recompute_flops (may be NULL) as remat_graph_solve; *how (may be NULL)
  * the method used.  REMAT_ERR_BUDGET when no set priced fits, its message
  * naming the least peak of every set priced, in bytes, in one line. */

@@ -14,8 +14,11 @@ finds to more than the peak of recomputing nothing.  For each:
   - the peak the allocator sees over the forward and backward (the CPU
     profiler's memory events, as remat_torch.step_peak counts them) at most
     2% over the budget, and within 2% of the plan's predicted peak;
-  - the plan names a layer for each of the 4 layers, re-run FLOPs, and a
-    search over whole layers (4 groups).
+  - the plan names a layer for each of the 4 layers, re-run FLOPs, and the
+    exact search by layers (remat_graph_search's REMAT_GRAPH_EXACT_LAYERS).
+The same count, remat_torch._compile.predict, of the partition torch's
+default partitioner makes (what it saves recorded from
+choose_saved_values_set) is within 2% of that plan's measured peak too.
 A budget of 1 byte and one a byte below the least are refused in one line
 naming the least peak (RematError).  A seeded fault -- the bytes of each
 forward tensor the backward reads halved in the conversion
@@ -47,6 +50,18 @@ from torch._functorch.partitioners import min_cut_rematerialization_partition  #
 from torch_models import Llama  # noqa: E402
 
 GRAPHS = {}
+SAVED = []          # (joint graph, node info, saved nodes) of each partition, for predict()
+
+
+def _record_saved():
+    from torch._functorch import partitioners
+    original = partitioners.choose_saved_values_set
+
+    def recorded(joint_graph, node_info, memory_budget=1):
+        saved = original(joint_graph, node_info, memory_budget=memory_budget)
+        SAVED.append((joint_graph, node_info, list(saved)))
+        return saved
+    partitioners.choose_saved_values_set = recorded
 
 
 def _record(kind):
@@ -115,7 +130,7 @@ def checks_of(check, plan, f, ref, got, budget, label):
     check(abs(meas - plan.peak_bytes) <= 0.02 * plan.peak_bytes,
           "%s: measured peak %d, predicted %d (%.2f%%)" % (label, meas, plan.peak_bytes,
                                                           100.0 * (meas - plan.peak_bytes) / plan.peak_bytes))
-    check(len(plan.layers) == 4 and plan.method == "exact over whole layers" and plan.recompute_flops >= 0,
+    check(len(plan.layers) == 4 and plan.method == "exact, by layers" and plan.recompute_flops >= 0,
           "%s: plan %r" % (label, plan))
     print("%-24s budget %9d  predicted %9d  measured %9d  re-run %.3g FLOPs  saved %d tensors" % (
         label, budget, plan.peak_bytes, meas, plan.recompute_flops, len(plan.saved)))
@@ -128,7 +143,13 @@ def main():
     torch.manual_seed(26)
     model = Llama(4, 64, 4, 2, 16, 160, 64, 64)
     INPUTS = (torch.randint(0, 64, (4, 64)), torch.randint(0, 64, (4, 64)))
-    _, _, ref = compiled(model, None)
+    _record_saved()
+    f, _, ref = compiled(model, None)
+    pred, _ = rt._compile.predict(*SAVED[-1])
+    meas = measured_peak(f)
+    check(abs(meas - pred) <= 0.02 * pred, "torch's default partition: measured peak %d, remat predicts %d" % (
+        meas, pred))
+    print("%-24s budget %9s  predicted %9d  measured %9d" % ("default partitioner", "-", pred, meas))
     # more than the peak of recomputing nothing
     f, top, got = compiled(model, 1 << 40)
     checks_of(check, top, f, ref, got, 1 << 40, "budget 1 TiB")

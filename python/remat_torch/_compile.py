@@ -40,7 +40,8 @@ Which nodes remat may recompute (remat_graph_node.candidate), from torch's
 own classification of the graph:
   KEEP       the inputs, random ops and collectives (torch never re-runs them;
              it tags effectful ops MUST_SAVE itself), nodes the user tagged
-             MUST_SAVE, and each layer's output read by the next layer (the
+             MUST_SAVE, what the forward returns, and each layer's output read
+             by the next layer (the
              residual stream: saved, as a checkpoint of each layer saves its
              input -- re-running it is what makes the backward of
              pytorch#197838 recompute every layer up front);
@@ -54,10 +55,13 @@ own classification of the graph:
 A layer is the first module of a node's nn_module_stack that is a numbered
 child (a ModuleList's or Sequential's element); the ops before the chain
 join its first layer and those after a layer join it (the head joins the
-last), so that a chain of at most 16 layers gets remat_graph_search's exact
-search over unions of whole layers (each layer's candidates all recomputed
-or none: torch.utils.checkpoint of the layer), with its greedy's set when
-that is cheaper; longer chains get the greedy (remat.h).
+last).  Then the graph is a chain of layers (remat.h, REMAT_GRAPH_EXACT_LAYERS):
+each layer's recomputable ops are read by its own forward and its own
+phase of the backward, and its input (the residual stream) is kept, so
+remat_graph_search solves it exactly by a dynamic program over the layers
+on every subset of each layer's searched ops (at most 14 each; a Llama
+layer has 10).  A graph that is not such a chain gets the exact search
+over unions of whole layers (at most 16) or the greedy (remat.h).
 """
 import re
 
@@ -147,7 +151,7 @@ class Graph:
     """a joint graph as remat_graph_node rows (see the module's notes): .nodes (the ctypes array),
     .fx (each row's fx node, the tensor's producer), .names, .layers (group id -> layer path)"""
 
-    def __init__(self, joint_graph, node_info, candidates):
+    def __init__(self, joint_graph, node_info, candidates, price_only=False):
         from torch.utils.checkpoint import CheckpointPolicy
         from torch.utils.flop_counter import flop_registry
         from torch._functorch.partitioners import get_default_op_list
@@ -230,6 +234,7 @@ class Graph:
             for r in ins[i]:
                 if r < n_fwd and group[r] != group[i] and rows[r][0].op != "placeholder":
                     other_layer[r] = True
+        outputs = set(ins[len(rows) - 1]) if rows and rows[-1][0] is output else set()
         read_back = [False] * len(rows)            # (for the seeded fault)
         for i in range(n_fwd, len(rows)):
             for r in ins[i]:
@@ -250,7 +255,10 @@ class Graph:
             g.backward = 1 if back else 0
             g.group = group[i] if not back else 0
             kind = _lib.GRAPH_KEEP
-            if not back and node.op == "call_function":
+            if not back and node.op == "call_function" and price_only:
+                g.flops = _flops(node, flop_registry)
+                kind = _lib.GRAPH_CANDIDATE     # any forward op, to price a partition made elsewhere
+            elif not back and node.op == "call_function":
                 g.flops = _flops(node, flop_registry)
                 tag = node.meta.get("recompute")
                 collective = isinstance(node.target, torch._ops.OpOverload) and \
@@ -261,6 +269,8 @@ class Graph:
                     kind = _lib.GRAPH_ALWAYS
                 elif other_layer[i]:
                     kind = _lib.GRAPH_KEEP      # a layer's input: saved, as a checkpoint of each layer saves it
+                elif i in outputs:
+                    kind = _lib.GRAPH_KEEP      # what the forward returns (the loss): not recomputed
                 elif node in searched or (
                         getattr(node.target, "overloadpacket", None) in flop_registry or
                         getattr(node.target, "overloadpacket", None) is
@@ -302,6 +312,17 @@ class Graph:
         return list(state), [groups[i] for i in range(ng.value)]
 
 
+def predict(joint_graph, node_info, saved_values):
+    """remat's prediction of a partition of a joint graph that torch made (or anyone): the saved
+    fx nodes given, every other forward tensor the backward needs re-run there.  Returns
+    (peak bytes, re-run FLOPs), remat_graph_peak's (the same count as a plan's)."""
+    g = Graph(joint_graph, node_info, [], price_only=True)
+    kept = {g.row_of[n] for n in saved_values if n in g.row_of}
+    rec = (_lib.c_uint8 * g.n)(*[1 if g.kind[i] == _lib.GRAPH_CANDIDATE and i not in kept else 0
+                                   for i in range(g.n)])
+    return g.peak(rec)
+
+
 class Layer:
     """one layer's share of a plan: .name (its module path), .saved / .recomputed (the names of the
     graph's nodes kept for the backward / re-run there), .saved_bytes, .recompute_flops"""
@@ -317,7 +338,7 @@ class Layer:
 
 class CompiledPlan:
     """what remat chose for one compiled graph: .budget, .peak_bytes (the predicted peak),
-    .recompute_flops, .method ("exact", "exact over whole layers", "greedy"), .layers ([Layer]),
+    .recompute_flops, .method (remat_graph_search's: "exact, by layers" on a chain of layers), .layers ([Layer]),
     .saved / .recomputed (node names), .graph_nodes, .candidates, .searched (candidates searched)"""
 
     def __repr__(self):

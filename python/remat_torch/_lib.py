@@ -95,7 +95,8 @@ class GraphGroup(Structure):
 
 # remat.h's remat_graph_node.candidate values, remat_graph_search's methods, remat_graph_states' states
 GRAPH_KEEP, GRAPH_CANDIDATE, GRAPH_ALWAYS = 0, 1, 2
-GRAPH_METHODS = ("exact", "exact over whole layers", "greedy")
+GRAPH_METHODS = ("exact", "exact over unions of whole layers", "greedy", "exact, by layers",
+                 "by layers: nothing, whole or the greedy's")
 GRAPH_SAVED, GRAPH_RERUN = 1, 2
 # remat.h's enum remat_node_kind and enum remat_keep, by name
 NODE_KINDS = ("block", "segment")
