@@ -37,7 +37,9 @@ prices and which, for remat's plans, is checked against the plan's own.
     .venv/bin/python bench/compile_budget.py --layers 16 --backend inductor
 Each run adds its rows to docs/compile-budget.json (replacing rows of the
 same depth, backend and solver) and rewrites docs/compile-budget.md (the
-table) and docs/compile-budget.svg (peak against budget, both solvers).
+table, and issue 26's targets checked per depth and backend) and
+docs/compile-budget.svg (peak against budget, both solvers).
+    .venv/bin/python bench/compile_budget.py --report      # the .md and .svg again from the .json
 """
 import argparse
 import json
@@ -280,6 +282,45 @@ def table(rows):
     return "\n".join(out)
 
 
+def targets(rows):
+    """issue 26's targets, per depth and backend, in words (a markdown list)"""
+    out = []
+    for depth, backend in sorted({(r["depth"], r["backend"]) for r in rows}):
+        rs = [r for r in rows if (r["depth"], r["backend"]) == (depth, backend) and "measured" in r]
+        rem = sorted((r for r in rs if r["solver"] == "remat"), key=lambda r: r["budget"])
+        tor = [r for r in rs if r["solver"] != "remat"]
+        if not rem:
+            continue
+        over = max(100.0 * (r["measured"] - r["budget"]) / r["budget"] for r in rem)
+        mono = all(a["measured"] <= b["measured"] for a, b in zip(rem, rem[1:]))
+        err = max(abs(100.0 * (r["predicted"] - r["measured"]) / r["measured"]) for r in rem)
+        terr = max([abs(100.0 * (r["predicted"] - r["measured"]) / r["measured"]) for r in tor] or [0])
+        miss = []
+        for t in tor:
+            ok = [r for r in rem if r["measured"] <= t["measured"]]
+            fast = [r for r in ok if r["step_ms"] <= 1.03 * t["step_ms"]]
+            flop = [r for r in ok if r["flops"] <= t["flops"]]
+            if not fast:
+                miss.append("%s %.2f (%s)" % (t["solver"], t["budget"], "no remat point with a peak as low" if not ok
+                            else "lowest-peak-enough remat point %.0f ms against %.0f ms; by re-run FLOPs %s" % (
+                                min(r["step_ms"] for r in ok), t["step_ms"],
+                                "covered" if flop else "not covered")))
+        small = [t for t in tor if t["budget"] == min(x["budget"] for x in tor)]
+        low = min(rem, key=lambda r: r["measured"])
+        out.append("- %d layers, %s: remat's measured peak at most %+.2f%% over its budget, %s in the budget; "
+                   "predicted within %.2f%% of measured (torch's plans, by the same count: %.2f%%); torch's %d points "
+                   "covered within 3%% of step time: %d%s; at %.2f, torch's peaks %s against remat's least %.1f MiB "
+                   "(%s)." % (
+                       depth, backend, over, "monotone" if mono else "NOT monotone", err, terr, len(tor),
+                       len(tor) - len(miss), (" (not: " + "; ".join(miss) + ")") if miss else "",
+                       small[0]["budget"] if small else 0,
+                       ", ".join("%s %.1f MiB" % (t["solver"], mib(t["measured"])) for t in small),
+                       mib(low["measured"]),
+                       ", ".join("%.0f%% lower than %s" % (100.0 * (1 - low["measured"] / t["measured"]), t["solver"])
+                                 for t in small)))
+    return "\n".join(out)
+
+
 def svg(rows):
     """peak against budget: per depth and backend a panel; torch's solvers against the fraction
     (bottom axis), remat's against its byte budget (top axis, the same panel's range), measured
@@ -347,7 +388,8 @@ def write(rows, outdir):
     merged.sort(key=lambda r: (r["backend"] != "aot_eager", r["depth"], r["solver"] == "remat", r["solver"],
                                r["budget"]))
     for name, text in (("compile-budget.json", json.dumps(merged, indent=1) + "\n"),
-                       ("compile-budget.md", table(merged) + "\n"), ("compile-budget.svg", svg(merged))):
+                       ("compile-budget.md", table(merged) + "\n\n" + targets(merged) + "\n"),
+                       ("compile-budget.svg", svg(merged))):
         tmp = os.path.join(outdir, name + ".tmp")
         with open(tmp, "w") as f:
             f.write(text)
@@ -363,7 +405,13 @@ def main():
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--solvers", default="dp,greedy,ilp")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs"))
+    ap.add_argument("--report", action="store_true", help="rewrite the table and plot from the .json, run nothing")
     a = ap.parse_args()
+    if a.report:
+        merged = write([], a.out)
+        print(table(merged))
+        print(targets(merged))
+        return 0
     if tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 5):
         print("SKIP: compile_budget needs torch >= 2.5 (has %s)" % torch.__version__)
         return 77
@@ -381,6 +429,7 @@ def main():
     rows = bench(a.layers, a.backend, a.rounds, a.seq, solvers)
     write(rows, a.out)
     print(table(rows))
+    print(targets(rows))
     return 0
 
 

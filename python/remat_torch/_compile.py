@@ -7,7 +7,7 @@ torch.compile's partitioner (torch >= 2.5; issue 26).
     loss.backward()
     print(cb.plans[0])                          # predicted peak, re-run FLOPs, per layer
 
-The seam (torch 2.13, docs/pytorch.md "torch.compile"): the partitioner
+The seam (torch 2.13, docs/pytorch.md, "torch.compile (issue 26)"): the partitioner
 (torch/_functorch/partitioners.py, choose_saved_values_set) hands the
 knapsack solver named by torch._functorch.config.activation_memory_budget_solver
 -- an instance of torch._inductor.custom_graph_pass.CustomKnapsackSolver --
