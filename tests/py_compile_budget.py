@@ -14,8 +14,9 @@ finds to more than the peak of recomputing nothing.  For each:
   - the peak the allocator sees over the forward and backward (the CPU
     profiler's memory events, as remat_torch.step_peak counts them) at most
     2% over the budget, and within 2% of the plan's predicted peak;
-  - the plan names a layer for each of the 4 layers, re-run FLOPs, and the
-    exact search by layers (remat_graph_search's REMAT_GRAPH_EXACT_LAYERS).
+  - the plan has a row for each of the 4 layers and one for the head (what
+    comes after the chain), re-run FLOPs, and the exact search by layers
+    (remat_graph_search's REMAT_GRAPH_EXACT_LAYERS).
 The same count, remat_torch._compile.predict, of the partition torch's
 default partitioner makes (what it saves recorded from
 choose_saved_values_set) is within 2% of that plan's measured peak too.
@@ -130,8 +131,10 @@ def checks_of(check, plan, f, ref, got, budget, label):
     check(abs(meas - plan.peak_bytes) <= 0.02 * plan.peak_bytes,
           "%s: measured peak %d, predicted %d (%.2f%%)" % (label, meas, plan.peak_bytes,
                                                           100.0 * (meas - plan.peak_bytes) / plan.peak_bytes))
-    check(len(plan.layers) == 4 and plan.method == "exact, by layers" and plan.recompute_flops >= 0,
-          "%s: plan %r" % (label, plan))
+    check(len(plan.layers) == 5 and plan.layers[-1].name == "(after the chain)" and
+          all(re.search(r"layers\.%d$" % k, plan.layers[k].name) for k in range(4)) and
+          plan.method == "exact, by layers" and plan.recompute_flops >= 0, "%s: plan %r, layers %s" % (
+              label, plan, [x.name for x in plan.layers]))
     print("%-24s budget %9d  predicted %9d  measured %9d  re-run %.3g FLOPs  saved %d tensors" % (
         label, budget, plan.peak_bytes, meas, plan.recompute_flops, len(plan.saved)))
     return check.bad - bad0

@@ -54,8 +54,9 @@ own classification of the graph:
              re-run when the backward needs them, never saved.
 A layer is the first module of a node's nn_module_stack that is a numbered
 child (a ModuleList's or Sequential's element); the ops before the chain
-join its first layer and those after a layer join it (the head joins the
-last).  Then the graph is a chain of layers (remat.h, REMAT_GRAPH_EXACT_LAYERS):
+join its first layer, those after its last layer (the head, the loss) are
+a group of their own, and ops between layers join the layer before them.
+Then the graph is a chain of layers (remat.h, REMAT_GRAPH_EXACT_LAYERS):
 each layer's recomputable ops are read by its own forward and its own
 phase of the backward, and its input (the residual stream) is kept, so
 remat_graph_search solves it exactly by a dynamic program over the layers
@@ -197,14 +198,18 @@ class Graph:
             row_of[node] = r
         self.row_of = row_of
         n_fwd = sum(1 for r in rows if not r[1])
-        # groups: each forward row's layer; rows outside the chain join the layer before them
-        # (the ops before the chain join its first layer)
+        # groups: each forward row's layer; the rows before the chain join its first layer, those
+        # after it (the head) are a group of their own, and rows between layers join the one before
         self.layers = []
         layer_id = {}
         group = [0] * len(rows)
         pending, cur = [], None
+        last = max((i for i in range(n_fwd) if rows[i][0].op != "placeholder" and _layer_of(rows[i][0])),
+                   default=-1)
         for i in range(n_fwd):
             path = _layer_of(rows[i][0]) if rows[i][0].op != "placeholder" else None
+            if path is None and i > last >= 0 and rows[i][0].op != "placeholder":
+                path = "(after the chain)"
             if path is not None and path not in layer_id:
                 layer_id[path] = len(self.layers)
                 self.layers.append(path)
