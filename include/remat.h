@@ -75,7 +75,13 @@ extern "C" {
  * GPUs, additions: remat_cluster_search, remat_cluster_layouts_free and
  * remat_cluster_usable; and tables of version 3 (the working set
  * measured for each block, contexts, several chains: remat_torch.measure
- * writes them; versions 1 and 2 read as before). */
+ * writes them; versions 1 and 2 read as before); and for
+ * remat_torch.compile_budget (issue 26): remat_graph_node.candidate may be
+ * REMAT_GRAPH_ALWAYS (a node every set recomputes), re-runs are simulated
+ * in graph order (as torch inserts them), remat_graph_states and
+ * remat_graph_group, REMAT_GRAPH_EXACT_LAYERS and REMAT_GRAPH_LAYERS
+ * (searches over a chain of layers), remat_abi_size knows
+ * "remat_graph_node" and "remat_graph_group". */
 #define REMAT_VERSION_MAJOR 5
 #define REMAT_VERSION_MINOR 0
 #define REMAT_VERSION_PATCH 0
@@ -1761,7 +1767,8 @@ REMAT_API remat_status remat_table_min_kept(const remat_config *cfg, const remat
                                             remat_table_row *out);
 /* sizeof the public struct of that name ("remat_config", "remat_plan_row",
  * "remat_layer_info", "remat_table_info", "remat_tensor_info",
- * "remat_plan_node", "remat_table_row"), 0 for another name: a binding in
+ * "remat_plan_node", "remat_table_row", "remat_graph_node",
+ * "remat_graph_group"), 0 for another name: a binding in
  * another language checks its layouts with it before any call that writes one. */
 REMAT_API size_t remat_abi_size(const char *name);
 
@@ -1792,27 +1799,39 @@ REMAT_API remat_status remat_table_optimal_device(const remat_config *cfg, const
  * graph), one node per tensor, in topological order: every forward node
  * before every backward node, each reading only earlier nodes.  The
  * schedule simulated: the forward nodes in order, then the backward nodes
- * in order, each preceded by the re-run of the recomputed forward nodes it
- * reads (inputs before users, each once).  A tensor lives from its node's
+ * in order, each preceded by the re-runs of the recomputed forward nodes it
+ * needs that were not re-run yet (those it reads, those they read, ...), in
+ * graph order, each once -- as torch's partitioner places recomputation
+ * (reordering_to_mimic_autograd_engine).  A tensor lives from its node's
  * run to its last reader in that schedule, so a forward node the backward
- * reads and that is not recomputed is saved.  remat_graph_solve
- * (below) searches such graphs for a set to recompute. */
+ * reads and that is not recomputed is saved.  remat_graph_solve and
+ * remat_graph_search (below) search such graphs for a set to recompute. */
+/* remat_graph_node.candidate */
+enum {
+    REMAT_GRAPH_KEEP = 0,      /* never recomputed (an input, a random op, ...) */
+    REMAT_GRAPH_CANDIDATE = 1, /* a forward node the searches may recompute */
+    REMAT_GRAPH_ALWAYS = 2     /* a forward node every set recomputes (added in 5.0.0): a cheap op that need
+                                * not be searched, as torch's min-cut recomputes pointwise ops */
+};
 typedef struct remat_graph_node {
     uint64_t bytes;          /* the node's output, in bytes */
     double flops;            /* the cost of running it (FLOPs, or any one unit) */
     const uint32_t *inputs;  /* the nodes it reads, each an earlier index; not owned */
     uint32_t n_inputs;
     uint32_t group;          /* the layer (module) that made it: remat_graph_search's unit when the
-                              * candidates are too many to try every subset; unused by
-                              * remat_graph_peak and remat_graph_solve */
+                              * candidates are too many to try every subset, and
+                              * remat_graph_states' unit; unused by remat_graph_peak and
+                              * remat_graph_solve */
     uint8_t backward;        /* 1: a backward node, 0: a forward node */
-    uint8_t candidate;       /* 1: a forward node that may be recomputed */
+    uint8_t candidate;       /* REMAT_GRAPH_KEEP, _CANDIDATE or _ALWAYS (forward nodes only) */
 } remat_graph_node;
 /* The peak of live bytes over that schedule, with recompute[i] = 1 for each
- * recomputed node (NULL: none), into *peak; the re-runs' summed flops into
- * *recompute_flops (may be NULL).  REMAT_ERR_INVALID for a node that reads a
- * later one, a forward node after a backward one or reading one, or a
- * recomputed node that is not a forward candidate. */
+ * recomputed node (NULL: none) besides the REMAT_GRAPH_ALWAYS ones, into
+ * *peak; the re-runs' summed flops into *recompute_flops (may be NULL).
+ * REMAT_ERR_INVALID for a node that reads a later one, a forward node after
+ * a backward one or reading one, a recomputed node that is not a forward
+ * candidate, a backward node marked REMAT_GRAPH_ALWAYS, or a candidate value
+ * above 2. */
 REMAT_API remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n, const uint8_t *recompute,
                                         uint64_t *peak, double *recompute_flops);
 /* A set of candidates to recompute whose remat_graph_peak fits budget
@@ -1830,9 +1849,11 @@ REMAT_API remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n,
  * none (tests/test_graph.c measures both against every subset of small
  * graphs).  Cost: up to c * (c + 1) peak evaluations for c candidates, each
  * linear in the graph.  The group field is not used: every graph, a chain
- * of layers too, gets this search.
- * recompute (n entries, written) gets 1 for each recomputed node, *peak its
- * peak, *recompute_flops (may be NULL) its re-runs' flops.
+ * of layers too, gets this search.  It decides the REMAT_GRAPH_CANDIDATE
+ * nodes; the REMAT_GRAPH_ALWAYS ones are in every set it prices.
+ * recompute (n entries, written) gets 1 for each recomputed node (the
+ * REMAT_GRAPH_ALWAYS ones too), *peak its peak, *recompute_flops (may be
+ * NULL) its re-runs' flops.
  * REMAT_ERR_BUDGET when no set tried fits; the message then gives the least
  * peak of every set the search priced (the set of every candidate among
  * them), in bytes, and recompute is all 0.  remat_graph_peak's statuses for
@@ -1840,26 +1861,82 @@ REMAT_API remat_status remat_graph_peak(const remat_graph_node *nodes, size_t n,
 REMAT_API remat_status remat_graph_solve(const remat_graph_node *nodes, size_t n, uint64_t budget,
                                          uint8_t *recompute, uint64_t *peak, double *recompute_flops);
 /* remat_graph_search's methods (*how). */
-enum { REMAT_GRAPH_EXACT = 0, REMAT_GRAPH_EXACT_GROUPS = 1, REMAT_GRAPH_GREEDY = 2 };
+enum {
+    REMAT_GRAPH_EXACT = 0,
+    REMAT_GRAPH_EXACT_GROUPS = 1,
+    REMAT_GRAPH_GREEDY = 2,
+    REMAT_GRAPH_EXACT_LAYERS = 3, /* 5.0.0 */
+    REMAT_GRAPH_LAYERS = 4        /* 5.0.0 */
+};
 /* A set of candidates to recompute whose remat_graph_peak fits budget bytes
  * with the fewest re-run flops, exact where that is tractable:
  *   REMAT_GRAPH_EXACT: at most 16 candidates; every subset is priced, so
  *     the set returned has the least flops of any that fits (ties: the
  *     lower peak), and a refusal's least peak is the least of any subset;
- *   REMAT_GRAPH_EXACT_GROUPS: more candidates but at most 16 distinct
- *     groups (a chain of layers); every union of whole groups (each layer
+ *   REMAT_GRAPH_EXACT_GROUPS: more candidates, not a chain (below), but at
+ *     most 16 distinct groups; every union of whole groups (each layer
  *     recomputed entirely or not at all, as remat's planner chooses per
  *     layer) is priced and so is remat_graph_solve's greedy set; the one of
  *     fewer flops is returned, so the answer is the least-flop fitting
  *     union of layers or better;
+ *   REMAT_GRAPH_EXACT_LAYERS (5.0.0): more than 16 candidates, the graph a
+ *     chain of layers whose peak decomposes (below), and no layer (group)
+ *     of more than 14 candidates: exact -- the set returned has the least
+ *     flops of any that fits, and a refusal's least peak is the least of
+ *     any set -- by a dynamic program over the layers in forward order, on
+ *     each layer's subsets of its candidates (ties between sets of equal
+ *     flops are not broken by the peak);
+ *   REMAT_GRAPH_LAYERS (5.0.0): the same chain, a layer of more than 14
+ *     candidates, or states the program cannot hold (2^22): the program on
+ *     fewer choices -- in a layer of at most 14 candidates every subset
+ *     unless the states outgrow it, in the others nothing, the whole layer
+ *     or the greedy's rows there -- so no more flops than the greedy's set
+ *     or the best union of whole layers;
+ *   The chain: the rows that may be recomputed (REMAT_GRAPH_CANDIDATE or
+ *     _ALWAYS) of each group come in one run, in forward order; a forward
+ *     row reading one is of its group; a backward row reads such rows of
+ *     one group at most, those groups not increasing along the backward;
+ *     and a REMAT_GRAPH_KEEP row of more than 0 bytes that such rows read
+ *     has its last backward reader in the backward of the least group whose
+ *     rows read it, or after.  Then a set's peak is the most, over the
+ *     groups g, of g's own peak (a function of g's choice) plus the bytes
+ *     the groups before g save (each a function of its own choice), which
+ *     the program minimizes over (graph.c, chain_of and chain_search: each
+ *     choice's terms are read off one pricing and checked against the
+ *     decomposition at every group, and the set returned is priced whole;
+ *     a contradiction falls back to the other modes);
  *   REMAT_GRAPH_GREEDY: otherwise, remat_graph_solve's answer.
+ * In every mode, when the set of no candidate fits, it is the answer (a
+ * set's re-runs include a subset's, so none has fewer flops; 5.0.0).
  * Never over the budget (every set is priced by remat_graph_peak).  Cost: 2^16
- * peak evaluations at most, plus the greedy's.  recompute, *peak and
+ * peak evaluations at most, plus the greedy's; on a chain, up to 2^14 per
+ * layer (one per subset of its candidates), and the program.  recompute, *peak and
  * *recompute_flops (may be NULL) as remat_graph_solve; *how (may be NULL)
  * the method used.  REMAT_ERR_BUDGET when no set priced fits, its message
  * naming the least peak of every set priced, in bytes, in one line. */
 REMAT_API remat_status remat_graph_search(const remat_graph_node *nodes, size_t n, uint64_t budget,
                                           uint8_t *recompute, uint64_t *peak, double *recompute_flops, int *how);
+/* remat_graph_states' node states */
+enum { REMAT_GRAPH_SAVED = 1, REMAT_GRAPH_RERUN = 2 };
+/* One group's share of a set (remat_graph_states). */
+typedef struct remat_graph_group {
+    uint32_t group;        /* remat_graph_node.group */
+    uint32_t saved;        /* its forward nodes kept for the backward (REMAT_GRAPH_SAVED) */
+    uint32_t rerun;        /* its nodes re-run in the backward (REMAT_GRAPH_RERUN) */
+    uint64_t saved_bytes;  /* the saved nodes' bytes */
+    double rerun_flops;    /* the re-runs' flops */
+} remat_graph_group;
+/* What a set (recompute as remat_graph_peak's) does, in remat_graph_peak's
+ * schedule: state (n entries, may be NULL) gets REMAT_GRAPH_RERUN for each
+ * node re-run in the backward, REMAT_GRAPH_SAVED for each forward node that
+ * is read by the backward or by a re-run and is not re-run itself (it is
+ * kept from its run; an input of 0 bytes too), 0 for the rest; groups (cap
+ * entries) one row per distinct group of the forward nodes, in the order
+ * first met, *n_groups their number.  REMAT_ERR_RANGE when they are more
+ * than cap (the first cap rows written); remat_graph_peak's statuses for a
+ * malformed graph. */
+REMAT_API remat_status remat_graph_states(const remat_graph_node *nodes, size_t n, const uint8_t *recompute,
+                                          uint8_t *state, remat_graph_group *groups, size_t cap, size_t *n_groups);
 #ifdef __cplusplus
 }
 #endif

@@ -54,6 +54,14 @@ REMAT_API remat_status remat_model_debug_shrink(remat_model *m, const char *name
  * the n-th allocation of the library from now fails (0: none), once. */
 REMAT_API void remat_debug_fail_alloc(uint64_t n);
 
+/* Testing hook for remat_graph_search's REMAT_GRAPH_EXACT_LAYERS
+ * (tests/test_graph.c): mode 1 gives each layer two choices, nothing or the
+ * whole layer, and leaves the greedy out (the answer: the best union of
+ * whole layers, to be checked against every union); mode 2 three, nothing,
+ * the whole layer or the greedy's rows in it, as for a layer of too many
+ * candidates; 0 as documented. */
+REMAT_API void remat_graph_debug_layer_choices(int mode);
+
 #ifdef __cplusplus
 }
 #endif

@@ -79,7 +79,7 @@ objdump -p "$T/example-static" 2>/dev/null | grep -q 'NEEDED *libremat' && bad "
 
 # ---- the Python package: installed beside the library, it loads that one --------
 py=$inst/lib/python3/dist-packages
-for f in __init__.py __init__.pyi _lib.py _lib.pyi _measure.py _plan.py _hf.py _peak.py _paths.py py.typed; do
+for f in __init__.py __init__.pyi _lib.py _lib.pyi _measure.py _plan.py _hf.py _peak.py _compile.py _paths.py py.typed; do
     [ -e "$py/remat_torch/$f" ] && ok || bad "make install did not install remat_torch/$f"
 done
 if /usr/bin/python3 -c "import torch" 2> /dev/null; then

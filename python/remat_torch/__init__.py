@@ -22,8 +22,10 @@ from ._plan import Node, Plan, min_kept, parse_size
 from ._wrapper import RematCheckpoint
 from ._front import apply, kept_bytes, plan, unapply
 from ._peak import step_peak
+from ._compile import CompiledPlan, compile_budget
 from . import _hf as hf          # Hugging Face transformers models: remat_torch.hf.enable(model, batch, budget=)
 
 __version__ = "0.1.0"
 __all__ = ["RematError", "Table", "Plan", "Node", "RematCheckpoint", "measure", "plan", "apply", "unapply",
-           "kept_bytes", "min_kept", "find_blocks", "find_chains", "parse_size", "library_version", "step_peak", "hf"]
+           "kept_bytes", "min_kept", "find_blocks", "find_chains", "parse_size", "library_version", "step_peak", "hf",
+           "compile_budget", "CompiledPlan"]

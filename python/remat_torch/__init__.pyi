@@ -84,6 +84,35 @@ def library_version() -> str: ...
 def step_peak(model: torch.nn.Module, sample_inputs: Any, optimizer: Optional[torch.optim.Optimizer],
               loss_fn: Optional[Callable[[Any], torch.Tensor]] = ...) -> Tuple[int, int]: ...
 
+class CompiledLayer:
+    name: str
+    saved: List[str]
+    recomputed: List[str]
+    saved_bytes: int
+    recompute_flops: float
+
+class CompiledPlan:
+    budget: int
+    peak_bytes: int
+    recompute_flops: float
+    method: str
+    layers: List[CompiledLayer]
+    saved: List[str]
+    recomputed: List[str]
+    tensor_of: Dict[str, str]
+    graph_nodes: int
+    candidates: int
+    searched: int
+    def explain(self) -> str: ...
+
+class compile_budget:
+    budget: int
+    plans: List[CompiledPlan]
+    refused: Optional[Exception]
+    def __init__(self, budget: Size) -> None: ...
+    def __enter__(self) -> "compile_budget": ...
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> bool: ...
+
 class _HF:
     def chains(self, model: torch.nn.Module) -> List[Tuple[str, List[torch.nn.Module]]]: ...
     def as_call(self, model: torch.nn.Module, batch: Dict[str, Any]) -> Tuple[torch.nn.Module, Tuple[Any, ...]]: ...

@@ -5,7 +5,8 @@ with an errcheck that turns a non-zero status into RematError, carrying the
 status, its name (remat_status_str) and the library's one-line message
 (remat_errmsg).  The signatures below are the ones include/remat.h declares;
 _lib.pyi types them.  The structures mirror remat.h's (remat_config,
-remat_plan_row, remat_layer_info, remat_table_info); load() checks the
+remat_plan_row, remat_layer_info, remat_table_info, remat_plan_node,
+remat_table_row, remat_graph_node, remat_graph_group); load() checks the
 layout of every structure against the library's (remat_abi_size) before
 any call that writes one.
 
@@ -19,8 +20,8 @@ SOMAJOR and remat_abi_size gives every structure below ctypes' size.
 """
 import ctypes
 import os
-from ctypes import (POINTER, Structure, byref, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_uint32,
-                    c_uint64, c_void_p)
+from ctypes import (POINTER, Structure, byref, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_uint8,
+                    c_uint32, c_uint64, c_void_p)
 
 SOMAJOR = 5
 REMAT_FRAMEWORK_TABLE = 3
@@ -83,12 +84,30 @@ class TableRow(Structure):
                 ("device_peak_bytes", c_uint64)]
 
 
+class GraphNode(Structure):
+    """remat_graph_node: one tensor of a joint forward + backward graph (remat.h, "a joint graph's peak")"""
+    _fields_ = [("bytes", c_uint64), ("flops", c_double), ("inputs", POINTER(c_uint32)), ("n_inputs", c_uint32),
+                ("group", c_uint32), ("backward", c_uint8), ("candidate", c_uint8)]
+
+
+class GraphGroup(Structure):
+    """remat_graph_group: one group's share of a recomputed set (remat_graph_states)"""
+    _fields_ = [("group", c_uint32), ("saved", c_uint32), ("rerun", c_uint32), ("saved_bytes", c_uint64),
+                ("rerun_flops", c_double)]
+
+
+# remat.h's remat_graph_node.candidate values, remat_graph_search's methods, remat_graph_states' states
+GRAPH_KEEP, GRAPH_CANDIDATE, GRAPH_ALWAYS = 0, 1, 2
+GRAPH_METHODS = ("exact", "exact over unions of whole layers", "greedy", "exact, by layers",
+                 "by layers: nothing, whole or the greedy's")
+GRAPH_SAVED, GRAPH_RERUN = 1, 2
 # remat.h's enum remat_node_kind and enum remat_keep, by name
 NODE_KINDS = ("block", "segment")
 KEEPS = ("all", "none", "expensive", "cheap", "some")
 # what remat_abi_size must say of each structure this binding declares
 STRUCTS = {"remat_config": Config, "remat_plan_row": PlanRow, "remat_layer_info": LayerInfo,
-           "remat_table_info": TableInfo, "remat_plan_node": PlanNode, "remat_table_row": TableRow}
+           "remat_table_info": TableInfo, "remat_plan_node": PlanNode, "remat_table_row": TableRow,
+           "remat_graph_node": GraphNode, "remat_graph_group": GraphGroup}
 
 _lib = None
 
@@ -139,6 +158,15 @@ _SIGNATURES = {
     # issue 25 item 5: src/planner/devpeak.c
     "remat_table_row_device_peak": ([POINTER(TableRow)], c_uint64),
     "remat_table_optimal_device": ([POINTER(Config), c_void_p, c_uint64, POINTER(TableRow)], "status"),
+    # issue 26: src/planner/graph.c (remat_torch.compile_budget)
+    "remat_graph_peak": ([POINTER(GraphNode), c_size_t, POINTER(c_uint8), POINTER(c_uint64), POINTER(c_double)],
+                         "status"),
+    "remat_graph_solve": ([POINTER(GraphNode), c_size_t, c_uint64, POINTER(c_uint8), POINTER(c_uint64),
+                           POINTER(c_double)], "status"),
+    "remat_graph_search": ([POINTER(GraphNode), c_size_t, c_uint64, POINTER(c_uint8), POINTER(c_uint64),
+                            POINTER(c_double), POINTER(c_int)], "status"),
+    "remat_graph_states": ([POINTER(GraphNode), c_size_t, POINTER(c_uint8), POINTER(c_uint8), POINTER(GraphGroup),
+                            c_size_t, POINTER(c_size_t)], "status"),
 }
 
 

@@ -92,7 +92,30 @@ class TableRow(Structure):
     peak_bytes: int
     checkpoint_bytes: int
     checkpoint_calls: int
+    device_peak_bytes: int
 
+class GraphNode(Structure):
+    bytes: int
+    flops: float
+    inputs: Any
+    n_inputs: int
+    group: int
+    backward: int
+    candidate: int
+
+class GraphGroup(Structure):
+    group: int
+    saved: int
+    rerun: int
+    saved_bytes: int
+    rerun_flops: float
+
+GRAPH_KEEP: int
+GRAPH_CANDIDATE: int
+GRAPH_ALWAYS: int
+GRAPH_METHODS: Tuple[str, ...]
+GRAPH_SAVED: int
+GRAPH_RERUN: int
 NODE_KINDS: Tuple[str, ...]
 KEEPS: Tuple[str, ...]
 STRUCTS: Dict[str, Any]

@@ -292,6 +292,8 @@ size_t remat_abi_size(const char *name)
         { "remat_tensor_info", sizeof(remat_tensor_info) },
         { "remat_plan_node", sizeof(remat_plan_node) },
         { "remat_table_row", sizeof(remat_table_row) },
+        { "remat_graph_node", sizeof(remat_graph_node) },
+        { "remat_graph_group", sizeof(remat_graph_group) },
     };
     for (size_t i = 0; name && i < sizeof sizes / sizeof sizes[0]; i++)
         if (!strcmp(sizes[i].name, name)) return sizes[i].size;
