@@ -8,7 +8,8 @@
  *
  * Presets: 124m = GPT-2 124M (N = B*T = 256 rows, C 768, 4C 3072, NH 12,
  * Vp 50304, 124M parameters); llama-s = L12 C768 NH12 KV4 hs64 F2048
- * V32000, B4 T128 (N = 512, 125M parameters).  Each kernel runs R times
+ * V32000, B4 T128 (N = 512, 125M parameters).  Beside AdamW, a loop with
+ * its fp32 bytes and no arithmetic (the memory's rate).  Each kernel runs R times
  * after two untimed calls; the median is printed, in milliseconds of the
  * calling thread's CPU time with one thread (what a machine shared with
  * other work still measures: a preempted call does not count), of wall
@@ -45,6 +46,21 @@ static void fill_f(float *x, size_t n, uint32_t s)
 static void fill_b(remat_bf16 *x, size_t n, uint32_t s)
 {
     for (size_t i = 0; i < n; i++) { s = s * 1664525u + 1013904223u; x[i] = remat_bf16_round(((s >> 8) / 16777216.0f) - 0.5f); }
+}
+
+/* What the memory gives a loop with AdamW's fp32 traffic (p, g, m, v read,
+ * p, m, v written: 28 bytes an element; AdamW adds the 2 bytes of its
+ * streamed bf16 copy) and next to no arithmetic: AdamW near this time is
+ * at memory speed. */
+static void bytes_probe(float *p, const float *g, float *m, float *v, size_t n)
+{
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i];
+        p[i] += gi;
+        m[i] += gi;
+        v[i] += gi;
+    }
 }
 
 int main(int argc, char **argv)
@@ -125,6 +141,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < 12; k++) sp[k] = (remat_adamw_span){ k * (np / 12), k == 11 ? np - 11 * (np / 12) : np / 12, k & 1 };
     TIME("adamw + bf16 copy (all parameters)",
          remat_adamw_update_spans(xf, yf, m, v, z16, 0, sp, 12, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 1));
+    TIME("  memory probe, AdamW's fp32 bytes", bytes_probe(xf, yf, m, v, np));
     TIME("gradient norm (sumsq)", (void)remat_sumsq(yf, np));
     free(xf); free(yf); free(st); free(w); free(b); free(dw); free(db); free(losses); free(x16); free(y16); free(z16);
     free(tg); free(qkv); free(dout); free(att); free(dq); free(out); free(acc); free(m); free(v);

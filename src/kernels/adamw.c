@@ -29,7 +29,7 @@
  * width, the masked last vector and the scalar fallback give the same
  * bits.  Without decay keep = 1 and p * 1.0f == p, so the multiply is done
  * unconditionally.  The bf16 copy is written with streaming stores where
- * aligned: nothing reads it until the next step's products, and a plain
+ * aligned (both vector widths): nothing reads it until the next step's products, and a plain
  * store would first read each of its lines (2 more bytes per parameter).
  * All spans run in one parallel region, chunks split statically within
  * each span and no barrier between spans: a model's ~150 tensors used to
@@ -101,7 +101,10 @@ static void adamw_chunk(float *p, const float *g, float *m, float *v, remat_bf16
         pi = _mm256_sub_ps(pi, _mm256_mul_ps(vstep, _mm256_div_ps(mi, den)));
         if (full) {
             _mm256_storeu_ps(m + i, mi); _mm256_storeu_ps(v + i, vi); _mm256_storeu_ps(p + i, pi);
-            if (p16) _mm_storeu_si128((__m128i *)(p16 + i), remat_bf16_round8(pi));
+            if (!p16) continue;
+            __m128i h = remat_bf16_round8(pi);
+            if ((uintptr_t)(p16 + i) & 15) _mm_storeu_si128((__m128i *)(p16 + i), h);
+            else _mm_stream_si128((__m128i *)(p16 + i), h);
         } else {
             _mm256_maskstore_ps(m + i, msk, mi); _mm256_maskstore_ps(v + i, msk, vi);
             _mm256_maskstore_ps(p + i, msk, pi);
@@ -147,7 +150,7 @@ void remat_adamw_update_spans(float *p, const float *g, float *m, float *v, rema
                 adamw_chunk(p + i, g + i, m + (i - mv0), v + (i - mv0), p16 ? p16 + i : NULL, len, &k);
             }
         }
-#ifdef REMAT_HAVE_AVX512
+#ifdef REMAT_HAVE_AVX2
         _mm_sfence();   /* the streaming stores of the bf16 copy, before the region ends */
 #endif
     }

@@ -175,13 +175,19 @@ void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop)
         int nr = T - i0 < ATT_BR ? T - i0 : ATT_BR;
         const void *g = att_at(hd->G, (size_t)i0 * ldo, dt), *q = att_at(hd->Q, (size_t)i0 * ldq, dt);
         for (int r = 0; r < nr; r++) D[r] = 0.0f;
+        /* a row block whose causal columns are one tile (every one at T <=
+         * ATT_BC) keeps pass 1's P and dPd for pass 2: the same values, so
+         * the same bits, without a second P and a second dPd product */
+        int one_tile = i0 + nr <= ATT_BC;
         for (int pass = 1; pass <= 2; pass++)
             for (int j0 = 0; j0 < i0 + nr; j0 += ATT_BC) {
                 int nc = i0 + nr - j0 < ATT_BC ? i0 + nr - j0 : ATT_BC;
                 const void *k = att_at(hd->K, (size_t)j0 * ldk, dt);
-                p_tile(s, hd, i0, nr, j0, nc);                                              /* P, undropped */
-                tile_gemm(0, 1, nr, nc, hs, 1.0f, g, ldo, att_at(hd->V, (size_t)j0 * hd->ldv, dt), hd->ldv, 0.0f, dp,
-                          REMAT_DTYPE_FP32, ATT_BC, dt);                                    /* dPd */
+                if (pass == 1 || !one_tile) {
+                    p_tile(s, hd, i0, nr, j0, nc);                                          /* P, undropped */
+                    tile_gemm(0, 1, nr, nc, hs, 1.0f, g, ldo, att_at(hd->V, (size_t)j0 * hd->ldv, dt), hd->ldv, 0.0f,
+                              dp, REMAT_DTYPE_FP32, ATT_BC, dt);                            /* dPd */
+                }
                 for (int r = 0; r < nr; r++) {
                     int i = i0 + r, n = causal_cols(i, j0, nc);
                     float *p = s + r * ATT_BC, *x = dp + r * ATT_BC, Dr = D[r], sc = hd->scale;

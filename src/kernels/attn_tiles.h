@@ -83,8 +83,9 @@ void remat_attn_pv(void *o, int o_dt, int ldo, const float *p, void *pb, const a
  *   dPd = dout V^T,  D_i = sum_j P_ij m_ij dPd_ij,  dS = P (m dPd - D)
  *   dq = dS K scale,  dk += dS^T Q scale,  dv += (P m)^T dout
  * over ATT_BR-row blocks in two passes over their causal tiles (the first
- * forms D, each tile row's part of it in 16 lanes, the second the rest),
- * all in a fixed order: the bits do not depend on which thread runs the
+ * forms D, each tile row's part of it in 16 lanes, the second the rest; a
+ * block whose causal columns are one tile keeps the first pass's P and
+ * dPd for the second), all in a fixed order: the bits do not depend on which thread runs the
  * head.  dQ is assigned; dK and dV
  * accumulate (their kv head's other query heads add to them too). */
 void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop);

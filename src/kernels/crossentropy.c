@@ -8,6 +8,7 @@
  */
 #include <assert.h>
 #include <math.h>
+#include <stdlib.h>
 #include "kernels.h"
 #include "vmath.h"
 
@@ -143,12 +144,34 @@ static double ce_row(float *x, int tgt, int V, int Vp, float scale, float *loss)
 }
 #endif
 
+/* Each thread's fp32 row for ce_row16's exponentials (V floats, grown as
+ * needed, kept for the thread's life; like gemm.c's per-thread buffers it
+ * is outside the accounting allocator: README, "How it works", paragraph
+ * "Exact memory"). */
+static _Thread_local float *ce_buf;
+static _Thread_local size_t ce_cap;
+
+static float *ce_scratch(int V)
+{
+    if ((size_t)V > ce_cap) {
+        float *p = realloc(ce_buf, (size_t)V * sizeof(float));
+        if (!p) return NULL;
+        ce_buf = p;
+        ce_cap = (size_t)V;
+    }
+    return ce_buf;
+}
+
 /* The same row from bf16 logits (autocast's cross-entropy of a bf16 LM
  * head: the loss in fp32 from the rounded logits), the gradient rounded
- * into the row.  Three sweeps again, with the exponentials of sweep 2 not
- * stored (the row is bf16) but formed again in sweep 3, the same ops. */
+ * into the row, once.  Three sweeps again; sweep 2's exponentials go to
+ * the thread's fp32 row (the bf16 row cannot hold them unrounded) and
+ * sweep 3 is one multiply and one rounding, as in ce_row.  Without the
+ * row (out of memory) sweep 3 forms each exponential again: the same ops,
+ * the same bits (every vector width's exp is the scalar twin's). */
 static double ce_row16(remat_bf16 *x, int tgt, int V, int Vp, float scale, float *loss)
 {
+    float *eb = scale != 0.0f ? ce_scratch(V) : NULL;
     float maxv = -INFINITY;
     int v = 0;
 #ifdef REMAT_HAVE_AVX2
@@ -171,18 +194,24 @@ static double ce_row16(remat_bf16 *x, int tgt, int V, int Vp, float scale, float
 #ifdef REMAT_HAVE_AVX512
     for (; v + 16 <= V; v += 16) {   /* as ce_row: two 8-lane halves, in order */
         __m512 e = remat_exp16(_mm512_sub_ps(remat_bf16_load16(x + v), _mm512_set1_ps(maxv)));
+        if (eb) _mm512_storeu_ps(eb + v, e);
         add8(&s0, &s1, _mm512_castps512_ps256(e));
         add8(&s0, &s1, _mm512_extractf32x8_ps(e, 1));
     }
 #endif
     for (; v + 8 <= V; v += 8) {
         __m256 e = remat_exp8(_mm256_sub_ps(remat_bf16_load8(x + v), mx));
+        if (eb) _mm256_storeu_ps(eb + v, e);
         add8(&s0, &s1, e);
     }
     _mm256_storeu_pd(dl, s0);
     _mm256_storeu_pd(dl + 4, s1);
 #endif
-    for (; v < V; v++) dl[v & 7] += remat_expf(remat_bf16_to_float(x[v]) - maxv);
+    for (; v < V; v++) {
+        float e = remat_expf(remat_bf16_to_float(x[v]) - maxv);
+        if (eb) eb[v] = e;
+        dl[v & 7] += e;
+    }
     double sum = 0.0;
     for (int k = 0; k < 8; k++) sum += dl[k];
     *loss = (float)((double)maxv + log(sum) - (double)xt);
@@ -191,6 +220,17 @@ static double ce_row16(remat_bf16 *x, int tgt, int V, int Vp, float scale, float
     float c = (float)(inv * scale);
     double pt = (double)remat_expf(xt - maxv) * inv;
     v = 0;
+    if (eb) {   /* x = bf16(e c) */
+#ifdef REMAT_HAVE_AVX2
+        const __m256 vc = _mm256_set1_ps(c);
+#ifdef REMAT_HAVE_AVX512
+        for (; v + 16 <= V; v += 16) remat_bf16_store16(x + v, _mm512_mul_ps(_mm512_loadu_ps(eb + v), _mm512_set1_ps(c)));
+#endif
+        for (; v + 8 <= V; v += 8)
+            _mm_storeu_si128((__m128i *)(x + v), remat_bf16_round8(_mm256_mul_ps(_mm256_loadu_ps(eb + v), vc)));
+#endif
+        for (; v < V; v++) x[v] = remat_bf16_round(eb[v] * c);
+    }
 #ifdef REMAT_HAVE_AVX2
     const __m256 vc = _mm256_set1_ps(c);
 #ifdef REMAT_HAVE_AVX512

@@ -18,7 +18,8 @@
  *           normalised, and accumulates out = drop(P) v tile by tile.
  * The backward recomputes the score tiles twice: once for
  *   D_i = sum_j P_ij dP_ij      (dP_ij = (dout_i . v_j) * mask_ij/(1-p)),
- * and once for dS = P (dP - D), dq, dk and dv.  FlashAttention-2 gets D from
+ * and once for dS = P (dP - D), dq, dk and dv (once only in a row block
+ * whose causal columns are one tile: it keeps them, attn_tiles.h).  FlashAttention-2 gets D from
  * rowsum(dout * out) instead; that needs `out` (atty), which the backward
  * of this op does not read, and is wrong under dropout.
  *

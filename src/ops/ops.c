@@ -117,10 +117,16 @@ static inline uint8_t *fresh_of(const remat_op_ctx *c, int p, int layer)
  * end of the backward op that wrote it, while the product that wrote it has
  * left it in cache, and the update reads each gradient once (AdamW) instead
  * of twice.  A slice written again later (by another op) has its blocks
- * forgotten and recomputed at the end; the global tensors (embeddings, the
- * final norm, the head: written by ops far apart, or last) and the blocks
- * across slices' edges are computed when the norm is asked for.  The
- * result is remat_sumsq(grads)'s bits in every case.
+ * forgotten and recomputed at the end.  An embedding whose backward writes
+ * its gradient first (untied, or GPT-2's positions) knows every block its
+ * rows miss is zero (gnorm_zeroed_rows).  The other global tensors (the
+ * head, a tied embedding, the final norm) and the blocks across slices'
+ * edges are computed when the norm is asked for: the head's gradient (154
+ * MiB at 124M) leaves its GEMM too large for any of it to be in cache, and
+ * cutting that GEMM into row chunks, each summed as it left, was measured
+ * slower than the pass it saves (dnnl_sgemm on AVX2, 2 threads: 3-8% on
+ * the GEMM against a 30 ms pass).  The result is remat_sumsq(grads)'s bits
+ * in every case.
  * The tracker lives after the fresh flags in the same allocation
  * (remat_op_fresh_bytes): per slice a state (0 unwritten, 1 written since
  * its flush, 2 flushed), the partials, the list of state-1 slices (its
@@ -195,6 +201,47 @@ static void gnorm_flush(const remat_op_ctx *c)
     v.pending[0] = keep;
 }
 
+/* the state of parameter p's global slice, and its flag index; -1 without the tracker */
+static int gnorm_state(const remat_op_ctx *c, int p, size_t *idx)
+{
+    if (!c->gnorm || !c->fresh || p < 0) return -1;
+    gnorm_view v;
+    gnorm_layout(c->cfg, &c->ly, &v, c->fresh);
+    *idx = (size_t)(fresh_of(c, p, -1) - c->fresh);
+    return v.state[*idx];
+}
+
+/* An embedding's gradient, global slice idx of parameter p, which its op
+ * wrote first (from zeros) by adding to the rows rows[0..n) (row r:
+ * elements r*C..(r+1)*C of the slice; i % row_mod instead when row_mod is
+ * set) and nothing else: every block within the slice that those rows do
+ * not touch is zero, its partial 0.0 (the sum sumsq_block makes of zeros),
+ * set unread; the touched ones are taken now, in cache.  Blocks across the
+ * slice's edges are left to the end.  (An untied token embedding is 39% of
+ * Llama-S's gradient, 98 MiB, of which a batch touches a few rows.) */
+static void gnorm_zeroed_rows(const remat_op_ctx *c, int p, size_t idx, const int *rows, int n, int row_mod)
+{
+    gnorm_view v;
+    gnorm_layout(c->cfg, &c->ly, &v, c->fresh);
+    const size_t B = SUMSQ_BLOCK_ELEMS, C = (size_t)c->cfg->n_embd;
+    p = remat_param_resolve(c->cfg, p);
+    size_t lo = c->ly.off[p], hi = lo + c->ly.numel[p];
+    size_t k0 = (lo + B - 1) / B, k1 = hi >= v.n ? v.nb : hi / B;   /* the blocks within [lo, hi) */
+    for (size_t k = k0; k < k1; k++) { v.parts[k] = 0.0; v.done[k] = 1; }
+    for (int i = 0; i < n; i++) {
+        size_t r = (size_t)(row_mod ? i % row_mod : rows[i]);
+        remat_sumsq_blocks_forget(v.n, lo + r * C, lo + (r + 1) * C, v.done);
+    }
+    for (int i = 0; i < n; i++) {
+        size_t r = (size_t)(row_mod ? i % row_mod : rows[i]);
+        for (size_t k = (lo + r * C) / B; k * B < lo + (r + 1) * C; k++)
+            if (k >= k0 && k < k1 && !v.done[k])
+                remat_sumsq_blocks_within(c->grads, v.n, k * B, (k + 1) * B < v.n ? (k + 1) * B : v.n, v.parts,
+                                          v.done);
+    }
+    v.state[idx] = 2;
+}
+
 void remat_op_grad_written(const remat_op_ctx *c, size_t lo, size_t hi)
 {
     if (!c->gnorm || !c->fresh) return;
@@ -236,6 +283,23 @@ static inline float *GWA(const remat_op_ctx *c, int p, int layer, int *acc)
 {
     *acc = grad_acc(c, p, layer);
     return p < 0 ? NULL : c->grads + poff(c, p, layer);
+}
+/* GW for an embedding's global gradient, which its op adds to row by row:
+ * *zeroed is 1 when the tracker is on and this op writes the slice first
+ * (GW's zeroing, without gnorm_touch: gnorm_zeroed_rows takes its partials
+ * after the op), else 0 (GW as it is) */
+static float *GW_rows(const remat_op_ctx *c, int p, int *zeroed, size_t *idx)
+{
+    *zeroed = 0;
+    if (p < 0) return NULL;
+    if (gnorm_state(c, p, idx) == 0 && *fresh_of(c, p, -1)) {
+        float *g = c->grads + poff(c, p, -1);
+        memset(g, 0, slice_numel(c, p) * sizeof(float));
+        *fresh_of(c, p, -1) = 0;
+        *zeroed = 1;
+        return g;
+    }
+    return GW(c, p, -1);
 }
 
 size_t remat_op_fresh_bytes(const remat_config *cfg)
@@ -509,9 +573,15 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
     int flash = remat_tensor_variant_on(cf, t);
     remat_dropout drop;
     switch (e->kernel) {
-    case RK_EMBED:
-        remat_encoder_backward(GW(c, e->w, -1), GW(c, e->b, -1), A(a, e->gout, 4 * nc), c->inputs, d.B, d.T, C);
+    case RK_EMBED: {    /* adds to the rows of the tokens (wte) and of the positions (wpe) */
+        int zw, zp;
+        size_t iw, ip;
+        float *dwte = GW_rows(c, e->w, &zw, &iw), *dwpe = GW_rows(c, e->b, &zp, &ip);
+        remat_encoder_backward(dwte, dwpe, A(a, e->gout, 4 * nc), c->inputs, d.B, d.T, C);
+        if (zw) gnorm_zeroed_rows(c, e->w, iw, c->inputs, N, 0);
+        if (zp) gnorm_zeroed_rows(c, e->b, ip, NULL, N, d.T);
         break;
+    }
     case RK_LN:         /* d_res += layernorm'(d_ln) */
         remat_layernorm_backward(A(a, e->gin, 4 * nc), GW(c, e->w, l), GW(c, e->b, l), A(a, e->gout, nc * ES(c, e->gout)),
                                  DT(c, e->gout), IN(a, in, 0, nc * ES(c, in[0])), DT(c, in[0]),
