@@ -378,6 +378,7 @@ def svg(rows):
 
 
 def write(rows, outdir):
+    os.makedirs(outdir, exist_ok=True)
     path = os.path.join(outdir, "compile-budget.json")
     old = []
     if os.path.exists(path):
