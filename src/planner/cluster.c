@@ -316,7 +316,10 @@ unsigned remat_cluster_overlaps(const remat_config *c, const remat_cluster *cl)
     unsigned m = 0;
     if (cl->dp > 1) m |= REMAT_OVERLAP_GRAD_REDUCE;
     if (cl->dp > 1 && cl->dist_optim) m |= REMAT_OVERLAP_PARAM_GATHER;
-    if (remat_config_tp(c) > 1 && c->sp && !cl->no_tp_comm_overlap) m |= REMAT_OVERLAP_TP_COMM;
+    /* Transformer Engine's userbuffers: Megatron-LM's; PyTorch's
+     * SequenceParallel has no such overlap by default */
+    if (remat_config_tp(c) > 1 && c->sp && !cl->no_tp_comm_overlap && c->framework == REMAT_FRAMEWORK_MEGATRON)
+        m |= REMAT_OVERLAP_TP_COMM;
     return m;
 }
 
