@@ -572,6 +572,7 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
         "                  [--tp T] [--sp] [--cp CP] [--pp P] [--interleave V] [--dp D]\n"
         "                  [--distributed-optimizer] [--micro-batch b] [--global-batch G] [--device NAME]\n"
         "                  [--device-mem SIZE] [--host-link GB/s] [--host-mem SIZE] [--reserve F] [--dtype bf16|fp32]\n"
+        "                  [--efficiency E] [--no-tp-comm-overlap]\n"
         "                  [--recompute POLICY]... [--explain] [--maximize micro-batch|seq] [--pareto]\n"
         "                  [--json]\n"
         "       remat plan --framework megatron [--model NAME | config flags] --gpus N --global-batch G\n"
