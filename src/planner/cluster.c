@@ -46,13 +46,6 @@
  * What a run may use of it is remat_cluster_usable: this less the reserve. */
 #define MIB (1024.0 * 1024.0)
 
-/* Dense (no sparsity) bf16 tensor-core FLOP/s, HBM bandwidth, NVLink per
- * GPU and direction (half the bidirectional figure NVIDIA quotes), the
- * network per GPU of NVIDIA's DGX systems (one HDR 200 Gb/s or NDR 400 Gb/s
- * adapter per GPU), the host link per direction (half the datasheet's
- * bidirectional PCIe Gen4 x16 64 GB/s, Gen5 x16 128 GB/s, NVLink-C2C 900
- * GB/s) and the host memory per GPU (a DGX's system memory over its 8 GPUs;
- * GH200's own LPDDR5X), and the GPUs that NVLink joins in a node. */
 /* Hopper's matrix-product efficiency: the least-squares fit (relative
  * error) to the four runs without pipelining of Megatron-LM's published H100
  * table (README.md, "Training Speed and Scalability", images/model_table.png
@@ -61,20 +54,30 @@
  * tests/test_frameworks.c recomputes the fit and checks the five pipelined
  * runs against it (docs/cluster.md, "Hopper's efficiency"). */
 #define H100_EFFICIENCY 0.727
-#define H100_EFF_TEXT "0.727, fitted to Megatron-LM's published H100 table (README, images/model_table.png: 1.7B-32B, no " \
+#define XSTR_(x) #x
+#define XSTR(x) XSTR_(x)
+#define H100_EFF_TEXT XSTR(H100_EFFICIENCY) ", fitted to Megatron-LM's published H100 table (README, images/model_table.png: 1.7B-32B, no " \
     "pipeline; docs/cluster.md)"
+#define A100_EFF_TEXT XSTR(REMAT_CLUSTER_EFFICIENCY) ": Korthikanti et al. 2022 Table 5 (REMAT_CLUSTER_EFFICIENCY)"
 
+/* Dense (no sparsity) bf16 tensor-core FLOP/s, HBM bandwidth, NVLink per
+ * GPU and direction (half the bidirectional figure NVIDIA quotes), the
+ * network per GPU of NVIDIA's DGX systems (one HDR 200 Gb/s or NDR 400 Gb/s
+ * adapter per GPU), the host link per direction (half the datasheet's
+ * bidirectional PCIe Gen4 x16 64 GB/s, Gen5 x16 128 GB/s, NVLink-C2C 900
+ * GB/s) and the host memory per GPU (a DGX's system memory over its 8 GPUs;
+ * GH200's own LPDDR5X), and the GPUs that NVLink joins in a node. */
 static const remat_device devices[] = {
     { "a100-40gb", (uint64_t)(39.50 * GiB), 312e12, 1555e9, 300e9, 25e9,
       "NVIDIA A100 datasheet (SXM4 40GB: 312 TFLOP/s bf16 dense, 1,555 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s); "
-      "DGX A100 (8x HDR 200 Gb/s, 1 TB system memory); 39.50 GiB as CUDA reports it (TianheWu/CoSeR#10); efficiency 0.695: "
-      "Korthikanti et al. 2022 Table 5 (REMAT_CLUSTER_EFFICIENCY)",
+      "DGX A100 (8x HDR 200 Gb/s, 1 TB system memory); 39.50 GiB as CUDA reports it (TianheWu/CoSeR#10); efficiency "
+      A100_EFF_TEXT,
       32e9, (uint64_t)125e9, 8, REMAT_CLUSTER_EFFICIENCY },
     { "a100-80gb", (uint64_t)(79.35 * GiB), 312e12, 2039e9, 300e9, 25e9,
       "NVIDIA A100 datasheet (SXM4 80GB: 312 TFLOP/s bf16 dense, 2,039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s); "
       "DGX A100 640GB (8x HDR 200 Gb/s, 2 TB system memory); 79.35 GiB as CUDA reports it "
-      "(Instruction-Tuning-with-GPT-4/GPT-4-LLM#16); efficiency 0.695: Korthikanti et al. 2022 Table 5 "
-      "(REMAT_CLUSTER_EFFICIENCY)", 32e9, (uint64_t)250e9, 8, REMAT_CLUSTER_EFFICIENCY },
+      "(Instruction-Tuning-with-GPT-4/GPT-4-LLM#16); efficiency "
+      A100_EFF_TEXT, 32e9, (uint64_t)250e9, 8, REMAT_CLUSTER_EFFICIENCY },
     { "h100-80gb", (uint64_t)(79.11 * GiB), 989e12, 3350e9, 450e9, 50e9,
       "NVIDIA H100 datasheet (SXM5 80GB: 989 TFLOP/s bf16 dense, 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s); "
       "DGX H100 (8x NDR 400 Gb/s, 2 TB system memory); 79.11 GiB as CUDA reports it (vllm-project/vllm#27508); efficiency "
@@ -93,8 +96,8 @@ static const remat_device devices[] = {
       "NVIDIA HGX B200 (1,000 W: 2,250 TFLOP/s bf16 dense, half the 4,500 with sparsity); DGX B200 datasheet "
       "(8 GPUs: 1,440 GB HBM3e, 64 TB/s, NVLink 5 at 1.8 TB/s per GPU, 8x ConnectX-7 400 Gb/s, "
       "2 TB system memory, Xeon hosts on PCIe Gen5 x16 64 GB/s); 182631 MiB as CUDA reports it (public 8x B200 logs, "
-      "their repositories not identified); efficiency 0.695, A100's Table 5 fit: no published bf16 B200 step times "
-      "were found to fit", 64e9, (uint64_t)250e9, 8, REMAT_CLUSTER_EFFICIENCY },
+      "their repositories not identified); efficiency A100's: no published bf16 B200 step times were found to "
+      "fit; " A100_EFF_TEXT, 64e9, (uint64_t)250e9, 8, REMAT_CLUSTER_EFFICIENCY },
 };
 
 /* GPT-2 and Korthikanti's models, then Llama 3: dim, layers, heads and kv
