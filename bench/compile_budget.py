@@ -121,18 +121,7 @@ class LlamaLike(nn.Module):
 
 
 # ---- the instrumentation: what the partitioner finally saves -------------------------------------
-RECORDS = []
-
-
-def _install_recorder():
-    from torch._functorch import partitioners
-    original = partitioners.choose_saved_values_set
-
-    def recorded(joint_graph, node_info, memory_budget=1):
-        saved = original(joint_graph, node_info, memory_budget=memory_budget)
-        RECORDS.append((joint_graph, node_info, list(saved)))
-        return saved
-    partitioners.choose_saved_values_set = recorded
+RECORDS = []        # remat_torch._compile.record_partitions(), installed by main()
 
 
 def step_function(model, tag):
@@ -399,6 +388,7 @@ def write(rows, outdir):
 
 
 def main():
+    global RECORDS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--layers", type=int, default=16)
     ap.add_argument("--backend", default="aot_eager", choices=("aot_eager", "inductor"))
@@ -423,7 +413,7 @@ def main():
         except ImportError:
             print("ilp: scipy is not installed: left out")
             solvers.remove("ilp")
-    _install_recorder()
+    RECORDS = _compile.record_partitions()
     print("torch %s, %d threads, OPENBLAS_CORETYPE=%s, load average %s" % (
         torch.__version__, torch.get_num_threads(), os.environ.get("OPENBLAS_CORETYPE", "(unset)"),
         " ".join("%.1f" % v for v in os.getloadavg())), flush=True)

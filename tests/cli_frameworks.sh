@@ -426,9 +426,11 @@ done
 expect_err "profile --framework" $R profile --framework pytorch
 grep -q "remat plan --framework" "$T/stderr" && ok || bad "profile --framework: $(cat "$T/stderr")"
 
-# mixture of experts (issue 27): Qwen3-235B on 512 H100s answers, with its flags, at the load and at balance
+# mixture of experts (issue 27): Qwen3-235B on 512 H100s answers, with its flags, at the load and at balance;
+# a policy given with --recompute too (its balance was left at 0 bytes, "0x balance", before)
 $R plan --framework megatron --model qwen3-235b-a22b --tp 2 --sp --pp 8 --last-stage-layers 10 --ep 32 --dp 32 \
-    --distributed-optimizer --batch 1 --global-batch 2048 --device h100-80gb --device-mem 80GiB --json > "$T/moe.json" \
+    --distributed-optimizer --batch 1 --global-batch 2048 --device h100-80gb --device-mem 80GiB --recompute full \
+    --json > "$T/moe.json" \
     2> "$T/moe.err" || bad "moe plan: $(cat "$T/moe.err")"
 /usr/bin/python3 - "$T/moe.json" <<'PY' && ok || bad "moe plan's answers"
 import json, sys
@@ -440,6 +442,8 @@ o, b = d["optimal"], d["best_megatron"]
 assert o and o["fits"] and b and b["megatron_flags"] is not None
 for r in [o, b] + d["rows"]:
     assert r["moe"]["load"] == 2 and r["moe"]["balanced_peak_bytes"] <= r["peak_bytes"], r["moe"]
+g = d["rows"][0]
+assert g["policy"] == "full" and 0 < g["moe"]["balanced_peak_bytes"] < g["peak_bytes"] and g["moe"]["balanced_fits"], g
 none = [r for r in d["rows"] if r["megatron_flags"] == ""][0]
 assert not none["fits"] and none["moe"]["balanced_fits"]
 assert not [r for r in d["rows"] if r["megatron_flags"] and "moe moe_act" in r["megatron_flags"]]

@@ -157,9 +157,33 @@ def binding(check):
             check(e.status == 1, "size %r: %s" % (bad, e.message))
 
 
+def peak_of_a_step(check):
+    """remat_torch.step_peak under either torch (1.13's profiler events have no start_ns): what is
+    live before the step counted by hand, and the forward's three activations at least above it"""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 64))
+    x = torch.randn(32, 64)
+    opt = torch.optim.AdamW(m.parameters())
+    m(x).square().mean().backward()
+    opt.step()
+    n = sum(p.numel() for p in m.parameters())
+    steps = sum(st["step"].numel() * st["step"].element_size() for st in opt.state.values()
+                if torch.is_tensor(st.get("step")))
+    try:
+        peak, before = rt.step_peak(m, (x,), opt, loss_fn=lambda o: o.square().mean())
+    except Exception as e:               # noqa: BLE001 -- the check reports whatever broke
+        check(False, "step_peak under torch %s: %s: %s" % (torch.__version__, type(e).__name__, e))
+        return
+    want = 4 * n * 4 + steps + x.numel() * 4          # parameters, gradients, m, v; step counters; the input
+    check(before == want, "step_peak: %d bytes live before the step, counted %d" % (before, want))
+    check(peak - before >= 4 * 32 * (256 + 256 + 64), "step_peak: %d bytes above what was live, less than the "
+          "forward's activations" % (peak - before))
+
+
 def main():
     check = Checks()
     binding(check)
+    peak_of_a_step(check)
     torch.manual_seed(0)
     torch.set_num_threads(min(2, torch.get_num_threads()))
     V, T, B = 64, 32, 4

@@ -328,6 +328,25 @@ def predict(joint_graph, node_info, saved_values):
     return g.peak(rec)
 
 
+def record_partitions():
+    """a list that, from now on in this process, receives (joint graph, node info, saved nodes) for
+    every partition torch's min-cut makes (partitioners.choose_saved_values_set wrapped): what any
+    solver's plan finally is, for predict().  Installed once; later calls return the same list."""
+    from torch._functorch import partitioners
+    original = partitioners.choose_saved_values_set
+    if hasattr(original, "remat_records"):
+        return original.remat_records
+    records = []
+
+    def recorded(joint_graph, node_info, memory_budget=1):
+        saved = original(joint_graph, node_info, memory_budget=memory_budget)
+        records.append((joint_graph, node_info, list(saved)))
+        return saved
+    recorded.remat_records = records
+    partitioners.choose_saved_values_set = recorded
+    return records
+
+
 class Layer:
     """one layer's share of a plan: .name (its module path), .saved / .recomputed (the names of the
     graph's nodes kept for the backward / re-run there), .saved_bytes, .recompute_flops"""

@@ -46,7 +46,9 @@ def _events_peak(prof, dev):
     """the highest running sum of the profiler's allocator events on dev's kind of device, in time order"""
     want = "cuda" if dev.type == "cuda" else "cpu"
     events = prof.profiler.kineto_results.events()
-    mem = [(e.start_ns(), e.nbytes()) for e in events
+    # torch 1.13's events have start_us() only (its kineto_results has no start_ns)
+    when = (lambda e: e.start_ns()) if events and hasattr(events[0], "start_ns") else (lambda e: e.start_us())
+    mem = [(when(e), e.nbytes()) for e in events
            if e.name() == "[memory]" and want in str(e.device_type()).lower()]
     mem.sort(key=lambda m: m[0])
     run = high = 0

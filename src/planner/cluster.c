@@ -920,12 +920,14 @@ static void combine_stages(const stages *S, remat_cluster_row *r, remat_cluster_
     for (int k = 0; k < S->n; k++) remat_cluster_row_clear(&r[k]);
 }
 
-remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster *cl, const char *policy,
-                                    remat_cluster_row *out)
+static void set_load(remat_cluster_row *r, double load, const remat_cluster_row *b);
+
+/* one policy on every model chunk, at cfg's routed load */
+static remat_status evaluate_at(const remat_config *cfg, const remat_cluster *cl, const char *policy,
+                                remat_cluster_row *out)
 {
     stages S;
     remat_status st;
-    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_evaluate: out is NULL");
     memset(out, 0, sizeof *out);
     if ((st = stages_init(&S, cfg, cl))) return st;
     rerun none = { 0, 0, 0 };
@@ -940,6 +942,30 @@ remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster
     }
     stages_free(&S);
     return st;
+}
+
+remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster *cl, const char *policy,
+                                    remat_cluster_row *out)
+{
+    if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_evaluate: out is NULL");
+    remat_status st = evaluate_at(cfg, cl, policy, out);
+    if (st) return st;
+    if (cfg->n_experts <= 0) {          /* no routing: balance is the figures themselves */
+        set_load(out, 1, out);
+        return REMAT_OK;
+    }
+    /* mixture of experts: the same policy at balance too, as remat_cluster_plan's rows */
+    remat_config bc = *cfg;
+    bc.moe_load = 1;
+    bc.moe_capacity = 0;
+    remat_cluster_row b;
+    if ((st = evaluate_at(&bc, cl, policy, &b))) {
+        remat_cluster_row_clear(out);
+        return st;
+    }
+    set_load(out, remat_config_moe_rank_load(cfg), &b);
+    remat_cluster_row_clear(&b);
+    return REMAT_OK;
 }
 
 /* ---- the framework options ---------------------------------------------------- */
