@@ -81,7 +81,13 @@ extern "C" {
  * in graph order (as torch inserts them), remat_graph_states and
  * remat_graph_group, REMAT_GRAPH_EXACT_LAYERS and REMAT_GRAPH_LAYERS
  * (searches over a chain of layers), remat_abi_size knows
- * "remat_graph_node" and "remat_graph_group". */
+ * "remat_graph_node" and "remat_graph_group"; for Hopper (issue 28):
+ * remat_device grew efficiency at its end (each device's matrix-product
+ * share, fitted to published step times where there are some) and
+ * remat_cluster_efficiency (the share a cluster uses), an addition; the
+ * time model hides the tensor-parallel collectives that
+ * REMAT_OVERLAP_TP_COMM overlaps with their products, and remat_cluster
+ * grew no_tp_comm_overlap at its end (a run without that overlap). */
 #define REMAT_VERSION_MAJOR 5
 #define REMAT_VERSION_MINOR 0
 #define REMAT_VERSION_PATCH 0
@@ -1153,6 +1159,9 @@ typedef struct remat_device {
                               activation offload and reload */
     uint64_t host_mem_bytes; /* host memory per GPU (the node's, shared by its GPUs) */
     int node_gpus;         /* GPUs a node's NVLink joins; groups beyond it talk over the network */
+    double efficiency;     /* share of flops the matrix products reach in a Megatron-LM run, fitted
+                              to published step times (source says which); 0: the A100 fit,
+                              REMAT_CLUSTER_EFFICIENCY (added in 5.0.0) */
 } remat_device;
 
 /* The presets (a100-40gb, a100-80gb, h100-80gb, h200-141gb, gh200-96gb, b200-180gb): i in
@@ -1197,8 +1206,8 @@ typedef struct remat_cluster {
     int global_batch;      /* G sequences per iteration, a multiple of micro-batch x D;
                               0: micro-batch x D */
     remat_device dev;      /* the GPU */
-    double efficiency;     /* share of dev.flops the matrix products reach; 0: the default,
-                              calibrated to Table 5 (REMAT_CLUSTER_EFFICIENCY) */
+    double efficiency;     /* share of dev.flops the matrix products reach; 0: the device's
+                              (dev.efficiency; remat_cluster_efficiency) */
     double reserve;        /* share of dev.mem_bytes kept back for what the plan does not count: the
                               CUDA context, NCCL's buffers (hundreds of MB to GBs per communicator),
                               Transformer Engine's cuBLAS workspaces, the caching allocator's
@@ -1209,6 +1218,8 @@ typedef struct remat_cluster {
                               (0: an even split); with last_layers, the other stages split the rest
                               evenly; V = 1 */
     int last_layers;       /* --decoder-last-pipeline-num-layers (0: an even split) */
+    int no_tp_comm_overlap;/* 1: without --tp-comm-overlap (as Korthikanti's 2022 runs were): the
+                              tensor-parallel collectives charged in full (added in 5.0.0) */
 } remat_cluster;
 
 /* The default efficiency: the one value that fits the four "present work"
@@ -1216,6 +1227,12 @@ typedef struct remat_cluster {
  * relative error; tests/test_frameworks.c recomputes the fit; docs/cluster.md,
  * "Iteration times against the paper's Table 5"). */
 #define REMAT_CLUSTER_EFFICIENCY 0.695
+
+/* The share of dev.flops the time model gives the matrix products: cl's
+ * efficiency if set, else the device's (H100: fitted to Megatron-LM's
+ * published H100 table; README, "Cluster planning"), else REMAT_CLUSTER_EFFICIENCY
+ * (added in 5.0.0). */
+REMAT_API double remat_cluster_efficiency(const remat_cluster *cl);
 
 /* P = V = D = 1, a100-80gb, reserve 0.05. */
 REMAT_API void remat_cluster_default(remat_cluster *cl);
@@ -1233,7 +1250,8 @@ REMAT_API uint64_t remat_cluster_usable(const remat_cluster *cl);
  * both). */
 #define REMAT_OVERLAP_GRAD_REDUCE  1u   /* --overlap-grad-reduce: D > 1 */
 #define REMAT_OVERLAP_PARAM_GATHER 2u   /* --overlap-param-gather: D > 1 and the distributed optimizer */
-#define REMAT_OVERLAP_TP_COMM      4u   /* --tp-comm-overlap: T > 1 with sequence parallelism */
+#define REMAT_OVERLAP_TP_COMM      4u   /* --tp-comm-overlap: Megatron-LM's table, T > 1 with sequence
+                                               parallelism, unless cl->no_tp_comm_overlap */
 REMAT_API unsigned remat_cluster_overlaps(const remat_config *cfg, const remat_cluster *cl);
 
 typedef struct remat_cluster_memory {

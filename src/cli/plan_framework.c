@@ -457,8 +457,8 @@ static const cli_flag cluster_flags[] = {
      "share of the GPU's memory kept back for the CUDA context, NCCL's\n"
      "buffers, TE's workspaces and fragmentation (default 0.05)"},
     {"--efficiency", "E", CLI_FLAG_DOUBLE, CL(efficiency), 0.001, 1, NULL, NULL,
-     "share of the peak FLOP/s matrix products reach (default " STR(REMAT_CLUSTER_EFFICIENCY) ",\n"
-     "fitted to Korthikanti et al.'s Table 5)"},
+     "share of the peak FLOP/s matrix products reach (default the device's: H100, H200,\n"
+     "GH200 fitted to Megatron-LM's H100 table, the others Korthikanti's Table 5, README)"},
     {"--host-mem", "SIZE", CLI_FLAG_BYTES, CL(host_mem), 0, 0, NULL, NULL,
      "host memory per GPU that offloaded activations may take (default the\n"
      "device's: a DGX's system memory over its 8 GPUs, GH200's LPDDR5X)"},
@@ -467,6 +467,9 @@ static const cli_flag cluster_flags[] = {
      "--decoder-first-pipeline-num-layers; the first stage is the one planned)"},
     {"--last-stage-layers", "N", CLI_FLAG_INT, CL(last_layers), 1, REMAT_MAX_LAYERS, NULL, NULL,
      "the last stage's layers (--decoder-last-pipeline-num-layers)"},
+    {"--no-tp-comm-overlap", NULL, CLI_FLAG_SWITCH, CL(no_tp_comm_overlap), 0, 0, NULL, NULL,
+     "a run without Megatron's --tp-comm-overlap: the TP collectives charged in\n"
+     "full (by default they hide behind their products where SP is on)"},
 };
 #undef CL
 static const cli_flag micro_batch_flag[] = {   /* into the config: Megatron's name for --batch */
@@ -569,6 +572,7 @@ static int fw_parse(int argc, char **argv, remat_config *c, remat_cluster *cl, f
         "                  [--tp T] [--sp] [--cp CP] [--pp P] [--interleave V] [--dp D]\n"
         "                  [--distributed-optimizer] [--micro-batch b] [--global-batch G] [--device NAME]\n"
         "                  [--device-mem SIZE] [--host-link GB/s] [--host-mem SIZE] [--reserve F] [--dtype bf16|fp32]\n"
+        "                  [--efficiency E] [--no-tp-comm-overlap]\n"
         "                  [--recompute POLICY]... [--explain] [--maximize micro-batch|seq] [--pareto]\n"
         "                  [--json]\n"
         "       remat plan --framework megatron [--model NAME | config flags] --gpus N --global-batch G\n"
@@ -820,7 +824,7 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
     printf("cluster: %s, %s per GPU (%.0f%% kept back), %.0f TFLOP/s x %.3f | pp %d%s, dp %d%s | "
            "global batch %ld = micro-batch %d x %ld x dp %d\n",
            cl->dev.name ? cl->dev.name : "device", cli_fmt_bytes(cl->dev.mem_bytes, b1, sizeof b1), 100 * cl->reserve,
-           cl->dev.flops / 1e12, cl->efficiency > 0 ? cl->efficiency : REMAT_CLUSTER_EFFICIENCY, cl->pp,
+           cl->dev.flops / 1e12, remat_cluster_efficiency(cl), cl->pp,
            cl->vpp > 1 ? ", interleaved" : "", cl->dp, cl->dist_optim ? " (distributed optimizer)" : "",
            m * c->batch * cl->dp, c->batch, m, cl->dp);
     printf("world: %ld GPUs = tp %d x cp %d x pp %d x dp %d | host link %.0f GB/s, host memory %s per GPU\n",

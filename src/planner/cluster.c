@@ -46,6 +46,20 @@
  * What a run may use of it is remat_cluster_usable: this less the reserve. */
 #define MIB (1024.0 * 1024.0)
 
+/* Hopper's matrix-product efficiency: the least-squares fit (relative
+ * error) to the four runs without pipelining of Megatron-LM's published H100
+ * table (README.md, "Training Speed and Scalability", images/model_table.png
+ * at 937571cf: GPT 1.7B, 7.1B, 16B, 32B; seq 4096, vocabulary 131072, DP 48,
+ * every overlap on), with the rest of the time model as it is;
+ * tests/test_frameworks.c recomputes the fit and checks the five pipelined
+ * runs against it (docs/cluster.md, "Hopper's efficiency"). */
+#define H100_EFFICIENCY 0.727
+#define XSTR_(x) #x
+#define XSTR(x) XSTR_(x)
+#define H100_EFF_TEXT XSTR(H100_EFFICIENCY) ", fitted to Megatron-LM's published H100 table (README, images/model_table.png: 1.7B-32B, no " \
+    "pipeline; docs/cluster.md)"
+#define A100_EFF_TEXT XSTR(REMAT_CLUSTER_EFFICIENCY) ": Korthikanti et al. 2022 Table 5 (REMAT_CLUSTER_EFFICIENCY)"
+
 /* Dense (no sparsity) bf16 tensor-core FLOP/s, HBM bandwidth, NVLink per
  * GPU and direction (half the bidirectional figure NVIDIA quotes), the
  * network per GPU of NVIDIA's DGX systems (one HDR 200 Gb/s or NDR 400 Gb/s
@@ -56,28 +70,34 @@
 static const remat_device devices[] = {
     { "a100-40gb", (uint64_t)(39.50 * GiB), 312e12, 1555e9, 300e9, 25e9,
       "NVIDIA A100 datasheet (SXM4 40GB: 312 TFLOP/s bf16 dense, 1,555 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s); "
-      "DGX A100 (8x HDR 200 Gb/s, 1 TB system memory); 39.50 GiB as CUDA reports it (TianheWu/CoSeR#10)", 32e9, (uint64_t)125e9, 8 },
+      "DGX A100 (8x HDR 200 Gb/s, 1 TB system memory); 39.50 GiB as CUDA reports it (TianheWu/CoSeR#10); efficiency "
+      A100_EFF_TEXT,
+      32e9, (uint64_t)125e9, 8, REMAT_CLUSTER_EFFICIENCY },
     { "a100-80gb", (uint64_t)(79.35 * GiB), 312e12, 2039e9, 300e9, 25e9,
       "NVIDIA A100 datasheet (SXM4 80GB: 312 TFLOP/s bf16 dense, 2,039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s); "
       "DGX A100 640GB (8x HDR 200 Gb/s, 2 TB system memory); 79.35 GiB as CUDA reports it "
-      "(Instruction-Tuning-with-GPT-4/GPT-4-LLM#16)", 32e9, (uint64_t)250e9, 8 },
+      "(Instruction-Tuning-with-GPT-4/GPT-4-LLM#16); efficiency "
+      A100_EFF_TEXT, 32e9, (uint64_t)250e9, 8, REMAT_CLUSTER_EFFICIENCY },
     { "h100-80gb", (uint64_t)(79.11 * GiB), 989e12, 3350e9, 450e9, 50e9,
       "NVIDIA H100 datasheet (SXM5 80GB: 989 TFLOP/s bf16 dense, 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s); "
-      "DGX H100 (8x NDR 400 Gb/s, 2 TB system memory); 79.11 GiB as CUDA reports it (vllm-project/vllm#27508)", 64e9, (uint64_t)250e9, 8 },
+      "DGX H100 (8x NDR 400 Gb/s, 2 TB system memory); 79.11 GiB as CUDA reports it (vllm-project/vllm#27508); efficiency "
+      H100_EFF_TEXT, 64e9, (uint64_t)250e9, 8, H100_EFFICIENCY },
     { "h200-141gb", (uint64_t)(139.81 * GiB), 989e12, 4800e9, 450e9, 50e9,
       "NVIDIA H200 datasheet (SXM 141GB: 989 TFLOP/s bf16 dense, 4.8 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s); "
       "DGX H200 (8x NDR 400 Gb/s, 2 TB system memory); 139.81 GiB as CUDA reports it "
-      "(sungwon-chae/arxiv_confi, etu_logging.md)", 64e9, (uint64_t)250e9, 8 },
+      "(sungwon-chae/arxiv_confi, etu_logging.md); efficiency H100's (the same GH100 compute; not measured on an H200): "
+      H100_EFF_TEXT, 64e9, (uint64_t)250e9, 8, H100_EFFICIENCY },
     { "gh200-96gb", (uint64_t)(97280 * MIB), 989e12, 4000e9, 450e9, 50e9,
       "NVIDIA GH200 Grace Hopper Superchip datasheet (96GB HBM3: 4 TB/s, Hopper's 989 TFLOP/s bf16 dense, NVLink "
       "900 GB/s, NVLink-C2C 900 GB/s to 480 GB LPDDR5X); 4 superchips a node (HPE Cray EX254n), NDR 400 Gb/s each; "
-      "97280 MiB as the driver reports it (mredenti/PowerCapping, configuration/OpenCL_benchmark.md)",
-      450e9, (uint64_t)480e9, 4 },
+      "97280 MiB as the driver reports it (mredenti/PowerCapping, configuration/OpenCL_benchmark.md); efficiency "
+      "H100's (the same GH100 compute; not measured on a GH200): " H100_EFF_TEXT, 450e9, (uint64_t)480e9, 4, H100_EFFICIENCY },
     { "b200-180gb", (uint64_t)(182631 * MIB), 2250e12, 8000e9, 900e9, 50e9,
       "NVIDIA HGX B200 (1,000 W: 2,250 TFLOP/s bf16 dense, half the 4,500 with sparsity); DGX B200 datasheet "
       "(8 GPUs: 1,440 GB HBM3e, 64 TB/s, NVLink 5 at 1.8 TB/s per GPU, 8x ConnectX-7 400 Gb/s, "
       "2 TB system memory, Xeon hosts on PCIe Gen5 x16 64 GB/s); 182631 MiB as CUDA reports it (public 8x B200 logs, "
-      "their repositories not identified)", 64e9, (uint64_t)250e9, 8 },
+      "their repositories not identified); efficiency A100's: no published bf16 B200 step times were found to "
+      "fit; " A100_EFF_TEXT, 64e9, (uint64_t)250e9, 8, REMAT_CLUSTER_EFFICIENCY },
 };
 
 /* GPT-2 and Korthikanti's models, then Llama 3: dim, layers, heads and kv
@@ -288,12 +308,21 @@ int remat_cluster_first_stage_layers(const remat_config *c, const remat_cluster 
 
 /* ---- weights, gradients, optimizer ---------------------------------------- */
 
+double remat_cluster_efficiency(const remat_cluster *cl)
+{
+    if (cl->efficiency > 0) return cl->efficiency;
+    return cl->dev.efficiency > 0 ? cl->dev.efficiency : REMAT_CLUSTER_EFFICIENCY;
+}
+
 unsigned remat_cluster_overlaps(const remat_config *c, const remat_cluster *cl)
 {
     unsigned m = 0;
     if (cl->dp > 1) m |= REMAT_OVERLAP_GRAD_REDUCE;
     if (cl->dp > 1 && cl->dist_optim) m |= REMAT_OVERLAP_PARAM_GATHER;
-    if (remat_config_tp(c) > 1 && c->sp) m |= REMAT_OVERLAP_TP_COMM;
+    /* Transformer Engine's userbuffers: Megatron-LM's; PyTorch's
+     * SequenceParallel has no such overlap by default */
+    if (remat_config_tp(c) > 1 && c->sp && !cl->no_tp_comm_overlap && c->framework == REMAT_FRAMEWORK_MEGATRON)
+        m |= REMAT_OVERLAP_TP_COMM;
     return m;
 }
 
@@ -483,6 +512,7 @@ static void layer_times(const remat_config *c, const remat_cluster *cl, double e
      * s b Lkv): ring all-reduce 2(T-1)/T of it per GPU, all-gather and
      * reduce-scatter (T-1)/T each */
     double ring = T > 1 ? 2.0 * (T - 1) / T / K : 0;
+    int tpo = (remat_cluster_overlaps(c, cl) & REMAT_OVERLAP_TP_COMM) != 0;
     /* the expert-parallel all-to-all (RT_F_A2A): the GPU's routed rows, all
      * but 1/EP of them to other GPUs, over NVLink when the T x EP GPUs it
      * spans (the EP group's ranks are T apart, Megatron's default order)
@@ -517,6 +547,17 @@ static void layer_times(const remat_config *c, const remat_cluster *cl, double e
             if (d->flags & RT_F_COL) { cf = c->sp ? half : 0; cb = c->sp ? half : ar; }
             else { cf = c->sp ? half : ar; cb = c->sp ? half : 0; }
             if (!out) cf = cb = 0;    /* no shared experts: no product */
+        }
+        if (tpo && (d->flags & (RT_F_COL | RT_F_ROW))) {
+            /* --tp-comm-overlap (Transformer Engine's userbuffers): the
+             * sequence-parallel all-gather before a column-parallel product
+             * and the reduce-scatter after a row-parallel one run in chunks
+             * while the product computes its other chunks (forward and
+             * dgrad), and the backward's all-gather and reduce-scatter run
+             * beside its wgrad; only what outlasts the product is exposed */
+            double gf = remat_tensor_flops_at(c, t, lay, 0) / F, gb = remat_tensor_flops_at(c, t, lay, 1) / F;
+            cf = cf > gf ? cf - gf : 0;
+            cb = cb > gb ? cb - gb : 0;
         }
         if (d->flags & RT_F_A2A) cf = cb = a2a;
         if (!d->has_bwd) cb = rb = 0;
@@ -588,7 +629,7 @@ static remat_status ctx_init_stage(ctx *x, const remat_config *c, const remat_cl
     x->chunk.moe_first_dense = dense_in(c, first, n);
     if (x->sends) x->chunk.stage = REMAT_STAGE_FIRST;
     x->tb = remat_table_of(c);
-    double eff = cl->efficiency > 0 ? cl->efficiency : REMAT_CLUSTER_EFFICIENCY;
+    double eff = remat_cluster_efficiency(cl);
     x->CP = remat_config_cp(c);
     fill_device_profile(&x->prof, &x->chunk, cl, eff, x->tp_fwd, x->tp_bwd, x->cp_fwd, x->cp_bwd, x->dtp_fwd,
                         x->dtp_bwd);
