@@ -101,17 +101,7 @@ while [ $i -lt 12 ] && [ $finished -eq 0 ]; do
     if [ $np = 1 ]; then "$R" train $ck $how --save-every 1 > "$T/k$i.jsonl" 2> "$T/k$i.err" &
     else $MPI -np $np "$R" train $ck $how --save-every 1 > "$T/k$i.jsonl" 2> "$T/k$i.err" & fi
     pid=$!
-    # kill once this run has trained n steps, n random in [1, 6] (every run moves
-    # the job on, however slow the machine or the sanitizer: a fixed pause once
-    # killed all 12 runs before their first checkpoint), then at a random
-    # moment within the next step or its save
-    n=$(od -An -N1 -tu1 /dev/urandom | awk '{ print 1 + $1 % 6 }')
-    t=0
-    while [ $t -lt 1200 ] && kill -0 $pid 2> /dev/null && \
-          [ "$(grep -c '"step":[0-9]*,"loss"' "$T/k$i.jsonl" 2> /dev/null)" -lt $n ]; do
-        sleep 0.05; t=$((t + 1))
-    done
-    rand_sleep 0 150
+    until_steps $pid "$T/k$i.jsonl"     # kill once it has trained 1-6 steps of its own
     # the whole job: mpirun and its ranks (OpenMPI gives each rank its own process group)
     kill -9 $(pgrep -P $pid) $pid 2> /dev/null
     wait $pid 2> /dev/null; rc=$?

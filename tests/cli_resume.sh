@@ -68,18 +68,7 @@ while [ $i -lt 16 ] && [ $finished -eq 0 ]; do
     if ls "$ck"/ckpt-*.bin > /dev/null 2>&1; then how="--resume $ck"; else how="--save $ck"; fi
     $R train $big $how --save-every 1 > "$T/k$i.jsonl" 2> "$T/k$i.err" &
     pid=$!
-    # kill once this run has trained n steps of its own, n random in [1, 6],
-    # then at a random moment within the next step or its save: every run
-    # moves the job on however slow the machine or the sanitizer (a fixed
-    # 0.1-0.45 s pause killed all 16 runs before their first checkpoint under
-    # ASan in CI, as it once did in cli_parallel)
-    n=$(od -An -N1 -tu1 /dev/urandom | awk '{ print 1 + $1 % 6 }')
-    t=0
-    while [ $t -lt 1200 ] && kill -0 $pid 2> /dev/null && \
-          [ "$(grep -c '"step":[0-9]*,"loss"' "$T/k$i.jsonl" 2> /dev/null)" -lt $n ]; do
-        sleep 0.05; t=$((t + 1))
-    done
-    rand_sleep 0 150
+    until_steps $pid "$T/k$i.jsonl"     # kill once it has trained 1-6 steps of its own
     kill -9 $pid 2> /dev/null
     wait $pid 2> /dev/null; rc=$?
     if [ $rc -eq 0 ]; then finished=1

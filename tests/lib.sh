@@ -56,6 +56,20 @@ rand_sleep() {
     ms_=$(od -An -N2 -tu2 /dev/urandom | awk -v lo="$1" -v hi="$2" '{ print lo + $1 % (hi - lo) }')
     sleep "$(awk -v m="$ms_" 'BEGIN { printf "%.3f", m / 1000 }')"
 }
+# until_steps PID JSONL: wait until the run PID has printed n step lines of its
+# own into JSONL, n random in [1, 6] (at most 60 s, or until it exits), then a
+# random 0-150 ms more: a kill after it lands within the next step or its save,
+# and every killed run has moved the job on, however slow the machine or the
+# sanitizer (a fixed pause once killed every run before its first checkpoint)
+until_steps() {
+    n_=$(od -An -N1 -tu1 /dev/urandom | awk '{ print 1 + $1 % 6 }')
+    t_=0
+    while [ $t_ -lt 1200 ] && kill -0 "$1" 2> /dev/null && \
+          [ "$(grep -c '"step":[0-9]*,"loss"' "$2" 2> /dev/null)" -lt $n_ ]; do
+        sleep 0.05; t_=$((t_ + 1))
+    done
+    rand_sleep 0 150
+}
 # chromium_dom URL OUT ERR: headless Chromium loads URL and dumps its DOM
 # into OUT (its log into ERR); returns chromium's exit status.
 chromium_dom() {
