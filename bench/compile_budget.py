@@ -164,6 +164,8 @@ def compile_run(model, inputs, backend, run, tag):
     run.compile_s = time.perf_counter() - t0
     run.fn = fn
     rec = RECORDS[n0:]
+    if not rec:
+        raise RuntimeError("%s %s: torch did not partition the graph (a cache served it?)" % (run.solver, run.label))
     joint, info, saved = rec[-1]
     run.predicted, run.flops = _compile.predict(joint, info, saved)
     if run.plan is not None:
@@ -200,6 +202,10 @@ def one_step(fn, model, inputs):
 def bench(layers, backend, rounds, seq, solvers):
     torch.manual_seed(0)
     torch._dynamo.config.cache_size_limit = 256
+    # every plan must be partitioned (and recorded) anew: AOTAutograd's cache would hand back a
+    # partition made for another plan of the same graph (under inductor, torch's greedy at 0.05
+    # was served dp's and never reached the partitioner)
+    torch._functorch.config.enable_autograd_cache = False
     model = LlamaLike(layers, seq=seq)
     inputs = (torch.randint(0, 1024, (2, seq)), torch.randint(0, 1024, (2, seq)))
     runs = []
