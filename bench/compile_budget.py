@@ -372,6 +372,18 @@ def svg(rows):
     return "\n".join(parts) + "\n"
 
 
+HEADER = """# torch.compile's memory budget: torch's solvers against remat
+
+Made by `bench/compile_budget.py` (its docstring says what each column is;
+docs/pytorch.md, "torch.compile (issue 26)", what the figures say and on which
+machine).  torch's budgets are `activation_memory_budget` fractions, remat's
+the bytes given to `remat_torch.compile_budget`; peaks in MiB of 2^20 bytes,
+above what was live before the step; the step is the median of the
+interleaved rounds.
+
+"""
+
+
 def write(rows, outdir):
     os.makedirs(outdir, exist_ok=True)
     path = os.path.join(outdir, "compile-budget.json")
@@ -384,7 +396,7 @@ def write(rows, outdir):
     merged.sort(key=lambda r: (r["backend"] != "aot_eager", r["depth"], r["solver"] == "remat", r["solver"],
                                r["budget"]))
     for name, text in (("compile-budget.json", json.dumps(merged, indent=1) + "\n"),
-                       ("compile-budget.md", table(merged) + "\n\n" + targets(merged) + "\n"),
+                       ("compile-budget.md", HEADER + table(merged) + "\n\n" + targets(merged) + "\n"),
                        ("compile-budget.svg", svg(merged))):
         tmp = os.path.join(outdir, name + ".tmp")
         with open(tmp, "w") as f:
