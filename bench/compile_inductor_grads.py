@@ -7,7 +7,7 @@ expected; this prints how far apart they are.  The model is the test's Llama
 (4 layers, C 64, T 64, batch 4), compiled with backend="inductor" under
 torch's default partitioner, and under compile_budget at the peak of
 recomputing nothing, half way, and remat's least peak (docs/pytorch.md,
-"torch.compile").
+"torch.compile (issue 26)").
 
     .venv/bin/python bench/compile_inductor_grads.py
 """
