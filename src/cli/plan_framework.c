@@ -381,8 +381,8 @@ static void answer_text(const char *label, const remat_cluster_row *r, const rem
            r->fits ? "" : "  (does not fit)");
     if (c->n_experts > 0)       /* mixture of experts: the same plan at balance */
         printf("%18s routed load %gx balance: the figures above (%s); at balance: activations %s, total %s (%s)\n", "",
-               r->load, r->fits ? "fits" : "does not fit", cli_fmt_bytes(r->balanced_peak_bytes, b1, sizeof b1),
-               cli_fmt_bytes(r->balanced_total_bytes, b2, sizeof b2), r->balanced_fits ? "fits" : "does not fit");
+               r->load, r->fits ? "fits" : "does not fit", fmt_b(u, r->balanced_peak_bytes, b1, sizeof b1),
+               fmt_b(u, r->balanced_total_bytes, b2, sizeof b2), r->balanced_fits ? "fits" : "does not fit");
     if (c->moe_first_dense > 0 && r->stage_params_bytes)    /* planned stage by stage: which stage's GPU peaks */
         printf("%18s peaks on pipeline stage %d (at balance: %d): weights %s, gradients %s, optimizer %s\n", "",
                r->peak_stage, r->balanced_peak_stage, fmt_b(u, r->stage_params_bytes, b1, sizeof b1),
