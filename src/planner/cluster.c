@@ -922,6 +922,16 @@ static void combine_stages(const stages *S, remat_cluster_row *r, remat_cluster_
 
 static void set_load(remat_cluster_row *r, double load, const remat_cluster_row *b);
 
+/* cfg with its routed experts at balance (load 1, no capacity bound): what each
+ * MoE answer is priced at beside its planned load */
+static remat_config at_balance(const remat_config *cfg)
+{
+    remat_config bc = *cfg;
+    bc.moe_load = 1;
+    bc.moe_capacity = 0;
+    return bc;
+}
+
 /* one policy on every model chunk, at cfg's routed load */
 static remat_status evaluate_at(const remat_config *cfg, const remat_cluster *cl, const char *policy,
                                 remat_cluster_row *out)
@@ -955,9 +965,7 @@ remat_status remat_cluster_evaluate(const remat_config *cfg, const remat_cluster
         return REMAT_OK;
     }
     /* mixture of experts: the same policy at balance too, as remat_cluster_plan's rows */
-    remat_config bc = *cfg;
-    bc.moe_load = 1;
-    bc.moe_capacity = 0;
+    remat_config bc = at_balance(cfg);
     remat_cluster_row b;
     if ((st = evaluate_at(&bc, cl, policy, &b))) {
         remat_cluster_row_clear(out);
@@ -1488,9 +1496,7 @@ static remat_status balanced_rows(const remat_config *cfg, const remat_cluster *
         for (int a = 0; a < 3; a++) set_load(ans[a], 1, ans[a]);
         return REMAT_OK;
     }
-    remat_config bc = *cfg;
-    bc.moe_load = 1;
-    bc.moe_capacity = 0;
+    remat_config bc = at_balance(cfg);
     stages Sb;
     remat_status st;
     rerun none = { 0, 0, 0 };
