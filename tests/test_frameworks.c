@@ -741,12 +741,9 @@ static double mlm_h100_step(int i, double eff, double *pub, remat_cluster_row *o
 {
     double s = 4096, V = 131072, h = mlm_h100[i].h, L = mlm_h100[i].L, G = mlm_h100[i].G;
     int T = mlm_h100[i].T;
-    remat_config c = megatron(mlm_h100[i].L, mlm_h100[i].a, mlm_h100[i].h, 4096, 1, T, T > 1, 0.0f);
-    c.arch = REMAT_ARCH_LLAMA;
-    c.n_kv_head = mlm_h100[i].a;
-    c.ffn_dim = T * (int)lround(8.0 * mlm_h100[i].h / 3 / T);
+    remat_config c = llama_fw(REMAT_FRAMEWORK_MEGATRON, 1, mlm_h100[i].L, mlm_h100[i].a, mlm_h100[i].a, 0, mlm_h100[i].h,
+                              T * (int)lround(8.0 * mlm_h100[i].h / 3 / T), 4096, 1, T, T > 1, 0.0f);
     c.vocab = 131072;
-    c.attention = REMAT_ATTENTION_FLASH;
     remat_cluster cl;
     remat_cluster_default(&cl);
     cl.dev = *remat_device_find("h100-80gb");
@@ -810,11 +807,7 @@ static void megatron_h100_table(void)
  * (no overlap: Megatron needs SP for it) the same bytes are charged in full */
 static void tp_comm_overlap(void)
 {
-    remat_config c = megatron(8, 64, 8192, 4096, 1, 8, 1, 0.0f);
-    c.arch = REMAT_ARCH_LLAMA;
-    c.n_kv_head = 8;
-    c.ffn_dim = 28672;
-    c.attention = REMAT_ATTENTION_FLASH;
+    remat_config c = llama_fw(REMAT_FRAMEWORK_MEGATRON, 1, 8, 64, 8, 0, 8192, 28672, 4096, 1, 8, 1, 0.0f);
     remat_cluster cl = cluster(1, 1, 1, 1);
     cl.dev = *remat_device_find("h100-80gb");
     cl.dev.mem_bytes = 1ULL << 50;
@@ -1068,11 +1061,7 @@ static void search_checks(void)
      * memory 1 byte short of the parameter state of TP 1 without a pipeline
      * (those layouts are pruned), so that the others fit as they are, only
      * with Megatron's flags (the larger micro-batches), or not at all */
-    remat_config c = megatron(7, 8, 128, 256, 1, 1, 0, 0.0f);
-    c.arch = REMAT_ARCH_LLAMA;
-    c.n_kv_head = 4;
-    c.ffn_dim = 256;
-    c.attention = REMAT_ATTENTION_FLASH;
+    remat_config c = llama_fw(REMAT_FRAMEWORK_MEGATRON, 1, 7, 8, 4, 0, 128, 256, 256, 1, 1, 0, 0.0f);
     remat_cluster cl = cluster(1, 1, 8, 8);
     cl.dev = *remat_device_find("h100-80gb");
     cl.dist_optim = 1;
