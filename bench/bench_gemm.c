@@ -80,7 +80,7 @@ int main(int argc, char **argv)
                 int bf = v == 2;
                 remat_gemm_op op = { bf ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32, REMAT_DTYPE_FP32, g->ta, g->tb,
                                      g->M, g->N, g->K, 1.0f, 0.0f, bf ? (const void *)A16 : A, lda,
-                                     bf ? (const void *)B16 : B, ldb, Cm, g->N, NULL };
+                                     bf ? (const void *)B16 : B, ldb, Cm, g->N, NULL, NULL };
                 double t0 = bench_now_ms();
                 remat_gemm(&op);
                 double dt = bench_now_ms() - t0;

@@ -97,6 +97,16 @@ int main(int argc, char **argv)
     printf("bench_kernels: preset %s, %d thread(s), median of %d (%s)\n", preset, remat_get_threads(), rounds,
            one_thread ? "thread CPU time" : "wall time");
     remat_dropout d0 = remat_dropout_make(0.0f, 1);
+    /* the kernels' workspace, per thread, as the engine gives it (tensors.c:
+     * the cross-entropy's fp32 row; the attention tiles' fp32 copies where
+     * bf16 products are emulated, the naive values' row blocks and a tile) */
+    size_t wsf = (size_t)64 * T + (size_t)T * hs + 64 * hs + 32 + 64 * 128 + 32 + (2 * 128 + 64) * (size_t)hs;
+    if (wsf < (size_t)V) wsf = (size_t)V;
+    remat_ws ws = { NULL, 0, NULL, (wsf * 4 + 63) & ~(size_t)63, remat_get_threads() };
+    if (!(ws.thread = aligned_alloc(64, ws.nthread * (size_t)ws.nthreads))) {
+        fprintf(stderr, "bench_kernels: out of memory\n");
+        return 1;
+    }
     if (llama) {
         remat_rmsnorm_stats(st, xf, N, C, REMAT_DTYPE_FP32, 1e-6);
         TIME("rmsnorm apply fp32 -> bf16", remat_rmsnorm_apply(z16, REMAT_DTYPE_BF16, xf, REMAT_DTYPE_FP32, st, w, N, C));
@@ -120,7 +130,7 @@ int main(int argc, char **argv)
     }
     TIME("residual branch gradient bf16", remat_residual_backward_branch(z16, xf, &d0, (size_t)N * C, REMAT_DTYPE_BF16));
     TIME("cross-entropy bf16 (+ a copy)", (memcpy(y16, x16, (size_t)N * Vp * 2),
-                                           remat_crossentropy_forward(losses, y16, tg, N, V, Vp, 1.0f / N, REMAT_DTYPE_BF16)));
+                                           remat_crossentropy_forward(losses, y16, tg, N, V, Vp, 1.0f / N, REMAT_DTYPE_BF16, &ws)));
     TIME("  the copy alone", memcpy(y16, x16, (size_t)N * Vp * 2));
     /* the attention core, bf16, naive: q, k, v in the architecture's layout */
     size_t nq = (size_t)N * (NH + 2 * KV) * hs, no = (size_t)N * NH * hs, na = (size_t)B * NH * T * T;
@@ -131,6 +141,7 @@ int main(int argc, char **argv)
     fill_b(qkv, nq, 7); fill_b(dout, no, 8);
     remat_attn_layout L = llama ? remat_attn_layout_gqa(qkv, qkv, B, T, NH, KV, hs, REMAT_DTYPE_BF16)
                                 : remat_attn_layout_mha(qkv, B, T, C, NH, REMAT_DTYPE_BF16);
+    L.ws = &ws;
     TIME("attention scores bf16", remat_attention_scores_forward(att, &L));
     TIME("attention values bf16", remat_attention_values_forward(out, att, &L, &d0, acc));
     TIME("attention backward bf16", remat_attention_backward(dq, dout, att, &L, &d0, acc));
@@ -144,6 +155,6 @@ int main(int argc, char **argv)
     TIME("  memory probe, AdamW's fp32 bytes", bytes_probe(xf, yf, m, v, np));
     TIME("gradient norm (sumsq)", (void)remat_sumsq(yf, np));
     free(xf); free(yf); free(st); free(w); free(b); free(dw); free(db); free(losses); free(x16); free(y16); free(z16);
-    free(tg); free(qkv); free(dout); free(att); free(dq); free(out); free(acc); free(m); free(v);
+    free(tg); free(qkv); free(dout); free(att); free(dq); free(out); free(acc); free(m); free(v); free(ws.thread);
     return 0;
 }

@@ -611,14 +611,14 @@ static void test_linear(void)
         lin_loss(&cx);
         cx.out = NULL;
         for (int i = 0; i < N * OC; i++) out[i] = NAN;   /* beta=0 must overwrite */
-        remat_linear_forward(out, REMAT_DTYPE_FP32, x, w, with_bias ? b : NULL, N, IC, OC, REMAT_DTYPE_FP32);
+        remat_linear_forward(out, REMAT_DTYPE_FP32, x, w, with_bias ? b : NULL, N, IC, OC, REMAT_DTYPE_FP32, NULL);
         check_close(with_bias ? "linear_forward out" : "linear_forward out (b=NULL)",
                     out, ref, N * OC, 1e-5);
 
         float dx[N * IC], dw[OC * IC] = { 0 }, db[OC] = { 0 };
         for (int i = 0; i < N * IC; i++) dx[i] = NAN;     /* dinp is assigned */
         if (with_bias) {
-            remat_linear_backward(dx, dw, db, R, x, w, N, IC, OC, REMAT_DTYPE_FP32, 1);
+            remat_linear_backward(dx, dw, db, R, x, w, N, IC, OC, REMAT_DTYPE_FP32, 1, NULL);
             fd_check("linear_backward dinp", cx.x, N * IC, dx, lin_loss, &cx, 1e-5);
             fd_check("linear_backward dw", cx.w, OC * IC, dw, lin_loss, &cx, 1e-5);
             fd_check("linear_backward db", cx.b, OC, db, lin_loss, &cx, 1e-5);
@@ -626,14 +626,14 @@ static void test_linear(void)
             float dw2[OC * IC], db2[OC];
             memcpy(dw2, dw, sizeof dw);
             memcpy(db2, db, sizeof db);
-            remat_linear_backward(dx, dw2, db2, R, x, w, N, IC, OC, REMAT_DTYPE_FP32, 1);
+            remat_linear_backward(dx, dw2, db2, R, x, w, N, IC, OC, REMAT_DTYPE_FP32, 1, NULL);
             double acc = 0.0;
             for (int i = 0; i < OC * IC; i++) acc = fmax(acc, fabs(dw2[i] - 2.0 * dw[i]));
             for (int i = 0; i < OC; i++) acc = fmax(acc, fabs(db2[i] - 2.0 * db[i]));
             CHECK(acc <= 1e-5, "linear_backward dw/db do not accumulate: err %.3g", acc);
         } else {
             /* dinp == NULL and db == NULL: only dw is touched */
-            remat_linear_backward(NULL, dw, NULL, R, x, w, N, IC, OC, REMAT_DTYPE_FP32, 1);
+            remat_linear_backward(NULL, dw, NULL, R, x, w, N, IC, OC, REMAT_DTYPE_FP32, 1, NULL);
             fd_check("linear_backward dw (dinp=NULL, db=NULL)", cx.w, OC * IC, dw, lin_loss, &cx, 1e-5);
             int untouched = 1;
             for (int i = 0; i < N * IC; i++) untouched &= isnan(dx[i]);
@@ -662,7 +662,7 @@ static void test_gemm_bf16(void)
         printf("gemm, bf16 operands: the %s engine refuses them\n", remat_gemm_name(remat_gemm_get()));
         remat_bf16 a[4] = { 0 }, b[4] = { 0 };
         float c[4] = { 0 };
-        remat_gemm_op g = { REMAT_DTYPE_BF16, REMAT_DTYPE_FP32, 0, 0, 2, 2, 2, 1.0f, 0.0f, a, 2, b, 2, c, 2, NULL };
+        remat_gemm_op g = { REMAT_DTYPE_BF16, REMAT_DTYPE_FP32, 0, 0, 2, 2, 2, 1.0f, 0.0f, a, 2, b, 2, c, 2, NULL, NULL };
         remat_gemm(&g);
         CHECK(remat_gemm_check() != REMAT_OK && strstr(remat_errmsg(), "oneDNN"),
               "a bf16 GEMM on the %s engine: refused, in a message naming oneDNN", remat_gemm_name(remat_gemm_get()));
@@ -699,7 +699,7 @@ static void test_gemm_bf16(void)
             remat_bf16_from_f32(c16, fc, M * LD);
             remat_gemm_op g = { REMAT_DTYPE_BF16, out16 ? REMAT_DTYPE_BF16 : REMAT_DTYPE_FP32, ta, tb, M, N, K,
                                 alpha, beta, a, LD, b, LD, out16 ? (void *)c16 : (void *)c, LD,
-                                bias_on ? bias : NULL };
+                                bias_on ? bias : NULL, NULL };
             remat_gemm(&g);
             CHECK(remat_gemm_check() == REMAT_OK, "gemm bf16 failed: %s", remat_errmsg());
             float got[M * N];
@@ -873,7 +873,7 @@ static void test_gqa_case(int B, int T, int NH, int KV, int hs, float p, int cus
         nx = BT * (size_t)(ldq + ldk + ldv);
         X = xcalloc(nx, sizeof(float));
         remat_attn_layout c = { B, T, NH, KV, hs, X + 1, X + BT * ldq + 2, X + BT * (ldq + ldk), ldq, ldk, ldv,
-                                (int)(2 * Wkv + 3 + W), (int)(2 * Wkv + 3), (int)Wkv, 0, REMAT_DTYPE_FP32 };
+                                (int)(2 * Wkv + 3 + W), (int)(2 * Wkv + 3), (int)Wkv, 0, REMAT_DTYPE_FP32, NULL };
         al = c;
     }
     ng = BT * (size_t)al.ldg;
@@ -1235,7 +1235,7 @@ static void test_crossentropy(void)
 
     /* evaluation: logits untouched */
     memcpy(g, x, sizeof g);
-    double sum0 = remat_crossentropy_forward(losses, g, tgt, N, V, Vp, 0.0f, REMAT_DTYPE_FP32);
+    double sum0 = remat_crossentropy_forward(losses, g, tgt, N, V, Vp, 0.0f, REMAT_DTYPE_FP32, NULL);
     CHECK(memcmp(g, x, sizeof g) == 0, "crossentropy_forward with scale 0 modified the logits");
     check_close("crossentropy losses", losses, lref, N, 1e-5);
     double s = 0.0;
@@ -1247,7 +1247,7 @@ static void test_crossentropy(void)
 
     /* training: logits become d(mean loss)/d logits */
     memcpy(g, x, sizeof g);
-    double sum1 = remat_crossentropy_forward(losses, g, tgt, N, V, Vp, 1.0f / N, REMAT_DTYPE_FP32);
+    double sum1 = remat_crossentropy_forward(losses, g, tgt, N, V, Vp, 1.0f / N, REMAT_DTYPE_FP32, NULL);
     CHECK(sum1 == sum0, "crossentropy loss differs between scale 0 and 1/N");
     int padzero = 1;
     for (int n = 0; n < N; n++)
@@ -1261,7 +1261,7 @@ static void test_crossentropy(void)
     for (int v = 0; v < Vp; v++) big[v] = 1000.0f;
     int t0 = 3;
     float l1;
-    remat_crossentropy_forward(&l1, big, &t0, 1, V, Vp, 1.0f, REMAT_DTYPE_FP32);
+    remat_crossentropy_forward(&l1, big, &t0, 1, V, Vp, 1.0f, REMAT_DTYPE_FP32, NULL);
     CHECK(fabs(l1 - log((double)V)) <= 1e-5, "crossentropy unstable for large logits: %g", l1);
     CHECK(isfinite(big[0]) && fabs(big[t0] - (1.0 / V - 1.0)) <= 1e-6, "crossentropy grad unstable");
 }
@@ -1437,12 +1437,12 @@ static void test_repeatable(void)
         ldx[r] = xcalloc(N * C, sizeof(float));
         ldw[r] = xcalloc(OC * C, sizeof(float));
         ldb[r] = xcalloc(OC, sizeof(float));
-        remat_linear_forward(li[r], REMAT_DTYPE_FP32, x, w, b, N, C, OC, REMAT_DTYPE_FP32);
-        remat_linear_backward(ldx[r], ldw[r], ldb[r], li[r], x, w, N, C, OC, REMAT_DTYPE_FP32, 1);
+        remat_linear_forward(li[r], REMAT_DTYPE_FP32, x, w, b, N, C, OC, REMAT_DTYPE_FP32, NULL);
+        remat_linear_backward(ldx[r], ldw[r], ldb[r], li[r], x, w, N, C, OC, REMAT_DTYPE_FP32, 1, NULL);
         ce[r] = xcalloc(N * Vp, sizeof(float));
         cl[r] = xcalloc(N, sizeof(float));
         fill(ce[r], N * Vp, 106, -5, 5);
-        cs[r] = remat_crossentropy_forward(cl[r], ce[r], tgt, N, V, Vp, 0.5f, REMAT_DTYPE_FP32);
+        cs[r] = remat_crossentropy_forward(cl[r], ce[r], tgt, N, V, Vp, 0.5f, REMAT_DTYPE_FP32, NULL);
     }
     CHECK(memcmp(st[0], st[1], N * 2 * sizeof(float)) == 0 &&
           memcmp(lo[0], lo[1], N * C * sizeof(float)) == 0, "layernorm forward not repeatable");

@@ -57,7 +57,7 @@ static void scores_f32(float *A, const attn_head *hd, int T)
         float *a0 = A + (size_t)i0 * T;
         remat_gemm_op g = { REMAT_DTYPE_FP32, REMAT_DTYPE_FP32, 0, 1, nr, ncol, hd->hs,
                             hd->scale, 0.0f, (const float *)hd->Q + (size_t)i0 * hd->ldq, hd->ldq, hd->K, hd->ldk,
-                            a0, T, NULL };
+                            a0, T, NULL, hd->ws };
         remat_gemm(&g);
         for (int r = 0; r < nr; r++) {
             float *a = a0 + (size_t)r * T;
@@ -111,7 +111,7 @@ static void scores_bf16(remat_bf16 *A, const attn_head *hd, int T)
             int nc = ncol - j0 < SBC ? ncol - j0 : SBC;
             remat_gemm_op g = { REMAT_DTYPE_BF16, REMAT_DTYPE_FP32, 0, 1, nr, nc, hd->hs, hd->scale, 0.0f,
                                 att_at(hd->Q, (size_t)i0 * hd->ldq, hd->dt), hd->ldq,
-                                att_at(hd->K, (size_t)j0 * hd->ldk, hd->dt), hd->ldk, s, SBC, NULL };
+                                att_at(hd->K, (size_t)j0 * hd->ldk, hd->dt), hd->ldk, s, SBC, NULL, hd->ws };
             remat_gemm(&g);
             for (int r = 0; r < nr; r++) {
                 float *x = s + r * SBC;
@@ -181,7 +181,7 @@ void remat_attention_values_forward(void *out, const void *att, const remat_attn
                 size_t o_blk = o_off + (size_t)i0 * ldo;
                 if (drop->p <= 0.0f) {
                     remat_gemm_op g = { dt, dt, 0, 0, nr, hd.hs, ncol, 1.0f, 0.0f,
-                                        a0, T, hd.V, hd.ldv, (void *)att_at(out, o_blk, dt), ldo, NULL };
+                                        a0, T, hd.V, hd.ldv, (void *)att_at(out, o_blk, dt), ldo, NULL, hd.ws };
                     remat_gemm(&g);
                     continue;
                 }

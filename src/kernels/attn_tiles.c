@@ -12,7 +12,7 @@
 remat_attn_layout remat_attn_layout_mha(const void *qkv, int B, int T, int C, int NH, int dt)
 {
     remat_attn_layout L = { B, T, NH, NH, C / NH, qkv, att_at(qkv, (size_t)C, dt), att_at(qkv, 2 * (size_t)C, dt),
-                            3 * C, 3 * C, 3 * C, 3 * C, 0, C, 2 * C, dt };
+                            3 * C, 3 * C, 3 * C, 3 * C, 0, C, 2 * C, dt, NULL };
     return L;
 }
 
@@ -20,7 +20,7 @@ remat_attn_layout remat_attn_layout_gqa(const void *qk, const void *qkv, int B, 
 {
     int nq = NH * hs, nkv = KV * hs;
     remat_attn_layout L = { B, T, NH, KV, hs, qk, att_at(qk, (size_t)nq, dt), att_at(qkv, (size_t)(nq + nkv), dt),
-                            nq + nkv, nq + nkv, nq + 2 * nkv, nq + 2 * nkv, 0, nq, nq + nkv, dt };
+                            nq + nkv, nq + nkv, nq + 2 * nkv, nq + 2 * nkv, 0, nq, nq + nkv, dt, NULL };
     return L;
 }
 
@@ -45,21 +45,22 @@ attn_head remat_attn_head_at(const remat_attn_layout *L, const void *dout, float
     hd.b = b; hd.h = h; hd.NH = L->NH; hd.T = T; hd.hs = hs; hd.dt = dt;
     hd.ldq = L->ldq; hd.ldk = L->ldk; hd.ldv = L->ldv; hd.ldg = L->ldg;
     hd.scale = 1.0f / sqrtf((float)hs);
+    hd.ws = L->ws;
     return hd;
 }
 
 /* one GEMM of the tile site: C (fp32 or dt) = alpha op(A) op(B) + beta C */
 static void tile_gemm(int ta, int tb, int M, int N, int K, float alpha, const void *A, int lda, const void *B, int ldb,
-                      float beta, void *C, int c_dt, int ldc, int ab)
+                      float beta, void *C, int c_dt, int ldc, int ab, const remat_ws *ws)
 {
-    remat_gemm_op g = { ab, c_dt, ta, tb, M, N, K, alpha, beta, A, lda, B, ldb, C, ldc, NULL };
+    remat_gemm_op g = { ab, c_dt, ta, tb, M, N, K, alpha, beta, A, lda, B, ldb, C, ldc, NULL, ws };
     remat_gemm(&g);
 }
 
 void remat_attn_score_tile(float *s, const attn_head *hd, int i0, int nr, int j0, int nc)
 {
     tile_gemm(0, 1, nr, nc, hd->hs, hd->scale, att_at(hd->Q, (size_t)i0 * hd->ldq, hd->dt), hd->ldq,
-              att_at(hd->K, (size_t)j0 * hd->ldk, hd->dt), hd->ldk, 0.0f, s, REMAT_DTYPE_FP32, ATT_BC, hd->dt);
+              att_at(hd->K, (size_t)j0 * hd->ldk, hd->dt), hd->ldk, 0.0f, s, REMAT_DTYPE_FP32, ATT_BC, hd->dt, hd->ws);
 }
 
 void remat_attn_prob_tile(float *s, const float *l, const remat_dropout *drop, const attn_head *hd, int i0, int nr, int j0,
@@ -112,7 +113,7 @@ void remat_attn_pv(void *o, int o_dt, int ldo, const float *p, void *pb, const a
              float beta)
 {
     tile_gemm(0, 0, nr, hd->hs, nc, 1.0f, tile_operand(p, pb, hd->dt, nr, nc), ATT_BC,
-              att_at(hd->V, (size_t)j0 * hd->ldv, hd->dt), hd->ldv, beta, o, o_dt, ldo, hd->dt);
+              att_at(hd->V, (size_t)j0 * hd->ldv, hd->dt), hd->ldv, beta, o, o_dt, ldo, hd->dt, hd->ws);
 }
 
 void remat_attn_round_rows(void *out, const float *acc, const attn_head *hd, size_t off, int nr)
@@ -186,7 +187,7 @@ void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop)
                 if (pass == 1 || !one_tile) {
                     p_tile(s, hd, i0, nr, j0, nc);                                          /* P, undropped */
                     tile_gemm(0, 1, nr, nc, hs, 1.0f, g, ldo, att_at(hd->V, (size_t)j0 * hd->ldv, dt), hd->ldv, 0.0f,
-                              dp, REMAT_DTYPE_FP32, ATT_BC, dt);                            /* dPd */
+                              dp, REMAT_DTYPE_FP32, ATT_BC, dt, hd->ws);                            /* dPd */
                 }
                 for (int r = 0; r < nr; r++) {
                     int i = i0 + r, n = causal_cols(i, j0, nc);
@@ -212,11 +213,11 @@ void remat_attn_head_backward(const attn_head *hd, const remat_dropout *drop)
                 /* s holds P m, dp holds dS (both 0 above the diagonal) */
                 const void *dS = tile_operand(dp, dpb, dt, nr, nc), *Pm = tile_operand(s, sb, dt, nr, nc);
                 tile_gemm(0, 0, nr, hs, nc, 1.0f, dS, ATT_BC, k, ldk, 1.0f, hd->dQ + (size_t)i0 * ldg,
-                          REMAT_DTYPE_FP32, ldg, dt);
+                          REMAT_DTYPE_FP32, ldg, dt, hd->ws);
                 tile_gemm(1, 0, nc, hs, nr, 1.0f, dS, ATT_BC, q, ldq, 1.0f, hd->dK + (size_t)j0 * ldg,
-                          REMAT_DTYPE_FP32, ldg, dt);
+                          REMAT_DTYPE_FP32, ldg, dt, hd->ws);
                 tile_gemm(1, 0, nc, hs, nr, 1.0f, Pm, ATT_BC, g, ldo, 1.0f, hd->dV + (size_t)j0 * ldg,
-                          REMAT_DTYPE_FP32, ldg, dt);
+                          REMAT_DTYPE_FP32, ldg, dt, hd->ws);
             }
     }
 }

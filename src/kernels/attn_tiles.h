@@ -53,6 +53,7 @@ typedef struct attn_head {
     int b, h, NH, T, hs, dt;
     int ldq, ldk, ldv, ldo, ldg;  /* row strides of Q, K, V, G (= NH*hs) and the gradient */
     float scale;                  /* 1/sqrt(hs) */
+    const remat_ws *ws;           /* the layout's workspace for the tiles' products (gemm.h), or NULL */
 } attn_head;
 
 /* the view of query head h of batch row b: q, k, v from the layout, dout

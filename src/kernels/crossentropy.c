@@ -8,7 +8,6 @@
  */
 #include <assert.h>
 #include <math.h>
-#include <stdlib.h>
 #include "kernels.h"
 #include "vmath.h"
 
@@ -144,24 +143,11 @@ static double ce_row(float *x, int tgt, int V, int Vp, float scale, float *loss)
 }
 #endif
 
-/* Each thread's fp32 row for ce_row16's exponentials (V floats, grown as
- * needed, kept for the thread's life; like gemm.c's per-thread buffers it
- * is outside the accounting allocator: README, "How it works", paragraph
- * "Exact memory"). */
-static _Thread_local float *ce_buf;
-static _Thread_local size_t ce_cap;
-
-static float *ce_scratch(int V)
-{
-    if ((size_t)V > ce_cap) {
-        float *p = realloc(ce_buf, (size_t)V * sizeof(float));
-        if (!p) return NULL;
-        ce_buf = p;
-        ce_cap = (size_t)V;
-    }
-    return ce_buf;
-}
-
+/* Each thread's fp32 row for ce_row16's exponentials (V floats): its slice
+ * of the op's workspace (gemm.h, remat_ws), which the tensor table declares
+ * for the bf16 LM head (V floats per thread) so that it is counted like
+ * every other byte.  NULL -- no workspace, or not enough -- takes the path
+ * that forms each exponential again: the same bits. */
 /* The same row from bf16 logits (autocast's cross-entropy of a bf16 LM
  * head: the loss in fp32 from the rounded logits), the gradient rounded
  * into the row, once.  Three sweeps again; sweep 2's exponentials go to
@@ -169,9 +155,9 @@ static float *ce_scratch(int V)
  * sweep 3 is one multiply and one rounding, as in ce_row.  Without the
  * row (out of memory) sweep 3 forms each exponential again: the same ops,
  * the same bits (every vector width's exp is the scalar twin's). */
-static double ce_row16(remat_bf16 *x, int tgt, int V, int Vp, float scale, float *loss)
+static double ce_row16(remat_bf16 *x, int tgt, int V, int Vp, float scale, float *loss, const remat_ws *ws)
 {
-    float *eb = scale != 0.0f ? ce_scratch(V) : NULL;
+    float *eb = scale != 0.0f ? remat_ws_thread(ws, (size_t)V * sizeof(float)) : NULL;
     float maxv = -INFINITY;
     int v = 0;
 #ifdef REMAT_HAVE_AVX2
@@ -249,13 +235,13 @@ static double ce_row16(remat_bf16 *x, int tgt, int V, int Vp, float scale, float
 }
 
 double remat_crossentropy_forward(float *losses, void *logits, const int *targets, int N, int V, int Vp,
-                            float dlogits_scale, int dt)
+                            float dlogits_scale, int dt, const remat_ws *ws)
 {
     #pragma omp parallel for schedule(static) if (REMAT_PAR(4 * (size_t)N * V))
     for (int n = 0; n < N; n++) {
         int tgt = targets[n];
         assert(tgt >= 0 && tgt < V && "crossentropy_forward: target out of [0,V); check the data shard's vocabulary");
-        if (dt == REMAT_DTYPE_BF16) ce_row16((remat_bf16 *)logits + (size_t)n * Vp, tgt, V, Vp, dlogits_scale, &losses[n]);
+        if (dt == REMAT_DTYPE_BF16) ce_row16((remat_bf16 *)logits + (size_t)n * Vp, tgt, V, Vp, dlogits_scale, &losses[n], ws);
         else ce_row((float *)logits + (size_t)n * Vp, tgt, V, Vp, dlogits_scale, &losses[n]);
     }
     double total = 0.0;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cblas.h>
+#include <omp.h>
 #include "gemm.h"
 #include "../core/core.h"
 #ifdef REMAT_ONEDNN
@@ -38,6 +39,10 @@ remat_status remat_gemm_check(void)
     if (st == REMAT_ERR_INVALID)
         return remat_fail(REMAT_ERR_INVALID, "bf16 GEMMs need the oneDNN engine (this one is %s)",
                           remat_gemm_name(engine));
+    if (st == REMAT_ERR_STATE)
+        return remat_fail(REMAT_ERR_STATE, "an emulated bf16 product's fp32 copies do not fit the workspace its op "
+                          "was given (the tensor table's RS_ items under-declare it, or the op ran on more threads "
+                          "than remat_get_threads says)");
     if (st) return remat_fail((remat_status)st, "oneDNN could not create or run a matmul primitive (out of memory?)");
     return REMAT_OK;
 }
@@ -318,18 +323,30 @@ int remat_gemm_bf16_native(void)
 
 void remat_gemm_bf16_emulate(int on) { atomic_store(&bf16_forced, on != 0); }
 
-static _Thread_local float *emu_buf[3];
-static _Thread_local size_t emu_n[3];
 
-static float *emu_get(int i, size_t n)
+/* The copies of g, in floats, each at a 64-byte boundary: A and B when
+ * they are bf16, C when it is; their sum is at most MK + NK + MN + 30 (the
+ * tensor table's bound, remat_gemm_ws_bytes). */
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+static void emu_sizes(const remat_gemm_op *g, size_t *na, size_t *nb, size_t *nc)
 {
-    if (n > emu_n[i]) {
-        float *p = realloc(emu_buf[i], n * sizeof(float));
-        if (!p) return NULL;
-        emu_buf[i] = p;
-        emu_n[i] = n;
-    }
-    return emu_buf[i];
+    size_t ra = (size_t)(g->ta ? g->K : g->M), ca = (size_t)(g->ta ? g->M : g->K);
+    size_t rb = (size_t)(g->tb ? g->N : g->K), cb = (size_t)(g->tb ? g->K : g->N);
+    int bfab = g->ab == REMAT_DTYPE_BF16, bfc = g->c == REMAT_DTYPE_BF16;
+    *na = bfab ? round16(ra * ca) : 0;
+    *nb = bfab ? round16(rb * cb) : 0;
+    *nc = bfc ? (size_t)g->M * (size_t)g->N : 0;
+}
+
+size_t remat_gemm_ws_bytes(const remat_gemm_op *g)
+{
+    if ((g->ab != REMAT_DTYPE_BF16 && g->c != REMAT_DTYPE_BF16) || g->M <= 0 || g->N <= 0 || g->K <= 0 ||
+        remat_gemm_bf16_native())
+        return 0;
+    size_t na, nb, nc;
+    emu_sizes(g, &na, &nb, &nc);
+    return (na + nb + nc) * sizeof(float);
 }
 
 /* rows x cols of bf16 with leading dimension ld, into a packed fp32 copy */
@@ -342,10 +359,15 @@ static void emu_run(const remat_gemm_op *g)
 {
     int ra = g->ta ? g->K : g->M, ca = g->ta ? g->M : g->K, rb = g->tb ? g->N : g->K, cb = g->tb ? g->K : g->N;
     int bfab = g->ab == REMAT_DTYPE_BF16, bfc = g->c == REMAT_DTYPE_BF16;
-    const float *A = bfab ? emu_get(0, (size_t)ra * ca) : g->A, *B = bfab ? emu_get(1, (size_t)rb * cb) : g->B;
-    float *C = bfc ? emu_get(2, (size_t)g->M * g->N) : g->C;
+    size_t na, nb, nc;
+    emu_sizes(g, &na, &nb, &nc);
+    size_t bytes = (na + nb + nc) * sizeof(float);
+    /* the op's workspace (the table declares it), or the call's own copies */
+    float *own = NULL, *base = g->ws ? remat_ws_get(g->ws, bytes) : (own = remat_malloc(bytes));
+    if (!base) { atomic_store(&gemm_failed, g->ws ? REMAT_ERR_STATE : REMAT_ERR_NOMEM); return; }
+    const float *A = bfab ? base : g->A, *B = bfab ? base + na : g->B;
+    float *C = bfc ? base + na + nb : g->C;
     int lda = bfab ? ca : g->lda, ldb = bfab ? cb : g->ldb, ldc = bfc ? g->N : g->ldc;
-    if (!A || !B || !C) { atomic_store(&gemm_failed, REMAT_ERR_NOMEM); return; }
     if (bfab) {
         emu_widen((float *)A, g->A, ra, ca, g->lda);
         emu_widen((float *)B, g->B, rb, cb, g->ldb);
@@ -368,11 +390,13 @@ static void emu_run(const remat_gemm_op *g)
     if (dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->M, g->N, g->K, g->alpha, A, lda, B, ldb, beta, C, ldc) !=
         dnnl_success) {
         atomic_store(&gemm_failed, REMAT_ERR_NOMEM);
+        free(own);
         return;
     }
     if (bfc)
         for (int m = 0; m < g->M; m++)
             remat_bf16_from_f32((remat_bf16 *)g->C + (size_t)m * g->ldc, C + (size_t)m * ldc, (size_t)g->N);
+    free(own);
 }
 
 static void dnnl_run(const remat_gemm_op *g)
@@ -454,4 +478,21 @@ void remat_gemm(const remat_gemm_op *g)
 #ifndef REMAT_ONEDNN
 int remat_gemm_bf16_native(void) { return 1; }
 void remat_gemm_bf16_emulate(int on) { (void)on; }
+size_t remat_gemm_ws_bytes(const remat_gemm_op *g) { (void)g; return 0; }
 #endif
+
+/* ---- workspace ----------------------------------------------------------- */
+
+void *remat_ws_thread(const remat_ws *ws, size_t bytes)
+{
+    if (!ws || !ws->thread || bytes > ws->nthread) return NULL;
+    int i = omp_get_thread_num();
+    return i < ws->nthreads ? ws->thread + (size_t)i * ws->nthread : NULL;
+}
+
+void *remat_ws_get(const remat_ws *ws, size_t bytes)
+{
+    if (!ws) return NULL;
+    if (!omp_in_parallel() && ws->serial && bytes <= ws->nserial) return ws->serial;
+    return remat_ws_thread(ws, bytes);
+}

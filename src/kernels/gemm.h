@@ -35,6 +35,34 @@
 #include "remat.h"
 #include "bf16.h"
 
+/* A kernel's workspace: memory the op dispatcher hands its kernels for
+ * the buffers they would otherwise keep outside the accounting allocator --
+ * the fp32 copies of an emulated bf16 product's operands (gemm.c), the bf16
+ * cross-entropy's fp32 row (crossentropy.c).  The tensor table declares its
+ * size per op (tensors.h: the RS_* scratch items), the walker allocates it
+ * around the op with the op's own scratch, and the simulator counts it.
+ *   serial:  nserial bytes for calls made outside a parallel region (the
+ *            linear layers' and the LM head's products, on the calling thread);
+ *   thread:  nthreads slices of nthread bytes, slice i for thread i of a
+ *            parallel region (the attention tiles, the cross-entropy rows).
+ * Both 64-byte aligned.  A kernel given no workspace (NULL: benches, tests,
+ * calibration) allocates what it needs for the call (remat_malloc) and
+ * frees it before returning; the cross-entropy then has no row. */
+typedef struct remat_ws {
+    char *serial;
+    size_t nserial;
+    char *thread;
+    size_t nthread;
+    int nthreads;
+} remat_ws;
+
+/* bytes the calling thread may use of ws (NULL when none fit): the serial
+ * part outside a parallel region when it holds `bytes`, else this thread's
+ * slice; NULL ws gives NULL */
+void *remat_ws_get(const remat_ws *ws, size_t bytes);
+/* the same from this thread's slice only */
+void *remat_ws_thread(const remat_ws *ws, size_t bytes);
+
 typedef struct remat_gemm_op {
     int ab, c;               /* dtypes (REMAT_DTYPE_*) of A and B, and of C */
     int ta, tb;              /* transpose A, B */
@@ -44,6 +72,7 @@ typedef struct remat_gemm_op {
     const void *B; int ldb;
     void *C; int ldc;
     const float *bias;       /* N values added to every row of C, or NULL (only with beta 0) */
+    const remat_ws *ws;      /* where an emulated product's fp32 copies go (remat_gemm_ws_bytes), or NULL */
 } remat_gemm_op;
 
 /* Runs one product.  A failure (oneDNN could not create a primitive: out
@@ -57,6 +86,12 @@ remat_status remat_gemm_check(void);
 int remat_gemm_bf16_native(void);
 /* tests: on != 0 runs every bf16 product on fp32 copies, native or not */
 void remat_gemm_bf16_emulate(int on);
+/* The workspace bytes product g takes on this machine: the fp32 copies of
+ * its bf16 operands and bf16 result when bf16 products are emulated (each
+ * copy at a 64-byte boundary: at most (MK + NK + MN + 32) floats, the bound
+ * the tensor table declares), else 0.  Without a workspace (g->ws NULL) a
+ * product allocates them for the call. */
+size_t remat_gemm_ws_bytes(const remat_gemm_op *g);
 
 /* What this machine's GEMM does at the least (sgemm_probe.c): the best of
  * 32 calls of a REMAT_PROBE_FLOOR_N^3 product in cache (dt operands, fp32

@@ -116,14 +116,14 @@ void remat_rope_backward(void *dqkv /* B*T rows of ld, dt */, int ld, const floa
  * w is the weight in dt (under bf16, the model's bf16 copy of it). */
 void remat_linear_forward(void *out /* N,OC out_dt */, int out_dt, const void *inp /* N,IC dt */,
                     const void *w /* OC,IC dt */, const float *b /* OC or NULL */,
-                    int N, int IC, int OC, int dt);
+                    int N, int IC, int OC, int dt, const remat_ws *ws /* the products' (gemm.h), or NULL */);
 /* dinp = dout @ w (assigned; skipped when dinp is NULL)
  * dw  += dout^T @ inp,   db += sum_n dout (skipped when db is NULL);
  * acc = 0: dw = ..., db = ... instead (the GEMM's beta 0: dw is not read) */
 void remat_linear_backward(void *dinp /* N,IC dt or NULL */, float *dw /* OC,IC */,
                      float *db /* OC or NULL */, const void *dout /* N,OC dt */,
                      const void *inp /* N,IC dt */, const void *w /* OC,IC dt */,
-                     int N, int IC, int OC, int dt, int acc);
+                     int N, int IC, int OC, int dt, int acc, const remat_ws *ws);
 
 /* ---- causal self-attention, split so the T^2 probabilities can be dropped
  * and recomputed from q and k (Korthikanti et al. 2022, "selective"), with
@@ -147,6 +147,7 @@ typedef struct remat_attn_layout {
     int ldq, ldk, ldv;               /* row strides, in elements */
     int ldg, gq, gk, gv;             /* the gradient's row stride and the columns of dq, dk, dv */
     int dt;
+    const remat_ws *ws;              /* the tiles' products' workspace (gemm.h), or NULL */
 } remat_attn_layout;
 /* GPT-2: qkv[b,t,:] = [q (C) | k (C) | v (C)], NH heads of C/NH; the
  * gradient d_qkv likewise (B,T,3C). */
@@ -229,7 +230,7 @@ void remat_residual_backward_branch(void *dbranch, const float *dout,
  * to bf16 in place. */
 double remat_crossentropy_forward(float *losses /* N */, void *logits /* N,Vp dt */,
                             const int *targets /* N */, int N, int V, int Vp,
-                            float dlogits_scale, int dt);
+                            float dlogits_scale, int dt, const remat_ws *ws /* bf16: V floats a thread, or NULL */);
 
 /* ---- AdamW (Loshchilov & Hutter 2019), as torch.optim.AdamW -------------
  * p *= 1 - lr*wd (only where decay[i] is set: 2-D weights)

@@ -21,11 +21,11 @@
 
 /* out (N,OC) = inp (N,IC) @ w^T (IC,OC) + b (OC) */
 void remat_linear_forward(void *out, int out_dt, const void *inp, const void *w, const float *b, int N, int IC, int OC,
-                    int dt)
+                    int dt, const remat_ws *ws)
 {
     if (N <= 0 || OC <= 0) return;
     remat_gemm_op g = { dt, out_dt, 0, 1, N, OC, IC, 1.0f, 0.0f,
-                        inp, IC, w, IC, out, OC, b };
+                        inp, IC, w, IC, out, OC, b, ws };
     remat_gemm(&g);
 }
 
@@ -38,7 +38,7 @@ void remat_linear_forward(void *out, int out_dt, const void *inp, const void *w,
  * product shape of the 124M and Llama-S steps, oneDNN fp32 and bf16). */
 #define LIN_CBLOCK 64
 void remat_linear_backward(void *dinp, float *dw, float *db, const void *dout, const void *inp, const void *w,
-                     int N, int IC, int OC, int dt, int acc)
+                     int N, int IC, int OC, int dt, int acc, const remat_ws *ws)
 {
     if (!acc) {   /* the sums below (and an empty one) start from zero */
         if (db && OC > 0) memset(db, 0, (size_t)OC * sizeof(float));
@@ -52,11 +52,11 @@ void remat_linear_backward(void *dinp, float *dw, float *db, const void *dout, c
     if (IC > 0) {
         if (dinp) {
             remat_gemm_op g = { dt, dt, 0, 0, N, IC, OC, 1.0f, 0.0f,
-                                dout, OC, w, IC, dinp, IC, NULL };
+                                dout, OC, w, IC, dinp, IC, NULL, ws };
             remat_gemm(&g);
         }
         remat_gemm_op g = { dt, REMAT_DTYPE_FP32, 1, 0, OC, IC, N, 1.0f, acc ? 1.0f : 0.0f,
-                            dout, OC, inp, IC, dw, IC, NULL };
+                            dout, OC, inp, IC, dw, IC, NULL, ws };
         remat_gemm(&g);
     }
     if (db) {

@@ -47,7 +47,7 @@ static double gemm_rate(int n, int reps, remat_dtype dt)
         else { ((float *)a)[i] = x; ((float *)b)[i] = y; }
     }
     memset(c, 0, nn * sizeof(float));
-    remat_gemm_op g = { dt, REMAT_DTYPE_FP32, 0, 0, n, n, n, 1.0f, 0.0f, a, n, b, n, c, n, NULL };
+    remat_gemm_op g = { dt, REMAT_DTYPE_FP32, 0, 0, n, n, n, 1.0f, 0.0f, a, n, b, n, c, n, NULL, NULL };
     remat_gemm(&g);
     if (remat_gemm_check()) goto out;
     double flops = 2.0 * (double)n * (double)n * (double)n;

@@ -24,6 +24,10 @@
 #include "../core/core.h"
 #include "../core/rng.h"
 #include "../kernels/kernels.h"
+#include "../kernels/attn_tiles.h"
+
+_Static_assert(RT_ATT_BR == ATT_BR && RT_ATT_BC == ATT_BC,
+               "the table's attention tile (tensors.h) sizes the tiles' workspace: keep it the kernels' (attn_tiles.h)");
 
 void remat_op_ctx_init(remat_op_ctx *c, const remat_config *cfg, float *params, float *grads)
 {
@@ -49,6 +53,15 @@ void remat_op_bind(const remat_operands *o, int kind, int t, void *const *buf, c
     for (int i = 0; i < o->nfree; i++) { a->t[o->freed_t[i]] = buf[o->freed[i]]; a->n[o->freed_t[i]] = bytes[o->freed[i]]; }
     a->temp = temp;
     a->ntemp = temp_bytes;
+    if (!temp || !(o->ws_serial || o->ws_thread)) return;
+    assert(temp_bytes >= o->temp_bytes && "the scratch given is smaller than the op's (remat_operands.temp_bytes)");
+    char *ws = (char *)temp + ((o->op_bytes + 63) & ~(uint64_t)63);
+    a->ntemp = o->op_bytes;
+    a->ws.serial = o->ws_serial ? ws : NULL;
+    a->ws.nserial = o->ws_serial;
+    a->ws.thread = o->ws_thread ? ws + o->ws_serial : NULL;
+    a->ws.nthread = o->ws_thread;
+    a->ws.nthreads = o->ws_threads;
 }
 
 /* ---- operands, checked ------------------------------------------------------
@@ -419,7 +432,7 @@ static uint64_t v_bytes(const remat_op_ctx *c, const op_dims *d, int t)
  * backward right after its forward and never recomputes it.
  * temp: rows x Vp fp32, then under bf16 rows x Vp bf16 for d(logits) as a
  * GEMM operand. */
-static void lmhead_rows(remat_op_ctx *c, int w, void *out, const void *lnf, void *temp)
+static void lmhead_rows(remat_op_ctx *c, int w, void *out, const void *lnf, void *temp, const remat_ws *ws)
 {
     const remat_config *cf = c->cfg;
     int N = cf->batch * cf->seq, C = cf->n_embd, Vp = remat_config_padded_vocab(cf), dt = cf->dtype;
@@ -432,11 +445,11 @@ static void lmhead_rows(remat_op_ctx *c, int w, void *out, const void *lnf, void
         int nr = N - r0 < rows ? N - r0 : rows;
         const void *x = (const char *)lnf + (size_t)r0 * C * es;
         remat_gemm_op g = { dt, REMAT_DTYPE_FP32, 0, 1, nr, Vp, C, 1.0f, 0.0f,
-                            x, C, WG(c, w, -1), C, chunk, Vp, NULL };
+                            x, C, WG(c, w, -1), C, chunk, Vp, NULL, ws };
         remat_gemm(&g);
         if (c->have_targets)
             c->loss_sum += remat_crossentropy_forward(c->losses + r0, chunk, c->targets + r0, nr, cf->vocab, Vp, scale,
-                                                      REMAT_DTYPE_FP32);
+                                                      REMAT_DTYPE_FP32, ws);
         if (!c->training) continue;
         const void *dlog = chunk;
         if (dt == REMAT_DTYPE_BF16) {
@@ -445,7 +458,8 @@ static void lmhead_rows(remat_op_ctx *c, int w, void *out, const void *lnf, void
         }
         int acc;
         float *dw = GWA(c, w, -1, &acc);
-        remat_linear_backward((char *)out + (size_t)r0 * C * es, dw, NULL, dlog, x, WG(c, w, -1), nr, C, Vp, dt, acc);
+        remat_linear_backward((char *)out + (size_t)r0 * C * es, dw, NULL, dlog, x, WG(c, w, -1), nr, C, Vp, dt, acc,
+                              ws);
     }
 }
 
@@ -475,7 +489,7 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
     case RK_LINEAR: {   /* out = in @ W^T + b; residual: out = in[1] + dropout(that) */
         uint64_t M = d.M, Nc = d.Nc, K = d.K;
         remat_linear_forward(A(a, t, M * Nc * ES(c, t)), DT(c, t), IN(a, in, 0, M * K * ES(c, in[0])),
-                             WG(c, e->w, l), W(c, e->b, l), (int)M, (int)K, (int)Nc, dt);
+                             WG(c, e->w, l), W(c, e->b, l), (int)M, (int)K, (int)Nc, dt, &a->ws);
         if (e->flags & RT_F_RESIDUAL) {
             drop = drop_for(c, l, e->site);
             remat_residual_forward(out, IN(a, in, 1, M * Nc * ES(c, in[1])), out, &drop, (size_t)(M * Nc), DT(c, t));
@@ -484,6 +498,7 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
     }
     case RK_ATT_SCORES: {   /* naive: the (B,NH,T,T) probabilities; flash: the logsumexp */
         remat_attn_layout L = attn_layout(c, &d, in[0], IN(a, in, 0, qk_bytes(c, &d, in[0])), -1, NULL, -1);
+        L.ws = &a->ws;   /* the tiles' products' workspace */
         uint64_t n = (uint64_t)d.B * d.NH * d.T;
         if (flash) remat_flash_attention_stats(A(a, t, 4 * n), &L);
         else remat_attention_scores_forward(A(a, t, n * d.T * ES(c, t)), &L);
@@ -497,6 +512,7 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
         int vi = in[2] != RT_NONE ? 2 : 1;
         remat_attn_layout L = attn_layout(c, &d, in[1], IN(a, in, 1, qk_bytes(c, &d, in[1])), in[vi],
                                           IN(a, in, vi, v_bytes(c, &d, in[vi])), -1);
+        L.ws = &a->ws;   /* the tiles' products' workspace */
         const void *att = IN(a, in, 0, remat_tensor_bytes(cf, in[0]));
         if (flash) remat_flash_attention_values(A(a, t, nout * ES(c, t)), att, &L, &drop, acc);
         else remat_attention_values_forward(A(a, t, nout * ES(c, t)), att, &L, &drop, acc);
@@ -529,16 +545,16 @@ void remat_op_forward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
         if (flash) {   /* chunked: out holds d(lnf) */
             uint64_t rows = (uint64_t)remat_lmhead_rows(cf), vp = (uint64_t)d.Vp;
             lmhead_rows(c, e->w, A(a, t, nc * ES(c, t)), lnf,
-                        TEMP(a, rows * vp * (4 + (dt == REMAT_DTYPE_BF16 ? 2 : 0))));
+                        TEMP(a, rows * vp * (4 + (dt == REMAT_DTYPE_BF16 ? 2 : 0))), &a->ws);
             break;
         }
         remat_linear_forward(A(a, t, (uint64_t)N * d.Vp * ES(c, t)), DT(c, t), lnf, WG(c, e->w, -1), NULL, N, C,
-                             d.Vp, dt);
+                             d.Vp, dt, &a->ws);
         /* fused softmax + cross-entropy; training overwrites the logits
          * with d(logits) in place */
         if (!c->have_targets) c->loss_sum = 0.0;
         else c->loss_sum = remat_crossentropy_forward(c->losses, out, c->targets, N, cf->vocab, d.Vp,
-                                                      dlogits_scale(c, N), dt);
+                                                      dlogits_scale(c, N), dt, &a->ws);
         break;
     }
     default: assert(!"remat_op_forward: an entry whose kernel the dispatcher does not run"); break;
@@ -596,7 +612,7 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
         float *dw = GWA(c, e->w, l, &acc), *db = GWA(c, e->b, l, &bacc);
         assert((e->b < 0 || acc == bacc) && "a linear layer's bias gradient written apart from its weight's");
         remat_linear_backward(A(a, e->gin, M * K * ES(c, e->gin)), dw, db, src, IN(a, in, 0, M * K * ES(c, in[0])),
-                              WG(c, e->w, l), (int)M, (int)K, (int)Nc, dt, acc);
+                              WG(c, e->w, l), (int)M, (int)K, (int)Nc, dt, acc, &a->ws);
         break;
     }
     case RK_GELU: {     /* in place: d = d * gelu'(in) */
@@ -612,6 +628,7 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
         int vi = in[2] != RT_NONE ? 2 : 1;
         remat_attn_layout L = attn_layout(c, &d, in[1], IN(a, in, 1, qk_bytes(c, &d, in[1])), in[vi],
                                           IN(a, in, vi, v_bytes(c, &d, in[vi])), e->gin);
+        L.ws = &a->ws;   /* the tiles' products' workspace */
         void *dqkv = A(a, e->gin, ng * ES(c, e->gin));
         const void *dout = A(a, e->gout, (uint64_t)N * d.NH * d.hs * ES(c, e->gout));
         const void *att = IN(a, in, 0, remat_tensor_bytes(cf, in[0]));
@@ -643,7 +660,7 @@ void remat_op_backward(remat_op_ctx *c, int t, int l, const remat_op_args *a)
             int acc;
             float *dw = GWA(c, e->w, -1, &acc);
             remat_linear_backward(A(a, e->gin, nc * ES(c, e->gin)), dw, NULL, A(a, t, (uint64_t)N * d.Vp * ES(c, t)),
-                                  IN(a, in, 0, nc * ES(c, in[0])), WG(c, e->w, -1), N, C, d.Vp, dt, acc);
+                                  IN(a, in, 0, nc * ES(c, in[0])), WG(c, e->w, -1), N, C, d.Vp, dt, acc, &a->ws);
         }
         break;
     default: assert(!"remat_op_backward: an entry without a backward of its own"); break;

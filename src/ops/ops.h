@@ -26,6 +26,7 @@
 #include "../table/tensors.h"
 #include "../table/params.h"
 #include "../kernels/bf16.h"
+#include "../kernels/gemm.h"
 
 typedef struct remat_op_ctx {
     const remat_config *cfg;     /* shapes of the buffers (batch rows included) */
@@ -65,8 +66,9 @@ typedef struct remat_op_args {
     uint64_t n[RT_MAXT];         /* their extents (bytes) */
     void *x;                     /* the block input (RT_X), when declared */
     uint64_t nx;
-    void *temp;                  /* scratch of remat_tensor_fwd_temp_bytes / _bwd_temp_bytes */
+    void *temp;                  /* the op's own scratch (remat_operands.op_bytes) */
     uint64_t ntemp;
+    remat_ws ws;                 /* its kernels' workspace (the rest of remat_operands.temp_bytes) */
 } remat_op_args;
 
 /* Sets the parameter offsets for cfg's shape (params/grads may be NULL for
@@ -74,7 +76,9 @@ typedef struct remat_op_args {
 void remat_op_ctx_init(remat_op_ctx *c, const remat_config *cfg, float *params, float *grads);
 
 /* Fills a from the resolved operands o of an instruction (kind, tensor t),
- * the buffers by slot and their sizes by slot (bytes), and the scratch. */
+ * the buffers by slot and their sizes by slot (bytes), and the scratch:
+ * temp, of temp_bytes >= o->temp_bytes, cut as remat_operands says (the
+ * op's own, then its kernels' workspace). */
 void remat_op_bind(const remat_operands *o, int kind, int t, void *const *buf, const uint64_t *bytes, void *temp,
                    uint64_t temp_bytes, remat_op_args *a);
 

@@ -183,7 +183,7 @@ static double time_gemm(probe_buf *pb, int dt, int cdt, int ta, int tb, int M, i
     probe_need(pb, elems, 2.0 * M * N * K);
     if (!pb->a) return 0;
     remat_gemm_op g = { dt, cdt, ta, tb, M, N, K, 1.0f, beta,
-                        pb->a, ta ? M : K, pb->b, tb ? K : N, pb->c, N, NULL };
+                        pb->a, ta ? M : K, pb->b, tb ? K : N, pb->c, N, NULL, NULL };
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
         double t0 = probe_clock_ms();
@@ -228,8 +228,8 @@ static double time_layer(probe_buf *pb, const remat_config *c, int rows, int IC,
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
         double t0 = probe_clock_ms();
-        if (bw) remat_linear_backward(pb->e, pb->d, pb->d, pb->c, pb->a, pb->b, n, ic, oc, dt, 0);   /* as a step: assigned */
-        else remat_linear_forward(pb->c, out_dt, pb->a, pb->b, pb->d, n, ic, oc, dt);
+        if (bw) remat_linear_backward(pb->e, pb->d, pb->d, pb->c, pb->a, pb->b, n, ic, oc, dt, 0, NULL);   /* as a step: assigned */
+        else remat_linear_forward(pb->c, out_dt, pb->a, pb->b, pb->d, n, ic, oc, dt, NULL);
         double ms = probe_clock_ms() - t0;
         if (r && ms < best) best = ms;
     }
@@ -265,7 +265,7 @@ static double time_tiles(const remat_config *c, void *qkv, float *att, int tasks
                 int nr = T - i0 < ATT_BR ? T - i0 : ATT_BR;
                 remat_gemm_op g = { dt, REMAT_DTYPE_FP32, 0, 1, nr, i0 + nr, hs, 1.0f, 0.0f,
                                     q + (size_t)i0 * C3 * es, C3, q + (size_t)C * es, C3,
-                                    att + (size_t)h * T * T + (size_t)i0 * T, T, NULL };
+                                    att + (size_t)h * T * T + (size_t)i0 * T, T, NULL, NULL };
                 remat_gemm(&g);
             }
         }

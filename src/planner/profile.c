@@ -64,6 +64,7 @@ typedef struct bench {
     int *inp, *tgt;
     size_t np;
     uint64_t temp_bytes;
+    remat_machine mc;           /* the machine the ops run on: their kernels' workspace */
     remat_op_ctx ctx;
 } bench;
 
@@ -153,8 +154,9 @@ static remat_status bench_init(bench *b, const remat_config *c, int acts, int op
         else
             for (size_t i = 0; i < b->bytes[s] / 4; i++) ((float *)b->buf[s])[i] = (float)((int)(i % 13) - 6) * 1e-3f;
     }
+    remat_machine_now(c, &b->mc);
     for (int t = 0; t < b->tb->first_grad; t++) {
-        uint64_t f = remat_tensor_fwd_temp_bytes(c, t), g = remat_tensor_bwd_temp_bytes(c, t);
+        uint64_t f = remat_tensor_fwd_temp_bytes(c, &b->mc, t), g = remat_tensor_bwd_temp_bytes(c, &b->mc, t);
         if (f > b->temp_bytes) b->temp_bytes = f;
         if (g > b->temp_bytes) b->temp_bytes = g;
     }
@@ -174,7 +176,7 @@ static void bench_op(bench *b, int t, int bw)
     remat_op_args a;
     int kind = bw ? REMAT_I_BACKWARD : REMAT_I_FORWARD;
     int layer = b->tb->defs[t].cls == RT_CLASS_BLOCK ? 0 : -1;
-    remat_operands_of(&b->c, kind, layer, t, &o);
+    remat_operands_of(&b->c, &b->mc, kind, layer, t, &o);
     remat_op_bind(&o, kind, t, b->buf, b->bytes, b->temp, b->temp_bytes, &a);
     if (bw) remat_op_backward(&b->ctx, t, layer, &a);
     else remat_op_forward(&b->ctx, t, layer, &a);

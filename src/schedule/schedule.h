@@ -166,8 +166,17 @@ typedef struct remat_walker {
     uint64_t host;          /* activation bytes on the host */
     int ckpts, last_rec_layer;
     size_t fwd_end;
+    remat_machine mc;       /* the machine the ops run on (remat_machine_now, at init) */
     remat_sim sim;
 } remat_walker;
+
+/* The machine this process runs ops on, for cfg: the threads of its
+ * kernels' parallel regions (remat_get_threads) and, under bf16, whether
+ * its bf16 products run on fp32 copies (kernels/gemm.h) -- what the tensor
+ * table's workspace items (tensors.h, RS_*) are sized by.  The walker takes
+ * it at init, so that the simulator predicts and the interpreter allocates
+ * the same bytes on the same machine. */
+void remat_machine_now(const remat_config *cfg, remat_machine *mc);
 
 /* a slot's state in remat_walker.live */
 enum { WALK_DEAD = 0, WALK_DEVICE = 1, WALK_HOST = 2 };

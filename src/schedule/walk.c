@@ -8,6 +8,7 @@
 #include <string.h>
 #include "schedule.h"
 #include "../core/core.h"
+#include "../kernels/gemm.h"
 
 const char *remat_instr_kind_name(remat_instr_kind k)
 {
@@ -15,6 +16,14 @@ const char *remat_instr_kind_name(remat_instr_kind k)
     return (unsigned)k <= REMAT_I_RELOAD ? n[k] : "?";
 }
 #define iname(k) remat_instr_kind_name((remat_instr_kind)(k))
+
+void remat_machine_now(const remat_config *cfg, remat_machine *mc)
+{
+    mc->threads = remat_get_threads();
+    /* asked only where it matters, remat's own tables under bf16 (the probe makes a oneDNN engine) */
+    mc->bf16_copies = cfg->framework == REMAT_FRAMEWORK_REMAT && cfg->dtype == REMAT_DTYPE_BF16 &&
+                      !remat_gemm_bf16_native();
+}
 
 remat_status remat_walker_init(remat_walker *w, const remat_config *cfg, int forward_only, int check,
                                const remat_walk_hooks *h, size_t fwd_end)
@@ -29,6 +38,7 @@ remat_status remat_walker_init(remat_walker *w, const remat_config *cfg, int for
     w->h = h;
     w->fwd_end = fwd_end;
     w->last_rec_layer = -2;
+    remat_machine_now(cfg, &w->mc);
     w->live = remat_calloc((size_t)w->nslots, 1);
     w->done = remat_calloc((size_t)w->nslots, 1);
     w->bytes = remat_malloc(sizeof *w->bytes * (size_t)w->nslots);
@@ -129,7 +139,7 @@ remat_status remat_walker_step(remat_walker *w, size_t i, const remat_instr *in)
         if (w->forward_only && k != REMAT_I_FORWARD && k != REMAT_I_FREE)
             FAIL("instruction %zu: %s in a forward-only schedule", i, iname(k));
     }
-    remat_operands_of(w->cfg, k, in->layer, t, &o);
+    remat_operands_of(w->cfg, &w->mc, k, in->layer, t, &o);
     if (k == REMAT_I_UPDATE) {
         fl = remat_update_flops(w->cfg);
         if (h && h->exec && (st = h->exec(h->arg, i, in, &o))) return st;

@@ -120,7 +120,7 @@ static void build(custom *c, const remat_table_spec *s)
     d[head].g_free[0] = (int8_t)head;
     d[head].gout = (int8_t)head;
     d[head].gin = (int8_t)dres;
-    d[head].scratch[0] = (remat_scratch){ K(s->reserve), RT_P_BYTE, RW_ALWAYS };
+    d[head].scratch[0] = (remat_scratch){ K(s->reserve), RT_P_BYTE, RW_ALWAYS, RS_OP };
     d[dres] = entry("d_output", "the gradient of a block output", RT_CLASS_GRAD, s->dout ? s->dout : s->output);
 
     remat_table *tb = &c->tb;

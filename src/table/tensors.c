@@ -127,15 +127,45 @@ int remat_expr_empty(const remat_expr *e)
 #define NOGR GR(N_, N_)
 #define LINEAR_DIMS(m_, n_, k_) .gemm = { m_, n_, k_ }
 
+/* The kernels' workspace (RS_SERIAL, RS_THREAD, RS_GEMM items; tensors.h)
+ * where bf16 products run on fp32 copies (RW_EMU; gemm.c): a product of
+ * (M, N, K) takes at most M K + N K + M N floats and 32 of alignment
+ * (remat_gemm_ws_bytes).
+ *   a linear layer: its one product forward, and backward d(in) (M K + N K
+ *     + M N) then d(W) (M N + M K), one after the other: the bound of its
+ *     (M, N, K) both ways;
+ *   the attention tiles, per thread (RT_ATT_BR x RT_ATT_BC tiles, the bf16
+ *     scores' tiles twice as wide; attn_tiles.c): the largest of a score
+ *     tile (R hs + 2 BC hs), P V (R BC + BC hs + R hs) and the backward's
+ *     (R hs + BC hs, R BC + BC hs, R BC + R hs), bounded by R BC + 2 BC hs
+ *     + R hs; the naive values forward's row blocks besides, P V of R x T
+ *     by T x hs (R T + T hs + R hs). */
+#define LINEAR_WS .scratch = { { RX(RX_T(32, RD_1)), RT_P_F32, RW_BF16 | RW_EMU, RS_GEMM }, \
+                               { RX(RX_T(32, RD_1)), RT_P_F32, RW_BF16 | RW_EMU | RW_BWD, RS_GEMM } }
+#define TILE_E RX(RX_T(RT_ATT_BR * RT_ATT_BC + 32, RD_1), RX_T(2 * RT_ATT_BC + RT_ATT_BR, RD_HS))
+#define VALUES_E RX(RX_T(RT_ATT_BR, RD_T), RX_T(1, RD_T, RD_HS), RX_T(RT_ATT_BR, RD_HS), RX_T(32, RD_1))
+#define SCORES_WS .scratch = { { TILE_E, RT_P_F32, RW_BF16 | RW_EMU, RS_THREAD } }
 /* the fp32 accumulators of the bf16 attention kernels: the values' (of the
- * flash kernel, and of the naive one with dropout), the gradients' */
+ * flash kernel, and of the naive one with dropout), the gradients'; the
+ * tiles' workspace */
 #define ATT_SCRATCH(out_, dqkv_)                                                                   \
     .scratch = { { out_, RT_P_F32, RW_BF16 | RW_FLASH }, { out_, RT_P_F32, RW_BF16 | RW_NAIVE | RW_DROPOUT }, \
-                 { dqkv_, RT_P_F32, RW_BF16 | RW_BWD } }
-/* the chunked LM head: a chunk of fp32 logits and, under bf16, its d(logits)
- * rounded to bf16 as a GEMM operand */
+                 { dqkv_, RT_P_F32, RW_BF16 | RW_BWD },                                           \
+                 { TILE_E, RT_P_F32, RW_BF16 | RW_EMU | RW_FLASH, RS_THREAD },                     \
+                 { TILE_E, RT_P_F32, RW_BF16 | RW_EMU | RW_NAIVE | RW_DROPOUT, RS_THREAD },        \
+                 { VALUES_E, RT_P_F32, RW_BF16 | RW_EMU | RW_NAIVE, RS_THREAD },                   \
+                 { TILE_E, RT_P_F32, RW_BF16 | RW_EMU | RW_BWD, RS_THREAD } }
+/* the LM head: chunked, a chunk of fp32 logits and, under bf16, its
+ * d(logits) rounded to bf16 as a GEMM operand; its products' copies where
+ * bf16 products are emulated (a chunk's logits, d(lnf) and d(W), or the
+ * whole head's forward and backward: ROWS x Vp x C both ways); whole, under
+ * bf16, the cross-entropy's fp32 row of V per thread (crossentropy.c) */
+#define HEAD_WS_E RX(RX_T(1, RD_ROWS, RD_C), RX_T(1, RD_VP, RD_C), RX_T(1, RD_ROWS, RD_VP), RX_T(32, RD_1))
 #define HEAD_SCRATCH                                                                               \
-    .scratch = { { E1(1, RD_ROWS, RD_VP), RT_P_F32, RW_CHUNKED }, { E1(1, RD_ROWS, RD_VP), RT_P_ACT, RW_CHUNKED | RW_BF16 } }
+    .scratch = { { E1(1, RD_ROWS, RD_VP), RT_P_F32, RW_CHUNKED }, { E1(1, RD_ROWS, RD_VP), RT_P_ACT, RW_CHUNKED | RW_BF16 }, \
+                 { HEAD_WS_E, RT_P_F32, RW_BF16 | RW_EMU, RS_SERIAL },                             \
+                 { HEAD_WS_E, RT_P_F32, RW_BF16 | RW_EMU | RW_WHOLE | RW_BWD, RS_SERIAL },         \
+                 { E1(1, RD_V), RT_P_F32, RW_BF16 | RW_WHOLE, RS_THREAD } }
 
 /* the LM head, the same in both tables but the ids: logits overwritten in
  * place by d(logits) by the fused cross-entropy, so its backward consumes
@@ -176,12 +206,12 @@ static const remat_tensor_def gpt2_defs[RT_COUNT] = {
     [RT_QKV] = { .name = "qkv", .op = "linear (c_attn)", .cls = RT_CLASS_BLOCK, .flags = RT_F_GEMM,
                  .shape = E1(3, BTC), .shape_text = "(B,T,3C)", .prec = RT_P_ACT,
                  .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(GP_QKVW, GP_QKVB, 0),
-                 LINEAR_DIMS(E1(1, BT), E1(3, RD_C), E1(1, RD_C)), .cost = COST(1, 2, E1(3, BTC), E1(3, BTC)),
+                 LINEAR_DIMS(E1(1, BT), E1(3, RD_C), E1(1, RD_C)), LINEAR_WS, .cost = COST(1, 2, E1(3, BTC), E1(3, BTC)),
                  .fwd_in = R(RT_LN1, N_, N_), .bwd_in = R(RT_LN1, N_, N_), .has_bwd = 1,
                  .g_need = G(RT_D_QKV, N_), .g_alloc = G(RT_D_LN1, N_), .g_free = G(RT_D_QKV, N_), GR(RT_D_QKV, RT_D_LN1) },
     [RT_ATT] = { .name = "att", .op = "softmax(q k^T/sqrt(hs))", .cls = RT_CLASS_BLOCK,
                  .flags = RT_F_GEMM | RT_F_SELECTIVE, .shape = E1(1, RD_B, RD_NH, RD_T, RD_T),
-                 .shape_text = "(B,NH,T,T)", .prec = RT_P_ACT, .kernel = RK_ATT_SCORES, .opc = RO_ATTENTION, NOWB,
+                 .shape_text = "(B,NH,T,T)", .prec = RT_P_ACT, .kernel = RK_ATT_SCORES, .opc = RO_ATTENTION, NOWB, SCORES_WS,
                  .cost = COST(1, 0, E1(5, RD_B, RD_NH, RD_TRI), RX_0),
                  .fwd_in = R(RT_QKV, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG, NOGR,
                  .variant = RT_VAR_FLASH, .vshape = E1(1, RD_B, RD_NH, RD_T), .vshape_text = "(B,NH,T)",
@@ -203,7 +233,7 @@ static const remat_tensor_def gpt2_defs[RT_COUNT] = {
     [RT_RES2] = { .name = "res2", .op = "linear (c_proj) + residual", .cls = RT_CLASS_BLOCK,
                   .flags = RT_F_GEMM | RT_F_RESIDUAL, .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_F32,
                   .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(GP_ATTPROJW, GP_ATTPROJB, REMAT_SITE_RES_ATTN),
-                  LINEAR_DIMS(E1(1, BT), E1(1, RD_C), E1(1, RD_C)), .cost = COST(1, 2, E1(2, BTC), E1(1, BTC)),
+                  LINEAR_DIMS(E1(1, BT), E1(1, RD_C), E1(1, RD_C)), LINEAR_WS, .cost = COST(1, 2, E1(2, BTC), E1(1, BTC)),
                   .fwd_in = R(RT_ATTY, RT_X, N_), .bwd_in = R(RT_ATTY, N_, N_), .has_bwd = 1,
                   .g_need = G(RT_D_RES, N_), .g_alloc = G(RT_D_ATTY, RT_D_BRANCH), .g_free = G(RT_D_BRANCH, N_),
                   GR(RT_D_RES, RT_D_ATTY) },
@@ -219,7 +249,7 @@ static const remat_tensor_def gpt2_defs[RT_COUNT] = {
     [RT_FCH] = { .name = "fch", .op = "linear (c_fc)", .cls = RT_CLASS_BLOCK, .flags = RT_F_GEMM,
                  .shape = E1(4, BTC), .shape_text = "(B,T,4C)", .prec = RT_P_ACT,
                  .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(GP_FCW, GP_FCB, 0),
-                 LINEAR_DIMS(E1(1, BT), E1(4, RD_C), E1(1, RD_C)), .cost = COST(1, 2, E1(4, BTC), E1(4, BTC)),
+                 LINEAR_DIMS(E1(1, BT), E1(4, RD_C), E1(1, RD_C)), LINEAR_WS, .cost = COST(1, 2, E1(4, BTC), E1(4, BTC)),
                  .fwd_in = R(RT_LN2, N_, N_), .bwd_in = R(RT_LN2, N_, N_), .has_bwd = 1,
                  .g_need = G(RT_D_FCH, N_), .g_alloc = G(RT_D_LN2, N_), .g_free = G(RT_D_FCH, N_), GR(RT_D_FCH, RT_D_LN2) },
     /* its backward works in place on d_fch */
@@ -231,7 +261,7 @@ static const remat_tensor_def gpt2_defs[RT_COUNT] = {
     [RT_RES3] = { .name = "res3", .op = "linear (mlp c_proj) + residual", .cls = RT_CLASS_BLOCK,
                   .flags = RT_F_GEMM | RT_F_RESIDUAL, .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_F32,
                   .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(GP_FCPROJW, GP_FCPROJB, REMAT_SITE_RES_MLP),
-                  LINEAR_DIMS(E1(1, BT), E1(1, RD_C), E1(4, RD_C)), .cost = COST(1, 2, E1(2, BTC), E1(1, BTC)),
+                  LINEAR_DIMS(E1(1, BT), E1(1, RD_C), E1(4, RD_C)), LINEAR_WS, .cost = COST(1, 2, E1(2, BTC), E1(1, BTC)),
                   .fwd_in = R(RT_FCH_GELU, RT_RES2, N_), .bwd_in = R(RT_FCH_GELU, N_, N_), .has_bwd = 1,
                   .g_need = G(RT_D_RES, N_), .g_alloc = G(RT_D_FCH, RT_D_BRANCH), .g_free = G(RT_D_BRANCH, N_),
                   GR(RT_D_RES, RT_D_FCH) },
@@ -303,7 +333,7 @@ static const remat_tensor_def llama_defs[RL_COUNT] = {
     [RL_QKV] = { .name = "qkv", .op = "linear (q_proj, k_proj, v_proj)", .cls = RT_CLASS_BLOCK, .flags = RT_F_GEMM,
                  .shape = QKV_E, .shape_text = "(B,T,(NH+2KV)hs)", .prec = RT_P_ACT,
                  .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(LP_QKVW, -1, 0),
-                 LINEAR_DIMS(E1(1, BT), QKV_W, E1(1, RD_C)), .cost = COST(1, 2, RX_0, RX_0),
+                 LINEAR_DIMS(E1(1, BT), QKV_W, E1(1, RD_C)), LINEAR_WS, .cost = COST(1, 2, RX_0, RX_0),
                  .fwd_in = R(RL_LN1, N_, N_), .bwd_in = R(RL_LN1, N_, N_), .has_bwd = 1,
                  .g_need = G(RL_D_QKV, N_), .g_alloc = G(RL_D_LN1, N_), .g_free = G(RL_D_QKV, N_), GR(RL_D_QKV, RL_D_LN1) },
     /* its backward rotates d_qkv's q and k columns back, in place */
@@ -316,7 +346,7 @@ static const remat_tensor_def llama_defs[RL_COUNT] = {
                      .g_need = G(RL_D_QKV, N_), .g_alloc = NOG, .g_free = NOG, GR(RL_D_QKV, RL_D_QKV) },
     [RL_ATT] = { .name = "att", .op = "softmax(q k^T/sqrt(hs))", .cls = RT_CLASS_BLOCK,
                  .flags = RT_F_GEMM | RT_F_SELECTIVE, .shape = E1(1, RD_B, RD_NH, RD_T, RD_T),
-                 .shape_text = "(B,NH,T,T)", .prec = RT_P_ACT, .kernel = RK_ATT_SCORES, .opc = RO_ATTENTION, NOWB,
+                 .shape_text = "(B,NH,T,T)", .prec = RT_P_ACT, .kernel = RK_ATT_SCORES, .opc = RO_ATTENTION, NOWB, SCORES_WS,
                  .cost = COST(1, 0, E1(5, RD_B, RD_NH, RD_TRI), RX_0),
                  .fwd_in = R(RL_QK_ROPE, N_, N_), .bwd_in = NOR, .g_need = NOG, .g_alloc = NOG, .g_free = NOG, NOGR,
                  .variant = RT_VAR_FLASH, .vshape = E1(1, RD_B, RD_NH, RD_T), .vshape_text = "(B,NH,T)",
@@ -335,7 +365,7 @@ static const remat_tensor_def llama_defs[RL_COUNT] = {
     [RL_RES2] = { .name = "res2", .op = "linear (o_proj) + residual", .cls = RT_CLASS_BLOCK,
                   .flags = RT_F_GEMM | RT_F_RESIDUAL, .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_F32,
                   .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(LP_ATTPROJW, -1, REMAT_SITE_RES_ATTN),
-                  LINEAR_DIMS(E1(1, BT), E1(1, RD_C), E1(1, RD_NH, RD_HS)), .cost = COST(1, 2, E1(1, BTC), RX_0),
+                  LINEAR_DIMS(E1(1, BT), E1(1, RD_C), E1(1, RD_NH, RD_HS)), LINEAR_WS, .cost = COST(1, 2, E1(1, BTC), RX_0),
                   .fwd_in = R(RL_ATTY, RT_X, N_), .bwd_in = R(RL_ATTY, N_, N_), .has_bwd = 1,
                   .g_need = G(RL_D_RES, N_), .g_alloc = G(RL_D_ATTY, RL_D_BRANCH), .g_free = G(RL_D_BRANCH, N_),
                   GR(RL_D_RES, RL_D_ATTY) },
@@ -351,7 +381,7 @@ static const remat_tensor_def llama_defs[RL_COUNT] = {
     [RL_GATE_UP] = { .name = "gate_up", .op = "linear (gate_proj, up_proj)", .cls = RT_CLASS_BLOCK,
                      .flags = RT_F_GEMM, .shape = E1(2, BTF), .shape_text = "(B,T,2F)", .prec = RT_P_ACT,
                      .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(LP_GATEUPW, -1, 0),
-                     LINEAR_DIMS(E1(1, BT), E1(2, RD_F), E1(1, RD_C)), .cost = COST(1, 2, RX_0, RX_0),
+                     LINEAR_DIMS(E1(1, BT), E1(2, RD_F), E1(1, RD_C)), LINEAR_WS, .cost = COST(1, 2, RX_0, RX_0),
                      .fwd_in = R(RL_LN2, N_, N_), .bwd_in = R(RL_LN2, N_, N_), .has_bwd = 1,
                      .g_need = G(RL_D_GATE_UP, N_), .g_alloc = G(RL_D_LN2, N_), .g_free = G(RL_D_GATE_UP, N_),
                      GR(RL_D_GATE_UP, RL_D_LN2) },
@@ -364,7 +394,7 @@ static const remat_tensor_def llama_defs[RL_COUNT] = {
     [RL_RES3] = { .name = "res3", .op = "linear (down_proj) + residual", .cls = RT_CLASS_BLOCK,
                   .flags = RT_F_GEMM | RT_F_RESIDUAL, .shape = E1(1, BTC), .shape_text = "(B,T,C)", .prec = RT_P_F32,
                   .kernel = RK_LINEAR, .opc = RO_LINEAR, WBS(LP_FCPROJW, -1, REMAT_SITE_RES_MLP),
-                  LINEAR_DIMS(E1(1, BT), E1(1, RD_C), E1(1, RD_F)), .cost = COST(1, 2, E1(1, BTC), RX_0),
+                  LINEAR_DIMS(E1(1, BT), E1(1, RD_C), E1(1, RD_F)), LINEAR_WS, .cost = COST(1, 2, E1(1, BTC), RX_0),
                   .fwd_in = R(RL_SWIGLU, RL_RES2, N_), .bwd_in = R(RL_SWIGLU, N_, N_), .has_bwd = 1,
                   .g_need = G(RL_D_RES, N_), .g_alloc = G(RL_D_SWIGLU, RL_D_BRANCH), .g_free = G(RL_D_BRANCH, N_),
                   GR(RL_D_RES, RL_D_SWIGLU) },
@@ -617,37 +647,76 @@ int remat_lmhead_rows(const remat_config *c)
     return c->lmhead_chunk > 0 && c->lmhead_chunk < N ? c->lmhead_chunk : N;
 }
 
-/* the RW_* conditions cfg meets */
-static unsigned conditions(const remat_config *c)
+/* the RW_* conditions cfg meets on machine mc (NULL: none of the machine's) */
+static unsigned conditions(const remat_config *c, const remat_machine *mc)
 {
     return (c->dtype == REMAT_DTYPE_BF16 ? RW_BF16 : 0) |
            (c->attention == REMAT_ATTENTION_FLASH ? RW_FLASH : RW_NAIVE) |
-           (c->dropout > 0.0f ? RW_DROPOUT : 0) | (c->lmhead_chunk > 0 ? RW_CHUNKED : 0) |
-           (remat_config_cp(c) > 1 ? RW_CP : 0);
+           (c->dropout > 0.0f ? RW_DROPOUT : 0) | (c->lmhead_chunk > 0 ? RW_CHUNKED : RW_WHOLE) |
+           (remat_config_cp(c) > 1 ? RW_CP : 0) | (mc && mc->bf16_copies ? RW_EMU : 0);
 }
+
+static uint64_t round64(uint64_t b) { return (b + 63) & ~(uint64_t)63; }
 
 /* the scratch of an entry's kernels, forward (bwd 0) or backward (bwd 1),
  * declared in the table so that the walker allocates it and the simulator
- * counts it */
-static uint64_t scratch_bytes(const remat_config *c, int t, int bwd, int layer)
+ * counts it: the op's own (RS_OP) into *op, its kernels' workspace on the
+ * calling thread (RS_SERIAL, RS_GEMM) into *serial and per thread of a
+ * parallel region (RS_THREAD) into *thread (mc NULL: no workspace) */
+static void scratch_parts(const remat_config *c, const remat_machine *mc, int t, int bwd, int layer, uint64_t *op,
+                          uint64_t *serial, uint64_t *thread)
 {
     const remat_table *tb = remat_table_of(c);
     const remat_tensor_def *d = &tb->defs[t];
-    if (empty_under(c, tb, t)) return 0;
+    *op = *serial = *thread = 0;
+    if (empty_under(c, tb, t)) return;
     remat_dims dm;
     remat_dims_at(c, t < tb->nblock && layer >= 0 ? layer : rep_layer(c, tb, t), &dm);
-    unsigned have = conditions(c) | (bwd ? RW_BWD : 0);
-    uint64_t b = 0;
+    unsigned have = conditions(c, mc) | (bwd ? RW_BWD : 0);
     for (int i = 0; i < RT_MAXSCRATCH; i++) {
         const remat_scratch *s = &d->scratch[i];
         if (remat_expr_empty(&s->elems) || (s->when & RW_BWD) != (bwd ? RW_BWD : 0) || (s->when & ~have)) continue;
-        b += elem_bytes(c, s->prec) * remat_expr_u64(&s->elems, &dm) / shards(c, d);
+        if (s->use != RS_OP && (!mc || mc->threads < 1)) continue;
+        uint64_t n = remat_expr_u64(&s->elems, &dm);
+        if (s->use == RS_GEMM) {   /* the copies of the entry's product (M, N, K) */
+            uint64_t M = remat_expr_u64(&d->gemm.m, &dm), N = remat_expr_u64(&d->gemm.n, &dm),
+                     K = remat_expr_u64(&d->gemm.k, &dm);
+            n += M * K + N * K + M * N;
+        }
+        uint64_t b = elem_bytes(c, s->prec) * n / shards(c, d);
+        if (s->use == RS_OP) *op += b;
+        else if (s->use == RS_THREAD) *thread += b;
+        else *serial += b;
     }
-    return b;
 }
 
-uint64_t remat_tensor_fwd_temp_bytes(const remat_config *c, int t) { return scratch_bytes(c, t, 0, -1); }
-uint64_t remat_tensor_bwd_temp_bytes(const remat_config *c, int t) { return scratch_bytes(c, t, 1, -1); }
+/* all of it, as one allocation: the op's scratch, then (when there is
+ * any) the workspace's serial part and one slice per thread, each at a
+ * 64-byte boundary (remat_op_bind cuts it the same way) */
+static uint64_t scratch_bytes(const remat_config *c, const remat_machine *mc, int t, int bwd, int layer,
+                              remat_operands *o)
+{
+    uint64_t op, serial, thread;
+    scratch_parts(c, mc, t, bwd, layer, &op, &serial, &thread);
+    int nt = thread ? mc->threads : 0;
+    uint64_t total = serial || thread ? round64(op) + round64(serial) + (uint64_t)nt * round64(thread) : op;
+    if (o) {
+        o->op_bytes = op;
+        o->ws_serial = serial ? round64(serial) : 0;
+        o->ws_thread = thread ? round64(thread) : 0;
+        o->ws_threads = nt;
+    }
+    return total;
+}
+
+uint64_t remat_tensor_fwd_temp_bytes(const remat_config *c, const remat_machine *mc, int t)
+{
+    return scratch_bytes(c, mc, t, 0, -1, NULL);
+}
+uint64_t remat_tensor_bwd_temp_bytes(const remat_config *c, const remat_machine *mc, int t)
+{
+    return scratch_bytes(c, mc, t, 1, -1, NULL);
+}
 
 const remat_cost *remat_tensor_cost(const remat_config *c, int t)
 {
@@ -784,13 +853,14 @@ static void add_list(const remat_config *c, const remat_table *tb, const int8_t 
     }
 }
 
-void remat_operands_of(const remat_config *c, int kind, int layer, int t, remat_operands *o)
+void remat_operands_of(const remat_config *c, const remat_machine *mc, int kind, int layer, int t, remat_operands *o)
 {
     const remat_table *tb = remat_table_of(c);
     int L = c->n_layer;
     o->out = -1;
     o->nin = o->nneed = o->nalloc = o->nfree = 0;
-    o->temp_bytes = 0;
+    o->temp_bytes = o->op_bytes = o->ws_serial = o->ws_thread = 0;
+    o->ws_threads = 0;
     if (kind == REMAT_I_UPDATE) return;
     const remat_tensor_def *d = &tb->defs[t];
     int lay = d->cls == RT_CLASS_BLOCK ? layer : -1;
@@ -806,8 +876,8 @@ void remat_operands_of(const remat_config *c, int kind, int layer, int t, remat_
         add_list(c, tb, d->g_need, RT_MAXG, o->need, o->need_t, &o->nneed);
         add_list(c, tb, d->g_alloc, RT_MAXG, o->alloc, o->alloc_t, &o->nalloc);
         add_list(c, tb, d->g_free, RT_MAXG, o->freed, o->freed_t, &o->nfree);
-        o->temp_bytes = scratch_bytes(c, t, 1, lay);
+        o->temp_bytes = scratch_bytes(c, mc, t, 1, lay, o);
     } else {
-        o->temp_bytes = scratch_bytes(c, t, 0, lay);
+        o->temp_bytes = scratch_bytes(c, mc, t, 0, lay, o);
     }
 }

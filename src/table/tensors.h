@@ -180,7 +180,7 @@ enum remat_llama_tid {
 #define RT_MAXIO 3                   /* activations one op reads */
 #define RT_MAXG 2                    /* gradient buffers one backward needs / allocates / frees */
 #define RT_MAXT 64                   /* tensors in any table (per-block ones: at most 32, keep masks are 32-bit) */
-#define RT_MAXSCRATCH 3              /* scratch items of one entry */
+#define RT_MAXSCRATCH 8              /* scratch items of one entry */
 
 /* flags of a table entry */
 enum {
@@ -280,13 +280,44 @@ enum { RT_VAR_FLASH = 1, RT_VAR_CHUNKED = 2 };
 
 /* When a scratch item exists: every bit set must hold (RW_ALWAYS: 0). */
 enum { RW_ALWAYS = 0, RW_BF16 = 1, RW_FLASH = 2, RW_NAIVE = 4, RW_DROPOUT = 8, RW_CHUNKED = 16,
-       RW_CP = 32 /* under context parallelism (cp > 1) */, RW_BWD = 128 /* the backward's scratch, not the forward's */ };
+       RW_CP = 32 /* under context parallelism (cp > 1) */, RW_BWD = 128 /* the backward's scratch, not the forward's */,
+       RW_EMU = 256 /* the machine runs bf16 products on fp32 copies (remat_machine.bf16_copies) */,
+       RW_WHOLE = 512 /* the LM head runs whole (not chunked) */ };
+
+/* What a scratch item is for.  RS_OP: the op's own scratch (the chunked
+ * head's logits, attention's fp32 accumulators), which the dispatcher hands
+ * the op whole.  The others are its kernels' workspace (kernels/gemm.h,
+ * remat_ws): buffers a kernel needs for as long as it runs, which it would
+ * otherwise keep outside the accounting allocator -- RS_SERIAL for calls on
+ * the op's own thread, RS_THREAD for each thread of a parallel region
+ * (elems is one thread's: the walker allocates remat_machine.threads of
+ * them), RS_GEMM an RS_SERIAL item of elems plus the fp32 copies of the
+ * entry's product (M K + N K + M N of its gemm dimensions).  They exist
+ * only with a machine (remat_operands_of's mc). */
+enum { RS_OP = 0, RS_SERIAL = 1, RS_THREAD = 2, RS_GEMM = 3 };
 
 typedef struct remat_scratch {
     remat_expr elems;
     uint8_t prec;              /* RT_P_* */
-    uint8_t when;              /* RW_* bits */
+    uint16_t when;             /* RW_* bits */
+    uint8_t use;               /* RS_* */
 } remat_scratch;
+
+/* The kernels' attention tile (kernels/attn_tiles.h: ATT_BR x ATT_BC; ops.c
+ * checks that they agree), for the formulas of the tiles' workspace. */
+#define RT_ATT_BR 64
+#define RT_ATT_BC 128
+
+/* What the machine that runs the ops adds to their kernels' workspace:
+ * the threads of the kernels' parallel regions (remat_get_threads) and
+ * whether bf16 products run on fp32 copies of their operands
+ * (kernels/gemm.h: remat_gemm_bf16_native() is 0, or the tests' hook forces
+ * it).  The walker takes the running machine's (remat_machine_now,
+ * schedule.h). */
+typedef struct remat_machine {
+    int threads;
+    int bf16_copies;
+} remat_machine;
 
 /* The product of a linear layer or the LM head: out (M, N) = in (M, K) W^T,
  * W (N, K) the weight; its backward is two such products (the input's
@@ -533,11 +564,12 @@ uint64_t remat_tensor_row_elems(const remat_config *cfg, int t);
 /* its element type under cfg: REMAT_DTYPE_FP32 or REMAT_DTYPE_BF16
  * (RT_P_BYTE tensors: -1) */
 int remat_tensor_dtype(const remat_config *cfg, int t);
-/* scratch a forward op, or a backward op, needs while it runs (the LM
- * head's chunk of logits, attention's fp32 accumulators under bf16); the
+/* scratch a forward op, or a backward op, needs while it runs on machine
+ * mc (the LM head's chunk of logits, attention's fp32 accumulators under
+ * bf16, its kernels' workspace; mc NULL: without the workspace); the
  * walker allocates it around the op */
-uint64_t remat_tensor_fwd_temp_bytes(const remat_config *cfg, int t);
-uint64_t remat_tensor_bwd_temp_bytes(const remat_config *cfg, int t);
+uint64_t remat_tensor_fwd_temp_bytes(const remat_config *cfg, const remat_machine *mc, int t);
+uint64_t remat_tensor_bwd_temp_bytes(const remat_config *cfg, const remat_machine *mc, int t);
 /* rows of one chunk of the LM head (B*T when it runs whole) */
 int remat_lmhead_rows(const remat_config *cfg);
 /* 1 when tensor t exists in this config (gradient buffers of dropout) */
@@ -627,10 +659,17 @@ typedef struct remat_operands {
     int nneed, need[RT_MAXG], need_t[RT_MAXG];
     int nalloc, alloc[RT_MAXG], alloc_t[RT_MAXG];
     int nfree, freed[RT_MAXG], freed_t[RT_MAXG];
-    uint64_t temp_bytes;       /* scratch around the op (forward or backward) */
+    uint64_t temp_bytes;       /* scratch around the op (forward or backward), all of it: */
+    uint64_t op_bytes;         /*   the op's own (RS_OP items), at its start; then, when there is any */
+    uint64_t ws_serial;        /*   its kernels' serial workspace, at round64(op_bytes), and */
+    uint64_t ws_thread;        /*   ws_threads slices of ws_thread bytes after it */
+    int ws_threads;            /* (the last three multiples of 64: temp_bytes = round64(op_bytes) + ws_serial +
+                                   ws_threads ws_thread when there is workspace, op_bytes when not) */
 } remat_operands;
 
-/* kind: a remat_instr_kind; layer: the block, -1 for globals */
-void remat_operands_of(const remat_config *cfg, int kind, int layer, int t, remat_operands *o);
+/* kind: a remat_instr_kind; layer: the block, -1 for globals; mc: the
+ * machine that runs the op (its kernels' workspace), or NULL */
+void remat_operands_of(const remat_config *cfg, const remat_machine *mc, int kind, int layer, int t,
+                       remat_operands *o);
 
 #endif
