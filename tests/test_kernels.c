@@ -27,6 +27,7 @@
 #include "kernels/kernels.h"
 #include "kernels/vmath.h"
 #include "core/rng.h"
+#include "core/core.h"   /* remat_mem_alloc_count: the workspace checks */
 #include "harness.h"
 
 #define FD_H 1e-4
@@ -714,6 +715,46 @@ static void test_gemm_bf16(void)
                      out16 ? "-> bf16" : "-> fp32", beta_on ? " beta" : "", bias_on ? " bias" : "");
             check_close(what, got, ref, M * N, out16 ? 1.0 / 256 : 1e-5);
             CHECK(!spill, "%s: wrote %d elements past its N columns", what, spill);
+            /* its workspace (issue 29): the fp32 copies' bytes within the
+             * tensor table's bound (M K + N K + M N + 32 floats); given a
+             * workspace of exactly that, the product allocates nothing and
+             * gives the same bits; 64 bytes fewer is a failure (REMAT_ERR_STATE),
+             * not an allocation of its own */
+            size_t need = remat_gemm_ws_bytes(&g);
+            CHECK(emu ? need > 0 && need <= 4 * ((size_t)M * K + (size_t)N * K + (size_t)M * N + 32) : need == 0,
+                  "%s: workspace %zu bytes, bound %zu", what, need,
+                  4 * ((size_t)M * K + (size_t)N * K + (size_t)M * N + 32));
+            if (!emu) continue;
+            char *wbuf = aligned_alloc(64, (need + 63) & ~(size_t)63);
+            for (int shortfall = 0; shortfall <= 64; shortfall += 64) {
+                remat_ws ws = { wbuf, need - shortfall, NULL, 0, 0 };
+                float c2[M * LD];
+                remat_bf16 d16[M * LD];
+                for (int i = 0; i < M * LD; i++) c2[i] = fc[i];
+                remat_bf16_from_f32(d16, fc, M * LD);
+                g.C = out16 ? (void *)d16 : (void *)c2;
+                g.ws = &ws;
+                uint64_t n0 = remat_mem_alloc_count();
+                remat_gemm(&g);
+                uint64_t made = remat_mem_alloc_count() - n0;
+                remat_status st = remat_gemm_check();
+                if (shortfall) {
+                    CHECK(st == REMAT_ERR_STATE && made == 0, "%s: a workspace 64 bytes short: %s, %llu allocations",
+                          what, remat_status_str(st), (unsigned long long)made);
+                    continue;
+                }
+                CHECK(st == REMAT_OK && made == 0, "%s: in its workspace: %s, %llu allocations", what,
+                      remat_status_str(st), (unsigned long long)made);
+                CHECK(out16 ? !memcmp(d16, c16, sizeof d16) : !memcmp(c2, c, sizeof c2),
+                      "%s: in its workspace, other bits than with copies of its own", what);
+            }
+            free(wbuf);
+            g.ws = NULL;
+            g.C = out16 ? (void *)c16 : (void *)c;
+            uint64_t n0 = remat_mem_alloc_count();
+            remat_gemm(&g);
+            CHECK(remat_mem_alloc_count() - n0 == 1 && remat_gemm_check() == REMAT_OK,
+                  "%s: without a workspace, one allocation for the call", what);
         }
     }
     remat_gemm_bf16_emulate(0);

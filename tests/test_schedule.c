@@ -25,6 +25,7 @@
 #include "remat.h"
 #include "remat_testing.h"
 #include "kernels/kernels.h"   /* remat_sumsq: the norm recomputed in one pass */
+#include "schedule/schedule.h" /* remat_machine_now, the table's scratch: the kernels' workspace */
 #include "harness.h"
 
 static const char *policies[] = {
@@ -746,6 +747,98 @@ static void grad_norm_exact(void)
     printf("  grad norm: %d of %d steps the norm of their gradients, bit for bit\n", ncase - nfail, ncase);
 }
 
+/* Issue 29: the kernels' workspace -- the fp32 copies of bf16 products where
+ * they are emulated, the bf16 cross-entropy's fp32 row per thread -- is
+ * allocated through the accounting allocator as the table declares it, so
+ * a bf16 step's measured peak equals the predicted one with it, on this
+ * machine (its own: emulated on AVX2) and with the copies forced (the
+ * tests' hook); bits do not depend on the workspace (every policy gives
+ * none's); and the workspace is in the prediction, by an independent
+ * restatement of the LM head's (its products' copies, the rows) and its
+ * absence under fp32.  T = 300 puts several key tiles in a row block (past
+ * the bf16 scores' 256-wide tile), whose bounds the table declares. */
+static uint64_t r64(uint64_t b) { return (b + 63) & ~(uint64_t)63; }
+
+static void workspace(void)
+{
+    if (!remat_gemm_available(REMAT_GEMM_ONEDNN)) {
+        TEST_SKIP("workspace: bf16 needs the oneDNN engine, not in this build (GEMM=cblas)");
+        return;
+    }
+    int native = remat_gemm_bf16_native();
+    printf("workspace: this machine's bf16 products: %s\n", native ? "oneDNN's bf16 matmul" : "fp32 copies");
+    static const char *pols[] = { "none", "full", "selective", "every:2,pointwise" };
+    for (int hook = 0; hook < 2; hook++) {
+        remat_gemm_bf16_emulate(hook);
+        for (int k = 0; k < 4; k++) {
+            remat_config c;
+            remat_config_default(&c);
+            c.dtype = REMAT_DTYPE_BF16;
+            c.n_layer = 2; c.n_embd = 32; c.n_head = 2; c.vocab = 64; c.seq = 300; c.max_seq = 300; c.batch = 1;
+            if (k == 1) { c.attention = REMAT_ATTENTION_FLASH; c.dropout = 0.1f; }
+            if (k >= 2) { c.arch = REMAT_ARCH_LLAMA; c.n_head = 4; c.n_kv_head = 2; c.ffn_dim = 48; }
+            if (k == 2) c.dropout = 0.1f;
+            if (k == 3) { c.attention = REMAT_ATTENTION_FLASH; c.lmhead_chunk = 37; c.seq = c.max_seq = 140; c.batch = 2; }
+            char label[96];
+            snprintf(label, sizeof label, "workspace %s %s%s%s%s", hook ? "copies forced" : "this machine",
+                     k >= 2 ? "llama" : "gpt2", c.attention == REMAT_ATTENTION_FLASH ? " flash" : " naive",
+                     c.dropout > 0 ? " dropout" : "", c.lmhead_chunk ? " chunked" : "");
+            remat_machine mc, none = { 0, 0 };
+            remat_machine_now(&c, &mc);
+            CHECK(mc.bf16_copies == (hook || !native) && mc.threads == remat_get_threads(),
+                  "%s: the machine: copies %d threads %d", label, mc.bf16_copies, mc.threads);
+            run_result ref;
+            memset(&ref, 0, sizeof ref);
+            for (int i = 0; i < 4; i++) {
+                run_result r = run(&c, pols[i], 2, 0);
+                CHECK(r.st == REMAT_OK, "%s %s: failed (%s)", label, pols[i], remat_errmsg());
+                if (r.st) continue;
+                CHECK(r.peak == r.peak_pred, "%s %s: measured peak %llu != predicted %llu", label, pols[i],
+                      (unsigned long long)r.peak, (unsigned long long)r.peak_pred);
+                if (!i) ref = r;
+                else CHECK(r.hash == ref.hash && !memcmp(r.loss, ref.loss, sizeof r.loss),
+                           "%s %s: other bits than none", label, pols[i]);
+            }
+            /* the LM head's forward scratch, restated */
+            const remat_table *tb = remat_table_of(&c);
+            int head = tb->lmhead[tb->nlmhead - 1];
+            uint64_t rows = (uint64_t)remat_lmhead_rows(&c), Vp = (uint64_t)remat_config_padded_vocab(&c);
+            uint64_t C = (uint64_t)c.n_embd, V = (uint64_t)c.vocab;
+            uint64_t own = c.lmhead_chunk ? rows * Vp * 6 : 0;   /* the chunk's fp32 logits and bf16 d(logits) */
+            uint64_t copies = mc.bf16_copies ? r64(4 * (rows * C + Vp * C + rows * Vp + 32)) : 0;
+            uint64_t row = c.lmhead_chunk ? 0 : (uint64_t)mc.threads * r64(4 * V);
+            uint64_t want = copies || row ? r64(own) + copies + row : own;
+            uint64_t got = remat_tensor_fwd_temp_bytes(&c, &mc, head);
+            CHECK(got == want, "%s: the head's forward scratch %llu, want %llu", label, (unsigned long long)got,
+                  (unsigned long long)want);
+            CHECK(remat_tensor_fwd_temp_bytes(&c, NULL, head) == own, "%s: the head's own scratch", label);
+            /* every product's op has its copies' workspace when they are made */
+            uint64_t ws = 0;
+            int nprod = 0;
+            for (int t = 0; t < tb->first_grad; t++) {
+                if (tb->defs[t].opc != RO_LINEAR && tb->defs[t].opc != RO_ATTENTION && tb->defs[t].opc != RO_LMHEAD)
+                    continue;
+                uint64_t w = remat_tensor_fwd_temp_bytes(&c, &mc, t) - remat_tensor_fwd_temp_bytes(&c, &none, t);
+                if (tb->defs[t].has_bwd)
+                    w += remat_tensor_bwd_temp_bytes(&c, &mc, t) - remat_tensor_bwd_temp_bytes(&c, &none, t);
+                CHECK(!mc.bf16_copies || w > 0, "%s: %s's op has no workspace for its products' copies", label,
+                      tb->defs[t].name);
+                ws += w;
+                nprod++;
+            }
+            printf("  %s: %d product ops, %llu workspace bytes (forward + backward scratch)\n", label, nprod,
+                   (unsigned long long)ws);
+            /* fp32: no workspace at all */
+            c.dtype = REMAT_DTYPE_FP32;
+            for (int t = 0; t < tb->first_grad; t++)
+                CHECK(remat_tensor_fwd_temp_bytes(&c, &mc, t) == remat_tensor_fwd_temp_bytes(&c, NULL, t) &&
+                      remat_tensor_bwd_temp_bytes(&c, &mc, t) == remat_tensor_bwd_temp_bytes(&c, NULL, t),
+                      "%s: fp32 %s has a workspace", label, tb->defs[t].name);
+        }
+    }
+    remat_gemm_bf16_emulate(0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--shrink")) return shrink_child(atoi(argv[2]), argv[3]);
@@ -775,6 +868,7 @@ int main(int argc, char **argv)
     c.rope_scaling.factor = 8; c.rope_scaling.low_freq_factor = 1; c.rope_scaling.high_freq_factor = 4;
     c.rope_scaling.original_max_position = 32;
     check_config("llama flash chunk:9 T70 llama3 rope", c);
+    workspace();
     extents("/proc/self/exe");
     stale_gradients();
     grad_norm_exact();
