@@ -7,9 +7,12 @@
  * carry the leading dimensions and transposes as strides, so the attention
  * kernels' strided views into qkv need no copies.
  *
- * Workspace: both libraries keep their own packing buffers, which remat's
- * accounting allocator does not see, nor the scratchpads below:
- * README, "How it works", paragraph "Exact memory".
+ * Workspace: an emulated bf16 product's fp32 copies (below) go in the
+ * workspace its op was given (gemm.h, remat_ws), which the tensor table
+ * declares and the accounting allocator counts.  Both libraries keep their
+ * own packing buffers, which the accounting does not see, nor the native
+ * bf16 primitives' scratchpads below: README, "How it works", paragraph
+ * "Exact memory".
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -133,7 +136,12 @@ static void dnnl_init(void)
  * scratchpad, because oneDNN's own is shared by every primitive of the
  * process and two threads running matmuls at once (attention's tiles)
  * would write over each other's.  Grown as needed, kept for the thread's
- * life: like the libraries' packing buffers, outside the accounting. */
+ * life: like the libraries' packing buffers, outside the accounting.  Its
+ * size is what oneDNN's implementation for the shape and ISA asks
+ * (dnnl_query_scratchpad_md), known only once a primitive is made: no
+ * formula of the table can state it, so it is not table workspace.  Only
+ * the native bf16 matmuls (AVX-512 machines) have one; fp32 products run as
+ * dnnl_sgemm, and where bf16 is emulated no primitive is made. */
 static _Thread_local void *scratch;
 static _Thread_local size_t scratch_bytes;
 
@@ -293,8 +301,13 @@ static int mm_exec(const mm_entry *e, dnnl_memory_t *m, const remat_gemm_op *g)
  * and it accumulates in fp32 as the bf16 primitive does, so this is the
  * same arithmetic up to the order of the sums (a different machine's bits,
  * as between any two ISAs; deterministic for a shape and thread count).
- * The copies live in each thread's buffers, kept for the thread's life and
- * outside the accounting, like the scratchpads above. */
+ * The copies (A, B, C, each at a 64-byte boundary: remat_gemm_ws_bytes)
+ * go in the product's workspace: the serial part for a call outside a
+ * parallel region, else the calling thread's slice (remat_ws_get); the
+ * tensor table declares it per op (tensors.c, LINEAR_WS, the tiles' and the
+ * head's items), and a product that does not fit fails (REMAT_ERR_STATE)
+ * rather than allocate.  A call without a workspace (calibration, benches,
+ * tests) allocates its copies for the call. */
 static int bf16_native = 1;
 static pthread_once_t bf16_once = PTHREAD_ONCE_INIT;
 

@@ -14,7 +14,10 @@
  * frees.  Asking for anything else is a bug in the table, caught by an
  * assertion, so the table cannot silently under-declare a read.  Ops never
  * allocate: scratch (the chunked LM head's chunk of logits) is declared in
- * the table and allocated around the op by the walker.
+ * the table and allocated around the op by the walker, and so is their
+ * kernels' workspace (remat_op_args.ws: an emulated bf16 product's fp32
+ * copies, the bf16 cross-entropy's rows), which the dispatcher passes down
+ * to every kernel that makes a product.
  *
  * Layer: above table/ and kernels/, below engine/ and planner/.
  */
