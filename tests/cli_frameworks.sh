@@ -487,6 +487,23 @@ assert 0 < one["time_ms"]["dp"] < 0.002 * one["step_ms_pred"], (one["time_ms"]["
 assert two["time_ms"]["dp"] > 20 * one["time_ms"]["dp"], (two["time_ms"]["dp"], one["time_ms"]["dp"])
 PY
 
+# context parallelism without data parallelism: Megatron reduces the gradients over DP x CP
+# (DistributedDataParallel's intra_dp_cp_group), so CP 2 at DP 1 carries --overlap-grad-reduce
+# and, with the distributed optimizer, --overlap-param-gather, and its reduction hides as DP 2's
+cp1="--framework megatron --model llama3.2-1b --global-batch 16 --seq 16384 --device h100-80gb --distributed-optimizer"
+$R plan $cp1 --cp 2 --json > "$T/cp2.json" 2> "$T/cp.err" || bad "plan --cp 2 at dp 1: $(cat "$T/cp.err")"
+$R plan $cp1 --json > "$T/cp1.json" 2> "$T/cp.err" || bad "plan at cp 1, dp 1: $(cat "$T/cp.err")"
+/usr/bin/python3 - "$T" <<'PY' && ok || bad "CP 2 at DP 1: the overlap flags and the exposed reduction"
+import json, sys
+cp2, one = (json.load(open("%s/%s.json" % (sys.argv[1], n)))["best_megatron"] for n in ("cp2", "cp1"))
+assert " --context-parallel-size 2" in cp2["command"], cp2["command"]
+assert " --overlap-grad-reduce" in cp2["command"] and " --overlap-param-gather" in cp2["command"], cp2["command"]
+assert "--overlap-grad-reduce" not in one["command"] and one["time_ms"]["dp"] == 0, one["command"]
+# llama3.2-1b: 1.24e9 parameters, 4 bytes reduce-scattered and 2 gathered over 2 ranks on NVLink
+# (450 GB/s a direction) is 8.2 ms in full; overlapped, the last bucket's share
+assert 0 < cp2["time_ms"]["dp"] < 2, cp2["time_ms"]
+PY
+
 # the layout search (--gpus): every layout of the world Megatron-LM accepts, ranked by the time of
 # its best Megatron-LM flags; each printed layout valid, its command its own, the ranking sorted,
 # the dimensions given fixed, the count and the time said

@@ -840,6 +840,41 @@ static void tp_comm_overlap(void)
     remat_cluster_row_clear(&slow);
 }
 
+/* Megatron reduces the gradients over the data- and context-parallel ranks
+ * together (DistributedDataParallel's intra_dp_cp_group), so CP 2 at DP 1
+ * has a reduction to overlap: --overlap-grad-reduce (and with the
+ * distributed optimizer --overlap-param-gather) are on, and the exposed
+ * reduction is what outlasts the last backward, as at DP 2 CP 1 */
+static void cp_grad_overlap(void)
+{
+    remat_config c = llama_fw(REMAT_FRAMEWORK_MEGATRON, 1, 8, 32, 8, 0, 4096, 14336, 8192, 1, 1, 0, 0.0f);
+    remat_cluster cl = cluster(1, 1, 1, 8);
+    cl.dev = *remat_device_find("h100-80gb");
+    cl.dev.mem_bytes = 1ULL << 50;
+    cl.dist_optim = 1;
+    c.cp = 2;
+    unsigned ov = remat_cluster_overlaps(&c, &cl);
+    CHECK(ov & REMAT_OVERLAP_GRAD_REDUCE, "DP 1 CP 2: Megatron reduces over DP x CP, --overlap-grad-reduce is on");
+    CHECK(ov & REMAT_OVERLAP_PARAM_GATHER, "DP 1 CP 2, distributed optimizer: --overlap-param-gather is on");
+    remat_cluster_row cp2;
+    if (remat_cluster_evaluate(&c, &cl, "none", &cp2)) { CHECK(0, "%s", remat_errmsg()); return; }
+    /* the reduction in full: 4 bytes a parameter reduce-scattered, 2 gathered, over 2 ranks */
+    remat_cluster_memory mm;
+    if (remat_cluster_memory_of(&c, &cl, &mm)) { CHECK(0, "%s", remat_errmsg()); remat_cluster_row_clear(&cp2); return; }
+    double full = (0.5 * 4 + 0.5 * 2) * (double)mm.params / (cl.dev.link_bps / 1e3);
+    printf("DP 1 CP 2, Llama-3-8B's 8 layers on H100: DP exposed %.3f ms of the full reduction's %.3f ms\n",
+           cp2.dp_ms, full);
+    CHECK(cp2.dp_ms > 0 && cp2.dp_ms < 0.5 * full, "CP 2's gradient reduction %.3f ms is overlapped (full: %.3f ms)",
+          cp2.dp_ms, full);
+    remat_cluster_row_clear(&cp2);
+    c.cp = 1;
+    cl.dp = 2;
+    CHECK(remat_cluster_overlaps(&c, &cl) == ov, "DP 2 CP 1 turns on the same overlaps as DP 1 CP 2");
+    cl.dp = 1;
+    CHECK(!(remat_cluster_overlaps(&c, &cl) & (REMAT_OVERLAP_GRAD_REDUCE | REMAT_OVERLAP_PARAM_GATHER)),
+          "DP 1 CP 1: nothing to reduce, no overlap flags");
+}
+
 /* the three answers: everything fits, the optimum is no slower than either
  * framework's best, and the optimum is what the simulator says */
 static void answers(int fw, int L, int P, int V, double tight)
@@ -1694,6 +1729,7 @@ int main(void)
     table5();
     megatron_h100_table();
     tp_comm_overlap();
+    cp_grad_overlap();
     for (int fw = 1; fw <= 2; fw++) {
         answers(fw, 4, 1, 1, 2.0);           /* everything fits */
         answers(fw, 8, 2, 2, 2.0);

@@ -317,8 +317,15 @@ double remat_cluster_efficiency(const remat_cluster *cl)
 unsigned remat_cluster_overlaps(const remat_config *c, const remat_cluster *cl)
 {
     unsigned m = 0;
-    if (cl->dp > 1) m |= REMAT_OVERLAP_GRAD_REDUCE;
-    if (cl->dp > 1 && cl->dist_optim) m |= REMAT_OVERLAP_PARAM_GATHER;
+    /* Megatron reduces the gradients (and the distributed optimizer
+     * shards and gathers the weights) over the data- and context-parallel
+     * ranks together: DistributedDataParallel's buffers take
+     * intra_dp_cp_group, get_data_parallel_group(with_context_parallel=True)
+     * (megatron/core/distributed/distributed_data_parallel.py,
+     * param_and_grad_buffer.py at d98e8a6).  So with CP > 1 there is a
+     * reduction to overlap even at D = 1 */
+    if ((long)cl->dp * remat_config_cp(c) > 1) m |= REMAT_OVERLAP_GRAD_REDUCE;
+    if ((long)cl->dp * remat_config_cp(c) > 1 && cl->dist_optim) m |= REMAT_OVERLAP_PARAM_GATHER;
     /* Transformer Engine's userbuffers: Megatron-LM's; PyTorch's
      * SequenceParallel has no such overlap by default */
     if (remat_config_tp(c) > 1 && c->sp && !cl->no_tp_comm_overlap && c->framework == REMAT_FRAMEWORK_MEGATRON)
