@@ -475,7 +475,8 @@ expect_err "--host-link below 0" $R plan $m70 --host-link -1
 # data parallelism within one node goes over NVLink and, with
 # --overlap-grad-reduce, hides behind the last backward but its last bucket:
 # a few ms of a 12 s step (it was 843 ms at the network's 50 GB/s); across
-# two nodes the network's share shows
+# two nodes the ring has 8 ranks, so 8 NICs, in each node: 400 GB/s
+# together, near NVLink's 450 (NVIDIA/nccl#812), not one NIC's 50
 for d in 8 16; do
     $R plan --framework megatron --model llama3-8b --global-batch 128 --device h100-80gb --dp $d \
         --distributed-optimizer --json > "$T/dp$d.json" 2> "$T/dp.err" || bad "plan --dp $d: $(cat "$T/dp.err")"
@@ -484,7 +485,7 @@ done
 import json, sys
 one, two = (json.load(open("%s/dp%d.json" % (sys.argv[1], d)))["rows"][0] for d in (8, 16))
 assert 0 < one["time_ms"]["dp"] < 0.002 * one["step_ms_pred"], (one["time_ms"]["dp"], one["step_ms_pred"])
-assert two["time_ms"]["dp"] > 20 * one["time_ms"]["dp"], (two["time_ms"]["dp"], one["time_ms"]["dp"])
+assert one["time_ms"]["dp"] < two["time_ms"]["dp"] < 1.5 * one["time_ms"]["dp"], (two["time_ms"]["dp"], one["time_ms"]["dp"])
 PY
 
 # context parallelism without data parallelism: Megatron reduces the gradients over DP x CP
