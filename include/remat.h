@@ -1248,8 +1248,8 @@ REMAT_API uint64_t remat_cluster_usable(const remat_cluster *cl);
  * model counts each collective as exposed only where its overlap cannot
  * hide it, and the printed command carries the same flags (one rule for
  * both). */
-#define REMAT_OVERLAP_GRAD_REDUCE  1u   /* --overlap-grad-reduce: D > 1 */
-#define REMAT_OVERLAP_PARAM_GATHER 2u   /* --overlap-param-gather: D > 1 and the distributed optimizer */
+#define REMAT_OVERLAP_GRAD_REDUCE  1u   /* --overlap-grad-reduce: D CP > 1 (Megatron reduces over both) */
+#define REMAT_OVERLAP_PARAM_GATHER 2u   /* --overlap-param-gather: D CP > 1 and the distributed optimizer */
 #define REMAT_OVERLAP_TP_COMM      4u   /* --tp-comm-overlap: Megatron-LM's table, T > 1 with sequence
                                                parallelism, unless cl->no_tp_comm_overlap */
 REMAT_API unsigned remat_cluster_overlaps(const remat_config *cfg, const remat_cluster *cl);

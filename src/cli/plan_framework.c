@@ -1071,7 +1071,7 @@ int cli_plan_framework(int argc, char **argv)
         char b[32];
         rc = cli_error("nothing fits in %s per GPU; add GPUs (--tp, --pp), shorten --seq or --micro-batch%s",
                        cli_fmt_bytes(cl.dev.mem_bytes, b, sizeof b),
-                       cl.dist_optim ? "" : cl.dp > 1 ? ", or use --distributed-optimizer"
+                       cl.dist_optim ? "" : (long)cl.dp * remat_config_cp(&c) > 1 ? ", or use --distributed-optimizer"
                                                       : ", or use --distributed-optimizer with --dp");
     }
     fw_answers_clear(&an);
