@@ -172,7 +172,7 @@ def compile_run(model, inputs, backend, run, tag):
         tensor_of = run.plan.tensor_of
         mine = {tensor_of.get(n.name, n.name) for n in saved if not n.name.startswith("primals")}
         mine = {n for n in mine if not n.startswith("primals")}
-        run.same_set = mine == set(run.plan.saved)
+        run.same_set = mine == set(run.plan.saved) - set(run.plan.returned)   # torch lists no output as saved
         run.plan_peak = run.plan.peak_bytes
 
 

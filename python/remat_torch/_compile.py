@@ -77,7 +77,8 @@ from ._plan import fmt_bytes, parse_size
 # (the partitioner returns a min-cut that already meets it without the solver).
 _FRACTION = 1e-9
 # Seeded faults, for tests only (tests/py_compile_budget.py shows each fails it): "half_bytes"
-# (the bytes of each forward tensor the backward reads halved in the conversion).  Empty in use.
+# (the bytes of each forward tensor the backward reads halved in the conversion),
+# "cross_layer_fusion" (inductor's horizontal fusions across layers allowed).  Empty in use.
 FAULTS = set()
 _CHAIN_ELEMENT = re.compile(r"\.(\d+)$")
 
@@ -115,10 +116,11 @@ def _tensors(val):
     return []
 
 
-def _layer_of(node):
+def _layer_of(node, backward=False):
     """the path of the first module in the node's nn_module_stack that is an element of a chain
-    (a ModuleList's or Sequential's numbered child), None when it was made by none"""
-    stack = node.meta.get("nn_module_stack") or {}
+    (a ModuleList's or Sequential's numbered child), None when it was made by none.  backward: a
+    backward node's too (AOTAutograd copies its forward op's stack to fwd_nn_module_stack)"""
+    stack = node.meta.get("nn_module_stack") or (backward and node.meta.get("fwd_nn_module_stack")) or {}
     for v in stack.values():
         path = v[0] if isinstance(v, tuple) else str(v)
         if _CHAIN_ELEMENT.search(path):
@@ -240,6 +242,8 @@ class Graph:
                 if r < n_fwd and group[r] != group[i] and rows[r][0].op != "placeholder":
                     other_layer[r] = True
         outputs = set(ins[len(rows) - 1]) if rows and rows[-1][0] is output else set()
+        # the forward's rows the graph returns (the loss): kept, not re-run, whatever the partition saves
+        self.returned = {r for r in outputs if r < n_fwd and rows[r][0].op != "placeholder"}
         read_back = [False] * len(rows)            # (for the seeded fault)
         for i in range(n_fwd, len(rows)):
             for r in ins[i]:
@@ -322,7 +326,7 @@ def predict(joint_graph, node_info, saved_values):
     fx nodes given, every other forward tensor the backward needs re-run there.  Returns
     (peak bytes, re-run FLOPs), remat_graph_peak's (the same count as a plan's)."""
     g = Graph(joint_graph, node_info, [], price_only=True)
-    kept = {g.row_of[n] for n in saved_values if n in g.row_of}
+    kept = {g.row_of[n] for n in saved_values if n in g.row_of} | g.returned
     rec = (_lib.c_uint8 * g.n)(*[1 if g.kind[i] == _lib.GRAPH_CANDIDATE and i not in kept else 0
                                    for i in range(g.n)])
     return g.peak(rec)
@@ -374,6 +378,36 @@ class CompiledPlan:
         return "\n".join([repr(self)] + ["  " + repr(layer) for layer in self.layers])
 
 
+def _choices_class():
+    """inductor's fusion choices, less one: no horizontal fusion (of two ops neither reads the
+    other's result) of ops from different layers.  Inductor fuses such ops when they read a
+    buffer in common (RoPE's cos and sin tables, in every layer) and are within 64 nodes
+    (InductorChoices.can_fuse_horizontal, Scheduler.are_long_distant_nodes); in a backward that
+    pulls a layer's recomputation into the stretch of the layer after it, whose working set is
+    then held with it: 11% over remat's count on tests/py_compile_budget.py's Llama
+    (docs/pytorch.md).  Fusions within a layer, and vertical ones, are inductor's as before."""
+    from torch._inductor.choices import InductorChoices
+
+    def layers(snode):
+        out = set()
+        for n in snode.get_nodes():
+            for o in getattr(getattr(n, "node", None), "origins", None) or ():
+                path = _layer_of(o, backward=True)
+                if path is not None:
+                    out.add(path)
+        return out
+
+    class RematChoices(InductorChoices):
+        @staticmethod
+        def can_fuse_horizontal(scheduler, node1, node2, shared_data_score):
+            a, b = layers(node1), layers(node2)
+            if a and b and not (a & b) and "cross_layer_fusion" not in FAULTS:
+                return False
+            return InductorChoices.can_fuse_horizontal(scheduler, node1, node2, shared_data_score)
+
+    return RematChoices
+
+
 def _solver_class():
     from torch._inductor.custom_graph_pass import CustomKnapsackSolver
 
@@ -400,13 +434,23 @@ class compile_budget:
     (an int, or a size such as "6GiB") over the compiled forward and backward.  Compile (call the
     compiled function the first time) inside it.  .plans: a CompiledPlan per graph planned.  A
     budget below the least peak remat finds is refused, as a RematError naming that least peak,
-    when the context exits (or from the compiling call, wrapped by torch's compiler)."""
+    when the context exits (or from the compiling call, wrapped by torch's compiler).
 
-    def __init__(self, budget):
+    buffer_reuse: inductor's reuse of a freed buffer for a later one of its size
+    (torch._inductor.config.allow_buffer_reuse), off inside the context unless True.  Inductor
+    allows a reuse when it keeps its own estimate of the graph's peak, which counts the buffers
+    the graph allocates but not its inputs; in a backward whose inputs are the saved activations
+    a reuse can hold a freed buffer across the step's peak, at the backward's start (+4.7% over
+    the plan at 16 layers, docs/pytorch.md).  aot_eager is not affected.  Inside the context the
+    backward is compiled with the forward (torch._functorch.config.force_non_lazy_backward_lowering),
+    so that the setting reaches it."""
+
+    def __init__(self, budget, buffer_reuse=False):
         if not _torch_ok():
             raise RematError(1, "invalid argument", "compile_budget needs torch >= 2.5 (torch %s has no "
                              "CustomKnapsackSolver)" % torch.__version__)
         self.budget = parse_size(budget)
+        self.buffer_reuse = bool(buffer_reuse)
         self.plans = []
         self.refused = None
         self._solver = _solver_class()(self)
@@ -414,13 +458,26 @@ class compile_budget:
 
     def __enter__(self):
         from torch._functorch import config as fconfig
-        self._patch = fconfig.patch(activation_memory_budget=_FRACTION, activation_memory_budget_solver=self._solver)
+        from torch._inductor import config as iconfig
+        # the backward compiled with the forward (torch compiles it at the first backward otherwise,
+        # maybe outside the context and without its inductor setting)
+        self._patch = fconfig.patch(activation_memory_budget=_FRACTION, activation_memory_budget_solver=self._solver,
+                                    force_non_lazy_backward_lowering=True)
+        # inductor's compiled-graph cache keys neither the fusion rule nor the budget: off inside
+        self._ipatch = iconfig.patch(allow_buffer_reuse=self.buffer_reuse and iconfig.allow_buffer_reuse,
+                                     fx_graph_cache=False)
         self._patch.__enter__()
+        self._ipatch.__enter__()
+        from torch._inductor.virtualized import V
+        self._choices = V.set_choices_handler(_choices_class()())
+        self._choices.__enter__()
         return self
 
     def __exit__(self, et, ev, tb):
+        self._choices.__exit__(et, ev, tb)
+        self._ipatch.__exit__(et, ev, tb)
         self._patch.__exit__(et, ev, tb)
-        self._patch = None
+        self._patch = self._ipatch = self._choices = None
         if ev is not None and not isinstance(ev, RematError) and self.refused is not None:
             inner = ev
             while inner is not None and not isinstance(inner, RematError):
@@ -443,6 +500,7 @@ class compile_budget:
         plan.graph_nodes, plan.candidates, plan.searched = g.n, len(candidates), g.n_candidates
         plan.saved = [g.names[i] for i in range(g.n) if state[i] == _lib.GRAPH_SAVED and g.nodes[i].bytes]
         plan.recomputed = [g.names[i] for i in range(g.n) if state[i] == _lib.GRAPH_RERUN]
+        plan.returned = [g.names[i] for i in sorted(g.returned)]
         plan.layers = []
         for gr in groups:
             rows = [i for i in range(g.n) if not g.nodes[i].backward and g.nodes[i].group == gr.group]
