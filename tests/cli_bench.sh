@@ -104,7 +104,7 @@ PY
 
 # --dtype fp32,bf16: every (precision, policy) pair, each precision against
 # its own none with its own GEMM probe and front; both fronts in the plot;
-# bf16 needs about half of fp32's activation bytes
+# bf16 stores about half of fp32's activation bytes
 $R bench $tiny --policies none,full --dtype fp32,bf16 --budget-activations 1GiB --json --no-rss \
     --svg-pareto "$T/pd.svg" > "$T/d.json" 2> "$T/d.err" || bad "bench --dtype fp32,bf16 failed: $(cat "$T/d.err")"
 $PY - "$T/d.json" "$T/pd.svg" <<'PY' && ok || bad "bench across two precisions"
@@ -122,7 +122,9 @@ for r in rows:
     assert r["gemm_gflops"] == prec[r["dtype"]]["gemm_gflops"], r
 by = {(r["dtype"], r["policy"]): r for r in rows}
 assert by[("fp32", "none")]["ratio_vs_none"] == 1.0 and by[("bf16", "none")]["ratio_vs_none"] == 1.0
-a32, a16 = by[("fp32", "none")]["act_peak_bytes"], by[("bf16", "none")]["act_peak_bytes"]
+# the stored activations (the peak also holds the kernels' workspace, which on a machine
+# that emulates bf16 products holds their fp32 copies)
+a32, a16 = by[("fp32", "none")]["act_stored_bytes"], by[("bf16", "none")]["act_stored_bytes"]
 assert a16 < 0.7 * a32, (a16, a32)
 NS = "{http://www.w3.org/2000/svg}"
 p = ET.parse(sys.argv[2]).getroot()
