@@ -68,41 +68,63 @@
 /* Dense (no sparsity) bf16 tensor-core FLOP/s, HBM bandwidth, NVLink per
  * GPU and direction (half the bidirectional figure NVIDIA quotes), the
  * network per GPU of NVIDIA's DGX systems (one HDR 200 Gb/s or NDR 400 Gb/s
- * adapter per GPU), the host link per direction (half the datasheet's
- * bidirectional PCIe Gen4 x16 64 GB/s, Gen5 x16 128 GB/s, NVLink-C2C 900
- * GB/s) and the host memory per GPU (a DGX's system memory over its 8 GPUs;
- * GH200's own LPDDR5X), and the GPUs that NVLink joins in a node. */
+ * adapter per GPU), the host link per direction and the host memory per GPU
+ * (a DGX's system memory over its 8 GPUs; GH200's own LPDDR5X), and the
+ * GPUs that NVLink joins in a node.
+ *
+ * The host link is a measured rate of copies between pinned host memory and
+ * the GPU, published, not the datasheet's (half its bidirectional PCIe Gen4
+ * x16 64 GB/s, Gen5 x16 128 GB/s, NVLink-C2C 900 GB/s), which no copy
+ * reaches; where the two directions were measured apart, the slower:
+ *   A100 (Gen4): 25 GB/s -- nvbandwidth's host_to_device_memcpy_sm on an
+ *     A100-SXM4-40GB, 25.13 GB/s at 512 MiB and 1 GiB buffers
+ *     (NVIDIA/nvbandwidth#42); "25 GBps ... measured peak" of Gen4 x16
+ *     (ZaidQureshi/bam#54);
+ *   H100, H200 (Gen5): 53 GB/s -- on an H100 node, nvbandwidth's
+ *     host_to_device_memcpy_ce 56.7-57.1 GB/s (NVIDIA/nvbandwidth#6, three of
+ *     a VM's four GPUs; the fourth, 14.2, was misplaced) and
+ *     device_to_host_memcpy_sm 52.8 GB/s on each of 8 (NVIDIA/nvbandwidth#24);
+ *     H200 is on the same Gen5 x16, not measured here;
+ *   GH200 (NVLink-C2C): 300 GB/s -- host to device 346 GB/s by copy engine
+ *     (342 by SM), device to host about 15% slower (NVIDIA/nvbandwidth#23);
+ *   B200 (Gen5 x16 to its Xeon hosts): H100's 53 GB/s; no B200 measurement
+ *     was found.
+ * --host-link GB/s replaces it. */
 static const remat_device devices[] = {
     { "a100-40gb", (uint64_t)(39.50 * GiB), 312e12, 1555e9, 300e9, 25e9,
-      "NVIDIA A100 datasheet (SXM4 40GB: 312 TFLOP/s bf16 dense, 1,555 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s); "
+      "NVIDIA A100 datasheet (SXM4 40GB: 312 TFLOP/s bf16 dense, 1,555 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s: 25 GB/s measured, "
+      "NVIDIA/nvbandwidth#42); "
       "DGX A100 (8x HDR 200 Gb/s, 1 TB system memory); 39.50 GiB as CUDA reports it (TianheWu/CoSeR#10); efficiency "
       A100_EFF_TEXT,
-      32e9, (uint64_t)125e9, 8, REMAT_CLUSTER_EFFICIENCY },
+      25e9, (uint64_t)125e9, 8, REMAT_CLUSTER_EFFICIENCY },
     { "a100-80gb", (uint64_t)(79.35 * GiB), 312e12, 2039e9, 300e9, 25e9,
-      "NVIDIA A100 datasheet (SXM4 80GB: 312 TFLOP/s bf16 dense, 2,039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s); "
+      "NVIDIA A100 datasheet (SXM4 80GB: 312 TFLOP/s bf16 dense, 2,039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s: 25 GB/s measured, "
+      "NVIDIA/nvbandwidth#42); "
       "DGX A100 640GB (8x HDR 200 Gb/s, 2 TB system memory); 79.35 GiB as CUDA reports it "
       "(Instruction-Tuning-with-GPT-4/GPT-4-LLM#16); efficiency "
-      A100_EFF_TEXT, 32e9, (uint64_t)250e9, 8, REMAT_CLUSTER_EFFICIENCY },
+      A100_EFF_TEXT, 25e9, (uint64_t)250e9, 8, REMAT_CLUSTER_EFFICIENCY },
     { "h100-80gb", (uint64_t)(79.11 * GiB), 989e12, 3350e9, 450e9, 50e9,
-      "NVIDIA H100 datasheet (SXM5 80GB: 989 TFLOP/s bf16 dense, 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s); "
+      "NVIDIA H100 datasheet (SXM5 80GB: 989 TFLOP/s bf16 dense, 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s: 53 GB/s measured, "
+      "NVIDIA/nvbandwidth#6, #24); "
       "DGX H100 (8x NDR 400 Gb/s, 2 TB system memory); 79.11 GiB as CUDA reports it (vllm-project/vllm#27508); efficiency "
-      H100_EFF_TEXT, 64e9, (uint64_t)250e9, 8, H100_EFFICIENCY },
+      H100_EFF_TEXT, 53e9, (uint64_t)250e9, 8, H100_EFFICIENCY },
     { "h200-141gb", (uint64_t)(139.81 * GiB), 989e12, 4800e9, 450e9, 50e9,
-      "NVIDIA H200 datasheet (SXM 141GB: 989 TFLOP/s bf16 dense, 4.8 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s); "
+      "NVIDIA H200 datasheet (SXM 141GB: 989 TFLOP/s bf16 dense, 4.8 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s: H100's 53 GB/s "
+      "measured); "
       "DGX H200 (8x NDR 400 Gb/s, 2 TB system memory); 139.81 GiB as CUDA reports it "
       "(sungwon-chae/arxiv_confi, etu_logging.md); efficiency H100's (the same GH100 compute; not measured on an H200): "
-      H100_EFF_TEXT, 64e9, (uint64_t)250e9, 8, H100_EFFICIENCY },
+      H100_EFF_TEXT, 53e9, (uint64_t)250e9, 8, H100_EFFICIENCY },
     { "gh200-96gb", (uint64_t)(97280 * MIB), 989e12, 4000e9, 450e9, 50e9,
       "NVIDIA GH200 Grace Hopper Superchip datasheet (96GB HBM3: 4 TB/s, Hopper's 989 TFLOP/s bf16 dense, NVLink "
-      "900 GB/s, NVLink-C2C 900 GB/s to 480 GB LPDDR5X); 4 superchips a node (HPE Cray EX254n), NDR 400 Gb/s each; "
+      "900 GB/s, NVLink-C2C 900 GB/s to 480 GB LPDDR5X: 300 GB/s measured, NVIDIA/nvbandwidth#23); 4 superchips a node (HPE Cray EX254n), NDR 400 Gb/s each; "
       "97280 MiB as the driver reports it (mredenti/PowerCapping, configuration/OpenCL_benchmark.md); efficiency "
-      "H100's (the same GH100 compute; not measured on a GH200): " H100_EFF_TEXT, 450e9, (uint64_t)480e9, 4, H100_EFFICIENCY },
+      "H100's (the same GH100 compute; not measured on a GH200): " H100_EFF_TEXT, 300e9, (uint64_t)480e9, 4, H100_EFFICIENCY },
     { "b200-180gb", (uint64_t)(182631 * MIB), 2250e12, 8000e9, 900e9, 50e9,
       "NVIDIA HGX B200 (1,000 W: 2,250 TFLOP/s bf16 dense, half the 4,500 with sparsity); DGX B200 datasheet "
       "(8 GPUs: 1,440 GB HBM3e, 64 TB/s, NVLink 5 at 1.8 TB/s per GPU, 8x ConnectX-7 400 Gb/s, "
-      "2 TB system memory, Xeon hosts on PCIe Gen5 x16 64 GB/s); 182631 MiB as CUDA reports it (public 8x B200 logs, "
+      "2 TB system memory, Xeon hosts on PCIe Gen5 x16: H100's 53 GB/s measured); 182631 MiB as CUDA reports it (public 8x B200 logs, "
       "their repositories not identified); efficiency A100's: no published bf16 B200 step times were found to "
-      "fit; " A100_EFF_TEXT, 64e9, (uint64_t)250e9, 8, REMAT_CLUSTER_EFFICIENCY },
+      "fit; " A100_EFF_TEXT, 53e9, (uint64_t)250e9, 8, REMAT_CLUSTER_EFFICIENCY },
 };
 
 /* GPT-2 and Korthikanti's models, then Llama 3: dim, layers, heads and kv
