@@ -26,13 +26,7 @@ forward tensor the backward reads halved in the conversion
 (remat_torch._compile.FAULTS) -- must fail
 the prediction check (it is run and its failures counted, not reported as
 this test's).
-Then under inductor (backend "inductor", which generates its own fused
-kernels): at inductor's least peak and half way to the peak of recomputing
-nothing, torch saves remat's set, the measured peak is at most 2% over the
-budget and within 2% of the prediction, and the loss and gradients are
-within 1e-5 (of each tensor's largest) of aot_eager's.  Its seeded fault --
-inductor's horizontal fusions across layers allowed (FAULTS
-"cross_layer_fusion") -- must fail the budget.  Torch >= 2.5 only
+Inductor is tests/py_compile_inductor.py's.  Torch >= 2.5 only
 (CustomKnapsackSolver).
 """
 # REMAT_TEST_TORCH: 2
@@ -103,65 +97,6 @@ def saved_by_torch(plan):
     parameters nor the incoming gradient), as remat names them"""
     names = [n.name for n in GRAPHS["bw"].graph.nodes if n.op == "placeholder" and not n.name.startswith("tangents")]
     return {plan.tensor_of.get(n, n) for n in names} - {n for n in plan.tensor_of.values() if n.startswith("primals")}
-
-
-def compiled_inductor(model, budget):
-    """a fresh inductor compile of model under compile_budget(budget): (function, plan, loss and
-    gradients, the nodes torch's partition saved)"""
-    torch._dynamo.reset()
-    f = torch.compile(model, backend="inductor")
-    model.zero_grad(set_to_none=True)
-    with rt.compile_budget(budget) as cb:
-        loss = f(*INPUTS)
-    loss.backward()
-    return f, cb.plans[0], (loss.detach().clone(), [p.grad.clone() for p in model.parameters()]), SAVED[-1][2]
-
-
-def inductor_checks(check, plan, f, ref, got, saved, budget, label):
-    """the checks of one plan compiled by inductor (returns how many failed): its fused kernels
-    round otherwise than aten's, so the loss and gradients are compared within a tolerance"""
-    bad0 = check.bad
-    worst = max(((a - b).abs().max() / a.abs().max().clamp_min(1e-30)).item()
-                for a, b in zip([ref[0]] + ref[1], [got[0]] + got[1]))
-    check(worst <= 1e-5, "%s: loss or gradients %.3g (of each tensor's largest) from aot_eager's" % (label, worst))
-    mine = {plan.tensor_of.get(n.name, n.name) for n in saved if not n.name.startswith("primals")}
-    want = set(plan.saved) - set(plan.returned)            # torch lists no output of the forward as saved
-    check(mine == want, "%s: torch saved %s, remat's plan %s" % (label, sorted(mine), sorted(want)))
-    meas = measured_peak(f)
-    check(meas <= budget * 1.02, "%s: measured peak %d over the budget %d by more than 2%%" % (label, meas, budget))
-    check(abs(meas - plan.peak_bytes) <= 0.02 * plan.peak_bytes,
-          "%s: measured peak %d, predicted %d (%+.2f%%)" % (label, meas, plan.peak_bytes,
-                                                           100.0 * (meas - plan.peak_bytes) / plan.peak_bytes))
-    print("%-24s budget %9d  predicted %9d  measured %9d (%+.2f%%)  gradients within %.2g" % (
-        label, budget, plan.peak_bytes, meas, 100.0 * (meas - plan.peak_bytes) / plan.peak_bytes, worst))
-    return check.bad - bad0
-
-
-def inductor(check, model, ref):
-    """compile_budget under inductor: its least peak and half way to the peak of recomputing
-    nothing, and the seeded fault of inductor's cross-layer fusions allowed"""
-    least = None
-    try:
-        compiled_inductor(model, 1)
-    except rt.RematError as e:
-        m = re.search(r"least peak found is (\d+) bytes", e.message)
-        least = int(m.group(1)) if m else None
-    check(least is not None, "inductor: a budget of 1 byte was not refused with the least peak")
-    if least is None:
-        return
-    _, top, _, _ = compiled_inductor(model, 1 << 40)
-    for b in (least, least + (top.peak_bytes - least) // 2):
-        f, plan, got, saved = compiled_inductor(model, b)
-        inductor_checks(check, plan, f, ref, got, saved, b, "inductor, budget %d" % b)
-    rt._compile.FAULTS.add("cross_layer_fusion")
-    try:
-        f, plan, got, saved = compiled_inductor(model, least)
-        caught = Caught()
-        failed = inductor_checks(caught, plan, f, ref, got, saved, least, "fault: cross-layer fusion")
-        check(failed > 0, "the seeded fault (inductor's cross-layer fusions) passed every check")
-        print("the seeded fault fails %d of %d checks" % (failed, caught.good + caught.bad))
-    finally:
-        rt._compile.FAULTS.clear()
 
 
 class Caught(Checks):
@@ -248,7 +183,6 @@ def main():
         print("the seeded fault fails %d of %d checks" % (failed, caught.good + caught.bad))
     finally:
         rt._compile.FAULTS.clear()
-    inductor(check, model, ref)
     return report("py_compile_budget", check.good, check.bad)
 
 

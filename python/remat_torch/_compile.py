@@ -248,6 +248,20 @@ class Graph:
         for i in range(n_fwd, len(rows)):
             for r in ins[i]:
                 read_back[r] = True
+        # constants: forward ops that read nothing (inductor's decompositions make scalars such as
+        # full([], -inf) and full([], 0.0), read by every layer's forward or backward).  One read by
+        # the backward or by more than one layer is kept to the step's end, as the loss is: re-run,
+        # it would tie those layers to the group that made it; kept only to its last reader, a re-run
+        # of a layer reading it could come after that (a few bytes either way)
+        constants = set()
+        for i in range(n_fwd):
+            if ins[i] or rows[i][0].op != "call_function" or not rows[i][2]:
+                continue
+            readers = {group[j] for j in range(n_fwd) if i in ins[j]}
+            if read_back[i] or len(readers) > 1:
+                constants.add(i)
+        if constants and rows and rows[-1][0] is output:
+            ins[len(rows) - 1] = sorted(set(ins[len(rows) - 1]) | constants)
         self.n = len(rows)
         self.nodes = (_lib.GraphNode * self.n)()
         self._inputs = []
@@ -280,6 +294,8 @@ class Graph:
                     kind = _lib.GRAPH_KEEP      # a layer's input: saved, as a checkpoint of each layer saves it
                 elif i in outputs:
                     kind = _lib.GRAPH_KEEP      # what the forward returns (the loss): not recomputed
+                elif i in constants:
+                    kind = _lib.GRAPH_KEEP      # a constant several layers read (below)
                 elif node in searched or (
                         getattr(node.target, "overloadpacket", None) in flop_registry or
                         getattr(node.target, "overloadpacket", None) is
