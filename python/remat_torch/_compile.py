@@ -383,7 +383,8 @@ class Layer:
 class CompiledPlan:
     """what remat chose for one compiled graph: .budget, .peak_bytes (the predicted peak),
     .recompute_flops, .method (remat_graph_search's: "exact, by layers" on a chain of layers), .layers ([Layer]),
-    .saved / .recomputed (node names), .graph_nodes, .candidates, .searched (candidates searched)"""
+    .saved / .recomputed (node names), .returned (the forward's outputs among .saved: kept, but not
+    for the backward), .graph_nodes, .candidates, .searched (candidates searched)"""
 
     def __repr__(self):
         return ("CompiledPlan(budget %s: predicted peak %s, %.4g FLOPs re-run, %s search over %d candidates of %d "
