@@ -52,6 +52,17 @@ class Checks:
         return ok
 
 
+class Caught(Checks):
+    """the checks of a seeded fault: a failure is the fault caught, printed as such (its failures
+    are counted by the test that seeded it, not reported as the test's own)"""
+
+    def __call__(self, ok, msg):
+        if not ok:
+            print("caught: " + msg)
+        self.good, self.bad = self.good + bool(ok), self.bad + (not ok)
+        return ok
+
+
 def import_remat_torch():
     """python/remat_torch of this checkout, loading $BUILD/libremat.so (REMAT_LIB unless set)"""
     os.environ.setdefault("REMAT_LIB", os.path.join(os.environ.get("BUILD", "build"), "libremat.so"))

@@ -37,7 +37,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from harness import Checks, import_remat_torch, report, skip
+from harness import Caught, Checks, import_remat_torch, report, skip
 
 try:
     import torch
@@ -97,16 +97,6 @@ def saved_by_torch(plan):
     parameters nor the incoming gradient), as remat names them"""
     names = [n.name for n in GRAPHS["bw"].graph.nodes if n.op == "placeholder" and not n.name.startswith("tangents")]
     return {plan.tensor_of.get(n, n) for n in names} - {n for n in plan.tensor_of.values() if n.startswith("primals")}
-
-
-class Caught(Checks):
-    """the checks of a seeded fault: a failure is the fault caught, printed as such"""
-
-    def __call__(self, ok, msg):
-        if not ok:
-            print("caught: " + msg)
-        self.good, self.bad = self.good + bool(ok), self.bad + (not ok)
-        return ok
 
 
 def checks_of(check, plan, f, ref, got, budget, label):

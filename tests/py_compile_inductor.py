@@ -39,7 +39,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from harness import Checks, import_remat_torch, report, skip
+from harness import Caught, Checks, import_remat_torch, report, skip
 
 try:
     import torch
@@ -71,16 +71,6 @@ def measured_peak(f):
     """the allocator's peak over a forward and backward, above what was live before it"""
     peak, before = rt.step_peak(f, INPUTS, None, loss_fn=lambda out: out)
     return peak - before
-
-
-class Caught(Checks):
-    """the checks of a seeded fault: a failure is the fault caught, printed as such"""
-
-    def __call__(self, ok, msg):
-        if not ok:
-            print("caught: " + msg)
-        self.good, self.bad = self.good + bool(ok), self.bad + (not ok)
-        return ok
 
 
 def checks_of(check, plan, f, ref, got, saved, budget, label):
