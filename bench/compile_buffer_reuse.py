@@ -29,6 +29,8 @@ def main():
     ap.add_argument("--budget-mib", type=float, default=70.0)
     ap.add_argument("--rounds", type=int, default=9)
     a = ap.parse_args()
+    if a.layers < 1 or a.rounds < 1 or not a.budget_mib > 0:
+        ap.error("--layers and --rounds must be at least 1, --budget-mib above 0")
     torch.manual_seed(0)
     torch._functorch.config.enable_autograd_cache = False
     model = cb.LlamaLike(a.layers, seq=256)

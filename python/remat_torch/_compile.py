@@ -250,16 +250,11 @@ class Graph:
                 read_back[r] = True
         # constants: forward ops that read nothing (inductor's decompositions make scalars such as
         # full([], -inf) and full([], 0.0), read by every layer's forward or backward).  One read by
-        # the backward or by more than one layer is kept to the step's end, as the loss is: re-run,
-        # it would tie those layers to the group that made it; kept only to its last reader, a re-run
-        # of a layer reading it could come after that (a few bytes either way)
-        constants = set()
-        for i in range(n_fwd):
-            if ins[i] or rows[i][0].op != "call_function" or not rows[i][2]:
-                continue
-            readers = {group[j] for j in range(n_fwd) if i in ins[j]}
-            if read_back[i] or len(readers) > 1:
-                constants.add(i)
+        # the backward or by another layer's forward (other_layer) is kept to the step's end, as the
+        # loss is: re-run, it would tie those layers to the group that made it; kept only to its last
+        # reader, a re-run of a layer reading it could come after that (a few bytes either way)
+        constants = {i for i in range(n_fwd) if not ins[i] and rows[i][0].op == "call_function" and rows[i][2]
+                     and (read_back[i] or other_layer[i])}
         if constants and rows and rows[-1][0] is output:
             ins[len(rows) - 1] = sorted(set(ins[len(rows) - 1]) | constants)
         self.n = len(rows)
