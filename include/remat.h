@@ -87,12 +87,15 @@ extern "C" {
  * remat_cluster_efficiency (the share a cluster uses), an addition; the
  * time model hides the tensor-parallel collectives that
  * REMAT_OVERLAP_TP_COMM overlaps with their products, and remat_cluster
- * grew no_tp_comm_overlap at its end (a run without that overlap). */
+ * grew no_tp_comm_overlap at its end (a run without that overlap).
+ * 5.1.0: remat_cluster.grad_reduce_bf16 (Megatron-LM's
+ * --grad-reduce-in-bf16), in what was remat_cluster's tail padding: its
+ * size is unchanged, an addition; the soname stays libremat.so.5. */
 #define REMAT_VERSION_MAJOR 5
-#define REMAT_VERSION_MINOR 0
+#define REMAT_VERSION_MINOR 1
 #define REMAT_VERSION_PATCH 0
-#define REMAT_VERSION_STRING "5.0.0"
-/* The version of the linked library, e.g. "5.0.0". */
+#define REMAT_VERSION_STRING "5.1.0"
+/* The version of the linked library, e.g. "5.1.0". */
 REMAT_API const char *remat_version(void);
 
 /* ---- status codes: values are fixed forever; new ones are appended ------ */
@@ -1120,6 +1123,10 @@ REMAT_API remat_status remat_plan_explain(const remat_config *cfg, const char *p
  *     parameter (2 + 4 fp32 gradient + 12 fp32 main weights and moments),
  *     6 + 12/(D CP) with the distributed optimizer (Megatron shards it over
  *     the data- and context-parallel ranks together); fp32 16 and 8 + 8/(D CP);
+ *     with grad_reduce_bf16 the gradient is 2 bytes, and the optimizer step
+ *     makes an fp32 copy of the gradients it updates (4, or 4/(D CP) with
+ *     the distributed optimizer) after the activations are freed: the GPU
+ *     needs the larger of the activations' peak and that copy;
  *     the first stage holds its blocks' parameters and the embedding (with one
  *     stage, the final norm and an untied output layer too), divided by T
  *     but for the norms Megatron keeps whole on every rank (Llama's; the
@@ -1220,6 +1227,10 @@ typedef struct remat_cluster {
     int last_layers;       /* --decoder-last-pipeline-num-layers (0: an even split) */
     int no_tp_comm_overlap;/* 1: without --tp-comm-overlap (as Korthikanti's 2022 runs were): the
                               tensor-parallel collectives charged in full (added in 5.0.0) */
+    int grad_reduce_bf16;  /* 1: Megatron-LM's --grad-reduce-in-bf16 (NeMo's performance recipes:
+                              grad_reduce_in_fp32 False): bf16 gradient buffers, reduced in bf16, and
+                              the optimizer's fp32 copy of its gradient shard made at the step; bf16
+                              only (added in 5.1.0, in what was the struct's tail padding) */
 } remat_cluster;
 
 /* The default efficiency: the one value that fits the four "present work"

@@ -23,6 +23,24 @@ assert all(r["time_ms"]["tp"] > 0 for r in no["rows"])
 assert a["time_ms"]["tp"] < 0.5 * b["time_ms"]["tp"] and a["step_ms_pred"] < b["step_ms_pred"], (a["time_ms"], b["time_ms"])
 PY
 
+# --grad-reduce-in-bf16: the command carries it, the gradients are 2 bytes a
+# parameter, the JSON says so; refused in one line where Megatron ignores it
+m8b="--framework megatron --model llama3-8b --seq 8192 --cp 2 --dp 4 --global-batch 128 --distributed-optimizer --device h100-80gb --recompute none"
+$R plan $m8b --json > "$T/g4.json" 2> "$T/g4.err" || bad "plan llama3-8b: $(cat "$T/g4.err")"
+$R plan $m8b --grad-reduce-in-bf16 --json > "$T/g2.json" 2> "$T/g2.err" || bad "plan --grad-reduce-in-bf16: $(cat "$T/g2.err")"
+/usr/bin/python3 - "$T/g4.json" "$T/g2.json" <<'PY' && ok || bad "--grad-reduce-in-bf16: the flag, the bytes, the fit"
+import json, sys
+g4, g2 = (json.load(open(f)) for f in sys.argv[1:3])
+assert g2["grad_reduce_bf16"] is True and g4["grad_reduce_bf16"] is False
+assert g2["memory"]["grads_bytes"] == 2 * g2["memory"]["params"] and g4["memory"]["grads_bytes"] == 4 * g4["memory"]["params"]
+a, b = g2["rows"][0], g4["rows"][0]
+assert " --bf16 --grad-reduce-in-bf16" in g2["megatron_args"] and "--grad-reduce-in-bf16" not in g4["megatron_args"]
+assert " --grad-reduce-in-bf16" in g2["best_megatron"]["command"], g2["best_megatron"]["command"]
+assert a["fits"] and not b["fits"], (a["total_bytes"], b["total_bytes"])   # NVIDIA's 8B recipe: docs/cluster.md
+PY
+expect_err "fp32 with --grad-reduce-in-bf16" $R plan $m8b --grad-reduce-in-bf16 --dtype fp32
+grep -q -- "--grad-reduce-in-bf16" "$T/stderr" && ok || bad "the refusal names the flag: $(cat "$T/stderr")"
+
 # the JSON: the names the issue lists, the optimum no slower than either framework
 $R plan $m175 --json > "$T/m.json" 2> "$T/m.err" || bad "plan --framework megatron --json: $(cat "$T/m.err")"
 /usr/bin/python3 - "$T/m.json" <<'PY' && ok || bad "megatron JSON"

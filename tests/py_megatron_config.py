@@ -134,6 +134,7 @@ TRAINING_ONLY = {
     "--overlap-grad-reduce": (3121, False),
     "--overlap-param-gather": (3148, False),
     "--use-distributed-optimizer": (3156, False),
+    "--grad-reduce-in-bf16": (3053, False),
     "--micro-batch-size": (2863, True),    # TrainingConfig's fields, through ArgumentGroupFactory at this line
     "--global-batch-size": (2863, True),
 }
@@ -237,6 +238,8 @@ def validate_args_rules(a, env):
             bad.append("1025: --overlap-param-gather needs --use-distributed-optimizer")
         if not a.get("--overlap-grad-reduce"):
             bad.append("1028: --overlap-param-gather needs --overlap-grad-reduce")
+    if a.get("--grad-reduce-in-bf16") and not a.get("--bf16"):
+        bad.append("1213: --grad-reduce-in-bf16 is read only with --bf16")
     if a.get("--recompute-granularity") == "selective" and "--recompute-method" in a:
         bad.append("1426: --recompute-method with selective granularity")
     if a.get("--sequence-parallel") and tp == 1:
@@ -312,6 +315,8 @@ SWEEP = [
     ("llama3-8b", "--tp 1 --pp 1 --dp 8 --seq 8192 --micro-batch 1 --distributed-optimizer"),
     ("llama3-8b", "--tp 2 --sp --pp 2 --dp 2 --seq 8192 --micro-batch 2"),
     ("llama3-8b", "--tp 4 --sp --cp 2 --pp 1 --dp 1 --seq 32768 --micro-batch 1"),
+    # NVIDIA's 8B recipe (docs/cluster.md): bf16 gradients
+    ("llama3-8b", "--tp 1 --cp 2 --dp 4 --seq 8192 --micro-batch 1 --global-batch 128 --distributed-optimizer --grad-reduce-in-bf16"),
     ("llama3-70b", "--tp 8 --sp --pp 4 --dp 2 --seq 8192 --micro-batch 1"),
     ("llama3-70b", "--tp 8 --sp --pp 4 --interleave 5 --dp 2 --seq 8192 --micro-batch 1 --global-batch 64"),
     ("llama3-70b", "--tp 4 --sp --cp 2 --pp 4 --interleave 5 --dp 2 --seq 32768 --micro-batch 1 --global-batch 64 --distributed-optimizer"),

@@ -764,7 +764,8 @@ static double mlm_h100_step(int i, double eff, double *pub, remat_cluster_row *o
  * layouts in the same file's table, the flags in NeMo v2.2's recipes
  * llama3_8b.py, llama3_70b.py, llama31_405b.py with performance_mode: the
  * distributed optimizer, --overlap-grad-reduce --overlap-param-gather, TP
- * comm overlap with TP > 1, SP with TP > 1, no recomputation).  405B's 126
+ * comm overlap with TP > 1, SP with TP > 1, no recomputation, bf16
+ * gradients: --grad-reduce-in-bf16).  405B's 126
  * layers split into PP 8 x VP 8 chunks by counting the embedding and the
  * loss as a layer each (account_for_embedding/loss_in_pipeline_split):
  * modelled as 128 layers, whose chunks of 2 are the slowest stages' pace.
@@ -792,6 +793,7 @@ static double dgxc_h100_step(int i, double eff, remat_cluster_row *out)
     cl.dev.mem_bytes = 1ULL << 50;     /* the time is what is checked (the memory: docs/cluster.md) */
     cl.pp = dgxc_h100[i].P; cl.vpp = dgxc_h100[i].V; cl.dp = dgxc_h100[i].D; cl.global_batch = dgxc_h100[i].G;
     cl.dist_optim = 1;
+    cl.grad_reduce_bf16 = 1;           /* performance_mode's grad_reduce_in_fp32 = False */
     cl.efficiency = eff;
     remat_cluster_row r;
     if (remat_cluster_evaluate(&c, &cl, "none", &r)) { CHECK(0, "%s: %s", dgxc_h100[i].name, remat_errmsg()); return -1; }
@@ -922,6 +924,98 @@ static void cp_grad_overlap(void)
     cl.dp = 1;
     CHECK(!(remat_cluster_overlaps(&c, &cl) & (REMAT_OVERLAP_GRAD_REDUCE | REMAT_OVERLAP_PARAM_GATHER)),
           "DP 1 CP 1: nothing to reduce, no overlap flags");
+}
+
+/* Megatron-LM's --grad-reduce-in-bf16 (remat_cluster.grad_reduce_bf16):
+ * 2-byte gradients, the data-parallel reduction of half the bytes, and
+ * the optimizer step's fp32 copy of the gradients it updates, made after
+ * the activations are freed (distrib_optimizer.py:2792, optimizer.py:1097
+ * at d98e8a6) */
+static void grad_reduce_bf16(void)
+{
+    remat_config c = llama_megatron("llama3-8b", 1);
+    c.seq = c.max_seq = 128;           /* activations far below the copy */
+    remat_cluster cl;
+    remat_cluster_default(&cl);
+    cl.dev = *remat_device_find("h100-80gb");
+    cl.dev.mem_bytes = 1ULL << 50;
+    cl.dp = 16;                        /* two nodes: the reduction over the network */
+    remat_cluster_memory m4, m2;
+    remat_cluster_row r4, r2;
+    if (remat_cluster_memory_of(&c, &cl, &m4) || remat_cluster_evaluate(&c, &cl, "none", &r4)) {
+        CHECK(0, "%s", remat_errmsg());
+        return;
+    }
+    cl.grad_reduce_bf16 = 1;
+    if (remat_cluster_memory_of(&c, &cl, &m2) || remat_cluster_evaluate(&c, &cl, "none", &r2)) {
+        CHECK(0, "%s", remat_errmsg());
+        remat_cluster_row_clear(&r4);
+        return;
+    }
+    CHECK(m4.grads_bytes == 4 * m4.params && m2.grads_bytes == 2 * m2.params,
+          "gradients: %llu and %llu bytes for %llu parameters (fp32, bf16)", (unsigned long long)m4.grads_bytes,
+          (unsigned long long)m2.grads_bytes, (unsigned long long)m2.params);
+    CHECK(m2.params_bytes == m4.params_bytes && m2.optim_bytes == m4.optim_bytes, "weights and optimizer state unchanged");
+    /* without the distributed optimizer every gradient is copied to fp32 at
+     * the step; here the copy (32 GB) is larger than the activations */
+    CHECK(r2.peak_bytes == r4.peak_bytes && r2.peak_bytes < 4 * m2.params, "the activations' peak is the same, below the copy");
+    CHECK(r4.total_bytes == r4.peak_bytes + m4.params_bytes + m4.grads_bytes + m4.optim_bytes,
+          "fp32 gradients: no copy at the step");
+    CHECK(r2.total_bytes == 4 * m2.params + m2.params_bytes + m2.grads_bytes + m2.optim_bytes,
+          "bf16 gradients: %llu bytes, the step's fp32 copy in place of the activations", (unsigned long long)r2.total_bytes);
+    /* the exposed reduction is max(rs - hidden, rs / layers): half the
+     * bytes expose at most half */
+    printf("--grad-reduce-in-bf16, Llama-3-8B seq 128 DP 16: DP exposed %.3f ms (fp32 gradients %.3f ms), optimizer "
+           "%.3f ms (%.3f), total %.2f GiB (%.2f)\n", r2.dp_ms, r4.dp_ms, r2.optimizer_ms, r4.optimizer_ms,
+           r2.total_bytes / 1073741824.0, r4.total_bytes / 1073741824.0);
+    CHECK(r2.dp_ms > 0 && r2.dp_ms <= 0.5 * r4.dp_ms + 1e-9, "bf16 gradients' reduction %.3f ms, fp32's %.3f ms",
+          r2.dp_ms, r4.dp_ms);
+    CHECK(r2.optimizer_ms > r4.optimizer_ms, "the step reads bf16 gradients and writes and reads their fp32 copy");
+    remat_cluster_row_clear(&r4);
+    remat_cluster_row_clear(&r2);
+    /* the distributed optimizer copies its shard only: 4/D bytes a parameter */
+    c.seq = c.max_seq = 8192;
+    cl.dist_optim = 1;
+    if (remat_cluster_memory_of(&c, &cl, &m2) || remat_cluster_evaluate(&c, &cl, "none", &r2)) {
+        CHECK(0, "%s", remat_errmsg());
+        return;
+    }
+    CHECK(r2.peak_bytes > 4 * m2.params / 16 &&
+          r2.total_bytes == r2.peak_bytes + m2.params_bytes + m2.grads_bytes + m2.optim_bytes,
+          "distributed optimizer at seq 8192: the activations outweigh the shard's copy");
+    remat_cluster_row_clear(&r2);
+    /* refused where Megatron ignores it: fp32 weights, and PyTorch */
+    c.dtype = REMAT_DTYPE_FP32;
+    CHECK(remat_cluster_check(&c, &cl) == REMAT_ERR_INVALID && strstr(remat_errmsg(), "--grad-reduce-in-bf16"),
+          "fp32 with bf16 gradients is refused: %s", remat_errmsg());
+    c.dtype = REMAT_DTYPE_BF16;
+    c.framework = REMAT_FRAMEWORK_PYTORCH;
+    CHECK(remat_cluster_check(&c, &cl) == REMAT_ERR_INVALID, "PyTorch with --grad-reduce-in-bf16 is refused");
+    c.framework = REMAT_FRAMEWORK_MEGATRON;
+    cl.grad_reduce_bf16 = 2;
+    CHECK(remat_cluster_check(&c, &cl) == REMAT_ERR_INVALID, "grad_reduce_bf16 is 0 or 1");
+    /* NVIDIA's recipes run with bf16 gradients (docs/cluster.md): the 8B run
+     * on 8 GPUs and the 405B run fit an H100 with them, and not without */
+    for (int i = 0; i < DGXC_H100_N; i += 4) {
+        remat_config d = llama_megatron(dgxc_h100[i].preset, dgxc_h100[i].T);
+        d.n_layer = dgxc_h100[i].L;
+        d.sp = dgxc_h100[i].T > 1;
+        d.cp = dgxc_h100[i].CP;
+        remat_cluster k;
+        remat_cluster_default(&k);
+        k.dev = *remat_device_find("h100-80gb");
+        k.pp = dgxc_h100[i].P; k.vpp = dgxc_h100[i].V; k.dp = dgxc_h100[i].D; k.global_batch = dgxc_h100[i].G;
+        k.dist_optim = 1;
+        remat_cluster_row a, b;
+        if (remat_cluster_evaluate(&d, &k, "none", &a)) { CHECK(0, "%s", remat_errmsg()); return; }
+        k.grad_reduce_bf16 = 1;
+        if (remat_cluster_evaluate(&d, &k, "none", &b)) { CHECK(0, "%s", remat_errmsg()); remat_cluster_row_clear(&a); return; }
+        printf("  %s: %.2f GiB with fp32 gradients, %.2f GiB with bf16 (usable %.2f)\n", dgxc_h100[i].name,
+               a.total_bytes / 1073741824.0, b.total_bytes / 1073741824.0, remat_cluster_usable(&k) / 1073741824.0);
+        CHECK(!a.fits && b.fits, "%s: the recipe fits with its bf16 gradients only", dgxc_h100[i].name);
+        remat_cluster_row_clear(&a);
+        remat_cluster_row_clear(&b);
+    }
 }
 
 /* the three answers: everything fits, the optimum is no slower than either
@@ -1780,6 +1874,7 @@ int main(void)
     megatron_h100_table();
     tp_comm_overlap();
     cp_grad_overlap();
+    grad_reduce_bf16();
     for (int fw = 1; fw <= 2; fw++) {
         answers(fw, 4, 1, 1, 2.0);           /* everything fits */
         answers(fw, 8, 2, 2, 2.0);

@@ -253,8 +253,9 @@ static void megatron_args(const remat_config *c, const remat_cluster *cl, char *
     if (cl->vpp > 1) ADD(" --num-layers-per-virtual-pipeline-stage %d", c->n_layer / (cl->pp * cl->vpp));
     if (cl->first_layers) ADD(" --decoder-first-pipeline-num-layers %d", cl->first_layers);
     if (cl->last_layers) ADD(" --decoder-last-pipeline-num-layers %d", cl->last_layers);
-    ADD(" --micro-batch-size %d --global-batch-size %ld%s%s", c->batch, G,
-        cl->dist_optim ? " --use-distributed-optimizer" : "", c->dtype == REMAT_DTYPE_BF16 ? " --bf16" : "");
+    ADD(" --micro-batch-size %d --global-batch-size %ld%s%s%s", c->batch, G,
+        cl->dist_optim ? " --use-distributed-optimizer" : "", c->dtype == REMAT_DTYPE_BF16 ? " --bf16" : "",
+        cl->grad_reduce_bf16 ? " --grad-reduce-in-bf16" : "");
     megatron_overlap_args(c, cl, buf, n, &k);
 #undef ADD
 }
@@ -470,6 +471,9 @@ static const cli_flag cluster_flags[] = {
     {"--no-tp-comm-overlap", NULL, CLI_FLAG_SWITCH, CL(no_tp_comm_overlap), 0, 0, NULL, NULL,
      "a run without Megatron's --tp-comm-overlap: the TP collectives charged in\n"
      "full (by default they hide behind their products where SP is on)"},
+    {"--grad-reduce-in-bf16", NULL, CLI_FLAG_SWITCH, CL(grad_reduce_bf16), 0, 0, NULL, NULL,
+     "Megatron-LM's --grad-reduce-in-bf16 (NeMo's performance recipes): bf16 gradients,\n"
+     "2 bytes a parameter and half the data-parallel reduction (default fp32, --bf16's)"},
 };
 #undef CL
 static const cli_flag micro_batch_flag[] = {   /* into the config: Megatron's name for --batch */
@@ -725,6 +729,7 @@ static int fw_json(const remat_config *c, const remat_cluster *cl, const fw_opts
     remat_jsonw_num(w, "model_flops", remat_cluster_model_flops(c, cl));
     remat_jsonw_str(w, "device", cl->dev.name ? cl->dev.name : "");
     remat_jsonw_uint(w, "device_mem_bytes", cl->dev.mem_bytes);
+    remat_jsonw_bool(w, "grad_reduce_bf16", cl->grad_reduce_bf16);
     remat_jsonw_uint(w, "host_mem_bytes", cl->host_mem ? cl->host_mem : cl->dev.host_mem_bytes);
     remat_jsonw_num(w, "host_link_bps", cl->dev.host_bps);
     remat_jsonw_object(w, "world");          /* Megatron's: tp x cp x pp x dp */
@@ -825,7 +830,9 @@ static void fw_text(const remat_config *c, const remat_cluster *cl, const fw_opt
            "global batch %ld = micro-batch %d x %ld x dp %d\n",
            cl->dev.name ? cl->dev.name : "device", cli_fmt_bytes(cl->dev.mem_bytes, b1, sizeof b1), 100 * cl->reserve,
            cl->dev.flops / 1e12, remat_cluster_efficiency(cl), cl->pp,
-           cl->vpp > 1 ? ", interleaved" : "", cl->dp, cl->dist_optim ? " (distributed optimizer)" : "",
+           cl->vpp > 1 ? ", interleaved" : "", cl->dp,
+           cl->dist_optim ? cl->grad_reduce_bf16 ? " (distributed optimizer, bf16 gradients)" : " (distributed optimizer)"
+                          : cl->grad_reduce_bf16 ? " (bf16 gradients)" : "",
            m * c->batch * cl->dp, c->batch, m, cl->dp);
     printf("world: %ld GPUs = tp %d x cp %d x pp %d x dp %d | host link %.0f GB/s, host memory %s per GPU\n",
            (long)remat_config_tp(c) * remat_config_cp(c) * cl->pp * cl->dp, remat_config_tp(c), remat_config_cp(c), cl->pp,
@@ -917,6 +924,7 @@ static void search_json(const remat_config *base, const remat_cluster *bcl, cons
     remat_jsonw_str(w, "table", fw_table(base));
     remat_jsonw_str(w, "device", bcl->dev.name ? bcl->dev.name : "");
     remat_jsonw_uint(w, "device_mem_bytes", bcl->dev.mem_bytes);
+    remat_jsonw_bool(w, "grad_reduce_bf16", bcl->grad_reduce_bf16);
     remat_jsonw_object(w, "search");
     remat_jsonw_int(w, "gpus", o->gpus);
     remat_jsonw_int(w, "global_batch", bcl->global_batch);
@@ -984,10 +992,10 @@ static void search_text(const remat_config *base, const remat_cluster *bcl, cons
     char b1[32], b2[32];
     cli_config_print(stdout, n ? &v[0].cfg : base);
     fw_units u = { 1 };
-    printf("search: %d GPUs of %s, %s each (%s usable: %.0f%% kept back), seq %d, global batch %d%s\n", o->gpus,
+    printf("search: %d GPUs of %s, %s each (%s usable: %.0f%% kept back), seq %d, global batch %d%s%s\n", o->gpus,
            bcl->dev.name ? bcl->dev.name : "device", cli_fmt_bytes(bcl->dev.mem_bytes, b1, sizeof b1),
            fmt_b(&u, remat_cluster_usable(bcl), b2, sizeof b2), 100 * bcl->reserve, base->seq, bcl->global_batch,
-           o->fixed ? " (the dimensions given fixed)" : "");
+           bcl->grad_reduce_bf16 ? ", bf16 gradients" : "", o->fixed ? " (the dimensions given fixed)" : "");
     printf("searched %llu layouts Megatron-LM accepts in %.2f s: %llu pruned (their weights, gradients and optimizer "
            "state alone do not fit), priced %llu layouts with no recomputation (a bound on each, and the answer where it "
            "fits), planned %llu (every Megatron-LM option that could beat the top)\n", (unsigned long long)sx->layouts,

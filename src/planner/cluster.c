@@ -16,6 +16,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +320,10 @@ remat_status remat_cluster_check(const remat_config *c, const remat_cluster *cl)
         return remat_fail(REMAT_ERR_INVALID, "efficiency must be in (0, 1], got %g", cl->efficiency);
     if (!(cl->reserve >= 0 && cl->reserve < 1))
         return remat_fail(REMAT_ERR_INVALID, "--reserve must be in [0, 1), got %g", cl->reserve);
+    if (cl->grad_reduce_bf16 && (cl->grad_reduce_bf16 != 1 || c->dtype != REMAT_DTYPE_BF16 ||
+                                 c->framework != REMAT_FRAMEWORK_MEGATRON))
+        return remat_fail(REMAT_ERR_INVALID, "--grad-reduce-in-bf16 is Megatron-LM's, and needs --dtype bf16 "
+                          "(arguments.py reads it only with --bf16: fp32 weights keep fp32 gradients)");
     return REMAT_OK;
 }
 
@@ -387,7 +392,29 @@ static int dense_in(const remat_config *c, int first, int n)
  * embedding on the first stage, the final norm and an untied output layer
  * on the last (with one stage, both), split by T but what every rank holds
  * whole (params.c) */
-static remat_status stage_memory(const remat_config *c, const remat_cluster *cl, int s, remat_cluster_memory *out)
+/* Bytes of one gradient element: Megatron-LM's --bf16 keeps fp32 gradient
+ * buffers (arguments.py:1204-1217 at d98e8a6 sets
+ * accumulate_allreduce_grads_in_fp32; param_and_grad_buffer.py:924,
+ * grad_dtype = torch.float if grad_reduce_in_fp32 else param.dtype) unless
+ * --grad-reduce-in-bf16; fp32 weights have fp32 gradients */
+/* 5.1.0's field sits in what was 5.0.0's tail padding: the size is 5.0.0's */
+_Static_assert(sizeof(remat_cluster) == ((offsetof(remat_cluster, no_tp_comm_overlap) + sizeof(int) +
+                                          _Alignof(remat_cluster) - 1) & ~(_Alignof(remat_cluster) - 1)),
+               "remat_cluster.grad_reduce_bf16 grew the struct (an ABI break)");
+
+static uint64_t grad_bytes(const remat_config *c, const remat_cluster *cl)
+{
+    return c->dtype == REMAT_DTYPE_BF16 && cl->grad_reduce_bf16 ? 2 : 4;
+}
+
+/* Stage s's parameter state per GPU; *grad_copy (may be NULL) gets the
+ * fp32 copy of its gradient shard that the optimizer step makes from bf16
+ * gradients (grad_reduce_bf16), after the activations are freed: Megatron's
+ * distributed optimizer's shard_model_grad.float() (distrib_optimizer.py:2792
+ * at d98e8a6), the other's main_grad.float() of every gradient
+ * (optimizer.py:1097); with fp32 gradients .float() copies nothing */
+static remat_status stage_memory_copy(const remat_config *c, const remat_cluster *cl, int s, remat_cluster_memory *out,
+                                      uint64_t *grad_copy)
 {
     memset(out, 0, sizeof *out);
     remat_param_layout ly;
@@ -428,12 +455,20 @@ static remat_status stage_memory(const remat_config *c, const remat_cluster *cl,
      * ranks together (Megatron's dp_cp group, param_and_grad_buffer.py) */
     uint64_t D = (uint64_t)cl->dp * (uint64_t)remat_config_cp(c);
     uint64_t w = c->dtype == REMAT_DTYPE_BF16 ? 2 : 4, o = c->dtype == REMAT_DTYPE_BF16 ? 12 : 8;
-    /* bf16: bf16 weights, fp32 gradients, fp32 main weights + 2 moments;
-     * fp32: fp32 weights and gradients, 2 moments */
+    uint64_t g = grad_bytes(c, cl);
+    /* bf16: bf16 weights, fp32 gradients (bf16 with grad_reduce_bf16), fp32
+     * main weights + 2 moments; fp32: fp32 weights and gradients, 2 moments */
     out->params_bytes = w * (pn + xn);
-    out->grads_bytes = 4 * (pn + xn);
+    out->grads_bytes = g * (pn + xn);
     out->optim_bytes = cl->dist_optim ? (o * pn + D - 1) / D + (o * xn + XD - 1) / XD : o * (pn + xn);
+    if (grad_copy)
+        *grad_copy = g == 4 ? 0 : cl->dist_optim ? (4 * pn + D - 1) / D + (4 * xn + XD - 1) / XD : 4 * (pn + xn);
     return REMAT_OK;
+}
+
+static remat_status stage_memory(const remat_config *c, const remat_cluster *cl, int s, remat_cluster_memory *out)
+{
+    return stage_memory_copy(c, cl, s, out, NULL);
 }
 
 /* The most parameter state (weights, gradients, optimizer) any stage's GPU
@@ -496,6 +531,7 @@ typedef struct ctx {
     int stage, mult, sends;
     int any_dense, any_routed;  /* the model has layers of a dense prefix, routed or uniform ones */
     remat_cluster_memory mem;
+    uint64_t grad_copy;       /* the optimizer step's fp32 copy of bf16 gradients (stage_memory_copy) */
     uint64_t usable;          /* device memory less the reserve */
     uint64_t host;            /* host memory per GPU for offloaded activations */
 } ctx;
@@ -643,7 +679,7 @@ static remat_status ctx_init_stage(ctx *x, const remat_config *c, const remat_cl
     remat_status st;
     memset(x, 0, sizeof *x);
     if ((st = remat_cluster_check(c, cl))) return st;
-    if ((st = stage_memory(c, cl, s, &x->mem))) return st;
+    if ((st = stage_memory_copy(c, cl, s, &x->mem, &x->grad_copy))) return st;
     int first, n;
     stage_layers(c, cl, s, &first, &n);
     x->cl = *cl;
@@ -693,9 +729,10 @@ static remat_status ctx_init_stage(ctx *x, const remat_config *c, const remat_cl
             x->head_flops += remat_tensor_bwd_flops(&whole, x->tb->lmhead_bwd[i]);
         }
     }
-    /* data parallelism: fp32 gradients all-reduced (2(D-1)/D of them per GPU),
-     * or reduce-scattered and the bf16 weights all-gathered with the
-     * distributed optimizer; the optimizer streams its state once.  Under
+    /* data parallelism: the gradients (fp32, or bf16 with grad_reduce_bf16)
+     * all-reduced (2(D-1)/D of them per GPU), or reduce-scattered and the
+     * bf16 weights all-gathered with the distributed optimizer; the
+     * optimizer streams its state once.  Under
      * context parallelism the D CP ranks of a stage's shard reduce together */
     double np = (double)x->mem.params, D = (double)cl->dp * x->CP;
     double wbytes = remat_dtype_bytes(c->dtype);
@@ -712,12 +749,15 @@ static remat_status ctx_init_stage(ctx *x, const remat_config *c, const remat_cl
     double dpbw = ((double)x->T * x->CP * cl->dp <= cl->dev.node_gpus ? cl->dev.link_bps
                                                                        : fmin(cl->dev.link_bps, g * cl->dev.net_bps)) / 1e3;
     if (D > 1) {
-        x->dp_rs_ms = (cl->dist_optim ? (D - 1) / D * 4 * np : 2 * (D - 1) / D * 4 * np) / dpbw;
+        double gb = (double)grad_bytes(c, cl);
+        x->dp_rs_ms = (cl->dist_optim ? (D - 1) / D * gb * np : 2 * (D - 1) / D * gb * np) / dpbw;
         x->dp_ag_ms = cl->dist_optim ? (D - 1) / D * wbytes * np / dpbw : 0;
         x->dp_ms = x->dp_rs_ms + x->dp_ag_ms;
     }
     x->overlaps = remat_cluster_overlaps(c, cl);
-    double state = c->dtype == REMAT_DTYPE_BF16 ? 28 : 24;   /* fp32 main weights, moments: read and written; gradients read */
+    /* fp32 main weights, moments: read and written; gradients read (bf16
+     * ones read, copied to fp32 and the copy read: 2 + 4 + 4) */
+    double state = c->dtype == REMAT_DTYPE_BF16 ? (grad_bytes(c, cl) == 2 ? 34 : 28) : 24;
     x->opt_ms = (cl->dist_optim ? (state * np / D + wbytes * np) : (state + wbytes) * np) / (cl->dev.hbm_bps / 1e3);
     x->usable = remat_cluster_usable(cl);
     x->host = cl->host_mem ? cl->host_mem : cl->dev.host_mem_bytes;
@@ -867,7 +907,10 @@ static remat_status fill_row(const ctx *x, const remat_schedule *s, const parts 
     out->layer_stored_bytes = (s->sim.stored_bytes - xout) / (uint64_t)x->Lc;
     out->stored_bytes = x->f * held + x->res_inflight;
     out->peak_bytes = (x->f - 1) * held + s->sim.peak_bytes + x->res_inflight;
-    out->total_bytes = out->peak_bytes + x->mem.params_bytes + x->mem.grads_bytes + x->mem.optim_bytes;
+    /* the optimizer step's fp32 gradient copy comes after the activations
+     * are freed: the larger of the two */
+    out->total_bytes = (out->peak_bytes > x->grad_copy ? out->peak_bytes : x->grad_copy) + x->mem.params_bytes +
+                       x->mem.grads_bytes + x->mem.optim_bytes;
     out->peak_stage = x->stage;
     out->stage_params_bytes = x->mem.params_bytes;
     out->stage_grads_bytes = x->mem.grads_bytes;
