@@ -781,19 +781,26 @@ static const struct { const char *name, *preset; int L, T, CP, P, V, D, G; doubl
     { "405B proxy, 32 GPUs", "llama3-405b", 8, 8, 2, 1, 1, 2, 64, 5.40 } };
 #define DGXC_H100_N (int)(sizeof dgxc_h100 / sizeof dgxc_h100[0])
 
+/* row i's model and layout as the recipe runs it, on an H100 */
+static void dgxc_h100_layout(int i, remat_config *c, remat_cluster *cl)
+{
+    *c = llama_megatron(dgxc_h100[i].preset, dgxc_h100[i].T);
+    c->n_layer = dgxc_h100[i].L;
+    c->sp = dgxc_h100[i].T > 1;
+    c->cp = dgxc_h100[i].CP;
+    remat_cluster_default(cl);
+    cl->dev = *remat_device_find("h100-80gb");
+    cl->pp = dgxc_h100[i].P; cl->vpp = dgxc_h100[i].V; cl->dp = dgxc_h100[i].D; cl->global_batch = dgxc_h100[i].G;
+    cl->dist_optim = 1;
+    cl->grad_reduce_bf16 = 1;          /* performance_mode's grad_reduce_in_fp32 = False */
+}
+
 static double dgxc_h100_step(int i, double eff, remat_cluster_row *out)
 {
-    remat_config c = llama_megatron(dgxc_h100[i].preset, dgxc_h100[i].T);
-    c.n_layer = dgxc_h100[i].L;
-    c.sp = dgxc_h100[i].T > 1;
-    c.cp = dgxc_h100[i].CP;
+    remat_config c;
     remat_cluster cl;
-    remat_cluster_default(&cl);
-    cl.dev = *remat_device_find("h100-80gb");
-    cl.dev.mem_bytes = 1ULL << 50;     /* the time is what is checked (the memory: docs/cluster.md) */
-    cl.pp = dgxc_h100[i].P; cl.vpp = dgxc_h100[i].V; cl.dp = dgxc_h100[i].D; cl.global_batch = dgxc_h100[i].G;
-    cl.dist_optim = 1;
-    cl.grad_reduce_bf16 = 1;           /* performance_mode's grad_reduce_in_fp32 = False */
+    dgxc_h100_layout(i, &c, &cl);
+    cl.dev.mem_bytes = 1ULL << 50;     /* the time is what is checked (the memory: grad_reduce_bf16 below) */
     cl.efficiency = eff;
     remat_cluster_row r;
     if (remat_cluster_evaluate(&c, &cl, "none", &r)) { CHECK(0, "%s: %s", dgxc_h100[i].name, remat_errmsg()); return -1; }
@@ -997,15 +1004,10 @@ static void grad_reduce_bf16(void)
     /* NVIDIA's recipes run with bf16 gradients (docs/cluster.md): the 8B run
      * on 8 GPUs and the 405B run fit an H100 with them, and not without */
     for (int i = 0; i < DGXC_H100_N; i += 4) {
-        remat_config d = llama_megatron(dgxc_h100[i].preset, dgxc_h100[i].T);
-        d.n_layer = dgxc_h100[i].L;
-        d.sp = dgxc_h100[i].T > 1;
-        d.cp = dgxc_h100[i].CP;
+        remat_config d;
         remat_cluster k;
-        remat_cluster_default(&k);
-        k.dev = *remat_device_find("h100-80gb");
-        k.pp = dgxc_h100[i].P; k.vpp = dgxc_h100[i].V; k.dp = dgxc_h100[i].D; k.global_batch = dgxc_h100[i].G;
-        k.dist_optim = 1;
+        dgxc_h100_layout(i, &d, &k);
+        k.grad_reduce_bf16 = 0;
         remat_cluster_row a, b;
         if (remat_cluster_evaluate(&d, &k, "none", &a)) { CHECK(0, "%s", remat_errmsg()); return; }
         k.grad_reduce_bf16 = 1;
