@@ -90,7 +90,8 @@ extern "C" {
  * grew no_tp_comm_overlap at its end (a run without that overlap).
  * 5.1.0: remat_cluster.grad_reduce_bf16 (Megatron-LM's
  * --grad-reduce-in-bf16), in what was remat_cluster's tail padding: its
- * size is unchanged, an addition; the soname stays libremat.so.5. */
+ * size is unchanged, and remat_gemm_bf16_native: additions; the soname
+ * stays libremat.so.5. */
 #define REMAT_VERSION_MAJOR 5
 #define REMAT_VERSION_MINOR 1
 #define REMAT_VERSION_PATCH 0
@@ -143,6 +144,13 @@ REMAT_API const char *remat_gemm_name(remat_gemm_engine e);
  * dot products) or "avx512_core_amx" (AMX tiles); "" in a build without
  * oneDNN.  A constant string, never NULL ("gemm_isa" of remat bench's JSON). */
 REMAT_API const char *remat_gemm_isa(void);
+/* 1 when oneDNN makes bf16 matrix products on this CPU (AVX-512 and up, in
+ * oneDNN 2.6); 0 where remat runs each bf16 product on fp32 copies of its
+ * operands: the same exact products, at fp32's rate plus the copies, so a
+ * bf16 step is slower than an fp32 one there and worth it only for its
+ * memory (README, "GEMM engines and bf16 mixed precision").  1 in a build
+ * without oneDNN, whose CBLAS engine refuses bf16 (added in 5.1.0). */
+REMAT_API int remat_gemm_bf16_native(void);
 
 /* ---- configuration ---------------------------------------------------------
  * The model and the shape of one training step.  Two architectures

@@ -48,6 +48,27 @@ assert d["machine"]["threads"] == 1 and d["config"]["n_layer"] == 2
 assert d["timeline_policy"] == "full"
 PY
 
+# bf16 on a CPU where oneDNN makes no bf16 matmul (below AVX-512): the JSON
+# says so ("bf16_native"), and so does remat train's header, which tells the
+# user the products run on fp32 copies (slower than fp32 there); never in fp32
+tt="--layers 2 --dim 32 --heads 2 --vocab 64 --seq 16 --batch 2 --threads 1 --steps 1"
+$R train $tt --dtype bf16 > "$T/h16.txt" 2>&1 || bad "train --dtype bf16: $(cat "$T/h16.txt")"
+$R train $tt > "$T/h32.txt" 2>&1 || bad "train fp32: $(cat "$T/h32.txt")"
+$R train $tt --dtype bf16 --json 2>/dev/null | tail -n 1 > "$T/h16.json"
+$PY - "$T/b.json" "$T/h16.txt" "$T/h32.txt" "$T/h16.json" <<'PY' && ok || bad "bf16_native: the JSON and the train header agree"
+import json, sys
+d = json.load(open(sys.argv[1]))
+h16, h32 = open(sys.argv[2]).read(), open(sys.argv[3]).read()
+t = json.loads(open(sys.argv[4]).read())
+native = d["bf16_native"]
+assert native in (True, False) and t["bf16_native"] == native, (native, t.get("bf16_native"))
+note = "has no bf16 matmul: bf16 products run on fp32 copies"
+assert (note in h16) == (not native), h16.splitlines()[:2]
+assert note not in h32, h32.splitlines()[:2]
+if not native:
+    assert "oneDNN %s has no" % d["gemm_isa"] in h16, h16.splitlines()[:2]
+PY
+
 # the SVGs: well-formed, titled, axes with ticks and titles, one labelled
 # point per policy, the front line; the timeline's maximum = measured peak
 $PY - "$T/p.svg" "$T/t.svg" "$T/b.json" <<'PY' && ok || bad "SVG plots"

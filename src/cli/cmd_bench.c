@@ -723,6 +723,7 @@ int bench_print_json(FILE *f, const bench_opts *o, const bench_result *r)
     remat_jsonw_str(w, "gemm", remat_gemm_name(remat_gemm_get()));
     remat_jsonw_int(w, "gemm_n", o->sgemm_n);
     remat_jsonw_str(w, "gemm_isa", remat_gemm_isa());
+    remat_jsonw_bool(w, "bf16_native", remat_gemm_bf16_native());
     json_slot(w, &r->slot[0]);
     remat_jsonw_str(w, "timeline_policy", r->timeline_idx >= 0 ? r->rows[r->timeline_idx].name : "");
     json_u64(w, "rss_base_bytes", r->rss_base, r->rss_base > 0);
@@ -813,7 +814,9 @@ void bench_print_table(FILE *f, const bench_opts *o, const bench_result *r)
                "of the rounds):", o->steps, o->warmup, remat_get_threads(), r->cpu, remat_gemm_name(remat_gemm_get()),
             o->sgemm_n);
     for (int k = 0; k < r->nslot; k++) fprintf(f, " %s %.1f GFLOP/s", cli_dtype_name(o->dts[k]), r->slot[k].gemm_gflops);
-    if (*remat_gemm_isa()) fprintf(f, " | oneDNN ISA %s", remat_gemm_isa());
+    if (*remat_gemm_isa())
+        fprintf(f, " | oneDNN ISA %s%s", remat_gemm_isa(),
+                remat_gemm_bf16_native() ? "" : " (no bf16 matmul: bf16 products on fp32 copies)");
     fprintf(f, " | load average %.1f -> %.1f on %ld cores\n", r->load_start, r->load_end, sysconf(_SC_NPROCESSORS_ONLN));
     int wname = 6;
     for (int i = 0; i < r->n; i++) {

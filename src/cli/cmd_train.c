@@ -650,10 +650,16 @@ static int prepare_steps(train_run *t)
         char b1[32], b2[32], b3[32];
         if (t->ci) printf("resumed from %s at step %ld\n", t->ci->file, t->start);
         cli_config_print(stdout, c);
-        printf("data: %s (%zu train / %zu val tokens%s%s) | policy: %s | threads: %d | gemm: %s\n",
+        /* a CPU below AVX-512 runs bf16 products on fp32 copies: say so, it
+         * is slower than fp32 there (docs/performance.md, the AVX2 machine) */
+        int emu = c->dtype == REMAT_DTYPE_BF16 && !remat_gemm_bf16_native();
+        printf("data: %s (%zu train / %zu val tokens%s%s) | policy: %s | threads: %d | gemm: %s%s%s%s\n",
                o->data ? o->data : "embedded arithmetic task", remat_data_tokens(t->data, REMAT_SPLIT_TRAIN),
                remat_data_tokens(t->data, REMAT_SPLIT_VAL), o->val_data ? ", val from " : "",
-               o->val_data ? o->val_data : "", t->policy, remat_get_threads(), remat_gemm_name(remat_gemm_get()));
+               o->val_data ? o->val_data : "", t->policy, remat_get_threads(), remat_gemm_name(remat_gemm_get()),
+               emu ? " (oneDNN " : "", emu ? remat_gemm_isa() : "",
+               emu ? " has no bf16 matmul: bf16 products run on fp32 copies, slower than --dtype fp32 here; "
+                     "bf16 saves activation memory only)" : "");
         if (t->dp)
             printf("data parallel: %d rank%s x %d thread%s, micro-batch %d, %d micro-batch%s per rank per step, "
                    "ZeRO-%d\n", st0.ranks, st0.ranks > 1 ? "s" : "", remat_get_threads(),
@@ -872,6 +878,7 @@ static void summary_json(train_run *t, const run_summary *u)
     remat_jsonw_int(w, "threads", remat_get_threads());
     remat_jsonw_str(w, "dtype", cli_dtype_name(c->dtype));
     remat_jsonw_str(w, "gemm", remat_gemm_name(remat_gemm_get()));
+    remat_jsonw_bool(w, "bf16_native", remat_gemm_bf16_native());
     remat_jsonw_uint(w, "weights16_bytes", st->weights16_bytes);
     remat_jsonw_int(w, "calibrated_ops", remat_profile_run_ops(t->calib));
     remat_jsonw_int(w, "ranks", st->ranks);

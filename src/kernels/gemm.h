@@ -80,10 +80,9 @@ typedef struct remat_gemm_op {
 void remat_gemm(const remat_gemm_op *g);
 /* REMAT_OK, or the first failure since the last call (and clears it). */
 remat_status remat_gemm_check(void);
-/* 1 when oneDNN makes bf16 matmuls on this machine (AVX-512 and up, in
- * oneDNN 2.6); 0 where bf16 products run on fp32 copies of their operands
- * (gemm.c, "bf16 where oneDNN has none").  1 in a build without oneDNN. */
-int remat_gemm_bf16_native(void);
+/* remat_gemm_bf16_native (remat.h): 0 where bf16 products run on fp32
+ * copies of their operands (gemm.c, "bf16 where oneDNN has none"); also 0
+ * while the tests' hook below forces the copies */
 /* tests: on != 0 runs every bf16 product on fp32 copies, native or not */
 void remat_gemm_bf16_emulate(int on);
 /* The workspace bytes product g takes on this machine: the fp32 copies of
