@@ -387,29 +387,28 @@ static int dense_in(const remat_config *c, int first, int n)
     return d < 0 ? 0 : d > n ? n : d;
 }
 
-/* The parameter state of stage s's GPU: its layers' parameters
- * (remat_layer_params: a dense prefix's and the routed layers' apart), the
- * embedding on the first stage, the final norm and an untied output layer
- * on the last (with one stage, both), split by T but what every rank holds
- * whole (params.c) */
-/* Bytes of one gradient element: Megatron-LM's --bf16 keeps fp32 gradient
- * buffers (arguments.py:1204-1217 at d98e8a6 sets
- * accumulate_allreduce_grads_in_fp32; param_and_grad_buffer.py:924,
- * grad_dtype = torch.float if grad_reduce_in_fp32 else param.dtype) unless
- * --grad-reduce-in-bf16; fp32 weights have fp32 gradients */
 /* 5.1.0's field sits in what was 5.0.0's tail padding: the size is 5.0.0's */
 _Static_assert(sizeof(remat_cluster) == ((offsetof(remat_cluster, no_tp_comm_overlap) + sizeof(int) +
                                           _Alignof(remat_cluster) - 1) & ~(_Alignof(remat_cluster) - 1)),
                "remat_cluster.grad_reduce_bf16 grew the struct (an ABI break)");
 
+/* Bytes of one gradient element: Megatron-LM's --bf16 keeps fp32 gradient
+ * buffers (arguments.py:1204-1217 at d98e8a6 sets
+ * accumulate_allreduce_grads_in_fp32; param_and_grad_buffer.py:924,
+ * grad_dtype = torch.float if grad_reduce_in_fp32 else param.dtype) unless
+ * --grad-reduce-in-bf16; fp32 weights have fp32 gradients */
 static uint64_t grad_bytes(const remat_config *c, const remat_cluster *cl)
 {
     return c->dtype == REMAT_DTYPE_BF16 && cl->grad_reduce_bf16 ? 2 : 4;
 }
 
-/* Stage s's parameter state per GPU; *grad_copy (may be NULL) gets the
- * fp32 copy of its gradient shard that the optimizer step makes from bf16
- * gradients (grad_reduce_bf16), after the activations are freed: Megatron's
+/* The parameter state of stage s's GPU: its layers' parameters
+ * (remat_layer_params: a dense prefix's and the routed layers' apart), the
+ * embedding on the first stage, the final norm and an untied output layer
+ * on the last (with one stage, both), split by T but what every rank holds
+ * whole (params.c).  *grad_copy (may be NULL) gets the fp32 copy of the
+ * gradient shard that the optimizer step makes from bf16 gradients
+ * (grad_reduce_bf16), after the activations are freed: Megatron's
  * distributed optimizer's shard_model_grad.float() (distrib_optimizer.py:2792
  * at d98e8a6), the other's main_grad.float() of every gradient
  * (optimizer.py:1097); with fp32 gradients .float() copies nothing */
