@@ -942,11 +942,9 @@ static void grad_reduce_bf16(void)
 {
     remat_config c = llama_megatron("llama3-8b", 1);
     c.seq = c.max_seq = 128;           /* activations far below the copy */
-    remat_cluster cl;
-    remat_cluster_default(&cl);
+    remat_cluster cl = cluster(1, 1, 16, 0);   /* DP 16, two nodes: the reduction over the network */
     cl.dev = *remat_device_find("h100-80gb");
     cl.dev.mem_bytes = 1ULL << 50;
-    cl.dp = 16;                        /* two nodes: the reduction over the network */
     remat_cluster_memory m4, m2;
     remat_cluster_row r4, r2;
     if (remat_cluster_memory_of(&c, &cl, &m4) || remat_cluster_evaluate(&c, &cl, "none", &r4)) {

@@ -412,7 +412,7 @@ static uint64_t grad_bytes(const remat_config *c, const remat_cluster *cl)
  * distributed optimizer's shard_model_grad.float() (distrib_optimizer.py:2792
  * at d98e8a6), the other's main_grad.float() of every gradient
  * (optimizer.py:1097); with fp32 gradients .float() copies nothing */
-static remat_status stage_memory_copy(const remat_config *c, const remat_cluster *cl, int s, remat_cluster_memory *out,
+static remat_status stage_memory(const remat_config *c, const remat_cluster *cl, int s, remat_cluster_memory *out,
                                       uint64_t *grad_copy)
 {
     memset(out, 0, sizeof *out);
@@ -465,11 +465,6 @@ static remat_status stage_memory_copy(const remat_config *c, const remat_cluster
     return REMAT_OK;
 }
 
-static remat_status stage_memory(const remat_config *c, const remat_cluster *cl, int s, remat_cluster_memory *out)
-{
-    return stage_memory_copy(c, cl, s, out, NULL);
-}
-
 /* The most parameter state (weights, gradients, optimizer) any stage's GPU
  * holds: the first stage's, or with a dense prefix, planned stage by stage,
  * the largest stage's (the layout search's pruning: cl checked) */
@@ -478,7 +473,7 @@ uint64_t remat_cluster_state_max(const remat_config *c, const remat_cluster *cl)
     uint64_t most = 0;
     for (int s = 0; s < (c->moe_first_dense > 0 ? cl->pp : 1); s++) {
         remat_cluster_memory m;
-        stage_memory(c, cl, s, &m);
+        stage_memory(c, cl, s, &m, NULL);
         uint64_t b = m.params_bytes + m.grads_bytes + m.optim_bytes;
         if (b > most) most = b;
     }
@@ -491,7 +486,7 @@ remat_status remat_cluster_memory_of(const remat_config *c, const remat_cluster 
     if (!out) return remat_fail(REMAT_ERR_INVALID, "remat_cluster_memory_of: out is NULL");
     memset(out, 0, sizeof *out);
     if ((st = remat_cluster_check(c, cl))) return st;
-    return stage_memory(c, cl, 0, out);
+    return stage_memory(c, cl, 0, out, NULL);
 }
 
 /* The table's FLOPs of one micro-batch's step (remat_table_step_flops, exact
@@ -530,7 +525,7 @@ typedef struct ctx {
     int stage, mult, sends;
     int any_dense, any_routed;  /* the model has layers of a dense prefix, routed or uniform ones */
     remat_cluster_memory mem;
-    uint64_t grad_copy;       /* the optimizer step's fp32 copy of bf16 gradients (stage_memory_copy) */
+    uint64_t grad_copy;       /* the optimizer step's fp32 copy of bf16 gradients (stage_memory) */
     uint64_t usable;          /* device memory less the reserve */
     uint64_t host;            /* host memory per GPU for offloaded activations */
 } ctx;
@@ -678,7 +673,7 @@ static remat_status ctx_init_stage(ctx *x, const remat_config *c, const remat_cl
     remat_status st;
     memset(x, 0, sizeof *x);
     if ((st = remat_cluster_check(c, cl))) return st;
-    if ((st = stage_memory_copy(c, cl, s, &x->mem, &x->grad_copy))) return st;
+    if ((st = stage_memory(c, cl, s, &x->mem, &x->grad_copy))) return st;
     int first, n;
     stage_layers(c, cl, s, &first, &n);
     x->cl = *cl;
